@@ -1,0 +1,16 @@
+"""Noisy win counts ("noisy Copeland/Borda"), cai Algorithms 2 and 3."""
+import jax.numpy as jnp
+
+from dpsim.mechanisms.calibration import edge_count_noise_scale
+from dpsim.mechanisms.laplace import laplace_noise
+
+
+def win_counts(W):
+    """N_i = Σ_j W_ij, the number of comparisons item i won (cai §5.3 step 1)."""
+    return W.sum(axis=1)
+
+
+def noisy_counts_edge(key, W, eps):
+    """Algorithm 2 of cai (edge DP): N + Laplace(2/ε)^n, (ε, 0)-edge DP (ℓ1 sensitivity 2)."""
+    counts = win_counts(W)
+    return counts + laplace_noise(key, edge_count_noise_scale(eps), counts.shape)

@@ -1,0 +1,17 @@
+"""Top-k selection with random tie-breaking (cai §10.10)."""
+import jax
+import jax.numpy as jnp
+
+
+def top_k_mask(key, scores, k):
+    """Boolean mask of the k largest scores; ties are broken uniformly at random.
+
+    Sorting by (−score, U) with U i.i.d. uniform gives every tied item the same chance of
+    selection (a stable or index-ordered sort would favour low or high indices, the
+    artefact in the paper's ε = ∞ counting curve). ``k`` may be traced.
+    """
+    n = scores.shape[0]
+    jitter = jax.random.uniform(key, (n,))
+    order = jnp.lexsort((jitter, -scores))
+    ranks = jnp.empty((n,), jnp.int32).at[order].set(jnp.arange(n, dtype=jnp.int32))
+    return ranks < k

@@ -1,0 +1,98 @@
+"""The results store: a directory of Parquet parts plus a JSON manifest.
+
+One row per grid point × replicate × method (DESIGN "Results"). Parts are written
+atomically (temporary file, then rename), so an interrupted run leaves only whole parts,
+and re-running into the same directory computes only the missing (point, rep) pairs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dpsim.experiment.errors import UsageError
+
+MANIFEST = "manifest.json"
+PARTS = "parts"
+
+
+def _atomic_write_bytes(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def versions() -> dict:
+    import jax
+    import numpy
+
+    from dpsim import __version__
+    return {"dpsim": __version__, "jax": jax.__version__, "numpy": numpy.__version__,
+            "pandas": pd.__version__, "pyarrow": pa.__version__, "python": platform.python_version(),
+            "backend": jax.default_backend()}
+
+
+def read_manifest(out: Path) -> dict | None:
+    path = Path(out) / MANIFEST
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def check_compatible(out: Path, experiment: str, seed: int) -> None:
+    """Refuse to mix experiments or seeds in one directory (resume needs the same seed)."""
+    manifest = read_manifest(out)
+    if manifest is None:
+        if Path(out).exists() and any(Path(out).iterdir()):
+            raise UsageError(f"--out {str(out)!r} is not empty and holds no dpsim manifest")
+        return
+    if manifest["experiment"] != experiment or manifest["seed"] != seed:
+        raise UsageError(f"--out {str(out)!r} holds experiment {manifest['experiment']!r} "
+                         f"seed {manifest['seed']}; choose another directory")
+
+
+def write_manifest(out: Path, content: dict) -> None:
+    text = json.dumps(content, indent=2, sort_keys=True, default=str)
+    _atomic_write_bytes(Path(out) / MANIFEST, lambda tmp: Path(tmp).write_text(text))
+
+
+def write_part(out: Path, frame: pd.DataFrame) -> Path:
+    path = Path(out) / PARTS / f"part-{uuid.uuid4().hex}.parquet"
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    _atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
+    return path
+
+
+def part_files(out: Path) -> list[Path]:
+    return sorted((Path(out) / PARTS).glob("part-*.parquet"))
+
+
+def load_results(out: Path) -> pd.DataFrame:
+    """The tidy results table of a run directory (all parts concatenated)."""
+    files = part_files(out)
+    if not files:
+        raise UsageError(f"no results in {str(out)!r}")
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+
+def completed(out: Path) -> set[tuple[int, int]]:
+    """The (point id, rep) pairs already stored."""
+    done: set[tuple[int, int]] = set()
+    for f in part_files(out):
+        cols = pq.read_table(f, columns=["point", "rep"]).to_pydict()
+        done.update(zip(cols["point"], cols["rep"]))
+    return done

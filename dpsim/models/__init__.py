@@ -1,0 +1,22 @@
+"""Data-generating processes and θ* designs.
+
+Every generator is a pure function of a PRNG key and parameters and returns the
+sufficient statistics an estimator needs; all are jit- and vmap-compatible.
+Win-count convention used everywhere: ``W[i, j]`` = number of times item i beat item j.
+"""
+from dpsim.models.links import LOGISTIC, PROBIT, Link, get_link
+from dpsim.models.btl import (
+    sample_er_comparisons,
+    theta_cai_design,
+    theta_evenly_spaced,
+    theta_two_block,
+    theta_uniform,
+    top_k_size,
+    true_top_k_mask,
+)
+
+__all__ = [
+    "LOGISTIC", "PROBIT", "Link", "get_link",
+    "sample_er_comparisons", "theta_cai_design", "theta_evenly_spaced",
+    "theta_two_block", "theta_uniform", "top_k_size", "true_top_k_mask",
+]

@@ -1,0 +1,11 @@
+"""Paper experiments, one module per paper, as declarative definitions.
+
+``EXPERIMENTS`` maps an experiment name to its :class:`dpsim.experiment.Experiment`;
+``CHECKS`` maps a check name to its rate or trend check.
+"""
+from experiments import cai
+
+EXPERIMENTS = {e.name: e for e in cai.EXPERIMENTS}
+CHECKS = {c.name: c for c in cai.CHECKS}
+
+__all__ = ["EXPERIMENTS", "CHECKS"]
