@@ -1,0 +1,143 @@
+"""The ``dpsim`` command: list, run, plot, verify.
+
+Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dpsim.experiment.errors import UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage block
+        raise UsageError(message)
+
+
+def _registry():
+    from experiments import CHECKS, EXPERIMENTS
+    return EXPERIMENTS, CHECKS
+
+
+def _experiment(name):
+    experiments, _ = _registry()
+    try:
+        return experiments[name]
+    except KeyError:
+        raise UsageError(f"unknown experiment {name!r}; see `dpsim list`") from None
+
+
+def cmd_list(args) -> int:
+    experiments, checks = _registry()
+    print("experiments:")
+    for e in experiments.values():
+        grid = " ".join(f"{a}={len(v)}" for a, v in e.axes.items() if len(v) > 1)
+        print(f"  {e.name:<16} {e.reps:>5} reps  [{grid}]  {e.title}")
+    print("checks:")
+    for c in checks.values():
+        print(f"  {c.name:<36} ({c.experiment}) {c.description}")
+    return 0
+
+
+def _parse_sets(options):
+    from dpsim.experiment.axes import parse_set_option
+    overrides = {}
+    for option in options or []:
+        axis, values = parse_set_option(option)
+        if axis in overrides:
+            raise UsageError(f"--set {axis} given twice")
+        overrides[axis] = values
+    return overrides
+
+
+def _plot_dir(out: Path, experiment, to: Path | None = None) -> list[Path]:
+    from dpsim.experiment.store import load_results
+    from dpsim.plots import draw_figure, save_figure
+    if experiment.figure is None:
+        return []
+    fig = draw_figure(load_results(out), experiment.figure)
+    return save_figure(fig, (to or out / "figure"))
+
+
+def cmd_run(args) -> int:
+    from dpsim.experiment.runner import run_experiment
+    experiment = _experiment(args.experiment)
+    overrides = _parse_sets(args.set)
+    summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
+                             overrides=overrides, chunk=args.chunk, progress=not args.no_progress)
+    print(f"{experiment.name}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
+          f"in {summary.seconds:.1f} s -> {summary.out}")
+    for path in _plot_dir(summary.out, experiment):
+        print(f"figure: {path}")
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from dpsim.experiment.store import read_manifest
+    out = Path(args.dir)
+    manifest = read_manifest(out)
+    if manifest is None:
+        raise UsageError(f"{str(out)!r} holds no dpsim run (no manifest.json)")
+    experiment = _experiment(manifest["experiment"])
+    paths = _plot_dir(out, experiment, Path(args.to) if args.to else None)
+    if not paths:
+        raise UsageError(f"experiment {experiment.name!r} defines no figure")
+    for path in paths:
+        print(f"figure: {path}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from dpsim.experiment.verify import verify
+    experiments, checks = _registry()
+    ok = verify(checks, experiments, args.checks, runs=Path(args.runs), seed=args.seed,
+                reps=args.reps, progress=not args.no_progress)
+    return 0 if ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dpsim", description="Minimax-rate experiments for DP ranking.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("list", help="list experiments and checks").set_defaults(func=cmd_list)
+
+    run = sub.add_parser("run", help="run (or resume) an experiment")
+    run.add_argument("experiment")
+    run.add_argument("--reps", type=int, default=None, help="replicates per grid point")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--out", default=None, help="output directory (default runs/EXPERIMENT)")
+    run.add_argument("--set", action="append", metavar="AXIS=V1,V2,...", help="override a grid axis")
+    run.add_argument("--chunk", type=int, default=None, help="replicate lanes per chunk")
+    run.add_argument("--no-progress", action="store_true")
+    run.set_defaults(func=cmd_run)
+
+    plot = sub.add_parser("plot", help="draw the figure of a run directory")
+    plot.add_argument("dir")
+    plot.add_argument("--to", default=None, help="file stem for PNG and PDF (default DIR/figure)")
+    plot.set_defaults(func=cmd_plot)
+
+    ver = sub.add_parser("verify", help="run and evaluate rate checks")
+    ver.add_argument("checks", nargs="*")
+    ver.add_argument("--runs", default="runs", help="directory holding the checks' runs")
+    ver.add_argument("--seed", type=int, default=0)
+    ver.add_argument("--reps", type=int, default=None)
+    ver.add_argument("--no-progress", action="store_true")
+    ver.set_defaults(func=cmd_verify)
+    return parser
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except UsageError as exc:
+        print(f"dpsim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dpsim: interrupted; completed chunks are saved, re-run to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
