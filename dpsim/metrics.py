@@ -28,7 +28,9 @@ def log_relative_linf_error(theta_hat, theta):
 def relative_hamming_error(mask_hat, mask_true):
     """1 − |Ŝ ∩ S|/k = d_H(Ŝ, S)/(2k) for |Ŝ| = |S| = k (cai §8.0, panels (c), (d))."""
     k = jnp.sum(mask_true)
-    return 1.0 - jnp.sum(mask_hat & mask_true) / k
+    # Counted as misses (not 1 − hits/k) so a perfect recovery is exactly 0 even when XLA
+    # rewrites x/k as x·(1/k).
+    return jnp.sum(mask_true & ~mask_hat) / k
 
 
 def exact_recovery(mask_hat, mask_true):

@@ -1,0 +1,155 @@
+"""The ``dpsim`` command, called as a user would: ``python -m dpsim.cli ...`` in a subprocess.
+
+Bad input must exit non-zero with a single-line error on stderr that names the bad value,
+and write nothing (neither --out nor anything in the working directory). The error cases
+are launched concurrently once per module (each is a fresh interpreter importing JAX), and
+each test checks one of them.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from dpsim.experiment import store
+
+EXP = "cai-fig1"
+
+# (id, extra arguments, text the error line must contain)
+BAD = [
+    ("eps=0", ["run", EXP, "--set", "eps=0"], "eps=0"),
+    ("eps=-1", ["run", EXP, "--set", "eps=-1"], "eps=-1"),
+    ("p=0", ["run", EXP, "--set", "p=0"], "p=0"),
+    ("p=1.5", ["run", EXP, "--set", "p=1.5"], "p=1.5"),
+    ("n_items=1", ["run", EXP, "--set", "n_items=1"], "n_items=1"),
+    ("k=0", ["run", EXP, "--set", "k=0"], "k=0"),
+    ("k=n", ["run", EXP, "--set", "n_items=12", "--set", "k=12"], "k=12"),
+    ("reps=0", ["run", EXP, "--reps", "0"], "reps=0"),
+    ("reps=abc", ["run", EXP, "--reps", "abc"], "abc"),
+    ("unknown-experiment", ["run", "cai-fig99"], "cai-fig99"),
+    ("unknown-axis", ["run", EXP, "--set", "bogus=1"], "bogus"),
+    ("eps=abc", ["run", EXP, "--set", "eps=abc"], "abc"),
+    ("set-no-equals", ["run", EXP, "--set", "eps"], "'eps'"),
+    ("set-no-axis", ["run", EXP, "--set", "=1"], "'=1'"),
+    ("set-no-value", ["run", EXP, "--set", "eps="], "'eps='"),
+]
+KNOWN_BUG = {
+    # was a traceback before the fix; see test_runner.py::test_unknown_link_is_a_usage_error
+    "link=cauchit": (["run", EXP, "--set", "link=cauchit"], "cauchit"),
+}
+
+
+def _command(args, out: Path | None):
+    cmd = [sys.executable, "-m", "dpsim.cli", *args]
+    if out is not None and args and args[0] == "run":
+        cmd += ["--out", str(out), "--no-progress"]
+    return cmd
+
+
+def _env():
+    env = dict(os.environ)
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    return env
+
+
+def run_cli(args, cwd: Path, out: Path | None = None, timeout=300):
+    return subprocess.run(_command(args, out), cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=_env())
+
+
+@pytest.fixture(scope="module")
+def bad_runs(tmp_path_factory):
+    """Launch every bad-input command at once; each in its own empty working directory."""
+    cases = [(name, args) for name, args, _ in BAD] + [(name, args) for name, (args, _) in KNOWN_BUG.items()]
+
+    def one(case):
+        name, args = case
+        cwd = tmp_path_factory.mktemp("cli-bad")
+        out = cwd / "out"
+        res = subprocess.run(_command(args, out), cwd=cwd, capture_output=True, text=True,
+                             timeout=300, env=_env())
+        return name, (res.returncode, res.stdout, res.stderr, cwd, out)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(pool.map(one, cases))
+
+
+def _check_bad(result, want):
+    code, stdout, stderr, cwd, out = result
+    assert code != 0, stdout
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr                     # a single line
+    assert lines[0].startswith("dpsim: error:"), stderr
+    assert want in lines[0], stderr                    # naming the bad value
+    assert not out.exists()                            # nothing written to --out ...
+    assert list(cwd.iterdir()) == []                   # ... nor anywhere else (e.g. runs/)
+
+
+@pytest.mark.parametrize("name, args, want", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_is_one_line_error_and_writes_nothing(bad_runs, name, args, want):
+    _check_bad(bad_runs[name], want)
+
+
+def test_unknown_link_is_one_line_error(bad_runs):
+    _check_bad(bad_runs["link=cauchit"], KNOWN_BUG["link=cauchit"][1])
+
+
+def test_list(tmp_path):
+    res = run_cli(["list"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    for name in ("cai-fig1", "cai-fig2", "cai-fig3"):
+        assert name in res.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_console_script_entry_point(tmp_path):
+    exe = Path(sys.executable).parent / "dpsim"
+    assert exe.exists(), "the `dpsim` console script is not installed (pip install -e .)"
+    res = subprocess.run([str(exe), "list"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300, env=_env())
+    assert res.returncode == 0, res.stderr
+    assert "cai-fig1" in res.stdout
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("cli-run")
+    out = cwd / "out"
+    args = ["run", EXP, "--set", "n_items=10", "--set", "p=1", "--set", "eps=1,inf", "--reps", "2"]
+    res = run_cli(args, cwd=cwd, out=out)
+    return args, res, cwd, out
+
+
+def test_tiny_run(tiny_run):
+    args, res, cwd, out = tiny_run
+    assert res.returncode == 0, res.stderr
+    df = store.load_results(out)
+    # 1 n × 1 p × 2 ε × 2 reps × 2 methods
+    assert len(df) == 8
+    assert set(df["n_items"]) == {10} and set(df["p"]) == {1.0}
+    assert set(df["eps"]) == {1.0, float("inf")} and set(df["rep"]) == {0, 1}
+    assert set(df["method"]) == {"mle", "counts"}
+    assert not df.duplicated(["point", "rep", "method"]).any()
+    assert df.loc[df["method"] == "mle", "converged"].all()
+    manifest = store.read_manifest(out)
+    assert manifest["experiment"] == EXP and manifest["seed"] == 0 and manifest["reps"] == 2
+
+
+def test_tiny_run_resumes_and_refuses_another_seed(tiny_run):
+    args, res, cwd, out = tiny_run
+    assert res.returncode == 0, res.stderr
+    parts = sorted(p.name for p in store.part_files(out))
+    again = run_cli(args, cwd=cwd, out=out)
+    assert again.returncode == 0, again.stderr
+    assert "0 replicate lanes" in again.stdout
+    assert sorted(p.name for p in store.part_files(out)) == parts
+    other = run_cli(args + ["--seed", "1"], cwd=cwd, out=out)
+    assert other.returncode != 0
+    lines = other.stderr.strip().splitlines()
+    assert len(lines) == 1 and "seed" in lines[0], other.stderr
+    assert sorted(p.name for p in store.part_files(out)) == parts

@@ -1,0 +1,294 @@
+"""The experiment runner: determinism across chunking, resume, common random numbers, validation."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import shutil
+
+import jax
+import jax.numpy as jnp
+import pandas as pd
+import pytest
+
+from dpsim.experiment import Experiment, UsageError
+from dpsim.experiment import runner, store
+from dpsim.experiment.runner import run_experiment
+from dpsim.models import sample_er_comparisons
+from experiments.cai import edge_experiment
+
+INF = math.inf
+AXES = {"n_items": [12, 16], "p": [0.5, 1.0], "eps": [1.0, INF]}
+REPS = 6
+KEY = ["point", "rep", "method"]
+# 2 shapes × 2 p × 6 reps = 24 lanes; × 2 ε × 2 methods = 96 rows
+N_LANES, N_ROWS = 24, 96
+
+
+def small_experiment(micro: int | None = None) -> Experiment:
+    """The cai edge experiment on a tiny grid. ``micro`` forces the vmapped micro-batch size
+    (through lane_bytes): without it, lanes this small are batched 64 at a time and any
+    requested chunk below 64 is rounded up to 64, so chunk=1 and chunk=3 alone would not
+    change how the work is split."""
+    exp = edge_experiment("t", "t", AXES, reps=REPS)
+    if micro is None:
+        return exp
+    assert runner.micro_batch_size(runner.MICRO_BATCH_BYTES // micro) == micro
+    return dataclasses.replace(exp, lane_bytes=lambda shape: runner.MICRO_BATCH_BYTES // micro)
+
+
+def table(out) -> pd.DataFrame:
+    df = store.load_results(out)
+    return df.sort_values(KEY).reset_index(drop=True)[sorted(df.columns)]
+
+
+def assert_same_table(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """One uninterrupted run with the default chunking: (dir, sorted table)."""
+    out = tmp_path_factory.mktemp("reference") / "run"
+    summary = run_experiment(small_experiment(), out=out, progress=False)
+    assert summary.lanes_run == N_LANES and summary.rows_written == N_ROWS
+    return out, table(out)
+
+
+def test_reference_table_shape(reference):
+    out, df = reference
+    assert len(df) == N_ROWS
+    assert not df.duplicated(KEY).any()
+    assert set(df["method"]) == {"mle", "counts"}
+    assert set(df["rep"]) == set(range(REPS))
+    assert {"n_items", "k", "link", "p", "eps", "c0", "rep", "point", "method",
+            "l2", "linf", "log_rel_l2", "log_rel_linf", "relative_hamming", "exact_recovery",
+            "converged", "iterations"} <= set(df.columns)
+    assert dict(df.groupby("n_items")["k"].unique().apply(list)) == {12: [3], 16: [4]}
+    mle = df[df["method"] == "mle"]
+    assert mle["converged"].all() and (mle["iterations"] < 50).all()
+    assert mle[["l2", "linf", "log_rel_l2", "log_rel_linf"]].notna().all().all()
+    assert df["relative_hamming"].between(0, 1).all()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 0 and manifest["experiment"] == "t" and manifest["reps"] == REPS
+
+
+@pytest.fixture(scope="module")
+def reference_micro1(tmp_path_factory):
+    """An uninterrupted run with micro-batches of one lane and one lane per chunk."""
+    out = tmp_path_factory.mktemp("reference_micro1") / "run"
+    summary = run_experiment(small_experiment(micro=1), out=out, progress=False, chunk=1)
+    assert summary.lanes_run == N_LANES
+    assert len(store.part_files(out)) == N_LANES
+    return out, table(out)
+
+
+@pytest.mark.parametrize("micro, chunk, parts", [
+    (None, 1, 2),      # requested chunk 1 → rounded up to the micro-batch of 64: 1 part per shape
+    (None, 3, 2),
+    (1, 5, 6),         # micro-batch 1, chunk 5 → 3 chunks of 4 lanes per shape
+])
+def test_results_do_not_depend_on_chunking(reference, reference_micro1, tmp_path, micro, chunk, parts):
+    """DESIGN "Randomness": results must not depend on chunking: bit-identical tables."""
+    out = tmp_path / "run"
+    summary = run_experiment(small_experiment(micro), out=out, progress=False, chunk=chunk)
+    assert summary.lanes_run == N_LANES
+    assert len(store.part_files(out)) == parts     # the work really was split differently
+    want = reference if micro is None else reference_micro1
+    assert_same_table(table(out), want[1])
+
+
+def test_results_do_not_depend_on_micro_batch_size(reference, reference_micro1):
+    """DESIGN "Randomness": results must not depend on batch size (micro-batch 64 vs 1).
+    Continuous metrics may differ by rounding (≤ 1e-12 relative); discrete ones (top-k
+    errors) must be identical."""
+    got, want = reference[1], reference_micro1[1]
+    cont = ["l2", "linf", "log_rel_l2", "log_rel_linf"]
+    pd.testing.assert_frame_equal(got[cont], want[cont], check_exact=False, rtol=1e-12)
+    pd.testing.assert_frame_equal(got.drop(columns=cont), want.drop(columns=cont), check_exact=True)
+
+
+def _interrupt_after(monkeypatch, n_parts: int):
+    real = store.write_part
+    calls = {"n": 0}
+
+    def flaky(out, frame):
+        if calls["n"] == n_parts:
+            raise KeyboardInterrupt
+        calls["n"] += 1
+        return real(out, frame)
+
+    monkeypatch.setattr(store, "write_part", flaky)
+
+
+def test_resume_after_interrupt(reference_micro1, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    exp = small_experiment(micro=1)                    # one lane per part
+    _interrupt_after(monkeypatch, 2)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(exp, out=out, progress=False, chunk=1)
+    monkeypatch.undo()
+    assert len(store.part_files(out)) == 2
+    partial = store.load_results(out)
+    assert len(partial) == 2 * 4 and not partial.duplicated(KEY).any()   # 2 lanes × 2 ε × 2 methods
+    assert not list((out / "parts").glob(".tmp-*"))                       # no torn temporary file
+
+    summary = run_experiment(exp, out=out, progress=False, chunk=1)
+    assert summary.lanes_run == N_LANES - 2
+    assert summary.rows_written == N_ROWS - len(partial)
+    final = table(out)
+    assert not final.duplicated(KEY).any()
+    assert_same_table(final, reference_micro1[1])   # the same configuration, uninterrupted
+
+
+def test_extending_the_eps_grid_computes_only_new_points(reference, tmp_path):
+    """Run ε = 1 only, then the full ε grid into the same directory (n = 12 only, to save a
+    compile): the missing ε = ∞ rows are added, the stored ε = 1 rows are not duplicated,
+    and the table equals the same rows of a fresh run."""
+    out = tmp_path / "run"
+    first = run_experiment(small_experiment(), out=out, progress=False,
+                           overrides={"n_items": [12], "eps": [1.0]})
+    assert first.lanes_run == N_LANES // 2 and first.rows_written == N_ROWS // 4
+    second = run_experiment(small_experiment(), out=out, progress=False, overrides={"n_items": [12]})
+    assert second.lanes_run == N_LANES // 2 and second.rows_written == N_ROWS // 4
+    final = table(out)
+    assert not final.duplicated(KEY).any()
+    want = reference[1][reference[1]["n_items"] == 12].reset_index(drop=True)
+    assert_same_table(final, want)
+
+
+def test_rerun_of_complete_directory_computes_nothing(reference, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(reference[0], out)
+    before = sorted(p.name for p in store.part_files(out))
+    summary = run_experiment(small_experiment(), out=out, progress=False)
+    assert summary.lanes_run == 0 and summary.rows_written == 0
+    assert sorted(p.name for p in store.part_files(out)) == before
+    assert_same_table(table(out), reference[1])
+
+
+# ----------------------------------------------------------------------------- common random numbers
+
+def _crn_truth(key, shape):
+    return {"theta": jax.random.normal(key, (shape["n_items"],))}
+
+
+def _crn_generate(key, shape, truth, data):
+    return sample_er_comparisons(key, truth["theta"], data["p"])
+
+
+def _crn_analyse(key, shape, truth, W, data, analysis):
+    n = shape["n_items"]
+    weights = jnp.arange(1.0, n * n + 1.0).reshape(n, n)
+    return {"probe": {
+        "data_sum": jnp.sum(W * weights),                          # a checksum of the data
+        "truth_sum": jnp.sum(truth["theta"] * jnp.arange(1.0, n + 1.0)),
+        "noise": jax.random.normal(key),                           # the analysis key
+        "eps_seen": analysis["eps"], "p_seen": data["p"],
+    }}
+
+
+def crn_experiment(**axes) -> Experiment:
+    full = {"n_items": [8], "p": [0.3, 0.7], "eps": [0.5, 1.0, INF]}
+    full.update(axes)
+    return Experiment(name="crn", title="crn probe", axes=full, shape_axes=("n_items",),
+                      analysis_axes=("eps",), truth=_crn_truth, generate=_crn_generate,
+                      analyse=_crn_analyse, reps=5)
+
+
+@pytest.fixture(scope="module")
+def crn_table(tmp_path_factory):
+    out = tmp_path_factory.mktemp("crn") / "run"
+    run_experiment(crn_experiment(), out=out, progress=False)
+    return store.load_results(out)
+
+
+def test_same_data_for_every_eps_within_a_replicate(crn_table):
+    df = crn_table
+    assert len(df) == 2 * 3 * 5
+    assert (df["eps_seen"] == df["eps"]).all() and (df["p_seen"] == df["p"]).all()
+    by_lane = df.groupby(["p", "rep"])
+    assert (by_lane["data_sum"].nunique() == 1).all()      # common random numbers across ε
+    assert (by_lane["noise"].nunique() == 3).all()         # but fresh noise per ε
+    assert (df.groupby("p")["data_sum"].nunique() == 5).all()   # new data per replicate
+    assert df["truth_sum"].nunique() == 1                  # θ* fixed per shape point
+    assert df["data_sum"].gt(0).all()
+
+
+def test_keys_do_not_depend_on_grid_extent(crn_table, tmp_path):
+    """A sub-grid reproduces the same rows: keys come from stable ids, not batch positions."""
+    out = tmp_path / "sub"
+    run_experiment(crn_experiment(p=[0.7], eps=[1.0]), out=out, progress=False, reps=2)
+    sub = store.load_results(out).set_index(["point", "rep"]).sort_index()
+    full = crn_table.set_index(["point", "rep"]).loc[sub.index]
+    pd.testing.assert_series_equal(sub["data_sum"], full["data_sum"], check_exact=True)
+    pd.testing.assert_series_equal(sub["noise"], full["noise"], check_exact=True)
+
+
+def test_seed_changes_the_data(crn_table, tmp_path):
+    out = tmp_path / "seed1"
+    run_experiment(crn_experiment(), out=out, progress=False, seed=1)
+    other = store.load_results(out).set_index(["point", "rep"]).sort_index()
+    base = crn_table.set_index(["point", "rep"]).sort_index()
+    assert (other["data_sum"] != base["data_sum"]).mean() > 0.9
+    assert other["truth_sum"].iloc[0] != base["truth_sum"].iloc[0]
+
+
+# ----------------------------------------------------------------------------- validation
+
+@pytest.mark.parametrize("kwargs, bad", [
+    (dict(overrides={"eps": [0]}), "eps=0"),
+    (dict(overrides={"eps": [1.0, -1]}), "eps=-1"),
+    (dict(overrides={"eps": [float("nan")]}), "eps=nan"),
+    (dict(overrides={"p": [0]}), "p=0"),
+    (dict(overrides={"p": [0.5, 1.5]}), "p=1.5"),
+    (dict(overrides={"n_items": [1]}), "n_items=1"),
+    (dict(overrides={"n_items": [12.5]}), "n_items=12.5"),
+    (dict(overrides={"k": [0]}), "k=0"),
+    (dict(overrides={"n_items": [12], "k": [12]}), "k=12"),
+    (dict(overrides={"n_items": [12, 16], "k": [13]}), "k=13"),
+    (dict(overrides={"bogus": [1]}), "bogus"),
+    (dict(overrides={"eps": [1.0, 1]}), "duplicate"),
+    (dict(reps=0), "reps=0"),
+    (dict(reps=-2), "reps=-2"),
+    (dict(chunk=0), "chunk=0"),
+    (dict(seed=-1), "seed=-1"),
+])
+def test_bad_input_raises_usage_error_and_writes_nothing(tmp_path, kwargs, bad):
+    out = tmp_path / "out"
+    with pytest.raises(UsageError, match=re.escape(bad)):
+        run_experiment(small_experiment(), out=out, progress=False, **kwargs)
+    assert not out.exists()
+
+
+def test_unknown_link_is_a_usage_error(tmp_path):
+    out = tmp_path / "out"
+    try:
+        with pytest.raises(UsageError, match="cauchit"):
+            run_experiment(small_experiment(), out=out, progress=False,
+                           overrides={"link": ["cauchit"]})
+    finally:
+        assert not out.exists()
+
+
+def test_different_seed_or_experiment_into_existing_dir_is_refused(reference, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(reference[0], out)
+    manifest = (out / "manifest.json").read_text()
+    parts = sorted(p.name for p in store.part_files(out))
+    with pytest.raises(UsageError, match="seed 0"):
+        run_experiment(small_experiment(), out=out, progress=False, seed=1)
+    with pytest.raises(UsageError, match="'t'"):
+        run_experiment(dataclasses.replace(small_experiment(), name="other"), out=out, progress=False)
+    assert (out / "manifest.json").read_text() == manifest
+    assert sorted(p.name for p in store.part_files(out)) == parts
+
+
+def test_non_empty_foreign_directory_is_refused(tmp_path):
+    out = tmp_path / "foreign"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match="not empty"):
+        run_experiment(small_experiment(), out=out, progress=False)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
