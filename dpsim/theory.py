@@ -8,13 +8,23 @@ from __future__ import annotations
 import numpy as np
 
 
+def edge_dp_statistical_term(n_items, p, eps=None):
+    """√(log n/(np)): the non-private part of r_E (cai Thm 2.1 eq. (2.6))."""
+    n_items, p = np.asarray(n_items, float), np.asarray(p, float)
+    return np.sqrt(np.log(n_items) / (n_items * p))
+
+
+def edge_dp_privacy_term(n_items, p, eps):
+    """log n/(npε): the cost of privacy in r_E (cai Thm 2.1 eq. (2.6), Remark 1)."""
+    n_items, p, eps = np.asarray(n_items, float), np.asarray(p, float), np.asarray(eps, float)
+    return np.log(n_items) / (n_items * p * eps)
+
+
 def edge_dp_rate(n_items, p, eps):
     """r_E(n, p, ε) = √(log n/(np)) + log n/(npε)  (cai Thm 2.1 eq. (2.6), Cor 2.1 (2.7),
     Remark 1): the minimax ℓ∞ rate of θ̃ and the top-k separation threshold under edge DP.
     ε = ∞ gives the non-private rate √(log n/(np))."""
-    n_items, p, eps = np.asarray(n_items, float), np.asarray(p, float), np.asarray(eps, float)
-    np_ = n_items * p
-    return np.sqrt(np.log(n_items) / np_) + np.log(n_items) / (np_ * eps)
+    return edge_dp_statistical_term(n_items, p) + edge_dp_privacy_term(n_items, p, eps)
 
 
 def edge_dp_crossover_eps(n_items, p):

@@ -87,13 +87,13 @@ class Grid:
 
 
 def stable_id(point: Mapping[str, Any]) -> int:
-    """A stable 31-bit integer for a dict of axis values (independent of grid order).
+    """A stable 63-bit integer for a dict of axis values (independent of grid order).
 
     Keys are derived from these ids, never from a position in a batch, so results do not
     depend on the grid's extent, chunking or run order.
     """
     text = ";".join(f"{k}={_canonical(point[k])}" for k in sorted(point))
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") & 0x7FFFFFFF
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") & 0x7FFFFFFFFFFFFFFF
 
 
 def _canonical(value) -> str:

@@ -60,13 +60,24 @@ def base_key(seed: int):
     return jax.random.key(seed)
 
 
+def id_words(ids) -> np.ndarray:
+    """63-bit ids as (low, high) uint32 words, the form ``fold_in`` takes."""
+    ids = np.asarray(ids, dtype=np.uint64)
+    return np.stack([ids & np.uint64(0xFFFFFFFF), ids >> np.uint64(32)], axis=-1).astype(np.uint32)
+
+
+def fold_in_id(key, words):
+    """Fold a 63-bit id, given as its two uint32 words, into a key."""
+    return jax.random.fold_in(jax.random.fold_in(key, words[0]), words[1])
+
+
 def truth_key(seed: int, shape: Mapping) -> jax.Array:
     """Key of the θ*-design of one shape point: (seed, shape id)."""
-    return jax.random.fold_in(jax.random.fold_in(base_key(seed), _TRUTH), stable_id(shape))
+    return fold_in_id(jax.random.fold_in(base_key(seed), _TRUTH), id_words(stable_id(shape)))
 
 
-def _lane_key(seed, data_id, rep):
-    key = jax.random.fold_in(jax.random.fold_in(base_key(seed), _DATA), data_id)
+def _lane_key(seed, data_words, rep):
+    key = fold_in_id(jax.random.fold_in(base_key(seed), _DATA), data_words)
     return jax.random.fold_in(key, rep)
 
 
@@ -84,7 +95,7 @@ def make_chunk_fn(experiment: Experiment, shape: dict, seed: int, micro: int):
 
         def one(args):
             a_id, a_vals = args
-            a_key = jax.random.fold_in(jax.random.fold_in(key, _ANALYSIS), a_id)
+            a_key = fold_in_id(jax.random.fold_in(key, _ANALYSIS), a_id)
             return experiment.analyse(a_key, shape, truth, sample, data_vals, a_vals)
 
         return jax.lax.map(one, (analysis_ids, analysis_vals))
@@ -160,7 +171,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     bar = tqdm(total=total_chunks, desc=experiment.name, unit="chunk",
                disable=not progress or total_chunks == 0)
     a_vals = {a: _as_array([pt[a] for pt in grid.analysis_points]) for a in experiment.analysis_axes}
-    a_ids = jnp.asarray([stable_id(a) for a in grid.analysis_points], dtype=jnp.uint32)
+    a_ids = jnp.asarray(id_words([stable_id(a) for a in grid.analysis_points]))
     try:
         for step in plan:
             t0 = time.time()
@@ -232,7 +243,7 @@ def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None) -> list[_S
 def _chunk_args(lanes, grid: Grid, experiment: Experiment, size: int):
     """Lane arrays padded to ``size`` by repeating the last lane (padding rows are dropped)."""
     padded = list(lanes) + [lanes[-1]] * (size - len(lanes))
-    data_ids = jnp.asarray([lane[3] for lane in padded], dtype=jnp.uint32)
+    data_ids = jnp.asarray(id_words([lane[3] for lane in padded]))
     reps = jnp.asarray([lane[1] for lane in padded], dtype=jnp.uint32)
     data_vals = {a: _as_array([grid.data_points[lane[0]][a] for lane in padded])
                  for a in experiment.data_axes}
