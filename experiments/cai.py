@@ -32,10 +32,10 @@ INF = math.inf
 PAPER_REPS = 120
 
 
-def resolve_shape(shape: dict) -> dict:
-    """Fill k = round(n/4) (cai §3.4) when k is 'auto'; check k ∈ [1, n − 1]."""
+def resolve_k_and_link(shape: dict, default_k) -> dict:
+    """Fill k = default_k(n) when k is 'auto'; check k ∈ [1, n − 1] and the link name."""
     n = shape["n_items"]
-    k = top_k_size(n) if shape.get("k", "auto") == "auto" else shape["k"]
+    k = default_k(n) if shape.get("k", "auto") == "auto" else shape["k"]
     if not 1 <= k <= n - 1:
         raise UsageError(f"k={k} must lie in [1, n_items − 1] = [1, {n - 1}] for n_items={n}")
     try:
@@ -43,6 +43,11 @@ def resolve_shape(shape: dict) -> dict:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return {**shape, "k": k}
+
+
+def resolve_shape(shape: dict) -> dict:
+    """Edge DP: k = round(n/4) (cai §3.4, R's round-half-even) when 'auto'."""
+    return resolve_k_and_link(shape, top_k_size)
 
 
 def truth(key, shape):
@@ -56,13 +61,13 @@ def generate(key, shape, truth, data):
     return sample_er_comparisons(key, truth["theta"], data["p"], get_link(shape["link"]))
 
 
-def _estimation_metrics(theta_hat, theta):
+def estimation_metrics(theta_hat, theta):
     return {"l2": metrics.l2_error(theta_hat, theta), "linf": metrics.linf_error(theta_hat, theta),
             "log_rel_l2": metrics.log_relative_l2_error(theta_hat, theta),
             "log_rel_linf": metrics.log_relative_linf_error(theta_hat, theta)}
 
 
-def _topk_metrics(mask, truth_mask):
+def topk_metrics(mask, truth_mask):
     return {"relative_hamming": metrics.relative_hamming_error(mask, truth_mask),
             "exact_recovery": metrics.exact_recovery(mask, truth_mask)}
 
@@ -78,11 +83,11 @@ def analyse(key, shape, truth, W, data, analysis):
     k_mle, k_counts, k_tie_mle, k_tie_counts = jax.random.split(key, 4)
     k = shape["k"]
     fit = perturbed_mle_edge(k_mle, W, analysis["eps"], data["p"], c0=analysis["c0"])
-    mle = {**_estimation_metrics(fit.theta_centred, truth["theta"]),
-           **_topk_metrics(top_k_mask(k_tie_mle, fit.theta, k, tie_tol=MLE_TIE_TOL), truth["top_k"]),
+    mle = {**estimation_metrics(fit.theta_centred, truth["theta"]),
+           **topk_metrics(top_k_mask(k_tie_mle, fit.theta, k, tie_tol=MLE_TIE_TOL), truth["top_k"]),
            "converged": fit.converged, "iterations": fit.iterations}
     counts = noisy_counts_edge(k_counts, W, analysis["eps"])
-    count = {**_topk_metrics(top_k_mask(k_tie_counts, counts, k), truth["top_k"]),
+    count = {**topk_metrics(top_k_mask(k_tie_counts, counts, k), truth["top_k"]),
              "converged": jnp.asarray(True), "iterations": jnp.asarray(0)}
     return {"mle": mle, "counts": count}
 

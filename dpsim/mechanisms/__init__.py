@@ -4,7 +4,11 @@ from dpsim.mechanisms.calibration import (
     EdgePerturbation,
     edge_count_noise_scale,
     edge_objective_perturbation,
+    individual_count_noise_scale,
+    individual_objective_perturbation,
+    one_shot_noise_scale,
 )
 
 __all__ = ["laplace_noise", "EdgePerturbation", "edge_count_noise_scale",
-           "edge_objective_perturbation"]
+           "edge_objective_perturbation", "individual_count_noise_scale",
+           "individual_objective_perturbation", "one_shot_noise_scale"]

@@ -14,9 +14,18 @@ from dpsim.models.btl import (
     top_k_size,
     true_top_k_mask,
 )
+from dpsim.models.individual import (
+    UserComparisons,
+    aggregate_user_comparisons,
+    sample_user_comparisons,
+    sample_user_comparisons_per_user,
+    uniform_multinomial,
+)
 
 __all__ = [
     "LOGISTIC", "PROBIT", "Link", "get_link",
     "sample_er_comparisons", "theta_cai_design", "theta_evenly_spaced",
     "theta_two_block", "theta_uniform", "top_k_size", "true_top_k_mask",
+    "UserComparisons", "aggregate_user_comparisons", "sample_user_comparisons",
+    "sample_user_comparisons_per_user", "uniform_multinomial",
 ]

@@ -1,0 +1,74 @@
+"""The one-shot private top-k baseline of Qiao, Su & Zhang [40] on Rank-Centrality scores,
+exactly as cai's authors implemented it for their Fig. 4 (cai spec §5.6, §8.2, §10.13).
+
+Steps (spec §5.6): d = np; Rank-Centrality transition matrix P; its stationary
+distribution π; the data-dependent ergodicity coefficient ρ_erg of P (not privatised, as in
+the authors' code); π + Laplace(λ_os) with λ_os = 8·s·√(k log(n/δ))/ε, s = 2/(dL(1 − ρ_erg)),
+δ = 1/n², L = 1. Top-k of the noisy scores is then taken by :func:`top_k_mask`.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from dpsim.mechanisms.calibration import one_shot_noise_scale
+from dpsim.mechanisms.laplace import laplace_noise
+
+
+def rank_centrality_transition(W, d):
+    """P_ij = W_ji/d for i ≠ j (the walk moves from i towards the items that beat it),
+    P_ii = 1 − Σ_{j≠i} P_ij (spec §5.6 step 2). With one comparison per observed pair,
+    W_ji = 1{(i, j) ∈ 𝒢 and j beat i}. ``d`` must exceed every item's number of losses."""
+    n = W.shape[0]
+    off = jnp.where(jnp.eye(n, dtype=bool), 0.0, W.T / d)
+    return off + jnp.diag(1.0 - off.sum(axis=1))
+
+
+def stationary_distribution(P):
+    """π with πᵀP = πᵀ, 1ᵀπ = 1 (spec §5.6 step 3), for an irreducible chain.
+
+    Solved directly: πᵀ(I − P + 11ᵀ) = 1ᵀ, a non-singular system when P is irreducible
+    (one dense solve; no non-symmetric eigendecomposition, which JAX lacks on GPU).
+    """
+    n = P.shape[0]
+    A = jnp.eye(n) - P + jnp.ones((n, n))
+    return jnp.linalg.solve(A.T, jnp.ones((n,)))
+
+
+def ergodicity_coefficient(P, batch_size: int = 16):
+    """Dobrushin's coefficient ρ = ½ max_{i,i'} Σ_l |P_il − P_i'l| (spec §5.6 step 4).
+
+    Row by row (``lax.map``) so memory stays O(n²) instead of O(n³).
+    """
+    def row(p_i):
+        return jnp.max(jnp.sum(jnp.abs(p_i[None, :] - P), axis=1))
+
+    return 0.5 * jnp.max(jax.lax.map(row, P, batch_size=batch_size))
+
+
+class OneShotScores(NamedTuple):
+    """Noisy scores π + Laplace(λ_os), and the pieces: π, ρ_erg, λ_os."""
+
+    scores: jax.Array
+    stationary: jax.Array
+    ergodicity: jax.Array
+    noise_scale: jax.Array
+
+
+def one_shot_scores(key, W, eps, k, p, *, per_user=1.0, delta=None) -> OneShotScores:
+    """One-shot Laplace top-k scores of [40] on Rank-Centrality, as in cai's code (spec §5.6).
+
+    d = n·p; P = :func:`rank_centrality_transition`; π = :func:`stationary_distribution`;
+    ρ_erg = :func:`ergodicity_coefficient`; scores = π + Laplace(λ_os)^n with λ_os from
+    :func:`one_shot_noise_scale` (δ = 1/n² by default). The authors claim (ε, δ)-DP; ρ_erg is
+    computed from the data, so the calibration itself is not private (spec §10.13).
+    """
+    n = W.shape[0]
+    d = n * jnp.asarray(p, jnp.float64)
+    P = rank_centrality_transition(W, d)
+    pi = stationary_distribution(P)
+    rho = ergodicity_coefficient(P)
+    scale = one_shot_noise_scale(rho, d, k, n, eps, per_user, delta)
+    return OneShotScores(pi + laplace_noise(key, scale, (n,)), pi, rho, scale)
