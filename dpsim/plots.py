@@ -37,28 +37,36 @@ def draw_figure(table: pd.DataFrame, spec: FigureSpec) -> plt.Figure:
     cols = 2 if n_panels > 1 else 1
     rows = math.ceil(n_panels / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
-    curves = sorted(data[spec.curve].unique(), key=lambda v: (isinstance(v, str), v))
+    curves = list(dict.fromkeys(data[spec.curve])) if spec.curve == "method" else \
+        sorted(data[spec.curve].unique(), key=lambda v: (isinstance(v, str), v))
     colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(curves), 1)))
     for ax, panel, letter in zip(axes.flat, spec.panels, "abcdefgh"):
-        rows_ = select(data, method=panel.method)
+        rows_ = select(data, panel.where, method=panel.method)
+        rows_ = rows_[rows_[panel.metric].notna()]
         rows_ = rows_[np.isfinite(rows_[spec.x].astype(float))] if rows_[spec.x].dtype.kind == "f" else rows_
         stats = summarise(rows_, panel.metric, [spec.curve, spec.x])
         for colour, value in zip(colours, curves):
             s = stats[stats[spec.curve] == value].sort_values(spec.x)
             if s.empty:
                 continue
-            ax.plot(s[spec.x], s["mean"], marker="o", ms=4, color=colour,
-                    label=f"{spec.curve_label} = {format_value(value)}")
+            label = spec.curve_labels.get(value, value) if spec.curve == "method" else \
+                f"{spec.curve_label} = {format_value(value)}"
+            ax.plot(s[spec.x], s["mean"], marker="o", ms=4, color=colour, label=label)
             ax.fill_between(s[spec.x], s["ci_low"], s["ci_high"], color=colour, alpha=0.15, lw=0)
         if spec.logx:
             ax.set_xscale("log")
         ax.set_xlabel(spec.xlabel)
         ax.set_ylabel(panel.ylabel)
-        ax.set_title(f"({letter})", loc="left", fontsize=10)
+        ax.set_title(f"({letter}) {panel.title}".rstrip(), loc="left", fontsize=10)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[n_panels:]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    handles, labels = {}, []
+    for ax in axes.flat:  # the union of curves over panels, in first-seen order
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    labels = list(handles)
+    handles = [handles[lab] for lab in labels]
     fig.legend(handles, labels, loc="lower center", ncol=max(len(labels), 1), frameon=False)
     if spec.title:
         fig.suptitle(spec.title)

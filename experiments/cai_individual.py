@@ -10,8 +10,7 @@ Laplace(λ_os), λ_os = 8s√(k log(n/δ))/ε, s = 2/(d(1 − ρ_erg)), d = np, 
 θ* and the two cai methods are exactly those of ``experiments.cai`` (θ* fixed per n, top k
 last, centred); the authors redraw θ* per (n, ε) row, here it is shared by all ε of an n
 (common random numbers). ``cai-fig4-n`` also simulates ε = 0.1, as the authors did, and
-plots ε = 2 only. Each figure has one panel per method (curves: ε), because a panel whose
-curves are the methods is not expressible in the FigureSpec API.
+plots ε = 2 only. As in the paper, each panel has one curve per method.
 
 **Figs. 5–7** (``cai-fig5``/``-fig6``/``-fig7``; spec §8.4). Individual DP: m users
 (``n_users``) × L = 5 (``per_user``) pairs uniform with replacement, BTL outcomes, drawn
@@ -80,11 +79,8 @@ def fig4_analyse(key, shape, truth, W, data, analysis):
     return out
 
 
-HAMMING_PANELS = (
-    Panel("relative_hamming", "counts", "Relative Hamming error (Counting)"),
-    Panel("relative_hamming", "mle", "Relative Hamming error (Noisy MLE)"),
-    Panel("relative_hamming", "one_shot", "Relative Hamming error (One shot)"),
-)
+HAMMING_PANELS = (Panel("relative_hamming", None, "Relative Hamming error"),)
+FIG4_LABELS = {"counts": "Counting", "mle": "Noisy MLE", "one_shot": "One shot"}
 
 
 def fig4_experiment(name, title, axes, figure, reps=FIG4_REPS):
@@ -101,14 +97,14 @@ def fig4_experiment(name, title, axes, figure, reps=FIG4_REPS):
 FIG4_N = fig4_experiment(
     "cai-fig4-n", "Comparison with the one-shot method: relative Hamming error versus n (ε = 2)",
     {"n_items": [150, 250, 350, 450, 550, 650], "eps": [0.1, 2.0]},
-    FigureSpec(x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$",
+    FigureSpec(x="n_items", curve="method", xlabel="$n$", curve_label="", curve_labels=FIG4_LABELS,
                panels=HAMMING_PANELS, where={"eps": [2.0]},
                title="cai Fig. 4 (left): relative Hamming error vs n (p = 1, ε = 2)"))
 
 FIG4_EPS = fig4_experiment(
     "cai-fig4-eps", "Comparison with the one-shot method: relative Hamming error versus ε (n = 350)",
     {"n_items": [350], "eps": [0.1, 0.5, 1.0, 2.0, 5.0]},
-    FigureSpec(x="eps", curve="n_items", xlabel="$\\epsilon$", curve_label="$n$",
+    FigureSpec(x="eps", curve="method", xlabel="$\\epsilon$", curve_label="", curve_labels=FIG4_LABELS,
                panels=HAMMING_PANELS, logx=True,
                title="cai Fig. 4 (right): relative Hamming error vs ε (p = 1, n = 350)"))
 
@@ -290,10 +286,7 @@ def real_data_analyse(key, shape, truth, W, data, analysis):
     return {"mle": mle, "counts": counts}
 
 
-RANK_PANELS = (
-    Panel("mean_rank_diff", "mle", "Mean rank difference (parametric estimation)"),
-    Panel("mean_rank_diff", "counts", "Mean rank difference (nonparametric ranking)"),
-)
+RANK_LABELS = {"mle": "Parametric estimation", "counts": "Nonparametric ranking"}
 
 
 def real_data_experiment(name: str, title: str, datasets, *, reps: int = REAL_DATA_REPS,
@@ -322,8 +315,9 @@ def real_data_experiment(name: str, title: str, datasets, *, reps: int = REAL_DA
         return truth["W"]
 
     figure = figure or FigureSpec(
-        x="eps", curve="n_items", xlabel="$\\epsilon$", curve_label="$n$ (dataset)",
-        panels=RANK_PANELS, title=title)
+        x="eps", curve="method", xlabel="$\\epsilon$", curve_label="", curve_labels=RANK_LABELS,
+        panels=tuple(Panel("mean_rank_diff", None, "Mean rank difference", where={"n_items": [d.n_items]},
+                           title=d.name) for d in datasets), title=title)
     return Experiment(
         name=name, title=title, axes={"n_items": list(by_n), "mode": list(mode), "eps": list(eps)},
         shape_axes=("n_items", "mode"), analysis_axes=("eps",), truth=truth, generate=generate,
@@ -334,9 +328,12 @@ def real_data_experiment(name: str, title: str, datasets, *, reps: int = REAL_DA
 FIG8 = real_data_experiment(
     "cai-fig8", "Mean rank difference versus ε (CEMS: n = 6, immigration: n = 4)",
     [CEMS, IMMIGRATION],
-    figure=FigureSpec(x="eps", curve="n_items", xlabel="$\\epsilon$",
-                      curve_label="dataset ($n$ = 6: CEMS, 4: immigration)", panels=RANK_PANELS,
-                      title="cai Fig. 8: mean rank difference vs ε (CEMS n = 6, immigration n = 4)"),
+    figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon$", curve_label="", curve_labels=RANK_LABELS,
+                      panels=(Panel("mean_rank_diff", None, "Mean rank difference", where={"n_items": [6]},
+                                    title="CEMS data"),
+                              Panel("mean_rank_diff", None, "Mean rank difference", where={"n_items": [4]},
+                                    title="Immigration data")),
+                      title="cai Fig. 8: mean rank difference vs ε"),
     description="spec §8.5; the dataset is selected by n_items (6: CEMS, 4: immigration)")
 
 EXPERIMENTS = [FIG4_N, FIG4_EPS, FIG5, FIG6, FIG7, FIG8]

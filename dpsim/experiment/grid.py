@@ -28,16 +28,23 @@ from dpsim.experiment.errors import UsageError
 
 @dataclass(frozen=True)
 class Panel:
-    """One panel of a figure: the mean of ``metric`` for ``method`` against the x axis."""
+    """One panel of a figure: the mean of ``metric`` for ``method`` against the x axis.
+
+    ``method=None`` keeps every method (use it with ``FigureSpec.curve = "method"`` for one
+    curve per method, as in cai Figs 4 and 8); ``where`` restricts this panel's rows.
+    """
 
     metric: str
-    method: str
+    method: str | None
     ylabel: str
+    where: Mapping[str, Sequence] = field(default_factory=dict)
+    title: str = ""
 
 
 @dataclass(frozen=True)
 class FigureSpec:
-    """A figure in the paper's layout: panels × (x axis, one curve per value of ``curve``).
+    """A figure in the paper's layout: panels × (x axis, one curve per value of ``curve``,
+    a grid axis or ``"method"``).
 
     ``where`` restricts the plotted grid (e.g. the paper plots a subset of the simulated p);
     labels use the paper's own symbols.
@@ -51,6 +58,7 @@ class FigureSpec:
     where: Mapping[str, Sequence] = field(default_factory=dict)
     logx: bool = False
     title: str = ""
+    curve_labels: Mapping[str, str] = field(default_factory=dict)  # method → legend label
 
 
 @dataclass(frozen=True)
