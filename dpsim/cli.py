@@ -127,9 +127,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def enable_compilation_cache() -> None:
+    """Keep XLA executables across processes (JAX's persistent compilation cache), so a
+    re-run, a resume or `dpsim verify` after `dpsim run` skips compilation. Location:
+    $DPSIM_JAX_CACHE, default ~/.cache/dpsim/jax; DPSIM_JAX_CACHE=off disables it."""
+    import os
+
+    import jax
+    path = os.environ.get("DPSIM_JAX_CACHE", str(Path.home() / ".cache" / "dpsim" / "jax"))
+    if path.lower() in ("off", "0", "none", ""):
+        return
+    jax.config.update("jax_compilation_cache_dir", path)
+
+
 def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if args.command in ("run", "verify"):
+            enable_compilation_cache()
         return args.func(args)
     except UsageError as exc:
         print(f"dpsim: error: {exc}", file=sys.stderr)

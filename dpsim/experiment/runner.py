@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -77,18 +78,19 @@ def truth_key(seed: int, shape: Mapping) -> jax.Array:
 
 
 def _lane_key(seed, data_words, rep):
-    key = fold_in_id(jax.random.fold_in(base_key(seed), _DATA), data_words)
+    key = fold_in_id(jax.random.fold_in(jax.random.key(seed), _DATA), data_words)
     return jax.random.fold_in(key, rep)
 
 
-def make_chunk_fn(experiment: Experiment, shape: dict, seed: int, micro: int):
-    """The jitted function of one shape point: lanes → {method: {metric: [lanes, Q]}}.
+def make_chunk_fn(experiment: Experiment, shape: dict, micro: int):
+    """The function of one shape point: (seed, lanes) → {method: {metric: [lanes, Q]}}.
 
     Data key: (seed, id(shape ∪ data point), rep). Analysis key: the lane key folded with
     the analysis point's id, so within a replicate the analyses differ only in their noise.
+    The seed is an argument, so one compilation serves every seed.
     """
 
-    def lane(truth, analysis_ids, analysis_vals, lane_args):
+    def lane(seed, truth, analysis_ids, analysis_vals, lane_args):
         data_id, rep, data_vals = lane_args
         key = _lane_key(seed, data_id, rep)
         sample = experiment.generate(jax.random.fold_in(key, _DATA), shape, truth, data_vals)
@@ -100,11 +102,28 @@ def make_chunk_fn(experiment: Experiment, shape: dict, seed: int, micro: int):
 
         return jax.lax.map(one, (analysis_ids, analysis_vals))
 
-    def chunk(truth, analysis_ids, analysis_vals, data_ids, reps, data_vals):
-        return jax.lax.map(lambda args: lane(truth, analysis_ids, analysis_vals, args),
+    def chunk(seed, truth, analysis_ids, analysis_vals, data_ids, reps, data_vals):
+        return jax.lax.map(lambda args: lane(seed, truth, analysis_ids, analysis_vals, args),
                            (data_ids, reps, data_vals), batch_size=micro)
 
-    return jax.jit(chunk)
+    return chunk
+
+
+_COMPILED: dict = {}
+
+
+def compiled_chunk_fn(experiment: Experiment, shape: dict, micro: int, example_args: tuple):
+    """Ahead-of-time compiled chunk function, cached in-process per (experiment, shape,
+    micro-batch, argument shapes): a second run of the same experiment compiles nothing."""
+    signature = jax.tree_util.tree_map(lambda a: (jnp.shape(a), jnp.result_type(a)), example_args)
+    key = (id(experiment), repr(sorted(shape.items())), micro,
+           repr(jax.tree_util.tree_structure(example_args)), repr(signature))
+    entry = _COMPILED.get(key)
+    if entry is None:
+        fn = jax.jit(make_chunk_fn(experiment, shape, micro))
+        entry = (experiment, fn.lower(*example_args).compile())  # keep experiment alive for id()
+        _COMPILED[key] = entry
+    return entry[1]
 
 
 def _as_array(values: Sequence) -> jnp.ndarray:
@@ -172,25 +191,36 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                disable=not progress or total_chunks == 0)
     a_vals = {a: _as_array([pt[a] for pt in grid.analysis_points]) for a in experiment.analysis_axes}
     a_ids = jnp.asarray(id_words([stable_id(a) for a in grid.analysis_points]))
-    try:
-        for step in plan:
-            t0 = time.time()
-            fn = make_chunk_fn(experiment, step.shape, seed, step.micro)
-            truth = jax.jit(experiment.truth, static_argnums=1)(truth_key(seed, step.shape),
-                                                                _Static(step.shape))
-            for i, lanes in enumerate(step.chunks):
-                args = _chunk_args(lanes, grid, experiment, step.size)
-                output = jax.device_get(fn(truth, a_ids, a_vals, *args))
-                if i == 0:
-                    first_chunks += time.time() - t0
-                frame = _rows(output, step.shape, lanes, grid.analysis_points, grid.data_points)
-                frame = frame[[(p, r) not in done for p, r in zip(frame["point"], frame["rep"])]]
-                store.write_part(out, frame)
-                rows_written += len(frame)
-                lanes_run += len(lanes)
-                bar.update(1)
-    finally:
-        bar.close()
+    seed_arg = jnp.asarray(seed, dtype=jnp.uint32)
+
+    def prepare(step):
+        """Truth and compiled function of one step (run in a background thread, so the
+        next shape compiles while the current one computes)."""
+        truth = jax.jit(experiment.truth, static_argnums=1)(truth_key(seed, step.shape), _Static(step.shape))
+        example = (seed_arg, truth, a_ids, a_vals, *_chunk_args(step.chunks[0], grid, experiment, step.size))
+        return truth, compiled_chunk_fn(experiment, step.shape, step.micro, example)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        prepared = [pool.submit(prepare, step) for step in plan]
+        try:
+            for step, future in zip(plan, prepared):
+                t0 = time.time()
+                truth, fn = future.result()
+                for i, lanes in enumerate(step.chunks):
+                    args = _chunk_args(lanes, grid, experiment, step.size)
+                    output = jax.device_get(fn(seed_arg, truth, a_ids, a_vals, *args))
+                    if i == 0:
+                        first_chunks += time.time() - t0
+                    frame = _rows(output, step.shape, lanes, grid.analysis_points, grid.data_points)
+                    frame = frame[[(p, r) not in done for p, r in zip(frame["point"], frame["rep"])]]
+                    store.write_part(out, frame)
+                    rows_written += len(frame)
+                    lanes_run += len(lanes)
+                    bar.update(1)
+        finally:
+            for future in prepared:
+                future.cancel()
+            bar.close()
     seconds = time.time() - started
     manifest["timings"].append({"seconds": round(seconds, 3), "lanes": lanes_run,
                                 "first_chunks_seconds_incl_compile": round(first_chunks, 3),
