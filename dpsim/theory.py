@@ -54,3 +54,58 @@ def fitted_rate_slope(rate, axis: str, values, at: dict) -> float:
     xs = np.asarray(values, float)
     ys = np.log([rate(**dict(at, **{axis: x})) for x in xs])
     return float(np.polyfit(np.log(xs), ys, 1)[0])
+
+
+# ---------------------------------------------------------------------------------------
+# Individual DP with L kept explicit (cai spec §6.4, §7 items 8–9; derived from the proof of
+# Thm 3.1, whose form is √(log n/S) + (noise scale)·log n/S with S = 2mL/n). Thm 3.1's
+# statement absorbs the fixed L into its constants: r_I = √(n log n/m) + n log n/(mε).
+# ---------------------------------------------------------------------------------------
+def individual_dp_comparisons_per_item(n_items, n_users, per_user):
+    """S = 2mL/n, the expected number of comparisons involving one item in the individual
+    model (cai Lemma B.1: each item's degree is Binomial(mL, 2/n))."""
+    n_items, n_users, per_user = (np.asarray(x, float) for x in (n_items, n_users, per_user))
+    return 2.0 * n_users * per_user / n_items
+
+
+def individual_dp_statistical_term(n_items, n_users, eps=None, per_user=1):
+    """√(log n/S) = √(n log n/(2mL)): the non-private part of the individual-DP ℓ∞ rate with
+    L explicit (cai spec §6.4; Thm 3.1 with L absorbed reads √(n log n/m)). It improves
+    with L at fixed m like L^{-1/2} (spec §7 item 8)."""
+    n_items = np.asarray(n_items, float)
+    return np.sqrt(np.log(n_items) / individual_dp_comparisons_per_item(n_items, n_users, per_user))
+
+
+def individual_dp_privacy_term(n_items, n_users, eps, per_user=1):
+    """(L/ε)·log n/S = n log n/(2mε): the cost of individual privacy with L explicit (cai
+    spec §6.4). The noise scale ∝ L/ε and the information S ∝ L cancel, so the term does
+    **not** depend on L at fixed m (spec §7 item 8); Thm 3.1 with L absorbed reads
+    n log n/(mε)."""
+    n_items, eps = np.asarray(n_items, float), np.asarray(eps, float)
+    s = individual_dp_comparisons_per_item(n_items, n_users, per_user)
+    return np.asarray(per_user, float) * np.log(n_items) / (s * eps)
+
+
+def individual_dp_rate_explicit_l(n_items, n_users, eps, per_user=1):
+    """√(log n/S) + (L/ε) log n/S with S = 2mL/n (cai spec §6.4): r_I with L explicit."""
+    return (individual_dp_statistical_term(n_items, n_users, eps, per_user)
+            + individual_dp_privacy_term(n_items, n_users, eps, per_user))
+
+
+def matched_edge_probability(n_items, n_users, per_user):
+    """The edge probability p with np = S = 2mL/n (cai spec §6.4 dictionary, §7 item 9):
+    the edge-DP design with as many expected comparisons per item as the individual one."""
+    return individual_dp_comparisons_per_item(n_items, n_users, per_user) / np.asarray(n_items, float)
+
+
+def individual_to_edge_privacy_ratio(n_items, n_users, eps, per_user):
+    """Privacy term of individual DP over that of edge DP at matched comparisons per item
+    (np = S; cai spec §7 item 9): (L log n/(Sε)) / (log n/(npε)) = L.
+
+    One user's L comparisons are protected jointly, so the noise scale is L times larger
+    while the information per item is the same. (With the theorems' stated rates, where L
+    is absorbed, the ratio reads n log n/(mε) ÷ log n/(npε) = 2L.)
+    """
+    p = matched_edge_probability(n_items, n_users, per_user)
+    return (individual_dp_privacy_term(n_items, n_users, eps, per_user)
+            / edge_dp_privacy_term(n_items, p, eps))

@@ -90,6 +90,7 @@ VALIDATORS = {
     "scale": _nonneg_finite,
     "link": _name,
     "mode": _name,
+    "unit": _name,  # privacy unit (e.g. cai: edge or individual); a string axis, so a shape axis
 }
 
 
