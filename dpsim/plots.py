@@ -7,11 +7,13 @@ without error bars; we add a 95% CI band, which is narrow at 120 replicates).
 from __future__ import annotations
 
 import math
+import string
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -40,7 +42,7 @@ def draw_figure(table: pd.DataFrame, spec: FigureSpec) -> plt.Figure:
     curves = list(dict.fromkeys(data[spec.curve])) if spec.curve == "method" else \
         sorted(data[spec.curve].unique(), key=lambda v: (isinstance(v, str), v))
     colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(curves), 1)))
-    for ax, panel, letter in zip(axes.flat, spec.panels, "abcdefgh"):
+    for ax, panel, letter in zip(axes.flat, spec.panels, string.ascii_lowercase):
         rows_ = select(data, panel.where, method=panel.method)
         rows_ = rows_[rows_[panel.metric].notna()]
         rows_ = rows_[np.isfinite(rows_[spec.x].astype(float))] if rows_[spec.x].dtype.kind == "f" else rows_
@@ -55,6 +57,7 @@ def draw_figure(table: pd.DataFrame, spec: FigureSpec) -> plt.Figure:
             ax.fill_between(s[spec.x], s["ci_low"], s["ci_high"], color=colour, alpha=0.15, lw=0)
         if spec.logx:
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel(spec.xlabel)
         ax.set_ylabel(panel.ylabel)
         ax.set_title(f"({letter}) {panel.title}".rstrip(), loc="left", fontsize=10)

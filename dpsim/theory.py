@@ -109,3 +109,55 @@ def individual_to_edge_privacy_ratio(n_items, n_users, eps, per_user):
     p = matched_edge_probability(n_items, n_users, per_user)
     return (individual_dp_privacy_term(n_items, n_users, eps, per_user)
             / edge_dp_privacy_term(n_items, p, eps))
+
+
+# ---------------------------------------------------------------------------------------
+# The same rates for traced (jax) arguments, for experiments that store Δ / rate as a
+# column (cai spec §7 item 5, §11: the top-k phase transition plotted against Δ / r).
+# Each is the formula of its numpy twin above, evaluated with jax.numpy (ε = ∞ allowed).
+# ---------------------------------------------------------------------------------------
+def edge_dp_statistical_term_jax(n_items, p):
+    """:func:`edge_dp_statistical_term` √(log n/(np)) with jax.numpy (traceable)."""
+    import jax.numpy as jnp
+
+    n_items, p = jnp.asarray(n_items, jnp.float64), jnp.asarray(p, jnp.float64)
+    return jnp.sqrt(jnp.log(n_items) / (n_items * p))
+
+
+def edge_dp_rate_jax(n_items, p, eps):
+    """:func:`edge_dp_rate` r_E = √(log n/(np)) + log n/(npε) with jax.numpy (traceable)."""
+    import jax.numpy as jnp
+
+    n_items, p, eps = (jnp.asarray(x, jnp.float64) for x in (n_items, p, eps))
+    return edge_dp_statistical_term_jax(n_items, p) + jnp.log(n_items) / (n_items * p * eps)
+
+
+def individual_dp_rate_statistical_part_jax(n_items, n_users):
+    """√(n log n/m), the statistical term of r_I as Thm 3.1 states it (L absorbed), with
+    jax.numpy. (:func:`individual_dp_statistical_term` keeps L explicit: √(n log n/(2mL)).)"""
+    import jax.numpy as jnp
+
+    n_items, n_users = jnp.asarray(n_items, jnp.float64), jnp.asarray(n_users, jnp.float64)
+    return jnp.sqrt(n_items * jnp.log(n_items) / n_users)
+
+
+def individual_dp_rate_jax(n_items, n_users, eps):
+    """:func:`individual_dp_rate` r_I = √(n log n/m) + n log n/(mε) with jax.numpy."""
+    import jax.numpy as jnp
+
+    n_items, n_users, eps = (jnp.asarray(x, jnp.float64) for x in (n_items, n_users, eps))
+    return (individual_dp_rate_statistical_part_jax(n_items, n_users)
+            + n_items * jnp.log(n_items) / (n_users * eps))
+
+
+def individual_dp_rate_explicit_l_jax(n_items, n_users, eps, per_user, noise_factor=1.0):
+    """:func:`individual_dp_rate_explicit_l` with jax.numpy, for count noise of scale
+    c·L/ε (``noise_factor`` c: 1 for Algorithm 3 as published, 2 for its strict ε-DP
+    version, spec §10.3): √(log n/S) + c·(L/ε)·log n/S with S = 2mL/n (cai spec §6.4),
+    i.e. √(n log n/(2mL)) + c·n log n/(2mε)."""
+    import jax.numpy as jnp
+
+    n_items, n_users, eps, per_user = (jnp.asarray(x, jnp.float64)
+                                       for x in (n_items, n_users, eps, per_user))
+    s = 2.0 * n_users * per_user / n_items
+    return jnp.sqrt(jnp.log(n_items) / s) + noise_factor * per_user * jnp.log(n_items) / (s * eps)

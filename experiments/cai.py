@@ -32,17 +32,22 @@ INF = math.inf
 PAPER_REPS = 120
 
 
-def resolve_k_and_link(shape: dict, default_k) -> dict:
-    """Fill k = default_k(n) when k is 'auto'; check k ∈ [1, n − 1] and the link name."""
+def resolve_k(shape: dict, default_k) -> dict:
+    """Fill k = default_k(n) when k is 'auto'; check k ∈ [1, n − 1]."""
     n = shape["n_items"]
     k = default_k(n) if shape.get("k", "auto") == "auto" else shape["k"]
     if not 1 <= k <= n - 1:
         raise UsageError(f"k={k} must lie in [1, n_items − 1] = [1, {n - 1}] for n_items={n}")
+    return {**shape, "k": k}
+
+
+def resolve_k_and_link(shape: dict, default_k) -> dict:
+    """:func:`resolve_k`, and check the link name."""
     try:
         get_link(shape["link"])
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return {**shape, "k": k}
+    return resolve_k(shape, default_k)
 
 
 def resolve_shape(shape: dict) -> dict:

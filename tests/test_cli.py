@@ -66,9 +66,12 @@ def bad_runs(tmp_path_factory):
     """Launch every bad-input command at once; each in its own empty working directory."""
     cases = [(name, args) for name, args, _ in BAD] + [(name, args) for name, (args, _) in KNOWN_BUG.items()]
 
+    # Directories are made here, not in the threads: tmp_path_factory is not thread-safe.
+    cwds = {name: tmp_path_factory.mktemp("cli-bad") for name, _ in cases}
+
     def one(case):
         name, args = case
-        cwd = tmp_path_factory.mktemp("cli-bad")
+        cwd = cwds[name]
         out = cwd / "out"
         res = subprocess.run(_command(args, out), cwd=cwd, capture_output=True, text=True,
                              timeout=300, env=_env())

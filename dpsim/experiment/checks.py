@@ -289,3 +289,177 @@ class RatioSlopeCheck:
         passed = abs(slope - self.predicted) <= self.tolerance
         return CheckResult(self.name, f"{self.predicted:+.2f} ± {self.tolerance:.2f}", fit, passed,
                            self.report_only)
+
+
+# ---------------------------------------------------------------------------------------
+# Phase transitions: success probability against a gap measured in units of a rate.
+# ---------------------------------------------------------------------------------------
+import numpy as np  # noqa: E402
+
+from dpsim.experiment.errors import UsageError  # noqa: E402
+
+
+def _isotonic(y, w):
+    """Weighted least-squares non-decreasing fit (pool adjacent violators)."""
+    blocks = []  # [mean, weight, length]
+    for value, weight in zip(y, w):
+        blocks.append([float(value), float(weight), 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            m2, w2, n2 = blocks.pop()
+            m1, w1, n1 = blocks.pop()
+            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
+    return np.concatenate([np.full(n, m) for m, _, n in blocks])
+
+
+def _wilson(successes, n):
+    """95% Wilson score interval of a binomial proportion (elementwise)."""
+    phat = successes / n
+    z2 = Z95 ** 2
+    centre = (phat + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z95 * np.sqrt(phat * (1 - phat) / n + z2 / (4 * n ** 2)) / (1 + z2 / n)
+    return centre - half, centre + half
+
+
+def _crossing(x, y, level=0.5):
+    """Where a non-decreasing curve (x increasing) first reaches ``level``, interpolated
+    linearly in log x. Returns (lo, hi): lo = hi = the crossing; (0, x_min) when the curve
+    starts at or above the level; (x_max, inf) when it never reaches it."""
+    above = y >= level
+    if above.all():
+        return 0.0, float(x[0])
+    if not above.any():
+        return float(x[-1]), math.inf
+    i = int(np.argmax(above))
+    t = (level - y[i - 1]) / (y[i] - y[i - 1])
+    value = float(np.exp(np.log(x[i - 1]) + t * (np.log(x[i]) - np.log(x[i - 1]))))
+    return value, value
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    """Outcome of a :class:`ThresholdCollapseCheck`; ``midpoints`` has one row per
+    configuration (its columns, ``x_half`` with its 95% MC interval, ``status``)."""
+
+    name: str
+    predicted: str
+    midpoints: pd.DataFrame
+    spread: float
+    spread_low: float
+    spread_high: float
+    max_below: float
+    min_above: float
+    n_obs: int
+    passed: bool
+    expect_collapse: bool = True
+    report_only: bool = False
+
+    def line(self) -> str:
+        verdict = "INFO" if self.report_only else ("PASS" if self.passed else "FAIL")
+        crossed = self.midpoints[self.midpoints["status"] == "crossed"]["x_half"]
+        span = f"{crossed.min():.3g}–{crossed.max():.3g}" if len(crossed) else "none"
+        sides = "" if not self.expect_collapse else \
+            f"; P ≤ {self.max_below:.2f} below, P ≥ {self.min_above:.2f} above"
+        return (f"{verdict}  {self.name:<44} predicted {self.predicted}  fitted x½ {span}, "
+                f"spread {self.spread:.2f} [{self.spread_low:.2f}, {self.spread_high:.2f}]{sides}  "
+                f"({len(crossed)}/{len(self.midpoints)} configurations cross ½, {self.n_obs} obs)")
+
+
+@dataclass(frozen=True)
+class ThresholdCollapseCheck:
+    """A phase transition that collapses onto one curve when the gap is measured in units
+    of the right rate (e.g. cai spec §7 item 5: P(exact top-k recovery) against Δ / r_E).
+
+    ``metric`` is a replicate-level success indicator (0/1), ``x`` the column holding the
+    gap in units of the rate (x > 0), and ``configs`` the columns that identify one
+    configuration (e.g. n, p, ε); every configuration is one success curve against x.
+    For each, the mean curve is made non-decreasing (isotonic regression) and its midpoint
+    x½, where it reaches 1/2, is interpolated in log x; the 95% MC interval of x½ comes from
+    the crossings of the (isotonic) Wilson bands. A configuration whose curve never reaches
+    1/2 on its grid only bounds x½ from below by its largest x (and one that starts above 1/2
+    from above by its smallest x); these bounds enter the spread.
+
+    Passes when (a) the mean success is ≤ ``p_low`` at every x ≤ ``x_low`` and ≥ ``p_high``
+    at every x ≥ ``x_high`` (failing below and succeeding above constants; both sides must
+    be observed somewhere), and (b) the spread of the midpoints, max x½ / min x½, is
+    ≤ ``max_ratio`` (the collapse, up to the constants of the rate), with at least two
+    configurations crossing 1/2. ``expect_collapse=False`` makes it a negative control: it
+    passes when the spread exceeds ``max_ratio``, i.e. when x measured in a wrong rate does
+    not collapse (criterion (a) is not applied: its constants belong to the right rate).
+    """
+
+    name: str
+    experiment: str
+    metric: str
+    method: str
+    x: str
+    configs: tuple[str, ...]
+    max_ratio: float
+    x_low: float
+    p_low: float
+    x_high: float
+    p_high: float
+    where: Mapping[str, Sequence] = field(default_factory=dict)
+    expect_collapse: bool = True
+    description: str = ""
+    report_only: bool = False  # printed as INFO, never fails verify
+
+    def midpoints(self, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+        """(per-configuration midpoints, per-(configuration, x) curve, observations used)."""
+        rows = select(table, self.where, self.method)
+        for column in (self.metric, self.x, *self.configs):
+            if column not in rows:
+                raise UsageError(f"check {self.name!r}: no column {column!r} in the results table")
+        rows = rows[rows[self.metric].notna() & rows[self.x].notna()]
+        if rows.empty:
+            raise UsageError(f"check {self.name!r}: no rows of method {self.method!r} in {dict(self.where)}")
+        if (rows[self.x] <= 0).any():
+            raise UsageError(f"check {self.name!r}: {self.x!r} must be > 0 (it is put on a log scale)")
+        rows = rows.assign(_x=np.round(rows[self.x].to_numpy(float), 12))
+        by = list(self.configs)
+        curve = (rows.groupby(by + ["_x"], dropna=False)[self.metric]
+                 .agg(successes="sum", n="count").reset_index().rename(columns={"_x": self.x}))
+        curve["mean"] = curve["successes"] / curve["n"]
+        out = []
+        for key, group in curve.groupby(by, dropna=False, sort=True):
+            group = group.sort_values(self.x)
+            xs = group[self.x].to_numpy(float)
+            w = group["n"].to_numpy(float)
+            low_band, high_band = _wilson(group["successes"].to_numpy(float), w)
+            lo, hi = _crossing(xs, _isotonic(group["mean"].to_numpy(float), w))
+            lo_ci, _ = _crossing(xs, _isotonic(high_band, w))
+            _, hi_ci = _crossing(xs, _isotonic(low_band, w))
+            status = "crossed" if lo == hi else ("below" if math.isinf(hi) else "above")
+            key = key if isinstance(key, tuple) else (key,)
+            out.append({**dict(zip(by, key)), "x_half": lo if status == "crossed" else math.nan,
+                        "x_half_low": lo_ci, "x_half_high": hi_ci, "lo": lo, "hi": hi,
+                        "status": status, "x_min": xs[0], "x_max": xs[-1], "n_obs": int(w.sum())})
+        return pd.DataFrame(out), curve, len(rows)
+
+    def evaluate(self, table: pd.DataFrame) -> ThresholdResult:
+        mids, curve, n_obs = self.midpoints(table)
+        below = curve[curve[self.x] <= self.x_low]["mean"]
+        above = curve[curve[self.x] >= self.x_high]["mean"]
+        max_below = float(below.max()) if len(below) else math.nan
+        min_above = float(above.min()) if len(above) else math.nan
+        n_crossed = int((mids["status"] == "crossed").sum())
+        spread = float(mids["lo"].max() / mids["hi"].min())
+        # MC interval of the spread: each crossing x½ at either end of its 95% interval; a
+        # configuration that does not cross keeps its censoring bound (lo or hi).
+        crossed = (mids["status"] == "crossed").to_numpy()
+        lo_min, lo_max = (np.where(crossed, mids[c], mids["lo"]) for c in ("x_half_low", "x_half_high"))
+        hi_min, hi_max = (np.where(crossed, mids[c], mids["hi"]) for c in ("x_half_low", "x_half_high"))
+        spread_low = max(1.0, float(lo_min.max() / hi_max.min()))
+        spread_high = float(lo_max.max() / hi_min.min())
+        if self.expect_collapse:
+            passed = (n_crossed >= 2 and spread <= self.max_ratio
+                      and len(below) > 0 and max_below <= self.p_low
+                      and len(above) > 0 and min_above >= self.p_high)
+            predicted = (f"x½ spread ≤ {self.max_ratio:.2f}, "
+                         f"P ≤ {self.p_low:.2f} at x ≤ {self.x_low:g}, "
+                         f"P ≥ {self.p_high:.2f} at x ≥ {self.x_high:g}")
+        else:
+            passed = n_crossed >= 2 and spread > self.max_ratio
+            predicted = f"x½ spread > {self.max_ratio:.2f} (no collapse)"
+        return ThresholdResult(self.name, predicted, mids, spread, spread_low, spread_high,
+                               max_below, min_above, n_obs, passed, self.expect_collapse,
+                               self.report_only)

@@ -1,0 +1,255 @@
+"""cai: the top-k phase transition (spec ../shared/papers/cai.md §3.5, §6.2, §6.3, §7 items 5–6,
+§11): on the two-block instance, P(exact top-k recovery) against Δ / r collapses onto one
+curve across (n, p, ε) for Algorithm 2 (edge DP, r = r_E) and across (n, m, ε) for
+Algorithm 3 (individual DP, r = r_I), failing below and succeeding above a constant.
+
+**Instance** (spec §3.5). S = the last k items; ρ_ij = 1/2 within a block, 1/2 + Δ from S to
+its complement, so τ_i = 1/2 + (n − k)Δ/n on S and 1/2 − kΔ/n off S: the τ-gap is Δ (it needs
+Δ < 1/2). It is realised by the logistic θ* of :func:`dpsim.models.theta_two_block`
+(F(α − β) = 1/2 + Δ); since ρ takes only the values 1/2, 1/2 ± Δ, this realisation *is*
+the nonparametric instance, for any link.
+
+**Axes.** ``gap`` = Δ is a data axis, a grid common to all configurations; ε is an analysis
+axis, so every ε of a replicate sees the same comparisons (common random numbers, DESIGN
+"Randomness"), and the data draw, the expensive part, is shared by all ε. The gap in units
+of the rate, x = Δ / r, is stored per row as the metric ``gap_over_rate`` (and Δ / its
+statistical term alone as ``gap_over_statistical_rate``, the wrong normalisation used as
+a negative control), so each configuration covers its own range of x. Making x itself the
+grid axis would put ε into the data (Δ = x·r depends on ε) and make many (n, p, ε, x)
+unrealisable (Δ ≥ 1/2); with a common Δ grid every point exists, and a configuration
+whose transition lies beyond Δ = 1/2 shows only its failing side.
+
+**Edge DP** (``cai-threshold``). One comparison per edge of G(n, p); the win counts are
+drawn directly (:func:`dpsim.models.btl.sample_er_win_counts`, one 32-bit word per pair);
+Algorithm 2 adds Laplace(2/ε) (ε = ∞: no noise) and takes the top k (random tie-break);
+k = round(n/4). Algorithm 1 is not run here: a penalised MLE per replicate and ε costs far
+more than the count draw, and the grid needs ~10⁵ lanes.
+
+**Individual DP** (``cai-threshold-individual``). m users × L = 5 uniform pairs (with
+replacement), drawn as counts (:func:`dpsim.models.sample_user_comparisons`); Algorithm 3 in
+``strict`` mode (Laplace(2L/ε), truly ε-DP; spec §10.3); k = n//4. ``gap_over_rate`` is
+Δ / r_I with L kept explicit (spec §6.4, the proof's form for counting):
+√(log n/S) + (noise scale)·log n/S with S = 2mL/n, i.e. √(n log n/(2mL)) + n log n/(mε) for
+the strict noise 2L/ε (n log n/(2mε) in ``paper`` mode). ``gap_over_stated_rate`` is Δ over
+r_I as Thm 3.3 states it, √(n log n/m) + n log n/(mε): at a fixed L this is the same rate up
+to constants, but it weights the statistical term √(2L) ≈ 3.2 times more heavily than the
+count analysis does, so its midpoints move by that factor between the two regimes (its
+check is reported only).
+
+**Tolerances.** A midpoint x½ is a constant only up to the theorems' "≍". Measured here:
+the Laplace noise's extreme values cost about twice as much per unit of rate as the data
+noise's (x½ ≈ 1.0 non-private, ≈ 1.7 at n = 800, p = 1, ε = 0.1 under edge DP), and the
+data noise carries a (1 − p/2) variance factor that r_E leaves out (x½ ≈ 1.0 at p = 1,
+≈ 1.3 at p = 1/2). The checks therefore predict the midpoints to agree within a factor 3
+(``COLLAPSE_FACTOR``), while Δ½ itself varies by more than 4 and x measured in the
+non-private rate alone (privacy ignored) spreads by more than 3 (the negative controls,
+``expect_collapse=False``). Only the relative weight of the two terms matters: a constant
+factor on the whole rate leaves the spread unchanged.
+
+**Reach.** With Δ < 1/2, the strongly privacy-dominated edge regime
+(log n/(npε) ≫ √(log n/(np))) needs np/log n ≳ 250 (n ≈ 2000 at p = 1), beyond this grid's
+CPU budget (~1 minute): the edge grid reaches a privacy term about equal to the statistical
+one (n = 800, p = 1, ε = 0.1); the individual grid, where privacy dominates at small Δ, goes
+much further (privacy term up to ≈ 5× the statistical one, L explicit, among the curves
+that cross 1/2).
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpsim import metrics, theory
+from dpsim.estimators import noisy_counts_individual, top_k_mask
+from dpsim.experiment import Experiment, FigureSpec, Panel, ThresholdCollapseCheck, UsageError
+from dpsim.mechanisms.calibration import COUNT_NOISE_MODES, edge_count_noise_scale
+from dpsim.mechanisms.laplace import laplace_noise
+from dpsim.models import sample_user_comparisons, theta_two_block, top_k_size
+from dpsim.models.btl import sample_er_win_counts
+from experiments.cai import resolve_k
+from experiments.cai_individual import check_mode, individual_top_k_size
+
+INF = math.inf
+EPS = [0.1, 0.25, 0.5, 1.0, 2.0, INF]
+
+
+def gap_grid(low: float, high: float, count: int) -> list[float]:
+    """``count`` gaps from ``low`` to ``high``, evenly spaced in log Δ (4 significant digits)."""
+    return [float(f"{g:.4g}") for g in np.geomspace(low, high, count)]
+
+
+def two_block_top_k(n_items: int, k: int) -> jax.Array:
+    """The true top-k set S of :func:`theta_two_block`: the last k items."""
+    return jnp.arange(n_items) >= n_items - k
+
+
+def validate_gap(point: dict) -> None:
+    if not point["gap"] < 0.5:
+        raise UsageError(f"gap={point['gap']!r}: the two-block instance needs Δ < 1/2 "
+                         "(ρ = 1/2 + Δ across blocks)")
+
+
+def truth(key, shape):
+    """S, fixed per shape point (the gap, a data axis, enters θ* in ``generate``)."""
+    return {"top_k": two_block_top_k(shape["n_items"], shape["k"])}
+
+
+def topk_metrics(mask, truth_mask):
+    return {"exact_recovery": metrics.exact_recovery(mask, truth_mask),
+            "relative_hamming": metrics.relative_hamming_error(mask, truth_mask)}
+
+
+# ---------------------------------------------------------------------------------------
+# Edge DP: Algorithm 2 on G(n, p)
+# ---------------------------------------------------------------------------------------
+def edge_generate(key, shape, truth, data):
+    """Win counts N of the two-block instance with gap Δ on G(n, p) (spec §3.1, §3.5)."""
+    theta = theta_two_block(shape["n_items"], shape["k"], data["gap"])
+    return sample_er_win_counts(key, theta, data["p"])
+
+
+def edge_analyse(key, shape, truth, counts, data, analysis):
+    """Algorithm 2 (spec §5.3): N + Laplace(2/ε)^n, top k; and x = Δ / r_E(n, p, ε)."""
+    k_noise, k_tie = jax.random.split(key)
+    eps, n = analysis["eps"], shape["n_items"]
+    noisy = counts + laplace_noise(k_noise, edge_count_noise_scale(eps), counts.shape)
+    out = topk_metrics(top_k_mask(k_tie, noisy, shape["k"]), truth["top_k"])
+    out["gap_over_rate"] = data["gap"] / theory.edge_dp_rate_jax(n, data["p"], eps)
+    out["gap_over_statistical_rate"] = data["gap"] / theory.edge_dp_statistical_term_jax(n, data["p"])
+    return {"counts": out}
+
+
+def edge_lane_bytes(shape):
+    return 12 * shape["n_items"] ** 2
+
+
+EDGE_N = [100, 200, 400, 800]
+EDGE_P = [0.5, 1.0]
+EDGE_GAPS = gap_grid(0.02, 0.48, 23)
+EDGE_REPS = 200
+
+
+def _panels(first: str, firsts, second: str, seconds, symbols) -> tuple[Panel, ...]:
+    return tuple(
+        Panel("exact_recovery", "counts", "P(exact top-$k$ recovery)",
+              where={first: [a], second: [b]}, title=f"{symbols[0]} = {a}, {symbols[1]} = {b}")
+        for a in firsts for b in seconds)
+
+
+EDGE = Experiment(
+    name="cai-threshold",
+    title="Edge DP top-k phase transition: P(exact recovery) of Algorithm 2 against Δ / r_E",
+    axes={"n_items": EDGE_N, "k": ["auto"], "p": EDGE_P, "gap": EDGE_GAPS, "eps": EPS},
+    shape_axes=("n_items", "k"), analysis_axes=("eps",),
+    truth=truth, generate=edge_generate, analyse=edge_analyse, reps=EDGE_REPS,
+    figure=FigureSpec(
+        x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_E(n, p, \\epsilon)$",
+        curve_label="$\\epsilon$", logx=True,
+        panels=_panels("n_items", EDGE_N, "p", EDGE_P, ("$n$", "$p$")),
+        title="Top-k phase transition, edge DP (Alg. 2, two-block instance, k = n/4)"),
+    resolve_shape=lambda shape: resolve_k(shape, top_k_size), validate_point=validate_gap,
+    lane_bytes=edge_lane_bytes,
+    description="spec §3.5, §7 items 5–6, §11: P(exact recovery) vs Δ / r_E collapses "
+                "across (n, p, ε)")
+
+
+# ---------------------------------------------------------------------------------------
+# Individual DP: Algorithm 3 with m users × L pairs
+# ---------------------------------------------------------------------------------------
+def individual_resolve_shape(shape: dict) -> dict:
+    check_mode(shape)
+    return resolve_k(shape, individual_top_k_size)
+
+
+def individual_generate(key, shape, truth, data):
+    """Aggregated W of m users × L uniform pairs on the two-block instance (spec §3.2, §3.5)."""
+    theta = theta_two_block(shape["n_items"], shape["k"], data["gap"])
+    return sample_user_comparisons(key, theta, data["n_users"], data["per_user"])
+
+
+def individual_analyse(key, shape, truth, W, data, analysis):
+    """Algorithm 3 (spec §5.4; ``mode``: strict Laplace(2L/ε) or paper Laplace(L/ε)), top k;
+    x = Δ / r_I with L explicit and the mode's noise scale (``gap_over_rate``), with r_I as
+    Thm 3.3 states it (``gap_over_stated_rate``) and with its statistical term alone."""
+    k_noise, k_tie = jax.random.split(key)
+    eps, n = analysis["eps"], shape["n_items"]
+    noisy = noisy_counts_individual(k_noise, W, eps, data["per_user"], shape["mode"])
+    out = topk_metrics(top_k_mask(k_tie, noisy, shape["k"]), truth["top_k"])
+    m, gap = data["n_users"], data["gap"]
+    out["gap_over_rate"] = gap / theory.individual_dp_rate_explicit_l_jax(
+        n, m, eps, data["per_user"], noise_factor=COUNT_NOISE_MODES[shape["mode"]])
+    out["gap_over_stated_rate"] = gap / theory.individual_dp_rate_jax(n, m, eps)
+    out["gap_over_statistical_rate"] = gap / theory.individual_dp_rate_statistical_part_jax(n, m)
+    return {"counts": out}
+
+
+def individual_lane_bytes(shape):
+    return 64 * shape["n_items"] ** 2
+
+
+INDIVIDUAL_N = [12, 24, 44]
+INDIVIDUAL_M = [500, 2000, 8000]
+INDIVIDUAL_GAPS = gap_grid(0.005, 0.48, 19)
+INDIVIDUAL_REPS = 200
+
+INDIVIDUAL = Experiment(
+    name="cai-threshold-individual",
+    title="Individual DP top-k phase transition: P(exact recovery) of Algorithm 3 against Δ / r_I",
+    axes={"n_items": INDIVIDUAL_N, "k": ["auto"], "mode": ["strict"], "n_users": INDIVIDUAL_M,
+          "per_user": [5], "gap": INDIVIDUAL_GAPS, "eps": EPS},
+    shape_axes=("n_items", "k", "mode"), analysis_axes=("eps",),
+    truth=truth, generate=individual_generate, analyse=individual_analyse, reps=INDIVIDUAL_REPS,
+    figure=FigureSpec(
+        x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_I(n, m, \\epsilon; L)$",
+        curve_label="$\\epsilon$", logx=True,
+        panels=_panels("n_items", INDIVIDUAL_N, "n_users", INDIVIDUAL_M, ("$n$", "$m$")),
+        title="Top-k phase transition, individual DP (Alg. 3 strict, two-block, L = 5, k = n/4)"),
+    resolve_shape=individual_resolve_shape, validate_point=validate_gap,
+    lane_bytes=individual_lane_bytes,
+    description="spec §3.5, §6.3, §11: P(exact recovery) vs Δ / r_I collapses across (n, m, ε)")
+
+EXPERIMENTS = [EDGE, INDIVIDUAL]
+
+# ---------------------------------------------------------------------------------------
+# Checks (spec §7 item 5, §11). Constants: module docstring.
+# ---------------------------------------------------------------------------------------
+COLLAPSE_FACTOR = 3.0
+
+CHECKS = [
+    ThresholdCollapseCheck(
+        "cai-threshold-collapse-edge", EDGE.name, "exact_recovery", "counts", "gap_over_rate",
+        configs=("n_items", "p", "eps"), max_ratio=COLLAPSE_FACTOR,
+        x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95,
+        description="Alg. 2: P(exact top-k) vs Δ/r_E fails below 0.5, succeeds above 2.5, and its "
+                    "midpoints agree within a factor 3 across n, p, ε (Thm 2.3, 2.4)"),
+    ThresholdCollapseCheck(
+        "cai-threshold-no-collapse-edge-nonprivate-rate", EDGE.name, "exact_recovery", "counts",
+        "gap_over_statistical_rate", configs=("n_items", "p", "eps"), max_ratio=COLLAPSE_FACTOR,
+        x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95, expect_collapse=False,
+        description="negative control: against Δ/√(log n/(np)) (privacy term ignored) the "
+                    "midpoints spread by more than 3"),
+    ThresholdCollapseCheck(
+        "cai-threshold-collapse-individual", INDIVIDUAL.name, "exact_recovery", "counts",
+        "gap_over_rate", configs=("n_items", "n_users", "eps"), max_ratio=COLLAPSE_FACTOR,
+        x_low=0.1, p_low=0.05, x_high=2.5, p_high=0.95,
+        description="Alg. 3 (strict): P(exact top-k) vs Δ/r_I (L explicit, spec §6.4) fails "
+                    "below 0.1, succeeds above 2.5, and its midpoints agree within a factor 3 "
+                    "across n, m, ε (Thm 3.3, 3.4)"),
+    ThresholdCollapseCheck(
+        "cai-threshold-collapse-individual-stated-rate", INDIVIDUAL.name, "exact_recovery",
+        "counts", "gap_over_stated_rate", configs=("n_items", "n_users", "eps"),
+        max_ratio=COLLAPSE_FACTOR, x_low=0.05, p_low=0.05, x_high=2.5, p_high=0.95,
+        report_only=True,
+        description="the same against r_I as Thm 3.3 states it (L absorbed into the constants): "
+                    "its statistical term is weighted √(2L) too heavily for counting, so the "
+                    "midpoints spread by about 3 (reported only)"),
+    ThresholdCollapseCheck(
+        "cai-threshold-no-collapse-individual-nonprivate-rate", INDIVIDUAL.name, "exact_recovery",
+        "counts", "gap_over_statistical_rate", configs=("n_items", "n_users", "eps"),
+        max_ratio=COLLAPSE_FACTOR, x_low=0.1, p_low=0.05, x_high=2.5, p_high=0.95,
+        expect_collapse=False,
+        description="negative control: against Δ/√(n log n/m) (privacy term ignored) the "
+                    "midpoints spread by more than 3"),
+]
