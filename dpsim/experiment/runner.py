@@ -3,8 +3,9 @@
 A *lane* is one (data point, replicate) pair: it draws the data once and analyses it at
 every analysis point (ε, c0, …) in turn, so all privacy levels of a replicate see the same
 data. Lanes are processed by ``lax.map`` in small vmapped micro-batches: a full ``vmap``
-over hundreds of lanes makes every per-lane n×n array fall out of cache and was measured
-3.6× slower for the n = 300 BTL MLE (benchmarks/). Chunks of lanes have a fixed size per
+over hundreds of lanes makes every per-lane n×n array fall out of cache, and every lane
+waits for the slowest one's while-loop: for the n = 300 BTL MLE it measured 3.92 ms/fit
+against 1.28 in micro-batches of 4 (benchmarks/bench_cai.py, section S). Chunks of lanes have a fixed size per
 shape (the last one is padded), so each shape point compiles once; each chunk is written
 as one atomic Parquet part.
 """
