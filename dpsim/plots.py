@@ -43,22 +43,23 @@ def draw_figure(table: pd.DataFrame, spec: FigureSpec) -> plt.Figure:
         sorted(data[spec.curve].unique(), key=lambda v: (isinstance(v, str), v))
     colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(curves), 1)))
     for ax, panel, letter in zip(axes.flat, spec.panels, string.ascii_lowercase):
+        x = panel.x or spec.x
         rows_ = select(data, panel.where, method=panel.method)
         rows_ = rows_[rows_[panel.metric].notna()]
-        rows_ = rows_[np.isfinite(rows_[spec.x].astype(float))] if rows_[spec.x].dtype.kind == "f" else rows_
-        stats = summarise(rows_, panel.metric, [spec.curve, spec.x])
+        rows_ = rows_[np.isfinite(rows_[x].astype(float))] if rows_[x].dtype.kind == "f" else rows_
+        stats = summarise(rows_, panel.metric, [spec.curve, x])
         for colour, value in zip(colours, curves):
-            s = stats[stats[spec.curve] == value].sort_values(spec.x)
+            s = stats[stats[spec.curve] == value].sort_values(x)
             if s.empty:
                 continue
             label = spec.curve_labels.get(value, value) if spec.curve == "method" else \
                 f"{spec.curve_label} = {format_value(value)}"
-            ax.plot(s[spec.x], s["mean"], marker="o", ms=4, color=colour, label=label)
-            ax.fill_between(s[spec.x], s["ci_low"], s["ci_high"], color=colour, alpha=0.15, lw=0)
-        if spec.logx:
+            ax.plot(s[x], s["mean"], marker="o", ms=4, color=colour, label=label)
+            ax.fill_between(s[x], s["ci_low"], s["ci_high"], color=colour, alpha=0.15, lw=0)
+        if spec.logx if panel.logx is None else panel.logx:
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.set_xlabel(spec.xlabel)
+        ax.set_xlabel(panel.xlabel or spec.xlabel)
         ax.set_ylabel(panel.ylabel)
         ax.set_title(f"({letter}) {panel.title}".rstrip(), loc="left", fontsize=10)
         ax.grid(alpha=0.3)

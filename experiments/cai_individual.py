@@ -2,15 +2,16 @@
 Wang), Figures 4–8 (spec ../shared/papers/cai.md §8.2, §8.4, §8.5): the comparison with
 the one-shot baseline under edge DP, the individual-DP simulations and the real data.
 
-**Fig. 4** (``cai-fig4-n``, ``cai-fig4-eps``; spec §8.2). The paper's figure has two panels
-with different x axes (n at ε = 2; ε at n = 350), so it is two experiments. Edge DP, p = 1,
+**Fig. 4** (``cai-fig4``; spec §8.2). The paper's figure has two panels with different x
+axes, n at ε = 2 and ε at n = 350; one experiment covers both, on the grid
+n ∈ {150, …, 650} × ε ∈ {0.1, 0.5, 1, 2, 5}, and each panel plots its slice. Edge DP, p = 1,
 45 replicates; methods ``counts`` (Alg. 2, Laplace(2/ε)), ``mle`` (Alg. 1, λ = 8/ε,
 γ = 2√(np log n)), ``one_shot`` (spec §5.6: Rank-Centrality stationary distribution plus
 Laplace(λ_os), λ_os = 8s√(k log(n/δ))/ε, s = 2/(d(1 − ρ_erg)), d = np, δ = 1/n²). Data,
 θ* and the two cai methods are exactly those of ``experiments.cai`` (θ* fixed per n, top k
 last, centred); the authors redraw θ* per (n, ε) row, here it is shared by all ε of an n
-(common random numbers). ``cai-fig4-n`` also simulates ε = 0.1, as the authors did, and
-plots ε = 2 only. As in the paper, each panel has one curve per method.
+(common random numbers). The grid also holds ε = 0.1 at every n, which the authors ran
+and did not plot. As in the paper, each panel has one curve per method.
 
 **Figs. 5–7** (``cai-fig5``/``-fig6``/``-fig7``; spec §8.4). Individual DP: m users
 (``n_users``) × L = 5 (``per_user``) pairs uniform with replacement, BTL outcomes, drawn
@@ -94,19 +95,15 @@ def fig4_experiment(name, title, axes, figure, reps=FIG4_REPS):
         description="cai Fig. 4 (spec §8.2): counting vs noisy MLE vs one-shot [40], p = 1")
 
 
-FIG4_N = fig4_experiment(
-    "cai-fig4-n", "Comparison with the one-shot method: relative Hamming error versus n (ε = 2)",
-    {"n_items": [150, 250, 350, 450, 550, 650], "eps": [0.1, 2.0]},
+FIG4 = fig4_experiment(
+    "cai-fig4", "Comparison with the one-shot method: relative Hamming error versus n (ε = 2) and ε (n = 350)",
+    {"n_items": [150, 250, 350, 450, 550, 650], "eps": [0.1, 0.5, 1.0, 2.0, 5.0]},
     FigureSpec(x="n_items", curve="method", xlabel="$n$", curve_label="", curve_labels=FIG4_LABELS,
-               panels=HAMMING_PANELS, where={"eps": [2.0]},
-               title="cai Fig. 4 (left): relative Hamming error vs n (p = 1, ε = 2)"))
-
-FIG4_EPS = fig4_experiment(
-    "cai-fig4-eps", "Comparison with the one-shot method: relative Hamming error versus ε (n = 350)",
-    {"n_items": [350], "eps": [0.1, 0.5, 1.0, 2.0, 5.0]},
-    FigureSpec(x="eps", curve="method", xlabel="$\\epsilon$", curve_label="", curve_labels=FIG4_LABELS,
-               panels=HAMMING_PANELS, logx=True,
-               title="cai Fig. 4 (right): relative Hamming error vs ε (p = 1, n = 350)"))
+               panels=(Panel("relative_hamming", None, "Relative Hamming error", where={"eps": [2.0]},
+                             title="vs $n$ ($\\epsilon$ = 2)"),
+                       Panel("relative_hamming", None, "Relative Hamming error", where={"n_items": [350]},
+                             title="vs $\\epsilon$ ($n$ = 350)", x="eps", xlabel="$\\epsilon$", logx=True)),
+               title="cai Fig. 4: counting vs noisy MLE vs one-shot (p = 1)"))
 
 # ---------------------------------------------------------------------------------------
 # Figs. 5–7: individual DP (spec §8.4)
@@ -336,7 +333,7 @@ FIG8 = real_data_experiment(
                       title="cai Fig. 8: mean rank difference vs ε"),
     description="spec §8.5; the dataset is selected by n_items (6: CEMS, 4: immigration)")
 
-EXPERIMENTS = [FIG4_N, FIG4_EPS, FIG5, FIG6, FIG7, FIG8]
+EXPERIMENTS = [FIG4, FIG5, FIG6, FIG7, FIG8]
 
 # ---------------------------------------------------------------------------------------
 # Trend checks (spec §7 item 7, §8.4): the opposite n-monotonicity to edge DP, and

@@ -318,7 +318,7 @@ def test_load_user_win_matrix(tmp_path):
 
 def test_experiments_are_registered():
     from experiments import CHECKS, EXPERIMENTS
-    for name in ("cai-fig4-n", "cai-fig4-eps", "cai-fig5", "cai-fig6", "cai-fig7", "cai-fig8"):
+    for name in ("cai-fig4", "cai-fig5", "cai-fig6", "cai-fig7", "cai-fig8"):
         assert name in EXPERIMENTS
     assert EXPERIMENTS["cai-fig5"].axes["mode"] == ["paper"]
     assert "indiv-linf-increases-in-n" in CHECKS

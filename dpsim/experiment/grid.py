@@ -31,7 +31,9 @@ class Panel:
     """One panel of a figure: the mean of ``metric`` for ``method`` against the x axis.
 
     ``method=None`` keeps every method (use it with ``FigureSpec.curve = "method"`` for one
-    curve per method, as in cai Figs 4 and 8); ``where`` restricts this panel's rows.
+    curve per method, as in cai Figs 4 and 8); ``where`` restricts this panel's rows; ``x``,
+    ``xlabel`` and ``logx`` override the figure's x axis for this panel (cai Fig 4 has an
+    n panel and an ε panel).
     """
 
     metric: str
@@ -39,6 +41,9 @@ class Panel:
     ylabel: str
     where: Mapping[str, Sequence] = field(default_factory=dict)
     title: str = ""
+    x: str | None = None
+    xlabel: str | None = None
+    logx: bool | None = None
 
 
 @dataclass(frozen=True)
