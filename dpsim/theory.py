@@ -2,22 +2,31 @@
 
 "≲" in the papers hides universal constants, so a rate is compared with simulations
 through its *slopes* (d log rate / d log x), not its level.
+
+The rates are written once, with jax.numpy, so the same function serves host-side checks
+(numbers in, a 0-d array out: wrap in ``float``) and jitted experiments that store Δ/rate
+per row (traced arguments). ε = ∞ is allowed and gives the non-private rate.
 """
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
+
+
+def _f64(*values):
+    return tuple(jnp.asarray(v, jnp.float64) for v in values)
 
 
 def edge_dp_statistical_term(n_items, p, eps=None):
     """√(log n/(np)): the non-private part of r_E (cai Thm 2.1 eq. (2.6))."""
-    n_items, p = np.asarray(n_items, float), np.asarray(p, float)
-    return np.sqrt(np.log(n_items) / (n_items * p))
+    n_items, p = _f64(n_items, p)
+    return jnp.sqrt(jnp.log(n_items) / (n_items * p))
 
 
 def edge_dp_privacy_term(n_items, p, eps):
     """log n/(npε): the cost of privacy in r_E (cai Thm 2.1 eq. (2.6), Remark 1)."""
-    n_items, p, eps = np.asarray(n_items, float), np.asarray(p, float), np.asarray(eps, float)
-    return np.log(n_items) / (n_items * p * eps)
+    n_items, p, eps = _f64(n_items, p, eps)
+    return jnp.log(n_items) / (n_items * p * eps)
 
 
 def edge_dp_rate(n_items, p, eps):
@@ -29,13 +38,20 @@ def edge_dp_rate(n_items, p, eps):
 
 def edge_dp_crossover_eps(n_items, p):
     """ε*(n, p) = √(log n/(np)) where the two terms of r_E are equal (cai spec §7 item 1)."""
-    return np.sqrt(np.log(np.asarray(n_items, float)) / (np.asarray(n_items, float) * np.asarray(p, float)))
+    return edge_dp_statistical_term(n_items, p)
+
+
+def individual_dp_stated_statistical_term(n_items, n_users, eps=None):
+    """√(n log n/m), the statistical term of r_I as Thm 3.1 states it (L absorbed)."""
+    n_items, n_users = _f64(n_items, n_users)
+    return jnp.sqrt(n_items * jnp.log(n_items) / n_users)
 
 
 def individual_dp_rate(n_items, n_users, eps):
     """r_I(n, m, ε) = √(n log n/m) + n log n/(mε)  (cai Thm 3.1, Thm 3.3)."""
-    n_items, n_users, eps = (np.asarray(x, float) for x in (n_items, n_users, eps))
-    return np.sqrt(n_items * np.log(n_items) / n_users) + n_items * np.log(n_items) / (n_users * eps)
+    n_items, n_users, eps = _f64(n_items, n_users, eps)
+    return (individual_dp_stated_statistical_term(n_items, n_users)
+            + n_items * jnp.log(n_items) / (n_users * eps))
 
 
 def log_slope(rate, axis: str, at: dict, rel_step: float = 1e-4) -> float:
@@ -64,7 +80,7 @@ def fitted_rate_slope(rate, axis: str, values, at: dict) -> float:
 def individual_dp_comparisons_per_item(n_items, n_users, per_user):
     """S = 2mL/n, the expected number of comparisons involving one item in the individual
     model (cai Lemma B.1: each item's degree is Binomial(mL, 2/n))."""
-    n_items, n_users, per_user = (np.asarray(x, float) for x in (n_items, n_users, per_user))
+    n_items, n_users, per_user = _f64(n_items, n_users, per_user)
     return 2.0 * n_users * per_user / n_items
 
 
@@ -72,30 +88,31 @@ def individual_dp_statistical_term(n_items, n_users, eps=None, per_user=1):
     """√(log n/S) = √(n log n/(2mL)): the non-private part of the individual-DP ℓ∞ rate with
     L explicit (cai spec §6.4; Thm 3.1 with L absorbed reads √(n log n/m)). It improves
     with L at fixed m like L^{-1/2} (spec §7 item 8)."""
-    n_items = np.asarray(n_items, float)
-    return np.sqrt(np.log(n_items) / individual_dp_comparisons_per_item(n_items, n_users, per_user))
+    (n_items,) = _f64(n_items)
+    return jnp.sqrt(jnp.log(n_items) / individual_dp_comparisons_per_item(n_items, n_users, per_user))
 
 
-def individual_dp_privacy_term(n_items, n_users, eps, per_user=1):
-    """(L/ε)·log n/S = n log n/(2mε): the cost of individual privacy with L explicit (cai
-    spec §6.4). The noise scale ∝ L/ε and the information S ∝ L cancel, so the term does
-    **not** depend on L at fixed m (spec §7 item 8); Thm 3.1 with L absorbed reads
-    n log n/(mε)."""
-    n_items, eps = np.asarray(n_items, float), np.asarray(eps, float)
+def individual_dp_privacy_term(n_items, n_users, eps, per_user=1, noise_factor=1.0):
+    """c·(L/ε)·log n/S = c·n log n/(2mε): the cost of individual privacy with L explicit (cai
+    spec §6.4), for noise of scale c·L/ε (``noise_factor`` c: 1 for Algorithm 1 and
+    Algorithm 3 as published, 2 for the strict ε-DP Algorithm 3, spec §10.3). The noise
+    scale ∝ L/ε and the information S ∝ L cancel, so the term does **not** depend on L at
+    fixed m (spec §7 item 8); Thm 3.1 with L absorbed reads n log n/(mε)."""
+    n_items, eps, per_user = _f64(n_items, eps, per_user)
     s = individual_dp_comparisons_per_item(n_items, n_users, per_user)
-    return np.asarray(per_user, float) * np.log(n_items) / (s * eps)
+    return noise_factor * per_user * jnp.log(n_items) / (s * eps)
 
 
-def individual_dp_rate_explicit_l(n_items, n_users, eps, per_user=1):
-    """√(log n/S) + (L/ε) log n/S with S = 2mL/n (cai spec §6.4): r_I with L explicit."""
+def individual_dp_rate_explicit_l(n_items, n_users, eps, per_user=1, noise_factor=1.0):
+    """√(log n/S) + c·(L/ε) log n/S with S = 2mL/n (cai spec §6.4): r_I with L explicit."""
     return (individual_dp_statistical_term(n_items, n_users, eps, per_user)
-            + individual_dp_privacy_term(n_items, n_users, eps, per_user))
+            + individual_dp_privacy_term(n_items, n_users, eps, per_user, noise_factor))
 
 
 def matched_edge_probability(n_items, n_users, per_user):
     """The edge probability p with np = S = 2mL/n (cai spec §6.4 dictionary, §7 item 9):
     the edge-DP design with as many expected comparisons per item as the individual one."""
-    return individual_dp_comparisons_per_item(n_items, n_users, per_user) / np.asarray(n_items, float)
+    return individual_dp_comparisons_per_item(n_items, n_users, per_user) / jnp.asarray(n_items, jnp.float64)
 
 
 def individual_to_edge_privacy_ratio(n_items, n_users, eps, per_user):
@@ -109,55 +126,3 @@ def individual_to_edge_privacy_ratio(n_items, n_users, eps, per_user):
     p = matched_edge_probability(n_items, n_users, per_user)
     return (individual_dp_privacy_term(n_items, n_users, eps, per_user)
             / edge_dp_privacy_term(n_items, p, eps))
-
-
-# ---------------------------------------------------------------------------------------
-# The same rates for traced (jax) arguments, for experiments that store Δ / rate as a
-# column (cai spec §7 item 5, §11: the top-k phase transition plotted against Δ / r).
-# Each is the formula of its numpy twin above, evaluated with jax.numpy (ε = ∞ allowed).
-# ---------------------------------------------------------------------------------------
-def edge_dp_statistical_term_jax(n_items, p):
-    """:func:`edge_dp_statistical_term` √(log n/(np)) with jax.numpy (traceable)."""
-    import jax.numpy as jnp
-
-    n_items, p = jnp.asarray(n_items, jnp.float64), jnp.asarray(p, jnp.float64)
-    return jnp.sqrt(jnp.log(n_items) / (n_items * p))
-
-
-def edge_dp_rate_jax(n_items, p, eps):
-    """:func:`edge_dp_rate` r_E = √(log n/(np)) + log n/(npε) with jax.numpy (traceable)."""
-    import jax.numpy as jnp
-
-    n_items, p, eps = (jnp.asarray(x, jnp.float64) for x in (n_items, p, eps))
-    return edge_dp_statistical_term_jax(n_items, p) + jnp.log(n_items) / (n_items * p * eps)
-
-
-def individual_dp_rate_statistical_part_jax(n_items, n_users):
-    """√(n log n/m), the statistical term of r_I as Thm 3.1 states it (L absorbed), with
-    jax.numpy. (:func:`individual_dp_statistical_term` keeps L explicit: √(n log n/(2mL)).)"""
-    import jax.numpy as jnp
-
-    n_items, n_users = jnp.asarray(n_items, jnp.float64), jnp.asarray(n_users, jnp.float64)
-    return jnp.sqrt(n_items * jnp.log(n_items) / n_users)
-
-
-def individual_dp_rate_jax(n_items, n_users, eps):
-    """:func:`individual_dp_rate` r_I = √(n log n/m) + n log n/(mε) with jax.numpy."""
-    import jax.numpy as jnp
-
-    n_items, n_users, eps = (jnp.asarray(x, jnp.float64) for x in (n_items, n_users, eps))
-    return (individual_dp_rate_statistical_part_jax(n_items, n_users)
-            + n_items * jnp.log(n_items) / (n_users * eps))
-
-
-def individual_dp_rate_explicit_l_jax(n_items, n_users, eps, per_user, noise_factor=1.0):
-    """:func:`individual_dp_rate_explicit_l` with jax.numpy, for count noise of scale
-    c·L/ε (``noise_factor`` c: 1 for Algorithm 3 as published, 2 for its strict ε-DP
-    version, spec §10.3): √(log n/S) + c·(L/ε)·log n/S with S = 2mL/n (cai spec §6.4),
-    i.e. √(n log n/(2mL)) + c·n log n/(2mε)."""
-    import jax.numpy as jnp
-
-    n_items, n_users, eps, per_user = (jnp.asarray(x, jnp.float64)
-                                       for x in (n_items, n_users, eps, per_user))
-    s = 2.0 * n_users * per_user / n_items
-    return jnp.sqrt(jnp.log(n_items) / s) + noise_factor * per_user * jnp.log(n_items) / (s * eps)

@@ -109,7 +109,7 @@ PANELS = (
 )
 
 
-def edge_experiment(name, title, axes, figure=None, reps=PAPER_REPS, description=""):
+def edge_experiment(name, title, axes, figure=None, reps=PAPER_REPS, description="", analyse=analyse):
     full = {"n_items": [300], "k": ["auto"], "link": ["logistic"], "p": [1.0], "eps": [1.0], "c0": [2.0]}
     full.update(axes)
     return Experiment(

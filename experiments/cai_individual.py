@@ -85,13 +85,9 @@ FIG4_LABELS = {"counts": "Counting", "mle": "Noisy MLE", "one_shot": "One shot"}
 
 
 def fig4_experiment(name, title, axes, figure, reps=FIG4_REPS):
-    full = {"n_items": [350], "k": ["auto"], "link": ["logistic"], "p": [1.0], "eps": [2.0], "c0": [2.0]}
-    full.update(axes)
-    return Experiment(
-        name=name, title=title, axes=full,
-        shape_axes=("n_items", "k", "link"), analysis_axes=("eps", "c0"),
-        truth=cai.truth, generate=cai.generate, analyse=fig4_analyse, reps=reps, figure=figure,
-        resolve_shape=cai.resolve_shape, lane_bytes=cai.lane_bytes,
+    """An edge-DP experiment of ``experiments.cai`` (p = 1, c0 = 2) with the one-shot method."""
+    return cai.edge_experiment(
+        name, title, {"n_items": [350], "eps": [2.0], **axes}, figure, reps=reps, analyse=fig4_analyse,
         description="cai Fig. 4 (spec §8.2): counting vs noisy MLE vs one-shot [40], p = 1")
 
 
@@ -162,7 +158,8 @@ def individual_lane_bytes(shape):
     return 8 * shape["n_items"] ** 2 * 8
 
 
-def individual_experiment(name, title, axes, figure=None, reps=INDIVIDUAL_REPS, description=""):
+def individual_experiment(name, title, axes, figure=None, reps=INDIVIDUAL_REPS, description="",
+                          generate=individual_generate, analyse=individual_analyse):
     """An individual-DP experiment; defaults n = 16, m = 1000, L = 5, ε = 1, mode = strict."""
     full = {"n_items": [16], "k": ["auto"], "link": ["logistic"], "mode": ["strict"],
             "n_users": [1000], "per_user": [5], "eps": [1.0]}
@@ -170,7 +167,7 @@ def individual_experiment(name, title, axes, figure=None, reps=INDIVIDUAL_REPS, 
     return Experiment(
         name=name, title=title, axes=full,
         shape_axes=("n_items", "k", "link", "mode"), analysis_axes=("eps",),
-        truth=individual_truth, generate=individual_generate, analyse=individual_analyse,
+        truth=individual_truth, generate=generate, analyse=analyse,
         reps=reps, figure=figure, resolve_shape=individual_resolve_shape,
         lane_bytes=individual_lane_bytes, description=description)
 

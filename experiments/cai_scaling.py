@@ -95,13 +95,19 @@ from dpsim.models import (
     aggregate_user_comparisons,
     get_link,
     sample_er_comparisons,
-    sample_user_comparisons,
     sample_user_comparisons_per_user,
     theta_cai_design,
     true_top_k_mask,
 )
 from experiments import cai
-from experiments.cai_individual import check_mode, individual_top_k_size
+from experiments.cai_individual import (
+    check_mode,
+    individual_experiment,
+    individual_generate,
+    individual_lane_bytes,
+    individual_top_k_size,
+    individual_truth,
+)
 
 INF = math.inf
 UNITS = ("edge", "individual")
@@ -154,33 +160,14 @@ def _score(k_tie_mle, k_tie_counts, k, sample, fit_theta, fit_centred, fit_diag,
     return {"mle": mle, "counts": counts}
 
 
-def _truth(key, shape):
-    """Nothing fixed per shape point: θ* is redrawn every replicate (as in Figs 5–7)."""
-    return {}
-
-
-def _lane_bytes(shape):
-    return 8 * shape["n_items"] ** 2 * 8
-
-
 # ---------------------------------------------------------------------------------------
 # cai-rate-m and cai-rate-L: individual DP at n = 16
 # ---------------------------------------------------------------------------------------
-def rate_resolve_shape(shape: dict) -> dict:
-    """k = n//4 when 'auto'; check the link and the count-noise mode."""
-    check_mode(shape)
-    return cai.resolve_k_and_link(shape, individual_top_k_size)
-
-
 def rate_generate(key, shape, truth, data):
-    """θ* (spec §3.4, top k first, centred; per replicate), W of m users × L uniform pairs
-    (spec §3.2, as counts), τ, and the non-private fit on these data."""
-    k_theta, k_data = jax.random.split(key)
-    link = get_link(shape["link"])
-    theta = theta_cai_design(k_theta, shape["n_items"], k=shape["k"], top_first=True)
-    W = sample_user_comparisons(k_data, theta, data["n_users"], data["per_user"], link)
-    sample = {"W": W, "theta": theta, "top_k": true_top_k_mask(theta, shape["k"]),
-              "tau": average_win_probability(theta, link)}
+    """The data of Figs 5–7 (θ* per replicate, W of m users × L pairs, as counts; see
+    :func:`experiments.cai_individual.individual_generate`), plus τ and the non-private fit."""
+    sample = individual_generate(key, shape, truth, data)
+    sample["tau"] = average_win_probability(sample["theta"], get_link(shape["link"]))
     return {**sample, **_reference(sample)}
 
 
@@ -205,14 +192,8 @@ PANELS = (
 
 def rate_experiment(name, title, axes, figure=None, reps=200, description=""):
     """Individual DP at n = 16 (defaults: m = 32000, L = 5, ε = 1, mode = strict)."""
-    full = {"n_items": [16], "k": ["auto"], "link": ["logistic"], "mode": ["strict"],
-            "n_users": [32000], "per_user": [5], "eps": [1.0]}
-    full.update(axes)
-    return Experiment(
-        name=name, title=title, axes=full,
-        shape_axes=("n_items", "k", "link", "mode"), analysis_axes=("eps",),
-        truth=_truth, generate=rate_generate, analyse=rate_analyse, reps=reps, figure=figure,
-        resolve_shape=rate_resolve_shape, lane_bytes=_lane_bytes, description=description)
+    return individual_experiment(name, title, {"n_users": [32000], **axes}, figure, reps=reps,
+                                 description=description, generate=rate_generate, analyse=rate_analyse)
 
 
 RATE_M_USERS = [8000, 16000, 32000, 64000, 128000]
@@ -309,7 +290,7 @@ MATCHED = Experiment(
     axes={"n_items": [MATCHED_N], "k": ["auto"], "unit": list(UNITS), "mode": ["strict"],
           "p": [MATCHED_P], "per_user": MATCHED_L, "eps": MATCHED_EPS},
     shape_axes=("n_items", "k", "unit", "mode", "p"), analysis_axes=("eps",),
-    truth=_truth, generate=matched_generate, analyse=matched_analyse, reps=100,
+    truth=individual_truth, generate=matched_generate, analyse=matched_analyse, reps=100,
     figure=FigureSpec(
         x="per_user", curve="unit", xlabel="$L$", curve_label="unit", logx=True,
         panels=(Panel("privacy_msq", "mle", "mean sq. privacy shift (Alg. 1)"),
@@ -317,7 +298,7 @@ MATCHED = Experiment(
         where={"eps": [MATCHED_EPS[0]]},
         title=f"Edge vs individual DP at S = {MATCHED_N - 1}, ε = {MATCHED_EPS[0]:g}"),
     resolve_shape=matched_resolve_shape, validate_point=matched_validate_point,
-    lane_bytes=_lane_bytes,
+    lane_bytes=individual_lane_bytes,
     description="spec §6.4, §7 item 9, §11: individual/edge privacy cost ≍ L at equal S")
 
 EXPERIMENTS = [RATE_M, RATE_L, MATCHED]

@@ -61,14 +61,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpsim import metrics, theory
+from dpsim import theory
 from dpsim.estimators import noisy_counts_individual, top_k_mask
 from dpsim.experiment import Experiment, FigureSpec, Panel, ThresholdCollapseCheck, UsageError
 from dpsim.mechanisms.calibration import COUNT_NOISE_MODES, edge_count_noise_scale
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import sample_user_comparisons, theta_two_block, top_k_size
 from dpsim.models.btl import sample_er_win_counts
-from experiments.cai import resolve_k
+from experiments.cai import resolve_k, topk_metrics
 from experiments.cai_individual import check_mode, individual_top_k_size
 
 INF = math.inf
@@ -96,11 +96,6 @@ def truth(key, shape):
     return {"top_k": two_block_top_k(shape["n_items"], shape["k"])}
 
 
-def topk_metrics(mask, truth_mask):
-    return {"exact_recovery": metrics.exact_recovery(mask, truth_mask),
-            "relative_hamming": metrics.relative_hamming_error(mask, truth_mask)}
-
-
 # ---------------------------------------------------------------------------------------
 # Edge DP: Algorithm 2 on G(n, p)
 # ---------------------------------------------------------------------------------------
@@ -116,8 +111,8 @@ def edge_analyse(key, shape, truth, counts, data, analysis):
     eps, n = analysis["eps"], shape["n_items"]
     noisy = counts + laplace_noise(k_noise, edge_count_noise_scale(eps), counts.shape)
     out = topk_metrics(top_k_mask(k_tie, noisy, shape["k"]), truth["top_k"])
-    out["gap_over_rate"] = data["gap"] / theory.edge_dp_rate_jax(n, data["p"], eps)
-    out["gap_over_statistical_rate"] = data["gap"] / theory.edge_dp_statistical_term_jax(n, data["p"])
+    out["gap_over_rate"] = data["gap"] / theory.edge_dp_rate(n, data["p"], eps)
+    out["gap_over_statistical_rate"] = data["gap"] / theory.edge_dp_statistical_term(n, data["p"])
     return {"counts": out}
 
 
@@ -178,10 +173,10 @@ def individual_analyse(key, shape, truth, W, data, analysis):
     noisy = noisy_counts_individual(k_noise, W, eps, data["per_user"], shape["mode"])
     out = topk_metrics(top_k_mask(k_tie, noisy, shape["k"]), truth["top_k"])
     m, gap = data["n_users"], data["gap"]
-    out["gap_over_rate"] = gap / theory.individual_dp_rate_explicit_l_jax(
+    out["gap_over_rate"] = gap / theory.individual_dp_rate_explicit_l(
         n, m, eps, data["per_user"], noise_factor=COUNT_NOISE_MODES[shape["mode"]])
-    out["gap_over_stated_rate"] = gap / theory.individual_dp_rate_jax(n, m, eps)
-    out["gap_over_statistical_rate"] = gap / theory.individual_dp_rate_statistical_part_jax(n, m)
+    out["gap_over_stated_rate"] = gap / theory.individual_dp_rate(n, m, eps)
+    out["gap_over_statistical_rate"] = gap / theory.individual_dp_stated_statistical_term(n, m)
     return {"counts": out}
 
 

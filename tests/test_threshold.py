@@ -95,20 +95,22 @@ def test_win_counts_have_the_law_of_row_sums(n, probit):
     assert np.all(N == np.round(N)) and N.min() >= 0
 
 
-def test_theory_jax_twins_match_numpy():
+def test_theory_rates_are_traceable():
+    """The rates are written once in jax.numpy: jitted (as inside ``analyse``) equals eager."""
     for n, p, eps in [(100, 0.5, 0.1), (800, 1.0, 2.0), (50, 0.3, INF)]:
-        assert float(theory.edge_dp_rate_jax(n, p, eps)) == pytest.approx(theory.edge_dp_rate(n, p, eps))
-        assert float(theory.edge_dp_statistical_term_jax(n, p)) == pytest.approx(
-            theory.edge_dp_statistical_term(n, p))
+        assert float(jax.jit(theory.edge_dp_rate)(n, p, eps)) == pytest.approx(
+            float(theory.edge_dp_rate(n, p, eps)))
+        assert float(jax.jit(theory.edge_dp_statistical_term)(n, p)) == pytest.approx(
+            float(theory.edge_dp_statistical_term(n, p)))
     for n, m, eps, L in [(16, 1000, 0.5, 5), (44, 8000, INF, 3)]:
-        assert float(theory.individual_dp_rate_jax(n, m, eps)) == pytest.approx(
-            theory.individual_dp_rate(n, m, eps))
-        assert float(theory.individual_dp_rate_explicit_l_jax(n, m, eps, L)) == pytest.approx(
-            theory.individual_dp_rate_explicit_l(n, m, eps, L))
+        assert float(jax.jit(theory.individual_dp_rate)(n, m, eps)) == pytest.approx(
+            float(theory.individual_dp_rate(n, m, eps)))
+        assert float(jax.jit(theory.individual_dp_rate_explicit_l)(n, m, eps, L)) == pytest.approx(
+            float(theory.individual_dp_rate_explicit_l(n, m, eps, L)))
         strict = theory.individual_dp_statistical_term(n, m, per_user=L) + \
             2 * theory.individual_dp_privacy_term(n, m, eps, per_user=L)
-        assert float(theory.individual_dp_rate_explicit_l_jax(n, m, eps, L, noise_factor=2)) == \
-            pytest.approx(strict)
+        traced = jax.jit(lambda *a: theory.individual_dp_rate_explicit_l(*a, noise_factor=2))
+        assert float(traced(n, m, eps, L)) == pytest.approx(float(strict))
 
 
 def test_edge_analysis_is_algorithm_2():

@@ -1,5 +1,4 @@
 """Noisy win counts ("noisy Copeland/Borda"), cai Algorithms 2 and 3."""
-import jax.numpy as jnp
 
 from dpsim.mechanisms.calibration import edge_count_noise_scale
 from dpsim.mechanisms.laplace import laplace_noise

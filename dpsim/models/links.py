@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import jax
-import jax.numpy as jnp
 
 
 @dataclass(frozen=True)
