@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from dpsim import metrics, theory
-from dpsim.estimators import noisy_counts_edge, perturbed_mle_edge, top_k_mask
+from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask
 from dpsim.experiment import (ComparisonCheck, Experiment, FigureSpec, Panel, SlopeCheck, TrendCheck,
                               UsageError)
 from dpsim.models import get_link, sample_er_comparisons, theta_cai_design, top_k_size, true_top_k_mask
@@ -77,19 +77,13 @@ def topk_metrics(mask, truth_mask):
             "exact_recovery": metrics.exact_recovery(mask, truth_mask)}
 
 
-# θ̃ is solved to ‖∇R‖∞ ≤ 1e-10 with γ ≥ 1/ε, so its error is far below 1e-9: values within
-# 1e-9 are treated as ties (broken at random), as the mathematically tied θ̃ of items with
-# equal win counts on a complete graph must be.
-MLE_TIE_TOL = 1e-9
-
-
 def analyse(key, shape, truth, W, data, analysis):
     """Algorithm 1 (perturbed MLE, method ``mle``) and Algorithm 2 (noisy counts, ``counts``)."""
     k_mle, k_counts, k_tie_mle, k_tie_counts = jax.random.split(key, 4)
     k = shape["k"]
     fit = perturbed_mle_edge(k_mle, W, analysis["eps"], data["p"], c0=analysis["c0"])
     mle = {**estimation_metrics(fit.theta_centred, truth["theta"]),
-           **topk_metrics(top_k_mask(k_tie_mle, fit.theta, k, tie_tol=MLE_TIE_TOL), truth["top_k"]),
+           **topk_metrics(top_k_mask(k_tie_mle, fit.theta, k, tie_tol=SCORE_TIE_TOL), truth["top_k"]),
            "converged": fit.converged, "iterations": fit.iterations}
     counts = noisy_counts_edge(k_counts, W, analysis["eps"])
     count = {**topk_metrics(top_k_mask(k_tie_counts, counts, k), truth["top_k"]),

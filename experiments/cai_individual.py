@@ -48,6 +48,7 @@ import numpy as np
 
 from dpsim import metrics
 from dpsim.estimators import (
+    SCORE_TIE_TOL,
     guarded_penalised_mle,
     noisy_counts_individual,
     one_shot_scores,
@@ -143,7 +144,7 @@ def individual_analyse(key, shape, truth, sample, data, analysis):
     k, W = shape["k"], sample["W"]
     fit = perturbed_mle_individual(k_mle, W, analysis["eps"], data["per_user"])
     mle = {**cai.estimation_metrics(fit.theta_centred, sample["theta"]),
-           **cai.topk_metrics(top_k_mask(k_tie_mle, fit.theta, k, tie_tol=cai.MLE_TIE_TOL),
+           **cai.topk_metrics(top_k_mask(k_tie_mle, fit.theta, k, tie_tol=SCORE_TIE_TOL),
                                sample["top_k"]),
            "converged": fit.converged, "iterations": fit.iterations,
            "well_posed": fit.strongly_connected}

@@ -79,6 +79,7 @@ import jax.numpy as jnp
 
 from dpsim import theory
 from dpsim.estimators import (
+    SCORE_TIE_TOL,
     guarded_penalised_mle,
     noisy_counts_edge,
     noisy_counts_individual,
@@ -145,7 +146,7 @@ def _reference(sample):
 def _score(k_tie_mle, k_tie_counts, k, sample, fit_theta, fit_centred, fit_diag, noisy, per_item):
     """Metrics of one (mle, counts) pair of fits against the truth and the non-private fits."""
     mle = {**cai.estimation_metrics(fit_centred, sample["theta"]),
-           **cai.topk_metrics(top_k_mask(k_tie_mle, fit_theta, k, tie_tol=cai.MLE_TIE_TOL),
+           **cai.topk_metrics(top_k_mask(k_tie_mle, fit_theta, k, tie_tol=SCORE_TIE_TOL),
                                sample["top_k"]),
            **shift_metrics(fit_centred, sample["ref_theta"]),
            "converged": fit_diag[0], "iterations": fit_diag[1],

@@ -1,5 +1,6 @@
 """Estimators: maps from (privatised) sufficient statistics to θ̂ or a top-k set."""
 from dpsim.estimators.btl_mle import (
+    SCORE_TIE_TOL,
     MLEFit,
     btl_gradient,
     btl_neg_log_likelihood,
@@ -26,7 +27,7 @@ from dpsim.estimators.one_shot import (
 )
 
 __all__ = [
-    "MLEFit", "btl_gradient", "btl_neg_log_likelihood", "btl_objective", "penalised_mle",
+    "SCORE_TIE_TOL", "MLEFit", "btl_gradient", "btl_neg_log_likelihood", "btl_objective", "penalised_mle",
     "perturbed_mle_edge", "noisy_counts_edge", "win_counts", "top_k_mask",
     "strongly_connected", "GuardedMLEFit", "guarded_penalised_mle", "noisy_counts_individual",
     "perturbed_mle_individual", "unpenalised_mle", "OneShotScores", "ergodicity_coefficient",

@@ -88,6 +88,12 @@ def _fit(result: SolverResult) -> MLEFit:
 
 GRADIENT_SCALE_COMPARISONS = 1000.0
 
+# θ̃ is solved to ‖∇R‖∞ ≤ 1e-10 (scaled with the comparisons per item), so its error is far
+# below this: ranking θ̃ with ``top_k_mask(..., tie_tol=SCORE_TIE_TOL)`` treats values within
+# 1e-9 as ties (broken at random), as the mathematically tied θ̃ of items with equal win
+# counts on a complete graph must be (they differ by ~1e-17 from rounding alone).
+SCORE_TIE_TOL = 1e-9
+
 
 def gradient_tolerance(W, tol):
     """tol × max(1, d_max/1000), d_max the most comparisons of any item.
