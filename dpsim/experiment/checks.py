@@ -204,15 +204,13 @@ class RatioResult:
 
 
 @dataclass(frozen=True)
-class RatioCheck:
-    """The ratio of a summary statistic of ``metric`` between two slices of the table,
-    ``axis = numerator`` over ``axis = denominator`` (the rest of the grid restricted by
-    ``where``), passes when its 95% CI lies within [``lo``, ``hi``].
-
-    The statistic is the mean over rows, or its square root with ``root=True`` (e.g. an RMS
-    from a per-replicate mean square). The CI is the delta method on the log ratio
-    (independent slices, or aligned on ``paired_on`` columns with their covariance).
-    """
+class _RatioSlices:
+    """What a ratio check compares: a summary statistic of ``metric`` on the slice
+    ``axis = numerator`` over the slice ``axis = denominator`` (the rest of the grid
+    restricted by ``where``). The statistic is the mean over rows, or its square root with
+    ``root=True`` (e.g. an RMS from a per-replicate mean square); its CI is the delta method
+    on the log ratio (independent slices, or aligned on ``paired_on`` columns with their
+    covariance). The optional fields are keyword-only, so subclasses add positional ones."""
 
     name: str
     experiment: str
@@ -221,18 +219,26 @@ class RatioCheck:
     axis: str
     numerator: object
     denominator: object
+    where: Mapping[str, Sequence] = field(default_factory=dict, kw_only=True)
+    root: bool = field(default=False, kw_only=True)
+    paired_on: tuple[str, ...] | None = field(default=None, kw_only=True)
+    description: str = field(default="", kw_only=True)
+    report_only: bool = field(default=False, kw_only=True)
+
+    def log_ratio(self, rows: pd.DataFrame) -> tuple[float, float, int]:
+        return _log_ratio(rows, self.metric, self.axis, self.numerator, self.denominator,
+                          self.root, self.paired_on)
+
+
+@dataclass(frozen=True)
+class RatioCheck(_RatioSlices):
+    """Passes when the 95% CI of the ratio (see :class:`_RatioSlices`) lies in [``lo``, ``hi``]."""
+
     lo: float
     hi: float
-    where: Mapping[str, Sequence] = field(default_factory=dict)
-    root: bool = False
-    paired_on: tuple[str, ...] | None = None
-    description: str = ""
-    report_only: bool = False
 
     def evaluate(self, table: pd.DataFrame) -> RatioResult:
-        rows = select(table, self.where, self.method)
-        log_r, se, n_obs = _log_ratio(rows, self.metric, self.axis, self.numerator, self.denominator,
-                                      self.root, self.paired_on)
+        log_r, se, n_obs = self.log_ratio(select(table, self.where, self.method))
         low, high = math.exp(log_r - Z95 * se), math.exp(log_r + Z95 * se)
         passed = self.lo <= low and high <= self.hi
         return RatioResult(self.name, f"[{self.lo:.3g}, {self.hi:.3g}]", math.exp(log_r), low, high,
@@ -240,30 +246,18 @@ class RatioCheck:
 
 
 @dataclass(frozen=True)
-class RatioSlopeCheck:
-    """The slope of log(ratio) on log ``x``, where the ratio is that of :class:`RatioCheck`
-    computed at each value of ``x``; passes when the slope lies within ``tolerance`` of
-    ``predicted``. E.g. a privacy-cost ratio that grows like L has slope 1 in log L.
+class RatioSlopeCheck(_RatioSlices):
+    """The slope of log(ratio) on log ``x``, the ratio (:class:`_RatioSlices`) computed at
+    each value of ``x``; passes when the slope lies within ``tolerance`` of ``predicted``.
+    E.g. a privacy-cost ratio that grows like L has slope 1 in log L.
 
     The slope is the OLS fit over the x values; its CI propagates the delta-method variances
     of the log ratios (independent across x values, which hold different data).
     """
 
-    name: str
-    experiment: str
-    metric: str
-    method: str
-    axis: str
-    numerator: object
-    denominator: object
     x: str
     predicted: float
     tolerance: float
-    where: Mapping[str, Sequence] = field(default_factory=dict)
-    root: bool = False
-    paired_on: tuple[str, ...] | None = None
-    description: str = ""
-    report_only: bool = False
 
     def evaluate(self, table: pd.DataFrame) -> CheckResult:
         from dpsim.experiment.errors import UsageError
@@ -274,8 +268,7 @@ class RatioSlopeCheck:
             raise UsageError(f"need at least two positive finite values of {self.x!r} to fit a slope")
         logs, ses, n_obs = [], [], 0
         for v in xs:
-            log_r, se, n = _log_ratio(select(rows, {self.x: [v]}), self.metric, self.axis,
-                                      self.numerator, self.denominator, self.root, self.paired_on)
+            log_r, se, n = self.log_ratio(select(rows, {self.x: [v]}))
             logs.append(log_r)
             ses.append(se)
             n_obs += n
