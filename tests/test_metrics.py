@@ -11,6 +11,7 @@ import pytest
 
 from dpsim import metrics
 from dpsim.estimators import top_k_mask
+from dpsim.estimators.topk import PAIRWISE_RANK_MAX_N, tie_broken_ranks
 
 
 def test_estimation_errors_exact():
@@ -85,6 +86,33 @@ def test_top_k_tie_breaking_is_uniform():
     for pair in itertools.combinations(range(1, 5), 2):
         chosen = masks[:, list(pair)].all(axis=1).mean()
         assert abs(chosen - 1 / 6) <= 4.5 * math.sqrt((1 / 6) * (5 / 6) / R), pair
+
+
+def _numpy_ranks(scores, jitter):
+    """Independent reference: NumPy's stable lexsort on (NaN last, −score, jitter)."""
+    nan = np.isnan(scores)
+    order = np.lexsort((jitter, -np.where(nan, 0.0, scores), nan))
+    ranks = np.empty(len(scores), dtype=np.int64)
+    ranks[order] = np.arange(len(scores))
+    return ranks
+
+
+@pytest.mark.parametrize("n", [2, 7, 40, PAIRWISE_RANK_MAX_N, PAIRWISE_RANK_MAX_N + 1, 300])
+def test_tie_broken_ranks_match_numpy_lexsort(n):
+    """Both rank paths (pairwise counting for n ≤ PAIRWISE_RANK_MAX_N, sort above) give the
+    ranks of NumPy's lexsort, on scores with many ties, ±0, ±inf, NaN and tied jitter."""
+    rng = np.random.default_rng(n)
+    for trial in range(20):
+        scores = np.round(rng.normal(size=n) * 2)                 # many exact ties
+        scores[rng.random(n) < 0.1] = -0.0
+        specials = rng.choice(n, size=min(n, 3), replace=False)
+        if trial % 2:
+            scores[specials] = [np.inf, -np.inf, np.nan][:len(specials)]
+        jitter = rng.random(n)
+        if trial % 3 == 0:
+            jitter = np.round(jitter * 4) / 4                      # exact jitter ties too
+        got = np.asarray(jax.jit(tie_broken_ranks)(jnp.asarray(scores), jnp.asarray(jitter)))
+        np.testing.assert_array_equal(got, _numpy_ranks(scores, jitter))
 
 
 def test_top_k_mask_same_key_same_choice():
