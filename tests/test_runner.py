@@ -28,9 +28,9 @@ N_LANES, N_ROWS = 24, 96
 
 def small_experiment(micro: int | None = None) -> Experiment:
     """The cai edge experiment on a tiny grid. ``micro`` forces the vmapped micro-batch size
-    (through lane_bytes): without it, lanes this small are batched 64 at a time and any
-    requested chunk below 64 is rounded up to 64, so chunk=1 and chunk=3 alone would not
-    change how the work is split."""
+    (through lane_bytes): without it, lanes this small fit one micro-batch per chunk (a
+    requested chunk sets the micro-batch too), so only ``micro`` = 1 with a larger chunk gives
+    chunks of several micro-batches."""
     exp = edge_experiment("t", "t", AXES, reps=REPS)
     if micro is None:
         return exp
@@ -45,6 +45,16 @@ def table(out) -> pd.DataFrame:
 
 def assert_same_table(a: pd.DataFrame, b: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+CONTINUOUS = ["l2", "linf", "log_rel_l2", "log_rel_linf"]
+
+
+def assert_same_results(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    """Equal up to float rounding in the continuous metrics (≤ 1e-12 relative), identical
+    in everything else (grid, keys, top-k errors, convergence, iterations)."""
+    pd.testing.assert_frame_equal(a[CONTINUOUS], b[CONTINUOUS], check_exact=False, rtol=1e-12)
+    pd.testing.assert_frame_equal(a.drop(columns=CONTINUOUS), b.drop(columns=CONTINUOUS), check_exact=True)
 
 
 @pytest.fixture(scope="module")
@@ -84,29 +94,44 @@ def reference_micro1(tmp_path_factory):
     return out, table(out)
 
 
-@pytest.mark.parametrize("micro, chunk, parts", [
-    (None, 1, 2),      # requested chunk 1 → rounded up to the micro-batch of 64: 1 part per shape
-    (None, 3, 2),
-    (1, 5, 6),         # micro-batch 1, chunk 5 → 3 chunks of 4 lanes per shape
+@pytest.mark.parametrize("micro, chunk, workers, parts", [
+    (None, 1, 1, 24),     # one lane per chunk (and per micro-batch): 24 parts
+    (None, 3, 2, 8),      # 3 lanes per chunk, two chunks at a time: 4 parts per shape
+    (None, None, 3, 6),   # no chunk asked: at least one chunk per worker, 3 per shape
+    (1, 5, 1, 6),         # micro-batch 1, chunk 5 → 3 chunks of 4 lanes per shape
 ])
-def test_results_do_not_depend_on_chunking(reference, reference_micro1, tmp_path, micro, chunk, parts):
-    """DESIGN "Randomness": results must not depend on chunking: bit-identical tables."""
+def test_results_do_not_depend_on_chunking(reference, reference_micro1, tmp_path, micro, chunk, workers, parts):
+    """DESIGN "Randomness": results must not depend on chunking or on how many chunks run at
+    once. The micro-batch follows the chunk size, so continuous metrics may differ by
+    rounding (as in the micro-batch test below); everything else is bit-identical."""
     out = tmp_path / "run"
-    summary = run_experiment(small_experiment(micro), out=out, progress=False, chunk=chunk)
-    assert summary.lanes_run == N_LANES
+    summary = run_experiment(small_experiment(micro), out=out, progress=False, chunk=chunk, workers=workers)
+    assert summary.lanes_run == N_LANES and summary.rows_written == N_ROWS
     assert len(store.part_files(out)) == parts     # the work really was split differently
     want = reference if micro is None else reference_micro1
-    assert_same_table(table(out), want[1])
+    assert_same_results(table(out), want[1])
+
+
+@pytest.mark.parametrize("n_lanes, lane_bytes, chunk, workers, want", [
+    (120, 8 * 40**2, None, 1, (120, 120)),    # n = 40: one chunk, one micro-batch, no padding
+    (120, 8 * 40**2, None, 2, (60, 60)),      # two workers: two chunks of 60
+    (130, 8 * 40**2, None, 1, (130, 65)),     # over the 128 cap: two balanced micro-batches
+    (480, 8 * 300**2, None, 2, (160, 4)),     # n = 300 (Fig. 3): 3 chunks by work, micro 4
+    (7, 8 * 40**2, None, 16, (1, 1)),         # more workers than lanes: a lane per chunk
+    (24, 8 * 40**2, 5, 1, (5, 5)),
+])
+def test_chunk_layout(n_lanes, lane_bytes, chunk, workers, want):
+    size, micro = runner.chunk_layout(n_lanes, lane_bytes, 10, chunk, workers)
+    assert (size, micro) == want
+    assert size % micro == 0 and micro <= runner.micro_batch_size(lane_bytes)
+    assert math.ceil(n_lanes / size) * size - n_lanes < size      # less than a chunk of padding
 
 
 def test_results_do_not_depend_on_micro_batch_size(reference, reference_micro1):
     """DESIGN "Randomness": results must not depend on batch size (micro-batch 64 vs 1).
     Continuous metrics may differ by rounding (≤ 1e-12 relative); discrete ones (top-k
     errors) must be identical."""
-    got, want = reference[1], reference_micro1[1]
-    cont = ["l2", "linf", "log_rel_l2", "log_rel_linf"]
-    pd.testing.assert_frame_equal(got[cont], want[cont], check_exact=False, rtol=1e-12)
-    pd.testing.assert_frame_equal(got.drop(columns=cont), want.drop(columns=cont), check_exact=True)
+    assert_same_results(reference[1], reference_micro1[1])
 
 
 def _interrupt_after(monkeypatch, n_parts: int):
@@ -253,6 +278,7 @@ def test_seed_changes_the_data(crn_table, tmp_path):
     (dict(reps=0), "reps=0"),
     (dict(reps=-2), "reps=-2"),
     (dict(chunk=0), "chunk=0"),
+    (dict(workers=0), "workers=0"),
     (dict(seed=-1), "seed=-1"),
 ])
 def test_bad_input_raises_usage_error_and_writes_nothing(tmp_path, kwargs, bad):

@@ -12,7 +12,9 @@ as one atomic Parquet part.
 from __future__ import annotations
 
 import math
+import os
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,7 @@ from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
 _TRUTH, _DATA, _ANALYSIS = 1, 2, 3
 MICRO_BATCH_BYTES = 3 * 2**20
 MAX_MICRO_BATCH = 128
+MAX_WORKERS = 4
 CHUNK_WORK = 2e8
 
 
@@ -44,20 +47,49 @@ class RunSummary:
 
 
 def micro_batch_size(lane_bytes: int) -> int:
-    """Lanes vmapped together: the largest power of two whose working set fits ~3 MiB, at
-    most MAX_MICRO_BATCH (128 measured faster than 64 and 256 at n = 20–40, benchmarks/)."""
+    """Most lanes vmapped together: the largest power of two whose working set fits ~3 MiB,
+    at most MAX_MICRO_BATCH (128 measured faster than 64 and 256 at n = 20–40, benchmarks/)."""
     size = max(1, int(MICRO_BATCH_BYTES // max(lane_bytes, 1)))
     return int(min(MAX_MICRO_BATCH, 2 ** int(math.log2(size))))
 
 
-def _chunk_size(n_lanes: int, lane_bytes: int, n_analysis: int, micro: int, requested: int | None) -> int:
+def default_workers() -> int:
+    """Chunks computed at the same time: the available CPU cores (at most MAX_WORKERS) on the
+    CPU backend, one chunk at a time on an accelerator.
+
+    XLA:CPU splits each operation over its thread pool, which pays off for big operations
+    but not for the many small ones of a small-n solve: at n = 40 (2 cores) two chunks of 60
+    lanes computed concurrently from two threads took 30 ms against 43 ms for one chunk of
+    120 (benchmarks/bench_cai.py, section W); at n = 300 the two were within noise.
+    """
+    if jax.default_backend() != "cpu":
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cores))
+
+
+def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int | None,
+                 workers: int = 1) -> tuple[int, int]:
+    """(chunk size, micro-batch size) for ``n_lanes`` lanes of one shape point.
+
+    Chunks: ``requested`` lanes each, else about CHUNK_WORK bytes of work each, and at least
+    ``workers`` chunks when there are enough lanes, all of one size (one compilation). The
+    micro-batch is then the fewest micro-batches of at most :func:`micro_batch_size` lanes
+    that cover a chunk, balanced, so a chunk is padded by less than one lane per micro-batch.
+    """
+    largest = micro_batch_size(lane_bytes)
     if requested is not None:
-        target = requested
+        n_chunks = math.ceil(n_lanes / requested)
     else:
-        target = max(micro, int(CHUNK_WORK / max(lane_bytes * n_analysis / 8, 1)))
-    n_chunks = max(1, math.ceil(n_lanes / target))
-    size = math.ceil(n_lanes / n_chunks)
-    return int(math.ceil(size / micro) * micro)
+        target = max(largest, int(CHUNK_WORK / max(lane_bytes * n_analysis / 8, 1)))
+        n_chunks = max(math.ceil(n_lanes / target), min(workers, n_lanes))
+    size = math.ceil(n_lanes / max(n_chunks, 1))
+    batches = math.ceil(size / largest)
+    micro = math.ceil(size / batches)
+    return batches * micro, micro
 
 
 def base_key(seed: int):
@@ -181,25 +213,31 @@ def _rows(output, shape, lanes, analysis_points, data_points, done: set) -> pa.T
 
 def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int = 0,
                    out: str | Path | None = None, overrides: Mapping[str, Sequence] | None = None,
-                   chunk: int | None = None, progress: bool = True) -> RunSummary:
+                   chunk: int | None = None, progress: bool = True,
+                   workers: int | None = None) -> RunSummary:
     """Run (or resume) ``experiment`` into ``out``; returns what was computed.
 
     All input is validated before anything is written. Re-running into the same directory
-    computes only the (grid point, replicate) pairs that are missing.
+    computes only the (grid point, replicate) pairs that are missing. ``chunk``: lanes per
+    chunk (one Parquet part each); ``workers``: chunks computed at the same time (default
+    :func:`default_workers`). Neither changes the results.
     """
     reps = experiment.reps if reps is None else reps
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise UsageError(f"reps={reps!r} must be an integer ≥ 1")
-    if chunk is not None and (not isinstance(chunk, int) or chunk < 1):
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise UsageError(f"chunk={chunk!r} must be an integer ≥ 1")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise UsageError(f"workers={workers!r} must be an integer ≥ 1")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise UsageError(f"seed={seed!r} must be an integer in [0, 2^31)")
     grid = expand_grid(experiment, overrides)
     out = Path(out or Path("runs") / experiment.name)
     store.check_compatible(out, experiment.name, seed)
 
+    workers = default_workers() if workers is None else workers
     done = store.completed(out)
-    plan = _plan(grid, reps, done, chunk)
+    plan = _plan(grid, reps, done, chunk, workers)
     manifest = {"experiment": experiment.name, "title": experiment.title, "seed": seed,
                 "reps": reps, "grid": grid.axes, "shape_axes": list(experiment.shape_axes),
                 "analysis_axes": list(experiment.analysis_axes), "versions": store.versions()}
@@ -222,26 +260,35 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
         example = (seed_arg, truth, a_ids, a_vals, *_chunk_args(step.chunks[0], grid, experiment, step.size))
         return truth, compiled_chunk_fn(experiment, step.shape, step.micro, example)
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        prepared = [pool.submit(prepare, step) for step in plan]
-        try:
-            for step, future in zip(plan, prepared):
-                t0 = time.time()
-                truth, fn = future.result()
-                for i, lanes in enumerate(step.chunks):
-                    args = _chunk_args(lanes, grid, experiment, step.size)
-                    output = jax.device_get(fn(seed_arg, truth, a_ids, a_vals, *args))
-                    if i == 0:
+    def compute(step, truth, fn, lanes):
+        """One chunk: its rows (those not stored yet) as an Arrow table."""
+        args = _chunk_args(lanes, grid, experiment, step.size)
+        output = jax.device_get(fn(seed_arg, truth, a_ids, a_vals, *args))
+        return _rows(output, step.shape, lanes, grid.analysis_points, grid.data_points, done)
+
+    compiler, pool = ThreadPoolExecutor(max_workers=1), ThreadPoolExecutor(max_workers=workers)
+    prepared = [compiler.submit(prepare, step) for step in plan]
+    try:
+        for step, future in zip(plan, prepared):
+            t0 = time.time()
+            truth, fn = future.result()
+            pending: deque = deque()   # chunks in flight, at most ``workers``; written in order
+            for index, lanes in enumerate(step.chunks):
+                pending.append((pool.submit(compute, step, truth, fn, lanes), len(lanes)))
+                last = index + 1 == len(step.chunks)
+                while pending and (len(pending) == workers or last):
+                    chunk_future, n_lanes = pending.popleft()
+                    table = chunk_future.result()
+                    if index + 1 - len(pending) == 1:      # the step's first chunk is done
                         first_chunks += time.time() - t0
-                    table = _rows(output, step.shape, lanes, grid.analysis_points, grid.data_points, done)
                     store.write_part(out, table)
                     rows_written += table.num_rows
-                    lanes_run += len(lanes)
+                    lanes_run += n_lanes
                     bar.update(1)
-        finally:
-            for future in prepared:
-                future.cancel()
-            bar.close()
+    finally:
+        for executor in (compiler, pool):
+            executor.shutdown(wait=True, cancel_futures=True)
+        bar.close()
     seconds = time.time() - started
     manifest["timings"].append({"seconds": round(seconds, 3), "lanes": lanes_run,
                                 "first_chunks_seconds_incl_compile": round(first_chunks, 3),
@@ -265,7 +312,7 @@ class _Step:
     micro: int
 
 
-def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None) -> list[_Step]:
+def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1) -> list[_Step]:
     """For each shape point: the lanes still missing, split into chunks of one fixed size.
 
     A lane is (data point index, rep, data id, [point id per analysis point]); it is re-run
@@ -283,9 +330,8 @@ def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None) -> list[_S
                     lanes.append((d_index, rep, point_ids, data_id))
         if not lanes:
             continue
-        lane_bytes = experiment.lane_bytes(shape)
-        micro = micro_batch_size(lane_bytes)
-        size = _chunk_size(len(lanes), lane_bytes, len(grid.analysis_points), micro, chunk)
+        size, micro = chunk_layout(len(lanes), experiment.lane_bytes(shape), len(grid.analysis_points),
+                                   chunk, workers)
         chunks = [lanes[i:i + size] for i in range(0, len(lanes), size)]
         plan.append(_Step(shape, chunks, size, micro))
     return plan
