@@ -9,14 +9,15 @@ What is measured
 A. Figure 3 of cai (n = 300, p ∈ {0.25, 0.5, 0.75, 1}, 10 ε values, 120 replicates;
    Algorithm 1 = perturbed MLE, Algorithm 2 = noisy counts): 4800 MLE fits.
    1. engine: ``run_experiment(FIG3, reps=120)`` end to end (data, both estimators,
-      metrics, Parquet writes), timed twice in this process into fresh directories (the
-      second run shows what an in-process compile cache saves). Wall time is split into
+      metrics, Parquet writes), timed in this process into fresh directories: a first run
+      (compile included), then the best of three warm re-runs (what an in-process compile
+      cache saves). Wall time is split into
       compile (tracing + lowering + XLA compile, summed from JAX's own monitoring events;
       the runner compiles the next shape in a background thread while the current one
       computes, so compile time may overlap compute), chunk compute (the compiled chunk
       calls, timed by wrapping ``runner.compiled_chunk_fn``) and "other" = wall − compute
-      (compile not hidden by the overlap, keys, rows, Parquet). The second run reuses the
-      runner's in-process compile cache, so its wall time *is* the time without compile.
+      (compile not hidden by the overlap, keys, rows, Parquet). The warm re-runs reuse the
+      runner's in-process compile cache, so their wall time *is* the time without compile.
    2. SciPy loop: per replicate, W drawn with NumPy; per ε, w ~ Laplace(λ) and
       ``scipy.optimize.minimize(method="L-BFGS-B", jac=True, gtol=1e-8, ftol=1e-15)`` on
       R(θ) = Σ_{i≠j} W_ij softplus(θ_j − θ_i) + γ/2‖θ‖² + wᵀθ with its analytic gradient,
@@ -37,6 +38,11 @@ C. Figures 1–3 at paper size (120 replicates) with the engine, each in a fresh
    what-if: Fig. 3 in two fresh processes sharing a JAX persistent compilation cache.
 S. Solver design: Newton-CG (the engine's) against a dense Cholesky Newton, each under a
    full vmap and under the runner's micro-batched ``lax.map``, on the same problems.
+W. Concurrent chunks: the B workload at n = 40 and Fig. 3 (n = 300) each run with the
+   runner's default ``workers`` (chunks computed at the same time, = cores) and with
+   ``workers = 1``, compile excluded (a warm run of each, best of three, alternated).
+T. Top-k ranks: ``tie_broken_ranks`` by sort against pairwise counting, vmapped over
+   replicates and ε, at n = 20 … 1000 (the runner's micro-batch sizes), best of 30 calls.
 P. Where the engine's time goes at n = 300: the A.1 split above; one jitted
    ``btl_objective(...).evaluate`` and one Hessian–vector product (each repeated 100× in a
    ``fori_loop``, so dispatch is excluded); full solves one problem at a time and vmapped
@@ -46,7 +52,8 @@ P. Where the engine's time goes at n = 300: the A.1 split above; one jitted
 
 The NumPy/SciPy/choix baselines run with one OpenBLAS thread (see below) in one process;
 the engine uses XLA's own threads. ``--quick`` shrinks every part (8 reps, fewer timed
-baseline fits, n = 20 and part C skipped) to a smoke run of under a minute on an idle
+baseline fits, n = 20 and part C skipped); ``--sections A,B,...`` runs a subset (written to
+``benchmarks/results_partial.json``) to a smoke run of under a minute on an idle
 2-core machine; its ratios are not representative (compile dominates, and at small n the
 runner pads 8 replicates to its 64-lane micro-batch). The load average is recorded: the
 machine may be shared.
@@ -93,7 +100,9 @@ from dpsim.solvers import SmoothObjective, newton_cg
 from experiments import cai
 
 HERE = Path(__file__).resolve().parent
-RESULTS = {"full": HERE / "results.json", "quick": HERE / "results_quick.json"}
+RESULTS = {"full": HERE / "results.json", "quick": HERE / "results_quick.json",
+           "partial": HERE / "results_partial.json"}
+SECTIONS = ("A", "P", "B", "W", "T", "S", "C")
 EPS = [1 / 5, 1 / 4, 1 / 3, 1 / 2, 1.0, 3 / 2, 2.0, 5 / 2, 5.0, math.inf]
 FIG3_P = [0.25, 0.5, 0.75, 1.0]
 C0 = 2.0
@@ -107,7 +116,7 @@ class Config:
     scipy_lanes_small: int    # the same at small n
     choix_fits_n300: int      # opt_pairwise fits timed at n = 300 (spread over p)
     choix_fits_small: int
-    warm_rerun: bool          # A.1 second run in this process
+    warm_rerun: bool          # A, B: warm re-runs in this process (best of WARM_RUNS)
     small_ns: tuple           # B
     profile_ps: tuple         # P: the p values of the sample problems
     agreement: tuple          # (n, p, ε values) cases of the agreement check
@@ -202,24 +211,37 @@ def instrumented_runner(micro_batch_bytes: int | None = None):
         runner.compiled_chunk_fn, runner.MICRO_BATCH_BYTES = original_compiled, original_bytes
 
 
-def run_engine(experiment, reps: int, overrides=None, micro_batch_bytes: int | None = None) -> dict:
+def run_engine(experiment, reps: int, overrides=None, micro_batch_bytes: int | None = None,
+               workers: int | None = None) -> dict:
     """One ``run_experiment`` into a fresh directory: wall = compile + chunk compute + host
-    work (row building, Parquet, keys); plus solver diagnostics from the results table."""
+    work (row building, Parquet, keys); plus solver diagnostics from the results table.
+    With concurrent chunks (``workers`` > 1) compute_s sums the chunks' times, so it may
+    exceed the wall time."""
     with tempfile.TemporaryDirectory() as tmp:
         with instrumented_runner(micro_batch_bytes) as chunks, measured() as m:
             summary = run_experiment(experiment, out=Path(tmp) / "run", reps=reps,
-                                     overrides=overrides, progress=False)
+                                     overrides=overrides, progress=False, workers=workers)
         table = load_results(summary.out)
     mle = table[table["method"] == "mle"]
     iters = mle.groupby("p")["iterations"].agg(["mean", "max"])
     return {**m, "compute_s": chunks["compute_s"],
-            "host_s": m["wall_s"] - chunks["compute_s"],  # compile not hidden by the overlap + host
+            "host_s": max(0.0, m["wall_s"] - chunks["compute_s"]),  # unhidden compile + host
             "mle_fits": int(len(mle)), "lanes": summary.lanes_run,
             "converged_fraction": float(mle["converged"].mean()),
             "newton_iterations_mean": float(mle["iterations"].mean()),
             "newton_iterations_max": int(mle["iterations"].max()),
             "newton_iterations_by_p": {str(p): [round(float(r["mean"]), 2), int(r["max"])]
                                        for p, r in iters.iterrows()}}
+
+
+WARM_RUNS = 3
+
+
+def warm_run(experiment, reps: int) -> dict:
+    """The fastest of WARM_RUNS re-runs after a first (compiling) run in this process: the
+    runner's in-process compile cache makes them compile nothing, and the best of a few
+    damps the noise of a shared machine (single warm runs at n = 40 measured 0.05–0.08 s)."""
+    return min((run_engine(experiment, reps) for _ in range(WARM_RUNS)), key=lambda r: r["wall_s"])
 
 
 def engine_rates(run: dict, warm: dict | None = None) -> dict:
@@ -616,6 +638,62 @@ def print_profile(prof: dict, run: dict, micro_one: dict | None) -> None:
           f"converged {100 * run['converged_fraction']:.1f}%")
 
 
+# ----------------------------------------------------------------------------- W, T
+
+def small_n_experiment(n: int):
+    return cai.edge_experiment(f"bench-n{n}", f"benchmark n = {n}",
+                               {"n_items": [n], "p": [1.0], "eps": EPS})
+
+
+def workers_what_if(cfg: Config) -> list:
+    """Warm wall time of the same workload with the default workers and with one."""
+    rows = []
+    for label, experiment in ((f"B, n = 40, p = 1, {cfg.reps} reps", small_n_experiment(40)),
+                              (f"A, Fig. 3, n = 300, {cfg.reps} reps", cai.FIG3)):
+        settings = {"default": None, "1": 1}
+        for workers in settings.values():          # compile both layouts first
+            run_engine(experiment, cfg.reps, workers=workers)
+        best = {name: math.inf for name in settings}
+        for _ in range(3):
+            for name, workers in settings.items():
+                best[name] = min(best[name], run_engine(experiment, cfg.reps, workers=workers)["wall_s"])
+        rows.append({"workload": label, "default_workers": runner.default_workers(),
+                     "wall_s_default": best["default"], "wall_s_one_worker": best["1"],
+                     "speedup": best["1"] / best["default"]})
+    print(f"\n== W. Concurrent chunks (compile excluded, best of 3) ==")
+    for r in rows:
+        print(f"{r['workload']:34s} workers = {r['default_workers']}: {r['wall_s_default']:7.3f} s   "
+              f"workers = 1: {r['wall_s_one_worker']:7.3f} s   ({r['speedup']:.2f}×)")
+    return rows
+
+
+def topk_paths(sizes=((20, 128), (40, 128), (100, 32), (300, 4), (1000, 1))) -> list:
+    """µs per ``tie_broken_ranks`` call, sort vs pairwise, vmapped over (micro-batch × 10 ε)."""
+    from dpsim.estimators import topk
+    rows = []
+    for n, micro in sizes:
+        scores = jnp.round(3 * jax.random.normal(jax.random.key(n), (micro * len(EPS), n)))
+        jitter = jax.random.uniform(jax.random.key(n + 1), scores.shape)
+        times = {}
+        for path, limit in (("sort", 0), ("pairwise", 10**9)):
+            original = topk.PAIRWISE_RANK_MAX_N
+            topk.PAIRWISE_RANK_MAX_N = limit
+            try:
+                fn = jax.jit(jax.vmap(topk.tie_broken_ranks))
+                jax.block_until_ready(fn(scores, jitter))
+            finally:
+                topk.PAIRWISE_RANK_MAX_N = original
+            times[path] = best_time(lambda: fn(scores, jitter), repeats=30) / scores.shape[0] * 1e6
+        rows.append({"n": n, "calls": int(scores.shape[0]), "sort_us": times["sort"],
+                     "pairwise_us": times["pairwise"], "engine_uses": "pairwise"
+                     if n <= topk.PAIRWISE_RANK_MAX_N else "sort"})
+    print("\n== T. Top-k ranks, µs per call (vmapped) ==")
+    for r in rows:
+        print(f"n = {r['n']:5d}: sort {r['sort_us']:8.2f}   pairwise {r['pairwise_us']:8.2f}   "
+              f"(engine uses {r['engine_uses']})")
+    return rows
+
+
 def print_figures(figs: list, target: float) -> None:
     print("\n== Figures at paper size, engine, one fresh process each ==")
     print(f"{'figure':8s} {'reps':>5s} {'lanes':>6s} {'compiles':>8s} {'process s':>10s} "
@@ -641,7 +719,7 @@ def print_cache_what_if(runs: list) -> None:
 def workload_a(cfg: Config, results: dict) -> dict:
     runs = [("engine run_experiment(FIG3), cold", run_engine(cai.FIG3, cfg.reps))]
     if cfg.warm_rerun:
-        runs.append(("engine, 2nd run in same process", run_engine(cai.FIG3, cfg.reps)))
+        runs.append((f"engine, warm re-run (best of {WARM_RUNS})", warm_run(cai.FIG3, cfg.reps)))
     scipy_res = scipy_loop(300, FIG3_P, cfg.scipy_lanes_n300)
     choix_res = choix_loop(300, FIG3_P, cfg.choix_fits_n300)
     cmp = comparison(runs[0][1], scipy_res, choix_res, runs[1][1] if len(runs) > 1 else None)
@@ -655,16 +733,15 @@ def workload_a(cfg: Config, results: dict) -> dict:
 
 def workload_b(cfg: Config, results: dict) -> None:
     for n in cfg.small_ns:
-        exp = cai.edge_experiment(f"bench-n{n}", f"benchmark n = {n}",
-                                  {"n_items": [n], "p": [1.0], "eps": EPS})
+        exp = small_n_experiment(n)
         engine = run_engine(exp, cfg.reps)
-        warm = run_engine(exp, cfg.reps) if cfg.warm_rerun else None
+        warm = warm_run(exp, cfg.reps) if cfg.warm_rerun else None
         scipy_res = scipy_loop(n, [1.0], cfg.scipy_lanes_small)
         choix_res = choix_loop(n, [1.0], cfg.choix_fits_small)
         cmp = comparison(engine, scipy_res, choix_res, warm)
         runs = [("engine run_experiment, cold", engine)]
         if warm is not None:
-            runs.append(("engine, 2nd run in same process", warm))
+            runs.append((f"engine, warm re-run (best of {WARM_RUNS})", warm))
         print_workload(f"B. small n = {n}, p = 1, {cfg.reps} reps", len(EPS) * cfg.reps,
                        runs, scipy_res, choix_res, cmp, TARGETS["engine_vs_scipy_small_n"])
         results[f"B_n{n}"] = {"engine": engine, "engine_warm": warm, "scipy": scipy_res,
@@ -725,36 +802,52 @@ def environment() -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run (< 1 min)")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help=f"comma-separated subset of {','.join(SECTIONS)} (default: all)")
     parser.add_argument("--figure-worker", help=argparse.SUPPRESS)
     parser.add_argument("--reps", type=int, default=120, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.figure_worker:
         figure_worker(args.figure_worker, args.reps)
         return
+    sections = [part.strip().upper() for part in args.sections.split(",") if part.strip()]
+    unknown = [part for part in sections if part not in SECTIONS]
+    if unknown or not sections:
+        parser.error(f"--sections {args.sections!r}: unknown section(s) {unknown}; choose from {SECTIONS}")
 
     cfg = QUICK if args.quick else FULL
+    mode = "quick" if args.quick else ("full" if set(sections) == set(SECTIONS) else "partial")
     started = time.perf_counter()
-    results = {"mode": "quick" if args.quick else "full", "config": asdict(cfg),
+    results = {"mode": mode, "sections": sections, "config": asdict(cfg),
                "environment": environment(), "targets": TARGETS}
-    print(f"dpsim cai benchmark ({results['mode']}); {results['environment']['cpu_count']} CPUs, "
+    print(f"dpsim cai benchmark ({mode}: {','.join(sections)}); {results['environment']['cpu_count']} CPUs, "
           f"jax {jax.__version__} ({jax.default_backend()}), load average at start "
           f"{results['environment']['loadavg_start'][0]:.2f}")
     if args.quick:
-        print("smoke run: numbers are not representative (compile dominates; small n is padded)")
+        print("smoke run: numbers are not representative (compile dominates)")
 
-    engine_fig3 = workload_a(cfg, results)
-    workload_p(cfg, engine_fig3, results)
-    workload_b(cfg, results)
-    design = [solver_design(n, copies, micro_batch_size(cai.lane_bytes({"n_items": n})))
-              for n, copies in cfg.solver_design]
-    print_solver_design(design)
-    results["S_solver_design"] = design
+    if "A" in sections:
+        engine_fig3 = workload_a(cfg, results)
+        if "P" in sections:
+            workload_p(cfg, engine_fig3, results)
+    if "B" in sections:
+        workload_b(cfg, results)
+    if "W" in sections:
+        results["W_workers"] = workers_what_if(cfg)
+    if "T" in sections:
+        results["T_topk_ranks"] = topk_paths()
+    if "S" in sections:
+        design = [solver_design(n, copies, micro_batch_size(cai.lane_bytes({"n_items": n})))
+                  for n, copies in cfg.solver_design]
+        print_solver_design(design)
+        results["S_solver_design"] = design
     check_agreement(cfg, results)
-    workload_c(cfg, results)
+    if "C" in sections:
+        workload_c(cfg, results)
 
     results["environment"]["loadavg_end"] = os.getloadavg()
     results["benchmark_wall_s"] = time.perf_counter() - started
-    path = RESULTS[results["mode"]]
+    path = RESULTS[mode]
     path.write_text(json.dumps(jsonable(results), indent=2, allow_nan=False))
     print(f"\nload average at end {results['environment']['loadavg_end'][0]:.2f}; "
           f"benchmark took {results['benchmark_wall_s']:.0f} s; wrote {path.relative_to(HERE.parent)}")
