@@ -616,7 +616,8 @@ def print_profile(prof: dict, run: dict, micro_one: dict | None) -> None:
     print(f"\n== Where the engine's time goes (n = {prof['n']}, jitted, float64) ==")
     print(f"Fig. 3 cold run above: wall {run['wall_s']:.1f} s; compile {run['compile_s']:.1f} s "
           f"({run['compiles']} XLA compiles, partly overlapped with compute by the runner's "
-          f"background compile); chunk compute {run['compute_s']:.1f} s "
+          f"background compile); chunk compute {run['compute_s']:.1f} s, summed over chunks "
+          f"computed at the same time "
           f"({1e3 * run['compute_s'] / fits:.2f} ms/fit); other (unhidden compile, rows, Parquet, "
           f"keys) {run['host_s']:.1f} s; CPU {run['cpu_s']:.1f} s")
     if micro_one:

@@ -4,10 +4,11 @@ A *lane* is one (data point, replicate) pair: it draws the data once and analyse
 every analysis point (ε, c0, …) in turn, so all privacy levels of a replicate see the same
 data. Lanes are processed by ``lax.map`` in small vmapped micro-batches: a full ``vmap``
 over hundreds of lanes makes every per-lane n×n array fall out of cache, and every lane
-waits for the slowest one's while-loop: for the n = 300 BTL MLE it measured 3.92 ms/fit
-against 1.28 in micro-batches of 4 (benchmarks/bench_cai.py, section S). Chunks of lanes have a fixed size per
-shape (the last one is padded), so each shape point compiles once; each chunk is written
-as one atomic Parquet part.
+waits for the slowest one's while-loop: for the n = 300 BTL MLE it measured 3.48 ms/fit
+against 1.29 in micro-batches of 4 (benchmarks/bench_cai.py, section S). Chunks of lanes
+have a fixed size per shape (the last one is padded), so each shape point compiles once;
+on CPU several chunks are computed at the same time (:func:`default_workers`); each chunk
+is written as one atomic Parquet part, by the main thread.
 """
 from __future__ import annotations
 
@@ -58,9 +59,10 @@ def default_workers() -> int:
     CPU backend, one chunk at a time on an accelerator.
 
     XLA:CPU splits each operation over its thread pool, which pays off for big operations
-    but not for the many small ones of a small-n solve: at n = 40 (2 cores) two chunks of 60
-    lanes computed concurrently from two threads took 30 ms against 43 ms for one chunk of
-    120 (benchmarks/bench_cai.py, section W); at n = 300 the two were within noise.
+    but not for the many small ones of a small-n solve. Measured on 2 cores
+    (benchmarks/bench_cai.py, section W, warm runs end to end): the n = 40 workload (120
+    lanes × 10 ε) took 0.047 s with two chunks of 60 computed at once against 0.055 s with
+    one at a time; Fig. 3 (n = 300) 4.99 s against 5.19 s.
     """
     if jax.default_backend() != "cpu":
         return 1
