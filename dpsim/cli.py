@@ -66,7 +66,8 @@ def cmd_run(args) -> int:
     experiment = _experiment(args.experiment)
     overrides = _parse_sets(args.set)
     summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
-                             overrides=overrides, chunk=args.chunk, progress=not args.no_progress)
+                             overrides=overrides, chunk=args.chunk, workers=args.workers,
+                             progress=not args.no_progress)
     print(f"{experiment.name}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
           f"in {summary.seconds:.1f} s -> {summary.out}")
     for path in _plot_dir(summary.out, experiment):
@@ -132,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default=None, help="output directory (default runs/EXPERIMENT)")
     run.add_argument("--set", action="append", metavar="AXIS=V1,V2,...", help="override a grid axis")
     run.add_argument("--chunk", type=int, default=None, help="replicate lanes per chunk")
+    run.add_argument("--workers", type=int, default=None,
+                     help="chunks computed at the same time (default: CPU cores, at most 4; 1 on GPU)")
     run.add_argument("--no-progress", action="store_true")
     run.set_defaults(func=cmd_run)
 

@@ -30,6 +30,7 @@ BAD = [
     ("k=n", ["run", EXP, "--set", "n_items=12", "--set", "k=12"], "k=12"),
     ("reps=0", ["run", EXP, "--reps", "0"], "reps=0"),
     ("reps=abc", ["run", EXP, "--reps", "abc"], "abc"),
+    ("workers=0", ["run", EXP, "--workers", "0"], "workers=0"),
     ("unknown-experiment", ["run", "cai-fig99"], "cai-fig99"),
     ("unknown-axis", ["run", EXP, "--set", "bogus=1"], "bogus"),
     ("eps=abc", ["run", EXP, "--set", "eps=abc"], "abc"),
