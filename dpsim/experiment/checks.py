@@ -16,6 +16,11 @@ import pandas as pd
 from dpsim.experiment.summary import Z95, SlopeFit, loglog_slope, select
 
 
+def verdict(passed: bool, report_only: bool = False) -> str:
+    """The first word of a check's line: INFO for a report-only check, else PASS or FAIL."""
+    return "INFO" if report_only else ("PASS" if passed else "FAIL")
+
+
 @dataclass(frozen=True)
 class CheckResult:
     name: str
@@ -26,8 +31,8 @@ class CheckResult:
 
     def line(self) -> str:
         f = self.fit
-        verdict = "INFO" if self.report_only else ("PASS" if self.passed else "FAIL")
-        return (f"{verdict}  {self.name:<44} predicted {self.predicted:<16} fitted {f.slope:+.3f} "
+        return (f"{verdict(self.passed, self.report_only)}  {self.name:<44} "
+                f"predicted {self.predicted:<16} fitted {f.slope:+.3f} "
                 f"[{f.ci_low:+.3f}, {f.ci_high:+.3f}]  ({f.n_points} grid values, {f.n_obs} obs)")
 
 
@@ -89,8 +94,8 @@ class ComparisonResult:
     passed: bool
 
     def line(self) -> str:
-        verdict = "PASS" if self.passed else "FAIL"
-        return (f"{verdict}  {self.name:<44} predicted {self.predicted:<16} fitted {self.mean:+.4f} "
+        return (f"{verdict(self.passed)}  {self.name:<44} "
+                f"predicted {self.predicted:<16} fitted {self.mean:+.4f} "
                 f"[{self.ci_low:+.4f}, {self.ci_high:+.4f}]  ({self.n_obs} paired obs)")
 
 
@@ -198,8 +203,8 @@ class RatioResult:
     report_only: bool = False
 
     def line(self) -> str:
-        verdict = "INFO" if self.report_only else ("PASS" if self.passed else "FAIL")
-        return (f"{verdict}  {self.name:<44} predicted {self.predicted:<16} fitted {self.ratio:.3f} "
+        return (f"{verdict(self.passed, self.report_only)}  {self.name:<44} "
+                f"predicted {self.predicted:<16} fitted {self.ratio:.3f} "
                 f"[{self.ci_low:.3f}, {self.ci_high:.3f}]  (ratio, {self.n_obs} obs)")
 
 
@@ -347,12 +352,12 @@ class ThresholdResult:
     report_only: bool = False
 
     def line(self) -> str:
-        verdict = "INFO" if self.report_only else ("PASS" if self.passed else "FAIL")
         crossed = self.midpoints[self.midpoints["status"] == "crossed"]["x_half"]
         span = f"{crossed.min():.3g}–{crossed.max():.3g}" if len(crossed) else "none"
         sides = "" if not self.expect_collapse else \
             f"; P ≤ {self.max_below:.2f} below, P ≥ {self.min_above:.2f} above"
-        return (f"{verdict}  {self.name:<44} predicted {self.predicted}  fitted x½ {span}, "
+        return (f"{verdict(self.passed, self.report_only)}  {self.name:<44} "
+                f"predicted {self.predicted}  fitted x½ {span}, "
                 f"spread {self.spread:.2f} [{self.spread_low:.2f}, {self.spread_high:.2f}]{sides}  "
                 f"({len(crossed)}/{len(self.midpoints)} configurations cross ½, {self.n_obs} obs)")
 
