@@ -18,6 +18,7 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -115,7 +116,7 @@ def truth_key(seed: int, shape: Mapping) -> jax.Array:
 
 
 def _lane_key(seed, data_words, rep):
-    key = fold_in_id(jax.random.fold_in(jax.random.key(seed), _DATA), data_words)
+    key = fold_in_id(jax.random.fold_in(base_key(seed), _DATA), data_words)
     return jax.random.fold_in(key, rep)
 
 
@@ -274,19 +275,14 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
         for step, future in zip(plan, prepared):
             t0 = time.time()
             truth, fn = future.result()
-            pending: deque = deque()   # chunks in flight, at most ``workers``; written in order
-            for index, lanes in enumerate(step.chunks):
-                pending.append((pool.submit(compute, step, truth, fn, lanes), len(lanes)))
-                last = index + 1 == len(step.chunks)
-                while pending and (len(pending) == workers or last):
-                    chunk_future, n_lanes = pending.popleft()
-                    table = chunk_future.result()
-                    if index + 1 - len(pending) == 1:      # the step's first chunk is done
-                        first_chunks += time.time() - t0
-                    store.write_part(out, table)
-                    rows_written += table.num_rows
-                    lanes_run += n_lanes
-                    bar.update(1)
+            tasks = [partial(compute, step, truth, fn, lanes) for lanes in step.chunks]
+            for index, table in enumerate(_in_order(pool, tasks, workers)):
+                if index == 0:
+                    first_chunks += time.time() - t0
+                store.write_part(out, table)
+                rows_written += table.num_rows
+                lanes_run += len(step.chunks[index])
+                bar.update(1)
     finally:
         for executor in (compiler, pool):
             executor.shutdown(wait=True, cancel_futures=True)
@@ -297,6 +293,18 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
     store.write_manifest(out, manifest)
     return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
+
+
+def _in_order(pool: ThreadPoolExecutor, tasks: Sequence, in_flight: int):
+    """Results of ``tasks`` (no-argument callables) in order, at most ``in_flight`` running
+    on ``pool`` at once, so several chunks compute while the caller writes the finished one."""
+    pending: deque = deque()
+    for task in tasks:
+        pending.append(pool.submit(task))
+        if len(pending) == in_flight:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 class _Static(dict):

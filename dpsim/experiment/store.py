@@ -70,11 +70,9 @@ def write_manifest(out: Path, content: dict) -> None:
     _atomic_write_bytes(Path(out) / MANIFEST, lambda tmp: Path(tmp).write_text(text))
 
 
-def write_part(out: Path, table: pa.Table | pd.DataFrame) -> Path:
+def write_part(out: Path, table: pa.Table) -> Path:
     """Write one chunk's rows as a new Parquet part, atomically."""
     path = Path(out) / PARTS / f"part-{uuid.uuid4().hex}.parquet"
-    if isinstance(table, pd.DataFrame):
-        table = pa.Table.from_pandas(table, preserve_index=False)
     _atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
     return path
 
