@@ -5,10 +5,12 @@ Bad input gives a one-line error naming the bad value, exit status 2, and writes
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import warnings
 from pathlib import Path
 
-from dpsim.experiment.errors import UsageError
+from dpsim.experiment.errors import DpsimWarning, RunStalled, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,7 +69,7 @@ def cmd_run(args) -> int:
     overrides = _parse_sets(args.set)
     summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
                              overrides=overrides, chunk=args.chunk, workers=args.workers,
-                             progress=not args.no_progress)
+                             progress=not args.no_progress, watchdog=args.watchdog)
     print(f"{experiment.name}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
           f"in {summary.seconds:.1f} s -> {summary.out}")
     for path in _plot_dir(summary.out, experiment):
@@ -94,7 +96,7 @@ def cmd_verify(args) -> int:
     from dpsim.experiment.verify import verify
     experiments, checks = _registry()
     ok = verify(checks, experiments, args.checks, runs=Path(args.runs), seed=args.seed,
-                reps=args.reps, progress=not args.no_progress)
+                reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog)
     return 0 if ok else 1
 
 
@@ -121,6 +123,12 @@ def cmd_audit(args) -> int:
     return 0 if ok else 1
 
 
+def _add_watchdog(parser) -> None:
+    parser.add_argument("--watchdog", type=float, default=None, metavar="SECONDS",
+                        help="stop with an error when no chunk finishes for this long "
+                             "(default $DPSIM_WATCHDOG or 900); re-running resumes")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dpsim", description="Minimax-rate experiments for DP ranking.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -136,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=None,
                      help="chunks computed at the same time (default: CPU cores, at most 4; 1 on GPU)")
     run.add_argument("--no-progress", action="store_true")
+    _add_watchdog(run)
     run.set_defaults(func=cmd_run)
 
     plot = sub.add_parser("plot", help="draw the figure of a run directory")
@@ -149,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--seed", type=int, default=0)
     ver.add_argument("--reps", type=int, default=None)
     ver.add_argument("--no-progress", action="store_true")
+    _add_watchdog(ver)
     ver.set_defaults(func=cmd_verify)
 
     audit = sub.add_parser("audit", help="privacy audit of cai's count mechanisms (Algs 2 and 3)")
@@ -173,7 +183,19 @@ def enable_compilation_cache() -> None:
     jax.config.update("jax_compilation_cache_dir", path)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """dpsim's warnings as one line each; others as Python prints them."""
+    if issubclass(category, DpsimWarning):
+        print(f"dpsim: warning: {message}", file=sys.stderr, flush=True)
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
 def main(argv=None) -> int:
+    warnings.showwarning = _show_warning
     try:
         args = build_parser().parse_args(argv)
         if args.command in ("run", "verify"):
@@ -182,9 +204,18 @@ def main(argv=None) -> int:
     except UsageError as exc:
         print(f"dpsim: error: {exc}", file=sys.stderr)
         return 2
+    except RunStalled as exc:
+        # A thread may be stuck inside a native call that no Python code can interrupt:
+        # report, flush, and leave without running interpreter shutdown (which could wait
+        # on it). Everything already written is complete (atomic parts).
+        print(f"dpsim: error: {exc}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(3)
     except KeyboardInterrupt:
         print("dpsim: interrupted; completed chunks are saved, re-run to resume", file=sys.stderr)
         return 130
+    finally:
+        warnings.showwarning = _python_showwarning
 
 
 if __name__ == "__main__":

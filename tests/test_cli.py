@@ -31,6 +31,7 @@ BAD = [
     ("reps=0", ["run", EXP, "--reps", "0"], "reps=0"),
     ("reps=abc", ["run", EXP, "--reps", "abc"], "abc"),
     ("workers=0", ["run", EXP, "--workers", "0"], "workers=0"),
+    ("watchdog=0", ["run", EXP, "--watchdog", "0"], "watchdog=0"),
     ("unknown-experiment", ["run", "cai-fig99"], "cai-fig99"),
     ("unknown-axis", ["run", EXP, "--set", "bogus=1"], "bogus"),
     ("eps=abc", ["run", EXP, "--set", "eps=abc"], "abc"),

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from dpsim.linalg import solve
 from dpsim.mechanisms.calibration import one_shot_noise_scale
 from dpsim.mechanisms.laplace import laplace_noise
 
@@ -30,11 +31,12 @@ def stationary_distribution(P):
     """π with πᵀP = πᵀ, 1ᵀπ = 1 (spec §5.6 step 3), for an irreducible chain.
 
     Solved directly: πᵀ(I − P + 11ᵀ) = 1ᵀ, a non-singular system when P is irreducible
-    (one dense solve; no non-symmetric eigendecomposition, which JAX lacks on GPU).
+    (one dense solve; no non-symmetric eigendecomposition, which JAX lacks on GPU). The
+    solve is :func:`dpsim.linalg.solve`, which stays unbatched under ``vmap`` on CPU.
     """
     n = P.shape[0]
     A = jnp.eye(n) - P + jnp.ones((n, n))
-    return jnp.linalg.solve(A.T, jnp.ones((n,)))
+    return solve(A.T, jnp.ones((n,)))
 
 
 def ergodicity_coefficient(P, batch_size: int = 16):

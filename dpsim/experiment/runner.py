@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import math
 import os
+import queue
+import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -29,14 +31,16 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from dpsim.experiment import store
-from dpsim.experiment.errors import UsageError
+from dpsim.experiment.errors import RunStalled, UsageError, warn
 from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
+from dpsim.linalg import batched_lapack_calls
 
 _TRUTH, _DATA, _ANALYSIS = 1, 2, 3
 MICRO_BATCH_BYTES = 3 * 2**20
 MAX_MICRO_BATCH = 128
 MAX_WORKERS = 4
 CHUNK_WORK = 2e8
+DEFAULT_WATCHDOG_SECONDS = 900.0
 
 
 @dataclass
@@ -110,9 +114,10 @@ def fold_in_id(key, words):
     return jax.random.fold_in(jax.random.fold_in(key, words[0]), words[1])
 
 
-def truth_key(seed: int, shape: Mapping) -> jax.Array:
-    """Key of the θ*-design of one shape point: (seed, shape id)."""
-    return fold_in_id(jax.random.fold_in(base_key(seed), _TRUTH), id_words(stable_id(shape)))
+def truth_key(seed, shape_words) -> jax.Array:
+    """Key of the θ*-design of one shape point: (seed, shape id), the id given as its two
+    uint32 words (:func:`id_words` of :func:`stable_id` of the shape). Traceable."""
+    return fold_in_id(jax.random.fold_in(base_key(seed), _TRUTH), shape_words)
 
 
 def _lane_key(seed, data_words, rep):
@@ -142,7 +147,7 @@ def make_chunk_fn(experiment: Experiment, shape: dict, micro: int):
 
     def chunk(seed, truth, analysis_ids, analysis_vals, data_ids, reps, data_vals):
         return jax.lax.map(lambda args: lane(seed, truth, analysis_ids, analysis_vals, args),
-                           (data_ids, reps, data_vals), batch_size=micro)
+                           (data_ids, reps, data_vals), batch_size=micro if micro > 1 else None)
 
     return chunk
 
@@ -150,22 +155,76 @@ def make_chunk_fn(experiment: Experiment, shape: dict, micro: int):
 _COMPILED: dict = {}
 
 
-def compiled_chunk_fn(experiment: Experiment, shape: dict, micro: int, example_args: tuple):
-    """Ahead-of-time compiled chunk function, cached in-process per (experiment, shape,
-    micro-batch, argument shapes): a second run of the same experiment compiles nothing."""
-    signature = jax.tree_util.tree_map(lambda a: (jnp.shape(a), jnp.result_type(a)), example_args)
-    key = (id(experiment), repr(sorted(shape.items())), micro,
-           repr(jax.tree_util.tree_structure(example_args)), repr(signature))
+def _signature(tree) -> str:
+    """Shapes, dtypes and structure of a pytree of arrays or ``ShapeDtypeStruct`` s."""
+    leaves = jax.tree_util.tree_map(lambda a: (tuple(a.shape), str(a.dtype)), tree)
+    return repr(jax.tree_util.tree_structure(tree)) + repr(leaves)
+
+
+def _spec(tree):
+    """``ShapeDtypeStruct`` s of a pytree of arrays, for compiling without executing."""
+    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
+                                  if not isinstance(a, jax.ShapeDtypeStruct) else a, tree)
+
+
+def _lapack_problem(compiled) -> list[str]:
+    """Batched LAPACK calls of a compiled program (CPU only; see :mod:`dpsim.linalg`)."""
+    if jax.default_backend() != "cpu":
+        return []
+    return batched_lapack_calls(compiled.as_text())
+
+
+def compiled_truth_fn(experiment: Experiment, shape: dict):
+    """Ahead-of-time compiled (seed, shape-id words) → θ*-design of one shape point.
+
+    Compiled only (never executed) in the background thread; the runner executes it."""
+    key = ("truth", id(experiment), repr(sorted(shape.items())))
     entry = _COMPILED.get(key)
     if entry is None:
-        fn = jax.jit(make_chunk_fn(experiment, shape, micro))
-        entry = (experiment, fn.lower(*example_args).compile())  # keep experiment alive for id()
+        static = _Static(shape)
+        fn = jax.jit(lambda seed, words: experiment.truth(truth_key(seed, words), static))
+        compiled = fn.lower(jax.ShapeDtypeStruct((), jnp.uint32), jax.ShapeDtypeStruct((2,), jnp.uint32)).compile()
+        problem = _lapack_problem(compiled)
+        if problem:
+            raise UsageError(f"experiment {experiment.name!r}: its truth function calls LAPACK on a batch "
+                             f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
+        entry = (experiment, compiled)
         _COMPILED[key] = entry
     return entry[1]
 
 
-def _as_array(values: Sequence) -> jnp.ndarray:
-    return jnp.asarray(np.asarray(values, dtype=np.float64))
+def compiled_chunk_fn(experiment: Experiment, shape: dict, micro: int, example_args: tuple):
+    """Ahead-of-time compiled chunk function, cached in-process per (experiment, shape,
+    micro-batch, argument shapes): a second run of the same experiment compiles nothing.
+
+    ``example_args`` may be arrays or ``ShapeDtypeStruct`` s (compiling executes nothing).
+    On CPU a program with a batched LAPACK call can deadlock (:mod:`dpsim.linalg`): it is
+    compiled again with unbatched lanes (micro-batch 1, with a warning), and refused with a
+    one-line error if a batched call remains.
+    """
+    example_args = _spec(example_args)
+    key = (id(experiment), repr(sorted(shape.items())), micro, _signature(example_args))
+    entry = _COMPILED.get(key)
+    if entry is None:
+        compiled = jax.jit(make_chunk_fn(experiment, shape, micro)).lower(*example_args).compile()
+        problem = _lapack_problem(compiled)
+        if problem and micro > 1:
+            warn(f"experiment {experiment.name!r} calls LAPACK on a batch of lanes ({'; '.join(problem)}); "
+                 f"batched LAPACK deadlocks XLA:CPU, so its lanes run one at a time (slower): "
+                 f"use dpsim.linalg (e.g. dpsim.linalg.solve) to keep them batched")
+            compiled = jax.jit(make_chunk_fn(experiment, shape, 1)).lower(*example_args).compile()
+            problem = _lapack_problem(compiled)
+        if problem:
+            raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
+                             f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
+        entry = (experiment, compiled)  # keep experiment alive for id()
+        _COMPILED[key] = entry
+    return entry[1]
+
+
+def _as_array(values: Sequence) -> np.ndarray:
+    """Host float64 array of grid values (passed to compiled programs without an eager op)."""
+    return np.asarray(values, dtype=np.float64)
 
 
 def _column(values) -> pa.Array:
@@ -214,16 +273,40 @@ def _rows(output, shape, lanes, analysis_points, data_points, done: set) -> pa.T
     return pa.table({k: _column(v) for k, v in columns.items()})
 
 
+def watchdog_seconds(value: float | None = None) -> float:
+    """Seconds a run may go without progress (a compiled program or a finished chunk)
+    before it is stopped: ``value``, else $DPSIM_WATCHDOG, else 900 (generous: a chunk is
+    sized to take well under a minute on CPU)."""
+    if value is None:
+        text = os.environ.get("DPSIM_WATCHDOG")
+        if text is None:
+            return DEFAULT_WATCHDOG_SECONDS
+        try:
+            value = float(text)
+        except ValueError:
+            raise UsageError(f"DPSIM_WATCHDOG={text!r} must be a number of seconds") from None
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 < value < math.inf):
+        raise UsageError(f"watchdog={value!r} must be a number of seconds > 0")
+    return float(value)
+
+
 def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int = 0,
                    out: str | Path | None = None, overrides: Mapping[str, Sequence] | None = None,
                    chunk: int | None = None, progress: bool = True,
-                   workers: int | None = None) -> RunSummary:
+                   workers: int | None = None, watchdog: float | None = None) -> RunSummary:
     """Run (or resume) ``experiment`` into ``out``; returns what was computed.
 
     All input is validated before anything is written. Re-running into the same directory
     computes only the (grid point, replicate) pairs that are missing. ``chunk``: lanes per
     chunk (one Parquet part each); ``workers``: chunks computed at the same time (default
-    :func:`default_workers`). Neither changes the results.
+    :func:`default_workers`). Neither changes the results. ``watchdog``: seconds without
+    progress after which the run stops with :class:`RunStalled` (:func:`watchdog_seconds`);
+    the chunks written so far are kept, so re-running resumes.
+
+    Threads: one background thread only *compiles* (the next shape's programs, while the
+    current one computes); programs are executed by the calling thread (θ*-design) and by
+    ``workers`` daemon threads (chunks). No batched LAPACK call is ever executed on CPU
+    (:mod:`dpsim.linalg`), which is what deadlocked concurrent chunks (issue 7).
     """
     reps = experiment.reps if reps is None else reps
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
@@ -234,6 +317,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
         raise UsageError(f"workers={workers!r} must be an integer ≥ 1")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise UsageError(f"seed={seed!r} must be an integer in [0, 2^31)")
+    patience = watchdog_seconds(watchdog)
     grid = expand_grid(experiment, overrides)
     out = Path(out or Path("runs") / experiment.name)
     store.check_compatible(out, experiment.name, seed)
@@ -253,15 +337,16 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     bar = tqdm(total=total_chunks, desc=experiment.name, unit="chunk",
                disable=not progress or total_chunks == 0)
     a_vals = {a: _as_array([pt[a] for pt in grid.analysis_points]) for a in experiment.analysis_axes}
-    a_ids = jnp.asarray(id_words([stable_id(a) for a in grid.analysis_points]))
-    seed_arg = jnp.asarray(seed, dtype=jnp.uint32)
+    a_ids = id_words([stable_id(a) for a in grid.analysis_points])
+    seed_arg = np.uint32(seed)
 
     def prepare(step):
-        """Truth and compiled function of one step (run in a background thread, so the
-        next shape compiles while the current one computes)."""
-        truth = jax.jit(experiment.truth, static_argnums=1)(truth_key(seed, step.shape), _Static(step.shape))
-        example = (seed_arg, truth, a_ids, a_vals, *_chunk_args(step.chunks[0], grid, experiment, step.size))
-        return truth, compiled_chunk_fn(experiment, step.shape, step.micro, example)
+        """The compiled θ*-design and chunk programs of one step (background thread: it
+        compiles, it executes nothing)."""
+        truth_fn = compiled_truth_fn(experiment, step.shape)
+        example = (seed_arg, truth_fn.out_info, a_ids, a_vals,
+                   *_chunk_args(step.chunks[0], grid, experiment, step.size))
+        return truth_fn, compiled_chunk_fn(experiment, step.shape, step.micro, example)
 
     def compute(step, truth, fn, lanes):
         """One chunk: its rows (those not stored yet) as an Arrow table."""
@@ -269,23 +354,26 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
         output = jax.device_get(fn(seed_arg, truth, a_ids, a_vals, *args))
         return _rows(output, step.shape, lanes, grid.analysis_points, grid.data_points, done)
 
-    compiler, pool = ThreadPoolExecutor(max_workers=1), ThreadPoolExecutor(max_workers=workers)
-    prepared = [compiler.submit(prepare, step) for step in plan]
+    compiler, pool = _DaemonPool(1, "dpsim-compile"), _DaemonPool(workers, "dpsim-chunk")
+    prepared = [compiler.submit(partial(prepare, step)) for step in plan]
     try:
-        for step, future in zip(plan, prepared):
+        for index, (step, future) in enumerate(zip(plan, prepared)):
             t0 = time.time()
-            truth, fn = future.result()
+            truth_fn, fn = _wait(future, patience, f"the compilation of {experiment.name} at "
+                                                   f"{_describe(step.shape)} (shape {index + 1}/{len(plan)})")
+            truth = truth_fn(seed_arg, id_words(stable_id(step.shape)))
             tasks = [partial(compute, step, truth, fn, lanes) for lanes in step.chunks]
-            for index, table in enumerate(_in_order(pool, tasks, workers)):
-                if index == 0:
+            what = f"a chunk of {experiment.name} at {_describe(step.shape)}"
+            for number, table in enumerate(_in_order(pool, tasks, workers, patience, what)):
+                if number == 0:
                     first_chunks += time.time() - t0
                 store.write_part(out, table)
                 rows_written += table.num_rows
-                lanes_run += len(step.chunks[index])
+                lanes_run += len(step.chunks[number])
                 bar.update(1)
     finally:
-        for executor in (compiler, pool):
-            executor.shutdown(wait=True, cancel_futures=True)
+        compiler.shutdown()
+        pool.shutdown()
         bar.close()
     seconds = time.time() - started
     manifest["timings"].append({"seconds": round(seconds, 3), "lanes": lanes_run,
@@ -295,16 +383,80 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
 
 
-def _in_order(pool: ThreadPoolExecutor, tasks: Sequence, in_flight: int):
+def _describe(shape: Mapping) -> str:
+    return ", ".join(f"{k}={v}" for k, v in shape.items()) or "its only shape point"
+
+
+def _wait(future: Future, patience: float, what: str):
+    """``future.result()``, or :class:`RunStalled` after ``patience`` seconds."""
+    try:
+        return future.result(timeout=patience)
+    except FutureTimeout:
+        raise RunStalled(f"no progress for {patience:g} s while waiting for {what}; the run was "
+                         f"stopped (finished chunks are saved: run the same command again to resume, "
+                         f"or allow longer with --watchdog SECONDS)") from None
+
+
+def _in_order(pool: "_DaemonPool", tasks: Sequence[Callable], in_flight: int, patience: float,
+              what: str):
     """Results of ``tasks`` (no-argument callables) in order, at most ``in_flight`` running
-    on ``pool`` at once, so several chunks compute while the caller writes the finished one."""
+    on ``pool`` at once, so several chunks compute while the caller writes the finished one.
+    Waiting longer than ``patience`` for one result raises :class:`RunStalled`."""
     pending: deque = deque()
-    for task in tasks:
+    total = len(tasks)
+    for number, task in enumerate(tasks):
         pending.append(pool.submit(task))
         if len(pending) == in_flight:
-            yield pending.popleft().result()
+            yield _wait(pending.popleft(), patience, f"{what} (chunk {number + 2 - in_flight}/{total})")
     while pending:
-        yield pending.popleft().result()
+        yield _wait(pending.popleft(), patience, f"{what} (chunk {total + 1 - len(pending)}/{total})")
+
+
+class _DaemonPool:
+    """A minimal thread pool of *daemon* threads returning ``Future`` s.
+
+    ``concurrent.futures.ThreadPoolExecutor`` joins its (non-daemon) threads at interpreter
+    exit, so one thread stuck inside a native call would keep the process alive forever
+    after the watchdog fired. Daemon threads are abandoned at exit instead.
+    """
+
+    def __init__(self, threads: int, name: str):
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._closed = False
+        for number in range(threads):
+            threading.Thread(target=self._work, name=f"{name}-{number}", daemon=True).start()
+        self._threads = threads
+
+    def submit(self, fn: Callable) -> Future:
+        future: Future = Future()
+        self._tasks.put((future, fn))
+        return future
+
+    def _work(self):
+        while True:
+            item = self._tasks.get()
+            if item is None:
+                return
+            future, fn = item
+            if self._closed or not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # delivered to the waiting thread
+                future.set_exception(exc)
+
+    def shutdown(self):
+        """Cancel what has not started and let the threads end (without waiting for them)."""
+        self._closed = True
+        while True:
+            try:
+                item = self._tasks.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].cancel()
+        for _ in range(self._threads):
+            self._tasks.put(None)
 
 
 class _Static(dict):
@@ -348,10 +500,11 @@ def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: i
 
 
 def _chunk_args(lanes, grid: Grid, experiment: Experiment, size: int):
-    """Lane arrays padded to ``size`` by repeating the last lane (padding rows are dropped)."""
+    """Lane arrays (host NumPy) padded to ``size`` by repeating the last lane (padding rows
+    are dropped)."""
     padded = list(lanes) + [lanes[-1]] * (size - len(lanes))
-    data_ids = jnp.asarray(id_words([lane[3] for lane in padded]))
-    reps = jnp.asarray([lane[1] for lane in padded], dtype=jnp.uint32)
+    data_ids = id_words([lane[3] for lane in padded])
+    reps = np.asarray([lane[1] for lane in padded], dtype=np.uint32)
     data_vals = {a: _as_array([grid.data_points[lane[0]][a] for lane in padded])
                  for a in experiment.data_axes}
     return data_ids, reps, data_vals
