@@ -112,14 +112,13 @@ def cmd_audit(args) -> int:
     per_user = validate_value("per_user", args.per_user)
     if args.samples < 1000:
         raise UsageError(f"samples={args.samples} must be ≥ 1000")
-    print(f"{'mechanism':<16} {'mode':<7} {'eps':>5} {'l1 sens':>7} {'scale':>7} {'exact loss':>10} "
-          f"{'empirical':>16} {'verdict':>10}")
+    print(f"{'mechanism':<16} {'mode':<7} {'eps':>5} {'exact loss':>10} {'empirical':>16} {'verdict':>10}  detail")
     ok = True
     for r in audit_counts(jax.random.key(args.seed), eps_values, per_user=per_user, n_samples=args.samples):
         verdict = "within ε" if r.within_budget else f"{r.exact_loss / r.eps:.2g}×ε"
-        print(f"{r.mechanism:<16} {r.mode:<7} {r.eps:>5g} {r.l1_sensitivity:>7g} {r.scale:>7.3g} "
-              f"{r.exact_loss:>10.4f} {r.empirical_loss:>9.4f} ± {r.empirical_se:.3f} {verdict:>10}")
-        ok &= r.within_budget or r.mode == "paper"
+        print(f"{r.mechanism:<16} {r.mode:<7} {r.eps:>5g} {r.exact_loss:>10.4f} "
+              f"{r.empirical_loss:>9.4f} ± {r.empirical_se:.3f} {verdict:>10}  {r.detail}")
+        ok &= r.within_budget or r.known_violation
     return 0 if ok else 1
 
 

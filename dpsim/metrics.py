@@ -1,18 +1,31 @@
-"""Estimation and ranking errors (cai §8.0). Pure functions of (estimate, truth).
+"""Estimation and ranking errors shared by the papers: pure functions of (estimate, truth),
+jit- and vmap-compatible, float64.
 
+Sources: cai §8.0 (ℓ2, ℓ∞, log-relative errors, relative Hamming, exact recovery, mean rank
+difference), xu §4.7 (ℓ2/√m, top-K normalised Hamming H_K, which equals cai's relative
+Hamming error when both sets have K items, and the Kendall distance K), nguyen §6 (ℓ2).
 Top-k sets are boolean masks of shape (n,) so that k may vary without changing shapes.
 """
+from __future__ import annotations
+
 import jax.numpy as jnp
 
 
 def l2_error(theta_hat, theta):
-    """‖θ̂ − θ*‖₂."""
+    """‖θ̂ − θ*‖₂.  Args: theta_hat, theta: (n,). Returns: scalar."""
     return jnp.linalg.norm(theta_hat - theta)
 
 
 def linf_error(theta_hat, theta):
-    """‖θ̂ − θ*‖∞."""
+    """‖θ̂ − θ*‖∞.  Args: theta_hat, theta: (n,). Returns: scalar."""
     return jnp.max(jnp.abs(theta_hat - theta))
+
+
+def l2_rms_error(theta_hat, theta):
+    """‖θ̂ − θ*‖₂/√n, the normalised ℓ2 error of xu §4.7 (their "m^{−1/2}‖θ̂ − θ*‖₂").
+
+    Args: theta_hat, theta: (n,). Returns: scalar."""
+    return l2_error(theta_hat, theta) / jnp.sqrt(theta.shape[0])
 
 
 def log_relative_l2_error(theta_hat, theta):
@@ -26,7 +39,10 @@ def log_relative_linf_error(theta_hat, theta):
 
 
 def relative_hamming_error(mask_hat, mask_true):
-    """1 − |Ŝ ∩ S|/k = d_H(Ŝ, S)/(2k) for |Ŝ| = |S| = k (cai §8.0, panels (c), (d))."""
+    """1 − |Ŝ ∩ S|/k = d_H(Ŝ, S)/(2k) for |Ŝ| = |S| = k (cai §8.0; xu's H_K, §4.7).
+
+    Args: mask_hat, mask_true: (n,) bool top-k masks with the same number of items.
+    Returns: scalar in {0, 1/k, …, min(k, n − k)/k}."""
     k = jnp.sum(mask_true)
     # Counted as misses (not 1 − hits/k) so a perfect recovery is exactly 0 even when XLA
     # rewrites x/k as x·(1/k).
@@ -34,7 +50,7 @@ def relative_hamming_error(mask_hat, mask_true):
 
 
 def exact_recovery(mask_hat, mask_true):
-    """1 if Ŝ = S else 0 (Cor 2.1, Cor 2.2)."""
+    """1 if Ŝ = S else 0 (cai Cor 2.1, Cor 2.2; nguyen Thm 3.2)."""
     return jnp.all(mask_hat == mask_true).astype(jnp.float64)
 
 
@@ -46,3 +62,59 @@ def ranks(scores):
 def mean_absolute_rank_difference(scores_a, scores_b):
     """(1/n) Σ_i |rank(a)_i − rank(b)_i| (cai §8.0, real data, Fig. 8)."""
     return jnp.mean(jnp.abs(ranks(scores_a) - ranks(scores_b)).astype(jnp.float64))
+
+
+KENDALL_TIE_TOL = 1e-9
+
+
+def kendall_distance(theta_hat, theta, *, tie_tol: float = KENDALL_TIE_TOL, ties: str = "half"):
+    """Fraction of discordant pairs (xu §4.7, the Kendall-tau distance K(θ̂, θ*)).
+
+    K = (2/(n(n−1))) Σ_{i<j} d_ij with d_ij = 1 when (θ̂_i − θ̂_j)(θ*_i − θ*_j) < 0. Pairs
+    that θ̂ ties, |θ̂_i − θ̂_j| ≤ tie_tol·max(1, ‖θ̂‖∞) (xu spec §7 A15: ties are real with
+    discrete debiased data), count ½ with ``ties="half"`` (the expectation under a random
+    tie-break) and 0 with ``ties="strict"`` (the paper's "< 0"). Pairs tied in θ* count 0.
+
+    Args:
+        theta_hat, theta: (n,) scores (larger = better).
+        tie_tol: relative tolerance for ties in θ̂.
+        ties: "half" or "strict" (a Python string).
+    Returns:
+        scalar in [0, 1].
+    """
+    if ties not in ("half", "strict"):
+        raise ValueError(f"ties={ties!r}: choose 'half' or 'strict'")
+    n = theta.shape[0]
+    d_hat = theta_hat[:, None] - theta_hat[None, :]
+    d_true = theta[:, None] - theta[None, :]
+    tol = tie_tol * jnp.maximum(1.0, jnp.max(jnp.abs(theta_hat)))
+    tied = jnp.abs(d_hat) <= tol
+    discordant = (d_hat * d_true < 0) & ~tied
+    weight = discordant.astype(jnp.float64)
+    if ties == "half":
+        weight = weight + 0.5 * (tied & (d_true != 0))
+    upper = jnp.triu(jnp.ones((n, n), dtype=bool), k=1)
+    return jnp.sum(jnp.where(upper, weight, 0.0)) / (n * (n - 1) / 2)
+
+
+def estimation_metrics(theta_hat, theta) -> dict:
+    """ℓ2, ℓ∞ and the log-relative errors of cai Figs 1–3 (panels (a), (b)).
+
+    Args: theta_hat, theta: (n,) centred estimate and truth. Returns: dict of scalars
+    ``l2``, ``linf``, ``log_rel_l2``, ``log_rel_linf``."""
+    return {"l2": l2_error(theta_hat, theta), "linf": linf_error(theta_hat, theta),
+            "log_rel_l2": log_relative_l2_error(theta_hat, theta),
+            "log_rel_linf": log_relative_linf_error(theta_hat, theta)}
+
+
+def topk_metrics(mask_hat, mask_true) -> dict:
+    """``relative_hamming`` and ``exact_recovery`` of an estimated top-k mask (cai §8.0).
+
+    Args: mask_hat, mask_true: (n,) bool. Returns: dict of scalars."""
+    return {"relative_hamming": relative_hamming_error(mask_hat, mask_true),
+            "exact_recovery": exact_recovery(mask_hat, mask_true)}
+
+
+__all__ = ["l2_error", "linf_error", "l2_rms_error", "log_relative_l2_error", "log_relative_linf_error",
+           "relative_hamming_error", "exact_recovery", "ranks", "mean_absolute_rank_difference",
+           "KENDALL_TIE_TOL", "kendall_distance", "estimation_metrics", "topk_metrics"]

@@ -22,7 +22,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from dpsim import metrics, theory
+from dpsim import theory
+from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask
 from dpsim.experiment import (ComparisonCheck, Experiment, FigureSpec, Panel, SlopeCheck, TrendCheck,
                               UsageError)
@@ -64,17 +65,6 @@ def truth(key, shape):
 def generate(key, shape, truth, data):
     """One comparison per edge of G(n, p), outcomes from the chosen link (cai §3.1)."""
     return sample_er_comparisons(key, truth["theta"], data["p"], get_link(shape["link"]))
-
-
-def estimation_metrics(theta_hat, theta):
-    return {"l2": metrics.l2_error(theta_hat, theta), "linf": metrics.linf_error(theta_hat, theta),
-            "log_rel_l2": metrics.log_relative_l2_error(theta_hat, theta),
-            "log_rel_linf": metrics.log_relative_linf_error(theta_hat, theta)}
-
-
-def topk_metrics(mask, truth_mask):
-    return {"relative_hamming": metrics.relative_hamming_error(mask, truth_mask),
-            "exact_recovery": metrics.exact_recovery(mask, truth_mask)}
 
 
 def analyse(key, shape, truth, W, data, analysis):

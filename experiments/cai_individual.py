@@ -27,7 +27,7 @@ unpenalised MLE (γ = 0, centred) with the disconnected-graph guard of §10.17 (
 with ``--set mode=strict``. Newton from 0 to ‖∇‖∞ ≤ 1e-10 replaces cvxpy (same minimiser).
 
 **Fig. 8** (``cai-fig8``; spec §8.5). The CEMS (n = 6, L = 15) and immigration (n = 4,
-L = 6) win matrices of ``experiments/data`` (sources in its README). The axis vocabulary
+L = 6) win matrices shipped in ``dpsim/datasets/data`` (sources in its README). The axis vocabulary
 has no "dataset" axis, so the bundled dataset is selected by its item count: ``n_items = 6``
 is CEMS and ``n_items = 4`` immigration; ``per_user`` is set from the dataset. Per replicate
 and ε: θ_DP = Alg. 1 (γ = 2L/ε, λ = 8L/ε), θ_ref = the same objective with w = 0; counts
@@ -37,16 +37,15 @@ with :func:`real_data_experiment`.
 """
 from __future__ import annotations
 
-import csv
 import math
-from dataclasses import dataclass
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from dpsim import metrics
+from dpsim.datasets import WinMatrix, cems, immigration, load_win_matrix
+from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import (
     SCORE_TIE_TOL,
     guarded_penalised_mle,
@@ -61,7 +60,6 @@ from dpsim.models import get_link, sample_user_comparisons, theta_cai_design, tr
 from experiments import cai
 
 INF = math.inf
-DATA_DIR = Path(__file__).parent / "data"
 
 # ---------------------------------------------------------------------------------------
 # Fig. 4: counting, noisy MLE and the one-shot baseline under edge DP (spec §8.2)
@@ -75,7 +73,7 @@ def fig4_analyse(key, shape, truth, W, data, analysis):
     k_noise, k_tie = jax.random.split(jax.random.fold_in(key, 1))
     k = shape["k"]
     os = one_shot_scores(k_noise, W, analysis["eps"], k, data["p"])
-    out["one_shot"] = {**cai.topk_metrics(top_k_mask(k_tie, os.scores, k), truth["top_k"]),
+    out["one_shot"] = {**topk_metrics(top_k_mask(k_tie, os.scores, k), truth["top_k"]),
                        "converged": jnp.asarray(True), "iterations": jnp.asarray(0),
                        "ergodicity": os.ergodicity, "noise_scale": os.noise_scale}
     return out
@@ -143,13 +141,13 @@ def individual_analyse(key, shape, truth, sample, data, analysis):
     k_mle, k_counts, k_tie_mle, k_tie_counts = jax.random.split(key, 4)
     k, W = shape["k"], sample["W"]
     fit = perturbed_mle_individual(k_mle, W, analysis["eps"], data["per_user"])
-    mle = {**cai.estimation_metrics(fit.theta_centred, sample["theta"]),
-           **cai.topk_metrics(top_k_mask(k_tie_mle, fit.theta, k, tie_tol=SCORE_TIE_TOL),
+    mle = {**estimation_metrics(fit.theta_centred, sample["theta"]),
+           **topk_metrics(top_k_mask(k_tie_mle, fit.theta, k, tie_tol=SCORE_TIE_TOL),
                                sample["top_k"]),
            "converged": fit.converged, "iterations": fit.iterations,
-           "well_posed": fit.strongly_connected}
+           "well_posed": fit.info["strongly_connected"]}
     counts = noisy_counts_individual(k_counts, W, analysis["eps"], data["per_user"], shape["mode"])
-    count = {**cai.topk_metrics(top_k_mask(k_tie_counts, counts, k), sample["top_k"]),
+    count = {**topk_metrics(top_k_mask(k_tie_counts, counts, k), sample["top_k"]),
              "converged": jnp.asarray(True), "iterations": jnp.asarray(0),
              "well_posed": jnp.asarray(True)}
     return {"mle": mle, "counts": count}
@@ -205,65 +203,7 @@ REAL_DATA_REPS = 1000
 REAL_DATA_EPS = [0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0]
 
 
-@dataclass(frozen=True)
-class WinMatrix:
-    """A named win-count matrix (W[i, j] = times i beat j) and L, the most comparisons any
-    one user contributed (the individual-DP sensitivity parameter)."""
-
-    name: str
-    items: tuple[str, ...]
-    W: np.ndarray
-    per_user: int
-
-    @property
-    def n_items(self) -> int:
-        return len(self.items)
-
-
-def load_win_matrix(path, per_user: int, name: str | None = None) -> WinMatrix:
-    """Read a win-count CSV: either labelled (header row ``winner,item1,…``; first column the
-    winner's name, as in ``experiments/data``) or a plain square numeric matrix.
-
-    Row = winner, column = loser. Raises :class:`UsageError` naming the problem if the
-    matrix is not square, has negative or non-integer entries, or a non-zero diagonal.
-    """
-    path = Path(path)
-    with path.open(newline="") as f:
-        rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
-    if not rows:
-        raise UsageError(f"{str(path)!r} is empty")
-    try:
-        float(rows[0][0])
-        labelled = False
-    except ValueError:
-        labelled = True
-    if labelled:
-        items = tuple(c.strip() for c in rows[0][1:])
-        body = [r[1:] for r in rows[1:]]
-        row_names = tuple(r[0].strip() for r in rows[1:])
-        if row_names != items:
-            raise UsageError(f"{str(path)!r}: row labels {row_names} differ from column labels {items}")
-    else:
-        body = rows
-        items = tuple(f"item{i + 1}" for i in range(len(rows)))
-    try:
-        W = np.asarray([[float(c) for c in r] for r in body], dtype=np.float64)
-    except ValueError as err:
-        raise UsageError(f"{str(path)!r}: non-numeric entry ({err})") from None
-    n = len(items)
-    if W.shape != (n, n) or n < 2:
-        raise UsageError(f"{str(path)!r}: need a square win matrix with ≥ 2 items, got shape {W.shape}")
-    if np.any(W < 0) or np.any(W != np.round(W)):
-        raise UsageError(f"{str(path)!r}: win counts must be non-negative integers")
-    if np.any(np.diag(W) != 0):
-        raise UsageError(f"{str(path)!r}: the diagonal (self-comparisons) must be 0")
-    if not (isinstance(per_user, int) and per_user >= 1):
-        raise UsageError(f"per_user={per_user!r} must be an integer ≥ 1")
-    return WinMatrix(name or path.stem, items, W, per_user)
-
-
-CEMS = load_win_matrix(DATA_DIR / "cems.csv", per_user=15, name="cems")
-IMMIGRATION = load_win_matrix(DATA_DIR / "immigration.csv", per_user=6, name="immigration")
+CEMS, IMMIGRATION = cems(), immigration()
 
 
 def real_data_analyse(key, shape, truth, W, data, analysis):
@@ -272,7 +212,7 @@ def real_data_analyse(key, shape, truth, W, data, analysis):
     k_mle, k_counts = jax.random.split(key)
     eps, per_user = analysis["eps"], shape["per_user"]
     fit = perturbed_mle_individual(k_mle, W, eps, per_user)
-    ref = guarded_penalised_mle(W, fit.gamma)
+    ref = guarded_penalised_mle(W, fit.info["gamma"])
     mle = {"mean_rank_diff": metrics.mean_absolute_rank_difference(fit.theta, ref.theta),
            "converged": fit.converged & ref.converged, "iterations": fit.iterations}
     noisy = noisy_counts_individual(k_counts, W, eps, per_user, shape["mode"])

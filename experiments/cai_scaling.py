@@ -78,6 +78,7 @@ import jax
 import jax.numpy as jnp
 
 from dpsim import theory
+from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import (
     SCORE_TIE_TOL,
     guarded_penalised_mle,
@@ -139,14 +140,14 @@ def shift_metrics(estimate, reference):
 def _reference(sample):
     """The non-private estimates on one replicate's data: unpenalised MLE (centred) and τ̂."""
     ref = unpenalised_mle(sample["W"])
-    return {"ref_theta": ref.theta_centred, "ref_well_posed": ref.strongly_connected,
+    return {"ref_theta": ref.theta_centred, "ref_well_posed": ref.info["strongly_connected"],
             "ref_converged": ref.converged}
 
 
 def _score(k_tie_mle, k_tie_counts, k, sample, fit_theta, fit_centred, fit_diag, noisy, per_item):
     """Metrics of one (mle, counts) pair of fits against the truth and the non-private fits."""
-    mle = {**cai.estimation_metrics(fit_centred, sample["theta"]),
-           **cai.topk_metrics(top_k_mask(k_tie_mle, fit_theta, k, tie_tol=SCORE_TIE_TOL),
+    mle = {**estimation_metrics(fit_centred, sample["theta"]),
+           **topk_metrics(top_k_mask(k_tie_mle, fit_theta, k, tie_tol=SCORE_TIE_TOL),
                                sample["top_k"]),
            **shift_metrics(fit_centred, sample["ref_theta"]),
            "converged": fit_diag[0], "iterations": fit_diag[1],
@@ -154,7 +155,7 @@ def _score(k_tie_mle, k_tie_counts, k, sample, fit_theta, fit_centred, fit_diag,
     tau_hat = tau_from_counts(noisy, per_item)
     tau_ref = tau_from_counts(win_counts(sample["W"]), per_item)
     counts = {"tau_linf": jnp.max(jnp.abs(tau_hat - sample["tau"])),
-              **cai.topk_metrics(top_k_mask(k_tie_counts, noisy, k), sample["top_k"]),
+              **topk_metrics(top_k_mask(k_tie_counts, noisy, k), sample["top_k"]),
               **shift_metrics(tau_hat, tau_ref),
               "converged": jnp.asarray(True), "iterations": jnp.asarray(0),
               "well_posed": jnp.asarray(True)}

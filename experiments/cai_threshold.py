@@ -68,7 +68,8 @@ from dpsim.mechanisms.calibration import COUNT_NOISE_MODES, edge_count_noise_sca
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import sample_user_comparisons, theta_two_block, top_k_size
 from dpsim.models.btl import sample_er_win_counts
-from experiments.cai import resolve_k, topk_metrics
+from dpsim.metrics import topk_metrics
+from experiments.cai import resolve_k
 from experiments.cai_individual import check_mode, individual_top_k_size
 
 INF = math.inf

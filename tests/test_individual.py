@@ -175,7 +175,7 @@ def test_algorithm3_noise_has_the_mode_scale(mode, factor):
 def test_unpenalised_mle_matches_choix():
     theta, W = _user_data()
     fit = jax.jit(unpenalised_mle)(W)
-    assert bool(fit.converged) and bool(fit.strongly_connected) and float(fit.gamma) == 0.0
+    assert bool(fit.converged) and bool(fit.info["strongly_connected"]) and float(fit.info["gamma"]) == 0.0
     ref = choix.ilsr_pairwise_dense(np.asarray(W), alpha=0.0, tol=1e-13, max_iter=10000)
     np.testing.assert_allclose(np.asarray(fit.theta_centred), ref - ref.mean(), atol=1e-6)
     assert abs(float(fit.theta_centred.sum())) < 1e-10
@@ -203,7 +203,7 @@ def test_perturbed_individual_mle_is_algorithm_1():
     fit = jax.jit(perturbed_mle_individual)(key, W, eps, L)
     cal = individual_objective_perturbation(eps, L)
     w = laplace_noise(key, cal.lam, (W.shape[0],))
-    assert float(fit.gamma) == pytest.approx(2 * L / eps) and bool(fit.converged)
+    assert float(fit.info["gamma"]) == pytest.approx(2 * L / eps) and bool(fit.converged)
     # first-order condition of argmin 𝓛 + (γ/2)‖θ‖² + wᵀθ, with 1ᵀθ̃ = −1ᵀw/γ (spec §5.0)
     theta = np.asarray(fit.theta)
     Wn = np.asarray(W)
@@ -233,14 +233,14 @@ def test_unpenalised_mle_guard_on_disconnected_graph():
     split = W.at[:4, 4:].set(0.0).at[4:, :4].set(0.0)  # two components
     for bad in (loser, split):
         fit = jax.jit(unpenalised_mle)(bad)
-        assert not bool(fit.strongly_connected)
-        assert float(fit.gamma) == pytest.approx(1e-8)
+        assert not bool(fit.info["strongly_connected"])
+        assert float(fit.info["gamma"]) == pytest.approx(1e-8)
         assert bool(jnp.all(jnp.isfinite(fit.theta_centred)))
     assert float(jax.jit(unpenalised_mle)(loser).theta_centred[0]) < -5.0
     ok = unpenalised_mle(W)
-    assert bool(ok.strongly_connected) and float(ok.gamma) == 0.0
+    assert bool(ok.info["strongly_connected"]) and float(ok.info["gamma"]) == 0.0
     # with γ > 0 the guard changes nothing
-    assert float(guarded_penalised_mle(loser, 3.0).gamma) == 3.0
+    assert float(guarded_penalised_mle(loser, 3.0).info["gamma"]) == 3.0
 
 
 # --------------------------------------------------------------------------- one-shot (spec §5.6)

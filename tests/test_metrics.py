@@ -136,3 +136,48 @@ def test_relative_hamming_is_exactly_zero_under_vmap():
     batch = jnp.tile(truth, (64, 1))                               # 64 perfect recoveries
     got = jax.jit(jax.vmap(metrics.relative_hamming_error, in_axes=(0, None)))(batch, truth)
     np.testing.assert_array_equal(np.asarray(got), np.zeros(64))
+
+
+# ---------------------------------------------------------------------------------------
+# Shared metrics added for xu (l2_rms, Kendall distance with ties) — against references.
+# ---------------------------------------------------------------------------------------
+def _kendall_loop(hat, true, tol, ties):
+    n, total = len(true), 0.0
+    scale = tol * max(1.0, max(abs(h) for h in hat))
+    for i in range(n):
+        for j in range(i + 1, n):
+            tied = abs(hat[i] - hat[j]) <= scale
+            if tied:
+                total += 0.5 if (ties == "half" and true[i] != true[j]) else 0.0
+            elif (hat[i] - hat[j]) * (true[i] - true[j]) < 0:
+                total += 1.0
+    return total / (n * (n - 1) / 2)
+
+
+def test_kendall_distance_against_a_loop_and_scipy():
+    from scipy.stats import kendalltau
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        true = rng.normal(size=9)
+        hat = true + rng.normal(scale=0.8, size=9)
+        want = _kendall_loop(hat, true, 1e-9, "half")
+        assert float(metrics.kendall_distance(jnp.asarray(hat), jnp.asarray(true))) == pytest.approx(want, abs=1e-15)
+        # no ties: the discordant fraction is (1 − τ)/2
+        assert want == pytest.approx((1 - kendalltau(hat, true).statistic) / 2, abs=1e-12)
+
+
+def test_kendall_distance_ties():
+    true = jnp.asarray([3.0, 2.0, 1.0, 0.0])
+    hat = jnp.asarray([1.0, 1.0 + 1e-12, 0.0, 0.0])  # two tied pairs in θ̂ (within 1e-9)
+    assert float(metrics.kendall_distance(hat, true)) == pytest.approx(1 / 6)          # 2 × ½ of 6 pairs
+    assert float(metrics.kendall_distance(hat, true, ties="strict")) == 0.0
+    assert float(metrics.kendall_distance(-true, true)) == 1.0
+    assert float(metrics.kendall_distance(true, true)) == 0.0
+    with pytest.raises(ValueError, match="ties='mean'"):
+        metrics.kendall_distance(hat, true, ties="mean")
+
+
+def test_l2_rms_error():
+    theta = jnp.zeros(4)
+    assert float(metrics.l2_rms_error(jnp.asarray([1.0, -1.0, 1.0, -1.0]), theta)) == pytest.approx(1.0)
+    assert float(metrics.l2_rms_error(jnp.asarray([2.0, 0.0, 0.0, 0.0]), theta)) == pytest.approx(1.0)

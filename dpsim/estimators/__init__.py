@@ -1,7 +1,7 @@
 """Estimators: maps from (privatised) sufficient statistics to θ̂ or a top-k set."""
+from dpsim.estimators.fit import Fit
 from dpsim.estimators.btl_mle import (
     SCORE_TIE_TOL,
-    MLEFit,
     btl_gradient,
     btl_neg_log_likelihood,
     btl_objective,
@@ -12,24 +12,22 @@ from dpsim.estimators.counts import noisy_counts_edge, win_counts
 from dpsim.estimators.topk import top_k_mask
 from dpsim.estimators.graph import strongly_connected
 from dpsim.estimators.individual import (
-    GuardedMLEFit,
     guarded_penalised_mle,
     noisy_counts_individual,
     perturbed_mle_individual,
     unpenalised_mle,
 )
-from dpsim.estimators.one_shot import (
-    OneShotScores,
+from dpsim.estimators.one_shot import OneShotScores, one_shot_scores
+from dpsim.estimators.spectral import (
     ergodicity_coefficient,
-    one_shot_scores,
     rank_centrality_transition,
     stationary_distribution,
 )
 
 __all__ = [
-    "SCORE_TIE_TOL", "MLEFit", "btl_gradient", "btl_neg_log_likelihood", "btl_objective", "penalised_mle",
+    "Fit", "SCORE_TIE_TOL", "btl_gradient", "btl_neg_log_likelihood", "btl_objective", "penalised_mle",
     "perturbed_mle_edge", "noisy_counts_edge", "win_counts", "top_k_mask",
-    "strongly_connected", "GuardedMLEFit", "guarded_penalised_mle", "noisy_counts_individual",
+    "strongly_connected", "guarded_penalised_mle", "noisy_counts_individual",
     "perturbed_mle_individual", "unpenalised_mle", "OneShotScores", "ergodicity_coefficient",
     "one_shot_scores", "rank_centrality_transition", "stationary_distribution",
 ]

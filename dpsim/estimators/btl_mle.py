@@ -14,11 +14,10 @@ instead of one per pair.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import jax.numpy as jnp
 
+from dpsim.estimators.fit import Fit
 from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models.links import LOGISTIC, Link
@@ -72,18 +71,9 @@ def btl_objective(W, gamma, w) -> SmoothObjective:
     return SmoothObjective(evaluate, hvp, hess_diag)
 
 
-class MLEFit(NamedTuple):
-    """θ̃ (uncentred minimiser), its centred version, and solver diagnostics."""
-
-    theta: jax.Array
-    theta_centred: jax.Array
-    converged: jax.Array
-    iterations: jax.Array
-
-
-def _fit(result: SolverResult) -> MLEFit:
-    return MLEFit(theta=result.x, theta_centred=result.x - jnp.mean(result.x),
-                  converged=result.converged, iterations=result.iterations)
+def _fit(result: SolverResult) -> Fit:
+    """θ̃ (the uncentred minimiser) with the solver's convergence flag and iterations."""
+    return Fit(theta=result.x, converged=result.converged, iterations=result.iterations)
 
 
 GRADIENT_SCALE_COMPARISONS = 1000.0
@@ -107,7 +97,7 @@ def gradient_tolerance(W, tol):
     return tol * jnp.maximum(1.0, d_max / GRADIENT_SCALE_COMPARISONS)
 
 
-def penalised_mle(W, gamma, w=None, *, tol: float = 1e-10, max_iter: int = 50) -> MLEFit:
+def penalised_mle(W, gamma, w=None, *, tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """argmin_θ 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ by truncated Newton from θ = 0.
 
     With w = 0 this is the non-private ℓ2-penalised MLE of Chen et al. (cai §5.5). The
@@ -122,7 +112,7 @@ def penalised_mle(W, gamma, w=None, *, tol: float = 1e-10, max_iter: int = 50) -
 
 
 def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC,
-                       tol: float = 1e-10, max_iter: int = 50) -> MLEFit:
+                       tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """Algorithm 1 of cai (edge DP): objective-perturbed ℓ2-penalised MLE.
 
     λ = 8κ1/ε, γ = max(4κ2/ε, c0√(np log n)) (Prop 2.1, Thm 2.1); w ~ Laplace(λ)^n;

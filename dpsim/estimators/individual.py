@@ -6,13 +6,12 @@ the m users (cai §3.1; worst-case replacement, spec §10.18).
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import jax.numpy as jnp
 
 from dpsim.estimators.btl_mle import penalised_mle
 from dpsim.estimators.counts import win_counts
+from dpsim.estimators.fit import Fit
 from dpsim.estimators.graph import strongly_connected
 from dpsim.mechanisms.calibration import (
     individual_count_noise_scale,
@@ -24,45 +23,33 @@ from dpsim.models.links import LOGISTIC, Link
 FALLBACK_GAMMA = 1e-8
 
 
-class GuardedMLEFit(NamedTuple):
-    """θ̃, its centred version and solver diagnostics (as :class:`MLEFit`), plus
-    ``strongly_connected`` (the win digraph's connectivity, cai spec §10.17) and ``gamma``,
-    the ridge actually used (the fallback 1e-8 when γ = 0 was asked on a graph where the
-    unpenalised MLE does not exist)."""
-
-    theta: jax.Array
-    theta_centred: jax.Array
-    converged: jax.Array
-    iterations: jax.Array
-    strongly_connected: jax.Array
-    gamma: jax.Array
-
-
 def guarded_penalised_mle(W, gamma, w=None, *, fallback_gamma: float = FALLBACK_GAMMA,
-                          tol: float = 1e-10, max_iter: int = 50) -> GuardedMLEFit:
+                          tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """:func:`penalised_mle` with the existence guard of cai spec §10.17.
 
     With γ = 0 the MLE exists (and is unique after centring, i.e. under the paper's
     constraint 1ᵀθ = 0) iff the win digraph is strongly connected; otherwise γ is replaced by
     ``fallback_gamma`` and the fit is reported with ``strongly_connected = False``. With γ > 0
     the objective is strongly convex and nothing changes.
+
+    Returns:
+        :class:`Fit` with ``info = {"strongly_connected": bool, "gamma": the ridge used}``.
     """
     connected = strongly_connected(W)
     gamma = jnp.asarray(gamma, jnp.float64)
     gamma_used = jnp.where((gamma > 0) | connected, gamma, fallback_gamma)
     fit = penalised_mle(W, gamma_used, w, tol=tol, max_iter=max_iter)
-    return GuardedMLEFit(fit.theta, fit.theta_centred, fit.converged, fit.iterations,
-                         connected, gamma_used)
+    return fit._replace(info={"strongly_connected": connected, "gamma": gamma_used})
 
 
-def unpenalised_mle(W, *, tol: float = 1e-10, max_iter: int = 50) -> GuardedMLEFit:
+def unpenalised_mle(W, *, tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """The BTL MLE with γ = 0, identified by centring (cai spec §5.5: the individual-DP
     non-private baseline, "unpenalised MLE with the sum-zero constraint"; §10.17 guard)."""
     return guarded_penalised_mle(W, 0.0, tol=tol, max_iter=max_iter)
 
 
 def perturbed_mle_individual(key, W, eps, per_user, *, link: Link = LOGISTIC, c0: float = 0.0,
-                             n_users=None, tol: float = 1e-10, max_iter: int = 50) -> GuardedMLEFit:
+                             n_users=None, tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """Algorithm 1 of cai under individual DP (Prop 3.1, Thm 3.1).
 
     λ = 8Lκ1/ε, γ = 8Lκ2/ε (L = ``per_user``); w ~ Laplace(λ)^n;

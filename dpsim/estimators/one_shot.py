@@ -13,41 +13,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from dpsim.linalg import solve
 from dpsim.mechanisms.calibration import one_shot_noise_scale
+from dpsim.estimators.spectral import (ergodicity_coefficient, rank_centrality_transition,
+                                        stationary_distribution)
 from dpsim.mechanisms.laplace import laplace_noise
-
-
-def rank_centrality_transition(W, d):
-    """P_ij = W_ji/d for i ≠ j (the walk moves from i towards the items that beat it),
-    P_ii = 1 − Σ_{j≠i} P_ij (spec §5.6 step 2). With one comparison per observed pair,
-    W_ji = 1{(i, j) ∈ 𝒢 and j beat i}. ``d`` must exceed every item's number of losses."""
-    n = W.shape[0]
-    off = jnp.where(jnp.eye(n, dtype=bool), 0.0, W.T / d)
-    return off + jnp.diag(1.0 - off.sum(axis=1))
-
-
-def stationary_distribution(P):
-    """π with πᵀP = πᵀ, 1ᵀπ = 1 (spec §5.6 step 3), for an irreducible chain.
-
-    Solved directly: πᵀ(I − P + 11ᵀ) = 1ᵀ, a non-singular system when P is irreducible
-    (one dense solve; no non-symmetric eigendecomposition, which JAX lacks on GPU). The
-    solve is :func:`dpsim.linalg.solve`, which stays unbatched under ``vmap`` on CPU.
-    """
-    n = P.shape[0]
-    A = jnp.eye(n) - P + jnp.ones((n, n))
-    return solve(A.T, jnp.ones((n,)))
-
-
-def ergodicity_coefficient(P, batch_size: int = 16):
-    """Dobrushin's coefficient ρ = ½ max_{i,i'} Σ_l |P_il − P_i'l| (spec §5.6 step 4).
-
-    Row by row (``lax.map``) so memory stays O(n²) instead of O(n³).
-    """
-    def row(p_i):
-        return jnp.max(jnp.sum(jnp.abs(p_i[None, :] - P), axis=1))
-
-    return 0.5 * jnp.max(jax.lax.map(row, P, batch_size=batch_size))
 
 
 class OneShotScores(NamedTuple):

@@ -1,7 +1,6 @@
-"""Theoretical rates, one function per theorem, each citing paper and equation.
-
-"≲" in the papers hides universal constants, so a rate is compared with simulations
-through its *slopes* (d log rate / d log x), not its level.
+"""cai (Cai, Chakraborty, Wang, "Optimal Differentially Private Ranking from Pairwise
+Comparisons"; spec ../shared/papers/cai.md): the edge-DP and individual-DP rates, one function
+per theorem, each citing its theorem and equation.
 
 The rates are written once, with jax.numpy, so the same function serves host-side checks
 (numbers in, a 0-d array out: wrap in ``float``) and jitted experiments that store Δ/rate
@@ -10,7 +9,6 @@ per row (traced arguments). ε = ∞ is allowed and gives the non-private rate.
 from __future__ import annotations
 
 import jax.numpy as jnp
-import numpy as np
 
 
 def _f64(*values):
@@ -52,24 +50,6 @@ def individual_dp_rate(n_items, n_users, eps):
     n_items, n_users, eps = _f64(n_items, n_users, eps)
     return (individual_dp_stated_statistical_term(n_items, n_users)
             + n_items * jnp.log(n_items) / (n_users * eps))
-
-
-def log_slope(rate, axis: str, at: dict, rel_step: float = 1e-4) -> float:
-    """Local slope d log rate / d log x of ``rate(**at)`` in the argument ``axis``."""
-    hi = dict(at, **{axis: at[axis] * (1 + rel_step)})
-    lo = dict(at, **{axis: at[axis] * (1 - rel_step)})
-    return float((np.log(rate(**hi)) - np.log(rate(**lo))) / (np.log1p(rel_step) - np.log1p(-rel_step)))
-
-
-def fitted_rate_slope(rate, axis: str, values, at: dict) -> float:
-    """Least-squares slope of log rate on log x over the grid ``values`` of ``axis``.
-
-    This is the slope a log–log regression of the error on that grid should recover if
-    the error is proportional to the rate: the predicted slope of a rate check.
-    """
-    xs = np.asarray(values, float)
-    ys = np.log([rate(**dict(at, **{axis: x})) for x in xs])
-    return float(np.polyfit(np.log(xs), ys, 1)[0])
 
 
 # ---------------------------------------------------------------------------------------

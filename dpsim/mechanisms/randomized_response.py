@@ -1,0 +1,114 @@
+"""Randomized response (Warner 1965): binary and K-ary, with the debiased release of xu and
+the sufficient-statistic form used to privatise counts without materialising every answer.
+
+Used by xu (per-comparison RR and its debiased value, xu spec §3.2–3.4, §4.4), nguyen (RR on
+responses before shuffling, nguyen spec §4.9) and chowdhury (label RR and K-ary RR,
+chowdhury spec §3.2–3.3). ε = ∞ (no privacy) keeps every answer.
+
+Privacy: binary RR that keeps the answer with probability e^ε/(1 + e^ε) is ε-LDP per answer
+(the likelihood ratio of any output under two inputs is at most e^ε); K-ary RR that keeps it
+with probability e^ε/(e^ε + K − 1) and otherwise reports one of the other K − 1 values
+uniformly is ε-LDP.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from dpsim.validate import require_eps, require_int
+
+
+def keep_probability(eps):
+    """e^ε/(1 + e^ε) = σ(ε), the probability that binary RR reports the true answer.
+
+    Args: eps: ε > 0 (scalar or array; ∞ gives 1). Returns: same shape, float64."""
+    require_eps(eps)
+    return jax.nn.sigmoid(jnp.asarray(eps, jnp.float64))
+
+
+def flip_probability(eps):
+    """1/(1 + e^ε) = p_ε, the probability that binary RR flips the answer (xu §3.2)."""
+    require_eps(eps)
+    return jax.nn.sigmoid(-jnp.asarray(eps, jnp.float64))
+
+
+def randomized_response(key, y, eps):
+    """Binary RR of each entry of ``y``: kept with probability e^ε/(1 + e^ε), else flipped.
+
+    Args:
+        key: PRNG key.
+        y: array of 0/1 answers (bool, int or float).
+        eps: ε > 0, a scalar or an array broadcastable to ``y`` (per-answer budgets).
+    Returns:
+        The released answers, same shape and dtype as ``y``.
+    """
+    require_eps(eps)
+    flip = jax.random.uniform(key, jnp.shape(y)) < flip_probability(eps)
+    y = jnp.asarray(y)
+    released = jnp.where(flip, 1 - y.astype(jnp.int32), y.astype(jnp.int32))
+    return released.astype(y.dtype)
+
+
+def debiased_response(y_released, eps):
+    """z = ((e^ε + 1)ỹ − 1)/(e^ε − 1), the unbiased post-processing of a binary RR output
+    (xu eq. (1), Lemma 2; chowdhury's surrogate label ȳ, spec §4.3): E[z | y] = y.
+
+    Args: y_released: RR outputs in {0, 1}; eps: ε > 0 (broadcastable). Returns: float64,
+    e^ε/(e^ε − 1) where ỹ = 1 and −1/(e^ε − 1) where ỹ = 0 (ε = ∞: z = ỹ)."""
+    require_eps(eps)
+    eps = jnp.asarray(eps, jnp.float64)
+    y = jnp.asarray(y_released, jnp.float64)
+    # (e^ε + 1)/(e^ε − 1) = (1 + e^−ε)/(1 − e^−ε) = coth(ε/2), written to stay finite at ε = ∞.
+    return y * (1.0 + jnp.exp(-eps)) / -jnp.expm1(-eps) - 1.0 / jnp.expm1(eps)
+
+
+def randomized_response_counts(key, ones, total, eps):
+    """The number of 1s released when ``total`` binary answers, ``ones`` of them 1, each go
+    through RR with budget ε: Binomial(ones, 1 − p_ε) + Binomial(total − ones, p_ε), the
+    sufficient statistic of xu spec §4.4 (same law as summing the per-answer outputs).
+
+    Args:
+        key: PRNG key.
+        ones, total: arrays of counts (float or int, 0 ≤ ones ≤ total), broadcastable.
+        eps: ε > 0 (broadcastable).
+    Returns:
+        float64 counts, the broadcast shape of the inputs.
+    """
+    require_eps(eps)
+    k_keep, k_flip = jax.random.split(key)
+    ones = jnp.asarray(ones, jnp.float64)
+    total = jnp.asarray(total, jnp.float64)
+    q = flip_probability(eps)
+    shape = jnp.broadcast_shapes(ones.shape, total.shape, jnp.shape(q))
+    kept = jax.random.binomial(k_keep, jnp.broadcast_to(ones, shape), jnp.broadcast_to(1.0 - q, shape))
+    flipped = jax.random.binomial(k_flip, jnp.broadcast_to(total - ones, shape), jnp.broadcast_to(q, shape))
+    return kept + flipped
+
+
+def kary_keep_probability(eps, k):
+    """e^ε/(e^ε + K − 1), the probability that K-ary RR reports the true value (chowdhury
+    eq. (12)). Args: eps: ε > 0; k: K ≥ 2 (Python int). Returns: float64."""
+    require_eps(eps)
+    require_int(k, "k", 2)
+    eps = jnp.asarray(eps, jnp.float64)
+    return 1.0 / (1.0 + (k - 1) * jnp.exp(-eps))
+
+
+def kary_randomized_response(key, y, eps, k: int):
+    """K-ary RR of integer labels ``y`` ∈ {0, …, K − 1}: kept with probability
+    e^ε/(e^ε + K − 1), otherwise replaced by one of the other K − 1 values, uniformly.
+
+    Args:
+        key: PRNG key.
+        y: int array of labels.
+        eps: ε > 0 (broadcastable to ``y``).
+        k: K ≥ 2, a Python int.
+    Returns:
+        int32 array of released labels, the shape of ``y``.
+    """
+    require_int(k, "k", 2)
+    k_keep, k_other = jax.random.split(key)
+    y = jnp.asarray(y, jnp.int32)
+    keep = jax.random.uniform(k_keep, y.shape) < kary_keep_probability(eps, k)
+    shift = jax.random.randint(k_other, y.shape, 1, k)   # uniform over the K − 1 other values
+    return jnp.where(keep, y, (y + shift) % k).astype(jnp.int32)
