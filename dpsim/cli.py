@@ -18,28 +18,19 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _registry():
-    from experiments import CHECKS, EXPERIMENTS
-    return EXPERIMENTS, CHECKS
-
-
-def _experiment(name):
-    experiments, _ = _registry()
-    try:
-        return experiments[name]
-    except KeyError:
-        raise UsageError(f"unknown experiment {name!r}; see `dpsim list`") from None
-
-
 def cmd_list(args) -> int:
-    experiments, checks = _registry()
+    from dpsim.experiment.registry import catalogue
+    found = catalogue(args.study)
     print("experiments:")
-    for e in experiments.values():
+    for e in found.experiments.values():
         grid = " ".join(f"{a}={len(v)}" for a, v in e.axes.items() if len(v) > 1)
-        print(f"  {e.name:<16} {e.reps:>5} reps  [{grid}]  {e.title}")
+        print(f"  {e.name:<26} {e.reps:>5} reps  [{grid}]  {e.title}")
     print("checks:")
-    for c in checks.values():
-        print(f"  {c.name:<36} ({c.experiment}) {c.description}")
+    for c in found.checks.values():
+        print(f"  {c.name:<48} ({c.experiment}) {c.description}")
+    print("audits:")
+    for a in found.audits.values():
+        print(f"  {a.name:<26} {a.description}")
     return 0
 
 
@@ -64,12 +55,13 @@ def _plot_dir(out: Path, experiment, to: Path | None = None) -> list[Path]:
 
 
 def cmd_run(args) -> int:
+    from dpsim.experiment.registry import experiment as resolve
     from dpsim.experiment.runner import run_experiment
-    experiment = _experiment(args.experiment)
+    experiment, source = resolve(args.experiment)
     overrides = _parse_sets(args.set)
     summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
                              overrides=overrides, chunk=args.chunk, workers=args.workers,
-                             progress=not args.no_progress, watchdog=args.watchdog)
+                             progress=not args.no_progress, watchdog=args.watchdog, source=source)
     print(f"{experiment.name}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
           f"in {summary.seconds:.1f} s -> {summary.out}")
     for path in _plot_dir(summary.out, experiment):
@@ -83,7 +75,7 @@ def cmd_plot(args) -> int:
     manifest = read_manifest(out)
     if manifest is None:
         raise UsageError(f"{str(out)!r} holds no dpsim run (no manifest.json)")
-    experiment = _experiment(manifest["experiment"])
+    experiment = _manifest_experiment(manifest)
     paths = _plot_dir(out, experiment, Path(args.to) if args.to else None)
     if not paths:
         raise UsageError(f"experiment {experiment.name!r} defines no figure")
@@ -92,33 +84,57 @@ def cmd_plot(args) -> int:
     return 0
 
 
+def _manifest_experiment(manifest: dict):
+    """The experiment a run directory holds, found again from the manifest's source."""
+    from dpsim.experiment.registry import experiment as resolve
+    source = manifest.get("source") or manifest["experiment"]
+    target = source if source.split(":")[0].endswith(".py") else manifest["experiment"]
+    return resolve(target)[0]
+
+
 def cmd_verify(args) -> int:
+    from dpsim.experiment.registry import catalogue, select
     from dpsim.experiment.verify import verify
-    experiments, checks = _registry()
-    ok = verify(checks, experiments, args.checks, runs=Path(args.runs), seed=args.seed,
-                reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog)
+    names = list(args.checks)
+    study = next((n for n in names if n.split(":")[0].endswith(".py")), None)
+    if study:
+        names.remove(study)
+    found = catalogue(study)
+    if study and not names:
+        names = [c.name for c in found.checks.values() if found.source.get(c.experiment, "").startswith(study)]
+        if not names:
+            raise UsageError(f"study file {study!r} defines no checks")
+    checks = {c.name: c for c in select(found.checks, names, "check")}
+    ok = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
+                reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
+                sources=found.source)
     return 0 if ok else 1
 
 
 def cmd_audit(args) -> int:
-    """Privacy audit of the count mechanisms on worst-case neighbours (cai §10.3)."""
+    """Run privacy audits (each paper's ``AUDITS``): the exact privacy loss on worst-case
+    neighbours against the claimed ε, and its estimate from samples of the mechanism."""
     import jax
 
     from dpsim.experiment.axes import validate_value
-    from dpsim.mechanisms.audit import audit_counts
+    from dpsim.experiment.registry import installed, select
     eps_values = [validate_value("eps", e) for e in args.eps]
     if any(e == float("inf") for e in eps_values):
         raise UsageError("eps=inf has no privacy loss to audit")
-    per_user = validate_value("per_user", args.per_user)
     if args.samples < 1000:
         raise UsageError(f"samples={args.samples} must be ≥ 1000")
-    print(f"{'mechanism':<16} {'mode':<7} {'eps':>5} {'exact loss':>10} {'empirical':>16} {'verdict':>10}  detail")
+    audits = select(installed().audits, args.audits, "audit")
+    print(f"{'mechanism':<22} {'mode':<14} {'eps':>5} {'delta':>7} {'exact loss':>10} {'empirical':>16} "
+          f"{'verdict':>12}  detail")
     ok = True
-    for r in audit_counts(jax.random.key(args.seed), eps_values, per_user=per_user, n_samples=args.samples):
-        verdict = "within ε" if r.within_budget else f"{r.exact_loss / r.eps:.2g}×ε"
-        print(f"{r.mechanism:<16} {r.mode:<7} {r.eps:>5g} {r.exact_loss:>10.4f} "
-              f"{r.empirical_loss:>9.4f} ± {r.empirical_se:.3f} {verdict:>10}  {r.detail}")
-        ok &= r.within_budget or r.known_violation
+    for number, audit in enumerate(audits):
+        for r in audit.run(jax.random.fold_in(jax.random.key(args.seed), number), eps_values, args.samples):
+            verdict = "within ε" if r.within_budget else f"{r.exact_loss / r.eps:.2g}×ε"
+            if not r.empirically_consistent:
+                verdict += " (sampling disagrees)"
+            print(f"{r.mechanism:<22} {r.mode:<14} {r.eps:>5g} {r.delta:>7.2g} {r.exact_loss:>10.4f} "
+                  f"{r.empirical_loss:>9.4f} ± {r.empirical_se:.3f} {verdict:>12}  {r.detail}")
+            ok &= (r.within_budget or r.known_violation) and r.empirically_consistent
     return 0 if ok else 1
 
 
@@ -131,10 +147,12 @@ def _add_watchdog(parser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dpsim", description="Minimax-rate experiments for DP ranking.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="list experiments and checks").set_defaults(func=cmd_list)
+    lister = sub.add_parser("list", help="list experiments, checks and audits")
+    lister.add_argument("study", nargs="?", default=None, help="also list a study file's (path/to/study.py)")
+    lister.set_defaults(func=cmd_list)
 
     run = sub.add_parser("run", help="run (or resume) an experiment")
-    run.add_argument("experiment")
+    run.add_argument("experiment", help="a name from `dpsim list`, or path/to/study.py[:NAME]")
     run.add_argument("--reps", type=int, default=None, help="replicates per grid point")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", default=None, help="output directory (default runs/EXPERIMENT)")
@@ -152,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.set_defaults(func=cmd_plot)
 
     ver = sub.add_parser("verify", help="run and evaluate rate checks")
-    ver.add_argument("checks", nargs="*")
+    ver.add_argument("checks", nargs="*", help="check names, a paper prefix (cai), or path/to/study.py")
     ver.add_argument("--runs", default="runs", help="directory holding the checks' runs")
     ver.add_argument("--seed", type=int, default=0)
     ver.add_argument("--reps", type=int, default=None)
@@ -160,9 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_watchdog(ver)
     ver.set_defaults(func=cmd_verify)
 
-    audit = sub.add_parser("audit", help="privacy audit of cai's count mechanisms (Algs 2 and 3)")
+    audit = sub.add_parser("audit", help="privacy audits of the papers' mechanisms")
+    audit.add_argument("audits", nargs="*", help="audit names or a paper prefix (default: all)")
     audit.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 2.0])
-    audit.add_argument("--per-user", type=int, default=5, help="L, comparisons per user")
     audit.add_argument("--samples", type=int, default=200_000)
     audit.add_argument("--seed", type=int, default=0)
     audit.set_defaults(func=cmd_audit)

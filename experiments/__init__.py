@@ -1,13 +1,9 @@
-"""Paper experiments, one module per paper, as declarative definitions.
+"""dpsim.experiments: one package per paper (``dpsim.experiments.cai``, …), each a set of
+declarative experiments, checks and privacy audits assembled from the library.
 
-``EXPERIMENTS`` maps an experiment name to its :class:`dpsim.experiment.Experiment`;
-``CHECKS`` maps a check name to its rate or trend check.
+This folder is installed as ``dpsim.experiments`` (pyproject.toml ``package-dir``) and every
+paper package is registered under the ``dpsim.papers`` entry-point group, which is how the
+``dpsim`` command finds it: nothing in ``dpsim/`` imports this package, and a paper package
+imports no other paper's package. A paper package exposes ``PAPER``, ``TITLE``, ``SPEC``,
+``EXPERIMENTS``, ``CHECKS`` and ``AUDITS``.
 """
-from experiments import cai, cai_individual, cai_scaling, cai_threshold
-
-EXPERIMENTS = {e.name: e for e in (*cai.EXPERIMENTS, *cai_individual.EXPERIMENTS, *cai_scaling.EXPERIMENTS,
-                                     *cai_threshold.EXPERIMENTS)}
-CHECKS = {c.name: c for c in (*cai.CHECKS, *cai_individual.CHECKS, *cai_scaling.CHECKS,
-                                *cai_threshold.CHECKS)}
-
-__all__ = ["EXPERIMENTS", "CHECKS"]

@@ -9,14 +9,8 @@ import pytest
 
 import dpsim  # noqa: F401
 from dpsim.estimators import win_counts
-from dpsim.mechanisms.audit import (
-    audit_counts,
-    edge_worst_case_pair,
-    histogram_epsilon,
-    individual_worst_case_pair,
-    laplace_privacy_loss,
-    max_laplace_privacy_loss,
-)
+from dpsim.experiments.cai.audits import audit_counts, edge_worst_case_pair, individual_worst_case_pair
+from dpsim.mechanisms.audit import histogram_epsilon, laplace_privacy_loss, max_laplace_privacy_loss
 
 L = 5
 

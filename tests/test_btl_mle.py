@@ -322,14 +322,15 @@ _TIE_W = ['0100011010011000', '0000010001001000', '1101001101010011', '110000000
 
 
 def test_mle_top_k_breaks_exact_ties_at_random():
-    """Through the cai experiment's own analyse: truth S = {10, 12, 13, 14}, k = 4.
+    """Through the cai experiment's own methods: truth S = {10, 12, 13, 14}, k = 4.
 
     Item 13 or 15 takes the 4th place; each with probability 1/2 if ties are broken at
     random, so the mean relative Hamming error over R = 400 analysis keys is 1/8 with
     SE √(Var/R), Var = (1/4)²·(1/4) → SE = 0.00625; tolerance 4.5 SE. The bug gives 1/4
     (or 0) in every replicate: 20 SE away.
     """
-    from experiments import cai
+    from dpsim.experiment import Context
+    from dpsim.experiments.cai import edge
 
     W = jnp.asarray([[float(c) for c in row] for row in _TIE_W])
     n, k = 16, 4
@@ -340,11 +341,11 @@ def test_mle_top_k_breaks_exact_ties_at_random():
     truth = {"theta": jnp.linspace(-1, 1, n), "top_k": truth_mask}
     shape = {"n_items": n, "k": k, "link": "logistic"}
     # one replicate at a time, as the runner does with micro-batches of one lane
-    one = jax.jit(lambda key: cai.analyse(key, shape, truth, W, {"p": 1.0},
-                                          {"eps": jnp.inf, "c0": 2.0}))
+    ctx = Context(shape, truth, W, {"p": 1.0}, {"eps": jnp.inf, "c0": 2.0})
+    one = jax.jit(lambda key: (edge.mle_fn(key, ctx), edge.counts_fn(key, ctx)))
     outs = [one(key) for key in jax.random.split(jax.random.key(77), 400)]
-    ham = np.array([float(o["mle"]["relative_hamming"]) for o in outs])
+    ham = np.array([float(o[0]["relative_hamming"]) for o in outs])
     # the counts method (integer scores) does break this tie at random
-    ham_counts = np.array([float(o["counts"]["relative_hamming"]) for o in outs])
+    ham_counts = np.array([float(o[1]["relative_hamming"]) for o in outs])
     assert abs(ham_counts.mean() - 0.125) <= 4.5 * 0.00625
     assert abs(ham.mean() - 0.125) <= 4.5 * 0.00625

@@ -288,7 +288,7 @@ def test_ergodicity_coefficient_and_one_shot_scale():
 # --------------------------------------------------------------------------- real data (Fig. 8)
 
 def test_bundled_win_matrices_match_the_spec():
-    from experiments.cai_individual import CEMS, IMMIGRATION
+    from dpsim.experiments.cai.individual import CEMS, IMMIGRATION
     assert CEMS.items[1] == "London" and CEMS.per_user == 15
     np.testing.assert_array_equal(CEMS.W.sum(1), [614, 1082, 511, 737, 631, 392])
     assert CEMS.W.sum() == 3967
@@ -300,13 +300,16 @@ def test_bundled_win_matrices_match_the_spec():
 
 def test_load_user_win_matrix(tmp_path):
     from dpsim.experiment import UsageError
-    from experiments.cai_individual import load_win_matrix, real_data_experiment
+    from dpsim.datasets import load_win_matrix
+    from dpsim.experiment.grid import expand_grid
+    from dpsim.experiments.cai.individual import real_data_experiment
     plain = tmp_path / "plain.csv"
     plain.write_text("0,3,1\n2,0,4\n5,1,0\n")
     wm = load_win_matrix(plain, per_user=2)
     assert wm.n_items == 3 and wm.W[2, 0] == 5 and wm.items == ("item1", "item2", "item3")
     exp = real_data_experiment("mine", "my data", [wm], reps=3, eps=[1.0])
-    assert exp.resolve_shape({"n_items": 3, "mode": "paper"})["per_user"] == 2
+    (shape,) = expand_grid(exp).shapes
+    assert shape["dataset"] == "plain" and shape["per_user"] == 2 and shape["n_items"] == 3
     bad = tmp_path / "bad.csv"
     bad.write_text("1,3\n2,0\n")
     with pytest.raises(UsageError, match="diagonal"):
@@ -317,8 +320,9 @@ def test_load_user_win_matrix(tmp_path):
 
 
 def test_experiments_are_registered():
-    from experiments import CHECKS, EXPERIMENTS
+    from dpsim.experiment.registry import installed
+    found = installed()
     for name in ("cai-fig4", "cai-fig5", "cai-fig6", "cai-fig7", "cai-fig8"):
-        assert name in EXPERIMENTS
-    assert EXPERIMENTS["cai-fig5"].axes["mode"] == ["paper"]
-    assert "indiv-linf-increases-in-n" in CHECKS
+        assert name in found.experiments
+    assert found.experiments["cai-fig5"].axes["mode"] == ["paper"]
+    assert "cai-indiv-linf-increases-in-n" in found.checks

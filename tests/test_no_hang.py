@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments import EXPERIMENTS
+from dpsim.experiment.registry import installed
+
+EXPERIMENTS = installed().experiments
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,15 +49,15 @@ STRESS = textwrap.dedent("""
     import hashlib, json, sys, tempfile
     import jax
     import dpsim
-    from dpsim.experiment import runner, store
-    from experiments import EXPERIMENTS
+    from dpsim.experiment import program, runner, store
+    from dpsim.experiment.registry import installed
     jax.config.update("jax_compilation_cache_dir", sys.argv[1])
-    fig4 = EXPERIMENTS["cai-fig4"]
+    fig4 = installed().experiments["cai-fig4"]
     overrides = {"n_items": [48, 64, 96], "eps": [1.0, 2.0]}
     KEY = ["point", "rep", "method"]
 
     def run(workers):
-        runner._COMPILED.clear()  # compile again, in the background thread, every run
+        program.clear_cache()  # compile again, in the background thread, every run
         with tempfile.TemporaryDirectory() as out:
             summary = runner.run_experiment(fig4, reps=6, seed=3, out=out, overrides=overrides,
                                             workers=workers, progress=False, watchdog=120)
@@ -94,7 +96,7 @@ WATCHDOG = textwrap.dedent("""
     import os, sys, time
     import jax, jax.numpy as jnp, numpy as np
     import dpsim
-    from dpsim.experiment import Experiment, runner
+    from dpsim.experiment import Experiment, Method, runner
     from dpsim.experiment.errors import RunStalled
     from dpsim.models import sample_er_comparisons
 
@@ -103,15 +105,15 @@ WATCHDOG = textwrap.dedent("""
             time.sleep(60)
         return np.zeros(np.shape(p))
 
-    def analyse(key, shape, truth, W, data, analysis):
-        wait = jax.pure_callback(stall_at_p1, jax.ShapeDtypeStruct((), jnp.float64), data["p"],
+    def wins(key, ctx):
+        wait = jax.pure_callback(stall_at_p1, jax.ShapeDtypeStruct((), jnp.float64), ctx.data["p"],
                                  vmap_method="sequential")
-        return {"sum": {"wins": W.sum() + wait}}
+        return {"wins": ctx.sample.sum() + wait}
 
     toy = Experiment(name="toy-stall", title="toy", axes={"n_items": [6], "p": [0.5, 1.0], "eps": [1.0]},
                      shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {},
                      generate=lambda key, shape, truth, data: sample_er_comparisons(key, jnp.zeros(6), data["p"]),
-                     analyse=analyse, reps=4)
+                     methods={"sum": Method(wins, ("wins",))}, reps=4)
     try:
         s = runner.run_experiment(toy, out=sys.argv[1], chunk=4, workers=1, progress=False, watchdog=3)
     except RunStalled as exc:

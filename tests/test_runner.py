@@ -1,4 +1,6 @@
-"""The experiment runner: determinism across chunking, resume, common random numbers, validation."""
+"""The experiment runner, on a toy experiment that belongs to no paper (tests/toy.py):
+determinism across chunking, resume, common random numbers, per-method keys, the method
+output contract, derived values, string axes, validation."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,28 +12,28 @@ import shutil
 import jax
 import jax.numpy as jnp
 import pandas as pd
+import numpy as np
 import pytest
 
-from dpsim.experiment import Experiment, UsageError
+from dpsim.experiment import Derived, Experiment, Method, UsageError, axes
 from dpsim.experiment import runner, store
 from dpsim.experiment.runner import run_experiment
 from dpsim.models import sample_er_comparisons
-from experiments.cai import edge_experiment
+from toy import METHODS, toy_experiment
 
 INF = math.inf
-AXES = {"n_items": [12, 16], "p": [0.5, 1.0], "eps": [1.0, INF]}
 REPS = 6
 KEY = ["point", "rep", "method"]
-# 2 shapes × 2 p × 6 reps = 24 lanes; × 2 ε × 2 methods = 96 rows
-N_LANES, N_ROWS = 24, 96
+# 2 shapes × 2 p × 6 reps = 24 lanes; × (2 ε × 2 mechanisms) × 2 methods = 192 rows
+N_LANES, N_ROWS = 24, 192
 
 
-def small_experiment(micro: int | None = None) -> Experiment:
-    """The cai edge experiment on a tiny grid. ``micro`` forces the vmapped micro-batch size
+def small_experiment(micro: int | None = None, **grid) -> Experiment:
+    """The toy experiment (tests/toy.py). ``micro`` forces the vmapped micro-batch size
     (through lane_bytes): without it, lanes this small fit one micro-batch per chunk (a
     requested chunk sets the micro-batch too), so only ``micro`` = 1 with a larger chunk gives
     chunks of several micro-batches."""
-    exp = edge_experiment("t", "t", AXES, reps=REPS)
+    exp = toy_experiment("t", reps=REPS, **grid)
     if micro is None:
         return exp
     assert runner.micro_batch_size(runner.MICRO_BATCH_BYTES // micro) == micro
@@ -70,16 +72,18 @@ def test_reference_table_shape(reference):
     out, df = reference
     assert len(df) == N_ROWS
     assert not df.duplicated(KEY).any()
-    assert set(df["method"]) == {"mle", "counts"}
+    assert set(df["method"]) == {"mle", "borda"}
     assert set(df["rep"]) == set(range(REPS))
-    assert {"n_items", "k", "link", "p", "eps", "c0", "rep", "point", "method",
+    assert {"n_items", "p", "spread", "eps", "mechanism", "delta", "noise_scale", "rep", "point", "method",
             "l2", "linf", "log_rel_l2", "log_rel_linf", "relative_hamming", "exact_recovery",
             "converged", "iterations"} <= set(df.columns)
-    assert dict(df.groupby("n_items")["k"].unique().apply(list)) == {12: [3], 16: [4]}
     mle = df[df["method"] == "mle"]
     assert mle["converged"].all() and (mle["iterations"] < 50).all()
     assert mle[["l2", "linf", "log_rel_l2", "log_rel_linf"]].notna().all().all()
     assert df["relative_hamming"].between(0, 1).all()
+    borda = df[df["method"] == "borda"]            # no solver: null, never a made-up True
+    assert borda["converged"].isna().all() and borda["iterations"].isna().all()
+    assert borda["l2"].isna().all()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 0 and manifest["experiment"] == "t" and manifest["reps"] == REPS
 
@@ -156,7 +160,7 @@ def test_resume_after_interrupt(reference_micro1, tmp_path, monkeypatch):
     monkeypatch.undo()
     assert len(store.part_files(out)) == 2
     partial = store.load_results(out)
-    assert len(partial) == 2 * 4 and not partial.duplicated(KEY).any()   # 2 lanes × 2 ε × 2 methods
+    assert len(partial) == 2 * 8 and not partial.duplicated(KEY).any()   # 2 lanes × 4 points × 2 methods
     assert not list((out / "parts").glob(".tmp-*"))                       # no torn temporary file
 
     summary = run_experiment(exp, out=out, progress=False, chunk=1)
@@ -180,7 +184,7 @@ def test_extending_the_eps_grid_computes_only_new_points(reference, tmp_path):
     final = table(out)
     assert not final.duplicated(KEY).any()
     want = reference[1][reference[1]["n_items"] == 12].reset_index(drop=True)
-    assert_same_table(final, want)
+    assert_same_results(final, want)
 
 
 def test_rerun_of_complete_directory_computes_nothing(reference, tmp_path):
@@ -203,23 +207,24 @@ def _crn_generate(key, shape, truth, data):
     return sample_er_comparisons(key, truth["theta"], data["p"])
 
 
-def _crn_analyse(key, shape, truth, W, data, analysis):
-    n = shape["n_items"]
+def _crn_probe(key, ctx):
+    n = ctx.shape["n_items"]
     weights = jnp.arange(1.0, n * n + 1.0).reshape(n, n)
-    return {"probe": {
-        "data_sum": jnp.sum(W * weights),                          # a checksum of the data
-        "truth_sum": jnp.sum(truth["theta"] * jnp.arange(1.0, n + 1.0)),
-        "noise": jax.random.normal(key),                           # the analysis key
-        "eps_seen": analysis["eps"], "p_seen": data["p"],
-    }}
+    return {"data_sum": jnp.sum(ctx.sample * weights),                 # a checksum of the data
+            "truth_sum": jnp.sum(ctx.truth["theta"] * jnp.arange(1.0, n + 1.0)),
+            "noise": jax.random.normal(key),                           # the method's key
+            "eps_seen": ctx.analysis["eps"], "p_seen": ctx.data["p"]}
 
 
-def crn_experiment(**axes) -> Experiment:
+PROBE = Method(_crn_probe, ("data_sum", "truth_sum", "noise", "eps_seen", "p_seen"))
+
+
+def crn_experiment(methods=None, truth_per_replicate=False, **grid) -> Experiment:
     full = {"n_items": [8], "p": [0.3, 0.7], "eps": [0.5, 1.0, INF]}
-    full.update(axes)
+    full.update(grid)
     return Experiment(name="crn", title="crn probe", axes=full, shape_axes=("n_items",),
                       analysis_axes=("eps",), truth=_crn_truth, generate=_crn_generate,
-                      analyse=_crn_analyse, reps=5)
+                      methods=methods or {"probe": PROBE}, reps=5, truth_per_replicate=truth_per_replicate)
 
 
 @pytest.fixture(scope="module")
@@ -270,9 +275,10 @@ def test_seed_changes_the_data(crn_table, tmp_path):
     (dict(overrides={"p": [0.5, 1.5]}), "p=1.5"),
     (dict(overrides={"n_items": [1]}), "n_items=1"),
     (dict(overrides={"n_items": [12.5]}), "n_items=12.5"),
-    (dict(overrides={"k": [0]}), "k=0"),
-    (dict(overrides={"n_items": [12], "k": [12]}), "k=12"),
-    (dict(overrides={"n_items": [12, 16], "k": [13]}), "k=13"),
+    (dict(overrides={"spread": [0]}), "spread=0"),
+    (dict(overrides={"mechanism": ["laplace", "cauchy"]}), "mechanism='cauchy'"),
+    (dict(overrides={"mechanism": [3]}), "mechanism=3"),
+    (dict(overrides={"delta": [1.5]}), "delta=1.5"),
     (dict(overrides={"bogus": [1]}), "bogus"),
     (dict(overrides={"eps": [1.0, 1]}), "duplicate"),
     (dict(reps=0), "reps=0"),
@@ -288,14 +294,11 @@ def test_bad_input_raises_usage_error_and_writes_nothing(tmp_path, kwargs, bad):
     assert not out.exists()
 
 
-def test_unknown_link_is_a_usage_error(tmp_path):
+def test_a_string_value_on_a_numeric_axis_is_a_usage_error(tmp_path):
     out = tmp_path / "out"
-    try:
-        with pytest.raises(UsageError, match="cauchit"):
-            run_experiment(small_experiment(), out=out, progress=False,
-                           overrides={"link": ["cauchit"]})
-    finally:
-        assert not out.exists()
+    with pytest.raises(UsageError, match="p='half' is not a number"):
+        run_experiment(small_experiment(), out=out, progress=False, overrides={"p": ["half"]})
+    assert not out.exists()
 
 
 def test_different_seed_or_experiment_into_existing_dir_is_refused(reference, tmp_path):
@@ -318,3 +321,116 @@ def test_non_empty_foreign_directory_is_refused(tmp_path):
     with pytest.raises(UsageError, match="not empty"):
         run_experiment(small_experiment(), out=out, progress=False)
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+# ----------------------------------------------------------------------------- per-method keys
+
+def _method_table(tmp_path, name, methods):
+    out = tmp_path / name
+    run_experiment(small_experiment(n_items=[8], methods=methods), out=out, progress=False)
+    return table(out)
+
+
+def test_adding_or_removing_a_method_leaves_the_others_unchanged(reference, tmp_path):
+    """Each method's key is folded from its name, not from a position: dropping ``borda`` or
+    adding another method changes no draw of ``mle`` (and vice versa)."""
+    ref = reference[1][reference[1]["n_items"] == 8].reset_index(drop=True)
+    only_mle = _method_table(tmp_path, "only_mle", {"mle": METHODS["mle"]})
+    mle_ref = ref[ref["method"] == "mle"].reset_index(drop=True)
+    assert_same_results(only_mle[mle_ref.columns], mle_ref)
+    extra = Method(lambda key, ctx: {"draw": jax.random.uniform(key)}, ("draw",))
+    more = _method_table(tmp_path, "more", {"a_first": extra, **METHODS})
+    for method in ("mle", "borda"):
+        got = more[more["method"] == method].reset_index(drop=True)
+        want = ref[ref["method"] == method].reset_index(drop=True)
+        assert_same_results(got[want.columns], want)
+    # and the new method's draws are fresh per analysis point and replicate
+    draws = more[more["method"] == "a_first"]["draw"]
+    assert draws.nunique() == len(draws)
+
+
+# ----------------------------------------------------------------------------- the output contract
+
+@pytest.mark.parametrize("returned, message", [
+    ({"a": 1.0}, r"did not return \['b'\]"),
+    ({"a": 1.0, "b": 2.0, "c": 3.0}, r"returned undeclared \['c'\]"),
+    ({"a": 1.0, "b": jnp.ones(3)}, r"returned 'b' of shape \(3,\)"),
+])
+def test_method_output_contract_is_enforced(tmp_path, returned, message):
+    bad = Method(lambda key, ctx: returned, ("a", "b"))
+    with pytest.raises(UsageError, match=message):
+        run_experiment(small_experiment(n_items=[8], methods={"bad": bad}), out=tmp_path / "out",
+                       progress=False, reps=1)
+
+
+def test_declared_diagnostic_types_are_stored(tmp_path):
+    def fn(key, ctx):
+        return {"x": 1.5, "flag": True, "count": 7, "spread_seen": ctx.data["spread"]}
+    method = Method(fn, ("x",), {"flag": "bool", "count": "int", "spread_seen": "float"})
+    out = tmp_path / "typed"
+    run_experiment(small_experiment(n_items=[8], methods={"m": method}), out=out, progress=False, reps=1)
+    df = store.load_results(out)
+    assert df["flag"].dtype == "boolean" and df["flag"].all()       # nullable: the same dtype
+    assert df["count"].dtype == "Int64" and (df["count"] == 7).all()  # whether or not nulls occur
+    assert (df["spread_seen"] == 2.0).all() and df["x"].dtype == np.float64
+
+
+# ----------------------------------------------------------------------------- derived values, string axes
+
+def test_derived_values_are_computed_on_the_host_and_stored(reference):
+    df = reference[1]
+    lap = df[(df["mechanism"] == "laplace") & (df["eps"] == 1.0)]["noise_scale"]
+    gau = df[(df["mechanism"] == "gaussian") & (df["eps"] == 1.0)]["noise_scale"]
+    assert (lap == 2.0).all()
+    assert np.allclose(gau, math.sqrt(2 * math.log(1.25e3)) * math.sqrt(2.0))
+    assert (df[df["eps"] == INF]["noise_scale"] == 0.0).all()
+
+
+def test_a_derived_value_can_refuse_a_point_before_anything_is_written(tmp_path):
+    def refuse(point):
+        if point["eps"] > 1:
+            raise UsageError(f"eps={point['eps']} is too large for this toy")
+        return {"half_eps": point["eps"] / 2}
+    exp = dataclasses.replace(small_experiment(), derived=(Derived(("half_eps",), refuse),))
+    out = tmp_path / "out"
+    with pytest.raises(UsageError, match="eps=inf is too large"):
+        run_experiment(exp, out=out, progress=False)
+    assert not out.exists()
+
+
+def test_the_string_analysis_axis_is_common_random_numbers(reference):
+    """Both mechanisms of a replicate see the same data: the mle (which uses no noise) gives
+    identical results for laplace and gaussian, and borda's noise differs between them."""
+    df = reference[1]
+    mle = df[df["method"] == "mle"].set_index(["n_items", "p", "eps", "rep", "mechanism"])["l2"].unstack()
+    pd.testing.assert_series_equal(mle["laplace"], mle["gaussian"], check_names=False)
+
+
+def test_a_string_data_axis_is_compiled_per_value(tmp_path):
+    """A string *data* axis (here the design of θ*) is static: one program per value, and it
+    is part of the data (each value gets its own data key)."""
+    def generate(key, shape, truth, data):
+        n = shape["n_items"]
+        theta = jnp.linspace(-1, 1, n) if data["design"] == "linear" else jnp.where(jnp.arange(n) < 2, 1.0, 0.0)
+        return {"W": sample_er_comparisons(key, theta, data["p"]), "theta": theta}
+    base = small_experiment(n_items=[8], mechanism=["laplace"])
+    exp = dataclasses.replace(base, generate=generate, axes={**base.axes, "design": ["linear", "two-block"]},
+                              axis_types={**base.axis_types, "design": axes.choice("linear", "two-block")})
+    out = tmp_path / "design"
+    summary = run_experiment(exp, out=out, progress=False, reps=3)
+    df = store.load_results(out)
+    assert summary.lanes_run == 2 * 2 * 3 and set(df["design"]) == {"linear", "two-block"}
+    assert df["design"].dtype != np.float64
+
+
+def test_truth_per_replicate_is_shared_across_data_points(tmp_path):
+    out = tmp_path / "per_rep"
+    run_experiment(crn_experiment(truth_per_replicate=True), out=out, progress=False)
+    df = store.load_results(out)
+    assert (df.groupby("rep")["truth_sum"].nunique() == 1).all()      # the same θ* for both p
+    assert df["truth_sum"].nunique() == 5                              # a new θ* per replicate
+
+
+def test_an_experiment_may_not_redefine_a_shared_axis():
+    with pytest.raises(ValueError, match=r"redefines shared axes \['eps'\]"):
+        dataclasses.replace(small_experiment(), axis_types={"eps": axes.positive("mine")})

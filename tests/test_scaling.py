@@ -1,4 +1,4 @@
-"""The individual-DP scaling checks (experiments/cai_scaling.py; cai spec §6.4, §7 items 7–9):
+"""The individual-DP scaling checks (the cai package's scaling module; cai spec §6.4, §7 items 7–9):
 the check classes SlopeRangeCheck / RatioCheck / RatioSlopeCheck on synthetic tables (pass on
 correct data, fail on wrong), the L-explicit theory terms, and the experiment's pieces
 (unbiased τ̂, matched design, calibrations of the privacy shift)."""
@@ -18,7 +18,9 @@ from dpsim.experiment import UsageError
 from dpsim.experiment.checks import RatioCheck, RatioSlopeCheck, SlopeRangeCheck
 from dpsim.experiment.grid import expand_grid
 from dpsim.models import theta_cai_design
-from experiments import cai_scaling as cs
+from dpsim.experiment import Context
+from dpsim.experiment.program import analyse_point
+from dpsim.experiments.cai import scaling as cs
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,7 +256,8 @@ def _matched(unit, L, eps, n=20, p=1.0, seed=0):
     shape = cs.matched_resolve_shape({"n_items": n, "k": "auto", "unit": unit, "mode": "strict", "p": p})
     key = jax.random.key(seed)
     sample = cs.matched_generate(jax.random.fold_in(key, 1), shape, {}, {"per_user": L})
-    out = cs.matched_analyse(jax.random.fold_in(key, 2), shape, {}, sample, {"per_user": L}, {"eps": eps})
+    out = analyse_point(cs.MATCHED, jax.random.fold_in(key, 2), Context(shape, {}, sample, {"per_user": L},
+                                                                     {"eps": eps}))
     return sample, jax.tree_util.tree_map(float, out)
 
 

@@ -19,7 +19,10 @@ from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.store import load_results
 from dpsim.models import PROBIT, sample_er_comparisons, theta_two_block
 from dpsim.models.btl import sample_er_win_counts
-from experiments import cai_threshold as ct
+from dpsim.experiment import Context
+from dpsim.experiment.grid import method_id
+from dpsim.experiment.program import analyse_point, fold_in_id, id_words
+from dpsim.experiments.cai import threshold as ct
 
 INF = math.inf
 
@@ -122,8 +125,8 @@ def test_edge_analysis_is_algorithm_2():
     key = jax.random.key(6)
     shape = {"n_items": 40, "k": 10}
     truth = ct.truth(None, shape)
-    out = ct.edge_analyse(key, shape, truth, W.sum(axis=1), {"gap": 0.2, "p": 0.7}, {"eps": 0.5})
-    k_noise, k_tie = jax.random.split(key)
+    out = analyse_point(ct.EDGE, key, Context(shape, truth, W.sum(axis=1), {"gap": 0.2, "p": 0.7}, {"eps": 0.5}))
+    k_noise, k_tie = jax.random.split(fold_in_id(key, id_words(method_id("counts"))))
     mask = ct.top_k_mask(k_tie, noisy_counts_edge(k_noise, W, 0.5), 10)
     assert float(out["counts"]["exact_recovery"]) == float(jnp.all(mask == truth["top_k"]))
     assert float(out["counts"]["gap_over_rate"]) == pytest.approx(0.2 / theory.edge_dp_rate(40, 0.7, 0.5))

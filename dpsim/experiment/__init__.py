@@ -1,10 +1,14 @@
-"""The experiment layer: grid → generate → analyse → score → store → summarise → verify.
+"""The experiment layer: grid → generate → privatise → analyse → score → store → summarise → verify.
 
-It knows nothing of any paper: papers live in the top-level ``experiments`` package and
-are assembled from the library (DESIGN.md, "Layout").
+It knows nothing of any paper: papers live in their own packages (``dpsim.experiments.cai``, …,
+or a researcher's study file) and are found through :mod:`dpsim.experiment.registry`
+(DESIGN.md, "Layout").
 """
-from dpsim.experiment.grid import Experiment, FigureSpec, Panel, UsageError
+from dpsim.errors import UsageError
+from dpsim.experiment import axes
+from dpsim.experiment.grid import (Context, Derived, Experiment, FigureSpec, Method, Panel,
+                                   solver_diagnostics)
 from dpsim.experiment.checks import ComparisonCheck, SlopeCheck, ThresholdCollapseCheck, TrendCheck
 
-__all__ = ["Experiment", "FigureSpec", "Panel", "UsageError", "SlopeCheck", "TrendCheck", "ComparisonCheck",
-           "ThresholdCollapseCheck"]
+__all__ = ["Context", "Derived", "Experiment", "FigureSpec", "Method", "Panel", "UsageError", "axes",
+           "solver_diagnostics", "SlopeCheck", "TrendCheck", "ComparisonCheck", "ThresholdCollapseCheck"]

@@ -1,106 +1,145 @@
-"""The vocabulary of grid axes (DESIGN.md, "Notation") and their validation.
+"""Grid axes: the shared vocabulary (DESIGN.md, "Notation") and the types an experiment uses
+to declare axes of its own.
 
-Every experiment uses these names for its axes, so the results table, the CLI and the
-checks speak one language. Each validator raises :class:`UsageError` with a one-line
-message naming the bad value.
+Every axis has an :class:`AxisType`: a validator that normalises one value or raises
+:class:`~dpsim.errors.UsageError` with a one-line message naming it, a description, and,
+for string axes, the allowed names. The vocabulary (``n_items``, ``n_users``, ``per_user``,
+``n_samples``, ``dim``, ``p``, ``eps``, ``delta``, ``k``, ``gap``, ``link``) is shared by
+every experiment, so results tables, the CLI and checks speak one language; an experiment
+adds its own axes (``c0``, ``mode``, ``mechanism``, ``scheme``, ``dataset``, …) in
+``Experiment.axis_types`` and may not redefine a shared one.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
-from dpsim.experiment.errors import UsageError
+from dpsim.errors import UsageError
+
+
+@dataclass(frozen=True)
+class AxisType:
+    """How values of one axis are validated and described.
+
+    Attributes:
+        validate: ``(axis name, value) -> normalised value``; raises UsageError.
+        doc: what the axis is (shown by ``dpsim show``).
+        choices: the allowed names of a string axis (None for numeric axes).
+    """
+
+    validate: Callable[[str, Any], Any]
+    doc: str = ""
+    choices: tuple[str, ...] | None = None
+
+    def __call__(self, axis: str, value):
+        return self.validate(axis, value)
 
 
 def _number(axis, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{axis}={value!r} is not a number")
-    if math.isnan(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise UsageError(f"{axis}={value!r} is not a number")
     return value
 
 
-def _positive_eps(axis, value):
-    value = _number(axis, value)
-    if not value > 0:
-        raise UsageError(f"{axis}={value!r} must be > 0 (use inf for the non-private case)")
-    return float(value)
-
-
-def _probability(axis, value):
-    value = _number(axis, value)
-    if not (0 < value <= 1):
-        raise UsageError(f"{axis}={value!r} must lie in (0, 1]")
-    return float(value)
-
-
-def _open_unit(axis, value):
-    value = _number(axis, value)
-    if not (0 < value < 1):
-        raise UsageError(f"{axis}={value!r} must lie in (0, 1)")
-    return float(value)
-
-
-def _int_at_least(minimum):
-    def check(axis, value):
+def _checked(test: Callable[[float], bool], requirement: str, cast=float):
+    def validate(axis, value):
         value = _number(axis, value)
-        if not float(value).is_integer() or value < minimum or math.isinf(value):
-            raise UsageError(f"{axis}={value!r} must be an integer ≥ {minimum}")
-        return int(value)
-    return check
+        if not test(value):
+            raise UsageError(f"{axis}={value!r} {requirement}")
+        return cast(value)
+    return validate
 
 
-def _positive_finite(axis, value):
-    value = _number(axis, value)
-    if not (0 < value < math.inf):
-        raise UsageError(f"{axis}={value!r} must be a finite number > 0")
-    return float(value)
+def positive_eps(doc: str = "privacy budget ε (inf: non-private)") -> AxisType:
+    """ε > 0; ε = inf is the non-private case."""
+    return AxisType(_checked(lambda v: v > 0, "must be > 0 (use inf for the non-private case)"), doc)
 
 
-def _nonneg_finite(axis, value):
-    value = _number(axis, value)
-    if not (0 <= value < math.inf):
-        raise UsageError(f"{axis}={value!r} must be a finite number ≥ 0")
-    return float(value)
+def probability(doc: str) -> AxisType:
+    """A probability in (0, 1]."""
+    return AxisType(_checked(lambda v: 0 < v <= 1, "must lie in (0, 1]"), doc)
 
 
-def _k(axis, value):
-    if value == "auto":
+def open_unit(doc: str) -> AxisType:
+    """A number in (0, 1)."""
+    return AxisType(_checked(lambda v: 0 < v < 1, "must lie in (0, 1)"), doc)
+
+
+def positive(doc: str) -> AxisType:
+    """A finite number > 0."""
+    return AxisType(_checked(lambda v: 0 < v < math.inf, "must be a finite number > 0"), doc)
+
+
+def nonnegative(doc: str) -> AxisType:
+    """A finite number ≥ 0."""
+    return AxisType(_checked(lambda v: 0 <= v < math.inf, "must be a finite number ≥ 0"), doc)
+
+
+def integer(minimum: int, doc: str, maximum: int | None = None) -> AxisType:
+    """An integer in [minimum, maximum]."""
+    upper = math.inf if maximum is None else maximum
+    text = f"must be an integer ≥ {minimum}" if maximum is None else \
+        f"must be an integer in [{minimum}, {maximum}]"
+    return AxisType(_checked(lambda v: float(v).is_integer() and minimum <= v <= upper, text, int), doc)
+
+
+def choice(*names: str, doc: str = "") -> AxisType:
+    """A string axis whose values are one of ``names``."""
+    allowed = tuple(names)
+
+    def validate(axis, value):
+        if value not in allowed:
+            raise UsageError(f"{axis}={value!r}: choose one of {', '.join(allowed)}")
         return value
-    return _int_at_least(1)(axis, value)
+    return AxisType(validate, doc, allowed)
 
 
-def _name(axis, value):
-    if not isinstance(value, str) or not value:
-        raise UsageError(f"{axis}={value!r} must be a name")
-    return value
+def name(doc: str) -> AxisType:
+    """Any non-empty string (e.g. a file path or a dataset name checked elsewhere)."""
+    def validate(axis, value):
+        if not isinstance(value, str) or not value:
+            raise UsageError(f"{axis}={value!r} must be a name")
+        return value
+    return AxisType(validate, doc)
 
 
-VALIDATORS = {
-    "n_items": _int_at_least(2),
-    "n_users": _int_at_least(1),
-    "per_user": _int_at_least(1),
-    "n_samples": _int_at_least(1),
-    "dim": _int_at_least(1),
-    "p": _probability,
-    "eps": _positive_eps,
-    "delta": _open_unit,
-    "k": _k,
-    "c0": _positive_finite,
-    "gap": _open_unit,
-    "scale": _nonneg_finite,
-    "link": _name,
-    "mode": _name,
-    "unit": _name,  # privacy unit (e.g. cai: edge or individual); a string axis, so a shape axis
+def integer_or(names: tuple[str, ...], minimum: int, doc: str) -> AxisType:
+    """An integer ≥ ``minimum``, or one of ``names`` (e.g. k = "auto")."""
+    as_int = integer(minimum, doc)
+
+    def validate(axis, value):
+        return value if value in names else as_int(axis, value)
+    return AxisType(validate, doc, None)
+
+
+VOCABULARY: dict[str, AxisType] = {
+    "n_items": integer(2, "number of items (cai n; xu, nguyen m)"),
+    "n_users": integer(1, "number of users / individuals (cai m; xu L; nguyen n)"),
+    "per_user": integer(1, "comparisons per user (cai L)"),
+    "n_samples": integer(1, "number of samples of the feature model (chowdhury n)"),
+    "dim": integer(1, "feature dimension (chowdhury d)"),
+    "p": probability("edge / observation probability"),
+    "eps": positive_eps(),
+    "delta": open_unit("approximate-DP slack δ"),
+    "k": integer_or(("auto",), 1, "top-k size (auto: the paper's rule)"),
+    "gap": positive("gap Δ between consecutive or top-k parameters"),
+    "link": choice("logistic", "probit", doc="link of the comparison model (probit: Thurstone)"),
 }
 
 
-def validate_value(axis: str, value):
-    """Validate (and normalise) one grid value of a known axis."""
-    try:
-        validator = VALIDATORS[axis]
-    except KeyError:
-        raise UsageError(f"unknown axis {axis!r}") from None
-    return validator(axis, value)
+def axis_type(axis: str, own: Mapping[str, AxisType] | None = None) -> AxisType:
+    """The type of ``axis``: the shared vocabulary's, else the experiment's own (``own``)."""
+    if axis in VOCABULARY:
+        return VOCABULARY[axis]
+    if own and axis in own:
+        return own[axis]
+    raise UsageError(f"unknown axis {axis!r}")
+
+
+def validate_value(axis: str, value, own: Mapping[str, AxisType] | None = None):
+    """Validate (and normalise) one grid value of ``axis``."""
+    return axis_type(axis, own)(axis, value)
 
 
 def parse_value(text: str):

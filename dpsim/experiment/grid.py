@@ -1,18 +1,28 @@
-"""Declarative experiment definitions and their grids (SimDesign-style).
+"""Declarative experiment definitions and their grids (SimDesign-style: generate → analyse →
+summarise over a design grid).
 
-An :class:`Experiment` names its grid axes (DESIGN vocabulary) and three pure functions:
+An :class:`Experiment` names its grid axes, their kinds, and pure functions:
 
-* ``truth(key, shape) -> pytree``: the θ*-design for one shape point (drawn once per
-  shape point, e.g. θ* fixed per n as in cai's code); may be ``None``-returning.
+* ``truth(key, shape) -> pytree``: the θ*-design of one shape point (drawn once per shape
+  point, e.g. θ* fixed per n as in cai's code), or of one replicate when
+  ``truth_per_replicate`` (then it is common to every data and analysis point of that
+  replicate: e.g. xu's θ* per (m, replicate), shared across L and ε).
 * ``generate(key, shape, truth, data) -> pytree``: one replicate's sufficient statistics.
-* ``analyse(key, shape, truth, sample, data, analysis) -> {method: {metric: scalar}}``:
-  privatise, estimate and score one replicate at one analysis point.
+* ``privatise(key, ctx) -> pytree`` (optional): what several methods release in common at
+  one analysis point (e.g. the randomised-response counts that xu's classic and debiased
+  estimators both use: common random numbers); methods see it as ``ctx.released``.
+* ``methods``: name → :class:`Method`, each ``fn(key, ctx) -> {column: scalar}`` returning
+  its declared metrics and diagnostics. Each method's key is the analysis point's key
+  folded with a stable id of the method's *name*, so adding or removing a method leaves
+  every other method's results unchanged.
 
-``shape`` is a dict of Python values of the *shape axes* (they change array shapes or
-static structure: compiled once each). ``data`` and ``analysis`` are dicts of traced
-scalars of the *data axes* and the *analysis axes*; the analysis axes (ε, δ, c0, …) are
-left out of the data key, so every analysis point of a replicate sees the same data
-(common random numbers, DESIGN "Randomness").
+Axis kinds: *shape axes* change array shapes or static structure (compiled once per value);
+*data axes* enter the data (traced, in the data key); *analysis axes* (ε, δ, mechanism, …)
+are left out of the data key, so every analysis point of a replicate sees the same data
+(common random numbers, DESIGN "Randomness"). Any axis holding a string value is static:
+on a data axis it is compiled per value like a shape axis, on an analysis axis its values
+are unrolled inside the compiled program. Values derived on the host before tracing (σ of
+a discrete Gaussian by bisection, ε from a named scaling scheme) are :class:`Derived`.
 """
 from __future__ import annotations
 
@@ -20,10 +30,13 @@ import hashlib
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from dpsim.experiment.axes import validate_value
-from dpsim.experiment.errors import UsageError
+from dpsim.experiment.axes import VOCABULARY, AxisType, axis_type
+from dpsim.errors import UsageError
+
+KINDS = ("shape", "data", "analysis")
+DIAGNOSTIC_TYPES = ("bool", "int", "float")
 
 
 @dataclass(frozen=True)
@@ -66,8 +79,117 @@ class FigureSpec:
     curve_labels: Mapping[str, str] = field(default_factory=dict)  # method → legend label
 
 
+class Context(NamedTuple):
+    """What a method (or the privatise stage) sees at one analysis point of one replicate.
+
+    ``shape``: the shape point (Python values); ``truth``: the θ*-design pytree; ``sample``:
+    what ``generate`` returned; ``data`` / ``analysis``: the data and analysis values
+    (traced numbers, Python strings for string axes, plus derived values); ``released``:
+    what ``privatise`` returned (None without that stage)."""
+
+    shape: dict
+    truth: Any
+    sample: Any
+    data: dict
+    analysis: dict
+    released: Any = None
+
+
+@dataclass(frozen=True)
+class Method:
+    """One estimator (or mechanism + estimator) run at every analysis point.
+
+    Attributes:
+        fn: ``(key, ctx: Context) -> {name: scalar}`` returning exactly ``metrics`` and the
+            keys of ``diagnostics``. ``key`` is the method's own key (folded from its name).
+        metrics: names of the float64 metrics it reports.
+        diagnostics: name → "bool" | "int" | "float", e.g. {"converged": "bool",
+            "iterations": "int"} for a method with a solver. A method without a solver
+            declares no ``converged``: its rows store null there, never a made-up True.
+        label: legend label in figures (default: the method's name).
+        doc: one line for ``dpsim show``.
+    """
+
+    fn: Callable[[Any, Context], Mapping[str, Any]]
+    metrics: tuple[str, ...]
+    diagnostics: Mapping[str, str] = field(default_factory=dict)
+    label: str = ""
+    doc: str = ""
+
+    def __post_init__(self):
+        bad = {k: v for k, v in self.diagnostics.items() if v not in DIAGNOSTIC_TYPES}
+        if bad:
+            raise ValueError(f"diagnostic types must be one of {DIAGNOSTIC_TYPES}, got {bad}")
+        clash = set(self.metrics) & set(self.diagnostics)
+        if clash:
+            raise ValueError(f"names both metric and diagnostic: {sorted(clash)}")
+
+    @property
+    def has_solver(self) -> bool:
+        return "converged" in self.diagnostics
+
+    @property
+    def columns(self) -> dict[str, str]:
+        """Every column this method reports, with its type ("float" for metrics)."""
+        return {**{m: "float" for m in self.metrics}, **self.diagnostics}
+
+
+def solver_diagnostics(**extra: str) -> dict[str, str]:
+    """{"converged": "bool", "iterations": "int", **extra}: the diagnostics of a method with
+    a solver (a :class:`dpsim.estimators.Fit`'s ``diagnostics()``)."""
+    return {"converged": "bool", "iterations": "int", **extra}
+
+
+@dataclass(frozen=True)
+class Derived:
+    """Values computed on the host from grid values, before anything is traced.
+
+    Attributes:
+        names: the values produced (each stored as a result column).
+        fn: ``point -> {name: number}``; ``point`` holds the axis values of ``level`` and the
+            levels above it (shape ⊂ data ⊂ analysis). May raise UsageError naming a bad value.
+        level: "shape" (values join the static shape point: Python numbers or strings),
+            "data" (traced data values) or "analysis" (traced analysis values, per data
+            point: e.g. ε(m, L) from a scaling scheme depends on the data axis L).
+        doc: one line for ``dpsim show``.
+    """
+
+    names: tuple[str, ...]
+    fn: Callable[[dict], Mapping[str, Any]]
+    level: str = "analysis"
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.level not in KINDS:
+            raise ValueError(f"Derived level {self.level!r}: choose one of {KINDS}")
+
+    def __call__(self, point: dict) -> dict:
+        values = dict(self.fn(point))
+        if set(values) != set(self.names):
+            raise ValueError(f"derived values {sorted(values)} differ from the declared {sorted(self.names)}")
+        return values
+
+
 @dataclass(frozen=True)
 class Experiment:
+    """A declarative experiment (module docstring).
+
+    Attributes:
+        name, title: identifier (begins with the paper's name, e.g. ``cai-fig3``) and title.
+        axes: axis → default values (the grid run by default).
+        shape_axes, analysis_axes: the kinds of axes (every other axis is a data axis).
+        truth, generate, privatise, methods: the pipeline (module docstring).
+        reps: default replicates per grid point.
+        figure: the paper's figure layout, if any.
+        axis_types: the experiment's own axes (not in the shared vocabulary).
+        derived: values computed on the host (:class:`Derived`).
+        truth_per_replicate: draw ``truth`` per (shape point, replicate), not per shape point.
+        resolve_shape: host hook filling rule-based shape values (e.g. k = "auto").
+        validate_point: host hook refusing a whole grid point (UsageError).
+        lane_bytes: working-set estimate of one replicate at a shape point (chunk sizing).
+        description: what it reproduces (spec sections), shown by ``dpsim show``.
+    """
+
     name: str
     title: str
     axes: Mapping[str, Sequence]
@@ -75,28 +197,60 @@ class Experiment:
     analysis_axes: tuple[str, ...]
     truth: Callable[..., Any]
     generate: Callable[..., Any]
-    analyse: Callable[..., Any]
+    methods: Mapping[str, Method]
     reps: int
     figure: FigureSpec | None = None
+    privatise: Callable[..., Any] | None = None
+    axis_types: Mapping[str, AxisType] = field(default_factory=dict)
+    derived: tuple[Derived, ...] = ()
+    truth_per_replicate: bool = False
     resolve_shape: Callable[[dict], dict] = staticmethod(lambda shape: shape)
     validate_point: Callable[[dict], None] = staticmethod(lambda point: None)
     lane_bytes: Callable[[dict], int] = staticmethod(lambda shape: 64 * 1024)
     description: str = ""
 
+    def __post_init__(self):
+        redefined = sorted(set(self.axis_types) & set(VOCABULARY))
+        if redefined:
+            raise ValueError(f"experiment {self.name!r} redefines shared axes {redefined}; "
+                             "the vocabulary's axes keep one meaning")
+        for axis in self.axes:
+            axis_type(axis, self.axis_types)  # every axis must have a type
+        unknown = [a for a in (*self.shape_axes, *self.analysis_axes) if a not in self.axes]
+        if unknown:
+            raise ValueError(f"experiment {self.name!r}: kind given for axes {unknown} that it does not have")
+        if not self.methods:
+            raise ValueError(f"experiment {self.name!r} has no methods")
+
     @property
     def data_axes(self) -> tuple[str, ...]:
         return tuple(a for a in self.axes if a not in self.shape_axes and a not in self.analysis_axes)
 
+    def kind(self, axis: str) -> str:
+        return "shape" if axis in self.shape_axes else "analysis" if axis in self.analysis_axes else "data"
+
+    def derived_names(self, level: str | None = None) -> tuple[str, ...]:
+        return tuple(n for d in self.derived if level in (None, d.level) for n in d.names)
+
 
 @dataclass(frozen=True)
 class Grid:
-    """The expanded grid of one run: lists of shape / data / analysis points."""
+    """The expanded grid of one run.
+
+    ``shapes``: resolved shape points (with shape-level derived values); ``data_points`` and
+    ``analysis_points``: the axis values of each level; ``data_derived[s][d]`` and
+    ``analysis_derived[s][d][a]``: the derived values at each combination; ``static_data``
+    and ``static_analysis``: the string-valued (static) data and analysis axes."""
 
     experiment: Experiment
     axes: dict[str, list]
     shapes: list[dict]
     data_points: list[dict]
     analysis_points: list[dict]
+    data_derived: list[list[dict]]
+    analysis_derived: list[list[list[dict]]]
+    static_data: tuple[str, ...]
+    static_analysis: tuple[str, ...]
 
 
 def stable_id(point: Mapping[str, Any]) -> int:
@@ -109,6 +263,11 @@ def stable_id(point: Mapping[str, Any]) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") & 0x7FFFFFFFFFFFFFFF
 
 
+def method_id(name: str) -> int:
+    """The stable id a method's key is folded with (from its name alone)."""
+    return stable_id({"method": name})
+
+
 def _canonical(value) -> str:
     if isinstance(value, float) and value.is_integer() and math.isfinite(value):
         return repr(int(value))
@@ -119,11 +278,18 @@ def _product(names: Sequence[str], axes: Mapping[str, Sequence]) -> list[dict]:
     return [dict(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
 
 
-def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None = None) -> Grid:
-    """Apply ``--set`` overrides, validate every value, and expand the grid.
+def _derive(experiment: Experiment, level: str, point: dict) -> dict:
+    out = {}
+    for d in experiment.derived:
+        if d.level == level:
+            out.update(d({**point, **out}))
+    return out
 
-    Raises :class:`UsageError` (naming the bad axis or value) before anything is written.
-    """
+
+def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None = None) -> Grid:
+    """Apply ``--set`` overrides, validate every value, derive the host values, and expand
+    the grid. Raises :class:`UsageError` (naming the bad axis or value) before anything is
+    written."""
     overrides = dict(overrides or {})
     for axis in overrides:
         if axis not in experiment.axes:
@@ -132,15 +298,30 @@ def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None
     axes = {}
     for axis, default in experiment.axes.items():
         values = overrides.get(axis, default)
-        checked = [validate_value(axis, v) for v in values]
+        checked = [axis_type(axis, experiment.axis_types)(axis, v) for v in values]
         if len(set(map(_canonical, checked))) != len(checked):
             raise UsageError(f"duplicate values in {axis}={','.join(map(str, values))}")
         axes[axis] = checked
-    shapes = [experiment.resolve_shape(s) for s in _product(experiment.shape_axes, axes)]
+    static = {a for a, vals in axes.items() if any(isinstance(v, str) for v in vals)}
+    shapes = []
+    for raw in _product(experiment.shape_axes, axes):
+        shape = experiment.resolve_shape(raw)
+        shapes.append({**shape, **_derive(experiment, "shape", shape)})
     data_points = _product(experiment.data_axes, axes)
     analysis_points = _product(experiment.analysis_axes, axes)
+    data_derived, analysis_derived = [], []
     for shape in shapes:
+        per_data, per_analysis = [], []
         for data in data_points:
-            for analysis in analysis_points:
-                experiment.validate_point({**shape, **data, **analysis})
-    return Grid(experiment, axes, shapes, data_points, analysis_points)
+            d_values = _derive(experiment, "data", {**shape, **data})
+            per_data.append(d_values)
+            per_analysis.append([
+                _derive(experiment, "analysis", {**shape, **data, **d_values, **analysis})
+                for analysis in analysis_points])
+            for analysis, a_values in zip(analysis_points, per_analysis[-1]):
+                experiment.validate_point({**shape, **data, **d_values, **analysis, **a_values})
+        data_derived.append(per_data)
+        analysis_derived.append(per_analysis)
+    return Grid(experiment, axes, shapes, data_points, analysis_points, data_derived, analysis_derived,
+                tuple(a for a in experiment.data_axes if a in static),
+                tuple(a for a in experiment.analysis_axes if a in static))

@@ -81,12 +81,40 @@ def part_files(out: Path) -> list[Path]:
     return sorted((Path(out) / PARTS).glob("part-*.parquet"))
 
 
+METHOD_COLUMNS_KEY = b"dpsim.method_columns"
+
+
+def mark_method_columns(table: pa.Table, names) -> pa.Table:
+    """Record which columns are method outputs (metrics and diagnostics) in the schema."""
+    meta = dict(table.schema.metadata or {})
+    meta[METHOD_COLUMNS_KEY] = json.dumps(list(names)).encode()
+    return table.replace_schema_metadata(meta)
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    """Arrow → pandas. Bool and int method outputs (diagnostics such as ``converged``,
+    ``iterations``) load as pandas' nullable ``boolean`` / ``Int64`` whether or not this table
+    has nulls, so a method without a solver (null ``converged``) never changes the dtypes."""
+    frame = table.to_pandas()
+    method_columns = set(json.loads((table.schema.metadata or {}).get(METHOD_COLUMNS_KEY, b"[]")))
+    for name, column in zip(table.column_names, table.columns):
+        nullable = name in method_columns or column.null_count
+        if nullable and pa.types.is_boolean(column.type):
+            frame[name] = pd.array(column.to_pylist(), dtype="boolean")
+        elif nullable and pa.types.is_integer(column.type):
+            frame[name] = pd.array(column.to_pylist(), dtype="Int64")
+    return frame
+
+
 def load_results(out: Path) -> pd.DataFrame:
     """The tidy results table of a run directory (all parts concatenated)."""
     files = part_files(out)
     if not files:
         raise UsageError(f"no results in {str(out)!r}")
-    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    tables = [pq.read_table(f) for f in files]
+    names = sorted({n for t in tables for n in json.loads((t.schema.metadata or {}).get(METHOD_COLUMNS_KEY, b"[]"))})
+    combined = pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="default")
+    return _to_pandas(mark_method_columns(combined, names))
 
 
 def completed(out: Path) -> set[tuple[int, int]]:

@@ -11,7 +11,8 @@ from dpsim.experiment.store import load_results
 
 def verify(checks: Mapping[str, object], experiments: Mapping[str, object], names: Sequence[str] = (),
            *, runs: Path = Path("runs"), seed: int = 0, reps: int | None = None,
-           progress: bool = True, watchdog: float | None = None, echo=print) -> bool:
+           progress: bool = True, watchdog: float | None = None, sources: Mapping[str, str] | None = None,
+           echo=print) -> bool:
     """Evaluate the named checks (all when ``names`` is empty); True when all pass."""
     unknown = [n for n in names if n not in checks]
     if unknown:
@@ -22,7 +23,8 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
         if check.experiment not in tables:
             experiment = experiments[check.experiment]
             out = Path(runs) / (experiment.name if seed == 0 else f"{experiment.name}-seed{seed}")
-            run_experiment(experiment, reps=reps, seed=seed, out=out, progress=progress, watchdog=watchdog)
+            run_experiment(experiment, reps=reps, seed=seed, out=out, progress=progress, watchdog=watchdog,
+                           source=(sources or {}).get(experiment.name))
             tables[check.experiment] = load_results(out)
     all_passed = True
     for check in selected:

@@ -1,20 +1,15 @@
-"""Privacy audits of cai's noisy-count mechanisms (Algorithms 2 and 3) on worst-case
-neighbouring datasets (cai spec §10.3, §10.18, §11 "Privacy audits").
+"""Privacy audits: the exact privacy loss of a mechanism on worst-case neighbouring inputs,
+and an estimate of it from samples of the mechanism alone (cai spec §10.3, §11 "Privacy
+audits"); each paper registers its mechanisms' audits as :class:`Audit` s (``AUDITS`` of its
+package), which ``dpsim audit`` runs.
 
-A count mechanism releases y = N(W) + Laplace(b)^n, N(W) = row sums of W. For neighbours W,
-W' the privacy loss at output y is
+For a Laplace count mechanism y = N(W) + Laplace(b)^n (N(W) = row sums of W) and neighbours
+W, W' the privacy loss at output y is
 
     ℓ(y) = log p_W(y)/p_W'(y) = Σ_i (|y_i − N'_i| − |y_i − N_i|)/b,
 
 whose supremum over y is ‖N − N'‖₁/b (attained when every differing coordinate lies beyond
 N_i on the side away from N'_i). The mechanism is ε-DP iff this is ≤ ε for all neighbours.
-
-Worst-case neighbours (they maximise ‖N − N'‖₁ under each adjacency):
-- **edge** (Alg. 2): one comparison's outcome flips, i beat j → j beat i: N_i − 1, N_j + 1,
-  ‖ΔN‖₁ = 2, so Laplace(2/ε) gives exactly ε;
-- **individual** (Alg. 3): one user's L comparisons, all on {i, j} and all won by i, are
-  replaced by L wins of j (worst-case replacement, spec §10.18): ‖ΔN‖₁ = 2L. Laplace(2L/ε)
-  (``mode="strict"``) gives exactly ε; the published Laplace(L/ε) (``mode="paper"``) 2ε.
 
 Three numbers are computed: the exact supremum (closed form); the largest privacy loss ℓ(y)
 over samples y ~ M(W) (ℓ has an atom at its supremum, of mass 2^(−#differing
@@ -31,25 +26,6 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from dpsim.estimators.counts import noisy_counts_edge, win_counts
-from dpsim.estimators.individual import noisy_counts_individual
-from dpsim.mechanisms.calibration import edge_count_noise_scale, individual_count_noise_scale
-
-
-def edge_worst_case_pair(W_others, i: int, j: int):
-    """Edge-adjacent (W, W'): the others' comparisons plus one comparison of {i, j}, won by
-    i in W and by j in W' (cai §2.1 adjacency, case (i)). ‖N − N'‖₁ = 2."""
-    W = W_others.at[i, j].add(1.0)
-    return W, W_others.at[j, i].add(1.0)
-
-
-def individual_worst_case_pair(W_others, i: int, j: int, per_user: int):
-    """Individual-adjacent (W, W'): the others' comparisons plus one user's L comparisons,
-    all of {i, j} and all won by i in W, all won by j in W' (cai §3.1, worst-case
-    replacement, spec §10.18). ‖N − N'‖₁ = 2L."""
-    W = W_others.at[i, j].add(float(per_user))
-    return W, W_others.at[j, i].add(float(per_user))
 
 
 def laplace_privacy_loss(y, centre, centre_prime, scale):
@@ -156,7 +132,7 @@ def audit_count_mechanism(key, mechanism: Callable, W, W_prime, scale, n_samples
 
     Returns (exact sup loss, largest sampled loss, histogram estimate, its standard error).
     """
-    N, N_prime = win_counts(W), win_counts(W_prime)
+    N, N_prime = jnp.sum(W, axis=1), jnp.sum(W_prime, axis=1)
     k, k_prime = jax.random.split(key)
     draw = _sampler(mechanism, len(params))
     y = draw(jax.random.split(k, n_samples), W, *params)
@@ -165,45 +141,3 @@ def audit_count_mechanism(key, mechanism: Callable, W, W_prime, scale, n_samples
     loss_prime = laplace_privacy_loss(y_prime, N, N_prime, scale)
     emp, se = histogram_epsilon(loss, loss_prime, bins=bins)
     return (float(max_laplace_privacy_loss(N, N_prime, scale)), float(jnp.max(loss)), emp, se)
-
-
-def _alg2(key, W, eps):
-    return noisy_counts_edge(key, W, eps)
-
-
-def _alg3_strict(key, W, eps, per_user):
-    return noisy_counts_individual(key, W, eps, per_user, "strict")
-
-
-def _alg3_paper(key, W, eps, per_user):
-    return noisy_counts_individual(key, W, eps, per_user, "paper")
-
-
-def audit_counts(key, eps_values=(0.5, 1.0, 2.0), per_user: int = 5, n_items: int = 6,
-                 n_samples: int = 200_000, W_others=None) -> list[AuditResult]:
-    """Audit Algorithm 2 (edge) and Algorithm 3 in both modes (individual) at each ε.
-
-    ``W_others`` (default: every ordered pair won once) is the data of everybody else; only
-    the neighbours' difference matters for the Laplace mechanism. Expected: Alg. 2 and
-    Alg. 3 strict have exact loss ε; Alg. 3 paper has 2ε.
-    """
-    W_others = jnp.ones((n_items, n_items)) - jnp.eye(n_items) if W_others is None else W_others
-    edge_pair = edge_worst_case_pair(W_others, 0, 1)
-    indiv_pair = individual_worst_case_pair(W_others, 0, 1, per_user)
-    results = []
-    for index, eps in enumerate(eps_values):
-        e = jnp.asarray(eps, jnp.float64)
-        cases = [("alg2-edge", "-", edge_pair, edge_count_noise_scale(eps), _alg2, (e,)),
-                 ("alg3-individual", "strict", indiv_pair,
-                  individual_count_noise_scale(eps, per_user, "strict"), _alg3_strict, (e, per_user)),
-                 ("alg3-individual", "paper", indiv_pair,
-                  individual_count_noise_scale(eps, per_user, "paper"), _alg3_paper, (e, per_user))]
-        for case_index, (name, mode, (W, W_prime), scale, mech, params) in enumerate(cases):
-            case_key = jax.random.fold_in(jax.random.fold_in(key, index), case_index)
-            exact, sampled, emp, se = audit_count_mechanism(case_key, mech, W, W_prime, scale,
-                                                            n_samples, params)
-            l1 = float(jnp.sum(jnp.abs(win_counts(W) - win_counts(W_prime))))
-            results.append(AuditResult(name, mode, float(eps), exact, emp, se,
-                                       detail=f"l1 sensitivity {l1:g}, Laplace scale {float(scale):.3g}",
-                                       known_violation=mode == "paper", sampled_max_loss=sampled))
-    return results

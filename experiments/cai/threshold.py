@@ -63,14 +63,14 @@ import numpy as np
 
 from dpsim import theory
 from dpsim.estimators import noisy_counts_individual, top_k_mask
-from dpsim.experiment import Experiment, FigureSpec, Panel, ThresholdCollapseCheck, UsageError
+from dpsim.experiment import Experiment, FigureSpec, Method, Panel, ThresholdCollapseCheck, UsageError
 from dpsim.mechanisms.calibration import COUNT_NOISE_MODES, edge_count_noise_scale
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import sample_user_comparisons, theta_two_block, top_k_size
 from dpsim.models.btl import sample_er_win_counts
 from dpsim.metrics import topk_metrics
-from experiments.cai import resolve_k
-from experiments.cai_individual import check_mode, individual_top_k_size
+from .edge import TOPK, resolve_k
+from .individual import AXIS_TYPES, individual_top_k_size
 
 INF = math.inf
 EPS = [0.1, 0.25, 0.5, 1.0, 2.0, INF]
@@ -106,15 +106,19 @@ def edge_generate(key, shape, truth, data):
     return sample_er_win_counts(key, theta, data["p"])
 
 
-def edge_analyse(key, shape, truth, counts, data, analysis):
+def edge_counts_fn(key, ctx):
     """Algorithm 2 (spec §5.3): N + Laplace(2/ε)^n, top k; and x = Δ / r_E(n, p, ε)."""
     k_noise, k_tie = jax.random.split(key)
-    eps, n = analysis["eps"], shape["n_items"]
+    eps, n, data, counts = ctx.analysis["eps"], ctx.shape["n_items"], ctx.data, ctx.sample
     noisy = counts + laplace_noise(k_noise, edge_count_noise_scale(eps), counts.shape)
-    out = topk_metrics(top_k_mask(k_tie, noisy, shape["k"]), truth["top_k"])
-    out["gap_over_rate"] = data["gap"] / theory.edge_dp_rate(n, data["p"], eps)
-    out["gap_over_statistical_rate"] = data["gap"] / theory.edge_dp_statistical_term(n, data["p"])
-    return {"counts": out}
+    return {**topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.truth["top_k"]),
+            "gap_over_rate": data["gap"] / theory.edge_dp_rate(n, data["p"], eps),
+            "gap_over_statistical_rate": data["gap"] / theory.edge_dp_statistical_term(n, data["p"])}
+
+
+EDGE_METHODS = {"counts": Method(edge_counts_fn, TOPK + ("gap_over_rate", "gap_over_statistical_rate"),
+                                 label="Alg. 2", doc="Algorithm 2 (noisy counts, Laplace(2/ε)) and the gap "
+                                                     "in units of r_E and of its statistical term")}
 
 
 def edge_lane_bytes(shape):
@@ -139,7 +143,7 @@ EDGE = Experiment(
     title="Edge DP top-k phase transition: P(exact recovery) of Algorithm 2 against Δ / r_E",
     axes={"n_items": EDGE_N, "k": ["auto"], "p": EDGE_P, "gap": EDGE_GAPS, "eps": EPS},
     shape_axes=("n_items", "k"), analysis_axes=("eps",),
-    truth=truth, generate=edge_generate, analyse=edge_analyse, reps=EDGE_REPS,
+    truth=truth, generate=edge_generate, methods=EDGE_METHODS, reps=EDGE_REPS,
     figure=FigureSpec(
         x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_E(n, p, \\epsilon)$",
         curve_label="$\\epsilon$", logx=True,
@@ -155,7 +159,6 @@ EDGE = Experiment(
 # Individual DP: Algorithm 3 with m users × L pairs
 # ---------------------------------------------------------------------------------------
 def individual_resolve_shape(shape: dict) -> dict:
-    check_mode(shape)
     return resolve_k(shape, individual_top_k_size)
 
 
@@ -165,20 +168,25 @@ def individual_generate(key, shape, truth, data):
     return sample_user_comparisons(key, theta, data["n_users"], data["per_user"])
 
 
-def individual_analyse(key, shape, truth, W, data, analysis):
+def individual_counts_fn(key, ctx):
     """Algorithm 3 (spec §5.4; ``mode``: strict Laplace(2L/ε) or paper Laplace(L/ε)), top k;
     x = Δ / r_I with L explicit and the mode's noise scale (``gap_over_rate``), with r_I as
     Thm 3.3 states it (``gap_over_stated_rate``) and with its statistical term alone."""
     k_noise, k_tie = jax.random.split(key)
-    eps, n = analysis["eps"], shape["n_items"]
-    noisy = noisy_counts_individual(k_noise, W, eps, data["per_user"], shape["mode"])
-    out = topk_metrics(top_k_mask(k_tie, noisy, shape["k"]), truth["top_k"])
-    m, gap = data["n_users"], data["gap"]
-    out["gap_over_rate"] = gap / theory.individual_dp_rate_explicit_l(
-        n, m, eps, data["per_user"], noise_factor=COUNT_NOISE_MODES[shape["mode"]])
-    out["gap_over_stated_rate"] = gap / theory.individual_dp_rate(n, m, eps)
-    out["gap_over_statistical_rate"] = gap / theory.individual_dp_stated_statistical_term(n, m)
-    return {"counts": out}
+    shape, data, eps = ctx.shape, ctx.data, ctx.analysis["eps"]
+    n, m, gap = shape["n_items"], data["n_users"], data["gap"]
+    noisy = noisy_counts_individual(k_noise, ctx.sample, eps, data["per_user"], shape["mode"])
+    return {**topk_metrics(top_k_mask(k_tie, noisy, shape["k"]), ctx.truth["top_k"]),
+            "gap_over_rate": gap / theory.individual_dp_rate_explicit_l(
+                n, m, eps, data["per_user"], noise_factor=COUNT_NOISE_MODES[shape["mode"]]),
+            "gap_over_stated_rate": gap / theory.individual_dp_rate(n, m, eps),
+            "gap_over_statistical_rate": gap / theory.individual_dp_stated_statistical_term(n, m)}
+
+
+INDIVIDUAL_METHODS = {"counts": Method(
+    individual_counts_fn, TOPK + ("gap_over_rate", "gap_over_stated_rate", "gap_over_statistical_rate"),
+    label="Alg. 3", doc="Algorithm 3 (noisy counts) and the gap in units of r_I (L explicit), of r_I as "
+                        "stated, and of its statistical term")}
 
 
 def individual_lane_bytes(shape):
@@ -196,7 +204,8 @@ INDIVIDUAL = Experiment(
     axes={"n_items": INDIVIDUAL_N, "k": ["auto"], "mode": ["strict"], "n_users": INDIVIDUAL_M,
           "per_user": [5], "gap": INDIVIDUAL_GAPS, "eps": EPS},
     shape_axes=("n_items", "k", "mode"), analysis_axes=("eps",),
-    truth=truth, generate=individual_generate, analyse=individual_analyse, reps=INDIVIDUAL_REPS,
+    truth=truth, generate=individual_generate, methods=INDIVIDUAL_METHODS, reps=INDIVIDUAL_REPS,
+    axis_types=AXIS_TYPES,
     figure=FigureSpec(
         x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_I(n, m, \\epsilon; L)$",
         curve_label="$\\epsilon$", logx=True,

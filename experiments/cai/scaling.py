@@ -41,7 +41,7 @@ mean of the ℓ∞ shift, 100 replicates): m = 1000 → 2000 → 4000 → 8000 �
 −1 while the shift is O(1).
 That is why the ε = 1 slope over the paper's m ∈ [250, 2000] (Fig. 6) was −1.18, outside
 [−1, −1/2]. The grids below keep the shift ≲ 0.4 (mε ≥ 2000 at n = 16), exactly the
-edge-DP recipe of experiments/cai.py (npε ≥ 250 there).
+edge-DP recipe of the cai package's ``edge`` module (npε ≥ 250 there).
 
 - ``cai-rate-m``: n = 16, L = 5, m ∈ {8000, …, 128000}, ε ∈ {0.25, 1, ∞}.
 - ``cai-rate-L``: n = 16, m = 32000, L ∈ {1, 2, 5, 10, 20}, ε ∈ {0.02, 0.125, ∞}. The
@@ -89,7 +89,7 @@ from dpsim.estimators import (
     unpenalised_mle,
     win_counts,
 )
-from dpsim.experiment import Experiment, FigureSpec, Panel, SlopeCheck, UsageError
+from dpsim.experiment import Experiment, FigureSpec, Method, Panel, SlopeCheck, UsageError, axes, solver_diagnostics
 from dpsim.experiment.checks import RatioCheck, RatioSlopeCheck, SlopeRangeCheck
 from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.mechanisms.laplace import laplace_noise
@@ -101,9 +101,9 @@ from dpsim.models import (
     theta_cai_design,
     true_top_k_mask,
 )
-from experiments import cai
-from experiments.cai_individual import (
-    check_mode,
+from . import edge as cai
+from .individual import (
+    AXIS_TYPES,
     individual_experiment,
     individual_generate,
     individual_lane_bytes,
@@ -138,28 +138,36 @@ def shift_metrics(estimate, reference):
 
 
 def _reference(sample):
-    """The non-private estimates on one replicate's data: unpenalised MLE (centred) and τ̂."""
+    """The non-private estimate on one replicate's data: the unpenalised MLE (centred)."""
     ref = unpenalised_mle(sample["W"])
-    return {"ref_theta": ref.theta_centred, "ref_well_posed": ref.info["strongly_connected"],
+    return {"ref_theta": ref.theta_centred, "ref_strongly_connected": ref.info["strongly_connected"],
             "ref_converged": ref.converged}
 
 
-def _score(k_tie_mle, k_tie_counts, k, sample, fit_theta, fit_centred, fit_diag, noisy, per_item):
-    """Metrics of one (mle, counts) pair of fits against the truth and the non-private fits."""
-    mle = {**estimation_metrics(fit_centred, sample["theta"]),
-           **topk_metrics(top_k_mask(k_tie_mle, fit_theta, k, tie_tol=SCORE_TIE_TOL),
-                               sample["top_k"]),
-           **shift_metrics(fit_centred, sample["ref_theta"]),
-           "converged": fit_diag[0], "iterations": fit_diag[1],
-           "well_posed": sample["ref_well_posed"], "ref_converged": sample["ref_converged"]}
+def mle_metrics(key, ctx, fit) -> dict:
+    """An Alg. 1 fit against the truth and against the non-private fit on the same data."""
+    sample = ctx.sample
+    mask = top_k_mask(key, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL)
+    return {**estimation_metrics(fit.theta_centred, sample["theta"]), **topk_metrics(mask, sample["top_k"]),
+            **shift_metrics(fit.theta_centred, sample["ref_theta"]),
+            "converged": fit.converged, "iterations": fit.iterations,
+            "ref_strongly_connected": sample["ref_strongly_connected"], "ref_converged": sample["ref_converged"]}
+
+
+def counts_metrics(key, ctx, noisy, per_item) -> dict:
+    """Noisy counts on the τ scale against τ and the raw counts, and their top k."""
+    sample = ctx.sample
     tau_hat = tau_from_counts(noisy, per_item)
     tau_ref = tau_from_counts(win_counts(sample["W"]), per_item)
-    counts = {"tau_linf": jnp.max(jnp.abs(tau_hat - sample["tau"])),
-              **topk_metrics(top_k_mask(k_tie_counts, noisy, k), sample["top_k"]),
-              **shift_metrics(tau_hat, tau_ref),
-              "converged": jnp.asarray(True), "iterations": jnp.asarray(0),
-              "well_posed": jnp.asarray(True)}
-    return {"mle": mle, "counts": counts}
+    return {"tau_linf": jnp.max(jnp.abs(tau_hat - sample["tau"])),
+            **topk_metrics(top_k_mask(key, noisy, ctx.shape["k"]), sample["top_k"]),
+            **shift_metrics(tau_hat, tau_ref)}
+
+
+SHIFT = ("privacy_linf", "privacy_msq")
+MLE_COLUMNS = dict(metrics=cai.ESTIMATION + cai.TOPK + SHIFT,
+                   diagnostics=solver_diagnostics(ref_strongly_connected="bool", ref_converged="bool"))
+COUNTS_COLUMNS = dict(metrics=("tau_linf",) + cai.TOPK + SHIFT)
 
 
 # ---------------------------------------------------------------------------------------
@@ -167,21 +175,31 @@ def _score(k_tie_mle, k_tie_counts, k, sample, fit_theta, fit_centred, fit_diag,
 # ---------------------------------------------------------------------------------------
 def rate_generate(key, shape, truth, data):
     """The data of Figs 5–7 (θ* per replicate, W of m users × L pairs, as counts; see
-    :func:`experiments.cai_individual.individual_generate`), plus τ and the non-private fit."""
+    :func:`.individual.individual_generate`), plus τ and the non-private fit."""
     sample = individual_generate(key, shape, truth, data)
     sample["tau"] = average_win_probability(sample["theta"], get_link(shape["link"]))
     return {**sample, **_reference(sample)}
 
 
-def rate_analyse(key, shape, truth, sample, data, analysis):
-    """Algorithm 1 under individual DP (``mle``) and Algorithm 3 (``counts``) at one ε."""
-    k_mle, k_counts, k_tie_mle, k_tie_counts = jax.random.split(key, 4)
-    W, L, eps = sample["W"], data["per_user"], analysis["eps"]
-    fit = perturbed_mle_individual(k_mle, W, eps, L)
-    noisy = noisy_counts_individual(k_counts, W, eps, L, shape["mode"])
-    per_item = 2.0 * data["n_users"] * L / shape["n_items"]  # S = 2mL/n
-    return _score(k_tie_mle, k_tie_counts, shape["k"], sample, fit.theta, fit.theta_centred,
-                  (fit.converged, fit.iterations), noisy, per_item)
+def rate_mle_fn(key, ctx):
+    """Algorithm 1 under individual DP at one ε (λ = 8L/ε, γ = 2L/ε)."""
+    k_noise, k_tie = jax.random.split(key)
+    fit = perturbed_mle_individual(k_noise, ctx.sample["W"], ctx.analysis["eps"], ctx.data["per_user"])
+    return mle_metrics(k_tie, ctx, fit)
+
+
+def rate_counts_fn(key, ctx):
+    """Algorithm 3 at one ε, scored on τ with S = 2mL/n."""
+    k_noise, k_tie = jax.random.split(key)
+    L = ctx.data["per_user"]
+    noisy = noisy_counts_individual(k_noise, ctx.sample["W"], ctx.analysis["eps"], L, ctx.shape["mode"])
+    return counts_metrics(k_tie, ctx, noisy, 2.0 * ctx.data["n_users"] * L / ctx.shape["n_items"])
+
+
+RATE_METHODS = {"mle": Method(rate_mle_fn, **MLE_COLUMNS, label="Alg. 1",
+                              doc="Algorithm 1 under individual DP, with its shift from the non-private fit"),
+                "counts": Method(rate_counts_fn, **COUNTS_COLUMNS, label="Alg. 3",
+                                 doc="Algorithm 3, noisy counts on the τ scale")}
 
 
 PANELS = (
@@ -192,10 +210,10 @@ PANELS = (
 )
 
 
-def rate_experiment(name, title, axes, figure=None, reps=200, description=""):
+def rate_experiment(name, title, grid, figure=None, reps=200, description=""):
     """Individual DP at n = 16 (defaults: m = 32000, L = 5, ε = 1, mode = strict)."""
-    return individual_experiment(name, title, {"n_users": [32000], **axes}, figure, reps=reps,
-                                 description=description, generate=rate_generate, analyse=rate_analyse)
+    return individual_experiment(name, title, {"n_users": [32000], **grid}, figure, reps=reps,
+                                 description=description, generate=rate_generate, methods=RATE_METHODS)
 
 
 RATE_M_USERS = [8000, 16000, 32000, 64000, 128000]
@@ -227,10 +245,7 @@ def matched_total(n_items: int, p: float) -> int:
 
 
 def matched_resolve_shape(shape: dict) -> dict:
-    """k = n//4 when 'auto'; check the unit and the count-noise mode."""
-    if shape["unit"] not in UNITS:
-        raise UsageError(f"unit={shape['unit']!r}: choose 'edge' or 'individual'")
-    check_mode(shape)
+    """k = n//4 when 'auto'."""
     return cai.resolve_k_and_link({**shape, "link": "logistic"}, individual_top_k_size)
 
 
@@ -264,22 +279,33 @@ def matched_generate(key, shape, truth, data):
     return {**sample, **_reference(sample)}
 
 
-def matched_analyse(key, shape, truth, sample, data, analysis):
-    """Edge: Alg. 1 (λ = 8/ε, γ = 1/ε) and Alg. 2 (Laplace(2/ε)). Individual: Alg. 1
-    (λ = 8L/ε, γ = 2L/ε) and Alg. 3 (Laplace(2L/ε) strict, L/ε paper)."""
-    k_mle, k_counts, k_tie_mle, k_tie_counts = jax.random.split(key, 4)
-    W, L, eps = sample["W"], data["per_user"], analysis["eps"]
-    n, p = shape["n_items"], shape["p"]
-    if shape["unit"] == "edge":
-        cal = edge_objective_perturbation(eps, n, p, c0=0.0)
-        fit = guarded_penalised_mle(W, cal.gamma, laplace_noise(k_mle, cal.lam, (n,)))
-        noisy = noisy_counts_edge(k_counts, W, eps)
+def matched_mle_fn(key, ctx):
+    """Edge: Alg. 1 with λ = 8/ε, γ = 1/ε. Individual: Alg. 1 with λ = 8L/ε, γ = 2L/ε."""
+    k_noise, k_tie = jax.random.split(key)
+    W, eps, n = ctx.sample["W"], ctx.analysis["eps"], ctx.shape["n_items"]
+    if ctx.shape["unit"] == "edge":
+        cal = edge_objective_perturbation(eps, n, ctx.shape["p"], c0=0.0)
+        fit = guarded_penalised_mle(W, cal.gamma, laplace_noise(k_noise, cal.lam, (n,)))
     else:
-        fit = perturbed_mle_individual(k_mle, W, eps, L)
-        noisy = noisy_counts_individual(k_counts, W, eps, L, shape["mode"])
-    per_item = (n - 1) * p
-    return _score(k_tie_mle, k_tie_counts, shape["k"], sample, fit.theta, fit.theta_centred,
-                  (fit.converged, fit.iterations), noisy, per_item)
+        fit = perturbed_mle_individual(k_noise, W, eps, ctx.data["per_user"])
+    return mle_metrics(k_tie, ctx, fit)
+
+
+def matched_counts_fn(key, ctx):
+    """Edge: Alg. 2 (Laplace(2/ε)). Individual: Alg. 3 (Laplace(2L/ε) strict, L/ε paper)."""
+    k_noise, k_tie = jax.random.split(key)
+    W, eps, n = ctx.sample["W"], ctx.analysis["eps"], ctx.shape["n_items"]
+    if ctx.shape["unit"] == "edge":
+        noisy = noisy_counts_edge(k_noise, W, eps)
+    else:
+        noisy = noisy_counts_individual(k_noise, W, eps, ctx.data["per_user"], ctx.shape["mode"])
+    return counts_metrics(k_tie, ctx, noisy, (n - 1) * ctx.shape["p"])
+
+
+MATCHED_METHODS = {"mle": Method(matched_mle_fn, **MLE_COLUMNS, label="Alg. 1",
+                                 doc="Algorithm 1, edge or individual calibration"),
+                   "counts": Method(matched_counts_fn, **COUNTS_COLUMNS, label="Algs 2/3",
+                                    doc="noisy counts: Algorithm 2 (edge) or 3 (individual)")}
 
 
 MATCHED_N, MATCHED_P = 200, 1.0
@@ -292,7 +318,9 @@ MATCHED = Experiment(
     axes={"n_items": [MATCHED_N], "k": ["auto"], "unit": list(UNITS), "mode": ["strict"],
           "p": [MATCHED_P], "per_user": MATCHED_L, "eps": MATCHED_EPS},
     shape_axes=("n_items", "k", "unit", "mode", "p"), analysis_axes=("eps",),
-    truth=individual_truth, generate=matched_generate, analyse=matched_analyse, reps=100,
+    truth=individual_truth, generate=matched_generate, methods=MATCHED_METHODS, reps=100,
+    axis_types={**AXIS_TYPES, "unit": axes.choice(*UNITS, doc="privacy unit: one comparison (edge) or one "
+                                                               "user's L comparisons (individual)")},
     figure=FigureSpec(
         x="per_user", curve="unit", xlabel="$L$", curve_label="unit", logx=True,
         panels=(Panel("privacy_msq", "mle", "mean sq. privacy shift (Alg. 1)"),
@@ -331,43 +359,43 @@ RATIO_SLOPE_L = theory.log_slope(
 _RANGE = (min(STAT_SLOPE_M, PRIVACY_SLOPE_M), max(STAT_SLOPE_M, PRIVACY_SLOPE_M))            # [−1, −1/2]
 
 RATE_M_CHECKS = [
-    SlopeCheck("indiv-linf-vs-m-nonprivate", RATE_M.name, "linf", "mle", "n_users", STAT_SLOPE_M, 0.1,
+    SlopeCheck("cai-indiv-linf-vs-m-nonprivate", RATE_M.name, "linf", "mle", "n_users", STAT_SLOPE_M, 0.1,
                where={"eps": [INF]},
                description="individual DP, ε = ∞: unpenalised-MLE ℓ∞ error ∝ m^{-1/2} (Thm 3.1)"),
-    SlopeRangeCheck("indiv-linf-vs-m-private", RATE_M.name, "linf", "mle", "n_users", *_RANGE,
+    SlopeRangeCheck("cai-indiv-linf-vs-m-private", RATE_M.name, "linf", "mle", "n_users", *_RANGE,
                     where={"eps": [1.0]},
                     description="individual DP, ε = 1: the slope in log m lies between the "
                                 "statistical −1/2 and the privacy −1 (95% CI inside; spec §7 item 7)"),
-    SlopeCheck("indiv-linf-vs-m-privacy-dominated", RATE_M.name, "linf", "mle", "n_users",
+    SlopeCheck("cai-indiv-linf-vs-m-privacy-dominated", RATE_M.name, "linf", "mle", "n_users",
                PRIVACY_SLOPE_M, 0.15, where={"eps": [0.25], "n_users": [8000, 16000, 32000]},
                description="individual DP, ε = 0.25, m ≤ 32000 (privacy term ≥ 3× the statistical "
                            "one): ℓ∞ error ∝ 1/m"),
-    SlopeCheck("indiv-privacy-shift-vs-m", RATE_M.name, "privacy_linf", "mle", "n_users",
+    SlopeCheck("cai-indiv-privacy-shift-vs-m", RATE_M.name, "privacy_linf", "mle", "n_users",
                PRIVACY_SLOPE_M, 0.1, where={"eps": [0.25, 1.0]},
                description="individual DP: the privacy shift ‖θ̃_ε − θ̂_∞‖∞ ∝ n log n/(mε): slope −1"),
-    SlopeCheck("indiv-counts-vs-m-nonprivate", RATE_M.name, "tau_linf", "counts", "n_users",
+    SlopeCheck("cai-indiv-counts-vs-m-nonprivate", RATE_M.name, "tau_linf", "counts", "n_users",
                STAT_SLOPE_M, 0.1, where={"eps": [INF]},
                description="raw counts: ‖τ̂ − τ‖∞ ∝ m^{-1/2}"),
-    SlopeRangeCheck("indiv-counts-vs-m-private", RATE_M.name, "tau_linf", "counts", "n_users", *_RANGE,
+    SlopeRangeCheck("cai-indiv-counts-vs-m-private", RATE_M.name, "tau_linf", "counts", "n_users", *_RANGE,
                     where={"eps": [0.25]},
                     description="Alg. 3 (strict), ε = 0.25: slope of ‖τ̂ − τ‖∞ in log m in [−1, −1/2]"),
 ]
 
 RATE_L_CHECKS = [
-    SlopeCheck("indiv-linf-vs-L-nonprivate", RATE_L.name, "linf", "mle", "per_user", STAT_SLOPE_L, 0.1,
+    SlopeCheck("cai-indiv-linf-vs-L-nonprivate", RATE_L.name, "linf", "mle", "per_user", STAT_SLOPE_L, 0.1,
                where={"eps": [INF]},
                description="ε = ∞, fixed m: the statistical error falls like L^{-1/2} (S = 2mL/n)"),
-    SlopeCheck("indiv-linf-vs-L-private", RATE_L.name, "linf", "mle", "per_user", PRIVACY_SLOPE_L, 0.15,
+    SlopeCheck("cai-indiv-linf-vs-L-private", RATE_L.name, "linf", "mle", "per_user", PRIVACY_SLOPE_L, 0.15,
                where={"eps": [0.125]},
                description="Alg. 1, ε = 0.125 (privacy-dominated), fixed m: the error does not "
                            "improve with L (slope 0; −1/2 if privacy scaled like the statistical term)"),
-    SlopeCheck("indiv-privacy-shift-vs-L", RATE_L.name, "privacy_linf", "mle", "per_user",
+    SlopeCheck("cai-indiv-privacy-shift-vs-L", RATE_L.name, "privacy_linf", "mle", "per_user",
                PRIVACY_SLOPE_L, 0.1, where={"eps": [0.125]},
                description="Alg. 1: the privacy shift (L/ε)·log n/S = n log n/(2mε) is flat in L"),
-    SlopeCheck("indiv-counts-vs-L-nonprivate", RATE_L.name, "tau_linf", "counts", "per_user",
+    SlopeCheck("cai-indiv-counts-vs-L-nonprivate", RATE_L.name, "tau_linf", "counts", "per_user",
                STAT_SLOPE_L, 0.1, where={"eps": [INF]},
                description="raw counts, fixed m: ‖τ̂ − τ‖∞ falls like L^{-1/2}"),
-    SlopeCheck("indiv-counts-vs-L-private", RATE_L.name, "tau_linf", "counts", "per_user",
+    SlopeCheck("cai-indiv-counts-vs-L-private", RATE_L.name, "tau_linf", "counts", "per_user",
                PRIVACY_SLOPE_L, 0.15, where={"eps": [0.02]},
                description="Alg. 3 (strict), ε = 0.02 (privacy-dominated), fixed m: flat in L"),
 ]
@@ -377,14 +405,14 @@ def _ratio_checks(method, lo_factor, hi_factor, what):
     checks = []
     for L in MATCHED_L[1:]:
         checks.append(RatioCheck(
-            f"indiv-over-edge-privacy-{method}-L{L}", MATCHED.name, "privacy_msq", method, "unit",
+            f"cai-indiv-over-edge-privacy-{method}-L{L}", MATCHED.name, "privacy_msq", method, "unit",
             "individual", "edge", lo_factor * L, hi_factor * L,
             where={"per_user": [L], "eps": [MATCHED_EPS[0]]}, root=True,
             description=f"{what}, L = {L}, ε = {MATCHED_EPS[0]:g}, S = {MATCHED_N - 1}: the individual/edge "
                         f"privacy cost (RMS privacy shift) lies in [{lo_factor:g}L, {hi_factor:g}L]"))
     for eps in MATCHED_EPS:
         checks.append(RatioSlopeCheck(
-            f"indiv-over-edge-privacy-{method}-vs-L-eps{eps:g}", MATCHED.name, "privacy_msq", method, "unit",
+            f"cai-indiv-over-edge-privacy-{method}-vs-L-eps{eps:g}", MATCHED.name, "privacy_msq", method, "unit",
             "individual", "edge", "per_user", RATIO_SLOPE_L, 0.1, where={"eps": [eps]}, root=True,
             description=f"{what}, ε = {eps:g}: the individual/edge privacy-cost ratio grows like L "
                         f"(slope 1 in log L; √L would give 1/2)"))

@@ -25,8 +25,8 @@ import jax.numpy as jnp
 from dpsim import theory
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask
-from dpsim.experiment import (ComparisonCheck, Experiment, FigureSpec, Panel, SlopeCheck, TrendCheck,
-                              UsageError)
+from dpsim.experiment import (ComparisonCheck, Experiment, FigureSpec, Method, Panel, SlopeCheck, TrendCheck,
+                              UsageError, axes, solver_diagnostics)
 from dpsim.models import get_link, sample_er_comparisons, theta_cai_design, top_k_size, true_top_k_mask
 
 INF = math.inf
@@ -67,18 +67,32 @@ def generate(key, shape, truth, data):
     return sample_er_comparisons(key, truth["theta"], data["p"], get_link(shape["link"]))
 
 
-def analyse(key, shape, truth, W, data, analysis):
-    """Algorithm 1 (perturbed MLE, method ``mle``) and Algorithm 2 (noisy counts, ``counts``)."""
-    k_mle, k_counts, k_tie_mle, k_tie_counts = jax.random.split(key, 4)
-    k = shape["k"]
-    fit = perturbed_mle_edge(k_mle, W, analysis["eps"], data["p"], c0=analysis["c0"])
-    mle = {**estimation_metrics(fit.theta_centred, truth["theta"]),
-           **topk_metrics(top_k_mask(k_tie_mle, fit.theta, k, tie_tol=SCORE_TIE_TOL), truth["top_k"]),
-           "converged": fit.converged, "iterations": fit.iterations}
-    counts = noisy_counts_edge(k_counts, W, analysis["eps"])
-    count = {**topk_metrics(top_k_mask(k_tie_counts, counts, k), truth["top_k"]),
-             "converged": jnp.asarray(True), "iterations": jnp.asarray(0)}
-    return {"mle": mle, "counts": count}
+ESTIMATION = ("l2", "linf", "log_rel_l2", "log_rel_linf")
+TOPK = ("relative_hamming", "exact_recovery")
+
+
+def mle_fn(key, ctx):
+    """Algorithm 1 (cai §2.2, Prop 2.1, Thm 2.1): the objective-perturbed penalised MLE with
+    λ = 8/ε, γ = max(1/ε, c0√(np log n)); its centred estimate against θ*, and its top k."""
+    k_noise, k_tie = jax.random.split(key)
+    fit = perturbed_mle_edge(k_noise, ctx.sample, ctx.analysis["eps"], ctx.data["p"], c0=ctx.analysis["c0"])
+    mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL)
+    return {**estimation_metrics(fit.theta_centred, ctx.truth["theta"]),
+            **topk_metrics(mask, ctx.truth["top_k"]), **fit.diagnostics()}
+
+
+def counts_fn(key, ctx):
+    """Algorithm 2 (cai §2.3): win counts + Laplace(2/ε), top k with random tie-break."""
+    k_noise, k_tie = jax.random.split(key)
+    noisy = noisy_counts_edge(k_noise, ctx.sample, ctx.analysis["eps"])
+    return topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.truth["top_k"])
+
+
+MLE = Method(mle_fn, ESTIMATION + TOPK, solver_diagnostics(), label="Noisy MLE",
+             doc="Algorithm 1: objective-perturbed penalised MLE (truncated Newton), centred")
+COUNTS = Method(counts_fn, TOPK, label="Counting", doc="Algorithm 2: noisy win counts, Laplace(2/ε)")
+METHODS = {"mle": MLE, "counts": COUNTS}
+AXIS_TYPES = {"c0": axes.positive("ridge constant c0 of γ = max(4κ2/ε, c0√(np log n)) (cai Thm 2.1)")}
 
 
 def lane_bytes(shape):
@@ -93,14 +107,15 @@ PANELS = (
 )
 
 
-def edge_experiment(name, title, axes, figure=None, reps=PAPER_REPS, description="", analyse=analyse):
+def edge_experiment(name, title, grid, figure=None, reps=PAPER_REPS, description="", methods=None):
+    """An edge-DP experiment (defaults n = 300, p = 1, ε = 1, c0 = 2; methods mle, counts)."""
     full = {"n_items": [300], "k": ["auto"], "link": ["logistic"], "p": [1.0], "eps": [1.0], "c0": [2.0]}
-    full.update(axes)
+    full.update(grid)
     return Experiment(
         name=name, title=title, axes=full,
         shape_axes=("n_items", "k", "link"), analysis_axes=("eps", "c0"),
-        truth=truth, generate=generate, analyse=analyse, reps=reps, figure=figure,
-        resolve_shape=resolve_shape, lane_bytes=lane_bytes, description=description)
+        truth=truth, generate=generate, methods=methods or METHODS, reps=reps, figure=figure,
+        axis_types=AXIS_TYPES, resolve_shape=resolve_shape, lane_bytes=lane_bytes, description=description)
 
 
 EPS_CURVES = [0.5, 1.0, 2.5, INF]
@@ -180,17 +195,17 @@ PRIVATE_SLOPE_P = theory.log_slope(theory.edge_dp_privacy_term, "p", _AT)       
 NONPRIVATE_SLOPE_P = theory.log_slope(theory.edge_dp_statistical_term, "p", _AT)   # −1/2
 
 CHECKS = [
-    *_slope_checks("edge-linf-vs-eps-private", RATE_EPS, "eps", PRIVATE_SLOPE_EPS, 0.2, {},
+    *_slope_checks("cai-edge-linf-vs-eps-private", RATE_EPS, "eps", PRIVATE_SLOPE_EPS, 0.2, {},
                    "slope of log ℓ∞ error in log ε where the privacy term dominates: −1 (Thm 2.1)"),
-    *_slope_checks("edge-linf-vs-p-private", RATE_P, "p", PRIVATE_SLOPE_P, 0.2,
+    *_slope_checks("cai-edge-linf-vs-p-private", RATE_P, "p", PRIVATE_SLOPE_P, 0.2,
                    {"eps": [0.5], "p": [0.5, 0.7, 1.0]},
                    "slope in log p, privacy-dominated (ε = 0.5, npε ≥ 250): −1 (Thm 2.1)"),
-    *_slope_checks("edge-linf-vs-p-nonprivate", RATE_P, "p", NONPRIVATE_SLOPE_P, 0.15, {"eps": [INF]},
+    *_slope_checks("cai-edge-linf-vs-p-nonprivate", RATE_P, "p", NONPRIVATE_SLOPE_P, 0.15, {"eps": [INF]},
                    "slope in log p, non-private: −1/2 (Thm 2.1 with ε = ∞)"),
-    TrendCheck("edge-linf-vs-n-private", RATE_N.name, "linf", "mle", "n_items", -1,
+    TrendCheck("cai-edge-linf-vs-n-private", RATE_N.name, "linf", "mle", "n_items", -1,
                where={"eps": [0.2], "c0": [SMALL_C0]},
                description="ℓ∞ error decreases in n at fixed p, ε = 0.2 (r_E ∝ log n/n)"),
-    TrendCheck("edge-linf-vs-n-nonprivate", RATE_N.name, "linf", "mle", "n_items", -1,
+    TrendCheck("cai-edge-linf-vs-n-nonprivate", RATE_N.name, "linf", "mle", "n_items", -1,
                where={"eps": [INF], "c0": [SMALL_C0]},
                description="ℓ∞ error decreases in n at fixed p, non-private (r_E ∝ √(log n/n))"),
 ]

@@ -1,0 +1,222 @@
+"""The compiled programs of a run: keys, the lane function, the method output contract, and
+ahead-of-time compilation (with the LAPACK deadlock guard of :mod:`dpsim.linalg`).
+
+A *lane* is one (data point, replicate) pair: it draws the data once and analyses it at
+every analysis point in turn, so all privacy levels of a replicate see the same data. A
+*chunk* is a fixed number of lanes, processed by ``lax.map`` in vmapped micro-batches; each
+step of a run (a shape point and its static data values) compiles one chunk program.
+
+Keys (DESIGN "Randomness"), from stable integers only, never from batch positions:
+
+* θ*-design: (seed, TRUTH, id(shape)), and with ``truth_per_replicate`` also the replicate;
+* lane: (seed, DATA, id(shape ∪ data point), rep); ``generate`` gets it folded with DATA;
+* analysis point: the lane key folded with ANALYSIS and id(analysis point);
+* a method: the analysis key folded with id(method name); the privatise stage: with
+  id("privatise"). Adding or removing a method changes no other method's draws.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpsim.errors import UsageError, warn
+from dpsim.experiment.grid import Context, Experiment, method_id, stable_id
+from dpsim.linalg import batched_lapack_calls
+
+_TRUTH, _DATA, _ANALYSIS = 1, 2, 3
+_DTYPES = {"float": jnp.float64, "bool": jnp.bool_, "int": jnp.int64}
+
+
+def base_key(seed):
+    return jax.random.key(seed)
+
+
+def id_words(ids) -> np.ndarray:
+    """63-bit ids as (low, high) uint32 words, the form ``fold_in`` takes."""
+    ids = np.asarray(ids, dtype=np.uint64)
+    return np.stack([ids & np.uint64(0xFFFFFFFF), ids >> np.uint64(32)], axis=-1).astype(np.uint32)
+
+
+def fold_in_id(key, words):
+    """Fold a 63-bit id, given as its two uint32 words, into a key."""
+    return jax.random.fold_in(jax.random.fold_in(key, words[0]), words[1])
+
+
+def truth_key(seed, shape_words) -> jax.Array:
+    """Key of the θ*-design of one shape point: (seed, shape id), the id given as its two
+    uint32 words (:func:`id_words` of :func:`stable_id` of the shape). Traceable."""
+    return fold_in_id(jax.random.fold_in(base_key(seed), _TRUTH), shape_words)
+
+
+def lane_key(seed, data_words, rep):
+    """Key of one lane: (seed, id(shape ∪ data point), rep)."""
+    key = fold_in_id(jax.random.fold_in(base_key(seed), _DATA), data_words)
+    return jax.random.fold_in(key, rep)
+
+
+PRIVATISE_WORDS = id_words(stable_id({"stage": "privatise"}))
+
+
+def _checked_outputs(experiment: Experiment, name: str, out: Mapping) -> dict:
+    """A method's outputs, checked against its declaration and cast to the declared types."""
+    declared = experiment.methods[name].columns
+    got = set(out)
+    missing, extra = sorted(set(declared) - got), sorted(got - set(declared))
+    if missing or extra:
+        problem = (f"did not return {missing}" if missing else "") + (" and " if missing and extra else "") + \
+                  (f"returned undeclared {extra}" if extra else "")
+        raise UsageError(f"experiment {experiment.name!r}: method {name!r} {problem}; a Method declares "
+                         f"every metric and diagnostic it returns")
+    checked = {}
+    for column, kind in declared.items():
+        value = jnp.asarray(out[column])
+        if value.shape != ():
+            raise UsageError(f"experiment {experiment.name!r}: method {name!r} returned {column!r} of shape "
+                             f"{value.shape}; every metric and diagnostic is a scalar per replicate")
+        checked[column] = value.astype(_DTYPES[kind])
+    return checked
+
+
+def analyse_point(experiment: Experiment, a_key, ctx: Context) -> dict:
+    """Every method at one analysis point: {method: {column: scalar}} (module docstring)."""
+    if experiment.privatise is not None:
+        ctx = ctx._replace(released=experiment.privatise(fold_in_id(a_key, PRIVATISE_WORDS), ctx))
+    out = {}
+    for name, method in experiment.methods.items():
+        key = fold_in_id(a_key, id_words(method_id(name)))
+        out[name] = _checked_outputs(experiment, name, method.fn(key, ctx))
+    return out
+
+
+def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int):
+    """The program of one step: (seed, truth, lanes) → {method: {column: [lanes, Q]}}.
+
+    Args:
+        shape: the shape point (Python values); ``static_data``: the step's string data values.
+        groups: [(static analysis values, analysis indices)], the analysis points grouped by
+            their string values (each group is a ``lax.map`` over its numeric values; the
+            groups are unrolled); outputs are concatenated in group order.
+        micro: lanes vmapped together (1: lanes one at a time).
+    Returns:
+        ``chunk(seed, truth, data_words, reps, data_vals, a_words, a_vals)`` with per-lane
+        ``data_words`` [B, 2], ``reps`` [B], ``data_vals`` {name: [B]}, shared ``a_words``
+        [Q, 2] and per-lane ``a_vals`` {name: [B, Q]}.
+    """
+    shape_words = id_words(stable_id(shape))
+
+    def lane(seed, truth, data_words, rep, data_vals, a_words, a_vals):
+        key = lane_key(seed, data_words, rep)
+        if experiment.truth_per_replicate:
+            truth = experiment.truth(jax.random.fold_in(truth_key(seed, jnp.asarray(shape_words)), rep), shape)
+        data = {**static_data, **data_vals}
+        sample = experiment.generate(jax.random.fold_in(key, _DATA), shape, truth, data)
+        outputs = []
+        for static_values, indices in groups:
+            idx = np.asarray(indices)
+
+            def one(args, static_values=static_values):
+                words, values = args
+                a_key = fold_in_id(jax.random.fold_in(key, _ANALYSIS), words)
+                ctx = Context(shape, truth, sample, data, {**static_values, **values})
+                return analyse_point(experiment, a_key, ctx)
+
+            outputs.append(jax.lax.map(one, (a_words[idx], {k: v[idx] for k, v in a_vals.items()})))
+        return jax.tree_util.tree_map(lambda *parts: jnp.concatenate(parts), *outputs)
+
+    def chunk(seed, truth, data_words, reps, data_vals, a_words, a_vals):
+        return jax.lax.map(lambda args: lane(seed, truth, *args[:3], a_words, args[3]),
+                           (data_words, reps, data_vals, a_vals), batch_size=micro if micro > 1 else None)
+
+    return chunk
+
+
+def make_truth_fn(experiment: Experiment, shape: dict):
+    """(seed, shape-id words) → the θ*-design of one shape point (``None`` when the truth is
+    drawn per replicate inside the lanes)."""
+    def truth(seed, words):
+        if experiment.truth_per_replicate:
+            return None
+        return experiment.truth(truth_key(seed, words), shape)
+    return truth
+
+
+_COMPILED: dict = {}
+
+
+def _signature(tree) -> str:
+    """Shapes, dtypes and structure of a pytree of arrays or ``ShapeDtypeStruct`` s."""
+    leaves = jax.tree_util.tree_map(lambda a: (tuple(a.shape), str(a.dtype)), tree)
+    return repr(jax.tree_util.tree_structure(tree)) + repr(leaves)
+
+
+def spec(tree):
+    """``ShapeDtypeStruct`` s of a pytree of arrays, for compiling without executing."""
+    return jax.tree_util.tree_map(lambda a: a if isinstance(a, jax.ShapeDtypeStruct)
+                                  else jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype), tree)
+
+
+def _lapack_problem(compiled) -> list[str]:
+    """Batched LAPACK calls of a compiled program (CPU only; see :mod:`dpsim.linalg`)."""
+    if jax.default_backend() != "cpu":
+        return []
+    return batched_lapack_calls(compiled.as_text())
+
+
+def _static_key(experiment, *parts) -> tuple:
+    return (id(experiment), *(repr(sorted(p.items())) if isinstance(p, dict) else repr(p) for p in parts))
+
+
+def compiled_truth_fn(experiment: Experiment, shape: dict):
+    """Ahead-of-time compiled :func:`make_truth_fn`, cached per (experiment, shape point).
+    Compiled only (never executed) in the runner's background thread."""
+    key = ("truth",) + _static_key(experiment, shape)
+    entry = _COMPILED.get(key)
+    if entry is None:
+        compiled = jax.jit(make_truth_fn(experiment, shape)).lower(
+            jax.ShapeDtypeStruct((), jnp.uint32), jax.ShapeDtypeStruct((2,), jnp.uint32)).compile()
+        problem = _lapack_problem(compiled)
+        if problem:
+            raise UsageError(f"experiment {experiment.name!r}: its truth function calls LAPACK on a batch "
+                             f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
+        entry = (experiment, compiled)  # keep experiment alive for id()
+        _COMPILED[key] = entry
+    return entry[1]
+
+
+def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
+                      example_args: tuple):
+    """Ahead-of-time compiled :func:`make_chunk_fn`, cached in-process per (experiment, step,
+    micro-batch, argument shapes): a second run of the same experiment compiles nothing.
+
+    ``example_args`` may be arrays or ``ShapeDtypeStruct`` s (compiling executes nothing).
+    On CPU a program with a batched LAPACK call can deadlock (:mod:`dpsim.linalg`): it is
+    compiled again with unbatched lanes (micro-batch 1, with a warning), and refused with a
+    one-line error if a batched call remains.
+    """
+    example_args = spec(example_args)
+    key = _static_key(experiment, shape, static_data, groups, micro) + (_signature(example_args),)
+    entry = _COMPILED.get(key)
+    if entry is None:
+        build = lambda m: jax.jit(make_chunk_fn(experiment, shape, static_data, groups, m)).lower(*example_args).compile()
+        compiled = build(micro)
+        problem = _lapack_problem(compiled)
+        if problem and micro > 1:
+            warn(f"experiment {experiment.name!r} calls LAPACK on a batch of lanes ({'; '.join(problem)}); "
+                 f"batched LAPACK deadlocks XLA:CPU, so its lanes run one at a time (slower): "
+                 f"use dpsim.linalg (e.g. dpsim.linalg.solve) to keep them batched")
+            compiled = build(1)
+            problem = _lapack_problem(compiled)
+        if problem:
+            raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
+                             f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
+        entry = (experiment, compiled)
+        _COMPILED[key] = entry
+    return entry[1]
+
+
+def clear_cache() -> None:
+    """Forget every compiled program of this process (tests; the persistent XLA cache stays)."""
+    _COMPILED.clear()

@@ -1,0 +1,18 @@
+"""cai — "Optimal Differentially Private Ranking from Pairwise Comparisons" (T. Tony Cai, Abhinav
+Chakraborty, Yichen Wang); spec ``../shared/papers/cai.md`` (in the repository that holds this
+project, the ``shared/papers`` folder beside the checkout).
+
+Modules: ``edge`` (edge DP, Figures 1–3, rate checks), ``individual`` (Figure 4 with the one-shot
+baseline, individual DP Figures 5–7, real data Figure 8), ``scaling`` (individual-DP rates in m
+and L, edge vs individual at matched comparisons), ``threshold`` (the top-k phase transition),
+``audits`` (privacy audits of Algorithms 2 and 3).
+"""
+from . import audits, edge, individual, scaling, threshold
+
+PAPER = "cai"
+TITLE = "Optimal Differentially Private Ranking from Pairwise Comparisons (Cai, Chakraborty, Wang)"
+SPEC = "shared/papers/cai.md"
+
+EXPERIMENTS = [*edge.EXPERIMENTS, *individual.EXPERIMENTS, *scaling.EXPERIMENTS, *threshold.EXPERIMENTS]
+CHECKS = [*edge.CHECKS, *individual.CHECKS, *scaling.CHECKS, *threshold.CHECKS]
+AUDITS = audits.AUDITS
