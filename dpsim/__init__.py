@@ -1,10 +1,17 @@
 """dpsim: a JAX simulator for minimax-rate experiments in differentially private
 learning from pairwise comparisons and human response data.
 
-Importing dpsim enables float64 in JAX (DESIGN.md: estimators run in float64).
+Importing dpsim enables float64 in JAX for the whole process (``jax_enable_x64``): the
+estimators are solved to ‖∇‖∞ ≤ 1e-10, far below float32 resolution (DESIGN.md: estimators
+run in float64). A program that must stay in float32 should not import dpsim.
+
+Citations in docstrings: "cai §3.4", "xu eq. (3)" are the papers' own sections and
+equations; "cai spec §10.3" (or xu, nguyen, chowdhury spec) is the project's specification
+of that paper, ``shared/papers/<paper>.md`` in the shared folder beside the repository,
+which reconstructs the paper and lists its errata.
 """
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

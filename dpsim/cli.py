@@ -1,4 +1,4 @@
-"""The ``dpsim`` command: list, run, plot, verify, audit.
+"""The ``dpsim`` command: list, show, run, plot, verify, audit.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """
@@ -21,10 +21,11 @@ class _Parser(argparse.ArgumentParser):
 def cmd_list(args) -> int:
     from dpsim.experiment.registry import catalogue
     found = catalogue(args.study)
-    print("experiments:")
+    from dpsim.experiment.describe import compact_grid
+    print("experiments (details: dpsim show NAME):")
     for e in found.experiments.values():
-        grid = " ".join(f"{a}={len(v)}" for a, v in e.axes.items() if len(v) > 1)
-        print(f"  {e.name:<26} {e.reps:>5} reps  [{grid}]  {e.title}")
+        print(f"  {e.name:<26} {e.reps:>5} reps  {e.title}")
+        print(f"  {'':<26}            {compact_grid(e)}")
     print("checks:")
     for c in found.checks.values():
         print(f"  {c.name:<48} ({c.experiment}) {c.description}")
@@ -46,19 +47,47 @@ def _parse_sets(options):
 
 
 def _plot_dir(out: Path, experiment, to: Path | None = None) -> list[Path]:
+    """Draw the experiment's figure(s) from the run directory's table: PNG, PDF and the
+    plotted points as CSV, beside each other (several figures when an axis the figure does
+    not map has several values)."""
     from dpsim.experiment.store import load_results
-    from dpsim.plots import draw_figure, save_figure
+    from dpsim.plots import draw_figures, save_figure
     if experiment.figure is None:
         return []
-    fig = draw_figure(load_results(out), experiment.figure)
-    return save_figure(fig, (to or out / "figure"))
+    paths = []
+    for drawn in draw_figures(load_results(out), experiment.figure):
+        paths += save_figure(drawn, to or out / "figure")
+    return paths
+
+
+def cmd_show(args) -> int:
+    from dpsim.experiment.describe import describe, estimate_seconds
+    from dpsim.experiment.registry import experiment as resolve
+    experiment, source = resolve(args.experiment)
+    for line in describe(experiment, source):
+        print(line)
+    if not args.no_estimate:
+        seconds, how = estimate_seconds(experiment)
+        print(f"  estimated run time of the default grid here: {_duration(seconds)} ({how})")
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def cmd_run(args) -> int:
     from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.runner import run_experiment
+    from dpsim.experiment.runner import plan_run, run_experiment
     experiment, source = resolve(args.experiment)
     overrides = _parse_sets(args.set)
+    if args.dry_run:
+        plan = plan_run(experiment, reps=args.reps, seed=args.seed, out=args.out, overrides=overrides,
+                        chunk=args.chunk, workers=args.workers)
+        print(f"{experiment.name} (dry run, nothing written):")
+        for line in plan.describe():
+            print(line)
+        return 0
     summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
                              overrides=overrides, chunk=args.chunk, workers=args.workers,
                              progress=not args.no_progress, watchdog=args.watchdog, source=source)
@@ -70,9 +99,11 @@ def cmd_run(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from dpsim.experiment.store import read_manifest
+    from dpsim.experiment.store import check_directory, read_manifest
     out = Path(args.dir)
-    manifest = read_manifest(out)
+    if args.to:
+        check_directory(Path(args.to).parent, "--to")
+    manifest = read_manifest(out) if out.is_dir() else None
     if manifest is None:
         raise UsageError(f"{str(out)!r} holds no dpsim run (no manifest.json)")
     experiment = _manifest_experiment(manifest)
@@ -105,10 +136,10 @@ def cmd_verify(args) -> int:
         if not names:
             raise UsageError(f"study file {study!r} defines no checks")
     checks = {c.name: c for c in select(found.checks, names, "check")}
-    ok = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
-                reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
-                sources=found.source)
-    return 0 if ok else 1
+    _, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
+                       reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
+                       sources=found.source)
+    return 1 if counts["FAIL"] or counts["REFUSED"] else 0
 
 
 def cmd_audit(args) -> int:
@@ -144,14 +175,27 @@ def _add_watchdog(parser) -> None:
                              "(default $DPSIM_WATCHDOG or 900); re-running resumes")
 
 
+EPILOG = """start with `dpsim list` (experiments, checks, audits) and `dpsim show NAME` (axes, methods,
+metrics, expected run time); then `dpsim run NAME [--set AXIS=V1,V2] [--dry-run]`."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dpsim", description="Minimax-rate experiments for DP ranking.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    from dpsim import __version__
+    parser = _Parser(prog="dpsim", description="Minimax-rate experiments for differentially private "
+                     "learning from pairwise comparisons and response data.", epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"dpsim {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lister = sub.add_parser("list", help="list experiments, checks and audits")
     lister.add_argument("study", nargs="?", default=None, help="also list a study file's (path/to/study.py)")
     lister.set_defaults(func=cmd_list)
 
-    run = sub.add_parser("run", help="run (or resume) an experiment")
+    show = sub.add_parser("show", help="an experiment's axes, methods, metrics and expected run time")
+    show.add_argument("experiment", help="a name from `dpsim list`, or path/to/study.py[:NAME]")
+    show.add_argument("--no-estimate", action="store_true", help="skip the run-time estimate")
+    show.set_defaults(func=cmd_show)
+
+    run = sub.add_parser("run", help="run (or resume) an experiment",
+                         epilog="experiments: `dpsim list`; an experiment's axes and defaults: `dpsim show NAME`")
     run.add_argument("experiment", help="a name from `dpsim list`, or path/to/study.py[:NAME]")
     run.add_argument("--reps", type=int, default=None, help="replicates per grid point")
     run.add_argument("--seed", type=int, default=0)
@@ -161,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=None,
                      help="chunks computed at the same time (default: CPU cores, at most 4; 1 on GPU)")
     run.add_argument("--no-progress", action="store_true")
+    run.add_argument("--dry-run", action="store_true", help="print the plan (programs, lanes, chunks); write nothing")
     _add_watchdog(run)
     run.set_defaults(func=cmd_run)
 
@@ -171,9 +216,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     ver = sub.add_parser("verify", help="run and evaluate rate checks")
     ver.add_argument("checks", nargs="*", help="check names, a paper prefix (cai), or path/to/study.py")
-    ver.add_argument("--runs", default="runs", help="directory holding the checks' runs")
+    ver.add_argument("--runs", default=str(Path("runs") / "verify"),
+                     help="directory holding the checks' runs (default runs/verify, apart from `dpsim run`'s)")
     ver.add_argument("--seed", type=int, default=0)
-    ver.add_argument("--reps", type=int, default=None)
+    ver.add_argument("--reps", type=int, default=None,
+                     help="judge on exactly this many replicates (computed if missing; default: each "
+                          "experiment's own)")
     ver.add_argument("--no-progress", action="store_true")
     _add_watchdog(ver)
     ver.set_defaults(func=cmd_verify)
@@ -214,8 +262,12 @@ _python_showwarning = warnings.showwarning
 def main(argv=None) -> int:
     warnings.showwarning = _show_warning
     try:
-        args = build_parser().parse_args(argv)
-        if args.command in ("run", "verify"):
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0
+        if args.command in ("run", "verify", "show"):
             enable_compilation_cache()
         return args.func(args)
     except UsageError as exc:
@@ -231,6 +283,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("dpsim: interrupted; completed chunks are saved, re-run to resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     finally:
         warnings.showwarning = _python_showwarning
 

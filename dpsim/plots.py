@@ -1,25 +1,39 @@
-"""Figure helpers: draw an experiment's :class:`FigureSpec` from its results table.
+"""Figures drawn from the data: an experiment's :class:`FigureSpec` applied to its results table.
 
-The layout follows the papers: one panel per (metric, method), the x axis a grid axis,
-one curve per value of another axis, each point the mean over replicates (cai plots means
-without error bars; we add a 95% CI band, which is narrow at 120 replicates).
+The layout follows the papers (one panel per (metric, method), the x axis a grid axis, one
+curve per value of another axis or per method), and everything else comes from the table:
+
+* every value present on the x axis and every curve is drawn; ε = ∞ on a numeric x axis
+  is drawn one step beyond the largest finite value, with the tick label ∞;
+* an axis that the figure does not map (x, curve, a panel's ``where``) and that has several
+  values in the table is never pooled: the figure is split, one per value (file names and
+  titles say which);
+* a panel without data is an error, not an empty picture;
+* the title is the paper's figure name, the subtitle the grid actually run (every axis with
+  one value, in the paper's symbols), the footer the replicate count and what the bands are
+  (mean ± 95% CI);
+* legends are in numeric order with ∞ last; points where fits did not converge are marked;
+* beside each image, the plotted points (means, intervals, counts) as a CSV.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import string
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from dpsim.errors import UsageError  # noqa: E402
 from dpsim.experiment.grid import FigureSpec  # noqa: E402
-from dpsim.experiment.summary import select, summarise  # noqa: E402
+from dpsim.experiment.summary import grid_columns, select, summarise  # noqa: E402
 
 
 def format_value(value) -> str:
@@ -32,58 +46,183 @@ def format_value(value) -> str:
     return str(value)
 
 
-def draw_figure(table: pd.DataFrame, spec: FigureSpec) -> plt.Figure:
-    """A 2-column grid of panels; returns the matplotlib figure."""
-    data = select(table, spec.where)
+def sort_key(value):
+    """Numeric order with ∞ last, names after numbers."""
+    if isinstance(value, str):
+        return (2, 0.0, value)
+    value = float(value)
+    return (1, 0.0, "") if math.isinf(value) else (0, value, "")
+
+
+def symbol(spec: FigureSpec, axis: str) -> str:
+    return spec.symbols.get(axis, axis)
+
+
+@dataclass
+class Drawn:
+    """One drawn figure: the matplotlib figure, its plotted points, and the values of the
+    axes it was split on ({} when not split)."""
+
+    figure: plt.Figure
+    points: pd.DataFrame
+    split: dict
+
+
+def mapped_axes(spec: FigureSpec) -> set[str]:
+    axes = {spec.x, spec.curve}
+    for panel in spec.panels:
+        axes |= set(panel.where)
+        if panel.x:
+            axes.add(panel.x)
+    return axes
+
+
+def split_axes(table: pd.DataFrame, spec: FigureSpec) -> list[str]:
+    """The grid axes the figure does not map that hold several values (one figure each)."""
+    mapped = mapped_axes(spec)
+    return [a for a in grid_columns(table) if a not in mapped and table[a].nunique(dropna=True) > 1]
+
+
+def draw_figures(table: pd.DataFrame, spec: FigureSpec) -> list[Drawn]:
+    """Every figure of ``spec`` on ``table``: one, or one per combination of the values of the
+    axes it does not map (:func:`split_axes`)."""
+    axes = split_axes(table, spec)
+    if not axes:
+        return [_draw(table, spec, {})]
+    drawn = []
+    values = [sorted(table[a].dropna().unique(), key=sort_key) for a in axes]
+    for combo in itertools.product(*values):
+        split = dict(zip(axes, combo))
+        rows = select(table, {a: [v] for a, v in split.items()})
+        if not rows.empty:
+            drawn.append(_draw(rows, spec, split))
+    return drawn
+
+
+def _x_positions(xs: np.ndarray, logx: bool) -> tuple[np.ndarray, float | None]:
+    """Plot positions of x values; ∞ goes one (log or linear) step beyond the largest finite
+    value. Returns (positions, the position of ∞ or None)."""
+    finite = np.sort(np.unique(xs[np.isfinite(xs)]))
+    if not np.isinf(xs).any():
+        return xs, None
+    if len(finite) == 0:
+        return np.where(np.isinf(xs), 1.0, xs), 1.0
+    if logx:
+        step = np.exp(np.mean(np.diff(np.log(finite)))) if len(finite) > 1 else 2.0
+        where = finite[-1] * max(step, 1.5)
+    else:
+        step = float(np.mean(np.diff(finite))) if len(finite) > 1 else max(abs(finite[-1]), 1.0)
+        where = finite[-1] + step
+    return np.where(np.isinf(xs), where, xs), where
+
+
+def _constant_axes(table: pd.DataFrame, spec: FigureSpec, split: dict) -> str:
+    parts = []
+    for axis in grid_columns(table):
+        values = table[axis].dropna().unique()
+        if axis in split or len(values) != 1 or axis in (spec.x, spec.curve):
+            continue
+        parts.append(f"{symbol(spec, axis)} = {format_value(values[0])}")
+    return ", ".join(parts)
+
+
+def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
     n_panels = len(spec.panels)
     cols = 2 if n_panels > 1 else 1
-    rows = math.ceil(n_panels / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
-    curves = list(dict.fromkeys(data[spec.curve])) if spec.curve == "method" else \
-        sorted(data[spec.curve].unique(), key=lambda v: (isinstance(v, str), v))
-    colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(curves), 1)))
+    rows_n = math.ceil(n_panels / cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(5.2 * cols, 3.8 * rows_n + 0.6), squeeze=False)
+    if spec.curve == "method":
+        present = set(table["method"])
+        curves = [m for m in spec.curve_labels if m in present] + sorted(present - set(spec.curve_labels), key=str)
+    else:
+        curves = sorted(table[spec.curve].dropna().unique(), key=sort_key)
+    colours = dict(zip(curves, plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(curves), 1)))))
+    points, reps_seen, any_unconverged = [], [], False
     for ax, panel, letter in zip(axes.flat, spec.panels, string.ascii_lowercase):
         x = panel.x or spec.x
-        rows_ = select(data, panel.where, method=panel.method)
-        rows_ = rows_[rows_[panel.metric].notna()]
-        rows_ = rows_[np.isfinite(rows_[x].astype(float))] if rows_[x].dtype.kind == "f" else rows_
-        stats = summarise(rows_, panel.metric, [spec.curve, x])
-        for colour, value in zip(colours, curves):
-            s = stats[stats[spec.curve] == value].sort_values(x)
+        logx = spec.logx if panel.logx is None else panel.logx
+        rows = select(table, panel.where, method=panel.method)
+        rows = rows[rows[panel.metric].notna()] if panel.metric in rows else rows.iloc[0:0]
+        label = f"({letter}) {panel.title or panel.ylabel}"
+        if rows.empty:
+            raise UsageError(f"panel {label!r} of the figure has no data "
+                             f"(method={panel.method}, where={dict(panel.where)}, metric={panel.metric!r})")
+        stats = summarise(rows, panel.metric, ["method" if spec.curve == "method" else spec.curve, x])
+        reps_seen.extend(rows.groupby("point")["rep"].nunique().tolist() if "point" in rows else [])
+        xs_all = stats[x].to_numpy(float) if stats[x].dtype.kind in "fi" else None
+        positions, inf_at = _x_positions(xs_all, logx) if xs_all is not None else (None, None)
+        stats = stats.assign(_pos=positions if positions is not None else stats[x])
+        for curve in curves:
+            key = "method" if spec.curve == "method" else spec.curve
+            s = stats[stats[key] == curve].sort_values("_pos")
             if s.empty:
                 continue
-            label = spec.curve_labels.get(value, value) if spec.curve == "method" else \
-                f"{spec.curve_label} = {format_value(value)}"
-            ax.plot(s[x], s["mean"], marker="o", ms=4, color=colour, label=label)
-            ax.fill_between(s[x], s["ci_low"], s["ci_high"], color=colour, alpha=0.15, lw=0)
-        if spec.logx if panel.logx is None else panel.logx:
+            name = spec.curve_labels.get(curve, curve) if spec.curve == "method" else \
+                f"{spec.curve_label} = {format_value(curve)}"
+            ax.plot(s["_pos"], s["mean"], marker="o", ms=4, color=colours[curve], label=name)
+            ax.fill_between(s["_pos"], s["ci_low"], s["ci_high"], color=colours[curve], alpha=0.15, lw=0)
+            if "unconverged" in s and (s["unconverged"] > 0).any():
+                bad = s[s["unconverged"] > 0]
+                ax.plot(bad["_pos"], bad["mean"], "x", color="red", ms=9, mew=2, zorder=5)
+                any_unconverged = True
+            for _, r in s.iterrows():
+                points.append({"panel": letter, "title": panel.title or panel.ylabel, "metric": panel.metric,
+                               "method": panel.method if panel.method else curve if spec.curve == "method" else "",
+                               "curve_axis": spec.curve, "curve": curve, "x_axis": x, "x": r[x],
+                               "mean": r["mean"], "sd": r["sd"], "n": int(r["n"]), "ci_low": r["ci_low"],
+                               "ci_high": r["ci_high"], "unconverged": int(r.get("unconverged", 0) or 0),
+                               **split})
+        if logx:
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        if inf_at is not None:
+            ticks = [t for t in ax.get_xticks() if t < inf_at * (0.8 if logx else 1)]
+            ax.set_xticks([*ticks, inf_at])
+            ax.set_xticklabels([format_value(t) for t in ticks] + ["∞"])
+            ax.set_xlim(auto=True)
         ax.set_xlabel(panel.xlabel or spec.xlabel)
         ax.set_ylabel(panel.ylabel)
-        ax.set_title(f"({letter}) {panel.title}".rstrip(), loc="left", fontsize=10)
+        ax.set_title(label, loc="left", fontsize=10)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[n_panels:]:
         ax.axis("off")
-    handles, labels = {}, []
-    for ax in axes.flat:  # the union of curves over panels, in first-seen order
+    handles = {}
+    for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    labels = list(handles)
-    handles = [handles[lab] for lab in labels]
-    fig.legend(handles, labels, loc="lower center", ncol=max(len(labels), 1), frameon=False)
-    if spec.title:
-        fig.suptitle(spec.title)
-    fig.tight_layout(rect=(0, 0.06, 1, 0.97 if spec.title else 1))
-    return fig
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=max(len(handles), 1),
+               frameon=False, bbox_to_anchor=(0.5, 0.03))
+    title = spec.title + ("  [" + ", ".join(f"{symbol(spec, a)} = {format_value(v)}" for a, v in split.items())
+                          + "]" if split else "")
+    fig.suptitle(title, fontsize=12)
+    constant = _constant_axes(table, spec, split)
+    if constant:
+        fig.text(0.5, 0.935, constant, ha="center", fontsize=9, color="0.3")
+    r_lo, r_hi = (min(reps_seen), max(reps_seen)) if reps_seen else (0, 0)
+    reps_text = f"R = {r_lo}" if r_lo == r_hi else f"R = {r_lo}–{r_hi}"
+    footer = f"points: mean over {reps_text} replicates; bands: 95% CI"
+    if any_unconverged:
+        footer += ";  × : some fits did not converge"
+    fig.text(0.5, 0.005, footer, ha="center", va="bottom", fontsize=8, color="0.3")
+    fig.tight_layout(rect=(0, 0.09, 1, 0.92 if constant else 0.95))
+    return Drawn(fig, pd.DataFrame(points), split)
 
 
-def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
-    """Write ``stem``.png and ``stem``.pdf; returns the paths."""
-    stem = Path(stem)
+def figure_stem(stem: Path, split: dict) -> Path:
+    """``stem`` for an unsplit figure, ``stem-axis=value…`` for one of a split figure."""
+    if not split:
+        return Path(stem)
+    suffix = "-".join(f"{a}={format_value(v).replace('∞', 'inf')}" for a, v in split.items())
+    return Path(stem).with_name(f"{Path(stem).name}-{suffix}")
+
+
+def save_figure(drawn: Drawn, stem: Path) -> list[Path]:
+    """Write ``stem``.png, .pdf and .csv (the plotted points); returns the paths."""
+    stem = figure_stem(stem, drawn.split)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    fig.savefig(paths[0], dpi=130)
-    fig.savefig(paths[1])
-    plt.close(fig)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf"), stem.with_suffix(".csv")]
+    drawn.figure.savefig(paths[0], dpi=130)
+    drawn.figure.savefig(paths[1])
+    drawn.points.to_csv(paths[2], index=False)
+    plt.close(drawn.figure)
     return paths

@@ -142,7 +142,8 @@ def test_tiny_run(tiny_run):
     assert not df.duplicated(["point", "rep", "method"]).any()
     assert df.loc[df["method"] == "mle", "converged"].all()
     manifest = store.read_manifest(out)
-    assert manifest["experiment"] == EXP and manifest["seed"] == 0 and manifest["reps"] == 2
+    assert manifest["experiment"] == EXP and manifest["seed"] == 0
+    assert manifest["study"]["reps"] == {"min": 2, "max": 2} and manifest["history"][-1]["reps"] == 2
 
 
 def test_tiny_run_resumes_and_refuses_another_seed(tiny_run):

@@ -85,7 +85,8 @@ def test_reference_table_shape(reference):
     assert borda["converged"].isna().all() and borda["iterations"].isna().all()
     assert borda["l2"].isna().all()
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["seed"] == 0 and manifest["experiment"] == "t" and manifest["reps"] == REPS
+    assert manifest["seed"] == 0 and manifest["experiment"] == "t"
+    assert manifest["study"]["reps"] == {"min": REPS, "max": REPS} and manifest["study"]["grid_points"] == 16
 
 
 @pytest.fixture(scope="module")

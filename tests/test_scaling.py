@@ -32,7 +32,9 @@ def _slope_table(slope, xs=(1000, 2000, 4000, 8000), reps=200, sd=0.1, seed=0, i
     rows = [{"n_users": x, "rep": r, "method": "m",
              "err": math.exp(intercept + slope * math.log(x) + sd * rng.standard_normal())}
             for x in xs for r in range(reps)]
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table.attrs["method_columns"] = ["err"]
+    return table
 
 
 def _ratio_table(ratio_of_means, xs=(1, 2, 5, 10), reps=200, seed=0, scale_fn=None):
@@ -45,7 +47,9 @@ def _ratio_table(ratio_of_means, xs=(1, 2, 5, 10), reps=200, seed=0, scale_fn=No
             vals = mean * rng.gamma(4.0, 0.25, size=reps)  # mean·(Gamma with mean 1)
             rows += [{"per_user": x, "unit": unit, "rep": r, "method": "m", "msq": v}
                      for r, v in enumerate(vals)]
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table.attrs["method_columns"] = ["msq"]
+    return table
 
 
 # ---------------------------------------------------------------------------------------
@@ -57,7 +61,7 @@ def _range_check(**kw):
 
 def test_slope_range_passes_inside():
     res = _range_check().evaluate(_slope_table(-0.75))
-    assert res.passed and -0.8 < res.fit.slope < -0.7
+    assert res.passed and -0.8 < res.value < -0.7
     assert "[-1.00, -0.50]" in res.line() and res.line().startswith("PASS")
 
 
@@ -67,14 +71,16 @@ def test_slope_range_fails_outside(slope):
     assert not res.passed and res.line().startswith("FAIL")
 
 
-def test_slope_range_ci_rule():
-    """A slope near the edge: the CI crosses −1/2, so the CI rule fails while the point
-    rule (ci_inside=False) passes."""
+def test_slope_range_straddling_ci_is_inconclusive_with_the_replicates_needed():
+    """A slope near the edge: the CI crosses −1/2, so the check neither passes nor fails, and
+    says how many replicates would shrink the CI inside the range."""
     table = _slope_table(-0.51, sd=0.6, reps=60, seed=3)
-    fit = _range_check().evaluate(table).fit
-    assert fit.ci_low < -0.5 < fit.ci_high and fit.slope < -0.5
-    assert not _range_check().evaluate(table).passed
-    assert _range_check(ci_inside=False).evaluate(table).passed
+    res = _range_check().evaluate(table)
+    assert res.low < -0.5 < res.high and res.value < -0.5
+    assert res.verdict == "INCONCLUSIVE" and not res.passed
+    half = (res.high - res.low) / 2
+    assert res.needed_reps == pytest.approx(60 * (half / (-0.5 - res.value)) ** 2 * 1.1, rel=0.02)
+    assert f"needs about {res.needed_reps} replicates" in res.line()
 
 
 def test_slope_range_report_only_is_info():
@@ -94,23 +100,23 @@ def _ratio_check(L, lo, hi, **kw):
 def test_ratio_check_passes_on_ratio_L(L):
     table = _ratio_table(lambda x: x ** 2)  # mean-square ratio L² → RMS ratio L
     res = _ratio_check(L, L / 2, 2 * L).evaluate(table)
-    assert res.passed and res.ratio == pytest.approx(L, rel=0.05)
-    assert res.ci_low < res.ratio < res.ci_high
+    assert res.passed and res.value == pytest.approx(L, rel=0.05)
+    assert res.low < res.value < res.high
 
 
 @pytest.mark.parametrize("L", [5, 10])
 def test_ratio_check_fails_on_sqrt_L(L):
     """If the cost scaled like √L (as the statistical term does) the band [L/2, 2L] fails."""
     table = _ratio_table(lambda x: x)  # RMS ratio √L
-    assert not _ratio_check(L, L / 2, 2 * L).evaluate(table).passed
+    assert _ratio_check(L, L / 2, 2 * L).evaluate(table).verdict == "FAIL"
 
 
 def test_ratio_check_needs_the_whole_ci_in_the_band():
     table = _ratio_table(lambda x: x ** 2, reps=20, seed=5)
     res = _ratio_check(5, 1.0, 100.0).evaluate(table)
     assert res.passed
-    tight = _ratio_check(5, res.ratio * 0.999, res.ratio * 1.001).evaluate(table)
-    assert not tight.passed  # the point estimate is in the band, its CI is not
+    tight = _ratio_check(5, res.value * 0.999, res.value * 1.001).evaluate(table)
+    assert tight.verdict == "INCONCLUSIVE"  # the point estimate is in the band, its CI is not
 
 
 def test_ratio_check_delta_ci_matches_bootstrap():
@@ -122,7 +128,7 @@ def test_ratio_check_delta_ci_matches_bootstrap():
     rng = np.random.default_rng(0)
     boot = [math.log(math.sqrt(rng.choice(a, a.size).mean() / rng.choice(b, b.size).mean()))
             for _ in range(2000)]
-    se_delta = (math.log(res.ci_high) - math.log(res.ci_low)) / (2 * 1.959963984540054)
+    se_delta = (math.log(res.high) - math.log(res.low)) / (2 * 1.959963984540054)
     assert se_delta == pytest.approx(np.std(boot), rel=0.15)
 
 
@@ -134,10 +140,10 @@ def test_ratio_check_without_root_and_paired():
                           for u, f in (("a", 3.0), ("b", 1.0)) for r, v in enumerate(base)])
     check = RatioCheck("q", "e", "msq", "m", "unit", "a", "b", 2.99, 3.01, paired_on=("rep",))
     res = check.evaluate(table)
-    assert res.ratio == pytest.approx(3.0, rel=1e-12)
-    assert res.ci_high - res.ci_low < 1e-6 and res.passed
+    assert res.value == pytest.approx(3.0, rel=1e-12)
+    assert res.high - res.low < 1e-6 and res.passed
     unpaired = RatioCheck("q", "e", "msq", "m", "unit", "a", "b", 2.99, 3.01).evaluate(table)
-    assert unpaired.ratio == pytest.approx(3.0, rel=1e-12) and not unpaired.passed
+    assert unpaired.value == pytest.approx(3.0, rel=1e-12) and unpaired.verdict == "INCONCLUSIVE"
 
 
 def test_ratio_check_errors():
@@ -158,20 +164,20 @@ def _ratio_slope_check():
 
 def test_ratio_slope_passes_on_L():
     res = _ratio_slope_check().evaluate(_ratio_table(lambda x: x ** 2))
-    assert res.passed and res.fit.slope == pytest.approx(1.0, abs=0.03)
-    assert res.fit.n_points == 4 and res.fit.ci_low < res.fit.slope < res.fit.ci_high
+    assert res.passed and res.value == pytest.approx(1.0, abs=0.03)
+    assert res.detail.n_points == 4 and res.low < res.value < res.high
 
 
 @pytest.mark.parametrize("power", [0.5, 0.0])
 def test_ratio_slope_fails_on_sqrt_L_or_flat(power):
     res = _ratio_slope_check().evaluate(_ratio_table(lambda x: x ** (2 * power)))
-    assert not res.passed and res.fit.slope == pytest.approx(power, abs=0.05)
+    assert res.verdict == "FAIL" and res.value == pytest.approx(power, abs=0.05)
 
 
 def test_ratio_slope_se_is_propagated():
     """The slope's SE shrinks like 1/√reps."""
-    se_small = _ratio_slope_check().evaluate(_ratio_table(lambda x: x ** 2, reps=50)).fit.stderr
-    se_large = _ratio_slope_check().evaluate(_ratio_table(lambda x: x ** 2, reps=800)).fit.stderr
+    se_small = _ratio_slope_check().evaluate(_ratio_table(lambda x: x ** 2, reps=50)).detail.stderr
+    se_large = _ratio_slope_check().evaluate(_ratio_table(lambda x: x ** 2, reps=800)).detail.stderr
     assert se_large == pytest.approx(se_small / 4, rel=0.25)
 
 

@@ -155,15 +155,18 @@ def synthetic_table(midpoint=lambda n, p, eps: 1.2, reps=200, seed=0, sharpness=
                 stat = theory.edge_dp_statistical_term(n, p)
                 for x in np.geomspace(0.1, 10, 15):
                     prob = 1 / (1 + np.exp(-sharpness * np.log(x / midpoint(n, p, eps))))
-                    gap = x * rate
+                    gap = float(x * rate)
                     for rep, ok in enumerate(rng.random(reps) < prob):
                         rows.append({"n_items": n, "p": p, "eps": eps, "gap": gap, "rep": rep,
                                      "method": "counts", "exact_recovery": float(ok),
-                                     "gap_over_rate": gap / rate, "gap_over_statistical_rate": gap / stat})
-    return pd.DataFrame(rows)
+                                     "gap_over_rate": float(gap / rate),
+                                     "gap_over_statistical_rate": float(gap / stat)})
+    table = pd.DataFrame(rows)
+    table.attrs["method_columns"] = ["exact_recovery", "gap_over_rate", "gap_over_statistical_rate"]
+    return table
 
 
-CHECK = ThresholdCollapseCheck("t", "t", "exact_recovery", "counts", "gap_over_rate",
+CHECK = ThresholdCollapseCheck("t", "t", "exact_recovery", "counts", "gap_over_rate", pool=("gap",),
                                configs=("n_items", "p", "eps"), max_ratio=2.0,
                                x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95)
 
@@ -176,11 +179,11 @@ def synthetic():
 def test_collapse_passes_with_the_right_rate(synthetic):
     result = CHECK.evaluate(synthetic)
     assert result.passed, result.line()
-    crossed = result.midpoints[result.midpoints["status"] == "crossed"]
+    crossed = result.detail["midpoints"][result.detail["midpoints"]["status"] == "crossed"]
     assert len(crossed) == 18
     assert np.allclose(crossed["x_half"], 1.2, rtol=0.1)
-    assert result.spread < 1.2
-    assert result.spread_low <= result.spread <= result.spread_high
+    assert result.value < 1.2
+    assert result.low <= result.value <= result.high
     assert result.line().startswith("PASS")
 
 
@@ -190,7 +193,7 @@ def test_collapse_fails_with_a_rate_that_ignores_privacy(synthetic):
     wrong = dataclasses.replace(CHECK, x="gap_over_statistical_rate")
     result = wrong.evaluate(synthetic)
     assert not result.passed
-    assert result.spread > 10
+    assert result.value > 10
     assert result.line().startswith("FAIL")
     control = dataclasses.replace(wrong, expect_collapse=False)
     assert control.evaluate(synthetic).passed
@@ -201,16 +204,16 @@ def test_collapse_fails_when_midpoints_drift(synthetic):
     """A transition whose constant grows like ε^{-1/2} is not captured by r_E."""
     drifting = synthetic_table(midpoint=lambda n, p, eps: 1.2 * (1 if math.isinf(eps) else eps ** -0.5))
     result = CHECK.evaluate(drifting)
-    assert not result.passed and result.spread > 2.0
+    assert not result.passed and result.value > 2.0
 
 
 def test_failing_below_and_succeeding_above_are_checked(synthetic):
     early = synthetic_table(midpoint=lambda n, p, eps: 0.4)
     result = CHECK.evaluate(early)
-    assert result.max_below > 0.05 and not result.passed
+    assert result.detail["max_below"] > 0.05 and not result.passed
     late = synthetic_table(midpoint=lambda n, p, eps: 2.2, sharpness=3.0)
     result = CHECK.evaluate(late)
-    assert result.min_above < 0.95 and not result.passed
+    assert result.detail["min_above"] < 0.95 and not result.passed
     assert not dataclasses.replace(CHECK, x_low=0.01).evaluate(synthetic).passed  # no x ≤ x_low
 
 
@@ -221,9 +224,9 @@ def test_censored_configuration_bounds_the_spread(synthetic):
     mask = (late["n_items"] == 100) & (late["p"] == 0.2) & (late["eps"] == 0.02)
     late.loc[mask, "exact_recovery"] = 0.0
     result = CHECK.evaluate(late)
-    row = result.midpoints[result.midpoints["status"] == "below"]
+    row = result.detail["midpoints"][result.detail["midpoints"]["status"] == "below"]
     assert len(row) == 1 and row["lo"].iloc[0] == pytest.approx(10.0)
-    assert result.spread > 5 and not result.passed
+    assert result.value > 5 and not result.passed
 
 
 def test_check_rejects_bad_columns(synthetic):
@@ -254,7 +257,7 @@ def test_edge_run_collapses(edge_run):
     assert check.name == "cai-threshold-collapse-edge"
     result = check.evaluate(edge_run)
     assert result.passed, result.line()
-    crossed = result.midpoints[result.midpoints["status"] == "crossed"]
+    crossed = result.detail["midpoints"][result.detail["midpoints"]["status"] == "crossed"]
     assert len(crossed) == 6 and crossed["x_half"].between(0.7, 1.6).all()
 
 

@@ -4,7 +4,7 @@ Objective (cai eq. (2.1) with the ridge and the linear perturbation of Algorithm
 
     R(θ) = Σ_{i≠j} W_ij · softplus(θ_j − θ_i) + (γ/2)‖θ‖² + wᵀθ,
 
-with closed-form gradient and Hessian (cai (A.2), (A.9); spec §5.0):
+with closed-form gradient and Hessian (cai (A.2), (A.9); cai spec §5.0):
 
     ∇R_i = Σ_j (M_ij σ(θ_i − θ_j) − W_ij) + γθ_i + w_i,     M = W + Wᵀ,
     ∇²R  = diag(C1) − C + γI,   C_ij = M_ij σ_ij (1 − σ_ij)   (a weighted graph Laplacian).
@@ -22,6 +22,7 @@ from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models.links import LOGISTIC, Link
 from dpsim.solvers import SmoothObjective, SolverResult, newton_cg
+from dpsim.validate import require, require_counts_matrix, require_eps, require_probability
 
 
 def _pairwise(theta):
@@ -103,7 +104,19 @@ def penalised_mle(W, gamma, w=None, *, tol: float = 1e-10, max_iter: int = 50) -
     With w = 0 this is the non-private ℓ2-penalised MLE of Chen et al. (cai §5.5). The
     minimiser satisfies 1ᵀθ̃ = −1ᵀw/γ (cai §5.0); centring afterwards is post-processing.
     Converged means ‖∇R‖∞ ≤ :func:`gradient_tolerance` (W, tol).
+
+    Args:
+        W: (n, n) win counts, W[i, j] = times i beat j.
+        gamma: ridge γ ≥ 0 (γ > 0 makes the objective strongly convex).
+        w: (n,) linear perturbation, or None for 0.
+    Returns:
+        :class:`~dpsim.estimators.Fit` with the uncentred θ̃ (n,), converged, iterations.
+    Raises:
+        ValueError for a concrete non-square or negative W or a negative γ (traced values
+        are not checked).
     """
+    require_counts_matrix(W)
+    require("gamma", gamma, lambda g: g >= 0, "must be ≥ 0")
     n = W.shape[0]
     w = jnp.zeros((n,)) if w is None else w
     result = newton_cg(btl_objective(W, gamma, w), jnp.zeros((n,)), tol=gradient_tolerance(W, tol),
@@ -118,7 +131,20 @@ def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC
     λ = 8κ1/ε, γ = max(4κ2/ε, c0√(np log n)) (Prop 2.1, Thm 2.1); w ~ Laplace(λ)^n;
     θ̃ = argmin 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ is (ε, 0)-edge DP for links with finite κ1, κ2.
     At ε = ∞, w = 0 and γ = c0√(np log n): the non-private penalised MLE.
+
+    Args:
+        key: PRNG key of the Laplace vector w.
+        W: (n, n) win counts on G(n, p).
+        eps: ε > 0 (inf: non-private); p: edge probability in (0, 1]; c0: ridge constant > 0.
+    Returns:
+        :class:`~dpsim.estimators.Fit` (uncentred θ̃; ``theta_centred`` for the estimate).
+    Raises:
+        ValueError naming a bad concrete ε, p, c0 or W (traced values are not checked).
     """
+    require_eps(eps)
+    require_probability(p)
+    require("c0", c0, lambda c: c >= 0, "must be ≥ 0")
+    require_counts_matrix(W)
     n = W.shape[0]
     cal = edge_objective_perturbation(eps, n, p, c0=c0, link=link)
     w = laplace_noise(key, cal.lam, (n,))

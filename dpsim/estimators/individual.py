@@ -2,7 +2,7 @@
 the unpenalised MLE of the non-private curve, and Algorithm 3 (noisy counts).
 
 Adjacency: two datasets are neighbours when they differ in all L comparisons of one of
-the m users (cai §3.1; worst-case replacement, spec §10.18).
+the m users (cai §3.1; worst-case replacement, cai spec §10.18).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from dpsim.mechanisms.calibration import (
 )
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models.links import LOGISTIC, Link
+from dpsim.validate import require_counts_matrix, require_eps, require_int
 
 FALLBACK_GAMMA = 1e-8
 
@@ -54,9 +55,14 @@ def perturbed_mle_individual(key, W, eps, per_user, *, link: Link = LOGISTIC, c0
 
     λ = 8Lκ1/ε, γ = 8Lκ2/ε (L = ``per_user``); w ~ Laplace(λ)^n;
     θ̃ = argmin 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ is (ε, 0)-individual DP for links with finite
-    κ1, κ2. At ε = ∞: λ = γ = 0, the unpenalised MLE (spec §8.4), with the §10.17 guard.
-    ``c0`` > 0 uses γ = max(8Lκ2/ε, c0√(S log n)), S = 2mL/n (spec §10.1; needs ``n_users``).
+    κ1, κ2. At ε = ∞: λ = γ = 0, the unpenalised MLE (cai spec §8.4), with the §10.17 guard.
+    ``c0`` > 0 uses γ = max(8Lκ2/ε, c0√(S log n)), S = 2mL/n (cai spec §10.1; needs ``n_users``).
+
+    Raises: ValueError naming a bad concrete ε, L or W (traced values are not checked).
     """
+    require_eps(eps)
+    require_int(per_user, "per_user", 1)
+    require_counts_matrix(W)
     n = W.shape[0]
     cal = individual_objective_perturbation(eps, per_user, link, c0=c0, n_items=n, n_users=n_users)
     w = laplace_noise(key, cal.lam, (n,))
@@ -64,10 +70,16 @@ def perturbed_mle_individual(key, W, eps, per_user, *, link: Link = LOGISTIC, c0
 
 
 def noisy_counts_individual(key, W, eps, per_user, mode: str = "strict"):
-    """Algorithm 3 of cai (individual DP): N + Laplace(c·L/ε)^n (spec §5.4, §10.3).
+    """Algorithm 3 of cai (individual DP): N + Laplace(c·L/ε)^n (cai spec §5.4, §10.3).
 
     ``mode="strict"`` (default, c = 2: the ℓ1 sensitivity 2L) is (ε, 0)-individual DP;
     ``mode="paper"`` (c = 1, as published) is only 2ε-DP. ``mode`` must be a Python string.
+
+    Args: key; W: (n, n) win counts; eps: ε > 0; per_user: L ≥ 1. Returns: (n,) noisy counts.
+    Raises: ValueError naming a bad concrete ε, L, W or mode (traced values are not checked).
     """
+    require_eps(eps)
+    require_int(per_user, "per_user", 1)
+    require_counts_matrix(W)
     counts = win_counts(W)
     return counts + laplace_noise(key, individual_count_noise_scale(eps, per_user, mode), counts.shape)

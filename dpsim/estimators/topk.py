@@ -2,6 +2,8 @@
 import jax
 import jax.numpy as jnp
 
+from dpsim.validate import require_int
+
 # Up to this many items the ranks are counted pairwise (O(n²) comparisons, fused
 # elementwise); above it they come from a sort. Both give the same ranks. Measured per call
 # (vmapped, 2-core CPU, benchmarks/bench_cai.py section T): n = 40: sort 5.4 µs, pairwise
@@ -46,6 +48,7 @@ def top_k_mask(key, scores, k, tie_tol: float = 0.0):
     being ordered by rounding error.
     """
     n = scores.shape[0]
+    require_int(k, "k", 0, n)
     if tie_tol > 0:
         scores = jnp.round(scores / tie_tol)
     jitter = jax.random.uniform(key, (n,))

@@ -1,163 +1,263 @@
-"""Declarative rate and trend checks (DESIGN "Theory and verification").
+"""Declarative checks of theorems and of a paper's claims (DESIGN "Theory and verification").
 
-A check names an experiment, a metric and method, an x axis, the region of the grid, and
-what a theorem predicts: a slope with a tolerance (:class:`SlopeCheck`) or the sign of the
-trend (:class:`TrendCheck`), or which of two methods is better on the same replicates
-(:class:`ComparisonCheck`). Each is evaluated on the tidy results table and can fail.
+Every check is a :class:`Check`: it names an experiment, the region of the grid
+(``where``), the axes it deliberately pools over (``pool``), and a prediction, i.e. a
+*region* for one statistic (a slope, the sign of a trend, a paired difference, a ratio, a
+phase-transition spread). Evaluated on the tidy results table it yields a 95% confidence
+interval for that statistic and a verdict that respects its uncertainty:
+
+* **PASS**: the whole interval lies inside the predicted region;
+* **FAIL**: the whole interval lies outside it;
+* **INCONCLUSIVE**: the interval straddles a boundary; the line says roughly how many
+  replicates would decide it (the interval's half-width shrinks like 1/√R);
+* **REFUSED**: more than 1% of the fits the statistic uses did not converge: there is
+  nothing trustworthy to judge;
+* **INFO**: a report-only check (e.g. the paper's own constant, shown beside the check),
+  never judged.
+
+Every result prints through one formatter, :meth:`CheckResult.line`.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
-from dpsim.experiment.summary import Z95, SlopeFit, loglog_slope, select
+from dpsim.errors import UsageError
+from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, loglog_slope, require_unpooled, select,
+                                      slope_fit)
 
-
-def verdict(passed: bool, report_only: bool = False) -> str:
-    """The first word of a check's line: INFO for a report-only check, else PASS or FAIL."""
-    return "INFO" if report_only else ("PASS" if passed else "FAIL")
+UNCONVERGED_LIMIT = 0.01
+VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REFUSED", "INFO")
 
 
 @dataclass(frozen=True)
 class CheckResult:
+    """One check's outcome; :meth:`line` is the one line ``dpsim verify`` prints."""
+
     name: str
+    verdict: str
     predicted: str
-    fit: SlopeFit
-    passed: bool
-    report_only: bool = False
+    fitted: str
+    evidence: str
+    needed_reps: int | None = None
+    note: str = ""
+    detail: object = None
+    value: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "PASS"
 
     def line(self) -> str:
-        f = self.fit
-        return (f"{verdict(self.passed, self.report_only)}  {self.name:<44} "
-                f"predicted {self.predicted:<16} fitted {f.slope:+.3f} "
-                f"[{f.ci_low:+.3f}, {f.ci_high:+.3f}]  ({f.n_points} grid values, {f.n_obs} obs)")
+        extra = self.note
+        if self.verdict == "INCONCLUSIVE":
+            extra = (f"  needs about {self.needed_reps} replicates to decide" if self.needed_reps
+                     else "  the estimate sits on the boundary: no replicate count decides it") + extra
+        return (f"{self.verdict:<12} {self.name:<48} predicted {self.predicted:<16} fitted {self.fitted}  "
+                f"({self.evidence}){extra}")
 
 
 @dataclass(frozen=True)
-class SlopeCheck:
-    """Passes when the fitted log–log slope lies within ``tolerance`` of ``predicted``.
+class Estimate:
+    """What a check measured: the estimate, its 95% interval, the predicted region
+    [region_low, region_high], and the texts of the line; ``reps`` is the number of
+    replicates behind it; ``verdict`` forces one (e.g. a failed side criterion)."""
 
-    The tolerance covers the lower-order terms of the rate (log n factors, the other term
-    of a two-term rate) over the grid region; the reported CI is the Monte-Carlo error.
+    value: float
+    low: float
+    high: float
+    region_low: float
+    region_high: float
+    predicted: str
+    fitted: str
+    evidence: str
+    reps: int
+    verdict: str | None = None
+    detail: object = None
+
+
+def judge(estimate: Estimate) -> tuple[str, int | None]:
+    """PASS / FAIL / INCONCLUSIVE of an interval against a region, and for INCONCLUSIVE the
+    replicates that would shrink the interval's half-width below the estimate's distance to
+    the nearest boundary (None when that distance is 0)."""
+    lo, hi = estimate.region_low, estimate.region_high
+    if lo <= estimate.low and estimate.high <= hi:
+        return "PASS", None
+    if estimate.high < lo or estimate.low > hi:
+        return "FAIL", None
+    inside = lo <= estimate.value <= hi
+    margin = min(estimate.value - lo, hi - estimate.value) if inside else \
+        (lo - estimate.value if estimate.value < lo else estimate.value - hi)
+    half = (estimate.high - estimate.low) / 2
+    if not margin > 0 or not math.isfinite(half):
+        return "INCONCLUSIVE", None
+    return "INCONCLUSIVE", max(estimate.reps + 1, math.ceil(estimate.reps * (half / margin) ** 2 * 1.1))
+
+
+def _interval(lo: float, hi: float, digits: int = 3) -> str:
+    return f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The base of every check (module docstring).
+
+    Attributes:
+        name: begins with the paper's name (``cai-…``), so ``dpsim verify cai`` selects it.
+        experiment: the experiment whose table it is evaluated on.
+        where: axis → values, the region of the grid it uses (listing several values maps
+            that axis explicitly).
+        pool: axes it deliberately averages over (any other axis with several values in its
+            rows is refused: nothing is pooled silently).
+        description: one line; ``report_only``: print as INFO, never judge.
     """
 
     name: str
     experiment: str
+    _: KW_ONLY
+    where: Mapping[str, Sequence] = field(default_factory=dict)
+    pool: tuple[str, ...] = ()
+    description: str = ""
+    report_only: bool = False
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return ()
+
+    def rows(self, table: pd.DataFrame) -> pd.DataFrame:
+        rows = select(table, self.where)
+        if self.methods:
+            rows = rows[rows["method"].isin(self.methods)]
+        if rows.empty:
+            raise UsageError(f"check {self.name!r}: no rows of {', '.join(self.methods) or 'any method'} "
+                             f"where {dict(self.where)}")
+        return rows
+
+    def estimate(self, rows: pd.DataFrame) -> Estimate:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def evaluate(self, table: pd.DataFrame) -> CheckResult:
+        rows = self.rows(table)
+        if "converged" in rows:
+            failed = int((rows["converged"] == False).fillna(False).sum())  # noqa: E712
+            judged = int(rows["converged"].notna().sum())
+            if judged and failed > UNCONVERGED_LIMIT * judged:
+                return CheckResult(self.name, "REFUSED", "-", "-",
+                                   f"{failed} of {judged} fits did not converge, above the "
+                                   f"{UNCONVERGED_LIMIT:.0%} limit", note="")
+        est = self.estimate(rows)
+        verdict, needed = (est.verdict, None) if est.verdict else judge(est)
+        if self.report_only:
+            verdict, needed = "INFO", None
+        return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, needed,
+                           detail=est.detail, value=est.value, low=est.low, high=est.high)
+
+
+def _reps(rows: pd.DataFrame) -> int:
+    return int(rows["rep"].nunique()) if "rep" in rows else len(rows)
+
+
+# ---------------------------------------------------------------------------------------
+# Slopes
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _SlopeBase(Check):
     metric: str
     method: str
     x: str
+    _: KW_ONLY
+    log_y: bool = True
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def fit(self, rows):
+        return loglog_slope(rows, self.metric, self.x, log_y=self.log_y, method=self.method,
+                            where=self.where, pool=self.pool)
+
+    def _estimate(self, rows, lo, hi, predicted) -> Estimate:
+        f = self.fit(rows)
+        return Estimate(f.slope, f.ci_low, f.ci_high, lo, hi, predicted,
+                        f"{f.slope:+.3f} {_interval(f.ci_low, f.ci_high)}",
+                        f"{f.n_points} grid values, {f.n_obs} obs, {f.rows}", _reps(rows), detail=f)
+
+
+@dataclass(frozen=True)
+class SlopeCheck(_SlopeBase):
+    """The log–log slope of ``metric`` in ``x`` lies within ``tolerance`` of ``predicted``.
+    The tolerance covers the lower-order terms of the rate over the grid region; the
+    interval is the Monte-Carlo error (HC1)."""
+
     predicted: float
     tolerance: float
-    where: Mapping[str, Sequence] = field(default_factory=dict)
-    log_y: bool = True
-    description: str = ""
-    report_only: bool = False  # printed as INFO (e.g. the paper's c0), never fails verify
 
-    def evaluate(self, table: pd.DataFrame) -> CheckResult:
-        fit = loglog_slope(select(table, self.where, self.method), self.metric, self.x, log_y=self.log_y)
-        passed = abs(fit.slope - self.predicted) <= self.tolerance
-        return CheckResult(self.name, f"{self.predicted:+.2f} ± {self.tolerance:.2f}", fit, passed,
-                           self.report_only)
+    def estimate(self, rows):
+        return self._estimate(rows, self.predicted - self.tolerance, self.predicted + self.tolerance,
+                              f"{self.predicted:+.2f} ± {self.tolerance:.2f}")
 
 
 @dataclass(frozen=True)
-class TrendCheck:
-    """Passes when the whole 95% CI of the log–log slope has the predicted sign."""
+class SlopeRangeCheck(_SlopeBase):
+    """The slope lies in [``low``, ``high``] (e.g. between the slopes of a rate's two terms,
+    on a grid that straddles their crossover)."""
 
-    name: str
-    experiment: str
-    metric: str
-    method: str
-    x: str
-    sign: int  # −1: decreasing, +1: increasing
-    where: Mapping[str, Sequence] = field(default_factory=dict)
-    log_y: bool = True
-    description: str = ""
+    low: float
+    high: float
 
-    def evaluate(self, table: pd.DataFrame) -> CheckResult:
-        fit = loglog_slope(select(table, self.where, self.method), self.metric, self.x, log_y=self.log_y)
-        passed = fit.ci_high < 0 if self.sign < 0 else fit.ci_low > 0
-        return CheckResult(self.name, "< 0" if self.sign < 0 else "> 0", fit, passed)
+    def estimate(self, rows):
+        return self._estimate(rows, self.low, self.high, f"[{self.low:+.2f}, {self.high:+.2f}]")
 
 
 @dataclass(frozen=True)
-class ComparisonResult:
-    name: str
-    predicted: str
-    mean: float
-    ci_low: float
-    ci_high: float
-    n_obs: int
-    passed: bool
+class TrendCheck(_SlopeBase):
+    """The log–log slope has the predicted sign (−1: decreasing, +1: increasing)."""
 
-    def line(self) -> str:
-        return (f"{verdict(self.passed)}  {self.name:<44} "
-                f"predicted {self.predicted:<16} fitted {self.mean:+.4f} "
-                f"[{self.ci_low:+.4f}, {self.ci_high:+.4f}]  ({self.n_obs} paired obs)")
+    sign: int
+
+    def estimate(self, rows):
+        lo, hi = (-math.inf, 0.0) if self.sign < 0 else (0.0, math.inf)
+        return self._estimate(rows, lo, hi, "< 0" if self.sign < 0 else "> 0")
 
 
+# ---------------------------------------------------------------------------------------
+# Paired comparisons of two methods
+# ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class ComparisonCheck:
-    """Two methods on the same replicates: passes when the 95% CI of the paired mean
-    difference ``metric(better) − metric(worse)`` lies entirely below 0."""
+class ComparisonCheck(Check):
+    """Two methods on the same replicates: the mean paired difference
+    ``metric(better) − metric(worse)`` is < 0."""
 
-    name: str
-    experiment: str
     metric: str
     better: str
     worse: str
-    where: Mapping[str, Sequence] = field(default_factory=dict)
-    description: str = ""
 
-    def evaluate(self, table: pd.DataFrame) -> ComparisonResult:
-        rows = select(table, self.where)
+    @property
+    def methods(self):
+        return (self.better, self.worse)
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, "method", self.metric], f"check {self.name!r}")
         wide = rows.pivot_table(index=["point", "rep"], columns="method", values=self.metric)
         diff = (wide[self.better] - wide[self.worse]).dropna().to_numpy(float)
+        if len(diff) < 2:
+            raise UsageError(f"check {self.name!r}: fewer than two paired observations")
         mean = float(diff.mean())
         half = Z95 * float(diff.std(ddof=1)) / math.sqrt(len(diff))
-        return ComparisonResult(self.name, f"{self.better} < {self.worse}", mean, mean - half,
-                                mean + half, len(diff), mean + half < 0)
+        return Estimate(mean, mean - half, mean + half, -math.inf, 0.0, f"{self.better} < {self.worse}",
+                        f"{mean:+.4f} {_interval(mean - half, mean + half, 4)}", f"{len(diff)} paired obs",
+                        _reps(rows))
 
 
 # ---------------------------------------------------------------------------------------
-# Slope ranges and ratios of summary statistics between two slices of one table (used by
-# the cai individual-DP scaling checks, experiments/cai_scaling.py; generic).
+# Ratios of summary statistics between two slices of one table
 # ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SlopeRangeCheck:
-    """Passes when the log–log slope lies in [``low``, ``high``].
-
-    For a rate with two terms of different slopes (e.g. −1/2 and −1 in m for individual DP)
-    the slope over a grid that straddles the crossover lies between them. With
-    ``ci_inside=True`` (default) the whole 95% CI must lie in the range, so the data
-    establish the claim; with ``False`` only the point estimate must.
-    """
-
-    name: str
-    experiment: str
-    metric: str
-    method: str
-    x: str
-    low: float
-    high: float
-    where: Mapping[str, Sequence] = field(default_factory=dict)
-    log_y: bool = True
-    ci_inside: bool = True
-    description: str = ""
-    report_only: bool = False
-
-    def evaluate(self, table: pd.DataFrame) -> CheckResult:
-        fit = loglog_slope(select(table, self.where, self.method), self.metric, self.x, log_y=self.log_y)
-        if self.ci_inside:
-            passed = self.low <= fit.ci_low and fit.ci_high <= self.high
-        else:
-            passed = self.low <= fit.slope <= self.high
-        return CheckResult(self.name, f"[{self.low:+.2f}, {self.high:+.2f}]", fit, passed, self.report_only)
-
-
 def _log_ratio(rows: pd.DataFrame, metric: str, axis: str, numerator, denominator, root: bool,
                paired_on: Sequence[str] | None) -> tuple[float, float, int]:
     """log(stat(numerator slice)/stat(denominator slice)) and its delta-method standard error.
@@ -166,8 +266,6 @@ def _log_ratio(rows: pd.DataFrame, metric: str, axis: str, numerator, denominato
     var/(N·mean²) each. ``paired_on`` (e.g. ("rep",)) aligns the two slices on those columns
     and includes their covariance.
     """
-    from dpsim.experiment.errors import UsageError
-
     scale = 0.5 if root else 1.0
     num = select(rows, {axis: [numerator]})[metric].dropna()
     den = select(rows, {axis: [denominator]})[metric].dropna()
@@ -192,43 +290,26 @@ def _log_ratio(rows: pd.DataFrame, metric: str, axis: str, numerator, denominato
 
 
 @dataclass(frozen=True)
-class RatioResult:
-    name: str
-    predicted: str
-    ratio: float
-    ci_low: float
-    ci_high: float
-    n_obs: int
-    passed: bool
-    report_only: bool = False
-
-    def line(self) -> str:
-        return (f"{verdict(self.passed, self.report_only)}  {self.name:<44} "
-                f"predicted {self.predicted:<16} fitted {self.ratio:.3f} "
-                f"[{self.ci_low:.3f}, {self.ci_high:.3f}]  (ratio, {self.n_obs} obs)")
-
-
-@dataclass(frozen=True)
-class _RatioSlices:
+class _RatioSlices(Check):
     """What a ratio check compares: a summary statistic of ``metric`` on the slice
     ``axis = numerator`` over the slice ``axis = denominator`` (the rest of the grid
     restricted by ``where``). The statistic is the mean over rows, or its square root with
     ``root=True`` (e.g. an RMS from a per-replicate mean square); its CI is the delta method
     on the log ratio (independent slices, or aligned on ``paired_on`` columns with their
-    covariance). The optional fields are keyword-only, so subclasses add positional ones."""
+    covariance)."""
 
-    name: str
-    experiment: str
     metric: str
     method: str
     axis: str
     numerator: object
     denominator: object
-    where: Mapping[str, Sequence] = field(default_factory=dict, kw_only=True)
-    root: bool = field(default=False, kw_only=True)
-    paired_on: tuple[str, ...] | None = field(default=None, kw_only=True)
-    description: str = field(default="", kw_only=True)
-    report_only: bool = field(default=False, kw_only=True)
+    _: KW_ONLY
+    root: bool = False
+    paired_on: tuple[str, ...] | None = None
+
+    @property
+    def methods(self):
+        return (self.method,)
 
     def log_ratio(self, rows: pd.DataFrame) -> tuple[float, float, int]:
         return _log_ratio(rows, self.metric, self.axis, self.numerator, self.denominator,
@@ -237,37 +318,33 @@ class _RatioSlices:
 
 @dataclass(frozen=True)
 class RatioCheck(_RatioSlices):
-    """Passes when the 95% CI of the ratio (see :class:`_RatioSlices`) lies in [``lo``, ``hi``]."""
+    """The ratio (:class:`_RatioSlices`) lies in [``lo``, ``hi``]."""
 
     lo: float
     hi: float
 
-    def evaluate(self, table: pd.DataFrame) -> RatioResult:
-        log_r, se, n_obs = self.log_ratio(select(table, self.where, self.method))
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, self.axis, self.metric], f"check {self.name!r}")
+        log_r, se, n_obs = self.log_ratio(rows)
         low, high = math.exp(log_r - Z95 * se), math.exp(log_r + Z95 * se)
-        passed = self.lo <= low and high <= self.hi
-        return RatioResult(self.name, f"[{self.lo:.3g}, {self.hi:.3g}]", math.exp(log_r), low, high,
-                           n_obs, passed, self.report_only)
+        return Estimate(math.exp(log_r), low, high, self.lo, self.hi, f"[{self.lo:.3g}, {self.hi:.3g}]",
+                        f"{math.exp(log_r):.3f} [{low:.3f}, {high:.3f}]", f"ratio, {n_obs} obs", _reps(rows))
 
 
 @dataclass(frozen=True)
 class RatioSlopeCheck(_RatioSlices):
-    """The slope of log(ratio) on log ``x``, the ratio (:class:`_RatioSlices`) computed at
-    each value of ``x``; passes when the slope lies within ``tolerance`` of ``predicted``.
-    E.g. a privacy-cost ratio that grows like L has slope 1 in log L.
-
-    The slope is the OLS fit over the x values; its CI propagates the delta-method variances
-    of the log ratios (independent across x values, which hold different data).
-    """
+    """The slope of log(ratio) on log ``x``, the ratio computed at each value of ``x``, lies
+    within ``tolerance`` of ``predicted`` (e.g. a privacy-cost ratio growing like L has
+    slope 1 in log L). The slope is fitted by :func:`~dpsim.experiment.summary.slope_fit`
+    with the delta-method standard errors of the log ratios (independent across x values,
+    which hold different data)."""
 
     x: str
     predicted: float
     tolerance: float
 
-    def evaluate(self, table: pd.DataFrame) -> CheckResult:
-        from dpsim.experiment.errors import UsageError
-
-        rows = select(table, self.where, self.method)
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, self.axis, self.x, self.metric], f"check {self.name!r}")
         xs = sorted(float(v) for v in rows[self.x].dropna().unique())
         if len(xs) < 2 or any(not (v > 0 and math.isfinite(v)) for v in xs):
             raise UsageError(f"need at least two positive finite values of {self.x!r} to fit a slope")
@@ -277,26 +354,17 @@ class RatioSlopeCheck(_RatioSlices):
             logs.append(log_r)
             ses.append(se)
             n_obs += n
-        lx = [math.log(v) for v in xs]
-        centre = sum(lx) / len(lx)
-        sxx = sum((u - centre) ** 2 for u in lx)
-        coef = [(u - centre) / sxx for u in lx]
-        slope = sum(c * r for c, r in zip(coef, logs))
-        se = math.sqrt(sum((c * s) ** 2 for c, s in zip(coef, ses)))
-        fit = SlopeFit(slope, se, slope - Z95 * se, slope + Z95 * se, len(xs), n_obs)
-        passed = abs(slope - self.predicted) <= self.tolerance
-        return CheckResult(self.name, f"{self.predicted:+.2f} ± {self.tolerance:.2f}", fit, passed,
-                           self.report_only)
+        slope, se = slope_fit(np.log(xs), logs, y_se=ses)
+        lo, hi = slope - Z95 * se, slope + Z95 * se
+        fit = SlopeFit(slope, se, lo, hi, len(xs), n_obs, f"{self.x} ∈ {{{describe_values(xs)}}}")
+        return Estimate(slope, lo, hi, self.predicted - self.tolerance, self.predicted + self.tolerance,
+                        f"{self.predicted:+.2f} ± {self.tolerance:.2f}", f"{slope:+.3f} {_interval(lo, hi)}",
+                        f"{len(xs)} grid values, {n_obs} obs", _reps(rows), detail=fit)
 
 
 # ---------------------------------------------------------------------------------------
 # Phase transitions: success probability against a gap measured in units of a rate.
 # ---------------------------------------------------------------------------------------
-import numpy as np  # noqa: E402
-
-from dpsim.experiment.errors import UsageError  # noqa: E402
-
-
 def _isotonic(y, w):
     """Weighted least-squares non-decreasing fit (pool adjacent violators)."""
     blocks = []  # [mean, weight, length]
@@ -334,36 +402,7 @@ def _crossing(x, y, level=0.5):
 
 
 @dataclass(frozen=True)
-class ThresholdResult:
-    """Outcome of a :class:`ThresholdCollapseCheck`; ``midpoints`` has one row per
-    configuration (its columns, ``x_half`` with its 95% MC interval, ``status``)."""
-
-    name: str
-    predicted: str
-    midpoints: pd.DataFrame
-    spread: float
-    spread_low: float
-    spread_high: float
-    max_below: float
-    min_above: float
-    n_obs: int
-    passed: bool
-    expect_collapse: bool = True
-    report_only: bool = False
-
-    def line(self) -> str:
-        crossed = self.midpoints[self.midpoints["status"] == "crossed"]["x_half"]
-        span = f"{crossed.min():.3g}–{crossed.max():.3g}" if len(crossed) else "none"
-        sides = "" if not self.expect_collapse else \
-            f"; P ≤ {self.max_below:.2f} below, P ≥ {self.min_above:.2f} above"
-        return (f"{verdict(self.passed, self.report_only)}  {self.name:<44} "
-                f"predicted {self.predicted}  fitted x½ {span}, "
-                f"spread {self.spread:.2f} [{self.spread_low:.2f}, {self.spread_high:.2f}]{sides}  "
-                f"({len(crossed)}/{len(self.midpoints)} configurations cross ½, {self.n_obs} obs)")
-
-
-@dataclass(frozen=True)
-class ThresholdCollapseCheck:
+class ThresholdCollapseCheck(Check):
     """A phase transition that collapses onto one curve when the gap is measured in units
     of the right rate (e.g. cai spec §7 item 5: P(exact top-k recovery) against Δ / r_E).
 
@@ -376,17 +415,16 @@ class ThresholdCollapseCheck:
     1/2 on its grid only bounds x½ from below by its largest x (and one that starts above 1/2
     from above by its smallest x); these bounds enter the spread.
 
-    Passes when (a) the mean success is ≤ ``p_low`` at every x ≤ ``x_low`` and ≥ ``p_high``
-    at every x ≥ ``x_high`` (failing below and succeeding above constants; both sides must
-    be observed somewhere), and (b) the spread of the midpoints, max x½ / min x½, is
-    ≤ ``max_ratio`` (the collapse, up to the constants of the rate), with at least two
-    configurations crossing 1/2. ``expect_collapse=False`` makes it a negative control: it
-    passes when the spread exceeds ``max_ratio``, i.e. when x measured in a wrong rate does
-    not collapse (criterion (a) is not applied: its constants belong to the right rate).
+    The statistic is the spread of the midpoints, max x½ / min x½, with its interval; the
+    predicted region is spread ≤ ``max_ratio`` (the collapse, up to the constants of the
+    rate), with at least two configurations crossing 1/2. Side criteria: the mean success
+    is ≤ ``p_low`` at every x ≤ ``x_low`` and ≥ ``p_high`` at every x ≥ ``x_high`` (failing
+    below and succeeding above constants; both sides must be observed), else FAIL.
+    ``expect_collapse=False`` makes it a negative control: the region is spread >
+    ``max_ratio``, i.e. x measured in a wrong rate does not collapse (no side criteria:
+    their constants belong to the right rate).
     """
 
-    name: str
-    experiment: str
     metric: str
     method: str
     x: str
@@ -396,10 +434,12 @@ class ThresholdCollapseCheck:
     p_low: float
     x_high: float
     p_high: float
-    where: Mapping[str, Sequence] = field(default_factory=dict)
+    _: KW_ONLY
     expect_collapse: bool = True
-    description: str = ""
-    report_only: bool = False  # printed as INFO, never fails verify
+
+    @property
+    def methods(self):
+        return (self.method,)
 
     def midpoints(self, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
         """(per-configuration midpoints, per-(configuration, x) curve, observations used)."""
@@ -433,31 +473,41 @@ class ThresholdCollapseCheck:
                         "status": status, "x_min": xs[0], "x_max": xs[-1], "n_obs": int(w.sum())})
         return pd.DataFrame(out), curve, len(rows)
 
-    def evaluate(self, table: pd.DataFrame) -> ThresholdResult:
-        mids, curve, n_obs = self.midpoints(table)
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, *self.configs, self.metric, self.x],
+                         f"check {self.name!r}")
+        mids, curve, n_obs = self.midpoints(rows)
         below = curve[curve[self.x] <= self.x_low]["mean"]
         above = curve[curve[self.x] >= self.x_high]["mean"]
         max_below = float(below.max()) if len(below) else math.nan
         min_above = float(above.min()) if len(above) else math.nan
-        n_crossed = int((mids["status"] == "crossed").sum())
+        crossed = (mids["status"] == "crossed").to_numpy()
+        n_crossed = int(crossed.sum())
         spread = float(mids["lo"].max() / mids["hi"].min())
         # MC interval of the spread: each crossing x½ at either end of its 95% interval; a
         # configuration that does not cross keeps its censoring bound (lo or hi).
-        crossed = (mids["status"] == "crossed").to_numpy()
         lo_min, lo_max = (np.where(crossed, mids[c], mids["lo"]) for c in ("x_half_low", "x_half_high"))
         hi_min, hi_max = (np.where(crossed, mids[c], mids["hi"]) for c in ("x_half_low", "x_half_high"))
         spread_low = max(1.0, float(lo_min.max() / hi_max.min()))
         spread_high = float(lo_max.max() / hi_min.min())
+        span = (f"{mids.loc[crossed, 'x_half'].min():.3g}–{mids.loc[crossed, 'x_half'].max():.3g}"
+                if n_crossed else "none")
+        forced = None
+        if n_crossed < 2:
+            forced = "FAIL"
         if self.expect_collapse:
-            passed = (n_crossed >= 2 and spread <= self.max_ratio
-                      and len(below) > 0 and max_below <= self.p_low
-                      and len(above) > 0 and min_above >= self.p_high)
-            predicted = (f"x½ spread ≤ {self.max_ratio:.2f}, "
-                         f"P ≤ {self.p_low:.2f} at x ≤ {self.x_low:g}, "
+            region = (1.0, self.max_ratio)
+            predicted = (f"x½ spread ≤ {self.max_ratio:.2f}, P ≤ {self.p_low:.2f} at x ≤ {self.x_low:g}, "
                          f"P ≥ {self.p_high:.2f} at x ≥ {self.x_high:g}")
+            sides = f"; P ≤ {max_below:.2f} below, P ≥ {min_above:.2f} above"
+            if not (len(below) and max_below <= self.p_low and len(above) and min_above >= self.p_high):
+                forced = "FAIL"
         else:
-            passed = n_crossed >= 2 and spread > self.max_ratio
+            region = (self.max_ratio, math.inf)
             predicted = f"x½ spread > {self.max_ratio:.2f} (no collapse)"
-        return ThresholdResult(self.name, predicted, mids, spread, spread_low, spread_high,
-                               max_below, min_above, n_obs, passed, self.expect_collapse,
-                               self.report_only)
+            sides = ""
+        fitted = f"x½ {span}, spread {spread:.2f} [{spread_low:.2f}, {spread_high:.2f}]{sides}"
+        evidence = f"{n_crossed}/{len(mids)} configurations cross ½, {n_obs} obs"
+        detail = {"midpoints": mids, "max_below": max_below, "min_above": min_above}
+        return Estimate(spread, spread_low, spread_high, *region, predicted, fitted, evidence,
+                        _reps(rows), verdict=forced, detail=detail)

@@ -62,10 +62,16 @@ class Panel:
 @dataclass(frozen=True)
 class FigureSpec:
     """A figure in the paper's layout: panels × (x axis, one curve per value of ``curve``,
-    a grid axis or ``"method"``).
+    a grid axis or ``"method"``). It filters nothing: the figure draws every value in the
+    table (the paper's plotted subset is the experiment's default grid), and an axis it does
+    not map splits it into one figure per value (:mod:`dpsim.plots`).
 
-    ``where`` restricts the plotted grid (e.g. the paper plots a subset of the simulated p);
-    labels use the paper's own symbols.
+    Attributes:
+        x, xlabel, logx: the x axis; ``curve``, ``curve_label``: one curve per value.
+        panels: what each panel plots (its ``where`` maps a slice of the grid).
+        title: the paper's figure name (the grid actually run is added as a subtitle).
+        curve_labels: method → legend label (with ``curve = "method"``).
+        symbols: axis → the paper's symbol, e.g. {"n_items": "$n$", "n_users": "$m$"}.
     """
 
     x: str
@@ -73,10 +79,10 @@ class FigureSpec:
     xlabel: str
     curve_label: str
     panels: tuple[Panel, ...]
-    where: Mapping[str, Sequence] = field(default_factory=dict)
     logx: bool = False
     title: str = ""
     curve_labels: Mapping[str, str] = field(default_factory=dict)  # method → legend label
+    symbols: Mapping[str, str] = field(default_factory=dict)
 
 
 class Context(NamedTuple):

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from dpsim.errors import UsageError
+from dpsim.errors import UsageError, warn
 from dpsim.experiment import store
 from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
 from dpsim.experiment.program import (clear_cache, compiled_chunk_fn, compiled_truth_fn, id_words,
@@ -284,7 +284,57 @@ def _rows(output, step: _Step, lanes, grid: Grid, order: np.ndarray, done: set) 
             columns[name] = pa.array(values)
         else:
             columns[name] = pa.array(values, mask=mask if mask.any() else None)
-    return store.mark_method_columns(pa.table(columns), _method_columns(experiment))
+    return store.mark_columns(pa.table(columns), _method_columns(experiment), experiment.derived_names())
+
+
+@dataclass
+class Plan:
+    """What a run would compute: the expanded grid, the steps with their chunks, the
+    (point, rep) pairs already stored, the output directory and the workers."""
+
+    grid: Grid
+    steps: list
+    done: set
+    out: Path
+    workers: int
+    reps: int
+
+    @property
+    def lanes(self) -> int:
+        return sum(len(lanes) for step in self.steps for lanes in step.chunks)
+
+    def describe(self) -> list[str]:
+        """The plan as lines: one per step (shape point, lanes, chunks, micro-batch), totals."""
+        n_q = len(self.grid.analysis_points)
+        lines = [f"{len(self.steps)} compiled programs, {self.lanes} replicate lanes × {n_q} analysis points "
+                 f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s); "
+                 f"{len(self.done)} (point, rep) pairs already stored in {self.out}"]
+        for step in self.steps:
+            lanes = sum(len(c) for c in step.chunks)
+            lines.append(f"  {_describe({**step.shape, **step.static_data})}: {lanes} lanes in {len(step.chunks)} "
+                         f"chunk(s) of {step.size}, micro-batch {step.micro}")
+        return lines
+
+
+def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
+             chunk: int | None = None, workers: int | None = None) -> Plan:
+    """Validate a request and plan it, writing nothing (``--dry-run``; :func:`run_experiment`)."""
+    reps = experiment.reps if reps is None else reps
+    if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+        raise UsageError(f"reps={reps!r} must be an integer ≥ 1")
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+        raise UsageError(f"chunk={chunk!r} must be an integer ≥ 1")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise UsageError(f"workers={workers!r} must be an integer ≥ 1")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise UsageError(f"seed={seed!r} must be an integer in [0, 2^31)")
+    grid = expand_grid(experiment, overrides)
+    _method_columns(experiment)
+    out = Path(out or Path("runs") / experiment.name)
+    store.check_compatible(out, experiment.name, seed)
+    workers = default_workers() if workers is None else workers
+    done = store.completed(out)
+    return Plan(grid, _plan(grid, reps, done, chunk, workers), done, out, workers, reps)
 
 
 def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int = 0,
@@ -308,32 +358,22 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     ``workers`` daemon threads (chunks). No batched LAPACK call is ever executed on CPU
     (:mod:`dpsim.linalg`), which is what deadlocked concurrent chunks (issue 7).
     """
-    reps = experiment.reps if reps is None else reps
-    if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
-        raise UsageError(f"reps={reps!r} must be an integer ≥ 1")
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
-        raise UsageError(f"chunk={chunk!r} must be an integer ≥ 1")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise UsageError(f"workers={workers!r} must be an integer ≥ 1")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
-        raise UsageError(f"seed={seed!r} must be an integer in [0, 2^31)")
     patience = watchdog_seconds(watchdog)
-    grid = expand_grid(experiment, overrides)
-    _method_columns(experiment)
-    out = Path(out or Path("runs") / experiment.name)
-    store.check_compatible(out, experiment.name, seed)
-
-    workers = default_workers() if workers is None else workers
-    done = store.completed(out)
-    plan = _plan(grid, reps, done, chunk, workers)
+    work = plan_run(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk, workers=workers)
+    grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
     groups = _groups(grid)
     order = np.concatenate([np.asarray(indices) for _, indices in groups])
-    manifest = {"experiment": experiment.name, "source": source or experiment.name,
-                "title": experiment.title, "seed": seed,
-                "reps": reps, "grid": grid.axes, "shape_axes": list(experiment.shape_axes),
-                "analysis_axes": list(experiment.analysis_axes), "versions": store.versions()}
     previous = store.read_manifest(out) or {}
-    manifest["timings"] = previous.get("timings", [])
+    reps = work.reps
+    request = {"reps": reps, "overrides": {k: list(v) for k, v in (overrides or {}).items()},
+               "chunk": chunk, "workers": workers, "grid": grid.axes, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+               "versions": store.versions()}
+    manifest = {"experiment": experiment.name, "source": source or experiment.name,
+                "title": experiment.title, "seed": seed, "shape_axes": list(experiment.shape_axes),
+                "data_axes": list(experiment.data_axes), "analysis_axes": list(experiment.analysis_axes),
+                "derived": list(experiment.derived_names()), "methods": list(experiment.methods),
+                "history": [*previous.get("history", []), request],
+                "study": previous.get("study", {}), "diagnostics": previous.get("diagnostics", {})}
     store.write_manifest(out, manifest)
 
     total_chunks = sum(len(step.chunks) for step in plan)
@@ -382,11 +422,67 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
         pool.shutdown()
         bar.close()
     seconds = time.time() - started
-    manifest["timings"].append({"seconds": round(seconds, 3), "lanes": lanes_run,
-                                "first_chunks_seconds_incl_compile": round(first_chunks, 3),
-                                "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    request.update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": round(seconds, 3),
+                    "lanes_run": lanes_run, "rows_written": rows_written,
+                    "first_chunks_seconds_incl_compile": round(first_chunks, 3)})
+    manifest["study"] = study_summary(out, experiment)
+    manifest["diagnostics"] = {"unconverged": unconverged(out, experiment)}
     store.write_manifest(out, manifest)
+    for item in manifest["diagnostics"]["unconverged"]:
+        warn(f"{experiment.name}: {item['failed']} of {item['fits']} {item['method']} fits did not converge "
+             f"({item['where']})")
     return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
+
+
+def study_summary(out: Path, experiment: Experiment) -> dict:
+    """What the folder's table holds: every axis's values, and the replicates of every grid
+    point (``points``: [{axis values…, "reps": R}]), so the manifest describes the data
+    that figures, summaries and checks will use, whatever the requests were."""
+    axes = [a for a in experiment.axes]
+    table = store.read_columns(out, [*axes, "point", "rep"])
+    if table.empty:
+        return {"axes": {}, "points": [], "rows": 0}
+    per_point = table.groupby("point").agg({**{a: "first" for a in axes if a in table}, "rep": "nunique"})
+    points = [{**{a: _json_value(row[a]) for a in axes if a in per_point}, "reps": int(row["rep"])}
+              for _, row in per_point.iterrows()]
+    reps = per_point["rep"]
+    return {"axes": {a: sorted({_json_value(v) for v in table[a].unique()}, key=lambda v: (isinstance(v, str), v))
+                     for a in axes if a in table},
+            "grid_points": len(points), "reps": {"min": int(reps.min()), "max": int(reps.max())},
+            "rows": int(len(table)), "points": points}
+
+
+def _json_value(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return float(value)
+    return value
+
+
+def unconverged(out: Path, experiment: Experiment, limit: int = 3) -> list[dict]:
+    """Per method with a solver: how many stored fits did not converge, and where in the
+    grid (up to ``limit`` grid points with the most failures)."""
+    axes = [a for a in experiment.axes]
+    table = store.read_columns(out, [*axes, "method", "converged"])
+    if "converged" not in table:
+        return []
+    found = []
+    for method, rows in table.groupby("method"):
+        known = rows[rows["converged"].notna()]
+        failed = known[known["converged"] == False]  # noqa: E712 (nullable boolean)
+        if failed.empty:
+            continue
+        varying = [a for a in axes if a in table and table[a].nunique() > 1]
+        if varying:
+            counts = failed.groupby(varying).size().sort_values(ascending=False)
+            spots = [", ".join(f"{a}={_json_value(v)}" for a, v in zip(varying, key if isinstance(key, tuple) else (key,)))
+                     + f" ({n})" for key, n in counts.head(limit).items()]
+            where = "; ".join(spots) + (f"; and {len(counts) - limit} more grid points" if len(counts) > limit else "")
+        else:
+            where = "at the only grid point"
+        found.append({"method": method, "failed": int(len(failed)), "fits": int(len(known)), "where": where})
+    return found
 
 
 def _describe(shape: Mapping) -> str:

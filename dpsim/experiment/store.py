@@ -23,12 +23,37 @@ MANIFEST = "manifest.json"
 PARTS = "parts"
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()  # read once, at import (os.umask is process-wide, not thread-safe)
+
+
+def check_directory(path: Path, what: str) -> None:
+    """One-line UsageError when ``path`` cannot be a directory we write into: it is a file,
+    a component above it is a file, or the nearest existing directory is not writable."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{what} {str(path)!r} is a file, not a directory")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{what} {str(path)!r} lies under {str(parent)!r}, which is a file")
+            if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+                raise UsageError(f"{what} {str(path)!r} cannot be created: {str(parent)!r} is not writable")
+            break
+
+
 def _atomic_write_bytes(path: Path, write) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600: results are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -54,7 +79,9 @@ def read_manifest(out: Path) -> dict | None:
 
 
 def check_compatible(out: Path, experiment: str, seed: int) -> None:
-    """Refuse to mix experiments or seeds in one directory (resume needs the same seed)."""
+    """Refuse to mix experiments or seeds in one directory (resume needs the same seed), and a
+    path that cannot be a results directory."""
+    check_directory(out, "--out")
     manifest = read_manifest(out)
     if manifest is None:
         if Path(out).exists() and any(Path(out).iterdir()):
@@ -82,13 +109,20 @@ def part_files(out: Path) -> list[Path]:
 
 
 METHOD_COLUMNS_KEY = b"dpsim.method_columns"
+DERIVED_COLUMNS_KEY = b"dpsim.derived_columns"
 
 
-def mark_method_columns(table: pa.Table, names) -> pa.Table:
-    """Record which columns are method outputs (metrics and diagnostics) in the schema."""
+def mark_columns(table: pa.Table, method_columns, derived_columns=()) -> pa.Table:
+    """Record in the schema which columns are method outputs (metrics and diagnostics) and
+    which are values derived on the host from the grid (:class:`~dpsim.experiment.Derived`)."""
     meta = dict(table.schema.metadata or {})
-    meta[METHOD_COLUMNS_KEY] = json.dumps(list(names)).encode()
+    meta[METHOD_COLUMNS_KEY] = json.dumps(list(method_columns)).encode()
+    meta[DERIVED_COLUMNS_KEY] = json.dumps(list(derived_columns)).encode()
     return table.replace_schema_metadata(meta)
+
+
+def _marked(table: pa.Table, key: bytes) -> list:
+    return json.loads((table.schema.metadata or {}).get(key, b"[]"))
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
@@ -96,13 +130,15 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     ``iterations``) load as pandas' nullable ``boolean`` / ``Int64`` whether or not this table
     has nulls, so a method without a solver (null ``converged``) never changes the dtypes."""
     frame = table.to_pandas()
-    method_columns = set(json.loads((table.schema.metadata or {}).get(METHOD_COLUMNS_KEY, b"[]")))
+    method_columns = set(_marked(table, METHOD_COLUMNS_KEY))
     for name, column in zip(table.column_names, table.columns):
         nullable = name in method_columns or column.null_count
         if nullable and pa.types.is_boolean(column.type):
             frame[name] = pd.array(column.to_pylist(), dtype="boolean")
         elif nullable and pa.types.is_integer(column.type):
             frame[name] = pd.array(column.to_pylist(), dtype="Int64")
+    frame.attrs["method_columns"] = sorted(method_columns)
+    frame.attrs["derived_columns"] = _marked(table, DERIVED_COLUMNS_KEY)
     return frame
 
 
@@ -112,9 +148,21 @@ def load_results(out: Path) -> pd.DataFrame:
     if not files:
         raise UsageError(f"no results in {str(out)!r}")
     tables = [pq.read_table(f) for f in files]
-    names = sorted({n for t in tables for n in json.loads((t.schema.metadata or {}).get(METHOD_COLUMNS_KEY, b"[]"))})
+    methods = sorted({n for t in tables for n in _marked(t, METHOD_COLUMNS_KEY)})
+    derived = sorted({n for t in tables for n in _marked(t, DERIVED_COLUMNS_KEY)})
     combined = pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="default")
-    return _to_pandas(mark_method_columns(combined, names))
+    return _to_pandas(mark_columns(combined, methods, derived))
+
+
+def read_columns(out: Path, columns) -> pd.DataFrame:
+    """Only ``columns`` of every part (those a part lacks are left out), as one pandas table."""
+    tables = []
+    for f in part_files(out):
+        names = pq.read_schema(f).names
+        tables.append(pq.read_table(f, columns=[c for c in columns if c in names]).replace_schema_metadata(None))
+    if not tables:
+        return pd.DataFrame(columns=list(columns))
+    return _to_pandas(pa.concat_tables(tables, promote_options="default"))
 
 
 def completed(out: Path) -> set[tuple[int, int]]:

@@ -1,15 +1,24 @@
-"""Summaries and log–log regressions, always derived from the tidy results table."""
+"""Summaries and log–log regressions, always derived from the tidy results table.
+
+Nothing is pooled silently: a summary or a slope uses rows whose grid axes take one value
+each, except the axes it maps (its x axis, its ``by`` columns) and the axes it is told to
+pool over; any other axis with several values in the rows is refused with a one-line error
+naming it. A slope pooled over an axis gets one intercept per value of it (fixed effects),
+so that its levels cannot bias the slope.
+"""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from dpsim.experiment.errors import UsageError
+from dpsim.errors import UsageError
 
 Z95 = 1.959963984540054
+NOT_AXES = ("rep", "point", "method")
 
 
 def select(table: pd.DataFrame, where: Mapping[str, Sequence] | None = None, method: str | None = None) -> pd.DataFrame:
@@ -27,54 +36,161 @@ def select(table: pd.DataFrame, where: Mapping[str, Sequence] | None = None, met
         else:
             mask &= np.isin(column, list(values))
     if method is not None:
+        if "method" in table and method not in set(table["method"]):
+            raise UsageError(f"no rows of method {method!r} (methods: {', '.join(sorted(set(table['method'])))})")
         mask &= table["method"].to_numpy() == method
     return table[mask]
 
 
-def summarise(table: pd.DataFrame, metric: str, by: Sequence[str]) -> pd.DataFrame:
-    """Mean, standard deviation, count and 95% normal CI of ``metric`` per group."""
+def grid_columns(table: pd.DataFrame) -> list[str]:
+    """The grid axes of a results table: every column except the methods' outputs and the
+    host-derived values (both recorded by the store), and rep, point, method."""
+    skip = set(table.attrs.get("method_columns", ())) | set(table.attrs.get("derived_columns", ()))
+    return [c for c in table.columns if c not in skip and c not in NOT_AXES]
+
+
+def _format(value) -> str:
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return f"{value:g}" if isinstance(value, (int, float, np.number)) else str(value)
+
+
+def describe_values(values) -> str:
+    values = sorted(set(values), key=lambda v: (isinstance(v, str), v))
+    text = ", ".join(_format(v) for v in values[:6])
+    return text + (f", … ({len(values)} values)" if len(values) > 6 else "")
+
+
+def require_unpooled(rows: pd.DataFrame, mapped: Sequence[str], what: str) -> None:
+    """Refuse when a grid axis outside ``mapped`` takes several values within one combination
+    of the mapped columns' values (an axis that is a function of mapped ones, such as cai's
+    k = round(n/4) beside n, is not pooled). Columns of ``mapped`` absent from ``rows`` (e.g.
+    a metric) are ignored."""
+    keys = [c for c in dict.fromkeys(mapped) if c in rows and c in grid_columns(rows)]
+    for column in grid_columns(rows):
+        if column in mapped:
+            continue
+        values = rows[column].dropna().unique()
+        if len(values) < 2:
+            continue
+        within = rows.groupby(keys, dropna=False)[column].nunique().max() if keys else len(values)
+        if within > 1:
+            raise UsageError(f"{what} would pool {len(values)} values of {column!r} ({describe_values(values)}); "
+                             f"select one (where={{{column!r}: [...]}}) or map it")
+    if "method" in rows and rows["method"].nunique() > 1 and "method" not in mapped:
+        raise UsageError(f"{what} would pool methods {describe_values(rows['method'].unique())}; select one")
+
+
+def summarise(table: pd.DataFrame, metric: str, by: Sequence[str], *, pool: Sequence[str] = ()) -> pd.DataFrame:
+    """Mean, standard deviation, count and 95% normal CI of ``metric`` per group of ``by``.
+
+    Args:
+        table: tidy results rows.
+        metric: the column to summarise.
+        by: the columns that define a group (they are mapped, not pooled).
+        pool: axes deliberately averaged over within a group.
+    Returns:
+        One row per group: the ``by`` columns, ``mean``, ``sd``, ``n`` (rows used),
+        ``ci_low``, ``ci_high`` and, when the rows have a ``converged`` column,
+        ``unconverged`` (rows whose fit did not converge).
+    Raises:
+        UsageError if another axis has several values (it would be pooled silently).
+    """
     if metric not in table:
         raise UsageError(f"unknown metric {metric!r}")
-    grouped = table.groupby(list(by), dropna=False)[metric]
-    out = grouped.agg(mean="mean", sd="std", n="count").reset_index()
+    require_unpooled(table, [*by, *pool, metric], f"summarising {metric!r} by {list(by)}")
+    grouped = table.groupby(list(by), dropna=False)
+    out = grouped[metric].agg(mean="mean", sd="std", n="count").reset_index()
     half = Z95 * out["sd"].fillna(0.0) / np.sqrt(out["n"].clip(lower=1))
     out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
+    if "converged" in table:
+        failed = (table["converged"] == False).fillna(False)  # noqa: E712 (nullable boolean)
+        out["unconverged"] = failed.groupby([table[c] for c in by], dropna=False).sum().to_numpy()
     return out
 
 
 @dataclass(frozen=True)
 class SlopeFit:
+    """A fitted slope with its standard error and 95% CI; ``n_points`` distinct x values,
+    ``n_obs`` observations; ``rows``: which rows were used (for the check's line)."""
+
     slope: float
     stderr: float
     ci_low: float
     ci_high: float
     n_points: int
     n_obs: int
+    rows: str = ""
 
 
-def loglog_slope(table: pd.DataFrame, metric: str, x: str, *, log_y: bool = True) -> SlopeFit:
-    """OLS slope of (log) metric on log x over replicate-level rows, with a 95% CI.
+def slope_fit(x, y, *, groups=None, y_se=None) -> tuple[float, float]:
+    """The one slope helper: OLS slope of ``y`` on ``x`` (one intercept per group) and its
+    standard error from a sandwich covariance (X'X)⁻¹ X'ΩX (X'X)⁻¹.
 
-    The standard error is heteroscedasticity-robust (HC1) since the replicate spread of a
-    log error changes along the grid. ``log_y=False`` for metrics that are already logs.
+    Ω = diag(residual²)·n/(n − p) (HC1, robust to a replicate spread that changes along the
+    grid) for replicate-level rows, or diag(y_se²) when each y is an estimate with a known
+    standard error (e.g. a log ratio per grid value, delta method).
+
+    Args:
+        x, y: (N,) values; ``groups``: (N,) labels for separate intercepts (None: one).
+        y_se: (N,) standard errors of the y values, or None.
+    Returns:
+        (slope, standard error).
     """
-    frame = table[[x, metric]].dropna()
-    xs = np.log(frame[x].to_numpy(float))
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    labels = np.zeros(len(x), int) if groups is None else pd.factorize(pd.Series(list(groups)))[0]
+    design = np.column_stack([x, (labels[:, None] == np.arange(labels.max() + 1)[None, :]).astype(float)])
+    bread = np.linalg.pinv(design.T @ design)
+    coef = bread @ design.T @ y
+    if y_se is None:
+        resid = y - design @ coef
+        n, p = design.shape
+        omega = resid ** 2 * n / max(n - p, 1)
+    else:
+        omega = np.asarray(y_se, float) ** 2
+    cov = bread @ (design.T @ (design * omega[:, None])) @ bread
+    return float(coef[0]), float(math.sqrt(max(cov[0, 0], 0.0)))
+
+
+def loglog_slope(table: pd.DataFrame, metric: str, x: str, *, log_y: bool = True, method: str | None = None,
+                 where: Mapping[str, Sequence] | None = None, pool: Sequence[str] = ()) -> SlopeFit:
+    """Slope of (log) ``metric`` on log ``x`` over replicate-level rows, with a 95% CI.
+
+    Args:
+        table: tidy results rows; ``method`` and ``where`` select the rows first.
+        metric, x: the y and x columns; ``log_y=False`` for metrics that are already logs.
+        pool: axes whose several values are pooled. Every axis with several values that is
+            listed in ``where`` or ``pool`` gets one intercept per value (fixed effects).
+    Returns:
+        :class:`SlopeFit`, whose ``rows`` says which rows it used.
+    Raises:
+        UsageError naming the problem: an axis pooled silently, several methods, x ≤ 0 or
+        infinite (e.g. ε = inf, the non-private case, has no logarithm), fewer than two
+        values of x, or non-positive y with ``log_y``.
+    """
+    rows = select(table, where, method)
+    if rows.empty:
+        raise UsageError(f"no rows for method={method!r} where={dict(where or {})}")
+    require_unpooled(rows, [x, metric, *(where or {}), *pool], f"a slope of {metric!r} in {x!r}")
+    pooled = [a for a in dict.fromkeys([*(where or {}), *pool]) if a != x and rows[a].nunique() > 1]
+    frame = rows[[x, metric, *pooled]].dropna(subset=[x, metric])
+    xs = frame[x].to_numpy(float)
+    if np.any(np.isinf(xs)):
+        raise UsageError(f"{x}=inf is in the rows (the non-private case), and log(inf) has no slope; "
+                         f"select finite values of {x!r}")
+    if np.any(xs <= 0):
+        raise UsageError(f"{x} has values ≤ 0, which have no logarithm")
     ys = frame[metric].to_numpy(float)
     if log_y:
         if np.any(ys <= 0):
             raise UsageError(f"metric {metric!r} has non-positive values; cannot take logs")
         ys = np.log(ys)
     n_points = len(np.unique(xs))
-    if n_points < 2 or not np.all(np.isfinite(xs)):
-        raise UsageError(f"need at least two finite values of {x!r} to fit a slope")
-    design = np.column_stack([np.ones_like(xs), xs])
-    coef, *_ = np.linalg.lstsq(design, ys, rcond=None)
-    resid = ys - design @ coef
-    n = len(ys)
-    bread = np.linalg.inv(design.T @ design)
-    meat = design.T @ (design * resid[:, None] ** 2)
-    cov = bread @ meat @ bread * n / max(n - 2, 1)
-    se = float(np.sqrt(cov[1, 1]))
-    slope = float(coef[1])
-    return SlopeFit(slope, se, slope - Z95 * se, slope + Z95 * se, n_points, n)
+    if n_points < 2:
+        raise UsageError(f"need at least two values of {x!r} to fit a slope, got {n_points}")
+    groups = frame[pooled].astype(str).agg("|".join, axis=1).to_numpy() if pooled else None
+    slope, se = slope_fit(np.log(xs), ys, groups=groups)
+    used = f"{x} ∈ {{{describe_values(xs)}}}"
+    if pooled:
+        used += "; one intercept per " + ", ".join(f"{a} ∈ {{{describe_values(frame[a])}}}" for a in pooled)
+    return SlopeFit(slope, se, slope - Z95 * se, slope + Z95 * se, n_points, len(ys), used)

@@ -51,7 +51,7 @@ def randomized_response(key, y, eps):
 
 def debiased_response(y_released, eps):
     """z = ((e^ε + 1)ỹ − 1)/(e^ε − 1), the unbiased post-processing of a binary RR output
-    (xu eq. (1), Lemma 2; chowdhury's surrogate label ȳ, spec §4.3): E[z | y] = y.
+    (xu eq. (1), Lemma 2; chowdhury's surrogate label ȳ, chowdhury spec §4.3): E[z | y] = y.
 
     Args: y_released: RR outputs in {0, 1}; eps: ε > 0 (broadcastable). Returns: float64,
     e^ε/(e^ε − 1) where ỹ = 1 and −1/(e^ε − 1) where ỹ = 0 (ε = ∞: z = ỹ)."""

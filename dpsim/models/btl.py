@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.models.links import LOGISTIC, Link
+from dpsim.validate import require, require_int, require_probability
 
 
 def top_k_size(n_items: int) -> int:
@@ -31,7 +32,9 @@ def theta_cai_design(key: jax.Array, n_items: int, k: int | None = None,
     The edge-DP code puts the top items last (``top_first=False``); the individual-DP code
     puts them first.
     """
+    require_int(n_items, "n_items", 2)
     k = top_k_size(n_items) if k is None else k
+    require_int(k, "k", 1, n_items - 1)
     rest = jnp.log(jax.random.uniform(key, (n_items - k,), minval=0.2, maxval=0.7))
     top = jnp.zeros((k,))
     theta = jnp.concatenate([top, rest] if top_first else [rest, top])
@@ -53,6 +56,8 @@ def theta_two_block(n_items: int, k: int, gap: float, link: Link = LOGISTIC) -> 
     (the last k indices), β elsewhere, with F(α − β) = 1/2 + gap, centred."""
     if link is not LOGISTIC:
         raise ValueError("theta_two_block is implemented for the logistic link only")
+    require_int(k, "k", 1, n_items - 1)
+    require("gap", gap, lambda g: (g > 0) & (g < 0.5), "must lie in (0, 1/2): ρ = 1/2 + Δ across blocks")
     diff = jnp.log((0.5 + gap) / (0.5 - gap))  # logit(1/2 + Δ)
     theta = jnp.where(jnp.arange(n_items) >= n_items - k, diff, 0.0)
     return centre(theta)
@@ -70,7 +75,9 @@ def sample_er_comparisons(key: jax.Array, theta: jax.Array, p, link: Link = LOGI
 
     cai §3.1: A_ij ~ Bernoulli(p) for i < j; Y_ij ~ Bernoulli(F(θ_i − θ_j));
     W_ij = A_ij Y_ij, W_ji = A_ij (1 − Y_ij). Returns float64 W of shape (n, n).
+    Raises ValueError for a concrete p ∉ (0, 1] (a traced p is not checked).
     """
+    require_probability(p)
     n = theta.shape[0]
     k_edge, k_out = jax.random.split(key)
     upper = jnp.triu(jnp.ones((n, n), dtype=bool), k=1)
@@ -112,8 +119,9 @@ def sample_er_win_counts(key: jax.Array, theta: jax.Array, p, link: Link = LOGIS
     i beats j when U < p·F(θ_i − θ_j), j beats i when p·F(θ_i − θ_j) ≤ U < p, no edge
     otherwise. One 32-bit word per pair instead of two 64-bit draws per ordered pair makes
     it ~8× cheaper in random bits. Probabilities are resolved to 2^-32. ``p`` may be traced.
-    Returns float64 counts of shape (n,).
+    Returns float64 counts of shape (n,). Raises ValueError for a concrete p ∉ (0, 1].
     """
+    require_probability(p)
     n = theta.shape[0]
     second, valid, back = _circulant_pairs(n)
     if link is LOGISTIC:  # σ(θ_i − θ_j) = a_i/(a_i + a_j): one exp per item, not per pair

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.models.links import LOGISTIC, Link
+from dpsim.validate import require_int
 
 
 def n_pairs(n_items: int) -> int:
@@ -108,7 +109,10 @@ def sample_user_comparisons(key: jax.Array, theta: jax.Array, n_users, per_user,
     M ~ Multinomial(n_users·per_user, uniform over C(n, 2) pairs) and, for i < j,
     W_ij ~ Binomial(M_ij, F(θ_i − θ_j)), W_ji = M_ij − W_ij (module docstring). ``n_users``
     and ``per_user`` may be traced. Returns float64 W of shape (n, n) with zero diagonal.
+    Raises ValueError for concrete ``n_users`` or ``per_user`` < 1.
     """
+    require_int(n_users, "n_users", 1)
+    require_int(per_user, "per_user", 1)
     n = theta.shape[0]
     i, j = pair_index(n)
     total = jnp.asarray(n_users, jnp.float64) * jnp.asarray(per_user, jnp.float64)

@@ -67,17 +67,17 @@ def individual_dp_comparisons_per_item(n_items, n_users, per_user):
 def individual_dp_statistical_term(n_items, n_users, eps=None, per_user=1):
     """√(log n/S) = √(n log n/(2mL)): the non-private part of the individual-DP ℓ∞ rate with
     L explicit (cai spec §6.4; Thm 3.1 with L absorbed reads √(n log n/m)). It improves
-    with L at fixed m like L^{-1/2} (spec §7 item 8)."""
+    with L at fixed m like L^{-1/2} (cai spec §7 item 8)."""
     (n_items,) = _f64(n_items)
     return jnp.sqrt(jnp.log(n_items) / individual_dp_comparisons_per_item(n_items, n_users, per_user))
 
 
 def individual_dp_privacy_term(n_items, n_users, eps, per_user=1, noise_factor=1.0):
     """c·(L/ε)·log n/S = c·n log n/(2mε): the cost of individual privacy with L explicit (cai
-    spec §6.4), for noise of scale c·L/ε (``noise_factor`` c: 1 for Algorithm 1 and
-    Algorithm 3 as published, 2 for the strict ε-DP Algorithm 3, spec §10.3). The noise
+    cai spec §6.4), for noise of scale c·L/ε (``noise_factor`` c: 1 for Algorithm 1 and
+    Algorithm 3 as published, 2 for the strict ε-DP Algorithm 3, cai spec §10.3). The noise
     scale ∝ L/ε and the information S ∝ L cancel, so the term does **not** depend on L at
-    fixed m (spec §7 item 8); Thm 3.1 with L absorbed reads n log n/(mε)."""
+    fixed m (cai spec §7 item 8); Thm 3.1 with L absorbed reads n log n/(mε)."""
     n_items, eps, per_user = _f64(n_items, eps, per_user)
     s = individual_dp_comparisons_per_item(n_items, n_users, per_user)
     return noise_factor * per_user * jnp.log(n_items) / (s * eps)

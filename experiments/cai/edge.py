@@ -1,13 +1,13 @@
 """cai: "Optimal Differentially Private Ranking from Pairwise Comparisons" (Cai, Chakraborty,
 Wang), edge-DP part: Figures 1–3 and the edge-DP rate checks (spec ../shared/papers/cai.md).
 
-Settings follow the authors' code (spec §8.1): BTL, k = round(n/4), θ* of §3.4 drawn once
+Settings follow the authors' code (cai spec §8.1): BTL, k = round(n/4), θ* of §3.4 drawn once
 per n and held fixed across replicates, p and ε; 120 replicates; Algorithm 1 with
 λ = 8/ε and γ = max(1/ε, c0√(np log n)), c0 = 2; Algorithm 2 with Laplace(2/ε); ε = ∞ is
 the non-private curve (λ = 0, the same γ; no count noise).
 
 Differences from the authors' code, each the correct mechanism or a documented choice:
-- a fresh Laplace vector w per replicate and per ε (the R code reuses one w, spec §10.7);
+- a fresh Laplace vector w per replicate and per ε (the R code reuses one w, cai spec §10.7);
 - Newton to ‖∇‖∞ ≤ 1e-10 from θ = 0, not BFGS started at θ* (§10.8);
 - errors of the *centred* θ̃ (centring is privacy-free post-processing, §5.0); the R code
   scores the uncentred θ̃;
@@ -34,9 +34,17 @@ PAPER_REPS = 120
 
 
 def resolve_k(shape: dict, default_k) -> dict:
-    """Fill k = default_k(n) when k is 'auto'; check k ∈ [1, n − 1]."""
+    """Fill k = default_k(n) when k is 'auto'; check k ∈ [1, n − 1]. An automatic k that
+    falls outside (small n) is reported with its rule, ``default_k.__doc__``'s first line."""
     n = shape["n_items"]
-    k = default_k(n) if shape.get("k", "auto") == "auto" else shape["k"]
+    if shape.get("k", "auto") == "auto":
+        k = default_k(n)
+        if not 1 <= k <= n - 1:
+            rule = (default_k.__doc__ or "the paper's rule").strip().splitlines()[0].rstrip(".")
+            raise UsageError(f"n_items={n} is too small for the automatic top-k size ({rule}: k = {k}); "
+                             f"set k explicitly (--set k=1) or use more items")
+        return {**shape, "k": k}
+    k = shape["k"]
     if not 1 <= k <= n - 1:
         raise UsageError(f"k={k} must lie in [1, n_items − 1] = [1, {n - 1}] for n_items={n}")
     return {**shape, "k": k}
@@ -99,6 +107,9 @@ def lane_bytes(shape):
     return 8 * shape["n_items"] ** 2
 
 
+SYMBOLS = {"n_items": "$n$", "n_users": "$m$", "per_user": "$L$", "p": "$p$", "eps": "$\\epsilon$",
+           "c0": "$c_0$", "k": "$k$", "gap": "$\\Delta$"}
+
 PANELS = (
     Panel("log_rel_l2", "mle", "Log rel. $\\ell_2$ err."),
     Panel("log_rel_linf", "mle", "Log rel. $\\ell_\\infty$ err."),
@@ -123,27 +134,24 @@ EPS_CURVES = [0.5, 1.0, 2.5, INF]
 FIG1 = edge_experiment(
     "cai-fig1", "Edge DP estimation errors versus the number of items n at various privacy levels",
     {"n_items": list(range(100, 701, 75)), "p": [1.0], "eps": EPS_CURVES},
-    FigureSpec(x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=PANELS,
-               title="cai Fig. 1: edge DP errors vs n (p = 1)"))
+    FigureSpec(symbols=SYMBOLS, x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=PANELS,
+               title="cai Fig. 1: edge DP errors vs n"))
 
 FIG2 = edge_experiment(
     "cai-fig2", "Edge DP estimation errors versus the edge probability p at various privacy levels",
-    {"n_items": [300], "p": [round(0.1 + 0.075 * i, 3) for i in range(13)], "eps": EPS_CURVES},
-    FigureSpec(x="p", curve="eps", xlabel="$p$", curve_label="$\\epsilon$", panels=PANELS,
-               where={"p": [0.1, 0.25, 0.4, 0.625, 0.85, 1.0]},
-               title="cai Fig. 2: edge DP errors vs p (n = 300)"))
+    {"n_items": [300], "p": [0.1, 0.25, 0.4, 0.625, 0.85, 1.0], "eps": EPS_CURVES},
+    FigureSpec(symbols=SYMBOLS, x="p", curve="eps", xlabel="$p$", curve_label="$\\epsilon$", panels=PANELS,
+               title="cai Fig. 2: edge DP errors vs p"))
 
 FIG3 = edge_experiment(
     "cai-fig3", "Edge DP errors versus the privacy parameter ε at various edge probability values",
-    {"n_items": [300], "p": [0.25, 0.5, 0.75, 1.0],
-     "eps": [1 / 5, 1 / 4, 1 / 3, 1 / 2, 1.0, 3 / 2, 2.0, 5 / 2, 5.0, INF]},
-    FigureSpec(x="eps", curve="p", xlabel="$\\epsilon$", curve_label="$p$", panels=PANELS,
-               where={"eps": [0.2, 0.5, 1.0, 2.0, 2.5, 5.0]},
-               title="cai Fig. 3: edge DP errors vs ε (n = 300)"))
+    {"n_items": [300], "p": [0.25, 0.5, 0.75, 1.0], "eps": [0.2, 0.5, 1.0, 2.0, 2.5, 5.0, INF]},
+    FigureSpec(symbols=SYMBOLS, x="eps", curve="p", xlabel="$\\epsilon$", curve_label="$p$", panels=PANELS,
+               title="cai Fig. 3: edge DP errors vs ε"))
 
 # ---------------------------------------------------------------------------------------
-# Rate checks for the ℓ∞ error of Algorithm 1 (spec §7 items 1–2). With the paper's
-# c0 = 2 the ridge bias dominates (spec §7 caveat, §10.16), so the checks use c0 = 0.1
+# Rate checks for the ℓ∞ error of Algorithm 1 (cai spec §7 items 1–2). With the paper's
+# c0 = 2 the ridge bias dominates (cai spec §7 caveat, §10.16), so the checks use c0 = 0.1
 # (γ = max(1/ε, 0.1√(np log n)) still satisfies Prop 2.1's γ ≥ 4κ2/ε) and the paper's
 # c0 = 2 is reported beside them (INFO lines, which cannot fail verify).
 # ---------------------------------------------------------------------------------------
@@ -158,21 +166,21 @@ PRIVATE_EPS = [0.25, 0.35, 0.5, 0.7]
 RATE_EPS = edge_experiment(
     "cai-rate-eps", "Edge DP ℓ∞ error vs ε where the privacy term dominates (n = 1000, p = 1)",
     {"n_items": [1000], "p": [1.0], "eps": PRIVATE_EPS, "c0": [SMALL_C0, PAPER_C0]},
-    FigureSpec(x="eps", curve="c0", xlabel="$\\epsilon$", curve_label="$c_0$", panels=PANELS, logx=True,
-               title="Edge DP rate check: error vs ε (n = 1000, p = 1)"), reps=RATE_REPS)
+    FigureSpec(symbols=SYMBOLS, x="eps", curve="c0", xlabel="$\\epsilon$", curve_label="$c_0$", panels=PANELS, logx=True,
+               title="Edge DP rate check: error vs ε"), reps=RATE_REPS)
 
 RATE_P = edge_experiment(
     "cai-rate-p", "Edge DP ℓ∞ error vs p, private (ε = 0.5) and non-private (n = 1000)",
     {"n_items": [1000], "p": [0.25, 0.35, 0.5, 0.7, 1.0], "eps": [0.5, INF], "c0": [SMALL_C0, PAPER_C0]},
-    FigureSpec(x="p", curve="eps", xlabel="$p$", curve_label="$\\epsilon$", panels=PANELS, logx=True,
-               where={"c0": [SMALL_C0]}, title="Edge DP rate check: error vs p (n = 1000, c0 = 0.1)"),
+    FigureSpec(symbols=SYMBOLS, x="p", curve="eps", xlabel="$p$", curve_label="$\\epsilon$", panels=PANELS, logx=True,
+               title="Edge DP rate check: error vs p"),
     reps=RATE_REPS)
 
 RATE_N = edge_experiment(
     "cai-rate-n", "Edge DP ℓ∞ error vs n, private (ε = 0.2) and non-private (p = 0.5)",
     {"n_items": [100, 200, 400, 800], "p": [0.5], "eps": [0.2, INF], "c0": [SMALL_C0, PAPER_C0]},
-    FigureSpec(x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=PANELS, logx=True,
-               where={"c0": [SMALL_C0]}, title="Edge DP rate check: error vs n (p = 0.5, c0 = 0.1)"),
+    FigureSpec(symbols=SYMBOLS, x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=PANELS, logx=True,
+               title="Edge DP rate check: error vs n"),
     reps=RATE_REPS)
 
 
@@ -211,12 +219,12 @@ CHECKS = [
 ]
 
 # ---------------------------------------------------------------------------------------
-# The paper's qualitative observations on Figures 1–3 (spec §8.3), as checks that can fail.
+# The paper's qualitative observations on Figures 1–3 (cai spec §8.3), as checks that can fail.
 # ---------------------------------------------------------------------------------------
 def _decreasing(fig, x, metric, method, where, what, log_y=False):
     return TrendCheck(f"{fig.name}-{what}-decreases-in-{x}", fig.name, metric, method, x, -1,
                       where=where, log_y=log_y,
-                      description=f"{metric} of {method} decreases in {x} ({where}) (spec §8.3)")
+                      description=f"{metric} of {method} decreases in {x} ({where}) (cai spec §8.3)")
 
 
 OBSERVATION_CHECKS = [
@@ -230,14 +238,14 @@ OBSERVATION_CHECKS = [
     _decreasing(FIG3, "eps", "relative_hamming", "counts", {"p": [0.25], "eps": [0.2, 0.5, 1.0, 2.0, 5.0]},
                 "counting-p0.25"),
     ComparisonCheck("cai-fig3-counting-beats-mle-eps-le-2", FIG3.name, "relative_hamming", "counts", "mle",
-                    where={"eps": [0.2, 0.5, 1.0, 2.0]},
-                    description="counting beats the MLE for top-k when ε ≤ 2, every p (spec §8.3)"),
+                    where={"eps": [0.2, 0.5, 1.0, 2.0]}, pool=("p",),
+                    description="counting beats the MLE for top-k when ε ≤ 2, every p (cai spec §8.3)"),
     ComparisonCheck("cai-fig1-counting-beats-mle-p1", FIG1.name, "relative_hamming", "counts", "mle",
-                    where={"eps": [0.5, 1.0, 2.5]},
-                    description="counting beats the MLE for top-k at p = 1, finite ε (spec §8.3)"),
+                    where={"eps": [0.5, 1.0, 2.5]}, pool=("n_items",),
+                    description="counting beats the MLE for top-k at p = 1, finite ε (cai spec §8.3)"),
     ComparisonCheck("cai-fig3-mle-beats-counting-large-eps", FIG3.name, "relative_hamming", "mle", "counts",
                     where={"eps": [5.0, INF], "p": [0.25, 0.5, 0.75]},
-                    description="the MLE beats counting for ε ≥ 5 and p < 1 (spec §8.3, §7 item 10)"),
+                    description="the MLE beats counting for ε ≥ 5 and p < 1 (cai spec §8.3, §7 item 10)"),
 ]
 CHECKS = CHECKS + OBSERVATION_CHECKS
 

@@ -3,7 +3,7 @@
 curve across (n, p, ε) for Algorithm 2 (edge DP, r = r_E) and across (n, m, ε) for
 Algorithm 3 (individual DP, r = r_I), failing below and succeeding above a constant.
 
-**Instance** (spec §3.5). S = the last k items; ρ_ij = 1/2 within a block, 1/2 + Δ from S to
+**Instance** (cai spec §3.5). S = the last k items; ρ_ij = 1/2 within a block, 1/2 + Δ from S to
 its complement, so τ_i = 1/2 + (n − k)Δ/n on S and 1/2 − kΔ/n off S: the τ-gap is Δ (it needs
 Δ < 1/2). It is realised by the logistic θ* of :func:`dpsim.models.theta_two_block`
 (F(α − β) = 1/2 + Δ); since ρ takes only the values 1/2, 1/2 ± Δ, this realisation *is*
@@ -27,8 +27,8 @@ more than the count draw, and the grid needs ~10⁵ lanes.
 
 **Individual DP** (``cai-threshold-individual``). m users × L = 5 uniform pairs (with
 replacement), drawn as counts (:func:`dpsim.models.sample_user_comparisons`); Algorithm 3 in
-``strict`` mode (Laplace(2L/ε), truly ε-DP; spec §10.3); k = n//4. ``gap_over_rate`` is
-Δ / r_I with L kept explicit (spec §6.4, the proof's form for counting):
+``strict`` mode (Laplace(2L/ε), truly ε-DP; cai spec §10.3); k = n//4. ``gap_over_rate`` is
+Δ / r_I with L kept explicit (cai spec §6.4, the proof's form for counting):
 √(log n/S) + (noise scale)·log n/S with S = 2mL/n, i.e. √(n log n/(2mL)) + n log n/(mε) for
 the strict noise 2L/ε (n log n/(2mε) in ``paper`` mode). ``gap_over_stated_rate`` is Δ over
 r_I as Thm 3.3 states it, √(n log n/m) + n log n/(mε): at a fixed L this is the same rate up
@@ -69,7 +69,7 @@ from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import sample_user_comparisons, theta_two_block, top_k_size
 from dpsim.models.btl import sample_er_win_counts
 from dpsim.metrics import topk_metrics
-from .edge import TOPK, resolve_k
+from .edge import SYMBOLS, TOPK, resolve_k
 from .individual import AXIS_TYPES, individual_top_k_size
 
 INF = math.inf
@@ -101,13 +101,13 @@ def truth(key, shape):
 # Edge DP: Algorithm 2 on G(n, p)
 # ---------------------------------------------------------------------------------------
 def edge_generate(key, shape, truth, data):
-    """Win counts N of the two-block instance with gap Δ on G(n, p) (spec §3.1, §3.5)."""
+    """Win counts N of the two-block instance with gap Δ on G(n, p) (cai spec §3.1, §3.5)."""
     theta = theta_two_block(shape["n_items"], shape["k"], data["gap"])
     return sample_er_win_counts(key, theta, data["p"])
 
 
 def edge_counts_fn(key, ctx):
-    """Algorithm 2 (spec §5.3): N + Laplace(2/ε)^n, top k; and x = Δ / r_E(n, p, ε)."""
+    """Algorithm 2 (cai spec §5.3): N + Laplace(2/ε)^n, top k; and x = Δ / r_E(n, p, ε)."""
     k_noise, k_tie = jax.random.split(key)
     eps, n, data, counts = ctx.analysis["eps"], ctx.shape["n_items"], ctx.data, ctx.sample
     noisy = counts + laplace_noise(k_noise, edge_count_noise_scale(eps), counts.shape)
@@ -144,14 +144,14 @@ EDGE = Experiment(
     axes={"n_items": EDGE_N, "k": ["auto"], "p": EDGE_P, "gap": EDGE_GAPS, "eps": EPS},
     shape_axes=("n_items", "k"), analysis_axes=("eps",),
     truth=truth, generate=edge_generate, methods=EDGE_METHODS, reps=EDGE_REPS,
-    figure=FigureSpec(
+    figure=FigureSpec(symbols=SYMBOLS, 
         x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_E(n, p, \\epsilon)$",
         curve_label="$\\epsilon$", logx=True,
         panels=_panels("n_items", EDGE_N, "p", EDGE_P, ("$n$", "$p$")),
         title="Top-k phase transition, edge DP (Alg. 2, two-block instance, k = n/4)"),
     resolve_shape=lambda shape: resolve_k(shape, top_k_size), validate_point=validate_gap,
     lane_bytes=edge_lane_bytes,
-    description="spec §3.5, §7 items 5–6, §11: P(exact recovery) vs Δ / r_E collapses "
+    description="cai spec §3.5, §7 items 5–6, §11: P(exact recovery) vs Δ / r_E collapses "
                 "across (n, p, ε)")
 
 
@@ -163,13 +163,13 @@ def individual_resolve_shape(shape: dict) -> dict:
 
 
 def individual_generate(key, shape, truth, data):
-    """Aggregated W of m users × L uniform pairs on the two-block instance (spec §3.2, §3.5)."""
+    """Aggregated W of m users × L uniform pairs on the two-block instance (cai spec §3.2, §3.5)."""
     theta = theta_two_block(shape["n_items"], shape["k"], data["gap"])
     return sample_user_comparisons(key, theta, data["n_users"], data["per_user"])
 
 
 def individual_counts_fn(key, ctx):
-    """Algorithm 3 (spec §5.4; ``mode``: strict Laplace(2L/ε) or paper Laplace(L/ε)), top k;
+    """Algorithm 3 (cai spec §5.4; ``mode``: strict Laplace(2L/ε) or paper Laplace(L/ε)), top k;
     x = Δ / r_I with L explicit and the mode's noise scale (``gap_over_rate``), with r_I as
     Thm 3.3 states it (``gap_over_stated_rate``) and with its statistical term alone."""
     k_noise, k_tie = jax.random.split(key)
@@ -206,45 +206,45 @@ INDIVIDUAL = Experiment(
     shape_axes=("n_items", "k", "mode"), analysis_axes=("eps",),
     truth=truth, generate=individual_generate, methods=INDIVIDUAL_METHODS, reps=INDIVIDUAL_REPS,
     axis_types=AXIS_TYPES,
-    figure=FigureSpec(
+    figure=FigureSpec(symbols=SYMBOLS, 
         x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_I(n, m, \\epsilon; L)$",
         curve_label="$\\epsilon$", logx=True,
         panels=_panels("n_items", INDIVIDUAL_N, "n_users", INDIVIDUAL_M, ("$n$", "$m$")),
-        title="Top-k phase transition, individual DP (Alg. 3 strict, two-block, L = 5, k = n/4)"),
+        title="Top-k phase transition, individual DP (Alg. 3, two-block instance, k = n/4)"),
     resolve_shape=individual_resolve_shape, validate_point=validate_gap,
     lane_bytes=individual_lane_bytes,
-    description="spec §3.5, §6.3, §11: P(exact recovery) vs Δ / r_I collapses across (n, m, ε)")
+    description="cai spec §3.5, §6.3, §11: P(exact recovery) vs Δ / r_I collapses across (n, m, ε)")
 
 EXPERIMENTS = [EDGE, INDIVIDUAL]
 
 # ---------------------------------------------------------------------------------------
-# Checks (spec §7 item 5, §11). Constants: module docstring.
+# Checks (cai spec §7 item 5, §11). Constants: module docstring.
 # ---------------------------------------------------------------------------------------
 COLLAPSE_FACTOR = 3.0
 
 CHECKS = [
     ThresholdCollapseCheck(
         "cai-threshold-collapse-edge", EDGE.name, "exact_recovery", "counts", "gap_over_rate",
-        configs=("n_items", "p", "eps"), max_ratio=COLLAPSE_FACTOR,
+        pool=("gap",), configs=("n_items", "p", "eps"), max_ratio=COLLAPSE_FACTOR,
         x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95,
         description="Alg. 2: P(exact top-k) vs Δ/r_E fails below 0.5, succeeds above 2.5, and its "
                     "midpoints agree within a factor 3 across n, p, ε (Thm 2.3, 2.4)"),
     ThresholdCollapseCheck(
         "cai-threshold-no-collapse-edge-nonprivate-rate", EDGE.name, "exact_recovery", "counts",
-        "gap_over_statistical_rate", configs=("n_items", "p", "eps"), max_ratio=COLLAPSE_FACTOR,
+        "gap_over_statistical_rate", pool=("gap",), configs=("n_items", "p", "eps"), max_ratio=COLLAPSE_FACTOR,
         x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95, expect_collapse=False,
         description="negative control: against Δ/√(log n/(np)) (privacy term ignored) the "
                     "midpoints spread by more than 3"),
     ThresholdCollapseCheck(
         "cai-threshold-collapse-individual", INDIVIDUAL.name, "exact_recovery", "counts",
-        "gap_over_rate", configs=("n_items", "n_users", "eps"), max_ratio=COLLAPSE_FACTOR,
+        "gap_over_rate", pool=("gap",), configs=("n_items", "n_users", "eps"), max_ratio=COLLAPSE_FACTOR,
         x_low=0.1, p_low=0.05, x_high=2.5, p_high=0.95,
-        description="Alg. 3 (strict): P(exact top-k) vs Δ/r_I (L explicit, spec §6.4) fails "
+        description="Alg. 3 (strict): P(exact top-k) vs Δ/r_I (L explicit, cai spec §6.4) fails "
                     "below 0.1, succeeds above 2.5, and its midpoints agree within a factor 3 "
                     "across n, m, ε (Thm 3.3, 3.4)"),
     ThresholdCollapseCheck(
         "cai-threshold-collapse-individual-stated-rate", INDIVIDUAL.name, "exact_recovery",
-        "counts", "gap_over_stated_rate", configs=("n_items", "n_users", "eps"),
+        "counts", "gap_over_stated_rate", pool=("gap",), configs=("n_items", "n_users", "eps"),
         max_ratio=COLLAPSE_FACTOR, x_low=0.05, p_low=0.05, x_high=2.5, p_high=0.95,
         report_only=True,
         description="the same against r_I as Thm 3.3 states it (L absorbed into the constants): "
@@ -252,7 +252,7 @@ CHECKS = [
                     "midpoints spread by about 3 (reported only)"),
     ThresholdCollapseCheck(
         "cai-threshold-no-collapse-individual-nonprivate-rate", INDIVIDUAL.name, "exact_recovery",
-        "counts", "gap_over_statistical_rate", configs=("n_items", "n_users", "eps"),
+        "counts", "gap_over_statistical_rate", pool=("gap",), configs=("n_items", "n_users", "eps"),
         max_ratio=COLLAPSE_FACTOR, x_low=0.1, p_low=0.05, x_high=2.5, p_high=0.95,
         expect_collapse=False,
         description="negative control: against Δ/√(n log n/m) (privacy term ignored) the "

@@ -1,0 +1,109 @@
+"""What ``dpsim list`` and ``dpsim show`` print: an experiment's axes (values, kinds, what they
+are), methods and metrics, and an estimate of its run time on this machine."""
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+
+from dpsim.experiment.axes import axis_type
+from dpsim.experiment.grid import Experiment
+
+
+def _short(value) -> str:
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def compact_values(values) -> str:
+    """``1,2,5`` for a few values, ``100…700 (9)`` for a long list."""
+    values = list(values)
+    if len(values) <= 6:
+        return ",".join(_short(v) for v in values)
+    return f"{_short(values[0])}…{_short(values[-1])} ({len(values)})"
+
+
+def compact_grid(experiment: Experiment) -> str:
+    """Every axis with several values, compactly: ``n_items=100…700 (9) eps=0.5,1,2.5,inf``."""
+    return " ".join(f"{a}={compact_values(v)}" for a, v in experiment.axes.items() if len(v) > 1)
+
+
+def describe(experiment: Experiment, source: str = "") -> list[str]:
+    """The lines of ``dpsim show`` (without the time estimate)."""
+    lines = [f"{experiment.name}: {experiment.title}"]
+    if experiment.description:
+        lines.append(f"  reproduces: {experiment.description}")
+    if source:
+        lines.append(f"  defined in: {source}")
+    lines.append(f"  replicates: {experiment.reps} per grid point (--reps)")
+    lines.append("  axes (--set AXIS=V1,V2,...):")
+    for axis, values in experiment.axes.items():
+        kind = experiment.kind(axis)
+        typ = axis_type(axis, experiment.axis_types)
+        choices = f"; choices {', '.join(typ.choices)}" if typ.choices else ""
+        lines.append(f"    {axis:<12} {kind:<9} default {compact_values(values):<28} {typ.doc}{choices}")
+    if experiment.derived:
+        lines.append("  derived on the host (stored as columns):")
+        for d in experiment.derived:
+            lines.append(f"    {', '.join(d.names):<12} {d.level:<9} {d.doc}")
+    lines.append("  methods:")
+    for name, method in experiment.methods.items():
+        solver = "solver: " + ", ".join(method.diagnostics) if method.has_solver else \
+            ("no solver" + (f"; reports {', '.join(method.diagnostics)}" if method.diagnostics else ""))
+        lines.append(f"    {name:<12} {method.doc or method.label}  [{solver}]")
+        lines.append(f"    {'':<12} metrics: {', '.join(method.metrics)}")
+    if experiment.figure is not None:
+        lines.append(f"  figure: {experiment.figure.title} ({len(experiment.figure.panels)} panels; "
+                     f"x = {experiment.figure.x}, one curve per {experiment.figure.curve})")
+    return lines
+
+
+def _earlier_rate(experiment: Experiment, runs: Path) -> tuple[float, int] | None:
+    """Seconds per replicate lane measured by earlier runs of this experiment under ``runs``."""
+    seconds, lanes = 0.0, 0
+    for manifest in (runs / experiment.name / "manifest.json", runs / "verify" / experiment.name / "manifest.json"):
+        if not manifest.exists():
+            continue
+        for request in json.loads(manifest.read_text()).get("history", []):
+            if request.get("lanes_run") and request.get("seconds"):
+                seconds += request["seconds"]
+                lanes += request["lanes_run"]
+    return (seconds / lanes, lanes) if lanes else None
+
+
+def estimate_seconds(experiment: Experiment, runs: Path = Path("runs")) -> tuple[float, str]:
+    """An estimate of the run time of the default grid on this machine, and how it was made:
+    from earlier runs under ``runs``, else by a small calibration run (2 replicates at the
+    largest shape point: one compilation and one warm run)."""
+    from dpsim.experiment.runner import plan_run, run_experiment
+
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = plan_run(experiment, out=Path(tmp) / "plan")
+    total_lanes = plan.lanes
+    earlier = _earlier_rate(experiment, runs)
+    if earlier:
+        rate, lanes = earlier
+        return rate * total_lanes, f"from {lanes} replicate lanes run earlier on this machine"
+    largest = max(plan.grid.shapes, key=experiment.lane_bytes)
+    overrides = {a: [largest[a]] for a in experiment.shape_axes}
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.time()
+        cold = run_experiment(experiment, reps=2, out=Path(tmp) / "cold", overrides=overrides, progress=False)
+        cold_seconds = time.time() - t0
+        warm = run_experiment(experiment, reps=2, out=Path(tmp) / "warm", overrides=overrides, progress=False)
+    per_lane = warm.seconds / max(warm.lanes_run, 1)
+    compile_seconds = max(cold_seconds - warm.seconds, 0.0)
+    # a lane's work grows with its working set: scale the calibrated cost by lane_bytes
+    scale = experiment.lane_bytes(largest)
+    compute = sum(per_lane * experiment.lane_bytes(step.shape) / scale * sum(len(c) for c in step.chunks)
+                  for step in plan.steps)
+    where = ", ".join(f"{a}={v}" for a, v in largest.items() if a in experiment.shape_axes)
+    return compile_seconds * len(plan.steps) + compute, (
+        f"calibrated at the largest shape ({where}): {compile_seconds:.1f} s to compile each of "
+        f"{len(plan.steps)} programs, {per_lane * 1000:.1f} ms per replicate lane there, scaled by "
+        f"working set for the other shapes; {total_lanes} lanes")
