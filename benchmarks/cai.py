@@ -54,7 +54,8 @@ C. Figures 1–3 at paper size (120 replicates) with the engine, each in a fresh
 
 The NumPy/SciPy/choix baselines run with one OpenBLAS thread (:mod:`benchmarks`) in one
 process; the engine uses XLA's own threads. ``--quick`` shrinks every part (8 reps, fewer
-timed baseline fits, n = 20 skipped, one warm re-run, Fig. 3 alone at 2 reps in C); its
+timed baseline fits, n = 20 skipped, one warm re-run, no micro-batch-1 run in P, W at n = 40
+only, T at two sizes, Fig. 3 alone at 2 reps in C); its
 ratios are not representative (compile dominates, and at small n the runner pads 8
 replicates to its micro-batch). The load average is recorded: the machine may be shared.
 """
@@ -98,6 +99,7 @@ class Config:
     small_ns: tuple           # B
     profile_ps: tuple         # P: the p values of the sample problems
     micro_one_reps: int       # P: reps of a Fig. 3 run with the runner's micro-batch forced to 1 (0: skip)
+    workers_workloads: tuple  # W: "n40" (the B workload at n = 40) and/or "fig3"
     topk_sizes: tuple         # T: (n, micro-batch) pairs
     solver_design: tuple      # S: (n, copies of the Fig. 3 (p, ε) problems)
     agreement: tuple          # G: (n, p, ε values) cases
@@ -108,13 +110,13 @@ class Config:
 
 FULL = Config(reps=120, warm_runs=harness.WARM_RUNS, scipy_lanes_n300=20, scipy_lanes_small=40,
               choix_fits_n300=4, choix_fits_small=20, small_ns=(40, 20), profile_ps=tuple(FIG3_P),
-              micro_one_reps=40, topk_sizes=((20, 128), (40, 128), (100, 32), (300, 4), (1000, 1)),
+              micro_one_reps=40, workers_workloads=("n40", "fig3"), topk_sizes=((20, 128), (40, 128), (100, 32), (300, 4), (1000, 1)),
               solver_design=((300, 2), (40, 10)),
               agreement=((300, 1.0, (0.2, 1.0, math.inf)), (300, 0.25, (0.5, math.inf)),
                          (40, 1.0, (0.2, math.inf)), (20, 1.0, (0.2, math.inf))),
               figures=("cai-fig1", "cai-fig2", "cai-fig3"), figure_reps=120, cache_what_if=True)
 QUICK = Config(reps=8, warm_runs=1, scipy_lanes_n300=4, scipy_lanes_small=8, choix_fits_n300=1,
-               choix_fits_small=5, small_ns=(40,), profile_ps=(1.0,), micro_one_reps=0,
+               choix_fits_small=5, small_ns=(40,), profile_ps=(1.0,), micro_one_reps=0, workers_workloads=("n40",),
                topk_sizes=((40, 128), (300, 4)), solver_design=((40, 2),),
                agreement=((300, 0.25, (1.0, math.inf)), (40, 1.0, (0.2, math.inf))),
                figures=("cai-fig3",), figure_reps=2, cache_what_if=True)
@@ -426,8 +428,9 @@ def section_p(bench: harness.Bench) -> dict:
 def section_w(bench: harness.Bench) -> dict:
     """Warm wall time of the same workload with the default workers and with one."""
     reps, rows = bench.cfg.reps, []
-    for label, experiment in ((f"B, n = 40, p = 1, {reps} reps", small_n_experiment(40)),
-                              (f"A, Fig. 3, n = 300, {reps} reps", edge.FIG3)):
+    workloads = {"n40": (f"B, n = 40, p = 1, {reps} reps", small_n_experiment(40)),
+                 "fig3": (f"A, Fig. 3, n = 300, {reps} reps", edge.FIG3)}
+    for label, experiment in (workloads[name] for name in bench.cfg.workers_workloads):
         settings = {"default": None, "1": 1}
         for workers in settings.values():          # compile both layouts first
             harness.run_engine(experiment, reps, workers=workers)
