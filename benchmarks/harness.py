@@ -444,12 +444,12 @@ def run_mode(quick: bool, selected: Sequence[str], available: Sequence[str]) -> 
     return "quick" if quick else "full"
 
 
-def results_path(paper: str, mode: str, directory: Path = RESULTS_DIR) -> Path:
+def results_path(paper: str, mode: str, directory: Path | None = None) -> Path:
     """``<paper>.json`` for a full run (kept in git), ``<paper>_quick.json`` /
-    ``<paper>_partial.json`` otherwise (git-ignored)."""
+    ``<paper>_partial.json`` otherwise (git-ignored); in :data:`RESULTS_DIR` by default."""
     if mode not in ("full", "quick", "partial"):
         raise ValueError(f"mode {mode!r}: choose full, quick or partial")
-    return directory / (f"{paper}.json" if mode == "full" else f"{paper}_{mode}.json")
+    return (directory or RESULTS_DIR) / (f"{paper}.json" if mode == "full" else f"{paper}_{mode}.json")
 
 
 # key → type of every top-level field of a results file (schema 1)
@@ -548,7 +548,11 @@ def main(paper: str, sections: Sequence[Section], *, full: Any, quick: Any,
          description: str = "", module: str | None = None) -> dict:
     """The command line of ``python -m benchmarks.<paper> [--quick] [--sections A,B]``: runs
     the chosen sections in their declared order, prints a header, each section's tables and
-    a footer, and writes the results file (:func:`results_path`). Returns the document."""
+    a footer, and writes the results file (:func:`results_path`). Returns the document.
+
+    ``full`` and ``quick`` are the paper's two configurations (dataclasses or dicts; the
+    sections read the chosen one as ``bench.cfg``, and it is stored in the results file);
+    ``targets`` are the paper's target numbers, stored beside the results."""
     keys = [s.key for s in sections]
     if len(set(keys)) != len(keys):
         raise ValueError(f"duplicate section keys {keys}")
@@ -589,7 +593,7 @@ def main(paper: str, sections: Sequence[Section], *, full: Any, quick: Any,
     path = write_results(doc, results_path(paper, mode))
     print(f"\nload average at end {doc['loadavg_end'][0]:.2f}; benchmark took {doc['seconds']:.0f} s "
           f"({', '.join(f'{k} {v:.0f} s' for k, v in section_seconds.items())}); "
-          f"wrote {path.relative_to(ROOT)}", flush=True)
+          f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}", flush=True)
     return doc
 
 
