@@ -1,0 +1,644 @@
+"""Benchmark: the dpsim engine on cai's edge-DP workload against a SciPy loop and choix.
+
+Run ``python -m benchmarks.cai [--quick] [--sections A,B,...]`` from the repository root.
+Everything is measured side by side in one run on one machine; tables are printed and
+``benchmarks/results/cai.json`` is written (``cai_quick.json`` with ``--quick``,
+``cai_partial.json`` for a subset of sections; both git-ignored). Timing, the results file
+and the command line are the shared :mod:`benchmarks.harness`.
+
+Sections
+--------
+A. Figure 3 of cai (n = 300, p ∈ {0.25, 0.5, 0.75, 1}, 10 ε values, 120 replicates;
+   Algorithm 1 = perturbed MLE, Algorithm 2 = noisy counts): 4800 MLE fits.
+   1. engine: ``run_experiment(FIG3, reps=120)`` end to end (data, both estimators,
+      metrics, Parquet writes) into fresh directories: a cold run (the process's compiled
+      programs forgotten first, so compile is included), then the best of three warm
+      re-runs, which compile nothing (:func:`benchmarks.harness.measure_engine`). Wall time
+      is split into compile (tracing + lowering + XLA compile, from JAX's monitoring events;
+      the runner compiles the next shape in a background thread while the current one
+      computes, so compile may overlap compute), chunk compute (the compiled chunk calls)
+      and "other" = wall − compute (compile not hidden by the overlap, keys, rows, Parquet).
+   2. SciPy loop: per replicate, W drawn with NumPy; per ε, w ~ Laplace(λ) and
+      ``scipy.optimize.minimize(method="L-BFGS-B", jac=True, gtol=1e-8, ftol=1e-15)`` on
+      R(θ) = Σ_{i≠j} W_ij softplus(θ_j − θ_i) + γ/2‖θ‖² + wᵀθ with its analytic gradient,
+      vectorised in NumPy (the same one-exponential-per-item form as the engine), from
+      θ = 0, plus the noisy counts. A subset of replicates (spread over p) is timed and the
+      per-fit time extrapolated to the full workload.
+   3. choix: ``choix.opt_pairwise`` (Newton-CG, its default tol) on the same comparisons,
+      alpha = γ/2 (choix's penalty is alpha·‖θ‖², ours γ/2·‖θ‖²); it has no linear term, so
+      only ε = ∞ (w = 0, the non-private penalised MLE) can be timed; a subset of fits.
+      ``choix.ilsr_pairwise_dense`` (unpenalised ML; its alpha is a Markov-chain
+      regulariser, not ℓ2) is timed on the same data too, as the fastest choix route, for
+      reference only.
+P. Where the engine's time goes at n = 300: the A.1 split (when A ran); one jitted
+   ``btl_objective(...).evaluate`` and one Hessian–vector product (each repeated 100× in a
+   ``fori_loop``, so dispatch is excluded); full solves one problem at a time and vmapped
+   in the runner's micro-batch; Newton iterations from the results table, CG iterations
+   and objective evaluations per solve from ``newton_cg`` on one replicate of every
+   (p, ε); and (full mode) Fig. 3 at 40 reps with the runner's micro-batch forced to 1.
+B. Small n (n = 40 and n = 20, p = 1, the same ε set, 120 replicates): engine vs SciPy loop
+   vs choix, as in A.
+W. Concurrent chunks: the B workload at n = 40 and Fig. 3 (n = 300) each run with the
+   runner's default ``workers`` (chunks computed at the same time, = cores) and with
+   ``workers = 1``, compile excluded (a warm run of each, best of three, alternated).
+T. Top-k ranks: ``tie_broken_ranks`` by sort against pairwise counting, vmapped over
+   replicates and ε, at n = 20 … 1000 (the runner's micro-batch sizes), best of 30 calls.
+S. Solver design: Newton-CG (the engine's) against a dense Cholesky Newton, each under a
+   full vmap and under the runner's micro-batched ``lax.map``, on the same problems.
+G. Agreement: on the engine's own W (and γ, w) the engine's ``penalised_mle``, the SciPy
+   fit and (at ε = ∞) choix are compared: max |θ_engine − θ_other|.
+C. Figures 1–3 at paper size (120 replicates) with the engine, each in a fresh Python
+   process so that imports and compilation are counted (target: < 120 s in all); then a
+   what-if: ``dpsim run cai-fig3`` in two fresh processes sharing an initially empty JAX
+   persistent compilation cache (what a re-run of the command saves).
+
+The NumPy/SciPy/choix baselines run with one OpenBLAS thread (:mod:`benchmarks`) in one
+process; the engine uses XLA's own threads. ``--quick`` shrinks every part (8 reps, fewer
+timed baseline fits, n = 20 skipped, one warm re-run, no micro-batch-1 run in P, W at n = 40
+only, T at two sizes, Fig. 3 alone at 2 reps in C); its
+ratios are not representative (compile dominates, and at small n the runner pads 8
+replicates to its micro-batch). The load average is recorded: the machine may be shared.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass
+
+from benchmarks import harness  # first: sets the BLAS threads before NumPy loads
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpsim.estimators import topk
+from dpsim.estimators.btl_mle import btl_objective, penalised_mle
+from dpsim.experiment.runner import default_workers, micro_batch_size
+from dpsim.experiments.cai import edge
+from dpsim.mechanisms.calibration import edge_objective_perturbation
+from dpsim.models.btl import sample_er_comparisons, theta_cai_design, top_k_size
+from dpsim.solvers import SmoothObjective, newton_cg
+
+PAPER = "cai"
+EPS = [1 / 5, 1 / 4, 1 / 3, 1 / 2, 1.0, 3 / 2, 2.0, 5 / 2, 5.0, math.inf]
+FIG3_P = [0.25, 0.5, 0.75, 1.0]
+C0 = 2.0
+TARGETS = {"engine_vs_scipy_n300": 3.0, "engine_vs_scipy_small_n": 30.0, "figs_total_s": 120.0}
+SCIPY, CHOIX, CHOIX_ILSR = "SciPy L-BFGS-B loop", "choix.opt_pairwise ε=∞", "ref: choix.ilsr_pairwise_dense"
+FIGURES = {e.name: e for e in edge.EXPERIMENTS}
+
+
+@dataclass(frozen=True)
+class Config:
+    reps: int                 # replicates per grid point (A, B, W)
+    warm_runs: int            # A, B: warm re-runs in this process (the best is kept)
+    scipy_lanes_n300: int     # replicates timed for the SciPy loop at n = 300 (×10 ε fits)
+    scipy_lanes_small: int    # the same at small n
+    choix_fits_n300: int      # opt_pairwise fits timed at n = 300 (spread over p)
+    choix_fits_small: int
+    small_ns: tuple           # B
+    profile_ps: tuple         # P: the p values of the sample problems
+    micro_one_reps: int       # P: reps of a Fig. 3 run with the runner's micro-batch forced to 1 (0: skip)
+    workers_workloads: tuple  # W: "n40" (the B workload at n = 40) and/or "fig3"
+    topk_sizes: tuple         # T: (n, micro-batch) pairs
+    solver_design: tuple      # S: (n, copies of the Fig. 3 (p, ε) problems)
+    agreement: tuple          # G: (n, p, ε values) cases
+    figures: tuple            # C: experiments run in fresh processes
+    figure_reps: int
+    cache_what_if: bool       # C: `dpsim run` twice with one persistent compilation cache
+
+
+FULL = Config(reps=120, warm_runs=harness.WARM_RUNS, scipy_lanes_n300=20, scipy_lanes_small=40,
+              choix_fits_n300=4, choix_fits_small=20, small_ns=(40, 20), profile_ps=tuple(FIG3_P),
+              micro_one_reps=40, workers_workloads=("n40", "fig3"), topk_sizes=((20, 128), (40, 128), (100, 32), (300, 4), (1000, 1)),
+              solver_design=((300, 2), (40, 10)),
+              agreement=((300, 1.0, (0.2, 1.0, math.inf)), (300, 0.25, (0.5, math.inf)),
+                         (40, 1.0, (0.2, math.inf)), (20, 1.0, (0.2, math.inf))),
+              figures=("cai-fig1", "cai-fig2", "cai-fig3"), figure_reps=120, cache_what_if=True)
+QUICK = Config(reps=8, warm_runs=1, scipy_lanes_n300=4, scipy_lanes_small=8, choix_fits_n300=1,
+               choix_fits_small=5, small_ns=(40,), profile_ps=(1.0,), micro_one_reps=0, workers_workloads=("n40",),
+               topk_sizes=((40, 128), (300, 4)), solver_design=((40, 2),),
+               agreement=((300, 0.25, (1.0, math.inf)), (40, 1.0, (0.2, math.inf))),
+               figures=("cai-fig3",), figure_reps=2, cache_what_if=True)
+
+
+# ----------------------------------------------------------------------------- engine
+
+def mle_diagnostics(mle) -> dict:
+    """Solver diagnostics of the MLE rows of a results table (``describe`` of run_engine)."""
+    iters = mle.groupby("p")["iterations"].agg(["mean", "max"])
+    return {"converged_fraction": float(mle["converged"].astype(bool).mean()),
+            "newton_iterations_mean": float(mle["iterations"].mean()),
+            "newton_iterations_max": int(mle["iterations"].max()),
+            "newton_iterations_by_p": {str(p): [round(float(r["mean"]), 2), int(r["max"])]
+                                       for p, r in iters.iterrows()}}
+
+
+ENGINE = dict(fits_method="mle", describe=mle_diagnostics)
+
+
+def small_n_experiment(n: int):
+    """The B workload: n items, p = 1, the Fig. 3 ε set."""
+    return edge.edge_experiment(f"bench-n{n}", f"benchmark n = {n}", {"n_items": [n], "p": [1.0], "eps": EPS})
+
+
+# ----------------------------------------------------------------------------- NumPy / SciPy
+
+def calibration(eps: float, n: int, p: float) -> tuple[float, float]:
+    """(λ, γ) of Algorithm 1 for the logistic link, from dpsim's own calibration."""
+    cal = edge_objective_perturbation(eps, n, p, c0=C0)
+    return float(cal.lam), float(cal.gamma)
+
+
+def numpy_theta(rng, n: int) -> np.ndarray:
+    """θ* of cai §3.4: top k = round(n/4) items last with e^θ = 1, the rest Unif(0.2, 0.7)."""
+    k = top_k_size(n)
+    theta = np.concatenate([np.log(rng.uniform(0.2, 0.7, n - k)), np.zeros(k)])
+    return theta - theta.mean()
+
+
+def numpy_comparisons(rng, theta: np.ndarray, p: float) -> np.ndarray:
+    """Win-count matrix of one BTL comparison per edge of G(n, p)."""
+    n = theta.shape[0]
+    edges = np.triu(rng.random((n, n)) < p, 1)
+    i_wins = rng.random((n, n)) < 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
+    return (edges & i_wins).astype(float) + (edges & ~i_wins).astype(float).T
+
+
+def objective_and_gradient(theta, W, M, wins, gamma, w):
+    """R(θ) and ∇R with a = exp(θ − max θ): σ(θ_i − θ_j) = a_i/(a_i + a_j),
+    softplus(θ_j − θ_i) = log(a_i + a_j) − log a_i."""
+    log_a = theta - theta.max()
+    a = np.exp(log_a)
+    total = a[:, None] + a[None, :]
+    value = np.sum(W * np.log(total)) - wins @ log_a + 0.5 * gamma * theta @ theta + w @ theta
+    grad = np.sum(M * (a[:, None] / total), axis=1) - wins + gamma * theta + w
+    return value, grad
+
+
+def scipy_fit(W, gamma, w):
+    """The SciPy L-BFGS-B fit of R from θ = 0 (an ``OptimizeResult``)."""
+    import scipy.optimize
+    M, wins = W + W.T, W.sum(axis=1)
+    return scipy.optimize.minimize(
+        objective_and_gradient, np.zeros(W.shape[0]), args=(W, M, wins, gamma, w), jac=True,
+        method="L-BFGS-B", options={"gtol": 1e-8, "ftol": 1e-15, "maxiter": 10_000})
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One replicate of the SciPy loop: its θ*, p, calibrations per ε and its own RNG seed."""
+    theta: np.ndarray
+    p: float
+    cal: dict
+    seed: int
+
+
+def scipy_lanes(n: int, ps, n_lanes: int, seed: int = 0) -> list[Lane]:
+    """``n_lanes`` replicates spread over ``ps`` (θ* and the calibration prepared untimed)."""
+    theta = numpy_theta(np.random.default_rng(seed), n)
+    cal = {p: {eps: calibration(eps, n, p) for eps in EPS} for p in ps}
+    return [Lane(theta, ps[i % len(ps)], cal[ps[i % len(ps)]], seed * 100_003 + i) for i in range(n_lanes)]
+
+
+def scipy_lane(lane: Lane) -> list[tuple[int, float]]:
+    """One replicate end to end, as an engine lane: W, then per ε the perturbed MLE and the
+    noisy counts. Returns (L-BFGS-B iterations, final ‖∇R‖∞) per fit."""
+    rng = np.random.default_rng(lane.seed)
+    n = lane.theta.shape[0]
+    W = numpy_comparisons(rng, lane.theta, lane.p)
+    out = []
+    for eps in EPS:
+        lam, gamma = lane.cal[eps]
+        w = rng.laplace(0.0, lam, n) if lam > 0 else np.zeros(n)
+        res = scipy_fit(W, gamma, w)
+        _ = W.sum(axis=1) + rng.laplace(0.0, 2.0 / eps, n)  # Algorithm 2
+        out.append((int(res.nit), float(np.abs(res.jac).max())))
+    return out
+
+
+def time_scipy(n: int, ps, n_lanes: int) -> dict:
+    """The SciPy loop timed on ``n_lanes`` replicates (10 ε fits each), with its diagnostics."""
+    stats, outputs = harness.time_baseline(harness.Baseline(SCIPY, scipy_lane, fits_per_item=len(EPS)),
+                                           scipy_lanes(n, ps, n_lanes))
+    fits = [fit for lane in outputs for fit in lane]
+    grads = [g for _, g in fits]
+    return {**stats, "lbfgs_iterations_mean": float(np.mean([it for it, _ in fits])),
+            "grad_inf_median": float(np.median(grads)), "grad_inf_max": float(np.max(grads))}
+
+
+# ----------------------------------------------------------------------------- choix
+
+def choix_data(W: np.ndarray) -> list:
+    """(winner, loser) pairs, one per comparison (W is a 0/1 win matrix here)."""
+    return [(int(i), int(j)) for i, j in np.argwhere(W > 0)]
+
+
+def choix_fit(W: np.ndarray, gamma: float) -> np.ndarray:
+    import choix
+    return choix.opt_pairwise(W.shape[0], choix_data(W), alpha=gamma / 2)
+
+
+def time_choix(n: int, ps, n_fits: int, seed: int = 1) -> dict:
+    """opt_pairwise (ε = ∞ fits) and, for reference, ilsr_pairwise_dense, timed on the same
+    comparisons (prepared untimed)."""
+    import choix
+    rng = np.random.default_rng(seed)
+    theta = numpy_theta(rng, n)
+    problems = []
+    for i in range(n_fits):
+        p = ps[i % len(ps)]
+        W = numpy_comparisons(rng, theta, p)
+        problems.append((W, choix_data(W), calibration(math.inf, n, p)[1]))
+    opt, _ = harness.time_baseline(harness.Baseline(
+        CHOIX, lambda pr: choix.opt_pairwise(n, pr[1], alpha=pr[2] / 2), note="alpha = γ/2, ε = ∞ only"), problems)
+    ilsr, _ = harness.time_baseline(harness.Baseline(
+        CHOIX_ILSR, lambda pr: choix.ilsr_pairwise_dense(pr[0]), note="unpenalised ML, reference only"), problems)
+    return {"opt_pairwise": opt, "ilsr_pairwise_dense": ilsr}
+
+
+# ----------------------------------------------------------------------------- A, B
+
+def edge_workload(bench: harness.Bench, title: str, experiment, n: int, ps, scipy_lanes_: int, choix_fits: int,
+                  target: float) -> dict:
+    """One engine workload against the SciPy loop and choix: tables and numbers."""
+    cfg = bench.cfg
+    engine = harness.measure_engine(experiment, cfg.reps, warm_runs=cfg.warm_runs, **ENGINE)
+    scipy_res = time_scipy(n, ps, scipy_lanes_)
+    choix_res = time_choix(n, ps, choix_fits)
+    total = len(ps) * len(EPS) * cfg.reps
+    runs = {"engine run_experiment, cold": engine["cold"]}
+    if engine["warm"] is not None:
+        runs[f"engine, warm re-run (best of {cfg.warm_runs})"] = engine["warm"]
+    baselines = {SCIPY: scipy_res, CHOIX: choix_res["opt_pairwise"], CHOIX_ILSR: choix_res["ilsr_pairwise_dense"]}
+    harness.print_table(harness.contender_table(f"{title}: {total} MLE fits (plus noisy counts)", runs,
+                                                baselines, total))
+    rows = harness.compare({"cold": engine["fits_per_s"], "compiled": engine["fits_per_s_excl_compile"]},
+                           {name: stats["fits_per_s"] for name, stats in baselines.items()},
+                           targets={SCIPY: target})
+    harness.print_table(harness.comparison_table("engine ÷ baselines (fits per second)", rows))
+    print(f"SciPy: L-BFGS-B iterations mean {scipy_res['lbfgs_iterations_mean']:.1f}, final ‖∇R‖∞ median "
+          f"{scipy_res['grad_inf_median']:.1e}, max {scipy_res['grad_inf_max']:.1e} (engine: ≤ 1e-10); one "
+          f"process on one core, the engine uses every core. Engine: {engine['cold']['fits']} fits, converged "
+          f"{100 * engine['cold']['converged_fraction']:.1f}%")
+    return {"n": n, "ps": list(ps), "reps": cfg.reps, "total_fits": total, "engine": engine, "scipy": scipy_res,
+            "choix": choix_res, "comparison": rows}
+
+
+def section_a(bench: harness.Bench) -> dict:
+    return edge_workload(bench, f"cai Fig. 3, n = 300, {bench.cfg.reps} reps", edge.FIG3, 300, FIG3_P,
+                         bench.cfg.scipy_lanes_n300, bench.cfg.choix_fits_n300, TARGETS["engine_vs_scipy_n300"])
+
+
+def section_b(bench: harness.Bench) -> dict:
+    return {f"n{n}": edge_workload(bench, f"small n = {n}, p = 1, {bench.cfg.reps} reps", small_n_experiment(n),
+                                   n, [1.0], bench.cfg.scipy_lanes_small, bench.cfg.choix_fits_small,
+                                   TARGETS["engine_vs_scipy_small_n"])
+            for n in bench.cfg.small_ns}
+
+
+# ----------------------------------------------------------------------------- P
+
+def sample_problems(n: int, ps, key) -> list:
+    """(W, γ, w) for every (p, ε) of the Fig. 3 grid, one replicate each."""
+    theta = theta_cai_design(jax.random.fold_in(key, 0), n)
+    problems = []
+    for i, p in enumerate(ps):
+        W = sample_er_comparisons(jax.random.fold_in(key, 1 + i), theta, p)
+        for j, eps in enumerate(EPS):
+            lam, gamma = calibration(eps, n, p)
+            w = lam * jax.random.laplace(jax.random.fold_in(key, 100 + 10 * i + j), (n,), dtype=jnp.float64)
+            problems.append((W, gamma, w))
+    return problems
+
+
+def _counting(objective: SmoothObjective, counter: dict) -> SmoothObjective:
+    """The same objective, with a host callback counting evaluate calls (not timed)."""
+
+    def bump():
+        counter["evals"] += 1
+
+    def evaluate(x):
+        jax.debug.callback(bump)
+        return objective.evaluate(x)
+
+    return SmoothObjective(evaluate, objective.hvp, objective.hess_diag)
+
+
+def _repeated(step, k: int = 100):
+    """jit of x ↦ step applied k times in a fori_loop: per-call cost without dispatch."""
+    return jax.jit(lambda *args: jax.lax.fori_loop(0, k, lambda _, x: step(*args[:-1], x), args[-1]))
+
+
+def _solver_work(problems, n: int) -> dict:
+    """Mean Newton iterations, CG iterations and objective evaluations per solve."""
+    counter = {"evals": 0}
+    solve = jax.jit(lambda W, g, w: newton_cg(_counting(btl_objective(W, g, w), counter), jnp.zeros((n,))))
+    newton, cg, evals = [], [], []
+    for W, gamma, w in problems:
+        counter["evals"] = 0
+        res = jax.block_until_ready(solve(W, gamma, w))
+        jax.effects_barrier()
+        newton.append(int(res.iterations))
+        cg.append(int(res.cg_iterations))
+        evals.append(counter["evals"])
+    return {"newton_iterations_mean": float(np.mean(newton)), "cg_iterations_mean": float(np.mean(cg)),
+            "evaluations_mean": float(np.mean(evals))}
+
+
+def _solve_times(problems, n: int, micro: int) -> tuple[float, float]:
+    """Seconds per fit solving ``problems`` one by one, and vmapped in batches of ``micro``."""
+    solve = jax.jit(lambda W, g, w: newton_cg(btl_objective(W, g, w), jnp.zeros((n,))))
+    solve_batch = jax.jit(jax.vmap(solve))
+    used = problems[:len(problems) - len(problems) % micro]
+    batches = [[jnp.stack([pr[i] for pr in used[j:j + micro]]) for i in range(3)]
+               for j in range(0, len(used), micro)]
+    jax.block_until_ready((solve(*problems[0]), solve_batch(*batches[0])))
+    one_by_one = harness.best_of(lambda: [solve(*pr) for pr in used], repeats=3) / len(used)
+    vmapped = harness.best_of(lambda: [solve_batch(*b) for b in batches], repeats=3) / len(used)
+    return one_by_one, vmapped
+
+
+def profile_engine(ps, n: int = 300, seed: int = 3, k: int = 100) -> dict:
+    """Cost of one evaluate, one hvp and one solve at n (alone and vmapped as the runner
+    does), and the solver's work per fit, over one replicate of every (p, ε)."""
+    problems = sample_problems(n, ps, jax.random.key(seed))
+    W, gamma, w = problems[0]
+    theta = jnp.full((n,), 0.01)
+    curvature = btl_objective(W, gamma, w).evaluate(theta)[1]
+    evaluate_k = _repeated(lambda W, g, w, x: x + 1e-12 * btl_objective(W, g, w).evaluate(x)[0], k)
+    hvp_k = _repeated(lambda c, v: v - 1e-6 * btl_objective(W, gamma, w).hvp(c, v), k)
+    jax.block_until_ready((evaluate_k(W, gamma, w, theta), hvp_k(curvature, theta)))
+    t_eval = harness.best_of(lambda: evaluate_k(W, gamma, w, theta), repeats=5) / k
+    t_hvp = harness.best_of(lambda: hvp_k(curvature, theta), repeats=5) / k
+
+    micro = micro_batch_size(edge.lane_bytes({"n_items": n}))
+    one_by_one, vmapped = _solve_times(problems, n, micro)
+    work = _solver_work(problems, n)
+    n_eval, n_cg = work["evaluations_mean"], work["cg_iterations_mean"]
+    return {"n": n, "problems": len(problems), "evaluate_us": 1e6 * t_eval, "hvp_us": 1e6 * t_hvp,
+            "micro_batch": micro, "solve_one_by_one_ms_per_fit": 1e3 * one_by_one,
+            "solve_vmapped_ms_per_fit": 1e3 * vmapped, **work,
+            "model_ms": 1e3 * (n_eval * t_eval + n_cg * t_hvp),
+            "evaluate_share_of_solve": n_eval * t_eval / one_by_one,
+            "hvp_share_of_solve": n_cg * t_hvp / one_by_one}
+
+
+def section_p(bench: harness.Bench) -> dict:
+    cfg = bench.cfg
+    prof = profile_engine(cfg.profile_ps)
+    micro_one = (harness.run_engine(edge.FIG3, cfg.micro_one_reps, micro_batch_bytes=1, **ENGINE)
+                 if cfg.micro_one_reps else None)
+    run = bench.results.get("A", {}).get("engine", {}).get("cold")
+    rows = []
+    if run:
+        fits = run["fits"]
+        rows += [["Fig. 3 cold run (A): wall", f"{run['wall_s']:.2f} s"],
+                 [f"  compile ({run['compiles']} XLA compiles, partly overlapped)", f"{run['compile_s']:.2f} s"],
+                 ["  chunk compute (summed over concurrent chunks)",
+                  f"{run['compute_s']:.2f} s ({1e3 * run['compute_s'] / fits:.2f} ms/fit)"],
+                 ["  other (unhidden compile, rows, Parquet, keys)", f"{run['host_s']:.2f} s"],
+                 ["  CPU, all threads", f"{run['cpu_s']:.2f} s"],
+                 ["  Newton iterations mean / max", f"{run['newton_iterations_mean']:.2f} / "
+                                                    f"{run['newton_iterations_max']}"],
+                 ["  Newton iterations by p (mean, max)",
+                  ", ".join(f"p = {p}: {m:.2f}, {x}" for p, (m, x) in run["newton_iterations_by_p"].items())],
+                 ["  converged", f"{100 * run['converged_fraction']:.1f}%"]]
+    if micro_one:
+        rows.append([f"same workload ({micro_one['fits']} fits), micro-batch forced to 1: compute",
+                     f"{1e3 * micro_one['compute_s'] / micro_one['fits']:.2f} ms/fit"])
+    rows += [["one evaluate (gradient + Laplacian weights)", f"{prof['evaluate_us']:.1f} µs"],
+             ["one Hessian–vector product", f"{prof['hvp_us']:.1f} µs"],
+             [f"per fit over {prof['problems']} Fig. 3 problems: Newton / CG / evaluations",
+              f"{prof['newton_iterations_mean']:.1f} / {prof['cg_iterations_mean']:.1f} / "
+              f"{prof['evaluations_mean']:.1f}"],
+             ["  evaluations·t_eval + CG·t_hvp", f"{prof['model_ms']:.2f} ms"],
+             ["solve one problem at a time, per fit",
+              f"{prof['solve_one_by_one_ms_per_fit']:.2f} ms (evaluate ≈ {100 * prof['evaluate_share_of_solve']:.0f}%,"
+              f" hvp ≈ {100 * prof['hvp_share_of_solve']:.0f}%)"],
+             [f"solve vmapped by {prof['micro_batch']} (runner's micro-batch), per fit",
+              f"{prof['solve_vmapped_ms_per_fit']:.2f} ms"]]
+    harness.print_table(harness.format_table(f"where the engine's time goes (n = {prof['n']}, jitted, float64)",
+                                             ("quantity", "value"), rows, align="ll"))
+    return {"profile": prof, "fig3_run_micro_batch_1": micro_one}
+
+
+# ----------------------------------------------------------------------------- W, T
+
+def section_w(bench: harness.Bench) -> dict:
+    """Warm wall time of the same workload with the default workers and with one."""
+    reps, rows = bench.cfg.reps, []
+    workloads = {"n40": (f"B, n = 40, p = 1, {reps} reps", small_n_experiment(40)),
+                 "fig3": (f"A, Fig. 3, n = 300, {reps} reps", edge.FIG3)}
+    for label, experiment in (workloads[name] for name in bench.cfg.workers_workloads):
+        settings = {"default": None, "1": 1}
+        for workers in settings.values():          # compile both layouts first
+            harness.run_engine(experiment, reps, workers=workers)
+        best = {name: math.inf for name in settings}
+        for _ in range(3):
+            for name, workers in settings.items():
+                best[name] = min(best[name], harness.run_engine(experiment, reps, workers=workers)["wall_s"])
+        rows.append({"workload": label, "default_workers": default_workers(), "wall_s_default": best["default"],
+                     "wall_s_one_worker": best["1"], "speedup": harness.ratio(best["1"], best["default"])})
+    harness.print_table(harness.format_table(
+        "concurrent chunks: warm wall time, best of 3", ("workload", "workers", "wall s", "workers = 1", "speedup"),
+        [[r["workload"], r["default_workers"], r["wall_s_default"], r["wall_s_one_worker"], r["speedup"]]
+         for r in rows], (None, "{}", "{:.3f}", "{:.3f}", "{:.2f}×")))
+    return {"rows": rows}
+
+
+def section_t(bench: harness.Bench) -> dict:
+    """µs per ``tie_broken_ranks`` call, sort vs pairwise, vmapped over (micro-batch × 10 ε)."""
+    rows = []
+    for n, micro in bench.cfg.topk_sizes:
+        scores = jnp.round(3 * jax.random.normal(jax.random.key(n), (micro * len(EPS), n)))
+        jitter = jax.random.uniform(jax.random.key(n + 1), scores.shape)
+        times = {}
+        for path, limit in (("sort", 0), ("pairwise", 10**9)):
+            original = topk.PAIRWISE_RANK_MAX_N
+            topk.PAIRWISE_RANK_MAX_N = limit
+            try:
+                fn = jax.jit(jax.vmap(topk.tie_broken_ranks))
+                jax.block_until_ready(fn(scores, jitter))
+            finally:
+                topk.PAIRWISE_RANK_MAX_N = original
+            times[path] = harness.best_of(lambda: fn(scores, jitter), repeats=30) / scores.shape[0] * 1e6
+        rows.append({"n": n, "calls": int(scores.shape[0]), "sort_us": times["sort"],
+                     "pairwise_us": times["pairwise"],
+                     "engine_uses": "pairwise" if n <= topk.PAIRWISE_RANK_MAX_N else "sort"})
+    harness.print_table(harness.format_table(
+        "top-k ranks, µs per call (vmapped)", ("n", "calls", "sort µs", "pairwise µs", "engine uses"),
+        [[r["n"], r["calls"], r["sort_us"], r["pairwise_us"], r["engine_uses"]] for r in rows],
+        ("{}", "{}", "{:.2f}", "{:.2f}", None)))
+    return {"rows": rows}
+
+
+# ----------------------------------------------------------------------------- S
+
+def newton_cholesky(W, gamma, w, tol: float = 1e-10, max_iter: int = 50):
+    """The design the engine does *not* use: Newton with a dense Cholesky solve of
+    (diag(C1) − C + γI) Δ = −∇R every iteration, same merit-function backtracking and
+    stopping rule as ``dpsim.solvers.newton_cg``."""
+    objective = btl_objective(W, gamma, w)
+    n = W.shape[0]
+
+    def body(state):
+        x, g, (C, diag), it = state
+        H = jnp.diag(diag) - C
+        d = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)
+        merit = 0.5 * g @ g
+
+        def trial(t):
+            g_t, c_t = objective.evaluate(x + t * d)
+            return x + t * d, g_t, c_t
+
+        def cond(b):
+            return (0.5 * b[2] @ b[2] > (1 - 2e-4 * b[0]) * merit) & (b[4] < 30)
+
+        def halve(b):
+            return (0.5 * b[0], *trial(0.5 * b[0]), b[4] + 1)
+
+        _, x, g, c, _ = jax.lax.while_loop(cond, halve, (1.0, *trial(1.0), 0))
+        return x, g, c, it + 1
+
+    g0, c0 = objective.evaluate(jnp.zeros((n,)))
+    x, *_ = jax.lax.while_loop(lambda s: (jnp.max(jnp.abs(s[1])) > tol) & (s[3] < max_iter),
+                               body, (jnp.zeros((n,)), g0, c0, 0))
+    return x
+
+
+def solver_design(n: int, copies: int, micro: int, seed: int = 5) -> dict:
+    """ms per fit of {Newton-CG, dense Cholesky Newton} × {full vmap, the runner's
+    micro-batched lax.map} on one replicate of every Fig. 3 (p, ε), repeated ``copies``×.
+
+    The Cholesky variant calls LAPACK on a batch: it runs here as one program whose LAPACK
+    calls follow one another, which does not deadlock; the runner would refuse it on CPU
+    (concurrent batched calls deadlock XLA:CPU, see dpsim.linalg), so this design is
+    measured only as the alternative that was not taken."""
+    problems = sample_problems(n, FIG3_P, jax.random.key(seed)) * copies
+    W, g, w = (jnp.stack([pr[i] for pr in problems]) for i in range(3))
+    solvers = {"newton_cg": lambda W, g, w: newton_cg(btl_objective(W, g, w), jnp.zeros((n,))).x,
+               "newton_cholesky": newton_cholesky}
+    out = {"n": n, "fits": len(problems), "micro_batch": micro}
+    for name, solve in solvers.items():
+        schemes = {"vmap_all": jax.jit(jax.vmap(solve)),
+                   f"map_micro{micro}": jax.jit(lambda W, g, w, s=solve: jax.lax.map(
+                       lambda a: s(*a), (W, g, w), batch_size=micro))}
+        for scheme, fn in schemes.items():
+            jax.block_until_ready(fn(W, g, w))
+            out[f"{name}/{scheme}"] = 1e3 * harness.best_of(lambda: fn(W, g, w), repeats=2) / len(problems)
+    return out
+
+
+def section_s(bench: harness.Bench) -> dict:
+    rows = [solver_design(n, copies, micro_batch_size(edge.lane_bytes({"n_items": n})))
+            for n, copies in bench.cfg.solver_design]
+    table = []
+    for r in rows:
+        for key, value in r.items():
+            if "/" in key:
+                solver, scheme = key.split("/")
+                table.append([f"n = {r['n']} ({r['fits']} fits)", solver, scheme, value])
+    harness.print_table(harness.format_table(
+        "solver design: ms per fit (compile excluded), Fig. 3 (p, ε) problems", ("problems", "solver", "scheme",
+                                                                                 "ms/fit"),
+        table, (None, None, None, "{:.3f}")))
+    return {"rows": rows}
+
+
+# ----------------------------------------------------------------------------- G
+
+def agreement(n: int, p: float, eps_values, seed: int = 7) -> dict:
+    """max |θ_engine − θ_scipy| (and − θ_choix at ε = ∞) on the engine's own W, γ, w."""
+    key = jax.random.key(seed)
+    theta = theta_cai_design(jax.random.fold_in(key, 0), n)
+    W = sample_er_comparisons(jax.random.fold_in(key, 1), theta, p)
+    W_np = np.asarray(W)
+    solve = jax.jit(penalised_mle)
+    scipy_diff, choix_diff = [], None
+    for i, eps in enumerate(eps_values):
+        lam, gamma = calibration(eps, n, p)
+        w = lam * jax.random.laplace(jax.random.fold_in(key, 2 + i), (n,), dtype=jnp.float64)
+        engine = np.asarray(solve(W, gamma, w).theta)
+        scipy_diff.append(np.abs(engine - scipy_fit(W_np, gamma, np.asarray(w)).x).max())
+        if math.isinf(eps):
+            choix_diff = float(np.abs(engine - choix_fit(W_np, gamma)).max())
+    return {"n": n, "p": p, "eps": [str(e) for e in eps_values],
+            "max_abs_diff_scipy": float(max(scipy_diff)), "max_abs_diff_choix_eps_inf": choix_diff}
+
+
+def section_g(bench: harness.Bench) -> dict:
+    rows = [agreement(n, p, eps) for n, p, eps in bench.cfg.agreement]
+    harness.print_table(harness.format_table(
+        "agreement on the same W, γ, w: max |θ_engine − θ_other|", ("n", "p", "ε", "SciPy", "choix (ε = ∞)"),
+        [[r["n"], r["p"], "{" + ", ".join(r["eps"]) + "}", r["max_abs_diff_scipy"],
+          r["max_abs_diff_choix_eps_inf"]] for r in rows], ("{}", "{}", None, "{:.1e}", "{:.1e}")))
+    return {"rows": rows}
+
+
+# ----------------------------------------------------------------------------- C
+
+def figure_worker(name: str, reps: int) -> dict:
+    """Run one figure's experiment (called in a fresh process by :func:`section_c`)."""
+    return harness.run_engine(FIGURES[name], reps, **ENGINE)
+
+
+def section_c(bench: harness.Bench) -> dict:
+    cfg = bench.cfg
+    figs = []
+    for name in cfg.figures:
+        out = harness.cold_call("benchmarks.cai:figure_worker", {"name": name, "reps": cfg.figure_reps})
+        run = out["result"]
+        figs.append({"figure": name, "reps": cfg.figure_reps, "process_wall_s": out["process_wall_s"],
+                     "run_wall_s": run["wall_s"], "compile_s": run["compile_s"], "compiles": run["compiles"],
+                     "compute_s": run["compute_s"], "lanes": run["lanes"], "fits": run["fits"]})
+    total = sum(f["process_wall_s"] for f in figs)
+    target = TARGETS["figs_total_s"] if set(cfg.figures) == set(FULL.figures) else None
+    harness.print_table(harness.format_table(
+        "figures with the engine, one fresh process each (imports and compile included)",
+        ("figure", "reps", "lanes", "compiles", "process s", "run s", "compile s", "compute s"),
+        [[f["figure"], f["reps"], f["lanes"], f["compiles"], f["process_wall_s"], f["run_wall_s"], f["compile_s"],
+          f["compute_s"]] for f in figs] + [["total", None, None, None, total, None, None, None]],
+        (None, "{}", "{}", "{}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}")))
+    ok = harness.verdict(total, target, lower_is_better=True)
+    print(f"total {total:.1f} s" + (f" (target < {target:.0f} s for Figs 1–3: {ok})" if target else
+                                    " (no target: not every figure at paper size)"))
+    out = {"runs": figs, "total_s": total, "target_s": target, "verdict": ok}
+    if cfg.cache_what_if:
+        with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp:
+            cache = f"{tmp}/cache"
+            cli = [harness.time_cli(["run", "cai-fig3", "--reps", str(cfg.figure_reps), "--out", f"{tmp}/run{i}",
+                                     "--no-progress"], cache=cache) for i in range(2)]
+        harness.print_table(harness.format_table(
+            f"what-if: `dpsim run cai-fig3 --reps {cfg.figure_reps}`, two fresh processes, one persistent "
+            f"compilation cache", ("process", "cache", "process s", "compile s", "compiles"),
+            [[label, state, r["process_wall_s"], r["call"]["compile_s"], r["call"]["compiles"]]
+             for label, state, r in zip(("first", "second"), ("empty", "warm"), cli)],
+            (None, None, "{:.1f}", "{:.1f}", "{}")))
+        out["persistent_cache_what_if"] = [{"cache": state, "process_wall_s": r["process_wall_s"],
+                                            "compile_s": r["call"]["compile_s"], "compiles": r["call"]["compiles"]}
+                                           for state, r in zip(("empty", "warm"), cli)]
+    return out
+
+
+# ----------------------------------------------------------------------------- main
+
+SECTIONS = (
+    harness.Section("A", "cai Fig. 3 (n = 300): engine vs SciPy loop vs choix", section_a),
+    harness.Section("P", "where the engine's time goes (n = 300)", section_p),
+    harness.Section("B", "small n (p = 1): engine vs SciPy loop vs choix", section_b),
+    harness.Section("W", "concurrent chunks (workers)", section_w),
+    harness.Section("T", "top-k ranks: sort vs pairwise", section_t),
+    harness.Section("S", "solver design: Newton-CG vs dense Cholesky Newton", section_s),
+    harness.Section("G", "agreement with SciPy and choix", section_g),
+    harness.Section("C", "figures 1–3 in fresh processes", section_c),
+)
+
+
+def main(argv=None) -> dict:
+    return harness.main(PAPER, SECTIONS, full=FULL, quick=QUICK, targets=TARGETS, argv=argv,
+                        description=__doc__.splitlines()[0])
+
+
+if __name__ == "__main__":
+    main()

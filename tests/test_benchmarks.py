@@ -1,0 +1,172 @@
+"""The benchmark harness's pure pieces (benchmarks/harness.py): ratios and verdicts, section
+selection, the results-file schema, tables. Nothing is timed and no benchmark is run.
+
+The harness is loaded from its file, so the repository root need not be on sys.path (it
+holds a top-level ``experiments`` folder that must not become importable by accident).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HARNESS_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "harness.py"
+
+
+def _load_harness():
+    spec = importlib.util.spec_from_file_location("dpsim_benchmarks_harness", HARNESS_FILE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+harness = _load_harness()
+
+MACHINE = {"cpu_model": "Test CPU", "cpu_count": 2, "cpu_usable": 2, "platform": "Linux", "jax_backend": "cpu",
+           "device_kind": "cpu", "device_count": 1, "python": "3.11", "versions": {"jax": "0"}, "loadavg": [0.0] * 3}
+
+
+def document(**changes):
+    kwargs = dict(mode="partial", quick=True, sections=["A", "B"], command="python -m benchmarks.toy --quick",
+                  config={"reps": 8, "ns": (40, 20)}, targets={"x": 3.0},
+                  results={"A": {"ratio": math.inf, "n": np.int64(3)}, "B": {"rows": [(1, 2.5)]}},
+                  section_seconds={"A": 1.0, "B": 2.0}, seconds=3.0, machine=MACHINE,
+                  git={"commit": "abc", "dirty": False}, date="2026-01-01T00:00:00+00:00")
+    kwargs.update(changes)
+    return harness.results_document("toy", **kwargs)
+
+
+def test_ratio():
+    assert harness.ratio(6.0, 2.0) == 3.0
+    assert math.isnan(harness.ratio(1.0, 0.0))
+    assert math.isnan(harness.ratio(math.inf, 2.0))
+    assert math.isnan(harness.ratio(math.nan, 2.0))
+
+
+def test_verdict():
+    assert harness.verdict(3.0, 3.0) == "MET"
+    assert harness.verdict(2.99, 3.0) == "NOT MET"
+    assert harness.verdict(math.nan, 3.0) == "NOT MET"
+    assert harness.verdict(5.0, None) == ""
+    assert harness.verdict(71.3, 120.0, lower_is_better=True) == "MET"
+    assert harness.verdict(121.0, 120.0, lower_is_better=True) == "NOT MET"
+
+
+def test_compare_rows_ratios_and_targets():
+    rows = harness.compare({"cold": 10.0, "compiled": 100.0}, {"scipy": 5.0, "choix": 0.5}, targets={"scipy": 3.0})
+    got = {(r["engine"], r["baseline"]): (r["ratio"], r["target"], r["verdict"]) for r in rows}
+    assert [(r["engine"], r["baseline"]) for r in rows] == [("cold", "scipy"), ("cold", "choix"),
+                                                             ("compiled", "scipy"), ("compiled", "choix")]
+    assert got[("cold", "scipy")] == (2.0, 3.0, "NOT MET")
+    assert got[("compiled", "scipy")] == (20.0, 3.0, "MET")
+    assert got[("cold", "choix")] == (20.0, None, "")
+    text = harness.comparison_table("t", rows)
+    assert "compiled ÷ scipy" in text and "20.00×" in text and "≥ 3×" in text and "NOT MET" in text
+
+
+def test_select_sections():
+    available = ["A", "P", "B", "C"]
+    assert harness.select_sections(None, available) == available
+    assert harness.select_sections(" ", available) == available
+    assert harness.select_sections("c, a,A", available) == ["A", "C"]  # declared order, each once
+    with pytest.raises(ValueError, match="X"):
+        harness.select_sections("A,X", available)
+
+
+def test_run_mode_and_results_path(tmp_path):
+    keys = ["A", "B"]
+    assert harness.run_mode(False, keys, keys) == "full"
+    assert harness.run_mode(True, keys, keys) == "quick"
+    assert harness.run_mode(False, ["A"], keys) == "partial"
+    assert harness.run_mode(True, ["B"], keys) == "partial"
+    assert harness.results_path("cai", "full", tmp_path) == tmp_path / "cai.json"
+    assert harness.results_path("cai", "quick", tmp_path) == tmp_path / "cai_quick.json"
+    assert harness.results_path("cai", "partial", tmp_path) == tmp_path / "cai_partial.json"
+    with pytest.raises(ValueError):
+        harness.results_path("cai", "smoke", tmp_path)
+
+
+def test_results_document_schema_and_strict_json(tmp_path):
+    doc = document()
+    assert set(harness.SCHEMA) <= set(doc)
+    assert doc["schema"] == harness.SCHEMA_VERSION and doc["paper"] == "toy"
+    assert doc["results"]["A"] == {"ratio": "inf", "n": 3}          # strict JSON
+    assert doc["config"]["ns"] == [40, 20] and doc["results"]["B"]["rows"] == [[1, 2.5]]
+    path = harness.write_results(doc, tmp_path / "toy_partial.json")
+    assert json.loads(path.read_text()) == doc
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda d: d.pop("machine"), "missing 'machine'"),
+    (lambda d: d["machine"].pop("cpu_model"), "machine lacks 'cpu_model'"),
+    (lambda d: d.update(mode="smoke"), "mode 'smoke'"),
+    (lambda d: d.update(seconds="3"), "'seconds' is str"),
+    (lambda d: d["results"].pop("B"), "differ from sections"),
+    (lambda d: d["results"].update(A={"x": math.nan}), "not strict JSON"),
+])
+def test_validate_document_names_the_problem(change, problem):
+    doc = json.loads(json.dumps(document()))
+    change(doc)
+    with pytest.raises(ValueError, match=problem):
+        harness.validate_document(doc)
+
+
+def test_jsonable():
+    @dataclass
+    class Cfg:
+        reps: int
+        ps: tuple
+
+    assert harness.jsonable(Cfg(3, (0.5, math.inf))) == {"reps": 3, "ps": [0.5, "inf"]}
+    assert harness.jsonable({1: np.float64(-math.inf), "b": np.bool_(True)}) == {"1": "-inf", "b": True}
+
+
+def test_format_table_alignment_and_blanks():
+    text = harness.format_table("title", ("name", "value", "note"), [["a", 1.5, None], ["long name", 10.25, "x"]],
+                                (None, "{:.2f}", None))
+    lines = text.splitlines()
+    assert lines[1] == "-- title --"
+    assert lines[3] == "a           1.50"                 # blank cell, trailing space dropped
+    assert lines[4] == "long name  10.25     x"
+    assert harness.format_table("t", ("a", "b"), [["x", "y"]], align="ll").splitlines()[-1] == "x  y"
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    name: str
+
+
+FULL, QUICK = ToyConfig("full"), ToyConfig("quick")
+
+
+def test_main_runs_the_selected_sections_in_order(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
+    ran = []
+
+    def section(key):
+        def run(bench):
+            ran.append((key, bench.cfg.name, sorted(bench.results)))
+            return {"value": len(ran)}
+        return harness.Section(key, f"section {key}", run)
+
+    sections = [section("A"), section("B"), section("C")]
+    doc = harness.main("toy", sections, full=FULL, quick=QUICK, argv=["--sections", "c,a"])
+    assert ran == [("A", "full", []), ("C", "full", ["A"])]
+    assert doc["mode"] == "partial" and doc["sections"] == ["A", "C"]
+    assert doc["command"] == "python -m benchmarks.toy --sections c,a"
+    written = json.loads((tmp_path / "toy_partial.json").read_text())
+    assert written["results"] == {"A": {"value": 1}, "C": {"value": 2}} and written["config"] == {"name": "full"}
+    ran.clear()
+    harness.main("toy", sections, full=FULL, quick=QUICK, argv=["--quick"])
+    assert [r[:2] for r in ran] == [("A", "quick"), ("B", "quick"), ("C", "quick")]
+    assert (tmp_path / "toy_quick.json").exists()
+    with pytest.raises(SystemExit):
+        harness.main("toy", sections, full=FULL, quick=QUICK, argv=["--sections", "Z"])
+    assert "unknown section(s) Z" in capsys.readouterr().err
