@@ -135,9 +135,12 @@ def subsample_pair_wins(key, y, group_sizes) -> jax.Array:
     if min(sizes) < 0 or sum(sizes) < 1 or sum(sizes) > n_total:
         raise UsageError(f"group_sizes={list(sizes)} must be ≥ 0 and sum to between 1 and the "
                          f"{n_total} users available")
-    chosen = jnp.asarray(y, jnp.float64)[jax.random.permutation(key, n_total)[:sum(sizes)]]
-    bounds = np.cumsum((0,) + sizes)
-    return jnp.stack([jnp.sum(chosen[a:b], axis=0) for a, b in zip(bounds[:-1], bounds[1:])])
+    # position of every user in a uniformly random order; the first L_1 positions form group 1, …
+    position = jnp.empty((n_total,), jnp.int32).at[jax.random.permutation(key, n_total)].set(
+        jnp.arange(n_total, dtype=jnp.int32))
+    bounds = jnp.asarray(np.cumsum((0,) + sizes))
+    membership = (position[None, :] >= bounds[:-1, None]) & (position[None, :] < bounds[1:, None])
+    return membership.astype(jnp.float64) @ jnp.asarray(y, jnp.float64)
 
 
 __all__ = ["N_ITEMS_XU", "COIN_SEED", "PairwiseRankings", "comparisons_from_ratings", "movielens_rankings",
