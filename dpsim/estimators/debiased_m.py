@@ -1,7 +1,7 @@
 """The debiased M-estimator of xu (eq. (3), §4.1; spec ../shared/papers/xu.md §4.1–4.3, §4.6),
 the classic-RR MLE baseline (§3.7, A7), and rankings from θ̂ (§4.6, A15).
 
-**Objective** (xu eq. (3)), with z̄_e the per-pair mean release (:mod:`dpsim.mechanisms.pairwise_ldp`):
+**Objective** (xu §4.1 eq. (3)), with z̄_e the per-pair mean release (:mod:`dpsim.mechanisms.pairwise_ldp`):
 
     L_λ(θ) = Σ_{i<j} [ z̄_ij (θ_j − θ_i) + log(1 + e^{θ_i − θ_j}) ] + λ‖θ‖²,   θ̂ = argmin L_λ.
 
@@ -57,7 +57,7 @@ SOLVER_MAX_ITER = 50
 
 
 def ridge_lambda(group_eps, group_sizes, rule: str = "g_over_l"):
-    """The ridge parameter λ of the debiased M-estimator (xu §5.1; spec §4.2, A4).
+    """The ridge parameter λ of the debiased M-estimator (xu §5.1 Scenario I; spec §4.2, A4).
 
     - ``"g_over_l"`` (default, spec [rec]): λ = G(ε)/L = L⁻¹ mean_l coth²(ε_l/2); 1/L at ε = ∞.
       Consistent with Thm 1's condition λ ≲ m G log(mL)/(L‖θ*‖²).
@@ -86,7 +86,7 @@ def ridge_lambda(group_eps, group_sizes, rule: str = "g_over_l"):
 
 def win_value_matrix(zbar) -> jax.Array:
     """w with w_ij = z̄_ij and w_ji = 1 − z̄_ij for i < j, 0 on the diagonal: the "win value" of
-    i over j (xu §4.1, gradient of eq. (3)).
+    i over j (xu §4.1, gradient of eq. (3); spec §4.1).
 
     Args: zbar: (M,) per-pair means in triu order. Returns: (m, m) float64."""
     zbar = jnp.asarray(zbar, jnp.float64)
@@ -103,7 +103,7 @@ def borda_scores(zbar) -> jax.Array:
 
 
 def debiased_m_objective_value(theta, zbar, lam):
-    """L_λ(θ) of xu eq. (3) (for checks; the solver never evaluates it).
+    """L_λ(θ) of xu §4.1 eq. (3) (for checks; the solver never evaluates it).
 
     Args: theta: (m,); zbar: (M,); lam: λ ≥ 0. Returns: scalar."""
     i, j = pair_index(theta.shape[0])
@@ -112,7 +112,7 @@ def debiased_m_objective_value(theta, zbar, lam):
 
 
 def debiased_m_gradient(theta, zbar, lam):
-    """∇L_λ(θ)_i = Σ_{j≠i}(σ(θ_i − θ_j) − w_ij) + 2λθ_i (xu §4.1). Returns: (m,)."""
+    """∇L_λ(θ)_i = Σ_{j≠i}(σ(θ_i − θ_j) − w_ij) + 2λθ_i (xu §4.1, supplement Lemma S8; spec §4.1). Returns: (m,)."""
     grad, _ = btl_objective(win_value_matrix(zbar), 2.0 * lam, 0.0).evaluate(theta)
     return grad
 
@@ -140,7 +140,7 @@ def _with_sum_penalty(objective: SmoothObjective, mu: float = SUM_PENALTY) -> Sm
 
 def debiased_m_estimator(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = SOLVER_MAX_ITER) -> Fit:
     """θ̂ = argmin_θ Σ_{i<j}[z̄_ij(θ_j − θ_i) + log(1 + e^{θ_i−θ_j})] + λ‖θ‖², the debiased
-    M-estimator of xu eq. (3) (§4.1; spec §4.1–4.3), by truncated Newton from θ = 0.
+    M-estimator of xu §4.1 eq. (3) (spec §4.1–4.3), by truncated Newton from θ = 0.
 
     With z̄ from debiased RR this is the paper's estimator; from Laplace, the Laplace baseline
     (spec A6); from raw answers, the non-private ridge MLE (eq. (2)).
@@ -174,7 +174,7 @@ def debiased_m_estimator(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = 
 
 
 def classic_rr_mle(ybar_released, lam, *, tol: float = SOLVER_TOL, max_iter: int = SOLVER_MAX_ITER) -> Fit:
-    """The classic-RR baseline of xu §5.3 (spec §3.7, A7): the same objective with the mean
+    """The classic-RR baseline of xu §5.3 Scenario V (spec §3.7, A7): the same objective with the mean
     classic-RR answer ỹ̄ in place of z̄, and the same λ. Inconsistent for θ* (its limit is
     shrunk toward 0, :func:`dpsim.theory.xu.classic_rr_population_limit`), but it ranks
     exactly like the debiased estimator under homogeneous ε (spec §4.6).
@@ -200,7 +200,7 @@ def tied_ranks(theta_hat, tie_tol: float = RANK_TIE_TOL) -> jax.Array:
 
 
 def estimated_top_k_mask(key, theta_hat, k, tie_tol: float = RANK_TIE_TOL) -> jax.Array:
-    """The estimated top-K set {i : σ̂_i ≤ K} (xu §4.7) with ties at the K-boundary broken
+    """The estimated top-K set {i : σ̂_i ≤ K} (xu §4.2; spec §4.7) with ties at the K-boundary broken
     uniformly at random (spec A15): :func:`dpsim.estimators.top_k_mask` on θ̂/max(1, ‖θ̂‖∞)
     with tie tolerance ``tie_tol`` (values on one grid step of the rescaled θ̂ are tied).
 

@@ -4,10 +4,10 @@ to each of their m(m−1)/2 comparisons, with budget ε_l per comparison.
 
 Mechanisms (names used by :func:`privatize`):
 
-- ``"classic_rr"`` (xu §3.2): ỹ = y w.p. 1 − p_ε, 1 − y w.p. p_ε = 1/(1 + e^ε). The
+- ``"classic_rr"`` (xu §3.1; spec §3.2): ỹ = y w.p. 1 − p_ε, 1 − y w.p. p_ε = 1/(1 + e^ε). The
   analyst sees ỹ̄_e, the mean of ỹ over users, which is shrunk toward ½ (Lemma 1), so
   the classic-RR MLE is inconsistent (spec §3.7).
-- ``"debiased_rr"`` (xu eq. (1), Lemma 2): z = ((e^ε+1)ỹ − 1)/(e^ε − 1); E z = p*_e,
+- ``"debiased_rr"`` (xu §3.2 eq. (1), Lemma 2; spec §3.4): z = ((e^ε+1)ỹ − 1)/(e^ε − 1); E z = p*_e,
   Var z = coth²(ε/2)/4 − (p*_e − ½)². The analyst sees z̄_e.
 - ``"laplace"`` (spec §3.6, A6; the paper does not specify it): z = y + Laplace(1/ε),
   unclipped; E z = p*_e, Var z = p*(1 − p*) + 2/ε².
@@ -77,7 +77,7 @@ def _require_wins(wins, sizes):
 
 
 def rr_win_probability(p_star, eps):
-    """P(ỹ_ij = 1) = ½ + (p*_ij − ½)·tanh(ε/2) under classic RR (xu Lemma 1; spec §3.3).
+    """P(ỹ_ij = 1) = ½ + (p*_ij − ½)·tanh(ε/2) under classic RR (xu §3.1 Lemma 1, Example 1; spec §3.3).
 
     Args: p_star: BTL probabilities (any shape); eps: ε > 0 (broadcastable).
     Returns: same shape, float64. Example 1: p* = 2/3, ε = log 2 → 5/9; p* = 4/5 → 3/5."""
@@ -91,7 +91,7 @@ def rr_win_probability(p_star, eps):
 # ---------------------------------------------------------------------------------------
 def rr_pair_counts(key, wins, group_sizes, group_eps) -> jax.Array:
     """Released ones N_{g,e} when each of the L_g users of group g sends each answer through
-    classic RR at ε_g (xu §3.2; spec §4.4): Bin(n1, 1 − p_ε) + Bin(L_g − n1, p_ε).
+    classic RR at ε_g (xu §3.1; spec §3.2, §4.4): Bin(n1, 1 − p_ε) + Bin(L_g − n1, p_ε).
 
     Args:
         key: PRNG key.
@@ -110,7 +110,7 @@ def _group_share(sizes):
 
 
 def classic_rr_mean(counts, group_sizes) -> jax.Array:
-    """ỹ̄_e = L⁻¹ Σ_g N_{g,e}, the mean classic-RR answer per pair (xu §3.7 baseline, A7).
+    """ỹ̄_e = L⁻¹ Σ_g N_{g,e}, the mean classic-RR answer per pair (xu §5.3 baseline; spec §3.7, A7).
 
     Args: counts: (n_groups, M) from :func:`rr_pair_counts`; group_sizes: (n_groups,).
     Returns: (M,) float64 in [0, 1]."""
@@ -121,7 +121,7 @@ def classic_rr_mean(counts, group_sizes) -> jax.Array:
 
 def debiased_rr_mean(counts, group_sizes, group_eps) -> jax.Array:
     """z̄_e = L⁻¹ Σ_g ((e^{ε_g}+1)N_{g,e} − L_g)/(e^{ε_g} − 1), the mean debiased-RR release
-    per pair (xu eq. (1), §3.4; spec §4.4): the group mean of ỹ put through
+    per pair (xu §3.2 eq. (1); spec §3.4, §4.4): the group mean of ỹ put through
     :func:`~dpsim.mechanisms.randomized_response.debiased_response`, weighted by L_g/L.
 
     Args: counts: (n_groups, M); group_sizes, group_eps: (n_groups,).
@@ -133,7 +133,7 @@ def debiased_rr_mean(counts, group_sizes, group_eps) -> jax.Array:
 
 
 def nonprivate_mean(wins, group_sizes) -> jax.Array:
-    """ȳ_e = L⁻¹ Σ_g n1_{g,e}, the raw win frequency (xu eq. (2)). Returns: (M,)."""
+    """ȳ_e = L⁻¹ Σ_g n1_{g,e}, the raw win frequency (xu §4.1 eq. (2)). Returns: (M,)."""
     return classic_rr_mean(wins, group_sizes)
 
 

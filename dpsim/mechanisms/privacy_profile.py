@@ -139,7 +139,7 @@ def per_user_eps(group_eps, group_sizes) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------
-# Privacy summaries (xu §3.5): means over users, written over groups with weights L_g.
+# Privacy summaries (xu §4.1; spec §3.5): means over users, written over groups with weights L_g.
 # ---------------------------------------------------------------------------------------
 def coth_half(eps):
     """coth(ε/2) = (e^ε + 1)/(e^ε − 1), written to stay finite at ε = ∞ (→ 1)."""
@@ -167,7 +167,7 @@ def _check(eps, group_sizes):
 
 def privacy_G(eps, group_sizes=None):
     """G(ε) = L⁻¹ Σ_l ((e^{ε_l}+1)/(e^{ε_l}−1))² = mean_l coth²(ε_l/2), the "averaged privacy"
-    (xu §3.5, Thm 2 eqs. (6)–(7)); G ≥ 1, ≈ 4/ε² for small ε, 1 at ε = ∞.
+    (xu §4.1, Thm 1, Thm 2 eqs. (6)–(7); spec §3.5); G ≥ 1, ≈ 4/ε² for small ε, 1 at ε = ∞.
 
     Args:
         eps: a scalar ε (homogeneous), per-user budgets (L,), or group budgets (n_groups,).
@@ -180,7 +180,7 @@ def privacy_G(eps, group_sizes=None):
 
 
 def privacy_H(eps, group_sizes=None):
-    """H(ε) = max_l (e^{ε_l}+1)/(e^{ε_l}−1) = max_l coth(ε_l/2) (xu §3.5; not squared).
+    """H(ε) = max_l (e^{ε_l}+1)/(e^{ε_l}−1) = max_l coth(ε_l/2) (xu §4.1 before Thm 1; spec §3.5; not squared).
     Empty groups (size 0) are ignored. Args and Returns as :func:`privacy_G`."""
     _check(eps, group_sizes)
     values = coth_half(eps)
@@ -190,7 +190,7 @@ def privacy_H(eps, group_sizes=None):
 
 
 def privacy_K(eps, group_sizes=None):
-    """K(ε) = L⁻¹ Σ_l ((e^{ε_l}−1)/(e^{ε_l}+1))² = mean_l tanh²(ε_l/2) (xu proof of Thm 3; the
+    """K(ε) = L⁻¹ Σ_l ((e^{ε_l}−1)/(e^{ε_l}+1))² = mean_l tanh²(ε_l/2) (xu §4.1, proof of Thm 3 in the supplement; spec §3.5; the
     minimax lower bound is 1/√(κ m L K(ε))). By Jensen G ≥ 1/K, equality iff ε is
     homogeneous. Args and Returns as :func:`privacy_G`."""
     _check(eps, group_sizes)
@@ -198,16 +198,16 @@ def privacy_K(eps, group_sizes=None):
 
 
 def privacy_rho(eps, kappa, group_sizes=None):
-    """ρ(ε, κ) = (1 + κ)·max{H(ε), G(ε)} (xu §3.5, Thm 1). Args: as :func:`privacy_G`, and
+    """ρ(ε, κ) = (1 + κ)·max{H(ε), G(ε)} (xu §4.1 Thm 1, eq. (5); spec §3.5). Args: as :func:`privacy_G`, and
     κ ≥ 1 the condition number. Returns: scalar."""
-    require(f"kappa", kappa, lambda k: k >= 1, "must be ≥ 1")
+    require("kappa", kappa, lambda k: k >= 1, "must be ≥ 1")
     return (1.0 + jnp.asarray(kappa, jnp.float64)) * jnp.maximum(privacy_H(eps, group_sizes),
                                                                  privacy_G(eps, group_sizes))
 
 
 def composed_user_budget(n_items: int, eps):
     """(m(m−1)/2)·ε, the LDP budget of one user's whole vector of comparisons by basic
-    composition (xu spec §3.4, A20; the paper's ε is per comparison). Metadata only.
+    composition (not in the paper; spec §3.4, A20; the paper's ε is per comparison). Metadata only.
 
     Args: n_items: m ≥ 2; eps: per-comparison ε (any shape). Returns: same shape as eps."""
     require_int(n_items, "n_items", 2)

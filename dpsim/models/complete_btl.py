@@ -51,7 +51,7 @@ def pair_differences(theta) -> jax.Array:
 
 
 def pair_win_probabilities(theta) -> jax.Array:
-    """p*_ij = e^{θ_i}/(e^{θ_i} + e^{θ_j}) = σ(θ_i − θ_j), i < j (xu §2.3, BTL).
+    """p*_ij = e^{θ_i}/(e^{θ_i} + e^{θ_j}) = σ(θ_i − θ_j), i < j (xu §2, BTL; spec §2.3).
 
     Args: theta: (n_items,). Returns: (M,) float64, M = n_items(n_items−1)/2."""
     require_theta(theta)
@@ -60,7 +60,7 @@ def pair_win_probabilities(theta) -> jax.Array:
 
 def sample_pair_wins(key, theta, group_sizes) -> jax.Array:
     """Raw wins per privacy group and pair: n1_{g,e} ~ Binomial(L_g, p*_e), independent
-    (xu spec §4.4: the sufficient statistic of L_g users' answers, Σ_l y^{(l)}_e).
+    (xu §2; spec §4.4: the sufficient statistic of L_g users' answers, Σ_l y^{(l)}_e).
 
     Every mechanism of :mod:`dpsim.mechanisms.pairwise_ldp` privatises these counts, so
     passing the same wins to all of them gives common random numbers (the same raw data
@@ -85,7 +85,7 @@ def sample_pair_wins(key, theta, group_sizes) -> jax.Array:
 
 
 def sample_rankings_per_user(key, theta, n_users: int) -> jax.Array:
-    """Every user's answers y^{(l)}_e ~ Bernoulli(p*_e) (xu §2, eq. of §2.3): the per-user
+    """Every user's answers y^{(l)}_e ~ Bernoulli(p*_e) (xu §2; spec §2.3): the per-user
     reference sampler (tests only; :func:`sample_pair_wins` is its sufficient statistic).
 
     Args:
@@ -105,7 +105,7 @@ def sample_rankings_per_user(key, theta, n_users: int) -> jax.Array:
 # θ* designs (xu §5.1–5.3, spec §2.4, A2, A3)
 # ---------------------------------------------------------------------------------------
 def theta_uniform_centred(key, n_items: int, half_width: float = 2.0) -> jax.Array:
-    """θ*_i iid Uniform(−2, 2), centred (xu §5.1 Scenarios I, II, V; spec §2.4, A2, A14).
+    """θ*_i iid Uniform(−2, 2), centred (xu §5.1 Scenarios I–II, §5.3 Scenario V; spec §2.4, A2, A14).
 
     The paper does not centre; centring is needed because θ̂ always sums to zero (Lemma 3)
     and changes no BTL probability. κ ≤ e^{2·half_width}.
@@ -139,13 +139,13 @@ def theta_evenly_spaced_permuted(key, n_items: int, gap) -> jax.Array:
 
 
 def condition_number(theta) -> jax.Array:
-    """κ = max_i e^{θ_i} / min_i e^{θ_i} = exp(max θ − min θ) (xu §2.1). Returns: scalar."""
+    """κ = max_i e^{θ_i} / min_i e^{θ_i} = exp(max θ − min θ) (xu §4.1; spec §2.1). Returns: scalar."""
     theta = jnp.asarray(theta, jnp.float64)
     return jnp.exp(jnp.max(theta) - jnp.min(theta))
 
 
 def gaps_sorted(theta) -> jax.Array:
-    """Δ_i = θ_(i) − θ_(i+1), i = 1..m−1, of the sorted θ (xu Thm 6). Returns: (m−1,)."""
+    """Δ_i = θ_(i) − θ_(i+1), i = 1..m−1, of the sorted θ (xu §4.3, Thm 6). Returns: (m−1,)."""
     ordered = jnp.sort(jnp.asarray(theta, jnp.float64))[::-1]
     return ordered[:-1] - ordered[1:]
 

@@ -58,10 +58,10 @@ def _require_kappa(kappa):
 
 
 # ---------------------------------------------------------------------------------------
-# Theorems 1–6 (xu §4; spec §5.1)
+# Theorems 1–6 (xu §4.1–4.3; spec §5.1)
 # ---------------------------------------------------------------------------------------
 def excess_risk_rate(n_items, n_users, eps, kappa=1.0, group_sizes=None):
-    """δ_{m,L} = κ·G(ε)·log(mL)/(mL): the excess-risk level of xu Thm 1 (eq. (5)); e_L(θ̂, θ*)
+    """δ_{m,L} = κ·G(ε)·log(mL)/(mL): the excess-risk level of xu §4.1 Thm 1 (eq. (5)); e_L(θ̂, θ*)
     exceeds δ ≳ this with probability ≲ exp(−C m² L δ/ρ(ε, κ)). Spec P7: m·L·e_L/G ≈ const.
 
     Args: n_items m ≥ 2; n_users L ≥ 1; eps ε > 0 (scalar, or group budgets with
@@ -80,14 +80,14 @@ def excess_risk_tail_bound(delta, n_items, n_users, eps, kappa=1.0, group_sizes=
 
 
 def l2_rate(n_items, n_users, eps, kappa=1.0, group_sizes=None):
-    """κ·√(G(ε) log(mL)/(mL)): the bound on m^{−1/2}‖θ̂ − θ*‖₂ of xu Thm 2(1), eq. (6).
+    """κ·√(G(ε) log(mL)/(mL)): the bound on m^{−1/2}‖θ̂ − θ*‖₂ of xu §4.1 Thm 2(1), eq. (6).
     Args as :func:`excess_risk_rate`. Returns: scalar."""
     _require_kappa(kappa)
     return jnp.asarray(kappa, jnp.float64) * jnp.sqrt(_statistical_factor(n_items, n_users, eps, group_sizes))
 
 
 def linf_rate(n_items, n_users, eps, kappa=1.0, group_sizes=None):
-    """κ²·√(G(ε) log(mL)/(mL)): the bound on ‖θ̂ − θ*‖∞ of xu Thm 2(2), eq. (7) (its proof
+    """κ²·√(G(ε) log(mL)/(mL)): the bound on ‖θ̂ − θ*‖∞ of xu §4.1 Thm 2(2), eq. (7) (its proof
     assumes θ*_i bounded away from 0, spec §5.1). Returns: scalar."""
     _require_kappa(kappa)
     return jnp.asarray(kappa, jnp.float64) ** 2 * jnp.sqrt(_statistical_factor(n_items, n_users, eps, group_sizes))
@@ -95,7 +95,7 @@ def linf_rate(n_items, n_users, eps, kappa=1.0, group_sizes=None):
 
 def consistency_eps(n_items, n_users):
     """log(mL)/√(mL): under homogeneous ε ≳ this the ℓ2/√m and ℓ∞ errors are o(1) (xu
-    Cor 1). Returns: scalar."""
+    §4.1 Cor 1). Returns: scalar."""
     _require_sizes(n_items, n_users)
     m, L = _f64(n_items, n_users)
     return jnp.log(m * L) / jnp.sqrt(m * L)
@@ -103,7 +103,7 @@ def consistency_eps(n_items, n_users):
 
 def critical_eps(n_items, n_users):
     """1/√(mL): the critical privacy level; for ε_l ≍ 1/√(mL) the errors stay bounded away
-    from 0 (xu Cor 2 with Thm 3), so it separates consistency from inconsistency. Returns: scalar."""
+    from 0 (xu §4.1 Cor 2 with Thm 3), so it separates consistency from inconsistency. Returns: scalar."""
     _require_sizes(n_items, n_users)
     m, L = _f64(n_items, n_users)
     return 1.0 / jnp.sqrt(m * L)
@@ -111,7 +111,7 @@ def critical_eps(n_items, n_users):
 
 def minimax_lower_bound(n_items, n_users, eps, kappa=1.0, group_sizes=None):
     """1/√(κ·m·Σ_l tanh²(ε_l/2)) = 1/√(κ m L K(ε)): the minimax lower bound on
-    E m^{−1/2}‖θ̂ − θ*‖₂ (and so on E‖θ̂ − θ*‖∞) of xu Thm 3; coth(ε/2)/√(κmL) for homogeneous
+    E m^{−1/2}‖θ̂ − θ*‖₂ (and so on E‖θ̂ − θ*‖∞) of xu §4.1 Thm 3; coth(ε/2)/√(κmL) for homogeneous
     ε. For heterogeneous ε it is below the upper bound's √G scale (G ≥ 1/K, spec §5.1).
     Returns: scalar."""
     _require_sizes(n_items, n_users)
@@ -122,7 +122,7 @@ def minimax_lower_bound(n_items, n_users, eps, kappa=1.0, group_sizes=None):
 
 def exact_top_k_users(n_items, eps, kappa, gap, group_sizes=None) -> float:
     """The smallest L with m²L/2 ≥ G(ε)κ⁴ m log(mL)/Δ_K², i.e. L ≥ 2Gκ⁴ log(mL)/(mΔ_K²): the
-    sample size beyond which xu Thm 4 recovers the top-K set exactly w.h.p. (up to its
+    sample size beyond which xu §4.2 Thm 4 recovers the top-K set exactly w.h.p. (up to its
     constant). G depends on the profile's proportions only. Host function (bisection).
 
     Args: n_items m; eps (scalar or group budgets with group_sizes); kappa κ ≥ 1; gap Δ_K > 0.
@@ -147,7 +147,7 @@ def exact_top_k_users(n_items, eps, kappa, gap, group_sizes=None) -> float:
 
 
 def top_k_error_bound(n_items, n_users, eps, kappa, gap, c0=1.0, group_sizes=None):
-    """exp(−C0·m·L·Δ_K²/(G(ε)κ⁴)): the bound on E H_K(θ̂, θ*) of xu Thm 5 (C0 unknown; the κ⁴
+    """exp(−C0·m·L·Δ_K²/(G(ε)κ⁴)): the bound on E H_K(θ̂, θ*) of xu §4.2 Thm 5 (C0 unknown; the κ⁴
     makes it vacuous for large (m−1)Δ, spec P8: test monotonicity, not C0). Returns: scalar."""
     _require_sizes(n_items, n_users)
     _require_kappa(kappa)
@@ -158,7 +158,7 @@ def top_k_error_bound(n_items, n_users, eps, kappa, gap, c0=1.0, group_sizes=Non
 
 def kendall_error_bound(n_items, n_users, eps, kappa, gaps, c0=1.0, group_sizes=None):
     """(2/(m−1))·Σ_{i=1}^{m−1} exp(−C0·m·L·Δ_i²/(G(ε)κ⁴)), Δ_i = θ*_(i) − θ*_(i+1): the bound on
-    E K(θ̂, θ*) of xu Thm 6; 2·exp(−C0 mLΔ²/(Gκ⁴)) for evenly spaced θ*.
+    E K(θ̂, θ*) of xu §4.3 Thm 6; 2·exp(−C0 mLΔ²/(Gκ⁴)) for evenly spaced θ*.
 
     Args: as :func:`top_k_error_bound`, with gaps: (m−1,) sorted gaps or a scalar Δ.
     Returns: scalar."""
@@ -226,8 +226,8 @@ def scheme_error_proxy(n_items, n_users, scheme: str, l0: int = DEFAULT_L0):
 
 
 def table1_trend(scheme: str) -> str:
-    """Table 1 of xu: "increase", "stable" or "decrease", the behaviour of the ℓ2/√m and ℓ∞
-    errors as m or L grows under the scheme (Cor 1–2)."""
+    """Table 1 of xu (§4.1): "increase", "stable" or "decrease", the behaviour of the ℓ2/√m and ℓ∞
+    errors as m or L grows under the scheme (Cor 1–2; spec §5.2 P5)."""
     _require_scheme(scheme)
     return TABLE1_TREND[scheme]
 
