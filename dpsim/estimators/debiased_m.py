@@ -1,5 +1,5 @@
 """The debiased M-estimator of xu (eq. (3), §4.1; spec ../shared/papers/xu.md §4.1–4.3, §4.6),
-the classic-RR MLE baseline (§3.7, A7), and rankings from θ̂ (§4.6, A15).
+the classic-RR MLE baseline (spec §3.7, A7), and rankings from θ̂ (spec §4.6, A15).
 
 **Objective** (xu §4.1 eq. (3)), with z̄_e the per-pair mean release (:mod:`dpsim.mechanisms.pairwise_ldp`):
 
