@@ -8,6 +8,7 @@ Top-k sets are boolean masks of shape (n,) so that k may vary without changing s
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 
@@ -97,6 +98,25 @@ def kendall_distance(theta_hat, theta, *, tie_tol: float = KENDALL_TIE_TOL, ties
     return jnp.sum(jnp.where(upper, weight, 0.0)) / (n * (n - 1) / 2)
 
 
+def excess_risk(theta_hat, theta):
+    """e_L(θ̂, θ*) = (1/m²) Σ_{i<j} KL(Ber(p*_ij) ‖ Ber(σ(θ̂_i − θ̂_j))), p*_ij = σ(θ*_i − θ*_j):
+    xu's excess risk (eq. (4), Thm 1) computed exactly (spec §4.7: since E z = p*, the expected
+    excess pairwise loss (1/(m²L)) Σ_{i<j,l} E[L_ij(θ̂, Z) − L_ij(θ*, Z)] is this KL sum; it does
+    not depend on ε or L). Written with log-sigmoids, so it is finite for any finite θ.
+
+    Args: theta_hat, theta: (m,) (any shift: only differences enter). Returns: scalar ≥ 0.
+    """
+    m = theta.shape[0]
+    i, j = jnp.triu_indices(m, 1)
+    d_true = theta[i] - theta[j]
+    d_hat = theta_hat[i] - theta_hat[j]
+    p = jax.nn.sigmoid(d_true)
+    # KL = p(log p − log q) + (1 − p)(log(1 − p) − log(1 − q)), log σ(x) = −softplus(−x)
+    kl = (p * (jax.nn.softplus(-d_hat) - jax.nn.softplus(-d_true))
+          + (1.0 - p) * (jax.nn.softplus(d_hat) - jax.nn.softplus(d_true)))
+    return jnp.sum(kl) / m ** 2
+
+
 def estimation_metrics(theta_hat, theta) -> dict:
     """ℓ2, ℓ∞ and the log-relative errors of cai Figs 1–3 (panels (a), (b)).
 
@@ -117,4 +137,4 @@ def topk_metrics(mask_hat, mask_true) -> dict:
 
 __all__ = ["l2_error", "linf_error", "l2_rms_error", "log_relative_l2_error", "log_relative_linf_error",
            "relative_hamming_error", "exact_recovery", "ranks", "mean_absolute_rank_difference",
-           "KENDALL_TIE_TOL", "kendall_distance", "estimation_metrics", "topk_metrics"]
+           "KENDALL_TIE_TOL", "kendall_distance", "excess_risk", "estimation_metrics", "topk_metrics"]

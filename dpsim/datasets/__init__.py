@@ -4,6 +4,15 @@ at run time). Loaders raise :class:`dpsim.errors.UsageError` with a one-line mes
 the file and the problem."""
 from dpsim.datasets.winmatrix import DATA_DIR, WinMatrix, cems, immigration, load_win_matrix
 from dpsim.datasets.movielens import Ratings, load_ratings, ratings_or_stand_in, synthetic_ratings
+from dpsim.datasets.movielens_rankings import (
+    PairwiseRankings,
+    comparisons_from_ratings,
+    movielens_rankings,
+    movielens_theta,
+    subsample_pair_wins,
+)
 
 __all__ = ["DATA_DIR", "WinMatrix", "cems", "immigration", "load_win_matrix",
-           "Ratings", "load_ratings", "ratings_or_stand_in", "synthetic_ratings"]
+           "Ratings", "load_ratings", "ratings_or_stand_in", "synthetic_ratings",
+           "PairwiseRankings", "comparisons_from_ratings", "movielens_rankings", "movielens_theta",
+           "subsample_pair_wins"]

@@ -8,6 +8,15 @@ from dpsim.estimators.btl_mle import (
     penalised_mle,
     perturbed_mle_edge,
 )
+from dpsim.estimators.debiased_m import (
+    borda_scores,
+    classic_rr_mle,
+    debiased_m_estimator,
+    estimated_top_k_mask,
+    ridge_lambda,
+    tied_ranks,
+    win_value_matrix,
+)
 from dpsim.estimators.counts import noisy_counts_edge, win_counts
 from dpsim.estimators.topk import top_k_mask
 from dpsim.estimators.graph import strongly_connected
@@ -30,4 +39,6 @@ __all__ = [
     "strongly_connected", "guarded_penalised_mle", "noisy_counts_individual",
     "perturbed_mle_individual", "unpenalised_mle", "OneShotScores", "ergodicity_coefficient",
     "one_shot_scores", "rank_centrality_transition", "stationary_distribution",
+    "borda_scores", "classic_rr_mle", "debiased_m_estimator", "estimated_top_k_mask", "ridge_lambda",
+    "tied_ranks", "win_value_matrix",
 ]

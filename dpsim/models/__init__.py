@@ -15,6 +15,16 @@ from dpsim.models.btl import (
     top_k_size,
     true_top_k_mask,
 )
+from dpsim.models.complete_btl import (
+    condition_number,
+    gaps_sorted,
+    n_items_of_pairs,
+    pair_win_probabilities,
+    sample_pair_wins,
+    sample_rankings_per_user,
+    theta_evenly_spaced_permuted,
+    theta_uniform_centred,
+)
 from dpsim.models.individual import (
     UserComparisons,
     aggregate_user_comparisons,
@@ -29,4 +39,6 @@ __all__ = [
     "theta_two_block", "theta_uniform", "top_k_size", "true_top_k_mask",
     "UserComparisons", "aggregate_user_comparisons", "sample_user_comparisons",
     "sample_user_comparisons_per_user", "uniform_multinomial",
+    "condition_number", "gaps_sorted", "n_items_of_pairs", "pair_win_probabilities", "sample_pair_wins",
+    "sample_rankings_per_user", "theta_evenly_spaced_permuted", "theta_uniform_centred",
 ]
