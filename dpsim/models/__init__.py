@@ -15,6 +15,16 @@ from dpsim.models.btl import (
     top_k_size,
     true_top_k_mask,
 )
+from dpsim.models.rasch import (
+    Responses,
+    authors_difficulties,
+    expected_differential_counts,
+    rasch_abilities,
+    rasch_difficulties,
+    rasch_probabilities,
+    sample_rasch_responses,
+    sample_rasch_responses_per_user,
+)
 from dpsim.models.individual import (
     UserComparisons,
     aggregate_user_comparisons,
@@ -29,4 +39,7 @@ __all__ = [
     "theta_two_block", "theta_uniform", "top_k_size", "true_top_k_mask",
     "UserComparisons", "aggregate_user_comparisons", "sample_user_comparisons",
     "sample_user_comparisons_per_user", "uniform_multinomial",
+    "Responses", "authors_difficulties", "expected_differential_counts", "rasch_abilities",
+    "rasch_difficulties", "rasch_probabilities", "sample_rasch_responses",
+    "sample_rasch_responses_per_user",
 ]
