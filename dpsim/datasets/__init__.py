@@ -4,6 +4,18 @@ at run time). Loaders raise :class:`dpsim.errors.UsageError` with a one-line mes
 the file and the problem."""
 from dpsim.datasets.winmatrix import DATA_DIR, WinMatrix, cems, immigration, load_win_matrix
 from dpsim.datasets.movielens import Ratings, load_ratings, ratings_or_stand_in, synthetic_ratings
+from dpsim.datasets.responses import (
+    ResponseData,
+    load_three_grades,
+    load_uci_student,
+    lsat,
+    movielens_responses,
+    ratings_responses,
+    three_grades,
+    uci_student,
+)
 
 __all__ = ["DATA_DIR", "WinMatrix", "cems", "immigration", "load_win_matrix",
-           "Ratings", "load_ratings", "ratings_or_stand_in", "synthetic_ratings"]
+           "Ratings", "load_ratings", "ratings_or_stand_in", "synthetic_ratings",
+           "ResponseData", "load_three_grades", "load_uci_student", "lsat", "movielens_responses",
+           "ratings_responses", "three_grades", "uci_student"]
