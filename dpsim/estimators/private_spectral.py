@@ -13,6 +13,9 @@ bound) are derived on the host by the caller:
 Faithful options (the authors' code) against defaults (the privacy claim holds): see
 :mod:`dpsim.mechanisms.count_noise` (accounting, clip, noise) and
 :mod:`dpsim.mechanisms.sparsify` (connectivity).
+
+Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
+(dpsim.validate); traced values (inside jit/vmap) pass unchecked.
 """
 from __future__ import annotations
 

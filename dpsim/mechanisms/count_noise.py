@@ -29,6 +29,9 @@ count, A16); ``"synthetic_code"`` is the same there (both scripts use it).
 ``clip="one"`` (max(1, ·), the code's and the default, A15) or ``"zero"`` (max(0, ·)); and
 ``noise="all"`` (default: every queried count, including zeros) or ``"nonzero"`` (the code:
 zero counts are left at 0 un-noised, which leaks which counts are zero, §7.2).
+
+Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
+(dpsim.validate); traced values (inside jit/vmap) pass unchecked.
 """
 from __future__ import annotations
 

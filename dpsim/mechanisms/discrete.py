@@ -40,7 +40,10 @@ These deviations are far below anything a Monte-Carlo study can detect (the test
 pmf by χ², against OpenDP, the variance and the tails), but, unlike CKS's integer-arithmetic
 sampler, this is not a hardened implementation for deployment against floating-point side
 channels. Tested from σ = 0.3 to σ = 1e5 (float64 integers are exact far beyond that).
-``sigma = 0`` (ε = ∞) and ``scale = 0`` give exactly zero noise.
+
+Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
+(dpsim.validate); traced values (inside jit/vmap) pass unchecked. ``sigma = 0`` (ε = ∞) and
+``scale = 0`` give exactly zero noise.
 """
 from __future__ import annotations
 

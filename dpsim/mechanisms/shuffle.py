@@ -12,6 +12,9 @@ costs nothing). Feldman, McMillan & Talwar (2022, Thm III.1; supp. Lemma 4.1) am
 for ε₀ ≤ log(n/(16 log(2/δ))). The supplement prints the bound without the +8e^{ε₀}/n
 term; the authors' code and FMT22 include it (A5), and so does :func:`shuffle_epsilon`.
 :func:`shuffle_rr_epsilon` inverts it on the host as the code does.
+
+Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
+(dpsim.validate); traced values (inside jit/vmap) pass unchecked.
 """
 from __future__ import annotations
 

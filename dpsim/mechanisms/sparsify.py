@@ -6,6 +6,9 @@ the others are set to 0. G does not depend on the data, so it costs no privacy a
 redrawn: by default it is resampled until connected (a disconnected G makes the chain
 reducible and the β̂ of a cut-off item arbitrary), at most ``max_tries`` times, and the
 number of rejections is reported. ``connect=False`` is the authors' code (no check).
+
+Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
+(dpsim.validate); traced values (inside jit/vmap) pass unchecked.
 """
 from __future__ import annotations
 

@@ -10,6 +10,9 @@ A response matrix is two boolean arrays (:class:`Responses`): ``x`` (correct, Fa
 unobserved) and ``observed``. The estimators need more than counts here (the pairwise
 differential counts Y = X̃ᵀX̄ share users, and RR acts on single responses), so the matrix
 itself is drawn, with one 32-bit uniform per entry.
+
+Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
+(dpsim.validate); traced values (inside jit/vmap) pass unchecked.
 """
 from __future__ import annotations
 
