@@ -28,10 +28,18 @@ from dpsim.estimators.individual import (
 )
 from dpsim.estimators.one_shot import OneShotScores, one_shot_scores
 from dpsim.estimators.spectral import (
+    SPECTRAL_SOLVERS,
+    count_chain_stationary,
+    differential_counts,
     ergodicity_coefficient,
+    power_iteration,
     rank_centrality_transition,
+    regularise_counts,
+    spectral_estimate,
     stationary_distribution,
+    support_connected,
 )
+from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spectral_estimate
 
 __all__ = [
     "Fit", "SCORE_TIE_TOL", "btl_gradient", "btl_neg_log_likelihood", "btl_objective", "penalised_mle",
@@ -41,4 +49,7 @@ __all__ = [
     "one_shot_scores", "rank_centrality_transition", "stationary_distribution",
     "borda_scores", "classic_rr_mle", "debiased_m_estimator", "estimated_top_k_mask", "ridge_lambda",
     "tied_ranks", "win_value_matrix",
+    "SPECTRAL_SOLVERS", "count_chain_stationary", "differential_counts", "power_iteration",
+    "regularise_counts", "spectral_estimate", "support_connected", "private_spectral_estimate",
+    "rr_spectral_estimate",
 ]

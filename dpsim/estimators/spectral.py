@@ -1,6 +1,7 @@
 """Spectral methods on comparison data: Markov chains on the items and their stationary
-distributions (Rank Centrality, Negahban, Oh & Shah 2017; the Rasch spectral estimator of
-Nguyen & Zhang builds on the same pieces).
+distributions (Rank Centrality, Negahban, Oh & Shah 2017) and the Rasch spectral estimator
+of Nguyen & Zhang (nguyen Algorithm 1: pairwise differential counts, regularisation, the
+chain's stationary distribution by an exact solve or the authors' power iteration).
 
 All functions take one replicate's matrices and are jit- and vmap-compatible; the dense
 solve is :func:`dpsim.linalg.solve`, which stays unbatched under ``vmap`` on CPU (the
@@ -11,6 +12,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from dpsim.estimators.fit import Fit
+from dpsim.estimators.graph import reachable_from
 from dpsim.linalg import solve
 
 
@@ -63,3 +66,139 @@ def ergodicity_coefficient(P, batch_size: int = 16):
         return jnp.max(jnp.sum(jnp.abs(p_i[None, :] - P), axis=1))
 
     return 0.5 * jnp.max(jax.lax.map(row, P, batch_size=batch_size))
+
+
+# ---------------------------------------------------------------------------------------
+# The Rasch spectral estimator (nguyen Algorithm 1; spec ../shared/papers/nguyen.md §3).
+# ---------------------------------------------------------------------------------------
+SPECTRAL_SOLVERS = ("solve", "power_lazy", "power_jump")
+# The authors' power-iteration rules (spec §3.4, §7.6): (ℓ2 tolerance, iteration cap).
+POWER_DEFAULTS = {"power_lazy": (1e-5, 1000), "power_jump": (1e-6, 10000)}
+
+
+def differential_counts(x, observed=None):
+    """The pairwise differential counts Y = X̃ᵀX̄, diagonal 0 (nguyen eq. (2), spec §3.1):
+    Y_ij = #{users who answered both i and j, i correctly and j wrongly}.
+
+    Args:
+        x: (n_users, n_items) 0/1 or bool responses (True = correct).
+        observed: (n_users, n_items) bool mask A (None: every entry observed).
+    Returns:
+        (n_items, n_items) float64 integer counts (exact below 2⁵³; the product is taken at
+        HIGHEST precision so that no backend rounds it through TF32).
+    """
+    x = jnp.asarray(x).astype(bool)
+    observed = jnp.ones_like(x) if observed is None else jnp.asarray(observed).astype(bool)
+    right = (x & observed).astype(jnp.float64)
+    wrong = (~x & observed).astype(jnp.float64)
+    y = jnp.matmul(right.T, wrong, precision=jax.lax.Precision.HIGHEST)
+    return jnp.where(jnp.eye(y.shape[0], dtype=bool), 0.0, y)
+
+
+def regularise_counts(Y, lam=1.0):
+    """Ȳ = Y + λ·1[(Y_ij ≠ 0) or (Y_ji ≠ 0)] off the diagonal (the authors' regularisation,
+    nguyen footnote 2, spec §3.4 step 2 and A11; λ = 1 in every experiment). The support
+    of Ȳ is symmetric, so the chain is irreducible iff that undirected graph is connected.
+
+    Args: Y: (n_items, n_items) counts (possibly noised); lam: λ ≥ 0 (traceable).
+    Returns: (n_items, n_items) float64.
+    """
+    Y = jnp.asarray(Y, jnp.float64)
+    support = ((Y != 0) | (Y.T != 0)) & ~jnp.eye(Y.shape[0], dtype=bool)
+    return Y + jnp.asarray(lam, jnp.float64) * support
+
+
+def support_connected(Ybar):
+    """True iff the undirected support graph of Ȳ (i ~ j when Ȳ_ij ≠ 0 or Ȳ_ji ≠ 0) is
+    connected, i.e. the chain built on Ȳ is irreducible and π is unique (spec §3.4)."""
+    support = (Ybar != 0) | (Ybar.T != 0)
+    return jnp.all(reachable_from(support))
+
+
+def count_chain_stationary(Ybar):
+    """π with πQ = 0, 1ᵀπ = 1 for the generator Q = Ȳ − diag(Ȳ1) (spec §3.4, equivalence
+    lemma): the stationary distribution shared by every uniformised chain M = I + Q/d
+    (nguyen eq. (3), any d ≥ max row sum) and, after dividing by the row sums, by the
+    authors' jump chain. Solved exactly by :func:`stationary_distribution` of I + Q/s,
+    s = max row sum (one dense solve, :func:`dpsim.linalg.solve`, unbatched under vmap on CPU).
+
+    Args: Ybar: (n_items, n_items) non-negative regularised counts with a connected support.
+    Returns: (n_items,) float64 (meaningless when the support is disconnected: check
+    :func:`support_connected`).
+    """
+    Ybar = jnp.asarray(Ybar, jnp.float64)
+    rows = Ybar.sum(axis=1)
+    s = jnp.maximum(jnp.max(rows), 1e-300)
+    P = jnp.eye(Ybar.shape[0]) + (Ybar - jnp.diag(rows)) / s
+    return stationary_distribution(P)
+
+
+def power_iteration(P, tol, max_iters: int):
+    """The authors' power iteration (spec §3.4, §4.7 step 5): π ← 1; repeat
+    π′ = πP/Σ(πP); stop when ‖π′ − π‖₂ < tol; π = π′ — at most ``max_iters`` times.
+
+    Args:
+        P: (n, n) row-stochastic matrix.
+        tol: ℓ2 tolerance (traceable); max_iters: static cap.
+    Returns:
+        (π′ the last iterate (n,), converged bool, iterations int).
+    """
+    n = P.shape[0]
+
+    def cond(state):
+        _, it, done = state
+        return ~done & (it < max_iters)
+
+    def body(state):
+        pi, it, _ = state
+        nxt = jnp.matmul(pi, P, precision=jax.lax.Precision.HIGHEST)
+        nxt = nxt / jnp.sum(nxt)
+        return nxt, it + 1, jnp.linalg.norm(nxt - pi) < tol
+
+    pi, it, done = jax.lax.while_loop(cond, body, (jnp.ones((n,), jnp.float64), jnp.asarray(0), jnp.asarray(False)))
+    return pi, done, it
+
+
+def _centred_log(weights):
+    logs = jnp.log(jnp.maximum(weights, 1e-300))
+    return logs - jnp.mean(logs)
+
+
+def spectral_estimate(Y, lam=1.0, solver: str = "solve", tol=None, max_iters: int | None = None):
+    """The Rasch spectral estimator β̂ = centred log π of the chain on the regularised
+    differential counts (nguyen Algorithm 1, eq. (3); spec §3.3–3.5).
+
+    Args:
+        Y: (n_items, n_items) differential counts (:func:`differential_counts`), possibly
+            privatised (then already clipped and masked).
+        lam: λ of :func:`regularise_counts` (1 in the paper's experiments).
+        solver: ``"solve"`` (default): the exact null vector of the generator
+            (:func:`count_chain_stationary`). ``"power_lazy"``: the authors' private code,
+            the lazy chain P = Ȳ/d with one scalar d = max row sum + 1, power iteration with
+            tolerance 1e-5 and at most 1000 iterations. ``"power_jump"``: their non-private
+            code, the jump chain P_ij = Ȳ_ij/d_i, d_i = max(row sum, 1), tolerance 1e-6, at most
+            10000 iterations, then π/d. All three target the same β̂; the power modes differ
+            by their truncation (spec §7.6).
+        tol, max_iters: override the power modes' tolerance and cap.
+    Returns:
+        :class:`Fit` with theta = β̂ (n_items,), centred (higher = harder item, or better item
+        in the reviewing reading); converged/iterations None for ``"solve"``; info:
+        ``connected`` (the support of Ȳ is connected, so π is unique).
+    """
+    if solver not in SPECTRAL_SOLVERS:
+        raise ValueError(f"solver={solver!r} is not a spectral solver; choose one of {SPECTRAL_SOLVERS}")
+    Ybar = regularise_counts(Y, lam)
+    info = {"connected": support_connected(Ybar)}
+    if solver == "solve":
+        return Fit(theta=_centred_log(count_chain_stationary(Ybar)), info=info)
+    default_tol, default_cap = POWER_DEFAULTS[solver]
+    tol = default_tol if tol is None else tol
+    max_iters = default_cap if max_iters is None else max_iters
+    n = Ybar.shape[0]
+    rows = Ybar.sum(axis=1)
+    d = jnp.maximum(rows, 1.0) if solver == "power_jump" else jnp.full((n,), jnp.max(rows) + 1.0)
+    off = Ybar / d[:, None]
+    P = off + jnp.diag(1.0 - off.sum(axis=1))
+    pi, converged, iterations = power_iteration(P, tol, max_iters)
+    weights = pi / d if solver == "power_jump" else pi
+    return Fit(theta=_centred_log(weights), converged=converged, iterations=iterations, info=info)

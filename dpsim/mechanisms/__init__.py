@@ -34,6 +34,41 @@ from dpsim.mechanisms.pairwise_ldp import (
     rr_win_probability,
 )
 
+from dpsim.mechanisms.discrete import (
+    discrete_gaussian,
+    discrete_gaussian_pmf,
+    discrete_gaussian_with_flag,
+    discrete_laplace,
+    discrete_laplace_pmf,
+)
+from dpsim.mechanisms.zcdp import (
+    CONVERSIONS,
+    dp_to_zcdp_bun_steinke,
+    dp_to_zcdp_cks,
+    dp_to_zcdp_paper,
+    paper_epsilon0,
+    zcdp_delta_cks,
+    zcdp_rho,
+    zcdp_to_dp,
+    zcdp_to_dp_bun_steinke,
+    zcdp_to_dp_cks,
+)
+from dpsim.mechanisms.shuffle import randomize_responses, shuffle_epsilon, shuffle_rr_epsilon
+from dpsim.mechanisms.sparsify import (
+    GraphDraw,
+    dense_item_graph,
+    er_item_graph,
+    sparsification_graph,
+    sparsification_p0,
+)
+from dpsim.mechanisms.count_noise import (
+    ACCOUNTING_MODES,
+    count_sensitivity,
+    gaussian_count_sigma,
+    laplace_count_scale,
+    privatize_counts,
+)
+
 __all__ = ["laplace_noise", "EdgePerturbation", "edge_count_noise_scale",
            "edge_objective_perturbation", "individual_count_noise_scale",
            "individual_objective_perturbation", "one_shot_noise_scale",
@@ -41,4 +76,11 @@ __all__ = ["laplace_noise", "EdgePerturbation", "edge_count_noise_scale",
            "privacy_G", "privacy_H", "privacy_K", "privacy_profile", "privacy_rho",
            "MECHANISMS", "PairMeans", "classic_rr_mean", "debiased_rr_mean",
            "laplace_pair_mean", "nonprivate_mean", "privatize", "privatize_all", "release_per_user",
-           "rr_pair_counts", "rr_win_probability"]
+           "rr_pair_counts", "rr_win_probability"
+           "discrete_gaussian", "discrete_gaussian_pmf", "discrete_gaussian_with_flag",
+           "discrete_laplace", "discrete_laplace_pmf", "CONVERSIONS", "dp_to_zcdp_bun_steinke",
+           "dp_to_zcdp_cks", "dp_to_zcdp_paper", "paper_epsilon0", "zcdp_delta_cks", "zcdp_rho",
+           "zcdp_to_dp", "zcdp_to_dp_bun_steinke", "zcdp_to_dp_cks", "randomize_responses",
+           "shuffle_epsilon", "shuffle_rr_epsilon", "GraphDraw", "dense_item_graph",
+           "er_item_graph", "sparsification_graph", "sparsification_p0", "ACCOUNTING_MODES",
+           "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale", "privatize_counts"]

@@ -25,6 +25,16 @@ from dpsim.models.complete_btl import (
     theta_evenly_spaced_permuted,
     theta_uniform_centred,
 )
+from dpsim.models.rasch import (
+    Responses,
+    authors_difficulties,
+    expected_differential_counts,
+    rasch_abilities,
+    rasch_difficulties,
+    rasch_probabilities,
+    sample_rasch_responses,
+    sample_rasch_responses_per_user,
+)
 from dpsim.models.individual import (
     UserComparisons,
     aggregate_user_comparisons,
@@ -41,4 +51,7 @@ __all__ = [
     "sample_user_comparisons_per_user", "uniform_multinomial",
     "condition_number", "gaps_sorted", "n_items_of_pairs", "pair_win_probabilities", "sample_pair_wins",
     "sample_rankings_per_user", "theta_evenly_spaced_permuted", "theta_uniform_centred",
+    "Responses", "authors_difficulties", "expected_differential_counts", "rasch_abilities",
+    "rasch_difficulties", "rasch_probabilities", "sample_rasch_responses",
+    "sample_rasch_responses_per_user",
 ]

@@ -1,0 +1,192 @@
+"""Privacy audits of nguyen's mechanisms on worst-case neighbouring response data (spec
+../shared/papers/nguyen.md §4.3, §4.8, §4.9): the discrete Gaussian and discrete Laplace
+chains on the differential counts, and per-user randomized response. Each returns
+:class:`dpsim.mechanisms.audit.AuditResult` rows, like :func:`dpsim.mechanisms.audit.audit_counts`.
+
+**Worst-case neighbours.** One user's row x = (1, …, 1, 0, …, 0) (⌈m/2⌉ ones) replaced by
+1 − x changes the dense count vector by ±1 on D = 2⌊m²/4⌋ ordered pairs (the maximum,
+:mod:`dpsim.mechanisms.count_noise`); every other user cancels from the privacy loss.
+
+**Discrete Gaussian** (an (ε, δ) claim). With noise N_ℤ(0, σ²) on every count, the privacy
+loss at the output is ℓ = Σ_k ((Z_k + d_k)² − Z_k²)/(2σ²) = (2S + D)/(2σ²), S = Σ_k d_k Z_k,
+which has the law of a sum of D i.i.d. N_ℤ(0, σ²) (computed exactly by FFT convolution of
+the pmf). The exact δ(ε) = E[(1 − e^{ε−ℓ})₊] (the hockey-stick divergence) is compared with
+the claimed δ, and ``exact_loss`` is the smallest ε′ with δ(ε′) ≤ δ. The empirical estimate
+replaces the exact law of ℓ by samples of Z from :func:`dpsim.mechanisms.discrete_gaussian`.
+
+**Discrete Laplace** (pure ε): ℓ = Σ_k (|Z_k + d_k| − |Z_k|)/t, sup ℓ = D/t, estimated from
+samples with :func:`dpsim.mechanisms.audit.histogram_epsilon` as for cai's counts.
+
+**Randomized response** (local ε_RR per user): rows 0 and 1 through RR at ε_RR/m per
+response; ℓ = (ε_RR/m)(#zeros − #ones), sup ℓ = ε_RR. The central (ε*, δ) claim of the
+shuffled release rests on the FMT22 bound (:mod:`dpsim.mechanisms.shuffle`) and is not
+audited.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpsim.estimators.spectral import differential_counts
+from dpsim.mechanisms.audit import AuditResult, histogram_epsilon
+from dpsim.mechanisms.count_noise import gaussian_count_sigma, laplace_count_scale, max_cut_complete
+from dpsim.mechanisms.discrete import discrete_gaussian, discrete_gaussian_pmf, discrete_laplace
+from dpsim.mechanisms.shuffle import randomize_responses
+from dpsim.mechanisms.sparsify import dense_item_graph
+from dpsim.mechanisms.zcdp import zcdp_rho
+
+__all__ = ["worst_case_rows", "worst_case_count_shift", "gaussian_count_delta",
+           "gaussian_count_epsilon", "audit_discrete_gaussian", "audit_discrete_laplace",
+           "audit_response_rr"]
+
+
+def worst_case_rows(n_items: int):
+    """(x, 1 − x) with x = (1, …, 1, 0, …, 0), ⌈m/2⌉ ones: two (1, n_items) bool rows."""
+    x = np.arange(n_items) < (n_items + 1) // 2
+    return x[None, :], ~x[None, :]
+
+
+def worst_case_count_shift(n_items: int) -> np.ndarray:
+    """d = Y(x) − Y(1 − x) for the rows of :func:`worst_case_rows`: (n_items, n_items) with
+    ±1 on 2⌊m²/4⌋ ordered pairs."""
+    x, x_prime = worst_case_rows(n_items)
+    return np.asarray(differential_counts(x) - differential_counts(x_prime))
+
+
+def _sum_pmf(sigma: float, n_coords: int):
+    """(support, pmf) of S = sum of n_coords i.i.d. N_ℤ(0, σ²), by FFT (host)."""
+    half = int(math.ceil(14.0 * sigma)) + 2
+    base = discrete_gaussian_pmf(np.arange(-half, half + 1), sigma)
+    width = n_coords * 2 * half + 1
+    size = 1 << (width - 1).bit_length()
+    pmf = np.fft.irfft(np.fft.rfft(base, size) ** n_coords, size)[:width]
+    pmf = np.clip(pmf, 0.0, None)
+    return np.arange(width) - n_coords * half, pmf / pmf.sum()
+
+
+def _hockey_stick(loss, weights, eps):
+    return float(np.sum(weights * np.clip(-np.expm1(eps - loss), 0.0, None)))
+
+
+def gaussian_count_delta(eps: float, sigma: float, n_coords: int) -> float:
+    """Exact δ(ε) of the discrete Gaussian N_ℤ(0, σ²) on n_coords counts each shifted by ±1
+    (module docstring; host). Args: eps ≥ 0; sigma > 0; n_coords = D ≥ 1. Returns: δ."""
+    s, pmf = _sum_pmf(sigma, n_coords)
+    return _hockey_stick((2.0 * s + n_coords) / (2.0 * sigma * sigma), pmf, eps)
+
+
+def _smallest_eps(delta_of, delta: float, hi: float) -> float:
+    lo = 0.0
+    if delta_of(0.0) <= delta:
+        return 0.0
+    while delta_of(hi) > delta:
+        hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if delta_of(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def gaussian_count_epsilon(delta: float, sigma: float, n_coords: int) -> float:
+    """The smallest ε with :func:`gaussian_count_delta`(ε) ≤ δ (exact, host)."""
+    s, pmf = _sum_pmf(sigma, n_coords)
+    loss = (2.0 * s + n_coords) / (2.0 * sigma * sigma)
+    return _smallest_eps(lambda e: _hockey_stick(loss, pmf, e), delta, max(1.0, float(loss.max())))
+
+
+def _empirical_eps(loss: np.ndarray, delta: float):
+    """ε̂ with mean((1 − e^{ε−ℓ})₊) = δ over samples ℓ, and its delta-method standard error."""
+    n = loss.size
+    delta_of = lambda e: float(np.mean(np.clip(-np.expm1(e - loss), 0.0, None)))
+    eps_hat = _smallest_eps(delta_of, delta, max(1.0, float(loss.max())))
+    terms = np.clip(-np.expm1(eps_hat - loss), 0.0, None)
+    slope = float(np.mean(np.where(loss > eps_hat, np.exp(eps_hat - loss), 0.0)))
+    se = float(np.std(terms) / math.sqrt(n) / slope) if slope > 0 else float("inf")
+    return eps_hat, se
+
+
+GAUSSIAN_AUDIT_MODES = (("tight_joint", "cks"), ("tight_joint", "bun_steinke"), ("paper", "bun_steinke"),
+                        ("paper", "paper"), ("synthetic_code", "paper"))
+
+
+def audit_discrete_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4, n_items: int = 5,
+                            n_samples: int = 200_000, modes=GAUSSIAN_AUDIT_MODES) -> list[AuditResult]:
+    """Audit the dense discrete-Gaussian chain's (ε*, δ) claim for each (accounting,
+    conversion) mode and ε* (module docstring). The modes without a proof (the paper's
+    conversion, the synthetic script's accounting) are marked ``known_violation`` only where
+    the exact loss exceeds ε*; at the default sizes the slack of the conversions keeps all
+    of them within budget, while the zCDP ρ the detail reports exceeds the claimed ρ for
+    ``synthetic_code`` (1.2ρ at m = 5)."""
+    shift = worst_case_count_shift(n_items)
+    n_coords = int(np.sum(np.abs(shift)))
+    graph = dense_item_graph(n_items)
+    draw = jax.jit(lambda k, s: discrete_gaussian(k, s, (n_samples, n_coords)))
+    results = []
+    for index, eps in enumerate(eps_values):
+        for case, (accounting, conversion) in enumerate(modes):
+            rho = float(zcdp_rho(eps, delta, conversion))
+            sigma = float(gaussian_count_sigma(rho, graph, accounting))
+            exact = gaussian_count_epsilon(delta, sigma, n_coords)
+            z = np.asarray(draw(jax.random.fold_in(jax.random.fold_in(key, index), case), sigma))
+            loss = (2.0 * z.sum(axis=1) + n_coords) / (2.0 * sigma * sigma)
+            emp, se = _empirical_eps(loss, delta)
+            exact_delta = gaussian_count_delta(eps, sigma, n_coords)
+            unproven = accounting == "synthetic_code" or conversion == "paper"
+            results.append(AuditResult(
+                "nguyen-discrete-gaussian", f"{accounting}/{conversion}", float(eps), exact, emp, se,
+                delta=delta, known_violation=unproven and exact > eps,
+                detail=(f"m={n_items}, {n_coords} counts shifted (2*floor(m^2/4)={2 * max_cut_complete(n_items)}), "
+                        f"sigma={sigma:.4g}, exact delta(eps*)={exact_delta:.3g} vs {delta:g}; zCDP: "
+                        f"rho {n_coords / (2 * sigma * sigma):.4g} vs claimed {rho:.4g}"
+                        + ("; unproven mode" if unproven else ""))))
+    return results
+
+
+def audit_discrete_laplace(key, eps_values=(0.5, 1.0, 2.0), n_items: int = 4, n_samples: int = 200_000,
+                           accountings=("tight_joint", "paper")) -> list[AuditResult]:
+    """Audit the dense discrete-Laplace chain's pure ε* claim (module docstring): exact loss
+    D/t (= ε* for ``"tight_joint"``, ε*·2⌊m²/4⌋/(m(m−1)) for ``"paper"``)."""
+    n_coords = int(np.sum(np.abs(worst_case_count_shift(n_items))))
+    graph = dense_item_graph(n_items)
+    draw = jax.jit(lambda k, t: discrete_laplace(k, t, (n_samples, n_coords)))
+    results = []
+    for index, eps in enumerate(eps_values):
+        for case, accounting in enumerate(accountings):
+            t = float(laplace_count_scale(eps, graph, accounting))
+            k = jax.random.fold_in(jax.random.fold_in(key, index), case)
+            k_p, k_q = jax.random.split(k)
+            z_p, z_q = np.asarray(draw(k_p, t)), np.asarray(draw(k_q, t))
+            loss_p = np.sum(np.abs(z_p + 1.0) - np.abs(z_p), axis=1) / t     # output ~ P
+            loss_q = np.sum(np.abs(z_q) - np.abs(z_q - 1.0), axis=1) / t     # output ~ Q
+            emp, se = histogram_epsilon(loss_p, loss_q)
+            results.append(AuditResult(
+                "nguyen-discrete-laplace", accounting, float(eps), n_coords / t, emp, se,
+                sampled_max_loss=float(loss_p.max()),
+                detail=f"m={n_items}, {n_coords} counts shifted, scale t={t:.4g}"))
+    return results
+
+
+def audit_response_rr(key, eps_values=(0.5, 1.0, 2.0), n_items: int = 5,
+                      n_samples: int = 200_000) -> list[AuditResult]:
+    """Audit the local ε_RR claim of per-user RR at ε_RR/m per response (module docstring);
+    ``eps_values`` are ε_RR values. Exact loss ε_RR."""
+    observed = jnp.ones((n_samples, n_items), bool)
+    draw = jax.jit(lambda k, x, e: randomize_responses(k, x, observed, e))
+    results = []
+    for index, eps in enumerate(eps_values):
+        k_p, k_q = jax.random.split(jax.random.fold_in(key, index))
+        y_p = np.asarray(draw(k_p, jnp.zeros((n_samples, n_items), bool), eps))
+        y_q = np.asarray(draw(k_q, jnp.ones((n_samples, n_items), bool), eps))
+        per = eps / n_items
+        loss = lambda y: per * (n_items - 2.0 * y.sum(axis=1))
+        emp, se = histogram_epsilon(loss(y_p), loss(y_q))
+        results.append(AuditResult("nguyen-response-rr", "local", float(eps), float(eps), emp, se,
+                                   sampled_max_loss=float(loss(y_p).max()),
+                                   detail=f"m={n_items} responses at eps/m={per:.4g} each"))
+    return results

@@ -1,0 +1,139 @@
+"""Noise on the pairwise differential counts of the private Rasch spectral estimator:
+accounting (how much noise each count needs) and the noising itself (nguyen §4, Lemma 4.1,
+Eq. (4); spec ../shared/papers/nguyen.md §4.3, §4.7, §4.8, §7.2–7.4).
+
+**Sensitivity** (spec §4.3). One user changing their row changes each Y_ij by at most 1.
+User l adds 1 to Y_ij exactly when (i, j) goes from the set P_l of items they answered
+correctly to the set N_l of items they answered wrongly, a directed cut of the queried
+graph G; so replacing a row changes the vector of queried counts on at most
+|S Δ S′| ≤ 2·maxcut(G) coordinates, each by ±1: ‖ΔY‖₂² = ‖ΔY‖₁ ≤ 2·maxcut(G), with
+maxcut(K_m) = ⌊m²/4⌋ (attained by x = (1,…,1,0,…,0) against 1 − x).
+
+**Accounting modes** (``accounting``), the "Δ²" below, for the discrete Gaussian
+σ = √(Δ²/(2ρ)) (ρ-zCDP; per-count composition of ρ_q = 1/(2σ²) or the multivariate bound
+ρ = Δ₂²/(2σ²), CKS20) and the discrete Laplace scale t = Δ/ε (ε-DP):
+
+- ``"paper"``: Δ² = #queried ordered pairs (m(m−1) dense, ΣG = 2|E| sparse): Lemma 4.1's
+  composition over every count, and the real-data script. Valid.
+- ``"synthetic_code"``: Δ² = #queried ordered pairs / 2 (the synthetic script, §4.8). **Not
+  proven private**: at m = 25 it counts 300 queries, below the joint bound 2⌊m²/4⌋ = 312,
+  so σ is ~2% short of the claimed ρ. Figure-reproduction only (Fig. 1).
+- ``"tight_joint"`` (default): Δ² = 2·min(|E|, ⌊m²/4⌋) ≥ 2·maxcut(G), the joint L2
+  (Gaussian) or L1 (Laplace) sensitivity bound above (= 2⌊m²/4⌋ dense, about half the
+  paper's variance). Valid.
+
+For the Laplace mechanism the paper's scale is m(m−1)/ε* (basic composition over every
+count, A16); ``"synthetic_code"`` is the same there (both scripts use it).
+
+**Noising** (§4.7): Ỹ_ij = clip(Y_ij + Z_ij) on queried pairs, 0 off the graph, with
+``clip="one"`` (max(1, ·), the code's and the default, A15) or ``"zero"`` (max(0, ·)); and
+``noise="all"`` (default: every queried count, including zeros) or ``"nonzero"`` (the code:
+zero counts are left at 0 un-noised, which leaks which counts are zero, §7.2).
+
+Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
+(dpsim.validate); traced values (inside jit/vmap) pass unchecked.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS, discrete_gaussian_with_flag, discrete_laplace
+from dpsim.validate import require_eps, require_positive
+
+ACCOUNTING_MODES = ("paper", "synthetic_code", "tight_joint")
+MECHANISMS = ("gaussian", "laplace")
+CLIP_MODES = ("one", "zero")
+NOISE_MODES = ("all", "nonzero")
+
+__all__ = ["ACCOUNTING_MODES", "MECHANISMS", "CLIP_MODES", "NOISE_MODES", "require_choice",
+           "queried_pairs", "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale",
+           "privatize_counts", "max_cut_complete"]
+
+
+def require_choice(name: str, value: str, choices: tuple) -> None:
+    """ValueError naming ``value`` unless it is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name}={value!r} is not known; choose one of {choices}")
+
+
+def max_cut_complete(n_items: int) -> int:
+    """⌊m²/4⌋, the maximum cut of the complete graph K_m."""
+    return (n_items * n_items) // 4
+
+
+def queried_pairs(graph) -> jax.Array:
+    """Number of ordered pairs (i, j), i ≠ j, with G_ij (= 2|E|). Args: graph (m, m) bool."""
+    graph = jnp.asarray(graph, bool) & ~jnp.eye(graph.shape[0], dtype=bool)
+    return jnp.sum(graph).astype(jnp.float64)
+
+
+def count_sensitivity(graph, accounting: str = "tight_joint") -> jax.Array:
+    """Δ² of the accounting mode (module docstring) for the queried graph (traceable).
+
+    Args: graph: (n_items, n_items) bool (:func:`dpsim.mechanisms.sparsify.dense_item_graph`
+    for the dense chain); accounting: one of :data:`ACCOUNTING_MODES`.
+    Returns: float64 scalar: #pairs, #pairs/2 or 2·min(|E|, ⌊m²/4⌋).
+    """
+    require_choice("accounting", accounting, ACCOUNTING_MODES)
+    pairs = queried_pairs(graph)
+    if accounting == "paper":
+        return pairs
+    if accounting == "synthetic_code":
+        return pairs / 2.0
+    return 2.0 * jnp.minimum(pairs / 2.0, float(max_cut_complete(graph.shape[0])))
+
+
+def gaussian_count_sigma(rho, graph, accounting: str = "tight_joint") -> jax.Array:
+    """σ of the discrete Gaussian on each queried count for ρ-zCDP overall: √(Δ²/(2ρ))
+    (nguyen Lemma 4.1 for ``"paper"``: σ² = m(m−1)/ε₀² with ρ = ε₀²/2; spec §4.8).
+
+    Args: rho: ρ > 0 (traceable; from :func:`dpsim.mechanisms.zcdp.zcdp_rho` on the host);
+    graph: (m, m) bool queried pairs; accounting: :data:`ACCOUNTING_MODES`.
+    Returns: float64 σ (∞-safe: ρ = ∞ gives 0).
+    """
+    require_positive(rho, "rho", finite=False)
+    return jnp.sqrt(count_sensitivity(graph, accounting) / (2.0 * jnp.asarray(rho, jnp.float64)))
+
+
+def laplace_count_scale(eps, graph, accounting: str = "tight_joint") -> jax.Array:
+    """Scale t of the discrete Laplace on each queried count for pure ε-DP overall: Δ/ε with
+    Δ = #queried ordered pairs (``"paper"``/``"synthetic_code"``: basic composition, the
+    code's m(m−1)/ε* dense, A16) or 2·min(|E|, ⌊m²/4⌋) (``"tight_joint"``: the joint L1
+    sensitivity). Args: eps: ε > 0 (traceable); graph; accounting. Returns: float64 t."""
+    require_eps(eps)
+    require_choice("accounting", accounting, ACCOUNTING_MODES)
+    delta1 = count_sensitivity(graph, "tight_joint" if accounting == "tight_joint" else "paper")
+    return delta1 / jnp.asarray(eps, jnp.float64)
+
+
+def privatize_counts(key, Y, graph, scale, mechanism: str = "gaussian", clip: str = "one",
+                     noise: str = "all", max_rounds: int = DEFAULT_MAX_ROUNDS):
+    """The noised counts Ỹ of nguyen Eq. (4) as coded (spec §4.7 steps 1–2).
+
+    Args:
+        key: PRNG key.
+        Y: (n_items, n_items) differential counts.
+        graph: (n_items, n_items) bool queried pairs (symmetric).
+        scale: σ (``"gaussian"``, N_ℤ(0, σ²)) or t (``"laplace"``, Lap_ℤ(t)), traceable.
+        mechanism: ``"gaussian"`` or ``"laplace"``; clip: ``"one"`` (default) or ``"zero"``;
+        noise: ``"all"`` (default) or ``"nonzero"`` (module docstring).
+        max_rounds: the discrete Gaussian sampler's cap.
+    Returns:
+        (Ỹ (n_items, n_items) float64, sampler_failures int: discrete-Gaussian draws that hit
+        the sampler's round cap, expected 0).
+    """
+    require_choice("mechanism", mechanism, MECHANISMS)
+    require_choice("clip", clip, CLIP_MODES)
+    require_choice("noise", noise, NOISE_MODES)
+    Y = jnp.asarray(Y, jnp.float64)
+    n = Y.shape[0]
+    if mechanism == "gaussian":
+        z, failed = discrete_gaussian_with_flag(key, scale, (n, n), max_rounds)
+    else:
+        z, failed = discrete_laplace(key, scale, (n, n)), jnp.zeros((n, n), bool)
+    queried = jnp.asarray(graph, bool) & ~jnp.eye(n, dtype=bool)
+    noised = queried if noise == "all" else queried & (Y != 0)
+    floor = 1.0 if clip == "one" else 0.0
+    out = jnp.where(noised, jnp.maximum(floor, Y + z), jnp.where(queried, Y, 0.0))
+    return out, jnp.sum(failed & noised)
