@@ -10,7 +10,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from dpsim.experiment.errors import DpsimWarning, RunStalled, UsageError
+from dpsim.errors import DpsimNote, DpsimWarning, RunStalled, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -252,6 +252,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     """dpsim's warnings as one line each; others as Python prints them."""
     if issubclass(category, DpsimWarning):
         print(f"dpsim: warning: {message}", file=sys.stderr, flush=True)
+    elif issubclass(category, DpsimNote):
+        print(f"dpsim: note: {message}", file=sys.stderr, flush=True)
     else:
         _python_showwarning(message, category, filename, lineno, file, line)
 

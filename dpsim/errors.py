@@ -19,3 +19,13 @@ class DpsimWarning(UserWarning):
 def warn(message: str) -> None:
     """Issue a :class:`DpsimWarning` (shown once per distinct message)."""
     warnings.warn(message, DpsimWarning, stacklevel=2)
+
+
+class DpsimNote(UserWarning):
+    """Information about a run a researcher should see (e.g. which data file or stand-in was
+    used); the CLI prints it as one ``dpsim: note: …`` line."""
+
+
+def note(message: str) -> None:
+    """Issue a :class:`DpsimNote`."""
+    warnings.warn(message, DpsimNote, stacklevel=2)

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from dpsim.errors import UsageError, warn
+from dpsim.errors import UsageError, note, warn
 from dpsim.experiment import store
 from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
 from dpsim.experiment.program import (clear_cache, compiled_chunk_fn, compiled_truth_fn, id_words,
@@ -247,19 +247,23 @@ def _rows(output, step: _Step, lanes, grid: Grid, order: np.ndarray, done: set) 
     size = n_lanes * n_q
     d_index = np.repeat(np.fromiter((lane.d for lane in lanes), np.int64, n_lanes), n_q)
     a_index = np.tile(order, n_lanes)
-    base = {k: np.full(size, v, dtype=object if isinstance(v, str) else None) for k, v in step.shape.items()}
+    base = {k: np.full(size, v, dtype=object if isinstance(v, str) else None) for k, v in step.shape.items()
+            if np.ndim(v) == 0}
     for axis in grid.experiment.data_axes:
         base[axis] = np.asarray([d[axis] for d in grid.data_points], dtype=object if axis in grid.static_data
                                 else None)[d_index]
     for name in experiment.derived_names("data"):
-        base[name] = np.asarray([grid.data_derived[step.s][d][name] for d in range(len(grid.data_points))])[d_index]
+        values = np.asarray([grid.data_derived[step.s][d][name] for d in range(len(grid.data_points))])
+        if values.ndim == 1:   # scalar derived values become columns; arrays are only traced inputs
+            base[name] = values[d_index]
     for axis in experiment.analysis_axes:
         base[axis] = np.asarray([a[axis] for a in grid.analysis_points],
                                 dtype=object if axis in grid.static_analysis else None)[a_index]
     for name in experiment.derived_names("analysis"):
         table = np.asarray([[grid.analysis_derived[step.s][d][a][name] for a in range(len(grid.analysis_points))]
                             for d in range(len(grid.data_points))])
-        base[name] = table[d_index, a_index]
+        if table.ndim == 2:
+            base[name] = table[d_index, a_index]
     base["rep"] = np.repeat(np.fromiter((lane.rep for lane in lanes), np.int64, n_lanes), n_q)
     base["point"] = np.asarray([[lane.points[a] for a in order] for lane in lanes], dtype=np.int64).reshape(-1)
     keep = (np.ones(size, dtype=bool) if not done else
@@ -376,6 +380,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                 "study": previous.get("study", {}), "diagnostics": previous.get("diagnostics", {})}
     store.write_manifest(out, manifest)
 
+    for line in _data_notes(experiment, grid):
+        note(line)
     total_chunks = sum(len(step.chunks) for step in plan)
     started, first_chunks, rows_written, lanes_run = time.time(), 0.0, 0, 0
     bar = tqdm(total=total_chunks, desc=experiment.name, unit="chunk",
@@ -434,11 +440,24 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
 
 
+def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
+    """One line per shape point with string values derived on the host (e.g. which data file,
+    or which synthetic stand-in, a dataset axis resolved to)."""
+    names = [n for n in experiment.derived_names("shape")]
+    lines = []
+    for shape in grid.shapes:
+        strings = {n: shape[n] for n in names if isinstance(shape.get(n), str)}
+        if strings:
+            where = ", ".join(f"{a}={shape[a]}" for a in experiment.shape_axes)
+            lines.append(f"{experiment.name} at {where}: " + "; ".join(f"{k}: {v}" for k, v in strings.items()))
+    return list(dict.fromkeys(lines))
+
+
 def study_summary(out: Path, experiment: Experiment) -> dict:
     """What the folder's table holds: every axis's values, and the replicates of every grid
     point (``points``: [{axis values…, "reps": R}]), so the manifest describes the data
     that figures, summaries and checks will use, whatever the requests were."""
-    axes = [a for a in experiment.axes]
+    axes = [a for a in experiment.axes] + [n for n in experiment.derived_names("shape")]
     table = store.read_columns(out, [*axes, "point", "rep"])
     if table.empty:
         return {"axes": {}, "points": [], "rows": 0}
