@@ -141,7 +141,9 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
     for ax, panel, letter in zip(axes.flat, spec.panels, string.ascii_lowercase):
         x = panel.x or spec.x
         logx = spec.logx if panel.logx is None else panel.logx
-        rows = select(table, panel.where, method=panel.method)
+        rows = select(table, panel.where)
+        if panel.method is not None:
+            rows = rows[rows["method"] == panel.method]
         rows = rows[rows[panel.metric].notna()] if panel.metric in rows else rows.iloc[0:0]
         label = f"({letter}) {panel.title or panel.ylabel}"
         if rows.empty:
@@ -175,11 +177,16 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
         if logx:
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        if inf_at is not None:
-            ticks = [t for t in ax.get_xticks() if t < inf_at * (0.8 if logx else 1)]
-            ax.set_xticks([*ticks, inf_at])
-            ax.set_xticklabels([format_value(t) for t in ticks] + ["∞"])
-            ax.set_xlim(auto=True)
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        if xs_all is not None:
+            present = sorted(set(zip(stats["_pos"].astype(float), stats[x].astype(float))))
+            if len(present) <= 12:       # tick exactly the grid values present (∞ included)
+                ax.set_xticks([pos for pos, _ in present])
+                ax.set_xticklabels([format_value(value) for _, value in present])
+            elif inf_at is not None:
+                ticks = [t for t in ax.get_xticks() if t < inf_at * (0.8 if logx else 1)]
+                ax.set_xticks([*ticks, inf_at])
+                ax.set_xticklabels([format_value(t) for t in ticks] + ["∞"])
         ax.set_xlabel(panel.xlabel or spec.xlabel)
         ax.set_ylabel(panel.ylabel)
         ax.set_title(label, loc="left", fontsize=10)
@@ -190,21 +197,22 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
     for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=max(len(handles), 1),
-               frameon=False, bbox_to_anchor=(0.5, 0.03))
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(max(len(handles), 1), 6),
+               frameon=False, bbox_to_anchor=(0.5, 0.22 / fig.get_figheight()))
     title = spec.title + ("  [" + ", ".join(f"{symbol(spec, a)} = {format_value(v)}" for a, v in split.items())
                           + "]" if split else "")
-    fig.suptitle(title, fontsize=12)
+    height = fig.get_figheight()
+    fig.suptitle(title, fontsize=12, y=1 - 0.12 / height, va="top")
     constant = _constant_axes(table, spec, split)
     if constant:
-        fig.text(0.5, 0.935, constant, ha="center", fontsize=9, color="0.3")
+        fig.text(0.5, 1 - 0.42 / height, constant, ha="center", va="top", fontsize=9, color="0.3")
     r_lo, r_hi = (min(reps_seen), max(reps_seen)) if reps_seen else (0, 0)
     reps_text = f"R = {r_lo}" if r_lo == r_hi else f"R = {r_lo}–{r_hi}"
     footer = f"points: mean over {reps_text} replicates; bands: 95% CI"
     if any_unconverged:
         footer += ";  × : some fits did not converge"
     fig.text(0.5, 0.005, footer, ha="center", va="bottom", fontsize=8, color="0.3")
-    fig.tight_layout(rect=(0, 0.09, 1, 0.92 if constant else 0.95))
+    fig.tight_layout(rect=(0, 0.75 / height, 1, 1 - (0.7 if constant else 0.45) / height))
     return Drawn(fig, pd.DataFrame(points), split)
 
 

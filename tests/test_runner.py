@@ -435,3 +435,20 @@ def test_truth_per_replicate_is_shared_across_data_points(tmp_path):
 def test_an_experiment_may_not_redefine_a_shared_axis():
     with pytest.raises(ValueError, match=r"redefines shared axes \['eps'\]"):
         dataclasses.replace(small_experiment(), axis_types={"eps": axes.positive("mine")})
+
+
+def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
+    """Adding a mechanism and replicates extends the study: the manifest keeps every request
+    (append-only) and describes the table as it is (issue 9 item 1)."""
+    out = tmp_path / "study"
+    run_experiment(small_experiment(n_items=[8], mechanism=["laplace"]), out=out, progress=False, reps=2)
+    run_experiment(small_experiment(n_items=[8], mechanism=["gaussian"]), out=out, progress=False, reps=4)
+    manifest = store.read_manifest(out)
+    assert [h["reps"] for h in manifest["history"]] == [2, 4]
+    assert manifest["history"][1]["overrides"] == {} and manifest["history"][0]["lanes_run"] == 4
+    study = manifest["study"]
+    assert study["axes"]["mechanism"] == ["gaussian", "laplace"]
+    assert study["reps"] == {"min": 2, "max": 4}
+    per_point = {(p["mechanism"], p["eps"]): p["reps"] for p in study["points"] if p["p"] == 1.0}
+    assert per_point[("laplace", 1.0)] == 2 and per_point[("gaussian", 1.0)] == 4
+    assert study["rows"] == len(store.load_results(out))
