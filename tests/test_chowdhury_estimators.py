@@ -22,7 +22,6 @@ from scipy import optimize
 import dpsim  # noqa: F401
 from dpsim.estimators.linear_btl import (
     draw_perturbation,
-    logistic_loss,
     mle,
     objective_perturbation,
     objective_perturbation_minimiser,

@@ -2,7 +2,8 @@
 ../shared/papers/chowdhury.md §3.2–3.4): binary randomized response on labels (eq. (2)),
 K-ary RR (eq. (12)) and Gaussian objective perturbation (Algorithm 2, Thm 5.2).
 
-Each audit returns :class:`dpsim.mechanisms.audit.AuditResult` rows: the exact privacy loss
+Each audit is ``audit_*(key, eps_values, n_samples, **options) -> list[AuditResult]`` (the
+signature of :class:`dpsim.mechanisms.audit.Audit`'s ``run``), with rows holding the exact privacy loss
 of the mechanism on the audited neighbours and an estimate computed from samples of the
 mechanism itself.
 
@@ -57,8 +58,8 @@ def audit_label_rr(key, eps_values=(0.1, 0.5, 1.0, 2.0), n_samples: int = 200_00
     return results
 
 
-def audit_label_krr(key, eps_values=(0.1, 0.5, 1.0, 2.0), k: int = 4,
-                    n_samples: int = 200_000) -> list[AuditResult]:
+def audit_label_krr(key, eps_values=(0.1, 0.5, 1.0, 2.0), n_samples: int = 200_000,
+                    k: int = 4) -> list[AuditResult]:
     """Audit K-ary RR (chowdhury eq. (12)) with K = ``k`` at each ε: exact loss ε, estimate
     from the statistic 1(ỹ = 0) under labels 0 and 1 (module docstring)."""
     results = []
@@ -109,8 +110,8 @@ def _empirical_epsilon_for_delta(loss, delta):
     return float(e), se
 
 
-def audit_objective_perturbation(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-3,
-                                 n_samples: int = 20_000, dim: int = 2, n_data: int = 8,
+def audit_objective_perturbation(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 20_000,
+                                 delta: float = 1e-3, dim: int = 2, n_data: int = 8,
                                  beta: float = 1.0) -> list[AuditResult]:
     """Audit Gaussian objective perturbation under label DP (chowdhury Alg. 2, Thm 5.2) at each
     ε with the given δ on a small worst-case dataset (module docstring): exact (ε', δ) of the
