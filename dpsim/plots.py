@@ -78,9 +78,19 @@ def mapped_axes(spec: FigureSpec) -> set[str]:
 
 
 def split_axes(table: pd.DataFrame, spec: FigureSpec) -> list[str]:
-    """The grid axes the figure does not map that hold several values (one figure each)."""
+    """The grid axes the figure does not map that take several values within one combination
+    of the mapped axes' values (one figure each). An axis that is a function of mapped ones,
+    such as cai's k = round(n/4) beside n on the x axis, splits nothing."""
     mapped = mapped_axes(spec)
-    return [a for a in grid_columns(table) if a not in mapped and table[a].nunique(dropna=True) > 1]
+    keys = [c for c in grid_columns(table) if c in mapped]
+    split = []
+    for axis in grid_columns(table):
+        if axis in mapped or table[axis].nunique(dropna=True) < 2:
+            continue
+        within = table.groupby(keys, dropna=False)[axis].nunique().max() if keys else table[axis].nunique()
+        if within > 1:
+            split.append(axis)
+    return split
 
 
 def draw_figures(table: pd.DataFrame, spec: FigureSpec) -> list[Drawn]:

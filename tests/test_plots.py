@@ -91,3 +91,11 @@ def test_a_panel_without_data_is_an_error():
                       panels=(Panel("err", "counts", "error of a method that did not run"),))
     with pytest.raises(UsageError, match="has no data"):
         draw_figures(table(), spec)
+
+
+def test_an_axis_that_follows_a_mapped_one_does_not_split_the_figure():
+    """cai's automatic k = round(n/4) takes a value per n on the x axis: one figure, not nine."""
+    frame = table(n_items=(100, 200), p=(0.5,))
+    frame["k"] = frame["n_items"] // 4
+    spec = FigureSpec(x="n_items", curve="eps", xlabel="n", curve_label="eps", panels=(Panel("err", "mle", "e"),))
+    assert [d.split for d in draw_figures(frame, spec)] == [{}]
