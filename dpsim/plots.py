@@ -69,7 +69,7 @@ class Drawn:
 
 
 def mapped_axes(spec: FigureSpec) -> set[str]:
-    axes = {spec.x, spec.curve}
+    axes = {spec.x, spec.curve, *spec.pool}
     for panel in spec.panels:
         axes |= set(panel.where)
         if panel.x:
@@ -159,7 +159,8 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
         if rows.empty:
             raise UsageError(f"panel {label!r} of the figure has no data "
                              f"(method={panel.method}, where={dict(panel.where)}, metric={panel.metric!r})")
-        stats = summarise(rows, panel.metric, ["method" if spec.curve == "method" else spec.curve, x])
+        stats = summarise(rows, panel.metric, ["method" if spec.curve == "method" else spec.curve, x],
+                          pool=spec.pool)
         reps_seen.extend(rows.groupby("point")["rep"].nunique().tolist() if "point" in rows else [])
         xs_all = stats[x].to_numpy(float) if stats[x].dtype.kind in "fi" else None
         positions, inf_at = _x_positions(xs_all, logx) if xs_all is not None else (None, None)
@@ -238,7 +239,8 @@ def save_figure(drawn: Drawn, stem: Path) -> list[Path]:
     """Write ``stem``.png, .pdf and .csv (the plotted points); returns the paths."""
     stem = figure_stem(stem, drawn.split)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf"), stem.with_suffix(".csv")]
+    # appended, not Path.with_suffix: a split value such as gap=0.02 has a dot of its own
+    paths = [stem.with_name(f"{stem.name}.{ext}") for ext in ("png", "pdf", "csv")]
     drawn.figure.savefig(paths[0], dpi=130)
     drawn.figure.savefig(paths[1])
     drawn.points.to_csv(paths[2], index=False)

@@ -99,3 +99,15 @@ def test_an_axis_that_follows_a_mapped_one_does_not_split_the_figure():
     frame["k"] = frame["n_items"] // 4
     spec = FigureSpec(x="n_items", curve="eps", xlabel="n", curve_label="eps", panels=(Panel("err", "mle", "e"),))
     assert [d.split for d in draw_figures(frame, spec)] == [{}]
+
+
+def test_split_values_with_a_dot_keep_their_own_files(tmp_path):
+    frame = table(p=(0.5,))
+    frame = pd.concat([frame.assign(gap=0.02), frame.assign(gap=0.05)], ignore_index=True)
+    spec = FigureSpec(x="p", curve="eps", xlabel="p", curve_label="eps", panels=(Panel("err", "mle", "e"),))
+    names = {p.name for d in draw_figures(frame, spec) for p in save_figure(d, tmp_path / "fig")}
+    assert {"fig-gap=0.02.png", "fig-gap=0.05.png", "fig-gap=0.02.csv"} <= names
+    pooled = FigureSpec(x="p", curve="eps", xlabel="p", curve_label="eps", panels=(Panel("err", "mle", "e"),),
+                        pool=("gap",))
+    (drawn,) = draw_figures(frame, pooled)
+    assert int(drawn.points["n"].iloc[0]) == 8            # both gaps' replicates in each point
