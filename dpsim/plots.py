@@ -22,6 +22,7 @@ import math
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import matplotlib
 
@@ -93,20 +94,20 @@ def split_axes(table: pd.DataFrame, spec: FigureSpec) -> list[str]:
     return split
 
 
-def draw_figures(table: pd.DataFrame, spec: FigureSpec) -> list[Drawn]:
+def draw_figures(table: pd.DataFrame, spec: FigureSpec) -> Iterator[Drawn]:
     """Every figure of ``spec`` on ``table``: one, or one per combination of the values of the
-    axes it does not map (:func:`split_axes`)."""
+    axes it does not map (:func:`split_axes`). A generator: each figure is drawn when it is
+    asked for, so a caller that saves (and so closes) each in turn holds one open at a time."""
     axes = split_axes(table, spec)
     if not axes:
-        return [_draw(table, spec, {})]
-    drawn = []
+        yield _draw(table, spec, {})
+        return
     values = [sorted(table[a].dropna().unique(), key=sort_key) for a in axes]
     for combo in itertools.product(*values):
         split = dict(zip(axes, combo))
         rows = select(table, {a: [v] for a, v in split.items()})
         if not rows.empty:
-            drawn.append(_draw(rows, spec, split))
-    return drawn
+            yield _draw(rows, spec, split)
 
 
 def _x_positions(xs: np.ndarray, logx: bool) -> tuple[np.ndarray, float | None]:

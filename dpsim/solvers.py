@@ -16,7 +16,7 @@ Laplacian plus γI whose Jacobi-preconditioned spectrum is tightly clustered, so
 few matrix–vector products (11 per fit at n = 300, 7 Newton iterations) and avoids the
 O(n³) dense factorisation per iteration: a dense-Cholesky Newton measured 2.3× slower at
 n = 300 on CPU in the runner's micro-batches (3.00 against 1.29 ms/fit;
-benchmarks/bench_cai.py, section S).
+benchmarks/cai.py, section S).
 """
 from __future__ import annotations
 

@@ -6,6 +6,9 @@ written as CSV."""
 from __future__ import annotations
 
 import math
+import warnings
+
+import matplotlib.pyplot as plt
 
 import numpy as np
 import pandas as pd
@@ -60,12 +63,25 @@ def test_inf_on_the_x_axis_is_drawn_at_the_end_with_its_own_tick():
 
 
 def test_an_unmapped_axis_splits_the_figure_instead_of_pooling(tmp_path):
-    drawn = draw_figures(table(link=("logistic", "probit")), SPEC)
+    drawn = list(draw_figures(table(link=("logistic", "probit")), SPEC))
     assert [d.split for d in drawn] == [{"link": "logistic"}, {"link": "probit"}]
     paths = [p for d in drawn for p in save_figure(d, tmp_path / "figure")]
     assert {p.name for p in paths} == {f"figure-link={lk}.{ext}" for lk in ("logistic", "probit")
                                        for ext in ("png", "pdf", "csv")}
     assert "link = probit" in drawn[1].figure._suptitle.get_text()
+
+
+def test_split_figures_are_drawn_one_at_a_time(tmp_path):
+    """A figure split into many files holds one open at a time (no pyplot 'more than 20
+    figures' warning on a split into 24)."""
+    frame = table(link=tuple(f"l{i:02d}" for i in range(24)), reps=2)
+    before = len(plt.get_fignums())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for drawn in draw_figures(frame, SPEC):
+            assert len(plt.get_fignums()) == before + 1
+            save_figure(drawn, tmp_path / "fig")
+    assert len(plt.get_fignums()) == before
 
 
 def test_subtitle_is_the_grid_actually_run_and_footer_states_replicates_and_ci():
@@ -90,7 +106,7 @@ def test_a_panel_without_data_is_an_error():
     spec = FigureSpec(x="p", curve="eps", xlabel="p", curve_label="eps",
                       panels=(Panel("err", "counts", "error of a method that did not run"),))
     with pytest.raises(UsageError, match="has no data"):
-        draw_figures(table(), spec)
+        list(draw_figures(table(), spec))
 
 
 def test_an_axis_that_follows_a_mapped_one_does_not_split_the_figure():

@@ -131,7 +131,7 @@ def default_workers() -> int:
 
     XLA:CPU splits each operation over its thread pool, which pays off for big operations
     but not for the many small ones of a small-n solve. Measured on 2 cores
-    (benchmarks/bench_cai.py, section W, warm runs end to end): the n = 40 workload (120
+    (benchmarks/cai.py, section W, warm runs end to end): the n = 40 workload (120
     lanes × 10 ε) took 0.047 s with two chunks of 60 computed at once against 0.055 s with
     one at a time; Fig. 3 (n = 300) 4.99 s against 5.19 s.
     """
