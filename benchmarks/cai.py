@@ -41,8 +41,10 @@ B. Small n (n = 40 and n = 20, p = 1, the same ε set, 120 replicates): engine v
 W. Concurrent chunks: the B workload at n = 40 and Fig. 3 (n = 300) each run with the
    runner's default ``workers`` (chunks computed at the same time, = cores) and with
    ``workers = 1``, compile excluded (a warm run of each, best of three, alternated).
-T. Top-k ranks: ``tie_broken_ranks`` by sort against pairwise counting, vmapped over
-   replicates and ε, at n = 20 … 1000 (the runner's micro-batch sizes), best of 30 calls.
+T. Top-k ranks: µs per ``tie_broken_ranks`` call (a sort), vmapped over replicates and ε,
+   at n = 20 … 1000 (the runner's micro-batch sizes), best of 30 calls. (Counting ranks
+   pairwise was faster at small n but is unsafe inside XLA:CPU fusions: see
+   ``dpsim/estimators/topk.py``.)
 S. Solver design: Newton-CG (the engine's) against a dense Cholesky Newton, each under a
    full vmap and under the runner's micro-batched ``lax.map``, on the same problems.
 G. Agreement: on the engine's own W (and γ, w) the engine's ``penalised_mle``, the SciPy
@@ -456,28 +458,18 @@ def section_w(bench: harness.Bench) -> dict:
 
 
 def section_t(bench: harness.Bench) -> dict:
-    """µs per ``tie_broken_ranks`` call, sort vs pairwise, vmapped over (micro-batch × 10 ε)."""
+    """µs per ``tie_broken_ranks`` call, vmapped over (micro-batch × 10 ε)."""
     rows = []
+    fn = jax.jit(jax.vmap(topk.tie_broken_ranks))
     for n, micro in bench.cfg.topk_sizes:
         scores = jnp.round(3 * jax.random.normal(jax.random.key(n), (micro * len(EPS), n)))
         jitter = jax.random.uniform(jax.random.key(n + 1), scores.shape)
-        times = {}
-        for path, limit in (("sort", 0), ("pairwise", 10**9)):
-            original = topk.PAIRWISE_RANK_MAX_N
-            topk.PAIRWISE_RANK_MAX_N = limit
-            try:
-                fn = jax.jit(jax.vmap(topk.tie_broken_ranks))
-                jax.block_until_ready(fn(scores, jitter))
-            finally:
-                topk.PAIRWISE_RANK_MAX_N = original
-            times[path] = harness.best_of(lambda: fn(scores, jitter), repeats=30) / scores.shape[0] * 1e6
-        rows.append({"n": n, "calls": int(scores.shape[0]), "sort_us": times["sort"],
-                     "pairwise_us": times["pairwise"],
-                     "engine_uses": "pairwise" if n <= topk.PAIRWISE_RANK_MAX_N else "sort"})
+        jax.block_until_ready(fn(scores, jitter))
+        seconds = harness.best_of(lambda: fn(scores, jitter), repeats=30)
+        rows.append({"n": n, "calls": int(scores.shape[0]), "sort_us": seconds / scores.shape[0] * 1e6})
     harness.print_table(harness.format_table(
-        "top-k ranks, µs per call (vmapped)", ("n", "calls", "sort µs", "pairwise µs", "engine uses"),
-        [[r["n"], r["calls"], r["sort_us"], r["pairwise_us"], r["engine_uses"]] for r in rows],
-        ("{}", "{}", "{:.2f}", "{:.2f}", None)))
+        "top-k ranks (sort), µs per call (vmapped)", ("n", "calls", "µs"),
+        [[r["n"], r["calls"], r["sort_us"]] for r in rows], ("{}", "{}", "{:.2f}")))
     return {"rows": rows}
 
 
@@ -683,7 +675,7 @@ SECTIONS = (
     harness.Section("P", "where the engine's time goes (n = 300)", section_p),
     harness.Section("B", "small n (p = 1): engine vs SciPy loop vs choix", section_b),
     harness.Section("W", "concurrent chunks (workers)", section_w),
-    harness.Section("T", "top-k ranks: sort vs pairwise", section_t),
+    harness.Section("T", "top-k ranks (sort)", section_t),
     harness.Section("S", "solver design: Newton-CG vs dense Cholesky Newton", section_s),
     harness.Section("G", "agreement with SciPy and choix", section_g),
     harness.Section("C", "figures 1–3 in fresh processes", section_c),
