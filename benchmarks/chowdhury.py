@@ -20,7 +20,7 @@ A. Figure 1, exact reading (``chowdhury-fig1``: d = 5, n ∈ {1000, …, 10000},
       leaves the ball ‖θ‖ ≤ B (θ̂_RR at small ε), ``method="trust-constr"`` with the ball as a
       nonlinear constraint; θ̂_obj with its Gaussian w. A subset of replicates (spread over
       n) is timed and the time per fit extrapolated.
-   3. scikit-learn: ``LogisticRegression(penalty=None, fit_intercept=False, tol=1e-10)``
+   3. scikit-learn: ``LogisticRegression(C=inf, fit_intercept=False, tol=1e-10)`` (no penalty)
       (lbfgs), the non-private MLE only (the one estimator it offers: it has neither a
       linear perturbation term nor surrogate labels outside [0, 1]), on the same kind of data.
 B. Figure 1, SGD reading (``chowdhury-fig1-sgd``: the same grid, three schedules, one-pass
@@ -146,7 +146,7 @@ def sklearn_fit(item):
     from sklearn.linear_model import LogisticRegression
     seed, n = item
     _, _, x, y = numpy_lane(seed, n)
-    return LogisticRegression(penalty=None, fit_intercept=False, tol=1e-10, max_iter=10_000).fit(x, y).coef_[0]
+    return LogisticRegression(C=np.inf, fit_intercept=False, tol=1e-10, max_iter=10_000).fit(x, y).coef_[0]
 
 
 def numpy_sgd_pass(item):
@@ -231,7 +231,7 @@ def section_g(bench: harness.Bench) -> dict:
         xj, yj = jnp.asarray(x), jnp.asarray(y)
         engine_mle = np.asarray(mle(xj, yj, B).theta)
         worst["mle_scipy"] = max(worst["mle_scipy"], float(np.abs(engine_mle - scipy_fit(x, y)).max()))
-        sk = LogisticRegression(penalty=None, fit_intercept=False, tol=1e-12, max_iter=10_000).fit(x, y).coef_[0]
+        sk = LogisticRegression(C=np.inf, fit_intercept=False, tol=1e-12, max_iter=10_000).fit(x, y).coef_[0]
         worst["mle_sklearn"] = max(worst["mle_sklearn"], float(np.abs(engine_mle - sk).max()))
         for eps in EPS:
             yt = rr_numpy(rng, y, eps)
