@@ -280,3 +280,121 @@ def objective_perturbation_asymptotic_mse(information, theta, n_samples, sigma, 
     privacy = sigma ** 2 * jnp.sum(1.0 / lam_b ** 2) / n ** 2
     bias = (beta / n) ** 2 * jnp.sum((q.T @ theta) ** 2 / lam_b ** 2)
     return stat + privacy + bias
+
+
+# ---------------------------------------------------------------------------------------
+# Closed forms for isotropic Gaussian designs (used per replicate inside experiments, where
+# an eigen-decomposition under vmap would be a batched LAPACK call; spec §5.5)
+# ---------------------------------------------------------------------------------------
+def gaussian_design_eigenvalues(theta_norm, scale=jnp.sqrt(2.0)):
+    """(a⊥, a∥): for x ~ N(0, s²I_d) the information is H = a⊥(I − uuᵀ) + a∥uuᵀ with
+    u = θ/‖θ‖, a⊥ = s²E σ'(z) and a∥ = s²E σ'(z)g², z = s‖θ‖g, g ~ N(0, 1) (the two
+    expectations of :func:`gaussian_design_information`; spec §5.5). Traceable.
+
+    Args: theta_norm: ‖θ*‖ ≥ 0; scale: s. Returns: (a⊥, a∥), float64."""
+    r, s = _f64(theta_norm, scale)
+    z = s * r * _GRID
+    ds = jnp.exp(-jnp.logaddexp(0.0, z) - jnp.logaddexp(0.0, -z))
+    return s ** 2 * jnp.sum(_WEIGHTS * ds), s ** 2 * jnp.sum(_WEIGHTS * ds * _GRID ** 2)
+
+
+def isotropic_design_traces(theta_norm, dim, scale=jnp.sqrt(2.0), *, sum_zero=False, ridge=0.0):
+    """The traces (A1)–(A3) need for x ~ N(0, s²I_d), in closed form from
+    :func:`gaussian_design_eigenvalues` (spec §5.5).
+
+    With ``sum_zero`` the estimation space is V = 1^⊥ (dimension d − 1) and θ* ∈ V: every
+    matrix is restricted to V (the sum-zero constraint of Θ_B, spec §8 item 17), which keeps
+    the same two eigenvalues, a⊥ with multiplicity r − 1 and a∥ once (r = dim V). ``ridge``
+    = β/n adds to both (H_β = H + (β/n)I, (A3)).
+
+    Args: theta_norm: ‖θ*‖; dim: d (static int); scale: s; sum_zero; ridge ≥ 0.
+    Returns: dict of float64 scalars: ``tr_inv`` = tr H_β⁻¹; ``sandwich`` = tr(H⁻¹ΣH⁻¹)
+    (ridge-free, Σ = s²I); ``tr_inv_sq`` = tr H_β⁻²; ``stat`` = tr(H_β⁻¹HH_β⁻¹);
+    ``bias_factor`` = 1/(a∥ + β/n)² (so ‖H_β⁻¹θ*‖² = ‖θ*‖²·bias_factor)."""
+    a_perp, a_par = gaussian_design_eigenvalues(theta_norm, scale)
+    (s, ridge) = _f64(scale, ridge)
+    r = dim - 1 if sum_zero else dim
+    p, q = a_perp + ridge, a_par + ridge
+    return {"tr_inv": (r - 1) / p + 1.0 / q,
+            "sandwich": s ** 2 * ((r - 1) / a_perp ** 2 + 1.0 / a_par ** 2),
+            "tr_inv_sq": (r - 1) / p ** 2 + 1.0 / q ** 2,
+            "stat": (r - 1) * a_perp / p ** 2 + a_par / q ** 2,
+            "bias_factor": 1.0 / q ** 2}
+
+
+def objective_perturbation_asymptotic_shift(tr_inv_sq, bias_norm_sq, n_samples, sigma, beta):
+    """E‖θ̂_obj − θ_MLE‖² ≈ (σ²tr(H_β⁻²) + β²‖H_β⁻¹θ*‖²)/n², the first-order shift of the
+    objective-perturbation minimiser from the MLE on the same data: one Newton step from θ_MLE
+    against the perturbation's gradient (β/n)θ + w/n (spec §5.5 (A3), P6). The σ² term is the
+    privacy cost (∝ 1/(εn)² in mean square, P6); the β² term the ridge bias.
+
+    Args: tr_inv_sq: tr H_β⁻²; bias_norm_sq: ‖H_β⁻¹θ*‖²; n_samples; sigma: σ; beta: β.
+    Returns: float64."""
+    t, b, n, sigma, beta = _f64(tr_inv_sq, bias_norm_sq, n_samples, sigma, beta)
+    return (sigma ** 2 * t + beta ** 2 * b) / n ** 2
+
+
+def expected_max_norm(n_samples, dim, scale=jnp.sqrt(2.0), *, points: int = 20001):
+    """E max_{i≤n} ‖x_i‖ for x_i ~ N(0, s²I_d) i.i.d. (‖x‖/s ~ χ_d):
+    ∫₀^∞ 1 − F(t)ⁿ dt with F(t) = P(χ²_d ≤ t²/s²), by the trapezoid rule. Twice the
+    data-derived feature bound L = max‖x_i‖/2 of spec §8 item 6, so that σ of Thm 5.2
+    grows with n like this (P6's prediction with that L).
+
+    Args: n_samples: n ≥ 1; dim: d ≥ 1; scale: s; points: quadrature points.
+    Returns: float64."""
+    from jax.scipy.special import gammainc
+    n, d, s = _f64(n_samples, dim, scale)
+    upper = s * (jnp.sqrt(d) + 12.0 + jnp.sqrt(2.0 * jnp.log(n + 1.0)) * 2.0)
+    t = jnp.linspace(0.0, upper, points)
+    cdf = gammainc(d / 2.0, t ** 2 / (2.0 * s ** 2))
+    tail = -jnp.expm1(n * jnp.log(jnp.clip(cdf, 1e-300, 1.0)))
+    return jnp.sum(0.5 * (tail[1:] + tail[:-1]) * jnp.diff(t))
+
+
+def sgd_krr_asymptotic_ratio(theta_norm, dim, k, eps, gamma_kappa=0.2, *, sum_zero=True,
+                             samples: int = 200_000, seed: int = 0):
+    """RMS error ratio of SGD-KRR to non-private SGD on the same Plackett–Luce data, as n → ∞,
+    for the step η_t = 1/(λ̂t) with λ̂ = c·γ̂κ̂ (c = (e^ε − 1)/(e^ε + K − 1) for K-RR, 1 without
+    privacy; dpsim.estimators.linear_btl_sgd, spec §4.6, P11).
+
+    For η_t = 1/(λ̂t) and mean gradient field c·H(θ − θ*), t·Cov(θ̂_t) → S with
+    (A S + S A) = V/(c γ̂κ̂)², A = H/(γ̂κ̂) − I/2 (the c of the field and of λ̂ cancel in A), V the
+    covariance of the stochastic gradient at θ*. So the MSE ratio is
+    tr S(V_ε)/(c² tr S(V_np)): the K-RR factor 1/c = (e^ε + K − 1)/(e^ε − 1) of P11 times a
+    variance ratio, which is 1 at θ* = 0 and departs from 1 as ‖θ*‖ grows. V_np = H (Fisher);
+    V_ε = E Σ_j q_j (m − ∇log p_j)(m − ∇log p_j)ᵀ with q the K-RR law of ỹ and
+    m = Σ_y ∇log p_y/(e^ε + K − 1) (chowdhury App. C.4). The expectations over the features
+    ϕ(s, a_j) ~ N(0, I_d) are Monte Carlo with ``samples`` draws (fixed ``seed``); with
+    ``sum_zero`` the matrices are restricted to 1^⊥ (θ* ∈ 1^⊥). Features are isotropic, so the
+    result depends on θ* only through ‖θ*‖. Host-side (numbers in, a float out).
+
+    Args: theta_norm: ‖θ*‖; dim: d; k: K ≥ 2; eps: ε > 0; gamma_kappa: γ̂κ̂ of the schedule
+    (0.1 × κ = 2 by default); sum_zero; samples; seed. Returns: float."""
+    import jax
+    import numpy as np
+    key = jax.random.key(seed)
+    k_theta, k_phi = jax.random.split(key)
+    theta = jax.random.normal(k_theta, (dim,))
+    if sum_zero:
+        theta = theta - jnp.mean(theta)
+    theta = theta_norm * theta / jnp.linalg.norm(theta)
+    phi = jax.random.normal(k_phi, (samples, k, dim))
+    p = jax.nn.softmax(phi @ theta, axis=-1)
+    grads = phi - jnp.einsum("nk,nkd->nd", p, phi)[:, None, :]          # ∇log p_j, (N, K, d)
+    H = jnp.einsum("nk,nkd,nke->de", p, grads, grads) / samples
+    e = jnp.exp(jnp.asarray(eps, jnp.float64))
+    q = (e * p + (1.0 - p)) / (e + k - 1.0)
+    dev = grads.sum(axis=1)[:, None, :] / (e + k - 1.0) - grads
+    V_eps = jnp.einsum("nk,nkd,nke->de", q, dev, dev) / samples
+    c = (e - 1.0) / (e + k - 1.0)
+    basis = np.eye(dim)
+    if sum_zero:
+        basis = np.linalg.svd(np.eye(dim) - np.ones((dim, dim)) / dim)[0][:, :dim - 1]
+    A = basis.T @ (np.asarray(H) / gamma_kappa - np.eye(dim) / 2) @ basis
+    w, U = np.linalg.eigh(A)
+
+    def lyapunov_trace(V):
+        Vt = U.T @ (basis.T @ np.asarray(V) @ basis) @ U
+        return float(np.trace(Vt / (w[:, None] + w[None, :])))
+
+    return float(np.sqrt(lyapunov_trace(V_eps) / (float(c) ** 2 * lyapunov_trace(H))))
