@@ -114,7 +114,7 @@ class PredictedRatioCheck(Check):
         b = select(rows, {self.axis: [self.denominator]}).set_index(keys)[[self.metric, self.prediction]]
         if not (a.index.is_unique and b.index.is_unique):
             raise UsageError(f"check {self.name!r}: rows are not unique on {tuple(keys)} within a slice")
-        joined = a.join(b, how="inner", lsuffix="_a", rsuffix="_b").dropna()
+        joined = a.add_suffix("_a").join(b.add_suffix("_b"), how="inner").dropna()
         cols = [f"{self.metric}_a", f"{self.metric}_b", f"{self.prediction}_a", f"{self.prediction}_b"]
         series = joined[cols].to_numpy(float)
         log_r, se = _log_mean_ratio_se(series, np.array([1.0, -1.0, -1.0, 1.0]))
@@ -152,7 +152,7 @@ class IdenticalAcrossCheck(Check):
         right = select(rows, {self.axis: [self.b]}).set_index(keys)[list(self.metrics)]
         if not (left.index.is_unique and right.index.is_unique):
             raise UsageError(f"check {self.name!r}: rows are not unique per grid point and replicate")
-        joined = left.join(right, how="inner", lsuffix="_a", rsuffix="_b")
+        joined = left.add_suffix("_a").join(right.add_suffix("_b"), how="inner")
         if len(joined) == 0:
             raise UsageError(f"check {self.name!r}: no paired rows of {self.axis}={self.a!r} and {self.b!r}")
         diff = np.stack([np.abs(joined[f"{m}_a"].to_numpy(float) - joined[f"{m}_b"].to_numpy(float))
