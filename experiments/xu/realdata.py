@@ -111,10 +111,10 @@ FIG7 = Experiment(
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme",
         panels=(Panel("kendall", "m_est", YLABEL["kendall"], title="full ranking"),
-                Panel("top_k_hamming", "m_est", "$H_{10}(\\hat\\theta,\\theta^*)$", title="top-10"),
+                Panel("top_k_hamming", "m_est", YLABEL["top_k_hamming"], title="top-$K$"),
                 Panel("l2_rms", "m_est", YLABEL["l2_rms"], title="estimation, $\\ell_2$"),
                 Panel("linf", "m_est", YLABEL["linf"], title="estimation, $\\ell_\\infty$")),
-        title="xu Fig. 7: MovieLens, errors vs $L$ under the $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L$ = 100)"),
+        title="xu Fig. 7: MovieLens, errors vs $L$ under the $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     validate_point=validate_point, lane_bytes=lane_bytes,
     description="xu §5.4, Fig. 7 (spec §6.6): ml-latest-small ratings.csv (--set ratings=PATH) or its stand-in")
 

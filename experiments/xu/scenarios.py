@@ -100,7 +100,7 @@ FIG3 = xu_experiment(
         symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
         panels=tuple(_panel("linf", {"n_items": [m]}, _m_title(m)) for m in FIG3_M)
         + tuple(_panel("l2_rms", {"n_items": [m]}, _m_title(m)) for m in FIG3_M),
-        title="xu Fig. 3 (Scenario II): errors vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L$ = 100)"),
+        title="xu Fig. 3 (Scenario II): errors vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     description="xu §5.1 Scenario II, Fig. 3, Table 1 (spec §6.2, P5): schemes named by formula (A8)")
 
 # ---------------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ FIG4 = xu_experiment(
         symbols=SYMBOLS, x="n_users", curve="gap", xlabel="$L$", curve_label="$\\Delta$", logx=True,
         panels=tuple(_panel("top_k_hamming", {"n_items": [m]}, _m_title(m)) for m in FIG4_M)
         + tuple(_panel("kendall", {"n_items": [m]}, _m_title(m)) for m in FIG4_M),
-        title="xu Fig. 4 (Scenario III): top-$K$ and full ranking errors vs $L$ ($K = m/2$)"),
+        title="xu Fig. 4 (Scenario III): top-$K$ and full ranking errors vs $L$"),
     description="xu §5.2 Scenario III, Fig. 4 (spec §6.3): 100 replicates, K = m/2")
 
 # ---------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ FIG5 = xu_experiment(
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
         panels=tuple(_panel("kendall", {"n_items": [m]}, _m_title(m)) for m in FIG5_M),
-        title="xu Fig. 5 (Scenario IV): full ranking error vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L_0$)"),
+        title="xu Fig. 5 (Scenario IV): full ranking error vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     description="xu §5.2 Scenario IV, Fig. 5 (spec §6.4): Δ = 0.1 (A13), L0 = 50 (A9), 100 replicates (A10)")
 
 # ---------------------------------------------------------------------------------------
@@ -147,7 +147,7 @@ FIG6 = xu_experiment(
         symbols=SYMBOLS, x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
         panels=tuple(_panel(metric, {"n_items": [m]}, _m_title(m))
                      for m in FIG6_M for metric in ("linf", "l2_rms", "kendall")),
-        title="xu Fig. 6 (Scenario V): RR vs debiased RR vs Laplace ($\\epsilon$ = 2)"),
+        title="xu Fig. 6 (Scenario V): classic RR vs debiased RR vs Laplace"),
     description="xu §5.3 Scenario V, Fig. 6 (spec §6.5): same raw data and flips for the three mechanisms")
 
 # ---------------------------------------------------------------------------------------
