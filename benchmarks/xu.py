@@ -111,7 +111,7 @@ def expected_hamming(theta_hat, theta, k, tol=1e-9):
 
 
 def release(rng, theta, L, eps):
-    """Raw wins and the RR counts, then z̄ (spec §4.4)."""
+    """Raw wins and the RR counts, then z̄ (xu spec §4.4)."""
     i, j = pairs(len(theta))
     p = 1.0 / (1.0 + np.exp(-(theta[i] - theta[j])))
     n1 = rng.binomial(L, p)
@@ -193,17 +193,17 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1) -> dict:
     sizes, eps = jnp.asarray([L]), jnp.asarray([EPS])
     lam = float(ridge_lambda(eps, sizes))
     stages = {
-        "raw wins": (jax.jit(jax.vmap(lambda k, t: sample_pair_wins(k, t, L))), lambda: (keys, theta)),
-        "RR release": (jax.jit(jax.vmap(lambda k, w: privatize(k, w, sizes, eps, "debiased_rr"))), None),
-        "fit": (jax.jit(jax.vmap(lambda z: debiased_m_estimator(z, lam).theta)), None),
-        "metrics": (jax.jit(jax.vmap(lambda e, t: common.scores(e, t, m // 2))), None),
+        "raw wins": jax.jit(jax.vmap(lambda k, t: sample_pair_wins(k, t, L))),
+        "RR release": jax.jit(jax.vmap(lambda k, w: privatize(k, w, sizes, eps, "debiased_rr"))),
+        "fit": jax.jit(jax.vmap(lambda z: debiased_m_estimator(z, lam).theta)),
+        "metrics": jax.jit(jax.vmap(lambda e, t: common.scores(e, t, m // 2))),
     }
-    wins = stages["raw wins"][0](keys, theta)
-    zbar = stages["RR release"][0](keys, wins)
-    est = stages["fit"][0](zbar)
+    wins = stages["raw wins"](keys, theta)
+    zbar = stages["RR release"](keys, wins)
+    est = stages["fit"](zbar)
     args = {"raw wins": (keys, theta), "RR release": (keys, wins), "fit": (zbar,), "metrics": (est, theta)}
     out = {}
-    for name, (fn, _) in stages.items():
+    for name, fn in stages.items():
         jax.block_until_ready(fn(*args[name]))
         out[name] = 1e3 * harness.best_of(lambda: fn(*args[name]), repeats=20) / micro
     return {"m": m, "L": L, "micro_batch": micro, "ms_per_replicate": out}

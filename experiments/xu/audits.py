@@ -4,7 +4,7 @@ comparison (y = 1 against y = 0), drawn through the library's own sufficient-sta
 sampler (:func:`dpsim.mechanisms.pairwise_audit.audit_pairwise`). Each is ε-LDP per
 comparison: the exact loss is ε, and the sampled estimate agrees within a few standard
 errors. The detail reports the composed budget of one user's whole vector at m = 10
-(m(m−1)/2·ε; spec §3.4, A20), which the paper does not discuss.
+(m(m−1)/2·ε; xu spec §3.4, A20), which the paper does not discuss.
 """
 from __future__ import annotations
 

@@ -4,12 +4,12 @@ predicted region, REFUSED above 1% unconverged fits) and its one-line format.
 
 * :class:`MeanRatioCheck`: the ratio of the means of two columns of the *same* rows (e.g.
   the simulated mean square error over the sandwich prediction at the simulated θ*, spec
-  P4; or the classic-RR error over its population floor, spec §3.7), paired per row.
+  P4; or the classic-RR error over its population floor, xu spec §3.7), paired per row.
 * :class:`PredictedRatioCheck`: a ratio between two slices of an axis (e.g. ε = 1 over
   ε = 3) divided by the same ratio of a prediction column: does the simulated ratio track
-  the predicted one (spec P3)?
+  the predicted one (xu spec P3)?
 * :class:`IdenticalAcrossCheck`: two values of an axis (classic and debiased RR) give
-  identical metrics on every paired replicate (spec §4.6, A22): an exact identity, so the
+  identical metrics on every paired replicate (xu spec §4.6, A22): an exact identity, so the
   statistic is the number of mismatches and its region is {0}.
 
 Intervals use the delta method on per-replicate values, paired where the rows are.

@@ -1,8 +1,8 @@
 """The pipeline every xu experiment shares (xu §2–§5; spec ../shared/papers/xu.md §2–§4, §6):
 axes, θ* designs, data, the released statistics, the estimator and its scores.
 
-**Per replicate** (spec §4.4, §4.5). θ* is drawn per (m, replicate) and shared by every L, Δ,
-ε, scheme and mechanism of that replicate (``truth_per_replicate``; spec A2, A24): θ*_i ~
+**Per replicate** (xu spec §4.4, §4.5). θ* is drawn per (m, replicate) and shared by every L, Δ,
+ε, scheme and mechanism of that replicate (``truth_per_replicate``; xu spec A2, A24): θ*_i ~
 U(−2, 2) centred (Scenarios I, II, V; A2, A14), or the evenly spaced ladder Δ(i − (m+1)/2)
 with its item labels permuted per replicate (Scenarios III, IV; A3), whose permutation is
 drawn once and scaled by the data axis Δ. The raw answers of the L users are drawn as their
@@ -10,40 +10,40 @@ sufficient statistic, the wins per pair n1_e ~ Bin(L, p*_e)
 (:func:`dpsim.models.complete_btl.sample_pair_wins`), keyed by (m, L, Δ, replicate): every
 privacy level and mechanism sees the same raw data (common random numbers).
 
-**Release** (xu §3; spec §3.2–3.6). The ``mechanism`` axis names what each user releases per
+**Release** (xu §3; xu spec §3.2–3.6). The ``mechanism`` axis names what each user releases per
 comparison, at ε per comparison: ``debiased_rr`` (the paper's z of eq. (1)), ``classic_rr``
-(ỹ, the Scenario V baseline), ``laplace`` (y + Laplace(1/ε), spec §3.6, A6) or ``none``.
+(ỹ, the Scenario V baseline), ``laplace`` (y + Laplace(1/ε), xu spec §3.6, A6) or ``none``.
 The analyst sees the per-pair mean z̄ (:func:`dpsim.mechanisms.pairwise_ldp.privatize`).
 The randomness of the release is keyed by (lane, privacy level) and **not** by the
 mechanism: classic and debiased RR at one ε see the *same* flipped counts N, so their
-estimates rank the items identically, ties included (spec §4.6, A22), and Laplace sees the
-same raw wins (spec §6.5 [rec]). The engine keys its ``privatise`` stage by the whole
+estimates rank the items identically, ties included (xu spec §4.6, A22), and Laplace sees the
+same raw wins (xu spec §6.5 [rec]). The engine keys its ``privatise`` stage by the whole
 analysis point, mechanism included, so this package keys the release itself: ``generate``
 splits off a release key per lane, and the host-derived ``release_words`` (the stable id of
 the analysis point without ``mechanism`` and ``lambda_rule``) are folded into it.
 
-**Estimator** (xu §4.1 eq. (3); spec §4.1–4.3). One method, ``m_est``: the debiased
+**Estimator** (xu §4.1 eq. (3); xu spec §4.1–4.3). One method, ``m_est``: the debiased
 M-estimator θ̂ = argmin Σ_{i<j}[z̄_ij(θ_j − θ_i) + log(1 + e^{θ_i − θ_j})] + λ‖θ‖², by
 truncated Newton from 0 (:func:`dpsim.estimators.debiased_m.debiased_m_estimator`); on
-classic-RR data it is the classic-RR MLE of Scenario V (spec §3.7, A7), on Laplace data the
+classic-RR data it is the classic-RR MLE of Scenario V (xu spec §3.7, A7), on Laplace data the
 Laplace baseline (A6), on raw data the non-private ridge MLE (eq. (2)). λ follows the
-``lambda_rule`` axis (spec §4.2, A4): ``g_over_l`` (default) λ = G(ε)/L, the paper's
+``lambda_rule`` axis (xu spec §4.2, A4): ``g_over_l`` (default) λ = G(ε)/L, the paper's
 "λ ≍ L⁻¹(e^ε+1)²/(e^ε−1)" with the square restored; ``paper`` the literal formula, which is
 ≈ 19× larger at ε = 3 and reverses the paper's own Fig. 2 ordering (``xu-lambda-rule``).
 λ = 1/L for ``none``. λ changes no privacy guarantee (it acts on released data).
 
-**Scores** (xu §4.7; spec §4.7, A15, A16). ``linf`` ‖θ̂ − θ*‖∞, ``l2_rms`` ‖θ̂ − θ*‖₂/√m,
+**Scores** (xu §4.7; xu spec §4.7, A15, A16). ``linf`` ‖θ̂ − θ*‖∞, ``l2_rms`` ‖θ̂ − θ*‖₂/√m,
 ``mse`` = ``l2_rms``², ``kendall`` the Kendall distance K(θ̂, θ*) with tied pairs of θ̂
 counted ½ (its expectation under a random tie-break; A15), ``kendall_strict`` the paper's
 strict "< 0" count, ``top_k_hamming`` H_K with ties at the K-boundary broken uniformly at
 random, reported as its expectation (A15), and ``excess_risk`` e_L of eq. (4), exactly
-(spec §4.7). Ties in θ̂ are |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞). K = ``top_k`` (the ``k`` axis;
+(xu spec §4.7). Ties in θ̂ are |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞). K = ``top_k`` (the ``k`` axis;
 "auto": m//2, the paper's K = m/2). Optional metrics: ``oracle_mse``, the sandwich
-prediction (tr Cov)/m of E‖θ̂ − θ*‖²/m at the simulated θ* (spec P4, λ = 0, no bias term;
+prediction (tr Cov)/m of E‖θ̂ − θ*‖²/m at the simulated θ* (xu spec P4, λ = 0, no bias term;
 NaN for classic RR, which is biased), and ``floor_mse``, the squared ℓ2/√m error of the
-classic-RR population limit at the simulated θ* (spec §3.7).
+classic-RR population limit at the simulated θ* (xu spec §3.7).
 
-**Budget** (spec §3.4, A20). ε is per comparison, as in the paper; a user's whole vector of
+**Budget** (xu spec §3.4, A20). ε is per comparison, as in the paper; a user's whole vector of
 m(m−1)/2 answers is (m(m−1)/2)·ε-LDP by composition, stored as the metadata column
 ``eps_user`` (homogeneous ε only).
 """
@@ -73,12 +73,12 @@ INF = math.inf
 # Axes of the xu package (the shared vocabulary: n_items = m, n_users = L, eps, gap = Δ, k = K)
 # ---------------------------------------------------------------------------------------
 MECHANISM = axes.choice(*MECHANISMS, doc="what each user releases per comparison: debiased_rr (eq. (1)), "
-                                         "classic_rr, laplace (y + Laplace(1/ε)) or none (xu §3, spec §3.2–3.6)")
+                                         "classic_rr, laplace (y + Laplace(1/ε)) or none (xu §3, xu spec §3.2–3.6)")
 LAMBDA_RULE = axes.choice(*LAMBDA_RULES, doc="ridge λ: g_over_l = G(ε)/L (default) or paper = the literal "
-                                             "(e^ε+1)²/((e^ε−1)L) (spec §4.2, A4)")
+                                             "(e^ε+1)²/((e^ε−1)L) (xu spec §4.2, A4)")
 SCHEME = axes.choice(*theory.SCHEMES, doc="adaptive ε(m, L) ∝ log(mL)/√(mL), 1/√(mL) or 1/(√(mL)·log(mL)), "
-                                          "= 1 at L = L0 (xu §5.1 Scenario II; spec §6.2, A8)")
-L0 = axes.integer(1, "L0: the L at which every adaptive scheme gives ε = 1 (xu §5.1; spec A9)")
+                                          "= 1 at L = L0 (xu §5.1 Scenario II; xu spec §6.2, A8)")
+L0 = axes.integer(1, "L0: the L at which every adaptive scheme gives ε = 1 (xu §5.1; xu spec A9)")
 AXIS_TYPES = {"mechanism": MECHANISM, "lambda_rule": LAMBDA_RULE, "scheme": SCHEME, "l0": L0}
 
 # release_words: which analysis axes do NOT key the release (common random numbers across them)
@@ -102,7 +102,7 @@ OPTIONAL_METRICS = ("oracle_mse", "floor_mse")
 # ---------------------------------------------------------------------------------------
 def resolve_top_k(point: dict, auto: Callable[[int], int] = lambda m: m // 2) -> dict:
     """``top_k``: K from the ``k`` axis ("auto": ``auto(m)``, m//2 = the paper's K = m/2;
-    xu §5.2, spec §6.3), checked to lie in [1, m − 1] (spec A23)."""
+    xu §5.2, xu spec §6.3), checked to lie in [1, m − 1] (xu spec A23)."""
     m, k = point["n_items"], point.get("k", "auto")
     top_k = auto(m) if k == "auto" else k
     if not 1 <= top_k <= m - 1:
@@ -112,12 +112,12 @@ def resolve_top_k(point: dict, auto: Callable[[int], int] = lambda m: m // 2) ->
 
 
 def scheme_eps(point: dict) -> dict:
-    """ε(m, L) of the adaptive scheme, normalised to 1 at L = L0 (xu Scenario II; spec §6.2)."""
+    """ε(m, L) of the adaptive scheme, normalised to 1 at L = L0 (xu Scenario II; xu spec §6.2)."""
     return {"eps": float(theory.adaptive_eps(point["n_items"], point["n_users"], point["scheme"], point["l0"]))}
 
 
 def user_budget(point: dict) -> dict:
-    """``eps_user`` = m(m−1)/2·ε, the composed per-user LDP budget (metadata; spec §3.4, A20)."""
+    """``eps_user`` = m(m−1)/2·ε, the composed per-user LDP budget (metadata; xu spec §3.4, A20)."""
     m = point["n_items"]
     return {"eps_user": m * (m - 1) / 2 * point["eps"]}
 
@@ -143,7 +143,7 @@ def release_key(ctx) -> jax.Array:
 
 
 def validate_lambda(point: dict) -> None:
-    """The literal λ rule is undefined without privacy (it is ∞ at ε = ∞; spec §4.2)."""
+    """The literal λ rule is undefined without privacy (it is ∞ at ε = ∞; xu spec §4.2)."""
     if point.get("lambda_rule") == "paper" and math.isinf(point.get("eps", 1.0)) and \
             point.get("mechanism") != "none":
         raise UsageError("lambda_rule=paper is undefined at eps=inf ((e^ε+1)²/((e^ε−1)L) → ∞); "
@@ -154,13 +154,13 @@ def validate_lambda(point: dict) -> None:
 # θ*, data, release
 # ---------------------------------------------------------------------------------------
 def truth_uniform(key, shape):
-    """θ*_i ~ U(−2, 2), centred (xu §5.1, §5.3; spec §2.4, A2, A14), per (m, replicate)."""
+    """θ*_i ~ U(−2, 2), centred (xu §5.1, §5.3; xu spec §2.4, A2, A14), per (m, replicate)."""
     theta = theta_uniform_centred(key, shape["n_items"])
     return {"theta": theta}
 
 
 def truth_ladder(key, shape):
-    """The evenly spaced ladder with unit gap, item labels permuted (xu §5.2; spec A3), per
+    """The evenly spaced ladder with unit gap, item labels permuted (xu §5.2; xu spec A3), per
     (m, replicate); ``generate`` scales it by the data axis Δ."""
     return {"ladder": theta_evenly_spaced_permuted(key, shape["n_items"], 1.0)}
 
@@ -171,7 +171,7 @@ def theta_of(truth, data):
 
 
 def generate(key, shape, truth, data):
-    """One replicate's raw wins n1_e ~ Bin(L, p*_e) over the m(m−1)/2 pairs (xu §2; spec §4.4),
+    """One replicate's raw wins n1_e ~ Bin(L, p*_e) over the m(m−1)/2 pairs (xu §2; xu spec §4.4),
     θ*, and the lane's release key. Returns {"theta": (m,), "wins": (1, M), "release_key"}."""
     k_wins, k_release = jax.random.split(key)
     theta = theta_of(truth, data)
@@ -200,7 +200,7 @@ def make_privatise(groups: Callable = homogeneous_groups):
 # The estimator and its scores
 # ---------------------------------------------------------------------------------------
 def ridge(released, mechanism: str, rule: str):
-    """λ of the estimator (spec §4.2, A4): ``rule`` applied to the release's profile; 1/L
+    """λ of the estimator (xu spec §4.2, A4): ``rule`` applied to the release's profile; 1/L
     (G = 1) for the non-private mechanism."""
     eps = released["eps"]
     if mechanism == "none":
@@ -219,7 +219,7 @@ def scores(theta_hat, theta, top_k: int) -> dict:
 
 
 def oracle_mse(theta, released, mechanism: str):
-    """(tr Cov)/m of the λ = 0 sandwich at θ* (spec P4); NaN for classic RR (biased)."""
+    """(tr Cov)/m of the λ = 0 sandwich at θ* (xu spec P4); NaN for classic RR (biased)."""
     if mechanism == "classic_rr":
         return jnp.asarray(jnp.nan)
     moments = theory.oracle_moments(theta, released["sizes"], released["eps"], mechanism)
@@ -227,7 +227,7 @@ def oracle_mse(theta, released, mechanism: str):
 
 
 def floor_mse(theta, released):
-    """‖θ̃ − θ*‖²/m, θ̃ the classic-RR population limit at this privacy profile (spec §3.7)."""
+    """‖θ̃ − θ*‖²/m, θ̃ the classic-RR population limit at this privacy profile (xu spec §3.7)."""
     return theory.classic_rr_floor(theta, released["sizes"], released["eps"])["l2_rms"] ** 2
 
 
@@ -291,7 +291,7 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
         derived.append(Derived(("eps",), scheme_eps, level="analysis",
                                doc="ε(m, L) of the scheme, = 1 at L = L0 (xu Scenario II)"))
     derived += [Derived(("eps_user",), user_budget, level="analysis",
-                        doc="m(m−1)/2·ε, the composed per-user budget (metadata, spec A20)"),
+                        doc="m(m−1)/2·ε, the composed per-user budget (metadata, xu spec A20)"),
                 Derived(("release_words",), release_words(analysis), level="analysis",
                         doc="release key id (the analysis point without mechanism and λ rule)")]
 

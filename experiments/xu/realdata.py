@@ -2,7 +2,7 @@
 pairwise rankings from MovieLens ratings under the adaptive privacy schemes.
 
 **Data.** The paper names "MovieLens 100K" but describes ml-latest-small (100,836 ratings,
-610 users; spec A18). The string shape axis ``ratings`` names a user-supplied
+610 users; xu spec A18). The string shape axis ``ratings`` names a user-supplied
 ``ratings.csv`` in the ml-latest-small layout (``userId,movieId,rating,timestamp``), given as
 ``--set ratings=/path/to/ratings.csv`` (a path without commas); its default ``stand-in``
 selects the deterministic synthetic stand-in of the same shape
@@ -18,14 +18,14 @@ beats an unrated one; the coins are drawn once (seed 0) and shared by θ* and ev
 replicate (A19).
 
 **θ*** is the non-private ridge fit of eq. (3) on all users with λ = 1/L_total (1/610),
-centred (spec §6.6 [rec]), fixed per shape point. **Replicates**: L users (``n_users``, a
+centred (xu spec §6.6 [rec]), fixed per shape point. **Replicates**: L users (``n_users``, a
 traced data axis: one compiled program for every L) are subsampled without replacement
 (:func:`dpsim.datasets.subsample_pair_wins`); their raw wins are released like simulated
 data (:mod:`.common`) at ε(m, L) of each scheme, normalised to ε = 1 at L0 = 100, the grid's
-starting point (spec §6.6; "the starting point denotes the case ε = 1"). L ∈ {100, 200, …,
-600} (unstated in the paper; spec A19), K = 10, 200 replicates. Panels: (a) K, (b) H_10,
+starting point (xu spec §6.6; "the starting point denotes the case ε = 1"). L ∈ {100, 200, …,
+600} (unstated in the paper; xu spec A19), K = 10, 200 replicates. Panels: (a) K, (b) H_10,
 (c) ℓ2/√m, (d) ℓ∞; curves = schemes (named by formula; the paper's text swaps Schemes 1 and
-3, spec A8).
+3, xu spec A8).
 
 **Finding on the stand-in.** Every scheme's error falls over L ∈ [100, 600]: a user's answers
 are correlated across pairs (a rated movie beats every unrated one), so the subsampling
@@ -82,7 +82,7 @@ def truth(key, shape):
 
 
 def generate(key, shape, truth, data):
-    """The raw wins of L users subsampled without replacement (spec §6.6), θ*, release key."""
+    """The raw wins of L users subsampled without replacement (xu spec §6.6), θ*, release key."""
     k_users, k_release = jax.random.split(key)
     wins = subsample_pair_wins(k_users, truth["y"], jnp.reshape(data["n_users"], (1,)))
     return {"theta": truth["theta"], "wins": wins, "release_key": jax.random.key_data(k_release)}
@@ -105,7 +105,7 @@ FIG7 = Experiment(
     derived=(Derived(("top_k", "source", "n_total"), describe_source, level="shape",
                      doc="K (auto = 10), the ratings' source and its users"),
              Derived(("eps",), scheme_eps, level="analysis", doc="ε(m, L) of the scheme, = 1 at L = L0"),
-             Derived(("eps_user",), user_budget, level="analysis", doc="m(m−1)/2·ε (metadata, spec A20)"),
+             Derived(("eps_user",), user_budget, level="analysis", doc="m(m−1)/2·ε (metadata, xu spec A20)"),
              Derived(("release_words",), release_words(ANALYSIS), level="analysis",
                      doc="release key id (the analysis point without mechanism and λ rule)")),
     figure=FigureSpec(
@@ -116,7 +116,7 @@ FIG7 = Experiment(
                 Panel("linf", "m_est", YLABEL["linf"], title="estimation, $\\ell_\\infty$")),
         title="xu Fig. 7: MovieLens, errors vs $L$ under the $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     validate_point=validate_point, lane_bytes=lane_bytes,
-    description="xu §5.4, Fig. 7 (spec §6.6): ml-latest-small ratings.csv (--set ratings=PATH) or its stand-in")
+    description="xu §5.4, Fig. 7 (xu spec §6.6): ml-latest-small ratings.csv (--set ratings=PATH) or its stand-in")
 
 EXPERIMENTS = [FIG7]
 
