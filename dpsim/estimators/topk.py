@@ -6,7 +6,7 @@ from dpsim.validate import require_int
 
 # Up to this many items the ranks are counted pairwise (O(n²) comparisons, fused
 # elementwise); above it they come from a sort. Both give the same ranks. Measured per call
-# (vmapped, 2-core CPU, benchmarks/bench_cai.py section T): n = 40: sort 5.4 µs, pairwise
+# (vmapped, 2-core CPU, benchmarks/cai.py section T): n = 40: sort 5.4 µs, pairwise
 # 0.7 µs; n = 100: 16.9 vs 4.7; n = 300: 63 vs 47 (70 vs 77 in another run: the crossover);
 # n = 1000: 251 vs 1538 µs.
 PAIRWISE_RANK_MAX_N = 128
