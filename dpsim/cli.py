@@ -287,7 +287,13 @@ def main(argv=None) -> int:
         sys.stdout.flush()
         os._exit(3)
     except KeyboardInterrupt:
-        print("dpsim: interrupted; completed chunks are saved, re-run to resume", file=sys.stderr)
+        print("dpsim: interrupted; completed chunks are saved, re-run to resume", file=sys.stderr, flush=True)
+        if argv is None:
+            # From the command line: leave without interpreter shutdown, which aborts with
+            # "terminate called ... FATAL: exception not rethrown" while XLA's worker threads
+            # are still running a chunk. Every completed part is already on disk (atomic).
+            sys.stdout.flush()
+            os._exit(130)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
