@@ -45,8 +45,14 @@ class Panel:
 
     ``method=None`` keeps every method (use it with ``FigureSpec.curve = "method"`` for one
     curve per method, as in cai Figs 4 and 8); ``where`` restricts this panel's rows; ``x``,
-    ``xlabel`` and ``logx`` override the figure's x axis for this panel (cai Fig 4 has an
-    n panel and an ε panel).
+    ``xlabel``, ``logx`` and ``logy`` override the figure's axes for this panel (cai Fig 4 has
+    an n panel and an ε panel).
+
+    ``each``: grid axes this panel is repeated over, one panel per combination of their
+    values present in the table (in numeric order, ∞ last), its title followed by the value,
+    e.g. ``Panel("l2", None, "ℓ2", each=("eps",))`` draws one panel per ε that was run. Use it
+    instead of a ``where`` listing the default grid's values, so that ``--set eps=…`` with
+    other values draws them rather than failing on a panel without data.
     """
 
     metric: str
@@ -57,6 +63,12 @@ class Panel:
     x: str | None = None
     xlabel: str | None = None
     logx: bool | None = None
+    logy: bool | None = None
+    each: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if isinstance(self.each, str):
+            object.__setattr__(self, "each", (self.each,))
 
 
 @dataclass(frozen=True)
@@ -67,7 +79,8 @@ class FigureSpec:
     not map splits it into one figure per value (:mod:`dpsim.plots`).
 
     Attributes:
-        x, xlabel, logx: the x axis; ``curve``, ``curve_label``: one curve per value.
+        x, xlabel, logx: the x axis; ``logy``: a log y axis (every panel unless it says
+            otherwise); ``curve``, ``curve_label``: one curve per value.
         panels: what each panel plots (its ``where`` maps a slice of the grid).
         title: the paper's figure name (the grid actually run is added as a subtitle).
         curve_labels: method → legend label (with ``curve = "method"``).
@@ -75,6 +88,7 @@ class FigureSpec:
         pool: axes the figure deliberately averages over, e.g. the gap Δ when the x axis is
             a metric computed from it (Δ in units of a rate): each (curve, x) point is then
             one value of the pooled axis.
+        columns: panels per row.
     """
 
     x: str
@@ -87,6 +101,8 @@ class FigureSpec:
     curve_labels: Mapping[str, str] = field(default_factory=dict)  # method → legend label
     symbols: Mapping[str, str] = field(default_factory=dict)
     pool: tuple[str, ...] = ()
+    logy: bool = False
+    columns: int = 2
 
 
 class Context(NamedTuple):
