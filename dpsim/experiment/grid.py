@@ -210,6 +210,11 @@ class Experiment:
         axis_types: the experiment's own axes (not in the shared vocabulary).
         derived: values computed on the host (:class:`Derived`).
         truth_per_replicate: draw ``truth`` per (shape point, replicate), not per shape point.
+        truth_axes: the shape axes θ* depends on (default: all of them). Its key is then the
+            id of those axes' values only, so θ* is common to every shape point that agrees on
+            them: e.g. ``("dim",)`` with a shape axis ``n_samples`` gives one θ* per d (per
+            replicate with ``truth_per_replicate``) shared by every n. ``truth`` must then
+            read no other shape value.
         resolve_shape: host hook filling rule-based shape values (e.g. k = "auto").
         validate_point: host hook refusing a whole grid point (UsageError).
         lane_bytes: working-set estimate of one replicate at a shape point (chunk sizing).
@@ -230,6 +235,7 @@ class Experiment:
     axis_types: Mapping[str, AxisType] = field(default_factory=dict)
     derived: tuple[Derived, ...] = ()
     truth_per_replicate: bool = False
+    truth_axes: tuple[str, ...] | None = None
     resolve_shape: Callable[[dict], dict] = staticmethod(lambda shape: shape)
     validate_point: Callable[[dict], None] = staticmethod(lambda point: None)
     lane_bytes: Callable[[dict], int] = staticmethod(lambda shape: 64 * 1024)
@@ -247,6 +253,13 @@ class Experiment:
             raise ValueError(f"experiment {self.name!r}: kind given for axes {unknown} that it does not have")
         if not self.methods:
             raise ValueError(f"experiment {self.name!r} has no methods")
+        if self.truth_axes is not None and not set(self.truth_axes) <= set(self.shape_axes):
+            raise ValueError(f"experiment {self.name!r}: truth_axes {sorted(set(self.truth_axes) - set(self.shape_axes))} "
+                             f"are not shape axes")
+
+    def truth_point(self, shape: Mapping) -> dict:
+        """The part of a shape point that keys θ* (all of it unless ``truth_axes`` is set)."""
+        return dict(shape) if self.truth_axes is None else {a: shape[a] for a in self.truth_axes}
 
     @property
     def data_axes(self) -> tuple[str, ...]:
