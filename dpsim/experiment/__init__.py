@@ -8,11 +8,13 @@ from dpsim.errors import UsageError
 from dpsim.experiment import axes
 from dpsim.experiment.grid import (Context, Derived, Experiment, FigureSpec, Method, Panel,
                                    solver_diagnostics)
-from dpsim.experiment.checks import (ComparisonCheck, EveryPointCheck, LinearSlopeCheck, MethodRatioSlopeCheck,
-                                     PairedDifference, RatioCheck, RatioOfMeans, RatioSlopeCheck, SlopeCheck,
-                                     SlopeRangeCheck, ThresholdCollapseCheck, TrendCheck)
+from dpsim.experiment.checks import (ComparisonCheck, EveryPointCheck, IdenticalAcrossCheck, LinearSlopeCheck,
+                                     MeanRatioCheck, MethodRatioSlopeCheck, PairedDifference, PredictedRatioCheck,
+                                     RatioCheck, RatioOfMeans, RatioSlopeCheck, SlopeCheck, SlopeRangeCheck,
+                                     ThresholdCollapseCheck, TrendCheck)
 
 __all__ = ["Context", "Derived", "Experiment", "FigureSpec", "Method", "Panel", "UsageError", "axes",
            "solver_diagnostics", "SlopeCheck", "SlopeRangeCheck", "TrendCheck", "LinearSlopeCheck",
            "ComparisonCheck", "EveryPointCheck", "PairedDifference", "RatioOfMeans", "RatioCheck",
-           "RatioSlopeCheck", "MethodRatioSlopeCheck", "ThresholdCollapseCheck"]
+           "RatioSlopeCheck", "MeanRatioCheck", "PredictedRatioCheck", "MethodRatioSlopeCheck",
+           "IdenticalAcrossCheck", "ThresholdCollapseCheck"]

@@ -25,8 +25,11 @@ The checks, by the statistic they judge:
   :class:`PairedDifference` of two methods) and :class:`EveryPointCheck` (a statistic,
   :class:`PairedDifference` or :class:`RatioOfMeans`, at every value of an axis);
 * ratios of means (one delta-method helper, :func:`log_ratio_of_means`): :class:`RatioCheck`
-  and :class:`RatioSlopeCheck` (between two slices of an axis), :class:`MethodRatioSlopeCheck`
-  (the RMS ratio of two methods against a known function of an axis);
+  and :class:`RatioSlopeCheck` (between two slices of an axis), :class:`MeanRatioCheck`
+  (two columns of the same rows), :class:`PredictedRatioCheck` (a simulated ratio of two
+  slices over the same ratio of a prediction column), :class:`MethodRatioSlopeCheck` (the
+  RMS ratio of two methods against a known function of an axis);
+* exact identities: :class:`IdenticalAcrossCheck`;
 * phase transitions: :class:`ThresholdCollapseCheck`.
 """
 from __future__ import annotations
@@ -39,8 +42,8 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, loglog_slope, require_unpooled, select,
-                                      slope_fit)
+from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, grid_columns, loglog_slope, require_unpooled,
+                                      select, slope_fit)
 
 UNCONVERGED_LIMIT = 0.01
 VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REFUSED", "INFO")
@@ -394,7 +397,8 @@ class PairedDifference:
 
 @dataclass(frozen=True)
 class RatioOfMeans:
-    """A statistic (for :class:`EveryPointCheck`): two columns of the same rows of one method (e.g. the simulated over the predicted MSE).
+    """A statistic (for :class:`EveryPointCheck` and :class:`MeanRatioCheck`): two columns of
+    the same rows of one method (e.g. the simulated over the predicted MSE).
 
     Estimates: mean(``numerator``)/mean(``denominator``) over the rows of ``method`` where both
     have a value, or its square root with ``root`` (an RMS ratio). Interval: exp(log r ± z·se)
@@ -616,6 +620,90 @@ class RatioSlopeCheck(_RatioSlices):
                         f"{len(xs)} grid values, {n_obs} obs", _reps(rows), detail=fit)
 
 
+def _fmt(value) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
+@dataclass(frozen=True)
+class MeanRatioCheck(Check):
+    """Two columns of the *same* rows: the :class:`RatioOfMeans`
+    (mean(``metric``)/mean(``reference``))^(½ if ``root``) over the selected rows of
+    ``method`` (e.g. a simulated mean square error over its predicted value), paired per row.
+
+    Interval: exp(log r ± z·se), delta method with the two columns' covariance. Verdict:
+    PASS when the interval lies in [``lo``, ``hi``], FAIL when it lies wholly outside.
+    """
+
+    metric: str
+    reference: str
+    method: str
+    lo: float
+    hi: float
+    _: KW_ONLY
+    root: bool = True
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, self.metric, self.reference], f"check {self.name!r}")
+        statistic = RatioOfMeans(self.method, self.metric, self.reference, self.lo, self.hi, root=self.root)
+        value, low, high, n = statistic.compute(rows)
+        what = "RMS ratio" if self.root else "ratio of means"
+        return Estimate(value, low, high, self.lo, self.hi, statistic.predicted,
+                        f"{value:.3f} [{low:.3f}, {high:.3f}]",
+                        f"{what} {self.metric}/{self.reference}, {n} paired obs", _reps(rows))
+
+
+@dataclass(frozen=True)
+class PredictedRatioCheck(Check):
+    """Does a simulated ratio between two slices track the predicted one?
+
+    Estimates: the simulated ratio mean(``metric`` | ``axis`` = ``numerator``) /
+    mean(``metric`` | ``axis`` = ``denominator``) divided by the same ratio of the
+    ``prediction`` column, to the power ½ with ``root``. The slices are paired on
+    ``paired_on`` (the replicate, and any pooled axes). Interval: exp(log r ± z·se), delta
+    method (:func:`log_ratio_of_means`) over the four paired series with their covariance.
+    Verdict: PASS when the interval lies in [``lo``, ``hi``], FAIL when it lies wholly
+    outside.
+    """
+
+    metric: str
+    prediction: str
+    method: str
+    axis: str
+    numerator: object
+    denominator: object
+    lo: float
+    hi: float
+    _: KW_ONLY
+    root: bool = True
+    paired_on: tuple[str, ...] = ("rep",)
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, self.axis, self.metric, self.prediction],
+                         f"check {self.name!r}")
+        num, den = {self.axis: [self.numerator]}, {self.axis: [self.denominator]}
+        series = paired(rows, {"metric_a": (num, self.metric), "metric_b": (den, self.metric),
+                               "prediction_a": (num, self.prediction), "prediction_b": (den, self.prediction)},
+                        on=self.paired_on).to_numpy(float)
+        scale = 0.5 if self.root else 1.0
+        log_r, se = log_ratio_of_means(series, (1.0, -1.0, -1.0, 1.0), scale=scale,
+                                       what=f"{self.metric!r} and {self.prediction!r}")
+        value, low, high = _exp_interval(log_r, se)
+        sim = math.exp(scale * (math.log(series[:, 0].mean()) - math.log(series[:, 1].mean())))
+        pred = math.exp(scale * (math.log(series[:, 2].mean()) - math.log(series[:, 3].mean())))
+        return Estimate(value, low, high, self.lo, self.hi, f"[{self.lo:.3g}, {self.hi:.3g}]",
+                        f"{value:.3f} [{low:.3f}, {high:.3f}]",
+                        f"{self.axis} {_fmt(self.numerator)}/{_fmt(self.denominator)}: simulated ratio {sim:.3f}, "
+                        f"predicted {pred:.3f}; {len(series)} paired obs", _reps(rows))
+
+
 @dataclass(frozen=True)
 class MethodRatioSlopeCheck(Check):
     """How the RMS ratio of two methods grows with a known function g of an axis (e.g. a
@@ -671,6 +759,49 @@ class MethodRatioSlopeCheck(Check):
                         f"{self.predicted:+.2f} ± {self.tolerance:.2f}", f"{slope:+.3f} {_interval(lo, hi)}",
                         f"slope in log {self.g_label}; RMS ratios {ratios} at {self.x} ∈ "
                         f"{{{describe_values(xs)}}}, {n_obs} obs", _reps(rows))
+
+
+# ---------------------------------------------------------------------------------------
+# Exact identities
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IdenticalAcrossCheck(Check):
+    """Two values ``a`` and ``b`` of an axis give identical ``metrics`` of ``method`` on every
+    paired observation (e.g. two mechanisms that share their randomness and must rank alike).
+
+    Estimates: the number of pairs where some metric differs by more than ``tol`` (a missing
+    value counts as a mismatch); rows are paired (:func:`paired`) on every grid axis except
+    ``axis``, and on the replicate. The count is exact (no Monte-Carlo error): its interval
+    is the point itself. Verdict: PASS at 0 mismatches (the region is {0}), else FAIL.
+    """
+
+    metrics: tuple[str, ...]
+    method: str
+    axis: str
+    a: object
+    b: object
+    _: KW_ONLY
+    tol: float = 1e-12
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def estimate(self, rows):
+        keys = [c for c in grid_columns(rows) if c != self.axis] + ["rep"]
+        joined = paired(rows, {f"{m}_{side}": ({self.axis: [value]}, m)
+                               for side, value in (("a", self.a), ("b", self.b)) for m in self.metrics},
+                        on=keys, dropna=False)
+        if len(joined) == 0:
+            raise UsageError(f"check {self.name!r}: no paired rows of {self.axis}={self.a!r} and {self.b!r}")
+        diff = np.stack([np.abs(joined[f"{m}_a"].to_numpy(float) - joined[f"{m}_b"].to_numpy(float))
+                         for m in self.metrics], axis=1)
+        mismatch = int(np.sum(np.any(~(diff <= self.tol), axis=1)))
+        detail = {m: float(np.nanmax(diff[:, i])) for i, m in enumerate(self.metrics)}
+        worst = ", ".join(f"max |Δ{m}| {v:.1e}" for m, v in detail.items())
+        return Estimate(float(mismatch), float(mismatch), float(mismatch), 0.0, 0.0, "0 mismatches",
+                        f"{mismatch} mismatches", f"{len(joined)} paired replicates × grid points; {worst}",
+                        _reps(rows), detail=detail)
 
 
 # ---------------------------------------------------------------------------------------
