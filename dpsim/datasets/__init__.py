@@ -25,6 +25,6 @@ from dpsim.datasets.responses import (
 __all__ = ["DATA_DIR", "WinMatrix", "cems", "immigration", "load_win_matrix",
            "Ratings", "load_ratings", "ratings_or_stand_in", "synthetic_ratings",
            "PairwiseRankings", "comparisons_from_ratings", "movielens_rankings", "movielens_theta",
-           "subsample_pair_wins"
+           "subsample_pair_wins",
            "ResponseData", "load_three_grades", "load_uci_student", "lsat", "movielens_responses",
            "ratings_responses", "three_grades", "uci_student"]

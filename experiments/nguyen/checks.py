@@ -196,3 +196,34 @@ class RelativeLevelCheck(Check):
                         f"{_fmt_region(self.lo, self.hi)}×{self.reference_name}",
                         f"{mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]",
                         f"mean {self.metric}/{self.reference:.4g}, {len(values)} obs", _reps(rows))
+
+
+@dataclass(frozen=True)
+class RMSSlopeCheck(Check):
+    """For one method, the slope in log ``x`` of log √mean(metric²) (the root mean square:
+    what a linearised prediction E‖J z‖² = σ²‖J‖_F² gives exactly, whereas the mean of
+    log ‖J z‖ also depends on the shape of the distribution, which changes with the
+    dimension) lies in [``low``, ``high``]."""
+
+    metric: str
+    method: str
+    x: str
+    low: float
+    high: float
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, self.x, self.metric], f"check {self.name!r}")
+        xs = sorted(float(v) for v in rows[self.x].dropna().unique())
+        logs, ses = [], []
+        for v in xs:
+            sq = select(rows, {self.x: [v]})[self.metric].dropna().to_numpy(float) ** 2
+            if len(sq) < 2 or not sq.mean() > 0:
+                raise UsageError(f"check {self.name!r}: too few positive values of {self.metric!r} at {self.x}={v:g}")
+            logs.append(0.5 * math.log(sq.mean()))
+            ses.append(0.5 * sq.std(ddof=1) / (math.sqrt(len(sq)) * sq.mean()))
+        return _slope_estimate(self.name, xs, logs, ses, self.low, self.high, _reps(rows),
+                               f"log RMS {self.metric} vs log {self.x}")

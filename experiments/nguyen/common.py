@@ -71,6 +71,9 @@ PROPOSED = "proposed"
 
 SYMBOLS = {"n_items": "$m$", "n_users": "$n$", "eps": "$\\epsilon^*$", "delta": "$\\delta$", "p": "$p$",
            "p0": "$p_0$", "k": "$K$", "gap": "$\\Delta_K$", "eps0": "$\\epsilon_0$"}
+PROSE = {"nonprivate": "the non-private estimate", "gaussian": "the discrete-Gaussian chain",
+         "gaussian_sparse": "the sparse discrete-Gaussian chain", "laplace": "the discrete-Laplace chain",
+         "rr": "randomized response"}
 LABELS = {"nonprivate": "Non-private", "gaussian": "Discrete Gaussian", "gaussian_sparse": "Sparse discrete Gaussian",
           "laplace": "Discrete Laplace", "rr": "Randomized response"}
 

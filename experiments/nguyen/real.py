@@ -31,8 +31,11 @@ MovieLens at m = 200 (the large-m panel of Fig. 3, where sparsification is recom
 p₀ ∈ {proposed = 2·log₂(m)/m, 0.2, 0.3, 0.4, 0.5}.
 
 **Claims** (spec §6.2–6.4) are paired comparisons on the same noise replicates, in
-``paper`` mode, except SF1's high-privacy claim: the authors' sparse power iteration does
-not converge at small ε* (:mod:`.common`), so it is judged in ``strict`` mode.
+``paper`` mode, except those on the sparse chain at m = 200: there the authors' lazy power
+iteration (tolerance 1e-5, at most 1000 steps) stops unconverged in 18–45% of the fits at
+every ε* (measured: median 260–780 iterations with p₀ = 2·log₂(m)/m ≈ 0.076, the graph
+connected), so the published sparse curves are truncated iterations; those claims (Fig. 3(b),
+both of SF1's) are judged in ``strict`` mode (exact stationary distribution).
 """
 from __future__ import annotations
 
@@ -49,7 +52,7 @@ from dpsim.experiment import ComparisonCheck, Derived, Experiment, FigureSpec, P
 from dpsim.experiment.checks import RatioCheck
 
 from .checks import MethodRatioCheck
-from .common import (AXIS_TYPES, DELTA, EPS_REAL, LABELS, MODES, PROPOSED, REAL, SYMBOLS, ReferenceScore,
+from .common import (AXIS_TYPES, PROSE, DELTA, EPS_REAL, LABELS, MODES, PROPOSED, REAL, SYMBOLS, ReferenceScore,
                      file_axis, lane_bytes, make_methods, nonprivate_fits, privacy_derived)
 
 STAND_IN = "stand-in"
@@ -216,11 +219,11 @@ FIG2_CHECKS = [
     *[ComparisonCheck(f"nguyen-fig2-rr-beats-{other}-at-eps0.01-{d}", FIG2.name, "l2", "rr", other,
                       where=_edu(d, 0.01),
                       description=f"Fig. 2, {DATASET_TITLES[d]}: at ε* = 0.01 randomized response is more "
-                                  f"accurate than {LABELS[other].lower()} (paired)")
+                                  f"accurate than {PROSE[other]} (paired)")
       for d in EDUCATION for other in ("gaussian", "laplace")],
     *[ComparisonCheck(f"nguyen-fig2-{better}-beats-rr-at-eps1-{d}", FIG2.name, "l2", better, "rr",
                       where=_edu(d, 1.0),
-                      description=f"Fig. 2, {DATASET_TITLES[d]}: at ε* = 1 {LABELS[better].lower()} beats "
+                      description=f"Fig. 2, {DATASET_TITLES[d]}: at ε* = 1 {PROSE[better]} beats "
                                   f"randomized response (paired)")
       for d in EDUCATION for better in ("gaussian", "laplace")],
 ]
@@ -234,16 +237,17 @@ FIG3_CHECKS = [
     *[ComparisonCheck(f"nguyen-fig3-gaussian-beats-{other}-m{m}", FIG3.name, "l2", "gaussian", other,
                       where=_ml(m, 1.0),
                       description=f"Fig. 3 (m = {m}): at ε* = 1 the Gaussian chain beats "
-                                  f"{LABELS[other].lower()} (paired)")
+                                  f"{PROSE[other]} (paired)")
       for m in (25, 200) for other in ("laplace", "rr")],
     MethodRatioCheck("nguyen-fig3-sparse-no-gain-small-m", FIG3.name, "l2", "gaussian_sparse", "gaussian",
                      0.9, np.inf, where=_ml(25, 1.0),
                      description="Fig. 3(a): at small m (25, ε* = 1) sparsification does not significantly "
                                  "improve on the dense chain (error ratio ≥ 0.9)"),
     ComparisonCheck("nguyen-fig3-sparse-beats-dense-large-m", FIG3.name, "l2", "gaussian_sparse", "gaussian",
-                    where=_ml(200, 2.0),
+                    where=_ml(200, 2.0, "strict"),
                     description="Fig. 3(b): at large m (200, ε* = 2 ≥ 1) the sparse chain is more accurate "
-                                "than the dense one (paired)"),
+                                "than the dense one (paired; strict mode: the authors' sparse power iteration "
+                                "stops unconverged in 18% of these fits)"),
 ]
 
 P0_CHECKS = [
@@ -253,9 +257,10 @@ P0_CHECKS = [
                            "2 log₂ m/m (error ratio < 1; strict mode: the authors' sparse power iteration "
                            "does not converge there)"),
     RatioCheck("nguyen-p0-sparse-better-low-privacy", P0.name, "l2", "gaussian_sparse", "p0", PROPOSED, "0.5",
-               0.0, 1.0, where={"eps": [5.0], "mode": ["paper"]}, paired_on=("rep",),
+               0.0, 1.0, where={"eps": [5.0], "mode": ["strict"]}, paired_on=("rep",),
                description="SF1: at low privacy (ε* = 5) the proposed sparse graph is more accurate than "
-                           "p₀ = 0.5 (error ratio < 1)"),
+                           "p₀ = 0.5 (error ratio < 1; strict mode: the authors' power iteration stops "
+                           "unconverged in 35% of the proposed graph's fits there)"),
 ]
 
 CHECKS = [*FIG2_CHECKS, *FIG3_CHECKS, *P0_CHECKS]

@@ -36,7 +36,7 @@ from dpsim.experiment.checks import RatioCheck
 from dpsim.models.rasch import authors_difficulties, rasch_abilities, sample_rasch_responses
 
 from .checks import MethodRatioCheck, RelativeLevelCheck
-from .common import (AXIS_TYPES, DELTA, EPS_SYNTHETIC, LABELS, METHOD_NAMES, MODES, PROPOSED, SYMBOLS,
+from .common import (AXIS_TYPES, PROSE, DELTA, EPS_SYNTHETIC, LABELS, METHOD_NAMES, MODES, PROPOSED, SYMBOLS,
                      SYNTHETIC, TruthScore, lane_bytes, make_methods, nonprivate_fits, privacy_derived)
 
 FIG1_ITEMS = [25, 50, 100, 200]
@@ -105,7 +105,7 @@ def _at(m, n, eps, mode="paper"):
 _BEATS = [ComparisonCheck(f"nguyen-fig1-gaussian-beats-{other}-m{m}", FIG1.name, "l2", "gaussian", other,
                           where=_at(m, 1000, 1.0),
                           description=f"Fig. 1: at moderate privacy (ε* = 1, n = 1000, m = {m}) the discrete "
-                                      f"Gaussian chain is more accurate than {LABELS[other].lower()} (paired)")
+                                      f"Gaussian chain is more accurate than {PROSE[other]} (paired)")
           for other in ("laplace", "rr") for m in (25, 200)]
 
 _GAIN_N = [RatioCheck("nguyen-fig1-gaussian-gains-from-n", FIG1.name, "l2", "gaussian", "n_users", 1000, 200,
@@ -114,7 +114,7 @@ _GAIN_N = [RatioCheck("nguyen-fig1-gaussian-gains-from-n", FIG1.name, "l2", "gau
                                   "(ratio ≤ 0.9; m = 200, ε* = 1)")] + [
     RatioCheck(f"nguyen-fig1-{method}-little-gain-from-n", FIG1.name, "l2", method, "n_users", 1000, 200,
                0.9, 1.1, where={"n_items": [200], "eps": [1.0], "mode": ["paper"]},
-               description=f"Fig. 1(b): {LABELS[method].lower()} sees little gain from n = 200 to 1000 "
+               description=f"Fig. 1(b): {PROSE[method]} sees little gain from n = 200 to 1000 "
                            f"(ratio within 10% of 1; m = 200, ε* = 1)")
     for method in ("laplace", "rr")]
 
@@ -128,7 +128,7 @@ _INACCURATE = [RelativeLevelCheck(
     f"nguyen-fig1-{method}-inaccurate-at-eps0.01", FIG1.name, "l2", method,
     zero_estimate_error(200, mode == "paper"), 0.9, math.inf, where=_at(200, 1000, 0.01, mode),
     reference_name="‖β*‖₂",
-    description=f"§5.1: at ε* = 0.01 {LABELS[method].lower()} is very inaccurate: its error is at least 0.9× "
+    description=f"§5.1: at ε* = 0.01 {PROSE[method]} is very inaccurate: its error is at least 0.9× "
                 f"that of the estimate 0 (R11; m = 200, n = 1000, {mode} mode)")
     for method, mode in (("gaussian", "paper"), ("laplace", "paper"), ("rr", "paper"), ("gaussian_sparse", "strict"))]
 
