@@ -160,27 +160,62 @@ def _fitted(fn, values) -> float:
     return float(np.polyfit(xs, np.log([fn(v) for v in values]), 1)[0])
 
 
-STAT_SLOPE_N = theory.log_slope(lambda n_users: float(rates.l2_rate(n_users, USERS_M, 1.0)), "n_users",
-                                {"n_users": 4000.0})                                              # −1/2
-STAT_SLOPE_M = _fitted(lambda m: float(rates.l2_rate(ITEMS_N, m, 1.0)), ITEMS_M)                  # +1/2
-STAT_SLOPE_P = _fitted(lambda p: float(rates.l2_rate(16000, 40, p)), P_GRID)                      # −1/2
-LINF_SLOPE_M = _fitted(lambda m: float(rates.entrywise_rate(ITEMS_N, m, 1.0)), ITEMS_M)           # ≈ 0.14
-RATIO_SLOPE_M = _fitted(lambda m: float(rates.linf_l2_ratio(m)), ITEMS_M)                         # ≈ −0.36
-EXCESS_SLOPE_N = _fitted(lambda n: float(rates.private_excess_l2(n, USERS_M, 1.0, 1.0)), USERS_N)  # −1
-EPS0 = {e: math.sqrt(2.0 * zcdp_rho(e, DELTA, "cks")) for e in USERS_EPS}
-# the shift ∝ 1/ε₀ (R8) and ε₀(ε*) = √(2ρ(ε*)) under the CKS conversion: slope in log ε*
-EXCESS_SLOPE_EPS = _fitted(lambda e: float(rates.private_excess_l2(16000, USERS_M, 1.0, EPS0[e])), USERS_EPS)  # −0.88
-EXCESS_SLOPE_M = _fitted(lambda m: float(rates.private_excess_l2(ITEMS_N, m, 1.0, 1.0)), ITEMS_M)  # +1
-EXCESS_SLOPE_P = _fitted(lambda p: float(rates.private_excess_l2(16000, 40, p, 1.0)), P_GRID)      # −2
-LAPLACE_SLOPE_M = _fitted(lambda m: float(rates.laplace_excess_l2(20000, m, 1.0, LAPLACE_EPS)), LAPLACE_M)  # +2
-# the exact linearisation (finite-m effects included) of the Laplace chain's RMS shift
-LAPLACE_RMS_SLOPE_M = _fitted(lambda m: rates.linearised_shift_rms(
-    m, 2000, rates.discrete_laplace_sd(m * (m - 1) / LAPLACE_EPS)), LAPLACE_M)                   # ≈ 2.27
-LAPLACE_RATIO = {m: rates.laplace_gauss_shift_ratio(m, LAPLACE_EPS, DELTA) for m in LAPLACE_M}
-LAPLACE_RATIO_SLOPE = _fitted(LAPLACE_RATIO.__getitem__, LAPLACE_M)
-RR_FLOOR = {n: rates.rr_floor_l2(shuffle_rr_epsilon(RR_EPS, DELTA, n), 10) for n in RR_N}
-RR_FLOOR_SLOPE = _fitted(RR_FLOOR.__getitem__, RR_N)
-SUFFICIENT_N = {e: float(rates.private_sufficient_users(USERS_M, 1.0, EPS0[e])) for e in USERS_EPS}
+def predictions() -> dict:
+    """Every number the checks below predict, computed from :mod:`dpsim.theory.nguyen` (host;
+    about 20 s, mostly R9's exact linearisation). The checks use :data:`PREDICTED`, these
+    values rounded, so that importing the package stays fast; the test suite recomputes
+    them (tests/test_nguyen_experiments.py)."""
+    eps0 = {e: math.sqrt(2.0 * zcdp_rho(e, DELTA, "cks")) for e in USERS_EPS}
+    laplace_ratio = {m: rates.laplace_gauss_shift_ratio(m, LAPLACE_EPS, DELTA) for m in LAPLACE_M}
+    rr_floor = {n: rates.rr_floor_l2(shuffle_rr_epsilon(RR_EPS, DELTA, n), 10) for n in RR_N}
+    return {
+        # R1, R2, R3: slopes of the rates over the grids
+        "stat_slope_n": theory.log_slope(lambda n_users: float(rates.l2_rate(n_users, USERS_M, 1.0)), "n_users",
+                                         {"n_users": 4000.0}),                                          # −1/2
+        "stat_slope_m": _fitted(lambda m: float(rates.l2_rate(ITEMS_N, m, 1.0)), ITEMS_M),             # +1/2
+        "stat_slope_p": _fitted(lambda p: float(rates.l2_rate(16000, 40, p)), P_GRID),                 # −1/2
+        "linf_slope_m": _fitted(lambda m: float(rates.entrywise_rate(ITEMS_N, m, 1.0)), ITEMS_M),      # ≈ 0.14
+        "ratio_slope_m": _fitted(lambda m: float(rates.linf_l2_ratio(m)), ITEMS_M),                    # ≈ −0.36
+        # R8 (the shift ∝ 1/ε₀, ε₀(ε*) = √(2ρ(ε*)) under the CKS conversion)
+        "excess_slope_n": _fitted(lambda n: float(rates.private_excess_l2(n, USERS_M, 1.0, 1.0)), USERS_N),
+        "excess_slope_eps": _fitted(lambda e: float(rates.private_excess_l2(16000, USERS_M, 1.0, eps0[e])),
+                                    USERS_EPS),                                                      # −0.88
+        "excess_slope_m": _fitted(lambda m: float(rates.private_excess_l2(ITEMS_N, m, 1.0, 1.0)), ITEMS_M),
+        "excess_slope_p": _fitted(lambda p: float(rates.private_excess_l2(16000, 40, p, 1.0)), P_GRID),
+        "eps0": eps0,
+        "sufficient_n": {e: float(rates.private_sufficient_users(USERS_M, 1.0, eps0[e])) for e in USERS_EPS},
+        # R9
+        "laplace_slope_m": _fitted(lambda m: float(rates.laplace_excess_l2(20000, m, 1.0, LAPLACE_EPS)),
+                                   LAPLACE_M),                                                       # +2
+        "laplace_rms_slope_m": _fitted(lambda m: rates.linearised_shift_rms(
+            m, 2000, rates.discrete_laplace_sd(m * (m - 1) / LAPLACE_EPS)), LAPLACE_M),              # ≈ 2.27
+        "laplace_ratio": laplace_ratio,
+        "laplace_ratio_slope": _fitted(laplace_ratio.__getitem__, LAPLACE_M),
+        # R10
+        "rr_floor": rr_floor,
+        "rr_floor_slope": _fitted(rr_floor.__getitem__, RR_N),
+    }
+
+
+# predictions() rounded to 4 significant digits (tests/test_nguyen_experiments.py checks them)
+PREDICTED = {
+    "stat_slope_n": -0.5, "stat_slope_m": 0.5, "stat_slope_p": -0.5, "linf_slope_m": 0.1415,
+    "ratio_slope_m": -0.3585, "excess_slope_n": -1.0, "excess_slope_eps": -0.8788, "excess_slope_m": 1.0,
+    "excess_slope_p": -2.0, "eps0": {1.0: 0.2851, 2.0: 0.5280, 4.0: 0.9640},
+    "sufficient_n": {1.0: 4922.0, 2.0: 1435.0, 4.0: 430.5},
+    "laplace_slope_m": 2.0, "laplace_rms_slope_m": 2.268,
+    "laplace_ratio": {3: 0.7842, 6: 1.803, 12: 3.785, 24: 7.742}, "laplace_ratio_slope": 1.098,
+    "rr_floor": {500: 1.754, 1000: 1.735, 2000: 1.711, 4000: 1.683, 8000: 1.649}, "rr_floor_slope": -0.02225,
+}
+P = PREDICTED
+STAT_SLOPE_N, STAT_SLOPE_M, STAT_SLOPE_P = P["stat_slope_n"], P["stat_slope_m"], P["stat_slope_p"]
+LINF_SLOPE_M, RATIO_SLOPE_M = P["linf_slope_m"], P["ratio_slope_m"]
+EXCESS_SLOPE_N, EXCESS_SLOPE_EPS, EXCESS_SLOPE_M, EXCESS_SLOPE_P = (
+    P["excess_slope_n"], P["excess_slope_eps"], P["excess_slope_m"], P["excess_slope_p"])
+EPS0, SUFFICIENT_N = P["eps0"], P["sufficient_n"]
+LAPLACE_SLOPE_M, LAPLACE_RMS_SLOPE_M = P["laplace_slope_m"], P["laplace_rms_slope_m"]
+LAPLACE_RATIO, LAPLACE_RATIO_SLOPE = P["laplace_ratio"], P["laplace_ratio_slope"]
+RR_FLOOR, RR_FLOOR_SLOPE = P["rr_floor"], P["rr_floor_slope"]
 
 _EPS4 = {"eps": [4.0]}
 
