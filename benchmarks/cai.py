@@ -41,16 +41,21 @@ B. Small n (n = 40 and n = 20, p = 1, the same ε set, 120 replicates): engine v
 W. Concurrent chunks: the B workload at n = 40 and Fig. 3 (n = 300) each run with the
    runner's default ``workers`` (chunks computed at the same time, = cores) and with
    ``workers = 1``, compile excluded (a warm run of each, best of three, alternated).
-T. Top-k ranks: ``tie_broken_ranks`` by sort against pairwise counting, vmapped over
-   replicates and ε, at n = 20 … 1000 (the runner's micro-batch sizes), best of 30 calls.
+T. Top-k ranks: µs per ``tie_broken_ranks`` call (a sort), vmapped over replicates and ε,
+   at n = 20 … 1000 (the runner's micro-batch sizes), best of 30 calls. (Counting ranks
+   pairwise was faster at small n but is unsafe inside XLA:CPU fusions: see
+   ``dpsim/estimators/topk.py``.)
 S. Solver design: Newton-CG (the engine's) against a dense Cholesky Newton, each under a
    full vmap and under the runner's micro-batched ``lax.map``, on the same problems.
 G. Agreement: on the engine's own W (and γ, w) the engine's ``penalised_mle``, the SciPy
    fit and (at ε = ∞) choix are compared: max |θ_engine − θ_other|.
 C. Figures 1–3 at paper size (120 replicates) with the engine, each in a fresh Python
-   process so that imports and compilation are counted (target: < 120 s in all); then a
+   process so that imports and compilation are counted (target: < 30 s in all); then a
    what-if: ``dpsim run cai-fig3`` in two fresh processes sharing an initially empty JAX
    persistent compilation cache (what a re-run of the command saves).
+K. Where the compile time goes: the Fig. 3 chunk program at n = 40 and 300 compiled afresh
+   with only data generation, with counting, with the MLE, and with both (lowering and XLA
+   compile seconds, StableHLO size).
 
 The NumPy/SciPy/choix baselines run with one OpenBLAS thread (:mod:`benchmarks`) in one
 process; the engine uses XLA's own threads. ``--quick`` shrinks every part (8 reps, fewer
@@ -61,8 +66,10 @@ replicates to its micro-batch). The load average is recorded: the machine may be
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
+import time
 from dataclasses import dataclass
 
 from benchmarks import harness  # first: sets the BLAS threads before NumPy loads
@@ -73,6 +80,8 @@ import numpy as np
 
 from dpsim.estimators import topk
 from dpsim.estimators.btl_mle import btl_objective, penalised_mle
+from dpsim.experiment import Method, program, runner
+from dpsim.experiment.grid import stable_id
 from dpsim.experiment.runner import default_workers, micro_batch_size
 from dpsim.experiments.cai import edge
 from dpsim.mechanisms.calibration import edge_objective_perturbation
@@ -83,7 +92,7 @@ PAPER = "cai"
 EPS = [1 / 5, 1 / 4, 1 / 3, 1 / 2, 1.0, 3 / 2, 2.0, 5 / 2, 5.0, math.inf]
 FIG3_P = [0.25, 0.5, 0.75, 1.0]
 C0 = 2.0
-TARGETS = {"engine_vs_scipy_n300": 3.0, "engine_vs_scipy_small_n": 30.0, "figs_total_s": 120.0}
+TARGETS = {"engine_vs_scipy_n300": 3.0, "engine_vs_scipy_small_n": 30.0, "figs_total_s": 30.0}
 SCIPY, CHOIX, CHOIX_ILSR = "SciPy L-BFGS-B loop", "choix.opt_pairwise ε=∞", "ref: choix.ilsr_pairwise_dense"
 FIGURES = {e.name: e for e in edge.EXPERIMENTS}
 
@@ -106,6 +115,7 @@ class Config:
     figures: tuple            # C: experiments run in fresh processes
     figure_reps: int
     cache_what_if: bool       # C: `dpsim run` twice with one persistent compilation cache
+    compile_sizes: tuple = (40, 300)   # K: item counts of the compile breakdown
 
 
 FULL = Config(reps=120, warm_runs=harness.WARM_RUNS, scipy_lanes_n300=20, scipy_lanes_small=40,
@@ -119,7 +129,7 @@ QUICK = Config(reps=8, warm_runs=1, scipy_lanes_n300=4, scipy_lanes_small=8, cho
                choix_fits_small=5, small_ns=(40,), profile_ps=(1.0,), micro_one_reps=0, workers_workloads=("n40",),
                topk_sizes=((40, 128), (300, 4)), solver_design=((40, 2),),
                agreement=((300, 0.25, (1.0, math.inf)), (40, 1.0, (0.2, math.inf))),
-               figures=("cai-fig3",), figure_reps=2, cache_what_if=True)
+               figures=("cai-fig3",), figure_reps=2, cache_what_if=True, compile_sizes=(40,))
 
 
 # ----------------------------------------------------------------------------- engine
@@ -448,28 +458,18 @@ def section_w(bench: harness.Bench) -> dict:
 
 
 def section_t(bench: harness.Bench) -> dict:
-    """µs per ``tie_broken_ranks`` call, sort vs pairwise, vmapped over (micro-batch × 10 ε)."""
+    """µs per ``tie_broken_ranks`` call, vmapped over (micro-batch × 10 ε)."""
     rows = []
+    fn = jax.jit(jax.vmap(topk.tie_broken_ranks))
     for n, micro in bench.cfg.topk_sizes:
         scores = jnp.round(3 * jax.random.normal(jax.random.key(n), (micro * len(EPS), n)))
         jitter = jax.random.uniform(jax.random.key(n + 1), scores.shape)
-        times = {}
-        for path, limit in (("sort", 0), ("pairwise", 10**9)):
-            original = topk.PAIRWISE_RANK_MAX_N
-            topk.PAIRWISE_RANK_MAX_N = limit
-            try:
-                fn = jax.jit(jax.vmap(topk.tie_broken_ranks))
-                jax.block_until_ready(fn(scores, jitter))
-            finally:
-                topk.PAIRWISE_RANK_MAX_N = original
-            times[path] = harness.best_of(lambda: fn(scores, jitter), repeats=30) / scores.shape[0] * 1e6
-        rows.append({"n": n, "calls": int(scores.shape[0]), "sort_us": times["sort"],
-                     "pairwise_us": times["pairwise"],
-                     "engine_uses": "pairwise" if n <= topk.PAIRWISE_RANK_MAX_N else "sort"})
+        jax.block_until_ready(fn(scores, jitter))
+        seconds = harness.best_of(lambda: fn(scores, jitter), repeats=30)
+        rows.append({"n": n, "calls": int(scores.shape[0]), "sort_us": seconds / scores.shape[0] * 1e6})
     harness.print_table(harness.format_table(
-        "top-k ranks, µs per call (vmapped)", ("n", "calls", "sort µs", "pairwise µs", "engine uses"),
-        [[r["n"], r["calls"], r["sort_us"], r["pairwise_us"], r["engine_uses"]] for r in rows],
-        ("{}", "{}", "{:.2f}", "{:.2f}", None)))
+        "top-k ranks (sort), µs per call (vmapped)", ("n", "calls", "µs"),
+        [[r["n"], r["calls"], r["sort_us"]] for r in rows], ("{}", "{}", "{:.2f}")))
     return {"rows": rows}
 
 
@@ -621,6 +621,53 @@ def section_c(bench: harness.Bench) -> dict:
     return out
 
 
+# ----------------------------------------------------------------------------- K: compile breakdown
+
+def _compile_seconds(experiment) -> tuple[float, float, int]:
+    """(lowering s, XLA compile s, StableHLO kB) of the chunk program of the experiment's
+    first step, compiled afresh (the persistent cache is not consulted: it is off here)."""
+    with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp:
+        plan = runner.plan_run(experiment, out=f"{tmp}/plan")
+    step, grid = plan.steps[0], plan.grid
+    groups = runner._groups(grid)
+    a_words = program.id_words([stable_id(a) for a in grid.analysis_points])
+    truth = program.compiled_truth_fn(experiment, step.shape)
+    data_words, reps_arg, data_vals, a_vals = runner._chunk_args(step.chunks[0], grid, step)
+    args = program.spec((np.uint32(0), truth.out_info, data_words, reps_arg, data_vals, a_words, a_vals))
+    fn = jax.jit(program.make_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro))
+    t0 = time.perf_counter()
+    lowered = fn.lower(*args)
+    t1 = time.perf_counter()
+    lowered.compile()
+    return t1 - t0, time.perf_counter() - t1, len(lowered.as_text()) // 1000
+
+
+def compile_breakdown(n: int) -> list[dict]:
+    """Compile time of the Fig. 3 chunk program at ``n`` items, piece by piece: data generation
+    alone (a method that only sums W), counting (Alg. 2 + top-k), the MLE (Alg. 1 + top-k),
+    and both (the real program)."""
+    base = dataclasses.replace(edge.FIG3, axes={**edge.FIG3.axes, "n_items": [n]})
+    probe = Method(lambda key, ctx: {"s": jnp.sum(ctx.sample)}, ("s",))
+    variants = [("data generation only", {"probe": probe}), ("counts (Alg. 2 + top-k)", {"counts": edge.COUNTS}),
+                ("MLE (Alg. 1 + top-k)", {"mle": edge.MLE}), ("both (the real program)", edge.METHODS)]
+    rows = []
+    for label, methods in variants:
+        program.clear_cache()
+        lower_s, compile_s, kb = _compile_seconds(dataclasses.replace(base, methods=methods))
+        rows.append({"n": n, "program": label, "lower_s": lower_s, "compile_s": compile_s, "stablehlo_kb": kb})
+    return rows
+
+
+def section_k(bench: harness.Bench) -> dict:
+    rows = [r for n in bench.cfg.compile_sizes for r in compile_breakdown(n)]
+    harness.print_table(harness.format_table(
+        "where the compile time goes: the Fig. 3 chunk program, piece by piece (persistent cache off)",
+        ("n", "program", "lower s", "XLA compile s", "StableHLO kB"),
+        [[r["n"], r["program"], r["lower_s"], r["compile_s"], r["stablehlo_kb"]] for r in rows],
+        ("{}", None, "{:.2f}", "{:.2f}", "{}")))
+    return {"programs": rows}
+
+
 # ----------------------------------------------------------------------------- main
 
 SECTIONS = (
@@ -628,10 +675,11 @@ SECTIONS = (
     harness.Section("P", "where the engine's time goes (n = 300)", section_p),
     harness.Section("B", "small n (p = 1): engine vs SciPy loop vs choix", section_b),
     harness.Section("W", "concurrent chunks (workers)", section_w),
-    harness.Section("T", "top-k ranks: sort vs pairwise", section_t),
+    harness.Section("T", "top-k ranks (sort)", section_t),
     harness.Section("S", "solver design: Newton-CG vs dense Cholesky Newton", section_s),
     harness.Section("G", "agreement with SciPy and choix", section_g),
     harness.Section("C", "figures 1–3 in fresh processes", section_c),
+    harness.Section("K", "where the compile time goes", section_k),
 )
 
 

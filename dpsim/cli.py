@@ -83,14 +83,15 @@ def cmd_run(args) -> int:
     overrides = _parse_sets(args.set)
     if args.dry_run:
         plan = plan_run(experiment, reps=args.reps, seed=args.seed, out=args.out, overrides=overrides,
-                        chunk=args.chunk, workers=args.workers)
+                        chunk=args.chunk, workers=args.workers, micro_batch=args.micro_batch)
         print(f"{experiment.name} (dry run, nothing written):")
         for line in plan.describe():
             print(line)
         return 0
     summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
                              overrides=overrides, chunk=args.chunk, workers=args.workers,
-                             progress=not args.no_progress, watchdog=args.watchdog, source=source)
+                             progress=not args.no_progress, watchdog=args.watchdog, source=source,
+                             micro_batch=args.micro_batch)
     print(f"{experiment.name}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
           f"in {summary.seconds:.1f} s -> {summary.out}")
     for path in _plot_dir(summary.out, experiment):
@@ -202,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default=None, help="output directory (default runs/EXPERIMENT)")
     run.add_argument("--set", action="append", metavar="AXIS=V1,V2,...", help="override a grid axis")
     run.add_argument("--chunk", type=int, default=None, help="replicate lanes per chunk")
+    run.add_argument("--micro-batch", type=int, default=None, metavar="LANES",
+                     help="at most this many replicate lanes vmapped together (default: chosen for the "
+                          "device: cache-sized on CPU, up to 512 on a GPU; $DPSIM_MICRO_BATCH)")
     run.add_argument("--workers", type=int, default=None,
                      help="chunks computed at the same time (default: CPU cores, at most 4; 1 on GPU)")
     run.add_argument("--no-progress", action="store_true")

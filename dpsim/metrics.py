@@ -157,7 +157,37 @@ def topk_metrics(mask_hat, mask_true) -> dict:
             "exact_recovery": exact_recovery(mask_hat, mask_true)}
 
 
+def squared_l2_error(theta_hat, theta):
+    """‖θ̂ − θ*‖₂², whose mean over replicates is the MSE (chowdhury spec §6.2, §8 item 18;
+    the (A1)–(A3) predictions of §5.5 are for it). Args: theta_hat, theta: (dim,).
+    Returns: scalar."""
+    diff = theta_hat - theta
+    return jnp.dot(diff, diff)
+
+
+def seminorm_error(theta_hat, theta, x, lam=0.0):
+    """‖θ̂ − θ*‖_{Σ_D+λI} = √(vᵀ(Σ_D + λI)v), v = θ̂ − θ*, Σ_D = (1/n)Σ x_i x_iᵀ (chowdhury
+    Thms 3.1, 4.2, D.5; spec §2.3, §8 item 16), computed as √(‖Xv‖²/n + λ‖v‖²) without forming
+    Σ_D.
+
+    Args: theta_hat, theta: (dim,); x: (n_samples, dim) the fit's features; lam: λ ≥ 0
+    (λ = 0 gives ‖·‖_{Σ_D}). Returns: scalar."""
+    v = theta_hat - theta
+    xv = x @ v
+    return jnp.sqrt(jnp.dot(xv, xv) / x.shape[0] + lam * jnp.dot(v, v))
+
+
+def feature_estimation_metrics(theta_hat, theta, x, lam=0.0) -> dict:
+    """``l2``, ``mse`` (squared ℓ2 of this replicate) and ``seminorm`` (‖·‖_{Σ_D+λI}) of a
+    linear-model estimate (chowdhury spec §6.2 metric row).
+
+    Args: theta_hat, theta: (dim,); x: (n_samples, dim); lam: λ ≥ 0. Returns: dict of scalars."""
+    return {"l2": l2_error(theta_hat, theta), "mse": squared_l2_error(theta_hat, theta),
+            "seminorm": seminorm_error(theta_hat, theta, x, lam)}
+
+
 __all__ = ["l2_error", "linf_error", "l2_rms_error", "log_relative_l2_error", "log_relative_linf_error",
            "relative_hamming_error", "exact_recovery", "ranks", "mean_absolute_rank_difference",
            "KENDALL_TIE_TOL", "kendall_distance", "excess_risk", "RASCH_L2_MODES", "rasch_l2_error",
-           "estimation_metrics", "topk_metrics"]
+           "estimation_metrics", "topk_metrics",
+           "squared_l2_error", "seminorm_error", "feature_estimation_metrics"]

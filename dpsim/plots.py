@@ -22,6 +22,7 @@ import math
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import matplotlib
 
@@ -69,7 +70,7 @@ class Drawn:
 
 
 def mapped_axes(spec: FigureSpec) -> set[str]:
-    axes = {spec.x, spec.curve}
+    axes = {spec.x, spec.curve, *spec.pool}
     for panel in spec.panels:
         axes |= set(panel.where)
         if panel.x:
@@ -78,25 +79,35 @@ def mapped_axes(spec: FigureSpec) -> set[str]:
 
 
 def split_axes(table: pd.DataFrame, spec: FigureSpec) -> list[str]:
-    """The grid axes the figure does not map that hold several values (one figure each)."""
+    """The grid axes the figure does not map that take several values within one combination
+    of the mapped axes' values (one figure each). An axis that is a function of mapped ones,
+    such as cai's k = round(n/4) beside n on the x axis, splits nothing."""
     mapped = mapped_axes(spec)
-    return [a for a in grid_columns(table) if a not in mapped and table[a].nunique(dropna=True) > 1]
+    keys = [c for c in grid_columns(table) if c in mapped]
+    split = []
+    for axis in grid_columns(table):
+        if axis in mapped or table[axis].nunique(dropna=True) < 2:
+            continue
+        within = table.groupby(keys, dropna=False)[axis].nunique().max() if keys else table[axis].nunique()
+        if within > 1:
+            split.append(axis)
+    return split
 
 
-def draw_figures(table: pd.DataFrame, spec: FigureSpec) -> list[Drawn]:
+def draw_figures(table: pd.DataFrame, spec: FigureSpec) -> Iterator[Drawn]:
     """Every figure of ``spec`` on ``table``: one, or one per combination of the values of the
-    axes it does not map (:func:`split_axes`)."""
+    axes it does not map (:func:`split_axes`). A generator: each figure is drawn when it is
+    asked for, so a caller that saves (and so closes) each in turn holds one open at a time."""
     axes = split_axes(table, spec)
     if not axes:
-        return [_draw(table, spec, {})]
-    drawn = []
+        yield _draw(table, spec, {})
+        return
     values = [sorted(table[a].dropna().unique(), key=sort_key) for a in axes]
     for combo in itertools.product(*values):
         split = dict(zip(axes, combo))
         rows = select(table, {a: [v] for a, v in split.items()})
         if not rows.empty:
-            drawn.append(_draw(rows, spec, split))
-    return drawn
+            yield _draw(rows, spec, split)
 
 
 def _x_positions(xs: np.ndarray, logx: bool) -> tuple[np.ndarray, float | None]:
@@ -141,13 +152,16 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
     for ax, panel, letter in zip(axes.flat, spec.panels, string.ascii_lowercase):
         x = panel.x or spec.x
         logx = spec.logx if panel.logx is None else panel.logx
-        rows = select(table, panel.where, method=panel.method)
+        rows = select(table, panel.where)
+        if panel.method is not None:
+            rows = rows[rows["method"] == panel.method]
         rows = rows[rows[panel.metric].notna()] if panel.metric in rows else rows.iloc[0:0]
         label = f"({letter}) {panel.title or panel.ylabel}"
         if rows.empty:
             raise UsageError(f"panel {label!r} of the figure has no data "
                              f"(method={panel.method}, where={dict(panel.where)}, metric={panel.metric!r})")
-        stats = summarise(rows, panel.metric, ["method" if spec.curve == "method" else spec.curve, x])
+        stats = summarise(rows, panel.metric, ["method" if spec.curve == "method" else spec.curve, x],
+                          pool=spec.pool)
         reps_seen.extend(rows.groupby("point")["rep"].nunique().tolist() if "point" in rows else [])
         xs_all = stats[x].to_numpy(float) if stats[x].dtype.kind in "fi" else None
         positions, inf_at = _x_positions(xs_all, logx) if xs_all is not None else (None, None)
@@ -175,11 +189,16 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
         if logx:
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        if inf_at is not None:
-            ticks = [t for t in ax.get_xticks() if t < inf_at * (0.8 if logx else 1)]
-            ax.set_xticks([*ticks, inf_at])
-            ax.set_xticklabels([format_value(t) for t in ticks] + ["∞"])
-            ax.set_xlim(auto=True)
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        if xs_all is not None:
+            present = sorted(set(zip(stats["_pos"].astype(float), stats[x].astype(float))))
+            if len(present) <= 12:       # tick exactly the grid values present (∞ included)
+                ax.set_xticks([pos for pos, _ in present])
+                ax.set_xticklabels([format_value(value) for _, value in present])
+            elif inf_at is not None:
+                ticks = [t for t in ax.get_xticks() if t < inf_at * (0.8 if logx else 1)]
+                ax.set_xticks([*ticks, inf_at])
+                ax.set_xticklabels([format_value(t) for t in ticks] + ["∞"])
         ax.set_xlabel(panel.xlabel or spec.xlabel)
         ax.set_ylabel(panel.ylabel)
         ax.set_title(label, loc="left", fontsize=10)
@@ -190,21 +209,22 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
     for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=max(len(handles), 1),
-               frameon=False, bbox_to_anchor=(0.5, 0.03))
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(max(len(handles), 1), 6),
+               frameon=False, bbox_to_anchor=(0.5, 0.22 / fig.get_figheight()))
     title = spec.title + ("  [" + ", ".join(f"{symbol(spec, a)} = {format_value(v)}" for a, v in split.items())
                           + "]" if split else "")
-    fig.suptitle(title, fontsize=12)
+    height = fig.get_figheight()
+    fig.suptitle(title, fontsize=12, y=1 - 0.12 / height, va="top")
     constant = _constant_axes(table, spec, split)
     if constant:
-        fig.text(0.5, 0.935, constant, ha="center", fontsize=9, color="0.3")
+        fig.text(0.5, 1 - 0.42 / height, constant, ha="center", va="top", fontsize=9, color="0.3")
     r_lo, r_hi = (min(reps_seen), max(reps_seen)) if reps_seen else (0, 0)
     reps_text = f"R = {r_lo}" if r_lo == r_hi else f"R = {r_lo}–{r_hi}"
     footer = f"points: mean over {reps_text} replicates; bands: 95% CI"
     if any_unconverged:
         footer += ";  × : some fits did not converge"
     fig.text(0.5, 0.005, footer, ha="center", va="bottom", fontsize=8, color="0.3")
-    fig.tight_layout(rect=(0, 0.09, 1, 0.92 if constant else 0.95))
+    fig.tight_layout(rect=(0, 0.75 / height, 1, 1 - (0.7 if constant else 0.45) / height))
     return Drawn(fig, pd.DataFrame(points), split)
 
 
@@ -220,7 +240,8 @@ def save_figure(drawn: Drawn, stem: Path) -> list[Path]:
     """Write ``stem``.png, .pdf and .csv (the plotted points); returns the paths."""
     stem = figure_stem(stem, drawn.split)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf"), stem.with_suffix(".csv")]
+    # appended, not Path.with_suffix: a split value such as gap=0.02 has a dot of its own
+    paths = [stem.with_name(f"{stem.name}.{ext}") for ext in ("png", "pdf", "csv")]
     drawn.figure.savefig(paths[0], dpi=130)
     drawn.figure.savefig(paths[1])
     drawn.points.to_csv(paths[2], index=False)

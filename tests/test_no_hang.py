@@ -10,6 +10,7 @@ tests are as strict on a larger machine.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -32,17 +33,43 @@ def env(tmp_path_factory):
     return {**os.environ, "PJRT_NPROC": "2", "DPSIM_JAX_CACHE": str(cache), "PYTHONUNBUFFERED": "1"}
 
 
-@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
-def test_every_experiment_finishes_with_default_workers(name, env, tmp_path):
-    """`dpsim run NAME --reps 2` with the default workers, under a time limit (a hang such as
-    issue 7's fails here by timeout or by the watchdog's exit status 3)."""
-    out = tmp_path / name
-    result = subprocess.run(
-        [sys.executable, "-m", "dpsim.cli", "run", name, "--reps", "2", "--out", str(out),
-         "--no-progress", "--watchdog", "240"],
-        capture_output=True, text=True, timeout=420, env=env, cwd=ROOT)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert list((out / "parts").glob("part-*.parquet"))
+SMOKE = textwrap.dedent("""
+    import json, os, sys, tempfile, time
+    import dpsim
+    from dpsim.errors import RunStalled
+    from dpsim.experiment.registry import installed
+    from dpsim.experiment.runner import run_experiment
+    found = installed()
+    names = [n for n, source in found.source.items() if source == sys.argv[1]]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            t0 = time.time()
+            try:
+                summary = run_experiment(found.experiments[name], reps=2, out=os.path.join(tmp, name),
+                                         progress=False, watchdog=240)
+                status = {"ok": summary.rows_written > 0}
+            except RunStalled as exc:
+                status = {"ok": False, "error": "stalled: " + str(exc)}
+            except Exception as exc:
+                status = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            print(json.dumps({"name": name, "seconds": round(time.time() - t0, 1), **status}), flush=True)
+    os._exit(0)   # never wait at exit for a stuck native thread
+""")
+PAPERS = sorted(set(installed().source.values()))
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_every_experiment_finishes_with_default_workers(paper, env):
+    """Every experiment of every installed paper (`dpsim list`), at 2 replicates with the
+    default workers, in one fresh process per paper under a time limit and the watchdog: a
+    hang such as issue 7's fails here by timeout or by a stalled run."""
+    result = subprocess.run([sys.executable, "-c", SMOKE, paper], capture_output=True, text=True,
+                            timeout=1200, env=env, cwd=ROOT)
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    expected = sorted(n for n, source in installed().source.items() if source == paper)
+    assert sorted(line["name"] for line in lines) == expected, result.stderr[-3000:]
+    failed = [line for line in lines if not line["ok"]]
+    assert not failed, failed
 
 
 STRESS = textwrap.dedent("""

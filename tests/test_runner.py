@@ -435,3 +435,55 @@ def test_truth_per_replicate_is_shared_across_data_points(tmp_path):
 def test_an_experiment_may_not_redefine_a_shared_axis():
     with pytest.raises(ValueError, match=r"redefines shared axes \['eps'\]"):
         dataclasses.replace(small_experiment(), axis_types={"eps": axes.positive("mine")})
+
+
+def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
+    """Adding a mechanism and replicates extends the study: the manifest keeps every request
+    (append-only) and describes the table as it is (issue 9 item 1)."""
+    out = tmp_path / "study"
+    run_experiment(small_experiment(n_items=[8], mechanism=["laplace"]), out=out, progress=False, reps=2)
+    run_experiment(small_experiment(n_items=[8], mechanism=["gaussian"]), out=out, progress=False, reps=4)
+    manifest = store.read_manifest(out)
+    assert [h["reps"] for h in manifest["history"]] == [2, 4]
+    assert manifest["history"][1]["overrides"] == {} and manifest["history"][0]["lanes_run"] == 4
+    study = manifest["study"]
+    assert study["axes"]["mechanism"] == ["gaussian", "laplace"]
+    assert study["reps"] == {"min": 2, "max": 4}
+    per_point = {(p["mechanism"], p["eps"]): p["reps"] for p in study["points"] if p["p"] == 1.0}
+    assert per_point[("laplace", 1.0)] == 2 and per_point[("gaussian", 1.0)] == 4
+    assert study["rows"] == len(store.load_results(out))
+
+
+# ----------------------------------------------------------------------------- batching by device
+
+@pytest.mark.parametrize("n_lanes, lane_bytes, memory, want", [
+    (48_000, 8 * 300**2, 80e9, (2000, 500)),   # H100-size memory: 512-lane cap, balanced to 500
+    (120, 8 * 40**2, 80e9, (120, 120)),        # few lanes: one micro-batch
+    (48_000, 8 * 1000**2, 1e9, (64, 16)),      # small memory: a quarter of it bounds the micro-batch
+])
+def test_accelerator_batching_fills_the_device(n_lanes, lane_bytes, memory, want):
+    policy = runner.batching("gpu", memory=memory)
+    assert policy.workers == 1 and policy.max_micro == 512
+    assert runner.chunk_layout(n_lanes, lane_bytes, 7, None, policy.workers, policy) == want
+    size, micro = want
+    assert micro * lane_bytes <= 0.25 * memory
+
+
+def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypatch):
+    cpu = runner.batching("cpu")
+    assert cpu.max_micro == 128 and cpu.micro_bytes == runner.MICRO_BATCH_BYTES and cpu.chunk_work == runner.CHUNK_WORK
+    assert runner.chunk_layout(480, 8 * 300**2, 7, None, 2, cpu) == (240, 4)
+    assert runner.chunk_layout(480, 8 * 300**2, 7, None, 2, runner.batching("cpu", micro_batch=30)) == (240, 30)
+    monkeypatch.setenv("DPSIM_MICRO_BATCH", "7")
+    assert runner.batching("cpu").max_micro == 7
+    monkeypatch.setenv("DPSIM_MICRO_BATCH", "seven")
+    with pytest.raises(UsageError, match="DPSIM_MICRO_BATCH='seven'"):
+        runner.batching("cpu")
+    with pytest.raises(UsageError, match="micro_batch=0"):
+        runner.batching("cpu", micro_batch=0)
+
+
+def test_results_do_not_depend_on_an_explicit_micro_batch(reference, tmp_path):
+    out = tmp_path / "micro3"
+    run_experiment(small_experiment(), out=out, progress=False, micro_batch=3)
+    assert_same_results(table(out), reference[1])

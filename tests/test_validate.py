@@ -32,3 +32,26 @@ def test_good_and_traced_values_pass():
     require_int(3, "k", 1, 5)
     require_counts_matrix(np.zeros((3, 3)))
     assert float(jax.jit(lambda e: (require_eps(e), e)[1])(-1.0)) == -1.0   # traced: unchecked
+
+
+def test_public_cai_functions_validate_concrete_inputs():
+    """perturbed_mle_edge(key, W, -1.0, 0.5) used to return converged=True and a finite θ."""
+    import jax.numpy as jnp
+
+    from dpsim.estimators import noisy_counts_edge, noisy_counts_individual, perturbed_mle_edge, top_k_mask
+    from dpsim.models import sample_er_comparisons, theta_cai_design, theta_two_block
+    key = jax.random.key(0)
+    W = jnp.ones((4, 4)) - jnp.eye(4)
+    cases = [(lambda: perturbed_mle_edge(key, W, -1.0, 0.5), "eps=-1.0"),
+             (lambda: perturbed_mle_edge(key, W, 1.0, 1.5), "p=1.5"),
+             (lambda: perturbed_mle_edge(key, jnp.ones((4, 3)), 1.0, 0.5), r"shape \(4, 3\)"),
+             (lambda: perturbed_mle_edge(key, -W, 1.0, 0.5), "W entry=-1.0"),
+             (lambda: noisy_counts_edge(key, W, 0.0), "eps=0.0"),
+             (lambda: noisy_counts_individual(key, W, 1.0, 0), "per_user=0"),
+             (lambda: top_k_mask(key, jnp.ones(4), 5), r"k=5 must be an integer in \[0, 4\]"),
+             (lambda: sample_er_comparisons(key, jnp.zeros(4), 0.0), "p=0.0"),
+             (lambda: theta_cai_design(key, 4, k=4), r"k=4 must be an integer in \[1, 3\]"),
+             (lambda: theta_two_block(10, 2, 0.6), "gap=0.6")]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()

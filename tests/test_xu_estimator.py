@@ -229,3 +229,29 @@ def test_bad_input_names_the_value():
         ridge_lambda(1.0, 0)
     with pytest.raises(ValueError, match="k=5"):
         estimated_top_k_mask(jax.random.key(0), jnp.zeros(4), 5)
+
+
+def test_expected_top_k_hamming_is_the_mean_over_random_tie_breaks():
+    """E H_K in closed form (spec A15) = the average of H_K over many random tie-breaks of
+    estimated_top_k_mask; without ties it is the plain H_K; it never exceeds min(K, m−K)/K."""
+    from dpsim.estimators.debiased_m import expected_top_k_hamming
+    from dpsim.metrics import relative_hamming_error
+    theta = jnp.asarray([2.0, 1.0, 1.0, 1.0, 0.0, -0.5, -1.0, -1.0])   # truth: top 4 = items 0..3
+    theta_hat = jnp.asarray([1.5, 0.7, 0.2, 0.2, 0.2, 0.2, -1.0, 0.9])  # a 4-way tie across the K boundary
+    k = 4
+    truth = true_top_k_mask(jnp.asarray([4.0, 3.0, 2.5, 2.0, 0.0, -0.5, -1.0, -2.0]), k)
+    draws = jax.vmap(lambda key: relative_hamming_error(estimated_top_k_mask(key, theta_hat, k), truth))(
+        jax.random.split(jax.random.key(0), 20_000))
+    # items 0, 7, 1 are in; one slot of four tied items (2, 3, 4, 5), two of which (2, 3) are true top 4:
+    # E hits = 1 (item 0) + 1 (item 1) + 2·(1/4) = 2.5, E H_K = (4 − 2.5)/4
+    exact = float(expected_top_k_hamming(theta_hat, truth, k))
+    assert exact == pytest.approx(1.5 / 4, abs=1e-15)
+    assert float(draws.mean()) == pytest.approx(exact, abs=4 * float(draws.std()) / math.sqrt(draws.size))
+    distinct = jnp.asarray([0.3, 2.0, -1.0, 0.5, 1.0, -0.2])
+    true6 = true_top_k_mask(jnp.asarray([1.0, 0.9, 0.8, -0.1, -0.5, -2.0]), 3)
+    plain = relative_hamming_error(estimated_top_k_mask(jax.random.key(1), distinct, 3), true6)
+    assert float(expected_top_k_hamming(distinct, true6, 3)) == pytest.approx(float(plain), abs=1e-15)
+    assert float(expected_top_k_hamming(-jnp.arange(6.0), true6, 3)) == 0.0
+    assert float(expected_top_k_hamming(jnp.arange(6.0), true6, 3)) == 1.0
+    with pytest.raises(ValueError, match="k=6"):
+        expected_top_k_hamming(distinct, true6, 6)

@@ -104,3 +104,13 @@ def test_subsampling_is_without_replacement(stand_in):
         assert abs(draws[:, e].var() / law.var() - 1) <= 5 * math.sqrt(2 / reps)
     with pytest.raises(UsageError, match="group_sizes"):
         subsample_pair_wins(jax.random.key(0), y, 611)
+
+
+def test_subsampling_with_a_traced_number_of_users(stand_in):
+    """L may be traced (one compiled program for every L): same draws as a Python int L."""
+    y = jnp.asarray(stand_in.y)
+    traced = jax.jit(lambda key, L: subsample_pair_wins(key, y, jnp.reshape(L, (1,))))
+    for L in (100, 250, 610):
+        np.testing.assert_array_equal(traced(jax.random.key(3), float(L)), subsample_pair_wins(jax.random.key(3), y, L))
+    with pytest.raises(Exception, match="group_sizes"):
+        subsample_pair_wins(jax.random.key(0), y, jnp.asarray([2.5]))

@@ -253,3 +253,29 @@ def test_bad_input_names_the_value():
         xu.oracle_moments(jnp.zeros(1), sizes, e, "none")
     with pytest.raises(ValueError, match="l0=0"):
         xu.adaptive_eps(10, 100, "eps_inv_sqrt", l0=0)
+
+
+def test_rms_ratio_bounds_homogeneous_eps_and_proxy_slopes():
+    """Lemma 2 bounds (spec P3): the sandwich ratio at any θ* lies between them; the ε with a
+    given G inverts coth²(ε/2); the proxy slopes reproduce the P5 changes over L = 100 → 1600."""
+    G = lambda e: float(xu.privacy_G(e))  # noqa: E731
+    low, high = xu.rms_ratio_bounds(G(1.0), G(3.0))
+    assert low == pytest.approx(1.0 / math.tanh(0.5) / (1.0 / math.tanh(1.5)))
+    assert high == pytest.approx(math.sqrt((G(1.0) - 1) / (G(3.0) - 1)))
+    assert xu.rms_ratio_bounds(G(1.0), 1.0)[1] == math.inf
+    for seed in range(3):
+        theta = theta_uniform_centred(jax.random.key(seed), 10)
+        mse = [float(jnp.trace(xu.oracle_moments(theta, jnp.asarray([100.0]), jnp.asarray([e]), "debiased_rr").cov))
+               for e in (1.0, 3.0)]
+        assert low <= math.sqrt(mse[0] / mse[1]) <= high
+    for eps in (0.1, 1.0, 4.0):
+        assert xu.homogeneous_eps_for_G(G(eps)) == pytest.approx(eps, rel=1e-12)
+    assert xu.homogeneous_eps_for_G(1.0) == math.inf
+    Ls = [100, 200, 400, 800, 1600]
+    slopes = {s: xu.scheme_proxy_slope(10, Ls, s) for s in xu.SCHEMES}
+    assert slopes["eps_log_over_sqrt"] < slopes["eps_inv_sqrt"] < 0 < slopes["eps_inv_sqrt_log"]
+    assert math.exp(slopes["eps_inv_sqrt"] * math.log(16)) == pytest.approx(0.0636 / 0.0684, rel=0.01)
+    with pytest.raises(ValueError, match="G_num"):
+        xu.rms_ratio_bounds(1.0, 2.0)
+    with pytest.raises(ValueError, match="G=0.5"):
+        xu.homogeneous_eps_for_G(0.5)

@@ -30,6 +30,7 @@ import numpy as np
 from dpsim.datasets.movielens import Ratings
 from dpsim.estimators.debiased_m import debiased_m_estimator
 from dpsim.errors import UsageError
+from dpsim.validate import concrete
 
 N_ITEMS_XU = 40       # the 40 most-rated movies (xu §5.4)
 COIN_SEED = 0         # default seed of the fixed tie-breaking coins
@@ -126,19 +127,26 @@ def subsample_pair_wins(key, y, group_sizes) -> jax.Array:
     Args:
         key: PRNG key (per replicate).
         y: (n_total, M) answers (``PairwiseRankings.y``; pass it as a JAX array).
-        group_sizes: static Python ints L_g (a tuple, or one int L), Σ L_g ≤ n_total.
+        group_sizes: user counts L_g, Σ L_g ≤ n_total: Python ints (a tuple, or one int L),
+            or a JAX array, which may be traced (e.g. L as a traced grid value): the number
+            of groups is its length, fixed, and the sizes only enter comparisons, so one
+            compiled program serves every L. Concrete sizes are validated.
     Returns:
         (n_groups, M) float64 win counts, the input of :mod:`dpsim.mechanisms.pairwise_ldp`.
     """
-    sizes = (int(group_sizes),) if np.ndim(group_sizes) == 0 else tuple(int(s) for s in group_sizes)
     n_total = y.shape[0]
-    if min(sizes) < 0 or sum(sizes) < 1 or sum(sizes) > n_total:
-        raise UsageError(f"group_sizes={list(sizes)} must be ≥ 0 and sum to between 1 and the "
-                         f"{n_total} users available")
+    fixed = concrete(group_sizes)
+    if fixed is not None:
+        sizes = np.atleast_1d(fixed).astype(np.float64)
+        if sizes.ndim != 1 or np.any(sizes < 0) or np.any(sizes != np.round(sizes)) or \
+                not 1 <= sizes.sum() <= n_total:
+            raise UsageError(f"group_sizes={sizes.astype(np.int64).tolist()} must be integers ≥ 0 summing to "
+                             f"between 1 and the {n_total} users available")
+    sizes = jnp.atleast_1d(jnp.asarray(group_sizes, jnp.float64))
     # position of every user in a uniformly random order; the first L_1 positions form group 1, …
     position = jnp.empty((n_total,), jnp.int32).at[jax.random.permutation(key, n_total)].set(
-        jnp.arange(n_total, dtype=jnp.int32))
-    bounds = jnp.asarray(np.cumsum((0,) + sizes))
+        jnp.arange(n_total, dtype=jnp.int32)).astype(jnp.float64)
+    bounds = jnp.concatenate([jnp.zeros((1,)), jnp.cumsum(sizes)])
     membership = (position[None, :] >= bounds[:-1, None]) & (position[None, :] < bounds[1:, None])
     return membership.astype(jnp.float64) @ jnp.asarray(y, jnp.float64)
 

@@ -26,6 +26,31 @@ from dpsim.estimators.individual import (
     perturbed_mle_individual,
     unpenalised_mle,
 )
+from dpsim.estimators.linear_btl import (
+    Perturbation,
+    draw_perturbation,
+    logistic_loss,
+    mle,
+    objective_perturbation,
+    objective_perturbation_minimiser,
+    rr_debiased,
+    rr_debiased_loss,
+    rr_debiased_loss_label_form,
+    rr_naive_loss,
+    rr_naive_mle,
+    theory_ridge,
+)
+from dpsim.estimators.linear_btl_sgd import (
+    SCHEDULES,
+    feature_coverage,
+    krr_sgd_gradient,
+    rr_sgd_gradient,
+    sgd_krr,
+    sgd_mle,
+    sgd_objective_perturbation,
+    sgd_rr,
+    step_size_schedule,
+)
 from dpsim.estimators.one_shot import OneShotScores, one_shot_scores
 from dpsim.estimators.spectral import (
     SPECTRAL_SOLVERS,
@@ -52,4 +77,9 @@ __all__ = [
     "SPECTRAL_SOLVERS", "count_chain_stationary", "differential_counts", "power_iteration",
     "regularise_counts", "spectral_estimate", "support_connected", "private_spectral_estimate",
     "rr_spectral_estimate",
+    "Perturbation", "draw_perturbation", "logistic_loss", "mle", "objective_perturbation",
+    "objective_perturbation_minimiser", "rr_debiased", "rr_debiased_loss",
+    "rr_debiased_loss_label_form", "rr_naive_loss", "rr_naive_mle", "theory_ridge",
+    "SCHEDULES", "feature_coverage", "krr_sgd_gradient", "rr_sgd_gradient", "sgd_krr", "sgd_mle",
+    "sgd_objective_perturbation", "sgd_rr", "step_size_schedule",
 ]

@@ -212,6 +212,38 @@ def estimated_top_k_mask(key, theta_hat, k, tie_tol: float = RANK_TIE_TOL) -> ja
     return top_k_mask(key, scaled, k, tie_tol=tie_tol)
 
 
+def expected_top_k_hamming(theta_hat, mask_true, k, tie_tol: float = RANK_TIE_TOL) -> jax.Array:
+    """E H_K(θ̂, θ*) under a uniform random tie-break at the K-boundary (xu §4.2 H_K; spec §4.7,
+    A15 "report the expectation"): the top-K normalised Hamming error of
+    :func:`estimated_top_k_mask`, averaged over its tie-breaks, in closed form.
+
+    Item i with a_i items strictly above it and t_i items tied with it (itself included; ties
+    within tie_tol·max(1, ‖θ̂‖∞), as :func:`tied_ranks`) occupies one of the ranks
+    a_i + 1 … a_i + t_i uniformly, so it enters the top K with probability
+    clip(K − a_i, 0, t_i)/t_i; H_K = (K − Σ_{i ∈ S} P(i ∈ Ŝ))/K for the true top-K set S.
+    Deterministic in θ̂ (like the Kendall distance with ``ties="half"``), so two estimates
+    with the same order and ties (classic and debiased RR, spec §4.6) score exactly alike.
+
+    Args:
+        theta_hat: (m,) estimate.
+        mask_true: (m,) bool, the true top-K set (K items), e.g. ``true_top_k_mask(θ*, K)``.
+        k: K in [1, m − 1] (static Python int or traced).
+        tie_tol: relative tie tolerance (Python float).
+    Returns:
+        scalar float64 in [0, min(K, m − K)/K].
+    """
+    require_int(k, "k", 1, theta_hat.shape[0] - 1)
+    tol = _tie_scale(theta_hat, tie_tol)
+    diff = theta_hat[None, :] - theta_hat[:, None]          # diff[i, j] = θ̂_j − θ̂_i
+    above = jnp.sum(diff > tol, axis=1)
+    tied = jnp.sum(jnp.abs(diff) <= tol, axis=1)             # ≥ 1 (the item itself)
+    k = jnp.asarray(k, jnp.float64)
+    p_in = jnp.clip(k - above, 0.0, tied) / tied
+    hits = jnp.sum(jnp.where(mask_true, p_in, 0.0))
+    return (k - hits) / k
+
+
 __all__ = ["LAMBDA_RULES", "RANK_TIE_TOL", "SOLVER_TOL", "SOLVER_MAX_ITER", "ridge_lambda",
            "win_value_matrix", "borda_scores", "debiased_m_objective_value", "debiased_m_gradient",
-           "debiased_m_estimator", "classic_rr_mle", "tied_ranks", "estimated_top_k_mask"]
+           "debiased_m_estimator", "classic_rr_mle", "tied_ranks", "estimated_top_k_mask",
+           "expected_top_k_hamming"]

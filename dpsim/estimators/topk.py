@@ -4,35 +4,32 @@ import jax.numpy as jnp
 
 from dpsim.validate import require_int
 
-# Up to this many items the ranks are counted pairwise (O(n²) comparisons, fused
-# elementwise); above it they come from a sort. Both give the same ranks. Measured per call
-# (vmapped, 2-core CPU, benchmarks/bench_cai.py section T): n = 40: sort 5.4 µs, pairwise
-# 0.7 µs; n = 100: 16.9 vs 4.7; n = 300: 63 vs 47 (70 vs 77 in another run: the crossover);
-# n = 1000: 251 vs 1538 µs.
-PAIRWISE_RANK_MAX_N = 128
-
-
 def tie_broken_ranks(scores, jitter):
-    """Rank (0 = first) of each item in the order (−score, jitter, index).
+    """Rank (0 = first) of each item in the order (−score, jitter, index); NaN scores last.
 
-    The rank of i counts the items j before it: s_j > s_i, or s_j = s_i and (u_j < u_i, or
-    u_j = u_i and j < i); NaN scores come after all others. This is the position ``jnp.lexsort((jitter, -scores))`` gives
-    (lexsort is stable, so index breaks exact jitter ties); small n counts it pairwise, large
-    n sorts (``PAIRWISE_RANK_MAX_N``).
+    This is the position ``jnp.lexsort((jitter, -scores))`` gives (lexsort is stable, so the
+    index breaks exact jitter ties).
+
+    Always a sort. Counting ranks pairwise (``s[None, :] > s[:, None]``) was 7× faster at
+    n = 40 but is wrong inside compiled code on XLA:CPU (jaxlib 0.10.2): when ``scores`` is
+    computed in the same program, the new CPU fusion emitters may evaluate its two broadcast
+    copies with different roundings (one ulp), so an item can count itself, or both members
+    of a tie each other, as ranked before it, and a top-k mask then holds k − 1 items
+    (found in nguyen's top-K experiment: 40% of the m = 100 replicates; reproduced with
+    ``s = log(x); s - s.mean()`` inside ``lax.map``; ``optimization_barrier`` does not
+    prevent it, ``XLA_FLAGS=--xla_cpu_use_fusion_emitters=false`` does). A sort reads each
+    score once. ``tests/test_metrics.py`` keeps that reproduction.
+
+    Args:
+        scores: ``(n,)`` float scores (larger is better).
+        jitter: ``(n,)`` tie-breaking keys (smaller first among equal scores).
+    Returns:
+        ``(n,)`` int32 ranks, a permutation of 0 … n − 1.
     """
     n = scores.shape[0]
-    if n > PAIRWISE_RANK_MAX_N:
-        order = jnp.lexsort((jitter, -scores))
-        return jnp.empty((n,), jnp.int32).at[order].set(jnp.arange(n, dtype=jnp.int32))
-    nan = jnp.isnan(scores)                 # the sort puts NaN scores last
-    scores = jnp.where(nan, 0.0, scores)
-    index = jnp.arange(n)
-    s_i, s_j = scores[:, None], scores[None, :]
-    u_i, u_j = jitter[:, None], jitter[None, :]
-    n_i, n_j = nan[:, None], nan[None, :]
-    tie_break = (u_j < u_i) | ((u_j == u_i) & (index[None, :] < index[:, None]))
-    before = (n_j < n_i) | ((n_j == n_i) & ((s_j > s_i) | ((s_j == s_i) & tie_break)))
-    return jnp.sum(before, axis=1, dtype=jnp.int32)
+    nan = jnp.isnan(scores)
+    order = jnp.lexsort((jitter, -jnp.where(nan, 0.0, scores), nan))
+    return jnp.empty((n,), jnp.int32).at[order].set(jnp.arange(n, dtype=jnp.int32))
 
 
 def top_k_mask(key, scores, k, tie_tol: float = 0.0):

@@ -72,6 +72,9 @@ class FigureSpec:
         title: the paper's figure name (the grid actually run is added as a subtitle).
         curve_labels: method → legend label (with ``curve = "method"``).
         symbols: axis → the paper's symbol, e.g. {"n_items": "$n$", "n_users": "$m$"}.
+        pool: axes the figure deliberately averages over, e.g. the gap Δ when the x axis is
+            a metric computed from it (Δ in units of a rate): each (curve, x) point is then
+            one value of the pooled axis.
     """
 
     x: str
@@ -83,6 +86,7 @@ class FigureSpec:
     title: str = ""
     curve_labels: Mapping[str, str] = field(default_factory=dict)  # method → legend label
     symbols: Mapping[str, str] = field(default_factory=dict)
+    pool: tuple[str, ...] = ()
 
 
 class Context(NamedTuple):

@@ -36,6 +36,12 @@ MAX_MICRO_BATCH = 128
 MAX_WORKERS = 4
 CHUNK_WORK = 2e8
 DEFAULT_WATCHDOG_SECONDS = 900.0
+# Accelerators: many lanes per vmapped micro-batch (measured on an H100 for the cai Fig. 3
+# workload at 2400 replicates: micro-batches of 4 lanes 27.8 s, 64 4.1 s, 512 2.6 s, 4096
+# 3.4 s; issue 10), bounded by a share of the device's memory; a chunk holds a few of them.
+MAX_MICRO_BATCH_ACCELERATOR = 512
+ACCELERATOR_MEMORY_SHARE = 0.25
+ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 
 __all__ = ["run_experiment", "RunSummary", "default_workers", "chunk_layout", "micro_batch_size",
            "watchdog_seconds", "clear_cache", "lane_key", "truth_key"]
@@ -50,11 +56,73 @@ class RunSummary:
     compile_seconds: float
 
 
-def micro_batch_size(lane_bytes: int) -> int:
-    """Most lanes vmapped together: the largest power of two whose working set fits ~3 MiB,
-    at most MAX_MICRO_BATCH (128 measured faster than 64 and 256 at n = 20–40, benchmarks/)."""
-    size = max(1, int(MICRO_BATCH_BYTES // max(lane_bytes, 1)))
-    return int(min(MAX_MICRO_BATCH, 2 ** int(math.log2(size))))
+@dataclass(frozen=True)
+class Batching:
+    """How a device groups lanes: at most ``max_micro`` lanes (and ``micro_bytes`` of working
+    set) per vmapped micro-batch, chunks of about ``chunk_work`` bytes of work or
+    ``micro_per_chunk`` micro-batches, and ``workers`` chunks computed at the same time.
+    Results do not depend on any of these (keys come from stable ids, not positions)."""
+
+    backend: str
+    micro_bytes: float
+    max_micro: int
+    workers: int
+    chunk_work: float | None = None
+    micro_per_chunk: int | None = None
+
+
+def device_memory_bytes(device=None) -> float | None:
+    """The memory an accelerator lets one process use (``bytes_limit``), or None if unknown."""
+    device = device or jax.devices()[0]
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:  # a backend without memory statistics
+        return None
+    return stats.get("bytes_limit")
+
+
+def batching(backend: str | None = None, *, micro_batch: int | None = None,
+             memory: float | None = None) -> Batching:
+    """The batching of ``backend`` (default: JAX's default backend).
+
+    CPU (the measured choice, benchmarks section S): micro-batches sized to stay in cache,
+    ≤ 3 MiB and ≤ 128 lanes, chunks of ~2e8 bytes of work, one chunk per core (≤ 4) at a
+    time. Accelerators: micro-batches of up to 512 lanes within a quarter of the device's
+    memory (``memory``, default its ``bytes_limit``, else 16 GiB), 4 micro-batches per
+    chunk, one chunk at a time. ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH)
+    caps the micro-batch on any backend.
+    """
+    backend = backend or jax.default_backend()
+    if micro_batch is None and os.environ.get("DPSIM_MICRO_BATCH"):
+        text = os.environ["DPSIM_MICRO_BATCH"]
+        try:
+            micro_batch = int(text)
+        except ValueError:
+            raise UsageError(f"DPSIM_MICRO_BATCH={text!r} must be a number of lanes") from None
+    if micro_batch is not None and (isinstance(micro_batch, bool) or not isinstance(micro_batch, int)
+                                    or micro_batch < 1):
+        raise UsageError(f"micro_batch={micro_batch!r} must be an integer ≥ 1")
+    if backend == "cpu":
+        policy = Batching("cpu", MICRO_BATCH_BYTES, MAX_MICRO_BATCH, default_workers(), chunk_work=CHUNK_WORK)
+    else:
+        memory = memory or (device_memory_bytes() if backend == jax.default_backend() else None) or 16 * 2**30
+        policy = Batching(backend, ACCELERATOR_MEMORY_SHARE * memory, MAX_MICRO_BATCH_ACCELERATOR, 1,
+                          micro_per_chunk=ACCELERATOR_MICRO_BATCHES_PER_CHUNK)
+    if micro_batch is not None:
+        policy = Batching(policy.backend, math.inf, micro_batch, policy.workers, policy.chunk_work,
+                          policy.micro_per_chunk)
+    return policy
+
+
+def micro_batch_size(lane_bytes: int, policy: Batching | None = None) -> int:
+    """Most lanes vmapped together: the largest power of two whose working set fits the
+    policy's micro-batch bytes, at most its ``max_micro`` (CPU: ~3 MiB and 128 lanes, measured
+    faster than 64 and 256 at n = 20–40, benchmarks/)."""
+    policy = policy or batching("cpu")
+    if math.isinf(policy.micro_bytes):          # an explicit --micro-batch: exactly that many lanes
+        return int(policy.max_micro)
+    size = max(1, int(policy.micro_bytes // max(lane_bytes, 1)))
+    return int(min(policy.max_micro, 2 ** int(math.log2(size))))
 
 
 def default_workers() -> int:
@@ -63,7 +131,7 @@ def default_workers() -> int:
 
     XLA:CPU splits each operation over its thread pool, which pays off for big operations
     but not for the many small ones of a small-n solve. Measured on 2 cores
-    (benchmarks/bench_cai.py, section W, warm runs end to end): the n = 40 workload (120
+    (benchmarks/cai.py, section W, warm runs end to end): the n = 40 workload (120
     lanes × 10 ε) took 0.047 s with two chunks of 60 computed at once against 0.055 s with
     one at a time; Fig. 3 (n = 300) 4.99 s against 5.19 s.
     """
@@ -77,19 +145,25 @@ def default_workers() -> int:
 
 
 def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int | None,
-                 workers: int = 1) -> tuple[int, int]:
-    """(chunk size, micro-batch size) for ``n_lanes`` lanes of one shape point.
+                 workers: int = 1, policy: Batching | None = None) -> tuple[int, int]:
+    """(chunk size, micro-batch size) for ``n_lanes`` lanes of one step, under ``policy``
+    (default: the CPU's).
 
-    Chunks: ``requested`` lanes each, else about CHUNK_WORK bytes of work each, and at least
-    ``workers`` chunks when there are enough lanes, all of one size (one compilation). The
-    micro-batch is then the fewest micro-batches of at most :func:`micro_batch_size` lanes
-    that cover a chunk, balanced, so a chunk is padded by less than one lane per micro-batch.
+    Chunks: ``requested`` lanes each, else about ``chunk_work`` bytes of work each (CPU) or
+    ``micro_per_chunk`` full micro-batches (accelerators), and at least ``workers`` chunks
+    when there are enough lanes, all of one size (one compilation). The micro-batch is then
+    the fewest micro-batches of at most :func:`micro_batch_size` lanes that cover a chunk,
+    balanced, so a chunk is padded by less than one lane per micro-batch.
     """
-    largest = micro_batch_size(lane_bytes)
+    policy = policy or batching("cpu")
+    largest = micro_batch_size(lane_bytes, policy)
     if requested is not None:
         n_chunks = math.ceil(n_lanes / requested)
     else:
-        target = max(largest, int(CHUNK_WORK / max(lane_bytes * n_analysis / 8, 1)))
+        if policy.micro_per_chunk is not None:
+            target = largest * policy.micro_per_chunk
+        else:
+            target = max(largest, int((policy.chunk_work or CHUNK_WORK) / max(lane_bytes * n_analysis / 8, 1)))
         n_chunks = max(math.ceil(n_lanes / target), min(workers, n_lanes))
     size = math.ceil(n_lanes / max(n_chunks, 1))
     batches = math.ceil(size / largest)
@@ -147,7 +221,8 @@ def _groups(grid: Grid) -> list:
     return [(dict(static), indices) for static, indices in groups.items()]
 
 
-def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1) -> list[_Step]:
+def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1,
+          policy: Batching | None = None) -> list[_Step]:
     """For each step, the lanes still missing, split into chunks of one fixed size. A lane is
     re-run if any of its analysis points is missing; rows already stored are dropped on write."""
     experiment = grid.experiment
@@ -168,7 +243,7 @@ def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: i
             if not lanes:
                 continue
             size, micro = chunk_layout(len(lanes), experiment.lane_bytes(shape), len(grid.analysis_points),
-                                       chunk, workers)
+                                       chunk, workers, policy)
             chunks = [lanes[i:i + size] for i in range(0, len(lanes), size)]
             plan.append(_Step(s, shape, dict(static), chunks, size, micro))
     return plan
@@ -321,7 +396,7 @@ class Plan:
 
 
 def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
-             chunk: int | None = None, workers: int | None = None) -> Plan:
+             chunk: int | None = None, workers: int | None = None, micro_batch: int | None = None) -> Plan:
     """Validate a request and plan it, writing nothing (``--dry-run``; :func:`run_experiment`)."""
     reps = experiment.reps if reps is None else reps
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
@@ -336,16 +411,17 @@ def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, 
     _method_columns(experiment)
     out = Path(out or Path("runs") / experiment.name)
     store.check_compatible(out, experiment.name, seed)
-    workers = default_workers() if workers is None else workers
+    policy = batching(micro_batch=micro_batch)
+    workers = policy.workers if workers is None else workers
     done = store.completed(out)
-    return Plan(grid, _plan(grid, reps, done, chunk, workers), done, out, workers, reps)
+    return Plan(grid, _plan(grid, reps, done, chunk, workers, policy), done, out, workers, reps)
 
 
 def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int = 0,
                    out: str | Path | None = None, overrides: Mapping[str, Sequence] | None = None,
                    chunk: int | None = None, progress: bool = True,
                    workers: int | None = None, watchdog: float | None = None,
-                   source: str | None = None) -> RunSummary:
+                   source: str | None = None, micro_batch: int | None = None) -> RunSummary:
     """Run (or resume) ``experiment`` into ``out``; returns what was computed.
 
     All input is validated before anything is written. Re-running into the same directory
@@ -355,7 +431,9 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     progress after which the run stops with :class:`~dpsim.errors.RunStalled`
     (:func:`watchdog_seconds`); the chunks written so far are kept, so re-running resumes.
     ``source``: where the experiment is defined (a paper module or ``study.py:NAME``),
-    recorded in the manifest so that ``dpsim plot`` finds it again.
+    recorded in the manifest so that ``dpsim plot`` finds it again. ``micro_batch``: at most
+    this many lanes vmapped together (default :func:`batching` of the backend); it changes
+    no result beyond float rounding.
 
     Threads: one background thread only *compiles* (the next step's programs, while the
     current one computes); programs are executed by the calling thread (θ*-design) and by
@@ -363,7 +441,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     (:mod:`dpsim.linalg`), which is what deadlocked concurrent chunks (issue 7).
     """
     patience = watchdog_seconds(watchdog)
-    work = plan_run(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk, workers=workers)
+    work = plan_run(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk, workers=workers,
+                    micro_batch=micro_batch)
     grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
     groups = _groups(grid)
     order = np.concatenate([np.asarray(indices) for _, indices in groups])

@@ -68,6 +68,19 @@ from dpsim.mechanisms.count_noise import (
     laplace_count_scale,
     privatize_counts,
 )
+from dpsim.mechanisms.objective_perturbation import (
+    feature_bound_from_data,
+    gaussian_mechanism_delta,
+    gaussian_mechanism_epsilon,
+    label_dp_noise_scale,
+    label_dp_privacy_exponent,
+    perturbation_noise,
+    perturbation_noise_scale,
+    standard_dp_min_ridge,
+    standard_dp_noise_scale,
+    standard_dp_t1_exponent,
+    standard_dp_t2_exponent,
+)
 
 __all__ = ["laplace_noise", "EdgePerturbation", "edge_count_noise_scale",
            "edge_objective_perturbation", "individual_count_noise_scale",
@@ -76,11 +89,15 @@ __all__ = ["laplace_noise", "EdgePerturbation", "edge_count_noise_scale",
            "privacy_G", "privacy_H", "privacy_K", "privacy_profile", "privacy_rho",
            "MECHANISMS", "PairMeans", "classic_rr_mean", "debiased_rr_mean",
            "laplace_pair_mean", "nonprivate_mean", "privatize", "privatize_all", "release_per_user",
-           "rr_pair_counts", "rr_win_probability"
+           "rr_pair_counts", "rr_win_probability",
            "discrete_gaussian", "discrete_gaussian_pmf", "discrete_gaussian_with_flag",
            "discrete_laplace", "discrete_laplace_pmf", "CONVERSIONS", "dp_to_zcdp_bun_steinke",
            "dp_to_zcdp_cks", "dp_to_zcdp_paper", "paper_epsilon0", "zcdp_delta_cks", "zcdp_rho",
            "zcdp_to_dp", "zcdp_to_dp_bun_steinke", "zcdp_to_dp_cks", "randomize_responses",
            "shuffle_epsilon", "shuffle_rr_epsilon", "GraphDraw", "dense_item_graph",
            "er_item_graph", "sparsification_graph", "sparsification_p0", "ACCOUNTING_MODES",
-           "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale", "privatize_counts"]
+           "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale", "privatize_counts",
+           "feature_bound_from_data", "gaussian_mechanism_delta", "gaussian_mechanism_epsilon",
+           "label_dp_noise_scale", "label_dp_privacy_exponent", "perturbation_noise",
+           "perturbation_noise_scale", "standard_dp_min_ridge", "standard_dp_noise_scale",
+           "standard_dp_t1_exponent", "standard_dp_t2_exponent"]

@@ -35,6 +35,22 @@ from dpsim.models.rasch import (
     sample_rasch_responses,
     sample_rasch_responses_per_user,
 )
+from dpsim.models.linear_btl import (
+    ChoiceData,
+    PreferenceData,
+    ThetaDraw,
+    default_radius,
+    link_scores,
+    preference_probability,
+    sample_features,
+    sample_labels,
+    sample_linear_btl,
+    sample_plackett_luce,
+    sample_plackett_luce_labels,
+    sample_theta_star,
+    theta_faithful,
+    theta_theory,
+)
 from dpsim.models.individual import (
     UserComparisons,
     aggregate_user_comparisons,
@@ -54,4 +70,8 @@ __all__ = [
     "Responses", "authors_difficulties", "expected_differential_counts", "rasch_abilities",
     "rasch_difficulties", "rasch_probabilities", "sample_rasch_responses",
     "sample_rasch_responses_per_user",
+    "ChoiceData", "PreferenceData", "ThetaDraw", "default_radius", "link_scores",
+    "preference_probability", "sample_features", "sample_labels", "sample_linear_btl",
+    "sample_plackett_luce", "sample_plackett_luce_labels", "sample_theta_star", "theta_faithful",
+    "theta_theory",
 ]

@@ -74,19 +74,22 @@ def sample_er_comparisons(key: jax.Array, theta: jax.Array, p, link: Link = LOGI
     """Win-count matrix of one comparison per edge of G(n, p) with BTL-type outcomes.
 
     cai §3.1: A_ij ~ Bernoulli(p) for i < j; Y_ij ~ Bernoulli(F(θ_i − θ_j));
-    W_ij = A_ij Y_ij, W_ji = A_ij (1 − Y_ij). Returns float64 W of shape (n, n).
+    W_ij = A_ij Y_ij, W_ji = A_ij (1 − Y_ij). Drawn with one uniform U per pair i < j on the
+    2^-32 grid (the edge and its outcome together, as :func:`sample_er_win_counts`): i beats j
+    when U < p·F(θ_i − θ_j), j beats i when p·F ≤ U < p, no edge when U ≥ p. A quarter of the
+    random bits of drawing A and Y separately in float64, and a smaller program to compile.
+    ``p`` may be traced. Returns float64 W of shape (n, n).
     Raises ValueError for a concrete p ∉ (0, 1] (a traced p is not checked).
     """
     require_probability(p)
     n = theta.shape[0]
-    k_edge, k_out = jax.random.split(key)
     upper = jnp.triu(jnp.ones((n, n), dtype=bool), k=1)
-    edges = upper & jax.random.bernoulli(k_edge, p, (n, n))
-    prob_i_wins = link.cdf(theta[:, None] - theta[None, :])
-    i_wins = jax.random.uniform(k_out, (n, n)) < prob_i_wins
-    upper_wins = (edges & i_wins).astype(jnp.float64)
-    upper_losses = (edges & ~i_wins).astype(jnp.float64)
-    return upper_wins + upper_losses.T
+    u = jax.random.bits(key, (n, n), jnp.uint32).astype(jnp.float64) * (2.0 ** -32)
+    p = jnp.asarray(p, jnp.float64)
+    threshold = p * link.cdf(theta[:, None] - theta[None, :])
+    i_wins = (upper & (u < threshold)).astype(jnp.float64)
+    j_wins = (upper & (u >= threshold) & (u < p)).astype(jnp.float64)
+    return i_wins + j_wins.T
 
 
 def _circulant_pairs(n_items: int):

@@ -18,6 +18,7 @@ The rates are written with jax.numpy (traceable); the scheme functions and
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -232,6 +233,51 @@ def table1_trend(scheme: str) -> str:
     return TABLE1_TREND[scheme]
 
 
+def scheme_proxy_slope(n_items, n_users_grid, scheme: str, l0: int = DEFAULT_L0) -> float:
+    """The least-squares slope of log :func:`scheme_error_proxy` on log L over ``n_users_grid``
+    at m = ``n_items``: the Table 1 trend of a scheme on a concrete grid, as a number
+    (spec P5: ≈ −33%, −7% and +30% over L = 100 → 1600 at m = 10). Host function.
+
+    Args: n_items m; n_users_grid: ≥ 2 values of L; scheme; l0. Returns: Python float."""
+    Ls = np.asarray(n_users_grid, np.float64)
+    if Ls.ndim != 1 or len(np.unique(Ls)) < 2:
+        raise ValueError("n_users_grid needs at least two distinct values of L")
+    x = np.log(Ls)
+    y = np.log(scheme_error_proxy(n_items, Ls.astype(np.int64), scheme, l0))
+    return float(np.polyfit(x, y, 1)[0])
+
+
+# ---------------------------------------------------------------------------------------
+# Privacy-level ratios (xu Lemma 2; spec §3.4, §5.2 P3)
+# ---------------------------------------------------------------------------------------
+def rms_ratio_bounds(g_num: float, g_den: float) -> tuple[float, float]:
+    """Bounds on RMS(θ̂ at G_num)/RMS(θ̂ at G_den) for the debiased estimator at one θ*, L and m
+    under the sandwich (spec P3, P4, derived from xu Lemma 2): the per-pair variance of z̄ is
+    (G/4 − (p*_e − ½)²)/L, with 0 ≤ (p* − ½)² < 1/4, so the ratio of the error variances
+    Σ_e c_e (G_num/4 − d_e)/Σ_e c_e (G_den/4 − d_e) (c_e ≥ 0) lies between G_num/G_den
+    (all d_e = 0) and (G_num − 1)/(G_den − 1) (all d_e → 1/4). For homogeneous ε, G = coth²(ε/2)
+    and the lower bound is the coth(ε/2) ratio of P3.
+
+    Args: g_num, g_den: G ≥ 1 of the two privacy levels (G_num ≥ G_den), Python floats.
+    Returns: (low, high) of the RMS ratio; high = inf when G_den = 1 (no privacy)."""
+    g_num, g_den = float(g_num), float(g_den)
+    if not (g_num >= g_den >= 1.0):
+        raise ValueError(f"need G_num ≥ G_den ≥ 1, got {g_num!r}, {g_den!r}")
+    low = math.sqrt(g_num / g_den)
+    high = math.inf if g_den == 1.0 else math.sqrt((g_num - 1.0) / (g_den - 1.0))
+    return low, high
+
+
+def homogeneous_eps_for_G(G: float) -> float:
+    """The homogeneous per-comparison ε with coth²(ε/2) = G, i.e. ε = 2·artanh(1/√G): the
+    homogeneous profile with the same averaged privacy G(ε) as a heterogeneous one (spec
+    §3.5, A21). Host function. Args: G ≥ 1 (Python float). Returns: ε (inf for G = 1)."""
+    G = float(G)
+    if not G >= 1.0:
+        raise ValueError(f"G={G!r} must be ≥ 1")
+    return math.inf if G == 1.0 else 2.0 * math.atanh(1.0 / math.sqrt(G))
+
+
 # ---------------------------------------------------------------------------------------
 # Sandwich (oracle) prediction (spec §5.2 P4, derived)
 # ---------------------------------------------------------------------------------------
@@ -374,6 +420,7 @@ def classic_rr_floor(theta, group_sizes, group_eps) -> dict:
 __all__ = ["excess_risk_rate", "excess_risk_tail_bound", "l2_rate", "linf_rate", "consistency_eps",
            "critical_eps", "minimax_lower_bound", "exact_top_k_users", "top_k_error_bound",
            "kendall_error_bound", "SCHEMES", "PAPER_SCHEME_NUMBER", "TABLE1_TREND", "DEFAULT_L0",
-           "scheme_shape", "adaptive_eps", "scheme_error_proxy", "table1_trend", "ORACLE_MECHANISMS",
+           "scheme_shape", "adaptive_eps", "scheme_error_proxy", "table1_trend", "scheme_proxy_slope",
+           "rms_ratio_bounds", "homogeneous_eps_for_G", "ORACLE_MECHANISMS",
            "OracleMoments", "oracle_moments", "oracle_predictions", "classic_rr_population_limit",
            "classic_rr_floor"]

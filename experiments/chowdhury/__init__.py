@@ -1,0 +1,19 @@
+"""chowdhury — "Differentially Private Reward Estimation with Preference Feedback" (Sayak Ray
+Chowdhury, Xingyu Zhou, Nagarajan Natarajan); spec ``../shared/papers/chowdhury.md``.
+
+Modules: ``common`` (axes, θ* designs, data, the exact and SGD methods, per-replicate
+(A1)–(A3) predictions; the optimiser fork of spec §6.2), ``fig1`` (Figure 1 in the exact
+reading, primary, and the SGD reading, secondary; spec §6.4 checks), ``rates`` (the §5.6
+grids: larger n, an ε sweep, a d sweep, K ∈ {2, 4, 8}), ``lower_bound`` (Thm 3.2 on its
+hypercube instance, P13), ``checks`` (check classes the engine lacks), ``audits`` (RR,
+K-RR and objective perturbation).
+"""
+from . import audits, fig1, lower_bound, rates
+
+PAPER = "chowdhury"
+TITLE = "Differentially Private Reward Estimation with Preference Feedback (Chowdhury, Zhou, Natarajan)"
+SPEC = "shared/papers/chowdhury.md"
+
+EXPERIMENTS = [*fig1.EXPERIMENTS, *rates.EXPERIMENTS, *lower_bound.EXPERIMENTS]
+CHECKS = [*fig1.CHECKS, *rates.CHECKS, *lower_bound.CHECKS]
+AUDITS = audits.AUDITS

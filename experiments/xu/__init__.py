@@ -1,0 +1,19 @@
+"""xu — "Rate-Optimal Rank Aggregation with Private Pairwise Rankings" (Shirong Xu, Will Wei Sun,
+Guang Cheng); spec ``../shared/papers/xu.md`` (in the repository that holds this project, the
+``shared/papers`` folder beside the checkout).
+
+Modules: ``common`` (the shared pipeline: θ* designs, raw wins, the release keyed so that
+every mechanism at one ε shares its flips, the ridge M-estimator of eq. (3), the metrics of
+§4.7), ``scenarios`` (Scenarios I–V, Figs 2–6, and the oracle, classic-RR floor and λ-rule
+companions), ``realdata`` (MovieLens, Fig. 7), ``hetero`` (heterogeneous ε, an extension),
+``checks`` (check classes the engine lacks), ``audits`` (per-comparison LDP audits).
+"""
+from . import audits, hetero, realdata, scenarios
+
+PAPER = "xu"
+TITLE = "Rate-Optimal Rank Aggregation with Private Pairwise Rankings (Xu, Sun, Cheng)"
+SPEC = "shared/papers/xu.md"
+
+EXPERIMENTS = [*scenarios.EXPERIMENTS, *realdata.EXPERIMENTS, *hetero.EXPERIMENTS]
+CHECKS = [*scenarios.CHECKS, *realdata.CHECKS, *hetero.CHECKS]
+AUDITS = audits.AUDITS

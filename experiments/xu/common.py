@@ -1,0 +1,307 @@
+"""The pipeline every xu experiment shares (xu §2–§5; spec ../shared/papers/xu.md §2–§4, §6):
+axes, θ* designs, data, the released statistics, the estimator and its scores.
+
+**Per replicate** (xu spec §4.4, §4.5). θ* is drawn per (m, replicate) and shared by every L, Δ,
+ε, scheme and mechanism of that replicate (``truth_per_replicate``; xu spec A2, A24): θ*_i ~
+U(−2, 2) centred (Scenarios I, II, V; A2, A14), or the evenly spaced ladder Δ(i − (m+1)/2)
+with its item labels permuted per replicate (Scenarios III, IV; A3), whose permutation is
+drawn once and scaled by the data axis Δ. The raw answers of the L users are drawn as their
+sufficient statistic, the wins per pair n1_e ~ Bin(L, p*_e)
+(:func:`dpsim.models.complete_btl.sample_pair_wins`), keyed by (m, L, Δ, replicate): every
+privacy level and mechanism sees the same raw data (common random numbers).
+
+**Release** (xu §3; xu spec §3.2–3.6). The ``mechanism`` axis names what each user releases per
+comparison, at ε per comparison: ``debiased_rr`` (the paper's z of eq. (1)), ``classic_rr``
+(ỹ, the Scenario V baseline), ``laplace`` (y + Laplace(1/ε), xu spec §3.6, A6) or ``none``.
+The analyst sees the per-pair mean z̄ (:func:`dpsim.mechanisms.pairwise_ldp.privatize`).
+The randomness of the release is keyed by (lane, privacy level) and **not** by the
+mechanism: classic and debiased RR at one ε see the *same* flipped counts N, so their
+estimates rank the items identically, ties included (xu spec §4.6, A22), and Laplace sees the
+same raw wins (xu spec §6.5 [rec]). The engine keys its ``privatise`` stage by the whole
+analysis point, mechanism included, so this package keys the release itself: ``generate``
+splits off a release key per lane, and the host-derived ``release_words`` (the stable id of
+the analysis point without ``mechanism`` and ``lambda_rule``) are folded into it.
+
+**Estimator** (xu §4.1 eq. (3); xu spec §4.1–4.3). One method, ``m_est``: the debiased
+M-estimator θ̂ = argmin Σ_{i<j}[z̄_ij(θ_j − θ_i) + log(1 + e^{θ_i − θ_j})] + λ‖θ‖², by
+truncated Newton from 0 (:func:`dpsim.estimators.debiased_m.debiased_m_estimator`); on
+classic-RR data it is the classic-RR MLE of Scenario V (xu spec §3.7, A7), on Laplace data the
+Laplace baseline (A6), on raw data the non-private ridge MLE (eq. (2)). λ follows the
+``lambda_rule`` axis (xu spec §4.2, A4): ``g_over_l`` (default) λ = G(ε)/L, the paper's
+"λ ≍ L⁻¹(e^ε+1)²/(e^ε−1)" with the square restored; ``paper`` the literal formula, which is
+≈ 19× larger at ε = 3 and reverses the paper's own Fig. 2 ordering (``xu-lambda-rule``).
+λ = 1/L for ``none``. λ changes no privacy guarantee (it acts on released data).
+
+**Scores** (xu §4.7; xu spec §4.7, A15, A16). ``linf`` ‖θ̂ − θ*‖∞, ``l2_rms`` ‖θ̂ − θ*‖₂/√m,
+``mse`` = ``l2_rms``², ``kendall`` the Kendall distance K(θ̂, θ*) with tied pairs of θ̂
+counted ½ (its expectation under a random tie-break; A15), ``kendall_strict`` the paper's
+strict "< 0" count, ``top_k_hamming`` H_K with ties at the K-boundary broken uniformly at
+random, reported as its expectation (A15), and ``excess_risk`` e_L of eq. (4), exactly
+(xu spec §4.7). Ties in θ̂ are |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞). K = ``top_k`` (the ``k`` axis;
+"auto": m//2, the paper's K = m/2). Optional metrics: ``oracle_mse``, the sandwich
+prediction (tr Cov)/m of E‖θ̂ − θ*‖²/m at the simulated θ* (xu spec P4, λ = 0, no bias term;
+NaN for classic RR, which is biased), and ``floor_mse``, the squared ℓ2/√m error of the
+classic-RR population limit at the simulated θ* (xu spec §3.7).
+
+**Budget** (xu spec §3.4, A20). ε is per comparison, as in the paper; a user's whole vector of
+m(m−1)/2 answers is (m(m−1)/2)·ε-LDP by composition, stored as the metadata column
+``eps_user`` (homogeneous ε only).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpsim.estimators.debiased_m import (LAMBDA_RULES, debiased_m_estimator, expected_top_k_hamming,
+                                         ridge_lambda)
+from dpsim.experiment import Derived, Experiment, FigureSpec, Method, UsageError, axes, solver_diagnostics
+from dpsim.experiment.grid import stable_id
+from dpsim.experiment.program import id_words
+from dpsim.mechanisms.pairwise_ldp import MECHANISMS, privatize
+from dpsim.metrics import excess_risk, kendall_distance, l2_rms_error, linf_error
+from dpsim.models.btl import true_top_k_mask
+from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted, theta_uniform_centred
+from dpsim.theory import xu as theory
+
+INF = math.inf
+
+# ---------------------------------------------------------------------------------------
+# Axes of the xu package (the shared vocabulary: n_items = m, n_users = L, eps, gap = Δ, k = K)
+# ---------------------------------------------------------------------------------------
+MECHANISM = axes.choice(*MECHANISMS, doc="what each user releases per comparison: debiased_rr (eq. (1)), "
+                                         "classic_rr, laplace (y + Laplace(1/ε)) or none (xu §3, xu spec §3.2–3.6)")
+LAMBDA_RULE = axes.choice(*LAMBDA_RULES, doc="ridge λ: g_over_l = G(ε)/L (default) or paper = the literal "
+                                             "(e^ε+1)²/((e^ε−1)L) (xu spec §4.2, A4)")
+SCHEME = axes.choice(*theory.SCHEMES, doc="adaptive ε(m, L) ∝ log(mL)/√(mL), 1/√(mL) or 1/(√(mL)·log(mL)), "
+                                          "= 1 at L = L0 (xu §5.1 Scenario II; xu spec §6.2, A8)")
+L0 = axes.integer(1, "L0: the L at which every adaptive scheme gives ε = 1 (xu §5.1; xu spec A9)")
+AXIS_TYPES = {"mechanism": MECHANISM, "lambda_rule": LAMBDA_RULE, "scheme": SCHEME, "l0": L0}
+
+# release_words: which analysis axes do NOT key the release (common random numbers across them)
+NOT_RELEASE_AXES = ("mechanism", "lambda_rule")
+
+SYMBOLS = {"n_items": "$m$", "n_users": "$L$", "eps": "$\\epsilon$", "gap": "$\\Delta$", "k": "$K$",
+           "l0": "$L_0$", "scheme": "scheme", "mechanism": "mechanism", "lambda_rule": "$\\lambda$ rule",
+           "ratings": "ratings", "profile": "profile", "match": "profile match"}
+# the paper's symbols for the metrics (xu §4.7, figure axes)
+YLABEL = {"linf": "$\\|\\hat\\theta-\\theta^*\\|_\\infty$", "l2_rms": "$m^{-1/2}\\|\\hat\\theta-\\theta^*\\|_2$",
+          "kendall": "$K(\\hat\\theta,\\theta^*)$", "top_k_hamming": "$H_K(\\hat\\theta,\\theta^*)$",
+          "mse": "$m^{-1}\\|\\hat\\theta-\\theta^*\\|_2^2$", "oracle_mse": "sandwich $m^{-1}E\\|\\hat\\theta-\\theta^*\\|_2^2$",
+          "floor_mse": "classic-RR floor $m^{-1}\\|\\tilde\\theta-\\theta^*\\|_2^2$"}
+
+METRICS = ("linf", "l2_rms", "mse", "kendall", "kendall_strict", "top_k_hamming", "excess_risk")
+OPTIONAL_METRICS = ("oracle_mse", "floor_mse")
+
+
+# ---------------------------------------------------------------------------------------
+# Host-side values
+# ---------------------------------------------------------------------------------------
+def resolve_top_k(point: dict, auto: Callable[[int], int] = lambda m: m // 2) -> dict:
+    """``top_k``: K from the ``k`` axis ("auto": ``auto(m)``, m//2 = the paper's K = m/2;
+    xu §5.2, xu spec §6.3), checked to lie in [1, m − 1] (xu spec A23)."""
+    m, k = point["n_items"], point.get("k", "auto")
+    top_k = auto(m) if k == "auto" else k
+    if not 1 <= top_k <= m - 1:
+        raise UsageError(f"k={k} gives K = {top_k}, which must lie in [1, n_items − 1] = [1, {m - 1}] "
+                         f"for n_items={m}")
+    return {"top_k": int(top_k)}
+
+
+def scheme_eps(point: dict) -> dict:
+    """ε(m, L) of the adaptive scheme, normalised to 1 at L = L0 (xu Scenario II; xu spec §6.2)."""
+    return {"eps": float(theory.adaptive_eps(point["n_items"], point["n_users"], point["scheme"], point["l0"]))}
+
+
+def user_budget(point: dict) -> dict:
+    """``eps_user`` = m(m−1)/2·ε, the composed per-user LDP budget (metadata; xu spec §3.4, A20)."""
+    m = point["n_items"]
+    return {"eps_user": m * (m - 1) / 2 * point["eps"]}
+
+
+def release_words(analysis_axes: Sequence[str]) -> Callable[[dict], dict]:
+    """Host: the release id of an analysis point, the stable id of its values on every
+    analysis axis except ``mechanism`` and ``lambda_rule``, as two uint32 words (float64
+    array: a traced input, not a column). See the module docstring ("Release")."""
+    keyed = [a for a in analysis_axes if a not in NOT_RELEASE_AXES]
+
+    def fn(point: dict) -> dict:
+        words = id_words([stable_id({a: point[a] for a in keyed})])[0]
+        return {"release_words": np.asarray(words, np.float64)}
+    return fn
+
+
+def release_key(ctx) -> jax.Array:
+    """The key of one release: the lane's release key (from ``generate``) folded with the
+    release id of the analysis point (:func:`release_words`)."""
+    key = jax.random.wrap_key_data(ctx.sample["release_key"])
+    words = jnp.asarray(ctx.analysis["release_words"]).astype(jnp.uint32)
+    return jax.random.fold_in(jax.random.fold_in(key, words[0]), words[1])
+
+
+def validate_lambda(point: dict) -> None:
+    """The literal λ rule is undefined without privacy (it is ∞ at ε = ∞; xu spec §4.2)."""
+    if point.get("lambda_rule") == "paper" and math.isinf(point.get("eps", 1.0)) and \
+            point.get("mechanism") != "none":
+        raise UsageError("lambda_rule=paper is undefined at eps=inf ((e^ε+1)²/((e^ε−1)L) → ∞); "
+                         "use lambda_rule=g_over_l")
+
+
+# ---------------------------------------------------------------------------------------
+# θ*, data, release
+# ---------------------------------------------------------------------------------------
+def truth_uniform(key, shape):
+    """θ*_i ~ U(−2, 2), centred (xu §5.1, §5.3; xu spec §2.4, A2, A14), per (m, replicate)."""
+    theta = theta_uniform_centred(key, shape["n_items"])
+    return {"theta": theta}
+
+
+def truth_ladder(key, shape):
+    """The evenly spaced ladder with unit gap, item labels permuted (xu §5.2; xu spec A3), per
+    (m, replicate); ``generate`` scales it by the data axis Δ."""
+    return {"ladder": theta_evenly_spaced_permuted(key, shape["n_items"], 1.0)}
+
+
+def theta_of(truth, data):
+    """θ* of one lane: the uniform draw, or Δ × the permuted ladder."""
+    return truth["theta"] if "theta" in truth else data["gap"] * truth["ladder"]
+
+
+def generate(key, shape, truth, data):
+    """One replicate's raw wins n1_e ~ Bin(L, p*_e) over the m(m−1)/2 pairs (xu §2; xu spec §4.4),
+    θ*, and the lane's release key. Returns {"theta": (m,), "wins": (1, M), "release_key"}."""
+    k_wins, k_release = jax.random.split(key)
+    theta = theta_of(truth, data)
+    wins = sample_pair_wins(k_wins, theta, data["n_users"])
+    return {"theta": theta, "wins": wins, "release_key": jax.random.key_data(k_release)}
+
+
+def homogeneous_groups(ctx):
+    """(group wins (1, M), sizes (1,), budgets (1,)): every user at ε (the paper's setting)."""
+    sizes = jnp.reshape(jnp.asarray(ctx.data["n_users"], jnp.float64), (1,))
+    eps = jnp.reshape(jnp.asarray(ctx.analysis["eps"], jnp.float64), (1,))
+    return ctx.sample["wins"], sizes, eps
+
+
+def make_privatise(groups: Callable = homogeneous_groups):
+    """The release stage: z̄ (M,) of the analysis point's mechanism, keyed by
+    :func:`release_key` (module docstring), with the privacy profile ``groups(ctx)``."""
+    def privatise(key, ctx):
+        wins, sizes, eps = groups(ctx)
+        zbar = privatize(release_key(ctx), wins, sizes, eps, ctx.analysis["mechanism"])
+        return {"zbar": zbar, "sizes": sizes, "eps": eps}
+    return privatise
+
+
+# ---------------------------------------------------------------------------------------
+# The estimator and its scores
+# ---------------------------------------------------------------------------------------
+def ridge(released, mechanism: str, rule: str):
+    """λ of the estimator (xu spec §4.2, A4): ``rule`` applied to the release's profile; 1/L
+    (G = 1) for the non-private mechanism."""
+    eps = released["eps"]
+    if mechanism == "none":
+        return ridge_lambda(jnp.full_like(eps, INF), released["sizes"], "g_over_l")
+    return ridge_lambda(eps, released["sizes"], rule)
+
+
+def scores(theta_hat, theta, top_k: int) -> dict:
+    """The metrics of xu §4.7 (module docstring) of a centred θ̂ against θ*."""
+    err = l2_rms_error(theta_hat, theta)
+    return {"linf": linf_error(theta_hat, theta), "l2_rms": err, "mse": err ** 2,
+            "kendall": kendall_distance(theta_hat, theta, ties="half"),
+            "kendall_strict": kendall_distance(theta_hat, theta, ties="strict"),
+            "top_k_hamming": expected_top_k_hamming(theta_hat, true_top_k_mask(theta, top_k), top_k),
+            "excess_risk": excess_risk(theta_hat, theta)}
+
+
+def oracle_mse(theta, released, mechanism: str):
+    """(tr Cov)/m of the λ = 0 sandwich at θ* (xu spec P4); NaN for classic RR (biased)."""
+    if mechanism == "classic_rr":
+        return jnp.asarray(jnp.nan)
+    moments = theory.oracle_moments(theta, released["sizes"], released["eps"], mechanism)
+    return jnp.trace(moments.cov) / theta.shape[0]
+
+
+def floor_mse(theta, released):
+    """‖θ̃ − θ*‖²/m, θ̃ the classic-RR population limit at this privacy profile (xu spec §3.7)."""
+    return theory.classic_rr_floor(theta, released["sizes"], released["eps"])["l2_rms"] ** 2
+
+
+def m_estimator_method(extra: Sequence[str] = ()) -> Method:
+    """The method ``m_est`` (module docstring), reporting :data:`METRICS`, the ``extra``
+    metrics of :data:`OPTIONAL_METRICS`, and the solver's diagnostics plus λ."""
+    unknown = set(extra) - set(OPTIONAL_METRICS)
+    if unknown:
+        raise ValueError(f"unknown extra metrics {sorted(unknown)}")
+
+    def fn(key, ctx):
+        released, mechanism = ctx.released, ctx.analysis["mechanism"]
+        lam = ridge(released, mechanism, ctx.analysis["lambda_rule"])
+        fit = debiased_m_estimator(released["zbar"], lam)
+        theta = ctx.sample["theta"]
+        out = {**scores(fit.theta, theta, ctx.shape["top_k"]), "converged": fit.converged,
+               "iterations": fit.iterations, "lam": lam}
+        if "oracle_mse" in extra:
+            out["oracle_mse"] = oracle_mse(theta, released, mechanism)
+        if "floor_mse" in extra:
+            out["floor_mse"] = floor_mse(theta, released)
+        return out
+
+    return Method(fn, METRICS + tuple(extra), solver_diagnostics(lam="float"), label="M-estimator",
+                  doc="xu eq. (3): ridge M-estimator on the released z̄ (the debiased M-estimator on "
+                      "debiased_rr, the classic-RR MLE on classic_rr), Newton from 0")
+
+
+def lane_bytes(shape: dict) -> int:
+    """Working set of one lane: a few m×m matrices of the solver and (M,) pair vectors."""
+    m = shape["n_items"]
+    return 8 * (8 * m * m + 16 * m * (m - 1) // 2)
+
+
+# ---------------------------------------------------------------------------------------
+# The experiment factory
+# ---------------------------------------------------------------------------------------
+def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth: Callable, reps: int,
+                  figure: FigureSpec | None = None, description: str = "", extra: Sequence[str] = (),
+                  validate: Callable[[dict], None] | None = None) -> Experiment:
+    """A synthetic xu experiment (module docstring). ``grid`` gives the axis values; the
+    defaults are m = 10, K auto, L = 100, ε = 1, debiased RR, λ = G/L. A grid with ``scheme``
+    derives ε from (m, L, scheme, L0) instead of an ``eps`` axis. ``truth``: :func:`truth_uniform`
+    or :func:`truth_ladder` (then ``gap`` is a data axis)."""
+    adaptive = "scheme" in grid
+    full: dict = {"n_items": [10], "k": ["auto"], "n_users": [100]}
+    if truth is truth_ladder:
+        full["gap"] = [0.1]
+    if adaptive:
+        full.update({"scheme": list(theory.SCHEMES), "l0": [theory.DEFAULT_L0]})
+    else:
+        full["eps"] = [1.0]
+    full.update({"mechanism": ["debiased_rr"], "lambda_rule": ["g_over_l"]})
+    unknown = set(grid) - set(full)
+    if unknown:
+        raise ValueError(f"experiment {name!r}: axes {sorted(unknown)} are not xu axes here")
+    full.update(grid)
+    analysis = tuple(a for a in ("eps", "scheme", "l0", "mechanism", "lambda_rule") if a in full)
+    derived = [Derived(("top_k",), resolve_top_k, level="shape", doc="K: the k axis, auto = m//2")]
+    if adaptive:
+        derived.append(Derived(("eps",), scheme_eps, level="analysis",
+                               doc="ε(m, L) of the scheme, = 1 at L = L0 (xu Scenario II)"))
+    derived += [Derived(("eps_user",), user_budget, level="analysis",
+                        doc="m(m−1)/2·ε, the composed per-user budget (metadata, xu spec A20)"),
+                Derived(("release_words",), release_words(analysis), level="analysis",
+                        doc="release key id (the analysis point without mechanism and λ rule)")]
+
+    def validate_point(point):
+        validate_lambda(point)
+        if validate is not None:
+            validate(point)
+
+    return Experiment(
+        name=name, title=title, axes=full, shape_axes=("n_items", "k"), analysis_axes=analysis,
+        truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
+        reps=reps, figure=figure, axis_types=AXIS_TYPES, derived=tuple(derived), truth_per_replicate=True,
+        validate_point=validate_point, lane_bytes=lane_bytes, description=description)

@@ -1,0 +1,344 @@
+"""xu's simulations, Scenarios I–V (xu §5.1–5.3, Figs 2–6; spec ../shared/papers/xu.md §6.1–6.5),
+and three companion experiments that the checks need (xu spec §5.2 P4, §3.7, §4.2).
+
+The pipeline is :mod:`.common` (θ* per (m, replicate), raw wins as sufficient statistics,
+the release keyed so that every mechanism at one privacy level shares its flips, the ridge
+M-estimator of eq. (3) with λ = G(ε)/L, the metrics of §4.7). Paper grids and replicate counts:
+
+- ``xu-fig2`` (Scenario I, Fig. 2; xu spec §6.1): θ* ~ U(−2, 2) centred, (L, m) ∈ {100, 200,
+  400, 800} × {10, 20, 40}, ε ∈ {1, 2, 3}, 50 replicates. Panels (a)–(c) ℓ∞ at ε = 1, 2, 3,
+  (d)–(f) ℓ2/√m (inferred by analogy with Fig. 3, xu spec §6.1); x = L, one curve per m.
+- ``xu-fig3`` (Scenario II, Fig. 3; xu spec §6.2): (L, m) ∈ {100, …, 1600} × {10, 20, 30}, the
+  three adaptive schemes **named by formula** (``eps_log_over_sqrt``, ``eps_inv_sqrt``,
+  ``eps_inv_sqrt_log`` = the paper's Schemes 1, 2, 3), ε(m, 100) = 1. The paper's text gives
+  Schemes 1 and 3 swapped behaviour (xu spec A8); the formulas and Table 1 decide: log/√ falls,
+  1/√ stays flat, 1/(√·log) rises. Replicates: unstated in the paper; 200 (xu spec A10: ≥ 200
+  for automated trend tests), so that Table 1's directions are decided.
+- ``xu-fig4`` (Scenario III, Fig. 4; xu spec §6.3): evenly spaced θ* (gap Δ, labels permuted
+  per replicate), (L, m, Δ) ∈ {50, 100, 200, 400} × {10, 20, 30} × {0.05, 0.1, 0.15, 0.2},
+  ε = 1, K = m/2, 100 replicates. (a)–(c) H_K, (d)–(f) K; curves = Δ.
+- ``xu-fig5`` (Scenario IV, Fig. 5; xu spec §6.4): the schemes on the Scenario III design,
+  (L, m) ∈ {50, …, 400} × {10, 20, 30}, Δ = 0.1 (A13), normalised at the grid's smallest L,
+  L0 = 50 (A9; ``--set l0=100`` gives the paper's literal "as in Scenario II"), 100
+  replicates (A10). Panels: K for m = 10, 20, 30.
+- ``xu-fig6`` (Scenario V, Fig. 6; xu spec §6.5): θ* ~ U(−2, 2) centred (A14), (L, m) ∈
+  {50, …, 400} × {10, 20}, ε = 2, mechanisms classic RR, debiased RR and Laplace on the same
+  raw data and (for the two RR) the same flips, 100 replicates. Panels (a)–(c) m = 10: ℓ∞,
+  ℓ2/√m, K; (d)–(f) m = 20. Classic and debiased RR rank identically (xu spec §4.6, A22): the
+  K curves coincide, against the paper's claim that debiasing improves ranking.
+
+Companions:
+
+- ``xu-oracle`` (xu spec §5.2 P4): the simulated mean squared ℓ2/√m error against the sandwich
+  prediction at the simulated θ*, m ∈ {10, 20}, L ∈ {100, 400}, ε ∈ {1, 2, 3}, debiased RR
+  and Laplace, 500 replicates (the spec's numerical check used 300), and the ε ratios (P3).
+- ``xu-classic-floor`` (xu spec §3.7, P10): classic vs debiased RR at ε = 2, m ∈ {10, 20},
+  L ∈ {400, 1600, 6400, 25600}: the classic-RR error settles on its population floor
+  (computed at the simulated θ*, ``floor_mse``) while the debiased error keeps falling like
+  L^{-1/2}. L is pushed to 25600 (the sampler draws counts, so L costs nothing) so that the
+  variance left at the largest L is < 0.1% of the floor.
+- ``xu-lambda-rule`` (xu spec §4.2, §8.4, A4): both λ rules at the spec's (m, L, ε) points,
+  m ∈ {10, 40}, L ∈ {100, 800}, ε ∈ {1, 3}, 100 replicates: the literal formula makes ε = 3
+  worse than ε = 1 at m = 10, L = 100, contradicting the paper's own Fig. 2; λ = G/L does not.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpsim.experiment import ComparisonCheck, FigureSpec, Panel, SlopeCheck, TrendCheck  # noqa: F401
+from dpsim.experiment.checks import RatioCheck, SlopeRangeCheck
+from dpsim.theory import xu as theory
+
+from .checks import IdenticalAcrossCheck, MeanRatioCheck, PredictedRatioCheck
+from .common import INF, SYMBOLS, YLABEL, truth_ladder, truth_uniform, xu_experiment
+
+METHOD = "m_est"
+SCHEMES = theory.SCHEMES
+SCHEME_TEXT = {"eps_log_over_sqrt": "log(mL)/√(mL)", "eps_inv_sqrt": "1/√(mL)",
+               "eps_inv_sqrt_log": "1/(√(mL)·log(mL))"}
+
+
+def _panel(metric, where, title):
+    return Panel(metric, METHOD, YLABEL[metric], where=where, title=title)
+
+
+def _eps_title(e):
+    return f"$\\epsilon$ = {e:g}"
+
+
+def _m_title(m):
+    return f"$m$ = {m}"
+
+
+# ---------------------------------------------------------------------------------------
+# Scenario I (Fig. 2)
+# ---------------------------------------------------------------------------------------
+FIG2_EPS = [1.0, 2.0, 3.0]
+FIG2_M = [10, 20, 40]
+FIG2_L = [100, 200, 400, 800]
+FIG2 = xu_experiment(
+    "xu-fig2", "Scenario I: estimation errors vs L at constant ε (θ* ~ U(−2, 2))",
+    {"n_items": FIG2_M, "n_users": FIG2_L, "eps": FIG2_EPS}, truth=truth_uniform, reps=50,
+    figure=FigureSpec(
+        symbols=SYMBOLS, x="n_users", curve="n_items", xlabel="$L$", curve_label="$m$", logx=True,
+        panels=tuple(_panel("linf", {"eps": [e]}, _eps_title(e)) for e in FIG2_EPS)
+        + tuple(_panel("l2_rms", {"eps": [e]}, _eps_title(e)) for e in FIG2_EPS),
+        title="xu Fig. 2 (Scenario I): estimation errors vs $L$"),
+    description="xu §5.1 Scenario I, Fig. 2 (xu spec §6.1): 50 replicates, λ = G(ε)/L")
+
+# ---------------------------------------------------------------------------------------
+# Scenario II (Fig. 3)
+# ---------------------------------------------------------------------------------------
+FIG3_M = [10, 20, 30]
+FIG3_L = [100, 200, 400, 800, 1600]
+FIG3 = xu_experiment(
+    "xu-fig3", "Scenario II: estimation errors vs L under the adaptive privacy schemes",
+    {"n_items": FIG3_M, "n_users": FIG3_L, "scheme": list(SCHEMES), "l0": [100]}, truth=truth_uniform, reps=200,
+    figure=FigureSpec(
+        symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
+        panels=tuple(_panel("linf", {"n_items": [m]}, _m_title(m)) for m in FIG3_M)
+        + tuple(_panel("l2_rms", {"n_items": [m]}, _m_title(m)) for m in FIG3_M),
+        title="xu Fig. 3 (Scenario II): errors vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
+    description="xu §5.1 Scenario II, Fig. 3, Table 1 (xu spec §6.2, P5): schemes named by formula (A8)")
+
+# ---------------------------------------------------------------------------------------
+# Scenario III (Fig. 4)
+# ---------------------------------------------------------------------------------------
+FIG4_M = [10, 20, 30]
+FIG4_L = [50, 100, 200, 400]
+FIG4_GAP = [0.05, 0.1, 0.15, 0.2]
+FIG4 = xu_experiment(
+    "xu-fig4", "Scenario III: ranking errors vs L at ε = 1 (evenly spaced θ*, gap Δ)",
+    {"n_items": FIG4_M, "n_users": FIG4_L, "gap": FIG4_GAP, "eps": [1.0]}, truth=truth_ladder, reps=100,
+    figure=FigureSpec(
+        symbols=SYMBOLS, x="n_users", curve="gap", xlabel="$L$", curve_label="$\\Delta$", logx=True,
+        panels=tuple(_panel("top_k_hamming", {"n_items": [m]}, _m_title(m)) for m in FIG4_M)
+        + tuple(_panel("kendall", {"n_items": [m]}, _m_title(m)) for m in FIG4_M),
+        title="xu Fig. 4 (Scenario III): top-$K$ and full ranking errors vs $L$"),
+    description="xu §5.2 Scenario III, Fig. 4 (xu spec §6.3): 100 replicates, K = m/2")
+
+# ---------------------------------------------------------------------------------------
+# Scenario IV (Fig. 5)
+# ---------------------------------------------------------------------------------------
+FIG5_M = [10, 20, 30]
+FIG5_L = [50, 100, 200, 400]
+FIG5 = xu_experiment(
+    "xu-fig5", "Scenario IV: full ranking error vs L under the adaptive privacy schemes (Δ = 0.1)",
+    {"n_items": FIG5_M, "n_users": FIG5_L, "gap": [0.1], "scheme": list(SCHEMES), "l0": [50]},
+    truth=truth_ladder, reps=100,
+    figure=FigureSpec(
+        symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
+        panels=tuple(_panel("kendall", {"n_items": [m]}, _m_title(m)) for m in FIG5_M),
+        title="xu Fig. 5 (Scenario IV): full ranking error vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
+    description="xu §5.2 Scenario IV, Fig. 5 (xu spec §6.4): Δ = 0.1 (A13), L0 = 50 (A9), 100 replicates (A10)")
+
+# ---------------------------------------------------------------------------------------
+# Scenario V (Fig. 6)
+# ---------------------------------------------------------------------------------------
+FIG6_M = [10, 20]
+FIG6_L = [50, 100, 200, 400]
+FIG6_MECHANISMS = ["classic_rr", "debiased_rr", "laplace"]
+FIG6 = xu_experiment(
+    "xu-fig6", "Scenario V: classic RR vs debiased RR vs Laplace at ε = 2",
+    {"n_items": FIG6_M, "n_users": FIG6_L, "eps": [2.0], "mechanism": FIG6_MECHANISMS}, truth=truth_uniform, reps=100,
+    figure=FigureSpec(
+        symbols=SYMBOLS, x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
+        panels=tuple(_panel(metric, {"n_items": [m]}, _m_title(m))
+                     for m in FIG6_M for metric in ("linf", "l2_rms", "kendall")),
+        title="xu Fig. 6 (Scenario V): classic RR vs debiased RR vs Laplace"),
+    description="xu §5.3 Scenario V, Fig. 6 (xu spec §6.5): same raw data and flips for the three mechanisms")
+
+# ---------------------------------------------------------------------------------------
+# Companions
+# ---------------------------------------------------------------------------------------
+ORACLE_M, ORACLE_L, ORACLE_EPS = [10, 20], [100, 400], [1.0, 2.0, 3.0]
+ORACLE = xu_experiment(
+    "xu-oracle", "Simulated ℓ2/√m error vs the sandwich (oracle) prediction at the simulated θ*",
+    {"n_items": ORACLE_M, "n_users": ORACLE_L, "eps": ORACLE_EPS, "mechanism": ["debiased_rr", "laplace"]},
+    truth=truth_uniform, reps=500, extra=("oracle_mse",),
+    figure=FigureSpec(
+        symbols=SYMBOLS, x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$L$",
+        panels=tuple(Panel(metric, METHOD, YLABEL[metric], where={"n_items": [m], "mechanism": [mech]},
+                           title=f"{'simulated' if metric == 'mse' else 'sandwich'}, {mech}, $m$ = {m}")
+                     for m in ORACLE_M for mech in ("debiased_rr", "laplace") for metric in ("mse", "oracle_mse")),
+        title="Simulated mean squared error vs the sandwich prediction (xu spec P4)"),
+    description="xu spec §5.2 P4: E‖θ̂ − θ*‖²/m against tr((H*)⁺V(H*)⁺)/m at the simulated θ*")
+
+FLOOR_M, FLOOR_L = [10, 20], [400, 1600, 6400, 25600]
+FLOOR = xu_experiment(
+    "xu-classic-floor", "Classic RR plateaus at its population floor, debiased RR is consistent (ε = 2)",
+    {"n_items": FLOOR_M, "n_users": FLOOR_L, "eps": [2.0], "mechanism": ["classic_rr", "debiased_rr"]},
+    truth=truth_uniform, reps=100, extra=("floor_mse",),
+    figure=FigureSpec(
+        symbols=SYMBOLS, x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
+        panels=tuple(Panel(metric, METHOD, YLABEL[metric], where={"n_items": [m]}, title=_m_title(m))
+                     for m in FLOOR_M for metric in ("mse", "floor_mse")),
+        title="Classic RR vs debiased RR as $L$ grows: the population floor (xu spec §3.7)"),
+    description="xu spec §3.7, P10: classic-RR error → its population floor, debiased RR → 0")
+
+LAMBDA_M, LAMBDA_L, LAMBDA_EPS = [10, 40], [100, 800], [1.0, 3.0]
+LAMBDA = xu_experiment(
+    "xu-lambda-rule", "The ridge rule: λ = G(ε)/L against the paper's literal (e^ε+1)²/((e^ε−1)L)",
+    {"n_items": LAMBDA_M, "n_users": LAMBDA_L, "eps": LAMBDA_EPS, "lambda_rule": ["g_over_l", "paper"]},
+    truth=truth_uniform, reps=100,
+    figure=FigureSpec(
+        symbols=SYMBOLS, x="eps", curve="lambda_rule", xlabel="$\\epsilon$", curve_label="$\\lambda$ rule",
+        panels=tuple(Panel("l2_rms", METHOD, YLABEL["l2_rms"], where={"n_items": [m], "n_users": [L]},
+                           title=f"$m$ = {m}, $L$ = {L}") for m in LAMBDA_M for L in LAMBDA_L),
+        title="$\\lambda$ = G/L vs the literal $\\lambda$ of xu Scenario I (xu spec §4.2, A4)"),
+    description="xu spec §4.2, §8.4, A4: the λ rules at (m, L, ε) ∈ {10, 40} × {100, 800} × {1, 3}")
+
+EXPERIMENTS = [FIG2, FIG3, FIG4, FIG5, FIG6, ORACLE, FLOOR, LAMBDA]
+
+# =======================================================================================
+# Checks. Regions come from the theory and the spec, never from the data:
+# - rates: slope −1/2 in log L (Thm 2 without its log factor, xu spec P1, P2), tolerance 0.1
+#   (xu spec §9: "log-log slope of ℓ2/√m vs L ∈ [−0.6, −0.4]");
+# - privacy ratios: Lemma 2's variance (G/4 − (p* − ½)²)/L bounds the RMS ratio between two
+#   privacy levels by [√(G_a/G_b), √((G_a − 1)/(G_b − 1))] (theory.rms_ratio_bounds), and the
+#   sandwich at the simulated θ* predicts it (xu spec P3, P4); every sandwich statement gets the
+#   spec's accuracy, "simulated MSE within ~10% of the sandwich prediction" (xu spec §9), i.e.
+#   RMS ratios within [√0.9, √1.1];
+# - Table 1 by formula (xu spec A8) with a paired design (θ* shared across L per replicate, one
+#   intercept per replicate and m): log/√ falls, 1/(√·log) rises, and 1/√ is flat: its slope
+#   lies closer to 0 than to half the proxy slope √(G/(mL)) of either other scheme;
+# - ranking errors decrease (Thms 5–6, xu spec P8): the sign of the slope of the error (not its
+#   log: K can be 0) in log L, m, Δ, with one intercept per cell of the other axes.
+# =======================================================================================
+RATE_TOL = 0.1
+SANDWICH = (math.sqrt(0.9), math.sqrt(1.1))   # RMS ratio band of "MSE within ~10%" (xu spec §9, P4)
+
+
+def lemma2_region(g_num: float, g_den: float) -> tuple[float, float]:
+    """Lemma 2's bounds on an RMS ratio (theory.rms_ratio_bounds), widened by the sandwich's
+    accuracy (the bounds are sandwich statements): [low·√0.9, high·√1.1]."""
+    low, high = theory.rms_ratio_bounds(g_num, g_den)
+    return low * SANDWICH[0], high * SANDWICH[1]
+
+
+def _G(eps):
+    return float(theory.privacy_G(eps))
+
+
+FIG2_CHECKS = []
+for _e in FIG2_EPS:
+    for _metric, _what in (("l2_rms", "ℓ2/√m"), ("linf", "ℓ∞")):
+        FIG2_CHECKS.append(SlopeCheck(
+            f"xu-fig2-{_metric.replace('_', '')}-vs-L-eps{_e:g}", FIG2.name, _metric, METHOD, "n_users", -0.5, RATE_TOL,
+            where={"eps": [_e], "n_items": FIG2_M},
+            description=f"Scenario I, ε = {_e:g}: {_what} error ∝ L^(-1/2) (Thm 2, xu spec P1–P2; one intercept per m)"))
+for _num, _den in ((1.0, 3.0), (1.0, 2.0)):
+    _lo, _hi = lemma2_region(_G(_num), _G(_den))
+    FIG2_CHECKS.append(RatioCheck(
+        f"xu-fig2-eps-ratio-{_num:g}-{_den:g}-coth-bounds", FIG2.name, "mse", METHOD, "eps", _num, _den, _lo, _hi,
+        pool=("n_items", "n_users"), root=True, paired_on=("n_items", "n_users", "rep"),
+        description=f"RMS error ratio ε = {_num:g}/{_den:g} between coth({_num:g}/2)/coth({_den:g}/2) and Lemma 2's "
+                    f"bound, each widened by the sandwich's ±10% MSE: [{_lo:.3f}, {_hi:.3f}] (xu spec P3)"))
+
+
+def _proxy_slope(scheme):
+    return float(np.mean([theory.scheme_proxy_slope(m, FIG3_L, scheme, 100) for m in FIG3_M]))
+
+
+STABLE_REGION = (0.5 * _proxy_slope("eps_log_over_sqrt"), 0.5 * _proxy_slope("eps_inv_sqrt_log"))
+FIG3_CHECKS = []
+for _metric, _what in (("l2_rms", "ℓ2/√m"), ("linf", "ℓ∞")):
+    _where = {"n_items": FIG3_M}
+    _tag = _metric.replace("_", "")
+    FIG3_CHECKS += [
+        TrendCheck(f"xu-fig3-table1-{_tag}-log-over-sqrt-decreases", FIG3.name, _metric, METHOD, "n_users", -1,
+                   where={**_where, "scheme": ["eps_log_over_sqrt"]}, pool=("rep",),
+                   description=f"Table 1: {_what} decreases in L under ε ≍ log(mL)/√(mL) (the paper's Scheme 1; "
+                               "its text says it worsens, xu spec A8); paired design, intercept per (m, replicate)"),
+        SlopeRangeCheck(f"xu-fig3-table1-{_tag}-inv-sqrt-stable", FIG3.name, _metric, METHOD, "n_users",
+                        *STABLE_REGION, where={**_where, "scheme": ["eps_inv_sqrt"]}, pool=("rep",),
+                        description=f"Table 1: {_what} stays stable under ε ≍ 1/√(mL): slope closer to 0 than to "
+                                    "half the other schemes' proxy slopes √(G/(mL)) (xu spec P5)"),
+        TrendCheck(f"xu-fig3-table1-{_tag}-inv-sqrt-log-increases", FIG3.name, _metric, METHOD, "n_users", +1,
+                   where={**_where, "scheme": ["eps_inv_sqrt_log"]}, pool=("rep",),
+                   description=f"Table 1: {_what} increases in L under ε ≍ 1/(√(mL)·log(mL)) (the paper's Scheme 3; "
+                               "its text says it improves, xu spec A8)"),
+    ]
+
+FIG4_CHECKS = []
+for _metric, _what in (("kendall", "K"), ("top_k_hamming", "H_K")):
+    _tag = "kendall" if _metric == "kendall" else "hamming"
+    for _x, _where, _axis in (("n_users", {"n_items": FIG4_M, "gap": FIG4_GAP}, "L"),
+                              ("n_items", {"n_users": FIG4_L, "gap": FIG4_GAP}, "m"),
+                              ("gap", {"n_items": FIG4_M, "n_users": FIG4_L}, "Δ")):
+        FIG4_CHECKS.append(TrendCheck(
+            f"xu-fig4-{_tag}-falls-in-{_x.replace('n_', '')}", FIG4.name, _metric, METHOD, _x, -1, where=_where,
+            log_y=False,
+            description=f"Scenario III: {_what} decreases in {_axis} (Thms 5–6, xu spec P8; slope of the error in "
+                        f"log {_axis}, one intercept per cell of the other axes)"))
+
+FIG5_CHECKS = [
+    TrendCheck("xu-fig5-kendall-log-over-sqrt-decreases", FIG5.name, "kendall", METHOD, "n_users", -1,
+               where={"n_items": FIG5_M, "scheme": ["eps_log_over_sqrt"]}, pool=("rep",), log_y=False,
+               description="Scenario IV: K decreases in L under ε ≍ log(mL)/√(mL) (exponent mLΔ²/G grows "
+                           "like log²(mL), Thm 6; xu spec P8)"),
+    TrendCheck("xu-fig5-kendall-inv-sqrt-log-increases", FIG5.name, "kendall", METHOD, "n_users", +1,
+               where={"n_items": FIG5_M, "scheme": ["eps_inv_sqrt_log"]}, pool=("rep",), log_y=False,
+               description="Scenario IV: K increases in L under ε ≍ 1/(√(mL)·log(mL)) (exponent shrinks like "
+                           "1/log²(mL), Thm 6; xu spec P8)"),
+]
+
+FIG6_CHECKS = [
+    RatioCheck("xu-fig6-laplace-worse-than-debiased-rr", FIG6.name, "mse", METHOD, "mechanism", "laplace",
+               "debiased_rr", 1.0, INF, pool=("n_items", "n_users"), root=True,
+               paired_on=("n_items", "n_users", "rep"),
+               description="Scenario V: RMS ℓ2/√m error of Laplace over debiased RR > 1 (same raw data; "
+                           "Var p(1−p) + 2/ε² vs coth²(ε/2)/4 − (p − ½)², xu spec §3.6, P11)"),
+    IdenticalAcrossCheck("xu-fig6-classic-debiased-identical-rankings", FIG6.name,
+                         ("kendall", "kendall_strict", "top_k_hamming"), METHOD, "mechanism", "classic_rr", "debiased_rr",
+                         description="classic and debiased RR rank identically under homogeneous ε (Borda order, "
+                                     "xu spec §4.6, A22): the paper's 'debiasing improves ranking' cannot hold"),
+]
+
+ORACLE_POINTS = [(10, 100, 1.0, "debiased_rr"), (20, 400, 1.0, "debiased_rr"), (10, 100, 3.0, "debiased_rr"),
+                 (10, 100, 2.0, "laplace"), (20, 400, 3.0, "debiased_rr"), (20, 400, 2.0, "laplace")]
+ORACLE_CHECKS = [
+    MeanRatioCheck(f"xu-oracle-m{m}-L{L}-eps{e:g}-{mech.replace('_', '-')}", ORACLE.name, "mse", "oracle_mse", METHOD,
+                   *SANDWICH, where={"n_items": [m], "n_users": [L], "eps": [e], "mechanism": [mech]},
+                   description=f"simulated RMS ℓ2/√m over the sandwich prediction at the simulated θ* in [√0.9, √1.1] "
+                               f"(MSE within 10%, xu spec P4, §9), m = {m}, L = {L}, ε = {e:g}, {mech}")
+    for m, L, e, mech in ORACLE_POINTS]
+for _num, _den in ((1.0, 3.0), (1.0, 2.0)):
+    ORACLE_CHECKS.append(PredictedRatioCheck(
+        f"xu-oracle-eps-ratio-{_num:g}-{_den:g}-tracks-sandwich", ORACLE.name, "mse", "oracle_mse", METHOD, "eps",
+        _num, _den, *SANDWICH, where={"mechanism": ["debiased_rr"]}, pool=("n_items", "n_users"),
+        paired_on=("n_items", "n_users", "rep"),
+        description=f"debiased RR: the RMS error ratio ε = {_num:g} over ε = {_den:g} ÷ the sandwich ratio at the "
+                    f"simulated θ* (exact Lemma 2 variance, ≈ coth ratio; xu spec P3, P4) in [√0.9, √1.1]"))
+
+FLOOR_CHECKS = [
+    *[MeanRatioCheck(f"xu-classic-floor-m{m}", FLOOR.name, "mse", "floor_mse", METHOD, 0.99, 1.01,
+                     where={"n_items": [m], "n_users": [FLOOR_L[-1]], "mechanism": ["classic_rr"]},
+                     description=f"classic RR, m = {m}, L = {FLOOR_L[-1]}, ε = 2: RMS ℓ2/√m within 1% of its population "
+                                 "floor ‖θ̃ − θ*‖/√m at the simulated θ* (xu spec §3.7; variance left < 0.1%)")
+      for m in FLOOR_M],
+    SlopeCheck("xu-classic-floor-plateau", FLOOR.name, "l2_rms", METHOD, "n_users", 0.0, RATE_TOL,
+               where={"n_items": FLOOR_M, "mechanism": ["classic_rr"]},
+               description="classic RR: the ℓ2/√m error plateaus in L (slope 0; inconsistent, xu spec §3.7, P10)"),
+    SlopeCheck("xu-classic-floor-debiased-consistent", FLOOR.name, "l2_rms", METHOD, "n_users", -0.5, RATE_TOL,
+               where={"n_items": FLOOR_M, "mechanism": ["debiased_rr"]},
+               description="debiased RR on the same flips: ℓ2/√m ∝ L^(-1/2) → 0 (Thm 2)"),
+]
+
+_L_LO, _L_HI = lemma2_region(_G(1.0), _G(3.0))
+LAMBDA_CHECKS = [
+    RatioCheck("xu-lambda-g-over-l-eps3-beats-eps1", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0,
+               1 / _L_HI, 1 / _L_LO, where={"n_items": [10], "n_users": [100], "lambda_rule": ["g_over_l"]},
+               root=True, paired_on=("rep",),
+               description="λ = G/L at m = 10, L = 100: RMS error ratio ε = 3 over ε = 1 within Lemma 2's bounds "
+                           "widened by the sandwich's ±10% MSE (xu spec P3, A4)"),
+    RatioCheck("xu-lambda-paper-rule-reverses-eps", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0, 1.0, INF,
+               where={"n_items": [10], "n_users": [100], "lambda_rule": ["paper"]}, root=True, paired_on=("rep",),
+               description="the literal λ = (e^ε+1)²/((e^ε−1)L) at m = 10, L = 100 makes ε = 3 worse than ε = 1, "
+                           "contradicting the paper's Fig. 2 (xu spec §4.2, A4): why λ = G/L is the default"),
+]
+
+CHECKS = [*FIG2_CHECKS, *FIG3_CHECKS, *FIG4_CHECKS, *FIG5_CHECKS, *FIG6_CHECKS, *ORACLE_CHECKS, *FLOOR_CHECKS,
+          *LAMBDA_CHECKS]
