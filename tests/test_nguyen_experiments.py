@@ -275,6 +275,22 @@ def test_tiny_real_run_reads_the_file(tmp_path):
     assert str(path) in str(manifest["study"])
 
 
+def test_tiny_topk_run(tmp_path):
+    """Top-K: linf_over_gap = linf/Δ, and exactly where ‖β̂ − β*‖∞ < Δ/2 is the top K
+    certainly recovered (Thm 3.2's proof; a top-k mask that held K − 1 items, the engine bug
+    fixed on main, would fail there)."""
+    from dpsim.experiment.runner import run_experiment
+    exp = BY_NAME["nguyen-topk"]
+    run_experiment(exp, reps=20, out=tmp_path / "run", progress=False,
+                   overrides={"n_items": [10, 100], "signal": [1.0, 40.0]})
+    df = store.load_results(tmp_path / "run")
+    assert len(df) == 20 * 2 * 2 and df["converged"].all()
+    np.testing.assert_allclose(df["linf_over_gap"], df["linf"] / df["gap"], rtol=1e-12)
+    separated = df["linf_over_gap"] < 0.5
+    assert separated.any() and (df.loc[separated, "exact_recovery"] == 1).all()
+    assert (df.loc[df["exact_recovery"] == 0, "linf_over_gap"] >= 0.5).all()
+
+
 def _close(a, b):
     if isinstance(a, dict):
         assert set(a) == set(b)
