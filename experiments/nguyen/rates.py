@@ -29,7 +29,8 @@ Experiments (reps chosen so that the 95% intervals of the slopes are ≲ ±0.03)
 - ``nguyen-rates-items`` (R1, R2 in m; R3; R8 in m): n = 8000, m ∈ {10, …, 160}, ε* = 4.
 - ``nguyen-rates-p`` (R2, R8 in p): m = 40, n = 16000, p ∈ {0.4, …, 1}, ε* = 4
   (mp ≥ 16 ≫ log n, np² ≥ 2560 ≫ log m).
-- ``nguyen-rates-fixed-m`` (R5): m = 3, n ∈ {250, …, 16000}.
+- ``nguyen-rates-fixed-m`` (R5): m = 3, n ∈ {250, …, 16000} (the Gaussian chain at ε* = 4
+  beside it).
 - ``nguyen-rates-laplace`` (R9): n = 20000, m ∈ {3, 6, 12, 24}, ε* = 5, paper accounting
   and conversion (R9's ratio √(m(m − 1)/ln(1/δ)) is stated for them); t/E Y ≤ 0.03; 2000
   replicates (at m = 3 the shift is a sum of a few noise terms and its spread is large: 1000
@@ -121,14 +122,14 @@ P_GRID = [0.4, 0.55, 0.75, 1.0]
 P_SWEEP = rate_experiment(
     "nguyen-rates-p", "Rates in the observation probability p (m = 40, n = 16000, bounded design)",
     {"n_items": [40], "n_users": [16000], "p": P_GRID, "eps": [4.0]}, ("nonprivate", "gaussian"),
-    (Panel("l2", None, ERR_L2), Panel("privacy_l2", "gaussian", SHIFT)),
+    (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
     "p", "$p$", "spec §5.7 R2 (p), R8 (p)", reps=100)
 
 FIXED_M_N = [250, 1000, 4000, 16000]
 FIXED_M = rate_experiment(
     "nguyen-rates-fixed-m", "Consistency at a fixed number of items (m = 3, bounded design)",
-    {"n_items": [3], "n_users": FIXED_M_N, "eps": [4.0]}, ("nonprivate",),
-    (Panel("l2", "nonprivate", ERR_L2), Panel("linf", "nonprivate", ERR_LINF)),
+    {"n_items": [3], "n_users": FIXED_M_N, "eps": [4.0]}, ("nonprivate", "gaussian"),
+    (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
     "n_users", "$n$", "spec §5.7 R5 (Supp. Thm 1.7)", reps=400)
 
 LAPLACE_M = [3, 6, 12, 24]
@@ -138,7 +139,7 @@ LAPLACE = rate_experiment(
     "nguyen-rates-laplace", "Laplace vs Gaussian chain in m (n = 20000, ε* = 5, paper accounting)",
     {"n_items": LAPLACE_M, "n_users": [20000], "eps": [LAPLACE_EPS], "accounting": ["paper"],
      "conversion": ["paper"]}, ("gaussian", "laplace"),
-    (Panel("privacy_l2", None, SHIFT),),
+    (Panel("privacy_l2", None, SHIFT), Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF)),
     "n_items", "$m$", "spec §5.7 R9, §4.8 (σ_Lap/σ_Gauss)", reps=LAPLACE_REPS)
 
 RR_N = [500, 1000, 2000, 4000, 8000]
@@ -146,7 +147,7 @@ RR_EPS = 0.5
 RR = rate_experiment(
     "nguyen-rates-rr", "Randomized response's error floor in n (m = 10, ε* = 0.5, bounded design)",
     {"n_items": [10], "n_users": RR_N, "eps": [RR_EPS]}, ("nonprivate", "gaussian", "rr"),
-    (Panel("l2", None, ERR_L2),),
+    (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", None, SHIFT)),
     "n_users", "$n$", "spec §5.7 R10, §4.9")
 
 EXPERIMENTS = [USERS, ITEMS, P_SWEEP, FIXED_M, LAPLACE, RR]
