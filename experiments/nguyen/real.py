@@ -204,8 +204,10 @@ P0 = movielens_experiment(
     "nguyen-p0", "Sparse discrete Gaussian chain: effect of the edge probability p₀ (nguyen supp. Fig. 1)",
     {"n_items": [200], "p0": P0_VALUES}, ("gaussian_sparse",),
     FigureSpec(x="eps", curve="p0", xlabel="$\\epsilon^*$", curve_label="$p_0$", logx=True,
-               panels=tuple(Panel(metric, "gaussian_sparse", label, where={"mode": [mode]}, title=f"{mode} mode")
-                            for metric, label in (("l2", PANEL_Y), ("linf", "$\\|\\tilde\\beta-\\hat\\beta\\|_\\infty$"))
+               panels=tuple(Panel(metric, "gaussian_sparse", label, where={"mode": [mode]},
+                                  title=f"{norm} distance, {mode} mode")
+                            for metric, norm, label in (("l2", "ℓ2", PANEL_Y),
+                                                        ("linf", "ℓ∞", "$\\|\\tilde\\beta-\\hat\\beta\\|_\\infty$"))
                             for mode in MODES),
                symbols=SYMBOLS, title="nguyen supp. Fig. 1: the sparse chain's $p_0$ (proposed: 2 log₂ m / m)"),
     "nguyen supp. §4, Fig. 1; spec §6.4")
