@@ -107,7 +107,8 @@ USERS = rate_experiment(
     "nguyen-rates-users", "Rates in the number of users n (m = 20, bounded design)",
     {"n_items": [USERS_M], "n_users": USERS_N, "eps": USERS_EPS}, ("nonprivate", "gaussian"),
     (*[Panel("l2", None, ERR_L2, where={"eps": [e]}, title=f"$\\epsilon^*$ = {e:g}") for e in USERS_EPS],
-     Panel("privacy_l2", "gaussian", SHIFT + " (Gaussian)", where={"eps": [4.0]}, title="$\\epsilon^*$ = 4")),
+     Panel("privacy_l2", "gaussian", SHIFT + " (Gaussian)", where={"eps": [4.0]},
+           title="Gaussian privacy shift, $\\epsilon^*$ = 4")),
     "n_users", "$n$", "spec §5.7 R1, R2 (n), R7, R8 (n, ε₀)")
 
 ITEMS_N = 8000
