@@ -124,6 +124,21 @@ def _manifest_experiment(manifest: dict):
     return resolve(target)[0]
 
 
+def _checks_of_experiments(found, names: list[str]) -> list[str]:
+    """``names`` with each experiment name replaced by the names of the checks judged on it
+    (``dpsim verify cai-fig3`` runs cai-fig3's checks); other names are left as they are."""
+    out = []
+    for name in names:
+        if name in found.experiments and name not in found.checks:
+            own = [c.name for c in found.checks.values() if c.experiment == name]
+            if not own:
+                raise UsageError(f"experiment {name!r} has no checks; see `dpsim list`")
+            out.extend(own)
+        else:
+            out.append(name)
+    return out
+
+
 def cmd_verify(args) -> int:
     from dpsim.experiment.registry import catalogue, select
     from dpsim.experiment.verify import verify
@@ -136,7 +151,7 @@ def cmd_verify(args) -> int:
         names = [c.name for c in found.checks.values() if found.source.get(c.experiment, "").startswith(study)]
         if not names:
             raise UsageError(f"study file {study!r} defines no checks")
-    checks = {c.name: c for c in select(found.checks, names, "check")}
+    checks = {c.name: c for c in select(found.checks, _checks_of_experiments(found, names), "check")}
     _, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
                        reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
                        sources=found.source)
@@ -219,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.set_defaults(func=cmd_plot)
 
     ver = sub.add_parser("verify", help="run and evaluate rate checks")
-    ver.add_argument("checks", nargs="*", help="check names, a paper prefix (cai), or path/to/study.py")
+    ver.add_argument("checks", nargs="*", help="check names, a paper prefix (cai), experiment names (their checks), or path/to/study.py")
     ver.add_argument("--runs", default=str(Path("runs") / "verify"),
                      help="directory holding the checks' runs (default runs/verify, apart from `dpsim run`'s)")
     ver.add_argument("--seed", type=int, default=0)
@@ -287,7 +302,13 @@ def main(argv=None) -> int:
         sys.stdout.flush()
         os._exit(3)
     except KeyboardInterrupt:
-        print("dpsim: interrupted; completed chunks are saved, re-run to resume", file=sys.stderr)
+        print("dpsim: interrupted; completed chunks are saved, re-run to resume", file=sys.stderr, flush=True)
+        if argv is None:
+            # From the command line: leave without interpreter shutdown, which aborts with
+            # "terminate called ... FATAL: exception not rethrown" while XLA's worker threads
+            # are still running a chunk. Every completed part is already on disk (atomic).
+            sys.stdout.flush()
+            os._exit(130)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

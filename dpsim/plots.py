@@ -17,6 +17,7 @@ curve per value of another axis or per method), and everything else comes from t
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import string
@@ -33,7 +34,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpsim.errors import UsageError  # noqa: E402
-from dpsim.experiment.grid import FigureSpec  # noqa: E402
+from dpsim.experiment.grid import FigureSpec, Panel  # noqa: E402
 from dpsim.experiment.summary import grid_columns, select, summarise  # noqa: E402
 
 
@@ -72,7 +73,7 @@ class Drawn:
 def mapped_axes(spec: FigureSpec) -> set[str]:
     axes = {spec.x, spec.curve, *spec.pool}
     for panel in spec.panels:
-        axes |= set(panel.where)
+        axes |= set(panel.where) | set(panel.each)
         if panel.x:
             axes.add(panel.x)
     return axes
@@ -110,6 +111,38 @@ def draw_figures(table: pd.DataFrame, spec: FigureSpec) -> Iterator[Drawn]:
             yield _draw(rows, spec, split)
 
 
+def _panel_rows(table: pd.DataFrame, panel: Panel) -> pd.DataFrame:
+    """The rows a panel plots: its ``where`` slice, its method, its metric not missing."""
+    rows = select(table, panel.where)
+    if panel.method is not None:
+        rows = rows[rows["method"] == panel.method]
+    return rows[rows[panel.metric].notna()] if panel.metric in rows else rows.iloc[0:0]
+
+
+def expand_panels(table: pd.DataFrame, spec: FigureSpec) -> list[Panel]:
+    """``spec.panels`` with each panel that has ``each`` axes repeated once per combination
+    of those axes' values present in its rows (numeric order, ∞ last), the values added to its
+    ``where`` and its title."""
+    panels = []
+    for panel in spec.panels:
+        if not panel.each:
+            panels.append(panel)
+            continue
+        rows = _panel_rows(table, panel)
+        missing = [a for a in panel.each if a not in rows]
+        if missing:
+            raise UsageError(f"panel {panel.title or panel.ylabel!r} is repeated over {missing[0]!r}, "
+                             f"which is not a column of the results")
+        combos = sorted({tuple(r) for r in rows[list(panel.each)].itertuples(index=False)},
+                        key=lambda combo: [sort_key(v) for v in combo])
+        for combo in combos:
+            value_text = ", ".join(f"{symbol(spec, a)} = {format_value(v)}" for a, v in zip(panel.each, combo))
+            panels.append(dataclasses.replace(
+                panel, each=(), where={**panel.where, **{a: [v] for a, v in zip(panel.each, combo)}},
+                title=f"{panel.title}, {value_text}" if panel.title else value_text))
+    return panels
+
+
 def _x_positions(xs: np.ndarray, logx: bool) -> tuple[np.ndarray, float | None]:
     """Plot positions of x values; ∞ goes one (log or linear) step beyond the largest finite
     value. Returns (positions, the position of ∞ or None)."""
@@ -138,8 +171,9 @@ def _constant_axes(table: pd.DataFrame, spec: FigureSpec, split: dict) -> str:
 
 
 def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
-    n_panels = len(spec.panels)
-    cols = 2 if n_panels > 1 else 1
+    panels = expand_panels(table, spec)
+    n_panels = len(panels)
+    cols = min(spec.columns, n_panels)
     rows_n = math.ceil(n_panels / cols)
     fig, axes = plt.subplots(rows_n, cols, figsize=(5.2 * cols, 3.8 * rows_n + 0.6), squeeze=False)
     if spec.curve == "method":
@@ -149,13 +183,10 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
         curves = sorted(table[spec.curve].dropna().unique(), key=sort_key)
     colours = dict(zip(curves, plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(curves), 1)))))
     points, reps_seen, any_unconverged = [], [], False
-    for ax, panel, letter in zip(axes.flat, spec.panels, string.ascii_lowercase):
+    for ax, panel, letter in zip(axes.flat, panels, _letters()):
         x = panel.x or spec.x
         logx = spec.logx if panel.logx is None else panel.logx
-        rows = select(table, panel.where)
-        if panel.method is not None:
-            rows = rows[rows["method"] == panel.method]
-        rows = rows[rows[panel.metric].notna()] if panel.metric in rows else rows.iloc[0:0]
+        rows = _panel_rows(table, panel)
         label = f"({letter}) {panel.title or panel.ylabel}"
         if rows.empty:
             raise UsageError(f"panel {label!r} of the figure has no data "
@@ -186,6 +217,8 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
                                "mean": r["mean"], "sd": r["sd"], "n": int(r["n"]), "ci_low": r["ci_low"],
                                "ci_high": r["ci_high"], "unconverged": int(r.get("unconverged", 0) or 0),
                                **split})
+        if spec.logy if panel.logy is None else panel.logy:
+            ax.set_yscale("log")
         if logx:
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
@@ -226,6 +259,13 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
     fig.text(0.5, 0.005, footer, ha="center", va="bottom", fontsize=8, color="0.3")
     fig.tight_layout(rect=(0, 0.75 / height, 1, 1 - (0.7 if constant else 0.45) / height))
     return Drawn(fig, pd.DataFrame(points), split)
+
+
+def _letters() -> Iterator[str]:
+    """Panel letters a, b, …, z, aa, ab, …"""
+    for size in itertools.count(1):
+        for letters in itertools.product(string.ascii_lowercase, repeat=size):
+            yield "".join(letters)
 
 
 def figure_stem(stem: Path, split: dict) -> Path:

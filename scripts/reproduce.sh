@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Set up, then reproduce cai Figures 1–3 at the paper's size on the local CPU and judge their
-# own checks (the paper's observations on Figures 1–3, spec §8.3). Results, figures (PNG, PDF
-# and the plotted points as CSV) and manifests go to runs/cai-fig1 … runs/cai-fig3; nothing
-# tracked is rewritten. The full set of checks is `dpsim verify` (see the README).
+# Set up, then a quick reproduction on the local CPU: one headline figure per paper at the
+# paper's size (cai Figures 1-3, xu Figure 3 and Table 1, nguyen Figure 2, chowdhury
+# Figure 1) and the checks that judge them. Results, figures (PNG, PDF and the plotted points
+# as CSV) and manifests go to runs/NAME; nothing tracked is rewritten. Every check of a paper
+# is `dpsim verify PAPER` (see the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "reproduce: set-up, then cai Figures 1-3 and their checks; expect about 3 minutes on a 2-core CPU"
+experiments=(cai-fig1 cai-fig2 cai-fig3 xu-fig3 nguyen-fig2 chowdhury-fig1)
+echo "reproduce: set-up, then ${experiments[*]} and their checks; expect about 6 minutes on a 2-core CPU"
 start=$(date +%s)
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
-for fig in cai-fig1 cai-fig2 cai-fig3; do
-  dpsim run "$fig"
+for name in "${experiments[@]}"; do
+  dpsim run "$name"
 done
-dpsim verify cai-fig1 cai-fig2 cai-fig3 --runs runs
-echo "reproduce: done in $(( $(date +%s) - start )) s; figures in runs/cai-fig1 … runs/cai-fig3"
+dpsim verify "${experiments[@]}" --runs runs
+echo "reproduce: done in $(( $(date +%s) - start )) s; figures in runs/NAME/figure.png for NAME in ${experiments[*]}"

@@ -91,6 +91,8 @@ def test_a_study_file_runs_verifies_and_plots_from_any_directory(study_dir):
     assert lines[0].split()[0] in {"PASS", "FAIL", "INCONCLUSIVE"}
     assert verified.returncode == (1 if lines[0].startswith("FAIL") else 0)
     assert (study_dir / "runs" / "verify" / "borda-noise").is_dir()      # apart from `dpsim run`'s folder
+    by_experiment = dpsim(["verify", "my_study.py", "borda-noise", "--reps", "4", "--no-progress"], study_dir)
+    assert by_experiment.stdout == verified.stdout                        # an experiment's name: its checks
 
 
 def test_study_file_errors_are_one_line(tmp_path):
@@ -147,8 +149,9 @@ def test_results_are_readable_by_others(tmp_path):
         assert path.stat().st_mode & 0o044 == 0o044, path       # group and others may read (umask 022)
 
 
-def test_reproduce_script_runs_figures_1_to_3_and_their_checks_only():
+def test_reproduce_script_runs_one_headline_figure_per_paper_and_their_checks_only():
     text = (ROOT / "scripts" / "reproduce.sh").read_text()
-    assert "dpsim verify cai-fig1 cai-fig2 cai-fig3 --runs runs" in text
+    assert 'experiments=(cai-fig1 cai-fig2 cai-fig3 xu-fig3 nguyen-fig2 chowdhury-fig1)' in text
+    assert 'dpsim verify "${experiments[@]}" --runs runs' in text
     assert "figures/" not in text.replace("# ", "")   # it rewrites no tracked figure
     assert "expect about" in text

@@ -127,3 +127,26 @@ def test_split_values_with_a_dot_keep_their_own_files(tmp_path):
                         pool=("gap",))
     (drawn,) = draw_figures(frame, pooled)
     assert int(drawn.points["n"].iloc[0]) == 8            # both gaps' replicates in each point
+
+
+def test_a_panel_repeated_over_an_axis_draws_one_panel_per_value_run():
+    """``each``: one panel per ε present (∞ last), whatever values were run, so that
+    ``--set eps=…`` with values outside the default grid draws them instead of failing."""
+    spec = FigureSpec(x="p", curve="n_items", xlabel="p", curve_label="n", symbols={"eps": "$\\epsilon$"},
+                      panels=(Panel("err", "mle", "error", title="estimation", each=("eps",)),))
+    (drawn,) = draw_figures(table(eps=(3.0, INF, 0.25)), spec)
+    titles = [ax.get_title(loc="left") for ax in drawn.figure.axes if ax.has_data()]
+    assert titles == ["(a) estimation, $\\epsilon$ = 0.25", "(b) estimation, $\\epsilon$ = 3",
+                      "(c) estimation, $\\epsilon$ = ∞"]
+    means = drawn.points.groupby("panel")["mean"].max().to_dict()
+    assert means == pytest.approx({"a": 1 / 0.1 + 4.0, "b": 1 / 0.1 + 1 / 3.0, "c": 1 / 0.1})
+
+
+def test_log_y_and_columns():
+    spec = FigureSpec(x="p", curve="n_items", xlabel="p", curve_label="n", logy=True, columns=3,
+                      panels=(Panel("err", "mle", "error", each=("eps",)),
+                              Panel("err", "mle", "error, linear", where={"eps": [2.0]}, logy=False)))
+    (drawn,) = draw_figures(table(), spec)
+    used = [ax for ax in drawn.figure.axes if ax.has_data()]
+    assert [ax.get_yscale() for ax in used] == ["log", "log", "log", "linear"]
+    assert len(drawn.figure.axes) == 6                       # 2 rows × 3 columns, two left blank

@@ -432,6 +432,25 @@ def test_truth_per_replicate_is_shared_across_data_points(tmp_path):
     assert df["truth_sum"].nunique() == 5                              # a new θ* per replicate
 
 
+@pytest.mark.parametrize("per_replicate", [False, True])
+def test_truth_axes_share_theta_across_the_other_shape_axes(tmp_path, per_replicate):
+    """``truth_axes``: θ* keyed by part of the shape point is common to every value of the
+    other shape axes (a second shape axis, ``k``, here); without it each shape point draws
+    its own θ*."""
+    base = dataclasses.replace(crn_experiment(truth_per_replicate=per_replicate, p=[0.7], eps=[1.0], k=[1, 2]),
+                               shape_axes=("n_items", "k"))
+    sums = {}
+    for label, exp in (("all", base), ("n_only", dataclasses.replace(base, truth_axes=("n_items",)))):
+        run_experiment(exp, out=tmp_path / label, progress=False, reps=3)
+        df = store.load_results(tmp_path / label)
+        sums[label] = df.set_index(["k", "rep"])["truth_sum"].unstack("k")
+    assert (sums["n_only"][1] == sums["n_only"][2]).all()              # one θ* for both k
+    assert (sums["all"][1] != sums["all"][2]).all()                    # one θ* per shape point
+    assert sums["n_only"][1].nunique() == (3 if per_replicate else 1)
+    with pytest.raises(ValueError, match=r"truth_axes \['p'\] are not shape axes"):
+        dataclasses.replace(base, truth_axes=("n_items", "p"))
+
+
 def test_an_experiment_may_not_redefine_a_shared_axis():
     with pytest.raises(ValueError, match=r"redefines shared axes \['eps'\]"):
         dataclasses.replace(small_experiment(), axis_types={"eps": axes.positive("mine")})

@@ -58,8 +58,9 @@ def describe(experiment: Experiment, source: str = "") -> list[str]:
         lines.append(f"    {name:<12} {method.doc or method.label}  [{solver}]")
         lines.append(f"    {'':<12} metrics: {', '.join(method.metrics)}")
     if experiment.figure is not None:
-        lines.append(f"  figure: {experiment.figure.title} ({len(experiment.figure.panels)} panels; "
-                     f"x = {experiment.figure.x}, one curve per {experiment.figure.curve})")
+        spec = experiment.figure
+        panels = ", ".join(f"{p.metric}" + (f" per {'×'.join(p.each)}" if p.each else "") for p in spec.panels)
+        lines.append(f"  figure: {spec.title} (panels: {panels}; x = {spec.x}, one curve per {spec.curve})")
     return lines
 
 

@@ -45,8 +45,14 @@ class Panel:
 
     ``method=None`` keeps every method (use it with ``FigureSpec.curve = "method"`` for one
     curve per method, as in cai Figs 4 and 8); ``where`` restricts this panel's rows; ``x``,
-    ``xlabel`` and ``logx`` override the figure's x axis for this panel (cai Fig 4 has an
-    n panel and an ε panel).
+    ``xlabel``, ``logx`` and ``logy`` override the figure's axes for this panel (cai Fig 4 has
+    an n panel and an ε panel).
+
+    ``each``: grid axes this panel is repeated over, one panel per combination of their
+    values present in the table (in numeric order, ∞ last), its title followed by the value,
+    e.g. ``Panel("l2", None, "ℓ2", each=("eps",))`` draws one panel per ε that was run. Use it
+    instead of a ``where`` listing the default grid's values, so that ``--set eps=…`` with
+    other values draws them rather than failing on a panel without data.
     """
 
     metric: str
@@ -57,6 +63,12 @@ class Panel:
     x: str | None = None
     xlabel: str | None = None
     logx: bool | None = None
+    logy: bool | None = None
+    each: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if isinstance(self.each, str):
+            object.__setattr__(self, "each", (self.each,))
 
 
 @dataclass(frozen=True)
@@ -67,7 +79,8 @@ class FigureSpec:
     not map splits it into one figure per value (:mod:`dpsim.plots`).
 
     Attributes:
-        x, xlabel, logx: the x axis; ``curve``, ``curve_label``: one curve per value.
+        x, xlabel, logx: the x axis; ``logy``: a log y axis (every panel unless it says
+            otherwise); ``curve``, ``curve_label``: one curve per value.
         panels: what each panel plots (its ``where`` maps a slice of the grid).
         title: the paper's figure name (the grid actually run is added as a subtitle).
         curve_labels: method → legend label (with ``curve = "method"``).
@@ -75,6 +88,7 @@ class FigureSpec:
         pool: axes the figure deliberately averages over, e.g. the gap Δ when the x axis is
             a metric computed from it (Δ in units of a rate): each (curve, x) point is then
             one value of the pooled axis.
+        columns: panels per row.
     """
 
     x: str
@@ -87,6 +101,8 @@ class FigureSpec:
     curve_labels: Mapping[str, str] = field(default_factory=dict)  # method → legend label
     symbols: Mapping[str, str] = field(default_factory=dict)
     pool: tuple[str, ...] = ()
+    logy: bool = False
+    columns: int = 2
 
 
 class Context(NamedTuple):
@@ -194,6 +210,11 @@ class Experiment:
         axis_types: the experiment's own axes (not in the shared vocabulary).
         derived: values computed on the host (:class:`Derived`).
         truth_per_replicate: draw ``truth`` per (shape point, replicate), not per shape point.
+        truth_axes: the shape axes θ* depends on (default: all of them). Its key is then the
+            id of those axes' values only, so θ* is common to every shape point that agrees on
+            them: e.g. ``("dim",)`` with a shape axis ``n_samples`` gives one θ* per d (per
+            replicate with ``truth_per_replicate``) shared by every n. ``truth`` must then
+            read no other shape value.
         resolve_shape: host hook filling rule-based shape values (e.g. k = "auto").
         validate_point: host hook refusing a whole grid point (UsageError).
         lane_bytes: working-set estimate of one replicate at a shape point (chunk sizing).
@@ -214,6 +235,7 @@ class Experiment:
     axis_types: Mapping[str, AxisType] = field(default_factory=dict)
     derived: tuple[Derived, ...] = ()
     truth_per_replicate: bool = False
+    truth_axes: tuple[str, ...] | None = None
     resolve_shape: Callable[[dict], dict] = staticmethod(lambda shape: shape)
     validate_point: Callable[[dict], None] = staticmethod(lambda point: None)
     lane_bytes: Callable[[dict], int] = staticmethod(lambda shape: 64 * 1024)
@@ -231,6 +253,13 @@ class Experiment:
             raise ValueError(f"experiment {self.name!r}: kind given for axes {unknown} that it does not have")
         if not self.methods:
             raise ValueError(f"experiment {self.name!r} has no methods")
+        if self.truth_axes is not None and not set(self.truth_axes) <= set(self.shape_axes):
+            raise ValueError(f"experiment {self.name!r}: truth_axes {sorted(set(self.truth_axes) - set(self.shape_axes))} "
+                             f"are not shape axes")
+
+    def truth_point(self, shape: Mapping) -> dict:
+        """The part of a shape point that keys θ* (all of it unless ``truth_axes`` is set)."""
+        return dict(shape) if self.truth_axes is None else {a: shape[a] for a in self.truth_axes}
 
     @property
     def data_axes(self) -> tuple[str, ...]:

@@ -8,7 +8,8 @@ step of a run (a shape point and its static data values) compiles one chunk prog
 
 Keys (DESIGN "Randomness"), from stable integers only, never from batch positions:
 
-* θ*-design: (seed, TRUTH, id(shape)), and with ``truth_per_replicate`` also the replicate;
+* θ*-design: (seed, TRUTH, id(shape), or id of the ``truth_axes`` part of it), and with
+  ``truth_per_replicate`` also the replicate;
 * lane: (seed, DATA, id(shape ∪ data point), rep); ``generate`` gets it folded with DATA;
 * analysis point: the lane key folded with ANALYSIS and id(analysis point);
 * a method: the analysis key folded with id(method name); the privatise stage: with
@@ -105,7 +106,7 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
         ``data_words`` [B, 2], ``reps`` [B], ``data_vals`` {name: [B]}, shared ``a_words``
         [Q, 2] and per-lane ``a_vals`` {name: [B, Q]}.
     """
-    shape_words = id_words(stable_id(shape))
+    shape_words = id_words(stable_id(experiment.truth_point(shape)))
 
     def lane(seed, truth, data_words, rep, data_vals, a_words, a_vals):
         key = lane_key(seed, data_words, rep)

@@ -492,7 +492,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
             truth_fn, fn = wait(future, patience, f"the compilation of {experiment.name} at {where} "
                                                   f"(step {index + 1}/{len(plan)})")
             if step.s not in truths:
-                truths[step.s] = truth_fn(seed_arg, id_words(stable_id(step.shape)))
+                truths[step.s] = truth_fn(seed_arg, id_words(stable_id(experiment.truth_point(step.shape))))
             tasks = [partial(compute, step, truths[step.s], fn, lanes) for lanes in step.chunks]
             for number, table in enumerate(in_order(pool, tasks, workers, patience,
                                                     f"a chunk of {experiment.name} at {where}")):

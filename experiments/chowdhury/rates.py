@@ -100,8 +100,8 @@ RATES_N = rates_experiment(
     "chowdhury-rates-n", "Rates in n: MLE, local RR and central objective perturbation (theory design, d = 5)",
     {"n_samples": N_GRID, "eps": N_EPS},
     _figure("n_samples", "$n$", tuple(
-        Panel(metric, None, label, where={"eps": [e]}, title=f"{what}, $\\epsilon$ = {e:g}")
-        for metric, label, what in (("l2", L2, "error"), ("shift", SHIFT, "privacy shift")) for e in N_EPS),
+        Panel(metric, None, label, title=what, each=("eps",))
+        for metric, label, what in (("l2", L2, "error"), ("shift", SHIFT, "privacy shift"))),
         "chowdhury rates in n (P1, P2, P6)"),
     "spec §5.6 P1, P2, P6: slopes in n over [10³, 10⁵]")
 
@@ -128,8 +128,7 @@ LOCAL_METHODS = {m: c.EXACT_METHODS[m] for m in ("mle", "rr_local")}
 RATES_DIM = rates_experiment(
     "chowdhury-rates-dim", "Rates in d at n = 2·10⁴: n·MSE of the MLE and local RR",
     {"dim": DIM_GRID, "n_samples": [DIM_N], "eps": DIM_EPS},
-    _figure("dim", "$d$", tuple(Panel("mse", None, "$\\|\\hat\\theta-\\theta^*\\|_2^2$", where={"eps": [e]},
-                                      title=f"$\\epsilon$ = {e:g}") for e in DIM_EPS),
+    _figure("dim", "$d$", (Panel("mse", None, "$\\|\\hat\\theta-\\theta^*\\|_2^2$", each=("eps",)),),
             "chowdhury rates in d (P4): MSE linear in d", logx=False, labels={m: LABELS[m] for m in LOCAL_METHODS}),
     "spec §5.6 P4: n·MSE linear in d (κ and ‖θ*‖ fixed)", methods=LOCAL_METHODS)
 
@@ -190,8 +189,7 @@ RATES_K = Experiment(
     axes={"dim": [5], "n_samples": [K_N], "k": K_GRID, **THEORY, "eps": K_EPS, "schedule": ["theory"]},
     shape_axes=("dim", "n_samples", "k", "design", "features"), analysis_axes=("eps", "schedule"),
     truth=c.truth, generate=pl_generate, privatise=privatise_krr, methods=PL_METHODS, reps=800,
-    figure=_figure("k", "$K$", tuple(Panel("l2", None, L2, where={"eps": [e]}, title=f"$\\epsilon$ = {e:g}")
-                                     for e in K_EPS), "chowdhury K-ary RR (P11)",
+    figure=_figure("k", "$K$", (Panel("l2", None, L2, each=("eps",)),), "chowdhury K-ary RR (P11)",
                    labels={m: PL_METHODS[m].label for m in PL_METHODS}),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, resolve_shape=resolve_k,
     lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["k"] * shape["dim"] * 4,

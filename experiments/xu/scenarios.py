@@ -60,16 +60,9 @@ SCHEME_TEXT = {"eps_log_over_sqrt": "log(mL)/√(mL)", "eps_inv_sqrt": "1/√(mL
                "eps_inv_sqrt_log": "1/(√(mL)·log(mL))"}
 
 
-def _panel(metric, where, title):
-    return Panel(metric, METHOD, YLABEL[metric], where=where, title=title)
-
-
-def _eps_title(e):
-    return f"$\\epsilon$ = {e:g}"
-
-
-def _m_title(m):
-    return f"$m$ = {m}"
+def _panel(metric, each):
+    """One panel of ``metric`` per value of the ``each`` axes present in the results."""
+    return Panel(metric, METHOD, YLABEL[metric], each=each)
 
 
 # ---------------------------------------------------------------------------------------
@@ -83,8 +76,7 @@ FIG2 = xu_experiment(
     {"n_items": FIG2_M, "n_users": FIG2_L, "eps": FIG2_EPS}, truth=truth_uniform, reps=50,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="n_items", xlabel="$L$", curve_label="$m$", logx=True,
-        panels=tuple(_panel("linf", {"eps": [e]}, _eps_title(e)) for e in FIG2_EPS)
-        + tuple(_panel("l2_rms", {"eps": [e]}, _eps_title(e)) for e in FIG2_EPS),
+        panels=(_panel("linf", ("eps",)), _panel("l2_rms", ("eps",))), columns=3,
         title="xu Fig. 2 (Scenario I): estimation errors vs $L$"),
     description="xu §5.1 Scenario I, Fig. 2 (xu spec §6.1): 50 replicates, λ = G(ε)/L")
 
@@ -98,8 +90,7 @@ FIG3 = xu_experiment(
     {"n_items": FIG3_M, "n_users": FIG3_L, "scheme": list(SCHEMES), "l0": [100]}, truth=truth_uniform, reps=200,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
-        panels=tuple(_panel("linf", {"n_items": [m]}, _m_title(m)) for m in FIG3_M)
-        + tuple(_panel("l2_rms", {"n_items": [m]}, _m_title(m)) for m in FIG3_M),
+        panels=(_panel("linf", ("n_items",)), _panel("l2_rms", ("n_items",))), columns=3,
         title="xu Fig. 3 (Scenario II): errors vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     description="xu §5.1 Scenario II, Fig. 3, Table 1 (xu spec §6.2, P5): schemes named by formula (A8)")
 
@@ -114,8 +105,7 @@ FIG4 = xu_experiment(
     {"n_items": FIG4_M, "n_users": FIG4_L, "gap": FIG4_GAP, "eps": [1.0]}, truth=truth_ladder, reps=100,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="gap", xlabel="$L$", curve_label="$\\Delta$", logx=True,
-        panels=tuple(_panel("top_k_hamming", {"n_items": [m]}, _m_title(m)) for m in FIG4_M)
-        + tuple(_panel("kendall", {"n_items": [m]}, _m_title(m)) for m in FIG4_M),
+        panels=(_panel("top_k_hamming", ("n_items",)), _panel("kendall", ("n_items",))), columns=3,
         title="xu Fig. 4 (Scenario III): top-$K$ and full ranking errors vs $L$"),
     description="xu §5.2 Scenario III, Fig. 4 (xu spec §6.3): 100 replicates, K = m/2")
 
@@ -130,7 +120,7 @@ FIG5 = xu_experiment(
     truth=truth_ladder, reps=100,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
-        panels=tuple(_panel("kendall", {"n_items": [m]}, _m_title(m)) for m in FIG5_M),
+        panels=(_panel("kendall", ("n_items",)),), columns=3,
         title="xu Fig. 5 (Scenario IV): full ranking error vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     description="xu §5.2 Scenario IV, Fig. 5 (xu spec §6.4): Δ = 0.1 (A13), L0 = 50 (A9), 100 replicates (A10)")
 
@@ -145,8 +135,7 @@ FIG6 = xu_experiment(
     {"n_items": FIG6_M, "n_users": FIG6_L, "eps": [2.0], "mechanism": FIG6_MECHANISMS}, truth=truth_uniform, reps=100,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
-        panels=tuple(_panel(metric, {"n_items": [m]}, _m_title(m))
-                     for m in FIG6_M for metric in ("linf", "l2_rms", "kendall")),
+        panels=tuple(_panel(metric, ("n_items",)) for metric in ("linf", "l2_rms", "kendall")), columns=2,
         title="xu Fig. 6 (Scenario V): classic RR vs debiased RR vs Laplace"),
     description="xu §5.3 Scenario V, Fig. 6 (xu spec §6.5): same raw data and flips for the three mechanisms")
 
@@ -160,9 +149,8 @@ ORACLE = xu_experiment(
     truth=truth_uniform, reps=500, extra=("oracle_mse",),
     figure=FigureSpec(
         symbols=SYMBOLS, x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$L$",
-        panels=tuple(Panel(metric, METHOD, YLABEL[metric], where={"n_items": [m], "mechanism": [mech]},
-                           title=f"{'simulated' if metric == 'mse' else 'sandwich'}, {mech}, $m$ = {m}")
-                     for m in ORACLE_M for mech in ("debiased_rr", "laplace") for metric in ("mse", "oracle_mse")),
+        panels=tuple(Panel(metric, METHOD, YLABEL[metric], title=what, each=("mechanism", "n_items"))
+                     for metric, what in (("mse", "simulated"), ("oracle_mse", "sandwich"))), columns=4,
         title="Simulated mean squared error vs the sandwich prediction (xu spec P4)"),
     description="xu spec §5.2 P4: E‖θ̂ − θ*‖²/m against tr((H*)⁺V(H*)⁺)/m at the simulated θ*")
 
@@ -173,8 +161,7 @@ FLOOR = xu_experiment(
     truth=truth_uniform, reps=100, extra=("floor_mse",),
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
-        panels=tuple(Panel(metric, METHOD, YLABEL[metric], where={"n_items": [m]}, title=_m_title(m))
-                     for m in FLOOR_M for metric in ("mse", "floor_mse")),
+        panels=tuple(_panel(metric, ("n_items",)) for metric in ("mse", "floor_mse")),
         title="Classic RR vs debiased RR as $L$ grows: the population floor (xu spec §3.7)"),
     description="xu spec §3.7, P10: classic-RR error → its population floor, debiased RR → 0")
 
@@ -185,8 +172,7 @@ LAMBDA = xu_experiment(
     truth=truth_uniform, reps=100,
     figure=FigureSpec(
         symbols=SYMBOLS, x="eps", curve="lambda_rule", xlabel="$\\epsilon$", curve_label="$\\lambda$ rule",
-        panels=tuple(Panel("l2_rms", METHOD, YLABEL["l2_rms"], where={"n_items": [m], "n_users": [L]},
-                           title=f"$m$ = {m}, $L$ = {L}") for m in LAMBDA_M for L in LAMBDA_L),
+        panels=(_panel("l2_rms", ("n_items", "n_users")),),
         title="$\\lambda$ = G/L vs the literal $\\lambda$ of xu Scenario I (xu spec §4.2, A4)"),
     description="xu spec §4.2, §8.4, A4: the λ rules at (m, L, ε) ∈ {10, 40} × {100, 800} × {1, 3}")
 
