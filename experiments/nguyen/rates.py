@@ -91,8 +91,8 @@ def rate_experiment(name, title, grid, methods, panels, x, xlabel, description, 
         methods=make_methods(methods, STRICT_RATES, TruthScore(), lambda ctx: ctx.sample["nonprivate"]),
         reps=reps, axis_types=AXIS_TYPES, derived=(privacy_derived(STRICT_RATES),),
         lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
-        figure=FigureSpec(x=x, curve="method", xlabel=xlabel, curve_label="method", logx=logx, panels=panels,
-                          curve_labels=LABELS, symbols=SYMBOLS, title=title),
+        figure=FigureSpec(x=x, curve="method", xlabel=xlabel, curve_label="method", logx=logx, logy=True,
+                          panels=panels, curve_labels=LABELS, symbols=SYMBOLS, title=title),
         description=description)
 
 
@@ -106,9 +106,8 @@ USERS_EPS = [1.0, 2.0, 4.0]
 USERS = rate_experiment(
     "nguyen-rates-users", "Rates in the number of users n (m = 20, bounded design)",
     {"n_items": [USERS_M], "n_users": USERS_N, "eps": USERS_EPS}, ("nonprivate", "gaussian"),
-    (*[Panel("l2", None, ERR_L2, where={"eps": [e]}, title=f"$\\epsilon^*$ = {e:g}") for e in USERS_EPS],
-     Panel("privacy_l2", "gaussian", SHIFT + " (Gaussian)", where={"eps": [4.0]},
-           title="Gaussian privacy shift, $\\epsilon^*$ = 4")),
+    (Panel("l2", None, ERR_L2, title="error", each=("eps",)),
+     Panel("privacy_l2", "gaussian", SHIFT, title="Gaussian privacy shift", each=("eps",))),
     "n_users", "$n$", "spec §5.7 R1, R2 (n), R7, R8 (n, ε₀)")
 
 ITEMS_N = 8000

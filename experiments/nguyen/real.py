@@ -191,11 +191,9 @@ FIG3 = movielens_experiment(
     "nguyen-fig3", "MovieLens: ℓ2 distance to the non-private estimate vs ε*, small and large m (nguyen Fig. 3)",
     {}, ("gaussian", "gaussian_sparse", "laplace", "rr"),
     FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
-               # the paper's two panels (small and large m) in the first row; the same study in
-               # strict mode below it
-               panels=tuple(Panel("l2", None, PANEL_Y, where={"n_items": [m], "mode": [mode]},
-                                  title=f"{size} $m$ = {m}, {mode} mode")
-                            for mode in MODES for size, m in (("small", 25), ("large", 200))),
+               # one panel per (mode, m) run: the paper's two panels (small and large m) in
+               # the first row, the same study in strict mode below it
+               panels=(Panel("l2", None, PANEL_Y, each=("mode", "n_items")),),
                curve_labels=LABELS, symbols=SYMBOLS, title="nguyen Fig. 3: MovieLens (n = 610)"),
     "nguyen §5.2, Fig. 3; spec §6.3 (pipeline, stand-in), A13, A14")
 
@@ -204,11 +202,9 @@ P0 = movielens_experiment(
     "nguyen-p0", "Sparse discrete Gaussian chain: effect of the edge probability p₀ (nguyen supp. Fig. 1)",
     {"n_items": [200], "p0": P0_VALUES}, ("gaussian_sparse",),
     FigureSpec(x="eps", curve="p0", xlabel="$\\epsilon^*$", curve_label="$p_0$", logx=True,
-               panels=tuple(Panel(metric, "gaussian_sparse", label, where={"mode": [mode]},
-                                  title=f"{norm} distance, {mode} mode")
+               panels=tuple(Panel(metric, "gaussian_sparse", label, title=f"{norm} distance", each=("mode",))
                             for metric, norm, label in (("l2", "ℓ2", PANEL_Y),
-                                                        ("linf", "ℓ∞", "$\\|\\tilde\\beta-\\hat\\beta\\|_\\infty$"))
-                            for mode in MODES),
+                                                        ("linf", "ℓ∞", "$\\|\\tilde\\beta-\\hat\\beta\\|_\\infty$"))),
                symbols=SYMBOLS, title="nguyen supp. Fig. 1: the sparse chain's $p_0$ (proposed: 2 log₂ m / m)"),
     "nguyen supp. §4, Fig. 1; spec §6.4")
 
