@@ -152,8 +152,7 @@ FIG2 = Experiment(
              privacy_derived(REAL)),
     lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
     figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
-                      panels=tuple(Panel("l2", None, PANEL_Y, where={"dataset": [d]},
-                                         title=DATASET_TITLES[d]) for d in EDUCATION),
+                      panels=(Panel("l2", None, PANEL_Y, each=("dataset",)),),
                       curve_labels=LABELS, symbols=SYMBOLS, title="nguyen Fig. 2: education data sets"),
     description="nguyen §5.2, Fig. 2; spec §6.2, §6.6 (LSAT rebuilt), §6.5 (stand-ins)")
 
