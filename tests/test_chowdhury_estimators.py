@@ -15,32 +15,8 @@ import pytest
 from scipy import optimize
 
 import dpsim  # noqa: F401
-from dpsim.estimators.linear_btl import (
-    draw_perturbation,
-    mle,
-    objective_perturbation,
-    objective_perturbation_minimiser,
-    rr_debiased,
-    rr_naive_mle,
-)
-from dpsim.mechanisms.randomized_response import randomized_response
-from dpsim.models.linear_btl import sample_linear_btl
-
-D = 4
-# jitted once per shape: eager calls would compile every while_loop separately
-mle = jax.jit(mle, static_argnames=("sum_zero",))
-rr_debiased = jax.jit(rr_debiased, static_argnames=("sum_zero",))
-rr_naive_mle = jax.jit(rr_naive_mle, static_argnames=("solver", "sum_zero", "max_iter"))
-objective_perturbation = jax.jit(objective_perturbation, static_argnames=("privacy", "sum_zero"))
-THETA = jnp.asarray([1.0, -0.5, 0.3, -0.8])
-
-
-def _data(n, seed=0, theta=THETA):
-    return sample_linear_btl(jax.random.key(seed), theta, n)
-
-
-def _rr(y, eps, seed=1):
-    return randomized_response(jax.random.key(seed), y, eps)
+from dpsim.estimators.linear_btl import draw_perturbation, objective_perturbation_minimiser
+from chowdhury_fits import D, draw_data, draw_rr, mle, objective_perturbation, rr_debiased, rr_naive_mle
 
 
 # ---------------------------------------------------------------------------------------
@@ -89,7 +65,7 @@ def _scipy_ball_minimiser(f, g, h, d, radius, sum_zero=False, x0=None, method="t
 
 
 def test_mle_matches_scipy_inside_and_on_the_ball():
-    data = _data(1500, seed=5)
+    data = draw_data(1500, seed=5)
     X, y = np.asarray(data.x), np.asarray(data.y)
     f, g, h = _np_objective(X, y)
     for radius, sum_zero in [(math.inf, False), (10.0, False), (0.8, False), (0.8, True), (10.0, True)]:
@@ -102,8 +78,8 @@ def test_mle_matches_scipy_inside_and_on_the_ball():
 
 @pytest.mark.parametrize("eps, radius", [(0.1, 2.0), (0.5, 2.0), (1.0, 5.0), (3.0, math.inf)])
 def test_debiased_rr_matches_scipy(eps, radius):
-    data = _data(1500, seed=6)
-    yt = _rr(data.y, eps, seed=7)
+    data = draw_data(1500, seed=6)
+    yt = draw_rr(data.y, eps, seed=7)
     X = np.asarray(data.x)
     ybar = (np.asarray(yt) * (math.exp(eps) + 1) - 1) / (math.exp(eps) - 1)
     f, g, h = _np_objective(X, ybar)
@@ -116,16 +92,16 @@ def test_debiased_rr_matches_scipy(eps, radius):
 
 def test_debiased_rr_at_small_eps_sits_on_the_ball():
     """ȳ ∉ [0, 1] makes the loss unbounded below at small n·tanh²(ε/2) (spec §4.3 warning)."""
-    data = _data(1500, seed=8)
-    fit = rr_debiased(data.x, _rr(data.y, 0.1, seed=9), 0.1, 3.0)
+    data = draw_data(1500, seed=8)
+    fit = rr_debiased(data.x, draw_rr(data.y, 0.1, seed=9), 0.1, 3.0)
     assert bool(fit.converged) and bool(fit.info["on_boundary"])
     assert float(jnp.linalg.norm(fit.theta)) == pytest.approx(3.0, rel=1e-9)
 
 
 @pytest.mark.parametrize("eps, radius", [(3.0, 10.0), (1.0, 10.0), (0.1, 2.0)])
 def test_naive_rr_mle_matches_scipy_from_the_same_start(eps, radius):
-    data = _data(1500, seed=10)
-    yt = np.asarray(_rr(data.y, eps, seed=11))
+    data = draw_data(1500, seed=10)
+    yt = np.asarray(draw_rr(data.y, eps, seed=11))
     X = np.asarray(data.x)
 
     def f(th):
@@ -154,7 +130,7 @@ def test_naive_rr_mle_matches_scipy_from_the_same_start(eps, radius):
 
 @pytest.mark.parametrize("radius, beta", [(math.inf, 3.0), (1.0, 3.0), (10.0, None)])
 def test_objective_perturbation_matches_scipy_with_the_same_noise(radius, beta):
-    data = _data(1500, seed=12)
+    data = draw_data(1500, seed=12)
     key = jax.random.key(13)
     fit = objective_perturbation(key, data.x, data.y, 0.5, 1e-3, radius, beta=beta)
     pert = draw_perturbation(key, data.x, 0.5, 1e-3, radius, beta=beta)
@@ -169,7 +145,7 @@ def test_objective_perturbation_matches_scipy_with_the_same_noise(radius, beta):
 
 
 def test_standard_dp_raises_the_ridge_and_needs_an_explicit_bound():
-    data = _data(100, seed=14)
+    data = draw_data(100, seed=14)
     with pytest.raises(ValueError, match="feature_bound"):
         draw_perturbation(jax.random.key(0), data.x, 1.0, 1e-3, 5.0, privacy="standard")
     pert = draw_perturbation(jax.random.key(0), data.x, 0.5, 1e-3, 5.0, beta=0.1, feature_bound=2.0,
@@ -179,6 +155,6 @@ def test_standard_dp_raises_the_ridge_and_needs_an_explicit_bound():
 
 
 def test_eps_infinity_debiased_rr_is_the_mle():
-    data = _data(1500, seed=15)
+    data = draw_data(1500, seed=15)
     np.testing.assert_allclose(rr_debiased(data.x, data.y, math.inf, 10.0).theta,
                                mle(data.x, data.y, 10.0).theta, atol=1e-12)

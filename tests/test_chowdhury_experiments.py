@@ -19,12 +19,11 @@ import pandas as pd
 import pytest
 
 from dpsim.cli import main as dpsim_main
+from dpsim.experiment import EveryPointCheck, LinearSlopeCheck, MethodRatioSlopeCheck, PairedDifference, RatioOfMeans
 from dpsim.experiment.registry import installed
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.store import load_results
 from dpsim.experiments.chowdhury import fig1, lower_bound, rates
-from dpsim.experiments.chowdhury.checks import (EveryPointCheck, LinearSlopeCheck, MethodRatioSlopeCheck,
-                                                PairedDifference, RatioOfMeans)
 from dpsim.theory import chowdhury as th
 
 

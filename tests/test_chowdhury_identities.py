@@ -19,13 +19,9 @@ from scipy import optimize
 
 import dpsim  # noqa: F401
 from dpsim.estimators.linear_btl import (
-    mle,
-    objective_perturbation,
-    rr_debiased,
     rr_debiased_loss,
     rr_debiased_loss_label_form,
     rr_naive_loss,
-    rr_naive_mle,
     rr_naive_objective,
     rr_privatized_probability,
 )
@@ -35,22 +31,7 @@ from dpsim.mechanisms.randomized_response import randomized_response
 from dpsim.metrics import feature_estimation_metrics, seminorm_error, squared_l2_error
 from dpsim.models.linear_btl import sample_linear_btl, theta_faithful
 from dpsim.solvers import project_ball
-
-D = 4
-# jitted once per shape: eager calls would compile every while_loop separately
-mle = jax.jit(mle, static_argnames=("sum_zero",))
-rr_debiased = jax.jit(rr_debiased, static_argnames=("sum_zero",))
-rr_naive_mle = jax.jit(rr_naive_mle, static_argnames=("solver", "sum_zero", "max_iter"))
-objective_perturbation = jax.jit(objective_perturbation, static_argnames=("privacy", "sum_zero"))
-THETA = jnp.asarray([1.0, -0.5, 0.3, -0.8])
-
-
-def _data(n, seed=0, theta=THETA):
-    return sample_linear_btl(jax.random.key(seed), theta, n)
-
-
-def _rr(y, eps, seed=1):
-    return randomized_response(jax.random.key(seed), y, eps)
+from chowdhury_fits import D, THETA, draw_data, draw_rr, mle, objective_perturbation, rr_debiased, rr_naive_mle
 
 
 # ---------------------------------------------------------------------------------------
@@ -64,8 +45,8 @@ loss_hess = jax.jit(jax.hessian(rr_debiased_loss))
 
 @pytest.mark.parametrize("eps", [0.1, 0.7, 3.0])
 def test_debiased_loss_equals_label_form_and_gradient_forms(eps):
-    data = _data(300)
-    yt = _rr(data.y, eps)
+    data = draw_data(300)
+    yt = draw_rr(data.y, eps)
     rng = np.random.default_rng(0)
     keep = 1 / (1 + math.exp(-eps))
     for _ in range(3):
@@ -97,8 +78,8 @@ def naive_pieces(theta, x, y_tilde, eps):
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
 def test_naive_loss_is_the_privatised_likelihood_with_the_papers_gradient(eps):
-    data = _data(200)
-    yt = np.asarray(_rr(data.y, eps))
+    data = draw_data(200)
+    yt = np.asarray(draw_rr(data.y, eps))
     X = np.asarray(data.x)
     theta = jnp.asarray([0.4, -1.2, 2.0, 0.1])
     z = X @ np.asarray(theta)
@@ -154,7 +135,7 @@ def test_projection_matches_scipy_and_brute_force(sum_zero):
 # Metrics (spec §6.2)
 # ---------------------------------------------------------------------------------------
 def test_seminorm_and_squared_error_against_the_matrix_form():
-    data = _data(300, seed=16)
+    data = draw_data(300, seed=16)
     X = np.asarray(data.x)
     v_hat = jnp.asarray([0.3, 0.1, -0.2, 0.9])
     v = np.asarray(v_hat - THETA)
@@ -183,7 +164,7 @@ def test_seminorm_and_squared_error_against_the_matrix_form():
     (lambda x, y: unjitted.objective_perturbation(jax.random.key(0), x, y, 1.0, 0.1, 1.0, privacy="local"), "privacy='local'"),
 ])
 def test_bad_inputs_raise_naming_the_value(call, message):
-    data = _data(50)
+    data = draw_data(50)
     with pytest.raises(ValueError, match=message):
         call(data.x, data.y)
 

@@ -19,7 +19,7 @@ import pytest
 import dpsim  # noqa: F401
 import jax
 from dpsim.errors import UsageError
-from dpsim.experiment import Derived
+from dpsim.experiment import Derived, IdenticalAcrossCheck, MeanRatioCheck, PredictedRatioCheck
 from dpsim.experiment.grid import expand_grid, stable_id
 from dpsim.experiment.program import id_words
 from dpsim.experiment.registry import installed
@@ -27,7 +27,6 @@ from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.store import load_results
 from dpsim.experiments import xu
 from dpsim.experiments.xu import common, hetero, realdata, scenarios
-from dpsim.experiments.xu.checks import IdenticalAcrossCheck, MeanRatioCheck, PredictedRatioCheck
 from dpsim.mechanisms.privacy_profile import privacy_G, profile_group_sizes
 from dpsim.theory import xu as theory
 

@@ -8,7 +8,13 @@ from dpsim.errors import UsageError
 from dpsim.experiment import axes
 from dpsim.experiment.grid import (Context, Derived, Experiment, FigureSpec, Method, Panel,
                                    solver_diagnostics)
-from dpsim.experiment.checks import ComparisonCheck, SlopeCheck, ThresholdCollapseCheck, TrendCheck
+from dpsim.experiment.checks import (ComparisonCheck, EveryPointCheck, IdenticalAcrossCheck, LinearSlopeCheck,
+                                     MeanRatioCheck, MethodRatioSlopeCheck, PairedDifference, PredictedRatioCheck,
+                                     RatioCheck, RatioOfMeans, RatioSlopeCheck, SlopeCheck, SlopeRangeCheck,
+                                     ThresholdCollapseCheck, TrendCheck)
 
 __all__ = ["Context", "Derived", "Experiment", "FigureSpec", "Method", "Panel", "UsageError", "axes",
-           "solver_diagnostics", "SlopeCheck", "TrendCheck", "ComparisonCheck", "ThresholdCollapseCheck"]
+           "solver_diagnostics", "SlopeCheck", "SlopeRangeCheck", "TrendCheck", "LinearSlopeCheck",
+           "ComparisonCheck", "EveryPointCheck", "PairedDifference", "RatioOfMeans", "RatioCheck",
+           "RatioSlopeCheck", "MeanRatioCheck", "PredictedRatioCheck", "MethodRatioSlopeCheck",
+           "IdenticalAcrossCheck", "ThresholdCollapseCheck"]

@@ -16,19 +16,34 @@ interval for that statistic and a verdict that respects its uncertainty:
   never judged.
 
 Every result prints through one formatter, :meth:`CheckResult.line`.
+
+The checks, by the statistic they judge:
+
+* slopes: :class:`SlopeCheck`, :class:`SlopeRangeCheck`, :class:`TrendCheck` (log–log, on
+  replicate-level rows) and :class:`LinearSlopeCheck` (linear, on grid means);
+* paired comparisons (one pairing helper, :func:`paired`): :class:`ComparisonCheck` (the
+  :class:`PairedDifference` of two methods) and :class:`EveryPointCheck` (a statistic,
+  :class:`PairedDifference` or :class:`RatioOfMeans`, at every value of an axis);
+* ratios of means (one delta-method helper, :func:`log_ratio_of_means`): :class:`RatioCheck`
+  and :class:`RatioSlopeCheck` (between two slices of an axis), :class:`MeanRatioCheck`
+  (two columns of the same rows), :class:`PredictedRatioCheck` (a simulated ratio of two
+  slices over the same ratio of a prediction column), :class:`MethodRatioSlopeCheck` (the
+  RMS ratio of two methods against a known function of an axis);
+* exact identities: :class:`IdenticalAcrossCheck`;
+* phase transitions: :class:`ThresholdCollapseCheck`.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, loglog_slope, require_unpooled, select,
-                                      slope_fit)
+from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, grid_columns, loglog_slope, require_unpooled,
+                                      select, slope_fit)
 
 UNCONVERGED_LIMIT = 0.01
 VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REFUSED", "INFO")
@@ -226,13 +241,212 @@ class TrendCheck(_SlopeBase):
         return self._estimate(rows, lo, hi, "< 0" if self.sign < 0 else "> 0")
 
 
+@dataclass(frozen=True)
+class LinearSlopeCheck(Check):
+    """The slope of mean(``scale`` · ``metric``) in ``x`` (not on logs: e.g. n·MSE linear in
+    the dimension), as a ratio to ``predicted_slope``.
+
+    Estimates: at each value of ``x`` the mean of ``scale``·``metric`` over its rows
+    (``scale`` names a column, e.g. n_samples for n·MSE; None: 1) and its standard error;
+    the slope is the weighted least-squares fit of those means on x
+    (:func:`~dpsim.experiment.summary.slope_fit` with their standard errors), divided by
+    ``predicted_slope``. Interval: ratio ± z·se. Verdict: PASS when the interval lies in
+    [1 − ``rel_tol``, 1 + ``rel_tol``], FAIL when it lies outside.
+    """
+
+    metric: str = "mse"
+    method: str = ""
+    x: str = ""
+    scale: str | None = None
+    predicted_slope: float = 1.0
+    rel_tol: float = 0.1
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, self.x, self.metric], f"check {self.name!r}")
+        xs, means, ses = [], [], []
+        for value in sorted(rows[self.x].dropna().unique()):
+            part = select(rows, {self.x: [value]})
+            y = part[self.metric].to_numpy(float) * (part[self.scale].to_numpy(float) if self.scale else 1.0)
+            y = y[np.isfinite(y)]
+            xs.append(float(value))
+            means.append(float(y.mean()))
+            ses.append(float(y.std(ddof=1) / math.sqrt(len(y))))
+        if len(xs) < 2:
+            raise UsageError(f"check {self.name!r}: need two values of {self.x!r}")
+        slope, se = slope_fit(xs, means, y_se=ses)
+        r, r_se = slope / self.predicted_slope, se / abs(self.predicted_slope)
+        lo, hi = r - Z95 * r_se, r + Z95 * r_se
+        what = f"{self.scale}·{self.metric}" if self.scale else self.metric
+        return Estimate(r, lo, hi, 1 - self.rel_tol, 1 + self.rel_tol,
+                        f"{self.predicted_slope:.3g} ×[{1 - self.rel_tol:.2f}, {1 + self.rel_tol:.2f}]",
+                        f"slope {slope:.3g}, ratio {r:.3f} [{lo:.3f}, {hi:.3f}]",
+                        f"WLS of mean {what} on {self.x} ∈ {{{describe_values(xs)}}}", _reps(rows))
+
+
+# ---------------------------------------------------------------------------------------
+# Paired observations: the one pairing helper, the one delta-method helper, two statistics
+# ---------------------------------------------------------------------------------------
+def paired(rows: pd.DataFrame, series: Mapping[str, tuple[Mapping[str, Sequence], str]],
+           on: Sequence[str] = ("point", "rep"), *, dropna: bool = True) -> pd.DataFrame:
+    """Several series aligned on the same observations (the one pairing helper).
+
+    Args:
+        rows: results rows.
+        series: label → (where, column): the values of ``column`` on the rows
+            ``select(rows, where)``, e.g. ``{"a": ({"method": ["mle"]}, "l2")}`` or
+            ``{"a": ({"eps": [1.0]}, "mse")}``.
+        on: the columns that identify one observation (default: one replicate at one grid
+            point; two slices of an axis are paired on the replicate, ``("rep",)``).
+        dropna: drop the observations where some series has no value.
+    Returns:
+        One row per key present in every series (inner join), one column per label.
+    Raises:
+        UsageError: a missing column, or a key repeated within one series (an axis varying
+            inside it): nothing is averaged silently.
+    """
+    keys = list(on)
+    parts = []
+    for label, (where, column) in series.items():
+        part = select(rows, where)
+        missing = [c for c in (column, *keys) if c not in part]
+        if missing:
+            raise UsageError(f"no column {missing[0]!r} in the results table")
+        part = part.set_index(keys)[column].rename(label)
+        if not part.index.is_unique:
+            raise UsageError(f"rows are not unique on {tuple(keys)} where {dict(where)}; narrow `where`")
+        parts.append(part)
+    joined = pd.concat(parts, axis=1, join="inner")
+    return joined.dropna() if dropna else joined
+
+
+def log_ratio_of_means(columns, signs, *, scale: float = 1.0, what: str = "the series") -> tuple[float, float]:
+    """``scale`` · log Π_j mean(c_j)^{s_j} and its delta-method standard error (the one
+    ratio-of-means helper).
+
+    Args:
+        columns: (N, J) paired observations of J series (row i of every column from the
+            same observation, e.g. :func:`paired`), or (N,) for one series.
+        signs: (J,) the exponents s_j, e.g. (1, −1) for mean(c₁)/mean(c₂).
+        scale: ½ for the log of a square root (an RMS ratio from mean squares).
+        what: names the series in error messages.
+    Returns:
+        (log ratio, standard error): with g = s / means and Σ the sample covariance (ddof 1)
+        of the columns, var = gᵀΣg / N, so the covariance of paired series enters (one
+        series alone gives var/(N·mean²); independent samples add their variances).
+    """
+    columns = np.asarray(columns, float)
+    columns = columns[:, None] if columns.ndim == 1 else columns
+    signs = np.atleast_1d(np.asarray(signs, float))
+    n = columns.shape[0]
+    if n < 2:
+        raise UsageError(f"need at least two paired observations of {what}")
+    means = columns.mean(axis=0)
+    if not np.all(means > 0):
+        raise UsageError(f"a mean of {what} is not positive; cannot take a ratio")
+    grad = signs / means
+    cov = np.atleast_2d(np.cov(columns, rowvar=False, ddof=1))
+    var = float(grad @ cov @ grad) / n
+    return scale * float(signs @ np.log(means)), scale * math.sqrt(max(var, 0.0))
+
+
+def _exp_interval(log_r: float, se: float) -> tuple[float, float, float]:
+    """(ratio, low, high): the 95% interval of a log ratio, exponentiated."""
+    return math.exp(log_r), math.exp(log_r - Z95 * se), math.exp(log_r + Z95 * se)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """A statistic (for :class:`ComparisonCheck` and :class:`EveryPointCheck`): two methods
+    on the same observations.
+
+    Estimates: the mean over paired observations (:func:`paired`: one replicate at one grid
+    point, present for both methods) of metric(``better``) − metric(``worse``). Interval:
+    mean ± z·sd/√N (normal, sd with ddof 1). Region (−∞, 0]: PASS when the whole interval is
+    below 0 (``better`` has the smaller mean), FAIL when it is wholly above.
+    """
+
+    metric: str
+    better: str
+    worse: str
+
+    region = (-math.inf, 0.0)
+
+    @property
+    def methods(self):
+        return (self.better, self.worse)
+
+    @property
+    def predicted(self) -> str:
+        return f"{self.better} < {self.worse}"
+
+    def compute(self, rows: pd.DataFrame) -> tuple[float, float, float, int]:
+        """(mean difference, low, high, paired observations)."""
+        wide = paired(rows, {"a": ({"method": [self.better]}, self.metric),
+                             "b": ({"method": [self.worse]}, self.metric)})
+        diff = (wide["a"] - wide["b"]).to_numpy(float)
+        if len(diff) < 2:
+            raise UsageError("fewer than two paired observations")
+        mean = float(diff.mean())
+        half = Z95 * float(diff.std(ddof=1)) / math.sqrt(len(diff))
+        return mean, mean - half, mean + half, len(diff)
+
+
+@dataclass(frozen=True)
+class RatioOfMeans:
+    """A statistic (for :class:`EveryPointCheck` and :class:`MeanRatioCheck`): two columns of
+    the same rows of one method (e.g. the simulated over the predicted MSE).
+
+    Estimates: mean(``numerator``)/mean(``denominator``) over the rows of ``method`` where both
+    have a value, or its square root with ``root`` (an RMS ratio). Interval: exp(log r ± z·se)
+    with the delta-method standard error of :func:`log_ratio_of_means`, the two columns
+    paired per row (their covariance enters). Region [``low``, ``high``]: PASS when the
+    interval lies inside, FAIL when it lies wholly outside.
+    """
+
+    method: str
+    numerator: str
+    denominator: str
+    low: float
+    high: float
+    _: KW_ONLY
+    root: bool = False
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    @property
+    def region(self):
+        return (self.low, self.high)
+
+    @property
+    def predicted(self) -> str:
+        return f"[{self.low:.3g}, {self.high:.3g}]"
+
+    def compute(self, rows: pd.DataFrame) -> tuple[float, float, float, int]:
+        """(ratio, low, high, paired rows)."""
+        for column in (self.numerator, self.denominator):
+            if column not in rows:
+                raise UsageError(f"no column {column!r} in the results table")
+        mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
+        pairs = mine[[self.numerator, self.denominator]].dropna().to_numpy(float)
+        log_r, se = log_ratio_of_means(pairs, (1.0, -1.0), scale=0.5 if self.root else 1.0,
+                                       what=f"{self.numerator!r} and {self.denominator!r}")
+        return (*_exp_interval(log_r, se), len(pairs))
+
+
 # ---------------------------------------------------------------------------------------
 # Paired comparisons of two methods
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ComparisonCheck(Check):
-    """Two methods on the same replicates: the mean paired difference
-    ``metric(better) − metric(worse)`` is < 0."""
+    """Two methods on the same replicates: the :class:`PairedDifference`
+    ``metric(better) − metric(worse)`` (mean over paired observations, normal 95% interval)
+    is < 0: PASS when the whole interval is below 0, FAIL when it is wholly above."""
 
     metric: str
     better: str
@@ -244,15 +458,60 @@ class ComparisonCheck(Check):
 
     def estimate(self, rows):
         require_unpooled(rows, [*self.where, *self.pool, "method", self.metric], f"check {self.name!r}")
-        wide = rows.pivot_table(index=["point", "rep"], columns="method", values=self.metric)
-        diff = (wide[self.better] - wide[self.worse]).dropna().to_numpy(float)
-        if len(diff) < 2:
-            raise UsageError(f"check {self.name!r}: fewer than two paired observations")
-        mean = float(diff.mean())
-        half = Z95 * float(diff.std(ddof=1)) / math.sqrt(len(diff))
-        return Estimate(mean, mean - half, mean + half, -math.inf, 0.0, f"{self.better} < {self.worse}",
-                        f"{mean:+.4f} {_interval(mean - half, mean + half, 4)}", f"{len(diff)} paired obs",
-                        _reps(rows))
+        statistic = PairedDifference(self.metric, self.better, self.worse)
+        mean, low, high, n = statistic.compute(rows)
+        return Estimate(mean, low, high, *statistic.region, statistic.predicted,
+                        f"{mean:+.4f} {_interval(low, high, 4)}", f"{n} paired obs", _reps(rows))
+
+
+@dataclass(frozen=True)
+class EveryPointCheck(Check):
+    """A ``statistic`` at **every** value of the axis ``x`` (the other axes fixed by ``where``).
+
+    Attributes:
+        statistic: a :class:`PairedDifference` or :class:`RatioOfMeans` (anything with
+            ``methods``, ``region``, ``predicted`` and ``compute(rows) → (value, low, high,
+            n)``), computed on the rows of each value of ``x`` with its own 95% interval.
+        x: the axis whose every value is judged.
+
+    Verdict: PASS when every point's interval lies in the statistic's region; FAIL when some
+    point's interval lies wholly outside it; else INCONCLUSIVE. The line shows the decisive
+    point: the first one outside (FAIL), the one nearest a boundary (PASS), or the one
+    reaching furthest outside (INCONCLUSIVE); its interval is the one judged.
+    """
+
+    statistic: object = None
+    x: str = ""
+
+    @property
+    def methods(self):
+        return self.statistic.methods
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, self.x, "method"], f"check {self.name!r}")
+        lo, hi = self.statistic.region
+        points = []
+        for value in sorted(rows[self.x].dropna().unique()):
+            v, low, high, n = self.statistic.compute(select(rows, {self.x: [value]}))
+            points.append((value, v, low, high, n))
+        if not points:
+            raise UsageError(f"check {self.name!r}: no values of {self.x!r}")
+        outside = [p for p in points if p[3] < lo or p[2] > hi]
+        inside = [p for p in points if lo <= p[2] and p[3] <= hi]
+        if outside:
+            decisive = outside[0]
+        elif len(inside) == len(points):
+            decisive = min(points, key=lambda p: min(p[2] - lo, hi - p[3]))
+        else:
+            decisive = max(points, key=lambda p: max(lo - p[2], p[3] - hi))
+        value, v, low, high, _ = decisive
+        fmt = "{:+.4f}" if math.isinf(lo) or math.isinf(hi) else "{:.3f}"
+        fitted = (f"{fmt.format(v)} [{fmt.format(low)}, {fmt.format(high)}] at {self.x}={value:g}; "
+                  f"{len(inside)}/{len(points)} inside")
+        evidence = f"{len(points)} values of {self.x} ({describe_values([p[0] for p in points])}), " \
+                   f"{sum(p[4] for p in points)} paired obs"
+        return Estimate(v, low, high, lo, hi, self.statistic.predicted + f" at every {self.x}", fitted, evidence,
+                        _reps(rows), detail=pd.DataFrame(points, columns=[self.x, "value", "low", "high", "n"]))
 
 
 # ---------------------------------------------------------------------------------------
@@ -260,33 +519,32 @@ class ComparisonCheck(Check):
 # ---------------------------------------------------------------------------------------
 def _log_ratio(rows: pd.DataFrame, metric: str, axis: str, numerator, denominator, root: bool,
                paired_on: Sequence[str] | None) -> tuple[float, float, int]:
-    """log(stat(numerator slice)/stat(denominator slice)) and its delta-method standard error.
+    """log(stat(numerator slice)/stat(denominator slice)), its delta-method standard error
+    (:func:`log_ratio_of_means`) and the observations used.
 
-    stat = mean(metric) (or √mean with ``root``). Independent slices: var(log mean) =
-    var/(N·mean²) each. ``paired_on`` (e.g. ("rep",)) aligns the two slices on those columns
-    and includes their covariance.
+    stat = mean(metric) (or √mean with ``root``). Independent slices: the variances of the
+    two log means add. ``paired_on`` (e.g. ("rep",)) aligns the two slices on those columns
+    (:func:`paired`) and includes their covariance.
     """
     scale = 0.5 if root else 1.0
-    num = select(rows, {axis: [numerator]})[metric].dropna()
-    den = select(rows, {axis: [denominator]})[metric].dropna()
+    what = f"{metric!r} in {axis}={numerator!r} and {axis}={denominator!r}"
     if paired_on:
-        a = select(rows, {axis: [numerator]}).set_index(list(paired_on))[metric]
-        b = select(rows, {axis: [denominator]}).set_index(list(paired_on))[metric]
-        if not (a.index.is_unique and b.index.is_unique):
-            raise UsageError(f"rows are not unique on {tuple(paired_on)} within a slice; narrow `where`")
-        joined = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").dropna()
+        joined = paired(rows, {"a": ({axis: [numerator]}, metric), "b": ({axis: [denominator]}, metric)},
+                        on=paired_on)
         num, den = joined["a"], joined["b"]
+    else:
+        num = select(rows, {axis: [numerator]})[metric].dropna()
+        den = select(rows, {axis: [denominator]})[metric].dropna()
     if len(num) < 2 or len(den) < 2:
         raise UsageError(f"need at least two rows of {metric!r} in each slice "
                          f"{axis}={numerator!r} and {axis}={denominator!r}")
-    m_num, m_den = float(num.mean()), float(den.mean())
-    if not (m_num > 0 and m_den > 0):
-        raise UsageError(f"metric {metric!r} has a non-positive mean in a slice; cannot take a ratio")
-    var = float(num.var(ddof=1)) / (len(num) * m_num ** 2) + float(den.var(ddof=1)) / (len(den) * m_den ** 2)
     if paired_on:
-        cov = float(((num - m_num) * (den - m_den)).sum()) / (len(num) - 1)
-        var -= 2.0 * cov / (len(num) * m_num * m_den)
-    return scale * math.log(m_num / m_den), scale * math.sqrt(max(var, 0.0)), len(num) + len(den)
+        log_r, se = log_ratio_of_means(joined.to_numpy(float), (1.0, -1.0), scale=scale, what=what)
+    else:
+        log_num, se_num = log_ratio_of_means(num.to_numpy(float), (1.0,), scale=scale, what=what)
+        log_den, se_den = log_ratio_of_means(den.to_numpy(float), (1.0,), scale=scale, what=what)
+        log_r, se = log_num - log_den, math.hypot(se_num, se_den)
+    return log_r, se, len(num) + len(den)
 
 
 @dataclass(frozen=True)
@@ -326,9 +584,9 @@ class RatioCheck(_RatioSlices):
     def estimate(self, rows):
         require_unpooled(rows, [*self.where, *self.pool, self.axis, self.metric], f"check {self.name!r}")
         log_r, se, n_obs = self.log_ratio(rows)
-        low, high = math.exp(log_r - Z95 * se), math.exp(log_r + Z95 * se)
-        return Estimate(math.exp(log_r), low, high, self.lo, self.hi, f"[{self.lo:.3g}, {self.hi:.3g}]",
-                        f"{math.exp(log_r):.3f} [{low:.3f}, {high:.3f}]", f"ratio, {n_obs} obs", _reps(rows))
+        value, low, high = _exp_interval(log_r, se)
+        return Estimate(value, low, high, self.lo, self.hi, f"[{self.lo:.3g}, {self.hi:.3g}]",
+                        f"{value:.3f} [{low:.3f}, {high:.3f}]", f"ratio, {n_obs} obs", _reps(rows))
 
 
 @dataclass(frozen=True)
@@ -360,6 +618,190 @@ class RatioSlopeCheck(_RatioSlices):
         return Estimate(slope, lo, hi, self.predicted - self.tolerance, self.predicted + self.tolerance,
                         f"{self.predicted:+.2f} ± {self.tolerance:.2f}", f"{slope:+.3f} {_interval(lo, hi)}",
                         f"{len(xs)} grid values, {n_obs} obs", _reps(rows), detail=fit)
+
+
+def _fmt(value) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
+@dataclass(frozen=True)
+class MeanRatioCheck(Check):
+    """Two columns of the *same* rows: the :class:`RatioOfMeans`
+    (mean(``metric``)/mean(``reference``))^(½ if ``root``) over the selected rows of
+    ``method`` (e.g. a simulated mean square error over its predicted value), paired per row.
+
+    Interval: exp(log r ± z·se), delta method with the two columns' covariance. Verdict:
+    PASS when the interval lies in [``lo``, ``hi``], FAIL when it lies wholly outside.
+    """
+
+    metric: str
+    reference: str
+    method: str
+    lo: float
+    hi: float
+    _: KW_ONLY
+    root: bool = True
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, self.metric, self.reference], f"check {self.name!r}")
+        statistic = RatioOfMeans(self.method, self.metric, self.reference, self.lo, self.hi, root=self.root)
+        value, low, high, n = statistic.compute(rows)
+        what = "RMS ratio" if self.root else "ratio of means"
+        return Estimate(value, low, high, self.lo, self.hi, statistic.predicted,
+                        f"{value:.3f} [{low:.3f}, {high:.3f}]",
+                        f"{what} {self.metric}/{self.reference}, {n} paired obs", _reps(rows))
+
+
+@dataclass(frozen=True)
+class PredictedRatioCheck(Check):
+    """Does a simulated ratio between two slices track the predicted one?
+
+    Estimates: the simulated ratio mean(``metric`` | ``axis`` = ``numerator``) /
+    mean(``metric`` | ``axis`` = ``denominator``) divided by the same ratio of the
+    ``prediction`` column, to the power ½ with ``root``. The slices are paired on
+    ``paired_on`` (the replicate, and any pooled axes). Interval: exp(log r ± z·se), delta
+    method (:func:`log_ratio_of_means`) over the four paired series with their covariance.
+    Verdict: PASS when the interval lies in [``lo``, ``hi``], FAIL when it lies wholly
+    outside.
+    """
+
+    metric: str
+    prediction: str
+    method: str
+    axis: str
+    numerator: object
+    denominator: object
+    lo: float
+    hi: float
+    _: KW_ONLY
+    root: bool = True
+    paired_on: tuple[str, ...] = ("rep",)
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, self.axis, self.metric, self.prediction],
+                         f"check {self.name!r}")
+        num, den = {self.axis: [self.numerator]}, {self.axis: [self.denominator]}
+        series = paired(rows, {"metric_a": (num, self.metric), "metric_b": (den, self.metric),
+                               "prediction_a": (num, self.prediction), "prediction_b": (den, self.prediction)},
+                        on=self.paired_on).to_numpy(float)
+        scale = 0.5 if self.root else 1.0
+        log_r, se = log_ratio_of_means(series, (1.0, -1.0, -1.0, 1.0), scale=scale,
+                                       what=f"{self.metric!r} and {self.prediction!r}")
+        value, low, high = _exp_interval(log_r, se)
+        sim = math.exp(scale * (math.log(series[:, 0].mean()) - math.log(series[:, 1].mean())))
+        pred = math.exp(scale * (math.log(series[:, 2].mean()) - math.log(series[:, 3].mean())))
+        return Estimate(value, low, high, self.lo, self.hi, f"[{self.lo:.3g}, {self.hi:.3g}]",
+                        f"{value:.3f} [{low:.3f}, {high:.3f}]",
+                        f"{self.axis} {_fmt(self.numerator)}/{_fmt(self.denominator)}: simulated ratio {sim:.3f}, "
+                        f"predicted {pred:.3f}; {len(series)} paired obs", _reps(rows))
+
+
+@dataclass(frozen=True)
+class MethodRatioSlopeCheck(Check):
+    """How the RMS ratio of two methods grows with a known function g of an axis (e.g. a
+    randomized-response factor (e^ε + 1)/(e^ε − 1) of ε).
+
+    Estimates: at each value of ``x`` the log RMS ratio ½·log(mean(metric, ``numerator``) /
+    mean(metric, ``denominator``)), the two methods paired on the observations
+    (:func:`paired`), with its delta-method standard error including their covariance
+    (:func:`log_ratio_of_means`); the statistic is the slope of those log ratios on log g(x)
+    (:func:`~dpsim.experiment.summary.slope_fit` with their standard errors). Interval:
+    slope ± z·se. Verdict: PASS when the interval lies within ``tolerance`` of ``predicted``,
+    FAIL when it lies wholly outside.
+    """
+
+    metric: str = "mse"
+    numerator: str = ""
+    denominator: str = ""
+    x: str = ""
+    g: Callable[[float], float] = None
+    g_label: str = "g"
+    predicted: float = 1.0
+    tolerance: float = 0.1
+
+    @property
+    def methods(self):
+        return (self.numerator, self.denominator)
+
+    def log_ratios(self, rows):
+        """(x values, log RMS ratios, their standard errors, observations used)."""
+        xs, logs, ses, n_obs = [], [], [], 0
+        for value in sorted(rows[self.x].dropna().unique()):
+            wide = paired(select(rows, {self.x: [value]}),
+                          {"a": ({"method": [self.numerator]}, self.metric),
+                           "b": ({"method": [self.denominator]}, self.metric)})
+            log_r, se = log_ratio_of_means(wide.to_numpy(float), (1.0, -1.0), scale=0.5,
+                                           what=f"{self.metric!r} at {self.x}={value:g}")
+            xs.append(float(value))
+            logs.append(log_r)
+            ses.append(se)
+            n_obs += 2 * len(wide)
+        return xs, logs, ses, n_obs
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, self.x, "method"], f"check {self.name!r}")
+        xs, logs, ses, n_obs = self.log_ratios(rows)
+        if len(xs) < 2:
+            raise UsageError(f"check {self.name!r}: need two values of {self.x!r}")
+        gx = np.log([self.g(v) for v in xs])
+        slope, se = slope_fit(gx, logs, y_se=ses)
+        lo, hi = slope - Z95 * se, slope + Z95 * se
+        ratios = ", ".join(f"{math.exp(r):.2f}" for r in logs)
+        return Estimate(slope, lo, hi, self.predicted - self.tolerance, self.predicted + self.tolerance,
+                        f"{self.predicted:+.2f} ± {self.tolerance:.2f}", f"{slope:+.3f} {_interval(lo, hi)}",
+                        f"slope in log {self.g_label}; RMS ratios {ratios} at {self.x} ∈ "
+                        f"{{{describe_values(xs)}}}, {n_obs} obs", _reps(rows))
+
+
+# ---------------------------------------------------------------------------------------
+# Exact identities
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IdenticalAcrossCheck(Check):
+    """Two values ``a`` and ``b`` of an axis give identical ``metrics`` of ``method`` on every
+    paired observation (e.g. two mechanisms that share their randomness and must rank alike).
+
+    Estimates: the number of pairs where some metric differs by more than ``tol`` (a missing
+    value counts as a mismatch); rows are paired (:func:`paired`) on every grid axis except
+    ``axis``, and on the replicate. The count is exact (no Monte-Carlo error): its interval
+    is the point itself. Verdict: PASS at 0 mismatches (the region is {0}), else FAIL.
+    """
+
+    metrics: tuple[str, ...]
+    method: str
+    axis: str
+    a: object
+    b: object
+    _: KW_ONLY
+    tol: float = 1e-12
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def estimate(self, rows):
+        keys = [c for c in grid_columns(rows) if c != self.axis] + ["rep"]
+        joined = paired(rows, {f"{m}_{side}": ({self.axis: [value]}, m)
+                               for side, value in (("a", self.a), ("b", self.b)) for m in self.metrics},
+                        on=keys, dropna=False)
+        if len(joined) == 0:
+            raise UsageError(f"check {self.name!r}: no paired rows of {self.axis}={self.a!r} and {self.b!r}")
+        diff = np.stack([np.abs(joined[f"{m}_a"].to_numpy(float) - joined[f"{m}_b"].to_numpy(float))
+                         for m in self.metrics], axis=1)
+        mismatch = int(np.sum(np.any(~(diff <= self.tol), axis=1)))
+        detail = {m: float(np.nanmax(diff[:, i])) for i, m in enumerate(self.metrics)}
+        worst = ", ".join(f"max |Δ{m}| {v:.1e}" for m, v in detail.items())
+        return Estimate(float(mismatch), float(mismatch), float(mismatch), 0.0, 0.0, "0 mismatches",
+                        f"{mismatch} mismatches", f"{len(joined)} paired replicates × grid points; {worst}",
+                        _reps(rows), detail=detail)
 
 
 # ---------------------------------------------------------------------------------------

@@ -31,10 +31,9 @@ Checks (spec §6.4, "how a reproduction of Fig. 1 should be judged"):
 """
 from __future__ import annotations
 
-from dpsim.experiment import Experiment, FigureSpec, Panel, SlopeCheck, TrendCheck
+from dpsim.experiment import EveryPointCheck, Experiment, FigureSpec, PairedDifference, Panel, SlopeCheck, TrendCheck
 
 from . import common as c
-from .checks import EveryPointCheck, paired_difference
 
 FIG1_DIMS = [5]                       # the paper shows d = 5; --set dim=3,5,10 adds its other two
 LABELS = {name: m.label for name, m in {**c.EXACT_METHODS, **c.SGD_METHODS}.items()}
@@ -88,13 +87,13 @@ def _ordering_checks():
             where = {"dim": [d], "eps": [eps]}
             checks.append(EveryPointCheck(
                 f"chowdhury-fig1-order-mle-central-d{d}-eps{eps:g}", FIG1.name,
-                statistic=paired_difference("l2", "mle", "objpert_central"), x="n_samples", where=where,
+                statistic=PairedDifference("l2", "mle", "objpert_central"), x="n_samples", where=where,
                 description=f"spec §6.4 item 2, d = {d}, ε = {eps:g}: non-private MLE < central ObjPert in mean "
                             f"ℓ2 error at every n (paired)"))
             n_values = [n for n in c.PAPER_N if not (eps == 0.1 and n == 1000)]
             checks.append(EveryPointCheck(
                 f"chowdhury-fig1-order-central-local-d{d}-eps{eps:g}", FIG1.name,
-                statistic=paired_difference("l2", "objpert_central", "rr_local"), x="n_samples",
+                statistic=PairedDifference("l2", "objpert_central", "rr_local"), x="n_samples",
                 where={**where, "n_samples": n_values},
                 description=f"spec §6.4 item 2, d = {d}, ε = {eps:g}: central ObjPert < local RR at every n"
                             + (" ≥ 2000 (§6.4's borderline exception at n ≈ 1000)" if eps == 0.1 else "")))

@@ -33,13 +33,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.linear_btl import rr_debiased, rr_naive_log_probabilities
-from dpsim.experiment import Experiment, FigureSpec, Method, Panel, UsageError, solver_diagnostics
+from dpsim.experiment import (EveryPointCheck, Experiment, FigureSpec, Method, Panel, RatioOfMeans, UsageError,
+                              solver_diagnostics)
 from dpsim.mechanisms.randomized_response import randomized_response
 from dpsim.metrics import l2_error, squared_l2_error
 from dpsim.models.linear_btl import sample_features, sample_labels
 
 from . import common as c
-from .checks import EveryPointCheck, RatioOfMeans
 
 MAX_DIM = 10
 LB_EPS = [0.1, 0.25, 0.5, 1.0, math.inf]

@@ -54,14 +54,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.linear_btl_sgd import sgd_krr
-from dpsim.experiment import Experiment, FigureSpec, Method, Panel, SlopeCheck, UsageError
+from dpsim.experiment import (EveryPointCheck, Experiment, FigureSpec, LinearSlopeCheck, Method, MethodRatioSlopeCheck,
+                              Panel, RatioOfMeans, SlopeCheck, UsageError)
 from dpsim.mechanisms.randomized_response import kary_randomized_response
 from dpsim.metrics import l2_error, squared_l2_error
 from dpsim.models.linear_btl import sample_plackett_luce
 from dpsim.theory import chowdhury as th
 
 from . import common as c
-from .checks import EveryPointCheck, LinearSlopeCheck, MethodRatioSlopeCheck, RatioOfMeans
 
 RATE_REPS = 200
 DELTA = c.PAPER_DELTA

@@ -31,8 +31,7 @@ import math
 import jax
 import numpy as np
 
-from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, axes
-from dpsim.experiment.checks import RatioCheck
+from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, RatioCheck, axes
 from dpsim.mechanisms.privacy_profile import PROFILES, privacy_G, profile_group_sizes
 from dpsim.models.complete_btl import sample_pair_wins
 from dpsim.theory import xu as theory

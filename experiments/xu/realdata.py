@@ -44,8 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.datasets import movielens_rankings, movielens_theta, ratings_or_stand_in, subsample_pair_wins
-from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, UsageError, axes
-from dpsim.experiment.checks import RatioCheck
+from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, RatioCheck, UsageError, axes
 from dpsim.theory import xu as theory
 
 from .common import (AXIS_TYPES, SYMBOLS, YLABEL, lane_bytes, m_estimator_method, make_privatise, release_words,

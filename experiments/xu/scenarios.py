@@ -47,11 +47,10 @@ import math
 
 import numpy as np
 
-from dpsim.experiment import ComparisonCheck, FigureSpec, Panel, SlopeCheck, TrendCheck  # noqa: F401
-from dpsim.experiment.checks import RatioCheck, SlopeRangeCheck
+from dpsim.experiment import (ComparisonCheck, FigureSpec, IdenticalAcrossCheck, MeanRatioCheck,  # noqa: F401
+                              Panel, PredictedRatioCheck, RatioCheck, SlopeCheck, SlopeRangeCheck, TrendCheck)
 from dpsim.theory import xu as theory
 
-from .checks import IdenticalAcrossCheck, MeanRatioCheck, PredictedRatioCheck
 from .common import INF, SYMBOLS, YLABEL, truth_ladder, truth_uniform, xu_experiment
 
 METHOD = "m_est"
