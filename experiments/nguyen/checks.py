@@ -11,9 +11,13 @@
 * :class:`RelativeLevelCheck`: a metric's mean relative to a known level (R11: "very
   inaccurate" means an error at least that of the estimate 0, ‖β*‖₂).
 
-Intervals: delta method on log ratios, with the covariance of paired observations; slopes by
+Intervals: delta method on log ratios, with the covariance of paired observations (the
+engine's :func:`~dpsim.experiment.checks.paired` and
+:func:`~dpsim.experiment.checks.log_ratio_of_means`); slopes by
 :func:`dpsim.experiment.summary.slope_fit` with the per-x standard errors (x values hold
-independent data).
+independent data). :class:`MethodRatioSlopeCheck` here is not the engine's class of that name
+(which fits the log RMS ratio against log g(x) with a symmetric tolerance): this one takes the
+ratio of means or of RMS and any region, e.g. (−∞, 0] for "falls".
 """
 from __future__ import annotations
 
@@ -24,36 +28,25 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.checks import Check, Estimate
+from dpsim.experiment.checks import Check, Estimate, log_ratio_of_means, paired
 from dpsim.experiment.summary import Z95, require_unpooled, select, slope_fit
 
 
 def paired_log_ratio(a, b, root: bool = False) -> tuple[float, float]:
     """log(mean a / mean b) and its delta-method standard error for paired samples a, b
-    (equal length, aligned); with ``root``, of √mean(a²)/√mean(b²) (an RMS ratio)."""
+    (equal length, aligned); with ``root``, of √mean(a²)/√mean(b²) (an RMS ratio). The
+    engine's :func:`~dpsim.experiment.checks.log_ratio_of_means` on the two columns."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     if root:
         a, b = a * a, b * b
-    n = len(a)
-    if n < 2:
-        raise UsageError("fewer than two paired observations")
-    ma, mb = a.mean(), b.mean()
-    if not (ma > 0 and mb > 0):
-        raise UsageError("a non-positive mean; cannot take a ratio")
-    va, vb = a.var(ddof=1), b.var(ddof=1)
-    cov = float(np.cov(a, b, ddof=1)[0, 1])
-    var = va / (n * ma * ma) + vb / (n * mb * mb) - 2.0 * cov / (n * ma * mb)
-    scale = 0.5 if root else 1.0
-    return scale * math.log(ma / mb), scale * math.sqrt(max(var, 0.0))
+    return log_ratio_of_means(np.column_stack([a, b]), (1.0, -1.0), scale=0.5 if root else 1.0)
 
 
 def _paired(rows: pd.DataFrame, metric: str, numerator: str, denominator: str):
-    wide = rows.pivot_table(index=["point", "rep"], columns="method", values=metric, aggfunc="first")
-    for m in (numerator, denominator):
-        if m not in wide:
-            raise UsageError(f"no rows of method {m!r}")
-    both = wide[[numerator, denominator]].dropna()
-    return both[numerator].to_numpy(float), both[denominator].to_numpy(float)
+    """``metric`` of two methods on the same (point, replicate) observations (the engine's
+    :func:`~dpsim.experiment.checks.paired`)."""
+    both = paired(rows, {"a": ({"method": [numerator]}, metric), "b": ({"method": [denominator]}, metric)})
+    return both["a"].to_numpy(float), both["b"].to_numpy(float)
 
 
 def _reps(rows) -> int:
