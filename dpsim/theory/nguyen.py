@@ -23,7 +23,8 @@ __all__ = [
     "private_sufficient_users", "private_excess_l2", "private_excess_linf",
     "private_crossover_users", "laplace_gauss_sigma_ratio", "laplace_excess_l2",
     "rr_flip_probability", "rr_population_limit", "high_privacy_limit_l2", "rasch_gamma",
-    "rasch_gamma_bar", "rasch_kappa",
+    "rasch_gamma_bar", "rasch_kappa", "quantile_design", "rr_floor_l2", "laplace_gauss_shift_ratio",
+    "top_k_midpoint_factor", "top_k_success_probability", "linearised_shift_rms", "discrete_laplace_sd",
 ]
 
 
@@ -217,3 +218,99 @@ def high_privacy_limit_l2(beta):
     """‖β*_c‖₂: the ℓ2 error of an estimate that carries no signal (β̂ = 0), R11's level."""
     beta = jnp.asarray(beta, jnp.float64)
     return jnp.linalg.norm(beta - jnp.mean(beta))
+
+
+# ------------------------------------------------------- numbers the rate checks predict
+def quantile_design(size: int, low: float = -1.0, high: float = 1.0):
+    """The ``size`` mid-quantiles of Unif[low, high] (host, NumPy): a deterministic stand-in
+    for a uniform θ* or β* draw when a prediction needs "the" design (R10's floor)."""
+    import numpy as np
+    return low + (high - low) * (np.arange(size) + 0.5) / size
+
+
+def rr_floor_l2(eps_rr, n_items: int, n_users: int = 2000, p=1.0):
+    """R10's error floor ‖β_∞ − β*_c‖₂ of the RR baseline at ε_RR for the bounded design
+    (θ*, β* the mid-quantiles of Unif[−1, 1], :func:`quantile_design`): what its error tends to
+    as n → ∞ at fixed ε_RR (:func:`rr_population_limit`). Host; returns a float."""
+    import numpy as np
+    theta = jnp.asarray(quantile_design(n_users))
+    beta = jnp.asarray(quantile_design(n_items))
+    limit = rr_population_limit(theta, beta, eps_rr, p)
+    return float(np.linalg.norm(np.asarray(limit) - np.asarray(beta - jnp.mean(beta))))
+
+
+def laplace_gauss_shift_ratio(n_items: int, eps: float, delta: float) -> float:
+    """R9's Laplace/Gaussian ratio of the privacy shifts ‖β̃ − β̂‖ (RMS) in the linear regime:
+    the ratio of the noise standard deviations, both chains being the same linear map of
+    their noise. Paper accounting and conversion (spec §4.8): discrete Gaussian
+    σ = √(m(m − 1))/ε₀, ε₀ = ε*/√(2 ln(1/δ)); discrete Laplace t = m(m − 1)/ε*; exact discrete
+    variances (2α/(1 − α)², α = e^{−1/t}, for Lap_ℤ(t)). ≈ √(m(m − 1)/ln(1/δ))
+    (:func:`laplace_gauss_sigma_ratio`) for t ≫ 1. Host; returns a float."""
+    import math
+
+    from dpsim.mechanisms.discrete import discrete_gaussian_variance
+    pairs = n_items * (n_items - 1)
+    sigma = math.sqrt(pairs) * math.sqrt(2.0 * math.log(1.0 / delta)) / eps
+    t = pairs / eps
+    alpha = math.exp(-1.0 / t)
+    var_lap = 2.0 * alpha / (1.0 - alpha) ** 2
+    return math.sqrt(var_lap / discrete_gaussian_variance(sigma))
+
+
+def _top_k_sum_cdf(n_items: int, k: int):
+    """t ↦ P(M₁ + M₂ ≤ t), M₁ the maximum of n_items − k and M₂ of k standard normals."""
+    import numpy as np
+    from scipy import stats
+    z = np.linspace(-9.0, 12.0, 8401)
+    dz = z[1] - z[0]
+    rest = n_items - k
+    density = rest * stats.norm.pdf(z) * stats.norm.cdf(z) ** (rest - 1)     # of M₁
+    return lambda t: float(np.sum(density * stats.norm.cdf(t - z) ** k) * dz)
+
+
+def top_k_midpoint_factor(n_items: int, k: int) -> float:
+    """R6's extreme-value prediction of where exact top-K recovery reaches probability ½, in
+    units of x = npΔ_K²/log m, up to the per-item variance s² = n·Var(β̂_i) (a common factor
+    that cancels in ratios across m): with independent N(0, s²/(np)) errors, the top K
+    (at Δ_K) and the rest (at 0) are separated iff Δ_K√(np)/s > M₁ + M₂, M₁ the maximum of
+    m − K and M₂ of K standard normals, so x½ = s²·median(M₁ + M₂)²/log m. Computed by
+    numerical integration (host); returns median(M₁ + M₂)²/log m."""
+    import math
+
+    from scipy import optimize
+    cdf = _top_k_sum_cdf(n_items, k)
+    median = optimize.brentq(lambda t: cdf(t) - 0.5, -10.0, 20.0)
+    return median * median / math.log(n_items)
+
+
+def top_k_success_probability(n_items: int, k: int, x: float, s2: float) -> float:
+    """The same model's P(exact top-K recovery) at x = npΔ_K²/log m for a per-item variance
+    s² = n·Var(β̂_i): P(M₁ + M₂ < √(x·log m/s²)) (host)."""
+    import math
+    return _top_k_sum_cdf(n_items, k)(math.sqrt(x * math.log(n_items) / s2))
+
+
+def linearised_shift_rms(n_items: int, n_users: int, noise_sd: float, p: float = 1.0) -> float:
+    """The RMS privacy shift √E‖β̃ − β̂‖₂² of a count-noising chain in its linear regime (R8,
+    R9): with i.i.d. noise of standard deviation ``noise_sd`` on every ordered count,
+    β̃ − β̂ ≈ J z with J = ∂β̂/∂Y at the expected counts, so the RMS is noise_sd·‖J‖_F. J is
+    the exact Jacobian of the spectral estimate (λ = 1, exact stationary distribution) at
+    E[Y] of the bounded design's mid-quantiles (:func:`quantile_design`; θ* for n_users users,
+    β* for n_items items). Unlike the heuristic m/(ε₀np²γ̄) it keeps every finite-m effect
+    (centring, each count entering two balance equations). Host; returns a float.
+    O(m²) forward-mode derivatives: meant for m ≲ 50."""
+    import numpy as np
+    from dpsim.models.rasch import expected_differential_counts
+    theta = jnp.asarray(quantile_design(n_users))
+    beta = jnp.asarray(quantile_design(n_items))
+    ey = expected_differential_counts(theta, beta, p)
+    jac = jax.jacfwd(lambda y: spectral_estimate(y).theta)(ey)            # (m, m, m)
+    off = ~np.eye(n_items, dtype=bool)
+    return float(noise_sd * np.sqrt(np.sum(np.asarray(jac)[:, off] ** 2)))
+
+
+def discrete_laplace_sd(scale: float) -> float:
+    """Standard deviation of Lap_ℤ(t): √(2α/(1 − α)²), α = e^{−1/t}."""
+    import math
+    alpha = math.exp(-1.0 / scale)
+    return math.sqrt(2.0 * alpha) / (1.0 - alpha)

@@ -1,0 +1,335 @@
+"""Benchmark: nguyen's samplers and its Figure 1 workload, the dpsim engine against the
+authors' pipeline ported to NumPy and against OpenDP.
+
+Run ``python -m benchmarks.nguyen [--quick] [--sections A,B]`` from the repository root.
+Everything is measured side by side in one run on one machine; tables are printed and
+``benchmarks/results/nguyen.json`` is written (``nguyen_quick.json`` / ``nguyen_partial.json``
+for a smoke run or a subset; git-ignored). Timing, the results file and the command line
+are the shared :mod:`benchmarks.harness`.
+
+Sections
+--------
+A. Samplers, draws per second (warm, best of several calls):
+   1. dpsim: ``dpsim.mechanisms.discrete_gaussian(key, sigma, (N,))`` and
+      ``discrete_laplace(key, scale, (N,))``, jitted, N = 10⁶ draws per call;
+   2. OpenDP (the library a user would pick; exact, hardened samplers in Rust):
+      ``make_gaussian`` / ``make_laplace`` on an integer vector domain, one call on a vector of
+      N zeros;
+   3. the authors' samplers ported to NumPy (nguyen supp. §4, spec §4.2, §4.7; written from
+      the algorithms, not copied): the discrete Gaussian by CKS20's rejection loops with
+      Bernoulli(exp(−γ)) trials, and the discrete Laplace as "0 w.p. (1 − α)/(1 + α), else a
+      signed geometric", one Python call per draw (the authors draw one count at a time).
+   at σ (scale) ∈ {1, 10, 1000, 10⁵} (the figures need σ from ≈ 10 to ≈ 10⁵).
+B. The Figure 1 workload in the authors' (``paper``) mode: m ∈ {25, 50, 100, 200},
+   n ∈ {200, 1000}, the twelve ε*, five estimators per trial (non-private, dense and sparse
+   Gaussian, Laplace, RR), R trials.
+   1. engine: ``run_experiment(nguyen-fig1, reps=R, mode=paper)`` end to end into a fresh
+      directory, cold (compile included) and the best warm re-run
+      (:func:`benchmarks.harness.measure_engine`);
+   2. the authors' pipeline, one trial at a time in NumPy: data drawn entry by entry as their
+      ``generate_data``, Y by a matrix product, each count noised by one call of the ported
+      sampler, clipping and regularisation, their power iterations (lazy chain for the private
+      estimates, jump chain for the non-private and RR ones); one trial per (m, n) is timed
+      and the per-trial time is multiplied by R (the trials of a shape cost the same);
+   3. the same pipeline with the data vectorised and each matrix of counts noised by one
+      OpenDP call (what a user would write with an off-the-shelf sampler).
+   A fit is one estimate (method, ε, trial); all three do the same 12 × 5 fits per trial.
+
+The NumPy baselines run with one OpenBLAS thread (:mod:`benchmarks`). ``--quick`` shrinks
+everything (10⁵ dpsim draws, fewer baseline draws, Fig. 1 at m = 25 only with 4 trials); its
+ratios are not representative. The load average is recorded: the machine may be shared.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from benchmarks import harness  # first: sets the BLAS threads before NumPy loads
+
+import jax
+import numpy as np
+
+from dpsim.experiment.registry import installed
+from dpsim.mechanisms import discrete
+from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
+from dpsim.mechanisms.sparsify import sparsification_p0
+from dpsim.mechanisms.zcdp import dp_to_zcdp_paper
+from dpsim.models.rasch import authors_difficulties
+
+PAPER = "nguyen"
+EPS = [0.01, 0.05, 0.075, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 5.0, 7.5]
+DELTA = 1e-4
+TARGETS = {"engine_vs_authors_fig1": 100.0, "dpsim_vs_opendp_gaussian_draws": 10.0}
+
+
+@dataclass(frozen=True)
+class Config:
+    dpsim_draws: int          # A: draws per dpsim call
+    opendp_draws: int         # A: draws per OpenDP call
+    port_draws: int           # A: draws of the NumPy port timed
+    sigmas: tuple             # A
+    fig1_items: tuple         # B
+    fig1_users: tuple
+    fig1_reps: int            # B: trials per grid point (engine); baselines time one per shape
+    warm_runs: int
+
+
+FULL = Config(dpsim_draws=1_000_000, opendp_draws=100_000, port_draws=20_000, sigmas=(1.0, 10.0, 1000.0, 1e5),
+              fig1_items=(25, 50, 100, 200), fig1_users=(200, 1000), fig1_reps=20, warm_runs=2)
+QUICK = Config(dpsim_draws=100_000, opendp_draws=10_000, port_draws=2_000, sigmas=(10.0, 1000.0),
+               fig1_items=(25,), fig1_users=(200,), fig1_reps=4, warm_runs=1)
+
+
+# ----------------------------------------------------------------------------- the authors' samplers (port)
+
+def bernoulli_exp(rng, gamma: float) -> int:
+    """1 with probability exp(−γ) (CKS20 Algorithm 1; spec §4.2 ``BernExp``)."""
+    if gamma <= 1.0:
+        k = 1
+        while rng.random() < gamma / k:
+            k += 1
+        return k % 2
+    for _ in range(int(math.floor(gamma))):
+        if not bernoulli_exp(rng, 1.0):
+            return 0
+    return bernoulli_exp(rng, gamma - math.floor(gamma))
+
+
+def discrete_gaussian_port(rng, sigma: float) -> int:
+    """One N_ℤ(0, σ²) draw by CKS20 Algorithm 3 (spec §4.2 ``DiscreteGaussian``)."""
+    t = math.floor(sigma) + 1
+    while True:
+        u = int(rng.integers(0, t))
+        if not bernoulli_exp(rng, u / t):
+            continue
+        v = 0
+        while bernoulli_exp(rng, 1.0):
+            v += 1
+        b = rng.random() < 0.5
+        if b and u == 0 and v == 0:
+            continue
+        z = (1 - 2 * b) * (u + t * v)
+        if bernoulli_exp(rng, (abs(z) - sigma * sigma / t) ** 2 / (2 * sigma * sigma)):
+            return z
+
+
+def discrete_laplace_port(rng, scale: float) -> int:
+    """One Lap_ℤ(t) draw as the authors' code: 0 w.p. (1 − α)/(1 + α), α = e^{−1/t}, else a
+    signed Geometric(1 − α) on {1, 2, …} (spec §4.7)."""
+    alpha = math.exp(-1.0 / scale)
+    if rng.random() < (1 - alpha) / (1 + alpha):
+        return 0
+    g = int(rng.geometric(-math.expm1(-1.0 / scale)))
+    return g if rng.random() < 0.5 else -g
+
+
+# ----------------------------------------------------------------------------- A. samplers
+
+def _opendp():
+    import opendp.prelude as dp
+    dp.enable_features("contrib")
+    return dp
+
+
+def opendp_sampler(kind: str, scale: float):
+    dp = _opendp()
+    domain = dp.vector_domain(dp.atom_domain(T=int))
+    if kind == "gaussian":
+        return dp.m.make_gaussian(domain, dp.l2_distance(T=int), scale)
+    return dp.m.make_laplace(domain, dp.l1_distance(T=int), scale)
+
+
+def section_a(bench: harness.Bench) -> dict:
+    cfg = bench.cfg
+    rows, out = [], []
+    for kind in ("gaussian", "laplace"):
+        fn = discrete.discrete_gaussian if kind == "gaussian" else discrete.discrete_laplace
+        draw = jax.jit(lambda key, s, fn=fn: fn(key, s, (cfg.dpsim_draws,)))
+        port = discrete_gaussian_port if kind == "gaussian" else discrete_laplace_port
+        for sigma in cfg.sigmas:
+            jax.block_until_ready(draw(jax.random.key(0), sigma))
+            keys = iter(range(1, 1000))
+            dpsim_s = harness.best_of(lambda: draw(jax.random.key(next(keys)), sigma), repeats=5)
+            mech = opendp_sampler(kind, sigma)
+            zeros = [0] * cfg.opendp_draws
+            t0 = time.perf_counter()
+            mech(zeros)
+            opendp_s = time.perf_counter() - t0
+            rng = np.random.default_rng(0)
+            t0 = time.perf_counter()
+            for _ in range(cfg.port_draws):
+                port(rng, sigma)
+            port_s = time.perf_counter() - t0
+            rec = {"sampler": kind, "scale": sigma,
+                   "dpsim_draws_per_s": cfg.dpsim_draws / dpsim_s,
+                   "opendp_draws_per_s": cfg.opendp_draws / opendp_s,
+                   "authors_port_draws_per_s": cfg.port_draws / port_s}
+            rec["dpsim_vs_opendp"] = harness.ratio(rec["dpsim_draws_per_s"], rec["opendp_draws_per_s"])
+            rec["dpsim_vs_authors_port"] = harness.ratio(rec["dpsim_draws_per_s"], rec["authors_port_draws_per_s"])
+            out.append(rec)
+            rows.append([kind, sigma, rec["dpsim_draws_per_s"] / 1e6, rec["opendp_draws_per_s"] / 1e6,
+                         rec["authors_port_draws_per_s"] / 1e6, rec["dpsim_vs_opendp"], rec["dpsim_vs_authors_port"]])
+    harness.print_table(harness.format_table(
+        "A. sampler throughput (M draws/s)", ("sampler", "σ or t", "dpsim", "OpenDP", "authors (NumPy port)",
+                                              "dpsim ÷ OpenDP", "dpsim ÷ port"),
+        rows, (None, "{:g}", "{:.3f}", "{:.4f}", "{:.4f}", "{:.0f}×", "{:.0f}×")))
+    return {"rows": out}
+
+
+# ----------------------------------------------------------------------------- B. Fig. 1 workload
+
+def _regularise(Y):
+    support = ((Y != 0) | (Y.T != 0)) & ~np.eye(Y.shape[0], dtype=bool)
+    return Y + support
+
+
+def _power(P, tol, cap):
+    pi = np.ones(P.shape[0])
+    for _ in range(cap):
+        nxt = pi @ P
+        nxt /= nxt.sum()
+        done = np.linalg.norm(nxt - pi) < tol
+        pi = nxt
+        if done:
+            break
+    return pi
+
+
+def spectral_jump(Y):
+    """The authors' non-private estimator: jump chain, power iteration (tol 1e-6, ≤ 10000)."""
+    Yb = _regularise(Y)
+    d = np.maximum(Yb.sum(1), 1.0)
+    P = Yb / d[:, None]
+    P[np.diag_indices_from(P)] = 1.0 - P.sum(1)
+    pi = _power(P, 1e-6, 10000) / d
+    logs = np.log(pi / pi.sum())
+    return logs - logs.mean()
+
+
+def spectral_lazy(Y):
+    """The authors' private estimator: lazy chain with one scalar d, tol 1e-5, ≤ 1000."""
+    Yb = _regularise(Y)
+    d = Yb.sum(1).max() + 1.0
+    P = Yb / d
+    P[np.diag_indices_from(P)] = 1.0 - P.sum(1)
+    logs = np.log(_power(P, 1e-5, 1000))
+    return logs - logs.mean()
+
+
+def noised(Y, graph, noise):
+    """Ỹ as coded (spec §4.7): noise on queried non-zero counts, max(1, ·), 0 off the graph."""
+    out = np.where(graph, Y, 0.0)
+    idx = np.argwhere(graph & (Y != 0))
+    values = noise(len(idx))
+    out[idx[:, 0], idx[:, 1]] = np.maximum(1.0, Y[idx[:, 0], idx[:, 1]] + values)
+    return out
+
+
+def authors_trial(rng, beta, theta, vectorised: bool) -> int:
+    """One Fig. 1 trial of the authors' pipeline at every ε (paper mode); returns the fits.
+    ``vectorised``: NumPy data and one OpenDP call per noised matrix (baseline B.3)."""
+    m, n = beta.size, theta.size
+    prob = 1.0 / (1.0 + np.exp(-(theta[None, :] - beta[:, None])))          # items × users
+    if vectorised:
+        x = rng.random((m, n)) < prob
+    else:
+        x = np.zeros((m, n), bool)
+        for i in range(m):
+            for l in range(n):
+                rng.random()                                                # the observation draw (p = 1)
+                x[i, l] = rng.random() < prob[i, l]
+    right, wrong = x.astype(float), (~x).astype(float)
+    Y = right @ wrong.T
+    np.fill_diagonal(Y, 0.0)
+    fits = 0
+    spectral_jump(Y)
+    fits += len(EPS)                        # the non-private row of every ε
+    dense = ~np.eye(m, dtype=bool)
+    p0 = sparsification_p0(m, "code_synthetic")
+    n_rr = shuffle_rr_epsilon
+    for eps in EPS:
+        eps0 = math.sqrt(2.0 * float(dp_to_zcdp_paper(eps, DELTA)))
+        upper = np.triu(rng.random((m, m)) < p0, 1)
+        sparse = upper | upper.T
+        for graph in (dense, sparse):
+            sigma = 1.0 / (eps0 / math.sqrt(graph.sum() / 2.0))
+            if vectorised:
+                mech = opendp_sampler("gaussian", sigma)
+                noise = lambda k, mech=mech: np.asarray(mech([0] * k), float)
+            else:
+                noise = lambda k, sigma=sigma: np.array([discrete_gaussian_port(rng, sigma) for _ in range(k)], float)
+            spectral_lazy(noised(Y, graph, noise))
+        t = m * (m - 1) / eps
+        if vectorised:
+            mech = opendp_sampler("laplace", t)
+            noise = lambda k, mech=mech: np.asarray(mech([0] * k), float)
+        else:
+            noise = lambda k: np.array([discrete_laplace_port(rng, t) for _ in range(k)], float)
+        spectral_lazy(noised(Y, dense, noise))
+        eps_rr = n_rr(eps, DELTA, n)
+        flip = rng.random((m, n)) < 1.0 / (1.0 + math.exp(eps_rr / m))
+        released = x ^ flip
+        Yr = released.astype(float) @ (~released).astype(float).T
+        np.fill_diagonal(Yr, 0.0)
+        spectral_jump(Yr)
+        fits += 4
+    return fits
+
+
+def time_authors(cfg: Config, vectorised: bool) -> dict:
+    """One timed trial per (m, n); the workload's time is Σ per-trial time × R."""
+    per_shape, total_s, total_fits = [], 0.0, 0
+    for m in cfg.fig1_items:
+        beta = authors_difficulties(m)
+        for n in cfg.fig1_users:
+            rng = np.random.default_rng(m * 7919 + n)
+            theta = rng.normal(size=n)
+            t0 = time.perf_counter()
+            fits = authors_trial(rng, beta, theta, vectorised)
+            seconds = time.perf_counter() - t0
+            per_shape.append({"n_items": m, "n_users": n, "trial_s": seconds, "fits": fits})
+            total_s += seconds * cfg.fig1_reps
+            total_fits += fits * cfg.fig1_reps
+    name = "NumPy + OpenDP (vectorised)" if vectorised else "authors' pipeline (NumPy port)"
+    return {"name": name, "per_shape": per_shape, "extrapolated_s": total_s, "fits": total_fits,
+            "fits_per_s": harness.ratio(total_fits, total_s)}
+
+
+def section_b(bench: harness.Bench) -> dict:
+    cfg = bench.cfg
+    fig1 = installed().experiments["nguyen-fig1"]
+    overrides = {"n_items": list(cfg.fig1_items), "n_users": list(cfg.fig1_users), "mode": ["paper"]}
+    engine = harness.measure_engine(fig1, cfg.fig1_reps, warm_runs=cfg.warm_runs, overrides=overrides)
+    authors = time_authors(cfg, vectorised=False)
+    opendp = time_authors(cfg, vectorised=True)
+    harness.print_table(harness.format_table(
+        "B. baselines: one timed trial per (m, n), seconds", ("m", "n", "authors' port", "NumPy + OpenDP"),
+        [[a["n_items"], a["n_users"], a["trial_s"], o["trial_s"]]
+         for a, o in zip(authors["per_shape"], opendp["per_shape"])], ("{}", "{}", "{:.2f}", "{:.2f}")))
+    stats = {authors["name"]: {"fits_timed": authors["fits"], "fits_per_s": authors["fits_per_s"]},
+             opendp["name"]: {"fits_timed": opendp["fits"], "fits_per_s": opendp["fits_per_s"]}}
+    harness.print_table(harness.contender_table(
+        f"B. Fig. 1 workload (paper mode, R = {cfg.fig1_reps})",
+        {"engine cold": engine["cold"], "engine warm": engine["warm"]} if engine["warm"] else
+        {"engine cold": engine["cold"]}, stats, engine["cold"]["fits"]))
+    rows = harness.compare({"cold": engine["fits_per_s"], "warm": engine["fits_per_s_excl_compile"]},
+                           {authors["name"]: authors["fits_per_s"], opendp["name"]: opendp["fits_per_s"]},
+                           targets={authors["name"]: TARGETS["engine_vs_authors_fig1"]})
+    harness.print_table(harness.comparison_table("B. engine ÷ baselines (fits per second)", rows))
+    return {"engine": engine, "authors": authors, "numpy_opendp": opendp, "comparison": rows}
+
+
+SECTIONS = (
+    harness.Section("A", "sampler throughput: dpsim vs OpenDP vs the authors' sampler", section_a),
+    harness.Section("B", "Fig. 1 workload: engine vs the authors' pipeline", section_b),
+)
+
+
+def main(argv=None) -> dict:
+    return harness.main(PAPER, SECTIONS, full=FULL, quick=QUICK, targets=TARGETS, argv=argv,
+                        description=__doc__.splitlines()[0])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+"""nguyen — "Optimal and Private Learning from Human Response Data" (Duc Nguyen, Anderson Y.
+Zhang, AISTATS 2023); spec ``../shared/papers/nguyen.md`` (in the repository that holds this
+project, the ``shared/papers`` folder beside the checkout).
+
+Modules: ``common`` (modes, privacy parameters, the five methods), ``checks`` (check classes
+the engine lacks), ``synthetic`` (Figure 1), ``real`` (Figures 2–3 and supplementary Figure
+1), ``rates`` (the rate predictions R1–R10 of spec §5.7), ``topk`` (the top-K phase transition,
+R6), ``audits`` (privacy audits of every mechanism).
+"""
+from . import audits, rates, real, synthetic, topk
+
+PAPER = "nguyen"
+TITLE = "Optimal and Private Learning from Human Response Data (Nguyen, Zhang)"
+SPEC = "shared/papers/nguyen.md"
+
+EXPERIMENTS = [*synthetic.EXPERIMENTS, *real.EXPERIMENTS, *rates.EXPERIMENTS, *topk.EXPERIMENTS]
+CHECKS = [*synthetic.CHECKS, *real.CHECKS, *rates.CHECKS, *topk.CHECKS]
+AUDITS = audits.AUDITS

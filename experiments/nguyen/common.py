@@ -1,0 +1,346 @@
+"""Pieces shared by every nguyen experiment (spec ../shared/papers/nguyen.md §4, §6, §7, §8):
+the fidelity modes, the privacy parameters derived on the host, the five methods, their
+metrics and diagnostics, the axis types and the paper's symbols.
+
+**Modes** (string analysis axis ``mode``; every analysis point of a replicate sees the same
+data, so the two modes are compared on common random numbers):
+
+===================  =====================================  ==========================================
+item                 ``paper`` (the authors' code)           ``strict`` (the privacy claim holds)
+===================  =====================================  ==========================================
+Gaussian accounting  ``synthetic_code`` (Fig. 1, √(#pairs/2),  ``tight_joint`` (Δ₂² = 2·min(|E|, ⌊m²/4⌋),
+                     not proven private, spec §7.4) or       spec §4.3)
+                     ``paper`` (Figs 2–3, √#pairs)
+ε → ρ conversion     ``paper``: ε₀ = ε*/√(2 ln(1/δ)),        ``cks``: the tight CKS20 conversion
+                     certifies only ε* + ρ (spec §7.4)
+zero counts          not noised (leaks which are 0, §7.2)    every queried count noised
+sparse graph         one ER(p₀) draw, unchecked (§7.5)       redrawn until connected
+stationary dist.     power iteration, lazy chain (private,   exact null vector (§3.4 equivalence lemma)
+                     tol 1e-5, ≤ 1000) / jump chain
+                     (non-private, RR: tol 1e-6, ≤ 10000)
+synthetic ℓ2         ‖β̂ − β*‖₂ against the un-centred β*    ‖β̂ − β*‖₂ with both centred
+                     (a floor of √m·|mean β*|, §7.1)
+===================  =====================================  ==========================================
+
+Clipping is max(1, ·) in both (A15, the code's post-processing); RR is never debiased (§4.9).
+The axes ``accounting`` and ``conversion`` default to ``auto`` (the mode's choice above) and
+may name any mode of :mod:`dpsim.mechanisms.count_noise` / :mod:`dpsim.mechanisms.zcdp`.
+
+**Methods** (nguyen §4–5, spec §4.7–4.9, §6): ``nonprivate`` (Algorithm 1), ``gaussian``
+(Algorithm 2, dense), ``gaussian_sparse`` (Algorithm 2 on ER(p₀)), ``laplace`` (the
+discrete-Laplace chain, A16), ``rr`` (per-response randomized response with shuffle
+amplification, then Algorithm 1). The non-private fit does not depend on ε, so it is computed
+once per replicate (in ``generate`` or, for fixed real data, in ``truth``) and every private
+method is also scored against it on the same data (``privacy_l2``, the privacy term alone).
+
+**Convergence.** A power-iteration fit reports whether it met its tolerance within its cap;
+an exact solve reports ``converged`` = the chain was irreducible and π finite (a direct solve
+has no iterations: ``iterations`` = 0). The authors' truncated lazy power iteration does not
+converge for the sparse chain at high privacy (measured: most fits at ε* ≤ 0.4, m = 200),
+which the figures mark and the checks refuse: claims in that regime are checked in
+``strict`` mode.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+
+from dpsim.errors import UsageError
+from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spectral_estimate
+from dpsim.estimators.spectral import spectral_estimate
+from dpsim.experiment import Derived, Method, axes
+from dpsim.mechanisms.count_noise import ACCOUNTING_MODES
+from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
+from dpsim.mechanisms.sparsify import sparsification_p0
+from dpsim.mechanisms.zcdp import CONVERSIONS, zcdp_rho
+from dpsim.metrics import l2_error, linf_error, rasch_l2_error
+from dpsim.models.rasch import DESIGNS
+
+INF = math.inf
+DELTA = 1e-4
+# The x axes of the paper's figures (spec §6.1–6.3, from the authors' scripts).
+EPS_SYNTHETIC = [0.01, 0.05, 0.075, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 5.0, 7.5]
+EPS_REAL = EPS_SYNTHETIC[:-1]
+MODES = ("paper", "strict")
+METHOD_NAMES = ("nonprivate", "gaussian", "gaussian_sparse", "laplace", "rr")
+PROPOSED = "proposed"
+
+SYMBOLS = {"n_items": "$m$", "n_users": "$n$", "eps": "$\\epsilon^*$", "delta": "$\\delta$", "p": "$p$",
+           "p0": "$p_0$", "k": "$K$", "gap": "$\\Delta_K$", "eps0": "$\\epsilon_0$"}
+PROSE = {"nonprivate": "the non-private estimate", "gaussian": "the discrete-Gaussian chain",
+         "gaussian_sparse": "the sparse discrete-Gaussian chain", "laplace": "the discrete-Laplace chain",
+         "rr": "randomized response"}
+LABELS = {"nonprivate": "Non-private", "gaussian": "Discrete Gaussian", "gaussian_sparse": "Sparse discrete Gaussian",
+          "laplace": "Discrete Laplace", "rr": "Randomized response"}
+
+
+# ---------------------------------------------------------------------------------------
+# Axis types
+# ---------------------------------------------------------------------------------------
+def _p0_value(axis, value):
+    if value == PROPOSED:
+        return value
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise UsageError(f"{axis}={value!r} must be '{PROPOSED}' or a probability in (0, 1]") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise UsageError(f"{axis}={value!r} must be '{PROPOSED}' or a probability in (0, 1]")
+    if not 0 < value <= 1:
+        raise UsageError(f"{axis}={value!r} must lie in (0, 1] (or be '{PROPOSED}')")
+    return f"{float(value):g}"    # stored as a name: one column type with 'proposed'
+
+
+
+def file_axis(what: str) -> axes.AxisType:
+    """A data file given by path, or ``stand-in`` for the deterministic synthetic stand-in."""
+    return axes.name(f"{what}: a path, or 'stand-in' (the shape-matched synthetic stand-in)")
+
+
+AXIS_TYPES = {
+    "mode": axes.choice(*MODES, doc="paper: the authors' code (figures); strict: the privacy claim "
+                                    "holds (module dpsim.experiments.nguyen.common)"),
+    "accounting": axes.choice("auto", *ACCOUNTING_MODES, doc="discrete-Gaussian/Laplace accounting "
+                                                             "(auto: the mode's)"),
+    "conversion": axes.choice("auto", *CONVERSIONS, doc="(ε*, δ) → ρ-zCDP conversion (auto: the mode's)"),
+    "p0": axes.AxisType(_p0_value, f"edge probability of the sparse chain's item graph, in (0, 1], or "
+                                   f"'{PROPOSED}' (the authors' rule); stored as a name"),
+    "design": axes.choice(*DESIGNS, doc="θ*, β* design: normal N(0, 1) (the paper's) or uniform "
+                                        "Unif[−1, 1] (bounded, for rate checks)"),
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Fidelity settings
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fidelity:
+    """What ``paper`` mode means in one experiment (the authors' two scripts differ).
+
+    Attributes:
+        accounting: the paper mode's accounting (``synthetic_code`` in the synthetic
+            script, ``paper`` in the real-data script; spec §4.8).
+        p0_rule: the rule of p₀ = "proposed" (``code_synthetic`` 1.1·log₂m/m, ``code_real``
+            2·log₂m/m; spec §4.5).
+        uncentred_truth: paper mode scores ℓ2 against the un-centred β* (Fig. 1, §7.1).
+    """
+
+    accounting: str
+    p0_rule: str
+    uncentred_truth: bool = False
+
+
+SYNTHETIC = Fidelity("synthetic_code", "code_synthetic", uncentred_truth=True)
+REAL = Fidelity("paper", "code_real")
+STRICT_RATES = Fidelity("paper", "code_real")   # rate experiments run in strict mode
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings of one analysis point (static Python values)."""
+
+    mode: str
+    accounting: str
+    conversion: str
+    noise: str
+    connect: bool
+    private_solver: str
+    nonprivate_solver: str
+    uncentred: bool
+
+
+def resolve(analysis: Mapping, fidelity: Fidelity) -> Settings:
+    """The settings of an analysis point (its ``mode``, ``accounting``, ``conversion``)."""
+    mode = analysis["mode"]
+    paper = mode == "paper"
+    accounting = analysis.get("accounting", "auto")
+    conversion = analysis.get("conversion", "auto")
+    return Settings(
+        mode=mode,
+        accounting=(fidelity.accounting if paper else "tight_joint") if accounting == "auto" else accounting,
+        conversion=("paper" if paper else "cks") if conversion == "auto" else conversion,
+        noise="nonzero" if paper else "all",
+        connect=not paper,
+        private_solver="power_lazy" if paper else "solve",
+        nonprivate_solver="power_jump" if paper else "solve",
+        uncentred=paper and fidelity.uncentred_truth)
+
+
+def privacy_derived(fidelity: Fidelity) -> Derived:
+    """Host-derived privacy parameters of each analysis point (nguyen §4.1, §4.5, supp. §4;
+    spec §4.1, §4.8, §4.9): ``rho`` (the Gaussian chain's zCDP ρ for (ε*, δ) under the
+    conversion), ``eps0`` = √(2ρ) (the paper's per-mechanism ε of Lemma 4.1), ``eps_rr`` (the
+    RR baseline's per-user LDP budget, shuffle-amplified over the data's n users, at least
+    ε*) and ``p0_value`` (the sparse chain's edge probability)."""
+    def derive(point: dict) -> dict:
+        s = resolve(point, fidelity)
+        eps, delta = point["eps"], point["delta"]
+        if math.isinf(eps):
+            rho = eps_rr = INF
+        else:
+            rho = float(zcdp_rho(eps, delta, s.conversion))
+            eps_rr = float(shuffle_rr_epsilon(eps, delta, int(point["n_users"])))
+        p0 = point.get("p0", PROPOSED)
+        m = int(point["n_items"])
+        value = sparsification_p0(m, fidelity.p0_rule) if p0 == PROPOSED else float(p0)
+        return {"rho": rho, "eps0": math.sqrt(2.0 * rho), "eps_rr": eps_rr, "p0_value": value}
+    return Derived(("rho", "eps0", "eps_rr", "p0_value"), derive, level="analysis",
+                   doc="ρ (zCDP, by the conversion), ε₀ = √(2ρ), ε_RR (shuffled RR, ≥ ε*), p₀ of the sparse chain")
+
+
+# ---------------------------------------------------------------------------------------
+# Fits
+# ---------------------------------------------------------------------------------------
+def _solver_report(fit, solver: str) -> dict:
+    """converged / iterations of a fit (module docstring): the power iteration's own flag,
+    or for the exact solve: irreducible chain and finite estimate, 0 iterations."""
+    if solver == "solve":
+        ok = fit.info["connected"] & jnp.all(jnp.isfinite(fit.theta))
+        return {"converged": ok, "iterations": jnp.asarray(0, jnp.int64)}
+    return {"converged": fit.converged & jnp.all(jnp.isfinite(fit.theta)), "iterations": fit.iterations}
+
+
+def nonprivate_fits(Y) -> dict:
+    """The non-private estimate by both solvers (exact, and the authors' jump-chain power
+    iteration), computed once per replicate: {solver: {"theta", "converged", "iterations",
+    "connected"}}."""
+    out = {}
+    for solver in ("solve", "power_jump"):
+        fit = spectral_estimate(Y, solver=solver)
+        out[solver] = {"theta": fit.theta, "connected": fit.info["connected"], **_solver_report(fit, solver)}
+    return out
+
+
+NONPRIVATE_DIAG = {"converged": "bool", "iterations": "int", "connected": "bool"}
+GAUSSIAN_DIAG = {**NONPRIVATE_DIAG, "noise_scale": "float", "sampler_failures": "int", "queried_pairs": "int"}
+SPARSE_DIAG = {**GAUSSIAN_DIAG, "graph_connected": "bool", "graph_rejections": "int"}
+LAPLACE_DIAG = {**NONPRIVATE_DIAG, "noise_scale": "float", "queried_pairs": "int"}
+RR_DIAG = dict(NONPRIVATE_DIAG)
+
+
+def _private_diag(fit, solver: str, keys) -> dict:
+    info = fit.info
+    out = {"connected": info["connected"], **_solver_report(fit, solver)}
+    for k in keys:
+        if k in ("noise_scale",):
+            out[k] = info[k]
+        elif k in ("sampler_failures", "queried_pairs", "graph_rejections"):
+            out[k] = jnp.asarray(info[k]).astype(jnp.int64)
+        elif k == "graph_connected":
+            out[k] = info[k]
+    return out
+
+
+# A scorer maps (ctx, β̂ (centred), settings) to the metrics of one fit.
+Scorer = Callable[..., dict]
+
+
+def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable) -> dict[str, Method]:
+    """The methods ``names`` (a subset of :data:`METHOD_NAMES`), each scored by ``score``.
+
+    Args:
+        fidelity: the experiment's paper-mode settings.
+        score: ``(ctx, beta_hat, settings, private: bool) -> {metric: scalar}``.
+        reference: ``ctx -> {solver: non-private fit dict}`` (from ``generate`` or ``truth``).
+    """
+    def settings(ctx):
+        return resolve(ctx.analysis, fidelity)
+
+    def nonprivate(key, ctx):
+        s = settings(ctx)
+        fit = reference(ctx)[s.nonprivate_solver]
+        return {**score(ctx, fit["theta"], s, False),
+                **{k: fit[k] for k in ("converged", "iterations", "connected")}}
+
+    def chain(mechanism: str, sparse: bool):
+        def fn(key, ctx):
+            s = settings(ctx)
+            a = ctx.analysis
+            kwargs = dict(accounting=s.accounting, noise=s.noise, clip="one", solver=s.private_solver)
+            if mechanism == "gaussian":
+                kwargs["rho"] = a["rho"]
+            else:
+                kwargs["eps"] = a["eps"]
+            if sparse:
+                kwargs.update(p0=a["p0_value"], connect=s.connect)
+            fit = private_spectral_estimate(key, ctx.sample["Y"], mechanism=mechanism, **kwargs)
+            keys = SPARSE_DIAG if sparse else GAUSSIAN_DIAG if mechanism == "gaussian" else LAPLACE_DIAG
+            return {**score(ctx, fit.theta, s, True),
+                    **_private_diag(fit, s.private_solver, [k for k in keys if k not in NONPRIVATE_DIAG])}
+        return fn
+
+    def rr(key, ctx):
+        s = settings(ctx)
+        fit = rr_spectral_estimate(key, ctx.sample["x"], ctx.sample["observed"], ctx.analysis["eps_rr"],
+                                   solver=s.nonprivate_solver)
+        return {**score(ctx, fit.theta, s, True), "connected": fit.info["connected"],
+                **_solver_report(fit, s.nonprivate_solver)}
+
+    def metrics_of(private: bool):
+        return score.metrics(private)
+
+    table = {
+        "nonprivate": Method(nonprivate, metrics_of(False), NONPRIVATE_DIAG, LABELS["nonprivate"],
+                             "Algorithm 1 (nguyen §3): spectral estimate of β from the differential counts"),
+        "gaussian": Method(chain("gaussian", False), metrics_of(True), GAUSSIAN_DIAG, LABELS["gaussian"],
+                           "Algorithm 2, dense: discrete Gaussian on every count (Lemma 4.1)"),
+        "gaussian_sparse": Method(chain("gaussian", True), metrics_of(True), SPARSE_DIAG,
+                                  LABELS["gaussian_sparse"],
+                                  "Algorithm 2 on an ER(p₀) item graph (nguyen §4.3)"),
+        "laplace": Method(chain("laplace", False), metrics_of(True), LAPLACE_DIAG, LABELS["laplace"],
+                          "discrete Laplace on every count, pure ε*-DP (spec §4.8, A16)"),
+        "rr": Method(rr, metrics_of(True), RR_DIAG, LABELS["rr"],
+                     "randomized response at ε_RR/k per response, shuffled, then Algorithm 1 (supp. §4)"),
+    }
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        raise ValueError(f"unknown nguyen methods {unknown}; choose from {METHOD_NAMES}")
+    return {n: table[n] for n in names}
+
+
+# ---------------------------------------------------------------------------------------
+# Scorers
+# ---------------------------------------------------------------------------------------
+class TruthScore:
+    """Synthetic data: against β* (``l2`` by the mode's scoring, ``linf`` centred) and, for a
+    private fit, against the non-private fit of the same replicate and solver family
+    (``privacy_l2`` = ‖β̃ − β̂‖₂, the privacy term alone, both centred)."""
+
+    def metrics(self, private: bool) -> tuple[str, ...]:
+        return ("l2", "linf", "privacy_l2") if private else ("l2", "linf")
+
+    def __call__(self, ctx, beta_hat, s: Settings, private: bool) -> dict:
+        beta = ctx.sample["beta"]
+        centred = beta - jnp.mean(beta)
+        hat = beta_hat - jnp.mean(beta_hat)
+        out = {"l2": rasch_l2_error(hat, beta, "paper" if s.uncentred else "centred"),
+               "linf": linf_error(hat, centred)}
+        if private:
+            ref = ctx.sample["nonprivate"][s.nonprivate_solver]["theta"]
+            out["privacy_l2"] = l2_error(hat, ref - jnp.mean(ref))
+        return out
+
+
+class ReferenceScore:
+    """Real data (spec §6.2–6.3): against the non-private estimate on the same data by the
+    mode's solver, ``l2`` = ‖β̃ − β̂‖₂ (the paper's metric) and ``linf``."""
+
+    def metrics(self, private: bool) -> tuple[str, ...]:
+        return ("l2", "linf")
+
+    def __call__(self, ctx, beta_hat, s: Settings, private: bool) -> dict:
+        ref = ctx.sample["nonprivate"][s.nonprivate_solver]["theta"]
+        ref = ref - jnp.mean(ref)
+        hat = beta_hat - jnp.mean(beta_hat)
+        return {"l2": l2_error(hat, ref), "linf": linf_error(hat, ref)}
+
+
+def lane_bytes(n_users: int, n_items: int) -> int:
+    """Working set of one replicate: the response matrix and its two float copies, the
+    m × m counts, chain and solve (about ten of them)."""
+    return 24 * n_users * n_items + 80 * n_items * n_items
