@@ -160,6 +160,33 @@ def _x_positions(xs: np.ndarray, logx: bool) -> tuple[np.ndarray, float | None]:
     return np.where(np.isinf(xs), where, xs), where
 
 
+def _spaced_labels(present: list[tuple[float, float]], logx: bool, char: float = 0.02, pad: float = 0.008) -> list[str]:
+    """Tick labels for (position, value) pairs in increasing position, blank where a label
+    would overlap the previous label shown: two labels need (their mean length in
+    characters) × ``char`` + ``pad`` between them, as a fraction of the axis span (in log
+    units on a log axis; a character is about 2% of a panel's width). The first and the
+    last label are always shown."""
+    where = np.log([pos for pos, _ in present]) if logx else np.asarray([pos for pos, _ in present], float)
+    labels = [format_value(value) for _, value in present]
+    span = float(where[-1] - where[0]) if len(where) > 1 else 0.0
+    if span <= 0:
+        return labels
+
+    def fits(i, j):
+        return (where[j] - where[i]) / span >= (len(labels[i]) + len(labels[j])) / 2 * char + pad
+
+    shown = [0]
+    for i in range(1, len(where)):
+        if fits(shown[-1], i):
+            shown.append(i)
+    last = len(where) - 1
+    if shown[-1] != last:                       # the last value (often ∞) keeps its label
+        while len(shown) > 1 and not fits(shown[-1], last):
+            shown.pop()
+        shown.append(last)
+    return [label if i in shown else "" for i, label in enumerate(labels)]
+
+
 def _constant_axes(table: pd.DataFrame, spec: FigureSpec, split: dict) -> str:
     parts = []
     for axis in grid_columns(table):
@@ -227,7 +254,7 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
             present = sorted(set(zip(stats["_pos"].astype(float), stats[x].astype(float))))
             if len(present) <= 12:       # tick exactly the grid values present (∞ included)
                 ax.set_xticks([pos for pos, _ in present])
-                ax.set_xticklabels([format_value(value) for _, value in present])
+                ax.set_xticklabels(_spaced_labels(present, logx))
             elif inf_at is not None:
                 ticks = [t for t in ax.get_xticks() if t < inf_at * (0.8 if logx else 1)]
                 ax.set_xticks([*ticks, inf_at])

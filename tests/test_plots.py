@@ -150,3 +150,15 @@ def test_log_y_and_columns():
     used = [ax for ax in drawn.figure.axes if ax.has_data()]
     assert [ax.get_yscale() for ax in used] == ["log", "log", "log", "linear"]
     assert len(drawn.figure.axes) == 6                       # 2 rows × 3 columns, two left blank
+
+
+def test_crowded_tick_labels_are_thinned_but_every_value_keeps_its_tick():
+    """ε = 0.05, 0.075, 0.1 on a log axis spanning 0.01 … 10: the middle labels would overlap."""
+    spec = FigureSpec(x="eps", curve="p", xlabel="eps", curve_label="p", logx=True,
+                      panels=(Panel("err", "mle", "e", where={"p": [0.5]}),))
+    (drawn,) = draw_figures(table(eps=(0.01, 0.05, 0.075, 0.1, 1.0, 10.0), p=(0.5,)), spec)
+    ax = drawn.figure.axes[0]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(ax.get_xticks()) == 6
+    assert labels[0] == "0.01" and labels[-1] == "10" and labels[4] == "1"
+    assert labels[1:4].count("") >= 1 and "0.05" in labels
