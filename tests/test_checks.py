@@ -2,8 +2,9 @@
 synthetic tables whose answers are computed here by hand: the one pairing helper, the paired
 difference (ComparisonCheck, EveryPointCheck), the delta-method ratio of means (RatioOfMeans,
 MeanRatioCheck, PredictedRatioCheck, RatioCheck, MethodRatioSlopeCheck and its options),
-LinearSlopeCheck, IdenticalAcrossCheck and the printed region (format_region). (Log–log slopes: test_summary.py; RatioCheck and RatioSlopeCheck
-against a bootstrap: test_scaling.py; the phase-transition check: test_threshold.py.)"""
+LinearSlopeCheck, IdenticalAcrossCheck and the printed region (format_region). (Log–log
+slopes: test_summary.py; RatioCheck and RatioSlopeCheck against a bootstrap: test_scaling.py;
+the phase-transition check: test_threshold.py.)"""
 from __future__ import annotations
 
 import math
