@@ -1,9 +1,10 @@
 """The engine's paired, ratio and identity checks (dpsim/experiment/checks.py) on small
 synthetic tables whose answers are computed here by hand: the one pairing helper, the paired
 difference (ComparisonCheck, EveryPointCheck), the delta-method ratio of means (RatioOfMeans,
-MeanRatioCheck, PredictedRatioCheck, RatioCheck, MethodRatioSlopeCheck), LinearSlopeCheck and
-IdenticalAcrossCheck. (Log–log slopes: test_summary.py; RatioCheck and RatioSlopeCheck
-against a bootstrap: test_scaling.py; the phase-transition check: test_threshold.py.)"""
+MeanRatioCheck, PredictedRatioCheck, RatioCheck, MethodRatioSlopeCheck and its options),
+LinearSlopeCheck, IdenticalAcrossCheck and the printed region (format_region). (Log–log
+slopes: test_summary.py; RatioCheck and RatioSlopeCheck against a bootstrap: test_scaling.py;
+the phase-transition check: test_threshold.py.)"""
 from __future__ import annotations
 
 import math
@@ -16,7 +17,7 @@ from dpsim.errors import UsageError
 from dpsim.experiment import (ComparisonCheck, EveryPointCheck, IdenticalAcrossCheck, LinearSlopeCheck,
                               MeanRatioCheck, MethodRatioSlopeCheck, PairedDifference, PredictedRatioCheck,
                               RatioCheck, RatioOfMeans)
-from dpsim.experiment.checks import log_ratio_of_means, paired
+from dpsim.experiment.checks import format_region, log_ratio_of_means, paired
 
 Z = 1.959963984540054
 
@@ -237,6 +238,74 @@ def test_method_ratio_slope_check_recovers_the_exponent():
     ratios = ", ".join(f"{math.sqrt(c) * gx ** p:.2f}" for gx in g.values())
     assert result.evidence == f"slope in log g; RMS ratios {ratios} at eps ∈ {{1, 2, 4}}, 120 obs"
     assert make(2 * p).evaluate(table).verdict == "FAIL"
+
+
+def test_method_ratio_slope_check_root_square_and_plain_x():
+    """metric(a) = c·x^q·metric(b) on every paired replicate, slope taken in log x itself
+    (g None). The four statistics give four different exact slopes: the ratio of means
+    c·x^q → q; its square root (the default, for a mean-square metric) → q/2; the RMS ratio
+    of a norm, √(mean a²/mean b²) (square, root) = c·x^q → q; the ratio of mean squares
+    (square, no root) → 2q."""
+    rng = np.random.default_rng(9)
+    q, c = 0.75, 3.0
+    rows = []
+    for i, x in enumerate((2.0, 4.0, 8.0)):
+        for rep, v in enumerate(rng.gamma(4.0, 0.25, size=20)):
+            rows.append({"m": x, "point": i, "rep": rep, "method": "b", "l2": v})
+            rows.append({"m": x, "point": i, "rep": rep, "method": "a", "l2": c * x ** q * v})
+    table = _table(rows, ["l2"], seed=10)
+
+    def make(**options):
+        return MethodRatioSlopeCheck("t", "e", metric="l2", numerator="a", denominator="b", x="m", **options)
+
+    for options, slope in (({"root": False}, q), ({}, q / 2), ({"square": True}, q),
+                           ({"square": True, "root": False}, 2 * q)):
+        result = make(region=(slope - 0.01, slope + 0.01), **options).evaluate(table)
+        assert result.verdict == "PASS" and result.value == pytest.approx(slope, rel=1e-10), options
+        assert result.high - result.low < 1e-6
+    falls = make(root=False, region=(-math.inf, 0.0)).evaluate(table)
+    assert falls.verdict == "FAIL" and falls.predicted == "≤ 0"
+    assert falls.fitted == f"{q:+.3f} [{falls.low:+.3f}, {falls.high:+.3f}]"
+    assert falls.evidence == "log ratio a/b vs log m, 3 grid values"
+    assert make(root=False, region=(0.5, 1.0)).evaluate(table).predicted == "[+0.50, +1.00]"
+    # without a region, predicted ± tolerance as before
+    assert make(root=False, predicted=q, tolerance=0.05).evaluate(table).predicted == "+0.75 ± 0.05"
+    assert make(root=False, predicted=2 * q, tolerance=0.05).evaluate(table).verdict == "FAIL"
+
+
+def test_method_ratio_slope_check_interval_by_hand():
+    """Two values of x, noisy paired replicates: each log ratio and its delta-method standard
+    error computed here (_delta_by_hand); through two points the slope is the difference of
+    the log ratios over Δ log x, its variance (se₁² + se₂²)/(Δ log x)². With ``square`` the
+    same on the squared values, halved by the root."""
+    a = {1.0: np.array([2.0, 3.0, 4.0, 3.5]), 4.0: np.array([5.0, 7.0, 6.0, 9.0])}
+    b = {1.0: np.array([1.0, 2.0, 2.0, 1.5]), 4.0: np.array([1.0, 1.5, 2.0, 2.5])}
+    rows = [{"x": x, "point": i, "rep": r, "method": method, "err": v}
+            for i, x in enumerate(a) for method, values in (("a", a[x]), ("b", b[x])) for r, v in enumerate(values)]
+    table = _table(rows, ["err"], seed=11)
+    dx = math.log(4.0)
+    for square, root, power, scale in ((False, False, 1, 1.0), (True, True, 2, 0.5)):
+        (l1, s1), (l4, s4) = (_delta_by_hand(a[x] ** power, b[x] ** power) for x in (1.0, 4.0))
+        slope, se = scale * (l4 - l1) / dx, scale * math.sqrt(s1 ** 2 + s4 ** 2) / dx
+        result = MethodRatioSlopeCheck("t", "e", metric="err", numerator="a", denominator="b", x="x",
+                                       region=(-math.inf, math.inf), root=root, square=square).evaluate(table)
+        np.testing.assert_allclose((result.value, result.low, result.high),
+                                   (slope, slope - Z * se, slope + Z * se), rtol=1e-10)
+
+
+def test_format_region():
+    assert format_region(-math.inf, 0.0) == "≤ 0" and format_region(0.9, math.inf) == "≥ 0.9"
+    assert format_region(0.9, 1.1) == "[0.9, 1.1]" and format_region(0.70625, 0.8631) == "[0.706, 0.863]"
+    assert format_region(1.0, 1.2, signed=True) == "[+1.00, +1.20]"
+    assert format_region(-math.inf, 0.5, signed=True) == "≤ 0.5"
+
+
+def test_ratio_of_means_log_ratio_is_the_scale_of_compute():
+    log_r, se = _delta_by_hand(NUM, DEN)
+    got = RatioOfMeans("m", "sim", "pred", 0.5, 5.0).log_ratio(_columns_table(NUM, DEN, seed=2))
+    np.testing.assert_allclose(got, (log_r, se, 5), rtol=1e-12)
+    rooted = RatioOfMeans("m", "sim", "pred", 0.5, 5.0, root=True).log_ratio(_columns_table(NUM, DEN))
+    np.testing.assert_allclose(rooted, (log_r / 2, se / 2, 5), rtol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------

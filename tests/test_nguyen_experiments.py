@@ -31,8 +31,8 @@ from dpsim.linalg import batched_lapack_calls
 from dpsim.mechanisms.audit_responses import audit_sparse_gaussian, cycle_graph, max_cut_rows
 from dpsim.theory import nguyen as theory
 from dpsim.experiments.nguyen import CHECKS, EXPERIMENTS
-from dpsim.experiments.nguyen.checks import (MethodRatioCheck, MethodRatioSlopeCheck, MetricRatioSlopeCheck,
-                                             RelativeLevelCheck)
+from dpsim.experiment import MethodRatioSlopeCheck
+from dpsim.experiments.nguyen.checks import MethodRatioCheck, MetricRatioSlopeCheck, RelativeLevelCheck
 from dpsim.experiments.nguyen.common import resolve, SYNTHETIC, REAL
 
 BY_NAME = {e.name: e for e in EXPERIMENTS}
@@ -158,15 +158,21 @@ def test_method_ratio_check_passes_and_fails():
     bad = MethodRatioCheck("t", "e", "l2", "a", "b", 0.9, 1.1).evaluate(table)
     assert ok.verdict == "PASS" and 1.45 < ok.value < 1.55
     assert bad.verdict == "FAIL"
-    rms = MethodRatioCheck("t", "e", "l2", "a", "b", 1.4, 1.6, root=True).evaluate(table)
+    rms = MethodRatioCheck("t", "e", "l2", "a", "b", 1.4, 1.6, root=True, square=True).evaluate(table)
     assert rms.verdict == "PASS"
 
 
 def test_method_ratio_slope_check():
+    """R7 and R9 use the engine's MethodRatioSlopeCheck with a region, in log x (no g)."""
     xs = [2.0, 4.0, 8.0, 16.0]
     table = _paired_table(lambda x: x, x=xs)
-    assert MethodRatioSlopeCheck("t", "e", "l2", "a", "b", "n_items", 0.9, 1.1).evaluate(table).verdict == "PASS"
-    assert MethodRatioSlopeCheck("t", "e", "l2", "a", "b", "n_items", -0.1, 0.1).evaluate(table).verdict == "FAIL"
+
+    def make(low, high):
+        return MethodRatioSlopeCheck("t", "e", metric="l2", numerator="a", denominator="b", x="n_items",
+                                     region=(low, high), root=False)
+
+    assert make(0.9, 1.1).evaluate(table).verdict == "PASS"
+    assert make(-0.1, 0.1).evaluate(table).verdict == "FAIL"
 
 
 def test_metric_ratio_slope_check():

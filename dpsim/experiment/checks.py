@@ -28,7 +28,7 @@ The checks, by the statistic they judge:
   and :class:`RatioSlopeCheck` (between two slices of an axis), :class:`MeanRatioCheck`
   (two columns of the same rows), :class:`PredictedRatioCheck` (a simulated ratio of two
   slices over the same ratio of a prediction column), :class:`MethodRatioSlopeCheck` (the
-  RMS ratio of two methods against a known function of an axis);
+  ratio of two methods against an axis or a known function of it);
 * exact identities: :class:`IdenticalAcrossCheck`;
 * phase transitions: :class:`ThresholdCollapseCheck`.
 """
@@ -117,6 +117,17 @@ def judge(estimate: Estimate) -> tuple[str, int | None]:
 
 def _interval(lo: float, hi: float, digits: int = 3) -> str:
     return f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
+
+
+def format_region(low: float, high: float, *, signed: bool = False) -> str:
+    """A predicted region [``low``, ``high``] as a check's line prints it: "≥ low" or
+    "≤ high" when the other bound is infinite (3 significant digits), else "[low, high]"
+    (3 significant digits, or two signed decimals with ``signed``, as slopes print)."""
+    if math.isinf(high):
+        return f"≥ {low:.3g}"
+    if math.isinf(low):
+        return f"≤ {high:.3g}"
+    return f"[{low:+.2f}, {high:+.2f}]" if signed else f"[{low:.3g}, {high:.3g}]"
 
 
 @dataclass(frozen=True)
@@ -427,8 +438,9 @@ class RatioOfMeans:
     def predicted(self) -> str:
         return f"[{self.low:.3g}, {self.high:.3g}]"
 
-    def compute(self, rows: pd.DataFrame) -> tuple[float, float, float, int]:
-        """(ratio, low, high, paired rows)."""
+    def log_ratio(self, rows: pd.DataFrame) -> tuple[float, float, int]:
+        """(log ratio, its standard error, paired rows): the scale on which a slope of the
+        ratio along an axis is fitted."""
         for column in (self.numerator, self.denominator):
             if column not in rows:
                 raise UsageError(f"no column {column!r} in the results table")
@@ -436,7 +448,12 @@ class RatioOfMeans:
         pairs = mine[[self.numerator, self.denominator]].dropna().to_numpy(float)
         log_r, se = log_ratio_of_means(pairs, (1.0, -1.0), scale=0.5 if self.root else 1.0,
                                        what=f"{self.numerator!r} and {self.denominator!r}")
-        return (*_exp_interval(log_r, se), len(pairs))
+        return log_r, se, len(pairs)
+
+    def compute(self, rows: pd.DataFrame) -> tuple[float, float, float, int]:
+        """(ratio, low, high, paired rows)."""
+        log_r, se, n = self.log_ratio(rows)
+        return (*_exp_interval(log_r, se), n)
 
 
 # ---------------------------------------------------------------------------------------
@@ -706,39 +723,51 @@ class PredictedRatioCheck(Check):
 
 @dataclass(frozen=True)
 class MethodRatioSlopeCheck(Check):
-    """How the RMS ratio of two methods grows with a known function g of an axis (e.g. a
-    randomized-response factor (e^ε + 1)/(e^ε − 1) of ε).
+    """How the ratio of two methods grows with an axis, or with a known function g of it
+    (e.g. a randomized-response factor (e^ε + 1)/(e^ε − 1) of ε).
 
-    Estimates: at each value of ``x`` the log RMS ratio ½·log(mean(metric, ``numerator``) /
-    mean(metric, ``denominator``)), the two methods paired on the observations
-    (:func:`paired`), with its delta-method standard error including their covariance
-    (:func:`log_ratio_of_means`); the statistic is the slope of those log ratios on log g(x)
-    (:func:`~dpsim.experiment.summary.slope_fit` with their standard errors). Interval:
-    slope ± z·se. Verdict: PASS when the interval lies within ``tolerance`` of ``predicted``,
-    FAIL when it lies wholly outside.
+    Estimates: at each value of ``x`` the log ratio of the means of ``metric`` between the
+    ``numerator`` and ``denominator`` methods, paired on the observations (:func:`paired`),
+    with its delta-method standard error including their covariance
+    (:func:`log_ratio_of_means`). By default the metric is a mean square (e.g. mse) and the
+    ratio is its square root, the RMS ratio; ``root=False``: the plain ratio of means;
+    ``square=True``: the metric is squared first (a norm, e.g. ℓ2, whose RMS ratio is
+    √(mean a²/mean b²) with ``root``). The statistic is the slope of those log ratios on
+    log g(x) (``g`` None: on log x) (:func:`~dpsim.experiment.summary.slope_fit` with their
+    standard errors). Interval: slope ± z·se. Verdict: PASS when the interval lies within
+    ``tolerance`` of ``predicted``, or in ``region`` (low, high) when given (e.g.
+    (−∞, 0] for "the ratio falls"); FAIL when it lies wholly outside.
+
+    Evidence: with ``g``, the ratios at each x and the observations; without, the number of
+    grid values.
     """
 
     metric: str = "mse"
     numerator: str = ""
     denominator: str = ""
     x: str = ""
-    g: Callable[[float], float] = None
+    g: Callable[[float], float] | None = None
     g_label: str = "g"
     predicted: float = 1.0
     tolerance: float = 0.1
+    region: tuple[float, float] | None = None
+    root: bool = True
+    square: bool = False
 
     @property
     def methods(self):
         return (self.numerator, self.denominator)
 
     def log_ratios(self, rows):
-        """(x values, log RMS ratios, their standard errors, observations used)."""
+        """(x values, log ratios, their standard errors, observations used)."""
         xs, logs, ses, n_obs = [], [], [], 0
         for value in sorted(rows[self.x].dropna().unique()):
             wide = paired(select(rows, {self.x: [value]}),
                           {"a": ({"method": [self.numerator]}, self.metric),
-                           "b": ({"method": [self.denominator]}, self.metric)})
-            log_r, se = log_ratio_of_means(wide.to_numpy(float), (1.0, -1.0), scale=0.5,
+                           "b": ({"method": [self.denominator]}, self.metric)}).to_numpy(float)
+            if self.square:
+                wide = wide * wide
+            log_r, se = log_ratio_of_means(wide, (1.0, -1.0), scale=0.5 if self.root else 1.0,
                                            what=f"{self.metric!r} at {self.x}={value:g}")
             xs.append(float(value))
             logs.append(log_r)
@@ -747,18 +776,30 @@ class MethodRatioSlopeCheck(Check):
         return xs, logs, ses, n_obs
 
     def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, self.x, "method"], f"check {self.name!r}")
+        require_unpooled(rows, [*self.where, *self.pool, self.x, "method", self.metric], f"check {self.name!r}")
         xs, logs, ses, n_obs = self.log_ratios(rows)
         if len(xs) < 2:
             raise UsageError(f"check {self.name!r}: need two values of {self.x!r}")
-        gx = np.log([self.g(v) for v in xs])
-        slope, se = slope_fit(gx, logs, y_se=ses)
+        gx = np.array([self.g(v) for v in xs] if self.g is not None else xs, float)
+        if not np.all((gx > 0) & np.isfinite(gx)):
+            raise UsageError(f"check {self.name!r}: {self.g_label if self.g is not None else self.x} "
+                             f"needs positive finite values at every {self.x}")
+        slope, se = slope_fit(np.log(gx), logs, y_se=ses)
         lo, hi = slope - Z95 * se, slope + Z95 * se
-        ratios = ", ".join(f"{math.exp(r):.2f}" for r in logs)
-        return Estimate(slope, lo, hi, self.predicted - self.tolerance, self.predicted + self.tolerance,
-                        f"{self.predicted:+.2f} ± {self.tolerance:.2f}", f"{slope:+.3f} {_interval(lo, hi)}",
-                        f"slope in log {self.g_label}; RMS ratios {ratios} at {self.x} ∈ "
-                        f"{{{describe_values(xs)}}}, {n_obs} obs", _reps(rows))
+        if self.region is not None:
+            low, high = self.region
+            predicted = format_region(low, high, signed=True)
+        else:
+            low, high = self.predicted - self.tolerance, self.predicted + self.tolerance
+            predicted = f"{self.predicted:+.2f} ± {self.tolerance:.2f}"
+        if self.g is not None:
+            ratios = ", ".join(f"{math.exp(r):.2f}" for r in logs)
+            evidence = (f"slope in log {self.g_label}; {'RMS' if self.root else 'mean'} ratios {ratios} at "
+                        f"{self.x} ∈ {{{describe_values(xs)}}}, {n_obs} obs")
+        else:
+            evidence = f"log ratio {self.numerator}/{self.denominator} vs log {self.x}, {len(xs)} grid values"
+        return Estimate(slope, lo, hi, low, high, predicted, f"{slope:+.3f} {_interval(lo, hi)}", evidence,
+                        _reps(rows))
 
 
 # ---------------------------------------------------------------------------------------

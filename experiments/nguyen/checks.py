@@ -4,20 +4,24 @@
 * :class:`MethodRatioCheck`: the ratio of a metric's mean between two methods **on the same
   replicates** (paired on grid point and replicate; e.g. R7's private/non-private ℓ2 ratio,
   R9's Laplace/Gaussian privacy-shift ratio).
-* :class:`MethodRatioSlopeCheck`: the slope in log x of that log ratio (e.g. R9: the
-  Laplace/Gaussian ratio grows like √(m(m − 1))).
 * :class:`MetricRatioSlopeCheck`: for one method, the slope in log x of log(mean a/mean b) for
   two metrics of the same fits (R3: ‖·‖∞/‖·‖₂ shrinks like √(log m/m)).
 * :class:`RelativeLevelCheck`: a metric's mean relative to a known level (R11: "very
   inaccurate" means an error at least that of the estimate 0, ‖β*‖₂).
+* :class:`RMSSlopeCheck`: for one method, the slope in log x of the log root mean square of a
+  metric (R9: the Laplace chain's privacy shift).
+
+The slope in log x of a ratio of two methods (R7: the ratio falls; R9: the Laplace/Gaussian
+ratio grows like √(m(m − 1))) is the engine's
+:class:`~dpsim.experiment.checks.MethodRatioSlopeCheck` with a ``region``.
 
 Intervals: delta method on log ratios, with the covariance of paired observations (the
 engine's :func:`~dpsim.experiment.checks.paired` and
-:func:`~dpsim.experiment.checks.log_ratio_of_means`); slopes by
+:func:`~dpsim.experiment.checks.log_ratio_of_means`, and for two metrics of the same fits its
+:class:`~dpsim.experiment.checks.RatioOfMeans`); slopes by
 :func:`dpsim.experiment.summary.slope_fit` with the per-x standard errors (x values hold
-independent data). :class:`MethodRatioSlopeCheck` here is not the engine's class of that name
-(which fits the log RMS ratio against log g(x) with a symmetric tolerance): this one takes the
-ratio of means or of RMS and any region, e.g. (−∞, 0] for "falls".
+independent data). Predicted regions print by the engine's
+:func:`~dpsim.experiment.checks.format_region`.
 """
 from __future__ import annotations
 
@@ -25,46 +29,21 @@ import math
 from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
-import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.checks import Check, Estimate, log_ratio_of_means, paired
+from dpsim.experiment.checks import Check, Estimate, RatioOfMeans, format_region, log_ratio_of_means, paired
 from dpsim.experiment.summary import Z95, require_unpooled, select, slope_fit
-
-
-def paired_log_ratio(a, b, root: bool = False) -> tuple[float, float]:
-    """log(mean a / mean b) and its delta-method standard error for paired samples a, b
-    (equal length, aligned); with ``root``, of √mean(a²)/√mean(b²) (an RMS ratio). The
-    engine's :func:`~dpsim.experiment.checks.log_ratio_of_means` on the two columns."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if root:
-        a, b = a * a, b * b
-    return log_ratio_of_means(np.column_stack([a, b]), (1.0, -1.0), scale=0.5 if root else 1.0)
-
-
-def _paired(rows: pd.DataFrame, metric: str, numerator: str, denominator: str):
-    """``metric`` of two methods on the same (point, replicate) observations (the engine's
-    :func:`~dpsim.experiment.checks.paired`)."""
-    both = paired(rows, {"a": ({"method": [numerator]}, metric), "b": ({"method": [denominator]}, metric)})
-    return both["a"].to_numpy(float), both["b"].to_numpy(float)
 
 
 def _reps(rows) -> int:
     return int(rows["rep"].nunique())
 
 
-def _fmt_region(lo, hi, digits=3) -> str:
-    if math.isinf(hi):
-        return f"≥ {lo:.{digits}g}"
-    if math.isinf(lo):
-        return f"≤ {hi:.{digits}g}"
-    return f"[{lo:.{digits}g}, {hi:.{digits}g}]"
-
-
 @dataclass(frozen=True)
 class MethodRatioCheck(Check):
     """mean(metric | ``numerator``)/mean(metric | ``denominator``) on the same replicates lies
-    in [``lo``, ``hi``] (``root``: the ratio of root mean squares)."""
+    in [``lo``, ``hi``]; as in the engine's ratio checks, ``root`` takes its square root and
+    ``square`` squares the metric first (both: the ratio of root mean squares of a norm)."""
 
     metric: str
     numerator: str
@@ -73,6 +52,7 @@ class MethodRatioCheck(Check):
     hi: float
     _: KW_ONLY
     root: bool = False
+    square: bool = False
 
     @property
     def methods(self):
@@ -80,13 +60,17 @@ class MethodRatioCheck(Check):
 
     def estimate(self, rows):
         require_unpooled(rows, [*self.where, *self.pool, "method", self.metric], f"check {self.name!r}")
-        a, b = _paired(rows, self.metric, self.numerator, self.denominator)
-        log_r, se = paired_log_ratio(a, b, self.root)
+        wide = paired(rows, {"a": ({"method": [self.numerator]}, self.metric),
+                             "b": ({"method": [self.denominator]}, self.metric)}).to_numpy(float)
+        if self.square:
+            wide = wide * wide
+        log_r, se = log_ratio_of_means(wide, (1.0, -1.0), scale=0.5 if self.root else 1.0,
+                                       what=f"{self.metric!r} of {self.numerator} and {self.denominator}")
         r, low, high = math.exp(log_r), math.exp(log_r - Z95 * se), math.exp(log_r + Z95 * se)
         what = "RMS" if self.root else "mean"
-        return Estimate(r, low, high, self.lo, self.hi, _fmt_region(self.lo, self.hi),
+        return Estimate(r, low, high, self.lo, self.hi, format_region(self.lo, self.hi),
                         f"{r:.3f} [{low:.3f}, {high:.3f}]",
-                        f"{what} ratio {self.numerator}/{self.denominator}, {len(a)} paired obs", _reps(rows))
+                        f"{what} ratio {self.numerator}/{self.denominator}, {len(wide)} paired obs", _reps(rows))
 
 
 def _slope_estimate(name, xs, logs, ses, low, high, reps, what) -> Estimate:
@@ -94,42 +78,8 @@ def _slope_estimate(name, xs, logs, ses, low, high, reps, what) -> Estimate:
         raise UsageError(f"check {name!r}: need at least two values of x to fit a slope")
     slope, se = slope_fit(np.log(xs), logs, y_se=ses)
     lo, hi = slope - Z95 * se, slope + Z95 * se
-    return Estimate(slope, lo, hi, low, high, _fmt_region(low, high, 3) if (math.isinf(low) or math.isinf(high))
-                    else f"[{low:+.2f}, {high:+.2f}]", f"{slope:+.3f} [{lo:+.3f}, {hi:+.3f}]",
-                    f"{what}, {len(xs)} grid values", reps)
-
-
-@dataclass(frozen=True)
-class MethodRatioSlopeCheck(Check):
-    """The slope in log ``x`` of log(mean metric | numerator / mean metric | denominator),
-    each ratio paired on the replicates at one x, lies in [``low``, ``high``]."""
-
-    metric: str
-    numerator: str
-    denominator: str
-    x: str
-    low: float
-    high: float
-    _: KW_ONLY
-    root: bool = False
-
-    @property
-    def methods(self):
-        return (self.numerator, self.denominator)
-
-    def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, "method", self.x, self.metric], f"check {self.name!r}")
-        xs = sorted(float(v) for v in rows[self.x].dropna().unique())
-        if any(not (v > 0 and math.isfinite(v)) for v in xs):
-            raise UsageError(f"check {self.name!r}: {self.x!r} needs positive finite values")
-        logs, ses = [], []
-        for v in xs:
-            a, b = _paired(select(rows, {self.x: [v]}), self.metric, self.numerator, self.denominator)
-            log_r, se = paired_log_ratio(a, b, self.root)
-            logs.append(log_r)
-            ses.append(se)
-        return _slope_estimate(self.name, xs, logs, ses, self.low, self.high, _reps(rows),
-                               f"log ratio {self.numerator}/{self.denominator} vs log {self.x}")
+    return Estimate(slope, lo, hi, low, high, format_region(low, high, signed=True),
+                    f"{slope:+.3f} [{lo:+.3f}, {hi:+.3f}]", f"{what}, {len(xs)} grid values", reps)
 
 
 @dataclass(frozen=True)
@@ -151,10 +101,10 @@ class MetricRatioSlopeCheck(Check):
     def estimate(self, rows):
         require_unpooled(rows, [*self.where, *self.pool, self.x, self.numerator], f"check {self.name!r}")
         xs = sorted(float(v) for v in rows[self.x].dropna().unique())
+        ratio = RatioOfMeans(self.method, self.numerator, self.denominator, -math.inf, math.inf)
         logs, ses = [], []
         for v in xs:
-            at = select(rows, {self.x: [v]})[[self.numerator, self.denominator]].dropna()
-            log_r, se = paired_log_ratio(at[self.numerator], at[self.denominator])
+            log_r, se, _ = ratio.log_ratio(select(rows, {self.x: [v]}))
             logs.append(log_r)
             ses.append(se)
         return _slope_estimate(self.name, xs, logs, ses, self.low, self.high, _reps(rows),
@@ -186,7 +136,7 @@ class RelativeLevelCheck(Check):
         mean = values.mean() / self.reference
         half = Z95 * values.std(ddof=1) / math.sqrt(len(values)) / self.reference
         return Estimate(mean, mean - half, mean + half, self.lo, self.hi,
-                        f"{_fmt_region(self.lo, self.hi)}×{self.reference_name}",
+                        f"{format_region(self.lo, self.hi)}×{self.reference_name}",
                         f"{mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]",
                         f"mean {self.metric}/{self.reference:.4g}, {len(values)} obs", _reps(rows))
 
@@ -214,9 +164,8 @@ class RMSSlopeCheck(Check):
         logs, ses = [], []
         for v in xs:
             sq = select(rows, {self.x: [v]})[self.metric].dropna().to_numpy(float) ** 2
-            if len(sq) < 2 or not sq.mean() > 0:
-                raise UsageError(f"check {self.name!r}: too few positive values of {self.metric!r} at {self.x}={v:g}")
-            logs.append(0.5 * math.log(sq.mean()))
-            ses.append(0.5 * sq.std(ddof=1) / (math.sqrt(len(sq)) * sq.mean()))
+            log_rms, se = log_ratio_of_means(sq, (1.0,), scale=0.5, what=f"{self.metric!r} at {self.x}={v:g}")
+            logs.append(log_rms)
+            ses.append(se)
         return _slope_estimate(self.name, xs, logs, ses, self.low, self.high, _reps(rows),
                                f"log RMS {self.metric} vs log {self.x}")

@@ -51,14 +51,14 @@ import jax
 import numpy as np
 
 from dpsim import theory
-from dpsim.experiment import Experiment, FigureSpec, Panel, SlopeCheck, TrendCheck
+from dpsim.experiment import Experiment, FigureSpec, MethodRatioSlopeCheck, Panel, SlopeCheck, TrendCheck
 from dpsim.experiment.checks import SlopeRangeCheck
 from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
 from dpsim.mechanisms.zcdp import zcdp_rho
 from dpsim.models.rasch import rasch_abilities, rasch_difficulties
 from dpsim.theory import nguyen as rates
 
-from .checks import MethodRatioCheck, MethodRatioSlopeCheck, MetricRatioSlopeCheck, RMSSlopeCheck
+from .checks import MethodRatioCheck, MetricRatioSlopeCheck, RMSSlopeCheck
 from .common import (AXIS_TYPES, DELTA, LABELS, STRICT_RATES, SYMBOLS, TruthScore, lane_bytes, make_methods,
                      privacy_derived)
 from .synthetic import response_sample
@@ -250,8 +250,9 @@ R7 = [
                                  f"({SUFFICIENT_N[2.0]:.0f} at ε* = 2; here n = 16000 ≈ "
                                  f"{16000 / SUFFICIENT_N[2.0]:.0f} n₀) the private ℓ2 error is within 10% of "
                                  f"the non-private one"),
-    MethodRatioSlopeCheck("nguyen-r7-ratio-falls-with-users", USERS.name, "l2", "gaussian", "nonprivate", "n_users",
-                          -math.inf, 0.0, where={"eps": [2.0]},
+    MethodRatioSlopeCheck("nguyen-r7-ratio-falls-with-users", USERS.name, metric="l2", numerator="gaussian",
+                          denominator="nonprivate", x="n_users", region=(-math.inf, 0.0), root=False,
+                          where={"eps": [2.0]},
                           description="R7: the private/non-private ℓ2 ratio falls towards 1 as n grows "
                                       "(ε* = 2, n from 0.7 n₀ to 11 n₀)"),
 ]
@@ -282,12 +283,14 @@ R9 = [
                   description="R9 as the spec states it (the heuristic m², slope +2, asymptotic in m), "
                               "reported beside the linearised prediction"),
     *[MethodRatioCheck(f"nguyen-r9-laplace-over-gaussian-m{m}", LAPLACE.name, "privacy_l2", "laplace", "gaussian",
-                       0.9 * LAPLACE_RATIO[m], 1.1 * LAPLACE_RATIO[m], where={"n_items": [m]}, root=True,
+                       0.9 * LAPLACE_RATIO[m], 1.1 * LAPLACE_RATIO[m], where={"n_items": [m]},
+                       root=True, square=True,
                        description=f"R9: Laplace/Gaussian RMS privacy shift = σ_Lap/σ_Gauss ≈ √(m(m − 1)/ln(1/δ)) "
                                    f"= {LAPLACE_RATIO[m]:.3g} at m = {m} (± 10%)")
       for m in (LAPLACE_M[0], LAPLACE_M[-1])],
-    MethodRatioSlopeCheck("nguyen-r9-laplace-over-gaussian-vs-items", LAPLACE.name, "privacy_l2", "laplace",
-                          "gaussian", "n_items", LAPLACE_RATIO_SLOPE - 0.1, LAPLACE_RATIO_SLOPE + 0.1, root=True,
+    MethodRatioSlopeCheck("nguyen-r9-laplace-over-gaussian-vs-items", LAPLACE.name, metric="privacy_l2",
+                          numerator="laplace", denominator="gaussian", x="n_items",
+                          region=(LAPLACE_RATIO_SLOPE - 0.1, LAPLACE_RATIO_SLOPE + 0.1), square=True,
                           description=f"R9: the Laplace/Gaussian ratio grows like √(m(m − 1)) (slope "
                                       f"{LAPLACE_RATIO_SLOPE:+.2f} on this grid)"),
 ]
