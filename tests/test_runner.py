@@ -506,3 +506,28 @@ def test_results_do_not_depend_on_an_explicit_micro_batch(reference, tmp_path):
     out = tmp_path / "micro3"
     run_experiment(small_experiment(), out=out, progress=False, micro_batch=3)
     assert_same_results(table(out), reference[1])
+
+
+def test_compiled_programs_of_old_experiments_are_released(tmp_path):
+    """A long process (a full `dpsim verify`) keeps the programs of the last two experiments
+    only: every XLA:CPU executable holds memory mappings, and keeping them all exhausted the
+    per-process limit (LLVM "Cannot allocate memory", then a segfault) after ~27 experiments.
+    A re-run of a recent experiment still compiles nothing."""
+    from dpsim.experiment import program
+    program.clear_cache()
+    exps = [dataclasses.replace(crn_experiment(p=[0.7], eps=[1.0]), name=f"crn-{i}") for i in range(3)]
+    for i, exp in enumerate(exps):
+        run_experiment(exp, out=tmp_path / exp.name, progress=False, reps=2)
+    held = {entry[0].name for entry in program._COMPILED.values()}
+    assert held == {"crn-1", "crn-2"}
+    before = dict(program._COMPILED)
+    run_experiment(exps[2], out=tmp_path / "again", progress=False, reps=2)
+    assert set(program._COMPILED) == set(before)                          # nothing compiled again
+    assert all(program._COMPILED[k][1] is before[k][1] for k in before)
+    program.MAX_COMPILED, saved = 1, program.MAX_COMPILED
+    try:
+        run_experiment(exps[0], out=tmp_path / "capped", progress=False, reps=2)
+        assert len(program._COMPILED) == 1
+    finally:
+        program.MAX_COMPILED = saved
+        program.clear_cache()

@@ -17,6 +17,7 @@ Keys (DESIGN "Randomness"), from stable integers only, never from batch position
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Mapping
 
 import jax
@@ -144,7 +145,37 @@ def make_truth_fn(experiment: Experiment, shape: dict):
     return truth
 
 
-_COMPILED: dict = {}
+# Compiled programs of this process, oldest first. Each XLA:CPU executable holds a few hundred
+# memory mappings, and Linux allows 65530 per process (vm.max_map_count): a process that kept
+# every program died in LLVM ("Cannot allocate memory", then a segfault) after about 27
+# experiments of `dpsim verify`. So only the programs of the most recent experiments are kept
+# (a re-run of one of them compiles nothing), and never more than MAX_COMPILED programs.
+_COMPILED: OrderedDict = OrderedDict()
+KEEP_EXPERIMENTS = 2
+MAX_COMPILED = 128
+
+
+def _remember(key, experiment, compiled) -> None:
+    """Cache a compiled program and evict the oldest ones beyond the limits above."""
+    _COMPILED[key] = (experiment, compiled)  # the experiment is kept alive for its id()
+    recent = []
+    for cached_experiment, _ in reversed(_COMPILED.values()):
+        if not any(cached_experiment is e for e in recent):
+            recent.append(cached_experiment)
+    keep = recent[:KEEP_EXPERIMENTS]
+    for old in [k for k, (e, _) in _COMPILED.items() if not any(e is x for x in keep)]:
+        del _COMPILED[old]
+    while len(_COMPILED) > MAX_COMPILED:
+        _COMPILED.popitem(last=False)
+
+
+def _recall(key):
+    """A cached compiled program (marked as recently used), or None."""
+    entry = _COMPILED.get(key)
+    if entry is None:
+        return None
+    _COMPILED.move_to_end(key)
+    return entry[1]
 
 
 def _signature(tree) -> str:
@@ -174,23 +205,23 @@ def compiled_truth_fn(experiment: Experiment, shape: dict):
     """Ahead-of-time compiled :func:`make_truth_fn`, cached per (experiment, shape point).
     Compiled only (never executed) in the runner's background thread."""
     key = ("truth",) + _static_key(experiment, shape)
-    entry = _COMPILED.get(key)
-    if entry is None:
+    compiled = _recall(key)
+    if compiled is None:
         compiled = jax.jit(make_truth_fn(experiment, shape)).lower(
             jax.ShapeDtypeStruct((), jnp.uint32), jax.ShapeDtypeStruct((2,), jnp.uint32)).compile()
         problem = _lapack_problem(compiled)
         if problem:
             raise UsageError(f"experiment {experiment.name!r}: its truth function calls LAPACK on a batch "
                              f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
-        entry = (experiment, compiled)  # keep experiment alive for id()
-        _COMPILED[key] = entry
-    return entry[1]
+        _remember(key, experiment, compiled)
+    return compiled
 
 
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
                       example_args: tuple):
     """Ahead-of-time compiled :func:`make_chunk_fn`, cached in-process per (experiment, step,
-    micro-batch, argument shapes): a second run of the same experiment compiles nothing.
+    micro-batch, argument shapes): a second run of one of the last two experiments compiles
+    nothing (older programs are released, see ``_COMPILED``).
 
     ``example_args`` may be arrays or ``ShapeDtypeStruct`` s (compiling executes nothing).
     On CPU a program with a batched LAPACK call can deadlock (:mod:`dpsim.linalg`): it is
@@ -199,8 +230,8 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     """
     example_args = spec(example_args)
     key = _static_key(experiment, shape, static_data, groups, micro) + (_signature(example_args),)
-    entry = _COMPILED.get(key)
-    if entry is None:
+    compiled = _recall(key)
+    if compiled is None:
         build = lambda m: jax.jit(make_chunk_fn(experiment, shape, static_data, groups, m)).lower(*example_args).compile()
         compiled = build(micro)
         problem = _lapack_problem(compiled)
@@ -213,9 +244,8 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
         if problem:
             raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
                              f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
-        entry = (experiment, compiled)
-        _COMPILED[key] = entry
-    return entry[1]
+        _remember(key, experiment, compiled)
+    return compiled
 
 
 def clear_cache() -> None:
