@@ -6,8 +6,10 @@ import json
 import math
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
+from dpsim.errors import DpsimNote, DpsimWarning
 from dpsim.experiment.axes import axis_type
 from dpsim.experiment.grid import Experiment
 
@@ -96,7 +98,10 @@ def estimate_seconds(experiment: Experiment, runs: Path = Path("runs")) -> tuple
         t0 = time.time()
         cold = run_experiment(experiment, reps=2, out=Path(tmp) / "cold", overrides=overrides, progress=False)
         cold_seconds = time.time() - t0
-        warm = run_experiment(experiment, reps=2, out=Path(tmp) / "warm", overrides=overrides, progress=False)
+        with warnings.catch_warnings():   # the same grid again: its notes and warnings were just shown
+            warnings.simplefilter("ignore", DpsimWarning)
+            warnings.simplefilter("ignore", DpsimNote)
+            warm = run_experiment(experiment, reps=2, out=Path(tmp) / "warm", overrides=overrides, progress=False)
     per_lane = warm.seconds / max(warm.lanes_run, 1)
     compile_seconds = max(cold_seconds - warm.seconds, 0.0)
     # a lane's work grows with its working set: scale the calibrated cost by lane_bytes

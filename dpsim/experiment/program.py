@@ -53,6 +53,12 @@ def truth_key(seed, shape_words) -> jax.Array:
     return fold_in_id(jax.random.fold_in(base_key(seed), _TRUTH), shape_words)
 
 
+def truth_words(experiment: Experiment, shape: Mapping) -> np.ndarray:
+    """The id words keying θ* at a shape point: of the ``truth_axes`` part of it (all of it
+    by default), see :meth:`Experiment.truth_point`."""
+    return id_words(stable_id(experiment.truth_point(shape)))
+
+
 def lane_key(seed, data_words, rep):
     """Key of one lane: (seed, id(shape ∪ data point), rep)."""
     key = fold_in_id(jax.random.fold_in(base_key(seed), _DATA), data_words)
@@ -107,7 +113,7 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
         ``data_words`` [B, 2], ``reps`` [B], ``data_vals`` {name: [B]}, shared ``a_words``
         [Q, 2] and per-lane ``a_vals`` {name: [B, Q]}.
     """
-    shape_words = id_words(stable_id(experiment.truth_point(shape)))
+    shape_words = truth_words(experiment, shape)
 
     def lane(seed, truth, data_words, rep, data_vals, a_words, a_vals):
         key = lane_key(seed, data_words, rep)

@@ -28,7 +28,7 @@ from dpsim.errors import UsageError, note, warn
 from dpsim.experiment import store
 from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
 from dpsim.experiment.program import (clear_cache, compiled_chunk_fn, compiled_truth_fn, id_words,
-                                      lane_key, truth_key)
+                                      lane_key, truth_key, truth_words)
 from dpsim.experiment.threads import DaemonPool, in_order, wait
 
 MICRO_BATCH_BYTES = 3 * 2**20
@@ -492,7 +492,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
             truth_fn, fn = wait(future, patience, f"the compilation of {experiment.name} at {where} "
                                                   f"(step {index + 1}/{len(plan)})")
             if step.s not in truths:
-                truths[step.s] = truth_fn(seed_arg, id_words(stable_id(experiment.truth_point(step.shape))))
+                truths[step.s] = truth_fn(seed_arg, truth_words(experiment, step.shape))
             tasks = [partial(compute, step, truths[step.s], fn, lanes) for lanes in step.chunks]
             for number, table in enumerate(in_order(pool, tasks, workers, patience,
                                                     f"a chunk of {experiment.name} at {where}")):
