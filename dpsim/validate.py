@@ -41,6 +41,12 @@ def require(name: str, value, ok, requirement: str) -> None:
         raise ValueError(f"{name}={_first_bad(array, bad)!r} {requirement}")
 
 
+def require_choice(name: str, value, choices) -> None:
+    """ValueError naming ``value`` unless it is one of ``choices`` (a mode or a name)."""
+    if value not in choices:
+        raise ValueError(f"{name}={value!r} is not known; choose one of {tuple(choices)}")
+
+
 def require_eps(eps, name: str = "eps") -> None:
     """ε > 0 (ε = ∞, the non-private case, is allowed)."""
     require(name, eps, lambda e: e > 0, "must be > 0 (inf for the non-private case)")

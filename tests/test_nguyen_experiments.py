@@ -106,10 +106,14 @@ BAD = [
 
 @pytest.fixture(scope="module")
 def bad_runs(tmp_path_factory):
+    # folders made here, not in the threads: pytest's lazily created base folder is not
+    # thread-safe (concurrent first calls raced: "bad-eps is not a normalized and relative path")
+    folders = {name: (tmp_path_factory.mktemp(f"bad-{name}"), tmp_path_factory.mktemp(f"data-{name}"))
+               for name, _, _ in BAD}
+
     def one(case):
         name, args, _ = case
-        cwd = tmp_path_factory.mktemp(f"bad-{name}")
-        data = tmp_path_factory.mktemp(f"data-{name}")
+        cwd, data = folders[name]
         bad = data / "grades.csv"
         bad.write_text("school;sex;age\nGP;F;18\n")
         folder = data / "folder"

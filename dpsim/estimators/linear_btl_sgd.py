@@ -33,7 +33,8 @@ import jax.numpy as jnp
 from dpsim.estimators.fit import Fit
 from dpsim.estimators.linear_btl import check_design, draw_perturbation, require_radius
 from dpsim.mechanisms.randomized_response import kary_keep_probability
-from dpsim.models.linear_btl import LINKS, link_scores, require_choice
+from dpsim.models.linear_btl import LINKS, link_scores
+from dpsim.validate import require_choice
 from dpsim.solvers import projected_sgd, symmetric_eigh
 from dpsim.validate import require_eps, require_positive
 

@@ -33,12 +33,11 @@ from dpsim.mechanisms.count_noise import (
     laplace_count_scale,
     privatize_counts,
     queried_pairs,
-    require_choice,
 )
 from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS
 from dpsim.mechanisms.shuffle import randomize_responses
 from dpsim.mechanisms.sparsify import DEFAULT_MAX_TRIES, dense_item_graph, sparsification_graph
-from dpsim.validate import require_eps
+from dpsim.validate import require_choice, require_eps
 
 __all__ = ["private_spectral_estimate", "rr_spectral_estimate"]
 

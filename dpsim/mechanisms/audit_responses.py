@@ -237,8 +237,6 @@ def audit_sparse_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4, 
     D is recomputed from :func:`dpsim.estimators.spectral.differential_counts` of the two rows
     restricted to the graph. ``known_violation`` marks the unproven modes whose exact loss
     exceeds ε* (``synthetic_code`` on a bipartite graph)."""
-    from dpsim.mechanisms.count_noise import gaussian_count_sigma
-
     graph = cycle_graph(6) if graph is None else np.asarray(graph, bool)
     x, x_prime, n_coords = max_cut_rows(graph)
     shift = np.asarray(differential_counts(x) - differential_counts(x_prime))

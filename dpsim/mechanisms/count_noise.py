@@ -39,22 +39,16 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS, discrete_gaussian_with_flag, discrete_laplace
-from dpsim.validate import require_eps, require_positive
+from dpsim.validate import require_choice, require_eps, require_positive
 
 ACCOUNTING_MODES = ("paper", "synthetic_code", "tight_joint")
 MECHANISMS = ("gaussian", "laplace")
 CLIP_MODES = ("one", "zero")
 NOISE_MODES = ("all", "nonzero")
 
-__all__ = ["ACCOUNTING_MODES", "MECHANISMS", "CLIP_MODES", "NOISE_MODES", "require_choice",
+__all__ = ["ACCOUNTING_MODES", "MECHANISMS", "CLIP_MODES", "NOISE_MODES",
            "queried_pairs", "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale",
            "privatize_counts", "max_cut_complete"]
-
-
-def require_choice(name: str, value: str, choices: tuple) -> None:
-    """ValueError naming ``value`` unless it is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name}={value!r} is not known; choose one of {choices}")
 
 
 def max_cut_complete(n_items: int) -> int:

@@ -23,17 +23,11 @@ from jax.scipy.special import log_ndtr
 
 from dpsim.models.links import get_link
 from dpsim.solvers import project_ball
-from dpsim.validate import require_int, require_positive
+from dpsim.validate import require_choice, require_int, require_positive
 
 FEATURES = ("difference", "direct")
 LINKS = ("logistic", "probit")
 THETA_DESIGNS = ("faithful", "theory")
-
-
-def require_choice(name: str, value, choices) -> None:
-    """Raise ``ValueError("{name}={value!r} ...")`` unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name}={value!r} is not one of {list(choices)}")
 
 
 class PreferenceData(NamedTuple):

@@ -251,10 +251,7 @@ def laplace_gauss_shift_ratio(n_items: int, eps: float, delta: float) -> float:
     from dpsim.mechanisms.discrete import discrete_gaussian_variance
     pairs = n_items * (n_items - 1)
     sigma = math.sqrt(pairs) * math.sqrt(2.0 * math.log(1.0 / delta)) / eps
-    t = pairs / eps
-    alpha = math.exp(-1.0 / t)
-    var_lap = 2.0 * alpha / (1.0 - alpha) ** 2
-    return math.sqrt(var_lap / discrete_gaussian_variance(sigma))
+    return discrete_laplace_sd(pairs / eps) / math.sqrt(discrete_gaussian_variance(sigma))
 
 
 def _top_k_sum_cdf(n_items: int, k: int):

@@ -12,6 +12,11 @@ def log_slope(rate, axis: str, at: dict, rel_step: float = 1e-4) -> float:
     return float((np.log(rate(**hi)) - np.log(rate(**lo))) / (np.log1p(rel_step) - np.log1p(-rel_step)))
 
 
+def loglog_fit(xs, ys) -> float:
+    """Least-squares slope of log ``ys`` on log ``xs`` (positive values, same length)."""
+    return float(np.polyfit(np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float)), 1)[0])
+
+
 def fitted_rate_slope(rate, axis: str, values, at: dict) -> float:
     """Least-squares slope of log rate on log x over the grid ``values`` of ``axis``.
 
@@ -19,5 +24,4 @@ def fitted_rate_slope(rate, axis: str, values, at: dict) -> float:
     the error is proportional to the rate: the predicted slope of a rate check.
     """
     xs = np.asarray(values, float)
-    ys = np.log([rate(**dict(at, **{axis: x})) for x in xs])
-    return float(np.polyfit(np.log(xs), ys, 1)[0])
+    return loglog_fit(xs, [rate(**dict(at, **{axis: x})) for x in xs])

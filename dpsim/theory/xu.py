@@ -35,6 +35,7 @@ from dpsim.metrics import relative_hamming_error
 from dpsim.models.btl import true_top_k_mask
 from dpsim.models.complete_btl import pair_differences, pair_win_probabilities, require_theta
 from dpsim.models.individual import pair_index
+from dpsim.theory.slopes import loglog_fit
 from dpsim.validate import require, require_int, require_positive
 
 
@@ -242,9 +243,7 @@ def scheme_proxy_slope(n_items, n_users_grid, scheme: str, l0: int = DEFAULT_L0)
     Ls = np.asarray(n_users_grid, np.float64)
     if Ls.ndim != 1 or len(np.unique(Ls)) < 2:
         raise ValueError("n_users_grid needs at least two distinct values of L")
-    x = np.log(Ls)
-    y = np.log(scheme_error_proxy(n_items, Ls.astype(np.int64), scheme, l0))
-    return float(np.polyfit(x, y, 1)[0])
+    return loglog_fit(Ls, scheme_error_proxy(n_items, Ls.astype(np.int64), scheme, l0))
 
 
 # ---------------------------------------------------------------------------------------

@@ -51,7 +51,6 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from dpsim.estimators.linear_btl_sgd import sgd_krr
 from dpsim.experiment import (EveryPointCheck, Experiment, FigureSpec, LinearSlopeCheck, Method, MethodRatioSlopeCheck,
@@ -60,6 +59,7 @@ from dpsim.mechanisms.randomized_response import kary_randomized_response
 from dpsim.metrics import l2_error, squared_l2_error
 from dpsim.models.linear_btl import sample_plackett_luce
 from dpsim.theory import chowdhury as th
+from dpsim.theory.slopes import loglog_fit
 
 from . import common as c
 
@@ -219,10 +219,6 @@ def local_ratio(eps, dim=5):
     return math.sqrt(1 + float(th.rr_excess_variance_factor(eps)) * float(tr["sandwich"] / tr["tr_inv"]))
 
 
-def _fitted_slope(xs, ys):
-    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
-
-
 P6_N = [n for n in N_GRID if n >= 5000]
 
 
@@ -233,14 +229,14 @@ def predicted_slopes() -> dict:
     a_perp = float(a_perp)
     coth = [1 / math.tanh(e / 2) for e in EPS_GRID]
     return {
-        "central_excess_n": _fitted_slope(P6_N, [central_shift_rms(n, 1.0) for n in P6_N]),
-        "central_excess_eps": _fitted_slope(EPS_GRID, [central_shift_rms(EPS_N, e) for e in EPS_GRID]),
-        "local_ratio_vs_factor": _fitted_slope(coth, [local_ratio(e) for e in EPS_GRID]),
+        "central_excess_n": loglog_fit(P6_N, [central_shift_rms(n, 1.0) for n in P6_N]),
+        "central_excess_eps": loglog_fit(EPS_GRID, [central_shift_rms(EPS_N, e) for e in EPS_GRID]),
+        "local_ratio_vs_factor": loglog_fit(coth, [local_ratio(e) for e in EPS_GRID]),
         "mle_n_mse_per_d": 1 / a_perp,
         "rr_n_mse_per_d_eps2": 1 / a_perp + float(th.rr_excess_variance_factor(2.0)) * FEATURE_SCALE ** 2 / a_perp ** 2,
-        "krr_eps0.5": _fitted_slope([float(th.krr_privacy_factor(0.5, k)) for k in K_GRID],
+        "krr_eps0.5": loglog_fit([float(th.krr_privacy_factor(0.5, k)) for k in K_GRID],
                                     [th.sgd_krr_asymptotic_ratio(c.THEORY_NORM, 5, k, 0.5) for k in K_GRID]),
-        "krr_eps1": _fitted_slope([float(th.krr_privacy_factor(1.0, k)) for k in K_GRID],
+        "krr_eps1": loglog_fit([float(th.krr_privacy_factor(1.0, k)) for k in K_GRID],
                                   [th.sgd_krr_asymptotic_ratio(c.THEORY_NORM, 5, k, 1.0) for k in K_GRID]),
     }
 

@@ -31,12 +31,8 @@ from dataclasses import KW_ONLY, dataclass
 import numpy as np
 
 from dpsim.errors import UsageError
-from dpsim.experiment.checks import Check, Estimate, RatioOfMeans, format_region, log_ratio_of_means, paired
+from dpsim.experiment.checks import Check, Estimate, RatioOfMeans, _reps, format_region, log_ratio_of_means, paired
 from dpsim.experiment.summary import Z95, require_unpooled, select, slope_fit
-
-
-def _reps(rows) -> int:
-    return int(rows["rep"].nunique())
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,6 @@ from __future__ import annotations
 import math
 
 import jax
-import numpy as np
 
 from dpsim import theory
 from dpsim.experiment import Experiment, FigureSpec, MethodRatioSlopeCheck, Panel, SlopeCheck, TrendCheck
@@ -157,8 +156,7 @@ EXPERIMENTS = [USERS, ITEMS, P_SWEEP, FIXED_M, LAPLACE, RR]
 # Predictions (dpsim.theory.nguyen) and checks
 # ---------------------------------------------------------------------------------------
 def _fitted(fn, values) -> float:
-    xs = np.log(np.asarray(values, float))
-    return float(np.polyfit(xs, np.log([fn(v) for v in values]), 1)[0])
+    return theory.loglog_fit(values, [fn(v) for v in values])
 
 
 def predictions() -> dict:
