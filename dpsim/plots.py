@@ -119,28 +119,39 @@ def _panel_rows(table: pd.DataFrame, panel: Panel) -> pd.DataFrame:
     return rows[rows[panel.metric].notna()] if panel.metric in rows else rows.iloc[0:0]
 
 
-def expand_panels(table: pd.DataFrame, spec: FigureSpec) -> list[Panel]:
-    """``spec.panels`` with each panel that has ``each`` axes repeated once per combination
-    of those axes' values present in its rows (numeric order, ∞ last), the values added to its
-    ``where`` and its title."""
+def _expansions(table: pd.DataFrame, spec: FigureSpec, panel: Panel) -> list[Panel]:
+    """``panel``, or with ``each`` axes one copy per combination of their values present in
+    its rows (numeric order, ∞ last), the values added to its ``where`` and its title."""
+    if not panel.each:
+        return [panel]
+    rows = _panel_rows(table, panel)
+    missing = [a for a in panel.each if a not in rows]
+    if missing:
+        raise UsageError(f"panel {panel.title or panel.ylabel!r} is repeated over {missing[0]!r}, "
+                         f"which is not a column of the results")
+    combos = sorted({tuple(r) for r in rows[list(panel.each)].itertuples(index=False)},
+                    key=lambda combo: [sort_key(v) for v in combo])
     panels = []
-    for panel in spec.panels:
-        if not panel.each:
-            panels.append(panel)
-            continue
-        rows = _panel_rows(table, panel)
-        missing = [a for a in panel.each if a not in rows]
-        if missing:
-            raise UsageError(f"panel {panel.title or panel.ylabel!r} is repeated over {missing[0]!r}, "
-                             f"which is not a column of the results")
-        combos = sorted({tuple(r) for r in rows[list(panel.each)].itertuples(index=False)},
-                        key=lambda combo: [sort_key(v) for v in combo])
-        for combo in combos:
-            value_text = ", ".join(f"{symbol(spec, a)} = {format_value(v)}" for a, v in zip(panel.each, combo))
-            panels.append(dataclasses.replace(
-                panel, each=(), where={**panel.where, **{a: [v] for a, v in zip(panel.each, combo)}},
-                title=f"{panel.title}, {value_text}" if panel.title else value_text))
+    for combo in combos:
+        value_text = ", ".join(f"{symbol(spec, a)} = {format_value(v)}" for a, v in zip(panel.each, combo))
+        panels.append(dataclasses.replace(
+            panel, each=(), where={**panel.where, **{a: [v] for a, v in zip(panel.each, combo)}},
+            title=f"{panel.title}, {value_text}" if panel.title else value_text))
     return panels
+
+
+def expand_panels(table: pd.DataFrame, spec: FigureSpec) -> list[Panel]:
+    """``spec.panels`` with each panel that has ``each`` axes repeated (:func:`_expansions`)."""
+    return [p for panel in spec.panels for p in _expansions(table, spec, panel)]
+
+
+def _columns(table: pd.DataFrame, spec: FigureSpec) -> int:
+    """Panels per row: ``spec.columns``, else one row per repeated panel when every repeated
+    panel gives the same 2–4 panels (e.g. one row per metric, one column per ε run), else 2."""
+    if spec.columns:
+        return spec.columns
+    counts = {len(_expansions(table, spec, p)) for p in spec.panels if p.each}
+    return counts.pop() if len(counts) == 1 and 2 <= min(counts) <= 4 else 2
 
 
 def _x_positions(xs: np.ndarray, logx: bool) -> tuple[np.ndarray, float | None]:
@@ -200,7 +211,7 @@ def _constant_axes(table: pd.DataFrame, spec: FigureSpec, split: dict) -> str:
 def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
     panels = expand_panels(table, spec)
     n_panels = len(panels)
-    cols = min(spec.columns, n_panels)
+    cols = min(_columns(table, spec), n_panels)
     rows_n = math.ceil(n_panels / cols)
     fig, axes = plt.subplots(rows_n, cols, figsize=(5.2 * cols, 3.8 * rows_n + 0.6), squeeze=False)
     if spec.curve == "method":

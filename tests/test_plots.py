@@ -162,3 +162,14 @@ def test_crowded_tick_labels_are_thinned_but_every_value_keeps_its_tick():
     assert len(ax.get_xticks()) == 6
     assert labels[0] == "0.01" and labels[-1] == "10" and labels[4] == "1"
     assert labels[1:4].count("") >= 1 and "0.05" in labels
+
+
+def test_repeated_panels_get_one_row_each_by_default():
+    """Two metrics each repeated over the ε values run: one row per metric, one column per ε
+    (a --set with two ε values gives 2 × 2, not a row that mixes the metrics)."""
+    spec = FigureSpec(x="p", curve="n_items", xlabel="p", curve_label="n",
+                      panels=(Panel("err", "mle", "a", each=("eps",)), Panel("err", "mle", "b", each=("eps",))))
+    for eps in ((0.5, 2.0), (0.5, 2.0, INF)):
+        (drawn,) = draw_figures(table(eps=eps), spec)
+        grid = drawn.figure.axes[0].get_subplotspec().get_gridspec()
+        assert (grid.nrows, grid.ncols) == (2, len(eps))

@@ -88,7 +88,8 @@ class FigureSpec:
         pool: axes the figure deliberately averages over, e.g. the gap Δ when the x axis is
             a metric computed from it (Δ in units of a rate): each (curve, x) point is then
             one value of the pooled axis.
-        columns: panels per row.
+        columns: panels per row (default: one row per panel repeated over 2–4 values with
+            ``Panel.each``, else 2).
     """
 
     x: str
@@ -102,7 +103,7 @@ class FigureSpec:
     symbols: Mapping[str, str] = field(default_factory=dict)
     pool: tuple[str, ...] = ()
     logy: bool = False
-    columns: int = 2
+    columns: int | None = None
 
 
 class Context(NamedTuple):

@@ -192,7 +192,7 @@ FIG3 = movielens_experiment(
     FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
                # one panel per (mode, m) run: the paper's two panels (small and large m) in
                # the first row, the same study in strict mode below it
-               panels=(Panel("l2", None, PANEL_Y, each=("mode", "n_items")),),
+               panels=(Panel("l2", None, PANEL_Y, each=("mode", "n_items")),), columns=2,
                curve_labels=LABELS, symbols=SYMBOLS, title="nguyen Fig. 3: MovieLens (n = 610)"),
     "nguyen §5.2, Fig. 3; spec §6.3 (pipeline, stand-in), A13, A14")
 

@@ -121,7 +121,7 @@ HETERO = Experiment(
     truth_per_replicate=True, validate_point=validate_lambda, lane_bytes=lane_bytes,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="match", xlabel="$L$", curve_label="released", logx=True,
-        panels=(Panel("l2_rms", "m_est", YLABEL["l2_rms"], each=("profile",)),), columns=3,
+        panels=(Panel("l2_rms", "m_est", YLABEL["l2_rms"], each=("profile",)),),
         title="Heterogeneous $\\epsilon$ against homogeneous $\\epsilon$ with the same $G(\\epsilon)$ or mean $\\epsilon$"),
     description="xu spec §3.5, A21 (extension): heterogeneous profiles vs homogeneous ε with the same G or mean ε")
 

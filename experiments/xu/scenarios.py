@@ -75,7 +75,7 @@ FIG2 = xu_experiment(
     {"n_items": FIG2_M, "n_users": FIG2_L, "eps": FIG2_EPS}, truth=truth_uniform, reps=50,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="n_items", xlabel="$L$", curve_label="$m$", logx=True,
-        panels=(_panel("linf", ("eps",)), _panel("l2_rms", ("eps",))), columns=3,
+        panels=(_panel("linf", ("eps",)), _panel("l2_rms", ("eps",))),
         title="xu Fig. 2 (Scenario I): estimation errors vs $L$"),
     description="xu §5.1 Scenario I, Fig. 2 (xu spec §6.1): 50 replicates, λ = G(ε)/L")
 
@@ -89,7 +89,7 @@ FIG3 = xu_experiment(
     {"n_items": FIG3_M, "n_users": FIG3_L, "scheme": list(SCHEMES), "l0": [100]}, truth=truth_uniform, reps=200,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
-        panels=(_panel("linf", ("n_items",)), _panel("l2_rms", ("n_items",))), columns=3,
+        panels=(_panel("linf", ("n_items",)), _panel("l2_rms", ("n_items",))),
         title="xu Fig. 3 (Scenario II): errors vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     description="xu §5.1 Scenario II, Fig. 3, Table 1 (xu spec §6.2, P5): schemes named by formula (A8)")
 
@@ -104,7 +104,7 @@ FIG4 = xu_experiment(
     {"n_items": FIG4_M, "n_users": FIG4_L, "gap": FIG4_GAP, "eps": [1.0]}, truth=truth_ladder, reps=100,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="gap", xlabel="$L$", curve_label="$\\Delta$", logx=True,
-        panels=(_panel("top_k_hamming", ("n_items",)), _panel("kendall", ("n_items",))), columns=3,
+        panels=(_panel("top_k_hamming", ("n_items",)), _panel("kendall", ("n_items",))),
         title="xu Fig. 4 (Scenario III): top-$K$ and full ranking errors vs $L$"),
     description="xu §5.2 Scenario III, Fig. 4 (xu spec §6.3): 100 replicates, K = m/2")
 
@@ -119,7 +119,7 @@ FIG5 = xu_experiment(
     truth=truth_ladder, reps=100,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
-        panels=(_panel("kendall", ("n_items",)),), columns=3,
+        panels=(_panel("kendall", ("n_items",)),),
         title="xu Fig. 5 (Scenario IV): full ranking error vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     description="xu §5.2 Scenario IV, Fig. 5 (xu spec §6.4): Δ = 0.1 (A13), L0 = 50 (A9), 100 replicates (A10)")
 
@@ -134,7 +134,7 @@ FIG6 = xu_experiment(
     {"n_items": FIG6_M, "n_users": FIG6_L, "eps": [2.0], "mechanism": FIG6_MECHANISMS}, truth=truth_uniform, reps=100,
     figure=FigureSpec(
         symbols=SYMBOLS, x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
-        panels=tuple(_panel(metric, ("n_items",)) for metric in ("linf", "l2_rms", "kendall")), columns=2,
+        panels=tuple(_panel(metric, ("n_items",)) for metric in ("linf", "l2_rms", "kendall")),
         title="xu Fig. 6 (Scenario V): classic RR vs debiased RR vs Laplace"),
     description="xu §5.3 Scenario V, Fig. 6 (xu spec §6.5): same raw data and flips for the three mechanisms")
 
@@ -149,7 +149,7 @@ ORACLE = xu_experiment(
     figure=FigureSpec(
         symbols=SYMBOLS, x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$L$",
         panels=tuple(Panel(metric, METHOD, YLABEL[metric], title=what, each=("mechanism", "n_items"))
-                     for metric, what in (("mse", "simulated"), ("oracle_mse", "sandwich"))), columns=4,
+                     for metric, what in (("mse", "simulated"), ("oracle_mse", "sandwich"))),
         title="Simulated mean squared error vs the sandwich prediction (xu spec P4)"),
     description="xu spec §5.2 P4: E‖θ̂ − θ*‖²/m against tr((H*)⁺V(H*)⁺)/m at the simulated θ*")
 
