@@ -100,7 +100,12 @@ def analyse_point(experiment: Experiment, a_key, ctx: Context) -> dict:
 
 
 def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int):
-    """The program of one step: (seed, truth, lanes) → {method: {column: [lanes, Q]}}.
+    """The program of one step: (seed, lanes) → {method: {column: [lanes, Q]}}.
+
+    θ* is drawn inside the program, once per chunk (before the lanes' ``lax.map``) or, with
+    ``truth_per_replicate``, once per lane, from the θ*-design key of the module docstring:
+    a step is one compiled program, not a θ*-program and a chunk program (one compilation
+    fewer per shape point; the θ*-design is a few O(n) operations, negligible per chunk).
 
     Args:
         shape: the shape point (Python values); ``static_data``: the step's string data values.
@@ -109,7 +114,7 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
             groups are unrolled); outputs are concatenated in group order.
         micro: lanes vmapped together (1: lanes one at a time).
     Returns:
-        ``chunk(seed, truth, data_words, reps, data_vals, a_words, a_vals)`` with per-lane
+        ``chunk(seed, data_words, reps, data_vals, a_words, a_vals)`` with per-lane
         ``data_words`` [B, 2], ``reps`` [B], ``data_vals`` {name: [B]}, shared ``a_words``
         [Q, 2] and per-lane ``a_vals`` {name: [B, Q]}.
     """
@@ -134,21 +139,13 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
             outputs.append(jax.lax.map(one, (a_words[idx], {k: v[idx] for k, v in a_vals.items()})))
         return jax.tree_util.tree_map(lambda *parts: jnp.concatenate(parts), *outputs)
 
-    def chunk(seed, truth, data_words, reps, data_vals, a_words, a_vals):
+    def chunk(seed, data_words, reps, data_vals, a_words, a_vals):
+        truth = None if experiment.truth_per_replicate else \
+            experiment.truth(truth_key(seed, jnp.asarray(shape_words)), shape)
         return jax.lax.map(lambda args: lane(seed, truth, *args[:3], a_words, args[3]),
                            (data_words, reps, data_vals, a_vals), batch_size=micro if micro > 1 else None)
 
     return chunk
-
-
-def make_truth_fn(experiment: Experiment, shape: dict):
-    """(seed, shape-id words) → the θ*-design of one shape point (``None`` when the truth is
-    drawn per replicate inside the lanes)."""
-    def truth(seed, words):
-        if experiment.truth_per_replicate:
-            return None
-        return experiment.truth(truth_key(seed, words), shape)
-    return truth
 
 
 # Compiled programs of this process, oldest first. Each XLA:CPU executable holds a few hundred
@@ -205,22 +202,6 @@ def _lapack_problem(compiled) -> list[str]:
 
 def _static_key(experiment, *parts) -> tuple:
     return (id(experiment), *(repr(sorted(p.items())) if isinstance(p, dict) else repr(p) for p in parts))
-
-
-def compiled_truth_fn(experiment: Experiment, shape: dict):
-    """Ahead-of-time compiled :func:`make_truth_fn`, cached per (experiment, shape point).
-    Compiled only (never executed) in the runner's background thread."""
-    key = ("truth",) + _static_key(experiment, shape)
-    compiled = _recall(key)
-    if compiled is None:
-        compiled = jax.jit(make_truth_fn(experiment, shape)).lower(
-            jax.ShapeDtypeStruct((), jnp.uint32), jax.ShapeDtypeStruct((2,), jnp.uint32)).compile()
-        problem = _lapack_problem(compiled)
-        if problem:
-            raise UsageError(f"experiment {experiment.name!r}: its truth function calls LAPACK on a batch "
-                             f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
-        _remember(key, experiment, compiled)
-    return compiled
 
 
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,

@@ -27,8 +27,7 @@ from tqdm.auto import tqdm
 from dpsim.errors import UsageError, note, warn
 from dpsim.experiment import store
 from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
-from dpsim.experiment.program import (clear_cache, compiled_chunk_fn, compiled_truth_fn, id_words,
-                                      lane_key, truth_key, truth_words)
+from dpsim.experiment.program import clear_cache, compiled_chunk_fn, id_words, lane_key, truth_key
 from dpsim.experiment.threads import DaemonPool, in_order, wait
 
 MICRO_BATCH_BYTES = 3 * 2**20
@@ -435,9 +434,9 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     this many lanes vmapped together (default :func:`batching` of the backend); it changes
     no result beyond float rounding.
 
-    Threads: one background thread only *compiles* (the next step's programs, while the
-    current one computes); programs are executed by the calling thread (θ*-design) and by
-    ``workers`` daemon threads (chunks). No batched LAPACK call is ever executed on CPU
+    Threads: one background thread only *compiles* (the next step's program, while the
+    current one computes); programs are executed by ``workers`` daemon threads (chunks;
+    each chunk draws θ* itself, :func:`~dpsim.experiment.program.make_chunk_fn`). No batched LAPACK call is ever executed on CPU
     (:mod:`dpsim.linalg`), which is what deadlocked concurrent chunks (issue 7).
     """
     patience = watchdog_seconds(watchdog)
@@ -469,31 +468,27 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     seed_arg = np.uint32(seed)
 
     def prepare(step):
-        """The compiled θ*-design and chunk programs of one step (background thread: it
-        compiles, it executes nothing)."""
-        truth_fn = compiled_truth_fn(experiment, step.shape)
+        """The compiled chunk program of one step (background thread: it compiles, it
+        executes nothing)."""
         data_words, reps_arg, data_vals, a_vals = _chunk_args(step.chunks[0], grid, step)
-        example = (seed_arg, truth_fn.out_info, data_words, reps_arg, data_vals, a_words, a_vals)
-        return truth_fn, compiled_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro, example)
+        example = (seed_arg, data_words, reps_arg, data_vals, a_words, a_vals)
+        return compiled_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro, example)
 
-    def compute(step, truth, fn, lanes):
+    def compute(step, fn, lanes):
         """One chunk: its rows (those not stored yet) as an Arrow table."""
         data_words, reps_arg, data_vals, a_vals = _chunk_args(lanes, grid, step)
-        output = jax.device_get(fn(seed_arg, truth, data_words, reps_arg, data_vals, a_words, a_vals))
+        output = jax.device_get(fn(seed_arg, data_words, reps_arg, data_vals, a_words, a_vals))
         return _rows(output, step, lanes, grid, order, done)
 
     compiler, pool = DaemonPool(1, "dpsim-compile"), DaemonPool(workers, "dpsim-chunk")
     prepared = [compiler.submit(partial(prepare, step)) for step in plan]
-    truths: dict = {}
     try:
         for index, (step, future) in enumerate(zip(plan, prepared)):
             t0 = time.time()
             where = _describe({**step.shape, **step.static_data})
-            truth_fn, fn = wait(future, patience, f"the compilation of {experiment.name} at {where} "
-                                                  f"(step {index + 1}/{len(plan)})")
-            if step.s not in truths:
-                truths[step.s] = truth_fn(seed_arg, truth_words(experiment, step.shape))
-            tasks = [partial(compute, step, truths[step.s], fn, lanes) for lanes in step.chunks]
+            fn = wait(future, patience, f"the compilation of {experiment.name} at {where} "
+                                        f"(step {index + 1}/{len(plan)})")
+            tasks = [partial(compute, step, fn, lanes) for lanes in step.chunks]
             for number, table in enumerate(in_order(pool, tasks, workers, patience,
                                                     f"a chunk of {experiment.name} at {where}")):
                 if number == 0:
