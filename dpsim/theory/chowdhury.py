@@ -13,6 +13,9 @@ written with jax.numpy: numbers in, a 0-d array out (wrap in ``float``), and tra
 """
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 from jax.scipy.stats import norm
 
@@ -225,8 +228,14 @@ def seminorm_ridge_theory(sigma, dim, radius, *, alpha=0.05):
 # ---------------------------------------------------------------------------------------
 # Sharp asymptotic constants (spec §5.5 (A1)–(A3), [derived])
 # ---------------------------------------------------------------------------------------
-_GRID = jnp.linspace(-12.0, 12.0, 4801)
-_WEIGHTS = norm.pdf(_GRID) * (_GRID[1] - _GRID[0])
+@functools.cache
+def _quadrature():
+    """(grid, weights) of the trapezoid rule for E f(g), g ~ N(0, 1), on [−12, 12] (4801
+    points). Computed on first use, concretely even when first called under a trace (an
+    import-time jnp computation cost every ``dpsim`` command 0.3 s)."""
+    with jax.ensure_compile_time_eval():
+        grid = jnp.linspace(-12.0, 12.0, 4801)
+        return grid, norm.pdf(grid) * (grid[1] - grid[0])
 
 
 def gaussian_design_information(theta, scale=jnp.sqrt(2.0)):
@@ -240,9 +249,10 @@ def gaussian_design_information(theta, scale=jnp.sqrt(2.0)):
     d = theta.shape[0]
     r = jnp.linalg.norm(theta)
     u = theta / jnp.maximum(r, jnp.finfo(jnp.float64).tiny)
-    z = scale * r * _GRID
+    grid, weights = _quadrature()
+    z = scale * r * grid
     ds = jnp.exp(-jnp.logaddexp(0.0, z) - jnp.logaddexp(0.0, -z))     # σ'(z)
-    a, b = jnp.sum(_WEIGHTS * ds), jnp.sum(_WEIGHTS * ds * _GRID ** 2)
+    a, b = jnp.sum(weights * ds), jnp.sum(weights * ds * grid ** 2)
     uu = jnp.outer(u, u)
     return scale ** 2 * (a * (jnp.eye(d) - uu) + b * uu), scale ** 2 * jnp.eye(d)
 
@@ -293,9 +303,10 @@ def gaussian_design_eigenvalues(theta_norm, scale=jnp.sqrt(2.0)):
 
     Args: theta_norm: ‖θ*‖ ≥ 0; scale: s. Returns: (a⊥, a∥), float64."""
     r, s = _f64(theta_norm, scale)
-    z = s * r * _GRID
+    grid, weights = _quadrature()
+    z = s * r * grid
     ds = jnp.exp(-jnp.logaddexp(0.0, z) - jnp.logaddexp(0.0, -z))
-    return s ** 2 * jnp.sum(_WEIGHTS * ds), s ** 2 * jnp.sum(_WEIGHTS * ds * _GRID ** 2)
+    return s ** 2 * jnp.sum(weights * ds), s ** 2 * jnp.sum(weights * ds * grid ** 2)
 
 
 def isotropic_design_traces(theta_norm, dim, scale=jnp.sqrt(2.0), *, sum_zero=False, ridge=0.0):
