@@ -115,6 +115,7 @@ class Config:
     figures: tuple            # C: experiments run in fresh processes
     figure_reps: int
     cache_what_if: bool       # C: `dpsim run` twice with one persistent compilation cache
+    bucket_what_if: tuple = ()  # C: bucket sets of the Fig. 1 n-bucketing what-if (needs cai-fig1 in figures)
     compile_sizes: tuple = (40, 300)   # K: item counts of the compile breakdown
 
 
@@ -124,7 +125,8 @@ FULL = Config(reps=120, warm_runs=harness.WARM_RUNS, scipy_lanes_n300=20, scipy_
               solver_design=((300, 2), (40, 10)),
               agreement=((300, 1.0, (0.2, 1.0, math.inf)), (300, 0.25, (0.5, math.inf)),
                          (40, 1.0, (0.2, math.inf)), (20, 1.0, (0.2, math.inf))),
-              figures=("cai-fig1", "cai-fig2", "cai-fig3"), figure_reps=120, cache_what_if=True)
+              figures=("cai-fig1", "cai-fig2", "cai-fig3"), figure_reps=120, cache_what_if=True,
+              bucket_what_if=((325, 475, 625, 700), (400, 700)))
 QUICK = Config(reps=8, warm_runs=1, scipy_lanes_n300=4, scipy_lanes_small=8, choix_fits_n300=1,
                choix_fits_small=5, small_ns=(40,), profile_ps=(1.0,), micro_one_reps=0, workers_workloads=("n40",),
                topk_sizes=((40, 128), (300, 4)), solver_design=((40, 2),),
@@ -579,8 +581,26 @@ def section_g(bench: harness.Bench) -> dict:
 # ----------------------------------------------------------------------------- C
 
 def figure_worker(name: str, reps: int) -> dict:
-    """Run one figure's experiment (called in a fresh process by :func:`section_c`)."""
-    return harness.run_engine(FIGURES[name], reps, **ENGINE)
+    """Run one figure's experiment (called in a fresh process by :func:`section_c`), then
+    again in the same process: the second run compiles nothing (``warm``), so the first
+    run's wall time minus the second's is what compilation cost."""
+    cold = harness.run_engine(FIGURES[name], reps, **ENGINE)
+    return {**cold, "warm": harness.run_engine(FIGURES[name], reps, **ENGINE)}
+
+
+def bucket_worker(buckets: list, reps: int) -> dict:
+    """What-if (not implemented): Fig. 1 with its item counts padded to ``buckets`` (called
+    in a fresh process). One program per bucket, and every size served by a bucket costs a
+    problem of the bucket's size: run as the Fig. 1 experiment at each bucket alone, with
+    ``reps`` × (sizes it serves) replicates. The buckets run one after another, so a bucket's
+    compilation does not overlap the previous bucket's chunks as the steps of one run do: an
+    upper bound on the time. Returns the runs' totals."""
+    served = harness.bucket_counts(edge.FIG1.axes["n_items"], buckets)
+    with harness.measured() as m:
+        runs = [harness.run_engine(edge.FIG1, reps * count, overrides={"n_items": [bucket]}, **ENGINE)
+                for bucket, count in sorted(served.items())]
+    return {**m, "served": {str(b): c for b, c in sorted(served.items())},
+            "compute_s": sum(r["compute_s"] for r in runs), "fits": sum(r["fits"] for r in runs)}
 
 
 def section_c(bench: harness.Bench) -> dict:
@@ -589,21 +609,52 @@ def section_c(bench: harness.Bench) -> dict:
     for name in cfg.figures:
         out = harness.cold_call("benchmarks.cai:figure_worker", {"name": name, "reps": cfg.figure_reps})
         run = out["result"]
+        warm = run["warm"]
         figs.append({"figure": name, "reps": cfg.figure_reps, "process_wall_s": out["process_wall_s"],
                      "run_wall_s": run["wall_s"], "compile_s": run["compile_s"], "compiles": run["compiles"],
-                     "compute_s": run["compute_s"], "lanes": run["lanes"], "fits": run["fits"]})
-    total = sum(f["process_wall_s"] for f in figs)
+                     "compute_s": run["compute_s"], "lanes": run["lanes"], "fits": run["fits"],
+                     "warm_wall_s": warm["wall_s"],
+                     "outside_runs_s": out["process_wall_s"] - run["wall_s"] - warm["wall_s"]})
+    for f in figs:   # the same process without compiling: its imports and set-up, and the warm run
+        f["without_compile_s"] = f["outside_runs_s"] + f["warm_wall_s"]
+        f["compile_cost_s"] = f["run_wall_s"] - f["warm_wall_s"]
+    total = sum(f["process_wall_s"] - f["warm_wall_s"] for f in figs)
+    floor = sum(f["without_compile_s"] for f in figs)
     target = TARGETS["figs_total_s"] if set(cfg.figures) == set(FULL.figures) else None
     harness.print_table(harness.format_table(
-        "figures with the engine, one fresh process each (imports and compile included)",
-        ("figure", "reps", "lanes", "compiles", "process s", "run s", "compile s", "compute s"),
-        [[f["figure"], f["reps"], f["lanes"], f["compiles"], f["process_wall_s"], f["run_wall_s"], f["compile_s"],
-          f["compute_s"]] for f in figs] + [["total", None, None, None, total, None, None, None]],
-        (None, "{}", "{}", "{}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}")))
+        "figures with the engine, one fresh process each (imports and compile included); 'warm run': the "
+        "same figure again in that process, compiling nothing",
+        ("figure", "reps", "lanes", "compiles", "process s", "run s", "compile s", "warm run s",
+         "compile cost s"),
+        [[f["figure"], f["reps"], f["lanes"], f["compiles"], f["process_wall_s"] - f["warm_wall_s"], f["run_wall_s"],
+          f["compile_s"], f["warm_wall_s"], f["compile_cost_s"]] for f in figs]
+        + [["total", None, None, None, total, None, None, None, sum(f["compile_cost_s"] for f in figs)]],
+        (None, "{}", "{}", "{}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}")))
     ok = harness.verdict(total, target, lower_is_better=True)
     print(f"total {total:.1f} s" + (f" (target < {target:.0f} s for Figs 1–3: {ok})" if target else
-                                    " (no target: not every figure at paper size)"))
-    out = {"runs": figs, "total_s": total, "target_s": target, "verdict": ok}
+                                    " (no target: not every figure at paper size)")
+          + f"; without compiling (imports, set-up and the warm runs) {floor:.1f} s")
+    out = {"runs": figs, "total_s": total, "target_s": target, "verdict": ok, "without_compile_s": floor}
+    if cfg.bucket_what_if and "cai-fig1" in cfg.figures:
+        fig1 = next(f for f in figs if f["figure"] == "cai-fig1")
+        rows = []
+        for buckets in cfg.bucket_what_if:
+            what = harness.cold_call("benchmarks.cai:bucket_worker", {"buckets": list(buckets),
+                                                                      "reps": cfg.figure_reps})
+            rows.append({"buckets": list(buckets), "served": what["result"]["served"],
+                         "process_wall_s": what["process_wall_s"], "compiles": what["result"]["compiles"],
+                         "compute_s": what["result"]["compute_s"]})
+        harness.print_table(harness.format_table(
+            "what-if (not implemented): cai Fig. 1 with n_items padded to buckets, one program per bucket, every "
+            "size computed at its bucket's size (fresh process each; the buckets run one after another, without the "
+            "compile/compute overlap of one run: an upper bound)",
+            ("buckets (sizes served)", "programs", "process s", "chunk compute s"),
+            [["9 sizes, no padding (above)", fig1["compiles"], fig1["process_wall_s"] - fig1["warm_wall_s"],
+              fig1["compute_s"]]]
+            + [[", ".join(f"{b} ({c})" for b, c in r["served"].items()), r["compiles"], r["process_wall_s"],
+                r["compute_s"]] for r in rows],
+            (None, "{}", "{:.1f}", "{:.1f}")))
+        out["bucket_what_if"] = rows
     if cfg.cache_what_if:
         with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp:
             cache = f"{tmp}/cache"
