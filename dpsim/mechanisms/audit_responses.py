@@ -12,7 +12,8 @@ loss at the output is ℓ = Σ_k ((Z_k + d_k)² − Z_k²)/(2σ²) = (2S + D)/(2
 which has the law of a sum of D i.i.d. N_ℤ(0, σ²) (computed exactly by FFT convolution of
 the pmf). The exact δ(ε) = E[(1 − e^{ε−ℓ})₊] (the hockey-stick divergence) is compared with
 the claimed δ, and ``exact_loss`` is the smallest ε′ with δ(ε′) ≤ δ. The empirical estimate
-replaces the exact law of ℓ by samples of Z from :func:`dpsim.mechanisms.discrete_gaussian`.
+replaces the exact law of ℓ by samples of Z from :func:`dpsim.mechanisms.discrete_gaussian`
+(:func:`dpsim.mechanisms.audit.empirical_epsilon_for_delta`).
 
 **Discrete Laplace** (pure ε): ℓ = Σ_k (|Z_k + d_k| − |Z_k|)/t, sup ℓ = D/t, estimated from
 samples with :func:`dpsim.mechanisms.audit.histogram_epsilon` as for cai's counts.
@@ -39,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.spectral import differential_counts
-from dpsim.mechanisms.audit import AuditResult, histogram_epsilon
+from dpsim.mechanisms.audit import AuditResult, empirical_epsilon_for_delta, histogram_epsilon, smallest_epsilon
 from dpsim.mechanisms.count_noise import gaussian_count_sigma, laplace_count_scale, max_cut_complete
 from dpsim.mechanisms.discrete import discrete_gaussian, discrete_gaussian_pmf, discrete_laplace
 from dpsim.mechanisms.shuffle import randomize_responses
@@ -86,37 +87,11 @@ def gaussian_count_delta(eps: float, sigma: float, n_coords: int) -> float:
     return _hockey_stick((2.0 * s + n_coords) / (2.0 * sigma * sigma), pmf, eps)
 
 
-def _smallest_eps(delta_of, delta: float, hi: float) -> float:
-    lo = 0.0
-    if delta_of(0.0) <= delta:
-        return 0.0
-    while delta_of(hi) > delta:
-        hi *= 2.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if delta_of(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
 def gaussian_count_epsilon(delta: float, sigma: float, n_coords: int) -> float:
     """The smallest ε with :func:`gaussian_count_delta`(ε) ≤ δ (exact, host)."""
     s, pmf = _sum_pmf(sigma, n_coords)
     loss = (2.0 * s + n_coords) / (2.0 * sigma * sigma)
-    return _smallest_eps(lambda e: _hockey_stick(loss, pmf, e), delta, max(1.0, float(loss.max())))
-
-
-def _empirical_eps(loss: np.ndarray, delta: float):
-    """ε̂ with mean((1 − e^{ε−ℓ})₊) = δ over samples ℓ, and its delta-method standard error."""
-    n = loss.size
-    delta_of = lambda e: float(np.mean(np.clip(-np.expm1(e - loss), 0.0, None)))
-    eps_hat = _smallest_eps(delta_of, delta, max(1.0, float(loss.max())))
-    terms = np.clip(-np.expm1(eps_hat - loss), 0.0, None)
-    slope = float(np.mean(np.where(loss > eps_hat, np.exp(eps_hat - loss), 0.0)))
-    se = float(np.std(terms) / math.sqrt(n) / slope) if slope > 0 else float("inf")
-    return eps_hat, se
+    return smallest_epsilon(lambda e: _hockey_stick(loss, pmf, e), delta, max(1.0, float(loss.max())))
 
 
 GAUSSIAN_AUDIT_MODES = (("tight_joint", "cks"), ("tight_joint", "bun_steinke"), ("paper", "bun_steinke"),
@@ -143,7 +118,7 @@ def audit_discrete_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4
             exact = gaussian_count_epsilon(delta, sigma, n_coords)
             z = np.asarray(draw(jax.random.fold_in(jax.random.fold_in(key, index), case), sigma))
             loss = (2.0 * z.sum(axis=1) + n_coords) / (2.0 * sigma * sigma)
-            emp, se = _empirical_eps(loss, delta)
+            emp, se = empirical_epsilon_for_delta(loss, delta)
             exact_delta = gaussian_count_delta(eps, sigma, n_coords)
             unproven = accounting == "synthetic_code" or conversion == "paper"
             results.append(AuditResult(
@@ -252,7 +227,7 @@ def audit_sparse_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4, 
             exact = gaussian_count_epsilon(delta, sigma, n_coords)
             z = np.asarray(draw(jax.random.fold_in(jax.random.fold_in(key, index), case), sigma))
             loss = (2.0 * z.sum(axis=1) + n_coords) / (2.0 * sigma * sigma)
-            emp, se = _empirical_eps(loss, delta)
+            emp, se = empirical_epsilon_for_delta(loss, delta)
             unproven = accounting == "synthetic_code" or conversion == "paper"
             results.append(AuditResult(
                 "nguyen-sparse-gaussian", f"{accounting}/{conversion}", float(eps), exact, emp, se,
