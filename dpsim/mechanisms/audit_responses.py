@@ -94,6 +94,36 @@ def gaussian_count_epsilon(delta: float, sigma: float, n_coords: int) -> float:
     return smallest_epsilon(lambda e: _hockey_stick(loss, pmf, e), delta, max(1.0, float(loss.max())))
 
 
+def _gaussian_chain_audit(key, mechanism: str, eps_values, delta: float, modes, n_coords: int,
+                          n_samples: int, sigma_of, shifted: str) -> list[AuditResult]:
+    """The rows of a discrete-Gaussian chain audit, dense or sparse (module docstring): for
+    each ε* (index i) and (accounting, conversion) mode (index j), ρ = zcdp_rho(ε*, δ,
+    conversion), σ = ``sigma_of``(ρ, accounting), the exact loss on ``n_coords`` counts
+    shifted by ±1 and its estimate from ``n_samples`` draws keyed fold_in(fold_in(key, i), j).
+    ``shifted`` opens the detail (what was shifted); the modes without a proof (the paper's
+    conversion, the synthetic script's accounting) are ``known_violation`` where the exact
+    loss exceeds ε*."""
+    draw = jax.jit(lambda k, s: discrete_gaussian(k, s, (n_samples, n_coords)))
+    results = []
+    for index, eps in enumerate(eps_values):
+        for case, (accounting, conversion) in enumerate(modes):
+            rho = float(zcdp_rho(eps, delta, conversion))
+            sigma = float(sigma_of(rho, accounting))
+            exact = gaussian_count_epsilon(delta, sigma, n_coords)
+            z = np.asarray(draw(jax.random.fold_in(jax.random.fold_in(key, index), case), sigma))
+            loss = (2.0 * z.sum(axis=1) + n_coords) / (2.0 * sigma * sigma)
+            emp, se = empirical_epsilon_for_delta(loss, delta)
+            unproven = accounting == "synthetic_code" or conversion == "paper"
+            results.append(AuditResult(
+                mechanism, f"{accounting}/{conversion}", float(eps), exact, emp, se,
+                delta=delta, known_violation=unproven and exact > eps,
+                detail=(f"{shifted}, sigma={sigma:.4g}, "
+                        f"exact delta(eps*)={gaussian_count_delta(eps, sigma, n_coords):.3g} vs {delta:g}; "
+                        f"zCDP: rho {n_coords / (2 * sigma * sigma):.4g} vs claimed {rho:.4g}"
+                        + ("; unproven mode" if unproven else ""))))
+    return results
+
+
 GAUSSIAN_AUDIT_MODES = (("tight_joint", "cks"), ("tight_joint", "bun_steinke"), ("paper", "bun_steinke"),
                         ("paper", "paper"), ("synthetic_code", "paper"))
 
@@ -106,29 +136,12 @@ def audit_discrete_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4
     the exact loss exceeds ε*; at the default sizes the slack of the conversions keeps all
     of them within budget, while the zCDP ρ the detail reports exceeds the claimed ρ for
     ``synthetic_code`` (1.2ρ at m = 5)."""
-    shift = worst_case_count_shift(n_items)
-    n_coords = int(np.sum(np.abs(shift)))
+    n_coords = int(np.sum(np.abs(worst_case_count_shift(n_items))))
     graph = dense_item_graph(n_items)
-    draw = jax.jit(lambda k, s: discrete_gaussian(k, s, (n_samples, n_coords)))
-    results = []
-    for index, eps in enumerate(eps_values):
-        for case, (accounting, conversion) in enumerate(modes):
-            rho = float(zcdp_rho(eps, delta, conversion))
-            sigma = float(gaussian_count_sigma(rho, graph, accounting))
-            exact = gaussian_count_epsilon(delta, sigma, n_coords)
-            z = np.asarray(draw(jax.random.fold_in(jax.random.fold_in(key, index), case), sigma))
-            loss = (2.0 * z.sum(axis=1) + n_coords) / (2.0 * sigma * sigma)
-            emp, se = empirical_epsilon_for_delta(loss, delta)
-            exact_delta = gaussian_count_delta(eps, sigma, n_coords)
-            unproven = accounting == "synthetic_code" or conversion == "paper"
-            results.append(AuditResult(
-                "nguyen-discrete-gaussian", f"{accounting}/{conversion}", float(eps), exact, emp, se,
-                delta=delta, known_violation=unproven and exact > eps,
-                detail=(f"m={n_items}, {n_coords} counts shifted (2*floor(m^2/4)={2 * max_cut_complete(n_items)}), "
-                        f"sigma={sigma:.4g}, exact delta(eps*)={exact_delta:.3g} vs {delta:g}; zCDP: "
-                        f"rho {n_coords / (2 * sigma * sigma):.4g} vs claimed {rho:.4g}"
-                        + ("; unproven mode" if unproven else ""))))
-    return results
+    return _gaussian_chain_audit(
+        key, "nguyen-discrete-gaussian", eps_values, delta, modes, n_coords, n_samples,
+        lambda rho, accounting: gaussian_count_sigma(rho, graph, accounting),
+        f"m={n_items}, {n_coords} counts shifted (2*floor(m^2/4)={2 * max_cut_complete(n_items)})")
 
 
 def audit_discrete_laplace(key, eps_values=(0.5, 1.0, 2.0), n_items: int = 4, n_samples: int = 200_000,
@@ -218,22 +231,8 @@ def audit_sparse_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4, 
     if int(np.sum(np.abs(shift) * graph)) != n_coords:
         raise AssertionError("the maximum-cut rows do not shift 2·cut queried counts")
     edges = int(graph.sum()) // 2
-    draw = jax.jit(lambda k, s: discrete_gaussian(k, s, (n_samples, n_coords)))
-    results = []
-    for index, eps in enumerate(eps_values):
-        for case, (accounting, conversion) in enumerate(modes):
-            rho = float(zcdp_rho(eps, delta, conversion))
-            sigma = float(gaussian_count_sigma(rho, jnp.asarray(graph), accounting))
-            exact = gaussian_count_epsilon(delta, sigma, n_coords)
-            z = np.asarray(draw(jax.random.fold_in(jax.random.fold_in(key, index), case), sigma))
-            loss = (2.0 * z.sum(axis=1) + n_coords) / (2.0 * sigma * sigma)
-            emp, se = empirical_epsilon_for_delta(loss, delta)
-            unproven = accounting == "synthetic_code" or conversion == "paper"
-            results.append(AuditResult(
-                "nguyen-sparse-gaussian", f"{accounting}/{conversion}", float(eps), exact, emp, se,
-                delta=delta, known_violation=unproven and exact > eps,
-                detail=(f"m={graph.shape[0]}, |E|={edges}, max cut {n_coords // 2}: {n_coords} counts shifted, "
-                        f"sigma={sigma:.4g}, exact delta(eps*)={gaussian_count_delta(eps, sigma, n_coords):.3g} "
-                        f"vs {delta:g}; zCDP: rho {n_coords / (2 * sigma * sigma):.4g} vs claimed {rho:.4g}"
-                        + ("; unproven mode" if unproven else ""))))
-    return results
+    queried = jnp.asarray(graph)
+    return _gaussian_chain_audit(
+        key, "nguyen-sparse-gaussian", eps_values, delta, modes, n_coords, n_samples,
+        lambda rho, accounting: gaussian_count_sigma(rho, queried, accounting),
+        f"m={graph.shape[0]}, |E|={edges}, max cut {n_coords // 2}: {n_coords} counts shifted")
