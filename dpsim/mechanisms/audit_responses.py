@@ -15,8 +15,10 @@ the claimed δ, and ``exact_loss`` is the smallest ε′ with δ(ε′) ≤ δ. 
 replaces the exact law of ℓ by samples of Z from :func:`dpsim.mechanisms.discrete_gaussian`
 (:func:`dpsim.mechanisms.audit.empirical_epsilon_for_delta`).
 
-**Discrete Laplace** (pure ε): ℓ = Σ_k (|Z_k + d_k| − |Z_k|)/t, sup ℓ = D/t, estimated from
-samples with :func:`dpsim.mechanisms.audit.histogram_epsilon` as for cai's counts.
+**Discrete Laplace** (pure ε): ℓ = Σ_k (|Z_k + d_k| − |Z_k|)/t, sup ℓ = D/t (the ratio of the
+discrete densities ∝ e^{−|z|/t} is the continuous one's:
+:func:`dpsim.mechanisms.audit.laplace_privacy_loss`), estimated from samples with
+:func:`dpsim.mechanisms.audit.histogram_epsilon` as for cai's counts.
 
 **Sparse discrete Gaussian** (Algorithm 2 on an item graph G): only the 2|E| ordered pairs
 of G are released; a row x replaced by 1 − x shifts exactly the counts of the directed cut,
@@ -40,7 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.spectral import differential_counts
-from dpsim.mechanisms.audit import AuditResult, empirical_epsilon_for_delta, histogram_epsilon, smallest_epsilon
+from dpsim.mechanisms.audit import (AuditResult, empirical_epsilon_for_delta, histogram_epsilon, laplace_privacy_loss,
+                                    smallest_epsilon)
 from dpsim.mechanisms.count_noise import gaussian_count_sigma, laplace_count_scale, max_cut_complete
 from dpsim.mechanisms.discrete import discrete_gaussian, discrete_gaussian_pmf, discrete_laplace
 from dpsim.mechanisms.shuffle import randomize_responses
@@ -157,9 +160,9 @@ def audit_discrete_laplace(key, eps_values=(0.5, 1.0, 2.0), n_items: int = 4, n_
             t = float(laplace_count_scale(eps, graph, accounting))
             k = jax.random.fold_in(jax.random.fold_in(key, index), case)
             k_p, k_q = jax.random.split(k)
-            z_p, z_q = np.asarray(draw(k_p, t)), np.asarray(draw(k_q, t))
-            loss_p = np.sum(np.abs(z_p + 1.0) - np.abs(z_p), axis=1) / t     # output ~ P
-            loss_q = np.sum(np.abs(z_q) - np.abs(z_q - 1.0), axis=1) / t     # output ~ Q
+            # every shifted count is 1 under P and 0 under Q (by symmetry of the noise)
+            loss_p = np.asarray(laplace_privacy_loss(1.0 + draw(k_p, t), 1.0, 0.0, t))   # output ~ P
+            loss_q = np.asarray(laplace_privacy_loss(draw(k_q, t), 1.0, 0.0, t))         # output ~ Q
             emp, se = histogram_epsilon(loss_p, loss_q)
             results.append(AuditResult(
                 "nguyen-discrete-laplace", accounting, float(eps), n_coords / t, emp, se,
