@@ -64,3 +64,24 @@ def test_strict_mode_stays_within_eps_and_paper_mode_reaches_two_eps():
             assert r.within_budget
             assert r.empirical_loss <= r.eps + 4 * r.empirical_se + 0.02
     assert seen == {("alg2-edge", "-"), ("alg3-individual", "strict"), ("alg3-individual", "paper")}
+
+
+def test_empirical_epsilon_for_delta_matches_the_gaussian_curve_and_its_bracket():
+    """The shared bisection (label and response audits): on samples of the Gaussian
+    mechanism's privacy loss (ℓ ~ N(μ, 2μ), μ = Δ²/(2σ²)) the estimate agrees with the
+    exact smallest ε' of Balle & Wang's δ(ε') within 4 standard errors, the result meets
+    the constraint, and a loss below 1 everywhere (bracket [0, 1]) and a loss that never
+    exceeds δ (ε̂ = 0) are handled."""
+    from dpsim.mechanisms.audit import empirical_epsilon_for_delta, smallest_epsilon
+    from dpsim.mechanisms.objective_perturbation import gaussian_mechanism_epsilon
+    delta = 1e-3
+    for sigma in (1.0, 8.0):
+        mu = 1.0 / (2 * sigma * sigma)
+        loss = np.asarray(mu + np.sqrt(2 * mu) * jax.random.normal(jax.random.key(3), (400_000,)))
+        eps_hat, se = empirical_epsilon_for_delta(loss, delta)
+        exact = float(gaussian_mechanism_epsilon(delta, 1.0, sigma))
+        assert abs(eps_hat - exact) <= 4 * se
+        assert np.mean(np.clip(-np.expm1(eps_hat - loss), 0, None)) <= delta
+    assert loss.max() < 1.0                        # the σ = 8 case used the bracket [0, 1]
+    assert empirical_epsilon_for_delta(np.full(10, -1.0), delta)[0] == 0.0
+    assert smallest_epsilon(lambda e: np.exp(-e), 1e-3, 1.0) == pytest.approx(np.log(1e3), rel=1e-12)

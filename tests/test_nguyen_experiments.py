@@ -32,7 +32,7 @@ from dpsim.mechanisms.audit_responses import audit_sparse_gaussian, cycle_graph,
 from dpsim.theory import nguyen as theory
 from dpsim.experiments.nguyen import CHECKS, EXPERIMENTS
 from dpsim.experiment import MethodRatioSlopeCheck
-from dpsim.experiments.nguyen.checks import MethodRatioCheck, MetricRatioSlopeCheck, RelativeLevelCheck
+from dpsim.experiments.nguyen.checks import MethodRatioCheck, MetricRatioSlopeCheck, RelativeLevelCheck, RMSSlopeCheck
 from dpsim.experiments.nguyen.common import resolve, SYNTHETIC, REAL
 
 BY_NAME = {e.name: e for e in EXPERIMENTS}
@@ -183,6 +183,17 @@ def test_metric_ratio_slope_check():
     table = _paired_table(1.0, x=[2.0, 4.0, 8.0, 16.0])     # linf = l2/x: slope −1
     assert MetricRatioSlopeCheck("t", "e", "a", "linf", "l2", "n_items", -1.05, -0.95).evaluate(table).verdict == "PASS"
     assert MetricRatioSlopeCheck("t", "e", "a", "linf", "l2", "n_items", -0.5, 0.0).evaluate(table).verdict == "FAIL"
+
+
+def test_rms_slope_check():
+    table = _paired_table(lambda x: x ** 1.5, x=[2.0, 4.0, 8.0, 16.0])   # RMS of a's l2 ∝ x^1.5
+    assert RMSSlopeCheck("t", "e", "l2", "a", "n_items", 1.4, 1.6).evaluate(table).verdict == "PASS"
+    assert RMSSlopeCheck("t", "e", "l2", "a", "n_items", 0.9, 1.1).evaluate(table).verdict == "FAIL"
+    one_x = _paired_table(1.0, x=[4.0])
+    for check in (RMSSlopeCheck("t", "e", "l2", "a", "n_items", 1.4, 1.6),
+                  MetricRatioSlopeCheck("t", "e", "a", "linf", "l2", "n_items", -1.05, -0.95)):
+        with pytest.raises(UsageError, match="at least two values of x"):
+            check.estimate(check.rows(one_x))
 
 
 def test_relative_level_check():

@@ -106,12 +106,16 @@ def rr_naive_log_probabilities(z, eps):
             jnp.logaddexp(log_keep + log_s0, log_flip + log_s1))
 
 
+def _label_nll(log_p1, log_p0, labels):
+    """−(1/n)Σ [t_i log p_{i,1} + (1 − t_i) log p_{i,0}] from per-sample log-probabilities."""
+    return -jnp.mean(labels * log_p1 + (1.0 - labels) * log_p0)
+
+
 def rr_naive_loss(theta, x, y_tilde, eps):
     """l̃_{D,ε}(θ)/n = −(1/n)Σ [ỹ_i log p̃_{i,1} + (1 − ỹ_i) log p̃_{i,0}], the likelihood of the
     privatised labels (chowdhury eq. (3), Thm 4.1; spec §4.2). Not convex in general."""
     require_eps(eps)
-    log_p1, log_p0 = rr_naive_log_probabilities(x @ theta, eps)
-    return -jnp.mean(y_tilde * log_p1 + (1.0 - y_tilde) * log_p0)
+    return _label_nll(*rr_naive_log_probabilities(x @ theta, eps), y_tilde)
 
 
 # ---------------------------------------------------------------------------------------
@@ -209,8 +213,7 @@ def rr_naive_objective(x, y_tilde, eps) -> DenseObjective:
     log_c = jnp.log(jnp.tanh(jnp.asarray(eps, jnp.float64) / 2.0))
 
     def value(theta):
-        log_p1, log_p0 = rr_naive_log_probabilities(x @ theta, eps)
-        return -jnp.mean(y_tilde * log_p1 + (1.0 - y_tilde) * log_p0)
+        return rr_naive_loss(theta, x, y_tilde, eps)
 
     def evaluate(theta):
         z = x @ theta
@@ -218,7 +221,7 @@ def rr_naive_objective(x, y_tilde, eps) -> DenseObjective:
         log_dp = log_c - jax.nn.softplus(z) - jax.nn.softplus(-z)       # log p' = log cσ'
         p1, p0, dp = jnp.exp(log_p1), jnp.exp(log_p0), jnp.exp(log_dp)
         r = jnp.exp(log_dp - log_p1 - log_p0)
-        f = -jnp.mean(y_tilde * log_p1 + (1.0 - y_tilde) * log_p0)
+        f = _label_nll(log_p1, log_p0, y_tilde)
         grad = x.T @ (r * (p1 - y_tilde)) / n
         fisher_w = r * dp
         hess_w = fisher_w + (p1 - y_tilde) * r * (jnp.tanh(-z / 2.0) - r * (p0 - p1))

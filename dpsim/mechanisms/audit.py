@@ -20,6 +20,7 @@ the top tail (the atom of ℓ at its maximum) has frequency ratio exp(sup ℓ).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -64,6 +65,44 @@ def histogram_epsilon(stat, stat_prime, bins: int = 100, min_count: int = 100):
     best = int(np.argmax(log_ratio))
     se = float(np.sqrt(1.0 / c[keep][best] + 1.0 / c_prime[keep][best]))
     return float(log_ratio[best]), se
+
+
+def smallest_epsilon(delta_of: Callable[[float], float], delta: float, hi: float) -> float:
+    """The smallest ε ≥ 0 with ``delta_of``(ε) ≤ δ, for a non-increasing ``delta_of`` (a
+    hockey-stick divergence δ(ε)): 100 bisection steps on [0, ``hi``], ``hi`` doubled first
+    until δ(hi) ≤ δ. Returns the upper end of the final bracket, so δ(result) ≤ δ (0.0 when
+    δ(0) ≤ δ already). Host, float. Used for the exact (ε, δ) curves of
+    :mod:`dpsim.mechanisms.audit_responses` and by :func:`empirical_epsilon_for_delta`."""
+    lo = 0.0
+    if delta_of(0.0) <= delta:
+        return 0.0
+    while delta_of(hi) > delta:
+        hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if delta_of(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def empirical_epsilon_for_delta(loss, delta: float):
+    """ε̂ = the smallest ε with mean[(1 − e^{ε−ℓ})₊] ≤ δ over samples ℓ of the privacy-loss
+    statistic drawn under D (the hockey-stick divergence estimated from samples), and its
+    delta-method standard error std((1 − e^{ε̂−ℓ})₊)/√n divided by the slope
+    mean[e^{ε̂−ℓ}; ℓ > ε̂] (∞ if that slope is 0).
+
+    The bracket is [0, max(1, max ℓ)]: at ε = max ℓ every term is 0, so its upper end
+    already satisfies the constraint. Args: loss (n,) samples; delta: δ ∈ (0, 1).
+    Returns: (ε̂, standard error)."""
+    loss = np.asarray(loss)
+    delta_of = lambda e: float(np.mean(np.clip(-np.expm1(e - loss), 0.0, None)))  # noqa: E731
+    eps_hat = smallest_epsilon(delta_of, delta, max(1.0, float(loss.max())))
+    terms = np.clip(-np.expm1(eps_hat - loss), 0.0, None)
+    slope = float(np.mean(np.where(loss > eps_hat, np.exp(eps_hat - loss), 0.0)))
+    se = float(np.std(terms) / math.sqrt(loss.size) / slope) if slope > 0 else float("inf")
+    return eps_hat, se
 
 
 class AuditResult(NamedTuple):

@@ -12,10 +12,13 @@ loss at the output is ℓ = Σ_k ((Z_k + d_k)² − Z_k²)/(2σ²) = (2S + D)/(2
 which has the law of a sum of D i.i.d. N_ℤ(0, σ²) (computed exactly by FFT convolution of
 the pmf). The exact δ(ε) = E[(1 − e^{ε−ℓ})₊] (the hockey-stick divergence) is compared with
 the claimed δ, and ``exact_loss`` is the smallest ε′ with δ(ε′) ≤ δ. The empirical estimate
-replaces the exact law of ℓ by samples of Z from :func:`dpsim.mechanisms.discrete_gaussian`.
+replaces the exact law of ℓ by samples of Z from :func:`dpsim.mechanisms.discrete_gaussian`
+(:func:`dpsim.mechanisms.audit.empirical_epsilon_for_delta`).
 
-**Discrete Laplace** (pure ε): ℓ = Σ_k (|Z_k + d_k| − |Z_k|)/t, sup ℓ = D/t, estimated from
-samples with :func:`dpsim.mechanisms.audit.histogram_epsilon` as for cai's counts.
+**Discrete Laplace** (pure ε): ℓ = Σ_k (|Z_k + d_k| − |Z_k|)/t, sup ℓ = D/t (the ratio of the
+discrete densities ∝ e^{−|z|/t} is the continuous one's:
+:func:`dpsim.mechanisms.audit.laplace_privacy_loss`), estimated from samples with
+:func:`dpsim.mechanisms.audit.histogram_epsilon` as for cai's counts.
 
 **Sparse discrete Gaussian** (Algorithm 2 on an item graph G): only the 2|E| ordered pairs
 of G are released; a row x replaced by 1 − x shifts exactly the counts of the directed cut,
@@ -39,7 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.spectral import differential_counts
-from dpsim.mechanisms.audit import AuditResult, histogram_epsilon
+from dpsim.mechanisms.audit import (AuditResult, empirical_epsilon_for_delta, histogram_epsilon, laplace_privacy_loss,
+                                    smallest_epsilon)
 from dpsim.mechanisms.count_noise import gaussian_count_sigma, laplace_count_scale, max_cut_complete
 from dpsim.mechanisms.discrete import discrete_gaussian, discrete_gaussian_pmf, discrete_laplace
 from dpsim.mechanisms.shuffle import randomize_responses
@@ -86,37 +90,41 @@ def gaussian_count_delta(eps: float, sigma: float, n_coords: int) -> float:
     return _hockey_stick((2.0 * s + n_coords) / (2.0 * sigma * sigma), pmf, eps)
 
 
-def _smallest_eps(delta_of, delta: float, hi: float) -> float:
-    lo = 0.0
-    if delta_of(0.0) <= delta:
-        return 0.0
-    while delta_of(hi) > delta:
-        hi *= 2.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if delta_of(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
 def gaussian_count_epsilon(delta: float, sigma: float, n_coords: int) -> float:
     """The smallest ε with :func:`gaussian_count_delta`(ε) ≤ δ (exact, host)."""
     s, pmf = _sum_pmf(sigma, n_coords)
     loss = (2.0 * s + n_coords) / (2.0 * sigma * sigma)
-    return _smallest_eps(lambda e: _hockey_stick(loss, pmf, e), delta, max(1.0, float(loss.max())))
+    return smallest_epsilon(lambda e: _hockey_stick(loss, pmf, e), delta, max(1.0, float(loss.max())))
 
 
-def _empirical_eps(loss: np.ndarray, delta: float):
-    """ε̂ with mean((1 − e^{ε−ℓ})₊) = δ over samples ℓ, and its delta-method standard error."""
-    n = loss.size
-    delta_of = lambda e: float(np.mean(np.clip(-np.expm1(e - loss), 0.0, None)))
-    eps_hat = _smallest_eps(delta_of, delta, max(1.0, float(loss.max())))
-    terms = np.clip(-np.expm1(eps_hat - loss), 0.0, None)
-    slope = float(np.mean(np.where(loss > eps_hat, np.exp(eps_hat - loss), 0.0)))
-    se = float(np.std(terms) / math.sqrt(n) / slope) if slope > 0 else float("inf")
-    return eps_hat, se
+def _gaussian_chain_audit(key, mechanism: str, eps_values, delta: float, modes, n_coords: int,
+                          n_samples: int, sigma_of, shifted: str) -> list[AuditResult]:
+    """The rows of a discrete-Gaussian chain audit, dense or sparse (module docstring): for
+    each ε* (index i) and (accounting, conversion) mode (index j), ρ = zcdp_rho(ε*, δ,
+    conversion), σ = ``sigma_of``(ρ, accounting), the exact loss on ``n_coords`` counts
+    shifted by ±1 and its estimate from ``n_samples`` draws keyed fold_in(fold_in(key, i), j).
+    ``shifted`` opens the detail (what was shifted); the modes without a proof (the paper's
+    conversion, the synthetic script's accounting) are ``known_violation`` where the exact
+    loss exceeds ε*."""
+    draw = jax.jit(lambda k, s: discrete_gaussian(k, s, (n_samples, n_coords)))
+    results = []
+    for index, eps in enumerate(eps_values):
+        for case, (accounting, conversion) in enumerate(modes):
+            rho = float(zcdp_rho(eps, delta, conversion))
+            sigma = float(sigma_of(rho, accounting))
+            exact = gaussian_count_epsilon(delta, sigma, n_coords)
+            z = np.asarray(draw(jax.random.fold_in(jax.random.fold_in(key, index), case), sigma))
+            loss = (2.0 * z.sum(axis=1) + n_coords) / (2.0 * sigma * sigma)
+            emp, se = empirical_epsilon_for_delta(loss, delta)
+            unproven = accounting == "synthetic_code" or conversion == "paper"
+            results.append(AuditResult(
+                mechanism, f"{accounting}/{conversion}", float(eps), exact, emp, se,
+                delta=delta, known_violation=unproven and exact > eps,
+                detail=(f"{shifted}, sigma={sigma:.4g}, "
+                        f"exact delta(eps*)={gaussian_count_delta(eps, sigma, n_coords):.3g} vs {delta:g}; "
+                        f"zCDP: rho {n_coords / (2 * sigma * sigma):.4g} vs claimed {rho:.4g}"
+                        + ("; unproven mode" if unproven else ""))))
+    return results
 
 
 GAUSSIAN_AUDIT_MODES = (("tight_joint", "cks"), ("tight_joint", "bun_steinke"), ("paper", "bun_steinke"),
@@ -131,29 +139,12 @@ def audit_discrete_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4
     the exact loss exceeds ε*; at the default sizes the slack of the conversions keeps all
     of them within budget, while the zCDP ρ the detail reports exceeds the claimed ρ for
     ``synthetic_code`` (1.2ρ at m = 5)."""
-    shift = worst_case_count_shift(n_items)
-    n_coords = int(np.sum(np.abs(shift)))
+    n_coords = int(np.sum(np.abs(worst_case_count_shift(n_items))))
     graph = dense_item_graph(n_items)
-    draw = jax.jit(lambda k, s: discrete_gaussian(k, s, (n_samples, n_coords)))
-    results = []
-    for index, eps in enumerate(eps_values):
-        for case, (accounting, conversion) in enumerate(modes):
-            rho = float(zcdp_rho(eps, delta, conversion))
-            sigma = float(gaussian_count_sigma(rho, graph, accounting))
-            exact = gaussian_count_epsilon(delta, sigma, n_coords)
-            z = np.asarray(draw(jax.random.fold_in(jax.random.fold_in(key, index), case), sigma))
-            loss = (2.0 * z.sum(axis=1) + n_coords) / (2.0 * sigma * sigma)
-            emp, se = _empirical_eps(loss, delta)
-            exact_delta = gaussian_count_delta(eps, sigma, n_coords)
-            unproven = accounting == "synthetic_code" or conversion == "paper"
-            results.append(AuditResult(
-                "nguyen-discrete-gaussian", f"{accounting}/{conversion}", float(eps), exact, emp, se,
-                delta=delta, known_violation=unproven and exact > eps,
-                detail=(f"m={n_items}, {n_coords} counts shifted (2*floor(m^2/4)={2 * max_cut_complete(n_items)}), "
-                        f"sigma={sigma:.4g}, exact delta(eps*)={exact_delta:.3g} vs {delta:g}; zCDP: "
-                        f"rho {n_coords / (2 * sigma * sigma):.4g} vs claimed {rho:.4g}"
-                        + ("; unproven mode" if unproven else ""))))
-    return results
+    return _gaussian_chain_audit(
+        key, "nguyen-discrete-gaussian", eps_values, delta, modes, n_coords, n_samples,
+        lambda rho, accounting: gaussian_count_sigma(rho, graph, accounting),
+        f"m={n_items}, {n_coords} counts shifted (2*floor(m^2/4)={2 * max_cut_complete(n_items)})")
 
 
 def audit_discrete_laplace(key, eps_values=(0.5, 1.0, 2.0), n_items: int = 4, n_samples: int = 200_000,
@@ -169,9 +160,9 @@ def audit_discrete_laplace(key, eps_values=(0.5, 1.0, 2.0), n_items: int = 4, n_
             t = float(laplace_count_scale(eps, graph, accounting))
             k = jax.random.fold_in(jax.random.fold_in(key, index), case)
             k_p, k_q = jax.random.split(k)
-            z_p, z_q = np.asarray(draw(k_p, t)), np.asarray(draw(k_q, t))
-            loss_p = np.sum(np.abs(z_p + 1.0) - np.abs(z_p), axis=1) / t     # output ~ P
-            loss_q = np.sum(np.abs(z_q) - np.abs(z_q - 1.0), axis=1) / t     # output ~ Q
+            # every shifted count is 1 under P and 0 under Q (by symmetry of the noise)
+            loss_p = np.asarray(laplace_privacy_loss(1.0 + draw(k_p, t), 1.0, 0.0, t))   # output ~ P
+            loss_q = np.asarray(laplace_privacy_loss(draw(k_q, t), 1.0, 0.0, t))         # output ~ Q
             emp, se = histogram_epsilon(loss_p, loss_q)
             results.append(AuditResult(
                 "nguyen-discrete-laplace", accounting, float(eps), n_coords / t, emp, se,
@@ -243,22 +234,8 @@ def audit_sparse_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4, 
     if int(np.sum(np.abs(shift) * graph)) != n_coords:
         raise AssertionError("the maximum-cut rows do not shift 2·cut queried counts")
     edges = int(graph.sum()) // 2
-    draw = jax.jit(lambda k, s: discrete_gaussian(k, s, (n_samples, n_coords)))
-    results = []
-    for index, eps in enumerate(eps_values):
-        for case, (accounting, conversion) in enumerate(modes):
-            rho = float(zcdp_rho(eps, delta, conversion))
-            sigma = float(gaussian_count_sigma(rho, jnp.asarray(graph), accounting))
-            exact = gaussian_count_epsilon(delta, sigma, n_coords)
-            z = np.asarray(draw(jax.random.fold_in(jax.random.fold_in(key, index), case), sigma))
-            loss = (2.0 * z.sum(axis=1) + n_coords) / (2.0 * sigma * sigma)
-            emp, se = _empirical_eps(loss, delta)
-            unproven = accounting == "synthetic_code" or conversion == "paper"
-            results.append(AuditResult(
-                "nguyen-sparse-gaussian", f"{accounting}/{conversion}", float(eps), exact, emp, se,
-                delta=delta, known_violation=unproven and exact > eps,
-                detail=(f"m={graph.shape[0]}, |E|={edges}, max cut {n_coords // 2}: {n_coords} counts shifted, "
-                        f"sigma={sigma:.4g}, exact delta(eps*)={gaussian_count_delta(eps, sigma, n_coords):.3g} "
-                        f"vs {delta:g}; zCDP: rho {n_coords / (2 * sigma * sigma):.4g} vs claimed {rho:.4g}"
-                        + ("; unproven mode" if unproven else ""))))
-    return results
+    queried = jnp.asarray(graph)
+    return _gaussian_chain_audit(
+        key, "nguyen-sparse-gaussian", eps_values, delta, modes, n_coords, n_samples,
+        lambda rho, accounting: gaussian_count_sigma(rho, queried, accounting),
+        f"m={graph.shape[0]}, |E|={edges}, max cut {n_coords // 2}: {n_coords} counts shifted")

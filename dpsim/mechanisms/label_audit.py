@@ -21,7 +21,8 @@ mechanism itself.
   estimate samples θ̂ (exact Newton solves) under both neighbours, recovers the privacy-loss
   statistic ℓ(θ̂) = (‖w_{D'}(θ̂)‖² − ‖w_D(θ̂)‖²)/(2σ²) from the optimality condition
   w_D(θ̂) = −[Xᵀ(σ(Xθ̂) − y) + βθ̂], and finds the smallest ε' with
-  mean_D[(1 − e^{ε'−ℓ})₊] ≤ δ (the hockey-stick divergence estimated from samples).
+  mean_D[(1 − e^{ε'−ℓ})₊] ≤ δ (the hockey-stick divergence estimated from samples,
+  :func:`dpsim.mechanisms.audit.empirical_epsilon_for_delta`).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.linear_btl import objective_perturbation
-from dpsim.mechanisms.audit import AuditResult, histogram_epsilon
+from dpsim.mechanisms.audit import AuditResult, empirical_epsilon_for_delta, histogram_epsilon
 from dpsim.mechanisms.objective_perturbation import gaussian_mechanism_epsilon, label_dp_noise_scale
 from dpsim.mechanisms.randomized_response import (
     flip_probability,
@@ -89,27 +90,6 @@ def _worst_case_data(dim: int, n_samples: int, key):
     return x, y, y.at[0].set(0.0)
 
 
-def _empirical_epsilon_for_delta(loss, delta):
-    """Smallest ε' with mean[(1 − e^{ε' − ℓ})₊] ≤ δ over samples ℓ under D, and its
-    delta-method standard error."""
-    loss = np.asarray(loss)
-
-    def hockey(e):
-        return np.mean(np.clip(1.0 - np.exp(e - loss), 0.0, None))
-
-    lo, hi = 0.0, float(loss.max())
-    if hockey(lo) <= delta:
-        return 0.0, 0.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if hockey(mid) > delta else (lo, mid)
-    e = hi
-    terms = np.clip(1.0 - np.exp(e - loss), 0.0, None)
-    slope = np.mean(np.exp(e - loss) * (loss > e))
-    se = float(np.std(terms) / np.sqrt(len(loss)) / max(slope, 1e-300))
-    return float(e), se
-
-
 def audit_objective_perturbation(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 20_000,
                                  delta: float = 1e-3, dim: int = 2, n_data: int = 8,
                                  beta: float = 1.0) -> list[AuditResult]:
@@ -134,7 +114,7 @@ def audit_objective_perturbation(key, eps_values=(0.5, 1.0, 2.0), n_samples: int
         w_d, w_dp = w_of(theta, y), w_of(theta, y_prime)
         loss = (jnp.sum(w_dp ** 2, axis=1) - jnp.sum(w_d ** 2, axis=1)) / (2 * sigma ** 2)
         exact = float(gaussian_mechanism_epsilon(delta, 2.0 * L, sigma))
-        emp, se = _empirical_epsilon_for_delta(loss, delta)
+        emp, se = empirical_epsilon_for_delta(loss, delta)
         results.append(AuditResult("objective-perturbation", "label", float(eps), exact, emp, se,
                                    delta=delta, sampled_max_loss=float(jnp.max(loss)),
                                    detail=f"sensitivity 2L = {2 * L:.3g}, sigma {sigma:.3g}, beta {beta:g}"))

@@ -53,7 +53,7 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.estimators.linear_btl import mle, objective_perturbation, rr_debiased, theory_ridge
-from dpsim.estimators.linear_btl_sgd import SCHEDULES, sgd_mle, sgd_objective_perturbation, sgd_rr
+from dpsim.estimators.linear_btl_sgd import SCHEDULES, feature_coverage, sgd_mle, sgd_objective_perturbation, sgd_rr
 from dpsim.experiment import Derived, Method, UsageError, axes, solver_diagnostics
 from dpsim.experiment.axes import AxisType
 from dpsim.mechanisms.randomized_response import randomized_response
@@ -262,7 +262,9 @@ def sgd_row(ctx, fit) -> dict:
 
 
 def sgd_options(ctx) -> dict:
-    return {"schedule": ctx.analysis["schedule"], "sum_zero": sum_zero(ctx.shape)}
+    """The SGD fits' options at one analysis point; κ̂ (the theory schedule's λ_min(Σ_D))
+    comes from the replicate's sample (:func:`sgd_generate`)."""
+    return {"schedule": ctx.analysis["schedule"], "sum_zero": sum_zero(ctx.shape), "kappa": ctx.sample["kappa"]}
 
 
 def sgd_mle_fn(key, ctx):
@@ -307,8 +309,11 @@ SGD_METHODS = {
 
 
 def sgd_generate(key, shape, truth, data):
-    """:func:`binary_data` with the shape's link (logistic: BTL; probit: Thurstone)."""
-    return binary_data(key, shape, truth, link=shape["link"])
+    """:func:`binary_data` with the shape's link (logistic: BTL; probit: Thurstone), and the
+    feature coverage κ̂ = λ_min(Σ_D) of the theory schedule, computed once per replicate
+    (it depends on the features only) rather than by every SGD fit."""
+    sample = binary_data(key, shape, truth, link=shape["link"])
+    return {**sample, "kappa": feature_coverage(sample["x"])}
 
 
 def binary_lane_bytes(shape) -> int:

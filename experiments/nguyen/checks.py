@@ -69,13 +69,23 @@ class MethodRatioCheck(Check):
                         f"{what} ratio {self.numerator}/{self.denominator}, {len(wide)} paired obs", _reps(rows))
 
 
-def _slope_estimate(name, xs, logs, ses, low, high, reps, what) -> Estimate:
+def _slope_estimate(check, rows, log_at, what) -> Estimate:
+    """The slope in log ``check.x`` of a log quantity judged against [``check.low``,
+    ``check.high``]: ``log_at(rows at x, x)`` gives its (value, standard error) at each x of
+    the grid, and the slope is fitted with those standard errors (x values hold independent
+    data)."""
+    xs = sorted(float(v) for v in rows[check.x].dropna().unique())
+    logs, ses = [], []
+    for v in xs:
+        log_v, se = log_at(select(rows, {check.x: [v]}), v)
+        logs.append(log_v)
+        ses.append(se)
     if len(xs) < 2:
-        raise UsageError(f"check {name!r}: need at least two values of x to fit a slope")
+        raise UsageError(f"check {check.name!r}: need at least two values of x to fit a slope")
     slope, se = slope_fit(np.log(xs), logs, y_se=ses)
     lo, hi = slope - Z95 * se, slope + Z95 * se
-    return Estimate(slope, lo, hi, low, high, format_region(low, high, signed=True),
-                    f"{slope:+.3f} [{lo:+.3f}, {hi:+.3f}]", f"{what}, {len(xs)} grid values", reps)
+    return Estimate(slope, lo, hi, check.low, check.high, format_region(check.low, check.high, signed=True),
+                    f"{slope:+.3f} [{lo:+.3f}, {hi:+.3f}]", f"{what}, {len(xs)} grid values", _reps(rows))
 
 
 @dataclass(frozen=True)
@@ -96,14 +106,8 @@ class MetricRatioSlopeCheck(Check):
 
     def estimate(self, rows):
         require_unpooled(rows, [*self.where, *self.pool, self.x, self.numerator], f"check {self.name!r}")
-        xs = sorted(float(v) for v in rows[self.x].dropna().unique())
         ratio = RatioOfMeans(self.method, self.numerator, self.denominator, -math.inf, math.inf)
-        logs, ses = [], []
-        for v in xs:
-            log_r, se, _ = ratio.log_ratio(select(rows, {self.x: [v]}))
-            logs.append(log_r)
-            ses.append(se)
-        return _slope_estimate(self.name, xs, logs, ses, self.low, self.high, _reps(rows),
+        return _slope_estimate(self, rows, lambda at_x, v: ratio.log_ratio(at_x)[:2],
                                f"log(mean {self.numerator}/mean {self.denominator}) vs log {self.x}")
 
 
@@ -156,12 +160,8 @@ class RMSSlopeCheck(Check):
 
     def estimate(self, rows):
         require_unpooled(rows, [*self.where, *self.pool, self.x, self.metric], f"check {self.name!r}")
-        xs = sorted(float(v) for v in rows[self.x].dropna().unique())
-        logs, ses = [], []
-        for v in xs:
-            sq = select(rows, {self.x: [v]})[self.metric].dropna().to_numpy(float) ** 2
-            log_rms, se = log_ratio_of_means(sq, (1.0,), scale=0.5, what=f"{self.metric!r} at {self.x}={v:g}")
-            logs.append(log_rms)
-            ses.append(se)
-        return _slope_estimate(self.name, xs, logs, ses, self.low, self.high, _reps(rows),
-                               f"log RMS {self.metric} vs log {self.x}")
+        def log_rms(at_x, v):
+            sq = at_x[self.metric].dropna().to_numpy(float) ** 2
+            return log_ratio_of_means(sq, (1.0,), scale=0.5, what=f"{self.metric!r} at {self.x}={v:g}")
+
+        return _slope_estimate(self, rows, log_rms, f"log RMS {self.metric} vs log {self.x}")
