@@ -531,3 +531,20 @@ def test_compiled_programs_of_old_experiments_are_released(tmp_path):
     finally:
         program.MAX_COMPILED = saved
         program.clear_cache()
+
+
+def test_load_results_orders_rows_the_same_whatever_the_order_of_the_parts(tmp_path):
+    """Parts have random names and chunks finish in any order: the loaded table (and so every
+    summary, figure CSV and check computed from it) must not depend on it."""
+    import pyarrow as pa
+
+    from dpsim.experiment import store
+    parts = [pa.table({"point": [7, 7, 3], "rep": [1, 0, 0], "method": ["b", "a", "a"], "x": [0.1, 0.2, 0.3]}),
+             pa.table({"point": [3, 3], "rep": [1, 0], "method": ["a", "b"], "x": [0.4, 0.5]})]
+    for name, order in (("forward", parts), ("backward", parts[::-1])):
+        for table in order:
+            store.write_part(tmp_path / name, store.mark_columns(table, ["x"]))
+    forward, backward = store.load_results(tmp_path / "forward"), store.load_results(tmp_path / "backward")
+    pd.testing.assert_frame_equal(forward, backward)
+    assert list(zip(forward["point"], forward["rep"], forward["method"])) == [
+        (3, 0, "a"), (3, 0, "b"), (3, 1, "a"), (7, 0, "a"), (7, 1, "b")]

@@ -142,8 +142,14 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     return frame
 
 
+ROW_ORDER = ("point", "rep", "method")
+
+
 def load_results(out: Path) -> pd.DataFrame:
-    """The tidy results table of a run directory (all parts concatenated)."""
+    """The tidy results table of a run directory: all parts concatenated, rows sorted by
+    (point, rep, method) so that everything computed from it (summaries, figures' CSVs,
+    checks) is the same to the last digit however the chunks were ordered on disk (parts
+    have random names and chunks finish in any order)."""
     files = part_files(out)
     if not files:
         raise UsageError(f"no results in {str(out)!r}")
@@ -151,6 +157,9 @@ def load_results(out: Path) -> pd.DataFrame:
     methods = sorted({n for t in tables for n in _marked(t, METHOD_COLUMNS_KEY)})
     derived = sorted({n for t in tables for n in _marked(t, DERIVED_COLUMNS_KEY)})
     combined = pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="default")
+    order = [(c, "ascending") for c in ROW_ORDER if c in combined.column_names]
+    if order:
+        combined = combined.sort_by(order)
     return _to_pandas(mark_columns(combined, methods, derived))
 
 
