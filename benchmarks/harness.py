@@ -125,14 +125,13 @@ def best_of(fn: Callable[[], Any], repeats: int = 7, number: int = 1) -> float:
 # ----------------------------------------------------------------------------- engine
 
 @contextmanager
-def instrumented_runner(micro_batch_bytes: int | None = None):
+def instrumented_runner():
     """Time the runner's chunk calls: wraps the compiled programs that
     ``runner.compiled_chunk_fn`` returns, so the timed calls are pure compute (compilation
     happens before, in the runner's background thread). Yields ``{"compute_s": seconds}``,
-    summed over chunks computed at the same time. ``micro_batch_bytes`` overrides
-    ``runner.MICRO_BATCH_BYTES`` (1 forces micro-batches of one lane)."""
+    summed over chunks computed at the same time."""
     stats, lock = {"compute_s": 0.0}, threading.Lock()
-    original_compiled, original_bytes = runner.compiled_chunk_fn, runner.MICRO_BATCH_BYTES
+    original_compiled = runner.compiled_chunk_fn
 
     def timed_compiled(*args, **kwargs):
         fn = original_compiled(*args, **kwargs)
@@ -147,28 +146,27 @@ def instrumented_runner(micro_batch_bytes: int | None = None):
         return call
 
     runner.compiled_chunk_fn = timed_compiled
-    if micro_batch_bytes is not None:
-        runner.MICRO_BATCH_BYTES = micro_batch_bytes
     try:
         yield stats
     finally:
-        runner.compiled_chunk_fn, runner.MICRO_BATCH_BYTES = original_compiled, original_bytes
+        runner.compiled_chunk_fn = original_compiled
 
 
 def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, workers: int | None = None,
-               chunk: int | None = None, micro_batch_bytes: int | None = None,
+               chunk: int | None = None, micro_batch: int | None = None,
                fits_method: str | None = None, describe: Callable[[Any], Mapping] | None = None) -> dict:
     """One ``run_experiment`` into a fresh temporary directory, end to end.
 
     Returns wall/cpu/compile seconds (:func:`measured`), ``compute_s`` (chunk calls),
     ``host_s`` = wall − compute (unhidden compile, keys, rows, Parquet), ``lanes``, ``rows``
     and ``fits`` (result rows of ``fits_method``, or all rows), plus ``describe(table)``
-    of the results table (e.g. solver iterations). Compiled programs cached in this process
-    are reused: see :func:`measure_engine` for a cold run."""
+    of the results table (e.g. solver iterations). ``micro_batch``: lanes vmapped together
+    (default: the device's choice, :func:`dpsim.experiment.runner.batching`). Compiled
+    programs cached in this process are reused: see :func:`measure_engine` for a cold run."""
     with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp:
-        with instrumented_runner(micro_batch_bytes) as chunks, measured() as m:
+        with instrumented_runner() as chunks, measured() as m:
             summary = runner.run_experiment(experiment, out=Path(tmp) / "run", reps=reps, overrides=overrides,
-                                            chunk=chunk, workers=workers, progress=False)
+                                            chunk=chunk, workers=workers, progress=False, micro_batch=micro_batch)
         table = load_results(summary.out)
     fitted = table if fits_method is None else table[table["method"] == fits_method]
     return {**m, "compute_s": chunks["compute_s"], "host_s": max(0.0, m["wall_s"] - chunks["compute_s"]),

@@ -91,7 +91,7 @@ STRESS = textwrap.dedent("""
         program.clear_cache()  # compile again, in the background thread, every run
         with tempfile.TemporaryDirectory() as out:
             summary = runner.run_experiment(fig4, reps=6, seed=3, out=out, overrides=overrides,
-                                            workers=workers, progress=False, watchdog=120)
+                                            workers=workers, progress=False, watchdog=120, micro_batch=16)
             table = store.load_results(out).sort_values(KEY).reset_index(drop=True)
         assert summary.lanes_run == 18, summary
         return table
@@ -110,8 +110,9 @@ STRESS = textwrap.dedent("""
 
 def test_concurrent_chunks_with_background_compile_stress(env, tmp_path):
     """cai-fig4 (the one-shot method solves a linear system per lane: the LAPACK path that
-    deadlocked) on 3 shapes, two workers, compiled afresh in the background thread each
-    time: 10 runs of 10 finish, each identical to a one-worker run (continuous metrics to
+    deadlocked) on 3 shapes, vmapped micro-batches of lanes (the CPU default now runs lanes
+    one at a time; batched lanes are what deadlocked), two workers, compiled afresh in the
+    background thread each time: 10 runs of 10 finish, each identical to a one-worker run (continuous metrics to
     1e-12 relative, everything else exactly). The engine before the fix hung on this grid
     (measured: no output in 90 s; at n ≤ 32 the LAPACK batches are small enough to run
     inline and it did not)."""

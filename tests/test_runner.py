@@ -28,16 +28,14 @@ KEY = ["point", "rep", "method"]
 N_LANES, N_ROWS = 24, 192
 
 
-def small_experiment(micro: int | None = None, **grid) -> Experiment:
-    """The toy experiment (tests/toy.py). ``micro`` forces the vmapped micro-batch size
-    (through lane_bytes): without it, lanes this small fit one micro-batch per chunk (a
-    requested chunk sets the micro-batch too), so only ``micro`` = 1 with a larger chunk gives
-    chunks of several micro-batches."""
-    exp = toy_experiment("t", reps=REPS, **grid)
-    if micro is None:
-        return exp
-    assert runner.micro_batch_size(runner.MICRO_BATCH_BYTES // micro) == micro
-    return dataclasses.replace(exp, lane_bytes=lambda shape: runner.MICRO_BATCH_BYTES // micro)
+def small_experiment(**grid) -> Experiment:
+    """The toy experiment (tests/toy.py)."""
+    return toy_experiment("t", reps=REPS, **grid)
+
+
+# The old CPU policy (cache-sized micro-batches of up to 128 lanes): it still describes how an
+# explicit byte bound lays out chunks, which the accelerator policy and --micro-batch use.
+CACHE_SIZED = runner.Batching("cpu", 3 * 2**20, 128, 1, chunk_work=runner.CHUNK_WORK)
 
 
 def table(out) -> pd.DataFrame:
@@ -90,10 +88,19 @@ def test_reference_table_shape(reference):
 
 
 @pytest.fixture(scope="module")
+def reference_vmapped(tmp_path_factory):
+    """An uninterrupted run with 6 lanes vmapped together (12 lanes per shape)."""
+    out = tmp_path_factory.mktemp("reference_vmapped") / "run"
+    summary = run_experiment(small_experiment(), out=out, progress=False, micro_batch=6, chunk=6)
+    assert summary.lanes_run == N_LANES and len(store.part_files(out)) == 4
+    return out, table(out)
+
+
+@pytest.fixture(scope="module")
 def reference_micro1(tmp_path_factory):
     """An uninterrupted run with micro-batches of one lane and one lane per chunk."""
     out = tmp_path_factory.mktemp("reference_micro1") / "run"
-    summary = run_experiment(small_experiment(micro=1), out=out, progress=False, chunk=1)
+    summary = run_experiment(small_experiment(), out=out, progress=False, chunk=1, micro_batch=1)
     assert summary.lanes_run == N_LANES
     assert len(store.part_files(out)) == N_LANES
     return out, table(out)
@@ -103,18 +110,20 @@ def reference_micro1(tmp_path_factory):
     (None, 1, 1, 24),     # one lane per chunk (and per micro-batch): 24 parts
     (None, 3, 2, 8),      # 3 lanes per chunk, two chunks at a time: 4 parts per shape
     (None, None, 3, 6),   # no chunk asked: at least one chunk per worker, 3 per shape
-    (1, 5, 1, 6),         # micro-batch 1, chunk 5 → 3 chunks of 4 lanes per shape
+    (6, 5, 1, 6),         # up to 6 lanes vmapped, chunk 5 → 3 chunks of 4 lanes (one micro-batch) per shape
 ])
 def test_results_do_not_depend_on_chunking(reference, reference_micro1, tmp_path, micro, chunk, workers, parts):
     """DESIGN "Randomness": results must not depend on chunking or on how many chunks run at
-    once. The micro-batch follows the chunk size, so continuous metrics may differ by
-    rounding (as in the micro-batch test below); everything else is bit-identical."""
+    once. Vmapped micro-batches may change continuous metrics by rounding (as in the
+    micro-batch test below); everything else is bit-identical."""
     out = tmp_path / "run"
-    summary = run_experiment(small_experiment(micro), out=out, progress=False, chunk=chunk, workers=workers)
+    summary = run_experiment(small_experiment(), out=out, progress=False, chunk=chunk, workers=workers,
+                             micro_batch=micro)
     assert summary.lanes_run == N_LANES and summary.rows_written == N_ROWS
     assert len(store.part_files(out)) == parts     # the work really was split differently
-    want = reference if micro is None else reference_micro1
-    assert_same_results(table(out), want[1])
+    assert_same_results(table(out), reference[1])
+    if micro is None:                              # lanes one at a time, as in reference_micro1
+        assert_same_table(table(out), reference_micro1[1])
 
 
 @pytest.mark.parametrize("n_lanes, lane_bytes, chunk, workers, want", [
@@ -126,17 +135,17 @@ def test_results_do_not_depend_on_chunking(reference, reference_micro1, tmp_path
     (24, 8 * 40**2, 5, 1, (5, 5)),
 ])
 def test_chunk_layout(n_lanes, lane_bytes, chunk, workers, want):
-    size, micro = runner.chunk_layout(n_lanes, lane_bytes, 10, chunk, workers)
+    size, micro = runner.chunk_layout(n_lanes, lane_bytes, 10, chunk, workers, CACHE_SIZED)
     assert (size, micro) == want
-    assert size % micro == 0 and micro <= runner.micro_batch_size(lane_bytes)
+    assert size % micro == 0 and micro <= runner.micro_batch_size(lane_bytes, CACHE_SIZED)
     assert math.ceil(n_lanes / size) * size - n_lanes < size      # less than a chunk of padding
 
 
-def test_results_do_not_depend_on_micro_batch_size(reference, reference_micro1):
-    """DESIGN "Randomness": results must not depend on batch size (micro-batch 64 vs 1).
+def test_results_do_not_depend_on_micro_batch_size(reference_vmapped, reference_micro1):
+    """DESIGN "Randomness": results must not depend on batch size (micro-batch 6 vs 1).
     Continuous metrics may differ by rounding (≤ 1e-12 relative); discrete ones (top-k
     errors) must be identical."""
-    assert_same_results(reference[1], reference_micro1[1])
+    assert_same_results(reference_vmapped[1], reference_micro1[1])
 
 
 def _interrupt_after(monkeypatch, n_parts: int):
@@ -154,7 +163,7 @@ def _interrupt_after(monkeypatch, n_parts: int):
 
 def test_resume_after_interrupt(reference_micro1, tmp_path, monkeypatch):
     out = tmp_path / "run"
-    exp = small_experiment(micro=1)                    # one lane per part
+    exp = small_experiment()                           # chunk=1: one lane per part
     _interrupt_after(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
         run_experiment(exp, out=out, progress=False, chunk=1)
@@ -489,9 +498,10 @@ def test_accelerator_batching_fills_the_device(n_lanes, lane_bytes, memory, want
 
 
 def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypatch):
-    cpu = runner.batching("cpu")
-    assert cpu.max_micro == 128 and cpu.micro_bytes == runner.MICRO_BATCH_BYTES and cpu.chunk_work == runner.CHUNK_WORK
-    assert runner.chunk_layout(480, 8 * 300**2, 7, None, 2, cpu) == (240, 4)
+    cpu = runner.batching("cpu")                   # lanes one at a time (issue 10, measured)
+    assert cpu.max_micro == runner.MAX_MICRO_BATCH_CPU == 1 and cpu.chunk_work == runner.CHUNK_WORK
+    assert runner.chunk_layout(480, 8 * 300**2, 7, None, 2, cpu) == (240, 1)
+    assert runner.chunk_layout(120, 8 * 40**2, 10, None, 2, cpu) == (60, 1)
     assert runner.chunk_layout(480, 8 * 300**2, 7, None, 2, runner.batching("cpu", micro_batch=30)) == (240, 30)
     monkeypatch.setenv("DPSIM_MICRO_BATCH", "7")
     assert runner.batching("cpu").max_micro == 7

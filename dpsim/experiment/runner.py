@@ -1,13 +1,14 @@
 """Run an experiment's grid: plan, chunks, compilation per step, concurrent chunks, resume.
 
-A *lane* is one (data point, replicate) pair (:mod:`dpsim.experiment.program`). Lanes are
-processed by ``lax.map`` in small vmapped micro-batches: a full ``vmap`` over hundreds of
-lanes makes every per-lane n×n array fall out of cache, and every lane waits for the slowest
-one's while-loop: for the n = 300 BTL MLE it measured 3.48 ms/fit against 1.29 in
-micro-batches of 4 (benchmarks, section S). Chunks of lanes have a fixed size per step (the
-last one is padded), so each step compiles once; on CPU several chunks are computed at the
-same time (:func:`default_workers`); each chunk is written as one atomic Parquet part, by
-the main thread. A step is one shape point with one combination of string data values.
+A *lane* is one (data point, replicate) pair (:mod:`dpsim.experiment.program`). A chunk's
+lanes are processed by ``lax.map``, in vmapped micro-batches of several lanes on an
+accelerator and one lane at a time on CPU (:func:`batching`: on the 2-core CPU, vmapping
+lanes made programs slower to compile and, for iterative solvers, slower to run, since
+every lane of a micro-batch waits for the slowest one's while-loop). Chunks of lanes have a
+fixed size per step (the last one is padded), so each step compiles once; on CPU several
+chunks are computed at the same time (:func:`default_workers`); each chunk is written as one
+atomic Parquet part, by the main thread. A step is one shape point with one combination of
+string data values.
 """
 from __future__ import annotations
 
@@ -30,8 +31,13 @@ from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
 from dpsim.experiment.program import clear_cache, compiled_chunk_fn, id_words, lane_key, truth_key
 from dpsim.experiment.threads import DaemonPool, in_order, wait
 
-MICRO_BATCH_BYTES = 3 * 2**20
-MAX_MICRO_BATCH = 128
+# CPU: lanes one at a time (issue 10). Measured on the 2-core CPU, fresh process / warm re-run,
+# against the earlier cache-sized micro-batches (≤ 3 MiB, ≤ 128 lanes): cai Fig. 3 (n = 300)
+# 4.3 / 2.4 s against 7.0 / 4.6 s; cai n = 200 2.0 / 0.37 s against 3.0 / 0.82 s; n = 40
+# 1.7 / 0.064 s against 2.5 / 0.055 s; compiling a program took 15–30 % less in every
+# experiment tried (xu-fig4, nguyen-fig1, chowdhury-fig1, cai-fig5), and their warm runs
+# were within ±15 %. --micro-batch N (or $DPSIM_MICRO_BATCH) vmaps N lanes again.
+MAX_MICRO_BATCH_CPU = 1
 MAX_WORKERS = 4
 CHUNK_WORK = 2e8
 DEFAULT_WATCHDOG_SECONDS = 900.0
@@ -84,9 +90,8 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
              memory: float | None = None) -> Batching:
     """The batching of ``backend`` (default: JAX's default backend).
 
-    CPU (the measured choice, benchmarks section S): micro-batches sized to stay in cache,
-    ≤ 3 MiB and ≤ 128 lanes, chunks of ~2e8 bytes of work, one chunk per core (≤ 4) at a
-    time. Accelerators: micro-batches of up to 512 lanes within a quarter of the device's
+    CPU (the measured choice, ``MAX_MICRO_BATCH_CPU``): lanes one at a time, chunks of ~2e8
+    bytes of work, one chunk per core (≤ 4) at a time. Accelerators: micro-batches of up to 512 lanes within a quarter of the device's
     memory (``memory``, default its ``bytes_limit``, else 16 GiB), 4 micro-batches per
     chunk, one chunk at a time. ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH)
     caps the micro-batch on any backend.
@@ -102,7 +107,7 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
                                     or micro_batch < 1):
         raise UsageError(f"micro_batch={micro_batch!r} must be an integer ≥ 1")
     if backend == "cpu":
-        policy = Batching("cpu", MICRO_BATCH_BYTES, MAX_MICRO_BATCH, default_workers(), chunk_work=CHUNK_WORK)
+        policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, default_workers(), chunk_work=CHUNK_WORK)
     else:
         memory = memory or (device_memory_bytes() if backend == jax.default_backend() else None) or 16 * 2**30
         policy = Batching(backend, ACCELERATOR_MEMORY_SHARE * memory, MAX_MICRO_BATCH_ACCELERATOR, 1,
@@ -115,8 +120,8 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
 
 def micro_batch_size(lane_bytes: int, policy: Batching | None = None) -> int:
     """Most lanes vmapped together: the largest power of two whose working set fits the
-    policy's micro-batch bytes, at most its ``max_micro`` (CPU: ~3 MiB and 128 lanes, measured
-    faster than 64 and 256 at n = 20–40, benchmarks/)."""
+    policy's micro-batch bytes, at most its ``max_micro``; exactly ``max_micro`` when the
+    policy sets no byte bound (CPU: 1; an explicit ``--micro-batch``)."""
     policy = policy or batching("cpu")
     if math.isinf(policy.micro_bytes):          # an explicit --micro-batch: exactly that many lanes
         return int(policy.max_micro)
