@@ -120,10 +120,10 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
     """
     shape_words = truth_words(experiment, shape)
 
-    def lane(seed, truth, data_words, rep, data_vals, a_words, a_vals):
+    def lane(seed, truth, design_key, data_words, rep, data_vals, a_words, a_vals):
         key = lane_key(seed, data_words, rep)
         if experiment.truth_per_replicate:
-            truth = experiment.truth(jax.random.fold_in(truth_key(seed, jnp.asarray(shape_words)), rep), shape)
+            truth = experiment.truth(jax.random.fold_in(design_key, rep), shape)
         data = {**static_data, **data_vals}
         sample = experiment.generate(jax.random.fold_in(key, _DATA), shape, truth, data)
         outputs = []
@@ -140,9 +140,9 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
         return jax.tree_util.tree_map(lambda *parts: jnp.concatenate(parts), *outputs)
 
     def chunk(seed, data_words, reps, data_vals, a_words, a_vals):
-        truth = None if experiment.truth_per_replicate else \
-            experiment.truth(truth_key(seed, jnp.asarray(shape_words)), shape)
-        return jax.lax.map(lambda args: lane(seed, truth, *args[:3], a_words, args[3]),
+        design_key = truth_key(seed, jnp.asarray(shape_words))   # once per chunk, not per lane
+        truth = None if experiment.truth_per_replicate else experiment.truth(design_key, shape)
+        return jax.lax.map(lambda args: lane(seed, truth, design_key, *args[:3], a_words, args[3]),
                            (data_words, reps, data_vals, a_vals), batch_size=micro if micro > 1 else None)
 
     return chunk

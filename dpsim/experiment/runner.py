@@ -91,9 +91,9 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
     """The batching of ``backend`` (default: JAX's default backend).
 
     CPU (the measured choice, ``MAX_MICRO_BATCH_CPU``): lanes one at a time, chunks of ~2e8
-    bytes of work, one chunk per core (≤ 4) at a time. Accelerators: micro-batches of up to 512 lanes within a quarter of the device's
-    memory (``memory``, default its ``bytes_limit``, else 16 GiB), 4 micro-batches per
-    chunk, one chunk at a time. ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH)
+    bytes of work, one chunk per core (≤ 4) at a time. Accelerators: micro-batches of up to
+    512 lanes within a quarter of the device's memory (``memory``, default its
+    ``bytes_limit``, else 16 GiB), 4 micro-batches per chunk, one chunk at a time. ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH)
     caps the micro-batch on any backend.
     """
     backend = backend or jax.default_backend()
@@ -441,8 +441,9 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
 
     Threads: one background thread only *compiles* (the next step's program, while the
     current one computes); programs are executed by ``workers`` daemon threads (chunks;
-    each chunk draws θ* itself, :func:`~dpsim.experiment.program.make_chunk_fn`). No batched LAPACK call is ever executed on CPU
-    (:mod:`dpsim.linalg`), which is what deadlocked concurrent chunks (issue 7).
+    each chunk draws θ* itself, :func:`~dpsim.experiment.program.make_chunk_fn`). No
+    batched LAPACK call is ever executed on CPU (:mod:`dpsim.linalg`), which is what
+    deadlocked concurrent chunks (issue 7).
     """
     patience = watchdog_seconds(watchdog)
     work = plan_run(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk, workers=workers,
