@@ -692,7 +692,7 @@ def _compile_seconds(experiment) -> tuple[float, float, int]:
     t0 = time.perf_counter()
     lowered = fn.lower(*args)
     t1 = time.perf_counter()
-    lowered.compile()
+    lowered.compile(compiler_options=program.compiler_options())   # the engine's XLA options
     return t1 - t0, time.perf_counter() - t1, len(lowered.as_text()) // 1000
 
 

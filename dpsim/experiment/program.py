@@ -226,6 +226,26 @@ def _static_key(experiment, *parts) -> tuple:
     return (id(experiment), *(repr(sorted(p.items())) if isinstance(p, dict) else repr(p) for p in parts))
 
 
+# XLA:CPU options of the chunk programs. LLVM optimisation level 1 instead of XLA's default 2:
+# most of a first run is compilation (cai Fig. 1: nine programs, ~4 CPU-seconds of XLA each),
+# and level 1 compiled the cai Fig. 3 program in 16 % less CPU time (median of 5 alternating
+# compiles: 3.46 against 4.13 s) with warm runs within noise (cai-fig3 2.70 against 2.71 s,
+# xu-fig4 1.70 against 2.02 s, chowdhury-fig1-sgd 5.88 against 5.58 s). Results are not bit for
+# bit those of level 2: float columns moved by at most 4e-13 relative (cai-fig3, xu-fig2,
+# nguyen-fig2, chowdhury-fig1; every integer and boolean column identical), as LLVM emits
+# the same arithmetic in a different form. Level 0 halved compilation but made cai-fig3's warm
+# run 3× slower. Re-measured on an AMD EPYC (2 cores): 2.68 against 3.06 CPU-s (−12 %, median of
+# 5); xla_llvm_disable_expensive_passes, xla_cpu_parallel_codegen_split_count 1 or 4 and the
+# concurrency-optimised scheduler off changed it by less than the noise (±0.3 s).
+CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
+
+
+def compiler_options() -> dict | None:
+    """XLA options for compiling a chunk program on the current backend
+    (:data:`CPU_COMPILER_OPTIONS` on CPU; XLA's defaults elsewhere)."""
+    return dict(CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else None
+
+
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
                       example_args: tuple):
     """Ahead-of-time compiled :func:`make_chunk_fn`, cached in-process per (experiment, step,
@@ -241,7 +261,9 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     key = _static_key(experiment, shape, static_data, groups, micro) + (_signature(example_args),)
     compiled = _recall(key)
     if compiled is None:
-        build = lambda m: jax.jit(make_chunk_fn(experiment, shape, static_data, groups, m)).lower(*example_args).compile()
+        options = compiler_options()
+        build = lambda m: (jax.jit(make_chunk_fn(experiment, shape, static_data, groups, m)).lower(*example_args)
+                           .compile(compiler_options=options))
         compiled = build(micro)
         problem = _lapack_problem(compiled)
         if problem and micro > 1:
