@@ -518,6 +518,22 @@ def test_results_do_not_depend_on_an_explicit_micro_batch(reference, tmp_path):
     assert_same_results(table(out), reference[1])
 
 
+def test_cpu_opt_level_is_a_speed_setting(reference, tmp_path, monkeypatch):
+    """$DPSIM_XLA_CPU_OPT_LEVEL sets the LLVM level of the chunk programs on CPU (default 1);
+    level 0 gives the same results up to float rounding; a bad value is a one-line error
+    before anything is written."""
+    from dpsim.experiment import program
+    assert program.compiler_options() == {"xla_backend_optimization_level": program.CPU_OPT_LEVEL}
+    monkeypatch.setenv("DPSIM_XLA_CPU_OPT_LEVEL", "0")
+    assert program.compiler_options() == {"xla_backend_optimization_level": 0}
+    run_experiment(small_experiment(), out=tmp_path / "o0", progress=False)
+    assert_same_results(table(tmp_path / "o0"), reference[1])
+    monkeypatch.setenv("DPSIM_XLA_CPU_OPT_LEVEL", "fast")
+    with pytest.raises(UsageError, match="DPSIM_XLA_CPU_OPT_LEVEL='fast'"):
+        run_experiment(small_experiment(), out=tmp_path / "bad", progress=False)
+    assert not (tmp_path / "bad").exists()
+
+
 def test_compiled_programs_of_old_experiments_are_released(tmp_path):
     """A long process (a full `dpsim verify`) keeps the programs of the last two experiments
     only: every XLA:CPU executable holds memory mappings, and keeping them all exhausted the

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from dpsim.errors import UsageError, note, warn
 from dpsim.experiment import store
 from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
-from dpsim.experiment.program import clear_cache, compiled_chunk_fn, id_words, lane_key, truth_key
+from dpsim.experiment.program import clear_cache, compiled_chunk_fn, compiler_options, id_words, lane_key, truth_key
 from dpsim.experiment.threads import DaemonPool, in_order, wait
 
 # CPU: lanes one at a time (issue 10). Measured on the 2-core CPU, fresh process / warm re-run,
@@ -446,6 +446,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     deadlocked concurrent chunks (issue 7).
     """
     patience = watchdog_seconds(watchdog)
+    compiler_options()   # a bad $DPSIM_XLA_CPU_OPT_LEVEL is refused before anything is written
     work = plan_run(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk, workers=workers,
                     micro_batch=micro_batch)
     grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
