@@ -179,3 +179,36 @@ def test_bucket_counts_pad_each_size_to_the_smallest_bucket_that_holds_it():
     assert harness.bucket_counts([300], (300,)) == {300: 1}
     with pytest.raises(ValueError, match="size 800"):
         harness.bucket_counts([800], (400, 700))
+
+
+def _load_compare():
+    spec = importlib.util.spec_from_file_location("dpsim_benchmarks_compare", HARNESS_FILE.parent / "compare.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compare_frame_difference_tells_rounding_from_change():
+    import pandas as pd
+    compare = _load_compare()
+    a = pd.DataFrame({"rep": [0, 1], "method": ["mle", "mle"], "l2": [1.0, np.nan], "hit": [True, False]})
+    assert compare.frame_difference(a, a.copy()) == "identical"
+    b = a.copy()
+    b.loc[0, "l2"] = 1.0 + 4e-13
+    assert compare.frame_difference(a, b).startswith("float columns within 4.0e-13")
+    c = a.copy()
+    c.loc[1, "hit"] = True
+    assert compare.frame_difference(a, c) == "different values in ['hit']"
+    d = a.copy()
+    d.loc[1, "l2"] = 0.5
+    assert compare.frame_difference(a, d) == "different NaNs in l2"
+    assert compare.frame_difference(a, a.drop(columns="hit")).startswith("different layout")
+
+
+def test_compare_exports_a_commit_and_refuses_an_unknown_one(tmp_path):
+    compare = _load_compare()
+    tree = compare.export("HEAD", tmp_path / "head")
+    assert (tree / "dpsim" / "experiment" / "runner.py").is_file() and (tree / "experiments" / "cai").is_dir()
+    with pytest.raises(SystemExit, match="'no-such-commit' is not a commit here"):
+        compare.export("no-such-commit", tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
