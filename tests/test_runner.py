@@ -519,11 +519,12 @@ def test_results_do_not_depend_on_an_explicit_micro_batch(reference, tmp_path):
 
 
 def test_cpu_opt_level_is_a_speed_setting(reference, tmp_path, monkeypatch):
-    """$DPSIM_XLA_CPU_OPT_LEVEL sets the LLVM level of the chunk programs on CPU (default 1);
-    level 0 gives the same results up to float rounding; a bad value is a one-line error
-    before anything is written."""
+    """$DPSIM_XLA_CPU_OPT_LEVEL sets the LLVM level of the chunk programs on CPU (unset: XLA's
+    default); level 0 gives the same results up to float rounding; a bad value is a one-line
+    error before anything is written."""
     from dpsim.experiment import program
-    assert program.compiler_options() == {"xla_backend_optimization_level": program.CPU_OPT_LEVEL}
+    monkeypatch.delenv("DPSIM_XLA_CPU_OPT_LEVEL", raising=False)
+    assert program.compiler_options() is None
     monkeypatch.setenv("DPSIM_XLA_CPU_OPT_LEVEL", "0")
     assert program.compiler_options() == {"xla_backend_optimization_level": 0}
     run_experiment(small_experiment(), out=tmp_path / "o0", progress=False)

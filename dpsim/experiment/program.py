@@ -227,38 +227,34 @@ def _static_key(experiment, *parts) -> tuple:
     return (id(experiment), *(repr(sorted(p.items())) if isinstance(p, dict) else repr(p) for p in parts))
 
 
-# XLA:CPU options of the chunk programs. LLVM optimisation level 1 instead of XLA's default:
-# most of a first run is compilation (cai Fig. 1: nine programs, ~4 CPU-seconds of XLA each),
-# and level 1 compiled the cai Fig. 3 program in 16 % less CPU time (median of 5 alternating
-# compiles: 3.46 against 4.13 s) with warm runs within noise (cai-fig3 2.70 against 2.71 s,
-# xu-fig4 1.70 against 2.02 s, chowdhury-fig1-sgd 5.88 against 5.58 s). Results are not bit for
-# bit those of level 2: float columns moved by at most 4e-13 relative (cai-fig3, xu-fig2,
-# nguyen-fig2, chowdhury-fig1; every integer and boolean column identical), as LLVM emits
-# the same arithmetic in a different form. Level 0 halved compilation but made cai-fig3's warm
-# run 3× slower. Re-measured on an AMD EPYC (2 cores): 2.68 against 3.06 CPU-s (−12 %, median of
-# 5); xla_llvm_disable_expensive_passes, xla_cpu_parallel_codegen_split_count 1 or 4 and the
-# concurrency-optimised scheduler off changed it by less than the noise (±0.3 s).
-CPU_OPT_LEVEL = 1
+# XLA:CPU options of the chunk programs: XLA's defaults, unless $DPSIM_XLA_CPU_OPT_LEVEL sets
+# the LLVM optimisation level. Level 1 was tried as the default (issue 10) and not kept: it
+# compiled cai Fig. 3's program in 12–16 % less CPU time (2.68 against 3.06 CPU-s, median of
+# 5), but Fig. 1's nine programs only 2.5 % (29.4 against 30.1 CPU-s, within the noise) and
+# Figures 1–3 end to end not at all (benchmarks/compare.py, 3 rounds: 41.4 against 41.1 s),
+# while moving float results by up to 6e-13 relative. Level 0 compiles ~45 % faster and runs
+# cai-fig3 3× slower: for smoke runs that are all compilation (the no-hang tests).
+# xla_llvm_disable_expensive_passes, xla_cpu_parallel_codegen_split_count 1 or 4 and the
+# concurrency-optimised scheduler off changed Fig. 3's compile time by less than the noise.
 CPU_OPT_LEVEL_VARIABLE = "DPSIM_XLA_CPU_OPT_LEVEL"
 
 
-def cpu_opt_level() -> int:
-    """The LLVM optimisation level of chunk programs on CPU: ``$DPSIM_XLA_CPU_OPT_LEVEL``
-    (0–3) if set, else :data:`CPU_OPT_LEVEL`. 0 compiles ~45 % faster and runs ~3× slower:
-    for smoke runs whose time is all compilation (the test suite's no-hang runs).
-    Raises UsageError naming a bad value."""
+def cpu_opt_level() -> int | None:
+    """The LLVM optimisation level of chunk programs on CPU set by ``$DPSIM_XLA_CPU_OPT_LEVEL``
+    (0–3), or None (XLA's default) when it is unset. Raises UsageError naming a bad value."""
     text = os.environ.get(CPU_OPT_LEVEL_VARIABLE)
     if text is None:
-        return CPU_OPT_LEVEL
+        return None
     if text.strip() not in ("0", "1", "2", "3"):
         raise UsageError(f"{CPU_OPT_LEVEL_VARIABLE}={text!r} must be 0, 1, 2 or 3")
     return int(text)
 
 
 def compiler_options() -> dict | None:
-    """XLA options for compiling a chunk program on the current backend: on CPU
-    ``{"xla_backend_optimization_level": cpu_opt_level()}``, XLA's defaults elsewhere."""
-    return {"xla_backend_optimization_level": cpu_opt_level()} if jax.default_backend() == "cpu" else None
+    """XLA options for compiling a chunk program: ``{"xla_backend_optimization_level": L}`` on
+    CPU when :func:`cpu_opt_level` sets one, else None (XLA's defaults)."""
+    level = cpu_opt_level()
+    return None if level is None or jax.default_backend() != "cpu" else {"xla_backend_optimization_level": level}
 
 
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
