@@ -20,6 +20,7 @@ in the float columns (printed), or different (integer, boolean or text columns, 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import resource
@@ -63,10 +64,7 @@ def export(rev: str, into: Path) -> Path:
         raise SystemExit(f"compare: --base/--head {rev!r} is not a commit here: "
                          f"{done.stderr.decode().strip().splitlines()[-1]}")
     into.mkdir(parents=True)
-    with tempfile.TemporaryFile() as tar:
-        tar.write(done.stdout)
-        tar.seek(0)
-        tarfile.open(fileobj=tar).extractall(into, filter="data")
+    tarfile.open(fileobj=io.BytesIO(done.stdout)).extractall(into, filter="data")
     return into
 
 
@@ -88,7 +86,7 @@ def run_once(root: Path, name: str, reps: int, out: Path) -> tuple[float, float]
 
 
 def frame_difference(a, b) -> str:
-    """How two result tables (pandas, sorted alike) differ: "identical", "float columns within
+    """How two result tables (pandas, rows in :func:`~dpsim.experiment.store.load_results`' order) differ: "identical", "float columns within
     X relative, the rest identical", or what differs (layout, values of a non-float column,
     NaN positions)."""
     if list(a.columns) != list(b.columns) or len(a) != len(b):
@@ -112,9 +110,7 @@ def frame_difference(a, b) -> str:
 def table_difference(a_dir: Path, b_dir: Path) -> str:
     """:func:`frame_difference` of the result tables in two run folders."""
     from dpsim.experiment import store
-    key = ["point", "rep", "method"]
-    a, b = (store.load_results(d).sort_values(key).reset_index(drop=True) for d in (a_dir, b_dir))
-    return frame_difference(a, b)
+    return frame_difference(store.load_results(a_dir), store.load_results(b_dir))
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -136,46 +132,42 @@ def main(argv=None) -> int:
     args = parse(argv)
     with tempfile.TemporaryDirectory(prefix="dpsim-compare-") as tmp:
         tmp = Path(tmp)
-        versions = {f"base {args.base}": export(args.base, tmp / "base"),
-                    f"head {args.head}" if args.head else "this checkout":
-                        export(args.head, tmp / "head") if args.head else ROOT}
-        times = {v: [] for v in versions}
+        roots = {"base": export(args.base, tmp / "base"),
+                 "head": export(args.head, tmp / "head") if args.head else ROOT}
+        labels = {"base": f"base {args.base}", "head": f"head {args.head}" if args.head else "this checkout"}
+        times = {tag: [] for tag in roots}
         print(f"{len(args.experiments)} experiment(s) at {args.reps} replicates, {args.rounds} rounds, "
               f"fresh processes, compilation cache off", flush=True)
         for r in range(args.rounds):
-            order = list(versions) if r % 2 == 0 else list(versions)[::-1]
-            for label in order:
-                row = {}
-                for name in args.experiments:
-                    out = tmp / "runs" / f"{r}-{label.split()[0]}-{name}"
-                    row[name] = run_once(versions[label], name, args.reps, out)
-                times[label].append(row)
-                print(f"round {r + 1} {label:>24}: " + ", ".join(f"{n} {w:.1f} s" for n, (w, _) in row.items())
+            for tag in (("base", "head") if r % 2 == 0 else ("head", "base")):
+                row = {name: run_once(roots[tag], name, args.reps, tmp / "runs" / f"{r}-{tag}-{name}")
+                       for name in args.experiments}
+                times[tag].append(row)
+                print(f"round {r + 1} {labels[tag]:>24}: " + ", ".join(f"{n} {w:.1f} s" for n, (w, _) in row.items())
                       + f"; total {sum(w for w, _ in row.values()):.1f} s, CPU {sum(c for _, c in row.values()):.0f} s",
                       flush=True)
         summary = {}
         print("\nmedians over rounds (process wall s; CPU s, all threads):")
-        for label, rows in times.items():
-            summary[label] = {
+        for tag, rows in times.items():
+            summary[labels[tag]] = {
                 "per_experiment_s": {n: statistics.median(row[n][0] for row in rows) for n in args.experiments},
                 "total_s": statistics.median(sum(w for w, _ in row.values()) for row in rows),
                 "totals_s": [round(sum(w for w, _ in row.values()), 2) for row in rows],
                 "cpu_s": statistics.median(sum(c for _, c in row.values()) for row in rows)}
-            s = summary[label]
-            print(f"  {label:>24}: total {s['total_s']:.1f} s (rounds {s['totals_s']}), CPU {s['cpu_s']:.0f} s; "
+            s = summary[labels[tag]]
+            print(f"  {labels[tag]:>24}: total {s['total_s']:.1f} s (rounds {s['totals_s']}), CPU {s['cpu_s']:.0f} s; "
                   + ", ".join(f"{n} {t:.1f} s" for n, t in s["per_experiment_s"].items()))
-        base, head = list(versions)
-        print(f"  head ÷ base, total wall: {summary[head]['total_s'] / summary[base]['total_s']:.3f}")
+        ratio = summary[labels["head"]]["total_s"] / summary[labels["base"]]["total_s"]
+        print(f"  head ÷ base, total wall: {ratio:.3f}")
         print("\nresult tables, round 1:")
         tables = {}
         for name in args.experiments:
-            tables[name] = table_difference(tmp / "runs" / f"0-base-{name}",
-                                            tmp / "runs" / f"0-{head.split()[0]}-{name}")
+            tables[name] = table_difference(tmp / "runs" / f"0-base-{name}", tmp / "runs" / f"0-head-{name}")
             print(f"  {name}: {tables[name]}")
         if args.json:
             args.json.write_text(json.dumps({"experiments": args.experiments, "reps": args.reps,
                                              "rounds": args.rounds, "summary": summary, "tables": tables,
-                                             "raw": times}, indent=1))
+                                             "raw": {labels[tag]: rows for tag, rows in times.items()}}, indent=1))
     return 0
 
 

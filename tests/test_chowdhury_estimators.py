@@ -40,20 +40,20 @@ def _np_objective(X, t, ridge=0.0, shift=None):
     return f, g, h
 
 
-def _scipy_ball_minimiser(f, g, h, d, radius, sum_zero=False, x0=None, method="trust-exact"):
+def _scipy_ball_minimiser(f, g, h, d, radius, sum_zero=False):
     """argmin over {‖θ‖ ≤ B} (∩ 1^⊥): unconstrained solve, else Brent on the Lagrangian ridge."""
     if sum_zero:   # orthonormal basis V of 1^⊥: θ = Vφ, ‖θ‖ = ‖φ‖
         V = np.linalg.svd(np.eye(d) - 1.0 / d)[0][:, : d - 1]
         fr, gr, hr = (lambda p: f(V @ p)), (lambda p: V.T @ g(V @ p)), (lambda p: V.T @ h(V @ p) @ V)
-        phi = _scipy_ball_minimiser(fr, gr, hr, d - 1, radius, x0=None, method=method)
+        phi = _scipy_ball_minimiser(fr, gr, hr, d - 1, radius)
         return V @ phi
-    last = [np.zeros(d) if x0 is None else x0]
+    last = [np.zeros(d)]
 
     def solve(mu, maxiter=2000):
-        kw = dict(hess=lambda th: h(th) + mu * np.eye(d)) if method == "trust-exact" else {}
         start = last[0] if np.linalg.norm(last[0]) <= 2 * radius else last[0] * radius / np.linalg.norm(last[0])
         res = optimize.minimize(lambda th: f(th) + 0.5 * mu * th @ th, start, jac=lambda th: g(th) + mu * th,
-                                method=method, options={"gtol": 1e-13, "maxiter": maxiter}, **kw)
+                                hess=lambda th: h(th) + mu * np.eye(d), method="trust-exact",
+                                options={"gtol": 1e-13, "maxiter": maxiter})
         last[0] = res.x                       # warm start for Brent's next ridge
         return res.x
 
@@ -68,10 +68,9 @@ def _scipy_slsqp_ball_minimiser(f, g, radius, x0):
     """A stationary point of f on {‖θ‖ ≤ B} reached from ``x0`` by SciPy's SLSQP with the ball
     as an inequality constraint: the reference for the non-convex naive likelihood, whose
     optimum on the boundary is flat (Hessian eigenvalues ~2e-4 at ε = 0.1), so that Brent's
-    ridge root over BFGS solves (``_scipy_ball_minimiser``) lands only to ~5e-6 in ‖θ‖ and
-    differs between CPUs (it did on an AMD EPYC: ‖θ_ref‖ = 2.0000049 for B = 2)."""
-    if not math.isfinite(radius):
-        return optimize.minimize(f, x0, jac=g, method="BFGS", options={"gtol": 1e-13}).x
+    ridge root over BFGS solves lands only to ~5e-6 in ‖θ‖ and
+    differs between CPUs (it did on an AMD EPYC: ‖θ_ref‖ = 2.0000049 for B = 2). ``radius``
+    finite."""
     ball = {"type": "ineq", "fun": lambda th: radius**2 - th @ th, "jac": lambda th: -2 * th}
     res = optimize.minimize(f, x0, jac=g, method="SLSQP", constraints=[ball],
                             options={"ftol": 1e-16, "maxiter": 1000})
