@@ -686,8 +686,8 @@ def _compile_seconds(experiment) -> tuple[float, float, int]:
     step, grid = plan.steps[0], plan.grid
     groups = runner._groups(grid)
     a_words = program.id_words([stable_id(a) for a in grid.analysis_points])
-    data_words, reps_arg, data_vals, a_vals = runner._chunk_args(step.chunks[0], grid, step)
-    args = program.spec((np.uint32(0), data_words, reps_arg, data_vals, a_words, a_vals))
+    shape_words, shape_vals, data_words, reps_arg, data_vals, a_vals = runner._chunk_args(step.chunks[0], grid, step)
+    args = program.spec((np.uint32(0), shape_words, shape_vals, data_words, reps_arg, data_vals, a_words, a_vals))
     fn = jax.jit(program.make_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro))
     t0 = time.perf_counter()
     lowered = fn.lower(*args)

@@ -59,8 +59,19 @@ def test_show_estimates_the_run_time_here(tmp_path):
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
     res = dpsim(["run", "cai-fig1", "--reps", "5", "--dry-run"], tmp_path)
     assert res.returncode == 0, res.stderr
-    assert "9 compiled programs, 45 replicate lanes × 4 analysis points × 2 methods" in res.stdout
-    assert "n_items=700, k=175, link=logistic: 5 lanes" in res.stdout
+    # 5 replicates: computing is cheap next to compiling, so every n shares one padded program
+    assert "1 compiled program, 45 replicate lanes × 4 analysis points × 2 methods" in res.stdout
+    assert "link=logistic, capacity=700: n_items=100, 175, 250, 325, 400, 475, 550, 625, 700: 45 lanes" in res.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_padding_off_gives_one_program_per_size_and_a_bad_value_is_refused(tmp_path):
+    res = dpsim(["run", "cai-fig1", "--reps", "5", "--dry-run"], tmp_path, env={"DPSIM_PADDING": "off"})
+    assert res.returncode == 0, res.stderr
+    assert "9 compiled programs, 45 replicate lanes" in res.stdout
+    assert "link=logistic, capacity=700: n_items=700: 5 lanes" in res.stdout
+    bad = dpsim(["run", "cai-fig1", "--reps", "5"], tmp_path, env={"DPSIM_PADDING": "yes"})
+    assert bad.returncode == 2 and "DPSIM_PADDING='yes' must be 'auto' or 'off'" in bad.stderr
     assert list(tmp_path.iterdir()) == []
 
 

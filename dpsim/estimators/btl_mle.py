@@ -125,7 +125,7 @@ def penalised_mle(W, gamma, w=None, *, tol: float = 1e-10, max_iter: int = 50) -
 
 
 def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC,
-                       tol: float = 1e-10, max_iter: int = 50) -> Fit:
+                       tol: float = 1e-10, max_iter: int = 50, n_items=None) -> Fit:
     """Algorithm 1 of cai (edge DP): objective-perturbed ℓ2-penalised MLE.
 
     λ = 8κ1/ε, γ = max(4κ2/ε, c0√(np log n)) (Prop 2.1, Thm 2.1); w ~ Laplace(λ)^n;
@@ -136,8 +136,14 @@ def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC
         key: PRNG key of the Laplace vector w.
         W: (n, n) win counts on G(n, p).
         eps: ε > 0 (inf: non-private); p: edge probability in (0, 1]; c0: ridge constant > 0.
+        n_items: the real items when W is padded (issue 10): W is 0 outside its top-left
+            (n_items, n_items) block; n_items may be traced. The padding entries of w are 0,
+            so they decouple (gradient γθ_i, θ_i = 0) and the real entries of θ̃ equal the
+            unpadded fit's up to float rounding; the Laplace draws are the unpadded ones
+            (prefix-stable).
     Returns:
-        :class:`~dpsim.estimators.Fit` (uncentred θ̃; ``theta_centred`` for the estimate).
+        :class:`~dpsim.estimators.Fit` (uncentred θ̃; ``theta_centred`` for the estimate,
+        or :func:`dpsim.models.centre` with the real items when padded).
     Raises:
         ValueError naming a bad concrete ε, p, c0 or W (traced values are not checked).
     """
@@ -145,7 +151,10 @@ def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC
     require_probability(p)
     require("c0", c0, lambda c: c >= 0, "must be ≥ 0")
     require_counts_matrix(W)
-    n = W.shape[0]
+    capacity = W.shape[0]
+    n = capacity if n_items is None else n_items
     cal = edge_objective_perturbation(eps, n, p, c0=c0, link=link)
-    w = laplace_noise(key, cal.lam, (n,))
+    w = laplace_noise(key, cal.lam, (capacity,))
+    if n_items is not None:
+        w = jnp.where(jnp.arange(capacity) < n_items, w, 0.0)
     return penalised_mle(W, cal.gamma, w, tol=tol, max_iter=max_iter)

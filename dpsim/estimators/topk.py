@@ -4,8 +4,9 @@ import jax.numpy as jnp
 
 from dpsim.validate import require_int
 
-def tie_broken_ranks(scores, jitter):
-    """Rank (0 = first) of each item in the order (−score, jitter, index); NaN scores last.
+def tie_broken_ranks(scores, jitter, real=None):
+    """Rank (0 = first) of each item in the order (−score, jitter, index); NaN scores last,
+    and padding entries (``real`` False) after every real item.
 
     This is the position ``jnp.lexsort((jitter, -scores))`` gives (lexsort is stable, so the
     index breaks exact jitter ties).
@@ -23,16 +24,18 @@ def tie_broken_ranks(scores, jitter):
     Args:
         scores: ``(n,)`` float scores (larger is better).
         jitter: ``(n,)`` tie-breaking keys (smaller first among equal scores).
+        real: ``(n,)`` bool, the real items of a padded vector (None: all; issue 10).
     Returns:
         ``(n,)`` int32 ranks, a permutation of 0 … n − 1.
     """
     n = scores.shape[0]
     nan = jnp.isnan(scores)
-    order = jnp.lexsort((jitter, -jnp.where(nan, 0.0, scores), nan))
+    keys = (jitter, -jnp.where(nan, 0.0, scores), nan) + (() if real is None else (~real,))
+    order = jnp.lexsort(keys)
     return jnp.empty((n,), jnp.int32).at[order].set(jnp.arange(n, dtype=jnp.int32))
 
 
-def top_k_mask(key, scores, k, tie_tol: float = 0.0):
+def top_k_mask(key, scores, k, tie_tol: float = 0.0, real=None):
     """Boolean mask of the k largest scores; ties are broken uniformly at random.
 
     Ordering by (−score, U) with U i.i.d. uniform gives every tied item the same chance of
@@ -43,10 +46,14 @@ def top_k_mask(key, scores, k, tie_tol: float = 0.0):
     equal but were computed by an iterative solver (e.g. the penalised MLE of items with
     equal win counts on a complete graph, equal up to ~1e-17) count as ties instead of
     being ordered by rounding error.
+
+    ``real``: (n,) bool, the real items of a padded score vector (issue 10): padding is never
+    selected, and the jitter of the real items is the unpadded call's (1-D draws are
+    prefix-stable), so the mask of the real items is the unpadded mask.
     """
     n = scores.shape[0]
     require_int(k, "k", 0, n)
     if tie_tol > 0:
         scores = jnp.round(scores / tie_tol)
     jitter = jax.random.uniform(key, (n,))
-    return tie_broken_ranks(scores, jitter) < k
+    return tie_broken_ranks(scores, jitter, real) < k

@@ -6,14 +6,14 @@ or a researcher's study file) and are found through :mod:`dpsim.experiment.regis
 """
 from dpsim.errors import UsageError
 from dpsim.experiment import axes
-from dpsim.experiment.grid import (Context, Derived, Experiment, FigureSpec, Method, Panel,
+from dpsim.experiment.grid import (Context, Derived, Experiment, FigureSpec, Method, Padding, Panel,
                                    solver_diagnostics)
 from dpsim.experiment.checks import (ComparisonCheck, EveryPointCheck, IdenticalAcrossCheck, LinearSlopeCheck,
                                      MeanRatioCheck, MethodRatioSlopeCheck, PairedDifference, PredictedRatioCheck,
                                      RatioCheck, RatioOfMeans, RatioSlopeCheck, SlopeCheck, SlopeRangeCheck,
                                      ThresholdCollapseCheck, TrendCheck)
 
-__all__ = ["Context", "Derived", "Experiment", "FigureSpec", "Method", "Panel", "UsageError", "axes",
+__all__ = ["Context", "Derived", "Experiment", "FigureSpec", "Method", "Padding", "Panel", "UsageError", "axes",
            "solver_diagnostics", "SlopeCheck", "SlopeRangeCheck", "TrendCheck", "LinearSlopeCheck",
            "ComparisonCheck", "EveryPointCheck", "PairedDifference", "RatioOfMeans", "RatioCheck",
            "RatioSlopeCheck", "MeanRatioCheck", "PredictedRatioCheck", "MethodRatioSlopeCheck",

@@ -198,6 +198,35 @@ class Derived:
 
 
 @dataclass(frozen=True)
+class Padding:
+    """Shape points that differ only in the integer size ``axis`` (and in the shape axes
+    ``traced`` that vary with it) may share one compiled program (issue 10: compiling
+    dominated a first run). The program is sized for the largest of them, its *capacity*,
+    which the experiment's functions read as ``shape[capacity]`` (a Python int: arrays have
+    that length); ``shape[axis]`` and ``shape[t]`` for t in ``traced`` are then traced int64
+    scalars. The functions must mask the padding so that the real entries' results equal
+    the unpadded program's up to float rounding, random draws included (e.g.
+    :func:`dpsim.models.pair_bits`, prefix-stable 1-D draws); the runner chooses which sizes
+    share a program (:func:`dpsim.experiment.runner.size_buckets`), so results never depend
+    on that choice beyond rounding.
+
+    Attributes:
+        axis: the padded shape axis, e.g. ``"n_items"``.
+        traced: further shape axes passed traced, e.g. ``("k",)`` for a top-k size.
+        capacity: the name under which the functions find the static size.
+    """
+
+    axis: str
+    traced: tuple[str, ...] = ()
+    capacity: str = "capacity"
+
+    @property
+    def traced_axes(self) -> tuple[str, ...]:
+        """The padded axis and the other traced shape axes."""
+        return (self.axis, *self.traced)
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A declarative experiment (module docstring).
 
@@ -218,7 +247,10 @@ class Experiment:
             read no other shape value.
         resolve_shape: host hook filling rule-based shape values (e.g. k = "auto").
         validate_point: host hook refusing a whole grid point (UsageError).
-        lane_bytes: working-set estimate of one replicate at a shape point (chunk sizing).
+        lane_bytes: working-set estimate of one replicate at a shape point (chunk sizing;
+            with ``padding`` it is called with the capacity as the padded axis's value).
+        padding: lets shape points of several sizes share one compiled program
+            (:class:`Padding`); None: one program per shape point.
         description: what it reproduces (spec sections), shown by ``dpsim show``.
     """
 
@@ -240,6 +272,7 @@ class Experiment:
     resolve_shape: Callable[[dict], dict] = staticmethod(lambda shape: shape)
     validate_point: Callable[[dict], None] = staticmethod(lambda point: None)
     lane_bytes: Callable[[dict], int] = staticmethod(lambda shape: 64 * 1024)
+    padding: Padding | None = None
     description: str = ""
 
     def __post_init__(self):
@@ -257,6 +290,13 @@ class Experiment:
         if self.truth_axes is not None and not set(self.truth_axes) <= set(self.shape_axes):
             raise ValueError(f"experiment {self.name!r}: truth_axes {sorted(set(self.truth_axes) - set(self.shape_axes))} "
                              f"are not shape axes")
+        if self.padding is not None:
+            outside = [a for a in self.padding.traced_axes if a not in self.shape_axes]
+            if outside:
+                raise ValueError(f"experiment {self.name!r}: padding names {outside}, which are not shape axes")
+            if self.padding.capacity in self.axes:
+                raise ValueError(f"experiment {self.name!r}: padding capacity name {self.padding.capacity!r} "
+                                 f"is one of its axes")
 
     def truth_point(self, shape: Mapping) -> dict:
         """The part of a shape point that keys θ* (all of it unless ``truth_axes`` is set)."""

@@ -123,32 +123,38 @@ def analyse_point(experiment: Experiment, a_key, ctx: Context) -> dict:
 
 
 def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int):
-    """The program of one step: (seed, lanes) → {method: {column: [lanes, Q]}}.
+    """The program of one step: (seed, lanes of one shape point) → {method: {column: [lanes, Q]}}.
 
     θ* is drawn inside the program, once per chunk (before the lanes' ``lax.map``) or, with
     ``truth_per_replicate``, once per lane, from the θ*-design key of the module docstring:
     a step is one compiled program, not a θ*-program and a chunk program (one compilation
     fewer per shape point; the θ*-design is a few O(n) operations, negligible per chunk).
+    Every lane of a chunk belongs to one shape point, whose θ*-key words and traced shape
+    values are arguments: with :class:`~dpsim.experiment.grid.Padding` one program serves
+    every shape point of a size bucket (issue 10).
 
     Args:
-        shape: the shape point (Python values); ``static_data``: the step's string data values.
+        shape: the program's static shape values (Python values): the shape point, or with
+            padding its static axes and the capacity (:func:`program_shape`).
+        static_data: the step's string data values.
         groups: [(static analysis values, analysis indices)], the analysis points grouped by
             their string values (each group is a ``lax.map`` over its numeric values; the
             groups are unrolled); outputs are concatenated in group order.
         micro: lanes vmapped together (1: lanes one at a time).
     Returns:
-        ``chunk(seed, data_words, reps, data_vals, a_words, a_vals)`` with per-lane
+        ``chunk(seed, shape_words, shape_vals, data_words, reps, data_vals, a_words, a_vals)``
+        with the shape point's θ*-key words ``shape_words`` [2] (:func:`truth_words`) and traced
+        shape values ``shape_vals`` {name: int64 scalar} (empty without padding), per-lane
         ``data_words`` [B, 2], ``reps`` [B], ``data_vals`` {name: [B]}, shared ``a_words``
         [Q, 2] and per-lane ``a_vals`` {name: [B, Q]}.
     """
-    shape_words = truth_words(experiment, shape)
 
-    def lane(seed, truth, design_key, data_words, rep, data_vals, a_words, a_vals):
+    def lane(seed, point, truth, design_key, data_words, rep, data_vals, a_words, a_vals):
         key = lane_key(seed, data_words, rep)
         if experiment.truth_per_replicate:
-            truth = experiment.truth(jax.random.fold_in(design_key, rep), shape)
+            truth = experiment.truth(jax.random.fold_in(design_key, rep), point)
         data = {**static_data, **data_vals}
-        sample = experiment.generate(jax.random.fold_in(key, _DATA), shape, truth, data)
+        sample = experiment.generate(jax.random.fold_in(key, _DATA), point, truth, data)
         outputs = []
         for static_values, indices in groups:
             idx = np.asarray(indices)
@@ -156,19 +162,44 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
             def one(args, static_values=static_values):
                 words, values = args
                 a_key = fold_in_words(key, _prefixed(_ANALYSIS, words))
-                ctx = Context(shape, truth, sample, data, {**static_values, **values})
+                ctx = Context(point, truth, sample, data, {**static_values, **values})
                 return analyse_point(experiment, a_key, ctx)
 
             outputs.append(jax.lax.map(one, (a_words[idx], {k: v[idx] for k, v in a_vals.items()})))
         return jax.tree_util.tree_map(lambda *parts: jnp.concatenate(parts), *outputs)
 
-    def chunk(seed, data_words, reps, data_vals, a_words, a_vals):
-        design_key = truth_key(seed, jnp.asarray(shape_words))   # once per chunk, not per lane
-        truth = None if experiment.truth_per_replicate else experiment.truth(design_key, shape)
-        return jax.lax.map(lambda args: lane(seed, truth, design_key, *args[:3], a_words, args[3]),
+    def chunk(seed, shape_words, shape_vals, data_words, reps, data_vals, a_words, a_vals):
+        point = {**shape, **shape_vals}
+        design_key = truth_key(seed, shape_words)   # once per chunk, not per lane
+        truth = None if experiment.truth_per_replicate else experiment.truth(design_key, point)
+        return jax.lax.map(lambda args: lane(seed, point, truth, design_key, *args[:3], a_words, args[3]),
                            (data_words, reps, data_vals, a_vals), batch_size=micro if micro > 1 else None)
 
     return chunk
+
+
+def program_shape(experiment: Experiment, shape: Mapping, capacity: int | None = None) -> dict:
+    """The static shape values a program is compiled for: the shape point itself, or with
+    :class:`~dpsim.experiment.grid.Padding` its values other than the traced axes plus the
+    ``capacity`` (default: the point's own size)."""
+    padding = experiment.padding
+    if padding is None:
+        return dict(shape)
+    static = {k: v for k, v in shape.items() if k not in padding.traced_axes}
+    return {**static, padding.capacity: int(shape[padding.axis] if capacity is None else capacity)}
+
+
+def traced_shape_values(experiment: Experiment, shape: Mapping) -> dict:
+    """{axis: int64 scalar} of the shape axes a padded program receives traced (empty
+    without padding)."""
+    padding = experiment.padding
+    if padding is None:
+        return {}
+    for axis in padding.traced_axes:
+        value = shape[axis]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise UsageError(f"experiment {experiment.name!r}: padded shape axis {axis}={value!r} must be an integer")
+    return {axis: np.int64(shape[axis]) for axis in padding.traced_axes}
 
 
 # Compiled programs of this process, oldest first. Each XLA:CPU executable holds a few hundred

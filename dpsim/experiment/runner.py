@@ -12,13 +12,14 @@ string data values.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import jax
 import numpy as np
@@ -28,7 +29,8 @@ from tqdm.auto import tqdm
 from dpsim.errors import UsageError, note, warn
 from dpsim.experiment import store
 from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
-from dpsim.experiment.program import clear_cache, compiled_chunk_fn, compiler_options, id_words, lane_key, truth_key
+from dpsim.experiment.program import (clear_cache, compiled_chunk_fn, compiler_options, id_words, lane_key,
+                                      program_shape, traced_shape_values, truth_key, truth_words)
 from dpsim.experiment.threads import DaemonPool, in_order, wait
 
 # CPU: lanes one at a time (issue 10). Measured on the 2-core CPU, fresh process / warm re-run,
@@ -47,9 +49,19 @@ DEFAULT_WATCHDOG_SECONDS = 900.0
 MAX_MICRO_BATCH_ACCELERATOR = 512
 ACCELERATOR_MEMORY_SHARE = 0.25
 ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
+# Size buckets of padded experiments (:func:`size_buckets`): the cost model of one program.
+# CPU, measured on the 2-core CPU (cai Fig. 1, benchmarks/cai.py): its nine programs compiled
+# in 18.0 s (2.0 s each) and computed 120 lanes × 4 ε × 8n² bytes (n = 100 … 700) in 8.6 s,
+# 1.26e-9 s per lane-analysis byte. Accelerators: compiling took ~6 s per program on an H100
+# (issue 10: 56 s for cai Fig. 1's nine) and a fit ran ~27× faster than on the CPU (0.027 ms
+# against 0.73 ms per n = 300 fit, issue 10 and benchmarks/cai.py): estimates, not measured
+# with padding (no GPU was lent).
+COMPILE_SECONDS_CPU, SECONDS_PER_BYTE_CPU = 2.0, 1.26e-9
+COMPILE_SECONDS_ACCELERATOR, SECONDS_PER_BYTE_ACCELERATOR = 6.0, 1.26e-9 / 27
+PADDING_VARIABLE = "DPSIM_PADDING"
 
 __all__ = ["run_experiment", "RunSummary", "default_workers", "chunk_layout", "micro_batch_size",
-           "watchdog_seconds", "clear_cache", "lane_key", "truth_key"]
+           "size_buckets", "watchdog_seconds", "clear_cache", "lane_key", "truth_key"]
 
 
 @dataclass
@@ -66,7 +78,11 @@ class Batching:
     """How a device groups lanes: at most ``max_micro`` lanes (and ``micro_bytes`` of working
     set) per vmapped micro-batch, chunks of about ``chunk_work`` bytes of work or
     ``micro_per_chunk`` micro-batches, and ``workers`` chunks computed at the same time.
-    Results do not depend on any of these (keys come from stable ids, not positions)."""
+    With a padded experiment, sizes share a program where the cost model says it pays:
+    ``compile_seconds`` per program against ``seconds_per_byte`` per lane-analysis byte of
+    padded work (:func:`size_buckets`; ``compile_seconds`` 0: one program per size).
+    Results do not depend on any of these beyond float rounding (keys come from stable ids,
+    not positions)."""
 
     backend: str
     micro_bytes: float
@@ -74,6 +90,8 @@ class Batching:
     workers: int
     chunk_work: float | None = None
     micro_per_chunk: int | None = None
+    compile_seconds: float = COMPILE_SECONDS_CPU
+    seconds_per_byte: float = SECONDS_PER_BYTE_CPU
 
 
 def device_memory_bytes(device=None) -> float | None:
@@ -93,8 +111,10 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
     CPU (the measured choice, ``MAX_MICRO_BATCH_CPU``): lanes one at a time, chunks of ~2e8
     bytes of work, one chunk per core (≤ 4) at a time. Accelerators: micro-batches of up to
     512 lanes within a quarter of the device's memory (``memory``, default its
-    ``bytes_limit``, else 16 GiB), 4 micro-batches per chunk, one chunk at a time. ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH)
-    caps the micro-batch on any backend.
+    ``bytes_limit``, else 16 GiB), 4 micro-batches per chunk, one chunk at a time.
+    ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH) caps the micro-batch on
+    any backend. The size buckets' cost model is the backend's (constants above);
+    ``$DPSIM_PADDING=off`` gives every size its own program (``auto``, the default: buckets).
     """
     backend = backend or jax.default_backend()
     if micro_batch is None and os.environ.get("DPSIM_MICRO_BATCH"):
@@ -106,15 +126,20 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
     if micro_batch is not None and (isinstance(micro_batch, bool) or not isinstance(micro_batch, int)
                                     or micro_batch < 1):
         raise UsageError(f"micro_batch={micro_batch!r} must be an integer ≥ 1")
+    padding = os.environ.get(PADDING_VARIABLE, "auto")
+    if padding not in ("auto", "off"):
+        raise UsageError(f"{PADDING_VARIABLE}={padding!r} must be 'auto' or 'off'")
     if backend == "cpu":
         policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, default_workers(), chunk_work=CHUNK_WORK)
     else:
         memory = memory or (device_memory_bytes() if backend == jax.default_backend() else None) or 16 * 2**30
         policy = Batching(backend, ACCELERATOR_MEMORY_SHARE * memory, MAX_MICRO_BATCH_ACCELERATOR, 1,
-                          micro_per_chunk=ACCELERATOR_MICRO_BATCHES_PER_CHUNK)
+                          micro_per_chunk=ACCELERATOR_MICRO_BATCHES_PER_CHUNK,
+                          compile_seconds=COMPILE_SECONDS_ACCELERATOR, seconds_per_byte=SECONDS_PER_BYTE_ACCELERATOR)
     if micro_batch is not None:
-        policy = Batching(policy.backend, math.inf, micro_batch, policy.workers, policy.chunk_work,
-                          policy.micro_per_chunk)
+        policy = dataclasses.replace(policy, micro_bytes=math.inf, max_micro=micro_batch)
+    if padding == "off":
+        policy = dataclasses.replace(policy, compile_seconds=0.0)
     return policy
 
 
@@ -203,16 +228,30 @@ class _Lane:
     data_id: int
 
 
-@dataclass
-class _Step:
-    """One compiled program's worth of lanes: shape point ``s`` with static data values."""
+@dataclass(frozen=True)
+class _Chunk:
+    """Lanes of one shape point ``s`` (grid.shapes[s]), computed by one program call."""
 
     s: int
+    lanes: list
+
+    def __len__(self) -> int:
+        return len(self.lanes)
+
+
+@dataclass
+class _Step:
+    """One compiled program's worth of lanes: the program's static ``shape``
+    (:func:`~dpsim.experiment.program.program_shape`) with static data values; its chunks
+    may belong to several shape points (``points``: their indices) when the experiment pads
+    sizes (:class:`~dpsim.experiment.grid.Padding`)."""
+
     shape: dict
     static_data: dict
     chunks: list
     size: int
     micro: int
+    points: tuple = ()
 
 
 def _groups(grid: Grid) -> list:
@@ -225,16 +264,80 @@ def _groups(grid: Grid) -> list:
     return [(dict(static), indices) for static, indices in groups.items()]
 
 
+def size_buckets(sizes: Sequence[int], cost: Callable[[int, int], float], compile_seconds: float) -> dict:
+    """Which program capacity computes each size: the distinct sizes, sorted, split into
+    runs that each share one program compiled at the run's largest size, minimising
+    ``compile_seconds`` × programs + Σ ``cost(size, capacity)`` (exact, by dynamic
+    programming over the O(s²) runs).
+
+    Args:
+        sizes: the sizes (e.g. n_items) of the shape points.
+        cost: seconds to compute every lane of ``size`` in a program of ``capacity``.
+        compile_seconds: seconds to compile one program (0: every size its own program).
+    Returns:
+        {size: capacity}.
+    """
+    values = sorted(set(int(v) for v in sizes))
+    best = [0.0] + [math.inf] * len(values)     # best[j]: cheapest plan of values[:j]
+    cut = [0] * (len(values) + 1)
+    for j in range(1, len(values) + 1):
+        capacity = values[j - 1]
+        run_cost = 0.0
+        for i in range(j - 1, -1, -1):          # the run values[i:j]
+            run_cost += cost(values[i], capacity)
+            total = best[i] + compile_seconds + run_cost
+            if total < best[j]:
+                best[j], cut[j] = total, i
+    capacities, j = {}, len(values)
+    while j > 0:
+        i = cut[j]
+        capacities.update({v: values[j - 1] for v in values[i:j]})
+        j = i
+    return capacities
+
+
+def _capacities(grid: Grid, reps: int, policy: Batching) -> list:
+    """The program shape of every shape point (:func:`program_shape`): without padding the
+    point itself; with padding, points that agree on the static axes are bucketed by size
+    (:func:`size_buckets`, the whole grid's work, so a resumed run buckets as the first)."""
+    experiment = grid.experiment
+    padding = experiment.padding
+    if padding is None:
+        return [program_shape(experiment, shape) for shape in grid.shapes]
+    families: dict = {}
+    for s, shape in enumerate(grid.shapes):
+        families.setdefault(repr(sorted(program_shape(experiment, shape, 0).items())), []).append(s)
+    lanes_per_point = reps * len(grid.data_points) * len(grid.analysis_points)
+    shapes = [None] * len(grid.shapes)
+    for members in families.values():
+        base = program_shape(experiment, grid.shapes[members[0]], 0)
+        count: dict = {}
+        for s in members:
+            size = int(grid.shapes[s][padding.axis])
+            count[size] = count.get(size, 0) + 1
+
+        def cost(size, capacity, base=base, count=count):
+            working = experiment.lane_bytes({**base, padding.axis: capacity, padding.capacity: capacity})
+            return count[size] * lanes_per_point * working * policy.seconds_per_byte
+
+        capacity = size_buckets(list(count), cost, policy.compile_seconds)
+        for s in members:
+            shapes[s] = program_shape(experiment, grid.shapes[s], capacity[int(grid.shapes[s][padding.axis])])
+    return shapes
+
+
 def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1,
           policy: Batching | None = None) -> list[_Step]:
-    """For each step, the lanes still missing, split into chunks of one fixed size. A lane is
-    re-run if any of its analysis points is missing; rows already stored are dropped on write."""
+    """For each step (a program shape and static data values), the lanes still missing,
+    split per shape point into chunks of one fixed size. A lane is re-run if any of its
+    analysis points is missing; rows already stored are dropped on write."""
     experiment = grid.experiment
-    plan = []
-    for s, shape in enumerate(grid.shapes):
-        by_static: dict = {}
-        for d, data in enumerate(grid.data_points):
-            by_static.setdefault(tuple((k, data[k]) for k in grid.static_data), []).append(d)
+    policy = policy or batching("cpu")
+    by_static: dict = {}
+    for d, data in enumerate(grid.data_points):
+        by_static.setdefault(tuple((k, data[k]) for k in grid.static_data), []).append(d)
+    steps: dict = {}
+    for s, (shape, compiled) in enumerate(zip(grid.shapes, _capacities(grid, reps, policy))):
         for static, data_indices in by_static.items():
             lanes = []
             for d in data_indices:
@@ -244,13 +347,25 @@ def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: i
                 for rep in range(reps):
                     if any((pid, rep) not in done for pid in points):
                         lanes.append(_Lane(d, rep, points, data_id))
-            if not lanes:
-                continue
-            size, micro = chunk_layout(len(lanes), experiment.lane_bytes(shape), len(grid.analysis_points),
-                                       chunk, workers, policy)
-            chunks = [lanes[i:i + size] for i in range(0, len(lanes), size)]
-            plan.append(_Step(s, shape, dict(static), chunks, size, micro))
+            if lanes:
+                key = (repr(sorted(compiled.items())), static)
+                steps.setdefault(key, (compiled, static, []))[2].append((s, lanes))
+    plan = []
+    for compiled, static, members in steps.values():
+        most = max(len(lanes) for _, lanes in members)
+        size, micro = chunk_layout(most, experiment.lane_bytes(lane_shape(experiment, compiled)),
+                                   len(grid.analysis_points), chunk, workers, policy)
+        chunks = [_Chunk(s, lanes[i:i + size]) for s, lanes in members for i in range(0, len(lanes), size)]
+        plan.append(_Step(compiled, dict(static), chunks, size, micro, tuple(s for s, _ in members)))
     return plan
+
+
+def lane_shape(experiment: Experiment, compiled: dict) -> dict:
+    """A program shape as ``lane_bytes`` reads it: with padding, the padded axis at capacity."""
+    padding = experiment.padding
+    if padding is None:
+        return compiled
+    return {**compiled, padding.axis: compiled[padding.capacity]}
 
 
 def _numbers(name: str, values) -> np.ndarray:
@@ -270,24 +385,29 @@ def _numeric_analysis_names(grid: Grid) -> list[str]:
     return [a for a in exp.analysis_axes if a not in grid.static_analysis] + list(exp.derived_names("analysis"))
 
 
-def _chunk_args(lanes, grid: Grid, step: _Step) -> tuple:
-    """Per-lane host arrays, padded to the step's size by repeating the last lane (padding rows
-    are dropped): data id words [B, 2], reps [B], numeric data values {name: [B]} and numeric
-    analysis values {name: [B, Q]} (derived analysis values may depend on the data point)."""
-    padded = list(lanes) + [lanes[-1]] * (step.size - len(lanes))
+def _chunk_args(chunk: _Chunk, grid: Grid, step: _Step) -> tuple:
+    """The program's arguments for one chunk (all host arrays), its lanes padded to the
+    step's size by repeating the last lane (padding rows are dropped): the shape point's
+    θ*-key words [2] and traced shape values {name: scalar}, then per lane the data id words
+    [B, 2], reps [B], numeric data values {name: [B]} and numeric analysis values
+    {name: [B, Q]} (derived analysis values may depend on the data point)."""
+    experiment, s = grid.experiment, chunk.s
+    shape = grid.shapes[s]
+    padded = list(chunk.lanes) + [chunk.lanes[-1]] * (step.size - len(chunk.lanes))
     data_words = id_words([lane.data_id for lane in padded])
     reps = np.asarray([lane.rep for lane in padded], dtype=np.uint32)
     data_vals = {}
     for name in _numeric_data_names(grid):
         source = [grid.data_points[lane.d].get(name, None) if name in grid.data_points[lane.d]
-                  else grid.data_derived[step.s][lane.d][name] for lane in padded]
+                  else grid.data_derived[s][lane.d][name] for lane in padded]
         data_vals[name] = _numbers(name, source)
     a_vals = {}
     for name in _numeric_analysis_names(grid):
-        rows = [[point[name] if name in point else grid.analysis_derived[step.s][lane.d][a][name]
+        rows = [[point[name] if name in point else grid.analysis_derived[s][lane.d][a][name]
                  for a, point in enumerate(grid.analysis_points)] for lane in padded]
         a_vals[name] = _numbers(name, rows)
-    return data_words, reps, data_vals, a_vals
+    return (truth_words(experiment, shape), traced_shape_values(experiment, shape), data_words, reps,
+            data_vals, a_vals)
 
 
 def _column(values) -> pa.Array:
@@ -311,7 +431,7 @@ def _method_columns(experiment: Experiment) -> dict[str, str]:
     return columns
 
 
-def _rows(output, step: _Step, lanes, grid: Grid, order: np.ndarray, done: set) -> pa.Table:
+def _rows(output, chunk: _Chunk, grid: Grid, order: np.ndarray, done: set) -> pa.Table:
     """Flatten {method: {column: [B, Q]}} into tidy rows (one per lane × analysis point ×
     method), leaving out the (point, rep) pairs in ``done`` (a re-run lane may hold stored
     points). ``order[q]`` is the analysis index of output position q.
@@ -321,25 +441,25 @@ def _rows(output, step: _Step, lanes, grid: Grid, order: np.ndarray, done: set) 
     values, rep, point, method, then every method column; a float column a method does not
     report is NaN there, a bool or int column is null (a method without a solver has a null
     ``converged``, never a made-up True)."""
-    experiment = grid.experiment
+    experiment, lanes, s = grid.experiment, chunk.lanes, chunk.s
     n_lanes, n_q = len(lanes), len(order)
     size = n_lanes * n_q
     d_index = np.repeat(np.fromiter((lane.d for lane in lanes), np.int64, n_lanes), n_q)
     a_index = np.tile(order, n_lanes)
-    base = {k: np.full(size, v, dtype=object if isinstance(v, str) else None) for k, v in step.shape.items()
+    base = {k: np.full(size, v, dtype=object if isinstance(v, str) else None) for k, v in grid.shapes[s].items()
             if np.ndim(v) == 0}
     for axis in grid.experiment.data_axes:
         base[axis] = np.asarray([d[axis] for d in grid.data_points], dtype=object if axis in grid.static_data
                                 else None)[d_index]
     for name in experiment.derived_names("data"):
-        values = np.asarray([grid.data_derived[step.s][d][name] for d in range(len(grid.data_points))])
+        values = np.asarray([grid.data_derived[s][d][name] for d in range(len(grid.data_points))])
         if values.ndim == 1:   # scalar derived values become columns; arrays are only traced inputs
             base[name] = values[d_index]
     for axis in experiment.analysis_axes:
         base[axis] = np.asarray([a[axis] for a in grid.analysis_points],
                                 dtype=object if axis in grid.static_analysis else None)[a_index]
     for name in experiment.derived_names("analysis"):
-        table = np.asarray([[grid.analysis_derived[step.s][d][a][name] for a in range(len(grid.analysis_points))]
+        table = np.asarray([[grid.analysis_derived[s][d][a][name] for a in range(len(grid.analysis_points))]
                             for d in range(len(grid.data_points))])
         if table.ndim == 2:
             base[name] = table[d_index, a_index]
@@ -384,17 +504,18 @@ class Plan:
 
     @property
     def lanes(self) -> int:
-        return sum(len(lanes) for step in self.steps for lanes in step.chunks)
+        return sum(len(chunk) for step in self.steps for chunk in step.chunks)
 
     def describe(self) -> list[str]:
         """The plan as lines: one per step (shape point, lanes, chunks, micro-batch), totals."""
         n_q = len(self.grid.analysis_points)
-        lines = [f"{len(self.steps)} compiled programs, {self.lanes} replicate lanes × {n_q} analysis points "
+        programs = f"{len(self.steps)} compiled program" + ("" if len(self.steps) == 1 else "s")
+        lines = [f"{programs}, {self.lanes} replicate lanes × {n_q} analysis points "
                  f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s); "
                  f"{len(self.done)} (point, rep) pairs already stored in {self.out}"]
         for step in self.steps:
             lanes = sum(len(c) for c in step.chunks)
-            lines.append(f"  {_describe({**step.shape, **step.static_data})}: {lanes} lanes in {len(step.chunks)} "
+            lines.append(f"  {_step_label(self.grid, step)}: {lanes} lanes in {len(step.chunks)} "
                          f"chunk(s) of {step.size}, micro-batch {step.micro}")
         return lines
 
@@ -474,28 +595,30 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     a_words = id_words([stable_id(a) for a in grid.analysis_points])
     seed_arg = np.uint32(seed)
 
+    def arguments(step, chunk):
+        shape_words, shape_vals, data_words, reps_arg, data_vals, a_vals = _chunk_args(chunk, grid, step)
+        return seed_arg, shape_words, shape_vals, data_words, reps_arg, data_vals, a_words, a_vals
+
     def prepare(step):
         """The compiled chunk program of one step (background thread: it compiles, it
         executes nothing)."""
-        data_words, reps_arg, data_vals, a_vals = _chunk_args(step.chunks[0], grid, step)
-        example = (seed_arg, data_words, reps_arg, data_vals, a_words, a_vals)
-        return compiled_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro, example)
+        return compiled_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro,
+                                 arguments(step, step.chunks[0]))
 
-    def compute(step, fn, lanes):
+    def compute(step, fn, chunk):
         """One chunk: its rows (those not stored yet) as an Arrow table."""
-        data_words, reps_arg, data_vals, a_vals = _chunk_args(lanes, grid, step)
-        output = jax.device_get(fn(seed_arg, data_words, reps_arg, data_vals, a_words, a_vals))
-        return _rows(output, step, lanes, grid, order, done)
+        output = jax.device_get(fn(*arguments(step, chunk)))
+        return _rows(output, chunk, grid, order, done)
 
     compiler, pool = DaemonPool(1, "dpsim-compile"), DaemonPool(workers, "dpsim-chunk")
     prepared = [compiler.submit(partial(prepare, step)) for step in plan]
     try:
         for index, (step, future) in enumerate(zip(plan, prepared)):
             t0 = time.time()
-            where = _describe({**step.shape, **step.static_data})
+            where = _step_label(grid, step)
             fn = wait(future, patience, f"the compilation of {experiment.name} at {where} "
                                         f"(step {index + 1}/{len(plan)})")
-            tasks = [partial(compute, step, fn, lanes) for lanes in step.chunks]
+            tasks = [partial(compute, step, fn, chunk) for chunk in step.chunks]
             for number, table in enumerate(in_order(pool, tasks, workers, patience,
                                                     f"a chunk of {experiment.name} at {where}")):
                 if number == 0:
@@ -587,3 +710,14 @@ def unconverged(out: Path, experiment: Experiment, limit: int = 3) -> list[dict]
 
 def _describe(shape: Mapping) -> str:
     return ", ".join(f"{k}={v}" for k, v in shape.items()) or "its only shape point"
+
+
+def _step_label(grid: Grid, step: _Step) -> str:
+    """A step as text: its shape point and static data values, or with padding the program
+    shape and the sizes it serves (e.g. ``capacity=475, link=logistic: n_items=400, 475``)."""
+    padding = grid.experiment.padding
+    if padding is None:
+        return _describe({**step.shape, **step.static_data})
+    sizes = sorted({grid.shapes[s][padding.axis] for s in step.points})
+    return (_describe({**step.shape, **step.static_data}) + f": {padding.axis}="
+            + ", ".join(str(n) for n in sizes))

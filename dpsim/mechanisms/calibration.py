@@ -29,8 +29,9 @@ def edge_objective_perturbation(eps, n_items, p, c0=2.0, link: Link = LOGISTIC) 
     require_eps(eps)
     require_probability(p)
     eps = jnp.asarray(eps, jnp.float64)
+    n = jnp.asarray(n_items, jnp.float64)   # may be traced (an integer array's log would be float32)
     lam = 8.0 * link.kappa1 / eps
-    gamma = jnp.maximum(4.0 * link.kappa2 / eps, c0 * jnp.sqrt(n_items * p * jnp.log(n_items)))
+    gamma = jnp.maximum(4.0 * link.kappa2 / eps, c0 * jnp.sqrt(n * p * jnp.log(n)))
     return EdgePerturbation(lam=lam, gamma=gamma)
 
 

@@ -6,6 +6,9 @@ Win-count convention used everywhere: ``W[i, j]`` = number of times item i beat 
 """
 from dpsim.models.links import LOGISTIC, PROBIT, Link, get_link
 from dpsim.models.btl import (
+    centre,
+    pair_bits,
+    real_items,
     sample_er_comparisons,
     sample_er_win_counts,
     theta_cai_design,
@@ -61,7 +64,7 @@ from dpsim.models.individual import (
 
 __all__ = [
     "LOGISTIC", "PROBIT", "Link", "get_link",
-    "sample_er_comparisons", "sample_er_win_counts", "theta_cai_design", "theta_evenly_spaced",
+    "centre", "pair_bits", "real_items", "sample_er_comparisons", "sample_er_win_counts", "theta_cai_design", "theta_evenly_spaced",
     "theta_two_block", "theta_uniform", "top_k_size", "true_top_k_mask",
     "UserComparisons", "aggregate_user_comparisons", "sample_user_comparisons",
     "sample_user_comparisons_per_user", "uniform_multinomial",

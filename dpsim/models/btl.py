@@ -19,26 +19,51 @@ def top_k_size(n_items: int) -> int:
     return int(round(n_items / 4))
 
 
-def centre(theta: jax.Array) -> jax.Array:
-    """θ − mean(θ)·1: the identifiable representative (1ᵀθ* = 0)."""
-    return theta - jnp.mean(theta)
+def centre(theta: jax.Array, real: jax.Array | None = None) -> jax.Array:
+    """θ − mean(θ)·1: the identifiable representative (1ᵀθ* = 0).
+
+    ``real``: (n,) bool mask of the real items of a padded vector (see :func:`real_items`):
+    the mean is over them and the padding entries are returned as 0."""
+    if real is None:
+        return theta - jnp.mean(theta)
+    mean = jnp.sum(jnp.where(real, theta, 0.0)) / jnp.sum(real)
+    return jnp.where(real, theta - mean, 0.0)
 
 
-def theta_cai_design(key: jax.Array, n_items: int, k: int | None = None,
-                     top_first: bool = False) -> jax.Array:
+def real_items(capacity: int, n_items) -> jax.Array:
+    """(capacity,) bool: True for the first ``n_items`` entries, the real items of a vector
+    padded to a static ``capacity`` (``n_items`` may be traced; issue 10: one compiled
+    program serves several n)."""
+    return jnp.arange(capacity) < n_items
+
+
+def theta_cai_design(key: jax.Array, n_items, k=None, top_first: bool = False,
+                     capacity: int | None = None) -> jax.Array:
     """The paper's θ* design (cai §4.1.1 and §3.4), centred.
 
     e^{θ_i} = 1 for the k top items and e^{θ_i} ~ Unif(0.2, 0.7) otherwise, k = round(n/4).
     The edge-DP code puts the top items last (``top_first=False``); the individual-DP code
-    puts them first.
+    puts them first. The n − k uniforms are the first n − k of one draw of ``capacity``
+    (1-D threefry draws are prefix-stable), so a padded design equals the unpadded one.
+
+    Args:
+        key: PRNG key; n_items, k: sizes (Python ints, or traced with ``capacity``).
+        capacity: static length ≥ n_items of the returned vector (default n_items);
+            entries n_items, …, capacity − 1 are 0 (padding, issue 10).
+    Returns:
+        (capacity,) float64 θ*, centred over the real items.
     """
-    require_int(n_items, "n_items", 2)
+    if capacity is None:
+        require_int(n_items, "n_items", 2)
+        capacity = n_items
     k = top_k_size(n_items) if k is None else k
     require_int(k, "k", 1, n_items - 1)
-    rest = jnp.log(jax.random.uniform(key, (n_items - k,), minval=0.2, maxval=0.7))
-    top = jnp.zeros((k,))
-    theta = jnp.concatenate([top, rest] if top_first else [rest, top])
-    return centre(theta)
+    uniforms = jax.random.uniform(key, (capacity,), minval=0.2, maxval=0.7)
+    index = jnp.arange(capacity)
+    rest = index - k if top_first else index                     # position among the n − k others
+    is_top = (index < k) if top_first else (index >= n_items - k)
+    theta = jnp.where(is_top, 0.0, jnp.log(uniforms[jnp.clip(rest, 0, capacity - 1)]))
+    return centre(theta, real_items(capacity, n_items))
 
 
 def theta_uniform(key: jax.Array, n_items: int, low: float = -1.0, high: float = 1.0) -> jax.Array:
@@ -63,14 +88,43 @@ def theta_two_block(n_items: int, k: int, gap: float, link: Link = LOGISTIC) -> 
     return centre(theta)
 
 
-def true_top_k_mask(theta: jax.Array, k) -> jax.Array:
-    """Boolean mask of the k largest θ* (stable order; designs here have no tie at the boundary)."""
-    order = jnp.argsort(-theta, stable=True)
-    ranks = jnp.empty_like(order).at[order].set(jnp.arange(theta.shape[0]))
+def true_top_k_mask(theta: jax.Array, k, real: jax.Array | None = None) -> jax.Array:
+    """Boolean mask of the k largest θ* (stable order; designs here have no tie at the boundary).
+
+    ``real``: (n,) mask of the real items of a padded θ* (padding is never in the top k)."""
+    padding = jnp.zeros(theta.shape, bool) if real is None else ~real
+    order = jnp.lexsort((-theta, padding))
+    ranks = jnp.empty_like(order).at[order].set(jnp.arange(theta.shape[0], dtype=order.dtype))
     return ranks < k
 
 
-def sample_er_comparisons(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC) -> jax.Array:
+def pair_bits(key: jax.Array, n_items, capacity: int) -> jax.Array:
+    """``jax.random.bits(key, (n, n), uint32)`` laid out in the top-left (n, n) block of a
+    (capacity, capacity) array, with n = ``n_items`` possibly traced (issue 10: a program
+    padded to ``capacity`` draws exactly the unpadded program's bits).
+
+    JAX's partitionable threefry (the default) gives the element at flat index c = i·n + j
+    the bits b1 ⊕ b2 of threefry2x32(key, (0, c)); this evaluates that at c = i·n + j.
+    Entries outside the block hold other bits (mask them). Needs the threefry2x32 key
+    implementation and ``jax_threefry_partitionable`` (both JAX's defaults); raises
+    ValueError otherwise. Returns uint32 of shape (capacity, capacity).
+    """
+    if str(jax.random.key_impl(key)) != "threefry2x32" or not jax.config.jax_threefry_partitionable:
+        raise ValueError("pair_bits needs JAX's default threefry2x32 keys with jax_threefry_partitionable")
+    if capacity > 2 ** 16:
+        raise ValueError(f"capacity={capacity} must be ≤ 65536 (flat indices are 32-bit)")
+    from jax.extend.random import threefry2x32_p
+
+    words = jax.random.key_data(key)
+    index = jnp.arange(capacity, dtype=jnp.uint32)
+    counter = index[:, None] * jnp.asarray(n_items, jnp.uint32) + index[None, :]
+    k1, k2 = (jnp.broadcast_to(words[0], counter.shape), jnp.broadcast_to(words[1], counter.shape))
+    bits1, bits2 = threefry2x32_p.bind(k1, k2, jnp.zeros_like(counter), counter)
+    return bits1 ^ bits2
+
+
+def sample_er_comparisons(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC,
+                          n_items=None) -> jax.Array:
     """Win-count matrix of one comparison per edge of G(n, p) with BTL-type outcomes.
 
     cai §3.1: A_ij ~ Bernoulli(p) for i < j; Y_ij ~ Bernoulli(F(θ_i − θ_j));
@@ -79,12 +133,22 @@ def sample_er_comparisons(key: jax.Array, theta: jax.Array, p, link: Link = LOGI
     when U < p·F(θ_i − θ_j), j beats i when p·F ≤ U < p, no edge when U ≥ p. A quarter of the
     random bits of drawing A and Y separately in float64, and a smaller program to compile.
     ``p`` may be traced. Returns float64 W of shape (n, n).
+
+    ``n_items`` (may be traced): the real items when θ is padded to a longer static length
+    (issue 10); W is then the unpadded W in its top-left block and 0 elsewhere, drawn from
+    the same bits (:func:`pair_bits`).
     Raises ValueError for a concrete p ∉ (0, 1] (a traced p is not checked).
     """
     require_probability(p)
     n = theta.shape[0]
     upper = jnp.triu(jnp.ones((n, n), dtype=bool), k=1)
-    u = jax.random.bits(key, (n, n), jnp.uint32).astype(jnp.float64) * (2.0 ** -32)
+    if n_items is None:
+        bits = jax.random.bits(key, (n, n), jnp.uint32)
+    else:
+        real = real_items(n, n_items)
+        upper = upper & real[:, None] & real[None, :]
+        bits = pair_bits(key, n_items, n)
+    u = bits.astype(jnp.float64) * (2.0 ** -32)
     p = jnp.asarray(p, jnp.float64)
     threshold = p * link.cdf(theta[:, None] - theta[None, :])
     i_wins = (upper & (u < threshold)).astype(jnp.float64)

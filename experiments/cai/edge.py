@@ -14,6 +14,13 @@ Differences from the authors' code, each the correct mechanism or a documented c
 - ties in top-k broken at random (§10.10), which removes the paper's ε = ∞ counting artefact.
 The ``link`` axis changes only the data-generating link (probit data: no DP issue, since
 the estimator's likelihood, and so its calibration, stays logistic).
+
+Several n share one compiled program (``Padding``, issue 10): arrays have the bucket's
+``capacity``, n and k are traced, and every step masks the padding (θ* and the win counts
+are 0 there, the Laplace vector too, so the padded Newton solve decouples; top-k and
+centring see the real items only). The random draws are the unpadded program's
+(:func:`dpsim.models.pair_bits`; prefix-stable 1-D draws), so results equal the unpadded
+program's up to float rounding (tests/test_padding.py).
 """
 from __future__ import annotations
 
@@ -25,9 +32,10 @@ import jax.numpy as jnp
 from dpsim import theory
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask
-from dpsim.experiment import (ComparisonCheck, Experiment, FigureSpec, Method, Panel, SlopeCheck, TrendCheck,
+from dpsim.experiment import (ComparisonCheck, Experiment, FigureSpec, Method, Padding, Panel, SlopeCheck, TrendCheck,
                               UsageError, axes, solver_diagnostics)
-from dpsim.models import get_link, sample_er_comparisons, theta_cai_design, top_k_size, true_top_k_mask
+from dpsim.models import (centre, get_link, real_items, sample_er_comparisons, theta_cai_design, top_k_size,
+                          true_top_k_mask)
 
 INF = math.inf
 PAPER_REPS = 120
@@ -64,15 +72,30 @@ def resolve_shape(shape: dict) -> dict:
     return resolve_k_and_link(shape, top_k_size)
 
 
+PADDING = Padding("n_items", traced=("k",), capacity="capacity")
+
+
+def capacity(shape) -> int:
+    """The static length of the program's arrays: the bucket's capacity (PADDING), else n."""
+    return shape.get(PADDING.capacity, shape["n_items"])
+
+
+def real(shape):
+    """(capacity,) bool mask of the real items (all True without padding)."""
+    return real_items(capacity(shape), shape["n_items"])
+
+
 def truth(key, shape):
-    """θ* of cai §3.4 (top k items last, centred) and its top-k mask; fixed per shape point."""
-    theta = theta_cai_design(key, shape["n_items"], k=shape["k"])
-    return {"theta": theta, "top_k": true_top_k_mask(theta, shape["k"])}
+    """θ* of cai §3.4 (top k items last, centred) and its top-k mask; fixed per shape point.
+    Padded to the capacity with zeros (never in the top k)."""
+    theta = theta_cai_design(key, shape["n_items"], k=shape["k"], capacity=capacity(shape))
+    return {"theta": theta, "top_k": true_top_k_mask(theta, shape["k"], real(shape))}
 
 
 def generate(key, shape, truth, data):
-    """One comparison per edge of G(n, p), outcomes from the chosen link (cai §3.1)."""
-    return sample_er_comparisons(key, truth["theta"], data["p"], get_link(shape["link"]))
+    """One comparison per edge of G(n, p), outcomes from the chosen link (cai §3.1); W is 0
+    in the padding rows and columns."""
+    return sample_er_comparisons(key, truth["theta"], data["p"], get_link(shape["link"]), n_items=shape["n_items"])
 
 
 ESTIMATION = ("l2", "linf", "log_rel_l2", "log_rel_linf")
@@ -83,9 +106,11 @@ def mle_fn(key, ctx):
     """Algorithm 1 (cai §2.2, Prop 2.1, Thm 2.1): the objective-perturbed penalised MLE with
     λ = 8/ε, γ = max(1/ε, c0√(np log n)); its centred estimate against θ*, and its top k."""
     k_noise, k_tie = jax.random.split(key)
-    fit = perturbed_mle_edge(k_noise, ctx.sample, ctx.analysis["eps"], ctx.data["p"], c0=ctx.analysis["c0"])
-    mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL)
-    return {**estimation_metrics(fit.theta_centred, ctx.truth["theta"]),
+    items = real(ctx.shape)
+    fit = perturbed_mle_edge(k_noise, ctx.sample, ctx.analysis["eps"], ctx.data["p"], c0=ctx.analysis["c0"],
+                             n_items=ctx.shape["n_items"])
+    mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL, real=items)
+    return {**estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
             **topk_metrics(mask, ctx.truth["top_k"]), **fit.diagnostics()}
 
 
@@ -93,7 +118,7 @@ def counts_fn(key, ctx):
     """Algorithm 2 (cai §2.3): win counts + Laplace(2/ε), top k with random tie-break."""
     k_noise, k_tie = jax.random.split(key)
     noisy = noisy_counts_edge(k_noise, ctx.sample, ctx.analysis["eps"])
-    return topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.truth["top_k"])
+    return topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"], real=real(ctx.shape)), ctx.truth["top_k"])
 
 
 MLE = Method(mle_fn, ESTIMATION + TOPK, solver_diagnostics(), label="Noisy MLE",
@@ -104,6 +129,7 @@ AXIS_TYPES = {"c0": axes.positive("ridge constant c0 of γ = max(4κ2/ε, c0√(
 
 
 def lane_bytes(shape):
+    """Working set of one replicate: W, (n, n) float64 (n at the capacity when padded)."""
     return 8 * shape["n_items"] ** 2
 
 
@@ -126,7 +152,8 @@ def edge_experiment(name, title, grid, figure=None, reps=PAPER_REPS, description
         name=name, title=title, axes=full,
         shape_axes=("n_items", "k", "link"), analysis_axes=("eps", "c0"),
         truth=truth, generate=generate, methods=methods or METHODS, reps=reps, figure=figure,
-        axis_types=AXIS_TYPES, resolve_shape=resolve_shape, lane_bytes=lane_bytes, description=description)
+        axis_types=AXIS_TYPES, resolve_shape=resolve_shape, lane_bytes=lane_bytes, padding=PADDING,
+        description=description)
 
 
 EPS_CURVES = [0.5, 1.0, 2.5, INF]
