@@ -118,7 +118,7 @@ class Config:
     figures: tuple            # C: experiments run in fresh processes
     figure_reps: int
     cache_what_if: bool       # C: `dpsim run` twice with one persistent compilation cache
-    bucket_what_if: tuple = ()  # C: bucket sets of the Fig. 1 n-bucketing what-if (needs cai-fig1 in figures)
+    padding_off: bool = False  # C: Fig. 1 again with DPSIM_PADDING=off, one program per n (needs cai-fig1)
     compile_sizes: tuple = (40, 300)   # K: item counts of the compile breakdown
 
 
@@ -129,7 +129,7 @@ FULL = Config(reps=120, warm_runs=harness.WARM_RUNS, scipy_lanes_n300=20, scipy_
               agreement=((300, 1.0, (0.2, 1.0, math.inf)), (300, 0.25, (0.5, math.inf)),
                          (40, 1.0, (0.2, math.inf)), (20, 1.0, (0.2, math.inf))),
               figures=("cai-fig1", "cai-fig2", "cai-fig3"), figure_reps=120, cache_what_if=True,
-              bucket_what_if=((325, 475, 625, 700), (400, 700)))
+              padding_off=True)
 QUICK = Config(reps=8, warm_runs=1, scipy_lanes_n300=4, scipy_lanes_small=8, choix_fits_n300=1,
                choix_fits_small=5, small_ns=(40,), profile_ps=(1.0,), vmapped_reps=0, workers_workloads=("n40",),
                topk_sizes=((40, 128), (300, 4)), solver_design=((40, 2),),
@@ -592,21 +592,6 @@ def figure_worker(name: str, reps: int) -> dict:
     return {**cold, "warm": harness.run_engine(FIGURES[name], reps, **ENGINE)}
 
 
-def bucket_worker(buckets: list, reps: int) -> dict:
-    """What-if (not implemented): Fig. 1 with its item counts padded to ``buckets`` (called
-    in a fresh process). One program per bucket, and every size served by a bucket costs a
-    problem of the bucket's size: run as the Fig. 1 experiment at each bucket alone, with
-    ``reps`` × (sizes it serves) replicates. The buckets run one after another, so a bucket's
-    compilation does not overlap the previous bucket's chunks as the steps of one run do: an
-    upper bound on the time. Returns the runs' totals."""
-    served = harness.bucket_counts(edge.FIG1.axes["n_items"], buckets)
-    with harness.measured() as m:
-        runs = [harness.run_engine(edge.FIG1, reps * count, overrides={"n_items": [bucket]}, **ENGINE)
-                for bucket, count in sorted(served.items())]
-    return {**m, "served": {str(b): c for b, c in sorted(served.items())},
-            "compute_s": sum(r["compute_s"] for r in runs), "fits": sum(r["fits"] for r in runs)}
-
-
 def section_c(bench: harness.Bench) -> dict:
     cfg = bench.cfg
     figs = []
@@ -640,25 +625,22 @@ def section_c(bench: harness.Bench) -> dict:
                                     " (no target: not every figure at paper size)")
           + f"; without compiling (imports, set-up and the warm runs) {floor:.1f} s")
     out = {"runs": figs, "total_s": total, "target_s": target, "verdict": ok, "without_compile_s": floor}
-    if cfg.bucket_what_if and "cai-fig1" in cfg.figures:
+    if cfg.padding_off and "cai-fig1" in cfg.figures:
         fig1 = next(f for f in figs if f["figure"] == "cai-fig1")
-        rows = []
-        for buckets in cfg.bucket_what_if:
-            what = harness.cold_call("benchmarks.cai:bucket_worker", {"buckets": list(buckets),
-                                                                      "reps": cfg.figure_reps})
-            rows.append({"buckets": list(buckets), "served": what["result"]["served"],
-                         "process_wall_s": what["process_wall_s"], "compiles": what["result"]["compiles"],
-                         "compute_s": what["result"]["compute_s"]})
+        off = harness.cold_call("benchmarks.cai:figure_worker", {"name": "cai-fig1", "reps": cfg.figure_reps},
+                                env={"DPSIM_PADDING": "off"})
+        run = off["result"]
+        row = {"process_wall_s": off["process_wall_s"], "cold_process_s": off["process_wall_s"] - run["warm"]["wall_s"],
+               "compiles": run["compiles"], "compile_cost_s": run["wall_s"] - run["warm"]["wall_s"],
+               "compute_s": run["compute_s"]}
         harness.print_table(harness.format_table(
-            "what-if (not implemented): cai Fig. 1 with n_items padded to buckets, one program per bucket, every "
-            "size computed at its bucket's size (fresh process each; the buckets run one after another, without the "
-            "compile/compute overlap of one run: an upper bound)",
-            ("buckets (sizes served)", "programs", "process s", "chunk compute s"),
-            [["9 sizes, no padding (above)", fig1["compiles"], fig1["cold_process_s"], fig1["compute_s"]]]
-            + [[", ".join(f"{b} ({c})" for b, c in r["served"].items()), r["compiles"], r["process_wall_s"],
-                r["compute_s"]] for r in rows],
-            (None, "{}", "{:.1f}", "{:.1f}")))
-        out["bucket_what_if"] = rows
+            "cai Fig. 1 with its sizes padded to shared programs (the default) and with DPSIM_PADDING=off (one "
+            "program per n, as before issue 10), fresh process each",
+            ("padding", "programs", "process s", "compile cost s", "chunk compute s"),
+            [["auto (above)", fig1["compiles"], fig1["cold_process_s"], fig1["compile_cost_s"], fig1["compute_s"]],
+             ["off", row["compiles"], row["cold_process_s"], row["compile_cost_s"], row["compute_s"]]],
+            (None, "{}", "{:.1f}", "{:.1f}", "{:.1f}")))
+        out["padding_off"] = row
     if cfg.cache_what_if:
         with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp:
             cache = f"{tmp}/cache"

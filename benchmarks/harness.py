@@ -98,18 +98,6 @@ def measured():
         out["compiles"] = _compile["count"] - n0
 
 
-def bucket_counts(sizes, buckets) -> dict:
-    """{bucket: how many of ``sizes`` it serves}, each size padded to the smallest bucket
-    that holds it (a what-if of shape bucketing: one compiled program per bucket)."""
-    served: dict = {}
-    for n in sizes:
-        fits = [b for b in buckets if b >= n]
-        if not fits:
-            raise ValueError(f"size {n} is larger than every bucket {sorted(buckets)}")
-        served[min(fits)] = served.get(min(fits), 0) + 1
-    return served
-
-
 def best_of(fn: Callable[[], Any], repeats: int = 7, number: int = 1) -> float:
     """Best wall seconds per call of ``fn`` over ``repeats`` rounds of ``number`` calls each
     (warm timing: compile ``fn`` before; JAX results are waited for)."""

@@ -172,15 +172,6 @@ def test_main_runs_the_selected_sections_in_order(tmp_path, monkeypatch, capsys)
     assert "unknown section(s) Z" in capsys.readouterr().err
 
 
-def test_bucket_counts_pad_each_size_to_the_smallest_bucket_that_holds_it():
-    fig1 = list(range(100, 701, 75))
-    assert harness.bucket_counts(fig1, (325, 475, 625, 700)) == {325: 4, 475: 2, 625: 2, 700: 1}
-    assert harness.bucket_counts(fig1, (400, 700)) == {400: 5, 700: 4}
-    assert harness.bucket_counts([300], (300,)) == {300: 1}
-    with pytest.raises(ValueError, match="size 800"):
-        harness.bucket_counts([800], (400, 700))
-
-
 def _load_compare():
     spec = importlib.util.spec_from_file_location("dpsim_benchmarks_compare", HARNESS_FILE.parent / "compare.py")
     module = importlib.util.module_from_spec(spec)

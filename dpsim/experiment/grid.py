@@ -16,7 +16,8 @@ An :class:`Experiment` names its grid axes, their kinds, and pure functions:
   folded with a stable id of the method's *name*, so adding or removing a method leaves
   every other method's results unchanged.
 
-Axis kinds: *shape axes* change array shapes or static structure (compiled once per value);
+Axis kinds: *shape axes* change array shapes or static structure (compiled once per value, or
+once per bucket of sizes with :class:`Padding`);
 *data axes* enter the data (traced, in the data key); *analysis axes* (ε, δ, mechanism, …)
 are left out of the data key, so every analysis point of a replicate sees the same data
 (common random numbers, DESIGN "Randomness"). Any axis holding a string value is static:

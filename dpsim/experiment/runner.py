@@ -8,7 +8,8 @@ every lane of a micro-batch waits for the slowest one's while-loop). Chunks of l
 fixed size per step (the last one is padded), so each step compiles once; on CPU several
 chunks are computed at the same time (:func:`default_workers`); each chunk is written as one
 atomic Parquet part, by the main thread. A step is one shape point with one combination of
-string data values.
+string data values, or with :class:`~dpsim.experiment.grid.Padding` a bucket of shape
+points of several sizes (:func:`size_buckets`), each chunk holding lanes of one of them.
 """
 from __future__ import annotations
 
