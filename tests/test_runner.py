@@ -181,6 +181,24 @@ def test_resume_after_interrupt(reference_micro1, tmp_path, monkeypatch):
     assert_same_table(final, reference_micro1[1])   # the same configuration, uninterrupted
 
 
+def test_a_second_run_into_a_directory_in_use_is_refused(tmp_path):
+    """Two runs into one directory at once would both compute the missing lanes and store
+    them twice (found using dpsim: two `dpsim run` left 4800 duplicated rows). While one
+    holds the directory, another is refused in one line and writes nothing; afterwards the
+    directory is free again, and a directory the refused run would have created is not left."""
+    out = tmp_path / "run"
+    exp = small_experiment(n_items=[12])
+    with store.exclusive(out):
+        with pytest.raises(UsageError, match=r"another dpsim run \(pid \d+ on .*\) is writing to"):
+            run_experiment(exp, out=out, progress=False)
+        assert [p.name for p in out.iterdir()] == [store.LOCK]     # nothing written by the refused run
+    assert not out.exists()            # created for the lock only, removed when released
+    summary = run_experiment(exp, out=out, progress=False)
+    assert summary.lanes_run == N_LANES // 2
+    assert not table(out).duplicated(KEY).any()
+    assert run_experiment(exp, out=out, progress=False).lanes_run == 0
+
+
 def test_extending_the_eps_grid_computes_only_new_points(reference, tmp_path):
     """Run ε = 1 only, then the full ε grid into the same directory (n = 12 only, to save a
     compile): the missing ε = ∞ rows are added, the stored ε = 1 rows are not duplicated,

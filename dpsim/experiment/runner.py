@@ -569,8 +569,18 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     """
     patience = watchdog_seconds(watchdog)
     compiler_options()   # a bad $DPSIM_XLA_CPU_OPT_LEVEL is refused before anything is written
-    work = plan_run(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk, workers=workers,
-                    micro_batch=micro_batch)
+    request = dict(reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk, workers=workers,
+                   micro_batch=micro_batch)
+    work = plan_run(experiment, **request)          # validates everything, writes nothing
+    with store.exclusive(work.out):                 # one writer per run directory
+        return _run_planned(experiment, plan_run(experiment, **request), request, progress, patience, source)
+
+
+def _run_planned(experiment: Experiment, work: Plan, arguments: dict, progress: bool, patience: float,
+                 source: str | None) -> RunSummary:
+    """:func:`run_experiment` once the directory is held: ``work`` was planned under the
+    lock, so it sees every part another run finished before."""
+    overrides, chunk, seed = arguments["overrides"], arguments["chunk"], arguments["seed"]
     grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
     groups = _groups(grid)
     order = np.concatenate([np.asarray(indices) for _, indices in groups])

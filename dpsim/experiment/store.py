@@ -6,11 +6,13 @@ and re-running into the same directory computes only the missing (point, rep) pa
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
 import tempfile
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +23,7 @@ from dpsim.experiment.errors import UsageError
 
 MANIFEST = "manifest.json"
 PARTS = "parts"
+LOCK = ".lock"
 
 
 def _current_umask() -> int:
@@ -45,6 +48,38 @@ def check_directory(path: Path, what: str) -> None:
             if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
                 raise UsageError(f"{what} {str(path)!r} cannot be created: {str(parent)!r} is not writable")
             break
+
+
+@contextmanager
+def exclusive(out: Path):
+    """Hold the run directory ``out`` for one writer: an advisory lock (``flock``) on
+    ``out/.lock``, released when the block ends or the process dies. Two ``dpsim run`` into
+    one directory at the same time would both compute the missing lanes and store them
+    twice; the second is refused instead, with a one-line UsageError naming the holder.
+    Creates ``out``, and removes it again if it created it and nothing but the lock was
+    written (a run that stopped before its manifest leaves nothing behind)."""
+    out = Path(out)
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    handle = open(out / LOCK, "a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise UsageError(f"another dpsim run ({holder}) is writing to {str(out)!r}; "
+                             f"wait for it to finish, or choose another --out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {platform.node()}")
+        handle.flush()
+        yield
+    finally:
+        handle.close()   # closing releases the lock
+        if created and [p.name for p in out.iterdir()] == [LOCK]:
+            (out / LOCK).unlink()
+            out.rmdir()
 
 
 def _atomic_write_bytes(path: Path, write) -> None:
@@ -84,7 +119,7 @@ def check_compatible(out: Path, experiment: str, seed: int) -> None:
     check_directory(out, "--out")
     manifest = read_manifest(out)
     if manifest is None:
-        if Path(out).exists() and any(Path(out).iterdir()):
+        if Path(out).exists() and any(p.name != LOCK for p in Path(out).iterdir()):
             raise UsageError(f"--out {str(out)!r} is not empty and holds no dpsim manifest")
         return
     if manifest["experiment"] != experiment or manifest["seed"] != seed:
