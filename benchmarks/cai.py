@@ -683,7 +683,7 @@ def compile_breakdown(n: int) -> list[dict]:
     alone (a method that only sums W), counting (Alg. 2 + top-k), the MLE (Alg. 1 + top-k),
     and both (the real program)."""
     base = dataclasses.replace(edge.FIG3, axes={**edge.FIG3.axes, "n_items": [n]})
-    probe = Method(lambda key, ctx: {"s": jnp.sum(ctx.sample)}, ("s",))
+    probe = Method(lambda key, ctx: {"s": jnp.sum(ctx.sample)}, ("s",), masks_padding=True)  # W is 0 there
     variants = [("data generation only", {"probe": probe}), ("counts (Alg. 2 + top-k)", {"counts": edge.COUNTS}),
                 ("MLE (Alg. 1 + top-k)", {"mle": edge.MLE}), ("both (the real program)", edge.METHODS)]
     rows = []

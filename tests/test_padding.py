@@ -152,3 +152,13 @@ def test_padded_cai_run_equals_the_unpadded_run(tmp_path):
         else:
             assert a[column].tolist() == b[column].tolist(), column
     assert set(a["n_items"]) == {20, 36, 52} and set(a["k"]) == {5, 9, 13}
+
+
+def test_an_experiment_pads_only_methods_that_mask_padding():
+    """cai Fig. 4 adds the one-shot method, which does not mask padding: it keeps one program
+    per n; declaring padding with such a method is refused."""
+    from dpsim.experiments.cai import individual
+
+    assert edge.FIG1.padding is edge.PADDING and individual.FIG4.padding is None
+    with pytest.raises(ValueError, match=r"methods \['one_shot'\] do not mask padding"):
+        dataclasses.replace(individual.FIG4, padding=edge.PADDING)

@@ -136,6 +136,9 @@ class Method:
             declares no ``converged``: its rows store null there, never a made-up True.
         label: legend label in figures (default: the method's name).
         doc: one line for ``dpsim show``.
+        masks_padding: True when ``fn`` honours :class:`Padding` (it reads the real size from
+            ``ctx.shape`` and keeps the padding out of every result), so that it may run in a
+            padded experiment; an experiment with ``padding`` refuses other methods.
     """
 
     fn: Callable[[Any, Context], Mapping[str, Any]]
@@ -143,6 +146,7 @@ class Method:
     diagnostics: Mapping[str, str] = field(default_factory=dict)
     label: str = ""
     doc: str = ""
+    masks_padding: bool = False
 
     def __post_init__(self):
         bad = {k: v for k, v in self.diagnostics.items() if v not in DIAGNOSTIC_TYPES}
@@ -292,6 +296,10 @@ class Experiment:
             raise ValueError(f"experiment {self.name!r}: truth_axes {sorted(set(self.truth_axes) - set(self.shape_axes))} "
                              f"are not shape axes")
         if self.padding is not None:
+            unmasked = [name for name, method in self.methods.items() if not method.masks_padding]
+            if unmasked:
+                raise ValueError(f"experiment {self.name!r} pads {self.padding.axis} but its methods {unmasked} "
+                                 f"do not mask padding (Method.masks_padding); give it padding=None")
             outside = [a for a in self.padding.traced_axes if a not in self.shape_axes]
             if outside:
                 raise ValueError(f"experiment {self.name!r}: padding names {outside}, which are not shape axes")

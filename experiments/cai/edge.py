@@ -122,8 +122,9 @@ def counts_fn(key, ctx):
 
 
 MLE = Method(mle_fn, ESTIMATION + TOPK, solver_diagnostics(), label="Noisy MLE",
-             doc="Algorithm 1: objective-perturbed penalised MLE (truncated Newton), centred")
-COUNTS = Method(counts_fn, TOPK, label="Counting", doc="Algorithm 2: noisy win counts, Laplace(2/ε)")
+             doc="Algorithm 1: objective-perturbed penalised MLE (truncated Newton), centred", masks_padding=True)
+COUNTS = Method(counts_fn, TOPK, label="Counting", doc="Algorithm 2: noisy win counts, Laplace(2/ε)",
+                masks_padding=True)
 METHODS = {"mle": MLE, "counts": COUNTS}
 AXIS_TYPES = {"c0": axes.positive("ridge constant c0 of γ = max(4κ2/ε, c0√(np log n)) (cai Thm 2.1)")}
 
@@ -145,15 +146,17 @@ PANELS = (
 
 
 def edge_experiment(name, title, grid, figure=None, reps=PAPER_REPS, description="", methods=None):
-    """An edge-DP experiment (defaults n = 300, p = 1, ε = 1, c0 = 2; methods mle, counts)."""
+    """An edge-DP experiment (defaults n = 300, p = 1, ε = 1, c0 = 2; methods mle, counts).
+    Its sizes are padded (PADDING) when every method masks padding, else one program per n."""
     full = {"n_items": [300], "k": ["auto"], "link": ["logistic"], "p": [1.0], "eps": [1.0], "c0": [2.0]}
     full.update(grid)
+    methods = methods or METHODS
     return Experiment(
         name=name, title=title, axes=full,
         shape_axes=("n_items", "k", "link"), analysis_axes=("eps", "c0"),
-        truth=truth, generate=generate, methods=methods or METHODS, reps=reps, figure=figure,
-        axis_types=AXIS_TYPES, resolve_shape=resolve_shape, lane_bytes=lane_bytes, padding=PADDING,
-        description=description)
+        truth=truth, generate=generate, methods=methods, reps=reps, figure=figure,
+        axis_types=AXIS_TYPES, resolve_shape=resolve_shape, lane_bytes=lane_bytes,
+        padding=PADDING if all(m.masks_padding for m in methods.values()) else None, description=description)
 
 
 EPS_CURVES = [0.5, 1.0, 2.5, INF]
