@@ -48,6 +48,9 @@ def test_show_prints_axes_kinds_defaults_methods_metrics(tmp_path):
     assert "n_items, per_user" in out and "derived on the host" in out
     assert "counts" in out and "[no solver]" in out and "[solver: converged, iterations]" in out
     assert "metrics: mean_rank_diff" in out and "1000 per grid point" in out
+    assert "padding:" not in out
+    padded = dpsim(["show", "cai-fig1", "--no-estimate"], tmp_path).stdout
+    assert "padding: n_items values share compiled programs" in padded and "(n_items, k traced;" in padded
 
 
 def test_show_estimates_the_run_time_here(tmp_path):

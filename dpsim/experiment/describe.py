@@ -53,6 +53,10 @@ def describe(experiment: Experiment, source: str = "") -> list[str]:
         lines.append("  derived on the host (stored as columns):")
         for d in experiment.derived:
             lines.append(f"    {', '.join(d.names):<12} {d.level:<9} {d.doc}")
+    if experiment.padding is not None:
+        traced = ", ".join(experiment.padding.traced_axes)
+        lines.append(f"  padding: {experiment.padding.axis} values share compiled programs sized for the largest "
+                     f"of their bucket ({traced} traced; DPSIM_PADDING=off: one program per value)")
     lines.append("  methods:")
     for name, method in experiment.methods.items():
         solver = "solver: " + ", ".join(method.diagnostics) if method.has_solver else \
