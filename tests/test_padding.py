@@ -162,3 +162,11 @@ def test_an_experiment_pads_only_methods_that_mask_padding():
     assert edge.FIG1.padding is edge.PADDING and individual.FIG4.padding is None
     with pytest.raises(ValueError, match=r"methods \['one_shot'\] do not mask padding"):
         dataclasses.replace(individual.FIG4, padding=edge.PADDING)
+
+
+def test_more_items_than_the_sampler_indexes_is_a_usage_error():
+    from dpsim.experiment import UsageError
+    from dpsim.experiment.grid import expand_grid
+
+    with pytest.raises(UsageError, match="n_items=70000 is more than the edge-DP sampler's 65536 items"):
+        expand_grid(edge.FIG1, {"n_items": [300, 70000]})

@@ -67,8 +67,13 @@ def resolve_k_and_link(shape: dict, default_k) -> dict:
     return resolve_k(shape, default_k)
 
 
+MAX_ITEMS = 2 ** 16   # pair_bits draws the comparison graph with 32-bit flat indices i·n + j
+
+
 def resolve_shape(shape: dict) -> dict:
-    """Edge DP: k = round(n/4) (cai §3.4, R's round-half-even) when 'auto'."""
+    """Edge DP: k = round(n/4) (cai §3.4, R's round-half-even) when 'auto'; n ≤ 65536."""
+    if shape["n_items"] > MAX_ITEMS:
+        raise UsageError(f"n_items={shape['n_items']} is more than the edge-DP sampler's {MAX_ITEMS} items")
     return resolve_k_and_link(shape, top_k_size)
 
 
