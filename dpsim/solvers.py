@@ -100,12 +100,16 @@ def _backtrack(objective: SmoothObjective, x, merit, direction, max_backtracks: 
         m_t = 0.5 * jnp.dot(g_t, g_t)
         return jnp.isfinite(m_t) & (m_t <= (1.0 - 2.0 * armijo * t) * merit)
 
-    x_t, g_t, c_t = trial(1.0)
-    init = (jnp.asarray(1.0), x_t, g_t, c_t, jnp.asarray(0))
+    # The full step t = 1 is the loop's first iteration (k = 0, from t = 2 and k = −1), so
+    # the program holds one copy of ``evaluate`` here instead of two (issue 10: XLA:CPU
+    # compile time grows with the code); the trial points are the same.
+    g_shape, c_shape = jax.eval_shape(objective.evaluate, x)
+    zeros = lambda tree: jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), tree)
+    init = (jnp.asarray(2.0), x, zeros(g_shape), zeros(c_shape), jnp.asarray(-1))
 
     def cond(state):
         t, _, g_t, _, k = state
-        return (~ok(t, g_t)) & (k < max_backtracks)
+        return (k < 0) | ((~ok(t, g_t)) & (k < max_backtracks))
 
     def body(state):
         t, _, _, _, k = state
