@@ -8,23 +8,30 @@ per row (traced arguments). ε = ∞ is allowed and gives the non-private rate.
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def _f64(*values):
-    return tuple(jnp.asarray(v, jnp.float64) for v in values)
+    """(namespace, the values as float64 arrays): NumPy when every value is a host number,
+    jax.numpy when one is a JAX array or tracer. Host-side checks (the predicted slopes
+    computed when a paper module is imported) then dispatch no JAX operation: each one
+    compiled a tiny program, 0.3 s of every ``dpsim run cai-…`` (issue 10)."""
+    xp = jnp if any(isinstance(v, jax.Array) for v in values) else np
+    return xp, tuple(xp.asarray(v, xp.float64) for v in values)
 
 
 def edge_dp_statistical_term(n_items, p, eps=None):
     """√(log n/(np)): the non-private part of r_E (cai Thm 2.1 eq. (2.6))."""
-    n_items, p = _f64(n_items, p)
-    return jnp.sqrt(jnp.log(n_items) / (n_items * p))
+    xp, (n_items, p) = _f64(n_items, p)
+    return xp.sqrt(xp.log(n_items) / (n_items * p))
 
 
 def edge_dp_privacy_term(n_items, p, eps):
     """log n/(npε): the cost of privacy in r_E (cai Thm 2.1 eq. (2.6), Remark 1)."""
-    n_items, p, eps = _f64(n_items, p, eps)
-    return jnp.log(n_items) / (n_items * p * eps)
+    xp, (n_items, p, eps) = _f64(n_items, p, eps)
+    return xp.log(n_items) / (n_items * p * eps)
 
 
 def edge_dp_rate(n_items, p, eps):
@@ -41,15 +48,15 @@ def edge_dp_crossover_eps(n_items, p):
 
 def individual_dp_stated_statistical_term(n_items, n_users, eps=None):
     """√(n log n/m), the statistical term of r_I as Thm 3.1 states it (L absorbed)."""
-    n_items, n_users = _f64(n_items, n_users)
-    return jnp.sqrt(n_items * jnp.log(n_items) / n_users)
+    xp, (n_items, n_users) = _f64(n_items, n_users)
+    return xp.sqrt(n_items * xp.log(n_items) / n_users)
 
 
 def individual_dp_rate(n_items, n_users, eps):
     """r_I(n, m, ε) = √(n log n/m) + n log n/(mε)  (cai Thm 3.1, Thm 3.3)."""
-    n_items, n_users, eps = _f64(n_items, n_users, eps)
+    xp, (n_items, n_users, eps) = _f64(n_items, n_users, eps)
     return (individual_dp_stated_statistical_term(n_items, n_users)
-            + n_items * jnp.log(n_items) / (n_users * eps))
+            + n_items * xp.log(n_items) / (n_users * eps))
 
 
 # ---------------------------------------------------------------------------------------
@@ -60,7 +67,7 @@ def individual_dp_rate(n_items, n_users, eps):
 def individual_dp_comparisons_per_item(n_items, n_users, per_user):
     """S = 2mL/n, the expected number of comparisons involving one item in the individual
     model (cai Lemma B.1: each item's degree is Binomial(mL, 2/n))."""
-    n_items, n_users, per_user = _f64(n_items, n_users, per_user)
+    _, (n_items, n_users, per_user) = _f64(n_items, n_users, per_user)
     return 2.0 * n_users * per_user / n_items
 
 
@@ -68,8 +75,8 @@ def individual_dp_statistical_term(n_items, n_users, eps=None, per_user=1):
     """√(log n/S) = √(n log n/(2mL)): the non-private part of the individual-DP ℓ∞ rate with
     L explicit (cai spec §6.4; Thm 3.1 with L absorbed reads √(n log n/m)). It improves
     with L at fixed m like L^{-1/2} (cai spec §7 item 8)."""
-    (n_items,) = _f64(n_items)
-    return jnp.sqrt(jnp.log(n_items) / individual_dp_comparisons_per_item(n_items, n_users, per_user))
+    xp, (n_items, n_users, per_user) = _f64(n_items, n_users, per_user)
+    return xp.sqrt(xp.log(n_items) / individual_dp_comparisons_per_item(n_items, n_users, per_user))
 
 
 def individual_dp_privacy_term(n_items, n_users, eps, per_user=1, noise_factor=1.0):
@@ -78,9 +85,9 @@ def individual_dp_privacy_term(n_items, n_users, eps, per_user=1, noise_factor=1
     Algorithm 3 as published, 2 for the strict ε-DP Algorithm 3, cai spec §10.3). The noise
     scale ∝ L/ε and the information S ∝ L cancel, so the term does **not** depend on L at
     fixed m (cai spec §7 item 8); Thm 3.1 with L absorbed reads n log n/(mε)."""
-    n_items, eps, per_user = _f64(n_items, eps, per_user)
+    xp, (n_items, n_users, eps, per_user) = _f64(n_items, n_users, eps, per_user)
     s = individual_dp_comparisons_per_item(n_items, n_users, per_user)
-    return noise_factor * per_user * jnp.log(n_items) / (s * eps)
+    return noise_factor * per_user * xp.log(n_items) / (s * eps)
 
 
 def individual_dp_rate_explicit_l(n_items, n_users, eps, per_user=1, noise_factor=1.0):
@@ -92,7 +99,8 @@ def individual_dp_rate_explicit_l(n_items, n_users, eps, per_user=1, noise_facto
 def matched_edge_probability(n_items, n_users, per_user):
     """The edge probability p with np = S = 2mL/n (cai spec §6.4 dictionary, §7 item 9):
     the edge-DP design with as many expected comparisons per item as the individual one."""
-    return individual_dp_comparisons_per_item(n_items, n_users, per_user) / jnp.asarray(n_items, jnp.float64)
+    _, (n_items, n_users, per_user) = _f64(n_items, n_users, per_user)
+    return individual_dp_comparisons_per_item(n_items, n_users, per_user) / n_items
 
 
 def individual_to_edge_privacy_ratio(n_items, n_users, eps, per_user):
