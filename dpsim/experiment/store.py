@@ -6,7 +6,6 @@ and re-running into the same directory computes only the missing (point, rep) pa
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import platform
@@ -20,6 +19,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpsim.experiment.errors import UsageError
+
+try:
+    import fcntl
+except ImportError:  # Windows has no flock: runs into one directory are not guarded there
+    fcntl = None
 
 MANIFEST = "manifest.json"
 PARTS = "parts"
@@ -57,14 +61,16 @@ def exclusive(out: Path):
     one directory at the same time would both compute the missing lanes and store them
     twice; the second is refused instead, with a one-line UsageError naming the holder.
     Creates ``out``, and removes it again if it created it and nothing but the lock was
-    written (a run that stopped before its manifest leaves nothing behind)."""
+    written (a run that stopped before its manifest leaves nothing behind). Without
+    ``fcntl`` (Windows) nothing is locked."""
     out = Path(out)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     handle = open(out / LOCK, "a+")
     try:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
