@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from dpsim.estimators.fit import Fit
 from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.mechanisms.laplace import laplace_noise
+from dpsim.models.btl import real_items
 from dpsim.models.links import LOGISTIC, Link
 from dpsim.solvers import SmoothObjective, SolverResult, newton_cg
 from dpsim.validate import require, require_counts_matrix, require_eps, require_probability
@@ -156,5 +157,5 @@ def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC
     cal = edge_objective_perturbation(eps, n, p, c0=c0, link=link)
     w = laplace_noise(key, cal.lam, (capacity,))
     if n_items is not None:
-        w = jnp.where(jnp.arange(capacity) < n_items, w, 0.0)
+        w = jnp.where(real_items(capacity, n_items), w, 0.0)
     return penalised_mle(W, cal.gamma, w, tol=tol, max_iter=max_iter)

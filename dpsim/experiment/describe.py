@@ -87,7 +87,8 @@ def estimate_seconds(experiment: Experiment, runs: Path = Path("runs")) -> tuple
     """An estimate of the run time of the default grid on this machine, and how it was made:
     from earlier runs under ``runs``, else by a small calibration run (2 replicates at the
     largest shape point: one compilation and one warm run)."""
-    from dpsim.experiment.runner import lane_shape, plan_run, run_experiment
+    from dpsim.experiment.program import lane_shape
+    from dpsim.experiment.runner import plan_run, run_experiment
 
     with tempfile.TemporaryDirectory() as tmp:
         plan = plan_run(experiment, out=Path(tmp) / "plan")
@@ -110,8 +111,8 @@ def estimate_seconds(experiment: Experiment, runs: Path = Path("runs")) -> tuple
     compile_seconds = max(cold_seconds - warm.seconds, 0.0)
     # a lane's work grows with its working set: scale the calibrated cost by lane_bytes
     scale = experiment.lane_bytes(largest)
-    compute = sum(per_lane * experiment.lane_bytes(lane_shape(experiment, step.shape)) / scale * sum(len(c) for c in step.chunks)
-                  for step in plan.steps)
+    compute = sum(per_lane * experiment.lane_bytes(lane_shape(experiment, step.shape)) / scale
+                  * sum(len(c) for c in step.chunks) for step in plan.steps)
     where = ", ".join(f"{a}={v}" for a, v in largest.items() if a in experiment.shape_axes)
     return compile_seconds * len(plan.steps) + compute, (
         f"calibrated at the largest shape ({where}): {compile_seconds:.1f} s to compile each of "

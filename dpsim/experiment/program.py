@@ -178,28 +178,36 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
     return chunk
 
 
+def static_shape(experiment: Experiment, shape: Mapping) -> dict:
+    """The shape values a program is specialised on: all of them, or with
+    :class:`~dpsim.experiment.grid.Padding` all but the traced axes."""
+    padding = experiment.padding
+    return dict(shape) if padding is None else {k: v for k, v in shape.items() if k not in padding.traced_axes}
+
+
 def program_shape(experiment: Experiment, shape: Mapping, capacity: int | None = None) -> dict:
     """The static shape values a program is compiled for: the shape point itself, or with
-    :class:`~dpsim.experiment.grid.Padding` its values other than the traced axes plus the
-    ``capacity`` (default: the point's own size)."""
+    padding its :func:`static_shape` plus the ``capacity`` (default: the point's own size)."""
     padding = experiment.padding
     if padding is None:
         return dict(shape)
-    static = {k: v for k, v in shape.items() if k not in padding.traced_axes}
-    return {**static, padding.capacity: int(shape[padding.axis] if capacity is None else capacity)}
+    return {**static_shape(experiment, shape),
+            padding.capacity: int(shape[padding.axis] if capacity is None else capacity)}
+
+
+def lane_shape(experiment: Experiment, compiled: Mapping) -> dict:
+    """A program shape as ``lane_bytes`` reads it: with padding, the padded axis at capacity."""
+    padding = experiment.padding
+    if padding is None:
+        return dict(compiled)
+    return {**compiled, padding.axis: compiled[padding.capacity]}
 
 
 def traced_shape_values(experiment: Experiment, shape: Mapping) -> dict:
     """{axis: int64 scalar} of the shape axes a padded program receives traced (empty
-    without padding)."""
+    without padding; the runner checks that they are integers when it plans)."""
     padding = experiment.padding
-    if padding is None:
-        return {}
-    for axis in padding.traced_axes:
-        value = shape[axis]
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise UsageError(f"experiment {experiment.name!r}: padded shape axis {axis}={value!r} must be an integer")
-    return {axis: np.int64(shape[axis]) for axis in padding.traced_axes}
+    return {} if padding is None else {axis: np.int64(shape[axis]) for axis in padding.traced_axes}
 
 
 # Compiled programs of this process, oldest first. Each XLA:CPU executable holds a few hundred

@@ -31,7 +31,8 @@ from dpsim.errors import UsageError, note, warn
 from dpsim.experiment import store
 from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
 from dpsim.experiment.program import (clear_cache, compiled_chunk_fn, compiler_options, id_words, lane_key,
-                                      program_shape, traced_shape_values, truth_key, truth_words)
+                                      lane_shape, program_shape, static_shape, traced_shape_values, truth_key,
+                                      truth_words)
 from dpsim.experiment.threads import DaemonPool, in_order, wait
 
 # CPU: lanes one at a time (issue 10). Measured on the 2-core CPU, fresh process / warm re-run,
@@ -300,25 +301,32 @@ def size_buckets(sizes: Sequence[int], cost: Callable[[int, int], float], compil
 def _capacities(grid: Grid, reps: int, policy: Batching) -> list:
     """The program shape of every shape point (:func:`program_shape`): without padding the
     point itself; with padding, points that agree on the static axes are bucketed by size
-    (:func:`size_buckets`, the whole grid's work, so a resumed run buckets as the first)."""
+    (:func:`size_buckets`, the whole grid's work, so a resumed run buckets as the first).
+    Raises UsageError, before anything is written, for a traced shape value that is not an
+    integer."""
     experiment = grid.experiment
     padding = experiment.padding
     if padding is None:
         return [program_shape(experiment, shape) for shape in grid.shapes]
+    for shape in grid.shapes:
+        for axis in padding.traced_axes:
+            if isinstance(shape[axis], bool) or not isinstance(shape[axis], (int, np.integer)):
+                raise UsageError(f"experiment {experiment.name!r}: padded shape axis {axis}={shape[axis]!r} "
+                                 f"must be an integer")
     families: dict = {}
     for s, shape in enumerate(grid.shapes):
-        families.setdefault(repr(sorted(program_shape(experiment, shape, 0).items())), []).append(s)
+        families.setdefault(repr(sorted(static_shape(experiment, shape).items())), []).append(s)
     lanes_per_point = reps * len(grid.data_points) * len(grid.analysis_points)
     shapes = [None] * len(grid.shapes)
     for members in families.values():
-        base = program_shape(experiment, grid.shapes[members[0]], 0)
+        first = grid.shapes[members[0]]
         count: dict = {}
         for s in members:
             size = int(grid.shapes[s][padding.axis])
             count[size] = count.get(size, 0) + 1
 
-        def cost(size, capacity, base=base, count=count):
-            working = experiment.lane_bytes({**base, padding.axis: capacity, padding.capacity: capacity})
+        def cost(size, capacity, first=first, count=count):
+            working = experiment.lane_bytes(lane_shape(experiment, program_shape(experiment, first, capacity)))
             return count[size] * lanes_per_point * working * policy.seconds_per_byte
 
         capacity = size_buckets(list(count), cost, policy.compile_seconds)
@@ -359,14 +367,6 @@ def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: i
         chunks = [_Chunk(s, lanes[i:i + size]) for s, lanes in members for i in range(0, len(lanes), size)]
         plan.append(_Step(compiled, dict(static), chunks, size, micro, tuple(s for s, _ in members)))
     return plan
-
-
-def lane_shape(experiment: Experiment, compiled: dict) -> dict:
-    """A program shape as ``lane_bytes`` reads it: with padding, the padded axis at capacity."""
-    padding = experiment.padding
-    if padding is None:
-        return compiled
-    return {**compiled, padding.axis: compiled[padding.capacity]}
 
 
 def _numbers(name: str, values) -> np.ndarray:
@@ -521,9 +521,24 @@ class Plan:
         return lines
 
 
-def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
-             chunk: int | None = None, workers: int | None = None, micro_batch: int | None = None) -> Plan:
-    """Validate a request and plan it, writing nothing (``--dry-run``; :func:`run_experiment`)."""
+@dataclass(frozen=True)
+class _Request:
+    """A validated run request: the expanded grid and every setting, nothing read yet from
+    the run directory's parts (:func:`_validated`)."""
+
+    grid: Grid
+    out: Path
+    seed: int
+    reps: int
+    chunk: int | None
+    workers: int
+    policy: Batching
+    overrides: Mapping[str, Sequence] | None
+
+
+def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, overrides, chunk: int | None,
+               workers: int | None, micro_batch: int | None) -> _Request:
+    """Check every setting and expand the grid, writing nothing (UsageError naming a bad value)."""
     reps = experiment.reps if reps is None else reps
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise UsageError(f"reps={reps!r} must be an integer ≥ 1")
@@ -538,9 +553,21 @@ def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, 
     out = Path(out or Path("runs") / experiment.name)
     store.check_compatible(out, experiment.name, seed)
     policy = batching(micro_batch=micro_batch)
-    workers = policy.workers if workers is None else workers
-    done = store.completed(out)
-    return Plan(grid, _plan(grid, reps, done, chunk, workers, policy), done, out, workers, reps)
+    return _Request(grid, out, seed, reps, chunk, policy.workers if workers is None else workers, policy, overrides)
+
+
+def _planned(request: _Request) -> Plan:
+    """The plan of a validated request against what its directory holds now."""
+    done = store.completed(request.out)
+    steps = _plan(request.grid, request.reps, done, request.chunk, request.workers, request.policy)
+    return Plan(request.grid, steps, done, request.out, request.workers, request.reps)
+
+
+def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
+             chunk: int | None = None, workers: int | None = None, micro_batch: int | None = None) -> Plan:
+    """Validate a request and plan it, writing nothing (``--dry-run``; :func:`run_experiment`)."""
+    return _planned(_validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
+                               workers=workers, micro_batch=micro_batch))
 
 
 def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int = 0,
@@ -559,7 +586,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     ``source``: where the experiment is defined (a paper module or ``study.py:NAME``),
     recorded in the manifest so that ``dpsim plot`` finds it again. ``micro_batch``: at most
     this many lanes vmapped together (default :func:`batching` of the backend); it changes
-    no result beyond float rounding.
+    no result beyond float rounding. One run at a time writes into a directory
+    (:func:`~dpsim.experiment.store.exclusive`); the plan is made once it is held.
 
     Threads: one background thread only *compiles* (the next step's program, while the
     current one computes); programs are executed by ``workers`` daemon threads (chunks;
@@ -569,18 +597,17 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     """
     patience = watchdog_seconds(watchdog)
     compiler_options()   # a bad $DPSIM_XLA_CPU_OPT_LEVEL is refused before anything is written
-    request = dict(reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk, workers=workers,
-                   micro_batch=micro_batch)
-    work = plan_run(experiment, **request)          # validates everything, writes nothing
-    with store.exclusive(work.out):                 # one writer per run directory
-        return _run_planned(experiment, plan_run(experiment, **request), request, progress, patience, source)
+    request = _validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
+                         workers=workers, micro_batch=micro_batch)        # writes nothing
+    with store.exclusive(request.out):                                   # one writer per run directory
+        return _run_planned(experiment, _planned(request), request, progress, patience, source)
 
 
-def _run_planned(experiment: Experiment, work: Plan, arguments: dict, progress: bool, patience: float,
+def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progress: bool, patience: float,
                  source: str | None) -> RunSummary:
     """:func:`run_experiment` once the directory is held: ``work`` was planned under the
     lock, so it sees every part another run finished before."""
-    overrides, chunk, seed = arguments["overrides"], arguments["chunk"], arguments["seed"]
+    overrides, chunk, seed = settings.overrides, settings.chunk, settings.seed
     grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
     groups = _groups(grid)
     order = np.concatenate([np.asarray(indices) for _, indices in groups])
