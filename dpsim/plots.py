@@ -119,9 +119,33 @@ def _panel_rows(table: pd.DataFrame, panel: Panel) -> pd.DataFrame:
     return rows[rows[panel.metric].notna()] if panel.metric in rows else rows.iloc[0:0]
 
 
+def _nearest(values, wanted):
+    """The value of ``values`` nearest to ``wanted`` (∞ is nearest to ∞)."""
+    return min(values, key=lambda v: 0.0 if v == wanted else abs(float(v) - float(wanted)))
+
+
+def _resolve_at(table: pd.DataFrame, spec: FigureSpec, panel: Panel) -> Panel:
+    """``panel`` with its ``at`` values turned into a ``where`` slice at the value present in
+    its rows nearest to each (left as asked when the axis has no rows: the panel is then
+    reported as empty), the values used added to its title."""
+    if not panel.at:
+        return panel
+    rows, where, used = _panel_rows(table, panel), dict(panel.where), []
+    for axis, wanted in panel.at.items():
+        present = list(rows[axis].dropna().unique()) if axis in rows else []
+        chosen = _nearest(present, wanted) if present else wanted
+        where[axis] = [chosen]
+        rows = rows[rows[axis] == chosen] if present else rows
+        used.append(f"{symbol(spec, axis)} = {format_value(chosen)}")
+    text = ", ".join(used)
+    return dataclasses.replace(panel, at={}, where=where, title=f"{panel.title} ({text})" if panel.title else text)
+
+
 def _expansions(table: pd.DataFrame, spec: FigureSpec, panel: Panel) -> list[Panel]:
     """``panel``, or with ``each`` axes one copy per combination of their values present in
-    its rows (numeric order, ∞ last), the values added to its ``where`` and its title."""
+    its rows (numeric order, ∞ last), the values added to its ``where`` and its title;
+    ``at`` values first become a slice (:func:`_resolve_at`)."""
+    panel = _resolve_at(table, spec, panel)
     if not panel.each:
         return [panel]
     rows = _panel_rows(table, panel)

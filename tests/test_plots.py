@@ -173,3 +173,23 @@ def test_repeated_panels_get_one_row_each_by_default():
         (drawn,) = draw_figures(table(eps=eps), spec)
         grid = drawn.figure.axes[0].get_subplotspec().get_gridspec()
         assert (grid.nrows, grid.ncols) == (2, len(eps))
+
+
+def test_a_panel_at_a_value_uses_the_nearest_value_the_run_holds():
+    """cai Fig. 4's panel "vs ε at n = 350" after `--set n_items=200,300` failed with "has no
+    data"; ``Panel.at`` slices at the value asked for when present, else at the nearest one,
+    and says which in the title."""
+    from dpsim.plots import expand_panels
+
+    spec = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="", symbols={"n_items": "n"},
+                      panels=(Panel("err", None, "error", at={"n_items": 350}, title="vs ε"),))
+    table = pd.DataFrame({"n_items": [200, 300, 200, 300], "eps": [1.0, 1.0, 2.0, 2.0], "method": ["m"] * 4,
+                          "err": [1.0, 2.0, 3.0, 4.0]})
+    (panel,) = expand_panels(table, spec)
+    assert panel.where == {"n_items": [300]} and panel.title == "vs ε (n = 300)"
+    exact = pd.concat([table, table.assign(n_items=350)])
+    assert expand_panels(exact, spec)[0].where == {"n_items": [350]}
+    at_inf = FigureSpec(x="n_items", curve="method", xlabel="n", curve_label="",
+                        panels=(Panel("err", None, "error", at={"eps": math.inf}),))
+    with_inf = pd.concat([table, table.assign(eps=math.inf)])
+    assert expand_panels(with_inf, at_inf)[0].where == {"eps": [math.inf]}

@@ -54,6 +54,11 @@ class Panel:
     e.g. ``Panel("l2", None, "ℓ2", each=("eps",))`` draws one panel per ε that was run. Use it
     instead of a ``where`` listing the default grid's values, so that ``--set eps=…`` with
     other values draws them rather than failing on a panel without data.
+
+    ``at``: axis → value, a slice at that value or, when the run does not hold it, at the
+    nearest value it holds; the value used is added to the title, e.g. cai Fig. 4's
+    ``Panel(…, at={"n_items": 350}, title="vs ε")`` draws "vs ε (n = 350)", or "(n = 300)"
+    after ``--set n_items=200,300``.
     """
 
     metric: str
@@ -66,6 +71,7 @@ class Panel:
     logx: bool | None = None
     logy: bool | None = None
     each: tuple[str, ...] = ()
+    at: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if isinstance(self.each, str):

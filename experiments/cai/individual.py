@@ -99,10 +99,10 @@ FIG4 = fig4_experiment(
     "cai-fig4", "Comparison with the one-shot method: relative Hamming error versus n (ε = 2) and ε (n = 350)",
     {"n_items": [150, 250, 350, 450, 550, 650], "eps": [0.1, 0.5, 1.0, 2.0, 5.0]},
     FigureSpec(symbols=cai.SYMBOLS, x="n_items", curve="method", xlabel="$n$", curve_label="", curve_labels=FIG4_LABELS,
-               panels=(Panel("relative_hamming", None, "Relative Hamming error", where={"eps": [2.0]},
-                             title="vs $n$ ($\\epsilon$ = 2)"),
-                       Panel("relative_hamming", None, "Relative Hamming error", where={"n_items": [350]},
-                             title="vs $\\epsilon$ ($n$ = 350)", x="eps", xlabel="$\\epsilon$", logx=True)),
+               panels=(Panel("relative_hamming", None, "Relative Hamming error", at={"eps": 2.0},
+                             title="vs $n$"),
+                       Panel("relative_hamming", None, "Relative Hamming error", at={"n_items": 350},
+                             title="vs $\\epsilon$", x="eps", xlabel="$\\epsilon$", logx=True)),
                title="cai Fig. 4: counting vs noisy MLE vs one-shot"))
 
 # ---------------------------------------------------------------------------------------
