@@ -10,7 +10,12 @@ with closed-form gradient and Hessian (cai (A.2), (A.9); cai spec §5.0):
     ∇²R  = diag(C1) − C + γI,   C_ij = M_ij σ_ij (1 − σ_ij)   (a weighted graph Laplacian).
 
 σ_ij is computed as a_i/(a_i + a_j) with a = exp(θ − max θ): one exponential per item
-instead of one per pair.
+instead of one per pair. The solver's ``evaluate`` forms C in one elementwise pass (one
+division per pair) and gets both the gradient and diag(∇²R) from one product with it:
+since σ_ij + σ_ji = 1, Σ_j M_ij σ_ij = Σ_j C_ij (1 + a_i/a_j), so
+the (2, n) × (n, n) product [1, 1/a]ᵀ C gives both sums (C is symmetric). Forming σ, M∘σ and C as
+separate (n, n) arrays and reducing each (XLA:CPU does not fuse those reductions) took
+1.4–2.4× longer (issue 10; benchmarks/cai.py, section P).
 """
 from __future__ import annotations
 
@@ -56,12 +61,12 @@ def btl_objective(W, gamma, w) -> SmoothObjective:
     wins = W.sum(axis=1)
 
     def evaluate(theta):
-        log_a = theta - jnp.max(theta)
-        a = jnp.exp(log_a)
-        sig = a[:, None] / (a[:, None] + a[None, :])
-        grad = jnp.sum(M * sig, axis=1) - wins + gamma * theta + w
-        C = M * (sig * (1.0 - sig))
-        return grad, (C, C.sum(axis=1) + gamma)
+        a = jnp.exp(theta - jnp.max(theta))
+        r = 1.0 / (a[:, None] + a[None, :])
+        C = M * ((a[:, None] * r) * (a[None, :] * r))                   # M_ij σ_ij σ_ji, symmetric
+        row, scaled = jnp.stack([jnp.ones_like(a), 1.0 / a]) @ C
+        grad = row + a * scaled - wins + gamma * theta + w              # Σ_j M_ij σ_ij = Σ_j C_ij (1 + a_i/a_j)
+        return grad, (C, row + gamma)
 
     def hvp(curvature, v):
         C, diag = curvature
