@@ -87,14 +87,22 @@ def run_once(root: Path, name: str, reps: int, out: Path) -> tuple[float, float]
 
 def frame_difference(a, b) -> str:
     """How two result tables (pandas, rows in :func:`~dpsim.experiment.store.load_results`' order) differ: "identical", "float columns within
-    X relative, the rest identical", or what differs (layout, values of a non-float column,
-    NaN positions)."""
+    X relative, the rest identical", or what differs (layout, NaN positions, and for each
+    non-float column whose values moved, how many rows moved and by how much at most,
+    followed by the float columns' largest relative change)."""
     if list(a.columns) != list(b.columns) or len(a) != len(b):
         return f"different layout: columns {sorted(set(a.columns) ^ set(b.columns))}, rows {len(a)} vs {len(b)}"
     floats = [c for c in a.columns if a[c].dtype.kind == "f"]
-    changed = [c for c in a.columns if c not in floats and not a[c].equals(b[c])]
-    if changed:
-        return f"different values in {changed}"
+    moved_columns = []
+    for c in a.columns:
+        if c in floats or a[c].equals(b[c]):
+            continue
+        rows = int((a[c] != b[c]).sum())
+        if a[c].dtype.kind in "iub" and b[c].dtype.kind in "iub":
+            step = int(np.max(np.abs(a[c].to_numpy(np.int64) - b[c].to_numpy(np.int64))))
+            moved_columns.append(f"{c} in {rows} of {len(a)} rows (by at most {step})")
+        else:
+            moved_columns.append(f"{c} in {rows} of {len(a)} rows")
     worst = 0.0
     for c in floats:
         x, y = a[c].to_numpy(), b[c].to_numpy()
@@ -104,6 +112,8 @@ def frame_difference(a, b) -> str:
         if moved.any():
             scale = np.maximum(np.abs(x[moved]), np.abs(y[moved]))
             worst = max(worst, float(np.max(np.abs(x[moved] - y[moved]) / scale)))
+    if moved_columns:
+        return "different values: " + "; ".join(moved_columns) + f"; float columns within {worst:.1e} relative"
     return "identical" if worst == 0.0 else f"float columns within {worst:.1e} relative, the rest identical"
 
 

@@ -189,7 +189,12 @@ def test_compare_frame_difference_tells_rounding_from_change():
     assert compare.frame_difference(a, b).startswith("float columns within 4.0e-13")
     c = a.copy()
     c.loc[1, "hit"] = True
-    assert compare.frame_difference(a, c) == "different values in ['hit']"
+    assert compare.frame_difference(a, c) == "different values: hit in 1 of 2 rows (by at most 1); float columns within 0.0e+00 relative"
+    c.loc[0, "l2"] = 1.0 + 4e-13
+    c["iterations"] = [7, 9]
+    a2 = a.assign(iterations=[7, 7])
+    assert compare.frame_difference(a2, c) == ("different values: hit in 1 of 2 rows (by at most 1); iterations in 1 of 2 "
+                                               "rows (by at most 2); float columns within 4.0e-13 relative")
     d = a.copy()
     d.loc[1, "l2"] = 0.5
     assert compare.frame_difference(a, d) == "different NaNs in l2"
