@@ -275,6 +275,10 @@ def _static_key(experiment, *parts) -> tuple:
 # cai-fig3 3× slower: for smoke runs that are all compilation (the no-hang tests).
 # xla_llvm_disable_expensive_passes, xla_cpu_parallel_codegen_split_count 1 or 4 and the
 # concurrency-optimised scheduler off changed Fig. 3's compile time by less than the noise.
+# xla_cpu_opt_preset=CPU_OPT_PRESET_FAST_COMPILE compiled Fig. 3's program ~9 % faster
+# (2.00 against 2.22 s, 3 runs) but Figures 1–3 end to end not (compare.py, 3 rounds: 25.8
+# against 24.6 s) and moved floats by up to 3.5e-12 relative; YNNPACK fusions off
+# (xla_cpu_experimental_ynn_fusion_type=) made the BTL evaluate 10–40 % slower.
 CPU_OPT_LEVEL_VARIABLE = "DPSIM_XLA_CPU_OPT_LEVEL"
 
 
