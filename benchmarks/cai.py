@@ -95,7 +95,12 @@ C0 = 2.0
 # The CPU micro-batch at n = 300 before issue 10 (cache-sized: ≤ 3 MiB of n×n lanes), kept
 # as the comparison for the runner's one-lane-at-a-time CPU default.
 EARLIER_CPU_MICRO_BATCH = 4
-TARGETS = {"engine_vs_scipy_n300": 3.0, "engine_vs_scipy_small_n": 30.0, "figs_total_s": 30.0}
+# Engine ÷ SciPy loop, cold (compile included) and compiled: n = 300 cold ≥ 3× (the engine
+# issue); issue 10: a cold process at n = 40 at least as fast as the SciPy loop, compiled
+# speed no worse than when it was filed (13× at n = 300, 48× at n = 40); Figures 1–3 in
+# fresh processes under 30 s. n = 20 is reported without a target.
+TARGETS = {"engine_vs_scipy_n300": {"cold": 3.0, "compiled": 13.0},
+           "engine_vs_scipy_n40": {"cold": 1.0, "compiled": 48.0}, "figs_total_s": 30.0}
 SCIPY, CHOIX, CHOIX_ILSR = "SciPy L-BFGS-B loop", "choix.opt_pairwise ε=∞", "ref: choix.ilsr_pairwise_dense"
 FIGURES = {e.name: e for e in edge.EXPERIMENTS}
 
@@ -122,7 +127,7 @@ class Config:
     compile_sizes: tuple = (40, 300)   # K: item counts of the compile breakdown
 
 
-FULL = Config(reps=120, warm_runs=harness.WARM_RUNS, scipy_lanes_n300=20, scipy_lanes_small=40,
+FULL = Config(reps=120, warm_runs=harness.WARM_RUNS, scipy_lanes_n300=20, scipy_lanes_small=120,
               choix_fits_n300=4, choix_fits_small=20, small_ns=(40, 20), profile_ps=tuple(FIG3_P),
               vmapped_reps=40, workers_workloads=("n40", "fig3"), topk_sizes=((20, 128), (40, 128), (100, 32), (300, 4), (1000, 1)),
               solver_design=((300, 2), (40, 10)),
@@ -275,8 +280,9 @@ def time_choix(n: int, ps, n_fits: int, seed: int = 1) -> dict:
 # ----------------------------------------------------------------------------- A, B
 
 def edge_workload(bench: harness.Bench, title: str, experiment, n: int, ps, scipy_lanes_: int, choix_fits: int,
-                  target: float) -> dict:
-    """One engine workload against the SciPy loop and choix: tables and numbers."""
+                  target: dict | None) -> dict:
+    """One engine workload against the SciPy loop and choix: tables and numbers. ``target``:
+    {"cold": ratio, "compiled": ratio} of the engine over the SciPy loop, or None."""
     cfg = bench.cfg
     engine = harness.measure_engine(experiment, cfg.reps, warm_runs=cfg.warm_runs, **ENGINE)
     scipy_res = time_scipy(n, ps, scipy_lanes_)
@@ -290,7 +296,7 @@ def edge_workload(bench: harness.Bench, title: str, experiment, n: int, ps, scip
                                                 baselines, total))
     rows = harness.compare({"cold": engine["fits_per_s"], "compiled": engine["fits_per_s_excl_compile"]},
                            {name: stats["fits_per_s"] for name, stats in baselines.items()},
-                           targets={SCIPY: target})
+                           targets={(mode, SCIPY): value for mode, value in (target or {}).items()})
     harness.print_table(harness.comparison_table("engine ÷ baselines (fits per second)", rows))
     print(f"SciPy: L-BFGS-B iterations mean {scipy_res['lbfgs_iterations_mean']:.1f}, final ‖∇R‖∞ median "
           f"{scipy_res['grad_inf_median']:.1e}, max {scipy_res['grad_inf_max']:.1e} (engine: ≤ 1e-10); one "
@@ -308,7 +314,7 @@ def section_a(bench: harness.Bench) -> dict:
 def section_b(bench: harness.Bench) -> dict:
     return {f"n{n}": edge_workload(bench, f"small n = {n}, p = 1, {bench.cfg.reps} reps", small_n_experiment(n),
                                    n, [1.0], bench.cfg.scipy_lanes_small, bench.cfg.choix_fits_small,
-                                   TARGETS["engine_vs_scipy_small_n"])
+                                   TARGETS.get(f"engine_vs_scipy_n{n}"))
             for n in bench.cfg.small_ns}
 
 

@@ -299,12 +299,13 @@ def compare(engine: Mapping[str, float], baselines: Mapping[str, float],
             targets: Mapping[str, float] | None = None) -> list[dict]:
     """Side-by-side ratios: one row per (engine rate, baseline rate), ``ratio`` = engine ÷
     baseline (rates in fits per second, so > 1 means the engine is faster) and, where
-    ``targets`` names the baseline, the target ratio and its verdict."""
+    ``targets`` names the pair (engine label, baseline label) or else the baseline, the
+    target ratio and its verdict."""
     targets = targets or {}
     rows = []
     for e_label, e_rate in engine.items():
         for b_label, b_rate in baselines.items():
-            r, target = ratio(e_rate, b_rate), targets.get(b_label)
+            r, target = ratio(e_rate, b_rate), targets.get((e_label, b_label), targets.get(b_label))
             rows.append({"engine": e_label, "baseline": b_label, "engine_fits_per_s": e_rate,
                          "baseline_fits_per_s": b_rate, "ratio": r, "target": target,
                          "verdict": verdict(r, target)})
