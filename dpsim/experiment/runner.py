@@ -57,7 +57,10 @@ ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 # 1.26e-9 s per lane-analysis byte. Accelerators: compiling took ~6 s per program on an H100
 # (issue 10: 56 s for cai Fig. 1's nine) and a fit ran ~27× faster than on the CPU (0.027 ms
 # against 0.73 ms per n = 300 fit, issue 10 and benchmarks/cai.py): estimates, not measured
-# with padding (no GPU was lent).
+# with padding (no GPU was lent). Issue 10's fifth session halved the CPU compute per byte
+# (BTL evaluate) and re-checked the choice rather than refit it: Figure 1 in fresh processes,
+# 2 rounds, 3 programs (these constants) 12.8 / 13.7 s, 2 programs (at 0.9e-9 s per byte)
+# 14.3 / 12.3 s, 4 programs (at 2.5e-9) 14.9 / 15.8 s.
 COMPILE_SECONDS_CPU, SECONDS_PER_BYTE_CPU = 2.0, 1.26e-9
 COMPILE_SECONDS_ACCELERATOR, SECONDS_PER_BYTE_ACCELERATOR = 6.0, 1.26e-9 / 27
 PADDING_VARIABLE = "DPSIM_PADDING"
