@@ -349,3 +349,40 @@ def test_mle_top_k_breaks_exact_ties_at_random():
     ham_counts = np.array([float(o[1]["relative_hamming"]) for o in outs])
     assert abs(ham_counts.mean() - 0.125) <= 4.5 * 0.00625
     assert abs(ham.mean() - 0.125) <= 4.5 * 0.00625
+
+
+# cai Fig. 6's lane (n = 16, m = 1000 users × L = 5 comparisons, ε = ∞, replicate 112): the
+# unpenalised MLE (γ = 0) stalled at ‖∇𝓛‖∞ ≈ 1.1e-10 and hit the iteration cap, because the
+# rounding of 1ᵀ∇𝓛 (which is 0 exactly) is a residual CG cannot remove on the singular
+# Laplacian. btl_objective projects it out when γ = 0.
+SINGULAR_CASE_W = [
+    [0, 17, 23, 21, 24, 34, 33, 24, 32, 31, 28, 25, 25, 31, 23, 36],
+    [15, 0, 20, 14, 41, 26, 36, 20, 31, 33, 32, 31, 20, 29, 24, 33],
+    [16, 21, 0, 20, 28, 23, 40, 22, 25, 31, 22, 42, 23, 28, 20, 37],
+    [24, 22, 20, 0, 30, 27, 35, 23, 29, 36, 27, 34, 20, 24, 19, 40],
+    [8, 11, 10, 2, 0, 24, 28, 19, 15, 35, 21, 20, 20, 17, 23, 24],
+    [13, 14, 12, 11, 21, 0, 28, 11, 28, 32, 20, 20, 16, 18, 16, 26],
+    [9, 6, 8, 12, 13, 20, 0, 14, 14, 22, 10, 20, 15, 10, 14, 22],
+    [21, 20, 22, 13, 23, 22, 24, 0, 22, 36, 20, 27, 27, 16, 16, 45],
+    [16, 16, 11, 11, 22, 16, 27, 17, 0, 28, 15, 29, 20, 19, 17, 29],
+    [5, 11, 6, 4, 17, 12, 17, 9, 12, 0, 15, 19, 11, 7, 12, 18],
+    [15, 17, 10, 15, 22, 18, 38, 20, 25, 26, 0, 22, 13, 15, 9, 23],
+    [8, 9, 6, 15, 20, 12, 24, 12, 24, 24, 7, 0, 20, 10, 10, 26],
+    [13, 14, 23, 32, 24, 20, 31, 19, 26, 33, 24, 26, 0, 32, 24, 33],
+    [14, 16, 17, 13, 22, 20, 30, 21, 20, 28, 23, 33, 17, 0, 26, 39],
+    [7, 16, 23, 14, 28, 35, 22, 27, 25, 41, 27, 32, 23, 23, 0, 28],
+    [9, 5, 12, 5, 12, 15, 19, 13, 16, 23, 11, 17, 7, 13, 10, 0]]
+
+
+def test_unpenalised_mle_converges_where_rounding_left_a_null_space_residual():
+    W = jnp.asarray(SINGULAR_CASE_W, dtype=jnp.float64)
+    n = W.shape[0]
+    fit = jax.jit(penalised_mle)(W, 0.0)
+    assert bool(fit.converged) and int(fit.iterations) <= 10
+    assert grad_inf_norm(fit.theta, W, 0.0, jnp.zeros(n)) <= 1e-9
+    want = np.asarray(choix.ilsr_pairwise_dense(np.asarray(W), tol=1e-13))
+    np.testing.assert_allclose(fit.theta_centred, want - want.mean(), atol=1e-7, rtol=0)
+    # With γ > 0 the gradient is left as computed: 1ᵀ∇R = γ·1ᵀθ (here 0.5 · 4.8).
+    theta = jnp.linspace(-1.0, 1.0, n) + 0.3
+    grad, _ = btl_objective(W, 0.5, jnp.zeros(n)).evaluate(theta)
+    assert float(jnp.sum(grad)) == pytest.approx(0.5 * float(jnp.sum(theta)), abs=1e-9)

@@ -56,6 +56,14 @@ def btl_objective(W, gamma, w) -> SmoothObjective:
     """R(θ) = 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ as a :class:`SmoothObjective`.
 
     The curvature is (C, diag(∇²R)); the Hessian–vector product is diag·v − C v.
+
+    With γ = 0 the gradient is returned projected onto 1^⊥ (its mean removed): R is then
+    invariant under θ + c·1 (for w = 0), so 1ᵀ∇R = 0 exactly and its computed value is
+    rounding, which the Newton–CG step cannot remove (∇²R is singular along 1). Left in, it
+    made CG run to its cap and the line search stall at ‖∇R‖∞ ≈ 1.1e-10 in one of cai
+    Fig. 6's unpenalised fits (n = 16, m = 1000, L = 5; tests/test_btl_mle.py). The
+    minimiser found is the one of R on 1^⊥ up to a shift, i.e. the sum-zero MLE after
+    centring (cai spec §5.5).
     """
     M = W + W.T
     wins = W.sum(axis=1)
@@ -66,7 +74,7 @@ def btl_objective(W, gamma, w) -> SmoothObjective:
         C = M * ((a[:, None] * r) * (a[None, :] * r))                   # M_ij σ_ij σ_ji, symmetric
         row, scaled = jnp.stack([jnp.ones_like(a), 1.0 / a]) @ C
         grad = row + a * scaled - wins + gamma * theta + w              # Σ_j M_ij σ_ij = Σ_j C_ij (1 + a_i/a_j)
-        return grad, (C, row + gamma)
+        return jnp.where(gamma > 0, grad, grad - jnp.mean(grad)), (C, row + gamma)
 
     def hvp(curvature, v):
         C, diag = curvature
