@@ -35,6 +35,16 @@ def test_counter_bits_under_vmap_equal_per_key_draws():
         np.testing.assert_array_equal(row, np.asarray(jax.random.bits(key, (50,), jnp.uint32)))
 
 
-def test_counter_bits_refuses_other_key_implementations():
+def test_counter_bits_refuses_other_key_implementations_and_random_bits_defers_to_jax():
+    key = jax.random.key(0, impl="rbg")
     with pytest.raises(ValueError, match="threefry2x32"):
-        counter_bits(jax.random.key(0, impl="rbg"), jnp.arange(3, dtype=jnp.uint32))
+        counter_bits(key, jnp.arange(3, dtype=jnp.uint32))
+    np.testing.assert_array_equal(np.asarray(random_bits(key, (4, 5))),
+                                  np.asarray(jax.random.bits(key, (4, 5), jnp.uint32)))
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0)])
+def test_random_bits_of_empty_and_scalar_shapes(shape):
+    key = jax.random.key(2)
+    np.testing.assert_array_equal(np.asarray(random_bits(key, shape)),
+                                  np.asarray(jax.random.bits(key, shape, jnp.uint32)))

@@ -49,7 +49,7 @@ def threefry2x32(key_words: jax.Array, x0: jax.Array, x1: jax.Array) -> tuple[ja
 def require_default_threefry(key: jax.Array) -> None:
     """Raise ValueError unless ``key`` is a threefry2x32 key and draws are partitionable
     (JAX's defaults), the layout :func:`random_bits` reproduces."""
-    if str(jax.random.key_impl(key)) != "threefry2x32" or not jax.config.jax_threefry_partitionable:
+    if not _default_threefry(key):
         raise ValueError("dpsim's threefry draws need JAX's default threefry2x32 keys with "
                          "jax_threefry_partitionable")
 
@@ -63,13 +63,17 @@ def counter_bits(key: jax.Array, counter: jax.Array) -> jax.Array:
     return y0 ^ y1
 
 
+def _default_threefry(key: jax.Array) -> bool:
+    return str(jax.random.key_impl(key)) == "threefry2x32" and bool(jax.config.jax_threefry_partitionable)
+
+
 def random_bits(key: jax.Array, shape: tuple) -> jax.Array:
-    """``jax.random.bits(key, shape, jnp.uint32)``, value for value (module docstring); a
-    draw of 2³² elements or more (64-bit counters) is left to ``jax.random.bits``.
-    Returns uint32 of ``shape``."""
+    """``jax.random.bits(key, shape, jnp.uint32)``, value for value (module docstring). Other
+    key implementations, other threefry layouts and draws of 2³² elements or more (64-bit
+    counters) are left to ``jax.random.bits``. Returns uint32 of ``shape``."""
     size = 1
     for d in shape:
         size *= int(d)
-    if size >= 2 ** 32:
+    if size >= 2 ** 32 or not _default_threefry(key):
         return jax.random.bits(key, tuple(shape), jnp.uint32)
     return counter_bits(key, jnp.arange(size, dtype=jnp.uint32).reshape(tuple(shape)))
