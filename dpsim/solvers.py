@@ -83,14 +83,15 @@ def preconditioned_cg(matvec: Callable[[Array], Array], b: Array, inv_diag: Arra
     return x, k
 
 
-def _backtrack(objective: SmoothObjective, x, merit, curvature, direction, max_backtracks: int,
+def _backtrack(objective: SmoothObjective, x, grad, curvature, direction, max_backtracks: int,
                armijo: float = 1e-4):
     """Armijo backtracking on m(x) = ½‖∇f(x)‖² from step 1, halving.
 
     Along an inexact Newton direction m'(0) ≈ −2m(0), so the test is
-    m(x + t d) ≤ (1 − 2·armijo·t)·m(x). ``curvature`` is the current point's (its buffer is
-    reused for the trial points'). Returns (x_new, g_new, curv_new).
+    m(x + t d) ≤ (1 − 2·armijo·t)·m(x). ``grad`` and ``curvature`` are the current point's
+    (the curvature's buffer is reused for the trial points'). Returns (x_new, g_new, curv_new).
     """
+    merit = 0.5 * jnp.dot(grad, grad)
 
     def trial(t):
         x_t = x + t * direction
@@ -108,7 +109,7 @@ def _backtrack(objective: SmoothObjective, x, merit, curvature, direction, max_b
     # the first iteration overwrites it), not a fresh array: XLA then updates that buffer
     # in place through both loops instead of copying the (n, n) curvature out of this loop
     # into the Newton loop's state every iteration (issue 10; bit-identical results).
-    init = (jnp.asarray(2.0), x, jnp.zeros_like(x), curvature, jnp.asarray(-1))
+    init = (jnp.asarray(2.0), x, jnp.zeros_like(grad), curvature, jnp.asarray(-1))
 
     def cond(state):
         t, _, g_t, _, k = state
@@ -145,7 +146,7 @@ def newton_cg(objective: SmoothObjective, x0: Array, *, tol: float = 1e-10,
         rtol = jnp.minimum(0.5, jnp.sqrt(jnp.linalg.norm(g)))
         direction, cg_it = preconditioned_cg(lambda v: objective.hvp(curv, v), -g, inv_diag,
                                              rtol, cg_max_iter)
-        x, g, curv = _backtrack(objective, x, 0.5 * jnp.dot(g, g), curv, direction, max_backtracks)
+        x, g, curv = _backtrack(objective, x, g, curv, direction, max_backtracks)
         return x, g, curv, it + 1, cg_total + cg_it
 
     x, g, _, it, cg_total = jax.lax.while_loop(cond, body, init)
