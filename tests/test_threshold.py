@@ -291,3 +291,19 @@ def test_individual_run_collapses(tmp_path):
     rows = table[(table["eps"] == 0.5) & (table["n_users"] == 500)]
     np.testing.assert_allclose(
         rows["gap_over_stated_rate"], rows["gap"] / theory.individual_dp_rate(12, 500, 0.5), rtol=1e-12)
+
+
+@pytest.mark.parametrize("experiment, axes", [(ct.EDGE, ("n_items", "p")), (ct.INDIVIDUAL, ("n_items", "n_users"))])
+def test_threshold_figures_draw_one_panel_per_pair_the_run_holds(experiment, axes):
+    """After `--set n_items=100` the edge figure stopped with "panel '(c) n = 200, p = 0.5' has
+    no data": its panels listed the default grid. They now follow the run's values."""
+    from dpsim.plots import expand_panels
+
+    first, second = axes
+    table = pd.DataFrame({first: [100, 100, 300], second: [0.5, 1.0, 0.5], "method": ["counts"] * 3,
+                          "exact_recovery": [0.1, 0.2, 0.3], "eps": [1.0] * 3})
+    panels = expand_panels(table, experiment.figure)
+    assert [p.where for p in panels] == [{first: [100], second: [0.5]}, {first: [100], second: [1.0]},
+                                         {first: [300], second: [0.5]}]
+    symbols = experiment.figure.symbols
+    assert panels[1].title == f"{symbols[first]} = 100, {symbols[second]} = 1"

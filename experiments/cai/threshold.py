@@ -131,11 +131,10 @@ EDGE_GAPS = gap_grid(0.02, 0.48, 23)
 EDGE_REPS = 200
 
 
-def _panels(first: str, firsts, second: str, seconds, symbols) -> tuple[Panel, ...]:
-    return tuple(
-        Panel("exact_recovery", "counts", "P(exact top-$k$ recovery)",
-              where={first: [a], second: [b]}, title=f"{symbols[0]} = {a}, {symbols[1]} = {b}")
-        for a in firsts for b in seconds)
+def _panels(first: str, second: str) -> tuple[Panel, ...]:
+    """One panel per (first, second) pair the run holds (``Panel.each``), so that ``--set``
+    with other values draws them (a panel per default value failed "has no data")."""
+    return (Panel("exact_recovery", "counts", "P(exact top-$k$ recovery)", each=(first, second)),)
 
 
 EDGE = Experiment(
@@ -147,7 +146,7 @@ EDGE = Experiment(
     figure=FigureSpec(symbols=SYMBOLS, 
         x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_E(n, p, \\epsilon)$",
         curve_label="$\\epsilon$", logx=True, pool=("gap",),
-        panels=_panels("n_items", EDGE_N, "p", EDGE_P, ("$n$", "$p$")),
+        panels=_panels("n_items", "p"),
         title="Top-k phase transition, edge DP (Alg. 2, two-block instance, k = n/4)"),
     resolve_shape=lambda shape: resolve_k(shape, top_k_size), validate_point=validate_gap,
     lane_bytes=edge_lane_bytes,
@@ -209,7 +208,7 @@ INDIVIDUAL = Experiment(
     figure=FigureSpec(symbols=SYMBOLS, 
         x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_I(n, m, \\epsilon; L)$",
         curve_label="$\\epsilon$", logx=True, pool=("gap",),
-        panels=_panels("n_items", INDIVIDUAL_N, "n_users", INDIVIDUAL_M, ("$n$", "$m$")),
+        panels=_panels("n_items", "n_users"),
         title="Top-k phase transition, individual DP (Alg. 3, two-block instance, k = n/4)"),
     resolve_shape=individual_resolve_shape, validate_point=validate_gap,
     lane_bytes=individual_lane_bytes,
