@@ -33,7 +33,7 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dpsim.errors import UsageError  # noqa: E402
+from dpsim.errors import UsageError, note  # noqa: E402
 from dpsim.experiment.grid import FigureSpec, Panel  # noqa: E402
 from dpsim.experiment.summary import grid_columns, select, summarise  # noqa: E402
 
@@ -164,9 +164,31 @@ def _expansions(table: pd.DataFrame, spec: FigureSpec, panel: Panel) -> list[Pan
     return panels
 
 
+def _outside_run(table: pd.DataFrame, panel: Panel) -> str:
+    """"axis = values" when the panel's ``where`` asks for values of an axis none of which the
+    run holds (e.g. a dataset or ε left out with ``--set``), else ""."""
+    for axis, wanted in panel.where.items():
+        if axis in table and not table[axis].isin(list(wanted)).any():
+            return f"{axis} = {', '.join(format_value(v) for v in wanted)}"
+    return ""
+
+
 def expand_panels(table: pd.DataFrame, spec: FigureSpec) -> list[Panel]:
-    """``spec.panels`` with each panel that has ``each`` axes repeated (:func:`_expansions`)."""
-    return [p for panel in spec.panels for p in _expansions(table, spec, panel)]
+    """``spec.panels`` with each panel that has ``each`` axes repeated (:func:`_expansions`).
+    A panel sliced at values the run does not hold at all is left out, with a note naming
+    them; a panel whose values were run but left no rows still stops the figure
+    (:func:`_draw`), and so does a figure left with no panel."""
+    panels = []
+    for panel in (p for spec_panel in spec.panels for p in _expansions(table, spec, spec_panel)):
+        outside = _outside_run(table, panel)
+        if outside:
+            note(f"figure panel {panel.title or panel.ylabel!r} not drawn: the run holds no {outside}")
+        else:
+            panels.append(panel)
+    if not panels:
+        raise UsageError("no panel of the figure has data in this run: every panel is sliced at values "
+                         "the run does not hold (see the notes above); run them or use `dpsim summary`")
+    return panels
 
 
 def _columns(table: pd.DataFrame, spec: FigureSpec) -> int:

@@ -193,3 +193,26 @@ def test_a_panel_at_a_value_uses_the_nearest_value_the_run_holds():
                         panels=(Panel("err", None, "error", at={"eps": math.inf}),))
     with_inf = pd.concat([table, table.assign(eps=math.inf)])
     assert expand_panels(with_inf, at_inf)[0].where == {"eps": [math.inf]}
+
+
+def test_a_panel_at_values_the_run_does_not_hold_is_left_out_with_a_note():
+    """cai-fig8 --set dataset=cems stopped with "panel '(b) Immigration data' has no data";
+    such a panel is now left out with a note. Values that were run but left no rows still
+    stop the figure, and so does a figure with no panel left."""
+    import warnings
+
+    from dpsim.errors import DpsimNote, UsageError
+    from dpsim.plots import expand_panels
+
+    spec = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="",
+                      panels=(Panel("err", None, "error", where={"dataset": ["cems"]}, title="CEMS"),
+                              Panel("err", None, "error", where={"dataset": ["immigration"]}, title="Immigration")))
+    table = pd.DataFrame({"dataset": ["cems", "cems"], "eps": [1.0, 2.0], "method": ["m", "m"], "err": [1.0, 2.0]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        panels = expand_panels(table, spec)
+    assert [p.title for p in panels] == ["CEMS"]
+    assert any(issubclass(w.category, DpsimNote) and "'Immigration' not drawn: the run holds no dataset = immigration"
+               in str(w.message) for w in caught)
+    with pytest.raises(UsageError, match="no panel of the figure has data"):
+        expand_panels(table.assign(dataset="other"), spec)
