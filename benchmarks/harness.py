@@ -122,16 +122,16 @@ def instrumented_runner():
     original_compiled = runner.compiled_chunk_fn
 
     def timed_compiled(*args, **kwargs):
-        fn = original_compiled(*args, **kwargs)
+        program = original_compiled(*args, **kwargs)
 
         def call(*call_args):
             t0 = time.perf_counter()
-            out = jax.block_until_ready(fn(*call_args))
+            out = jax.block_until_ready(program.fn(*call_args))
             with lock:
                 stats["compute_s"] += time.perf_counter() - t0
             return out
 
-        return call
+        return program._replace(fn=call)
 
     runner.compiled_chunk_fn = timed_compiled
     try:

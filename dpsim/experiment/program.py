@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from typing import Mapping
+from typing import Callable, Iterator, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -122,7 +122,8 @@ def analyse_point(experiment: Experiment, a_key, ctx: Context) -> dict:
     return out
 
 
-def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int):
+def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
+                  reads: list[set] | None = None):
     """The program of one step: (seed, lanes of one shape point) → {method: {column: [lanes, Q]}}.
 
     θ* is drawn inside the program, once per chunk (before the lanes' ``lax.map``) or, with
@@ -141,6 +142,8 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
             their string values (each group is a ``lax.map`` over its numeric values; the
             groups are unrolled); outputs are concatenated in group order.
         micro: lanes vmapped together (1: lanes one at a time).
+        reads: one set per group that collects the string analysis keys the traced code
+            reads (:func:`_lowered`), or None.
     Returns:
         ``chunk(seed, shape_words, shape_vals, data_words, reps, data_vals, a_words, a_vals)``
         with the shape point's θ*-key words ``shape_words`` [2] (:func:`truth_words`) and traced
@@ -156,13 +159,16 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
         data = {**static_data, **data_vals}
         sample = experiment.generate(jax.random.fold_in(key, _DATA), point, truth, data)
         outputs = []
-        for static_values, indices in groups:
+        for g, (static_values, indices) in enumerate(groups):
             idx = np.asarray(indices)
 
-            def one(args, static_values=static_values):
+            def one(args, static_values=static_values, g=g):
                 words, values = args
                 a_key = fold_in_words(key, _prefixed(_ANALYSIS, words))
-                ctx = Context(point, truth, sample, data, {**static_values, **values})
+                analysis = {**static_values, **values}
+                if reads is not None:
+                    analysis = _ReadRecorder(analysis, set(static_values), reads[g])
+                ctx = Context(point, truth, sample, data, analysis)
                 return analyse_point(experiment, a_key, ctx)
 
             outputs.append(jax.lax.map(one, (a_words[idx], {k: v[idx] for k, v in a_vals.items()})))
@@ -176,6 +182,86 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
                            (data_words, reps, data_vals, a_vals), batch_size=micro if micro > 1 else None)
 
     return chunk
+
+
+class _ReadRecorder(Mapping):
+    """The analysis values of a group while its program is traced: a read-only mapping that adds to ``reads`` each
+    string (static) key the traced code reads, by ``[]`` or ``get``; iterating over it, or
+    anything built on iteration (``items``, ``dict(…)``, ``{**…}``, ``==``), counts as
+    reading every string key. Membership tests read nothing: every analysis point has the
+    same keys."""
+
+    def __init__(self, values: dict, static: set, reads: set):
+        self._values, self._static, self._reads = values, static, reads
+
+    def __getitem__(self, key):
+        if key in self._static:
+            self._reads.add(key)
+        return self._values[key]
+
+    def __iter__(self) -> Iterator:
+        self._reads.update(self._static)
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __contains__(self, key) -> bool:
+        return key in self._values
+
+
+def merge_groups(groups: list, reads: list) -> list:
+    """Analysis groups whose traced code read the same string keys with the same values,
+    merged into one (a string value no traced code reads gets no copy of the methods).
+
+    Python code branches only on what it reads, so the points of a merged group trace alike;
+    the merged group's context holds only the keys read (any other read fails loudly).
+
+    Args:
+        groups: [(string analysis values, analysis indices)], one per distinct combination.
+        reads: the string keys each group's traced code read (:class:`_ReadRecorder`).
+    Returns:
+        [(string values read, analysis indices)], indices sorted, groups in grid order.
+    """
+    merged: dict = {}
+    for (values, indices), keys in zip(groups, reads):
+        merged.setdefault(tuple((k, values[k]) for k in values if k in keys), []).extend(indices)
+    return sorted(((dict(read), sorted(indices)) for read, indices in merged.items()), key=lambda g: g[1][0])
+
+
+class ChunkProgram(NamedTuple):
+    """A compiled chunk program and the analysis groups it computes, in output order."""
+
+    fn: Callable
+    groups: list
+
+    @property
+    def order(self) -> np.ndarray:
+        """The analysis index of each output position."""
+        return np.concatenate([np.asarray(indices) for _, indices in self.groups])
+
+
+def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int, example_args):
+    """The lowered chunk program and its analysis groups, specialised on the string values its
+    traced code reads: with several groups, the program is traced with each group's
+    analysis values recording what is read (:class:`_ReadRecorder`); if some groups can be
+    merged (:func:`merge_groups`) it is lowered again with fewer copies of the methods.
+
+    A string analysis axis that only host-side :class:`~dpsim.experiment.Derived` functions
+    read (xu-hetero's ``profile`` and ``match``, xu's ``scheme``, nguyen's ``p0``) would
+    otherwise compile one copy of every method per value (issue 10: xu-hetero's program,
+    9 copies, took 14.8 s to compile; 4.2 s with one). When nothing merges, the first
+    lowering is the program: no extra work."""
+    def lower(program_groups, reads=None):
+        return jax.jit(make_chunk_fn(experiment, shape, static_data, program_groups, micro, reads)).lower(
+            *example_args)
+
+    if len(groups) <= 1:
+        return lower(groups), groups
+    reads = [set() for _ in groups]
+    lowered = lower(groups, reads)
+    merged = merge_groups(groups, reads)
+    return (lowered, groups) if len(merged) == len(groups) else (lower(merged), merged)
 
 
 def static_shape(experiment: Experiment, shape: Mapping) -> dict:
@@ -301,36 +387,42 @@ def compiler_options() -> dict | None:
 
 
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
-                      example_args: tuple):
-    """Ahead-of-time compiled :func:`make_chunk_fn`, cached in-process per (experiment, step,
-    micro-batch, argument shapes): a second run of one of the last two experiments compiles
-    nothing (older programs are released, see ``_COMPILED``).
+                      example_args: tuple) -> ChunkProgram:
+    """Ahead-of-time compiled :func:`make_chunk_fn`, specialised on the string analysis values
+    its code reads (:func:`_lowered`), cached in-process per (experiment, step, analysis
+    groups, micro-batch, argument shapes): a second run of one of the last two experiments
+    compiles nothing (older programs are released, see ``_COMPILED``).
 
     ``example_args`` may be arrays or ``ShapeDtypeStruct`` s (compiling executes nothing).
     On CPU a program with a batched LAPACK call can deadlock (:mod:`dpsim.linalg`): it is
     compiled again with unbatched lanes (micro-batch 1, with a warning), and refused with a
     one-line error if a batched call remains.
+
+    Returns:
+        :class:`ChunkProgram`: the program and the analysis groups it computes (``groups``,
+        or fewer, merged).
     """
     example_args = spec(example_args)
     options = compiler_options()
     key = _static_key(experiment, shape, static_data, groups, micro) + (_signature(example_args), repr(options))
-    compiled = _recall(key)
-    if compiled is None:
-        build = lambda m: (jax.jit(make_chunk_fn(experiment, shape, static_data, groups, m)).lower(*example_args)
-                           .compile(compiler_options=options))
-        compiled = build(micro)
+    program = _recall(key)
+    if program is None:
+        lowered, program_groups = _lowered(experiment, shape, static_data, groups, micro, example_args)
+        compiled = lowered.compile(compiler_options=options)
         problem = _lapack_problem(compiled)
         if problem and micro > 1:
             warn(f"experiment {experiment.name!r} calls LAPACK on a batch of lanes ({'; '.join(problem)}); "
                  f"batched LAPACK deadlocks XLA:CPU, so its lanes run one at a time (slower): "
                  f"use dpsim.linalg (e.g. dpsim.linalg.solve) to keep them batched")
-            compiled = build(1)
+            compiled = (jax.jit(make_chunk_fn(experiment, shape, static_data, program_groups, 1))
+                        .lower(*example_args).compile(compiler_options=options))
             problem = _lapack_problem(compiled)
         if problem:
             raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
                              f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
-        _remember(key, experiment, compiled)
-    return compiled
+        program = ChunkProgram(compiled, program_groups)
+        _remember(key, experiment, program)
+    return program
 
 
 def clear_cache() -> None:

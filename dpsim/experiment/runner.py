@@ -613,7 +613,6 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     overrides, chunk, seed = settings.overrides, settings.chunk, settings.seed
     grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
     groups = _groups(grid)
-    order = np.concatenate([np.asarray(indices) for _, indices in groups])
     previous = store.read_manifest(out) or {}
     reps = work.reps
     request = {"reps": reps, "overrides": {k: list(v) for k, v in (overrides or {}).items()},
@@ -646,10 +645,10 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         return compiled_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro,
                                  arguments(step, step.chunks[0]))
 
-    def compute(step, fn, chunk):
+    def compute(step, program, chunk):
         """One chunk: its rows (those not stored yet) as an Arrow table."""
-        output = jax.device_get(fn(*arguments(step, chunk)))
-        return _rows(output, chunk, grid, order, done)
+        output = jax.device_get(program.fn(*arguments(step, chunk)))
+        return _rows(output, chunk, grid, program.order, done)
 
     compiler, pool = DaemonPool(1, "dpsim-compile"), DaemonPool(workers, "dpsim-chunk")
     prepared = [compiler.submit(partial(prepare, step)) for step in plan]
@@ -657,9 +656,9 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         for index, (step, future) in enumerate(zip(plan, prepared)):
             t0 = time.time()
             where = _step_label(grid, step)
-            fn = wait(future, patience, f"the compilation of {experiment.name} at {where} "
+            program = wait(future, patience, f"the compilation of {experiment.name} at {where} "
                                         f"(step {index + 1}/{len(plan)})")
-            tasks = [partial(compute, step, fn, chunk) for chunk in step.chunks]
+            tasks = [partial(compute, step, program, chunk) for chunk in step.chunks]
             for number, table in enumerate(in_order(pool, tasks, workers, patience,
                                                     f"a chunk of {experiment.name} at {where}")):
                 if number == 0:
