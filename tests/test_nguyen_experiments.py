@@ -35,6 +35,8 @@ from dpsim.experiment import MethodRatioSlopeCheck
 from dpsim.experiments.nguyen.checks import MethodRatioCheck, MetricRatioSlopeCheck, RelativeLevelCheck, RMSSlopeCheck
 from dpsim.experiments.nguyen.common import resolve, SYNTHETIC, REAL
 
+from cli_cases import run_in_process
+
 BY_NAME = {e.name: e for e in EXPERIMENTS}
 
 
@@ -104,36 +106,52 @@ BAD = [
 ]
 
 
+SUBPROCESS = {"eps", "missing-file", "unreadable"}   # the others run in this process
+
+
+def _bad_case(args, cwd, data):
+    """The command's arguments with its bad files made in ``data``; --out in ``cwd``."""
+    bad = data / "grades.csv"
+    bad.write_text("school;sex;age\nGP;F;18\n")
+    folder = data / "folder"
+    folder.mkdir()
+    args = [a.replace("BADFILE", str(bad)).replace("DIRECTORY", str(folder)) for a in args]
+    return [*args, "--out", str(cwd / "out"), "--no-progress"]
+
+
 @pytest.fixture(scope="module")
 def bad_runs(tmp_path_factory):
+    """The SUBPROCESS cases, each a fresh `python -m dpsim.cli` in its own empty folder."""
+    cases = [case for case in BAD if case[0] in SUBPROCESS]
     # folders made here, not in the threads: pytest's lazily created base folder is not
     # thread-safe (concurrent first calls raced: "bad-eps is not a normalized and relative path")
     folders = {name: (tmp_path_factory.mktemp(f"bad-{name}"), tmp_path_factory.mktemp(f"data-{name}"))
-               for name, _, _ in BAD}
+               for name, _, _ in cases}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "DPSIM_JAX_CACHE": "off"}
 
     def one(case):
         name, args, _ = case
         cwd, data = folders[name]
-        bad = data / "grades.csv"
-        bad.write_text("school;sex;age\nGP;F;18\n")
-        folder = data / "folder"
-        folder.mkdir()
-        args = [a.replace("BADFILE", str(bad)).replace("DIRECTORY", str(folder)) for a in args]
-        out = cwd / "out"
-        env = {**os.environ, "JAX_PLATFORMS": "cpu", "DPSIM_JAX_CACHE": "off"}
-        res = subprocess.run([sys.executable, "-m", "dpsim.cli", *args, "--out", str(out), "--no-progress"],
+        res = subprocess.run([sys.executable, "-m", "dpsim.cli", *_bad_case(args, cwd, data)],
                              cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
-        return name, (res, cwd, out, [a for a in args if "=" in a])
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(pool.map(one, BAD))
+        return name, (res.returncode, res.stderr, cwd)
+    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
+        return dict(pool.map(one, cases))
 
 
 @pytest.mark.parametrize("name, args, want", BAD, ids=[b[0] for b in BAD])
-def test_bad_input_is_one_line_and_writes_nothing(bad_runs, name, args, want):
-    res, cwd, out, _ = bad_runs[name]
-    assert res.returncode == 2, res.stdout + res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dpsim: error:"), res.stderr
+def test_bad_input_is_one_line_and_writes_nothing(bad_runs, tmp_path, monkeypatch, capsys, name, args, want):
+    if name in bad_runs:
+        code, stderr, cwd = bad_runs[name]
+    else:
+        cwd, data = tmp_path / "cwd", tmp_path / "data"
+        cwd.mkdir()
+        data.mkdir()
+        code, stderr = run_in_process(_bad_case(args, cwd, data), cwd, monkeypatch, capsys)
+    out = cwd / "out"
+    assert code == 2, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dpsim: error:"), stderr
     assert want in lines[0], lines[0]
     assert not out.exists() and list(cwd.iterdir()) == []
 
