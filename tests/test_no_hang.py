@@ -64,8 +64,8 @@ SMOKE = textwrap.dedent("""
     os._exit(0)   # never wait at exit for a stuck native thread
 """)
 PAPERS = sorted(set(installed().source.values()))
-# The papers' smoke processes run two at a time: each is mostly one compiling thread, so on
-# the 2-core CI machine two together take ~40 % less wall time than one after the other.
+# The papers' smoke processes run two at a time: each is mostly one compiling thread (~1.25
+# cores busy), so on the 2-core machine the four took 201 s instead of 256 s one after another.
 SMOKE_PROCESSES = 2
 
 
