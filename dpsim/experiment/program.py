@@ -185,11 +185,11 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
 
 
 class _ReadRecorder(Mapping):
-    """The analysis values of a group while its program is traced: a read-only mapping that adds to ``reads`` each
-    string (static) key the traced code reads, by ``[]`` or ``get``; iterating over it, or
-    anything built on iteration (``items``, ``dict(…)``, ``{**…}``, ``==``), counts as
-    reading every string key. Membership tests read nothing: every analysis point has the
-    same keys."""
+    """The analysis values of a group while its program is traced: a read-only mapping that
+    adds to ``reads`` each string (static) key the traced code reads, by ``[]`` or ``get``;
+    iterating over it, or anything built on iteration (``items``, ``dict(…)``, ``{**…}``,
+    ``==``), counts as reading every string key. Membership tests read nothing: every
+    analysis point has the same keys."""
 
     def __init__(self, values: dict, static: set, reads: set):
         self._values, self._static, self._reads = values, static, reads
