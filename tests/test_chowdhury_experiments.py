@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import jax.numpy as jnp
@@ -18,13 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsim.cli import main as dpsim_main
 from dpsim.experiment import EveryPointCheck, LinearSlopeCheck, MethodRatioSlopeCheck, PairedDifference, RatioOfMeans
 from dpsim.experiment.registry import installed
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.store import load_results
 from dpsim.experiments.chowdhury import fig1, lower_bound, rates
 from dpsim.theory import chowdhury as th
+
+from cli_cases import run_fresh, run_in_process
 
 
 def test_registered():
@@ -177,28 +174,22 @@ SUBPROCESS = {"eps=0", "k=1", "schedule"}
 def cli_results(tmp_path_factory):
     """The subprocess cases, launched concurrently (each a fresh interpreter)."""
     base = tmp_path_factory.mktemp("cli")
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-
-    def one(case):
-        ident, args, _ = case
-        out = base / ident / "run"
-        res = subprocess.run([sys.executable, "-m", "dpsim.cli", "run", *args, "--out", str(out), "--no-progress"],
-                             capture_output=True, text=True, env=env, cwd=base, timeout=300)
-        return ident, (res, out)
-
-    with ThreadPoolExecutor(len(SUBPROCESS)) as pool:
-        return dict(pool.map(one, [c for c in BAD if c[0] in SUBPROCESS]))
+    outs = {ident: base / ident / "run" for ident, _, _ in BAD if ident in SUBPROCESS}
+    done = run_fresh({ident: (["run", *args, "--out", str(outs[ident]), "--no-progress"], base)
+                      for ident, args, _ in BAD if ident in SUBPROCESS})
+    return {ident: (res, outs[ident]) for ident, res in done.items()}
 
 
 @pytest.mark.parametrize("ident, args, text", BAD, ids=[c[0] for c in BAD])
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(ident, args, text, cli_results, tmp_path, capsys):
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(ident, args, text, cli_results, tmp_path, monkeypatch,
+                                                        capsys):
     if ident in cli_results:
         res, out = cli_results[ident]
         code, err = res.returncode, res.stderr
     else:
         out = tmp_path / "run"
-        code = dpsim_main(["run", *args, "--out", str(out), "--no-progress"])
-        err = capsys.readouterr().err
+        code, err = run_in_process(["run", *args, "--out", str(out), "--no-progress"], tmp_path, monkeypatch,
+                                   capsys)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("dpsim: error:"), err
     assert text in lines[0]

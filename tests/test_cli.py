@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from dpsim.experiment import store
 
-from cli_cases import run_in_process
+from cli_cases import run_fresh, run_in_process
 
 EXP = "cai-fig1"
 
@@ -47,11 +46,15 @@ KNOWN_BUG = {
 }
 
 
-def _command(args, out: Path | None):
-    cmd = [sys.executable, "-m", "dpsim.cli", *args]
+def _arguments(args, out: Path | None):
+    """The command line after `dpsim`: ``args``, and for `run` the output folder ``out``."""
     if out is not None and args and args[0] == "run":
-        cmd += ["--out", str(out), "--no-progress"]
-    return cmd
+        return [*args, "--out", str(out), "--no-progress"]
+    return list(args)
+
+
+def _command(args, out: Path | None):
+    return [sys.executable, "-m", "dpsim.cli", *_arguments(args, out)]
 
 
 def _env():
@@ -70,22 +73,13 @@ SUBPROCESS = {"eps=0", "reps=abc", "unknown-experiment", "set-no-equals"}   # th
 
 @pytest.fixture(scope="module")
 def bad_runs(tmp_path_factory):
-    """Launch the SUBPROCESS commands at once; each in its own empty working directory."""
-    cases = [(name, args) for name, args, _ in BAD if name in SUBPROCESS]
-
-    # Directories are made here, not in the threads: tmp_path_factory is not thread-safe.
-    cwds = {name: tmp_path_factory.mktemp("cli-bad") for name, _ in cases}
-
-    def one(case):
-        name, args = case
-        cwd = cwds[name]
-        out = cwd / "out"
-        res = subprocess.run(_command(args, out), cwd=cwd, capture_output=True, text=True,
-                             timeout=300, env=_env())
-        return name, (res.returncode, res.stdout, res.stderr, cwd, out)
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(pool.map(one, cases))
+    """The SUBPROCESS commands, launched at once, each in its own empty working directory:
+    {name: (exit code, stdout, stderr, folder, --out)}."""
+    cwds = {name: tmp_path_factory.mktemp("cli-bad") for name, _, _ in BAD if name in SUBPROCESS}
+    done = run_fresh({name: (_arguments(args, cwds[name] / "out"), cwds[name])
+                      for name, args, _ in BAD if name in SUBPROCESS})
+    return {name: (res.returncode, res.stdout, res.stderr, cwds[name], cwds[name] / "out")
+            for name, res in done.items()}
 
 
 def _check_bad(result, want):
@@ -108,7 +102,7 @@ def _bad_result(bad_runs, name, args, tmp_path, monkeypatch, capsys):
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     out = cwd / "out"
-    code, stderr = run_in_process(_command(args, out)[3:], cwd, monkeypatch, capsys)  # after "python -m dpsim.cli"
+    code, stderr = run_in_process(_arguments(args, out), cwd, monkeypatch, capsys)
     return code, "", stderr, cwd, out
 
 

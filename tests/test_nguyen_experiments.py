@@ -8,11 +8,7 @@ by ``dpsim verify nguyen``."""
 from __future__ import annotations
 
 import math
-import os
 import re
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jax
@@ -35,7 +31,7 @@ from dpsim.experiment import MethodRatioSlopeCheck
 from dpsim.experiments.nguyen.checks import MethodRatioCheck, MetricRatioSlopeCheck, RelativeLevelCheck, RMSSlopeCheck
 from dpsim.experiments.nguyen.common import resolve, SYNTHETIC, REAL
 
-from cli_cases import run_in_process
+from cli_cases import run_fresh, run_in_process
 
 BY_NAME = {e.name: e for e in EXPERIMENTS}
 
@@ -121,22 +117,15 @@ def _bad_case(args, cwd, data):
 
 @pytest.fixture(scope="module")
 def bad_runs(tmp_path_factory):
-    """The SUBPROCESS cases, each a fresh `python -m dpsim.cli` in its own empty folder."""
-    cases = [case for case in BAD if case[0] in SUBPROCESS]
+    """The SUBPROCESS cases, each a fresh `python -m dpsim.cli` in its own empty folder:
+    {name: (exit code, stderr, folder)}."""
     # folders made here, not in the threads: pytest's lazily created base folder is not
     # thread-safe (concurrent first calls raced: "bad-eps is not a normalized and relative path")
     folders = {name: (tmp_path_factory.mktemp(f"bad-{name}"), tmp_path_factory.mktemp(f"data-{name}"))
-               for name, _, _ in cases}
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "DPSIM_JAX_CACHE": "off"}
-
-    def one(case):
-        name, args, _ = case
-        cwd, data = folders[name]
-        res = subprocess.run([sys.executable, "-m", "dpsim.cli", *_bad_case(args, cwd, data)],
-                             cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
-        return name, (res.returncode, res.stderr, cwd)
-    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
-        return dict(pool.map(one, cases))
+               for name, _, _ in BAD if name in SUBPROCESS}
+    done = run_fresh({name: (_bad_case(args, *folders[name]), folders[name][0])
+                      for name, args, _ in BAD if name in SUBPROCESS})
+    return {name: (res.returncode, res.stderr, folders[name][0]) for name, res in done.items()}
 
 
 @pytest.mark.parametrize("name, args, want", BAD, ids=[b[0] for b in BAD])

@@ -7,12 +7,14 @@ from __future__ import annotations
 import dataclasses
 
 import jax
+import jax.numpy as jnp
 import pandas as pd
 import pytest
 
 from dpsim.experiment import Derived, Method, axes, runner, store
 from dpsim.experiment.program import merge_groups
 from dpsim.experiment.runner import run_experiment
+from dpsim.errors import DpsimWarning
 from dpsim.estimators import top_k_mask, win_counts
 from dpsim.metrics import topk_metrics
 from dpsim.models import true_top_k_mask
@@ -146,3 +148,28 @@ def test_merge_groups_joins_only_groups_that_read_the_same_values():
     # a group that read v does not join one that did not, even where their values agree
     assert merge_groups(groups[:2] + groups[2:3], [{"m"}, {"m", "v"}, {"m", "v"}]) == [
         ({"m": "lap"}, [0, 4]), ({"m": "lap", "v": "b"}, [1]), ({"m": "gau", "v": "a"}, [2])]
+
+
+def test_the_unbatched_rebuild_of_a_lapack_program_keeps_the_merged_groups(tmp_path, monkeypatch):
+    """A method calling LAPACK on a batch of lanes is compiled again one lane at a time, with a
+    warning (dpsim.linalg); that second program computes the merged groups too."""
+    def solving(key, ctx):
+        W = ctx.sample["W"]
+        x = jnp.linalg.solve(W + W.T + W.shape[0] * jnp.eye(W.shape[0]), jnp.ones(W.shape[0]))
+        return {"relative_hamming": jnp.sum(x), "exact_recovery": jnp.min(x)}
+
+    exp = experiment({"solve": Method(solving, METHODS["borda"].metrics)})
+    seen = []
+    compile_step = runner.compiled_chunk_fn
+
+    def recording(*args):
+        program = compile_step(*args)
+        seen.append(program.groups)
+        return program
+
+    monkeypatch.setattr(runner, "compiled_chunk_fn", recording)
+    with pytest.warns(DpsimWarning, match="calls LAPACK on a batch of lanes"):
+        run_experiment(exp, out=tmp_path / "run", progress=False, micro_batch=3, chunk=3)
+    assert [[(values, len(indices)) for values, indices in groups] for groups in seen] == [[({}, 2 * 2 * 2)]]
+    df = store.load_results(tmp_path / "run")
+    assert len(df) == 3 * 8 and df.groupby(["label", "variant", "mechanism"])["relative_hamming"].nunique().eq(3).all()

@@ -6,10 +6,6 @@ through the command line (one line, exit 2, nothing written)."""
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +26,7 @@ from dpsim.experiments.xu import common, hetero, realdata, scenarios
 from dpsim.mechanisms.privacy_profile import privacy_G, profile_group_sizes
 from dpsim.theory import xu as theory
 
-from cli_cases import run_in_process
+from cli_cases import run_fresh, run_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -247,38 +243,30 @@ BAD = [
 SUBPROCESS = {"eps=0", "profile", "missing", "binary"}   # the others run in this process
 
 
-def _bad_args(args, files):
-    return [a.format(**{k: str(v) for k, v in files.items()}) for a in args]
+def _bad_command(args, files, cwd):
+    return ["run", *[a.format(**{k: str(v) for k, v in files.items()}) for a in args], "--out", str(cwd / "out"),
+            "--no-progress"]
 
 
 @pytest.fixture(scope="module")
 def bad_runs(tmp_path_factory, files):
-    """The SUBPROCESS cases, each a fresh `python -m dpsim.cli` in its own empty folder."""
-    cases = [case for case in BAD if case[0] in SUBPROCESS]
-    cwds = {name: tmp_path_factory.mktemp("xu-bad") for name, _, _ in cases}
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "DPSIM_JAX_CACHE": "off"}
-
-    def one(case):
-        name, args, _ = case
-        out = cwds[name] / "out"
-        res = subprocess.run([sys.executable, "-m", "dpsim.cli", "run", *_bad_args(args, files), "--out", str(out),
-                              "--no-progress"], cwd=cwds[name], capture_output=True, text=True, timeout=300, env=env)
-        return name, (res.returncode, res.stderr, cwds[name], out)
-
-    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
-        return dict(pool.map(one, cases))
+    """The SUBPROCESS cases, each a fresh `python -m dpsim.cli` in its own empty folder:
+    {name: (exit code, stderr, folder)}."""
+    cwds = {name: tmp_path_factory.mktemp("xu-bad") for name, _, _ in BAD if name in SUBPROCESS}
+    done = run_fresh({name: (_bad_command(args, files, cwds[name]), cwds[name])
+                      for name, args, _ in BAD if name in SUBPROCESS})
+    return {name: (res.returncode, res.stderr, cwds[name]) for name, res in done.items()}
 
 
 @pytest.mark.parametrize("name, args, want", BAD, ids=[b[0] for b in BAD])
 def test_bad_input_is_one_line_and_writes_nothing(bad_runs, files, tmp_path, monkeypatch, capsys, name, args, want):
     if name in bad_runs:
-        code, stderr, cwd, out = bad_runs[name]
+        code, stderr, cwd = bad_runs[name]
     else:
         cwd = tmp_path / "cwd"
         cwd.mkdir()
-        out = cwd / "out"
-        code, stderr = run_in_process(["run", *_bad_args(args, files), "--out", str(out), "--no-progress"], cwd,
-                                      monkeypatch, capsys)
+        code, stderr = run_in_process(_bad_command(args, files, cwd), cwd, monkeypatch, capsys)
+    out = cwd / "out"
     lines = stderr.strip().splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("dpsim: error:"), stderr
     assert want in lines[0], stderr

@@ -241,6 +241,12 @@ class ChunkProgram(NamedTuple):
         return np.concatenate([np.asarray(indices) for _, indices in self.groups])
 
 
+def _lower(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int, example_args,
+           reads: list[set] | None = None):
+    """:func:`make_chunk_fn` traced and lowered for ``example_args`` (not compiled)."""
+    return jax.jit(make_chunk_fn(experiment, shape, static_data, groups, micro, reads)).lower(*example_args)
+
+
 def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int, example_args):
     """The lowered chunk program and its analysis groups, specialised on the string values its
     traced code reads: with several groups, the program is traced with each group's
@@ -252,16 +258,13 @@ def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: lis
     otherwise compile one copy of every method per value (issue 10: xu-hetero's program,
     9 copies, took 14.8 s to compile; 4.2 s with one). When nothing merges, the first
     lowering is the program: no extra work."""
-    def lower(program_groups, reads=None):
-        return jax.jit(make_chunk_fn(experiment, shape, static_data, program_groups, micro, reads)).lower(
-            *example_args)
-
+    step = (experiment, shape, static_data)
     if len(groups) <= 1:
-        return lower(groups), groups
+        return _lower(*step, groups, micro, example_args), groups
     reads = [set() for _ in groups]
-    lowered = lower(groups, reads)
+    lowered = _lower(*step, groups, micro, example_args, reads)
     merged = merge_groups(groups, reads)
-    return (lowered, groups) if len(merged) == len(groups) else (lower(merged), merged)
+    return (lowered, groups) if len(merged) == len(groups) else (_lower(*step, merged, micro, example_args), merged)
 
 
 def static_shape(experiment: Experiment, shape: Mapping) -> dict:
@@ -414,8 +417,8 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
             warn(f"experiment {experiment.name!r} calls LAPACK on a batch of lanes ({'; '.join(problem)}); "
                  f"batched LAPACK deadlocks XLA:CPU, so its lanes run one at a time (slower): "
                  f"use dpsim.linalg (e.g. dpsim.linalg.solve) to keep them batched")
-            compiled = (jax.jit(make_chunk_fn(experiment, shape, static_data, program_groups, 1))
-                        .lower(*example_args).compile(compiler_options=options))
+            compiled = _lower(experiment, shape, static_data, program_groups, 1, example_args).compile(
+                compiler_options=options)
             problem = _lapack_problem(compiled)
         if problem:
             raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "

@@ -77,6 +77,7 @@ def random_bits(key: jax.Array, shape: tuple) -> jax.Array:
     key implementations, other threefry layouts and draws of 2³² elements or more (64-bit
     counters) are left to ``jax.random.bits``. Returns uint32 of ``shape``."""
     shape = tuple(int(d) for d in shape)
-    if math.prod(shape) >= 2 ** 32 or not _default_threefry(key):
+    size = math.prod(shape)
+    if size >= 2 ** 32 or not _default_threefry(key):
         return jax.random.bits(key, shape, jnp.uint32)
-    return _hashed(key, jnp.arange(math.prod(shape), dtype=jnp.uint32).reshape(shape))
+    return _hashed(key, jnp.arange(size, dtype=jnp.uint32).reshape(shape))
