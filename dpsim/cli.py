@@ -32,6 +32,9 @@ def cmd_list(args) -> int:
     print("audits:")
     for a in found.audits.values():
         print(f"  {a.name:<26} {a.description}")
+    print("mutants (plausible bugs `dpsim verify --mutants` must catch):")
+    for m in found.mutants.values():
+        print(f"  {m.name:<40} ({', '.join(m.experiments)}) {m.description}")
     return 0
 
 
@@ -141,7 +144,7 @@ def _checks_of_experiments(found, names: list[str]) -> list[str]:
 
 def cmd_verify(args) -> int:
     from dpsim.experiment.registry import catalogue, select
-    from dpsim.experiment.verify import verify
+    from dpsim.experiment.verify import family_size, verify, verify_mutants
     names = list(args.checks)
     study = next((n for n in names if n.split(":")[0].endswith(".py")), None)
     if study:
@@ -152,10 +155,39 @@ def cmd_verify(args) -> int:
         if not names:
             raise UsageError(f"study file {study!r} defines no checks")
     checks = {c.name: c for c in select(found.checks, _checks_of_experiments(found, names), "check")}
-    _, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
-                       reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
-                       sources=found.source)
-    return 1 if counts["FAIL"] or counts["REFUSED"] else 0
+    mutants = _selected_mutants(found, checks, args)
+    family = family_size(checks.values())
+    results, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
+                             reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
+                             sources=found.source, family=family)
+    survivors = 0
+    if mutants is not None:
+        outcomes = verify_mutants(checks, found.experiments, mutants, results, runs=Path(args.runs),
+                                  seed=args.seed, reps=args.reps, family=family, progress=not args.no_progress,
+                                  watchdog=args.watchdog, sources=found.source)
+        survivors = sum(not o.killed for o in outcomes)
+    if counts["FAIL"] or counts["REFUSED"] or survivors:
+        return 1
+    return 3 if counts["INCONCLUSIVE"] else 0
+
+
+def _selected_mutants(found, checks, args):
+    """The mutants ``--mutants`` (every mutant of the selected checks' experiments) or
+    ``--mutant NAME`` asks for, or None when neither is given."""
+    from dpsim.experiment.mutants import mutants_of
+    from dpsim.experiment.registry import select
+    if not args.mutants and not args.mutant:
+        return None
+    relevant = mutants_of(found.mutants.values(), {c.experiment for c in checks.values()})
+    if args.mutant:
+        chosen = select(found.mutants, args.mutant, "mutant")
+        outside = [m.name for m in chosen if m not in relevant]
+        if outside:
+            raise UsageError(f"mutant {outside[0]!r} changes none of the selected checks' experiments")
+        relevant = chosen
+    if not relevant:
+        raise UsageError("no mutant changes the selected checks' experiments; see `dpsim list`")
+    return relevant
 
 
 def cmd_audit(args) -> int:
@@ -241,6 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--reps", type=int, default=None,
                      help="judge on exactly this many replicates (computed if missing; default: each "
                           "experiment's own)")
+    ver.add_argument("--mutants", action="store_true",
+                     help="then judge the checks again under each declared mutant (a plausible bug) of their "
+                          "experiments; exit 1 when one survives (no check FAILs under it)")
+    ver.add_argument("--mutant", action="append", metavar="NAME",
+                     help="judge under this mutant only (repeatable; implies --mutants)")
     ver.add_argument("--no-progress", action="store_true")
     _add_watchdog(ver)
     ver.set_defaults(func=cmd_verify)

@@ -6,10 +6,13 @@ Every check is a :class:`Check`: it names an experiment, the region of the grid
 phase-transition spread). Evaluated on the tidy results table it yields a 95% confidence
 interval for that statistic and a verdict that respects its uncertainty:
 
-* **PASS**: the whole interval lies inside the predicted region;
-* **FAIL**: the whole interval lies outside it;
-* **INCONCLUSIVE**: the interval straddles a boundary; the line says roughly how many
-  replicates would decide it (the interval's half-width shrinks like 1/√R);
+* **PASS**: the whole 95% interval lies inside the predicted region;
+* **FAIL**: the whole *family-wise* interval lies outside it: a FAIL claims a discrepancy,
+  so its interval is widened to the Bonferroni level 0.05/m, m the number of judged checks
+  in the run (``family``) times the number of points a check judges (an every-point check
+  with K points counts K); with m = 1 it is the 95% interval;
+* **INCONCLUSIVE**: neither; the line says roughly how many replicates would decide it
+  (the interval's half-width shrinks like 1/√R);
 * **REFUSED**: more than 1% of the fits the statistic uses did not converge: there is
   nothing trustworthy to judge;
 * **INFO**: a report-only check (e.g. the paper's own constant, shown beside the check),
@@ -29,6 +32,8 @@ The checks, by the statistic they judge:
   (two columns of the same rows), :class:`PredictedRatioCheck` (a simulated ratio of two
   slices over the same ratio of a prediction column), :class:`MethodRatioSlopeCheck` (the
   ratio of two methods against an axis or a known function of it);
+* levels against a closed form evaluated from the grid at verify time: :class:`LevelCheck`
+  (the calibration of a mechanism);
 * exact identities: :class:`IdenticalAcrossCheck`;
 * phase transitions: :class:`ThresholdCollapseCheck`.
 """
@@ -95,21 +100,60 @@ class Estimate:
     reps: int
     verdict: str | None = None
     detail: object = None
+    points: tuple[tuple[float, float, float], ...] = ()
 
 
-def judge(estimate: Estimate) -> tuple[str, int | None]:
-    """PASS / FAIL / INCONCLUSIVE of an interval against a region, and for INCONCLUSIVE the
-    replicates that would shrink the interval's half-width below the estimate's distance to
-    the nearest boundary (None when that distance is 0)."""
+def family_z(tests: int) -> float:
+    """The two-sided normal quantile of the Bonferroni level 0.05/``tests`` (Z95 for 1)."""
+    from statistics import NormalDist
+    tests = max(int(tests), 1)
+    return Z95 if tests == 1 else NormalDist().inv_cdf(1.0 - 0.025 / tests)
+
+
+def widened(value: float, low: float, high: float, z: float) -> tuple[float, float]:
+    """A 95% interval (``low``, ``high``) about ``value`` widened to the normal quantile ``z``.
+
+    On the log scale when the interval is symmetric there (a ratio's exp(log r ± z·se)),
+    else linearly, each side by its own half-width (a slope's ± z·se; an asymmetric interval
+    such as a crossing point's keeps its shape). An interval of zero width (an exact count)
+    stays a point; an infinite end stays infinite."""
+    if not (math.isfinite(value) and z > Z95):
+        return low, high
+    factor = z / Z95
+    if value > 0 and low > 0 and math.isfinite(high):
+        down, up = math.log(value) - math.log(low), math.log(high) - math.log(value)
+        if abs(down - up) <= 1e-9 * max(1.0, abs(down) + abs(up)):
+            return value * math.exp(-factor * down), value * math.exp(factor * up)
+    return value - factor * (value - low), value + factor * (high - value)
+
+
+def judge(estimate: Estimate, family: int = 1) -> tuple[str, int | None]:
+    """PASS / FAIL / INCONCLUSIVE of an estimate against its region (module docstring), and
+    for INCONCLUSIVE the replicates that would shrink the interval's half-width below the
+    estimate's distance to the nearest boundary (None when that distance is 0).
+
+    Args:
+        estimate: the statistic, its 95% interval and region; with ``points`` (value, low,
+            high) it judges every point: PASS when every point's interval lies inside, FAIL
+            when some point's family-wise interval lies wholly outside.
+        family: the number of judged checks in the run; FAIL uses the Bonferroni level
+            0.05/(family · number of points).
+    """
     lo, hi = estimate.region_low, estimate.region_high
-    if lo <= estimate.low and estimate.high <= hi:
+    points = estimate.points or ((estimate.value, estimate.low, estimate.high),)
+    z = family_z(family * len(points))
+    if all(lo <= p_lo and p_hi <= hi for _, p_lo, p_hi in points):
         return "PASS", None
-    if estimate.high < lo or estimate.low > hi:
-        return "FAIL", None
+    for value, p_lo, p_hi in points:
+        w_lo, w_hi = widened(value, p_lo, p_hi, z)
+        if w_hi < lo or w_lo > hi:
+            return "FAIL", None
     inside = lo <= estimate.value <= hi
     margin = min(estimate.value - lo, hi - estimate.value) if inside else \
         (lo - estimate.value if estimate.value < lo else estimate.value - hi)
     half = (estimate.high - estimate.low) / 2
+    if not inside:    # outside at 95% but not family-wise: the family-wise half-width decides
+        half *= z / Z95
     if not margin > 0 or not math.isfinite(half):
         return "INCONCLUSIVE", None
     return "INCONCLUSIVE", max(estimate.reps + 1, math.ceil(estimate.reps * (half / margin) ** 2 * 1.1))
@@ -168,7 +212,9 @@ class Check:
     def estimate(self, rows: pd.DataFrame) -> Estimate:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def evaluate(self, table: pd.DataFrame) -> CheckResult:
+    def evaluate(self, table: pd.DataFrame, family: int = 1) -> CheckResult:
+        """The check's result on ``table``; ``family``: the number of judged checks in the run
+        (the Bonferroni factor of a FAIL, :func:`judge`)."""
         rows = self.rows(table)
         if "converged" in rows:
             failed = int((rows["converged"] == False).fillna(False).sum())  # noqa: E712
@@ -178,7 +224,7 @@ class Check:
                                    f"{failed} of {judged} fits did not converge, above the "
                                    f"{UNCONVERGED_LIMIT:.0%} limit", note="")
         est = self.estimate(rows)
-        verdict, needed = (est.verdict, None) if est.verdict else judge(est)
+        verdict, needed = (est.verdict, None) if est.verdict else judge(est, family)
         if self.report_only:
             verdict, needed = "INFO", None
         return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, needed,
@@ -492,7 +538,8 @@ class EveryPointCheck(Check):
         x: the axis whose every value is judged.
 
     Verdict: PASS when every point's interval lies in the statistic's region; FAIL when some
-    point's interval lies wholly outside it; else INCONCLUSIVE. The line shows the decisive
+    point's family-wise interval (:func:`judge`, K points count K tests) lies wholly
+    outside it; else INCONCLUSIVE. The line shows the decisive
     point: the first one outside (FAIL), the one nearest a boundary (PASS), or the one
     reaching furthest outside (INCONCLUSIVE); its interval is the one judged.
     """
@@ -528,7 +575,95 @@ class EveryPointCheck(Check):
         evidence = f"{len(points)} values of {self.x} ({describe_values([p[0] for p in points])}), " \
                    f"{sum(p[4] for p in points)} paired obs"
         return Estimate(v, low, high, lo, hi, self.statistic.predicted + f" at every {self.x}", fitted, evidence,
-                        _reps(rows), detail=pd.DataFrame(points, columns=[self.x, "value", "low", "high", "n"]))
+                        _reps(rows), detail=pd.DataFrame(points, columns=[self.x, "value", "low", "high", "n"]),
+                        points=tuple((p[1], p[2], p[3]) for p in points))
+
+
+# ---------------------------------------------------------------------------------------
+# Levels against an independent closed form, evaluated from the grid at verify time
+# ---------------------------------------------------------------------------------------
+def predictions(rows: pd.DataFrame, prediction: Callable[[dict], float]) -> np.ndarray:
+    """``prediction`` evaluated at each row's grid point (one call per distinct point).
+
+    The function sees only the grid axes of the table (:func:`~dpsim.experiment.summary.grid_columns`:
+    the axes' values, never a method's output or a host-derived value such as a σ the
+    mechanism computed), so a bug in the mechanism or in a helper it calls cannot move the
+    prediction with the simulation.
+
+    Returns:
+        (len(rows),) float64.
+    """
+    axes = [c for c in grid_columns(rows) if c in rows]
+    points = rows[axes].drop_duplicates().reset_index(drop=True)
+    points["_prediction"] = [float(prediction(dict(zip(axes, values))))
+                             for values in points.itertuples(index=False, name=None)]
+    merged = rows[axes].reset_index(drop=True).merge(points, on=axes, how="left", sort=False)
+    return merged["_prediction"].to_numpy(float)
+
+
+@dataclass(frozen=True)
+class LevelCheck(Check):
+    """A metric's level against an independent closed form, at every value of the ``at`` axes
+    (issue 27: the check that pins a mechanism's calibration).
+
+    Estimates: at each combination of the ``at`` axes' values (one point when ``at`` is
+    empty), r = mean(``metric``)/mean(prediction) over the rows of ``method`` there, to the
+    power ½ with ``root`` (an RMS ratio from mean squares); ``prediction(point)`` is a
+    function of the row's grid values (:func:`predictions`), evaluated when the check is
+    judged, e.g. the exact variance of the released noise from (ε, n, p). Rows of several
+    grid points are pooled only over the axes in ``pool``. Interval: exp(log r ± z·se), delta
+    method (:func:`log_ratio_of_means`, metric and prediction paired per row). Region
+    [``lo``, ``hi``]: the model error of the closed form (1 when it is exact), two-sided, so
+    a noise scale off by a factor in either direction fails. Verdict: :func:`judge` on every
+    point (PASS when all lie inside, FAIL when one lies outside family-wise).
+
+    Attributes:
+        formula: the prediction as printed (e.g. "Var = 8/ε²").
+    """
+
+    metric: str
+    method: str
+    prediction: Callable[[dict], float]
+    lo: float
+    hi: float
+    _: KW_ONLY
+    at: tuple[str, ...] = ()
+    root: bool = False
+    formula: str = ""
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, *self.at, "method", self.metric], f"check {self.name!r}")
+        rows = rows.assign(_prediction=predictions(rows, self.prediction))
+        groups = rows.groupby(list(self.at), sort=True, dropna=False) if self.at else [((), rows)]
+        points = []
+        for key, part in groups:
+            pairs = part[[self.metric, "_prediction"]].to_numpy(float)
+            pairs = pairs[np.all(np.isfinite(pairs), axis=1)]
+            key = key if isinstance(key, tuple) else (key,)
+            where = ", ".join(f"{a}={_fmt(v)}" for a, v in zip(self.at, key)) or "all rows"
+            log_r, se = log_ratio_of_means(pairs, (1.0, -1.0), scale=0.5 if self.root else 1.0,
+                                           what=f"{self.metric!r} and its prediction at {where}")
+            points.append((where, *_exp_interval(log_r, se), len(pairs)))
+        if not points:
+            raise UsageError(f"check {self.name!r}: no rows to judge")
+        inside = [p for p in points if self.lo <= p[2] and p[3] <= self.hi]
+        outside = [p for p in points if p[3] < self.lo or p[2] > self.hi]
+        decisive = (outside[0] if outside else
+                    min(points, key=lambda p: min(p[2] - self.lo, self.hi - p[3])) if len(inside) == len(points) else
+                    max(points, key=lambda p: max(self.lo - p[2], p[3] - self.hi)))
+        where, value, low, high, _ = decisive
+        what = "RMS ratio" if self.root else "ratio"
+        fitted = f"{value:.3f} [{low:.3f}, {high:.3f}]" + (f" at {where}; {len(inside)}/{len(points)} inside"
+                                                          if self.at else "")
+        evidence = (f"{what} of mean {self.metric} to {self.formula or 'the prediction'}, "
+                    f"{len(points)} point{'s' * (len(points) > 1)}, {sum(p[4] for p in points)} obs")
+        return Estimate(value, low, high, self.lo, self.hi, format_region(self.lo, self.hi), fitted, evidence,
+                        _reps(rows), points=tuple((p[1], p[2], p[3]) for p in points),
+                        detail=pd.DataFrame(points, columns=["at", "value", "low", "high", "n"]))
 
 
 # ---------------------------------------------------------------------------------------
@@ -895,8 +1030,10 @@ class ThresholdCollapseCheck(Check):
     For each, the mean curve is made non-decreasing (isotonic regression) and its midpoint
     x½, where it reaches 1/2, is interpolated in log x; the 95% MC interval of x½ comes from
     the crossings of the (isotonic) Wilson bands. A configuration whose curve never reaches
-    1/2 on its grid only bounds x½ from below by its largest x (and one that starts above 1/2
-    from above by its smallest x); these bounds enter the spread.
+    1/2 on its grid is *censored*: its x½ is only bounded from below (its interval is open
+    above), and one that starts above 1/2 only from above; the spread's interval is then
+    infinite at the end such a configuration could decide, so the check is INCONCLUSIVE
+    (or FAIL, when even the bounds exceed the region) until the grid is extended.
 
     The statistic is the spread of the midpoints, max x½ / min x½, with its interval; the
     predicted region is spread ≤ ``max_ratio`` (the collapse, up to the constants of the
@@ -966,13 +1103,19 @@ class ThresholdCollapseCheck(Check):
         min_above = float(above.min()) if len(above) else math.nan
         crossed = (mids["status"] == "crossed").to_numpy()
         n_crossed = int(crossed.sum())
+        # The point estimate uses each configuration's crossing, or its censoring bound (x_max
+        # for a curve that never reaches ½, x_min for one that starts above): a lower bound of
+        # the spread when some configuration is censored.
         spread = float(mids["lo"].max() / mids["hi"].min())
-        # MC interval of the spread: each crossing x½ at either end of its 95% interval; a
-        # configuration that does not cross keeps its censoring bound (lo or hi).
-        lo_min, lo_max = (np.where(crossed, mids[c], mids["lo"]) for c in ("x_half_low", "x_half_high"))
-        hi_min, hi_max = (np.where(crossed, mids[c], mids["hi"]) for c in ("x_half_low", "x_half_high"))
-        spread_low = max(1.0, float(lo_min.max() / hi_max.min()))
-        spread_high = float(lo_max.max() / hi_min.min())
+        # MC interval of the spread from every configuration's 95% interval [L, U] of x½,
+        # taken from the crossings of its Wilson bands. A censored configuration's interval is
+        # open on its censored side (U = ∞ when the curve never reaches ½, L = 0 when it
+        # starts above), so where it can decide the spread's end, that end is infinite: the
+        # check cannot PASS until the grid of x is extended (issue 27, "honest intervals").
+        lows, highs = mids["x_half_low"].to_numpy(float), mids["x_half_high"].to_numpy(float)
+        spread_low = max(1.0, float(lows.max() / highs.min()))
+        spread_high = float(highs.max() / lows.min()) if lows.min() > 0 else math.inf
+        censored = int((~crossed).sum())
         span = (f"{mids.loc[crossed, 'x_half'].min():.3g}–{mids.loc[crossed, 'x_half'].max():.3g}"
                 if n_crossed else "none")
         forced = None
@@ -989,8 +1132,12 @@ class ThresholdCollapseCheck(Check):
             region = (self.max_ratio, math.inf)
             predicted = f"x½ spread > {self.max_ratio:.2f} (no collapse)"
             sides = ""
-        fitted = f"x½ {span}, spread {spread:.2f} [{spread_low:.2f}, {spread_high:.2f}]{sides}"
+        fitted = (f"x½ {span}, spread {'≥ ' if censored else ''}{spread:.2f} "
+                  f"[{spread_low:.2f}, {spread_high:.2f}]{sides}")
         evidence = f"{n_crossed}/{len(mids)} configurations cross ½, {n_obs} obs"
+        if censored:
+            evidence += (f"; {censored} censored (never reach ½ on the grid, or start above it): "
+                         f"their x½ is only bounded, extend the grid of {self.x} to decide")
         detail = {"midpoints": mids, "max_below": max_below, "min_above": min_above}
         return Estimate(spread, spread_low, spread_high, *region, predicted, fitted, evidence,
                         _reps(rows), verdict=forced, detail=detail)

@@ -3,10 +3,11 @@
 * **Installed papers**: every module registered under the ``dpsim.papers`` entry-point group
   (dpsim's own ``dpsim.experiments.cai``, …, and any other installed package that registers
   one). A paper module exposes ``EXPERIMENTS``, ``CHECKS`` and ``AUDITS`` (lists) and may
-  expose ``PAPER`` and ``TITLE``.
+  expose ``MUTANTS`` (plausible bugs its checks must catch, :mod:`dpsim.experiment.mutants`),
+  ``PAPER`` and ``TITLE``.
 * **Study files**: ``path/to/study.py`` or ``path/to/study.py:NAME``, a researcher's own file
   (no installation, no edit of dpsim): its module-level :class:`Experiment` objects (or its
-  ``EXPERIMENTS`` list), ``CHECKS`` and ``AUDITS``.
+  ``EXPERIMENTS`` list), ``CHECKS``, ``AUDITS`` and ``MUTANTS``.
 
 Nothing in ``dpsim`` imports a paper package statically: the registry loads them by name.
 """
@@ -29,12 +30,13 @@ GROUP = "dpsim.papers"
 
 @dataclass
 class Catalogue:
-    """Experiments, checks and audits by name, and where each experiment came from
+    """Experiments, checks, audits and mutants by name, and where each experiment came from
     (``source[name]``: a paper module's name, or ``path.py:NAME`` for a study file)."""
 
     experiments: dict = field(default_factory=dict)
     checks: dict = field(default_factory=dict)
     audits: dict = field(default_factory=dict)
+    mutants: dict = field(default_factory=dict)
     source: dict = field(default_factory=dict)
     papers: dict = field(default_factory=dict)
 
@@ -47,7 +49,7 @@ class Catalogue:
                                  f"({self.source[experiment.name]} and {origin})")
             self.experiments[experiment.name] = experiment
             self.source[experiment.name] = f"{path}:{experiment.name}" if path else origin
-        for kind in ("checks", "audits"):
+        for kind in ("checks", "audits", "mutants"):
             table = getattr(self, kind)
             for item in getattr(module, kind.upper(), []) or []:
                 if item.name in table and table[item.name] is not item:
@@ -116,7 +118,7 @@ def catalogue(target: str | None = None) -> Catalogue:
     path = target.split(":")[0]
     combined = Catalogue()
     base = installed()
-    for name in ("experiments", "checks", "audits", "source", "papers"):
+    for name in ("experiments", "checks", "audits", "mutants", "source", "papers"):
         getattr(combined, name).update(getattr(base, name))
     combined.add(load_study(path), path, path=path)
     return combined

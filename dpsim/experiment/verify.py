@@ -1,14 +1,26 @@
 """``dpsim verify``: run what the checks need (resuming), then judge them on exactly the
-replicates asked for.
+replicates asked for; with mutants, judge them again under each plausible bug.
 
 Runs go to ``runs/verify/<experiment>`` by default, apart from the ``dpsim run`` default
 ``runs/<experiment>``, so a study extended by hand (``--set link=probit``) is never mixed
 into a check. With ``reps`` = R each check sees replicates 0 … R−1 exactly: missing ones are
 computed, extra ones already on disk are left out (and the line says so).
+
+Family-wise rule: the checks judged in one ``verify`` are one family of m tests (the
+report-only ones excluded); a check FAILs only when its interval at the Bonferroni level
+0.05/m lies outside its region, PASSes when its 95% interval lies inside
+(:func:`dpsim.experiment.checks.judge`).
+
+Mutants (:mod:`dpsim.experiment.mutants`): :func:`verify_mutants` re-runs each mutant's
+experiments into ``RUNS/mutants/<mutant>/<experiment>`` and re-judges the checks on them with
+the same family size; a mutant is *killed* when some check that did not FAIL on the real
+code FAILs under it, and *survives* otherwise.
 """
 from __future__ import annotations
 
+import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -27,10 +39,13 @@ def run_directory(runs: Path, experiment: str, seed: int) -> Path:
 def verify(checks: Mapping[str, object], experiments: Mapping[str, object], names: Sequence[str] = (),
            *, runs: Path = DEFAULT_RUNS, seed: int = 0, reps: int | None = None,
            progress: bool = True, watchdog: float | None = None, sources: Mapping[str, str] | None = None,
-           echo=None) -> tuple[list[CheckResult], Counter]:
+           echo=None, family: int | None = None) -> tuple[list[CheckResult], Counter]:
     """Evaluate the named checks (all when ``names`` is empty), one experiment at a time: its
     runs are computed (what is missing), its checks judged and printed at once.
 
+    Args:
+        family: the number of tests a FAIL is adjusted for (default: the judged checks
+            selected here, report-only ones excluded).
     Returns:
         (results, verdict counts). A check whose evaluation raises a UsageError (e.g. it
         would pool an axis) is reported as a FAIL line with the message.
@@ -43,6 +58,7 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
     for check in selected:
         if check.experiment not in experiments:
             raise UsageError(f"check {check.name!r} needs experiment {check.experiment!r}, which is not defined")
+    family = family if family is not None else family_size(selected)
     by_experiment: dict[str, list] = {}
     for check in selected:
         by_experiment.setdefault(check.experiment, []).append(check)
@@ -50,27 +66,109 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
     # one experiment at a time: run what it needs, judge its checks and print them at once,
     # then let its table go (a full verify holds one experiment's rows, not every one's)
     for name, its_checks in by_experiment.items():
-        experiment = experiments[name]
-        want = experiment.reps if reps is None else reps
-        out = run_directory(runs, experiment.name, seed)
-        run_experiment(experiment, reps=want, seed=seed, out=out, progress=progress, watchdog=watchdog,
-                       source=(sources or {}).get(experiment.name))
-        table = load_results(out)
-        extra = int((table["rep"] >= want).sum())
-        table = table[table["rep"] < want]
-        for check in its_checks:
-            try:
-                result = check.evaluate(table)
-            except UsageError as exc:
-                result = CheckResult(check.name, "FAIL", "-", "-", f"cannot be evaluated: {exc}")
-            if extra:
-                result = CheckResult(**{**result.__dict__, "note": result.note +
-                                        f"  [R = {want}; {extra} rows of further replicates on disk left out]"})
+        for result in judged_on(experiments[name], its_checks, out=run_directory(runs, name, seed), seed=seed,
+                                reps=reps, family=family, progress=progress, watchdog=watchdog,
+                                source=(sources or {}).get(name)):
             echo(result.line())
             results.append(result)
             counts[result.verdict] += 1
-    echo(summary_line(counts))
+    echo(summary_line(counts) + f"  (family of {family} judged checks: FAIL at the Bonferroni level "
+                                f"0.05/{family} per check)")
     return results, counts
+
+
+def family_size(checks) -> int:
+    """The number of tests in a verify's family: its checks less the report-only ones."""
+    return max(1, sum(not getattr(c, "report_only", False) for c in checks))
+
+
+def judged_on(experiment, checks, *, out: Path, seed: int, reps: int | None, family: int,
+              progress: bool = True, watchdog: float | None = None, source: str | None = None) -> list[CheckResult]:
+    """Run ``experiment`` into ``out`` (what is missing) and judge ``checks`` on exactly the
+    requested replicates."""
+    want = experiment.reps if reps is None else reps
+    run_experiment(experiment, reps=want, seed=seed, out=out, progress=progress, watchdog=watchdog, source=source)
+    table = load_results(out)
+    extra = int((table["rep"] >= want).sum())
+    table = table[table["rep"] < want]
+    results = []
+    for check in checks:
+        try:
+            result = check.evaluate(table, family)
+        except UsageError as exc:
+            result = CheckResult(check.name, "FAIL", "-", "-", f"cannot be evaluated: {exc}")
+        if extra:
+            result = CheckResult(**{**result.__dict__, "note": result.note +
+                                    f"  [R = {want}; {extra} rows of further replicates on disk left out]"})
+        results.append(result)
+    return results
+
+
+@dataclass(frozen=True)
+class MutantOutcome:
+    """One mutant's outcome: the checks that FAIL under it (and did not on the real code)."""
+
+    mutant: str
+    description: str
+    killed_by: tuple[CheckResult, ...]
+    judged: int
+    seconds: float
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.killed_by)
+
+    def line(self) -> str:
+        if not self.killed:
+            return f"SURVIVED  {self.mutant:<40} {self.description}  (no FAIL among {self.judged} checks)"
+        names = ", ".join(r.name for r in self.killed_by)
+        return f"KILLED    {self.mutant:<40} {self.description}  by {len(self.killed_by)}/{self.judged}: {names}"
+
+
+def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, object], mutants: Sequence,
+                   base: Sequence[CheckResult], *, runs: Path = DEFAULT_RUNS, seed: int = 0,
+                   reps: int | None = None, family: int, progress: bool = True, watchdog: float | None = None,
+                   sources: Mapping[str, str] | None = None, echo=None) -> list[MutantOutcome]:
+    """Judge the checks again under each mutant (module docstring).
+
+    Args:
+        checks: the checks judged in the base run (name → check); a mutant is judged by those
+            on the experiments it changes.
+        mutants: :class:`~dpsim.experiment.mutants.Mutant` objects.
+        base: the base run's results: a check that FAILed there cannot kill a mutant.
+        family: the base run's family size (the same Bonferroni level).
+    Returns:
+        One :class:`MutantOutcome` per mutant, in order; each is printed as it finishes, with
+        the killing checks' lines indented below it.
+    """
+    echo = echo or (lambda line: print(line, flush=True))
+    failed_before = {r.name for r in base if r.verdict == "FAIL"}
+    outcomes = []
+    for mutant in mutants:
+        start = time.monotonic()
+        killers, judged = [], 0
+        for name in mutant.experiments:
+            its_checks = [c for c in checks.values() if c.experiment == name]
+            if not its_checks or name not in experiments:
+                continue
+            mutated = mutant.mutate(experiments[name])
+            source = f"{(sources or {}).get(name, name)} + mutant {mutant.name}"
+            out = run_directory(Path(runs) / "mutants" / mutant.name, name, seed)
+            for result in judged_on(mutated, its_checks, out=out, seed=seed, reps=reps, family=family,
+                                    progress=progress, watchdog=watchdog, source=source):
+                judged += result.verdict != "INFO"
+                if result.verdict == "FAIL" and result.name not in failed_before:
+                    killers.append(result)
+        outcome = MutantOutcome(mutant.name, mutant.description, tuple(killers), judged,
+                                time.monotonic() - start)
+        echo(outcome.line())
+        for result in killers:
+            echo("          " + result.line())
+        outcomes.append(outcome)
+    killed = sum(o.killed for o in outcomes)
+    echo(f"mutants: {killed} killed, {len(outcomes) - killed} survived of {len(outcomes)} "
+         f"({sum(o.seconds for o in outcomes):.0f} s)")
+    return outcomes
 
 
 def summary_line(counts: Counter) -> str:
