@@ -99,9 +99,9 @@ def test_verify_uses_exactly_the_replicates_asked_for(tmp_path):
     lines = []
 
     class Spy(TrendCheck):
-        def evaluate(self, table):
+        def evaluate(self, table, family=1):
             seen.append(sorted(table["rep"].unique()))
-            return super().evaluate(table)
+            return super().evaluate(table, family)
 
     spy = Spy(**{f: getattr(check, f) for f in check.__dataclass_fields__ if f != "_"})
     verify({spy.name: spy}, {experiment.name: experiment}, runs=runs, reps=3, progress=False, echo=lines.append)

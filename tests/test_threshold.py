@@ -229,6 +229,21 @@ def test_censored_configuration_bounds_the_spread(synthetic):
     assert result.value > 5 and not result.passed
 
 
+def test_censored_configuration_keeps_the_spread_open(synthetic):
+    """A configuration whose grid stops (x ≤ 1) before its curve reaches 1/2 (x½ = 1.2) is
+    censored: its x½ could be anywhere above 1, so the spread's upper end is infinite and the
+    collapse cannot PASS; nor is there evidence against it (INCONCLUSIVE). Taking its last x
+    as a crossing, as before issue 27, passed it."""
+    config = (synthetic["n_items"] == 100) & (synthetic["p"] == 0.2) & (synthetic["eps"] == 0.02)
+    short = synthetic[~config | (synthetic["gap_over_rate"] <= 1.05)]
+    result = CHECK.evaluate(short)
+    mids = result.detail["midpoints"]
+    assert (mids["status"] == "below").sum() == 1
+    assert math.isinf(result.high) and result.low <= CHECK.max_ratio
+    assert result.verdict == "INCONCLUSIVE", result.line()
+    assert "1 censored" in result.evidence
+
+
 def test_check_rejects_bad_columns(synthetic):
     with pytest.raises(UsageError, match="no column"):
         dataclasses.replace(CHECK, x="nope").evaluate(synthetic)
