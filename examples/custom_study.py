@@ -7,7 +7,8 @@ Run it from any directory, without installing anything beyond dpsim:
     dpsim show examples/custom_study.py             # its axes, methods and expected run time
     dpsim run examples/custom_study.py --reps 50    # → runs/borda-noise/{parts, manifest.json, figure.*}
     dpsim run examples/custom_study.py --set noise=gaussian --set spread=1,2
-    dpsim verify examples/custom_study.py           # its own check
+    dpsim verify examples/custom_study.py           # its own checks
+    dpsim verify examples/custom_study.py --mutants # ... and whether they catch a miscalibrated noise
 
 It shows every seam a new study uses:
 
@@ -20,7 +21,10 @@ It shows every seam a new study uses:
 * a **method without a solver**, ``borda`` (noisy win counts, no convergence to report),
   beside one with a solver, ``mle`` (the ridge-penalised BTL MLE on the raw comparisons,
   whose ``converged`` and ``iterations`` are stored);
-* a figure in the layout of the papers and a check, both judged on the data it ran.
+* a figure in the layout of the papers and checks judged on the data it ran: a trend, and a
+  level check that pins the noise's calibration to its closed form;
+* **mutants**: plausible bugs (the noise scale halved or doubled) that ``--mutants`` shows
+  the checks catch.
 """
 import math
 
@@ -30,6 +34,8 @@ import jax.numpy as jnp
 from dpsim.estimators import penalised_mle, top_k_mask, win_counts
 from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, TrendCheck, axes,
                               solver_diagnostics)
+from dpsim.experiment.checks import LevelCheck
+from dpsim.experiment.mutants import Mutant, scaled_derived
 from dpsim.metrics import topk_metrics
 from dpsim.models import sample_er_comparisons, true_top_k_mask
 
@@ -61,8 +67,10 @@ def borda(key, ctx):
         noise = jax.random.laplace(k_noise, counts.shape)
     else:
         noise = jax.random.normal(k_noise, counts.shape)
-    noisy = counts + ctx.analysis["sigma"] * noise
-    return topk_metrics(top_k_mask(k_tie, noisy, K), ctx.sample["top_k"])
+    released_noise = ctx.analysis["sigma"] * noise
+    noisy = counts + released_noise
+    return {**topk_metrics(top_k_mask(k_tie, noisy, K), ctx.sample["top_k"]),
+            "noise_ms": jnp.mean(released_noise ** 2)}
 
 
 def mle(key, ctx):
@@ -84,7 +92,8 @@ STUDY = Experiment(
     truth=lambda key, shape: {},
     generate=generate,
     methods={
-        "borda": Method(borda, TOPK, label="noisy Borda", doc="noisy win counts (no solver)"),
+        "borda": Method(borda, TOPK + ("noise_ms",), label="noisy Borda",
+                        doc="noisy win counts (no solver); noise_ms: mean square of the released noise"),
         "mle": Method(mle, TOPK, solver_diagnostics(), label="MLE (non-private)",
                       doc="ridge-penalised BTL MLE on the raw comparisons"),
     },
@@ -101,9 +110,35 @@ STUDY = Experiment(
     lane_bytes=lambda shape: 8 * shape["n_items"] ** 2,
     description="a study outside dpsim (examples/custom_study.py)")
 
+def noise_variance(point: dict) -> float:
+    """The variance the release must have, written from the mechanisms' definitions (not by
+    calling ``noise_scale``, so a bug there cannot cancel out): Laplace(2/ε) has variance
+    2·(2/ε)² = 8/ε²; the analytic Gaussian (ℓ2 sensitivity √2) has 2·2 ln(1.25/δ)/ε²."""
+    if point["noise"] == "laplace":
+        return 8.0 / point["eps"] ** 2
+    return 4.0 * math.log(1.25 / point["delta"]) / point["eps"] ** 2
+
+
 CHECKS = [
+    # The level check that pins the calibration: with 40 counts × 100 replicates the mean
+    # square of Laplace noise has a coefficient of variation √20/2/√4000 = 3.5% (7% at 95%),
+    # Gaussian noise √2/√4000 = 2.2%: the region ±20% is the Monte-Carlo error with room,
+    # and a noise scale off by 2 (variance × 4 or ¼) falls far outside.
+    LevelCheck("borda-noise-variance", STUDY.name, "noise_ms", "borda", noise_variance, 0.8, 1.25,
+               where={"eps": [0.5, 1.0, 2.0, 4.0]}, at=("eps", "noise"), formula="Var of the mechanism",
+               description="the released noise has the variance its (ε, δ) calibration requires, at every ε and noise"),
     TrendCheck("borda-noise-laplace-improves-with-eps", STUDY.name, "relative_hamming", "borda", "eps", -1,
                where={"noise": ["laplace"], "eps": [0.5, 1.0, 2.0, 4.0]}, log_y=False,
                description="the Laplace-noised Borda top-k error decreases in ε (slope of the error, "
                            "which can be 0, on log ε)"),
+]
+
+# Plausible bugs the checks must catch: `dpsim verify examples/custom_study.py --mutants`
+# re-runs the study under each and lists the checks that FAIL (the trend check alone kills
+# neither: noisier or quieter, the error still falls with ε).
+MUTANTS = [
+    Mutant("borda-noise-scale-halved", "noise scale σ × ½ (the release is only 2ε-DP)", (STUDY.name,),
+           scaled_derived({"sigma": 0.5})),
+    Mutant("borda-noise-scale-doubled", "noise scale σ × 2 (a release at ε/2)", (STUDY.name,),
+           scaled_derived({"sigma": 2.0})),
 ]

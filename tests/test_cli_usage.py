@@ -101,9 +101,11 @@ def test_a_study_file_runs_verifies_and_plots_from_any_directory(study_dir):
     assert "borda-noise" in listed.stdout and "borda-noise-laplace-improves-with-eps" in listed.stdout
     verified = dpsim(["verify", "my_study.py", "--reps", "4", "--no-progress"], study_dir)
     lines = verified.stdout.strip().splitlines()
-    assert lines[-1].endswith("inconclusive") and len(lines) == 2, verified.stdout
-    assert lines[0].split()[0] in {"PASS", "FAIL", "INCONCLUSIVE"}
-    assert verified.returncode == (1 if lines[0].startswith("FAIL") else 0)
+    assert lines[-1].endswith("inconclusive") and len(lines) == 4, verified.stdout
+    assert lines[0].startswith("family: 2 judged checks")
+    verdicts = {line.split()[0] for line in lines[1:3]}
+    assert verdicts <= {"PASS", "FAIL", "INCONCLUSIVE"}
+    assert verified.returncode == (1 if "FAIL" in verdicts else 3 if "INCONCLUSIVE" in verdicts else 0)
     assert (study_dir / "runs" / "verify" / "borda-noise").is_dir()      # apart from `dpsim run`'s folder
     by_experiment = dpsim(["verify", "my_study.py", "borda-noise", "--reps", "4", "--no-progress"], study_dir)
     assert by_experiment.stdout == verified.stdout                        # an experiment's name: its checks

@@ -106,6 +106,6 @@ def test_verify_uses_exactly_the_replicates_asked_for(tmp_path):
     spy = Spy(**{f: getattr(check, f) for f in check.__dataclass_fields__ if f != "_"})
     verify({spy.name: spy}, {experiment.name: experiment}, runs=runs, reps=3, progress=False, echo=lines.append)
     assert seen[-1] == [0, 1, 2]
-    assert "3 rows" not in lines[0] and "[R = 3;" in lines[0]
+    assert "3 rows" not in lines[1] and "[R = 3;" in lines[1]
     verify({spy.name: spy}, {experiment.name: experiment}, runs=runs, reps=8, progress=False, echo=lines.append)
     assert seen[-1] == list(range(8))

@@ -59,6 +59,8 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
         if check.experiment not in experiments:
             raise UsageError(f"check {check.name!r} needs experiment {check.experiment!r}, which is not defined")
     family = family if family is not None else family_size(selected)
+    echo(f"family: {family} judged check{'s' * (family > 1)}; PASS when the 95% interval lies in the region, "
+         f"FAIL when the interval at the Bonferroni level 0.05/{family} (per point judged) lies outside it")
     by_experiment: dict[str, list] = {}
     for check in selected:
         by_experiment.setdefault(check.experiment, []).append(check)
@@ -72,8 +74,7 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
             echo(result.line())
             results.append(result)
             counts[result.verdict] += 1
-    echo(summary_line(counts) + f"  (family of {family} judged checks: FAIL at the Bonferroni level "
-                                f"0.05/{family} per check)")
+    echo(summary_line(counts))
     return results, counts
 
 
