@@ -14,5 +14,8 @@ export PATH="$PWD/.venv/bin:$PATH"
 for name in "${experiments[@]}"; do
   dpsim run "$name"
 done
-dpsim verify "${experiments[@]}" --runs runs
+status=0
+dpsim verify "${experiments[@]}" --runs runs || status=$?
 echo "reproduce: done in $(( $(date +%s) - start )) s; figures in runs/NAME/figure.png for NAME in ${experiments[*]}"
+# verify's exit status: 0 every check passed, 1 a FAIL or REFUSED, 3 some INCONCLUSIVE
+exit $status
