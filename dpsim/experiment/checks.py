@@ -1,24 +1,14 @@
-"""Declarative checks of theorems and of a paper's claims (DESIGN "Theory and verification").
+"""The catalogue of checks of theorems and of a paper's claims (DESIGN "Theory and
+verification"). Verdicts are :mod:`dpsim.experiment.verdicts`'; the statistics the checks
+compute, :mod:`dpsim.experiment.statistics`'. Both are re-exported here.
 
-Every check is a :class:`Check`: it names an experiment, the region of the grid
-(``where``), the axes it deliberately pools over (``pool``), and a prediction, i.e. a
-*region* for one statistic (a slope, the sign of a trend, a paired difference, a ratio, a
-phase-transition spread). Evaluated on the tidy results table it yields a 95% confidence
-interval for that statistic and a verdict that respects its uncertainty:
-
-* **PASS**: the whole 95% interval lies inside the predicted region;
-* **FAIL**: the whole *family-wise* interval lies outside it: a FAIL claims a discrepancy,
-  so its interval is widened to the Bonferroni level 0.05/m, m the number of judged checks
-  in the run (``family``) times the number of points a check judges (an every-point check
-  with K points counts K); with m = 1 it is the 95% interval;
-* **INCONCLUSIVE**: neither; the line says roughly how many replicates would decide it
-  (the interval's half-width shrinks like 1/√R);
-* **REFUSED**: more than 1% of the fits the statistic uses did not converge: there is
-  nothing trustworthy to judge;
-* **INFO**: a report-only check (e.g. the paper's own constant, shown beside the check),
-  never judged.
-
-Every result prints through one formatter, :meth:`CheckResult.line`.
+Every check is a :class:`~dpsim.experiment.verdicts.Check`: it names an experiment, the
+region of the grid (``where``), the axes it deliberately pools over (``pool``), and a
+prediction, i.e. a *region* for one statistic (a slope, the sign of a trend, a paired
+difference, a ratio, a level against a closed form, a phase-transition spread). Evaluated on
+the tidy results table it yields the statistic's 95% interval (one per point for the checks
+that judge every value of an axis), judged PASS / FAIL (family-wise) / INCONCLUSIVE /
+REFUSED / INFO by :func:`~dpsim.experiment.verdicts.judge`.
 
 The checks, by the statistic they judge:
 
@@ -40,204 +30,27 @@ The checks, by the statistic they judge:
 from __future__ import annotations
 
 import math
-from dataclasses import KW_ONLY, dataclass, field
-from typing import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
+from dpsim.experiment.statistics import (PairedDifference, RatioOfMeans, crossing, isotonic,  # noqa: F401
+                                         log_ratio_between, log_ratio_of_means, paired, predictions, wilson,
+                                         exp_interval)
 from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, grid_columns, loglog_slope, require_unpooled,
                                       select, slope_fit)
+from dpsim.experiment.verdicts import (UNCONVERGED_LIMIT, VERDICTS, Check, CheckResult, Estimate,  # noqa: F401
+                                       _interval, _reps, family_z, format_region, judge, widened)
 
-UNCONVERGED_LIMIT = 0.01
-VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REFUSED", "INFO")
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One check's outcome; :meth:`line` is the one line ``dpsim verify`` prints."""
-
-    name: str
-    verdict: str
-    predicted: str
-    fitted: str
-    evidence: str
-    needed_reps: int | None = None
-    note: str = ""
-    detail: object = None
-    value: float = math.nan
-    low: float = math.nan
-    high: float = math.nan
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict == "PASS"
-
-    def line(self) -> str:
-        extra = self.note
-        if self.verdict == "INCONCLUSIVE":
-            extra = (f"  needs about {self.needed_reps} replicates to decide" if self.needed_reps
-                     else "  the estimate sits on the boundary: no replicate count decides it") + extra
-        return (f"{self.verdict:<12} {self.name:<48} predicted {self.predicted:<16} fitted {self.fitted}  "
-                f"({self.evidence}){extra}")
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """What a check measured: the estimate, its 95% interval, the predicted region
-    [region_low, region_high], and the texts of the line; ``reps`` is the number of
-    replicates behind it; ``verdict`` forces one (e.g. a failed side criterion)."""
-
-    value: float
-    low: float
-    high: float
-    region_low: float
-    region_high: float
-    predicted: str
-    fitted: str
-    evidence: str
-    reps: int
-    verdict: str | None = None
-    detail: object = None
-    points: tuple[tuple[float, float, float], ...] = ()
-
-
-def family_z(tests: int) -> float:
-    """The two-sided normal quantile of the Bonferroni level 0.05/``tests`` (Z95 for 1)."""
-    from statistics import NormalDist
-    tests = max(int(tests), 1)
-    return Z95 if tests == 1 else NormalDist().inv_cdf(1.0 - 0.025 / tests)
-
-
-def widened(value: float, low: float, high: float, z: float) -> tuple[float, float]:
-    """A 95% interval (``low``, ``high``) about ``value`` widened to the normal quantile ``z``.
-
-    On the log scale when the interval is symmetric there (a ratio's exp(log r ± z·se)),
-    else linearly, each side by its own half-width (a slope's ± z·se; an asymmetric interval
-    such as a crossing point's keeps its shape). An interval of zero width (an exact count)
-    stays a point; an infinite end stays infinite."""
-    if not (math.isfinite(value) and z > Z95):
-        return low, high
-    factor = z / Z95
-    if value > 0 and low > 0 and math.isfinite(high):
-        down, up = math.log(value) - math.log(low), math.log(high) - math.log(value)
-        if abs(down - up) <= 1e-9 * max(1.0, abs(down) + abs(up)):
-            return value * math.exp(-factor * down), value * math.exp(factor * up)
-    return value - factor * (value - low), value + factor * (high - value)
-
-
-def judge(estimate: Estimate, family: int = 1) -> tuple[str, int | None]:
-    """PASS / FAIL / INCONCLUSIVE of an estimate against its region (module docstring), and
-    for INCONCLUSIVE the replicates that would shrink the interval's half-width below the
-    estimate's distance to the nearest boundary (None when that distance is 0).
-
-    Args:
-        estimate: the statistic, its 95% interval and region; with ``points`` (value, low,
-            high) it judges every point: PASS when every point's interval lies inside, FAIL
-            when some point's family-wise interval lies wholly outside.
-        family: the number of judged checks in the run; FAIL uses the Bonferroni level
-            0.05/(family · number of points).
-    """
-    lo, hi = estimate.region_low, estimate.region_high
-    points = estimate.points or ((estimate.value, estimate.low, estimate.high),)
-    z = family_z(family * len(points))
-    if all(lo <= p_lo and p_hi <= hi for _, p_lo, p_hi in points):
-        return "PASS", None
-    for value, p_lo, p_hi in points:
-        w_lo, w_hi = widened(value, p_lo, p_hi, z)
-        if w_hi < lo or w_lo > hi:
-            return "FAIL", None
-    inside = lo <= estimate.value <= hi
-    margin = min(estimate.value - lo, hi - estimate.value) if inside else \
-        (lo - estimate.value if estimate.value < lo else estimate.value - hi)
-    half = (estimate.high - estimate.low) / 2
-    if not inside:    # outside at 95% but not family-wise: the family-wise half-width decides
-        half *= z / Z95
-    if not margin > 0 or not math.isfinite(half):
-        return "INCONCLUSIVE", None
-    return "INCONCLUSIVE", max(estimate.reps + 1, math.ceil(estimate.reps * (half / margin) ** 2 * 1.1))
-
-
-def _interval(lo: float, hi: float, digits: int = 3) -> str:
-    return f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
-
-
-def format_region(low: float, high: float, *, signed: bool = False) -> str:
-    """A predicted region [``low``, ``high``] as a check's line prints it: "≥ low" or
-    "≤ high" when the other bound is infinite (3 significant digits), else "[low, high]"
-    (3 significant digits, or two signed decimals with ``signed``, as slopes print)."""
-    if math.isinf(high):
-        return f"≥ {low:.3g}"
-    if math.isinf(low):
-        return f"≤ {high:.3g}"
-    return f"[{low:+.2f}, {high:+.2f}]" if signed else f"[{low:.3g}, {high:.3g}]"
-
-
-@dataclass(frozen=True)
-class Check:
-    """The base of every check (module docstring).
-
-    Attributes:
-        name: begins with the paper's name (``cai-…``), so ``dpsim verify cai`` selects it.
-        experiment: the experiment whose table it is evaluated on.
-        where: axis → values, the region of the grid it uses (listing several values maps
-            that axis explicitly).
-        pool: axes it deliberately averages over (any other axis with several values in its
-            rows is refused: nothing is pooled silently).
-        description: one line; ``report_only``: print as INFO, never judge.
-        unconverged_limit: the largest share of unconverged fits it judges (default 1%;
-            above it the check is REFUSED). A check of a method whose non-convergence is the
-            paper's own (e.g. the authors' capped power iteration) states a larger allowance
-            and why in its description.
-    """
-
-    name: str
-    experiment: str
-    _: KW_ONLY
-    where: Mapping[str, Sequence] = field(default_factory=dict)
-    pool: tuple[str, ...] = ()
-    description: str = ""
-    report_only: bool = False
-    unconverged_limit: float = UNCONVERGED_LIMIT
-
-    @property
-    def methods(self) -> tuple[str, ...]:
-        return ()
-
-    def rows(self, table: pd.DataFrame) -> pd.DataFrame:
-        rows = select(table, self.where)
-        if self.methods:
-            rows = rows[rows["method"].isin(self.methods)]
-        if rows.empty:
-            raise UsageError(f"check {self.name!r}: no rows of {', '.join(self.methods) or 'any method'} "
-                             f"where {dict(self.where)}")
-        return rows
-
-    def estimate(self, rows: pd.DataFrame) -> Estimate:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def evaluate(self, table: pd.DataFrame, family: int = 1) -> CheckResult:
-        """The check's result on ``table``; ``family``: the number of judged checks in the run
-        (the Bonferroni factor of a FAIL, :func:`judge`)."""
-        rows = self.rows(table)
-        if "converged" in rows:
-            failed = int((rows["converged"] == False).fillna(False).sum())  # noqa: E712
-            judged = int(rows["converged"].notna().sum())
-            if judged and failed > self.unconverged_limit * judged:
-                return CheckResult(self.name, "REFUSED", "-", "-",
-                                   f"{failed} of {judged} fits did not converge, above the "
-                                   f"{self.unconverged_limit:.0%} limit", note="")
-        est = self.estimate(rows)
-        verdict, needed = (est.verdict, None) if est.verdict else judge(est, family)
-        if self.report_only:
-            verdict, needed = "INFO", None
-        return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, needed,
-                           detail=est.detail, value=est.value, low=est.low, high=est.high)
-
-
-def _reps(rows: pd.DataFrame) -> int:
-    return int(rows["rep"].nunique()) if "rep" in rows else len(rows)
+__all__ = ["UNCONVERGED_LIMIT", "VERDICTS", "Check", "CheckResult", "Estimate", "family_z", "format_region", "judge",
+           "widened", "PairedDifference", "RatioOfMeans", "crossing", "isotonic", "log_ratio_between",
+           "log_ratio_of_means", "exp_interval", "paired", "predictions", "wilson", "SlopeCheck", "SlopeRangeCheck", "TrendCheck",
+           "LinearSlopeCheck", "ComparisonCheck", "EveryPointCheck", "LevelCheck", "RatioCheck", "RatioSlopeCheck",
+           "MeanRatioCheck", "PredictedRatioCheck", "MethodRatioSlopeCheck", "IdenticalAcrossCheck",
+           "ThresholdCollapseCheck"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -349,163 +162,6 @@ class LinearSlopeCheck(Check):
                         f"WLS of mean {what} on {self.x} ∈ {{{describe_values(xs)}}}", _reps(rows))
 
 
-# ---------------------------------------------------------------------------------------
-# Paired observations: the one pairing helper, the one delta-method helper, two statistics
-# ---------------------------------------------------------------------------------------
-def paired(rows: pd.DataFrame, series: Mapping[str, tuple[Mapping[str, Sequence], str]],
-           on: Sequence[str] = ("point", "rep"), *, dropna: bool = True) -> pd.DataFrame:
-    """Several series aligned on the same observations (the one pairing helper).
-
-    Args:
-        rows: results rows.
-        series: label → (where, column): the values of ``column`` on the rows
-            ``select(rows, where)``, e.g. ``{"a": ({"method": ["mle"]}, "l2")}`` or
-            ``{"a": ({"eps": [1.0]}, "mse")}``.
-        on: the columns that identify one observation (default: one replicate at one grid
-            point; two slices of an axis are paired on the replicate, ``("rep",)``).
-        dropna: drop the observations where some series has no value.
-    Returns:
-        One row per key present in every series (inner join), one column per label.
-    Raises:
-        UsageError: a missing column, or a key repeated within one series (an axis varying
-            inside it): nothing is averaged silently.
-    """
-    keys = list(on)
-    parts = []
-    for label, (where, column) in series.items():
-        part = select(rows, where)
-        missing = [c for c in (column, *keys) if c not in part]
-        if missing:
-            raise UsageError(f"no column {missing[0]!r} in the results table")
-        part = part.set_index(keys)[column].rename(label)
-        if not part.index.is_unique:
-            raise UsageError(f"rows are not unique on {tuple(keys)} where {dict(where)}; narrow `where`")
-        parts.append(part)
-    joined = pd.concat(parts, axis=1, join="inner")
-    return joined.dropna() if dropna else joined
-
-
-def log_ratio_of_means(columns, signs, *, scale: float = 1.0, what: str = "the series") -> tuple[float, float]:
-    """``scale`` · log Π_j mean(c_j)^{s_j} and its delta-method standard error (the one
-    ratio-of-means helper).
-
-    Args:
-        columns: (N, J) paired observations of J series (row i of every column from the
-            same observation, e.g. :func:`paired`), or (N,) for one series.
-        signs: (J,) the exponents s_j, e.g. (1, −1) for mean(c₁)/mean(c₂).
-        scale: ½ for the log of a square root (an RMS ratio from mean squares).
-        what: names the series in error messages.
-    Returns:
-        (log ratio, standard error): with g = s / means and Σ the sample covariance (ddof 1)
-        of the columns, var = gᵀΣg / N, so the covariance of paired series enters (one
-        series alone gives var/(N·mean²); independent samples add their variances).
-    """
-    columns = np.asarray(columns, float)
-    columns = columns[:, None] if columns.ndim == 1 else columns
-    signs = np.atleast_1d(np.asarray(signs, float))
-    n = columns.shape[0]
-    if n < 2:
-        raise UsageError(f"need at least two paired observations of {what}")
-    means = columns.mean(axis=0)
-    if not np.all(means > 0):
-        raise UsageError(f"a mean of {what} is not positive; cannot take a ratio")
-    grad = signs / means
-    cov = np.atleast_2d(np.cov(columns, rowvar=False, ddof=1))
-    var = float(grad @ cov @ grad) / n
-    return scale * float(signs @ np.log(means)), scale * math.sqrt(max(var, 0.0))
-
-
-def _exp_interval(log_r: float, se: float) -> tuple[float, float, float]:
-    """(ratio, low, high): the 95% interval of a log ratio, exponentiated."""
-    return math.exp(log_r), math.exp(log_r - Z95 * se), math.exp(log_r + Z95 * se)
-
-
-@dataclass(frozen=True)
-class PairedDifference:
-    """A statistic (for :class:`ComparisonCheck` and :class:`EveryPointCheck`): two methods
-    on the same observations.
-
-    Estimates: the mean over paired observations (:func:`paired`: one replicate at one grid
-    point, present for both methods) of metric(``better``) − metric(``worse``). Interval:
-    mean ± z·sd/√N (normal, sd with ddof 1). Region (−∞, 0]: PASS when the whole interval is
-    below 0 (``better`` has the smaller mean), FAIL when it is wholly above.
-    """
-
-    metric: str
-    better: str
-    worse: str
-
-    region = (-math.inf, 0.0)
-
-    @property
-    def methods(self):
-        return (self.better, self.worse)
-
-    @property
-    def predicted(self) -> str:
-        return f"{self.better} < {self.worse}"
-
-    def compute(self, rows: pd.DataFrame) -> tuple[float, float, float, int]:
-        """(mean difference, low, high, paired observations)."""
-        wide = paired(rows, {"a": ({"method": [self.better]}, self.metric),
-                             "b": ({"method": [self.worse]}, self.metric)})
-        diff = (wide["a"] - wide["b"]).to_numpy(float)
-        if len(diff) < 2:
-            raise UsageError("fewer than two paired observations")
-        mean = float(diff.mean())
-        half = Z95 * float(diff.std(ddof=1)) / math.sqrt(len(diff))
-        return mean, mean - half, mean + half, len(diff)
-
-
-@dataclass(frozen=True)
-class RatioOfMeans:
-    """A statistic (for :class:`EveryPointCheck` and :class:`MeanRatioCheck`): two columns of
-    the same rows of one method (e.g. the simulated over the predicted MSE).
-
-    Estimates: mean(``numerator``)/mean(``denominator``) over the rows of ``method`` where both
-    have a value, or its square root with ``root`` (an RMS ratio). Interval: exp(log r ± z·se)
-    with the delta-method standard error of :func:`log_ratio_of_means`, the two columns
-    paired per row (their covariance enters). Region [``low``, ``high``]: PASS when the
-    interval lies inside, FAIL when it lies wholly outside.
-    """
-
-    method: str
-    numerator: str
-    denominator: str
-    low: float
-    high: float
-    _: KW_ONLY
-    root: bool = False
-
-    @property
-    def methods(self):
-        return (self.method,)
-
-    @property
-    def region(self):
-        return (self.low, self.high)
-
-    @property
-    def predicted(self) -> str:
-        return f"[{self.low:.3g}, {self.high:.3g}]"
-
-    def log_ratio(self, rows: pd.DataFrame) -> tuple[float, float, int]:
-        """(log ratio, its standard error, paired rows): the scale on which a slope of the
-        ratio along an axis is fitted."""
-        for column in (self.numerator, self.denominator):
-            if column not in rows:
-                raise UsageError(f"no column {column!r} in the results table")
-        mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
-        pairs = mine[[self.numerator, self.denominator]].dropna().to_numpy(float)
-        log_r, se = log_ratio_of_means(pairs, (1.0, -1.0), scale=0.5 if self.root else 1.0,
-                                       what=f"{self.numerator!r} and {self.denominator!r}")
-        return log_r, se, len(pairs)
-
-    def compute(self, rows: pd.DataFrame) -> tuple[float, float, float, int]:
-        """(ratio, low, high, paired rows)."""
-        log_r, se, n = self.log_ratio(rows)
-        return (*_exp_interval(log_r, se), n)
-
 
 # ---------------------------------------------------------------------------------------
 # Paired comparisons of two methods
@@ -584,27 +240,6 @@ class EveryPointCheck(Check):
                         points=tuple((p[1], p[2], p[3]) for p in points))
 
 
-# ---------------------------------------------------------------------------------------
-# Levels against an independent closed form, evaluated from the grid at verify time
-# ---------------------------------------------------------------------------------------
-def predictions(rows: pd.DataFrame, prediction: Callable[[dict], float]) -> np.ndarray:
-    """``prediction`` evaluated at each row's grid point (one call per distinct point).
-
-    The function sees only the grid axes of the table (:func:`~dpsim.experiment.summary.grid_columns`:
-    the axes' values, never a method's output or a host-derived value such as a σ the
-    mechanism computed), so a bug in the mechanism or in a helper it calls cannot move the
-    prediction with the simulation.
-
-    Returns:
-        (len(rows),) float64.
-    """
-    axes = [c for c in grid_columns(rows) if c in rows]
-    points = rows[axes].drop_duplicates().reset_index(drop=True)
-    points["_prediction"] = [float(prediction(dict(zip(axes, values))))
-                             for values in points.itertuples(index=False, name=None)]
-    merged = rows[axes].reset_index(drop=True).merge(points, on=axes, how="left", sort=False)
-    return merged["_prediction"].to_numpy(float)
-
 
 @dataclass(frozen=True)
 class LevelCheck(Check):
@@ -652,7 +287,7 @@ class LevelCheck(Check):
             where = ", ".join(f"{a}={_fmt(v)}" for a, v in zip(self.at, key)) or "all rows"
             log_r, se = log_ratio_of_means(pairs, (1.0, -1.0), scale=0.5 if self.root else 1.0,
                                            what=f"{self.metric!r} and its prediction at {where}")
-            points.append((where, *_exp_interval(log_r, se), len(pairs)))
+            points.append((where, *exp_interval(log_r, se), len(pairs)))
         if not points:
             raise UsageError(f"check {self.name!r}: no rows to judge")
         inside = [p for p in points if self.lo <= p[2] and p[3] <= self.hi]
@@ -670,38 +305,6 @@ class LevelCheck(Check):
                         _reps(rows), points=tuple((p[1], p[2], p[3]) for p in points),
                         detail=pd.DataFrame(points, columns=["at", "value", "low", "high", "n"]))
 
-
-# ---------------------------------------------------------------------------------------
-# Ratios of summary statistics between two slices of one table
-# ---------------------------------------------------------------------------------------
-def _log_ratio(rows: pd.DataFrame, metric: str, axis: str, numerator, denominator, root: bool,
-               paired_on: Sequence[str] | None) -> tuple[float, float, int]:
-    """log(stat(numerator slice)/stat(denominator slice)), its delta-method standard error
-    (:func:`log_ratio_of_means`) and the observations used.
-
-    stat = mean(metric) (or √mean with ``root``). Independent slices: the variances of the
-    two log means add. ``paired_on`` (e.g. ("rep",)) aligns the two slices on those columns
-    (:func:`paired`) and includes their covariance.
-    """
-    scale = 0.5 if root else 1.0
-    what = f"{metric!r} in {axis}={numerator!r} and {axis}={denominator!r}"
-    if paired_on:
-        joined = paired(rows, {"a": ({axis: [numerator]}, metric), "b": ({axis: [denominator]}, metric)},
-                        on=paired_on)
-        num, den = joined["a"], joined["b"]
-    else:
-        num = select(rows, {axis: [numerator]})[metric].dropna()
-        den = select(rows, {axis: [denominator]})[metric].dropna()
-    if len(num) < 2 or len(den) < 2:
-        raise UsageError(f"need at least two rows of {metric!r} in each slice "
-                         f"{axis}={numerator!r} and {axis}={denominator!r}")
-    if paired_on:
-        log_r, se = log_ratio_of_means(joined.to_numpy(float), (1.0, -1.0), scale=scale, what=what)
-    else:
-        log_num, se_num = log_ratio_of_means(num.to_numpy(float), (1.0,), scale=scale, what=what)
-        log_den, se_den = log_ratio_of_means(den.to_numpy(float), (1.0,), scale=scale, what=what)
-        log_r, se = log_num - log_den, math.hypot(se_num, se_den)
-    return log_r, se, len(num) + len(den)
 
 
 @dataclass(frozen=True)
@@ -727,7 +330,7 @@ class _RatioSlices(Check):
         return (self.method,)
 
     def log_ratio(self, rows: pd.DataFrame) -> tuple[float, float, int]:
-        return _log_ratio(rows, self.metric, self.axis, self.numerator, self.denominator,
+        return log_ratio_between(rows, self.metric, self.axis, self.numerator, self.denominator,
                           self.root, self.paired_on)
 
 
@@ -741,7 +344,7 @@ class RatioCheck(_RatioSlices):
     def estimate(self, rows):
         require_unpooled(rows, [*self.where, *self.pool, self.axis, self.metric], f"check {self.name!r}")
         log_r, se, n_obs = self.log_ratio(rows)
-        value, low, high = _exp_interval(log_r, se)
+        value, low, high = exp_interval(log_r, se)
         return Estimate(value, low, high, self.lo, self.hi, f"[{self.lo:.3g}, {self.hi:.3g}]",
                         f"{value:.3f} [{low:.3f}, {high:.3f}]", f"ratio, {n_obs} obs", _reps(rows))
 
@@ -852,7 +455,7 @@ class PredictedRatioCheck(Check):
         scale = 0.5 if self.root else 1.0
         log_r, se = log_ratio_of_means(series, (1.0, -1.0, -1.0, 1.0), scale=scale,
                                        what=f"{self.metric!r} and {self.prediction!r}")
-        value, low, high = _exp_interval(log_r, se)
+        value, low, high = exp_interval(log_r, se)
         sim = math.exp(scale * (math.log(series[:, 0].mean()) - math.log(series[:, 1].mean())))
         pred = math.exp(scale * (math.log(series[:, 2].mean()) - math.log(series[:, 3].mean())))
         return Estimate(value, low, high, self.lo, self.hi, f"[{self.lo:.3g}, {self.hi:.3g}]",
@@ -942,6 +545,7 @@ class MethodRatioSlopeCheck(Check):
                         _reps(rows))
 
 
+
 # ---------------------------------------------------------------------------------------
 # Exact identities
 # ---------------------------------------------------------------------------------------
@@ -984,44 +588,6 @@ class IdenticalAcrossCheck(Check):
                         f"{mismatch} mismatches", f"{len(joined)} paired replicates × grid points; {worst}",
                         _reps(rows), detail=detail)
 
-
-# ---------------------------------------------------------------------------------------
-# Phase transitions: success probability against a gap measured in units of a rate.
-# ---------------------------------------------------------------------------------------
-def _isotonic(y, w):
-    """Weighted least-squares non-decreasing fit (pool adjacent violators)."""
-    blocks = []  # [mean, weight, length]
-    for value, weight in zip(y, w):
-        blocks.append([float(value), float(weight), 1])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            m2, w2, n2 = blocks.pop()
-            m1, w1, n1 = blocks.pop()
-            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
-    return np.concatenate([np.full(n, m) for m, _, n in blocks])
-
-
-def _wilson(successes, n):
-    """95% Wilson score interval of a binomial proportion (elementwise)."""
-    phat = successes / n
-    z2 = Z95 ** 2
-    centre = (phat + z2 / (2 * n)) / (1 + z2 / n)
-    half = Z95 * np.sqrt(phat * (1 - phat) / n + z2 / (4 * n ** 2)) / (1 + z2 / n)
-    return centre - half, centre + half
-
-
-def _crossing(x, y, level=0.5):
-    """Where a non-decreasing curve (x increasing) first reaches ``level``, interpolated
-    linearly in log x. Returns (lo, hi): lo = hi = the crossing; (0, x_min) when the curve
-    starts at or above the level; (x_max, inf) when it never reaches it."""
-    above = y >= level
-    if above.all():
-        return 0.0, float(x[0])
-    if not above.any():
-        return float(x[-1]), math.inf
-    i = int(np.argmax(above))
-    t = (level - y[i - 1]) / (y[i] - y[i - 1])
-    value = float(np.exp(np.log(x[i - 1]) + t * (np.log(x[i]) - np.log(x[i - 1]))))
-    return value, value
 
 
 @dataclass(frozen=True)
@@ -1087,10 +653,10 @@ class ThresholdCollapseCheck(Check):
             group = group.sort_values(self.x)
             xs = group[self.x].to_numpy(float)
             w = group["n"].to_numpy(float)
-            low_band, high_band = _wilson(group["successes"].to_numpy(float), w)
-            lo, hi = _crossing(xs, _isotonic(group["mean"].to_numpy(float), w))
-            lo_ci, _ = _crossing(xs, _isotonic(high_band, w))
-            _, hi_ci = _crossing(xs, _isotonic(low_band, w))
+            low_band, high_band = wilson(group["successes"].to_numpy(float), w)
+            lo, hi = crossing(xs, isotonic(group["mean"].to_numpy(float), w))
+            lo_ci, _ = crossing(xs, isotonic(high_band, w))
+            _, hi_ci = crossing(xs, isotonic(low_band, w))
             status = "crossed" if lo == hi else ("below" if math.isinf(hi) else "above")
             key = key if isinstance(key, tuple) else (key,)
             out.append({**dict(zip(by, key)), "x_half": lo if status == "crossed" else math.nan,
