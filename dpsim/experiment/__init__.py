@@ -8,7 +8,8 @@ from dpsim.errors import UsageError
 from dpsim.experiment import axes
 from dpsim.experiment.grid import (Context, Derived, Experiment, FigureSpec, Method, Padding, Panel,
                                    solver_diagnostics)
-from dpsim.experiment.checks import (ComparisonCheck, EveryPointCheck, IdenticalAcrossCheck, LinearSlopeCheck,
+from dpsim.experiment.checks import (Along, At, Claim, ComparisonCheck, Difference, Every, EveryPointCheck,
+                                     IdenticalAcrossCheck, LevelCheck, LinearSlopeCheck, Mean, MethodRatio,
                                      MeanRatioCheck, MethodRatioSlopeCheck, PairedDifference, PredictedRatioCheck,
                                      RatioCheck, RatioOfMeans, RatioSlopeCheck, SlopeCheck, SlopeRangeCheck,
                                      ThresholdCollapseCheck, TrendCheck)
@@ -17,4 +18,5 @@ __all__ = ["Context", "Derived", "Experiment", "FigureSpec", "Method", "Padding"
            "solver_diagnostics", "SlopeCheck", "SlopeRangeCheck", "TrendCheck", "LinearSlopeCheck",
            "ComparisonCheck", "EveryPointCheck", "PairedDifference", "RatioOfMeans", "RatioCheck",
            "RatioSlopeCheck", "MeanRatioCheck", "PredictedRatioCheck", "MethodRatioSlopeCheck",
-           "IdenticalAcrossCheck", "ThresholdCollapseCheck"]
+           "IdenticalAcrossCheck", "ThresholdCollapseCheck", "LevelCheck", "Claim", "Mean", "MethodRatio",
+           "Difference", "At", "Every", "Along"]

@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.statistics import (PairedDifference, RatioOfMeans, crossing, isotonic,  # noqa: F401
+from dpsim.experiment.statistics import (Difference, Mean, MethodRatio, PairedDifference, RatioOfMeans,  # noqa: F401
+                                         Value, crossing, isotonic,
                                          log_ratio_between, log_ratio_of_means, paired, predictions, wilson,
                                          exp_interval)
 from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, grid_columns, loglog_slope, require_unpooled,
@@ -50,7 +51,7 @@ __all__ = ["UNCONVERGED_LIMIT", "VERDICTS", "Check", "CheckResult", "Estimate", 
            "log_ratio_of_means", "exp_interval", "paired", "predictions", "wilson", "SlopeCheck", "SlopeRangeCheck", "TrendCheck",
            "LinearSlopeCheck", "ComparisonCheck", "EveryPointCheck", "LevelCheck", "RatioCheck", "RatioSlopeCheck",
            "MeanRatioCheck", "PredictedRatioCheck", "MethodRatioSlopeCheck", "IdenticalAcrossCheck",
-           "ThresholdCollapseCheck"]
+           "ThresholdCollapseCheck", "Claim", "At", "Every", "Along", "Mean", "MethodRatio", "Difference", "Value"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -240,11 +241,151 @@ class EveryPointCheck(Check):
                         points=tuple((p[1], p[2], p[3]) for p in points))
 
 
+# ---------------------------------------------------------------------------------------
+# Composed claims: a statistic × an aggregation × a region; levels against a closed form
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class At:
+    """Aggregation: one estimate from every selected row (pooled only over ``pool``)."""
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class Every:
+    """Aggregation: one estimate at every combination of the values of ``axes``, each judged
+    (K points count K tests for a FAIL)."""
+
+    axes: tuple[str, ...]
+
+    def __post_init__(self):
+        if isinstance(self.axes, str):
+            object.__setattr__(self, "axes", (self.axes,))
+
+
+@dataclass(frozen=True)
+class Along:
+    """Aggregation: the slope of the statistic (on its scale: log for ratios and means) on log
+    ``axis``, or on log g(axis) with ``g`` (e.g. a randomized-response factor of ε); weighted
+    by the per-value standard errors (values of the axis hold independent data)."""
+
+    axis: str
+    g: Callable[[float], float] | None = None
+    g_label: str = "g"
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return (self.axis,)
+
+
+def _decisive(points, lo, hi):
+    """The point a line shows, of (label, value, low, high, n) points: the first one outside
+    the region, else the one nearest a boundary when all lie inside, else the one reaching
+    furthest outside."""
+    outside = [p for p in points if p[3] < lo or p[2] > hi]
+    if outside:
+        return outside[0]
+    if all(lo <= p[2] and p[3] <= hi for p in points):
+        return min(points, key=lambda p: min(p[2] - lo, hi - p[3]))
+    return max(points, key=lambda p: max(lo - p[2], p[3] - hi))
+
+
+@dataclass(frozen=True)
+class Claim(Check):
+    """A check composed of a statistic × an aggregation × a region (issue 27, "checks that
+    compose"), e.g. the calibration of a Laplace release in one line::
+
+        Claim("…-variance", "exp", Mean("noise_ms", "laplace"), (0.9, 1.1), over=Every("eps"),
+              prediction=lambda point: 8 / point["eps"] ** 2)
+
+    Attributes:
+        statistic: :class:`~dpsim.experiment.statistics.Mean`,
+            :class:`~dpsim.experiment.statistics.MethodRatio` or
+            :class:`~dpsim.experiment.statistics.Difference` (anything with ``methods``,
+            ``describe()`` and ``estimate(rows, prediction) → Value``).
+        region: (low, high) on the natural scale of what is judged: the statistic (a ratio,
+            a difference; relative to the prediction when one is given) for :class:`At` and
+            :class:`Every`, the slope for :class:`Along`.
+        over: :class:`At` (default), :class:`Every` or :class:`Along`.
+        prediction: ``point → number``, a closed form evaluated from the grid's axis values
+            when the check is judged (:func:`~dpsim.experiment.statistics.predictions`); the
+            statistic is then taken relative to it (a ratio on the log scale, a difference on
+            the linear one).
+        formula: the prediction as printed.
+
+    Verdict: :func:`~dpsim.experiment.verdicts.judge` on every point (Along: on the slope).
+    """
+
+    statistic: object
+    region: tuple[float, float]
+    _: KW_ONLY
+    over: object = At()
+    prediction: Callable[[dict], float] | None = None
+    formula: str = ""
+
+    @property
+    def methods(self):
+        return self.statistic.methods
+
+    def _values(self, rows) -> list[tuple[str, tuple, Value]]:
+        """(label, key, Value) at each point of the aggregation (Along: one per axis value)."""
+        axes = self.over.axes
+        if not axes:
+            return [("all rows", (), self.statistic.estimate(rows, self.prediction))]
+        out = []
+        for key, part in rows.groupby(list(axes), sort=True, dropna=False):
+            key = key if isinstance(key, tuple) else (key,)
+            label = ", ".join(f"{a}={_fmt(v)}" for a, v in zip(axes, key))
+            out.append((label, key, self.statistic.estimate(part, self.prediction)))
+        return out
+
+    def _slope(self, rows, what: str) -> Estimate:
+        lo, hi = self.region
+        values = self._values(rows)
+        if len(values) < 2:
+            raise UsageError(f"check {self.name!r}: need two values of {self.over.axis!r} to fit a slope")
+        xs = np.array([float(key[0]) for _, key, _ in values])
+        gx = np.array([self.over.g(x) for x in xs], float) if self.over.g else xs
+        if not np.all((gx > 0) & np.isfinite(gx)):
+            raise UsageError(f"check {self.name!r}: {self.over.g_label if self.over.g else self.over.axis} "
+                             f"needs positive finite values")
+        slope, se = slope_fit(np.log(gx), [v.value for _, _, v in values], y_se=[v.se for _, _, v in values])
+        low, high = slope - Z95 * se, slope + Z95 * se
+        on = f"log {self.over.g_label}({self.over.axis})" if self.over.g else f"log {self.over.axis}"
+        return Estimate(slope, low, high, lo, hi, format_region(lo, hi, signed=True),
+                        f"{slope:+.3f} {_interval(low, high)}",
+                        f"slope of {what} on {on}, {self.over.axis} ∈ {{{describe_values(list(xs))}}}, "
+                        f"{sum(v.n for _, _, v in values)} obs", _reps(rows))
+
+    def estimate(self, rows):
+        require_unpooled(rows, [*self.where, *self.pool, *self.over.axes, "method"], f"check {self.name!r}")
+        what = self.statistic.describe() + (f" / {self.formula or 'prediction'}" if self.prediction else "")
+        if isinstance(self.over, Along):
+            return self._slope(rows, what)
+        lo, hi = self.region
+        values = self._values(rows)
+        if not values:
+            raise UsageError(f"check {self.name!r}: no rows to judge")
+        points = [(label, v.natural, *v.interval(), v.n) for label, _, v in values]
+        label, value, low, high, _ = _decisive(points, lo, hi)
+        inside = sum(lo <= p[2] and p[3] <= hi for p in points)
+        fmt = "{:.3f}" if values[0][2].log else "{:+.4f}"
+        fitted = f"{fmt.format(value)} [{fmt.format(low)}, {fmt.format(high)}]" + \
+            (f" at {label}; {inside}/{len(points)} inside" if self.over.axes else "")
+        evidence = f"{what}, {len(points)} point{'s' * (len(points) > 1)}, {sum(p[4] for p in points)} obs"
+        return Estimate(value, low, high, lo, hi, format_region(lo, hi), fitted, evidence, _reps(rows),
+                        points=tuple((p[1], p[2], p[3]) for p in points),
+                        detail=pd.DataFrame(points, columns=["at", "value", "low", "high", "n"]))
+
 
 @dataclass(frozen=True)
 class LevelCheck(Check):
     """A metric's level against an independent closed form, at every value of the ``at`` axes
-    (issue 27: the check that pins a mechanism's calibration).
+    (issue 27: the check that pins a mechanism's calibration); the one-line form of
+    ``Claim(name, experiment, Mean(metric, method, root), (lo, hi), over=Every(at),
+    prediction=prediction)``.
 
     Estimates: at each combination of the ``at`` axes' values (one point when ``at`` is
     empty), r = mean(``metric``)/mean(prediction) over the rows of ``method`` there, to the
@@ -275,38 +416,19 @@ class LevelCheck(Check):
     def methods(self):
         return (self.method,)
 
+    def claim(self) -> Claim:
+        """The same check as a :class:`Claim`."""
+        return Claim(self.name, self.experiment, Mean(self.metric, self.method, self.root), (self.lo, self.hi),
+                     over=Every(self.at) if self.at else At(), prediction=self.prediction, formula=self.formula,
+                     where=self.where, pool=self.pool)
+
     def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, *self.at, "method", self.metric], f"check {self.name!r}")
-        rows = rows.assign(_prediction=predictions(rows, self.prediction))
-        groups = rows.groupby(list(self.at), sort=True, dropna=False) if self.at else [((), rows)]
-        points = []
-        for key, part in groups:
-            pairs = part[[self.metric, "_prediction"]].to_numpy(float)
-            pairs = pairs[np.all(np.isfinite(pairs), axis=1)]
-            key = key if isinstance(key, tuple) else (key,)
-            where = ", ".join(f"{a}={_fmt(v)}" for a, v in zip(self.at, key)) or "all rows"
-            log_r, se = log_ratio_of_means(pairs, (1.0, -1.0), scale=0.5 if self.root else 1.0,
-                                           what=f"{self.metric!r} and its prediction at {where}")
-            points.append((where, *exp_interval(log_r, se), len(pairs)))
-        if not points:
-            raise UsageError(f"check {self.name!r}: no rows to judge")
-        inside = [p for p in points if self.lo <= p[2] and p[3] <= self.hi]
-        outside = [p for p in points if p[3] < self.lo or p[2] > self.hi]
-        decisive = (outside[0] if outside else
-                    min(points, key=lambda p: min(p[2] - self.lo, self.hi - p[3])) if len(inside) == len(points) else
-                    max(points, key=lambda p: max(self.lo - p[2], p[3] - self.hi)))
-        where, value, low, high, _ = decisive
-        what = "RMS ratio" if self.root else "ratio"
-        fitted = f"{value:.3f} [{low:.3f}, {high:.3f}]" + (f" at {where}; {len(inside)}/{len(points)} inside"
-                                                          if self.at else "")
-        evidence = (f"{what} of mean {self.metric} to {self.formula or 'the prediction'}, "
-                    f"{len(points)} point{'s' * (len(points) > 1)}, {sum(p[4] for p in points)} obs")
-        return Estimate(value, low, high, self.lo, self.hi, format_region(self.lo, self.hi), fitted, evidence,
-                        _reps(rows), points=tuple((p[1], p[2], p[3]) for p in points),
-                        detail=pd.DataFrame(points, columns=["at", "value", "low", "high", "n"]))
+        return self.claim().estimate(rows)
 
 
-
+# ---------------------------------------------------------------------------------------
+# Ratios between two slices of an axis
+# ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _RatioSlices(Check):
     """What a ratio check compares: a summary statistic of ``metric`` on the slice
@@ -589,7 +711,9 @@ class IdenticalAcrossCheck(Check):
                         _reps(rows), detail=detail)
 
 
-
+# ---------------------------------------------------------------------------------------
+# Phase transitions: success probability against a gap measured in units of a rate
+# ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ThresholdCollapseCheck(Check):
     """A phase transition that collapses onto one curve when the gap is measured in units

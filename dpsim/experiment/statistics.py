@@ -263,3 +263,127 @@ def crossing(x, y, level=0.5):
     t = (level - y[i - 1]) / (y[i] - y[i - 1])
     value = float(np.exp(np.log(x[i - 1]) + t * (np.log(x[i]) - np.log(x[i - 1]))))
     return value, value
+
+
+# Composable statistics (for :class:`dpsim.experiment.checks.Claim`): each estimates one
+# number and its standard error on its own scale, optionally relative to a prediction
+# evaluated from the grid (:func:`predictions`).
+@dataclass(frozen=True)
+class Value:
+    """One statistic's estimate on its scale: ``value`` and its standard error ``se`` (on the
+    log scale when ``log``), from ``n`` observations. :attr:`natural` and :meth:`interval`
+    give it back on the natural scale."""
+
+    value: float
+    se: float
+    n: int
+    log: bool
+
+    @property
+    def natural(self) -> float:
+        return math.exp(self.value) if self.log else self.value
+
+    def interval(self, z: float = Z95) -> tuple[float, float]:
+        lo, hi = self.value - z * self.se, self.value + z * self.se
+        return (math.exp(lo), math.exp(hi)) if self.log else (lo, hi)
+
+
+def _relative(rows: pd.DataFrame, prediction: Callable[[dict], float] | None) -> float:
+    """The prediction at the rows' one grid point (log scale), for statistics that compare a
+    single point's estimate with it; 0 without a prediction."""
+    if prediction is None:
+        return 0.0
+    values = np.unique(predictions(rows, prediction))
+    if len(values) != 1 or not (values[0] > 0 and math.isfinite(values[0])):
+        raise UsageError(f"the prediction must be one positive finite value per judged point, got {values[:3]}")
+    return math.log(values[0])
+
+
+@dataclass(frozen=True)
+class Mean:
+    """The mean of ``metric`` over the rows of ``method`` (its square root with ``root``: an
+    RMS from mean squares). With a prediction: mean(metric)/mean(prediction), the two paired
+    per row (rows of several grid points may then be pooled). Log scale; delta method
+    (:func:`log_ratio_of_means`)."""
+
+    metric: str
+    method: str
+    root: bool = False
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def describe(self) -> str:
+        return f"{'RMS' if self.root else 'mean'} {self.metric} of {self.method}"
+
+    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+        mine = select(rows, {"method": [self.method]})
+        columns = [mine[self.metric].to_numpy(float)]
+        if prediction is not None:
+            columns.append(predictions(mine, prediction))
+        data = np.column_stack(columns)
+        data = data[np.all(np.isfinite(data), axis=1)]
+        log_r, se = log_ratio_of_means(data, (1.0, -1.0)[:data.shape[1]], scale=0.5 if self.root else 1.0,
+                                       what=self.describe())
+        return Value(log_r, se, len(data), True)
+
+
+@dataclass(frozen=True)
+class MethodRatio:
+    """mean(metric | ``numerator``)/mean(metric | ``denominator``) on the same observations
+    (:func:`paired`; their covariance enters the delta method); ``root``: the ratio of RMS
+    (from mean squares); ``square``: square the metric first (a norm's RMS ratio with
+    ``root``). With a prediction: over the predicted ratio at the point. Log scale."""
+
+    metric: str
+    numerator: str
+    denominator: str
+    root: bool = False
+    square: bool = False
+
+    @property
+    def methods(self):
+        return (self.numerator, self.denominator)
+
+    def describe(self) -> str:
+        return f"{'RMS ' if self.root else ''}ratio {self.numerator}/{self.denominator} of {self.metric}"
+
+    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+        wide = paired(rows, {"a": ({"method": [self.numerator]}, self.metric),
+                             "b": ({"method": [self.denominator]}, self.metric)}).to_numpy(float)
+        if self.square:
+            wide = wide * wide
+        log_r, se = log_ratio_of_means(wide, (1.0, -1.0), scale=0.5 if self.root else 1.0, what=self.describe())
+        return Value(log_r - _relative(rows, prediction), se, 2 * len(wide), True)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """mean of metric(``a``) − metric(``b``) on the same observations (:func:`paired`), normal
+    standard error sd/√N. With a prediction: minus the predicted difference at the point.
+    Linear scale."""
+
+    metric: str
+    a: str
+    b: str
+
+    @property
+    def methods(self):
+        return (self.a, self.b)
+
+    def describe(self) -> str:
+        return f"{self.metric}({self.a}) − {self.metric}({self.b})"
+
+    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+        wide = paired(rows, {"a": ({"method": [self.a]}, self.metric), "b": ({"method": [self.b]}, self.metric)})
+        diff = (wide["a"] - wide["b"]).to_numpy(float)
+        if len(diff) < 2:
+            raise UsageError(f"fewer than two paired observations of {self.describe()}")
+        shift = 0.0
+        if prediction is not None:
+            values = np.unique(predictions(rows, prediction))
+            if len(values) != 1:
+                raise UsageError("the prediction must be one value per judged point")
+            shift = float(values[0])
+        return Value(float(diff.mean()) - shift, float(diff.std(ddof=1)) / math.sqrt(len(diff)), len(diff), False)
