@@ -5,14 +5,16 @@ project, the ``shared/papers`` folder beside the checkout).
 Modules: ``edge`` (edge DP, Figures 1–3, rate checks), ``individual`` (Figure 4 with the one-shot
 baseline, individual DP Figures 5–7, real data Figure 8), ``scaling`` (individual-DP rates in m
 and L, edge vs individual at matched comparisons), ``threshold`` (the top-k phase transition),
-``audits`` (privacy audits of Algorithms 2 and 3).
+``audits`` (privacy audits of Algorithms 2 and 3), ``levels`` and ``calibrations`` (level checks
+pinning each mechanism's calibration, and the mutants they catch).
 """
-from . import audits, edge, individual, scaling, threshold
+from . import audits, calibrations, edge, individual, scaling, threshold
 
 PAPER = "cai"
 TITLE = "Optimal Differentially Private Ranking from Pairwise Comparisons (Cai, Chakraborty, Wang)"
 SPEC = "shared/papers/cai.md"
 
 EXPERIMENTS = [*edge.EXPERIMENTS, *individual.EXPERIMENTS, *scaling.EXPERIMENTS, *threshold.EXPERIMENTS]
-CHECKS = [*edge.CHECKS, *individual.CHECKS, *scaling.CHECKS, *threshold.CHECKS]
+CHECKS = [*edge.CHECKS, *individual.CHECKS, *scaling.CHECKS, *threshold.CHECKS, *calibrations.CHECKS]
+MUTANTS = calibrations.MUTANTS
 AUDITS = audits.AUDITS

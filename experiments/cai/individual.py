@@ -60,6 +60,7 @@ from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, Tr
                               solver_diagnostics)
 from dpsim.models import get_link, sample_user_comparisons, theta_cai_design, true_top_k_mask
 from . import edge as cai
+from .levels import count_noise_metrics
 
 INF = math.inf
 
@@ -152,18 +153,20 @@ def individual_mle_fn(key, ctx):
 
 
 def individual_counts_fn(key, ctx):
-    """Algorithm 3 (cai spec §5.4): win counts + Laplace(c·L/ε), c = 2 (strict) or 1 (paper)."""
+    """Algorithm 3 (cai spec §5.4): win counts + Laplace(c·L/ε), c = 2 (strict) or 1 (paper);
+    and the released noise's mean square ``noise_msq`` (:func:`.levels.count_noise_metrics`)."""
     k_noise, k_tie = jax.random.split(key)
     noisy = noisy_counts_individual(k_noise, ctx.sample["W"], ctx.analysis["eps"], ctx.data["per_user"],
                                     ctx.shape["mode"])
-    return topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.sample["top_k"])
+    return {**topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.sample["top_k"]),
+            **count_noise_metrics(noisy, win_counts(ctx.sample["W"]))}
 
 
 MLE_DIAGNOSTICS = solver_diagnostics(strongly_connected="bool", gamma="float")
 INDIVIDUAL_METHODS = {
     "mle": Method(individual_mle_fn, cai.ESTIMATION + cai.TOPK, MLE_DIAGNOSTICS,
                   label="Noisy MLE", doc="Algorithm 1 under individual DP (λ = 8L/ε, γ = 2L/ε)"),
-    "counts": Method(individual_counts_fn, cai.TOPK, label="Counting",
+    "counts": Method(individual_counts_fn, cai.TOPK + ("noise_msq",), label="Counting",
                      doc="Algorithm 3: noisy win counts, Laplace(2L/ε) strict or L/ε paper"),
 }
 

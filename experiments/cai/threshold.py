@@ -52,10 +52,21 @@ CPU budget (~1 minute): the edge grid reaches a privacy term about equal to the 
 one (n = 800, p = 1, ε = 0.1); the individual grid, where privacy dominates at small Δ, goes
 much further (privacy term up to ≈ 5× the statistical one, L explicit, among the curves
 that cross 1/2).
+
+**Which configurations the collapse checks judge.** Δ < 1/2 bounds each configuration's x
+at x_max = 0.48/r: 28 of the 48 edge configurations (all of n = 100 and of n = 200 at
+p = 1/2, and the smaller ε elsewhere) and 19 of the 54 individual ones end below x = 2.5, so no extension
+of the gap grid makes the 11 (edge) and 9 (individual) among them that never reach P = 1/2
+cross. The collapse checks (:class:`ReachableCollapseCheck`) judge the configurations whose
+grid reaches their own success constant ``x_high`` = 2.5, a rule on the grid alone, the
+same at every seed; the negative controls keep every configuration (a censored midpoint
+is a lower bound, which is what "spread > 3" needs).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -64,6 +75,7 @@ import numpy as np
 from dpsim import theory
 from dpsim.estimators import noisy_counts_individual, top_k_mask
 from dpsim.experiment import Experiment, FigureSpec, Method, Panel, ThresholdCollapseCheck, UsageError
+from dpsim.experiment.summary import select
 from dpsim.mechanisms.calibration import COUNT_NOISE_MODES, edge_count_noise_scale
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import sample_user_comparisons, theta_two_block, top_k_size
@@ -221,8 +233,39 @@ EXPERIMENTS = [EDGE, INDIVIDUAL]
 # ---------------------------------------------------------------------------------------
 COLLAPSE_FACTOR = 3.0
 
+
+@dataclass(frozen=True)
+class ReachableCollapseCheck(ThresholdCollapseCheck):
+    """:class:`ThresholdCollapseCheck` on the configurations whose grid of x reaches ``x_high``.
+
+    The two-block instance needs Δ < 1/2 (ρ = 1/2 + Δ ≤ 1), so a configuration's x = Δ/r
+    ends at x_max = 0.48/r(config) (the largest gap of the grid): where r is large (few
+    items or users, small ε, p = 1/2) the whole grid lies below the transition, and no
+    extension of the gap grid can make it cross. The collapse claim ("P ≥ ``p_high`` at
+    x ≥ ``x_high``", with the midpoints between) can be observed only on configurations whose
+    grid reaches ``x_high``; this check judges those. The rule reads only x_max, a function of
+    the grid (the gaps and the rate at (n, p, ε) or (n, m, ε)), never an outcome, and it is
+    the check's own constant ``x_high``: it selects the same configurations at every seed.
+    The configurations left out are listed in the evidence.
+    """
+
+    def estimate(self, rows):
+        rows = select(rows, self.where, self.method)
+        x_max = rows.groupby(list(self.configs), dropna=False)[self.x].transform("max")
+        reach = x_max >= self.x_high
+        configs = rows[list(self.configs)].drop_duplicates()
+        kept = rows[reach]
+        if kept.empty:
+            raise UsageError(f"check {self.name!r}: no configuration's grid of {self.x!r} reaches {self.x_high:g}")
+        left = len(configs) - len(kept[list(self.configs)].drop_duplicates())
+        estimate = super().estimate(kept)
+        note = (f"; {left} of {len(configs)} configurations left out, their grid ending below "
+                f"{self.x}={self.x_high:g} (Δ < 1/2)") if left else ""
+        return dataclasses.replace(estimate, evidence=estimate.evidence + note)
+
+
 CHECKS = [
-    ThresholdCollapseCheck(
+    ReachableCollapseCheck(
         "cai-threshold-collapse-edge", EDGE.name, "exact_recovery", "counts", "gap_over_rate",
         pool=("gap",), configs=("n_items", "p", "eps"), max_ratio=COLLAPSE_FACTOR,
         x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95,
@@ -234,7 +277,7 @@ CHECKS = [
         x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95, expect_collapse=False,
         description="negative control: against Δ/√(log n/(np)) (privacy term ignored) the "
                     "midpoints spread by more than 3"),
-    ThresholdCollapseCheck(
+    ReachableCollapseCheck(
         "cai-threshold-collapse-individual", INDIVIDUAL.name, "exact_recovery", "counts",
         "gap_over_rate", pool=("gap",), configs=("n_items", "n_users", "eps"), max_ratio=COLLAPSE_FACTOR,
         x_low=0.1, p_low=0.05, x_high=2.5, p_high=0.95,
