@@ -6,9 +6,11 @@ Modules: ``common`` (the shared pipeline: θ* designs, raw wins, the release key
 every mechanism at one ε shares its flips, the ridge M-estimator of eq. (3), the metrics of
 §4.7), ``scenarios`` (Scenarios I–V, Figs 2–6, and the oracle, classic-RR floor and λ-rule
 companions), ``realdata`` (MovieLens, Fig. 7), ``hetero`` (heterogeneous ε, an extension),
-``checks`` (check classes the engine lacks), ``audits`` (per-comparison LDP audits).
+``levels`` (closed forms of the level checks, evaluated from the grid, and a ratio check with a
+predicted region), ``mutants`` (plausible bugs the checks must kill, issue 27), ``audits``
+(per-comparison LDP audits).
 """
-from . import audits, hetero, realdata, scenarios
+from . import audits, hetero, mutants, realdata, scenarios
 
 PAPER = "xu"
 TITLE = "Rate-Optimal Rank Aggregation with Private Pairwise Rankings (Xu, Sun, Cheng)"
@@ -17,3 +19,4 @@ SPEC = "shared/papers/xu.md"
 EXPERIMENTS = [*scenarios.EXPERIMENTS, *realdata.EXPERIMENTS, *hetero.EXPERIMENTS]
 CHECKS = [*scenarios.CHECKS, *realdata.CHECKS, *hetero.CHECKS]
 AUDITS = audits.AUDITS
+MUTANTS = mutants.MUTANTS

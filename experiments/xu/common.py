@@ -41,7 +41,13 @@ random, reported as its expectation (A15), and ``excess_risk`` e_L of eq. (4), e
 "auto": m//2, the paper's K = m/2). Optional metrics: ``oracle_mse``, the sandwich
 prediction (tr Cov)/m of E‖θ̂ − θ*‖²/m at the simulated θ* (xu spec P4, λ = 0, no bias term;
 NaN for classic RR, which is biased), and ``floor_mse``, the squared ℓ2/√m error of the
-classic-RR population limit at the simulated θ* (xu spec §3.7).
+classic-RR population limit at the simulated θ* (xu spec §3.7). Two metrics of the release
+alone, for the level checks that pin the mechanisms (issue 27; ``levels``): ``release_slope``
+Σ_e(z̄_e − ½)(ȳ_e − ½)/Σ_e(ȳ_e − ½)², the slope of the released mean on the raw one (E = 2q − 1
+= tanh(ε/2) for classic RR, q the keep probability; 1 for the unbiased releases), and
+``excess_var`` L·mean_e(z̄_e − ȳ_e)², the released noise's variance per answer (E =
+e^ε/(e^ε − 1)² for debiased RR, 2/ε² for Laplace). Both read only the released z̄ and the raw
+ȳ; neither changes a draw.
 
 **Budget** (xu spec §3.4, A20). ε is per comparison, as in the paper; a user's whole vector of
 m(m−1)/2 answers is (m(m−1)/2)·ε-LDP by composition, stored as the metadata column
@@ -94,7 +100,7 @@ YLABEL = {"linf": "$\\|\\hat\\theta-\\theta^*\\|_\\infty$", "l2_rms": "$m^{-1/2}
           "floor_mse": "classic-RR floor $m^{-1}\\|\\tilde\\theta-\\theta^*\\|_2^2$"}
 
 METRICS = ("linf", "l2_rms", "mse", "kendall", "kendall_strict", "top_k_hamming", "excess_risk")
-OPTIONAL_METRICS = ("oracle_mse", "floor_mse")
+OPTIONAL_METRICS = ("oracle_mse", "floor_mse", "release_slope", "excess_var")
 
 
 # ---------------------------------------------------------------------------------------
@@ -231,6 +237,19 @@ def floor_mse(theta, released):
     return theory.classic_rr_floor(theta, released["sizes"], released["eps"])["l2_rms"] ** 2
 
 
+def release_metrics(released, wins) -> dict:
+    """``release_slope`` and ``excess_var`` of the release (module docstring, "Scores"): z̄
+    (M,) against the raw means ȳ = Σ_g wins_g / L, L = Σ_g sizes_g. The slope is NaN when
+    every ȳ_e = ½ (no signal to regress on)."""
+    n_users = jnp.sum(released["sizes"])
+    raw = jnp.sum(wins, axis=0) / n_users
+    centred = raw - 0.5
+    denominator = jnp.sum(centred ** 2)
+    slope = jnp.where(denominator > 0, jnp.sum((released["zbar"] - 0.5) * centred) / jnp.where(
+        denominator > 0, denominator, 1.0), jnp.nan)
+    return {"release_slope": slope, "excess_var": n_users * jnp.mean((released["zbar"] - raw) ** 2)}
+
+
 def m_estimator_method(extra: Sequence[str] = ()) -> Method:
     """The method ``m_est`` (module docstring), reporting :data:`METRICS`, the ``extra``
     metrics of :data:`OPTIONAL_METRICS`, and the solver's diagnostics plus λ."""
@@ -249,6 +268,8 @@ def m_estimator_method(extra: Sequence[str] = ()) -> Method:
             out["oracle_mse"] = oracle_mse(theta, released, mechanism)
         if "floor_mse" in extra:
             out["floor_mse"] = floor_mse(theta, released)
+        if "release_slope" in extra or "excess_var" in extra:
+            out.update({k: v for k, v in release_metrics(released, ctx.sample["wins"]).items() if k in extra})
         return out
 
     return Method(fn, METRICS + tuple(extra), solver_diagnostics(lam="float"), label="M-estimator",

@@ -128,5 +128,8 @@ EXPERIMENTS = [FIG7]
 CHECKS = [RatioCheck(
     "xu-fig7-scheme-order-at-largest-L", FIG7.name, "mse", "m_est", "scheme", "eps_inv_sqrt_log",
     "eps_log_over_sqrt", 1.0, math.inf, where={"n_users": [REAL_L[-1]]}, root=True, paired_on=("rep",),
-    description=f"MovieLens (stand-in by default), L = {REAL_L[-1]}: RMS ℓ2/√m error under ε ≍ 1/(√(mL)·log(mL)) "
+    report_only=True,
+    description="Report only: no closed form exists for the subsampled, correlated MovieLens answers (so no two-sided "
+                "region), and a calibration error moves both schemes alike (the order of the ε's is kept). "
+                f"MovieLens (stand-in by default), L = {REAL_L[-1]}: RMS ℓ2/√m error under ε ≍ 1/(√(mL)·log(mL)) "
                 "over that under ε ≍ log(mL)/√(mL) > 1 (same subsample; smaller ε, larger G)")]

@@ -31,7 +31,9 @@ Companions:
 
 - ``xu-oracle`` (xu spec §5.2 P4): the simulated mean squared ℓ2/√m error against the sandwich
   prediction at the simulated θ*, m ∈ {10, 20}, L ∈ {100, 400}, ε ∈ {1, 2, 3}, debiased RR
-  and Laplace, 500 replicates (the spec's numerical check used 300), and the ε ratios (P3).
+  and Laplace, 500 replicates (the spec's numerical check used 300), and the ε ratios (P3);
+  classic RR too, with the release metrics ``release_slope`` and ``excess_var``, for the level
+  checks that pin every mechanism's calibration (issue 27; :mod:`.levels`).
 - ``xu-classic-floor`` (xu spec §3.7, P10): classic vs debiased RR at ε = 2, m ∈ {10, 20},
   L ∈ {400, 1600, 6400, 25600}: the classic-RR error settles on its population floor
   (computed at the simulated θ*, ``floor_mse``) while the debiased error keeps falling like
@@ -51,6 +53,9 @@ from dpsim.experiment import (ComparisonCheck, FigureSpec, IdenticalAcrossCheck,
                               Panel, PredictedRatioCheck, RatioCheck, SlopeCheck, SlopeRangeCheck, TrendCheck)
 from dpsim.theory import xu as theory
 
+from dpsim.experiment.checks import LevelCheck
+
+from . import levels
 from .common import INF, SYMBOLS, YLABEL, truth_ladder, truth_uniform, xu_experiment
 
 METHOD = "m_est"
@@ -142,16 +147,18 @@ FIG6 = xu_experiment(
 # Companions
 # ---------------------------------------------------------------------------------------
 ORACLE_M, ORACLE_L, ORACLE_EPS = [10, 20], [100, 400], [1.0, 2.0, 3.0]
+ORACLE_MECHANISMS = ["debiased_rr", "laplace", "classic_rr"]
 ORACLE = xu_experiment(
     "xu-oracle", "Simulated ℓ2/√m error vs the sandwich (oracle) prediction at the simulated θ*",
-    {"n_items": ORACLE_M, "n_users": ORACLE_L, "eps": ORACLE_EPS, "mechanism": ["debiased_rr", "laplace"]},
-    truth=truth_uniform, reps=500, extra=("oracle_mse",),
+    {"n_items": ORACLE_M, "n_users": ORACLE_L, "eps": ORACLE_EPS, "mechanism": ORACLE_MECHANISMS},
+    truth=truth_uniform, reps=500, extra=("oracle_mse", "release_slope", "excess_var"),
     figure=FigureSpec(
         symbols=SYMBOLS, x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$L$",
         panels=tuple(Panel(metric, METHOD, YLABEL[metric], title=what, each=("mechanism", "n_items"))
                      for metric, what in (("mse", "simulated"), ("oracle_mse", "sandwich"))),
         title="Simulated mean squared error vs the sandwich prediction (xu spec P4)"),
-    description="xu spec §5.2 P4: E‖θ̂ − θ*‖²/m against tr((H*)⁺V(H*)⁺)/m at the simulated θ*")
+    description="xu spec §5.2 P4: E‖θ̂ − θ*‖²/m against tr((H*)⁺V(H*)⁺)/m at the simulated θ*; classic RR "
+                "and the release metrics (release_slope, excess_var) for the level checks of the mechanisms")
 
 FLOOR_M, FLOOR_L = [10, 20], [400, 1600, 6400, 25600]
 FLOOR = xu_experiment(
@@ -255,31 +262,50 @@ for _metric, _what in (("kendall", "K"), ("top_k_hamming", "H_K")):
                               ("gap", {"n_items": FIG4_M, "n_users": FIG4_L}, "Δ")):
         FIG4_CHECKS.append(TrendCheck(
             f"xu-fig4-{_tag}-falls-in-{_x.replace('n_', '')}", FIG4.name, _metric, METHOD, _x, -1, where=_where,
-            log_y=False,
+            log_y=False, report_only=True,
             description=f"Scenario III: {_what} decreases in {_axis} (Thms 5–6, xu spec P8; slope of the error in "
-                        f"log {_axis}, one intercept per cell of the other axes)"))
+                        f"log {_axis}, one intercept per cell of the other axes). Report only: a ranking trend that no "
+                        f"calibration error moves (the order of z̄ is the Borda order at any noise scale)"))
 
 FIG5_CHECKS = [
     TrendCheck("xu-fig5-kendall-log-over-sqrt-decreases", FIG5.name, "kendall", METHOD, "n_users", -1,
                where={"n_items": FIG5_M, "scheme": ["eps_log_over_sqrt"]}, pool=("rep",), log_y=False,
-               description="Scenario IV: K decreases in L under ε ≍ log(mL)/√(mL) (exponent mLΔ²/G grows "
+               report_only=True,
+               description="Report only (a ranking trend no calibration error moves). Scenario IV: K decreases in L under ε ≍ log(mL)/√(mL) (exponent mLΔ²/G grows "
                            "like log²(mL), Thm 6; xu spec P8)"),
     TrendCheck("xu-fig5-kendall-inv-sqrt-log-increases", FIG5.name, "kendall", METHOD, "n_users", +1,
                where={"n_items": FIG5_M, "scheme": ["eps_inv_sqrt_log"]}, pool=("rep",), log_y=False,
-               description="Scenario IV: K increases in L under ε ≍ 1/(√(mL)·log(mL)) (exponent shrinks like "
+               report_only=True,
+               description="Report only (a ranking trend no calibration error moves). Scenario IV: K increases in L under ε ≍ 1/(√(mL)·log(mL)) (exponent shrinks like "
                            "1/log²(mL), Thm 6; xu spec P8)"),
 ]
 
+def _fig6_sandwich_ratio() -> float:
+    """√(Σ E sandwich(Laplace) / Σ E sandwich(debiased RR)) over Fig. 6's (m, L) at ε = 2: the
+    predicted RMS ratio of the pooled, equally replicated grid (:mod:`.levels`)."""
+    def total(mechanism):
+        return sum(levels.expected_sandwich(m, L, 2.0, mechanism)[0] for m in FIG6_M for L in FIG6_L)
+    return math.sqrt(total("laplace") / total("debiased_rr"))
+
+
+# a ratio of two MSEs each within ±10% of its sandwich (xu spec §9): RMS ratio within √(0.9/1.1), √(1.1/0.9)
+RATIO_BAND = (math.sqrt(0.9 / 1.1), math.sqrt(1.1 / 0.9))
 FIG6_CHECKS = [
-    RatioCheck("xu-fig6-laplace-worse-than-debiased-rr", FIG6.name, "mse", METHOD, "mechanism", "laplace",
-               "debiased_rr", 1.0, INF, pool=("n_items", "n_users"), root=True,
-               paired_on=("n_items", "n_users", "rep"),
-               description="Scenario V: RMS ℓ2/√m error of Laplace over debiased RR > 1 (same raw data; "
-                           "Var p(1−p) + 2/ε² vs coth²(ε/2)/4 − (p − ½)², xu spec §3.6, P11)"),
+    levels.PredictedRegionRatioCheck(
+        "xu-fig6-laplace-over-debiased-rr-sandwich", FIG6.name, "mse", METHOD, "mechanism", "laplace",
+        "debiased_rr", math.nan, math.nan, pool=("n_items", "n_users"), root=True,
+        paired_on=("n_items", "n_users", "rep"), predicted=_fig6_sandwich_ratio, band=RATIO_BAND,
+        description="Scenario V: RMS ℓ2/√m error of Laplace over debiased RR (same raw data) = the ratio R of their "
+                    "expected ridge sandwiches (per-answer variance p(1−p) + 2/ε² vs p(1−p) + e^ε/(e^ε−1)², "
+                    "xu spec §3.6, P11; levels.expected_sandwich), two-sided: R·[√(0.9/1.1), √(1.1/0.9)], each MSE "
+                    "within ±10% of its sandwich (xu spec §9)"),
     IdenticalAcrossCheck("xu-fig6-classic-debiased-identical-rankings", FIG6.name,
                          ("kendall", "kendall_strict", "top_k_hamming"), METHOD, "mechanism", "classic_rr", "debiased_rr",
+                         report_only=True,
                          description="classic and debiased RR rank identically under homogeneous ε (Borda order, "
-                                     "xu spec §4.6, A22): the paper's 'debiasing improves ranking' cannot hold"),
+                                     "xu spec §4.6, A22): the paper's 'debiasing improves ranking' cannot hold. Report "
+                                     "only: an identity of the shared flips that no calibration error (noise scale, "
+                                     "ε, debiasing) can break"),
 ]
 
 ORACLE_POINTS = [(10, 100, 1.0, "debiased_rr"), (20, 400, 1.0, "debiased_rr"), (10, 100, 3.0, "debiased_rr"),
@@ -325,5 +351,66 @@ LAMBDA_CHECKS = [
                            "contradicting the paper's Fig. 2 (xu spec §4.2, A4): why λ = G/L is the default"),
 ]
 
+# =======================================================================================
+# Level checks (issue 27): each mechanism's calibration, and the estimator's MSE, against a
+# closed form of the grid's values written in .levels (never the library's helpers).
+# Tolerances: the release closed forms are exact (E over the mechanism's randomness given the
+# raw answers), so their regions state the calibration error we accept, far inside the shift
+# of any plausible bug (a factor 2 in ε moves release_slope by ≥ 9% at ε ≤ 3 for classic RR and
+# excess_var by ≥ ×4) and ≥ 5× the Monte-Carlo standard error at the default replicates
+# (≈ 0.1% for release_slope, ≈ 0.5% for excess_var, 2000 rows per point); the sandwich is
+# asymptotic: the spec's "simulated MSE within ~10% of the sandwich prediction" (xu spec §9,
+# P4) plus 2% for the Monte-Carlo error of the expected sandwich over θ* (2000 draws, relative
+# standard error ≤ 0.52% at m = 10, i.e. 2% ≥ 3.8 standard errors).
+# =======================================================================================
+SLOPE_REGION = (0.98, 1.02)
+NOISE_REGION = (0.95, 1.05)
+SANDWICH_LEVEL = (0.9 * 0.98, 1.1 * 1.02)
+# The sandwich drops O(1/L) terms (the logistic's curvature, the ridge's second order): at L = 100
+# they reach 5–15% at m = 10 (measured on seed 7, a seed no verdict uses: Fig. 2 pooled 0.906 at
+# ε = 1), at the edge of the spec's ±10%; at L ≥ 400 they are 4× smaller.
+SANDWICH_FIG2_L = [400, 800]
+SANDWICH_L_NOTE = "L ≥ 400: the O(1/L) terms the sandwich drops are 4× smaller than at L = 100"
+_POOL = ("n_items", "n_users")
+LEVEL_CHECKS = [
+    LevelCheck("xu-oracle-classic-rr-keep-probability", ORACLE.name, "release_slope", METHOD,
+               lambda point: levels.release_slope(point["eps"], "classic_rr"), *SLOPE_REGION,
+               where={"mechanism": ["classic_rr"]}, pool=_POOL, at=("eps",), formula="2q−1 = tanh(ε/2)",
+               description="classic RR keeps each answer w.p. q = e^ε/(1+e^ε) (xu §3.1, Lemma 1): the slope of the "
+                           "released mean on the raw mean is exactly 2q − 1 = tanh(ε/2); ratio in [0.98, 1.02] at "
+                           "every ε (exact formula; ±2% ≫ MC se ≈ 0.1%)"),
+    LevelCheck("xu-oracle-unbiased-release-slope", ORACLE.name, "release_slope", METHOD,
+               lambda point: levels.release_slope(point["eps"], point["mechanism"]), *SLOPE_REGION,
+               where={"mechanism": ["debiased_rr", "laplace"]}, pool=_POOL, at=("mechanism", "eps"), formula="1",
+               description="debiased RR (eq. (1)) and Laplace are unbiased given the raw answers: slope of z̄ on ȳ "
+                           "exactly 1 at every (mechanism, ε) (Lemma 2, spec §3.6); [0.98, 1.02] (MC se ≤ 0.2%): a "
+                           "release debiased at the wrong ε or not at all moves it by ≥ 5%"),
+    LevelCheck("xu-oracle-debiased-rr-excess-variance", ORACLE.name, "excess_var", METHOD,
+               lambda point: levels.excess_variance(point["eps"], "debiased_rr"), *NOISE_REGION,
+               where={"mechanism": ["debiased_rr"]}, pool=_POOL, at=("eps",), formula="e^ε/(e^ε−1)²",
+               description="debiased RR: L·mean_e(z̄_e − ȳ_e)² has expectation e^ε/(e^ε−1)² exactly (Var(z | y), "
+                           "eq. (1), Lemma 2 minus p(1−p)); [0.95, 1.05] at every ε (exact formula; MC se ≈ 0.5%)"),
+    LevelCheck("xu-oracle-laplace-noise-variance", ORACLE.name, "excess_var", METHOD,
+               lambda point: levels.excess_variance(point["eps"], "laplace"), *NOISE_REGION,
+               where={"mechanism": ["laplace"]}, pool=_POOL, at=("eps",), formula="2/ε²",
+               description="Laplace(1/ε) per answer (sensitivity 1, xu spec §3.6, A6): L·mean_e(z̄_e − ȳ_e)² has "
+                           "expectation 2/ε² exactly; [0.95, 1.05] at every ε (MC se ≈ 0.5%)"),
+    LevelCheck("xu-oracle-mse-level-sandwich", ORACLE.name, "mse", METHOD, levels.expected_sandwich_mse,
+               *SANDWICH_LEVEL, where={"mechanism": ["debiased_rr", "laplace"], "n_users": [400]}, pool=_POOL,
+               at=("mechanism", "eps"), formula="E_θ* ridge sandwich",
+               description="simulated E‖θ̂ − θ*‖²/m over the ridge sandwich averaged over θ* ~ U(−2, 2) centred, "
+                           "evaluated from (m, L, ε, mechanism) (levels.expected_sandwich; xu spec P4), at L = 400 "
+                           f"({SANDWICH_L_NOTE}): [0.882, 1.122] = ±10% (spec §9) widened by 2% for the prediction's "
+                           "MC error"),
+    LevelCheck("xu-fig2-mse-level-sandwich", FIG2.name, "mse", METHOD, levels.expected_sandwich_mse,
+               *SANDWICH_LEVEL, where={"n_items": FIG2_M, "n_users": SANDWICH_FIG2_L, "eps": FIG2_EPS},
+               pool=(*_POOL, "eps"), formula="E_θ* ridge sandwich",
+               description="Scenario I: simulated E‖θ̂ − θ*‖²/m over the expected ridge sandwich at (m, L, ε), pooled "
+                           f"over m, ε and L ∈ {{400, 800}} ({SANDWICH_L_NOTE}; one point: the paper's 50 replicates "
+                           "leave ±7% per ε, the per-ε level is xu-oracle-mse-level-sandwich's, at 500) (xu spec P3, P4): "
+                           "[0.882, 1.122] = ±10% (spec §9) widened by 2% for the prediction's MC error. Pins the "
+                           "debiasing and λ = G/L at the estimator's level"),
+]
+
 CHECKS = [*FIG2_CHECKS, *FIG3_CHECKS, *FIG4_CHECKS, *FIG5_CHECKS, *FIG6_CHECKS, *ORACLE_CHECKS, *FLOOR_CHECKS,
-          *LAMBDA_CHECKS]
+          *LAMBDA_CHECKS, *LEVEL_CHECKS]

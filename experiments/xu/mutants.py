@@ -1,0 +1,134 @@
+"""xu's mutants (issue 27): plausible bugs of its release and estimator that
+``dpsim verify xu --mutants`` must kill (:mod:`dpsim.experiment.mutants`).
+
+xu keys its release itself (:mod:`.common`, "Release"): the ``privatise`` stage reads ε and the
+mechanism from ``ctx.analysis`` and returns the profile (sizes, ε) that the estimator's λ then
+reads. A consistent release at a wrong ε is therefore the engine's
+:func:`~dpsim.experiment.mutants.scaled_analysis` on the privatise stage (the release and
+λ both see the wrong ε, the estimator believes it); the mismatched releases below rebuild the
+stage from the same sub-keys as :func:`dpsim.mechanisms.pairwise_ldp.privatize` (one
+``jax.random.split`` of the release key: RR first, Laplace second), so every draw but the
+mutated one is the real code's.
+
+Mutants (each applied only to the experiments whose checks can see it):
+
+- ``xu-rr-flips-at-2eps-debiased-at-eps``: RR flips at 2ε, debiased with the ε-constants of eq. (1);
+- ``xu-release-at-half-eps`` / ``xu-release-at-2eps``: the whole release at ε/2 (noise too
+  large: a budget split twice) or 2ε (a privacy leak);
+- ``xu-debiasing-removed``: debiased RR releases the classic ỹ̄ (the estimator is then the
+  classic-RR MLE, xu spec §3.7, A7);
+- ``xu-laplace-sensitivity-2``: Laplace noise of scale 2/ε (answers coded ±1, spec A6);
+- ``xu-lambda-paper-rule``: λ = G/L replaced by the literal (e^ε+1)²/((e^ε−1)L) (errata A4);
+  ``xu-lambda-rule-ignored``: the other way round, the literal rule computed as G/L;
+- ``xu-classic-rr-flips-at-2eps``: classic RR's keep probability at 2ε, reported at ε;
+- ``xu-schemes-swapped``: the adaptive schemes log/√ and 1/(√·log) exchanged (errata A8).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import jax
+
+from dpsim.experiment import Experiment
+from dpsim.experiment.mutants import Mutant, scaled_analysis, wrapped_method
+from dpsim.mechanisms.pairwise_ldp import debiased_rr_mean, laplace_pair_mean, rr_pair_counts
+
+from .common import homogeneous_groups, release_key
+
+ORACLE, FIG2, FIG3, FIG6, FLOOR, LAMBDA = ("xu-oracle", "xu-fig2", "xu-fig3", "xu-fig6", "xu-classic-floor",
+                                          "xu-lambda-rule")
+
+
+def replaced_release(mechanism: str, release: Callable) -> Callable[[Experiment], Experiment]:
+    """The experiment with ``mechanism``'s release replaced by ``release(ctx) -> z̄`` (homogeneous
+    ε only); every other mechanism keeps the real stage."""
+    def apply(experiment: Experiment) -> Experiment:
+        real = experiment.privatise
+
+        def privatise(key, ctx):
+            if ctx.analysis["mechanism"] != mechanism:
+                return real(key, ctx)
+            _, sizes, eps = homogeneous_groups(ctx)
+            return {"zbar": release(ctx), "sizes": sizes, "eps": eps}
+        return dataclasses.replace(experiment, privatise=privatise)
+    return apply
+
+
+def _rr_keys(ctx):
+    return jax.random.split(release_key(ctx))
+
+
+def rr_mismatched(flip_factor: float) -> Callable:
+    """Debiased RR whose flips use ε·``flip_factor`` and whose debiasing uses ε (eq. (1) at ε)."""
+    def release(ctx):
+        wins, sizes, eps = homogeneous_groups(ctx)
+        counts = rr_pair_counts(_rr_keys(ctx)[0], wins, sizes, eps * flip_factor)
+        return debiased_rr_mean(counts, sizes, eps)
+    return release
+
+
+def rr_not_debiased(ctx):
+    """The classic mean ỹ̄ of the same flips, released as if it were the debiased z̄."""
+    wins, sizes, eps = homogeneous_groups(ctx)
+    return rr_pair_counts(_rr_keys(ctx)[0], wins, sizes, eps).sum(axis=0) / sizes.sum()
+
+
+def laplace_scaled(noise_factor: float) -> Callable:
+    """Laplace noise of scale ``noise_factor``/ε (the ε the mechanism believes stays ε)."""
+    def release(ctx):
+        wins, sizes, eps = homogeneous_groups(ctx)
+        return laplace_pair_mean(_rr_keys(ctx)[1], wins, sizes, eps / noise_factor)
+    return release
+
+
+def classic_flips(flip_factor: float) -> Callable:
+    """Classic RR whose keep probability is e^{ε·f}/(1 + e^{ε·f}), f = ``flip_factor``."""
+    def release(ctx):
+        wins, sizes, eps = homogeneous_groups(ctx)
+        return rr_pair_counts(_rr_keys(ctx)[0], wins, sizes, eps * flip_factor).sum(axis=0) / sizes.sum()
+    return release
+
+
+# the paper's text gives Schemes 1 and 3 each other's behaviour (xu spec A8)
+SWAPPED_SCHEMES = {"eps_log_over_sqrt": "eps_inv_sqrt_log", "eps_inv_sqrt_log": "eps_log_over_sqrt"}
+
+
+def schemes_swapped(experiment: Experiment) -> Experiment:
+    """ε(m, L) of each adaptive scheme computed with the other's formula (log/√ ↔ 1/(√·log))."""
+    def wrap(derived):
+        if derived.names != ("eps",):
+            return derived
+        return dataclasses.replace(derived, fn=lambda point: derived.fn(
+            {**point, "scheme": SWAPPED_SCHEMES.get(point["scheme"], point["scheme"])}))
+    return dataclasses.replace(experiment, derived=tuple(wrap(d) for d in experiment.derived))
+
+
+def lambda_rule_as(rule: str) -> Callable[[Experiment], Experiment]:
+    """The estimator computes λ with ``rule`` whatever the ``lambda_rule`` axis says."""
+    def wrapper(fn):
+        return lambda key, ctx: fn(key, ctx._replace(analysis={**ctx.analysis, "lambda_rule": rule}))
+    return wrapped_method("m_est", wrapper)
+
+
+MUTANTS = [
+    Mutant("xu-rr-flips-at-2eps-debiased-at-eps", "debiased RR: answers flipped at 2ε, debiased with eq. (1) at ε",
+           (ORACLE,), replaced_release("debiased_rr", rr_mismatched(2.0))),
+    Mutant("xu-release-at-half-eps", "every mechanism released (and λ computed) at ε/2: noise too large",
+           (ORACLE,), scaled_analysis({"eps": 0.5}, methods=(), privatise=True)),
+    Mutant("xu-release-at-2eps", "every mechanism released (and λ computed) at 2ε: a privacy leak",
+           (ORACLE,), scaled_analysis({"eps": 2.0}, methods=(), privatise=True)),
+    Mutant("xu-debiasing-removed", "debiased RR releases the classic mean ỹ̄ (the M-estimator becomes the "
+           "classic-RR MLE, xu spec §3.7, A7)", (ORACLE, FIG2, FIG3, FIG6, FLOOR),
+           replaced_release("debiased_rr", rr_not_debiased)),
+    Mutant("xu-laplace-sensitivity-2", "Laplace noise of scale 2/ε (sensitivity 2: answers coded ±1; spec A6)",
+           (ORACLE,), replaced_release("laplace", laplace_scaled(2.0))),
+    Mutant("xu-lambda-paper-rule", "λ = G/L replaced by the literal (e^ε+1)²/((e^ε−1)L) of the paper's text "
+           "(errata A4)", (LAMBDA, FIG2), lambda_rule_as("paper")),
+    Mutant("xu-lambda-rule-ignored", "the lambda_rule axis ignored: λ = G/L for the literal rule too",
+           (LAMBDA,), lambda_rule_as("g_over_l")),
+    Mutant("xu-classic-rr-flips-at-2eps", "classic RR keeps answers w.p. e^{2ε}/(1+e^{2ε}) (ε doubled, e.g. by a "
+           "±1 coding), reported at ε", (ORACLE, FLOOR), replaced_release("classic_rr", classic_flips(2.0))),
+    Mutant("xu-schemes-swapped", "the adaptive schemes log(mL)/√(mL) and 1/(√(mL)·log(mL)) swapped, as the "
+           "paper's text swaps them (xu spec A8)", (FIG3,), schemes_swapped),
+]
