@@ -5,14 +5,16 @@ project, the ``shared/papers`` folder beside the checkout).
 Modules: ``common`` (modes, privacy parameters, the five methods), ``checks`` (check classes
 the engine lacks), ``synthetic`` (Figure 1), ``real`` (Figures 2–3 and supplementary Figure
 1), ``rates`` (the rate predictions R1–R10 of spec §5.7), ``topk`` (the top-K phase transition,
-R6), ``audits`` (privacy audits of every mechanism).
+R6), ``levels`` (level checks that pin every mechanism's calibration), ``mutants`` (plausible
+calibration bugs the checks must catch), ``audits`` (privacy audits of every mechanism).
 """
-from . import audits, rates, real, synthetic, topk
+from . import audits, levels, mutants, rates, real, synthetic, topk
 
 PAPER = "nguyen"
 TITLE = "Optimal and Private Learning from Human Response Data (Nguyen, Zhang)"
 SPEC = "shared/papers/nguyen.md"
 
 EXPERIMENTS = [*synthetic.EXPERIMENTS, *real.EXPERIMENTS, *rates.EXPERIMENTS, *topk.EXPERIMENTS]
-CHECKS = [*synthetic.CHECKS, *real.CHECKS, *rates.CHECKS, *topk.CHECKS]
+CHECKS = [*synthetic.CHECKS, *real.CHECKS, *rates.CHECKS, *topk.CHECKS, *levels.CHECKS]
+MUTANTS = mutants.MUTANTS
 AUDITS = audits.AUDITS

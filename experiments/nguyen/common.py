@@ -54,7 +54,8 @@ from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spec
 from dpsim.estimators.spectral import spectral_estimate
 from dpsim.experiment import Derived, Method, axes
 from dpsim.mechanisms.count_noise import ACCOUNTING_MODES
-from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
+from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS, discrete_gaussian_with_flag, discrete_laplace
+from dpsim.mechanisms.shuffle import randomize_responses, shuffle_rr_epsilon
 from dpsim.mechanisms.sparsify import sparsification_p0
 from dpsim.mechanisms.zcdp import CONVERSIONS, zcdp_rho
 from dpsim.metrics import l2_error, linf_error, rasch_l2_error
@@ -240,13 +241,52 @@ def _private_diag(fit, solver: str, keys) -> dict:
 Scorer = Callable[..., dict]
 
 
-def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable) -> dict[str, Method]:
+def released_noise(key, n_items: int, mechanism: str, scale) -> jax.Array:
+    """The noise Z (n_items, n_items) that :func:`private_spectral_estimate` adds to the counts
+    with ``key`` at ``scale`` (σ or t, its ``info["noise_scale"]``): the same key path (the
+    second half of ``jax.random.split(key)``) and the same sampler, so these are the very draws
+    it released on the queried pairs (tests/test_nguyen_levels.py rebuilds the estimate from
+    them). Redrawn here only to report the calibration metric ``noise_ms``; no draw changes."""
+    _, k_noise = jax.random.split(key)
+    if mechanism == "gaussian":
+        z, _ = discrete_gaussian_with_flag(k_noise, scale, (n_items, n_items), DEFAULT_MAX_ROUNDS)
+        return z
+    return discrete_laplace(k_noise, scale, (n_items, n_items))
+
+
+def noise_mean_square(z) -> jax.Array:
+    """mean of Z_ij² over the m(m − 1) ordered pairs i ≠ j (every pair's noise is i.i.d. and
+    independent of the data, so its expectation is the sampler's variance at the mechanism's
+    scale, whichever pairs the mode noises)."""
+    n = z.shape[0]
+    off = ~jnp.eye(n, dtype=bool)
+    return jnp.sum(jnp.where(off, z * z, 0.0)) / (n * (n - 1))
+
+
+def rr_signal(released, x, observed) -> jax.Array:
+    """1 − 2·(share of the observed responses that randomized response flipped): its
+    expectation is tanh(ε′/2) for a per-response budget ε′ (keep probability e^{ε′}/(1 + e^{ε′}))."""
+    obs = jnp.asarray(observed, bool)
+    flipped = obs & (jnp.asarray(released) != jnp.asarray(x))
+    return 1.0 - 2.0 * jnp.sum(flipped) / jnp.maximum(jnp.sum(obs), 1)
+
+
+CALIBRATION_METRICS = {"gaussian": ("noise_ms",), "gaussian_sparse": ("noise_ms",), "laplace": ("noise_ms",),
+                       "rr": ("rr_signal",)}
+
+
+def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, *,
+                 calibration: bool = False) -> dict[str, Method]:
     """The methods ``names`` (a subset of :data:`METHOD_NAMES`), each scored by ``score``.
 
     Args:
         fidelity: the experiment's paper-mode settings.
         score: ``(ctx, beta_hat, settings, private: bool) -> {metric: scalar}``.
         reference: ``ctx -> {solver: non-private fit dict}`` (from ``generate`` or ``truth``).
+        calibration: also report what pins each mechanism's calibration (the level checks of
+            :mod:`.levels`): ``noise_ms`` (the noise chains: mean square of the noise drawn,
+            :func:`released_noise`) and ``rr_signal`` (RR: :func:`rr_signal` of the released
+            responses). Off by default: adding them changes no draw.
     """
     def settings(ctx):
         return resolve(ctx.analysis, fidelity)
@@ -270,31 +310,37 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable) 
                 kwargs.update(p0=a["p0_value"], connect=s.connect)
             fit = private_spectral_estimate(key, ctx.sample["Y"], mechanism=mechanism, **kwargs)
             keys = SPARSE_DIAG if sparse else GAUSSIAN_DIAG if mechanism == "gaussian" else LAPLACE_DIAG
-            return {**score(ctx, fit.theta, s, True),
+            extra = {}
+            if calibration:
+                z = released_noise(key, ctx.sample["Y"].shape[0], mechanism, fit.info["noise_scale"])
+                extra["noise_ms"] = noise_mean_square(z)
+            return {**score(ctx, fit.theta, s, True), **extra,
                     **_private_diag(fit, s.private_solver, [k for k in keys if k not in NONPRIVATE_DIAG])}
         return fn
 
     def rr(key, ctx):
         s = settings(ctx)
-        fit = rr_spectral_estimate(key, ctx.sample["x"], ctx.sample["observed"], ctx.analysis["eps_rr"],
-                                   solver=s.nonprivate_solver)
-        return {**score(ctx, fit.theta, s, True), "connected": fit.info["connected"],
+        x, observed, eps_rr = ctx.sample["x"], ctx.sample["observed"], ctx.analysis["eps_rr"]
+        fit = rr_spectral_estimate(key, x, observed, eps_rr, solver=s.nonprivate_solver)
+        extra = {"rr_signal": rr_signal(randomize_responses(key, x, observed, eps_rr), x, observed)} \
+            if calibration else {}
+        return {**score(ctx, fit.theta, s, True), **extra, "connected": fit.info["connected"],
                 **_solver_report(fit, s.nonprivate_solver)}
 
-    def metrics_of(private: bool):
-        return score.metrics(private)
+    def metrics_of(name: str, private: bool):
+        return score.metrics(private) + (CALIBRATION_METRICS.get(name, ()) if calibration else ())
 
     table = {
-        "nonprivate": Method(nonprivate, metrics_of(False), NONPRIVATE_DIAG, LABELS["nonprivate"],
+        "nonprivate": Method(nonprivate, metrics_of("nonprivate", False), NONPRIVATE_DIAG, LABELS["nonprivate"],
                              "Algorithm 1 (nguyen §3): spectral estimate of β from the differential counts"),
-        "gaussian": Method(chain("gaussian", False), metrics_of(True), GAUSSIAN_DIAG, LABELS["gaussian"],
-                           "Algorithm 2, dense: discrete Gaussian on every count (Lemma 4.1)"),
-        "gaussian_sparse": Method(chain("gaussian", True), metrics_of(True), SPARSE_DIAG,
+        "gaussian": Method(chain("gaussian", False), metrics_of("gaussian", True), GAUSSIAN_DIAG,
+                           LABELS["gaussian"], "Algorithm 2, dense: discrete Gaussian on every count (Lemma 4.1)"),
+        "gaussian_sparse": Method(chain("gaussian", True), metrics_of("gaussian_sparse", True), SPARSE_DIAG,
                                   LABELS["gaussian_sparse"],
                                   "Algorithm 2 on an ER(p₀) item graph (nguyen §4.3)"),
-        "laplace": Method(chain("laplace", False), metrics_of(True), LAPLACE_DIAG, LABELS["laplace"],
+        "laplace": Method(chain("laplace", False), metrics_of("laplace", True), LAPLACE_DIAG, LABELS["laplace"],
                           "discrete Laplace on every count, pure ε*-DP (spec §4.8, A16)"),
-        "rr": Method(rr, metrics_of(True), RR_DIAG, LABELS["rr"],
+        "rr": Method(rr, metrics_of("rr", True), RR_DIAG, LABELS["rr"],
                      "randomized response at ε_RR/k per response, shuffled, then Algorithm 1 (supp. §4)"),
     }
     unknown = [n for n in names if n not in table]

@@ -141,7 +141,7 @@ FIG2 = Experiment(
     analysis_axes=("eps", "delta", "mode", "accounting", "conversion"),
     truth=lambda key, shape: fixed_truth(shape["dataset"], _education_file(shape)), generate=_generate,
     methods=make_methods(("gaussian", "laplace", "rr"), REAL, ReferenceScore(),
-                         lambda ctx: ctx.sample["nonprivate"]),
+                         lambda ctx: ctx.sample["nonprivate"], calibration=True),
     reps=REAL_REPS,
     axis_types={**AXIS_TYPES,
                 "dataset": axes.choice(*EDUCATION, doc="education data set (nguyen §5.2)"),
@@ -164,8 +164,10 @@ def _movielens(shape):
     return load("movielens", shape["ratings_file"], int(shape["n_items"]))
 
 
-def movielens_experiment(name, title, grid, methods, figure, description, reps=REAL_REPS) -> Experiment:
-    """A MovieLens experiment (defaults: m ∈ {25, 200}, the stand-in ratings, both modes)."""
+def movielens_experiment(name, title, grid, methods, figure, description, reps=REAL_REPS,
+                         calibration=False) -> Experiment:
+    """A MovieLens experiment (defaults: m ∈ {25, 200}, the stand-in ratings, both modes;
+    ``calibration``: the methods also report their calibration metrics, :func:`.common.make_methods`)."""
     base = {"n_items": [25, 200], "ratings_file": [STAND_IN], "eps": EPS_REAL, "delta": [DELTA],
             "mode": list(MODES), "accounting": ["auto"], "conversion": ["auto"], "p0": [PROPOSED]}
     return Experiment(
@@ -173,7 +175,8 @@ def movielens_experiment(name, title, grid, methods, figure, description, reps=R
         shape_axes=("n_items", "ratings_file"),
         analysis_axes=("eps", "delta", "mode", "accounting", "conversion", "p0"),
         truth=lambda key, shape: fixed_truth("movielens", shape["ratings_file"], int(shape["n_items"])), generate=_generate,
-        methods=make_methods(methods, REAL, ReferenceScore(), lambda ctx: ctx.sample["nonprivate"]),
+        methods=make_methods(methods, REAL, ReferenceScore(), lambda ctx: ctx.sample["nonprivate"],
+                             calibration=calibration),
         reps=reps,
         axis_types={**AXIS_TYPES, "ratings_file": file_axis("ml-latest-small's ratings.csv")},
         derived=(Derived(("n_users", "source"),
@@ -194,7 +197,7 @@ FIG3 = movielens_experiment(
                # the first row, the same study in strict mode below it
                panels=(Panel("l2", None, PANEL_Y, each=("mode", "n_items")),), columns=2,
                curve_labels=LABELS, symbols=SYMBOLS, title="nguyen Fig. 3: MovieLens (n = 610)"),
-    "nguyen §5.2, Fig. 3; spec §6.3 (pipeline, stand-in), A13, A14")
+    "nguyen §5.2, Fig. 3; spec §6.3 (pipeline, stand-in), A13, A14", calibration=True)
 
 P0_VALUES = [PROPOSED, "0.2", "0.3", "0.4", "0.5"]
 P0 = movielens_experiment(
@@ -217,16 +220,24 @@ def _edu(dataset, eps, mode="paper"):
     return {"dataset": [dataset], "eps": [eps], "mode": [mode]}
 
 
+# The paper-mode claims judge the authors' truncated power iterations (lazy chain, tolerance 1e-5,
+# at most 1000 steps; jump chain 1e-6, 10 000 for RR): at ε* = 0.01 they stop unconverged in
+# 1.5–2.5% of the fits at some seeds (measured at seed 1 by the lead, issue 27), which is the
+# published curve's own truncation, so these checks judge with up to 5% unconverged fits.
+PAPER_ITERATION_LIMIT = 0.05
+_TRUNCATED = "; judged with up to 5% unconverged fits (the authors' truncated power iteration, paper mode)"
+
+
 FIG2_CHECKS = [
     *[ComparisonCheck(f"nguyen-fig2-rr-beats-{other}-at-eps0.01-{d}", FIG2.name, "l2", "rr", other,
-                      where=_edu(d, 0.01),
+                      where=_edu(d, 0.01), unconverged_limit=PAPER_ITERATION_LIMIT,
                       description=f"Fig. 2, {DATASET_TITLES[d]}: at ε* = 0.01 randomized response is more "
-                                  f"accurate than {PROSE[other]} (paired)")
+                                  f"accurate than {PROSE[other]} (paired){_TRUNCATED}")
       for d in EDUCATION for other in ("gaussian", "laplace")],
     *[ComparisonCheck(f"nguyen-fig2-{better}-beats-rr-at-eps1-{d}", FIG2.name, "l2", better, "rr",
-                      where=_edu(d, 1.0),
+                      where=_edu(d, 1.0), unconverged_limit=PAPER_ITERATION_LIMIT,
                       description=f"Fig. 2, {DATASET_TITLES[d]}: at ε* = 1 {PROSE[better]} beats "
-                                  f"randomized response (paired)")
+                                  f"randomized response (paired){_TRUNCATED}")
       for d in EDUCATION for better in ("gaussian", "laplace")],
 ]
 

@@ -77,7 +77,8 @@ FIG1 = Experiment(
     shape_axes=("n_items", "n_users"),
     analysis_axes=("eps", "delta", "mode", "accounting", "conversion", "p0"),
     truth=fig1_truth, generate=fig1_generate,
-    methods=make_methods(METHOD_NAMES, SYNTHETIC, TruthScore(), lambda ctx: ctx.sample["nonprivate"]),
+    methods=make_methods(METHOD_NAMES, SYNTHETIC, TruthScore(), lambda ctx: ctx.sample["nonprivate"],
+                         calibration=True),
     reps=FIG1_REPS, axis_types=AXIS_TYPES, derived=(privacy_derived(SYNTHETIC),),
     lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
     figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
@@ -108,14 +109,22 @@ _BEATS = [ComparisonCheck(f"nguyen-fig1-gaussian-beats-{other}-m{m}", FIG1.name,
                                       f"Gaussian chain is more accurate than {PROSE[other]} (paired)")
           for other in ("laplace", "rr") for m in (25, 200)]
 
+# Saturated (issue 27, "no vacuous pass"): at m = 200, ε* = 1 the Laplace scale t = m(m − 1)/ε* ≈ 4e4
+# drowns every count, so its error sits at the level of no information for any scale above ~1e3:
+# no plausible calibration bug (t × ½, × 2, the joint L1 sensitivity) moves it; reported only (its
+# calibration is pinned by nguyen-fig1-laplace-noise-level, nguyen-fig2-laplace-noise-level-*).
+_SATURATED = ("; reported only: saturated, it holds for any noise scale above ~1e3, so no calibration bug "
+              "can fail it (the level checks nguyen-*-noise-level pin the scale)")
+
 _GAIN_N = [RatioCheck("nguyen-fig1-gaussian-gains-from-n", FIG1.name, "l2", "gaussian", "n_users", 1000, 200,
                       0.0, 0.9, where={"n_items": [200], "eps": [1.0], "mode": ["paper"]},
                       description="Fig. 1(b): the Gaussian chain's error falls from n = 200 to 1000 "
                                   "(ratio ≤ 0.9; m = 200, ε* = 1)")] + [
     RatioCheck(f"nguyen-fig1-{method}-little-gain-from-n", FIG1.name, "l2", method, "n_users", 1000, 200,
                0.9, 1.1, where={"n_items": [200], "eps": [1.0], "mode": ["paper"]},
+               report_only=method == "laplace",
                description=f"Fig. 1(b): {PROSE[method]} sees little gain from n = 200 to 1000 "
-                           f"(ratio within 10% of 1; m = 200, ε* = 1)")
+                           f"(ratio within 10% of 1; m = 200, ε* = 1)" + (_SATURATED if method == "laplace" else ""))
     for method in ("laplace", "rr")]
 
 _NEAR_NONPRIVATE = [MethodRatioCheck(
@@ -127,9 +136,9 @@ _NEAR_NONPRIVATE = [MethodRatioCheck(
 _INACCURATE = [RelativeLevelCheck(
     f"nguyen-fig1-{method}-inaccurate-at-eps0.01", FIG1.name, "l2", method,
     zero_estimate_error(200, mode == "paper"), 0.9, math.inf, where=_at(200, 1000, 0.01, mode),
-    reference_name="‖β*‖₂",
+    reference_name="‖β*‖₂", report_only=True,
     description=f"§5.1: at ε* = 0.01 {PROSE[method]} is very inaccurate: its error is at least 0.9× "
-                f"that of the estimate 0 (R11; m = 200, n = 1000, {mode} mode)")
+                f"that of the estimate 0 (R11; m = 200, n = 1000, {mode} mode){_SATURATED}")
     for method, mode in (("gaussian", "paper"), ("laplace", "paper"), ("rr", "paper"), ("gaussian_sparse", "strict"))]
 
 _SPARSE_HIGH_PRIVACY = [ComparisonCheck(
