@@ -164,6 +164,17 @@ def test_transformations():
         Mutant("x", "", (), lambda e: e)
 
 
+def test_overridden_derived_computes_the_host_value_otherwise():
+    from toy import toy_experiment
+    from dpsim.experiment.grid import expand_grid
+    from dpsim.experiment.mutants import overridden_derived
+    experiment = toy_experiment()
+    constant = expand_grid(overridden_derived("noise_scale", lambda point, derived: 7.0)(experiment))
+    assert {d["noise_scale"] for d in constant.analysis_derived[0][0]} == {7.0}
+    with pytest.raises(ValueError, match="derives no value 'rho'"):
+        overridden_derived("rho", lambda point, derived: 1.0)(experiment)
+
+
 def test_scaled_derived_scales_the_host_value():
     from toy import toy_experiment
     experiment = toy_experiment()

@@ -9,7 +9,8 @@ seams every experiment already has:
 
 * :func:`scaled_analysis`: a method (or the ``privatise`` stage) sees an analysis value
   scaled, e.g. ε·2 (a release at 2ε) or ε/2 (noise × 2 where the scale is ∝ 1/ε);
-* :func:`scaled_derived`: a host-derived value scaled, e.g. σ × ½ of a discrete Gaussian;
+* :func:`scaled_derived`: a host-derived value scaled, e.g. σ × ½ of a discrete Gaussian,
+  or :func:`overridden_derived`: computed otherwise (ρ from a wrong conversion);
 * :func:`replaced_method`: one method's function replaced, e.g. the debiased estimator by
   the classic one (debiasing removed);
 * :func:`chain`: several transformations in turn.
@@ -108,25 +109,33 @@ def scaled_analysis(values: Mapping[str, float], *, methods: Sequence[str] | Non
     return apply
 
 
-def scaled_derived(values: Mapping[str, float]) -> Transform:
-    """Host-derived values multiplied by factors, e.g. ``{"sigma": 0.5}`` (a discrete
-    Gaussian with half the σ its budget needs)."""
+def overridden_derived(name: str, value: Callable[[dict, dict], Any]) -> Transform:
+    """The host-derived value ``name`` replaced by ``value(point, derived)``, where ``derived``
+    holds what the experiment derived at that point (e.g. ρ from a wrong (ε, δ) conversion)."""
     def apply(experiment: Experiment) -> Experiment:
-        known = set(experiment.derived_names())
-        unknown = [k for k in values if k not in known]
-        if unknown:
-            raise ValueError(f"experiment {experiment.name!r} derives no value {unknown[0]!r}")
+        if name not in experiment.derived_names():
+            raise ValueError(f"experiment {experiment.name!r} derives no value {name!r}")
 
         def wrap(derived: Derived) -> Derived:
-            mine = {k: f for k, f in values.items() if k in derived.names}
-            if not mine:
+            if name not in derived.names:
                 return derived
-            return dataclasses.replace(derived, fn=lambda point: {
-                k: (v * mine[k] if k in mine else v) for k, v in derived.fn(point).items()})
+
+            def fn(point, inner=derived.fn):
+                out = dict(inner(point))
+                out[name] = value(point, out)
+                return out
+            return dataclasses.replace(derived, fn=fn)
 
         return dataclasses.replace(experiment, derived=tuple(wrap(d) for d in experiment.derived))
 
     return apply
+
+
+def scaled_derived(values: Mapping[str, float]) -> Transform:
+    """Host-derived values multiplied by factors, e.g. ``{"sigma": 0.5}`` (a discrete
+    Gaussian with half the σ its budget needs)."""
+    return chain(*(overridden_derived(name, lambda point, derived, name=name, factor=factor: derived[name] * factor)
+                   for name, factor in values.items()))
 
 
 def replaced_method(name: str, fn: Callable[[Any, Context], Mapping[str, Any]] | None = None, *,

@@ -19,37 +19,13 @@ Randomized response: released at 2ε_RR; the per-user budget not split over the 
 """
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import Callable
 
-from dpsim.experiment.grid import Derived, Experiment
-from dpsim.experiment.mutants import Mutant, scaled_analysis, scaled_derived, wrapped_method
+from dpsim.experiment.mutants import Mutant, overridden_derived, scaled_analysis, scaled_derived, wrapped_method
 
 from .real import FIG2
 
 EXPERIMENTS = (FIG2.name,)
-
-
-def overridden_derived(name: str, value: Callable[[dict, dict], float]) -> Callable[[Experiment], Experiment]:
-    """The host-derived value ``name`` replaced by ``value(point, derived)`` (``derived``: what
-    the experiment derived at that point), e.g. ρ from a wrong conversion."""
-    def apply(experiment: Experiment) -> Experiment:
-        if name not in experiment.derived_names():
-            raise ValueError(f"experiment {experiment.name!r} derives no value {name!r}")
-
-        def wrap(derived: Derived) -> Derived:
-            if name not in derived.names:
-                return derived
-
-            def fn(point, inner=derived.fn):
-                out = dict(inner(point))
-                out[name] = value(point, out)
-                return out
-            return dataclasses.replace(derived, fn=fn)
-
-        return dataclasses.replace(experiment, derived=tuple(wrap(d) for d in experiment.derived))
-    return apply
 
 
 def _paper_mode_accounting(accounting: str):
