@@ -5,15 +5,17 @@ Modules: ``common`` (axes, θ* designs, data, the exact and SGD methods, per-rep
 (A1)–(A3) predictions; the optimiser fork of spec §6.2), ``fig1`` (Figure 1 in the exact
 reading, primary, and the SGD reading, secondary; spec §6.4 checks), ``rates`` (the §5.6
 grids: larger n, an ε sweep, a d sweep, K ∈ {2, 4, 8}), ``lower_bound`` (Thm 3.2 on its
-hypercube instance, P13), ``checks`` (check classes the engine lacks), ``audits`` (RR,
-K-RR and objective perturbation).
+hypercube instance, P13), ``levels`` (level checks pinning each mechanism's calibration, the
+K-RR release experiment and the mutants, issue 27), ``audits`` (RR, K-RR and objective
+perturbation).
 """
-from . import audits, fig1, lower_bound, rates
+from . import audits, fig1, levels, lower_bound, rates
 
 PAPER = "chowdhury"
 TITLE = "Differentially Private Reward Estimation with Preference Feedback (Chowdhury, Zhou, Natarajan)"
 SPEC = "shared/papers/chowdhury.md"
 
-EXPERIMENTS = [*fig1.EXPERIMENTS, *rates.EXPERIMENTS, *lower_bound.EXPERIMENTS]
-CHECKS = [*fig1.CHECKS, *rates.CHECKS, *lower_bound.CHECKS]
+EXPERIMENTS = [*fig1.EXPERIMENTS, *rates.EXPERIMENTS, *lower_bound.EXPERIMENTS, *levels.EXPERIMENTS]
+CHECKS = [*fig1.CHECKS, *rates.CHECKS, *lower_bound.CHECKS, *levels.CHECKS]
+MUTANTS = levels.MUTANTS
 AUDITS = audits.AUDITS

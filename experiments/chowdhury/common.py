@@ -222,20 +222,58 @@ def rr_local_fn(key, ctx):
     fit = rr_debiased(ctx.sample["x"], ctx.released["y_tilde"], eps, ctx.shape["radius"],
                       sum_zero=sum_zero(ctx.shape))
     return {**exact_row(ctx, fit.theta, fit.converged, fit.iterations, fit.info["on_boundary"]),
-            **rr_prediction(ctx, eps)}
+            **rr_prediction(ctx, eps), "flip_rate": flip_rate(ctx)}
 
 
-def objpert_central_fn(key, ctx):
+def flip_rate(ctx):
+    """The share of released labels that differ from the clear ones, mean(ỹ ≠ y): the RR
+    mechanism's own output (its law is 1/(1 + e^ε) exactly, eq. (2); a level check compares
+    it with that closed form)."""
+    return jnp.mean(jnp.asarray(ctx.released["y_tilde"] != ctx.sample["y"], jnp.float64))
+
+
+def public_feature_bound(x):
+    """L = max_i‖x_i‖/2 from the public features (spec §8 item 6), computed here, apart from
+    the mechanism's own helper, for the noise metrics."""
+    return 0.5 * jnp.max(jnp.linalg.norm(x, axis=-1))
+
+
+def effective_noise_sq(ctx, theta_hat, beta, usable):
+    """‖P_V w‖²/(r L²): the objective-perturbation noise the exact minimiser actually carries,
+    recovered from its first-order condition. At an interior minimiser of
+    l_D(θ) + (β/2)‖θ‖² + wᵀθ over V (Alg. 2, sum form), P_V w = −P_V[Σ(σ(x_iᵀθ̂) − y_i)x_i + βθ̂],
+    with V = 1^⊥ (r = d − 1) under the sum-zero constraint, else R^d (r = d). So
+    E‖P_V w‖²/(r L²) = (σ/L)² = (8 log(2/δ) + 4ε)/ε² under Thm 5.2, whatever θ* is. NaN where
+    the fit is on the boundary of Θ_B (a multiplier enters) or did not converge (``usable``
+    False). The solver's tolerance (gradient mapping ≤ 1e-10 in the averaged loss) leaves an
+    error ≤ n·1e-10 on w, negligible against σ ≥ 1."""
+    x, y = ctx.sample["x"], jnp.asarray(ctx.sample["y"], jnp.float64)
+    w = -(x.T @ (jax.nn.sigmoid(x @ theta_hat) - y) + beta * theta_hat)
+    dim = x.shape[1]
+    if sum_zero(ctx.shape):
+        w, r = w - jnp.mean(w), dim - 1
+    else:
+        r = dim
+    value = jnp.dot(w, w) / (r * public_feature_bound(x) ** 2)
+    return jnp.where(usable, value, jnp.nan)
+
+
+def objpert_central_fn(key, ctx, feature_bound=None):
     """θ̂_obj (chowdhury Algorithm 2, Thm 5.2): w ~ N(0, σ²I), σ = L√(8 log(2/δ) + 4ε)/ε with
     L = max‖x_i‖/2, then the exact projected minimiser of the perturbed, β-regularised loss;
-    (ε, δ)-label DP in the central model when the solve converged (``privacy_certified``)."""
+    (ε, δ)-label DP in the central model when the solve converged (``privacy_certified``).
+    ``feature_bound`` overrides L (None: the library's max‖x_i‖/2; the mutants of
+    :mod:`.levels` pass a wrong one). ``noise_sq``: :func:`effective_noise_sq`."""
     shape = ctx.shape
     beta = resolve_beta(ctx.analysis["beta"], shape["n_samples"], shape["radius"])
     fit = objective_perturbation(key, ctx.sample["x"], ctx.sample["y"], ctx.analysis["eps"],
-                                 ctx.analysis["delta"], shape["radius"], beta=beta, sum_zero=sum_zero(shape))
+                                 ctx.analysis["delta"], shape["radius"], beta=beta, feature_bound=feature_bound,
+                                 sum_zero=sum_zero(shape))
     info = fit.info
+    usable = fit.converged & ~info["on_boundary"]
     return {**exact_row(ctx, fit.theta, fit.converged, fit.iterations, info["on_boundary"]),
             **objpert_prediction(ctx, info["sigma"], info["beta"]),
+            "noise_sq": effective_noise_sq(ctx, fit.theta, beta, usable),
             "privacy_certified": info["privacy_certified"], "sigma": info["sigma"], "beta_used": info["beta"],
             "feature_bound": info["feature_bound"]}
 
@@ -243,9 +281,9 @@ def objpert_central_fn(key, ctx):
 EXACT_METHODS = {
     "mle": Method(mle_fn, EXACT_METRICS, EXACT_DIAGNOSTICS, label="non-private MLE",
                   doc="θ_MLE, exact projected minimiser of eq. (8) (ε-free)"),
-    "rr_local": Method(rr_local_fn, EXACT_METRICS, EXACT_DIAGNOSTICS, label="RR (local)",
+    "rr_local": Method(rr_local_fn, EXACT_METRICS + ("flip_rate",), EXACT_DIAGNOSTICS, label="RR (local)",
                        doc="θ̂_RR, exact minimiser of the de-biased RR loss (eqs. (4)–(6)), local ε-label DP"),
-    "objpert_central": Method(objpert_central_fn, EXACT_METRICS, CENTRAL_DIAGNOSTICS,
+    "objpert_central": Method(objpert_central_fn, EXACT_METRICS + ("noise_sq",), CENTRAL_DIAGNOSTICS,
                               label="ObjPert (central)",
                               doc="θ̂_obj, Algorithm 2 solved exactly, central (ε, δ)-label DP"),
 }
@@ -278,31 +316,39 @@ def sgd_rr_fn(key, ctx):
     """θ̂_SGD-RR, Algorithm 1 on the shared RR labels (chowdhury §4.3, Thm 4.5; probit link §4.4)."""
     fit = sgd_rr(ctx.sample["x"], ctx.released["y_tilde"], ctx.analysis["eps"], ctx.shape["radius"],
                  link=ctx.shape["link"], **sgd_options(ctx))
-    return sgd_row(ctx, fit)
+    return {**sgd_row(ctx, fit), "flip_rate": flip_rate(ctx)}
 
 
-def sgd_objpert_fn(key, ctx):
+def sgd_objpert_fn(key, ctx, feature_bound=None):
     """Objective perturbation approximated by one-pass projected SGD (chowdhury §6), the same σ,
     β and L as the exact method; **privacy not certified** (spec §8 item 9). Its loss is the
     logistic one: with ``link = probit`` there is no objective-perturbation estimator in the
-    paper (its privacy proof needs a loss linear in the label), and the metrics are NaN."""
+    paper (its privacy proof needs a loss linear in the label), and the metrics are NaN.
+    ``feature_bound`` overrides L (None: max‖x_i‖/2; the mutants pass a wrong one).
+    ``sigma_sq_per_l_sq`` = (σ/L)² with the σ the fit reports and L = max‖x_i‖/2 computed here:
+    the one-pass SGD does not return its w (so the effective-noise metric of the exact method
+    cannot be formed), and a level check compares this with Thm 5.2's (8 log(2/δ) + 4ε)/ε²."""
     shape = ctx.shape
     if shape["link"] != "logistic":
         nan = jnp.asarray(jnp.nan)
         return {"l2": nan, "mse": nan, "seminorm": nan, "converged": jnp.asarray(False),
-                "iterations": jnp.asarray(0), "theta_ok": ctx.truth["theta_ok"], "privacy_certified": jnp.asarray(False)}
+                "iterations": jnp.asarray(0), "theta_ok": ctx.truth["theta_ok"], "privacy_certified": jnp.asarray(False),
+                "sigma_sq_per_l_sq": nan}
     beta = resolve_beta(ctx.analysis["beta"], shape["n_samples"], shape["radius"])
     fit = sgd_objective_perturbation(key, ctx.sample["x"], ctx.sample["y"], ctx.analysis["eps"],
-                                     ctx.analysis["delta"], shape["radius"], beta=beta, **sgd_options(ctx))
-    return {**sgd_row(ctx, fit), "privacy_certified": fit.info["privacy_certified"]}
+                                     ctx.analysis["delta"], shape["radius"], beta=beta, feature_bound=feature_bound,
+                                     **sgd_options(ctx))
+    sigma_per_l = fit.info["sigma"] / public_feature_bound(ctx.sample["x"])
+    return {**sgd_row(ctx, fit), "privacy_certified": fit.info["privacy_certified"],
+            "sigma_sq_per_l_sq": sigma_per_l ** 2}
 
 
 SGD_METHODS = {
     "sgd_mle": Method(sgd_mle_fn, ERRORS, SGD_DIAGNOSTICS, label="non-private MLE (SGD)",
                       doc="one-pass projected SGD on the clear labels"),
-    "sgd_rr": Method(sgd_rr_fn, ERRORS, SGD_DIAGNOSTICS, label="SGD-RR (local)",
+    "sgd_rr": Method(sgd_rr_fn, ERRORS + ("flip_rate",), SGD_DIAGNOSTICS, label="SGD-RR (local)",
                      doc="Algorithm 1: one-pass projected SGD on RR labels"),
-    "sgd_objpert": Method(sgd_objpert_fn, ERRORS, {**SGD_DIAGNOSTICS, "privacy_certified": "bool"},
+    "sgd_objpert": Method(sgd_objpert_fn, ERRORS + ("sigma_sq_per_l_sq",), {**SGD_DIAGNOSTICS, "privacy_certified": "bool"},
                           label="ObjPert by SGD (central, not certified)",
                           doc="Algorithm 2's objective by one-pass projected SGD (privacy not certified)"),
 }

@@ -21,7 +21,9 @@ replicate (the bound is conditional on X and is computed per replicate), ε ∈ 
 * ``rr_local``: θ̂_RR on the released labels (the MLE at ε = ∞), B = 2√d.
 
 Metrics: ``mse``, ``l2`` and ``lower_bound`` (the bound for this X and ε). The checks (one
-per ε, n pooled with the ratio of means over all replicates): mean MSE / mean bound ≥ 1.
+per ε and method, at every n): mean MSE / mean bound ≥ 1, **report only** (issue 27): a
+lower bound holds for any estimator, even one that ignores privacy, so none of them can fail
+under a plausible bug of the mechanisms (measured ratios ≥ 1.38 even without privacy).
 """
 from __future__ import annotations
 
@@ -138,7 +140,9 @@ EXPERIMENTS = [LOWER_BOUND]
 CHECKS = [
     EveryPointCheck(f"chowdhury-lower-bound-{method}-eps{eps:g}", LOWER_BOUND.name,
                     statistic=RatioOfMeans(method, "mse", "lower_bound", 1.0, math.inf), x="n_samples",
-                    where={"eps": [eps]},
+                    where={"eps": [eps]}, report_only=True,
                     description=f"P13 at ε = {eps:g}: mean MSE of {method} / Thm 3.2's explicit bound ≥ 1 at every n "
-                                f"(hypercube average)")
+                                f"(hypercube average). Report only: a lower bound holds for every estimator, a "
+                                f"non-private one included (ratios ≥ 1.38; the private estimators' margins are "
+                                f"64–2000×), so no plausible bug in the mechanisms can make it fail")
     for method in METHODS for eps in LB_EPS]

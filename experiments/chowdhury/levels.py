@@ -1,0 +1,216 @@
+"""chowdhury: level checks that pin each privacy mechanism's calibration, and the mutants
+(plausible bugs) they must catch (issue 27; spec ../shared/papers/chowdhury.md §3.2–3.4, P12,
+P14).
+
+**Closed forms** (written here from the spec's formulas, never through the mechanisms' own
+helpers, and evaluated from the grid's ε, δ, K at verify time):
+
+* binary RR (eq. (2), spec §3.2): P(ỹ ≠ y) = 1/(1 + e^ε) exactly (:func:`rr_flip_probability`);
+* K-ary RR (eq. (12), spec §3.3): P(ỹ = y) = e^ε/(e^ε + K − 1) and, for each other label,
+  1/(e^ε + K − 1) exactly (:func:`krr_keep_probability`, :func:`krr_other_probability`);
+* objective perturbation (Thm 5.2, spec §3.4): (σ/L)² = (8 log(2/δ) + 4ε)/ε²
+  (:func:`thm52_noise_sq_per_l_sq`); the exact method's metric ``noise_sq`` is the noise the
+  minimiser actually carries, recovered from its first-order condition
+  (:func:`.common.effective_noise_sq`), so E[noise_sq] equals this closed form exactly.
+
+**Regions.** Each closed form above is exact (model error 0), so the region is the
+Monte-Carlo error alone: [e^{−5·se}, e^{5·se}] with se the relative standard error of the
+mean at the point with the fewest observations, computed from the law itself
+(:func:`binomial_rel_se`, :func:`chi2_rel_se`). Five standard errors: a correct mechanism
+PASSes unless its 95% interval reaches past 5 se (|z| > 3.04, probability 0.24% per point), and
+a FAIL needs the family-wise interval outside, which a correct mechanism reaches with
+probability ≪ 0.05/m.
+
+**Experiment** ``chowdhury-krr-release``: the K-ary RR release of ``chowdhury-rates-k``
+(same data and ``privatise`` stage; K ∈ {2, 4, 8}, ε ∈ {0.5, 1}, n = 5·10⁴) without the SGD
+fits, 100 replicates: seconds, where re-running ``chowdhury-rates-k`` under a mutant takes
+minutes. Its method ``krr_release`` reports the keep rate and the rate of one given wrong
+label ((y + 1) mod K).
+
+**Mutants** (:data:`MUTANTS`): RR released at 2ε and at ε/2 (debiased at ε), the RR
+debiasing removed (logistic MLE on ỹ), K-RR released at ε/2, objective perturbation with
+σ ÷ 1.5 (the reviewers' case) and σ × 2 (L read as a bound on ‖x‖ instead of ‖ϕ‖, spec §8
+item 7), in the exact method (``chowdhury-rates-eps``) and σ ÷ 1.5 in the SGD reading
+(``chowdhury-fig1-sgd``).
+"""
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+
+from dpsim.estimators.linear_btl import mle
+from dpsim.experiment import Experiment, Method
+from dpsim.experiment.checks import LevelCheck
+from dpsim.experiment.mutants import Mutant, chain, replaced_method, scaled_analysis
+
+from . import common as c
+from . import rates
+
+SE_REGION = 5.0          # region half-width in relative standard errors (module docstring)
+
+
+# ---------------------------------------------------------------------------------------
+# Closed forms (spec §3.2–3.4), from the grid's values
+# ---------------------------------------------------------------------------------------
+def rr_flip_probability(eps: float) -> float:
+    """P(ỹ ≠ y) = 1/(1 + e^ε) of binary RR (chowdhury eq. (2), spec §3.2; 0 at ε = ∞)."""
+    return 0.0 if math.isinf(eps) else 1.0 / (1.0 + math.exp(eps))
+
+
+def krr_keep_probability(eps: float, k: int) -> float:
+    """P(ỹ = y) = e^ε/(e^ε + K − 1) of K-ary RR (chowdhury eq. (12), spec §3.3)."""
+    return 1.0 / (1.0 + (k - 1) * math.exp(-eps))
+
+
+def krr_other_probability(eps: float, k: int) -> float:
+    """P(ỹ = y') = 1/(e^ε + K − 1) for each given y' ≠ y (eq. (12))."""
+    return 1.0 / (math.exp(eps) + k - 1)
+
+
+def thm52_noise_sq_per_l_sq(eps: float, delta: float) -> float:
+    """(σ/L)² = (8 log(2/δ) + 4ε)/ε², Thm 5.2's noise (chowdhury §5, spec §3.4, P14)."""
+    return (8.0 * math.log(2.0 / delta) + 4.0 * eps) / eps ** 2
+
+
+def binomial_rel_se(p: float, trials: float) -> float:
+    """Relative standard error of a mean of ``trials`` Bernoulli(p) draws: √((1 − p)/(p·trials))."""
+    return math.sqrt((1.0 - p) / (p * trials))
+
+
+def chi2_rel_se(dof: int, rows: int) -> float:
+    """Relative standard error of the mean of ``rows`` draws of χ²_r/r: √(2/(r·rows))."""
+    return math.sqrt(2.0 / (dof * rows))
+
+
+def mc_region(rel_se: float, k: float = SE_REGION) -> tuple[float, float]:
+    """[e^{−k·se}, e^{k·se}]: an exact closed form's region from the Monte-Carlo error alone."""
+    return math.exp(-k * rel_se), math.exp(k * rel_se)
+
+
+def _region_text(lo, hi, why):
+    return f"region [{lo:.4f}, {hi:.4f}] = e^(±{SE_REGION:g}·se), se = {why}; model error 0 (exact law)"
+
+
+# ---------------------------------------------------------------------------------------
+# chowdhury-krr-release: the K-RR release alone (module docstring)
+# ---------------------------------------------------------------------------------------
+KRR_REPS = 100
+
+
+def krr_release_fn(key, ctx):
+    """Keep rate mean(ỹ = y) and the rate mean(ỹ = (y + 1) mod K) of the K-RR release."""
+    y, y_tilde, k = ctx.sample["y"], ctx.released["y_tilde"], ctx.shape["k"]
+    return {"keep_rate": jnp.mean(jnp.asarray(y_tilde == y, jnp.float64)),
+            "next_rate": jnp.mean(jnp.asarray(y_tilde == (y + 1) % k, jnp.float64))}
+
+
+KRR_RELEASE = Experiment(
+    name="chowdhury-krr-release", title="K-ary RR release of the Plackett–Luce top-1 labels (eq. (12))",
+    axes={"dim": [5], "n_samples": [rates.K_N], "k": rates.K_GRID, **rates.THEORY, "eps": rates.K_EPS},
+    shape_axes=("dim", "n_samples", "k", "design", "features"), analysis_axes=("eps",),
+    truth=c.truth, generate=rates.pl_generate, privatise=rates.privatise_krr,
+    methods={"krr_release": Method(krr_release_fn, ("keep_rate", "next_rate"), label="K-RR release",
+                                   doc="keep rate and one wrong label's rate of the K-RR labels")},
+    reps=KRR_REPS, axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
+    resolve_shape=rates.resolve_k, lane_bytes=rates.RATES_K.lane_bytes,
+    description="spec §3.3, P12: K-RR keep rate e^ε/(e^ε+K−1) and other-label rate 1/(e^ε+K−1), exactly")
+
+EXPERIMENTS = [KRR_RELEASE]
+
+
+# ---------------------------------------------------------------------------------------
+# Level checks
+# ---------------------------------------------------------------------------------------
+def _rr_flip_check(name, experiment, method, eps_values, labels_per_point, where=None, pool=()):
+    se = max(binomial_rel_se(rr_flip_probability(e), labels_per_point) for e in eps_values)
+    lo, hi = mc_region(se)
+    return LevelCheck(
+        name, experiment, "flip_rate", method, lambda p: rr_flip_probability(p["eps"]), lo, hi, at=("eps",),
+        where=where or {}, pool=pool, formula="1/(1+e^ε)",
+        description=f"binary RR (eq. (2)): mean flip rate of the released labels / 1/(1+e^ε) at every ε; "
+                    + _region_text(lo, hi, f"{se:.2g} (binomial, {labels_per_point:.3g} labels at the worst ε)"))
+
+
+def _noise_check(name, experiment, eps_values, rows_per_point, dof, pool=()):
+    se = chi2_rel_se(dof, rows_per_point)
+    lo, hi = mc_region(se)
+    return LevelCheck(
+        name, experiment, "noise_sq", "objpert_central",
+        lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), lo, hi, at=("eps",), pool=pool,
+        formula="(8 log(2/δ)+4ε)/ε²",
+        description="objective perturbation (Alg. 2, Thm 5.2): mean ‖P_V w‖²/(r L²) of the noise the exact "
+                    "minimiser carries (first-order condition) / Thm 5.2's (σ/L)² at every ε; "
+                    + _region_text(lo, hi, f"{se:.2g} (χ²_{dof}/{dof} over {rows_per_point} fits)"))
+
+
+def _krr_check(name, metric, law, formula):
+    points = [(e, k) for e in rates.K_EPS for k in rates.K_GRID]
+    se = max(binomial_rel_se(law(e, k), rates.K_N * KRR_REPS) for e, k in points)
+    lo, hi = mc_region(se)
+    return LevelCheck(
+        name, KRR_RELEASE.name, metric, "krr_release", lambda p: law(p["eps"], p["k"]), lo, hi,
+        at=("eps", "k"), formula=formula,
+        description=f"K-ary RR (eq. (12)): mean {metric} / {formula} at every (ε, K); "
+                    + _region_text(lo, hi, f"{se:.2g} (binomial, {rates.K_N * KRR_REPS:.3g} labels per point)"))
+
+
+THEORY_DOF = 4           # theory design: V = 1^⊥ in d = 5
+CHECKS = [
+    _rr_flip_check("chowdhury-level-rr-flip-rates-eps", rates.RATES_EPS.name, "rr_local", rates.EPS_GRID,
+                   rates.EPS_N * rates.RATES_EPS.reps),
+    _rr_flip_check("chowdhury-level-rr-flip-fig1", "chowdhury-fig1", "rr_local", c.PAPER_EPS,
+                   sum(c.PAPER_N) * c.PAPER_REPS, pool=("n_samples",)),
+    _rr_flip_check("chowdhury-level-sgd-rr-flip-fig1-sgd", "chowdhury-fig1-sgd", "sgd_rr", c.PAPER_EPS,
+                   sum(c.PAPER_N) * c.PAPER_REPS, where={"schedule": ["theory"]}, pool=("n_samples",)),
+    _noise_check("chowdhury-level-objpert-noise-rates-eps", rates.RATES_EPS.name, rates.EPS_GRID,
+                 rates.RATES_EPS.reps, THEORY_DOF),
+    _noise_check("chowdhury-level-objpert-noise-rates-n", rates.RATES_N.name, rates.N_EPS,
+                 rates.RATE_REPS * len(rates.N_GRID), THEORY_DOF, pool=("n_samples",)),
+    LevelCheck("chowdhury-level-sgd-objpert-sigma-fig1-sgd", "chowdhury-fig1-sgd", "sigma_sq_per_l_sq",
+               "sgd_objpert", lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), 1 - 1e-6, 1 + 1e-6,
+               at=("eps",), where={"schedule": ["theory"]}, pool=("n_samples",), formula="(8 log(2/δ)+4ε)/ε²",
+               description="SGD objective perturbation (§6 reading): (σ/L)² of the σ the fit reports, L = max‖x‖/2 "
+                           "computed apart, / Thm 5.2's (8 log(2/δ)+4ε)/ε² at every ε; deterministic per fit, so "
+                           "region 1 ± 1e-6 (float rounding). The one-pass SGD does not return its w, so this pins "
+                           "the calibration, not the draw (the exact method's noise check pins the draw)"),
+    _krr_check("chowdhury-level-krr-keep", "keep_rate", krr_keep_probability, "e^ε/(e^ε+K−1)"),
+    _krr_check("chowdhury-level-krr-other", "next_rate", krr_other_probability, "1/(e^ε+K−1)"),
+]
+
+
+# ---------------------------------------------------------------------------------------
+# Mutants
+# ---------------------------------------------------------------------------------------
+def naive_rr_fn(key, ctx):
+    """Debiasing removed: the logistic MLE fitted on the released labels ỹ as if they were clear
+    (θ̂ shrinks by about tanh(ε/2)); same metrics as ``rr_local``."""
+    fit = mle(ctx.sample["x"], ctx.released["y_tilde"], ctx.shape["radius"], sum_zero=c.sum_zero(ctx.shape))
+    return {**c.exact_row(ctx, fit.theta, fit.converged, fit.iterations, fit.info["on_boundary"]),
+            **c.rr_prediction(ctx, ctx.analysis["eps"]), "flip_rate": c.flip_rate(ctx)}
+
+
+def noise_scaled(factor: float, method_fn):
+    """The method with L (hence σ ∝ L, Thm 5.2) multiplied by ``factor``."""
+    def fn(key, ctx):
+        return method_fn(key, ctx, feature_bound=factor * c.public_feature_bound(ctx.sample["x"]))
+    return fn
+
+
+EPS_EXP = rates.RATES_EPS.name
+MUTANTS = [
+    Mutant("chowdhury-rr-release-2eps", "binary RR released at 2ε, debiased at ε", (EPS_EXP,),
+           scaled_analysis({"eps": 2.0}, methods=(), privatise=True)),
+    Mutant("chowdhury-rr-release-half-eps", "binary RR released at ε/2 (flips × ≈2 at small ε), debiased at ε",
+           (EPS_EXP,), scaled_analysis({"eps": 0.5}, methods=(), privatise=True)),
+    Mutant("chowdhury-rr-debias-removed", "θ̂_RR without the de-biased loss: logistic MLE on ỹ", (EPS_EXP,),
+           replaced_method("rr_local", naive_rr_fn)),
+    Mutant("chowdhury-krr-release-half-eps", "K-ary RR released at ε/2", (KRR_RELEASE.name,),
+           scaled_analysis({"eps": 0.5}, methods=(), privatise=True)),
+    Mutant("chowdhury-objpert-sigma-div1.5", "objective perturbation σ ÷ 1.5 (less noise than Thm 5.2 needs)",
+           (EPS_EXP,), replaced_method("objpert_central", noise_scaled(1 / 1.5, c.objpert_central_fn))),
+    Mutant("chowdhury-objpert-sigma-x2", "objective perturbation σ × 2 (L read as a bound on ‖x‖, spec §8 item 7)",
+           (EPS_EXP,), replaced_method("objpert_central", noise_scaled(2.0, c.objpert_central_fn))),
+    Mutant("chowdhury-sgd-objpert-sigma-div1.5", "SGD objective perturbation σ ÷ 1.5", ("chowdhury-fig1-sgd",),
+           chain(replaced_method("sgd_objpert", noise_scaled(1 / 1.5, c.sgd_objpert_fn)))),
+]
