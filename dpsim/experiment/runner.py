@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 from dpsim.errors import UsageError, note, warn
 from dpsim.experiment import store
 from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
+from dpsim.experiment.provenance import environment, fingerprint
 from dpsim.experiment.program import (clear_cache, compiled_chunk_fn, compiler_options, id_words, lane_key,
                                       lane_shape, program_shape, static_shape, traced_shape_values, truth_key,
                                       truth_words)
@@ -555,6 +556,7 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     _method_columns(experiment)
     out = Path(out or Path("runs") / experiment.name)
     store.check_compatible(out, experiment.name, seed)
+    store.check_code(out, fingerprint(experiment))
     policy = batching(micro_batch=micro_batch)
     return _Request(grid, out, seed, reps, chunk, policy.workers if workers is None else workers, policy, overrides)
 
@@ -617,8 +619,8 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     reps = work.reps
     request = {"reps": reps, "overrides": {k: list(v) for k, v in (overrides or {}).items()},
                "chunk": chunk, "workers": workers, "grid": grid.axes, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-               "versions": store.versions()}
-    manifest = {"experiment": experiment.name, "source": source or experiment.name,
+               **environment()}
+    manifest = {"experiment": experiment.name, "source": source or experiment.name, "code": fingerprint(experiment),
                 "title": experiment.title, "seed": seed, "shape_axes": list(experiment.shape_axes),
                 "data_axes": list(experiment.data_axes), "analysis_axes": list(experiment.analysis_axes),
                 "derived": list(experiment.derived_names()), "methods": list(experiment.methods),

@@ -102,16 +102,6 @@ def _atomic_write_bytes(path: Path, write) -> None:
         raise
 
 
-def versions() -> dict:
-    import jax
-    import numpy
-
-    from dpsim import __version__
-    return {"dpsim": __version__, "jax": jax.__version__, "numpy": numpy.__version__,
-            "pandas": pd.__version__, "pyarrow": pa.__version__, "python": platform.python_version(),
-            "backend": jax.default_backend()}
-
-
 def read_manifest(out: Path) -> dict | None:
     path = Path(out) / MANIFEST
     if not path.exists():
@@ -131,6 +121,25 @@ def check_compatible(out: Path, experiment: str, seed: int) -> None:
     if manifest["experiment"] != experiment or manifest["seed"] != seed:
         raise UsageError(f"--out {str(out)!r} holds experiment {manifest['experiment']!r} "
                          f"seed {manifest['seed']}; choose another directory")
+
+
+def recorded_code(out: Path) -> dict | None:
+    """The code fingerprint a run directory's manifest records (None: no manifest, or one
+    written before dpsim recorded its code: ``{}``)."""
+    manifest = read_manifest(out)
+    return None if manifest is None else manifest.get("code", {})
+
+
+def check_code(out: Path, code: dict) -> None:
+    """Refuse to extend a run directory whose rows were made by other code (a different
+    fingerprint, :mod:`dpsim.experiment.provenance`), in one line naming both."""
+    from dpsim.experiment.provenance import describe
+    recorded = recorded_code(out)
+    if recorded is None or recorded.get("hash") == code["hash"]:
+        return
+    made = describe(recorded) if recorded else "code that was not recorded (dpsim before 0.3)"
+    raise UsageError(f"--out {str(out)!r} holds rows made by {made}; this is {describe(code)}: rows of different "
+                     f"code are never mixed, choose another --out")
 
 
 def write_manifest(out: Path, content: dict) -> None:

@@ -1,0 +1,110 @@
+"""A study folder knows what made it (issue 28, provenance): the manifest records the code
+fingerprint (library and definition hashes, version, commit) and the environment; extending
+a folder with other code is refused in one line that names both, writing nothing; `dpsim
+verify` recomputes its own folders when the code changed; the version is written once."""
+from __future__ import annotations
+
+import json
+import textwrap
+from importlib.metadata import version
+
+import pytest
+
+import dpsim
+from dpsim.cli import main
+from dpsim.experiment.provenance import definition_files, describe, fingerprint, library_hash
+from dpsim.experiment.mutants import scaled_analysis
+
+STUDY = '''
+import jax, jax.numpy as jnp
+from dpsim.experiment import Experiment, Method, LevelCheck
+from dpsim.estimators import win_counts
+from dpsim.models import sample_er_comparisons
+
+def generate(key, shape, truth, data):
+    return {"W": sample_er_comparisons(key, jnp.linspace(-1.0, 1.0, shape["n_items"]), data["p"])}
+
+def laplace_counts(key, ctx):
+    counts = win_counts(ctx.sample["W"])
+    noise = (2.0 / ctx.analysis["eps"]) * jax.random.laplace(key, counts.shape)
+    return {"noise_ms": jnp.mean(noise ** 2)}
+
+STUDY = Experiment(name="prov", title="t", axes={"n_items": [20], "p": [1.0], "eps": [1.0, 2.0]},
+                   shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {},
+                   generate=generate, methods={"laplace": Method(laplace_counts, ("noise_ms",))}, reps=4)
+CHECKS = [LevelCheck("prov-variance", "prov", "noise_ms", "laplace", lambda p: 8.0 / p["eps"] ** 2,
+                     0.5, 2.0, at=("eps",))]
+'''
+
+
+@pytest.fixture
+def study(tmp_path, monkeypatch):
+    path = tmp_path / "study.py"
+    path.write_text(textwrap.dedent(STUDY))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPSIM_JAX_CACHE", "off")
+    return path
+
+
+def _parts(out):
+    return sorted(p.name for p in (out / "parts").glob("*.parquet"))
+
+
+def test_the_manifest_records_code_and_environment(study):
+    assert main(["run", "study.py", "--no-progress"]) == 0
+    manifest = json.loads((study.parent / "runs" / "prov" / "manifest.json").read_text())
+    code = manifest["code"]
+    assert code["library"] == library_hash() and code["dpsim"] == dpsim.__version__
+    assert code["definition_files"] == ["study.py"] and len(code["hash"]) == 16
+    run = manifest["history"][0]
+    assert run["command"] == ["run", "study.py", "--no-progress"] or run["command"]
+    assert {"jax", "jaxlib", "numpy", "pandas", "pyarrow", "matplotlib"} <= set(run["versions"])
+    assert run["host"] and run["cpu"] and run["backend"] == "cpu"
+
+
+def test_extending_with_other_code_is_refused(study, capsys):
+    """The issue's case: a study file changed by one line (the noise at ε·0.01), then extended
+    into the same folder: refused, nothing written."""
+    out = study.parent / "runs" / "prov"
+    assert main(["run", "study.py", "--no-progress"]) == 0
+    assert main(["run", "study.py", "--reps", "6", "--no-progress"]) == 0        # same code: extends
+    before = _parts(out)
+    first = json.loads((out / "manifest.json").read_text())["code"]["hash"]
+    study.write_text(study.read_text().replace("(2.0 / ctx.analysis", "(2.0 / (0.01 * ctx.analysis"
+                                               ).replace('ctx.analysis["eps"]) *', 'ctx.analysis["eps"])) *'))
+    capsys.readouterr()
+    assert main(["run", "study.py", "--reps", "9", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and first in err and "never mixed" in err
+    assert err.count("code ") >= 2                                                # both fingerprints named
+    assert _parts(out) == before
+    assert main(["run", "study.py", "--reps", "9", "--out", "runs/prov-2", "--no-progress"]) == 0
+
+
+def test_verify_recomputes_a_folder_made_by_other_code(study, capsys):
+    assert main(["verify", "study.py", "--no-progress"]) in (0, 3)
+    out = study.parent / "runs" / "verify" / "prov"
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["code"]["hash"] = "0123456789abcdef"                               # as if made by other code
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(["verify", "study.py", "--no-progress"]) in (0, 3)
+    captured = capsys.readouterr()
+    assert "made by code 0123456789abcdef" in captured.err and "recomputing" in captured.err
+    assert json.loads((out / "manifest.json").read_text())["code"]["hash"] != "0123456789abcdef"
+    assert len(json.loads((out / "manifest.json").read_text())["history"]) == 1
+
+
+def test_fingerprint_follows_a_paper_package_and_a_mutant():
+    from dpsim.experiment.registry import experiment
+    fig3, _ = experiment("cai-fig3")
+    files = {p.name for p in definition_files(fig3)}
+    assert {"__init__.py", "edge.py"} <= files                   # the whole cai package
+    mutated = scaled_analysis({"eps": 2.0})(fig3)
+    assert fingerprint(mutated)["hash"] == fingerprint(fig3)["hash"]   # same files; its folder is apart
+    assert describe({"hash": "ab", "dpsim": "1", "commit": "c" * 40, "dirty": True}) == \
+        "code ab (dpsim 1, commit cccccccccc + uncommitted changes)"
+
+
+def test_one_version_number():
+    assert version("dpsim") == dpsim.__version__
