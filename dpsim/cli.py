@@ -60,6 +60,11 @@ def _plot_dir(out: Path, experiment, to: Path | None = None) -> list[Path]:
     paths = []
     for drawn in draw_figures(load_results(out), experiment.figure):
         paths += save_figure(drawn, to or out / "figure")
+    if to is None:      # figures of an earlier split (figure-link=probit.png, …) no longer drawn
+        drawn_now = {Path(p).resolve() for p in paths}
+        for stale in out.glob("figure*"):
+            if stale.suffix in (".png", ".pdf", ".csv") and stale.resolve() not in drawn_now:
+                stale.unlink()
     return paths
 
 
@@ -111,6 +116,9 @@ def cmd_plot(args) -> int:
     if manifest is None:
         raise UsageError(f"{str(out)!r} holds no dpsim run (no manifest.json)")
     experiment = _manifest_experiment(manifest)
+    if not manifest.get("complete", True):
+        print(f"note: {out} holds an incomplete run (interrupted or still running); the figure draws the rows "
+              f"computed so far: run the same command again to finish it", file=sys.stderr)
     paths = _plot_dir(out, experiment, Path(args.to) if args.to else None)
     if not paths:
         raise UsageError(f"experiment {experiment.name!r} defines no figure")

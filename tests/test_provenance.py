@@ -17,7 +17,7 @@ from dpsim.experiment.mutants import scaled_analysis
 
 STUDY = '''
 import jax, jax.numpy as jnp
-from dpsim.experiment import Experiment, Method, LevelCheck
+from dpsim.experiment import Experiment, FigureSpec, LevelCheck, Method, Panel
 from dpsim.estimators import win_counts
 from dpsim.models import sample_er_comparisons
 
@@ -31,7 +31,9 @@ def laplace_counts(key, ctx):
 
 STUDY = Experiment(name="prov", title="t", axes={"n_items": [20], "p": [1.0], "eps": [1.0, 2.0]},
                    shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {},
-                   generate=generate, methods={"laplace": Method(laplace_counts, ("noise_ms",))}, reps=4)
+                   generate=generate, methods={"laplace": Method(laplace_counts, ("noise_ms",))}, reps=4,
+                   figure=FigureSpec(x="eps", curve="method", xlabel="eps", curve_label="method",
+                                     panels=(Panel("noise_ms", None, "mean square"),)))
 CHECKS = [LevelCheck("prov-variance", "prov", "noise_ms", "laplace", lambda p: 8.0 / p["eps"] ** 2,
                      0.5, 2.0, at=("eps",))]
 '''
@@ -108,3 +110,38 @@ def test_fingerprint_follows_a_paper_package_and_a_mutant():
 
 def test_one_version_number():
     assert version("dpsim") == dpsim.__version__
+
+
+def _no_bare_constants(name):
+    raise AssertionError(f"manifest holds the non-JSON constant {name}")
+
+
+def test_manifest_is_json_and_reads_back_infinity(study):
+    assert main(["run", "study.py", "--set", "eps=1,inf", "--no-progress"]) == 0
+    out = study.parent / "runs" / "prov"
+    raw = json.loads((out / "manifest.json").read_text(), parse_constant=_no_bare_constants)
+    assert raw["study"]["axes"]["eps"] == [1.0, "inf"] and raw["complete"] is True
+    from dpsim.experiment.store import read_manifest
+    assert read_manifest(out)["study"]["axes"]["eps"] == [1.0, float("inf")]
+
+
+def test_verify_leaves_a_finished_run_untouched(study):
+    assert main(["verify", "study.py", "--no-progress"]) in (0, 3)
+    manifest = study.parent / "runs" / "verify" / "prov" / "manifest.json"
+    before = manifest.read_bytes()
+    assert main(["verify", "study.py", "--no-progress"]) in (0, 3)
+    assert manifest.read_bytes() == before
+
+
+def test_plot_says_incomplete_and_removes_stale_figures(study, capsys):
+    assert main(["run", "study.py", "--no-progress"]) == 0
+    out = study.parent / "runs" / "prov"
+    stale = out / "figure-link=probit.png"
+    stale.write_bytes(b"old")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["complete"] = False
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(["plot", str(out)]) == 0
+    assert "incomplete run" in capsys.readouterr().err
+    assert not stale.exists() and (out / "figure.png").exists() and (out / "figure.csv").exists()

@@ -616,6 +616,10 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
     groups = _groups(grid)
     previous = store.read_manifest(out) or {}
+    if not plan and previous.get("complete"):
+        # nothing to compute (e.g. verify judging a finished run): the folder is left as it was
+        _warn_unconverged(experiment, previous.get("diagnostics", {}).get("unconverged", []))
+        return RunSummary(out, 0, 0, 0.0, 0.0)
     reps = work.reps
     request = {"reps": reps, "overrides": {k: list(v) for k, v in (overrides or {}).items()},
                "chunk": chunk, "workers": workers, "grid": grid.axes, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -625,7 +629,8 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                 "data_axes": list(experiment.data_axes), "analysis_axes": list(experiment.analysis_axes),
                 "derived": list(experiment.derived_names()), "methods": list(experiment.methods),
                 "history": [*previous.get("history", []), request],
-                "study": previous.get("study", {}), "diagnostics": previous.get("diagnostics", {})}
+                "study": previous.get("study", {}), "diagnostics": previous.get("diagnostics", {}),
+                "complete": False}
     store.write_manifest(out, manifest)
 
     for line in _data_notes(experiment, grid):
@@ -679,11 +684,17 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                     "first_chunks_seconds_incl_compile": round(first_chunks, 3)})
     manifest["study"] = study_summary(out, experiment)
     manifest["diagnostics"] = {"unconverged": unconverged(out, experiment)}
+    manifest["complete"] = True
     store.write_manifest(out, manifest)
-    for item in manifest["diagnostics"]["unconverged"]:
+    _warn_unconverged(experiment, manifest["diagnostics"]["unconverged"])
+    return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
+
+
+def _warn_unconverged(experiment: Experiment, items: list[dict]) -> None:
+    """One warning per method whose fits did not all converge (the manifest's diagnostics)."""
+    for item in items:
         warn(f"{experiment.name}: {item['failed']} of {item['fits']} {item['method']} fits did not converge "
              f"({item['where']})")
-    return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
 
 
 def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:

@@ -7,6 +7,7 @@ and re-running into the same directory computes only the missing (point, rep) pa
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import tempfile
@@ -102,11 +103,38 @@ def _atomic_write_bytes(path: Path, write) -> None:
         raise
 
 
+NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _json_safe(value):
+    """``value`` with every non-finite float written as the string "inf", "-inf" or "nan"
+    (bare ``Infinity`` is not JSON: jq and JavaScript reject it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _from_json(value):
+    if isinstance(value, str) and value in NON_FINITE:
+        return NON_FINITE[value]
+    if isinstance(value, dict):
+        return {k: _from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value
+
+
 def read_manifest(out: Path) -> dict | None:
+    """A run directory's manifest (None without one); the strings "inf", "-inf" and "nan"
+    are read back as floats."""
     path = Path(out) / MANIFEST
     if not path.exists():
         return None
-    return json.loads(path.read_text())
+    return _from_json(json.loads(path.read_text()))
 
 
 def check_compatible(out: Path, experiment: str, seed: int) -> None:
@@ -143,7 +171,8 @@ def check_code(out: Path, code: dict) -> None:
 
 
 def write_manifest(out: Path, content: dict) -> None:
-    text = json.dumps(content, indent=2, sort_keys=True, default=str)
+    """Write the manifest atomically, as valid JSON (non-finite floats as strings)."""
+    text = json.dumps(_json_safe(content), indent=2, sort_keys=True, default=str, allow_nan=False)
     _atomic_write_bytes(Path(out) / MANIFEST, lambda tmp: Path(tmp).write_text(text))
 
 
