@@ -119,7 +119,10 @@ def cmd_plot(args) -> int:
     if not manifest.get("complete", True):
         print(f"note: {out} holds an incomplete run (interrupted or still running); the figure draws the rows "
               f"computed so far: run the same command again to finish it", file=sys.stderr)
-    paths = _plot_dir(out, experiment, Path(args.to) if args.to else None)
+    try:
+        paths = _plot_dir(out, experiment, Path(args.to) if args.to else None)
+    except OSError as exc:
+        raise UsageError(f"cannot write the figure: {exc.strerror or exc} ({exc.filename or args.to or out})") from None
     if not paths:
         raise UsageError(f"experiment {experiment.name!r} defines no figure")
     for path in paths:

@@ -145,3 +145,23 @@ def test_plot_says_incomplete_and_removes_stale_figures(study, capsys):
     assert main(["plot", str(out)]) == 0
     assert "incomplete run" in capsys.readouterr().err
     assert not stale.exists() and (out / "figure.png").exists() and (out / "figure.csv").exists()
+
+
+BROKEN = STUDY.replace('return {"noise_ms": jnp.mean(noise ** 2)}', 'return {"noise_ms": ctx.analysis["sigma"]}')
+
+
+def test_a_broken_method_is_one_line_and_leaves_nothing(study, capsys):
+    study.write_text(textwrap.dedent(BROKEN))
+    assert main(["run", "study.py", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "method 'laplace' failed: KeyError" in err and "sigma" in err
+    assert not (study.parent / "runs" / "prov").exists()
+
+
+def test_bad_outputs_are_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "cai-fig3", "--set", "eps=1e400", "--dry-run"]) == 2
+    assert "value '1e400' overflows a float" in capsys.readouterr().err
+    assert main(["run", "cai-fig3", "--reps", "1", "--out", "/proc/forbidden", "--no-progress"]) == 2
+    assert "cannot be created" in capsys.readouterr().err

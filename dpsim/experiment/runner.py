@@ -674,6 +674,12 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                 rows_written += table.num_rows
                 lanes_run += len(step.chunks[number])
                 bar.update(1)
+    except BaseException:
+        if not previous and rows_written == 0:
+            # a run that failed before its first chunk leaves nothing behind (the lock's
+            # holder then removes the folder it created)
+            (out / store.MANIFEST).unlink(missing_ok=True)
+        raise
     finally:
         compiler.shutdown()
         pool.shutdown()

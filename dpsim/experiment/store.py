@@ -66,7 +66,10 @@ def exclusive(out: Path):
     ``fcntl`` (Windows) nothing is locked."""
     out = Path(out)
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {str(out)!r} cannot be created: {exc.strerror or exc}") from None
     handle = open(out / LOCK, "a+")
     try:
         try:
