@@ -165,3 +165,29 @@ def test_bad_outputs_are_one_line(tmp_path, capsys, monkeypatch):
     assert "value '1e400' overflows a float" in capsys.readouterr().err
     assert main(["run", "cai-fig3", "--reps", "1", "--out", "/proc/forbidden", "--no-progress"]) == 2
     assert "cannot be created" in capsys.readouterr().err
+
+
+def test_proportions_get_wilson_intervals_and_slopes_refuse_an_unidentified_design():
+    """Exact recovery failing in every replicate: the normal interval collapses to [0, 0],
+    Wilson's is [0, 3.7/n] (z²/(n + z²)); a slope pooled over an axis that fixes x in each
+    group (the issue's xu-fig3 case: ε a function of n_users) is refused, not fitted."""
+    import numpy as np
+    import pandas as pd
+    from dpsim.errors import UsageError
+    from dpsim.experiment.summary import loglog_slope, summarise
+    table = pd.DataFrame({"eps": [1.0] * 100 + [2.0] * 100, "rep": list(range(100)) * 2, "method": "m",
+                          "exact": [0.0] * 100 + [1.0] * 99 + [0.0]})
+    table.attrs["method_columns"] = ["exact"]
+    out = summarise(table, "exact", ["eps"]).set_index("eps")
+    z2 = 1.959963984540054 ** 2
+    assert out.loc[1.0, "ci_low"] == pytest.approx(0.0, abs=1e-12)
+    assert out.loc[1.0, "ci_high"] == pytest.approx(z2 / (100 + z2), rel=1e-12)
+    assert 0 < out.loc[2.0, "ci_low"] < 0.99 < out.loc[2.0, "ci_high"] <= 1.0
+    rng = np.random.default_rng(0)
+    users = np.repeat([100, 200, 400], 50)
+    design = pd.DataFrame({"n_users": users, "eps": 10 / np.sqrt(users), "rep": np.tile(range(50), 3),
+                           "method": "m", "linf": rng.gamma(4.0, 0.1, 150)})
+    design.attrs["method_columns"] = ["linf"]
+    with pytest.raises(UsageError, match="not identified"):
+        loglog_slope(design, "linf", "eps", pool=["n_users"])
+    assert loglog_slope(design, "linf", "eps").n_points == 3
