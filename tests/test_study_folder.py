@@ -191,3 +191,29 @@ def test_proportions_get_wilson_intervals_and_slopes_refuse_an_unidentified_desi
     with pytest.raises(UsageError, match="not identified"):
         loglog_slope(design, "linf", "eps", pool=["n_users"])
     assert loglog_slope(design, "linf", "eps").n_points == 3
+
+
+def test_export_and_summary(study, capsys):
+    import pandas as pd
+    assert main(["run", "study.py", "--no-progress"]) == 0
+    out = study.parent / "runs" / "prov"
+    for suffix, read in ((".csv", pd.read_csv), (".parquet", pd.read_parquet), (".feather", pd.read_feather)):
+        assert main(["export", str(out), "--to", f"table{suffix}"]) == 0
+        table = read(study.parent / f"table{suffix}")
+        assert len(table) == 8 and {"eps", "rep", "method", "noise_ms"} <= set(table.columns)
+    assert main(["export", str(out), "--to", "table.txt"]) == 2
+    assert main(["export", "nowhere", "--to", "t.csv"]) == 2
+    capsys.readouterr()
+    assert main(["summary", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "ci_low" in text and text.count("laplace") == 2                   # one row per ε
+    assert main(["summary", str(out), "--slope", "noise_ms:eps"]) == 0
+    assert "slope of log noise_ms on log eps -2." in capsys.readouterr().out   # variance 8/ε²
+
+
+def test_unknown_names_suggest_the_closest(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "cai-fig33", "--dry-run"]) == 2
+    assert "did you mean 'cai-fig3'" in capsys.readouterr().err
+    assert main(["run", "cai-fig3", "--set", "epss=1", "--dry-run"]) == 2
+    assert "did you mean 'eps'?" in capsys.readouterr().err
