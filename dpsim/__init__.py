@@ -14,4 +14,4 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

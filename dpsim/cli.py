@@ -60,6 +60,11 @@ def _plot_dir(out: Path, experiment, to: Path | None = None) -> list[Path]:
     paths = []
     for drawn in draw_figures(load_results(out), experiment.figure):
         paths += save_figure(drawn, to or out / "figure")
+    if to is None:      # figures of an earlier split (figure-link=probit.png, …) no longer drawn
+        drawn_now = {Path(p).resolve() for p in paths}
+        for stale in out.glob("figure*"):
+            if stale.suffix in (".png", ".pdf", ".csv") and stale.resolve() not in drawn_now:
+                stale.unlink()
     return paths
 
 
@@ -102,6 +107,72 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _run_directory(path: str) -> Path:
+    from dpsim.experiment.store import read_manifest
+    out = Path(path)
+    if not out.is_dir() or read_manifest(out) is None:
+        raise UsageError(f"{path!r} holds no dpsim run (no manifest.json)")
+    return out
+
+
+EXPORT_FORMATS = (".csv", ".parquet", ".feather")
+
+
+def cmd_export(args) -> int:
+    """The tidy table of a run directory as one file (CSV, Parquet or Feather, by suffix)."""
+    from dpsim.experiment.store import check_directory, load_results
+    out = _run_directory(args.dir)
+    target = Path(args.to)
+    if target.suffix not in EXPORT_FORMATS:
+        raise UsageError(f"--to {args.to!r}: name a file ending in {', '.join(EXPORT_FORMATS)}")
+    check_directory(target.parent, "--to")
+    table = load_results(out)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        {".csv": lambda: table.to_csv(target, index=False),
+         ".parquet": lambda: table.to_parquet(target, index=False),
+         ".feather": lambda: table.reset_index(drop=True).to_feather(target)}[target.suffix]()
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.to!r}: {exc.strerror or exc}") from None
+    print(f"{len(table)} rows, {len(table.columns)} columns -> {target}")
+    return 0
+
+
+def cmd_summary(args) -> int:
+    """Means with 95% intervals per group, and log–log slopes, from the command line."""
+    import numpy as np
+    import pandas as pd
+
+    from dpsim.experiment.store import load_results
+    from dpsim.experiment.summary import grid_columns, loglog_slope, summarise
+    table = load_results(_run_directory(args.dir))
+    metrics = list(table.attrs.get("method_columns", ()))
+    if args.slope:
+        for spec in args.slope:
+            metric, _, axis = spec.partition(":")
+            if not axis or metric not in table or axis not in table:
+                raise UsageError(f"--slope {spec!r}: write METRIC:AXIS with a metric and an axis of this run")
+            rows = table[table[metric].notna() & np.isfinite(table[axis].astype(float))]
+            others = [c for c in grid_columns(rows) if c != axis and c not in (args.pool or ())
+                      and rows[c].nunique() > 1]
+            for key, part in rows.groupby(["method", *others], sort=True):
+                key = key if isinstance(key, tuple) else (key,)
+                label = f"{key[0]:<16}" + "".join(f" {a}={v}" for a, v in zip(others, key[1:]))
+                fit = loglog_slope(part, metric, axis, pool=args.pool or ())
+                print(f"{label}: slope of log {metric} on log {axis} {fit.slope:+.3f} "
+                      f"[{fit.ci_low:+.3f}, {fit.ci_high:+.3f}]  ({fit.rows})")
+        return 0
+    metric = args.metric or (metrics[0] if metrics else None)
+    if metric not in table:
+        raise UsageError(f"unknown metric {metric!r}; this run has {', '.join(metrics)}")
+    table = table[table[metric].notna()]            # methods that do not report it
+    by = ["method", *(args.by or [c for c in grid_columns(table) if table[c].nunique() > 1])]
+    out = summarise(table, metric, by, pool=args.pool or ())
+    with pd.option_context("display.max_rows", 500, "display.width", 160):
+        print(out.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
 def cmd_plot(args) -> int:
     from dpsim.experiment.store import check_directory, read_manifest
     out = Path(args.dir)
@@ -111,7 +182,13 @@ def cmd_plot(args) -> int:
     if manifest is None:
         raise UsageError(f"{str(out)!r} holds no dpsim run (no manifest.json)")
     experiment = _manifest_experiment(manifest)
-    paths = _plot_dir(out, experiment, Path(args.to) if args.to else None)
+    if not manifest.get("complete", True):
+        print(f"note: {out} holds an incomplete run (interrupted or still running); the figure draws the rows "
+              f"computed so far: run the same command again to finish it", file=sys.stderr)
+    try:
+        paths = _plot_dir(out, experiment, Path(args.to) if args.to else None)
+    except OSError as exc:
+        raise UsageError(f"cannot write the figure: {exc.strerror or exc} ({exc.filename or args.to or out})") from None
     if not paths:
         raise UsageError(f"experiment {experiment.name!r} defines no figure")
     for path in paths:
@@ -264,6 +341,20 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("dir")
     plot.add_argument("--to", default=None, help="file stem for PNG and PDF (default DIR/figure)")
     plot.set_defaults(func=cmd_plot)
+
+    export = sub.add_parser("export", help="write a run directory's tidy table as one file")
+    export.add_argument("dir")
+    export.add_argument("--to", required=True, help="FILE.csv, FILE.parquet or FILE.feather")
+    export.set_defaults(func=cmd_export)
+
+    summ = sub.add_parser("summary", help="means with 95%% intervals (or log-log slopes) of a run directory")
+    summ.add_argument("dir")
+    summ.add_argument("--metric", default=None, help="the metric to summarise (default: the first)")
+    summ.add_argument("--by", nargs="+", default=None, help="group by these axes (default: every axis that varies)")
+    summ.add_argument("--pool", nargs="+", default=None, help="axes to average over deliberately")
+    summ.add_argument("--slope", action="append", metavar="METRIC:AXIS",
+                      help="print the slope of log METRIC on log AXIS per method instead")
+    summ.set_defaults(func=cmd_summary)
 
     ver = sub.add_parser("verify", help="run and evaluate rate checks")
     ver.add_argument("checks", nargs="*", help="check names, a paper prefix (cai), experiment names (their checks), or path/to/study.py")

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 experiments=(cai-fig1 cai-fig2 cai-fig3 xu-fig3 nguyen-fig2 chowdhury-fig1)
-echo "reproduce: set-up, then ${experiments[*]} and their checks; expect about 6 minutes on a 2-core CPU"
+echo "reproduce: set-up, then ${experiments[*]} and their checks; expect about 3 minutes on a 2-core CPU (more on a first set-up)"
 start=$(date +%s)
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"

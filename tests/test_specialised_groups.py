@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import pandas as pd
 import pytest
 
+from dpsim.errors import UsageError
+
 from dpsim.experiment import Derived, Method, axes, runner, store
 from dpsim.experiment.program import merge_groups
 from dpsim.experiment.runner import run_experiment
@@ -134,7 +136,7 @@ def test_a_method_that_fails_to_trace_still_fails_with_its_own_message(tmp_path)
         raise ValueError(f"broken method at mechanism {ctx.analysis['mechanism']}")
 
     exp = experiment({"borda": Method(broken, METHODS["borda"].metrics)})
-    with pytest.raises(ValueError, match="broken method at mechanism laplace"):
+    with pytest.raises(UsageError, match="method 'borda' failed: ValueError: broken method at mechanism laplace"):
         run_experiment(exp, out=tmp_path / "broken", progress=False)
     jax.clear_caches()
 

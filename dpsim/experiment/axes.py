@@ -160,6 +160,8 @@ def parse_value(text: str):
         return text
     if math.isnan(value):
         raise UsageError(f"value {text!r} is not a number")
+    if math.isinf(value):
+        raise UsageError(f"value {text!r} overflows a float; write inf for the non-private case")
     return value
 
 

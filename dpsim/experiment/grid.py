@@ -388,7 +388,10 @@ def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None
     overrides = dict(overrides or {})
     for axis in overrides:
         if axis not in experiment.axes:
-            raise UsageError(f"unknown axis {axis!r} for experiment {experiment.name!r}; "
+            import difflib
+            close = difflib.get_close_matches(axis, list(experiment.axes), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"unknown axis {axis!r}{hint} for experiment {experiment.name!r}; "
                              f"axes are {', '.join(experiment.axes)}")
     axes = {}
     for axis, default in experiment.axes.items():

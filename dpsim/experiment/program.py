@@ -118,8 +118,24 @@ def analyse_point(experiment: Experiment, a_key, ctx: Context) -> dict:
         ctx = ctx._replace(released=experiment.privatise(keys[-1], ctx))
     out = {}
     for index, name in enumerate(names):
-        out[name] = _checked_outputs(experiment, name, experiment.methods[name].fn(keys[index], ctx))
+        out[name] = _checked_outputs(experiment, name, _called(experiment, name, keys[index], ctx))
     return out
+
+
+def _called(experiment: Experiment, name: str, key, ctx: Context):
+    """A method's outputs; an exception it raises while it is traced becomes one UsageError
+    line naming the experiment, the method and the error (``DPSIM_TRACEBACK=1`` re-raises it
+    as it was, with the whole trace)."""
+    try:
+        return experiment.methods[name].fn(key, ctx)
+    except UsageError:
+        raise
+    except Exception as exc:
+        if os.environ.get("DPSIM_TRACEBACK"):
+            raise
+        message = " ".join(str(exc).split())
+        raise UsageError(f"experiment {experiment.name!r}: method {name!r} failed: {type(exc).__name__}: "
+                         f"{message[:300]} (DPSIM_TRACEBACK=1 shows the whole trace)") from None
 
 
 def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,

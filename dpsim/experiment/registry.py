@@ -134,7 +134,8 @@ def experiment(target: str) -> tuple[Experiment, str]:
         own = paper(target.split("-")[0])   # experiment names begin with their paper's name
         found = own if own is not None and target in own.experiments else installed()
         if target not in found.experiments:
-            raise UsageError(f"unknown experiment {target!r}; see `dpsim list`")
+            raise UsageError(f"unknown experiment {target!r}{did_you_mean(target, installed().experiments)}; "
+                             f"see `dpsim list`")
         return found.experiments[target], found.source[target]
     path, _, name = target.partition(":")
     module = load_study(path)
@@ -152,6 +153,13 @@ def experiment(target: str) -> tuple[Experiment, str]:
     return only, f"{path}:{only.name}"
 
 
+def did_you_mean(name: str, known) -> str:
+    """", did you mean 'x'?" for the closest known names, or "" when none is close."""
+    import difflib
+    close = difflib.get_close_matches(name, list(known), n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
 def select(table: dict, names, what: str) -> list:
     """Items of ``table`` named by ``names``: exact names, or a prefix such as a paper's name
     (``cai`` selects every ``cai-…``); all items when ``names`` is empty."""
@@ -162,6 +170,6 @@ def select(table: dict, names, what: str) -> list:
         hits = [v for k, v in table.items() if k == name] or \
                [v for k, v in table.items() if k.startswith(name.rstrip("-") + "-")]
         if not hits:
-            raise UsageError(f"unknown {what} {name!r}; see `dpsim list`")
+            raise UsageError(f"unknown {what} {name!r}{did_you_mean(name, table)}; see `dpsim list`")
         chosen.extend(h for h in hits if h not in chosen)
     return chosen

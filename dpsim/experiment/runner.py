@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 from dpsim.errors import UsageError, note, warn
 from dpsim.experiment import store
 from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
+from dpsim.experiment.provenance import environment, fingerprint
 from dpsim.experiment.program import (clear_cache, compiled_chunk_fn, compiler_options, id_words, lane_key,
                                       lane_shape, program_shape, static_shape, traced_shape_values, truth_key,
                                       truth_words)
@@ -555,6 +556,7 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     _method_columns(experiment)
     out = Path(out or Path("runs") / experiment.name)
     store.check_compatible(out, experiment.name, seed)
+    store.check_code(out, fingerprint(experiment))
     policy = batching(micro_batch=micro_batch)
     return _Request(grid, out, seed, reps, chunk, policy.workers if workers is None else workers, policy, overrides)
 
@@ -614,16 +616,21 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
     groups = _groups(grid)
     previous = store.read_manifest(out) or {}
+    if not plan and previous.get("complete"):
+        # nothing to compute (e.g. verify judging a finished run): the folder is left as it was
+        _warn_unconverged(experiment, previous.get("diagnostics", {}).get("unconverged", []))
+        return RunSummary(out, 0, 0, 0.0, 0.0)
     reps = work.reps
     request = {"reps": reps, "overrides": {k: list(v) for k, v in (overrides or {}).items()},
                "chunk": chunk, "workers": workers, "grid": grid.axes, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-               "versions": store.versions()}
-    manifest = {"experiment": experiment.name, "source": source or experiment.name,
+               **environment()}
+    manifest = {"experiment": experiment.name, "source": source or experiment.name, "code": fingerprint(experiment),
                 "title": experiment.title, "seed": seed, "shape_axes": list(experiment.shape_axes),
                 "data_axes": list(experiment.data_axes), "analysis_axes": list(experiment.analysis_axes),
                 "derived": list(experiment.derived_names()), "methods": list(experiment.methods),
                 "history": [*previous.get("history", []), request],
-                "study": previous.get("study", {}), "diagnostics": previous.get("diagnostics", {})}
+                "study": previous.get("study", {}), "diagnostics": previous.get("diagnostics", {}),
+                "complete": False}
     store.write_manifest(out, manifest)
 
     for line in _data_notes(experiment, grid):
@@ -667,6 +674,12 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                 rows_written += table.num_rows
                 lanes_run += len(step.chunks[number])
                 bar.update(1)
+    except BaseException:
+        if not previous and rows_written == 0:
+            # a run that failed before its first chunk leaves nothing behind (the lock's
+            # holder then removes the folder it created)
+            (out / store.MANIFEST).unlink(missing_ok=True)
+        raise
     finally:
         compiler.shutdown()
         pool.shutdown()
@@ -677,11 +690,17 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                     "first_chunks_seconds_incl_compile": round(first_chunks, 3)})
     manifest["study"] = study_summary(out, experiment)
     manifest["diagnostics"] = {"unconverged": unconverged(out, experiment)}
+    manifest["complete"] = True
     store.write_manifest(out, manifest)
-    for item in manifest["diagnostics"]["unconverged"]:
+    _warn_unconverged(experiment, manifest["diagnostics"]["unconverged"])
+    return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
+
+
+def _warn_unconverged(experiment: Experiment, items: list[dict]) -> None:
+    """One warning per method whose fits did not all converge (the manifest's diagnostics)."""
+    for item in items:
         warn(f"{experiment.name}: {item['failed']} of {item['fits']} {item['method']} fits did not converge "
              f"({item['where']})")
-    return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
 
 
 def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:

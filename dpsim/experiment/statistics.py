@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.summary import Z95, grid_columns, select
+from dpsim.experiment.summary import Z95, grid_columns, select, wilson_interval
 
 
 # Paired observations
@@ -242,12 +242,9 @@ def isotonic(y, w):
 
 
 def wilson(successes, n):
-    """95% Wilson score interval of a binomial proportion (elementwise)."""
-    phat = successes / n
-    z2 = Z95 ** 2
-    centre = (phat + z2 / (2 * n)) / (1 + z2 / n)
-    half = Z95 * np.sqrt(phat * (1 - phat) / n + z2 / (4 * n ** 2)) / (1 + z2 / n)
-    return centre - half, centre + half
+    """95% Wilson score interval of a binomial proportion (elementwise; the one helper is
+    :func:`dpsim.experiment.summary.wilson_interval`)."""
+    return wilson_interval(successes, n)
 
 
 def crossing(x, y, level=0.5):

@@ -7,6 +7,7 @@ and re-running into the same directory computes only the missing (point, rep) pa
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import tempfile
@@ -65,7 +66,10 @@ def exclusive(out: Path):
     ``fcntl`` (Windows) nothing is locked."""
     out = Path(out)
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {str(out)!r} cannot be created: {exc.strerror or exc}") from None
     handle = open(out / LOCK, "a+")
     try:
         try:
@@ -102,21 +106,38 @@ def _atomic_write_bytes(path: Path, write) -> None:
         raise
 
 
-def versions() -> dict:
-    import jax
-    import numpy
+NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
-    from dpsim import __version__
-    return {"dpsim": __version__, "jax": jax.__version__, "numpy": numpy.__version__,
-            "pandas": pd.__version__, "pyarrow": pa.__version__, "python": platform.python_version(),
-            "backend": jax.default_backend()}
+
+def _json_safe(value):
+    """``value`` with every non-finite float written as the string "inf", "-inf" or "nan"
+    (bare ``Infinity`` is not JSON: jq and JavaScript reject it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _from_json(value):
+    if isinstance(value, str) and value in NON_FINITE:
+        return NON_FINITE[value]
+    if isinstance(value, dict):
+        return {k: _from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value
 
 
 def read_manifest(out: Path) -> dict | None:
+    """A run directory's manifest (None without one); the strings "inf", "-inf" and "nan"
+    are read back as floats."""
     path = Path(out) / MANIFEST
     if not path.exists():
         return None
-    return json.loads(path.read_text())
+    return _from_json(json.loads(path.read_text()))
 
 
 def check_compatible(out: Path, experiment: str, seed: int) -> None:
@@ -133,8 +154,28 @@ def check_compatible(out: Path, experiment: str, seed: int) -> None:
                          f"seed {manifest['seed']}; choose another directory")
 
 
+def recorded_code(out: Path) -> dict | None:
+    """The code fingerprint a run directory's manifest records (None: no manifest, or one
+    written before dpsim recorded its code: ``{}``)."""
+    manifest = read_manifest(out)
+    return None if manifest is None else manifest.get("code", {})
+
+
+def check_code(out: Path, code: dict) -> None:
+    """Refuse to extend a run directory whose rows were made by other code (a different
+    fingerprint, :mod:`dpsim.experiment.provenance`), in one line naming both."""
+    from dpsim.experiment.provenance import describe
+    recorded = recorded_code(out)
+    if recorded is None or recorded.get("hash") == code["hash"]:
+        return
+    made = describe(recorded) if recorded else "code that was not recorded (dpsim before 0.3)"
+    raise UsageError(f"--out {str(out)!r} holds rows made by {made}; this is {describe(code)}: rows of different "
+                     f"code are never mixed, choose another --out")
+
+
 def write_manifest(out: Path, content: dict) -> None:
-    text = json.dumps(content, indent=2, sort_keys=True, default=str)
+    """Write the manifest atomically, as valid JSON (non-finite floats as strings)."""
+    text = json.dumps(_json_safe(content), indent=2, sort_keys=True, default=str, allow_nan=False)
     _atomic_write_bytes(Path(out) / MANIFEST, lambda tmp: Path(tmp).write_text(text))
 
 

@@ -76,13 +76,27 @@ def require_unpooled(rows: pd.DataFrame, mapped: Sequence[str], what: str) -> No
         within = rows.groupby(keys, dropna=False)[column].nunique().max() if keys else len(values)
         if within > 1:
             raise UsageError(f"{what} would pool {len(values)} values of {column!r} ({describe_values(values)}); "
-                             f"select one (where={{{column!r}: [...]}}) or map it")
+                             f"select one (where={{{column!r}: [{_format(values[0])!s}]}}), or map it: group by it "
+                             f"(summarise(..., by=[..., {column!r}])) or pool it deliberately (pool=[{column!r}], "
+                             f"one intercept per value in a slope)")
     if "method" in rows and rows["method"].nunique() > 1 and "method" not in mapped:
         raise UsageError(f"{what} would pool methods {describe_values(rows['method'].unique())}; select one")
 
 
+def wilson_interval(successes, n, z: float = Z95):
+    """The Wilson score interval of binomial proportions (elementwise): (low, high) arrays."""
+    successes, n = np.asarray(successes, float), np.asarray(n, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        phat = successes / n
+        z2 = z ** 2
+        centre = (phat + z2 / (2 * n)) / (1 + z2 / n)
+        half = z * np.sqrt(phat * (1 - phat) / n + z2 / (4 * n ** 2)) / (1 + z2 / n)
+    return centre - half, centre + half
+
+
 def summarise(table: pd.DataFrame, metric: str, by: Sequence[str], *, pool: Sequence[str] = ()) -> pd.DataFrame:
-    """Mean, standard deviation, count and 95% normal CI of ``metric`` per group of ``by``.
+    """Mean, standard deviation, count and 95% CI of ``metric`` per group of ``by``: normal,
+    or Wilson's for a 0/1 metric (a proportion).
 
     Args:
         table: tidy results rows.
@@ -101,8 +115,15 @@ def summarise(table: pd.DataFrame, metric: str, by: Sequence[str], *, pool: Sequ
     require_unpooled(table, [*by, *pool, metric], f"summarising {metric!r} by {list(by)}")
     grouped = table.groupby(list(by), dropna=False)
     out = grouped[metric].agg(mean="mean", sd="std", n="count").reset_index()
-    half = Z95 * out["sd"].fillna(0.0) / np.sqrt(out["n"].clip(lower=1))
-    out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
+    values = table[metric].dropna()
+    if len(values) and values.isin([0.0, 1.0]).all():
+        # a proportion (e.g. exact recovery): Wilson score interval, inside [0, 1] and not a
+        # point when every replicate fails or succeeds
+        out["ci_low"], out["ci_high"] = wilson_interval(out["mean"].to_numpy(float) * out["n"].to_numpy(float),
+                                                        out["n"].to_numpy(float))
+    else:
+        half = Z95 * out["sd"].fillna(0.0) / np.sqrt(out["n"].clip(lower=1))
+        out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
     if "converged" in table:
         failed = (table["converged"] == False).fillna(False)  # noqa: E712 (nullable boolean)
         out["unconverged"] = failed.groupby([table[c] for c in by], dropna=False).sum().to_numpy()
@@ -140,6 +161,9 @@ def slope_fit(x, y, *, groups=None, y_se=None) -> tuple[float, float]:
     x, y = np.asarray(x, float), np.asarray(y, float)
     labels = np.zeros(len(x), int) if groups is None else pd.factorize(pd.Series(list(groups)))[0]
     design = np.column_stack([x, (labels[:, None] == np.arange(labels.max() + 1)[None, :]).astype(float)])
+    if np.linalg.matrix_rank(design) < design.shape[1]:
+        raise UsageError("the slope is not identified: x takes one value within every group of the pooled axes "
+                         "(each group's intercept absorbs it); pool an axis along which x varies, or none")
     bread = np.linalg.pinv(design.T @ design)
     coef = bread @ design.T @ y
     if y_se is None:

@@ -6,6 +6,10 @@ Runs go to ``runs/verify/<experiment>`` by default, apart from the ``dpsim run``
 into a check. With ``reps`` = R each check sees replicates 0 … R−1 exactly: missing ones are
 computed, extra ones already on disk are left out (and the line says so).
 
+Code: a folder whose rows were made by other code (its manifest's fingerprint,
+:mod:`dpsim.experiment.provenance`) is recomputed from scratch, with a note: verify's folders
+are its own cache, and a check never judges rows of code other than the one it checks.
+
 Family-wise rule: the checks judged in one ``verify`` are one family of m tests (the
 report-only ones excluded); a check FAILs only when its interval at the Bonferroni level
 0.05/m lies outside its region, PASSes when its 95% interval lies inside
@@ -18,16 +22,19 @@ code FAILs under it, and *survives* otherwise.
 """
 from __future__ import annotations
 
+import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from dpsim.errors import UsageError
+from dpsim.errors import UsageError, note
 from dpsim.experiment.checks import CheckResult
 from dpsim.experiment.runner import run_experiment
+from dpsim.experiment.provenance import describe, fingerprint
 from dpsim.experiment.store import load_results
+from dpsim.experiment.store import recorded_code as load_code
 
 DEFAULT_RUNS = Path("runs") / "verify"
 
@@ -88,6 +95,12 @@ def judged_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fam
     """Run ``experiment`` into ``out`` (what is missing) and judge ``checks`` on exactly the
     requested replicates."""
     want = experiment.reps if reps is None else reps
+    recorded = load_code(out)
+    if recorded is not None and recorded.get("hash") != fingerprint(experiment)["hash"]:
+        # verify's folders are its own cache: rows of other code are recomputed, never judged
+        note(f"{out}: made by {describe(recorded) if recorded else 'unrecorded code'}; recomputing it with "
+             f"{describe(fingerprint(experiment))}")
+        shutil.rmtree(out)
     run_experiment(experiment, reps=want, seed=seed, out=out, progress=progress, watchdog=watchdog, source=source)
     table = load_results(out)
     extra = int((table["rep"] >= want).sum())

@@ -6,15 +6,17 @@ Three conversions, named by ``conversion``:
 - ``"paper"``: the paper's approximate inverse ρ = ε²/(4 ln(1/δ)), i.e. ε₀ = ε/√(2 ln(1/δ))
   and ρ = ε₀²/2 (the authors' ``find_effective_epsilon0_zgauss``). It drops ρ from
   ε = ρ + 2√(ρ ln(1/δ)), so the ε it actually certifies is ε + ρ (1.027 at ε = 1,
-  δ = 1e-4): **the (ε, δ) claim does not hold** under Bun–Steinke's conversion (it does
-  under the tighter CKS conversion, which has slack to spare). Figure-reproduction mode.
+  δ = 1e-4): **the (ε, δ) claim does not hold** under Bun–Steinke's conversion. Under the
+  tighter CKS conversion it holds for small ε only: at δ = 1e-4 CKS certifies 0.80 at
+  ε = 1 and 1.74 at ε = 2, but 5.001 at ε = 5 and 8.16 at ε = 7.5 (the claim fails from
+  ε ≈ 5). Figure-reproduction mode.
 - ``"bun_steinke"``: the exact inverse of Bun–Steinke Prop. 1.3, ε = ρ + 2√(ρ ln(1/δ)):
   ρ = (√(L + ε) − √L)², L = ln(1/δ). Valid; closed form, so it may be traced.
 - ``"cks"`` (default): the tight conversion of Canonne, Kamath & Steinke (2020, Cor. 13;
   ``cdp_eps``/``cdp_delta`` in their code; what dp-accounting's RDP accountant computes
   on a grid of orders): ε(ρ, δ) = inf_{α>1} αρ + log(1 − 1/α) − (log δ + log α)/(α − 1).
-  Valid and about 22% less noise σ than the paper's at ε = 1, δ = 1e-4 (ρ = 0.0406
-  against 0.0271). Needs a bisection, so it runs on the host (NumPy/Python floats).
+  Valid and about 18% less noise σ than the paper's at ε = 1, δ = 1e-4 (ρ = 0.0406
+  against 0.0271: σ ∝ 1/√ρ, √(0.0271/0.0406) = 0.82). Needs a bisection, so it runs on the host (NumPy/Python floats).
 
 Validation: ε > 0, ρ > 0 and δ ∈ (0, 1) are checked on concrete inputs (traced inputs of
 the closed forms pass unchecked).
