@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +19,7 @@ import pandas as pd
 import pytest
 
 from dpsim.cli import main
-from dpsim.experiment import Experiment, Method, axes
+from dpsim.experiment import Experiment, Method
 from dpsim.experiment.checks import Estimate, LevelCheck, family_z, judge, predictions, widened
 from dpsim.experiment.mutants import (Mutant, chain, mutants_of, replaced_method, scaled_analysis,
                                       scaled_derived)
@@ -28,6 +27,7 @@ from dpsim.experiment.summary import Z95
 from dpsim.experiment.verify import verify, verify_mutants
 from dpsim.estimators import win_counts
 from dpsim.models import sample_er_comparisons
+from laplace_study import study_text
 
 
 def _generate(key, shape, truth, data):
@@ -184,37 +184,16 @@ def test_scaled_derived_scales_the_host_value():
     assert [h["noise_scale"] for h in half] == pytest.approx([0.5 * b["noise_scale"] for b in base])
 
 
-STUDY = '''
-import math
-import jax, jax.numpy as jnp
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import LevelCheck
-from dpsim.experiment.mutants import Mutant, scaled_analysis
-from dpsim.estimators import win_counts
-from dpsim.models import sample_er_comparisons
-
-def generate(key, shape, truth, data):
-    return {"W": sample_er_comparisons(key, jnp.linspace(-1.0, 1.0, shape["n_items"]), data["p"])}
-
-def laplace_counts(key, ctx):
-    counts = win_counts(ctx.sample["W"])
-    noise = (2.0 / ctx.analysis["eps"]) * jax.random.laplace(key, counts.shape)
-    return {"noise_ms": jnp.mean(noise ** 2)}
-
-STUDY = Experiment(name="mystudy", title="t", axes={"n_items": [40], "p": [1.0], "eps": [1.0, 2.0]},
-                   shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {},
-                   generate=generate, methods={"laplace": Method(laplace_counts, ("noise_ms",))}, reps=120)
-CHECKS = [LevelCheck("mystudy-variance", "mystudy", "noise_ms", "laplace", lambda p: 8.0 / p["eps"] ** 2,
-                     0.85, 1.15, at=("eps",), formula="8/ε²")]
+STUDY = study_text("mystudy", n_items=40, reps=120, region=(0.85, 1.15), tail="""
 MUTANTS = [Mutant("mystudy-release-at-2eps", "Laplace at 2ε", ("mystudy",), scaled_analysis({"eps": 2.0})),
            Mutant("mystudy-factor-1.02", "scale off by 2 %: below what 120 replicates resolve", ("mystudy",),
                   scaled_analysis({"eps": 1.02}))]
-'''
+""")
 
 
 def test_cli_verify_mutants_of_a_study_file(tmp_path, monkeypatch, capsys):
     study = tmp_path / "study.py"
-    study.write_text(textwrap.dedent(STUDY))
+    study.write_text(STUDY)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DPSIM_JAX_CACHE", "off")
     assert main(["list", "study.py"]) == 0

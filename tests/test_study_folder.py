@@ -14,29 +14,9 @@ import dpsim
 from dpsim.cli import main
 from dpsim.experiment.provenance import definition_files, describe, fingerprint, library_hash
 from dpsim.experiment.mutants import scaled_analysis
+from laplace_study import study_text
 
-STUDY = '''
-import jax, jax.numpy as jnp
-from dpsim.experiment import Experiment, FigureSpec, LevelCheck, Method, Panel
-from dpsim.estimators import win_counts
-from dpsim.models import sample_er_comparisons
-
-def generate(key, shape, truth, data):
-    return {"W": sample_er_comparisons(key, jnp.linspace(-1.0, 1.0, shape["n_items"]), data["p"])}
-
-def laplace_counts(key, ctx):
-    counts = win_counts(ctx.sample["W"])
-    noise = (2.0 / ctx.analysis["eps"]) * jax.random.laplace(key, counts.shape)
-    return {"noise_ms": jnp.mean(noise ** 2)}
-
-STUDY = Experiment(name="prov", title="t", axes={"n_items": [20], "p": [1.0], "eps": [1.0, 2.0]},
-                   shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {},
-                   generate=generate, methods={"laplace": Method(laplace_counts, ("noise_ms",))}, reps=4,
-                   figure=FigureSpec(x="eps", curve="method", xlabel="eps", curve_label="method",
-                                     panels=(Panel("noise_ms", None, "mean square"),)))
-CHECKS = [LevelCheck("prov-variance", "prov", "noise_ms", "laplace", lambda p: 8.0 / p["eps"] ** 2,
-                     0.5, 2.0, at=("eps",))]
-'''
+STUDY = study_text("prov", n_items=20, reps=4, region=(0.5, 2.0), figure=True)
 
 
 @pytest.fixture

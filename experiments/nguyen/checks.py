@@ -31,7 +31,8 @@ from dataclasses import KW_ONLY, dataclass
 import numpy as np
 
 from dpsim.errors import UsageError
-from dpsim.experiment.checks import Check, Estimate, RatioOfMeans, _reps, format_region, log_ratio_of_means, paired
+from dpsim.experiment.checks import (Check, Claim, Estimate, MethodRatio, RatioOfMeans, _reps, format_region,
+                                     log_ratio_of_means)
 from dpsim.experiment.summary import Z95, require_unpooled, select, slope_fit
 
 
@@ -39,7 +40,9 @@ from dpsim.experiment.summary import Z95, require_unpooled, select, slope_fit
 class MethodRatioCheck(Check):
     """mean(metric | ``numerator``)/mean(metric | ``denominator``) on the same replicates lies
     in [``lo``, ``hi``]; as in the engine's ratio checks, ``root`` takes its square root and
-    ``square`` squares the metric first (both: the ratio of root mean squares of a norm)."""
+    ``square`` squares the metric first (both: the ratio of root mean squares of a norm). The
+    one-line form of the engine's ``Claim(…, MethodRatio(metric, numerator, denominator,
+    root, square), (lo, hi))``."""
 
     metric: str
     numerator: str
@@ -56,17 +59,10 @@ class MethodRatioCheck(Check):
 
     def estimate(self, rows):
         require_unpooled(rows, [*self.where, *self.pool, "method", self.metric], f"check {self.name!r}")
-        wide = paired(rows, {"a": ({"method": [self.numerator]}, self.metric),
-                             "b": ({"method": [self.denominator]}, self.metric)}).to_numpy(float)
-        if self.square:
-            wide = wide * wide
-        log_r, se = log_ratio_of_means(wide, (1.0, -1.0), scale=0.5 if self.root else 1.0,
-                                       what=f"{self.metric!r} of {self.numerator} and {self.denominator}")
-        r, low, high = math.exp(log_r), math.exp(log_r - Z95 * se), math.exp(log_r + Z95 * se)
-        what = "RMS" if self.root else "mean"
-        return Estimate(r, low, high, self.lo, self.hi, format_region(self.lo, self.hi),
-                        f"{r:.3f} [{low:.3f}, {high:.3f}]",
-                        f"{what} ratio {self.numerator}/{self.denominator}, {len(wide)} paired obs", _reps(rows))
+        claim = Claim(self.name, self.experiment, MethodRatio(self.metric, self.numerator, self.denominator,
+                                                              self.root, self.square),
+                      (self.lo, self.hi), where=self.where, pool=self.pool)
+        return claim.estimate(rows)
 
 
 def _slope_estimate(check, rows, log_at, what) -> Estimate:

@@ -1,0 +1,40 @@
+"""The text of a small study file (Laplace noise of scale 2/ε on the win counts of a BTL
+comparison graph, its metric the mean square of the released noise, and a level check
+against 8/ε²) that tests write to a temporary folder and run through the CLI
+(test_mutants.py, test_study_folder.py)."""
+from __future__ import annotations
+
+import textwrap
+
+HEAD = '''
+import jax, jax.numpy as jnp
+from dpsim.experiment import Experiment, FigureSpec, LevelCheck, Method, Panel
+from dpsim.experiment.mutants import Mutant, scaled_analysis
+from dpsim.estimators import win_counts
+from dpsim.models import sample_er_comparisons
+
+def generate(key, shape, truth, data):
+    return {"W": sample_er_comparisons(key, jnp.linspace(-1.0, 1.0, shape["n_items"]), data["p"])}
+
+def laplace_counts(key, ctx):
+    counts = win_counts(ctx.sample["W"])
+    noise = (2.0 / ctx.analysis["eps"]) * jax.random.laplace(key, counts.shape)
+    return {"noise_ms": jnp.mean(noise ** 2)}
+'''
+
+FIGURE = '''figure=FigureSpec(x="eps", curve="method", xlabel="eps", curve_label="method",
+                                     panels=(Panel("noise_ms", None, "mean square"),))'''
+
+
+def study_text(name: str, *, n_items: int, reps: int, region: tuple[float, float], figure: bool = False,
+               tail: str = "") -> str:
+    """A study file named ``name`` at ε ∈ {1, 2}; ``tail``: more module-level code (MUTANTS)."""
+    body = f'''
+STUDY = Experiment(name="{name}", title="t", axes={{"n_items": [{n_items}], "p": [1.0], "eps": [1.0, 2.0]}},
+                   shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {{}},
+                   generate=generate, methods={{"laplace": Method(laplace_counts, ("noise_ms",))}}, reps={reps},
+                   {FIGURE if figure else ""})
+CHECKS = [LevelCheck("{name}-variance", "{name}", "noise_ms", "laplace", lambda p: 8.0 / p["eps"] ** 2,
+                     {region[0]}, {region[1]}, at=("eps",), formula="8/ε²")]
+'''
+    return textwrap.dedent(HEAD) + body + textwrap.dedent(tail)
