@@ -134,12 +134,14 @@ def test_classic_and_debiased_rr_share_flips_and_rank_identically(fig6_tables):
     table, mutated = fig6_tables
     assert table["converged"].all()
     result = IDENTITY.evaluate(table)
-    assert result.verdict == "PASS", result.line()
+    # reported only since issue 27 (no calibration error can move a shared-flip identity);
+    # the identity itself still holds: 0 mismatches
+    assert result.verdict == "INFO" and result.value == 0.0, result.line()
     wide = table.pivot_table(index=["n_users", "rep"], columns="mechanism", values="l2_rms")
     assert (wide["classic_rr"] != wide["debiased_rr"]).all()          # different estimates, same ranking
     assert set(table["lam"].round(12)) == {round(float(theory.privacy_G(2.0)) / L, 12) for L in (30, 60)}
     # with the flips drawn per mechanism the identity is lost: the check can fail
-    failed = IDENTITY.evaluate(mutated)
+    failed = dataclasses.replace(IDENTITY, report_only=False).evaluate(mutated)
     assert failed.verdict == "FAIL" and failed.value > 0, failed.line()
 
 

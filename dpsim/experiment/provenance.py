@@ -3,7 +3,8 @@
 A run directory's manifest records a *code fingerprint* (:func:`fingerprint`): a hash of
 the library's source (every ``.py`` file of the installed ``dpsim`` package) and a hash of
 the experiment's definition (the source files of its functions, found through their
-closures: a paper package whole, a study file and any helper module it imports), with the
+closures: a paper package whole, a study file and any helper module it imports; the bytecode
+of functions that have no file, as in ``python -c``), with the
 dpsim version and, when dpsim runs from a git checkout, the commit and whether the tree was
 dirty. Rows made by different code are never mixed: extending a folder whose fingerprint
 differs is refused (:func:`dpsim.experiment.store.check_code`), and ``dpsim verify``, whose
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import marshal
 import platform
 import subprocess
 import sys
@@ -65,19 +67,33 @@ def _reachable(roots: Iterable[Any]) -> list[Any]:
     return out
 
 
+def _source(fn) -> Path | None:
+    """The file a function was defined in, or None (a builtin, or code with no file such as
+    ``python -c``)."""
+    try:
+        source = inspect.getsourcefile(fn)
+    except TypeError:                     # a builtin or a C function
+        return None
+    return Path(source).resolve() if source and Path(source).is_file() else None
+
+
+def _fileless_code(experiment) -> bytes:
+    """The bytecode of the experiment's functions that have no source file (``python -c``, an
+    interactive session), so that they still count in the fingerprint."""
+    codes = [marshal.dumps(fn.__code__) for fn in _reachable(_functions(experiment))
+             if _source(fn) is None and hasattr(fn, "__code__")]
+    return b"".join(sorted(codes))
+
+
 def definition_files(experiment) -> list[Path]:
     """The source files that define ``experiment`` outside the library: each function's file,
     and for a function inside a package (a paper's ``experiments/<paper>/``) every ``.py``
     file of that package, so its checks, mutants and helpers count too."""
     files: set[Path] = set()
     for fn in _reachable(_functions(experiment)):
-        try:
-            source = inspect.getsourcefile(fn)
-        except TypeError:                 # a builtin or a C function
+        path = _source(fn)
+        if path is None:
             continue
-        if not source:
-            continue
-        path = Path(source).resolve()
         if LIBRARY in path.parents:
             continue
         package = path.parent
@@ -124,7 +140,7 @@ def fingerprint(experiment) -> dict:
         library's and the definition's and is what must match to extend a folder.
     """
     files = definition_files(experiment)
-    definition = _digest(files)
+    definition = hashlib.sha256(_digest(files).encode() + _fileless_code(experiment)).hexdigest()[:16]
     library = library_hash()
     combined = hashlib.sha256(f"{library}:{definition}".encode()).hexdigest()[:16]
     return {"hash": combined, "library": library, "definition": definition,
