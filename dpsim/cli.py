@@ -19,21 +19,29 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_list(args) -> int:
-    from dpsim.experiment.registry import catalogue
-    found = catalogue(args.study)
     from dpsim.experiment.describe import compact_grid
+    from dpsim.experiment.registry import catalogue, is_study, select
+    target = args.study
+    found = catalogue(target if target and is_study(target) else None)
+    prefix = target if target and not is_study(target) else None
+    if prefix and not any(n == prefix or n.startswith(prefix.rstrip("-") + "-") for n in found.experiments):
+        select(found.experiments, [prefix], "paper or experiment")          # one line, with a suggestion
+
+    def chosen(table):
+        return [v for k, v in table.items() if prefix is None or k == prefix or k.startswith(prefix.rstrip("-") + "-")]
+
     print("experiments (details: dpsim show NAME):")
-    for e in found.experiments.values():
+    for e in chosen(found.experiments):
         print(f"  {e.name:<26} {e.reps:>5} reps  {e.title}")
         print(f"  {'':<26}            {compact_grid(e)}")
     print("checks:")
-    for c in found.checks.values():
+    for c in chosen(found.checks):
         print(f"  {c.name:<48} ({c.experiment}) {c.description}")
     print("audits:")
-    for a in found.audits.values():
+    for a in chosen(found.audits):
         print(f"  {a.name:<26} {a.description}")
     print("mutants (plausible bugs `dpsim verify --mutants` must catch):")
-    for m in found.mutants.values():
+    for m in chosen(found.mutants):
         print(f"  {m.name:<40} ({', '.join(m.experiments)}) {m.description}")
     return 0
 
@@ -311,7 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dpsim {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lister = sub.add_parser("list", help="list experiments, checks and audits")
-    lister.add_argument("study", nargs="?", default=None, help="also list a study file's (path/to/study.py)")
+    lister.add_argument("study", nargs="?", default=None,
+                        help="a paper (cai) or name prefix to list only its items, or a study file to add its own "
+                             "(path/to/study.py)")
     lister.set_defaults(func=cmd_list)
 
     show = sub.add_parser("show", help="an experiment's axes, methods, metrics and expected run time")

@@ -197,3 +197,14 @@ def test_unknown_names_suggest_the_closest(tmp_path, monkeypatch, capsys):
     assert "did you mean 'cai-fig3'" in capsys.readouterr().err
     assert main(["run", "cai-fig3", "--set", "epss=1", "--dry-run"]) == 2
     assert "did you mean 'eps'?" in capsys.readouterr().err
+
+
+def test_list_one_paper(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["list", "xu"]) == 0
+    out = capsys.readouterr().out
+    names = [line.split()[0] for line in out.splitlines() if line.startswith("  ") and not line.startswith("   ")]
+    assert names and all(n.startswith("xu-") for n in names)
+    assert "xu-debiasing-removed" in out and "xu-pairwise-ldp" in out          # its mutants and audits too
+    assert main(["list", "xuu"]) == 2
+    assert "unknown paper or experiment 'xuu'" in capsys.readouterr().err
