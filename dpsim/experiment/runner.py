@@ -538,6 +538,7 @@ class _Request:
     workers: int
     policy: Batching
     overrides: Mapping[str, Sequence] | None
+    code: dict
 
 
 def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, overrides, chunk: int | None,
@@ -556,9 +557,11 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     _method_columns(experiment)
     out = Path(out or Path("runs") / experiment.name)
     store.check_compatible(out, experiment.name, seed)
-    store.check_code(out, fingerprint(experiment))
+    code = fingerprint(experiment)
+    store.check_code(out, code)
     policy = batching(micro_batch=micro_batch)
-    return _Request(grid, out, seed, reps, chunk, policy.workers if workers is None else workers, policy, overrides)
+    return _Request(grid, out, seed, reps, chunk, policy.workers if workers is None else workers, policy, overrides,
+                    code)
 
 
 def _planned(request: _Request) -> Plan:
@@ -624,7 +627,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     request = {"reps": reps, "overrides": {k: list(v) for k, v in (overrides or {}).items()},
                "chunk": chunk, "workers": workers, "grid": grid.axes, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
                **environment()}
-    manifest = {"experiment": experiment.name, "source": source or experiment.name, "code": fingerprint(experiment),
+    manifest = {"experiment": experiment.name, "source": source or experiment.name, "code": settings.code,
                 "title": experiment.title, "seed": seed, "shape_axes": list(experiment.shape_axes),
                 "data_axes": list(experiment.data_axes), "analysis_axes": list(experiment.analysis_axes),
                 "derived": list(experiment.derived_names()), "methods": list(experiment.methods),

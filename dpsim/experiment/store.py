@@ -161,14 +161,24 @@ def recorded_code(out: Path) -> dict | None:
     return None if manifest is None else manifest.get("code", {})
 
 
-def check_code(out: Path, code: dict) -> None:
-    """Refuse to extend a run directory whose rows were made by other code (a different
-    fingerprint, :mod:`dpsim.experiment.provenance`), in one line naming both."""
+def other_code(out: Path, code: dict) -> str | None:
+    """How the rows of a run directory were made when that is not by ``code`` (a different
+    fingerprint, :mod:`dpsim.experiment.provenance`), as a description; None when the folder
+    holds no run or one made by ``code``."""
     from dpsim.experiment.provenance import describe
     recorded = recorded_code(out)
     if recorded is None or recorded.get("hash") == code["hash"]:
+        return None
+    return describe(recorded) if recorded else "code that was not recorded (dpsim before 0.3)"
+
+
+def check_code(out: Path, code: dict) -> None:
+    """Refuse to extend a run directory whose rows were made by other code, in one line
+    naming both fingerprints."""
+    from dpsim.experiment.provenance import describe
+    made = other_code(out, code)
+    if made is None:
         return
-    made = describe(recorded) if recorded else "code that was not recorded (dpsim before 0.3)"
     raise UsageError(f"--out {str(out)!r} holds rows made by {made}; this is {describe(code)}: rows of different "
                      f"code are never mixed, choose another --out")
 

@@ -33,8 +33,7 @@ from dpsim.errors import UsageError, note
 from dpsim.experiment.checks import CheckResult
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.provenance import describe, fingerprint
-from dpsim.experiment.store import load_results
-from dpsim.experiment.store import recorded_code as load_code
+from dpsim.experiment.store import load_results, other_code
 
 DEFAULT_RUNS = Path("runs") / "verify"
 
@@ -95,11 +94,11 @@ def judged_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fam
     """Run ``experiment`` into ``out`` (what is missing) and judge ``checks`` on exactly the
     requested replicates."""
     want = experiment.reps if reps is None else reps
-    recorded = load_code(out)
-    if recorded is not None and recorded.get("hash") != fingerprint(experiment)["hash"]:
+    code = fingerprint(experiment)
+    made = other_code(out, code)
+    if made is not None:
         # verify's folders are its own cache: rows of other code are recomputed, never judged
-        note(f"{out}: made by {describe(recorded) if recorded else 'unrecorded code'}; recomputing it with "
-             f"{describe(fingerprint(experiment))}")
+        note(f"{out}: made by {made}; recomputing it with {describe(code)}")
         shutil.rmtree(out)
     run_experiment(experiment, reps=want, seed=seed, out=out, progress=progress, watchdog=watchdog, source=source)
     table = load_results(out)
