@@ -20,15 +20,15 @@ class _Parser(argparse.ArgumentParser):
 
 def cmd_list(args) -> int:
     from dpsim.experiment.describe import compact_grid
-    from dpsim.experiment.registry import catalogue, is_study, select
+    from dpsim.experiment.registry import catalogue, is_study, matching, select
     target = args.study
     found = catalogue(target if target and is_study(target) else None)
     prefix = target if target and not is_study(target) else None
-    if prefix and not any(n == prefix or n.startswith(prefix.rstrip("-") + "-") for n in found.experiments):
-        select(found.experiments, [prefix], "paper or experiment")          # one line, with a suggestion
+    if prefix:
+        select(found.experiments, [prefix], "paper or experiment")          # unknown: one line, with a suggestion
 
     def chosen(table):
-        return [v for k, v in table.items() if prefix is None or k == prefix or k.startswith(prefix.rstrip("-") + "-")]
+        return list(table.values()) if prefix is None else matching(table, prefix)
 
     print("experiments (details: dpsim show NAME):")
     for e in chosen(found.experiments):

@@ -77,20 +77,20 @@ def _source(fn) -> Path | None:
     return Path(source).resolve() if source and Path(source).is_file() else None
 
 
-def _fileless_code(experiment) -> bytes:
-    """The bytecode of the experiment's functions that have no source file (``python -c``, an
+def _fileless_code(functions) -> bytes:
+    """The bytecode of those of ``functions`` that have no source file (``python -c``, an
     interactive session), so that they still count in the fingerprint."""
-    codes = [marshal.dumps(fn.__code__) for fn in _reachable(_functions(experiment))
-             if _source(fn) is None and hasattr(fn, "__code__")]
+    codes = [marshal.dumps(fn.__code__) for fn in functions if _source(fn) is None and hasattr(fn, "__code__")]
     return b"".join(sorted(codes))
 
 
-def definition_files(experiment) -> list[Path]:
+def definition_files(experiment, functions=None) -> list[Path]:
     """The source files that define ``experiment`` outside the library: each function's file,
     and for a function inside a package (a paper's ``experiments/<paper>/``) every ``.py``
-    file of that package, so its checks, mutants and helpers count too."""
+    file of that package, so its checks, mutants and helpers count too. ``functions``: the
+    experiment's reachable functions, when already found."""
     files: set[Path] = set()
-    for fn in _reachable(_functions(experiment)):
+    for fn in functions if functions is not None else _reachable(_functions(experiment)):
         path = _source(fn)
         if path is None:
             continue
@@ -139,8 +139,9 @@ def fingerprint(experiment) -> dict:
         "dpsim": version, "commit"?, "dirty"?}``; ``hash`` (16 hex digits) combines the
         library's and the definition's and is what must match to extend a folder.
     """
-    files = definition_files(experiment)
-    definition = hashlib.sha256(_digest(files).encode() + _fileless_code(experiment)).hexdigest()[:16]
+    functions = _reachable(_functions(experiment))
+    files = definition_files(experiment, functions)
+    definition = hashlib.sha256(_digest(files).encode() + _fileless_code(functions)).hexdigest()[:16]
     library = library_hash()
     combined = hashlib.sha256(f"{library}:{definition}".encode()).hexdigest()[:16]
     return {"hash": combined, "library": library, "definition": definition,

@@ -160,6 +160,13 @@ def did_you_mean(name: str, known) -> str:
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
+def matching(table: dict, name: str) -> list:
+    """The items of ``table`` named ``name`` exactly, else those whose names begin with the
+    prefix ``name-`` (a paper's name selects every ``cai-…``); possibly none."""
+    return [v for k, v in table.items() if k == name] or \
+        [v for k, v in table.items() if k.startswith(name.rstrip("-") + "-")]
+
+
 def select(table: dict, names, what: str) -> list:
     """Items of ``table`` named by ``names``: exact names, or a prefix such as a paper's name
     (``cai`` selects every ``cai-…``); all items when ``names`` is empty."""
@@ -167,8 +174,7 @@ def select(table: dict, names, what: str) -> list:
         return list(table.values())
     chosen = []
     for name in names:
-        hits = [v for k, v in table.items() if k == name] or \
-               [v for k, v in table.items() if k.startswith(name.rstrip("-") + "-")]
+        hits = matching(table, name)
         if not hits:
             raise UsageError(f"unknown {what} {name!r}{did_you_mean(name, table)}; see `dpsim list`")
         chosen.extend(h for h in hits if h not in chosen)
