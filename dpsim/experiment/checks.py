@@ -222,15 +222,8 @@ class EveryPointCheck(Check):
             points.append((value, v, low, high, n))
         if not points:
             raise UsageError(f"check {self.name!r}: no values of {self.x!r}")
-        outside = [p for p in points if p[3] < lo or p[2] > hi]
         inside = [p for p in points if lo <= p[2] and p[3] <= hi]
-        if outside:
-            decisive = outside[0]
-        elif len(inside) == len(points):
-            decisive = min(points, key=lambda p: min(p[2] - lo, hi - p[3]))
-        else:
-            decisive = max(points, key=lambda p: max(lo - p[2], p[3] - hi))
-        value, v, low, high, _ = decisive
+        value, v, low, high, _ = _decisive(points, lo, hi)
         fmt = "{:+.4f}" if math.isinf(lo) or math.isinf(hi) else "{:.3f}"
         fitted = (f"{fmt.format(v)} [{fmt.format(low)}, {fmt.format(high)}] at {self.x}={value:g}; "
                   f"{len(inside)}/{len(points)} inside")
