@@ -57,18 +57,26 @@ def _parse_sets(options):
     return overrides
 
 
-def _plot_dir(out: Path, experiment, to: Path | None = None) -> list[Path]:
+def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | None = None,
+              metric: str | None = None, logy: bool | None = None) -> list[Path]:
     """Draw the experiment's figure(s) from the run directory's table: PNG, PDF and the
     plotted points as CSV, beside each other (several figures when an axis the figure does
-    not map has several values)."""
+    not map has several values). ``where``, ``metric`` and ``logy`` are `dpsim plot`'s
+    --where, --metric and --logy / --no-logy (:mod:`dpsim.plots`); a bad one is a UsageError
+    raised before anything is written."""
     from dpsim.experiment.store import load_results
-    from dpsim.plots import draw_figures, save_figure
+    from dpsim.plots import draw_figures, filter_rows, metric_spec, save_figure, with_logy
     if experiment.figure is None:
         return []
+    table = load_results(out)
+    table = filter_rows(table, where) if where else table
+    spec = metric_spec(table, experiment.figure, metric) if metric else experiment.figure
     paths = []
-    for drawn in draw_figures(load_results(out), experiment.figure):
+    for drawn in draw_figures(table, with_logy(spec, logy)):
         paths += save_figure(drawn, to or out / "figure")
-    if to is None:      # figures of an earlier split (figure-link=probit.png, …) no longer drawn
+    # the declared figure drawn from every row: figures of an earlier split (figure-link=probit.png, …)
+    # no longer drawn are removed (a figure of some rows or of one metric removes none)
+    if to is None and not where and not metric:
         drawn_now = {Path(p).resolve() for p in paths}
         for stale in out.glob("figure*"):
             if stale.suffix in (".png", ".pdf", ".csv") and stale.resolve() not in drawn_now:
@@ -183,6 +191,8 @@ def cmd_summary(args) -> int:
 
 def cmd_plot(args) -> int:
     from dpsim.experiment.store import check_directory, read_manifest
+    from dpsim.plots import parse_where
+    where = parse_where(args.where or [])
     out = Path(args.dir)
     if args.to:
         check_directory(Path(args.to).parent, "--to")
@@ -194,7 +204,8 @@ def cmd_plot(args) -> int:
         print(f"note: {out} holds an incomplete run (interrupted or still running); the figure draws the rows "
               f"computed so far: run the same command again to finish it", file=sys.stderr)
     try:
-        paths = _plot_dir(out, experiment, Path(args.to) if args.to else None)
+        paths = _plot_dir(out, experiment, Path(args.to) if args.to else None, where=where, metric=args.metric,
+                          logy=args.logy)
     except OSError as exc:
         raise UsageError(f"cannot write the figure: {exc.strerror or exc} ({exc.filename or args.to or out})") from None
     if not paths:
@@ -350,6 +361,12 @@ def build_parser() -> argparse.ArgumentParser:
     plot = sub.add_parser("plot", help="draw the figure of a run directory")
     plot.add_argument("dir")
     plot.add_argument("--to", default=None, help="file stem for PNG and PDF (default DIR/figure)")
+    plot.add_argument("--metric", default=None, metavar="NAME",
+                      help="draw this metric (every method that reports it) instead of the declared panels")
+    plot.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
+                      help="log (--logy) or linear (--no-logy) y axis on every panel (default: as declared)")
+    plot.add_argument("--where", action="append", metavar="AXIS=V1,V2,...",
+                      help="draw only the rows whose AXIS (a grid axis or method) takes these values; repeatable")
     plot.set_defaults(func=cmd_plot)
 
     export = sub.add_parser("export", help="write a run directory's tidy table as one file")

@@ -92,6 +92,12 @@ class FigureSpec:
         title: the paper's figure name (the grid actually run is added as a subtitle).
         curve_labels: method → legend label (with ``curve = "method"``).
         symbols: axis → the paper's symbol, e.g. {"n_items": "$n$", "n_users": "$m$"}.
+        value_labels: axis → {value → what the figure writes for "axis = value"}, for values
+            whose names are internal: a formula or words, e.g. {"scheme":
+            {"eps_inv_sqrt": "$\\epsilon \\propto 1/\\sqrt{mL}$"}, "mechanism": {"debiased_rr":
+            "debiased RR"}}. Used in legends, panel titles, the split title and the subtitle;
+            a value without a label is written "symbol = value". File names and the CSV keep
+            the value itself.
         pool: axes the figure deliberately averages over, e.g. the gap Δ when the x axis is
             a metric computed from it (Δ in units of a rate): each (curve, x) point is then
             one value of the pooled axis.
@@ -108,6 +114,7 @@ class FigureSpec:
     title: str = ""
     curve_labels: Mapping[str, str] = field(default_factory=dict)  # method → legend label
     symbols: Mapping[str, str] = field(default_factory=dict)
+    value_labels: Mapping[str, Mapping[Any, str]] = field(default_factory=dict)
     pool: tuple[str, ...] = ()
     logy: bool = False
     columns: int | None = None

@@ -155,10 +155,20 @@ def lane_bytes(shape):
 
 SYMBOLS = {"n_items": "$n$", "n_users": "$m$", "per_user": "$L$", "p": "$p$", "eps": "$\\epsilon$",
            "c0": "$c_0$", "k": "$k$", "gap": "$\\Delta$"}
+# what the figures write for the named values of the axes (FigureSpec.value_labels)
+VALUE_LABELS = {
+    "mode": {"strict": "Laplace($2L/\\epsilon$) noise, $\\epsilon$-DP",
+             "paper": "Laplace($L/\\epsilon$) noise as published (only $2\\epsilon$-DP)"},
+    "unit": {"edge": "edge DP", "individual": "individual DP"},
+    "dataset": {"cems": "CEMS", "immigration": "Immigration"},
+}
 
+# "Log" is the natural log (dpsim.metrics.log_relative_l2_error)
 PANELS = (
-    Panel("log_rel_l2", "mle", "Log rel. $\\ell_2$ err."),
-    Panel("log_rel_linf", "mle", "Log rel. $\\ell_\\infty$ err."),
+    Panel("log_rel_l2", "mle", "$\\ln(\\|\\hat\\theta-\\theta^*\\|_2/\\|\\theta^*\\|_2)$",
+          title="Log rel. $\\ell_2$ err. (natural log)"),
+    Panel("log_rel_linf", "mle", "$\\ln(\\|\\hat\\theta-\\theta^*\\|_\\infty/\\|\\theta^*\\|_\\infty)$",
+          title="Log rel. $\\ell_\\infty$ err. (natural log)"),
     Panel("relative_hamming", "mle", "Rel. Hamming err. via estimation"),
     Panel("relative_hamming", "counts", "Rel. Hamming err. via counting"),
 )
@@ -183,19 +193,22 @@ EPS_CURVES = [0.5, 1.0, 2.5, INF]
 FIG1 = edge_experiment(
     "cai-fig1", "Edge DP estimation errors versus the number of items n at various privacy levels",
     {"n_items": list(range(100, 701, 75)), "p": [1.0], "eps": EPS_CURVES},
-    FigureSpec(symbols=SYMBOLS, x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=PANELS,
+    FigureSpec(symbols=SYMBOLS, value_labels=VALUE_LABELS,
+               x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=PANELS,
                title="cai Fig. 1: edge DP errors vs n"))
 
 FIG2 = edge_experiment(
     "cai-fig2", "Edge DP estimation errors versus the edge probability p at various privacy levels",
     {"n_items": [300], "p": [0.1, 0.25, 0.4, 0.625, 0.85, 1.0], "eps": EPS_CURVES},
-    FigureSpec(symbols=SYMBOLS, x="p", curve="eps", xlabel="$p$", curve_label="$\\epsilon$", panels=PANELS,
+    FigureSpec(symbols=SYMBOLS, value_labels=VALUE_LABELS,
+               x="p", curve="eps", xlabel="$p$", curve_label="$\\epsilon$", panels=PANELS,
                title="cai Fig. 2: edge DP errors vs p"))
 
 FIG3 = edge_experiment(
     "cai-fig3", "Edge DP errors versus the privacy parameter ε at various edge probability values",
     {"n_items": [300], "p": [0.25, 0.5, 0.75, 1.0], "eps": [0.2, 0.5, 1.0, 2.0, 2.5, 5.0, INF]},
-    FigureSpec(symbols=SYMBOLS, x="eps", curve="p", xlabel="$\\epsilon$", curve_label="$p$", panels=PANELS,
+    FigureSpec(symbols=SYMBOLS, value_labels=VALUE_LABELS,
+               x="eps", curve="p", xlabel="$\\epsilon$", curve_label="$p$", panels=PANELS,
                title="cai Fig. 3: edge DP errors vs ε"))
 
 # ---------------------------------------------------------------------------------------
@@ -215,20 +228,23 @@ PRIVATE_EPS = [0.25, 0.35, 0.5, 0.7]
 RATE_EPS = edge_experiment(
     "cai-rate-eps", "Edge DP ℓ∞ error vs ε where the privacy term dominates (n = 1000, p = 1)",
     {"n_items": [1000], "p": [1.0], "eps": PRIVATE_EPS, "c0": [SMALL_C0, PAPER_C0]},
-    FigureSpec(symbols=SYMBOLS, x="eps", curve="c0", xlabel="$\\epsilon$", curve_label="$c_0$", panels=PANELS, logx=True,
+    FigureSpec(symbols=SYMBOLS, value_labels=VALUE_LABELS,
+               x="eps", curve="c0", xlabel="$\\epsilon$", curve_label="$c_0$", panels=PANELS, logx=True,
                title="Edge DP rate check: error vs ε"), reps=RATE_REPS)
 
 RATE_P = edge_experiment(
     "cai-rate-p", "Edge DP ℓ∞ error vs p, private (ε = 0.5) and non-private (n = 1000)",
     {"n_items": [1000], "p": [0.25, 0.35, 0.5, 0.7, 1.0], "eps": [0.5, INF], "c0": [SMALL_C0, PAPER_C0]},
-    FigureSpec(symbols=SYMBOLS, x="p", curve="eps", xlabel="$p$", curve_label="$\\epsilon$", panels=PANELS, logx=True,
+    FigureSpec(symbols=SYMBOLS, value_labels=VALUE_LABELS,
+               x="p", curve="eps", xlabel="$p$", curve_label="$\\epsilon$", panels=PANELS, logx=True,
                title="Edge DP rate check: error vs p"),
     reps=RATE_REPS)
 
 RATE_N = edge_experiment(
     "cai-rate-n", "Edge DP ℓ∞ error vs n, private (ε = 0.2) and non-private (p = 0.5)",
     {"n_items": [100, 200, 400, 800], "p": [0.5], "eps": [0.2, INF], "c0": [SMALL_C0, PAPER_C0]},
-    FigureSpec(symbols=SYMBOLS, x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=PANELS, logx=True,
+    FigureSpec(symbols=SYMBOLS, value_labels=VALUE_LABELS,
+               x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=PANELS, logx=True,
                title="Edge DP rate check: error vs n"),
     reps=RATE_REPS)
 

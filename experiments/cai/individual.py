@@ -99,7 +99,8 @@ def fig4_experiment(name, title, grid, figure, reps=FIG4_REPS):
 FIG4 = fig4_experiment(
     "cai-fig4", "Comparison with the one-shot method: relative Hamming error versus n (ε = 2) and ε (n = 350)",
     {"n_items": [150, 250, 350, 450, 550, 650], "eps": [0.1, 0.5, 1.0, 2.0, 5.0]},
-    FigureSpec(symbols=cai.SYMBOLS, x="n_items", curve="method", xlabel="$n$", curve_label="", curve_labels=FIG4_LABELS,
+    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+               x="n_items", curve="method", xlabel="$n$", curve_label="", curve_labels=FIG4_LABELS,
                panels=(Panel("relative_hamming", None, "Relative Hamming error", at={"eps": 2.0},
                              title="vs $n$"),
                        Panel("relative_hamming", None, "Relative Hamming error", at={"n_items": 350},
@@ -195,14 +196,16 @@ PAPER_MODE = ["paper"]
 FIG5 = individual_experiment(
     "cai-fig5", "Individual DP errors versus the number of items n at various privacy levels",
     {"n_items": [12, 16, 20, 24, 28, 32], "n_users": [1000], "eps": EPS_CURVES, "mode": PAPER_MODE},
-    FigureSpec(symbols=cai.SYMBOLS, x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=cai.PANELS,
+    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+               x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=cai.PANELS,
                title="cai Fig. 5: individual DP errors vs n"),
     description="cai spec §8.4, Exp. 5")
 
 FIG6 = individual_experiment(
     "cai-fig6", "Individual DP errors versus the number of individuals m at various privacy levels",
     {"n_items": [16], "n_users": [250, 500, 750, 1000, 1500, 2000], "eps": EPS_CURVES, "mode": PAPER_MODE},
-    FigureSpec(symbols=cai.SYMBOLS, x="n_users", curve="eps", xlabel="$m$", curve_label="$\\epsilon$", panels=cai.PANELS,
+    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+               x="n_users", curve="eps", xlabel="$m$", curve_label="$\\epsilon$", panels=cai.PANELS,
                title="cai Fig. 6: individual DP errors vs m"),
     description="cai spec §8.4, Exp. 6")
 
@@ -210,7 +213,8 @@ FIG7 = individual_experiment(
     "cai-fig7", "Individual DP errors versus the privacy level ε at various levels of m",
     {"n_items": [16], "n_users": [250, 500, 1000, 2000], "eps": [0.25, 1.0, 2.0, 4.0, 8.0, 10.0],
      "mode": PAPER_MODE},
-    FigureSpec(symbols=cai.SYMBOLS, x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$m$", panels=cai.PANELS,
+    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+               x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$m$", panels=cai.PANELS,
                title="cai Fig. 7: individual DP errors vs ε"),
     description="cai spec §8.4, Exp. 7")
 
@@ -271,7 +275,7 @@ def real_data_experiment(name: str, title: str, datasets, *, reps: int = REAL_DA
     def generate(key, shape, truth, data):
         return truth["W"]
 
-    figure = figure or FigureSpec(symbols=cai.SYMBOLS, 
+    figure = figure or FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
         x="eps", curve="method", xlabel="$\\epsilon$", curve_label="", curve_labels=RANK_LABELS,
         panels=tuple(Panel("mean_rank_diff", None, "Mean rank difference", where={"dataset": [d.name]},
                            title=d.name) for d in datasets), title=title)
@@ -288,7 +292,8 @@ def real_data_experiment(name: str, title: str, datasets, *, reps: int = REAL_DA
 FIG8 = real_data_experiment(
     "cai-fig8", "Mean rank difference versus ε (CEMS: n = 6, immigration: n = 4)",
     [CEMS, IMMIGRATION],
-    figure=FigureSpec(symbols=cai.SYMBOLS, x="eps", curve="method", xlabel="$\\epsilon$", curve_label="", curve_labels=RANK_LABELS,
+    figure=FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+               x="eps", curve="method", xlabel="$\\epsilon$", curve_label="", curve_labels=RANK_LABELS,
                       panels=(Panel("mean_rank_diff", None, "Mean rank difference", where={"dataset": ["cems"]},
                                     title="CEMS data"),
                               Panel("mean_rank_diff", None, "Mean rank difference",

@@ -221,7 +221,8 @@ RATE_M_USERS = [8000, 16000, 32000, 64000, 128000]
 RATE_M = rate_experiment(
     "cai-rate-m", "Individual DP: ℓ∞ error vs the number of users m (n = 16, L = 5)",
     {"n_users": RATE_M_USERS, "eps": [0.25, 1.0, INF]},
-    FigureSpec(symbols=cai.SYMBOLS, x="n_users", curve="eps", xlabel="$m$", curve_label="$\\epsilon$", panels=PANELS,
+    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+               x="n_users", curve="eps", xlabel="$m$", curve_label="$\\epsilon$", panels=PANELS,
                logx=True, title="Individual DP rate check: error vs m"),
     description="cai spec §7 item 7: slope in log m −1/2 (ε = ∞) to −1 (privacy term)")
 
@@ -229,7 +230,8 @@ RATE_L_USERS = 32000
 RATE_L = rate_experiment(
     "cai-rate-L", "Individual DP: error vs comparisons per user L at fixed m (n = 16, m = 32000)",
     {"n_users": [RATE_L_USERS], "per_user": [1, 2, 5, 10, 20], "eps": [0.02, 0.125, INF]},
-    FigureSpec(symbols=cai.SYMBOLS, x="per_user", curve="eps", xlabel="$L$", curve_label="$\\epsilon$",
+    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+               x="per_user", curve="eps", xlabel="$L$", curve_label="$\\epsilon$",
                panels=tuple(Panel(p.metric, p.method, p.ylabel, where={"eps": [0.125, INF]})
                             if p.method == "mle" else p for p in PANELS),
                logx=True, title="Individual DP L-sweep at fixed m (Alg. 1 panels at ε = 0.125, ∞)"),
@@ -328,7 +330,7 @@ MATCHED = Experiment(
     truth=individual_truth, generate=matched_generate, methods=MATCHED_METHODS, reps=100,
     axis_types={**AXIS_TYPES, "unit": axes.choice(*UNITS, doc="privacy unit: one comparison (edge) or one "
                                                                "user's L comparisons (individual)")},
-    figure=FigureSpec(symbols=cai.SYMBOLS, 
+    figure=FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
         x="per_user", curve="unit", xlabel="$L$", curve_label="unit", logx=True,
         panels=(Panel("privacy_msq", "mle", "mean sq. privacy shift (Alg. 1)"),
                 Panel("privacy_msq", "counts", "mean sq. privacy shift of $\\hat\\tau$ (Algs 2/3)")),

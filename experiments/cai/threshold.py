@@ -81,7 +81,7 @@ from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import sample_user_comparisons, theta_two_block, top_k_size
 from dpsim.models.btl import sample_er_win_counts
 from dpsim.metrics import topk_metrics
-from .edge import SYMBOLS, TOPK, resolve_k
+from .edge import SYMBOLS, TOPK, VALUE_LABELS, resolve_k
 from .individual import AXIS_TYPES, individual_top_k_size
 
 INF = math.inf
@@ -155,7 +155,7 @@ EDGE = Experiment(
     axes={"n_items": EDGE_N, "k": ["auto"], "p": EDGE_P, "gap": EDGE_GAPS, "eps": EPS},
     shape_axes=("n_items", "k"), analysis_axes=("eps",),
     truth=truth, generate=edge_generate, methods=EDGE_METHODS, reps=EDGE_REPS,
-    figure=FigureSpec(symbols=SYMBOLS, 
+    figure=FigureSpec(symbols=SYMBOLS, value_labels=VALUE_LABELS,
         x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_E(n, p, \\epsilon)$",
         curve_label="$\\epsilon$", logx=True, pool=("gap",),
         panels=_panels("n_items", "p"),
@@ -217,7 +217,7 @@ INDIVIDUAL = Experiment(
     shape_axes=("n_items", "k", "mode"), analysis_axes=("eps",),
     truth=truth, generate=individual_generate, methods=INDIVIDUAL_METHODS, reps=INDIVIDUAL_REPS,
     axis_types=AXIS_TYPES,
-    figure=FigureSpec(symbols=SYMBOLS, 
+    figure=FigureSpec(symbols=SYMBOLS, value_labels=VALUE_LABELS,
         x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_I(n, m, \\epsilon; L)$",
         curve_label="$\\epsilon$", logx=True, pool=("gap",),
         panels=_panels("n_items", "n_users"),

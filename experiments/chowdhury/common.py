@@ -95,6 +95,15 @@ AXIS_TYPES = {
 SYMBOLS = {"n_samples": "$n$", "dim": "$d$", "eps": "$\\epsilon$", "delta": "$\\delta$", "k": "$K$",
            "beta": "$\\beta$", "radius": "$B$", "design": "θ* design", "features": "features",
            "schedule": "schedule", "link": "link"}
+# what the figures write for the named values of the axes (FigureSpec.value_labels)
+VALUE_LABELS = {
+    "design": {"faithful": "$\\theta^* \\sim N(0, I_d)$ given $\\|\\theta^*\\|_2 \\leq 2\\sqrt{d}$",
+               "theory": "$\\|\\theta^*\\|_2 = 1$, $\\theta^* \\perp \\mathbf{1}$"},
+    "features": {"difference": "$x = \\phi^1 - \\phi^0 \\sim N(0, 2I_d)$", "direct": "$x \\sim N(0, I_d)$"},
+    "beta": {"theory": "$\\beta = \\sqrt{n}/B$ (Thm 5.3)"},
+    "schedule": {"literal": "$\\eta \\equiv 0.1$, last iterate", "theory": "$\\eta_t = 1/(\\hat\\lambda(t + t_0))$",
+                 "averaged": "$\\eta \\equiv 0.1$, Polyak–Ruppert average"},
+}
 
 
 def sum_zero(shape: dict) -> bool:

@@ -44,7 +44,7 @@ def fig1_figure(title: str, methods) -> FigureSpec:
         x="n_samples", curve="method", xlabel="$n$", curve_label="estimator",
         curve_labels={m: LABELS[m] for m in methods},
         panels=(Panel("l2", None, "$\\|\\hat\\theta-\\theta^*\\|_2$", each=("eps",)),),
-        title=title, symbols=c.SYMBOLS)
+        title=title, symbols=c.SYMBOLS, value_labels=c.VALUE_LABELS)
 
 
 FIG1 = Experiment(

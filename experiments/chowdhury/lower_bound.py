@@ -130,7 +130,7 @@ LOWER_BOUND = Experiment(
                       panels=tuple(Panel("risk_ratio", m, "$\\|\\hat\\theta-\\theta_e\\|^2$ / bound",
                                          title=METHODS[m].label) for m in METHODS),
                       title="chowdhury Thm 3.2 on its hypercube instance (P13): risk / lower bound",
-                      symbols=c.SYMBOLS),
+                      symbols=c.SYMBOLS, value_labels=c.VALUE_LABELS),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), validate_point=validate_dim,
     lane_bytes=lambda shape: 8 * shape["n_samples"] * (2 ** shape["dim"] * 3 + 6 * shape["dim"]),
     description="spec §5.1, §5.6 P13: achieved MSE ≥ d²/(16‖X‖_F²) and d²/(32(e^ε−1)²‖X‖_F²)")

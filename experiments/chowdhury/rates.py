@@ -86,7 +86,8 @@ def rates_experiment(name, title, grid, figure, description, methods=None, reps=
 
 def _figure(x, xlabel, panels, title, logx=True, labels=LABELS):
     return FigureSpec(x=x, curve="method", xlabel=xlabel, curve_label="estimator", curve_labels=labels,
-                      panels=panels, logx=logx, title=title, symbols=c.SYMBOLS)
+                      panels=panels, logx=logx, title=title, symbols=c.SYMBOLS,
+                      value_labels=c.VALUE_LABELS)
 
 
 L2 = "$\\|\\hat\\theta-\\theta^*\\|_2$"

@@ -72,6 +72,28 @@ PROPOSED = "proposed"
 
 SYMBOLS = {"n_items": "$m$", "n_users": "$n$", "eps": "$\\epsilon^*$", "delta": "$\\delta$", "p": "$p$",
            "p0": "$p_0$", "k": "$K$", "gap": "$\\Delta_K$", "eps0": "$\\epsilon_0$"}
+# what the figures write for the named values of the axes (FigureSpec.value_labels)
+MODE_LABELS = {"paper": "paper mode (the authors' code)", "strict": "strict mode (the privacy claim holds)"}
+P0_LABELS = {"code_synthetic": "$p_0 = 1.1\\,\\log_2 m\\,/\\,m$ (proposed)",
+             "code_real": "$p_0 = 2\\,\\log_2 m\\,/\\,m$ (proposed)"}
+VALUE_LABELS = {
+    "mode": MODE_LABELS,
+    "accounting": {"auto": "the mode's accounting", "paper": "accounting $\\Delta_2 = \\sqrt{\\#\\mathrm{pairs}}$",
+                   "synthetic_code": "accounting $\\Delta_2 = \\sqrt{\\#\\mathrm{pairs}/2}$",
+                   "tight_joint": "accounting $\\Delta_2^2 = 2\\min(|E|, \\lfloor m^2/4 \\rfloor)$"},
+    "conversion": {"auto": "the mode's $(\\epsilon^*, \\delta) \\to \\rho$ conversion",
+                   "paper": "$\\epsilon_0 = \\epsilon^*/\\sqrt{2\\ln(1/\\delta)}$",
+                   "cks": "CKS20 $(\\epsilon^*, \\delta) \\to \\rho$ conversion",
+                   "bun_steinke": "Bun–Steinke $(\\epsilon^*, \\delta) \\to \\rho$ conversion"},
+    "design": {"normal": "$\\theta^*, \\beta^* \\sim N(0, 1)$", "uniform": "$\\theta^*, \\beta^* \\sim U[-1, 1]$"},
+    "dataset": {"lsat": "LSAT", "uci_student": "UCI student performance", "three_grades": "Three Grades",
+                "movielens": "MovieLens"},
+    "uci_file": {"stand-in": "UCI student: synthetic stand-in"},
+    "grades_file": {"stand-in": "Three Grades: synthetic stand-in"},
+    "ratings_file": {"stand-in": "MovieLens: synthetic stand-in"},
+    "p0": {"proposed": P0_LABELS["code_real"]},
+}
+SYNTHETIC_VALUE_LABELS = {**VALUE_LABELS, "p0": {"proposed": P0_LABELS["code_synthetic"]}}
 PROSE = {"nonprivate": "the non-private estimate", "gaussian": "the discrete-Gaussian chain",
          "gaussian_sparse": "the sparse discrete-Gaussian chain", "laplace": "the discrete-Laplace chain",
          "rr": "randomized response"}

@@ -58,8 +58,8 @@ from dpsim.models.rasch import rasch_abilities, rasch_difficulties
 from dpsim.theory import nguyen as rates
 
 from .checks import MethodRatioCheck, MetricRatioSlopeCheck, RMSSlopeCheck
-from .common import (AXIS_TYPES, DELTA, LABELS, STRICT_RATES, SYMBOLS, TruthScore, lane_bytes, make_methods,
-                     privacy_derived)
+from .common import (AXIS_TYPES, DELTA, LABELS, STRICT_RATES, SYMBOLS, VALUE_LABELS, TruthScore, lane_bytes,
+                     make_methods, privacy_derived)
 from .synthetic import response_sample
 
 RATE_REPS = 200
@@ -91,7 +91,8 @@ def rate_experiment(name, title, grid, methods, panels, x, xlabel, description, 
         reps=reps, axis_types=AXIS_TYPES, derived=(privacy_derived(STRICT_RATES),),
         lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
         figure=FigureSpec(x=x, curve="method", xlabel=xlabel, curve_label="method", logx=logx, logy=True,
-                          panels=panels, curve_labels=LABELS, symbols=SYMBOLS, title=title),
+                          panels=panels, curve_labels=LABELS, symbols=SYMBOLS,
+                          value_labels=VALUE_LABELS, title=title),
         description=description)
 
 

@@ -52,8 +52,8 @@ from dpsim.experiment import ComparisonCheck, Derived, Experiment, FigureSpec, P
 from dpsim.experiment.checks import RatioCheck
 
 from .checks import MethodRatioCheck
-from .common import (AXIS_TYPES, PROSE, DELTA, EPS_REAL, LABELS, MODES, PROPOSED, REAL, SYMBOLS, ReferenceScore,
-                     file_axis, lane_bytes, make_methods, nonprivate_fits, privacy_derived)
+from .common import (AXIS_TYPES, PROSE, DELTA, EPS_REAL, LABELS, MODES, PROPOSED, REAL, SYMBOLS, VALUE_LABELS,
+                     ReferenceScore, file_axis, lane_bytes, make_methods, nonprivate_fits, privacy_derived)
 
 STAND_IN = "stand-in"
 EDUCATION = ("lsat", "uci_student", "three_grades")
@@ -152,8 +152,8 @@ FIG2 = Experiment(
              privacy_derived(REAL)),
     lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
     figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
-                      panels=(Panel("l2", None, PANEL_Y, each=("dataset",)),),
-                      curve_labels=LABELS, symbols=SYMBOLS, title="nguyen Fig. 2: education data sets"),
+                      panels=(Panel("l2", None, PANEL_Y, each=("dataset",)),), columns=2,
+                      curve_labels=LABELS, symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen Fig. 2: education data sets"),
     description="nguyen §5.2, Fig. 2; spec §6.2, §6.6 (LSAT rebuilt), §6.5 (stand-ins)")
 
 
@@ -196,7 +196,7 @@ FIG3 = movielens_experiment(
                # one panel per (mode, m) run: the paper's two panels (small and large m) in
                # the first row, the same study in strict mode below it
                panels=(Panel("l2", None, PANEL_Y, each=("mode", "n_items")),), columns=2,
-               curve_labels=LABELS, symbols=SYMBOLS, title="nguyen Fig. 3: MovieLens (n = 610)"),
+               curve_labels=LABELS, symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen Fig. 3: MovieLens (n = 610)"),
     "nguyen §5.2, Fig. 3; spec §6.3 (pipeline, stand-in), A13, A14", calibration=True)
 
 P0_VALUES = [PROPOSED, "0.2", "0.3", "0.4", "0.5"]
@@ -207,7 +207,7 @@ P0 = movielens_experiment(
                panels=tuple(Panel(metric, "gaussian_sparse", label, title=f"{norm} distance", each=("mode",))
                             for metric, norm, label in (("l2", "ℓ2", PANEL_Y),
                                                         ("linf", "ℓ∞", "$\\|\\tilde\\beta-\\hat\\beta\\|_\\infty$"))),
-               symbols=SYMBOLS, title="nguyen supp. Fig. 1: the sparse chain's $p_0$ (proposed: 2 log₂ m / m)"),
+               symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen supp. Fig. 1: the sparse chain's edge probability $p_0$"),
     "nguyen supp. §4, Fig. 1; spec §6.4")
 
 EXPERIMENTS = [FIG2, FIG3, P0]

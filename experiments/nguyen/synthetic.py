@@ -37,7 +37,7 @@ from dpsim.models.rasch import authors_difficulties, rasch_abilities, sample_ras
 
 from .checks import MethodRatioCheck, RelativeLevelCheck
 from .common import (AXIS_TYPES, PROSE, DELTA, EPS_SYNTHETIC, LABELS, METHOD_NAMES, MODES, PROPOSED, SYMBOLS,
-                     SYNTHETIC, TruthScore, lane_bytes, make_methods, nonprivate_fits, privacy_derived)
+                     SYNTHETIC, SYNTHETIC_VALUE_LABELS, TruthScore, lane_bytes, make_methods, nonprivate_fits, privacy_derived)
 
 FIG1_ITEMS = [25, 50, 100, 200]
 FIG1_USERS = [200, 1000]
@@ -83,6 +83,7 @@ FIG1 = Experiment(
     lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
     figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
                       panels=_panels(), curve_labels=LABELS, symbols=SYMBOLS,
+                      value_labels=SYNTHETIC_VALUE_LABELS,
                       title="nguyen Fig. 1: synthetic data ((a) n = 200, (b) n = 1000)"),
     description="nguyen §5.1, Fig. 1; spec §6.1 (grid from the authors' script), §7.1–7.6 (modes)")
 

@@ -93,6 +93,25 @@ NOT_RELEASE_AXES = ("mechanism", "lambda_rule")
 SYMBOLS = {"n_items": "$m$", "n_users": "$L$", "eps": "$\\epsilon$", "gap": "$\\Delta$", "k": "$K$",
            "l0": "$L_0$", "scheme": "scheme", "mechanism": "mechanism", "lambda_rule": "$\\lambda$ rule",
            "ratings": "ratings", "profile": "profile", "match": "profile match"}
+# what the figures write for the named values of the axes (FigureSpec.value_labels): the
+# schemes by formula (their names in the paper's text are swapped, A8), natural logs as in
+# dpsim.theory.xu.scheme_shape
+VALUE_LABELS = {
+    "scheme": {"eps_log_over_sqrt": "$\\epsilon \\propto \\ln(mL)/\\sqrt{mL}$",
+               "eps_inv_sqrt": "$\\epsilon \\propto 1/\\sqrt{mL}$",
+               "eps_inv_sqrt_log": "$\\epsilon \\propto 1/(\\sqrt{mL}\\,\\ln(mL))$"},
+    "mechanism": {"classic_rr": "classic RR", "debiased_rr": "debiased RR", "laplace": "Laplace",
+                  "none": "no privacy"},
+    "lambda_rule": {"g_over_l": "$\\lambda = G(\\epsilon)/L$",
+                    "paper": "$\\lambda = (e^\\epsilon+1)^2/((e^\\epsilon-1)L)$ (literal)"},
+    "k": {"auto": "$K = \\lfloor m/2 \\rfloor$"},
+    "match": {"profile": "the profile", "same_g": "homogeneous $\\epsilon$, same $G(\\epsilon)$",
+              "same_mean_eps": "homogeneous $\\epsilon$, same mean $\\epsilon$"},
+    "profile": {"half_tenth": "½ of users at $\\epsilon$, ½ at $\\epsilon/10$",
+                "thirds": "⅓ each at $\\epsilon/4$, $\\epsilon$, $4\\epsilon$",
+                "strict_minority": "90% at $\\epsilon$, 10% at $\\epsilon/10$"},
+    "ratings": {"stand-in": "MovieLens: synthetic stand-in"},
+}
 # the paper's symbols for the metrics (xu §4.7, figure axes)
 YLABEL = {"linf": "$\\|\\hat\\theta-\\theta^*\\|_\\infty$", "l2_rms": "$m^{-1/2}\\|\\hat\\theta-\\theta^*\\|_2$",
           "kendall": "$K(\\hat\\theta,\\theta^*)$", "top_k_hamming": "$H_K(\\hat\\theta,\\theta^*)$",

@@ -36,8 +36,8 @@ from dpsim.mechanisms.privacy_profile import PROFILES, privacy_G, profile_group_
 from dpsim.models.complete_btl import sample_pair_wins
 from dpsim.theory import xu as theory
 
-from .common import (AXIS_TYPES, SYMBOLS, YLABEL, lane_bytes, m_estimator_method, make_privatise, release_words,
-                     resolve_top_k, theta_of, truth_uniform, validate_lambda)
+from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, lane_bytes, m_estimator_method, make_privatise,
+                     release_words, resolve_top_k, theta_of, truth_uniform, validate_lambda)
 
 HETERO_PROFILES = [name for name in PROFILES if name != "homogeneous"]
 MATCHES = ("profile", "same_g", "same_mean_eps")
@@ -120,7 +120,8 @@ HETERO = Experiment(
                      doc="release key id (the analysis point without mechanism and λ rule)")),
     truth_per_replicate=True, validate_point=validate_lambda, lane_bytes=lane_bytes,
     figure=FigureSpec(
-        symbols=SYMBOLS, x="n_users", curve="match", xlabel="$L$", curve_label="released", logx=True,
+        symbols=SYMBOLS, value_labels=VALUE_LABELS,
+        x="n_users", curve="match", xlabel="$L$", curve_label="released", logx=True,
         panels=(Panel("l2_rms", "m_est", YLABEL["l2_rms"], each=("profile",)),),
         title="Heterogeneous $\\epsilon$ against homogeneous $\\epsilon$ with the same $G(\\epsilon)$ or mean $\\epsilon$"),
     description="xu spec §3.5, A21 (extension): heterogeneous profiles vs homogeneous ε with the same G or mean ε")

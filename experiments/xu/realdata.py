@@ -47,8 +47,8 @@ from dpsim.datasets import movielens_rankings, movielens_theta, ratings_or_stand
 from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, RatioCheck, UsageError, axes
 from dpsim.theory import xu as theory
 
-from .common import (AXIS_TYPES, SYMBOLS, YLABEL, lane_bytes, m_estimator_method, make_privatise, release_words,
-                     resolve_top_k, scheme_eps, user_budget, validate_lambda)
+from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, lane_bytes, m_estimator_method, make_privatise,
+                     release_words, resolve_top_k, scheme_eps, user_budget, validate_lambda)
 
 STAND_IN = "stand-in"
 REAL_K = 10          # H_10 (xu §5.4)
@@ -108,7 +108,8 @@ FIG7 = Experiment(
              Derived(("release_words",), release_words(ANALYSIS), level="analysis",
                      doc="release key id (the analysis point without mechanism and λ rule)")),
     figure=FigureSpec(
-        symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme",
+        symbols=SYMBOLS, value_labels={**VALUE_LABELS, "k": {"auto": "$K = \\min(10, m-1)$"}},
+        x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme",
         panels=(Panel("kendall", "m_est", YLABEL["kendall"], title="full ranking"),
                 Panel("top_k_hamming", "m_est", YLABEL["top_k_hamming"], title="top-$K$"),
                 Panel("l2_rms", "m_est", YLABEL["l2_rms"], title="estimation, $\\ell_2$"),

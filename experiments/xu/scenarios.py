@@ -56,7 +56,7 @@ from dpsim.theory import xu as theory
 from dpsim.experiment.checks import LevelCheck
 
 from . import levels
-from .common import INF, SYMBOLS, YLABEL, truth_ladder, truth_uniform, xu_experiment
+from .common import INF, SYMBOLS, VALUE_LABELS, YLABEL, truth_ladder, truth_uniform, xu_experiment
 
 METHOD = "m_est"
 SCHEMES = theory.SCHEMES
@@ -79,7 +79,8 @@ FIG2 = xu_experiment(
     "xu-fig2", "Scenario I: estimation errors vs L at constant ε (θ* ~ U(−2, 2))",
     {"n_items": FIG2_M, "n_users": FIG2_L, "eps": FIG2_EPS}, truth=truth_uniform, reps=50,
     figure=FigureSpec(
-        symbols=SYMBOLS, x="n_users", curve="n_items", xlabel="$L$", curve_label="$m$", logx=True,
+        symbols=SYMBOLS, value_labels=VALUE_LABELS,
+        x="n_users", curve="n_items", xlabel="$L$", curve_label="$m$", logx=True,
         panels=(_panel("linf", ("eps",)), _panel("l2_rms", ("eps",))),
         title="xu Fig. 2 (Scenario I): estimation errors vs $L$"),
     description="xu §5.1 Scenario I, Fig. 2 (xu spec §6.1): 50 replicates, λ = G(ε)/L")
@@ -93,7 +94,8 @@ FIG3 = xu_experiment(
     "xu-fig3", "Scenario II: estimation errors vs L under the adaptive privacy schemes",
     {"n_items": FIG3_M, "n_users": FIG3_L, "scheme": list(SCHEMES), "l0": [100]}, truth=truth_uniform, reps=200,
     figure=FigureSpec(
-        symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
+        symbols=SYMBOLS, value_labels=VALUE_LABELS,
+        x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
         panels=(_panel("linf", ("n_items",)), _panel("l2_rms", ("n_items",))),
         title="xu Fig. 3 (Scenario II): errors vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     description="xu §5.1 Scenario II, Fig. 3, Table 1 (xu spec §6.2, P5): schemes named by formula (A8)")
@@ -108,7 +110,8 @@ FIG4 = xu_experiment(
     "xu-fig4", "Scenario III: ranking errors vs L at ε = 1 (evenly spaced θ*, gap Δ)",
     {"n_items": FIG4_M, "n_users": FIG4_L, "gap": FIG4_GAP, "eps": [1.0]}, truth=truth_ladder, reps=100,
     figure=FigureSpec(
-        symbols=SYMBOLS, x="n_users", curve="gap", xlabel="$L$", curve_label="$\\Delta$", logx=True,
+        symbols=SYMBOLS, value_labels=VALUE_LABELS,
+        x="n_users", curve="gap", xlabel="$L$", curve_label="$\\Delta$", logx=True,
         panels=(_panel("top_k_hamming", ("n_items",)), _panel("kendall", ("n_items",))),
         title="xu Fig. 4 (Scenario III): top-$K$ and full ranking errors vs $L$"),
     description="xu §5.2 Scenario III, Fig. 4 (xu spec §6.3): 100 replicates, K = m/2")
@@ -123,7 +126,8 @@ FIG5 = xu_experiment(
     {"n_items": FIG5_M, "n_users": FIG5_L, "gap": [0.1], "scheme": list(SCHEMES), "l0": [50]},
     truth=truth_ladder, reps=100,
     figure=FigureSpec(
-        symbols=SYMBOLS, x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
+        symbols=SYMBOLS, value_labels=VALUE_LABELS,
+        x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
         panels=(_panel("kendall", ("n_items",)),),
         title="xu Fig. 5 (Scenario IV): full ranking error vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     description="xu §5.2 Scenario IV, Fig. 5 (xu spec §6.4): Δ = 0.1 (A13), L0 = 50 (A9), 100 replicates (A10)")
@@ -138,7 +142,8 @@ FIG6 = xu_experiment(
     "xu-fig6", "Scenario V: classic RR vs debiased RR vs Laplace at ε = 2",
     {"n_items": FIG6_M, "n_users": FIG6_L, "eps": [2.0], "mechanism": FIG6_MECHANISMS}, truth=truth_uniform, reps=100,
     figure=FigureSpec(
-        symbols=SYMBOLS, x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
+        symbols=SYMBOLS, value_labels=VALUE_LABELS,
+        x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
         panels=tuple(_panel(metric, ("n_items",)) for metric in ("linf", "l2_rms", "kendall")),
         title="xu Fig. 6 (Scenario V): classic RR vs debiased RR vs Laplace"),
     description="xu §5.3 Scenario V, Fig. 6 (xu spec §6.5): same raw data and flips for the three mechanisms")
@@ -153,7 +158,8 @@ ORACLE = xu_experiment(
     {"n_items": ORACLE_M, "n_users": ORACLE_L, "eps": ORACLE_EPS, "mechanism": ORACLE_MECHANISMS},
     truth=truth_uniform, reps=500, extra=("oracle_mse", "release_slope", "excess_var"),
     figure=FigureSpec(
-        symbols=SYMBOLS, x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$L$",
+        symbols=SYMBOLS, value_labels=VALUE_LABELS,
+        x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$L$",
         panels=tuple(Panel(metric, METHOD, YLABEL[metric], title=what, each=("mechanism", "n_items"))
                      for metric, what in (("mse", "simulated"), ("oracle_mse", "sandwich"))),
         title="Simulated mean squared error vs the sandwich prediction (xu spec P4)"),
@@ -166,7 +172,8 @@ FLOOR = xu_experiment(
     {"n_items": FLOOR_M, "n_users": FLOOR_L, "eps": [2.0], "mechanism": ["classic_rr", "debiased_rr"]},
     truth=truth_uniform, reps=100, extra=("floor_mse",),
     figure=FigureSpec(
-        symbols=SYMBOLS, x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
+        symbols=SYMBOLS, value_labels=VALUE_LABELS,
+        x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
         panels=tuple(_panel(metric, ("n_items",)) for metric in ("mse", "floor_mse")),
         title="Classic RR vs debiased RR as $L$ grows: the population floor (xu spec §3.7)"),
     description="xu spec §3.7, P10: classic-RR error → its population floor, debiased RR → 0")
@@ -177,7 +184,8 @@ LAMBDA = xu_experiment(
     {"n_items": LAMBDA_M, "n_users": LAMBDA_L, "eps": LAMBDA_EPS, "lambda_rule": ["g_over_l", "paper"]},
     truth=truth_uniform, reps=100,
     figure=FigureSpec(
-        symbols=SYMBOLS, x="eps", curve="lambda_rule", xlabel="$\\epsilon$", curve_label="$\\lambda$ rule",
+        symbols=SYMBOLS, value_labels=VALUE_LABELS,
+        x="eps", curve="lambda_rule", xlabel="$\\epsilon$", curve_label="$\\lambda$ rule",
         panels=(_panel("l2_rms", ("n_items", "n_users")),),
         title="$\\lambda$ = G/L vs the literal $\\lambda$ of xu Scenario I (xu spec §4.2, A4)"),
     description="xu spec §4.2, §8.4, A4: the λ rules at (m, L, ε) ∈ {10, 40} × {100, 800} × {1, 3}")
