@@ -17,7 +17,7 @@ seams every experiment already has:
 
 A paper module lists its mutants in ``MUTANTS``; a study file may too. A mutant must change
 the *data a check judges*, never the prediction: the checks' predictions are evaluated from
-the grid's values at verify time (:class:`~dpsim.experiment.checks.LevelCheck`), so a
+the grid's values at verify time (:func:`~dpsim.experiment.checks.level_check`), so a
 mutant's wrong calibration shows as a discrepancy.
 """
 from __future__ import annotations
