@@ -77,19 +77,20 @@ def _plot_dir(out: Path, experiment, to: Path | None = None) -> list[Path]:
 
 
 def cmd_show(args) -> int:
+    import tempfile
+
     from dpsim.experiment.describe import describe, estimate_seconds
     from dpsim.experiment.registry import experiment as resolve
+    from dpsim.experiment.runner import format_duration, plan_run
     experiment, source = resolve(args.experiment)
     for line in describe(experiment, source):
         print(line)
+    with tempfile.TemporaryDirectory() as tmp:
+        print("  " + plan_run(experiment, out=Path(tmp) / "plan").memory_line())
     if not args.no_estimate:
         seconds, how = estimate_seconds(experiment)
-        print(f"  estimated run time of the default grid here: {_duration(seconds)} ({how})")
+        print(f"  estimated run time of the default grid here: {format_duration(seconds)} ({how})")
     return 0
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def cmd_run(args) -> int:
