@@ -1,4 +1,4 @@
-"""The ``dpsim`` command as a researcher meets it (issues 8 and 9), in subprocesses: version,
+"""The ``dpsim`` command as a researcher meets it, in subprocesses: version,
 usage, list, show, --dry-run, a study file run from another directory (run, show, verify,
 plot, list), the audit registry, honest verify output, warnings for unconverged fits, and
 one-line errors for path problems and for a too small n_items under the automatic k."""

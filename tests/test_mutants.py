@@ -1,4 +1,4 @@
-"""Issue 27's engine: family-wise verdicts, level checks against a closed form evaluated from
+"""The verification engine: family-wise verdicts, level checks against a closed form evaluated from
 the grid, censored phase-transition midpoints, and mutants (a study's own plausible bugs) that
 ``dpsim verify --mutants`` must kill.
 

@@ -1,4 +1,4 @@
-"""nguyen's level checks and mutants (issue 27; experiments/nguyen/levels.py, mutants.py):
+"""nguyen's level checks and mutants (experiments/nguyen/levels.py, mutants.py):
 
 * the closed forms the level checks predict from, against independent references (the spec's
   tables, SciPy/NumPy sums, the library's own conversions as a cross-check);

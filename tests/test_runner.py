@@ -485,7 +485,7 @@ def test_an_experiment_may_not_redefine_a_shared_axis():
 
 def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
     """Adding a mechanism and replicates extends the study: the manifest keeps every request
-    (append-only) and describes the table as it is (issue 9 item 1)."""
+    (append-only) and describes the table as it is."""
     out = tmp_path / "study"
     run_experiment(small_experiment(n_items=[8], mechanism=["laplace"]), out=out, progress=False, reps=2)
     run_experiment(small_experiment(n_items=[8], mechanism=["gaussian"]), out=out, progress=False, reps=4)
@@ -516,7 +516,7 @@ def test_accelerator_batching_fills_the_device(n_lanes, lane_bytes, memory, want
 
 
 def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypatch):
-    cpu = runner.batching("cpu")                   # lanes one at a time (issue 10, measured)
+    cpu = runner.batching("cpu")                   # lanes one at a time (measured)
     assert cpu.max_micro == runner.MAX_MICRO_BATCH_CPU == 1 and cpu.chunk_work == runner.CHUNK_WORK
     assert runner.chunk_layout(480, 8 * 300**2, 7, None, 2, cpu) == (240, 1)
     assert runner.chunk_layout(120, 8 * 40**2, 10, None, 2, cpu) == (60, 1)

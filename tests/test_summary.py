@@ -1,4 +1,4 @@
-"""Summaries, slopes and verdicts that respect what the table holds (issue 9 items 1, 4, 6):
+"""Summaries, slopes and verdicts that respect what the table holds:
 nothing pooled silently, the real problem named (ε = ∞), pooled axes with their own
 intercepts, REFUSED on unconverged fits, and verify on exactly R replicates."""
 from __future__ import annotations

@@ -134,7 +134,7 @@ def test_classic_and_debiased_rr_share_flips_and_rank_identically(fig6_tables):
     table, mutated = fig6_tables
     assert table["converged"].all()
     result = IDENTITY.evaluate(table)
-    # reported only since issue 27 (no calibration error can move a shared-flip identity);
+    # reported only (no calibration error can move a shared-flip identity);
     # the identity itself still holds: 0 mismatches
     assert result.verdict == "INFO" and result.value == 0.0, result.line()
     wide = table.pivot_table(index=["n_users", "rep"], columns="mechanism", values="l2_rms")

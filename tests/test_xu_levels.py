@@ -1,4 +1,4 @@
-"""xu's level checks and mutants (issue 27; experiments/xu/levels.py, mutants.py):
+"""xu's level checks and mutants (experiments/xu/levels.py, mutants.py):
 
 * the closed forms the level checks predict from, against independent references (SciPy's
   distributions, exact sums over the released bit, the pseudo-inverse sandwich at λ = 0, the

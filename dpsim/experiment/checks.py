@@ -476,7 +476,7 @@ class ThresholdCollapseCheck(Check):
         # taken from the crossings of its Wilson bands. A censored configuration's interval is
         # open on its censored side (U = ∞ when the curve never reaches ½, L = 0 when it
         # starts above), so where it can decide the spread's end, that end is infinite: the
-        # check cannot PASS until the grid of x is extended (issue 27, "honest intervals").
+        # check cannot PASS until the grid of x is extended (an honest interval).
         lows, highs = mids["x_half_low"].to_numpy(float), mids["x_half_high"].to_numpy(float)
         spread_low = max(1.0, float(lows.max() / highs.min()))
         spread_high = float(highs.max() / lows.min()) if lows.min() > 0 else math.inf

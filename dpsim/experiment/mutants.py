@@ -1,6 +1,6 @@
 """Mutants: plausible bugs in a paper's mechanisms and estimators, declared beside its checks,
-so that ``dpsim verify PAPER --mutants`` can show that the checks would catch them (issue 27,
-"a check that cannot fail is not a check").
+so that ``dpsim verify PAPER --mutants`` can show that the checks would catch them (a check
+that cannot fail is not a check).
 
 A :class:`Mutant` is a function from an :class:`~dpsim.experiment.grid.Experiment` to a
 mutated one, applied to the experiments it names; nothing in the library knows about it (no

@@ -48,7 +48,7 @@ def fold_in_words(key, words):
     loop, so the program holds one threefry hash for the whole chain instead of one per
     word. The key is the same as the nested calls'; the program is smaller (cai Fig. 3's
     chunk program: 304 instead of 335 fused kernels), and XLA:CPU compile time grows with
-    the kernel count (issue 10). ``words``: uint32 values, shape (w,); traceable."""
+    the kernel count. ``words``: uint32 values, shape (w,); traceable."""
     words = jnp.asarray(words, jnp.uint32)
     return jax.lax.fori_loop(0, words.shape[0], lambda i, k: jax.random.fold_in(k, words[i]), key)
 
@@ -148,7 +148,7 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
     fewer per shape point; the θ*-design is a few O(n) operations, negligible per chunk).
     Every lane of a chunk belongs to one shape point, whose θ*-key words and traced shape
     values are arguments: with :class:`~dpsim.experiment.grid.Padding` one program serves
-    every shape point of a size bucket (issue 10).
+    every shape point of a size bucket.
 
     Args:
         shape: the program's static shape values (Python values): the shape point, or with
@@ -271,7 +271,7 @@ def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: lis
 
     A string analysis axis that only host-side :class:`~dpsim.experiment.Derived` functions
     read (xu-hetero's ``profile`` and ``match``, xu's ``scheme``, nguyen's ``p0``) would
-    otherwise compile one copy of every method per value (issue 10: xu-hetero's program,
+    otherwise compile one copy of every method per value (xu-hetero's program,
     9 copies, took 14.8 s to compile; 4.2 s with one). When nothing merges, the first
     lowering is the program: no extra work."""
     step = (experiment, shape, static_data)
@@ -372,7 +372,7 @@ def _static_key(experiment, *parts) -> tuple:
 
 
 # XLA:CPU options of the chunk programs: XLA's defaults, unless $DPSIM_XLA_CPU_OPT_LEVEL sets
-# the LLVM optimisation level. Level 1 was tried as the default (issue 10) and not kept: it
+# the LLVM optimisation level. Level 1 was tried as the default and not kept: it
 # compiled cai Fig. 3's program in 12–16 % less CPU time (2.68 against 3.06 CPU-s, median of
 # 5), but Fig. 1's nine programs only 2.5 % (29.4 against 30.1 CPU-s, within the noise) and
 # Figures 1–3 end to end not at all (benchmarks/compare.py, 3 rounds: 41.4 against 41.1 s),

@@ -36,7 +36,7 @@ from dpsim.experiment.program import (clear_cache, compiled_chunk_fn, compiler_o
                                       truth_words)
 from dpsim.experiment.threads import DaemonPool, in_order, wait
 
-# CPU: lanes one at a time (issue 10). Measured on the 2-core CPU, fresh process / warm re-run,
+# CPU: lanes one at a time. Measured on the 2-core CPU, fresh process / warm re-run,
 # against the earlier cache-sized micro-batches (≤ 3 MiB, ≤ 128 lanes): cai Fig. 3 (n = 300)
 # 4.3 / 2.4 s against 7.0 / 4.6 s; cai n = 200 2.0 / 0.37 s against 3.0 / 0.82 s; n = 40
 # 1.7 / 0.064 s against 2.5 / 0.055 s; compiling a program took 15–30 % less in every
@@ -48,7 +48,7 @@ CHUNK_WORK = 2e8
 DEFAULT_WATCHDOG_SECONDS = 900.0
 # Accelerators: many lanes per vmapped micro-batch (measured on an H100 for the cai Fig. 3
 # workload at 2400 replicates: micro-batches of 4 lanes 27.8 s, 64 4.1 s, 512 2.6 s, 4096
-# 3.4 s; issue 10), bounded by a share of the device's memory; a chunk holds a few of them.
+# 3.4 s), bounded by a share of the device's memory; a chunk holds a few of them.
 MAX_MICRO_BATCH_ACCELERATOR = 512
 ACCELERATOR_MEMORY_SHARE = 0.25
 ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
@@ -56,10 +56,10 @@ ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 # CPU, measured on the 2-core CPU (cai Fig. 1, benchmarks/cai.py): its nine programs compiled
 # in 18.0 s (2.0 s each) and computed 120 lanes × 4 ε × 8n² bytes (n = 100 … 700) in 8.6 s,
 # 1.26e-9 s per lane-analysis byte. Accelerators: compiling took ~6 s per program on an H100
-# (issue 10: 56 s for cai Fig. 1's nine) and a fit ran ~27× faster than on the CPU (0.027 ms
-# against 0.73 ms per n = 300 fit, issue 10 and benchmarks/cai.py): estimates, not measured
-# with padding (no GPU was lent). Issue 10's fifth session halved the CPU compute per byte
-# (BTL evaluate) and re-checked the choice rather than refit it: Figure 1 in fresh processes,
+# (56 s for cai Fig. 1's nine) and a fit ran ~27× faster than on the CPU (0.027 ms
+# against 0.73 ms per n = 300 fit, benchmarks/cai.py): estimates, not measured with padding
+# on a GPU. When a later change halved the CPU compute per byte (BTL evaluate), the choice
+# was re-checked rather than refit: Figure 1 in fresh processes,
 # 2 rounds, 3 programs (these constants) 12.8 / 13.7 s, 2 programs (at 0.9e-9 s per byte)
 # 14.3 / 12.3 s, 4 programs (at 2.5e-9) 14.9 / 15.8 s.
 COMPILE_SECONDS_CPU, SECONDS_PER_BYTE_CPU = 2.0, 1.26e-9
@@ -786,7 +786,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     current one computes); programs are executed by ``workers`` daemon threads (chunks;
     each chunk draws θ* itself, :func:`~dpsim.experiment.program.make_chunk_fn`). No
     batched LAPACK call is ever executed on CPU (:mod:`dpsim.linalg`), which is what
-    deadlocked concurrent chunks (issue 7).
+    deadlocked concurrent chunks.
     """
     patience = watchdog_seconds(watchdog)
     compiler_options()   # a bad $DPSIM_XLA_CPU_OPT_LEVEL is refused before anything is written

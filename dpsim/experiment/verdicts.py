@@ -1,4 +1,4 @@
-"""Verdicts (DESIGN "Theory and verification"; issue 27): what a check measured, how it is
+"""Verdicts (DESIGN "Theory and verification"): what a check measured, how it is
 judged, and the base class of every check.
 
 A check (:class:`Check`) turns the rows of a results table into an :class:`Estimate`: a

@@ -1,5 +1,5 @@
 """cai: the level checks that pin every mechanism's calibration, and the mutants (plausible
-bugs) they must catch (issue 27; closed forms and tolerances: :mod:`.levels`).
+bugs) they must catch (closed forms and tolerances: :mod:`.levels`).
 
 | mechanism | experiment | check(s) |
 |---|---|---|

@@ -15,7 +15,7 @@ Differences from the authors' code, each the correct mechanism or a documented c
 The ``link`` axis changes only the data-generating link (probit data: no DP issue, since
 the estimator's likelihood, and so its calibration, stays logistic).
 
-Several n share one compiled program (``Padding``, issue 10): arrays have the bucket's
+Several n share one compiled program (``Padding``): arrays have the bucket's
 ``capacity``, n and k are traced, and every step masks the padding (θ* and the win counts
 are 0 there, the Laplace vector too, so the padded Newton solve decouples; top-k and
 centring see the real items only). The random draws are the unpadded program's

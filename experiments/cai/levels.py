@@ -1,5 +1,5 @@
 """cai: level checks that pin each mechanism's calibration, and the mutants they must catch
-(issue 27; spec ../shared/papers/cai.md §5.1–5.4, §10.3).
+(spec ../shared/papers/cai.md §5.1–5.4, §10.3).
 
 **Closed forms** (written here from the spec's formulas, on purpose *without* the library's
 helpers ``dpsim.mechanisms.calibration`` or ``dpsim.theory``, which the mechanisms call: a bug

@@ -410,8 +410,8 @@ RATE_L_CHECKS = [
 def _ratio_checks(method, lo_factor, hi_factor, what):
     """The ratio at each L > 1 and its slope in log L. A band [lo·L, hi·L] that contains √L
     (the alternative it exists to exclude, and for the MLE at L = 2 also 1, i.e. L dropped
-    from the calibration) cannot fail under those bugs: it is reported only (issue 27: no
-    vacuous pass; the mutant ``cai-indiv-mle-lambda-without-L`` leaves the MLE's L = 2 ratio
+    from the calibration) cannot fail under those bugs: it is reported only (no
+    vacuous pass: the mutant ``cai-indiv-mle-lambda-without-L`` leaves the MLE's L = 2 ratio
     at ≈ 1, inside [1, 4]); the L-slope checks and the level checks of
     :mod:`.calibrations` judge that calibration."""
     checks = []

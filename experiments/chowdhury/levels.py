@@ -1,5 +1,5 @@
 """chowdhury: level checks that pin each privacy mechanism's calibration, and the mutants
-(plausible bugs) they must catch (issue 27; spec ../shared/papers/chowdhury.md §3.2–3.4, P12,
+(plausible bugs) they must catch (spec ../shared/papers/chowdhury.md §3.2–3.4, P12,
 P14).
 
 **Closed forms** (written here from the spec's formulas, never through the mechanisms' own

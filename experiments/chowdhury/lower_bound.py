@@ -21,7 +21,7 @@ replicate (the bound is conditional on X and is computed per replicate), ε ∈ 
 * ``rr_local``: θ̂_RR on the released labels (the MLE at ε = ∞), B = 2√d.
 
 Metrics: ``mse``, ``l2`` and ``lower_bound`` (the bound for this X and ε). The checks (one
-per ε and method, at every n): mean MSE / mean bound ≥ 1, **report only** (issue 27): a
+per ε and method, at every n): mean MSE / mean bound ≥ 1, **report only**: a
 lower bound holds for any estimator, even one that ignores privacy, so none of them can fail
 under a plausible bug of the mechanisms (measured ratios ≥ 1.38 even without privacy).
 """

@@ -1,4 +1,4 @@
-"""Level checks that pin the calibration of every nguyen mechanism (issue 27; spec
+"""Level checks that pin the calibration of every nguyen mechanism (spec
 ../shared/papers/nguyen.md §4.1–4.3, §4.5, §4.8, §4.9, §7.3–7.4, A2, A3, A5).
 
 Slopes and paired signs are blind to a constant factor in a noise scale (a discrete-Gaussian σ

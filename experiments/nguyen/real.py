@@ -221,7 +221,7 @@ def _edu(dataset, eps, mode="paper"):
 
 # The paper-mode claims judge the authors' truncated power iterations (lazy chain, tolerance 1e-5,
 # at most 1000 steps; jump chain 1e-6, 10 000 for RR): at ε* = 0.01 they stop unconverged in
-# 1.5–2.5% of the fits at some seeds (measured at seed 1 by the lead, issue 27), which is the
+# 1.5–2.5% of the fits at some seeds (measured at seed 1), which is the
 # published curve's own truncation, so these checks judge with up to 5% unconverged fits.
 PAPER_ITERATION_LIMIT = 0.05
 _TRUNCATED = "; judged with up to 5% unconverged fits (the authors' truncated power iteration, paper mode)"

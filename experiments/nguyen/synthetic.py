@@ -109,7 +109,7 @@ _BEATS = [comparison_check(f"nguyen-fig1-gaussian-beats-{other}-m{m}", FIG1.name
                                        f"Gaussian chain is more accurate than {PROSE[other]} (paired)")
           for other in ("laplace", "rr") for m in (25, 200)]
 
-# Saturated (issue 27, "no vacuous pass"): at m = 200, ε* = 1 the Laplace scale t = m(m − 1)/ε* ≈ 4e4
+# Saturated (no vacuous pass): at m = 200, ε* = 1 the Laplace scale t = m(m − 1)/ε* ≈ 4e4
 # drowns every count, so its error sits at the level of no information for any scale above ~1e3:
 # no plausible calibration bug (t × ½, × 2, the joint L1 sensitivity) moves it; reported only (its
 # calibration is pinned by nguyen-fig1-laplace-noise-level, nguyen-fig2-laplace-noise-level-*).

@@ -1,4 +1,4 @@
-"""Closed forms that pin xu's mechanisms and estimator at their level (issue 27), evaluated
+"""Closed forms that pin xu's mechanisms and estimator at their level, evaluated
 from a grid point's values only (m, L, ε, mechanism, λ rule), for
 :func:`~dpsim.experiment.checks.level_check` predictions.
 

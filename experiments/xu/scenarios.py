@@ -33,7 +33,7 @@ Companions:
   prediction at the simulated θ*, m ∈ {10, 20}, L ∈ {100, 400}, ε ∈ {1, 2, 3}, debiased RR
   and Laplace, 500 replicates (the spec's numerical check used 300), and the ε ratios (P3);
   classic RR too, with the release metrics ``release_slope`` and ``excess_var``, for the level
-  checks that pin every mechanism's calibration (issue 27; :mod:`.levels`).
+  checks that pin every mechanism's calibration (:mod:`.levels`).
 - ``xu-classic-floor`` (xu spec §3.7, P10): classic vs debiased RR at ε = 2, m ∈ {10, 20},
   L ∈ {400, 1600, 6400, 25600}: the classic-RR error settles on its population floor
   (computed at the simulated θ*, ``floor_mse``) while the debiased error keeps falling like
@@ -355,7 +355,7 @@ LAMBDA_CHECKS = [
 ]
 
 # =======================================================================================
-# Level checks (issue 27): each mechanism's calibration, and the estimator's MSE, against a
+# Level checks: each mechanism's calibration, and the estimator's MSE, against a
 # closed form of the grid's values written in .levels (never the library's helpers).
 # Tolerances: the release closed forms are exact (E over the mechanism's randomness given the
 # raw answers), so their regions state the calibration error we accept, far inside the shift
