@@ -318,6 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dpsim", description="Minimax-rate experiments for differentially private "
                      "learning from pairwise comparisons and response data.", epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"dpsim {__version__}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the whole Python trace of an error in a study's method (sets DPSIM_TRACEBACK=1)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lister = sub.add_parser("list", help="list experiments, checks and audits")
     lister.add_argument("study", nargs="?", default=None,
@@ -424,6 +426,8 @@ def main(argv=None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        if args.traceback:
+            os.environ["DPSIM_TRACEBACK"] = "1"
         if args.command is None:
             parser.print_help()
             return 0

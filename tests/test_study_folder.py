@@ -135,7 +135,15 @@ def test_a_broken_method_is_one_line_and_leaves_nothing(study, capsys):
     assert main(["run", "study.py", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "method 'laplace' failed: KeyError" in err and "sigma" in err
+    assert "method 'laplace' failed: KeyError" in err and "sigma" in err and "--traceback" in err
+    assert not (study.parent / "runs" / "prov").exists()
+
+
+def test_traceback_flag_shows_the_whole_trace(study, monkeypatch):
+    study.write_text(textwrap.dedent(BROKEN))
+    monkeypatch.delenv("DPSIM_TRACEBACK", raising=False)
+    with pytest.raises(KeyError, match="sigma"):
+        main(["--traceback", "run", "study.py", "--no-progress"])
     assert not (study.parent / "runs" / "prov").exists()
 
 

@@ -124,8 +124,8 @@ def analyse_point(experiment: Experiment, a_key, ctx: Context) -> dict:
 
 def _called(experiment: Experiment, name: str, key, ctx: Context):
     """A method's outputs; an exception it raises while it is traced becomes one UsageError
-    line naming the experiment, the method and the error (``DPSIM_TRACEBACK=1`` re-raises it
-    as it was, with the whole trace)."""
+    line naming the experiment, the method and the error (``dpsim --traceback``, i.e.
+    ``DPSIM_TRACEBACK=1``, re-raises it as it was, with the whole trace)."""
     try:
         return experiment.methods[name].fn(key, ctx)
     except UsageError:
@@ -135,7 +135,7 @@ def _called(experiment: Experiment, name: str, key, ctx: Context):
             raise
         message = " ".join(str(exc).split())
         raise UsageError(f"experiment {experiment.name!r}: method {name!r} failed: {type(exc).__name__}: "
-                         f"{message[:300]} (DPSIM_TRACEBACK=1 shows the whole trace)") from None
+                         f"{message[:300]} (dpsim --traceback … shows the whole trace)") from None
 
 
 def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
