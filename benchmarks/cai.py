@@ -92,13 +92,13 @@ PAPER = "cai"
 EPS = [1 / 5, 1 / 4, 1 / 3, 1 / 2, 1.0, 3 / 2, 2.0, 5 / 2, 5.0, math.inf]
 FIG3_P = [0.25, 0.5, 0.75, 1.0]
 C0 = 2.0
-# The CPU micro-batch at n = 300 before issue 10 (cache-sized: ≤ 3 MiB of n×n lanes), kept
+# The earlier cache-sized CPU micro-batch at n = 300 (≤ 3 MiB of n×n lanes), kept
 # as the comparison for the runner's one-lane-at-a-time CPU default.
 EARLIER_CPU_MICRO_BATCH = 4
-# Engine ÷ SciPy loop, cold (compile included) and compiled: n = 300 cold ≥ 3× (the engine
-# issue); issue 10: a cold process at n = 40 at least as fast as the SciPy loop, compiled
-# speed no worse than when it was filed (13× at n = 300, 48× at n = 40); Figures 1–3 in
-# fresh processes under 30 s. n = 20 is reported without a target.
+# Engine ÷ SciPy loop, cold (compile included) and compiled: n = 300 cold ≥ 3×; a cold
+# process at n = 40 at least as fast as the SciPy loop; compiled speed no worse than the
+# engine's earlier measurement (13× at n = 300, 48× at n = 40); Figures 1–3 in fresh
+# processes under 30 s. n = 20 is reported without a target.
 TARGETS = {"engine_vs_scipy_n300": {"cold": 3.0, "compiled": 13.0},
            "engine_vs_scipy_n40": {"cold": 1.0, "compiled": 48.0}, "figs_total_s": 30.0}
 SCIPY, CHOIX, CHOIX_ILSR = "SciPy L-BFGS-B loop", "choix.opt_pairwise ε=∞", "ref: choix.ilsr_pairwise_dense"
@@ -434,7 +434,7 @@ def section_p(bench: harness.Bench) -> dict:
                  ["  converged", f"{100 * run['converged_fraction']:.1f}%"]]
     if vmapped_run:
         rows.append([f"same workload ({vmapped_run['fits']} fits), micro-batches of {EARLIER_CPU_MICRO_BATCH} "
-                     f"lanes (the CPU choice before issue 10): compute",
+                     f"lanes (the earlier cache-sized CPU choice): compute",
                      f"{1e3 * vmapped_run['compute_s'] / vmapped_run['fits']:.2f} ms/fit"])
     rows += [["one evaluate (gradient + Laplacian weights)", f"{prof['evaluate_us']:.1f} µs"],
              ["one Hessian–vector product", f"{prof['hvp_us']:.1f} µs"],
@@ -445,7 +445,7 @@ def section_p(bench: harness.Bench) -> dict:
              ["solve one problem at a time, per fit",
               f"{prof['solve_one_by_one_ms_per_fit']:.2f} ms (evaluate ≈ {100 * prof['evaluate_share_of_solve']:.0f}%,"
               f" hvp ≈ {100 * prof['hvp_share_of_solve']:.0f}%)"],
-             [f"solve vmapped by {prof['micro_batch']} (the CPU micro-batch before issue 10), per fit",
+             [f"solve vmapped by {prof['micro_batch']} (the earlier cache-sized CPU micro-batch), per fit",
               f"{prof['solve_vmapped_ms_per_fit']:.2f} ms"]]
     harness.print_table(harness.format_table(f"where the engine's time goes (n = {prof['n']}, jitted, float64)",
                                              ("quantity", "value"), rows, align="ll"))
@@ -648,7 +648,7 @@ def section_c(bench: harness.Bench) -> dict:
                "compute_s": run["compute_s"]}
         harness.print_table(harness.format_table(
             "cai Fig. 1 with its sizes padded to shared programs (the default) and with DPSIM_PADDING=off (one "
-            "program per n, as before issue 10), fresh process each",
+            "program per n, the earlier behaviour), fresh process each",
             ("padding", "programs", "process s", "compile cost s", "chunk compute s"),
             [["auto (above)", fig1["compiles"], fig1["cold_process_s"], fig1["compile_cost_s"], fig1["compute_s"]],
              ["off", row["compiles"], row["cold_process_s"], row["compile_cost_s"], row["compute_s"]]],

@@ -56,7 +56,7 @@ from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_perm
 PAPER = "xu"
 FIG4 = scenarios.FIG4
 EPS = 1.0
-TARGETS: dict = {}   # the issue sets no target: the ratio is reported
+TARGETS: dict = {}   # no target is set: the ratio is reported
 SCIPY = "NumPy/SciPy L-BFGS-B loop"
 
 

@@ -85,19 +85,20 @@ def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | No
 
 
 def cmd_show(args) -> int:
+    import tempfile
+
     from dpsim.experiment.describe import describe, estimate_seconds
     from dpsim.experiment.registry import experiment as resolve
+    from dpsim.experiment.runner import format_duration, plan_run
     experiment, source = resolve(args.experiment)
     for line in describe(experiment, source):
         print(line)
+    with tempfile.TemporaryDirectory() as tmp:
+        print("  " + plan_run(experiment, out=Path(tmp) / "plan").memory_line())
     if not args.no_estimate:
         seconds, how = estimate_seconds(experiment)
-        print(f"  estimated run time of the default grid here: {_duration(seconds)} ({how})")
+        print(f"  estimated run time of the default grid here: {format_duration(seconds)} ({how})")
     return 0
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def cmd_run(args) -> int:
@@ -328,6 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dpsim", description="Minimax-rate experiments for differentially private "
                      "learning from pairwise comparisons and response data.", epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"dpsim {__version__}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the whole Python trace of an error in a study's method (sets DPSIM_TRACEBACK=1)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lister = sub.add_parser("list", help="list experiments, checks and audits")
     lister.add_argument("study", nargs="?", default=None,
@@ -440,6 +443,8 @@ def main(argv=None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        if args.traceback:
+            os.environ["DPSIM_TRACEBACK"] = "1"
         if args.command is None:
             parser.print_help()
             return 0

@@ -7,7 +7,7 @@ class UsageError(ValueError):
 
 
 class RunStalled(RuntimeError):
-    """A run made no progress for longer than its watchdog allows (runner, issue 7): the
+    """A run made no progress for longer than its watchdog allows (runner): the
     message says what it was waiting for. Completed chunks are on disk; re-running resumes."""
 
 

@@ -1,6 +1,6 @@
 """Dense linear algebra that is safe to ``vmap`` on the CPU backend.
 
-**Why this module exists** (dpsim issue 7). On XLA:CPU, jaxlib's LAPACK kernels
+**Why this module exists**. On XLA:CPU, jaxlib's LAPACK kernels
 (``lapack_dgetrf_ffi``, ``lapack_dtrsm_ffi``, ``lapack_dsyevd_ffi``, …) split a *batched*
 call over XLA's intra-op thread pool (``jax::ParallelBatchMap``) and block the calling pool
 thread until the pieces finish. The calling thread is itself a pool thread, so when as many

@@ -103,12 +103,12 @@ def _backtrack(objective: SmoothObjective, x, grad, curvature, direction, max_ba
         return jnp.isfinite(m_t) & (m_t <= (1.0 - 2.0 * armijo * t) * merit)
 
     # The full step t = 1 is the loop's first iteration (k = 0, from t = 2 and k = −1), so
-    # the program holds one copy of ``evaluate`` here instead of two (issue 10: XLA:CPU
+    # the program holds one copy of ``evaluate`` here instead of two (XLA:CPU
     # compile time grows with the code); the trial points are the same.
     # The loop's curvature slot starts as the current point's ``curvature`` (never read:
     # the first iteration overwrites it), not a fresh array: XLA then updates that buffer
     # in place through both loops instead of copying the (n, n) curvature out of this loop
-    # into the Newton loop's state every iteration (issue 10; bit-identical results).
+    # into the Newton loop's state every iteration (bit-identical results).
     init = (jnp.asarray(2.0), x, jnp.zeros_like(grad), curvature, jnp.asarray(-1))
 
     def cond(state):
@@ -166,7 +166,7 @@ def newton_cg(objective: SmoothObjective, x0: Array, *, tol: float = 1e-10,
 # equation 1/‖u(μ)‖ = 1/B (Moré–Sorensen; 1/‖u(μ)‖ is concave in μ, so Newton started left
 # of the root increases monotonically to it). d is small (the feature dimension), so the
 # dense eigen-decomposition is cheap; it runs through :func:`symmetric_eigh`, which keeps
-# LAPACK unbatched under ``vmap`` on CPU (dpsim.linalg, issue 7).
+# LAPACK unbatched under ``vmap`` on CPU (dpsim.linalg).
 # =======================================================================================
 
 

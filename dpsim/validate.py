@@ -1,4 +1,4 @@
-"""Validation of *concrete* inputs to the public library functions (issue 9 item 6).
+"""Validation of *concrete* inputs to the public library functions.
 
 A generator, mechanism or estimator called with Python or NumPy values (or concrete JAX
 arrays) checks them and raises ``ValueError`` naming the bad value; inside ``jit``/``vmap``

@@ -32,9 +32,9 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.estimators import penalised_mle, top_k_mask, win_counts
-from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, TrendCheck, axes,
+from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, trend_check, axes,
                               solver_diagnostics)
-from dpsim.experiment.checks import LevelCheck
+from dpsim.experiment.checks import level_check
 from dpsim.experiment.mutants import Mutant, scaled_derived
 from dpsim.metrics import topk_metrics
 from dpsim.models import sample_er_comparisons, true_top_k_mask
@@ -124,13 +124,13 @@ CHECKS = [
     # square of Laplace noise has a coefficient of variation √20/2/√4000 = 3.5% (7% at 95%),
     # Gaussian noise √2/√4000 = 2.2%: the region ±20% is the Monte-Carlo error with room,
     # and a noise scale off by 2 (variance × 4 or ¼) falls far outside.
-    LevelCheck("borda-noise-variance", STUDY.name, "noise_ms", "borda", noise_variance, 0.8, 1.25,
-               where={"eps": [0.5, 1.0, 2.0, 4.0]}, at=("eps", "noise"), formula="Var of the mechanism",
-               description="the released noise has the variance its (ε, δ) calibration requires, at every ε and noise"),
-    TrendCheck("borda-noise-laplace-improves-with-eps", STUDY.name, "relative_hamming", "borda", "eps", -1,
-               where={"noise": ["laplace"], "eps": [0.5, 1.0, 2.0, 4.0]}, log_y=False,
-               description="the Laplace-noised Borda top-k error decreases in ε (slope of the error, "
-                           "which can be 0, on log ε)"),
+    level_check("borda-noise-variance", STUDY.name, "noise_ms", "borda", noise_variance, 0.8, 1.25,
+                where={"eps": [0.5, 1.0, 2.0, 4.0]}, at=("eps", "noise"), formula="Var of the mechanism",
+                description="the released noise has the variance its (ε, δ) calibration requires, at every ε and noise"),
+    trend_check("borda-noise-laplace-improves-with-eps", STUDY.name, "relative_hamming", "borda", "eps", -1,
+                where={"noise": ["laplace"], "eps": [0.5, 1.0, 2.0, 4.0]}, log_y=False,
+                description="the Laplace-noised Borda top-k error decreases in ε (slope of the error, "
+                            "which can be 0, on log ε)"),
 ]
 
 # Plausible bugs the checks must catch: `dpsim verify examples/custom_study.py --mutants`

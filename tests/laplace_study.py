@@ -8,7 +8,7 @@ import textwrap
 
 HEAD = '''
 import jax, jax.numpy as jnp
-from dpsim.experiment import Experiment, FigureSpec, LevelCheck, Method, Panel
+from dpsim.experiment import Experiment, FigureSpec, level_check, Method, Panel
 from dpsim.experiment.mutants import Mutant, scaled_analysis
 from dpsim.estimators import win_counts
 from dpsim.models import sample_er_comparisons
@@ -34,7 +34,7 @@ STUDY = Experiment(name="{name}", title="t", axes={{"n_items": [{n_items}], "p":
                    shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {{}},
                    generate=generate, methods={{"laplace": Method(laplace_counts, ("noise_ms",))}}, reps={reps},
                    {FIGURE if figure else ""})
-CHECKS = [LevelCheck("{name}-variance", "{name}", "noise_ms", "laplace", lambda p: 8.0 / p["eps"] ** 2,
+CHECKS = [level_check("{name}-variance", "{name}", "noise_ms", "laplace", lambda p: 8.0 / p["eps"] ** 2,
                      {region[0]}, {region[1]}, at=("eps",), formula="8/ε²")]
 '''
     return textwrap.dedent(HEAD) + body + textwrap.dedent(tail)

@@ -1,4 +1,4 @@
-"""cai's level checks and mutants (issue 27; experiments/cai/levels.py, calibrations.py,
+"""cai's level checks and mutants (experiments/cai/levels.py, calibrations.py,
 threshold.ReachableCollapseCheck): the closed forms against independent computations, the
 two optimality identities of Algorithm 1 on real fits, the mutants' copies of Algorithm 1
 against the library's, and a mutant caught at the level of its metric."""

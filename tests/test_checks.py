@@ -1,9 +1,9 @@
 """The engine's paired, ratio and identity checks (dpsim/experiment/checks.py) on small
 synthetic tables whose answers are computed here by hand: the one pairing helper, the paired
-difference (ComparisonCheck, EveryPointCheck), the delta-method ratio of means (RatioOfMeans,
-MeanRatioCheck, PredictedRatioCheck, RatioCheck, MethodRatioSlopeCheck and its options),
-LinearSlopeCheck, IdenticalAcrossCheck and the printed region (format_region). (Log–log
-slopes: test_summary.py; RatioCheck and RatioSlopeCheck against a bootstrap: test_scaling.py;
+difference (Difference, comparison_check, at one point and at every value of an axis), the
+delta-method ratio of means (ColumnRatio, column_ratio_check, predicted_ratio_check, ratio_check, method_ratio_slope_check and its options),
+linear_slope_check, IdenticalAcrossCheck and the printed region (format_region). (Log–log
+slopes: test_summary.py; ratio_check and ratio_slope_check against a bootstrap: test_scaling.py;
 the phase-transition check: test_threshold.py.)"""
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment import (ComparisonCheck, EveryPointCheck, IdenticalAcrossCheck, LinearSlopeCheck,
-                              MeanRatioCheck, MethodRatioSlopeCheck, PairedDifference, PredictedRatioCheck,
-                              RatioCheck, RatioOfMeans)
+from dpsim.experiment import (ColumnRatio, Difference, IdenticalAcrossCheck, column_ratio_check, comparison_check,
+                              linear_slope_check, method_ratio_slope_check, predicted_ratio_check, ratio_check)
 from dpsim.experiment.checks import format_region, log_ratio_of_means, paired
 
 Z = 1.959963984540054
@@ -76,37 +75,38 @@ def test_paired_aligns_on_point_and_replicate():
 
 def test_paired_difference_matches_the_hand_computation():
     expected = _normal_interval(DIFFS[10] + DIFFS[20])
-    mean, low, high, n = PairedDifference("err", "a", "b").compute(_pairs_table())
-    assert n == 8
+    value = Difference("err", "a", "b").estimate(_pairs_table())
+    mean, (low, high), n = value.value, value.interval(), value.n
+    assert n == 8 and not value.log
     np.testing.assert_allclose((mean, low, high), expected, rtol=1e-12)
     assert mean == pytest.approx(-0.3125, rel=1e-12)
 
 
 def test_comparison_check_passes_because_it_pairs():
     table = _pairs_table()
-    result = ComparisonCheck("t", "e", "err", "a", "b", pool=("n",)).evaluate(table)
+    result = comparison_check("t", "e", "err", "a", "b", pool=("n",)).evaluate(table)
     mean, low, high = _normal_interval(DIFFS[10] + DIFFS[20])
     assert result.verdict == "PASS"
     assert (result.value, result.low, result.high) == pytest.approx((mean, low, high), rel=1e-12)
-    assert result.predicted == "a < b" and result.evidence == "8 paired obs"
+    assert result.predicted == "≤ 0" and result.evidence == "err(a) − err(b), 1 point, 8 obs"
     assert result.fitted == f"{mean:+.4f} [{low:+.4f}, {high:+.4f}]"
     # the same numbers unpaired (Welch) would straddle 0: the PASS comes from the pairing
     a, b = np.r_[A[10], A[20]], np.r_[B[10], B[20]]
     welch = Z * math.sqrt(a.var(ddof=1) / 8 + b.var(ddof=1) / 8)
     assert a.mean() - b.mean() + welch > 0
     # and the worse method first fails
-    assert ComparisonCheck("t", "e", "err", "b", "a", pool=("n",)).evaluate(table).verdict == "FAIL"
+    assert comparison_check("t", "e", "err", "b", "a", pool=("n",)).evaluate(table).verdict == "FAIL"
 
 
 def test_every_point_check_judges_each_point_and_shows_the_decisive_one():
-    check = EveryPointCheck("t", "e", statistic=PairedDifference("err", "a", "b"), x="n")
+    check = comparison_check("t", "e", "err", "a", "b", every="n")
     result = check.evaluate(_pairs_table())
     per_point = {n: _normal_interval(DIFFS[n]) for n in (10, 20)}
     assert result.verdict == "PASS"
     nearest = max(per_point, key=lambda n: per_point[n][2])        # the interval closest to 0
     assert (result.value, result.low, result.high) == pytest.approx(per_point[nearest], rel=1e-12)
     assert result.fitted.endswith(f"at n={nearest}; 2/2 inside")
-    assert result.predicted == "a < b at every n"
+    assert result.predicted == "≤ 0" and result.evidence.startswith("err(a) − err(b), 2 points")
     np.testing.assert_allclose(result.detail[["value", "low", "high"]].to_numpy(),
                                [per_point[10], per_point[20]], rtol=1e-12)
     # one point reversed: FAIL, shown at that point
@@ -143,23 +143,25 @@ def _columns_table(num, den, seed=None):
 def test_ratio_of_means_matches_the_closed_form():
     log_r, se = _delta_by_hand(NUM, DEN)
     table = _columns_table(NUM, DEN, seed=1)
-    value, low, high, n = RatioOfMeans("m", "sim", "pred", 0.5, 5.0).compute(table)
-    assert n == 5
-    np.testing.assert_allclose((value, low, high),
+    plain = ColumnRatio("sim", "pred", "m").estimate(table)
+    assert plain.n == 5 and plain.log
+    np.testing.assert_allclose((plain.natural, *plain.interval()),
                                (math.exp(log_r), math.exp(log_r - Z * se), math.exp(log_r + Z * se)), rtol=1e-12)
-    root = RatioOfMeans("m", "sim", "pred", 0.5, 5.0, root=True).compute(table)
-    np.testing.assert_allclose(root[:3], (math.exp(log_r / 2), math.exp((log_r - Z * se) / 2),
-                                          math.exp((log_r + Z * se) / 2)), rtol=1e-12)
-    result = MeanRatioCheck("t", "e", "sim", "pred", "m", 0.5, 5.0).evaluate(table)      # root by default
+    rooted = ColumnRatio("sim", "pred", "m", root=True).estimate(table)
+    root = (rooted.natural, *rooted.interval())
+    np.testing.assert_allclose(root, (math.exp(log_r / 2), math.exp((log_r - Z * se) / 2),
+                                      math.exp((log_r + Z * se) / 2)), rtol=1e-12)
+    result = column_ratio_check("t", "e", "sim", "pred", "m", 0.5, 5.0).evaluate(table)      # root by default
     assert result.verdict == "PASS" and result.value == pytest.approx(root[0], rel=1e-12)
-    assert result.evidence == "RMS ratio sim/pred, 5 paired obs"
-    assert MeanRatioCheck("t", "e", "sim", "pred", "m", 3.0, 5.0, root=False).evaluate(table).verdict == "FAIL"
+    assert result.evidence == "RMS ratio sim/pred of m, 1 point, 5 obs"
+    assert column_ratio_check("t", "e", "sim", "pred", "m", 3.0, 5.0, root=False).evaluate(table).verdict == "FAIL"
 
 
 def test_ratio_of_means_uses_the_covariance():
     """Exactly proportional columns: the ratio is exact and its interval has zero width.
     Without the covariance term (or with its sign wrong) the interval would be wide."""
-    value, low, high, _ = RatioOfMeans("m", "sim", "pred", 1.9, 2.1).compute(_columns_table(NUM, NUM / 2))
+    ratio = ColumnRatio("sim", "pred", "m").estimate(_columns_table(NUM, NUM / 2))
+    value, (low, high) = ratio.natural, ratio.interval()
     assert value == pytest.approx(2.0, rel=1e-14) and high - low < 1e-6
     n, m = len(NUM), NUM.mean()
     without = math.sqrt(2 * NUM.var(ddof=1) / (n * m ** 2))
@@ -187,12 +189,12 @@ def test_ratio_check_of_independent_slices_adds_the_variances():
     a, b = np.array([4.0, 5.0, 7.0, 6.0]), np.array([1.0, 2.0, 1.5])
     rows = [{"unit": "a", "rep": r, "method": "m", "msq": v} for r, v in enumerate(a)]
     rows += [{"unit": "b", "rep": r, "method": "m", "msq": v} for r, v in enumerate(b)]
-    result = RatioCheck("t", "e", "msq", "m", "unit", "a", "b", 1.0, 10.0).evaluate(_table(rows, ["msq"]))
+    result = ratio_check("t", "e", "msq", "m", "unit", "a", "b", 1.0, 10.0).evaluate(_table(rows, ["msq"]))
     se = math.sqrt(a.var(ddof=1) / (len(a) * a.mean() ** 2) + b.var(ddof=1) / (len(b) * b.mean() ** 2))
     r = a.mean() / b.mean()
     np.testing.assert_allclose((result.value, result.low, result.high),
                                (r, r * math.exp(-Z * se), r * math.exp(Z * se)), rtol=1e-12)
-    assert result.evidence == "ratio, 7 obs"
+    assert result.evidence == "ratio unit a/b of msq, 1 point, 7 obs"
 
 
 def test_predicted_ratio_check_divides_by_the_predicted_ratio():
@@ -206,13 +208,14 @@ def test_predicted_ratio_check_divides_by_the_predicted_ratio():
         rows += [{"eps": eps, "point": int(eps), "rep": r, "method": "m", "mse": c * p, "oracle": p}
                  for r, p in enumerate(pred)]
     table = _table(rows, ["mse", "oracle"], seed=5)
-    result = PredictedRatioCheck("t", "e", "mse", "oracle", "m", "eps", 1.0, 3.0, 1.9, 2.1, root=False).evaluate(table)
+    result = predicted_ratio_check("t", "e", "mse", "oracle", "m", "eps", 1.0, 3.0, 1.9, 2.1, root=False).evaluate(table)
     assert result.verdict == "PASS" and result.value == pytest.approx(2.0, rel=1e-12)
     assert result.high - result.low < 1e-6
     sim = table[table.eps == 1].mse.mean() / table[table.eps == 3].mse.mean()
     pred = table[table.eps == 1].oracle.mean() / table[table.eps == 3].oracle.mean()
-    assert result.evidence == f"eps 1/3: simulated ratio {sim:.3f}, predicted {pred:.3f}; 30 paired obs"
-    rooted = PredictedRatioCheck("t", "e", "mse", "oracle", "m", "eps", 1.0, 3.0, 0.9, 1.1).evaluate(table)
+    assert result.value == pytest.approx(sim / pred, rel=1e-12)
+    assert result.evidence == "ratio eps 1/3 of mse over the same ratio of oracle, 1 point, 30 obs"
+    rooted = predicted_ratio_check("t", "e", "mse", "oracle", "m", "eps", 1.0, 3.0, 0.9, 1.1).evaluate(table)
     assert rooted.verdict == "FAIL" and rooted.value == pytest.approx(math.sqrt(2.0), rel=1e-12)
 
 
@@ -229,14 +232,14 @@ def test_method_ratio_slope_check_recovers_the_exponent():
     table = _table(rows, ["mse"], seed=7)
 
     def make(predicted):
-        return MethodRatioSlopeCheck("t", "e", metric="mse", numerator="a", denominator="b", x="eps",
-                                     g=g.__getitem__, g_label="g", predicted=predicted, tolerance=0.05)
+        return method_ratio_slope_check("t", "e", metric="mse", numerator="a", denominator="b", x="eps",
+                                        g=g.__getitem__, g_label="g", predicted=predicted, tolerance=0.05)
 
     result = make(p).evaluate(table)
     assert result.verdict == "PASS" and result.value == pytest.approx(p, rel=1e-10)
     assert result.high - result.low < 1e-6
     ratios = ", ".join(f"{math.sqrt(c) * gx ** p:.2f}" for gx in g.values())
-    assert result.evidence == f"slope in log g; RMS ratios {ratios} at eps ∈ {{1, 2, 4}}, 120 obs"
+    assert result.evidence == f"slope of RMS ratio a/b of mse on log g(eps), eps ∈ {{1, 2, 4}}; {ratios}, 120 obs"
     assert make(2 * p).evaluate(table).verdict == "FAIL"
 
 
@@ -256,7 +259,7 @@ def test_method_ratio_slope_check_root_square_and_plain_x():
     table = _table(rows, ["l2"], seed=10)
 
     def make(**options):
-        return MethodRatioSlopeCheck("t", "e", metric="l2", numerator="a", denominator="b", x="m", **options)
+        return method_ratio_slope_check("t", "e", metric="l2", numerator="a", denominator="b", x="m", **options)
 
     for options, slope in (({"root": False}, q), ({}, q / 2), ({"square": True}, q),
                            ({"square": True, "root": False}, 2 * q)):
@@ -266,7 +269,7 @@ def test_method_ratio_slope_check_root_square_and_plain_x():
     falls = make(root=False, region=(-math.inf, 0.0)).evaluate(table)
     assert falls.verdict == "FAIL" and falls.predicted == "≤ 0"
     assert falls.fitted == f"{q:+.3f} [{falls.low:+.3f}, {falls.high:+.3f}]"
-    assert falls.evidence == "log ratio a/b vs log m, 3 grid values"
+    assert falls.evidence.startswith("slope of ratio a/b of l2 on log m, m ∈ {2, 4, 8}; ")
     assert make(root=False, region=(0.5, 1.0)).evaluate(table).predicted == "[+0.50, +1.00]"
     # without a region, predicted ± tolerance as before
     assert make(root=False, predicted=q, tolerance=0.05).evaluate(table).predicted == "+0.75 ± 0.05"
@@ -287,8 +290,8 @@ def test_method_ratio_slope_check_interval_by_hand():
     for square, root, power, scale in ((False, False, 1, 1.0), (True, True, 2, 0.5)):
         (l1, s1), (l4, s4) = (_delta_by_hand(a[x] ** power, b[x] ** power) for x in (1.0, 4.0))
         slope, se = scale * (l4 - l1) / dx, scale * math.sqrt(s1 ** 2 + s4 ** 2) / dx
-        result = MethodRatioSlopeCheck("t", "e", metric="err", numerator="a", denominator="b", x="x",
-                                       region=(-math.inf, math.inf), root=root, square=square).evaluate(table)
+        result = method_ratio_slope_check("t", "e", metric="err", numerator="a", denominator="b", x="x",
+                                          region=(-math.inf, math.inf), root=root, square=square).evaluate(table)
         np.testing.assert_allclose((result.value, result.low, result.high),
                                    (slope, slope - Z * se, slope + Z * se), rtol=1e-10)
 
@@ -300,12 +303,12 @@ def test_format_region():
     assert format_region(-math.inf, 0.5, signed=True) == "≤ 0.5"
 
 
-def test_ratio_of_means_log_ratio_is_the_scale_of_compute():
+def test_column_ratio_is_on_the_log_scale():
     log_r, se = _delta_by_hand(NUM, DEN)
-    got = RatioOfMeans("m", "sim", "pred", 0.5, 5.0).log_ratio(_columns_table(NUM, DEN, seed=2))
-    np.testing.assert_allclose(got, (log_r, se, 5), rtol=1e-12)
-    rooted = RatioOfMeans("m", "sim", "pred", 0.5, 5.0, root=True).log_ratio(_columns_table(NUM, DEN))
-    np.testing.assert_allclose(rooted, (log_r / 2, se / 2, 5), rtol=1e-12)
+    got = ColumnRatio("sim", "pred", "m").estimate(_columns_table(NUM, DEN, seed=2))
+    np.testing.assert_allclose((got.value, got.se, got.n), (log_r, se, 5), rtol=1e-12)
+    rooted = ColumnRatio("sim", "pred", "m", root=True).estimate(_columns_table(NUM, DEN))
+    np.testing.assert_allclose((rooted.value, rooted.se, rooted.n), (log_r / 2, se / 2, 5), rtol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------
@@ -321,14 +324,15 @@ def test_linear_slope_check_weighted_least_squares_by_hand():
     se = 1 / math.sqrt(((dims - dims.mean()) ** 2).sum())
 
     def make(slope, rel_tol):
-        return LinearSlopeCheck("t", "e", metric="mse", method="m", x="dim", scale="n_samples",
-                                predicted_slope=slope, rel_tol=rel_tol)
+        return linear_slope_check("t", "e", metric="mse", method="m", x="dim", scale="n_samples",
+                                  predicted_slope=slope, rel_tol=rel_tol)
 
     result = make(2.0, 0.3).evaluate(table)
     assert result.verdict == "PASS"
     np.testing.assert_allclose((result.value, result.low, result.high), (1.0, 1 - Z * se / 2, 1 + Z * se / 2),
                                rtol=1e-10)
-    assert result.evidence == "WLS of mean n_samples·mse on dim ∈ {2, 4, 8}"
+    assert result.evidence == ("WLS slope of mean n_samples·mse of m on dim / 2, 1 point, 6 obs; "
+                               "slope 2 on dim ∈ {2, 4, 8}")
     assert make(2.0, 0.1).evaluate(table).verdict == "INCONCLUSIVE"      # 1 ± 0.227 straddles 1 ± 0.1
     assert make(1.0, 0.3).evaluate(table).verdict == "FAIL"              # ratio 2 ± 0.45
 

@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsim.experiment import EveryPointCheck, LinearSlopeCheck, MethodRatioSlopeCheck, PairedDifference, RatioOfMeans
+from dpsim.experiment import Claim, ColumnRatio, Every, comparison_check, linear_slope_check, method_ratio_slope_check
 from dpsim.experiment.registry import installed
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.store import load_results
+from dpsim.experiments.chowdhury import common as c
 from dpsim.experiments.chowdhury import fig1, lower_bound, rates
 from dpsim.theory import chowdhury as th
 
@@ -34,11 +35,18 @@ def test_registered():
     assert {"chowdhury-label-rr", "chowdhury-label-krr", "chowdhury-objective-perturbation"} <= set(found.audits)
 
 
-def test_predicted_constants_match_the_theory():
+def test_predicted_slopes_are_computed_when_judged():
+    """The checks hold deferred predictions (no rounded literal), resolved to
+    predicted_slopes() when judged; 1/a⊥ is the (A1) slope's closed form."""
+    from dpsim.experiment.deferred import resolved
     computed = rates.predicted_slopes()
-    assert set(computed) == set(rates.PREDICTED)
-    for name, value in computed.items():
-        assert value == pytest.approx(rates.PREDICTED[name], abs=1e-3), name
+    a_perp, _ = th.gaussian_design_eigenvalues(c.THEORY_NORM, rates.FEATURE_SCALE)
+    assert computed["mle_n_mse_per_d"] == pytest.approx(1 / float(a_perp), rel=1e-12)
+    check = next(k for k in rates.CHECKS if k.name == "chowdhury-rates-central-excess-slope-n")
+    assert resolved(check).region == pytest.approx((computed["central_excess_n"] - 0.05,
+                                                    computed["central_excess_n"] + 0.05), abs=1e-12)
+    linear = next(k for k in rates.CHECKS if k.name == "chowdhury-rates-mle-linear-in-d")
+    assert resolved(linear).statistic.per == pytest.approx(computed["mle_n_mse_per_d"], rel=1e-12)
 
 
 def test_closed_form_traces_match_the_eigendecomposition():
@@ -71,14 +79,14 @@ def _table(values: dict, reps: int = 400, seed: int = 0, x="n_samples", noise=0.
 
 def test_every_point_check_passes_fails_and_stays_undecided():
     base = {1: 1.0, 2: 0.8, 3: 0.6}
-    check = lambda t: EveryPointCheck("chowdhury-test", "e", statistic=PairedDifference("m", "a", "b"),  # noqa: E731
-                                      x="n_samples").evaluate(t)
+    check = lambda t: comparison_check("chowdhury-test", "e", "m", "a", "b",  # noqa: E731
+                                       every="n_samples").evaluate(t)
     assert check(_table({"a": base, "b": {k: v + 0.1 for k, v in base.items()}})).verdict == "PASS"
     # one point where b is clearly better: FAIL, whatever the others do
     assert check(_table({"a": base, "b": {1: 1.1, 2: 0.7, 3: 0.7}})).verdict == "FAIL"
     undecided = check(_table({"a": base, "b": {1: 1.1, 2: 0.8005, 3: 0.7}}))
     assert undecided.verdict == "INCONCLUSIVE"
-    ratio = EveryPointCheck("chowdhury-test", "e", statistic=RatioOfMeans("a", "m", "p", 0.9, 1.1), x="n_samples")
+    ratio = Claim("chowdhury-test", "e", ColumnRatio("m", "p", "a"), (0.9, 1.1), over=Every("n_samples"))
     assert ratio.evaluate(_table({"a": base})).verdict == "PASS"
 
 
@@ -86,16 +94,16 @@ def test_method_ratio_slope_check_recovers_a_known_slope():
     # RMS ratio a/b = g(x)^0.5 exactly (means of a squared metric)
     g = {1.0: 2.0, 2.0: 4.0, 4.0: 8.0}
     table = _table({"a": {x: v for x, v in g.items()}, "b": {x: 1.0 for x in g}}, x="eps", noise=0.01)
-    make = lambda p: MethodRatioSlopeCheck("chowdhury-test", "e", metric="m", numerator="a", denominator="b",  # noqa
-                                           x="eps", g=lambda e: g[e], predicted=p, tolerance=0.05)
+    make = lambda p: method_ratio_slope_check("chowdhury-test", "e", metric="m", numerator="a", denominator="b",  # noqa
+                                              x="eps", g=lambda e: g[e], predicted=p, tolerance=0.05)
     assert make(0.5).evaluate(table).verdict == "PASS"
     assert make(1.0).evaluate(table).verdict == "FAIL"
 
 
 def test_linear_slope_check():
     table = _table({"a": {d: 3.0 + 2.0 * d for d in (2, 4, 8, 16)}}, x="dim", noise=0.5)
-    make = lambda s: LinearSlopeCheck("chowdhury-test", "e", metric="m", method="a", x="dim",  # noqa: E731
-                                      predicted_slope=s, rel_tol=0.05)
+    make = lambda s: linear_slope_check("chowdhury-test", "e", metric="m", method="a", x="dim",  # noqa: E731
+                                        predicted_slope=s, rel_tol=0.05)
     assert make(2.0).evaluate(table).verdict == "PASS"
     assert make(1.5).evaluate(table).verdict == "FAIL"
 

@@ -1,4 +1,4 @@
-"""chowdhury's level checks and mutants (experiments/chowdhury/levels.py, issue 27): the closed
+"""chowdhury's level checks and mutants (experiments/chowdhury/levels.py): the closed
 forms against independent numbers (SciPy, the spec's printed constants, exact sums), the
 effective-noise metric against the noise actually drawn, the regions, and the declared mutants
 (they apply, and a mutated release or noise moves the level check's statistic outside its

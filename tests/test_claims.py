@@ -1,7 +1,7 @@
-"""The composable checks (issue 27 item 7): Claim = a statistic (Mean, MethodRatio,
-Difference) × an aggregation (At, Every, Along) × a region, with a prediction evaluated from
-the grid. Each composition is checked against the catalogue class it generalises (same
-numbers on the same table) or against a hand computation."""
+"""The composable checks: Claim = a statistic (Mean, MethodRatio, Difference, …) × an
+aggregation (At, Every, Along) × a region, with a prediction evaluated from the grid, and
+deferred predictions resolved when a check is judged. Each composition is checked against a
+hand computation on a small synthetic table."""
 from __future__ import annotations
 
 import math
@@ -11,8 +11,11 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment import EveryPointCheck, MethodRatioSlopeCheck, PairedDifference
-from dpsim.experiment.checks import Along, At, Claim, Difference, Every, LevelCheck, Mean, MethodRatio
+from dpsim.experiment import method_ratio_slope_check
+from dpsim.experiment.checks import (Along, At, Claim, Deferred, Difference, Every, Mean, MethodRatio, deferred_table,
+                                     level_check, slope_check)
+from dpsim.experiment.deferred import resolved
+from dpsim.experiment.summary import slope_fit
 
 Z = 1.959963984540054
 
@@ -52,29 +55,51 @@ def test_mean_with_a_prediction_by_hand():
     assert halved.verdict == "FAIL" and halved.value == pytest.approx(4 * result.value)
 
 
-def test_level_check_is_a_claim():
+def test_level_check_judges_every_point_by_hand():
     table = _table()
-    level = LevelCheck("t", "e", "ms", "a", variance, 0.8, 1.25, at=("eps",))
-    a, b = level.evaluate(table), level.claim().evaluate(table)
-    assert (a.verdict, a.value, a.low, a.high, a.fitted) == (b.verdict, b.value, b.low, b.high, b.fitted)
-    assert level.evaluate(table).verdict == "PASS" and "3/3 inside" in level.evaluate(table).fitted
+    level = level_check("t", "e", "ms", "a", variance, 0.8, 1.25, at=("eps",))
+    assert isinstance(level, Claim) and level.over == Every(("eps",))
+    result = level.evaluate(table)
+    ratios = [table[(table["method"] == "a") & (table["eps"] == e)]["ms"].mean() / (8 / e ** 2)
+              for e in (0.5, 1.0, 2.0)]
+    np.testing.assert_allclose(result.detail["value"], ratios, rtol=1e-12)
+    assert result.verdict == "PASS" and "3/3 inside" in result.fitted
+    # σ halved (variance ÷ 4): every point far outside
+    assert level_check("t", "e", "ms", "a", lambda p: variance(p) / 4, 0.8, 1.25,
+                       at=("eps",)).evaluate(table).verdict == "FAIL"
 
 
-def test_every_with_difference_matches_every_point_check():
+def test_every_with_difference_by_hand():
     table = _table(1)
-    old = EveryPointCheck("t", "e", statistic=PairedDifference("ms", "a", "b"), x="eps").evaluate(table)
     new = Claim("t", "e", Difference("ms", "a", "b"), (-math.inf, 0.0), over=Every("eps")).evaluate(table)
-    assert (new.value, new.low, new.high, new.verdict) == pytest.approx((old.value, old.low, old.high, old.verdict))
+    for (_, row), eps in zip(new.detail.iterrows(), (0.5, 1.0, 2.0)):
+        at = table[table["eps"] == eps].sort_values("rep")
+        d = at[at["method"] == "a"]["ms"].to_numpy() - at[at["method"] == "b"]["ms"].to_numpy()
+        half = Z * d.std(ddof=1) / math.sqrt(len(d))
+        assert (row["value"], row["low"], row["high"]) == pytest.approx((d.mean(), d.mean() - half,
+                                                                         d.mean() + half), rel=1e-12)
     assert new.verdict == "PASS"
 
 
-def test_along_with_method_ratio_matches_method_ratio_slope_check():
+def test_along_with_method_ratio_by_hand():
+    """The slope of the per-ε log ratios of means on log ε, weighted by their delta-method
+    standard errors (covariance of the paired a, b included)."""
     table = _table(2)
-    old = MethodRatioSlopeCheck("t", "e", metric="ms", numerator="a", denominator="b", x="eps", root=False,
-                                region=(-0.2, 0.2)).evaluate(table)
+    logs, ses = [], []
+    for eps in (0.5, 1.0, 2.0):
+        at = table[table["eps"] == eps].sort_values("rep")
+        a, b = at[at["method"] == "a"]["ms"].to_numpy(), at[at["method"] == "b"]["ms"].to_numpy()
+        n = len(a)
+        c = np.cov(a, b, ddof=1)
+        logs.append(math.log(a.mean() / b.mean()))
+        ses.append(math.sqrt((c[0, 0] / a.mean() ** 2 + c[1, 1] / b.mean() ** 2
+                              - 2 * c[0, 1] / (a.mean() * b.mean())) / n))
+    slope, se = slope_fit(np.log([0.5, 1.0, 2.0]), logs, y_se=ses)
     new = Claim("t", "e", MethodRatio("ms", "a", "b"), (-0.2, 0.2), over=Along("eps")).evaluate(table)
-    assert (new.value, new.low, new.high) == pytest.approx((old.value, old.low, old.high), rel=1e-12)
-    assert new.verdict == old.verdict == "PASS"
+    assert (new.value, new.low, new.high) == pytest.approx((slope, slope - Z * se, slope + Z * se), rel=1e-9)
+    preset = method_ratio_slope_check("t", "e", metric="ms", numerator="a", denominator="b", x="eps", root=False,
+                                      region=(-0.2, 0.2)).evaluate(table)
+    assert (preset.value, preset.verdict) == (new.value, new.verdict) == (pytest.approx(slope), "PASS")
     # the ratio is ½ at every ε: relative to a prediction of ½ it is 1
     level = Claim("t", "e", MethodRatio("ms", "a", "b"), (0.75, 1.33), over=Every("eps"),
                   prediction=lambda p: 0.5).evaluate(table)
@@ -103,3 +128,41 @@ def test_claims_refuse_what_they_cannot_judge():
     with pytest.raises(UsageError, match="two values"):
         Claim("t", "e", MethodRatio("ms", "a", "b"), (-1, 1), over=Along("eps"),
               where={"eps": [1.0]}).evaluate(table)
+
+
+def test_deferred_predictions_are_computed_once_when_judged():
+    calls = []
+
+    def theory():
+        calls.append(1)
+        return {"ratio": 0.5, "by_eps": {1.0: 8.0}}
+
+    table_of = deferred_table(theory)
+    lo, hi = 0.6 * table_of["ratio"], 1.6 * table_of["ratio"]
+    check = Claim("t", "e", MethodRatio("ms", "a", "b"), (lo, hi), where={"eps": [1.0]})
+    assert calls == []                                             # nothing computed at construction
+    with pytest.raises(TypeError, match="cannot be formatted"):
+        f"{lo:.2f}"
+    result = check.evaluate(_table())
+    assert calls == [1] and result.verdict == "PASS"
+    assert resolved(check).region == pytest.approx((0.3, 0.8))
+    check.evaluate(_table(1))
+    assert calls == [1]                                            # cached
+    assert float(table_of["by_eps"][1.0] / 2 - 1) == 3.0 and float(-Deferred(lambda: 2.0)) == -2.0
+    with pytest.raises(TypeError, match="take entries by key"):
+        set(table_of)
+    assert float(1 / Deferred(lambda: 4.0)) == 0.25 and float(Deferred(lambda: 9.0) ** 0.5) == 3.0
+
+
+def test_slope_check_centre_and_tolerance_are_deferred_too():
+    """y = 2·x^(−1/2) exactly per point (noise-free up to the replicate scatter): a slope check
+    whose predicted slope is deferred passes at −½ and fails at −1."""
+    rng = np.random.default_rng(5)
+    rows = [{"n": n, "point": i, "rep": r, "method": "a", "err": 2 * n ** -0.5 * math.exp(0.01 * rng.normal())}
+            for i, n in enumerate((100, 400, 1600)) for r in range(20)]
+    table = pd.DataFrame(rows)
+    table.attrs["method_columns"] = ["err"]
+    half, one = Deferred(lambda: -0.5), Deferred(lambda: -1.0)
+    passed = slope_check("t", "e", "err", "a", "n", half, 0.05).evaluate(table)
+    assert passed.verdict == "PASS" and passed.predicted == "-0.5 ± 0.05"
+    assert slope_check("t", "e", "err", "a", "n", one, 0.05).evaluate(table).verdict == "FAIL"

@@ -1,4 +1,4 @@
-"""The ``dpsim`` command as a researcher meets it (issues 8 and 9), in subprocesses: version,
+"""The ``dpsim`` command as a researcher meets it, in subprocesses: version,
 usage, list, show, --dry-run, a study file run from another directory (run, show, verify,
 plot, list), the audit registry, honest verify output, warnings for unconverged fits, and
 one-line errors for path problems and for a too small n_items under the automatic k."""
@@ -101,9 +101,10 @@ def test_a_study_file_runs_verifies_and_plots_from_any_directory(study_dir):
     assert "borda-noise" in listed.stdout and "borda-noise-laplace-improves-with-eps" in listed.stdout
     verified = dpsim(["verify", "my_study.py", "--reps", "4", "--no-progress"], study_dir)
     lines = verified.stdout.strip().splitlines()
-    assert lines[-1].endswith("inconclusive") and len(lines) == 4, verified.stdout
+    assert lines[-1].endswith("inconclusive") and len(lines) == 6, verified.stdout
     assert lines[0].startswith("family: 2 judged checks")
-    verdicts = {line.split()[0] for line in lines[1:3]}
+    verdicts = {lines[1].split()[0], lines[3].split()[0]}
+    assert lines[2].strip().startswith("claim: ") and lines[4].strip().startswith("claim: ")   # each check's claim
     assert verdicts <= {"PASS", "FAIL", "INCONCLUSIVE"}
     assert verified.returncode == (1 if "FAIL" in verdicts else 3 if "INCONCLUSIVE" in verdicts else 0)
     assert (study_dir / "runs" / "verify" / "borda-noise").is_dir()      # apart from `dpsim run`'s folder

@@ -1,5 +1,5 @@
 """dpsim.linalg: solves that stay unbatched under vmap on CPU, and the detector of batched
-LAPACK calls that the runner uses to refuse deadlocking programs (issue 7)."""
+LAPACK calls that the runner uses to refuse deadlocking programs."""
 from __future__ import annotations
 
 import os
@@ -66,7 +66,7 @@ def test_detector_finds_batched_lapack_and_not_dpsim_solve():
 
 
 # The deadlock itself, in a subprocess with a time limit and XLA:CPU's intra-op pool forced
-# to 2 threads (PJRT_NPROC), as on the 2-core machine of issue 7: two batched solves in one
+# to 2 threads (PJRT_NPROC), as on a 2-core machine: two batched solves in one
 # program, executed from two threads at once. With jnp.linalg.solve under vmap this
 # program never returns (measured: jax 0.10.2, 2 cores); with dpsim.linalg.solve it must.
 SCRIPT = textwrap.dedent("""

@@ -1,4 +1,4 @@
-"""Issue 27's engine: family-wise verdicts, level checks against a closed form evaluated from
+"""The verification engine: family-wise verdicts, level checks against a closed form evaluated from
 the grid, censored phase-transition midpoints, and mutants (a study's own plausible bugs) that
 ``dpsim verify --mutants`` must kill.
 
@@ -20,7 +20,7 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import Estimate, LevelCheck, family_z, judge, predictions, widened
+from dpsim.experiment.checks import Estimate, level_check, family_z, judge, predictions, widened
 from dpsim.experiment.mutants import (Mutant, chain, mutants_of, replaced_method, scaled_analysis,
                                       scaled_derived)
 from dpsim.experiment.summary import Z95
@@ -54,8 +54,8 @@ EXPERIMENT = Experiment(
 # Region: X² of a unit Laplace has mean 2 and sd √20, so the mean of 40 × 200 squares has a
 # coefficient of variation √20/2/√8000 = 2.5%: ±5% at 95%; ±15% leaves room for it and is
 # still far from the factor 4 of a noise scale off by 2.
-LEVEL = LevelCheck("lvl-noise-laplace-variance", EXPERIMENT.name, "noise_ms", "laplace",
-                   lambda point: 8.0 / point["eps"] ** 2, 0.85, 1.15, at=("eps",), formula="8/ε²")
+LEVEL = level_check("lvl-noise-laplace-variance", EXPERIMENT.name, "noise_ms", "laplace",
+                    lambda point: 8.0 / point["eps"] ** 2, 0.85, 1.15, at=("eps",), formula="8/ε²")
 MUTANTS = [
     Mutant("lvl-noise-half-scale", "Laplace scale halved (a release at 2ε)", (EXPERIMENT.name,),
            scaled_analysis({"eps": 2.0}, methods=["laplace"])),

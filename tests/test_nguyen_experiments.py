@@ -27,8 +27,9 @@ from dpsim.linalg import batched_lapack_calls
 from dpsim.mechanisms.audit_responses import audit_sparse_gaussian, cycle_graph, max_cut_rows
 from dpsim.theory import nguyen as theory
 from dpsim.experiments.nguyen import CHECKS, EXPERIMENTS
-from dpsim.experiment import MethodRatioSlopeCheck
-from dpsim.experiments.nguyen.checks import MethodRatioCheck, MetricRatioSlopeCheck, RelativeLevelCheck, RMSSlopeCheck
+from dpsim.experiment import method_ratio_slope_check
+from dpsim.experiment.checks import method_ratio_check
+from dpsim.experiments.nguyen.checks import metric_ratio_slope_check, relative_level_check, rms_slope_check
 from dpsim.experiments.nguyen.common import resolve, SYNTHETIC, REAL
 
 from cli_cases import run_fresh, run_in_process
@@ -165,22 +166,22 @@ def _paired_table(ratio, reps=400, seed=0, x=None):
 
 def test_method_ratio_check_passes_and_fails():
     table = _paired_table(1.5)
-    ok = MethodRatioCheck("t", "e", "l2", "a", "b", 1.4, 1.6).evaluate(table)
-    bad = MethodRatioCheck("t", "e", "l2", "a", "b", 0.9, 1.1).evaluate(table)
+    ok = method_ratio_check("t", "e", "l2", "a", "b", 1.4, 1.6).evaluate(table)
+    bad = method_ratio_check("t", "e", "l2", "a", "b", 0.9, 1.1).evaluate(table)
     assert ok.verdict == "PASS" and 1.45 < ok.value < 1.55
     assert bad.verdict == "FAIL"
-    rms = MethodRatioCheck("t", "e", "l2", "a", "b", 1.4, 1.6, root=True, square=True).evaluate(table)
+    rms = method_ratio_check("t", "e", "l2", "a", "b", 1.4, 1.6, root=True, square=True).evaluate(table)
     assert rms.verdict == "PASS"
 
 
 def test_method_ratio_slope_check():
-    """R7 and R9 use the engine's MethodRatioSlopeCheck with a region, in log x (no g)."""
+    """R7 and R9 use the engine's method_ratio_slope_check with a region, in log x (no g)."""
     xs = [2.0, 4.0, 8.0, 16.0]
     table = _paired_table(lambda x: x, x=xs)
 
     def make(low, high):
-        return MethodRatioSlopeCheck("t", "e", metric="l2", numerator="a", denominator="b", x="n_items",
-                                     region=(low, high), root=False)
+        return method_ratio_slope_check("t", "e", metric="l2", numerator="a", denominator="b", x="n_items",
+                                        region=(low, high), root=False)
 
     assert make(0.9, 1.1).evaluate(table).verdict == "PASS"
     assert make(-0.1, 0.1).evaluate(table).verdict == "FAIL"
@@ -188,31 +189,31 @@ def test_method_ratio_slope_check():
 
 def test_metric_ratio_slope_check():
     table = _paired_table(1.0, x=[2.0, 4.0, 8.0, 16.0])     # linf = l2/x: slope −1
-    assert MetricRatioSlopeCheck("t", "e", "a", "linf", "l2", "n_items", -1.05, -0.95).evaluate(table).verdict == "PASS"
-    assert MetricRatioSlopeCheck("t", "e", "a", "linf", "l2", "n_items", -0.5, 0.0).evaluate(table).verdict == "FAIL"
+    assert metric_ratio_slope_check("t", "e", "a", "linf", "l2", "n_items", -1.05, -0.95).evaluate(table).verdict == "PASS"
+    assert metric_ratio_slope_check("t", "e", "a", "linf", "l2", "n_items", -0.5, 0.0).evaluate(table).verdict == "FAIL"
 
 
 def test_rms_slope_check():
     table = _paired_table(lambda x: x ** 1.5, x=[2.0, 4.0, 8.0, 16.0])   # RMS of a's l2 ∝ x^1.5
-    assert RMSSlopeCheck("t", "e", "l2", "a", "n_items", 1.4, 1.6).evaluate(table).verdict == "PASS"
-    assert RMSSlopeCheck("t", "e", "l2", "a", "n_items", 0.9, 1.1).evaluate(table).verdict == "FAIL"
+    assert rms_slope_check("t", "e", "l2", "a", "n_items", 1.4, 1.6).evaluate(table).verdict == "PASS"
+    assert rms_slope_check("t", "e", "l2", "a", "n_items", 0.9, 1.1).evaluate(table).verdict == "FAIL"
     one_x = _paired_table(1.0, x=[4.0])
-    for check in (RMSSlopeCheck("t", "e", "l2", "a", "n_items", 1.4, 1.6),
-                  MetricRatioSlopeCheck("t", "e", "a", "linf", "l2", "n_items", -1.05, -0.95)):
-        with pytest.raises(UsageError, match="at least two values of x"):
+    for check in (rms_slope_check("t", "e", "l2", "a", "n_items", 1.4, 1.6),
+                  metric_ratio_slope_check("t", "e", "a", "linf", "l2", "n_items", -1.05, -0.95)):
+        with pytest.raises(UsageError, match="need two values of .n_items."):
             check.estimate(check.rows(one_x))
 
 
 def test_relative_level_check():
     table = _paired_table(2.0)
     mean_a = table[table["method"] == "a"]["l2"].mean()
-    assert RelativeLevelCheck("t", "e", "l2", "a", mean_a, 0.9, math.inf).evaluate(table).verdict == "PASS"
-    assert RelativeLevelCheck("t", "e", "l2", "a", 2 * mean_a, 0.9, math.inf).evaluate(table).verdict == "FAIL"
+    assert relative_level_check("t", "e", "l2", "a", mean_a, 0.9, math.inf).evaluate(table).verdict == "PASS"
+    assert relative_level_check("t", "e", "l2", "a", 2 * mean_a, 0.9, math.inf).evaluate(table).verdict == "FAIL"
 
 
 def test_method_ratio_check_refuses_to_pool_an_axis():
     table = _paired_table(1.5, x=[1.0, 2.0])
-    result = MethodRatioCheck("t", "e", "l2", "a", "b", 1.4, 1.6)
+    result = method_ratio_check("t", "e", "l2", "a", "b", 1.4, 1.6)
     with pytest.raises(UsageError, match="pool"):
         result.evaluate(table)
 
@@ -319,17 +320,23 @@ def test_tiny_topk_run(tmp_path):
     assert (df.loc[df["exact_recovery"] == 0, "linf_over_gap"] >= 0.5).all()
 
 
-def _close(a, b):
-    if isinstance(a, dict):
-        assert set(a) == set(b)
-        for k in a:
-            _close(a[k], b[k])
-        return
-    assert a == pytest.approx(b, rel=1e-3, abs=1e-9)
-
-
-def test_hard_coded_predictions_match_the_theory():
-    """The checks' predictions are kept as rounded literals (fast import); recompute them."""
+def test_predictions_are_computed_when_judged_and_match_the_closed_forms():
+    """No rounded literal: the checks hold deferred predictions, resolved to predictions()
+    when judged; the slopes the theorems state exactly come out exactly."""
+    from dpsim.experiment.deferred import resolved
     from dpsim.experiments.nguyen import rates, topk
-    _close(rates.PREDICTED, rates.predictions())
-    _close(topk.PREDICTED, topk.predictions())
+    computed = rates.predictions()
+    for key, exact in (("stat_slope_n", -0.5), ("stat_slope_m", 0.5), ("stat_slope_p", -0.5),
+                       ("excess_slope_n", -1.0), ("excess_slope_m", 1.0), ("excess_slope_p", -2.0),
+                       ("laplace_slope_m", 2.0)):
+        assert computed[key] == pytest.approx(exact, abs=1e-9), key
+    check = next(c for c in rates.CHECKS if c.name == "nguyen-r8-excess-vs-eps")
+    assert resolved(check).region == pytest.approx((computed["excess_slope_eps"] - 0.1,
+                                                    computed["excess_slope_eps"] + 0.1), abs=1e-12)
+    ratio = next(c for c in rates.CHECKS if c.name == "nguyen-r9-laplace-over-gaussian-m24")
+    assert resolved(ratio).region == pytest.approx((0.9 * computed["laplace_ratio"][24],
+                                                    1.1 * computed["laplace_ratio"][24]), rel=1e-12)
+    spreads = topk.predictions()
+    collapse = next(c for c in topk.CHECKS if c.name == "nguyen-r6-topk-collapse")
+    assert resolved(collapse).max_ratio == pytest.approx(math.sqrt(spreads["spread"] * spreads["spread_nolog"]))
+    assert spreads["spread"] < resolved(collapse).max_ratio < spreads["spread_nolog"]

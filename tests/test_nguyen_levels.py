@@ -1,4 +1,4 @@
-"""nguyen's level checks and mutants (issue 27; experiments/nguyen/levels.py, mutants.py):
+"""nguyen's level checks and mutants (experiments/nguyen/levels.py, mutants.py):
 
 * the closed forms the level checks predict from, against independent references (the spec's
   tables, SciPy/NumPy sums, the library's own conversions as a cross-check);
@@ -121,8 +121,9 @@ def test_regions_follow_the_monte_carlo_error():
     assert levels.relative_se("gaussian", 100, 5) == pytest.approx(0.5 * math.sqrt(2 / 2000))
     assert levels.half_width(0.0158) == 0.10
     for check in levels.CHECKS:
-        assert check.lo < 1.0 < check.hi and check.hi - 1.0 == pytest.approx(1.0 - check.lo)
-        assert check.hi - 1.0 <= 0.3
+        lo, hi = check.region
+        assert lo < 1.0 < hi and hi - 1.0 == pytest.approx(1.0 - lo)
+        assert hi - 1.0 <= 0.3
         assert "6 MC standard errors" in check.description
 
 
@@ -173,7 +174,7 @@ def test_rr_signal_is_of_the_released_responses():
 def test_calibrated_experiments_report_the_metrics():
     by_name = {e.name: e for e in EXPERIMENTS}
     for check in levels.CHECKS:
-        assert check.metric in by_name[check.experiment].methods[check.method].metrics
+        assert check.statistic.metric in by_name[check.experiment].methods[check.statistic.method].metrics
     assert "noise_ms" not in by_name["nguyen-p0"].methods["gaussian_sparse"].metrics
 
 

@@ -1,4 +1,4 @@
-"""No run hangs (issue 7): every experiment finishes with the default workers, a multi-shape
+"""No run hangs: every experiment finishes with the default workers, a multi-shape
 experiment with concurrent chunks and background compilation finishes 10 times out of 10
 with results identical to one worker, and a stalled run is stopped by the watchdog with a
 one-line error and resumes when run again.
@@ -51,7 +51,7 @@ SMOKE = textwrap.dedent("""
             try:
                 experiment = found.experiments[name]
                 # every experiment's own programs, on at most two values of each axis (two
-                # shapes compiled in the background while chunks run: the issue-7 pattern)
+                # shapes compiled in the background while chunks run: the batched-LAPACK deadlock's pattern)
                 small = dataclasses.replace(experiment, axes={a: list(v)[:2] for a, v in experiment.axes.items()})
                 summary = run_experiment(small, reps=2, out=os.path.join(tmp, name),
                                          progress=False, watchdog=240)
@@ -83,8 +83,8 @@ def smoke_runs(env):
 def test_every_experiment_finishes_with_default_workers(paper, smoke_runs):
     """Every experiment of every installed paper (`dpsim list`), at 2 replicates and at most
     two values of each axis (the suite's time budget), with the default workers, in one
-    fresh process per paper under a time limit and the watchdog: a hang such as issue 7's
-    fails here by timeout or by a stalled run."""
+    fresh process per paper under a time limit and the watchdog: a hang such as the batched-LAPACK
+    deadlock fails here by timeout or by a stalled run."""
     result = smoke_runs[paper].result()
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     expected = sorted(n for n, source in installed().source.items() if source == paper)

@@ -1,4 +1,4 @@
-"""Size padding (issue 10): one compiled program serves several n, with exact masking.
+"""Size padding: one compiled program serves several n, with exact masking.
 
 Every padded piece is checked against the same function unpadded (the reference): the random
 draws are identical, the fits agree to float rounding, the padding never leaks into a result;
@@ -135,7 +135,7 @@ def test_size_buckets_extremes():
 
 def test_padded_cai_run_equals_the_unpadded_run(tmp_path):
     """cai Fig. 1 at three n in one padded program against the experiment without padding
-    (each n its own program, as before issue 10): the same rows, integer and boolean columns
+    (each n its own program, the earlier behaviour): the same rows, integer and boolean columns
     identical, floats within 1e-11 relative."""
     overrides = {"n_items": [20, 36, 52], "eps": [0.5, math.inf]}
     padded_plan = runner.plan_run(edge.FIG1, reps=3, overrides=overrides, out=tmp_path / "plan")

@@ -1,4 +1,4 @@
-"""Figures drawn from the data (issue 9 item 2), on synthetic tables: every x value and curve,
+"""Figures drawn from the data, on synthetic tables: every x value and curve,
 ε = ∞ drawn at the axis end, one figure per value of an unmapped axis, an empty panel is an
 error, the subtitle comes from the grid, the replicate count and the CI are stated, legends
 are in numeric order with ∞ last, unconverged points are marked, and the plotted points are

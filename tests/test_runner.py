@@ -485,7 +485,7 @@ def test_an_experiment_may_not_redefine_a_shared_axis():
 
 def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
     """Adding a mechanism and replicates extends the study: the manifest keeps every request
-    (append-only) and describes the table as it is (issue 9 item 1)."""
+    (append-only) and describes the table as it is."""
     out = tmp_path / "study"
     run_experiment(small_experiment(n_items=[8], mechanism=["laplace"]), out=out, progress=False, reps=2)
     run_experiment(small_experiment(n_items=[8], mechanism=["gaussian"]), out=out, progress=False, reps=4)
@@ -516,7 +516,7 @@ def test_accelerator_batching_fills_the_device(n_lanes, lane_bytes, memory, want
 
 
 def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypatch):
-    cpu = runner.batching("cpu")                   # lanes one at a time (issue 10, measured)
+    cpu = runner.batching("cpu")                   # lanes one at a time (measured)
     assert cpu.max_micro == runner.MAX_MICRO_BATCH_CPU == 1 and cpu.chunk_work == runner.CHUNK_WORK
     assert runner.chunk_layout(480, 8 * 300**2, 7, None, 2, cpu) == (240, 1)
     assert runner.chunk_layout(120, 8 * 40**2, 10, None, 2, cpu) == (60, 1)
@@ -613,3 +613,60 @@ def test_key_chains_equal_nested_fold_ins():
     batched = jax.vmap(program.fold_in_id, in_axes=(None, 0))(nested_lane, many)
     for index, row in enumerate(many):
         assert same(batched[index], fold(fold(nested_lane, row[0]), row[1]))
+
+
+# ---------------------------------------------------------------------------------------
+# Planning in time and memory independent of the replicate count; memory guard
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("reps, complete", [(10, []), (10, [0, 3, 4, 9]), (7, [0, 1, 2, 3, 4, 5, 6]),
+                                            (1000, [1, 2, 500, 998])])
+def test_missing_reps_lists_the_complement_lazily(reps, complete):
+    missing = runner._MissingReps(reps, np.asarray(complete))
+    expected = [r for r in range(reps) if r not in complete]
+    assert len(missing) == len(expected)
+    assert missing.take(0, len(missing)).tolist() == expected
+    if len(expected) > 3:
+        assert missing.take(2, 4).tolist() == expected[2:4]
+
+
+def test_a_plan_for_a_billion_replicates_lists_no_lane_until_asked(tmp_path):
+    exp = small_experiment()
+    plan = runner.plan_run(exp, reps=10**9, out=tmp_path / "huge")
+    assert plan.lanes == 4 * 10**9                          # 2 shapes × 2 p × 10⁹ replicates
+    step = plan.steps[0]
+    last = step.chunks[len(step.chunks) - 1]
+    assert last.lanes[-1].rep == 10**9 - 1 and len(last) <= step.size
+    assert not any(path.exists() for path in (tmp_path / "huge",))
+    text = "\n".join(plan.describe())
+    assert "4000000000 replicate lanes" in text and "memory: a lane ≈" in text and "run time ≈" in text
+
+
+def test_a_resumed_plan_holds_exactly_the_missing_lanes(tmp_path):
+    """Lanes whose every analysis point is stored are skipped; any other lane is planned, as
+    the list of every (data point, replicate) minus the complete ones."""
+    exp = small_experiment()
+    out = tmp_path / "r"
+    run_experiment(exp, reps=3, out=out, progress=False)
+    plan = runner.plan_run(exp, reps=5, out=out)
+    planned = sorted((chunk.s, lane.d, lane.rep) for step in plan.steps for chunk in step.chunks
+                     for lane in chunk.lanes)
+    grid = plan.grid
+    expected = sorted((s, d, rep) for s in range(len(grid.shapes)) for d in range(len(grid.data_points))
+                      for rep in (3, 4))
+    assert planned == expected
+
+
+def test_a_lane_larger_than_the_memory_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    exp = small_experiment()
+    monkeypatch.setattr(runner, "memory_limit", lambda backend: (1000.0, "this machine's memory"))
+    with pytest.raises(UsageError, match=r"one replicate lane needs about .* more than this machine's memory \(1 kB\)"):
+        runner.plan_run(exp, out=tmp_path / "big")
+    with pytest.raises(UsageError, match="more than this machine's memory"):
+        run_experiment(exp, out=tmp_path / "big", progress=False)
+    assert not (tmp_path / "big").exists()
+
+
+def test_format_bytes_and_duration():
+    assert runner.format_bytes(999) == "999 B" and runner.format_bytes(28.8e9) == "28.8 GB"
+    assert runner.format_duration(42) == "42 s" and runner.format_duration(600) == "10.0 min"
+    assert runner.format_duration(7200) == "2.0 h" and runner.format_duration(3 * 86400) == "3.0 days"

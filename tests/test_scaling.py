@@ -1,5 +1,5 @@
 """The individual-DP scaling checks (the cai package's scaling module; cai spec §6.4, §7 items 7–9):
-the check classes SlopeRangeCheck / RatioCheck / RatioSlopeCheck on synthetic tables (pass on
+the check classes slope_range_check / ratio_check / ratio_slope_check on synthetic tables (pass on
 correct data, fail on wrong), the L-explicit theory terms, and the experiment's pieces
 (unbiased τ̂, matched design, calibrations of the privacy shift)."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 import dpsim  # noqa: F401  (float64)
 from dpsim import theory
 from dpsim.experiment import UsageError
-from dpsim.experiment.checks import RatioCheck, RatioSlopeCheck, SlopeRangeCheck
+from dpsim.experiment.checks import ratio_check, ratio_slope_check, slope_range_check
 from dpsim.experiment.grid import expand_grid
 from dpsim.models import theta_cai_design
 from dpsim.experiment import Context
@@ -53,10 +53,10 @@ def _ratio_table(ratio_of_means, xs=(1, 2, 5, 10), reps=200, seed=0, scale_fn=No
 
 
 # ---------------------------------------------------------------------------------------
-# SlopeRangeCheck
+# slope_range_check
 # ---------------------------------------------------------------------------------------
 def _range_check(**kw):
-    return SlopeRangeCheck("r", "e", "err", "m", "n_users", -1.0, -0.5, **kw)
+    return slope_range_check("r", "e", "err", "m", "n_users", -1.0, -0.5, **kw)
 
 
 def test_slope_range_passes_inside():
@@ -89,11 +89,11 @@ def test_slope_range_report_only_is_info():
 
 
 # ---------------------------------------------------------------------------------------
-# RatioCheck
+# ratio_check
 # ---------------------------------------------------------------------------------------
 def _ratio_check(L, lo, hi, **kw):
-    return RatioCheck("q", "e", "msq", "m", "unit", "a", "b", lo, hi,
-                      where={"per_user": [L]}, root=True, **kw)
+    return ratio_check("q", "e", "msq", "m", "unit", "a", "b", lo, hi,
+                       where={"per_user": [L]}, root=True, **kw)
 
 
 @pytest.mark.parametrize("L", [2, 5, 10])
@@ -138,28 +138,29 @@ def test_ratio_check_without_root_and_paired():
     base = rng.gamma(2.0, 1.0, size=50)
     table = pd.DataFrame([{"unit": u, "rep": r, "method": "m", "msq": f * v}
                           for u, f in (("a", 3.0), ("b", 1.0)) for r, v in enumerate(base)])
-    check = RatioCheck("q", "e", "msq", "m", "unit", "a", "b", 2.99, 3.01, paired_on=("rep",))
+    table.attrs["method_columns"] = ["msq"]
+    check = ratio_check("q", "e", "msq", "m", "unit", "a", "b", 2.99, 3.01, paired_on=("rep",))
     res = check.evaluate(table)
     assert res.value == pytest.approx(3.0, rel=1e-12)
     assert res.high - res.low < 1e-6 and res.passed
-    unpaired = RatioCheck("q", "e", "msq", "m", "unit", "a", "b", 2.99, 3.01).evaluate(table)
+    unpaired = ratio_check("q", "e", "msq", "m", "unit", "a", "b", 2.99, 3.01).evaluate(table)
     assert unpaired.value == pytest.approx(3.0, rel=1e-12) and unpaired.verdict == "INCONCLUSIVE"
 
 
 def test_ratio_check_errors():
     table = _ratio_table(lambda x: 1.0)
     with pytest.raises(UsageError):
-        RatioCheck("q", "e", "msq", "m", "unit", "a", "zzz", 0.5, 2).evaluate(table)
+        ratio_check("q", "e", "msq", "m", "unit", "a", "zzz", 0.5, 2).evaluate(table)
     table["msq"] = 0.0
     with pytest.raises(UsageError):
-        RatioCheck("q", "e", "msq", "m", "unit", "a", "b", 0.5, 2).evaluate(table)
+        ratio_check("q", "e", "msq", "m", "unit", "a", "b", 0.5, 2).evaluate(table)
 
 
 # ---------------------------------------------------------------------------------------
-# RatioSlopeCheck
+# ratio_slope_check
 # ---------------------------------------------------------------------------------------
 def _ratio_slope_check():
-    return RatioSlopeCheck("s", "e", "msq", "m", "unit", "a", "b", "per_user", 1.0, 0.1, root=True)
+    return ratio_slope_check("s", "e", "msq", "m", "unit", "a", "b", "per_user", 1.0, 0.1, root=True)
 
 
 def test_ratio_slope_passes_on_L():

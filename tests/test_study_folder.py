@@ -1,4 +1,4 @@
-"""A study folder knows what made it (issue 28, provenance): the manifest records the code
+"""A study folder knows what made it (provenance): the manifest records the code
 fingerprint (library and definition hashes, version, commit) and the environment; extending
 a folder with other code is refused in one line that names both, writing nothing; `dpsim
 verify` recomputes its own folders when the code changed; the version is written once."""
@@ -45,7 +45,7 @@ def test_the_manifest_records_code_and_environment(study):
 
 
 def test_extending_with_other_code_is_refused(study, capsys):
-    """The issue's case: a study file changed by one line (the noise at ε·0.01), then extended
+    """A study file changed by one line (the noise at ε·0.01), then extended
     into the same folder: refused, nothing written."""
     out = study.parent / "runs" / "prov"
     assert main(["run", "study.py", "--no-progress"]) == 0
@@ -135,7 +135,15 @@ def test_a_broken_method_is_one_line_and_leaves_nothing(study, capsys):
     assert main(["run", "study.py", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "method 'laplace' failed: KeyError" in err and "sigma" in err
+    assert "method 'laplace' failed: KeyError" in err and "sigma" in err and "--traceback" in err
+    assert not (study.parent / "runs" / "prov").exists()
+
+
+def test_traceback_flag_shows_the_whole_trace(study, monkeypatch):
+    study.write_text(textwrap.dedent(BROKEN))
+    monkeypatch.delenv("DPSIM_TRACEBACK", raising=False)
+    with pytest.raises(KeyError, match="sigma"):
+        main(["--traceback", "run", "study.py", "--no-progress"])
     assert not (study.parent / "runs" / "prov").exists()
 
 
@@ -150,7 +158,7 @@ def test_bad_outputs_are_one_line(tmp_path, capsys, monkeypatch):
 def test_proportions_get_wilson_intervals_and_slopes_refuse_an_unidentified_design():
     """Exact recovery failing in every replicate: the normal interval collapses to [0, 0],
     Wilson's is [0, 3.7/n] (z²/(n + z²)); a slope pooled over an axis that fixes x in each
-    group (the issue's xu-fig3 case: ε a function of n_users) is refused, not fitted."""
+    group (xu-fig3's case: ε a function of n_users) is refused, not fitted."""
     import numpy as np
     import pandas as pd
     from dpsim.errors import UsageError

@@ -233,7 +233,7 @@ def test_censored_configuration_keeps_the_spread_open(synthetic):
     """A configuration whose grid stops (x ≤ 1) before its curve reaches 1/2 (x½ = 1.2) is
     censored: its x½ could be anywhere above 1, so the spread's upper end is infinite and the
     collapse cannot PASS; nor is there evidence against it (INCONCLUSIVE). Taking its last x
-    as a crossing, as before issue 27, passed it."""
+    as a crossing, as the check once did, passed it."""
     config = (synthetic["n_items"] == 100) & (synthetic["p"] == 0.2) & (synthetic["eps"] == 0.02)
     short = synthetic[~config | (synthetic["gap_over_rate"] <= 1.05)]
     result = CHECK.evaluate(short)

@@ -15,7 +15,7 @@ import pytest
 import dpsim  # noqa: F401
 import jax
 from dpsim.errors import UsageError
-from dpsim.experiment import Derived, IdenticalAcrossCheck, MeanRatioCheck, PredictedRatioCheck
+from dpsim.experiment import Derived, IdenticalAcrossCheck, column_ratio_check, predicted_ratio_check
 from dpsim.experiment.grid import expand_grid, stable_id
 from dpsim.experiment.program import id_words
 from dpsim.experiment.registry import installed
@@ -134,7 +134,7 @@ def test_classic_and_debiased_rr_share_flips_and_rank_identically(fig6_tables):
     table, mutated = fig6_tables
     assert table["converged"].all()
     result = IDENTITY.evaluate(table)
-    # reported only since issue 27 (no calibration error can move a shared-flip identity);
+    # reported only (no calibration error can move a shared-flip identity);
     # the identity itself still holds: 0 mismatches
     assert result.verdict == "INFO" and result.value == 0.0, result.line()
     wide = table.pivot_table(index=["n_users", "rep"], columns="mechanism", values="l2_rms")
@@ -173,14 +173,14 @@ def _rows(values: dict, reps=400, seed=0, **columns):
 
 def test_mean_ratio_check_passes_and_fails():
     table = _rows({(("eps", 1.0),): (1.0, 1.0)})
-    check = MeanRatioCheck("t", "t", "mse", "oracle_mse", "m_est", *scenarios.SANDWICH)
+    check = column_ratio_check("t", "t", "mse", "oracle_mse", "m_est", *scenarios.SANDWICH)
     assert check.evaluate(table).verdict == "PASS"
     assert check.evaluate(_rows({(("eps", 1.0),): (1.5, 1.0)})).verdict == "FAIL"
 
 
 def test_predicted_ratio_check_passes_and_fails():
     ok = _rows({(("eps", 1.0),): (4.0, 4.0), (("eps", 3.0),): (1.0, 1.0)})
-    check = PredictedRatioCheck("t", "t", "mse", "oracle_mse", "m_est", "eps", 1.0, 3.0, *scenarios.SANDWICH)
+    check = predicted_ratio_check("t", "t", "mse", "oracle_mse", "m_est", "eps", 1.0, 3.0, *scenarios.SANDWICH)
     assert check.evaluate(ok).verdict == "PASS"
     off = _rows({(("eps", 1.0),): (6.0, 4.0), (("eps", 3.0),): (1.0, 1.0)})
     assert check.evaluate(off).verdict == "FAIL"

@@ -1,11 +1,11 @@
-"""xu's level checks and mutants (issue 27; experiments/xu/levels.py, mutants.py):
+"""xu's level checks and mutants (experiments/xu/levels.py, mutants.py):
 
 * the closed forms the level checks predict from, against independent references (SciPy's
   distributions, exact sums over the released bit, the pseudo-inverse sandwich at λ = 0, the
   ridge fit of a noiseless release);
 * the release metrics of a simulated release (through the experiment's own privatise stage)
   match the closed forms, and every declared mutant moves them out of the checks' regions;
-* the level checks PASS on the real release and FAIL under a mutant, judged by LevelCheck
+* the level checks PASS on the real release and FAIL under a mutant, judged by level_check
   on a small table built from those releases (a few seconds)."""
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import pytest
 from scipy import special, stats
 
 import dpsim  # noqa: F401
+from dpsim.experiment.deferred import resolved
 from dpsim.experiment.grid import Context
 from dpsim.experiments.xu import CHECKS, EXPERIMENTS, MUTANTS, levels
 from dpsim.experiments.xu.common import release_metrics
@@ -102,7 +103,7 @@ M_ITEMS, N_USERS, REPS = 10, 100, 1000
 MUTATED_MECHANISM = {"xu-laplace-sensitivity-2": "laplace",      # the others change debiased RR (at least)
                      "xu-classic-rr-flips-at-2eps": "classic_rr"}
 MECHANISMS = ("debiased_rr", "laplace", "classic_rr")
-RELEASE_CHECKS = [c for c in LEVEL_CHECKS if c.metric in ("release_slope", "excess_var")]
+RELEASE_CHECKS = [c for c in LEVEL_CHECKS if c.statistic.metric in ("release_slope", "excess_var")]
 
 
 def _wins():
@@ -191,7 +192,7 @@ def test_every_mutated_experiment_has_a_level_check_and_the_metrics():
     for mutant in MUTANTS:
         assert set(mutant.experiments) <= judged, mutant.name
     for check in LEVEL_CHECKS:
-        assert check.metric in by_name[check.experiment].methods["m_est"].metrics, check.name
+        assert check.statistic.metric in by_name[check.experiment].methods["m_est"].metrics, check.name
 
 
 def test_trend_and_identity_checks_that_no_mutant_moves_are_report_only():
@@ -203,7 +204,7 @@ def test_trend_and_identity_checks_that_no_mutant_moves_are_report_only():
 
 def test_fig6_ratio_region_is_two_sided_around_the_sandwich_ratio():
     check = next(c for c in CHECKS if c.name == "xu-fig6-laplace-over-debiased-rr-sandwich")
-    lo, hi = check.region()
+    lo, hi = resolved(check).region                 # computed when judged (a deferred prediction)
     assert 1.0 < lo < hi < math.inf
     # Laplace at ε = 2 adds 2/ε² = 0.5 per answer, debiased RR e²/(e²−1)² ≈ 0.181: the RMS ratio lies between
     # √(0.5/0.181)·… bounds of the per-answer variance ratio over p(1 − p) ∈ (0, ¼]

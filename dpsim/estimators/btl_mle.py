@@ -15,7 +15,7 @@ division per pair) and gets both the gradient and diag(∇²R) from one product 
 since σ_ij + σ_ji = 1, Σ_j M_ij σ_ij = Σ_j C_ij (1 + a_i/a_j), so
 the (2, n) × (n, n) product [1, 1/a]ᵀ C gives both sums (C is symmetric). Forming σ, M∘σ and C as
 separate (n, n) arrays and reducing each (XLA:CPU does not fuse those reductions) took
-1.4–2.4× longer (issue 10; benchmarks/cai.py, section P).
+1.4–2.4× longer (benchmarks/cai.py, section P).
 """
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC
         key: PRNG key of the Laplace vector w.
         W: (n, n) win counts on G(n, p).
         eps: ε > 0 (inf: non-private); p: edge probability in (0, 1]; c0: ridge constant > 0.
-        n_items: the real items when W is padded (issue 10): W is 0 outside its top-left
+        n_items: the real items when W is padded: W is 0 outside its top-left
             (n_items, n_items) block; n_items may be traced. The padding entries of w are 0,
             so they decouple (gradient γθ_i, θ_i = 0) and the real entries of θ̃ equal the
             unpadded fit's up to float rounding; the Laplace draws are the unpadded ones

@@ -5,7 +5,7 @@ chain's stationary distribution by an exact solve or the authors' power iteratio
 
 All functions take one replicate's matrices and are jit- and vmap-compatible; the Rank
 Centrality solve is :func:`dpsim.linalg.solve`, which stays unbatched under ``vmap`` on CPU
-(the batched LAPACK call deadlocks XLA:CPU, dpsim issue 7); the Rasch chain's exact solve is
+(the batched LAPACK call deadlocks XLA:CPU); the Rasch chain's exact solve is
 an elimination without LAPACK (:func:`count_chain_stationary`).
 """
 from __future__ import annotations

@@ -24,7 +24,7 @@ def tie_broken_ranks(scores, jitter, real=None):
     Args:
         scores: ``(n,)`` float scores (larger is better).
         jitter: ``(n,)`` tie-breaking keys (smaller first among equal scores).
-        real: ``(n,)`` bool, the real items of a padded vector (None: all; issue 10).
+        real: ``(n,)`` bool, the real items of a padded vector (None: all).
     Returns:
         ``(n,)`` int32 ranks, a permutation of 0 … n − 1.
     """
@@ -47,7 +47,7 @@ def top_k_mask(key, scores, k, tie_tol: float = 0.0, real=None):
     equal win counts on a complete graph, equal up to ~1e-17) count as ties instead of
     being ordered by rounding error.
 
-    ``real``: (n,) bool, the real items of a padded score vector (issue 10): padding is never
+    ``real``: (n,) bool, the real items of a padded score vector: padding is never
     selected, and the jitter of the real items is the unpadded call's (1-D draws are
     prefix-stable), so the mask of the real items is the unpadded mask.
     """

@@ -8,15 +8,16 @@ from dpsim.errors import UsageError
 from dpsim.experiment import axes
 from dpsim.experiment.grid import (Context, Derived, Experiment, FigureSpec, Method, Padding, Panel,
                                    solver_diagnostics)
-from dpsim.experiment.checks import (Along, At, Claim, ComparisonCheck, Difference, Every, EveryPointCheck,
-                                     IdenticalAcrossCheck, LevelCheck, LinearSlopeCheck, Mean, MethodRatio,
-                                     MeanRatioCheck, MethodRatioSlopeCheck, PairedDifference, PredictedRatioCheck,
-                                     RatioCheck, RatioOfMeans, RatioSlopeCheck, SlopeCheck, SlopeRangeCheck,
-                                     ThresholdCollapseCheck, TrendCheck)
+from dpsim.experiment.checks import (Along, At, Claim, ColumnRatio, Deferred, Difference, Every,
+                                     IdenticalAcrossCheck, LinearSlope, Mean, MethodRatio, SliceRatio, Slope,
+                                     ThresholdCollapseCheck, column_ratio_check, comparison_check, deferred_table,
+                                     level_check, linear_slope_check, method_ratio_check, method_ratio_slope_check,
+                                     predicted_ratio_check, ratio_check, ratio_slope_check, slope_check,
+                                     slope_range_check, trend_check)
 
 __all__ = ["Context", "Derived", "Experiment", "FigureSpec", "Method", "Padding", "Panel", "UsageError", "axes",
-           "solver_diagnostics", "SlopeCheck", "SlopeRangeCheck", "TrendCheck", "LinearSlopeCheck",
-           "ComparisonCheck", "EveryPointCheck", "PairedDifference", "RatioOfMeans", "RatioCheck",
-           "RatioSlopeCheck", "MeanRatioCheck", "PredictedRatioCheck", "MethodRatioSlopeCheck",
-           "IdenticalAcrossCheck", "ThresholdCollapseCheck", "LevelCheck", "Claim", "Mean", "MethodRatio",
-           "Difference", "At", "Every", "Along"]
+           "solver_diagnostics", "Claim", "At", "Every", "Along", "Mean", "MethodRatio", "ColumnRatio", "SliceRatio",
+           "Difference", "Slope", "LinearSlope", "Deferred", "deferred_table", "slope_check", "slope_range_check",
+           "trend_check", "linear_slope_check", "comparison_check", "level_check", "ratio_check", "ratio_slope_check",
+           "column_ratio_check", "predicted_ratio_check", "method_ratio_check", "method_ratio_slope_check",
+           "IdenticalAcrossCheck", "ThresholdCollapseCheck"]

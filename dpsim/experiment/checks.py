@@ -1,31 +1,24 @@
-"""The catalogue of checks of theorems and of a paper's claims (DESIGN "Theory and
-verification"). Verdicts are :mod:`dpsim.experiment.verdicts`'; the statistics the checks
-compute, :mod:`dpsim.experiment.statistics`'. Both are re-exported here.
+"""The checks of theorems and of a paper's claims (DESIGN "Theory and verification").
 
-Every check is a :class:`~dpsim.experiment.verdicts.Check`: it names an experiment, the
-region of the grid (``where``), the axes it deliberately pools over (``pool``), and a
-prediction, i.e. a *region* for one statistic (a slope, the sign of a trend, a paired
-difference, a ratio, a level against a closed form, a phase-transition spread). Evaluated on
-the tidy results table it yields the statistic's 95% interval (one per point for the checks
-that judge every value of an axis), judged PASS / FAIL (family-wise) / INCONCLUSIVE /
-REFUSED / INFO by :func:`~dpsim.experiment.verdicts.judge`.
+One check, :class:`Claim`, composes a **statistic** × an **aggregation** × a **region**:
 
-The checks, by the statistic they judge:
+* statistics (:mod:`dpsim.experiment.statistics`), each one number with its standard
+  error: a mean or RMS (:class:`Mean`, optionally relative to a closed form of the grid), a
+  paired difference (:class:`Difference`), ratios (:class:`MethodRatio`,
+  :class:`ColumnRatio`, :class:`SliceRatio`) and slopes (:class:`Slope`,
+  :class:`LinearSlope`);
+* aggregations: :class:`At` (one estimate from the selected rows), :class:`Every` (one at
+  every value of some axes, each judged), :class:`Along` (the slope of the statistic along
+  an axis, or a known function of it);
+* a region (low, high) for the judged number, with predictions computed from the grid at
+  verify time (``prediction``, or a :class:`~dpsim.experiment.deferred.Deferred` number).
 
-* slopes: :class:`SlopeCheck`, :class:`SlopeRangeCheck`, :class:`TrendCheck` (log–log, on
-  replicate-level rows) and :class:`LinearSlopeCheck` (linear, on grid means);
-* paired comparisons (one pairing helper, :func:`paired`): :class:`ComparisonCheck` (the
-  :class:`PairedDifference` of two methods) and :class:`EveryPointCheck` (a statistic,
-  :class:`PairedDifference` or :class:`RatioOfMeans`, at every value of an axis);
-* ratios of means (one delta-method helper, :func:`log_ratio_of_means`): :class:`RatioCheck`
-  and :class:`RatioSlopeCheck` (between two slices of an axis), :class:`MeanRatioCheck`
-  (two columns of the same rows), :class:`PredictedRatioCheck` (a simulated ratio of two
-  slices over the same ratio of a prediction column), :class:`MethodRatioSlopeCheck` (the
-  ratio of two methods against an axis or a known function of it);
-* levels against a closed form evaluated from the grid at verify time: :class:`LevelCheck`
-  (the calibration of a mechanism);
-* exact identities: :class:`IdenticalAcrossCheck`;
-* phase transitions: :class:`ThresholdCollapseCheck`.
+The functions below (:func:`slope_check`, :func:`level_check`, :func:`ratio_check`, …) are
+one-line forms of common claims; each returns a :class:`Claim`. Two checks judge statistics
+of another kind: :class:`IdenticalAcrossCheck` (an exact identity, counted) and
+:class:`ThresholdCollapseCheck` (the spread of phase-transition midpoints). Verdicts are
+:mod:`dpsim.experiment.verdicts`' (PASS / FAIL family-wise / INCONCLUSIVE / REFUSED / INFO,
+:func:`~dpsim.experiment.verdicts.judge`).
 """
 from __future__ import annotations
 
@@ -37,205 +30,27 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.statistics import (Difference, Mean, MethodRatio, PairedDifference, RatioOfMeans,  # noqa: F401
-                                         Value, crossing, isotonic,
-                                         log_ratio_between, log_ratio_of_means, paired, predictions, wilson,
-                                         exp_interval)
-from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, grid_columns, loglog_slope, require_unpooled,
-                                      select, slope_fit)
+from dpsim.experiment.deferred import Deferred, deferred_table  # noqa: F401
+from dpsim.experiment.statistics import (ColumnRatio, Difference, LinearSlope, Mean, MethodRatio,  # noqa: F401
+                                         SliceRatio, Slope, Value, crossing, exp_interval, isotonic,
+                                         log_ratio_between, log_ratio_of_means, paired, predictions, wilson)
+from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, grid_columns, require_unpooled, select,
+                                      slope_fit)
 from dpsim.experiment.verdicts import (UNCONVERGED_LIMIT, VERDICTS, Check, CheckResult, Estimate,  # noqa: F401
                                        _interval, _reps, family_z, format_region, judge, widened)
 
 __all__ = ["UNCONVERGED_LIMIT", "VERDICTS", "Check", "CheckResult", "Estimate", "family_z", "format_region", "judge",
-           "widened", "PairedDifference", "RatioOfMeans", "crossing", "isotonic", "log_ratio_between",
-           "log_ratio_of_means", "exp_interval", "paired", "predictions", "wilson", "SlopeCheck", "SlopeRangeCheck", "TrendCheck",
-           "LinearSlopeCheck", "ComparisonCheck", "EveryPointCheck", "LevelCheck", "RatioCheck", "RatioSlopeCheck",
-           "MeanRatioCheck", "PredictedRatioCheck", "MethodRatioSlopeCheck", "IdenticalAcrossCheck",
-           "ThresholdCollapseCheck", "Claim", "At", "Every", "Along", "Mean", "MethodRatio", "Difference", "Value"]
+           "widened", "Deferred", "deferred_table", "crossing", "isotonic", "log_ratio_between",
+           "log_ratio_of_means", "exp_interval", "paired", "predictions", "wilson",
+           "Claim", "At", "Every", "Along", "Value", "Mean", "MethodRatio", "ColumnRatio", "SliceRatio", "Difference",
+           "Slope", "LinearSlope", "slope_check", "slope_range_check", "trend_check", "linear_slope_check",
+           "comparison_check", "level_check", "ratio_check", "ratio_slope_check", "column_ratio_check",
+           "predicted_ratio_check", "method_ratio_check", "method_ratio_slope_check", "IdenticalAcrossCheck",
+           "ThresholdCollapseCheck"]
 
 
 # ---------------------------------------------------------------------------------------
-# Slopes
-# ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _SlopeBase(Check):
-    metric: str
-    method: str
-    x: str
-    _: KW_ONLY
-    log_y: bool = True
-
-    @property
-    def methods(self):
-        return (self.method,)
-
-    def fit(self, rows):
-        return loglog_slope(rows, self.metric, self.x, log_y=self.log_y, method=self.method,
-                            where=self.where, pool=self.pool)
-
-    def _estimate(self, rows, lo, hi, predicted) -> Estimate:
-        f = self.fit(rows)
-        return Estimate(f.slope, f.ci_low, f.ci_high, lo, hi, predicted,
-                        f"{f.slope:+.3f} {_interval(f.ci_low, f.ci_high)}",
-                        f"{f.n_points} grid values, {f.n_obs} obs, {f.rows}", _reps(rows), detail=f)
-
-
-@dataclass(frozen=True)
-class SlopeCheck(_SlopeBase):
-    """The log–log slope of ``metric`` in ``x`` lies within ``tolerance`` of ``predicted``.
-    The tolerance covers the lower-order terms of the rate over the grid region; the
-    interval is the Monte-Carlo error (HC1)."""
-
-    predicted: float
-    tolerance: float
-
-    def estimate(self, rows):
-        return self._estimate(rows, self.predicted - self.tolerance, self.predicted + self.tolerance,
-                              f"{self.predicted:+.2f} ± {self.tolerance:.2f}")
-
-
-@dataclass(frozen=True)
-class SlopeRangeCheck(_SlopeBase):
-    """The slope lies in [``low``, ``high``] (e.g. between the slopes of a rate's two terms,
-    on a grid that straddles their crossover)."""
-
-    low: float
-    high: float
-
-    def estimate(self, rows):
-        return self._estimate(rows, self.low, self.high, f"[{self.low:+.2f}, {self.high:+.2f}]")
-
-
-@dataclass(frozen=True)
-class TrendCheck(_SlopeBase):
-    """The log–log slope has the predicted sign (−1: decreasing, +1: increasing)."""
-
-    sign: int
-
-    def estimate(self, rows):
-        lo, hi = (-math.inf, 0.0) if self.sign < 0 else (0.0, math.inf)
-        return self._estimate(rows, lo, hi, "< 0" if self.sign < 0 else "> 0")
-
-
-@dataclass(frozen=True)
-class LinearSlopeCheck(Check):
-    """The slope of mean(``scale`` · ``metric``) in ``x`` (not on logs: e.g. n·MSE linear in
-    the dimension), as a ratio to ``predicted_slope``.
-
-    Estimates: at each value of ``x`` the mean of ``scale``·``metric`` over its rows
-    (``scale`` names a column, e.g. n_samples for n·MSE; None: 1) and its standard error;
-    the slope is the weighted least-squares fit of those means on x
-    (:func:`~dpsim.experiment.summary.slope_fit` with their standard errors), divided by
-    ``predicted_slope``. Interval: ratio ± z·se. Verdict: PASS when the interval lies in
-    [1 − ``rel_tol``, 1 + ``rel_tol``], FAIL when it lies outside.
-    """
-
-    metric: str = "mse"
-    method: str = ""
-    x: str = ""
-    scale: str | None = None
-    predicted_slope: float = 1.0
-    rel_tol: float = 0.1
-
-    @property
-    def methods(self):
-        return (self.method,)
-
-    def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, self.x, self.metric], f"check {self.name!r}")
-        xs, means, ses = [], [], []
-        for value in sorted(rows[self.x].dropna().unique()):
-            part = select(rows, {self.x: [value]})
-            y = part[self.metric].to_numpy(float) * (part[self.scale].to_numpy(float) if self.scale else 1.0)
-            y = y[np.isfinite(y)]
-            xs.append(float(value))
-            means.append(float(y.mean()))
-            ses.append(float(y.std(ddof=1) / math.sqrt(len(y))))
-        if len(xs) < 2:
-            raise UsageError(f"check {self.name!r}: need two values of {self.x!r}")
-        slope, se = slope_fit(xs, means, y_se=ses)
-        r, r_se = slope / self.predicted_slope, se / abs(self.predicted_slope)
-        lo, hi = r - Z95 * r_se, r + Z95 * r_se
-        what = f"{self.scale}·{self.metric}" if self.scale else self.metric
-        return Estimate(r, lo, hi, 1 - self.rel_tol, 1 + self.rel_tol,
-                        f"{self.predicted_slope:.3g} ×[{1 - self.rel_tol:.2f}, {1 + self.rel_tol:.2f}]",
-                        f"slope {slope:.3g}, ratio {r:.3f} [{lo:.3f}, {hi:.3f}]",
-                        f"WLS of mean {what} on {self.x} ∈ {{{describe_values(xs)}}}", _reps(rows))
-
-
-
-# ---------------------------------------------------------------------------------------
-# Paired comparisons of two methods
-# ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ComparisonCheck(Check):
-    """Two methods on the same replicates: the :class:`PairedDifference`
-    ``metric(better) − metric(worse)`` (mean over paired observations, normal 95% interval)
-    is < 0: PASS when the whole interval is below 0, FAIL when it is wholly above."""
-
-    metric: str
-    better: str
-    worse: str
-
-    @property
-    def methods(self):
-        return (self.better, self.worse)
-
-    def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, "method", self.metric], f"check {self.name!r}")
-        statistic = PairedDifference(self.metric, self.better, self.worse)
-        mean, low, high, n = statistic.compute(rows)
-        return Estimate(mean, low, high, *statistic.region, statistic.predicted,
-                        f"{mean:+.4f} {_interval(low, high, 4)}", f"{n} paired obs", _reps(rows))
-
-
-@dataclass(frozen=True)
-class EveryPointCheck(Check):
-    """A ``statistic`` at **every** value of the axis ``x`` (the other axes fixed by ``where``).
-
-    Attributes:
-        statistic: a :class:`PairedDifference` or :class:`RatioOfMeans` (anything with
-            ``methods``, ``region``, ``predicted`` and ``compute(rows) → (value, low, high,
-            n)``), computed on the rows of each value of ``x`` with its own 95% interval.
-        x: the axis whose every value is judged.
-
-    Verdict: PASS when every point's interval lies in the statistic's region; FAIL when some
-    point's family-wise interval (:func:`judge`, K points count K tests) lies wholly
-    outside it; else INCONCLUSIVE. The line shows the decisive
-    point: the first one outside (FAIL), the one nearest a boundary (PASS), or the one
-    reaching furthest outside (INCONCLUSIVE); its interval is the one judged.
-    """
-
-    statistic: object = None
-    x: str = ""
-
-    @property
-    def methods(self):
-        return self.statistic.methods
-
-    def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, self.x, "method"], f"check {self.name!r}")
-        lo, hi = self.statistic.region
-        points = []
-        for value in sorted(rows[self.x].dropna().unique()):
-            v, low, high, n = self.statistic.compute(select(rows, {self.x: [value]}))
-            points.append((value, v, low, high, n))
-        if not points:
-            raise UsageError(f"check {self.name!r}: no values of {self.x!r}")
-        inside = [p for p in points if lo <= p[2] and p[3] <= hi]
-        value, v, low, high, _ = _decisive(points, lo, hi)
-        fmt = "{:+.4f}" if math.isinf(lo) or math.isinf(hi) else "{:.3f}"
-        fitted = (f"{fmt.format(v)} [{fmt.format(low)}, {fmt.format(high)}] at {self.x}={value:g}; "
-                  f"{len(inside)}/{len(points)} inside")
-        evidence = f"{len(points)} values of {self.x} ({describe_values([p[0] for p in points])}), " \
-                   f"{sum(p[4] for p in points)} paired obs"
-        return Estimate(v, low, high, lo, hi, self.statistic.predicted + f" at every {self.x}", fitted, evidence,
-                        _reps(rows), detail=pd.DataFrame(points, columns=[self.x, "value", "low", "high", "n"]),
-                        points=tuple((p[1], p[2], p[3]) for p in points))
-
-
-# ---------------------------------------------------------------------------------------
-# Composed claims: a statistic × an aggregation × a region; levels against a closed form
+# Aggregations
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class At:
@@ -285,28 +100,37 @@ def _decisive(points, lo, hi):
     return max(points, key=lambda p: max(lo - p[2], p[3] - hi))
 
 
+def _fmt(value) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
+# ---------------------------------------------------------------------------------------
+# The check: a statistic × an aggregation × a region
+# ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Claim(Check):
-    """A check composed of a statistic × an aggregation × a region (issue 27, "checks that
-    compose"), e.g. the calibration of a Laplace release in one line::
+    """A check composed of a statistic × an aggregation × a region, e.g. the calibration of
+    a Laplace release in one line::
 
         Claim("…-variance", "exp", Mean("noise_ms", "laplace"), (0.9, 1.1), over=Every("eps"),
               prediction=lambda point: 8 / point["eps"] ** 2)
 
     Attributes:
-        statistic: :class:`~dpsim.experiment.statistics.Mean`,
-            :class:`~dpsim.experiment.statistics.MethodRatio` or
-            :class:`~dpsim.experiment.statistics.Difference` (anything with ``methods``,
-            ``describe()`` and ``estimate(rows, prediction) → Value``).
+        statistic: a statistic of :mod:`dpsim.experiment.statistics` (anything with
+            ``methods``, ``describe()`` and ``estimate(rows, prediction) → Value``; one with
+            ``spans`` names the axes it varies over itself, e.g. a slope's x).
         region: (low, high) on the natural scale of what is judged: the statistic (a ratio,
-            a difference; relative to the prediction when one is given) for :class:`At` and
-            :class:`Every`, the slope for :class:`Along`.
+            a difference, a slope; relative to the prediction when one is given) for
+            :class:`At` and :class:`Every`, the slope for :class:`Along`. Its ends may be
+            :class:`~dpsim.experiment.deferred.Deferred` (computed when judged).
         over: :class:`At` (default), :class:`Every` or :class:`Along`.
         prediction: ``point → number``, a closed form evaluated from the grid's axis values
             when the check is judged (:func:`~dpsim.experiment.statistics.predictions`); the
             statistic is then taken relative to it (a ratio on the log scale, a difference on
             the linear one).
         formula: the prediction as printed.
+        center: printed as "center ± half-width" instead of the region (a predicted slope
+            with its tolerance).
 
     Verdict: :func:`~dpsim.experiment.verdicts.judge` on every point (Along: on the slope).
     """
@@ -317,10 +141,17 @@ class Claim(Check):
     over: object = At()
     prediction: Callable[[dict], float] | None = None
     formula: str = ""
+    center: float | None = None
 
     @property
     def methods(self):
         return self.statistic.methods
+
+    def _expected(self, signed: bool) -> str:
+        lo, hi = self.region
+        if self.center is not None:
+            return f"{self.center:+.3g} ± {(hi - lo) / 2:.2g}"
+        return format_region(lo, hi, signed=signed)
 
     def _values(self, rows) -> list[tuple[str, tuple, Value]]:
         """(label, key, Value) at each point of the aggregation (Along: one per axis value)."""
@@ -347,13 +178,18 @@ class Claim(Check):
         slope, se = slope_fit(np.log(gx), [v.value for _, _, v in values], y_se=[v.se for _, _, v in values])
         low, high = slope - Z95 * se, slope + Z95 * se
         on = f"log {self.over.g_label}({self.over.axis})" if self.over.g else f"log {self.over.axis}"
-        return Estimate(slope, low, high, lo, hi, format_region(lo, hi, signed=True),
-                        f"{slope:+.3f} {_interval(low, high)}",
-                        f"slope of {what} on {on}, {self.over.axis} ∈ {{{describe_values(list(xs))}}}, "
-                        f"{sum(v.n for _, _, v in values)} obs", _reps(rows))
+        shown = ""
+        if values[0][2].log:
+            shown = "; " + ", ".join(f"{v.natural:.3g}" for _, _, v in values)
+        n_obs = sum(v.n for _, _, v in values)
+        used = f"{self.over.axis} ∈ {{{describe_values(list(xs))}}}"
+        return Estimate(slope, low, high, lo, hi, self._expected(True), f"{slope:+.3f} {_interval(low, high)}",
+                        f"slope of {what} on {on}, {used}{shown}, {n_obs} obs", _reps(rows),
+                        detail=SlopeFit(slope, se, low, high, len(xs), n_obs, used))
 
     def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, *self.over.axes, "method"], f"check {self.name!r}")
+        spans = tuple(getattr(self.statistic, "spans", ()))
+        require_unpooled(rows, [*self.where, *self.pool, *self.over.axes, *spans, "method"], f"check {self.name!r}")
         what = self.statistic.describe() + (f" / {self.formula or 'prediction'}" if self.prediction else "")
         if isinstance(self.over, Along):
             return self._slope(rows, what)
@@ -363,302 +199,143 @@ class Claim(Check):
             raise UsageError(f"check {self.name!r}: no rows to judge")
         points = [(label, v.natural, *v.interval(), v.n) for label, _, v in values]
         label, value, low, high, _ = _decisive(points, lo, hi)
-        inside = sum(lo <= p[2] and p[3] <= hi for p in points)
-        fmt = "{:.3f}" if values[0][2].log else "{:+.4f}"
-        fitted = f"{fmt.format(value)} [{fmt.format(low)}, {fmt.format(high)}]" + \
-            (f" at {label}; {inside}/{len(points)} inside" if self.over.axes else "")
-        evidence = f"{what}, {len(points)} point{'s' * (len(points) > 1)}, {sum(p[4] for p in points)} obs"
-        return Estimate(value, low, high, lo, hi, format_region(lo, hi), fitted, evidence, _reps(rows),
+        log = values[0][2].log
+        fmt = "{:.3f}" if log else "{:+.4f}"
+        fitted = f"{fmt.format(value)} [{fmt.format(low)}, {fmt.format(high)}]"
+        if self.over.axes:
+            inside = sum(lo <= p[2] and p[3] <= hi for p in points)
+            fitted += f" at {label}; {inside}/{len(points)} inside"
+        note = f"; {values[0][2].note}" if len(values) == 1 and values[0][2].note else ""
+        evidence = f"{what}, {len(points)} point{'s' * (len(points) > 1)}, {sum(p[4] for p in points)} obs{note}"
+        return Estimate(value, low, high, lo, hi, self._expected(not log), fitted, evidence, _reps(rows),
                         points=tuple((p[1], p[2], p[3]) for p in points),
                         detail=pd.DataFrame(points, columns=["at", "value", "low", "high", "n"]))
 
 
-@dataclass(frozen=True)
-class LevelCheck(Check):
+# ---------------------------------------------------------------------------------------
+# One-line forms of common claims (each returns a Claim)
+# ---------------------------------------------------------------------------------------
+def slope_check(name: str, experiment: str, metric: str, method: str, x: str, predicted: float, tolerance: float,
+                *, log_y: bool = True, **check) -> Claim:
+    """The log–log slope of ``metric`` of ``method`` in ``x`` (replicate rows, :class:`Slope`)
+    lies within ``tolerance`` of ``predicted``: the tolerance covers the rate's lower-order
+    terms over the grid region; the interval is the Monte-Carlo error (HC1). ``check``: the
+    :class:`~dpsim.experiment.verdicts.Check` keywords (where, pool, description, …); the
+    axes in ``where`` and ``pool`` get one intercept per value."""
+    return Claim(name, experiment, _slope(metric, method, x, log_y, check), (predicted - tolerance,
+                 predicted + tolerance), center=predicted, **check)
+
+
+def slope_range_check(name: str, experiment: str, metric: str, method: str, x: str, low: float, high: float,
+                      *, log_y: bool = True, **check) -> Claim:
+    """The log–log slope (:func:`slope_check`) lies in [``low``, ``high``] (e.g. between the
+    slopes of a rate's two terms, on a grid that straddles their crossover)."""
+    return Claim(name, experiment, _slope(metric, method, x, log_y, check), (low, high), **check)
+
+
+def trend_check(name: str, experiment: str, metric: str, method: str, x: str, sign: int,
+                *, log_y: bool = True, **check) -> Claim:
+    """The log–log slope (:func:`slope_check`) has the predicted sign (−1: decreasing, +1:
+    increasing)."""
+    region = (-math.inf, 0.0) if sign < 0 else (0.0, math.inf)
+    return Claim(name, experiment, _slope(metric, method, x, log_y, check), region, **check)
+
+
+def _slope(metric, method, x, log_y, check) -> Slope:
+    return Slope(metric, method, x, log_y, per=(*check.get("where", {}), *check.get("pool", ())))
+
+
+def linear_slope_check(name: str, experiment: str, *, metric: str, method: str, x: str, scale: str | None = None,
+                       predicted_slope: float, rel_tol: float = 0.1, **check) -> Claim:
+    """The slope of mean(``scale``·``metric``) in ``x`` itself (e.g. n·MSE linear in the
+    dimension, :class:`LinearSlope`) over ``predicted_slope`` lies in [1 − ``rel_tol``,
+    1 + ``rel_tol``]."""
+    return Claim(name, experiment, LinearSlope(metric, method, x, scale, predicted_slope),
+                 (1 - rel_tol, 1 + rel_tol), **check)
+
+
+def comparison_check(name: str, experiment: str, metric: str, better: str, worse: str, *,
+                     every: str | tuple[str, ...] | None = None, **check) -> Claim:
+    """Two methods on the same replicates: the paired difference metric(``better``) −
+    metric(``worse``) (:class:`Difference`) is < 0 (PASS when the whole interval is below 0),
+    at one point or at every value of the ``every`` axes."""
+    return Claim(name, experiment, Difference(metric, better, worse), (-math.inf, 0.0),
+                 over=Every(every) if every else At(), **check)
+
+
+def level_check(name: str, experiment: str, metric: str, method: str, prediction: Callable[[dict], float],
+                lo: float, hi: float, *, at: tuple[str, ...] = (), root: bool = False, formula: str = "",
+                **check) -> Claim:
     """A metric's level against an independent closed form, at every value of the ``at`` axes
-    (issue 27: the check that pins a mechanism's calibration); the one-line form of
-    ``Claim(name, experiment, Mean(metric, method, root), (lo, hi), over=Every(at),
-    prediction=prediction)``.
+    (one point when empty): the check that pins a mechanism's calibration.
 
-    Estimates: at each combination of the ``at`` axes' values (one point when ``at`` is
-    empty), r = mean(``metric``)/mean(prediction) over the rows of ``method`` there, to the
-    power ½ with ``root`` (an RMS ratio from mean squares); ``prediction(point)`` is a
-    function of the row's grid values (:func:`predictions`), evaluated when the check is
-    judged, e.g. the exact variance of the released noise from (ε, n, p). Rows of several
-    grid points are pooled only over the axes in ``pool``. Interval: exp(log r ± z·se), delta
-    method (:func:`log_ratio_of_means`, metric and prediction paired per row). Region
-    [``lo``, ``hi``]: the model error of the closed form (1 when it is exact), two-sided, so
-    a noise scale off by a factor in either direction fails. Verdict: :func:`judge` on every
-    point (PASS when all lie inside, FAIL when one lies outside family-wise).
-
-    Attributes:
-        formula: the prediction as printed (e.g. "Var = 8/ε²").
-    """
-
-    metric: str
-    method: str
-    prediction: Callable[[dict], float]
-    lo: float
-    hi: float
-    _: KW_ONLY
-    at: tuple[str, ...] = ()
-    root: bool = False
-    formula: str = ""
-
-    @property
-    def methods(self):
-        return (self.method,)
-
-    def claim(self) -> Claim:
-        """The same check as a :class:`Claim`."""
-        return Claim(self.name, self.experiment, Mean(self.metric, self.method, self.root), (self.lo, self.hi),
-                     over=Every(self.at) if self.at else At(), prediction=self.prediction, formula=self.formula,
-                     where=self.where, pool=self.pool)
-
-    def estimate(self, rows):
-        return self.claim().estimate(rows)
+    r = mean(``metric``)/mean(prediction) over the rows of ``method`` (:class:`Mean`; to the
+    power ½ with ``root``, an RMS ratio from mean squares); ``prediction(point)`` is a function
+    of the row's grid values only (:func:`predictions`), evaluated when the check is judged,
+    e.g. the exact variance of the released noise from (ε, n, p). The region [``lo``,
+    ``hi``] is the closed form's model error (1 when it is exact), two-sided, so a noise scale
+    off by a factor in either direction fails. ``formula``: the prediction as printed."""
+    return Claim(name, experiment, Mean(metric, method, root), (lo, hi), over=Every(at) if at else At(),
+                 prediction=prediction, formula=formula, **check)
 
 
-# ---------------------------------------------------------------------------------------
-# Ratios between two slices of an axis
-# ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _RatioSlices(Check):
-    """What a ratio check compares: a summary statistic of ``metric`` on the slice
-    ``axis = numerator`` over the slice ``axis = denominator`` (the rest of the grid
-    restricted by ``where``). The statistic is the mean over rows, or its square root with
-    ``root=True`` (e.g. an RMS from a per-replicate mean square); its CI is the delta method
-    on the log ratio (independent slices, or aligned on ``paired_on`` columns with their
-    covariance)."""
-
-    metric: str
-    method: str
-    axis: str
-    numerator: object
-    denominator: object
-    _: KW_ONLY
-    root: bool = False
-    paired_on: tuple[str, ...] | None = None
-
-    @property
-    def methods(self):
-        return (self.method,)
-
-    def log_ratio(self, rows: pd.DataFrame) -> tuple[float, float, int]:
-        return log_ratio_between(rows, self.metric, self.axis, self.numerator, self.denominator,
-                          self.root, self.paired_on)
+def ratio_check(name: str, experiment: str, metric: str, method: str, axis: str, numerator, denominator,
+                lo: float, hi: float, *, root: bool = False, paired_on: tuple[str, ...] | None = None,
+                **check) -> Claim:
+    """The ratio of ``metric``'s mean between two values of ``axis`` (:class:`SliceRatio`) lies
+    in [``lo``, ``hi``]."""
+    return Claim(name, experiment, SliceRatio(metric, method, axis, numerator, denominator, root, paired_on),
+                 (lo, hi), **check)
 
 
-@dataclass(frozen=True)
-class RatioCheck(_RatioSlices):
-    """The ratio (:class:`_RatioSlices`) lies in [``lo``, ``hi``]."""
-
-    lo: float
-    hi: float
-
-    def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, self.axis, self.metric], f"check {self.name!r}")
-        log_r, se, n_obs = self.log_ratio(rows)
-        value, low, high = exp_interval(log_r, se)
-        return Estimate(value, low, high, self.lo, self.hi, f"[{self.lo:.3g}, {self.hi:.3g}]",
-                        f"{value:.3f} [{low:.3f}, {high:.3f}]", f"ratio, {n_obs} obs", _reps(rows))
+def ratio_slope_check(name: str, experiment: str, metric: str, method: str, axis: str, numerator, denominator,
+                      x: str, predicted: float, tolerance: float, *, root: bool = False,
+                      paired_on: tuple[str, ...] | None = None, **check) -> Claim:
+    """The slope in log ``x`` of the log ratio between two values of ``axis``
+    (:class:`SliceRatio` :class:`Along` ``x``) lies within ``tolerance`` of ``predicted``."""
+    return Claim(name, experiment, SliceRatio(metric, method, axis, numerator, denominator, root, paired_on),
+                 (predicted - tolerance, predicted + tolerance), over=Along(x), center=predicted, **check)
 
 
-@dataclass(frozen=True)
-class RatioSlopeCheck(_RatioSlices):
-    """The slope of log(ratio) on log ``x``, the ratio computed at each value of ``x``, lies
-    within ``tolerance`` of ``predicted`` (e.g. a privacy-cost ratio growing like L has
-    slope 1 in log L). The slope is fitted by :func:`~dpsim.experiment.summary.slope_fit`
-    with the delta-method standard errors of the log ratios (independent across x values,
-    which hold different data)."""
-
-    x: str
-    predicted: float
-    tolerance: float
-
-    def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, self.axis, self.x, self.metric], f"check {self.name!r}")
-        xs = sorted(float(v) for v in rows[self.x].dropna().unique())
-        if len(xs) < 2 or any(not (v > 0 and math.isfinite(v)) for v in xs):
-            raise UsageError(f"need at least two positive finite values of {self.x!r} to fit a slope")
-        logs, ses, n_obs = [], [], 0
-        for v in xs:
-            log_r, se, n = self.log_ratio(select(rows, {self.x: [v]}))
-            logs.append(log_r)
-            ses.append(se)
-            n_obs += n
-        slope, se = slope_fit(np.log(xs), logs, y_se=ses)
-        lo, hi = slope - Z95 * se, slope + Z95 * se
-        fit = SlopeFit(slope, se, lo, hi, len(xs), n_obs, f"{self.x} ∈ {{{describe_values(xs)}}}")
-        return Estimate(slope, lo, hi, self.predicted - self.tolerance, self.predicted + self.tolerance,
-                        f"{self.predicted:+.2f} ± {self.tolerance:.2f}", f"{slope:+.3f} {_interval(lo, hi)}",
-                        f"{len(xs)} grid values, {n_obs} obs", _reps(rows), detail=fit)
+def column_ratio_check(name: str, experiment: str, metric: str, reference: str, method: str, lo: float, hi: float,
+                       *, root: bool = True, **check) -> Claim:
+    """Two columns of the same rows: (mean ``metric``/mean ``reference``)^(½ with ``root``)
+    (:class:`ColumnRatio`, e.g. a simulated MSE over its predicted value) lies in [``lo``,
+    ``hi``]."""
+    return Claim(name, experiment, ColumnRatio(metric, reference, method, root), (lo, hi), **check)
 
 
-def _fmt(value) -> str:
-    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+def predicted_ratio_check(name: str, experiment: str, metric: str, prediction: str, method: str, axis: str,
+                          numerator, denominator, lo: float, hi: float, *, root: bool = True,
+                          paired_on: tuple[str, ...] = ("rep",), **check) -> Claim:
+    """A simulated ratio between two values of ``axis`` over the same ratio of the
+    ``prediction`` column (:class:`SliceRatio` with a reference) lies in [``lo``, ``hi``]."""
+    return Claim(name, experiment, SliceRatio(metric, method, axis, numerator, denominator, root, paired_on,
+                                              reference=prediction), (lo, hi), **check)
 
 
-@dataclass(frozen=True)
-class MeanRatioCheck(Check):
-    """Two columns of the *same* rows: the :class:`RatioOfMeans`
-    (mean(``metric``)/mean(``reference``))^(½ if ``root``) over the selected rows of
-    ``method`` (e.g. a simulated mean square error over its predicted value), paired per row.
-
-    Interval: exp(log r ± z·se), delta method with the two columns' covariance. Verdict:
-    PASS when the interval lies in [``lo``, ``hi``], FAIL when it lies wholly outside.
-    """
-
-    metric: str
-    reference: str
-    method: str
-    lo: float
-    hi: float
-    _: KW_ONLY
-    root: bool = True
-
-    @property
-    def methods(self):
-        return (self.method,)
-
-    def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, self.metric, self.reference], f"check {self.name!r}")
-        statistic = RatioOfMeans(self.method, self.metric, self.reference, self.lo, self.hi, root=self.root)
-        value, low, high, n = statistic.compute(rows)
-        what = "RMS ratio" if self.root else "ratio of means"
-        return Estimate(value, low, high, self.lo, self.hi, statistic.predicted,
-                        f"{value:.3f} [{low:.3f}, {high:.3f}]",
-                        f"{what} {self.metric}/{self.reference}, {n} paired obs", _reps(rows))
+def method_ratio_check(name: str, experiment: str, metric: str, numerator: str, denominator: str, lo: float,
+                       hi: float, *, root: bool = False, square: bool = False, **check) -> Claim:
+    """mean(metric | ``numerator``)/mean(metric | ``denominator``) on the same replicates
+    (:class:`MethodRatio`; ``root``: its square root; ``square``: square the metric first)
+    lies in [``lo``, ``hi``]."""
+    return Claim(name, experiment, MethodRatio(metric, numerator, denominator, root, square), (lo, hi), **check)
 
 
-@dataclass(frozen=True)
-class PredictedRatioCheck(Check):
-    """Does a simulated ratio between two slices track the predicted one?
-
-    Estimates: the simulated ratio mean(``metric`` | ``axis`` = ``numerator``) /
-    mean(``metric`` | ``axis`` = ``denominator``) divided by the same ratio of the
-    ``prediction`` column, to the power ½ with ``root``. The slices are paired on
-    ``paired_on`` (the replicate, and any pooled axes). Interval: exp(log r ± z·se), delta
-    method (:func:`log_ratio_of_means`) over the four paired series with their covariance.
-    Verdict: PASS when the interval lies in [``lo``, ``hi``], FAIL when it lies wholly
-    outside.
-    """
-
-    metric: str
-    prediction: str
-    method: str
-    axis: str
-    numerator: object
-    denominator: object
-    lo: float
-    hi: float
-    _: KW_ONLY
-    root: bool = True
-    paired_on: tuple[str, ...] = ("rep",)
-
-    @property
-    def methods(self):
-        return (self.method,)
-
-    def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, self.axis, self.metric, self.prediction],
-                         f"check {self.name!r}")
-        num, den = {self.axis: [self.numerator]}, {self.axis: [self.denominator]}
-        series = paired(rows, {"metric_a": (num, self.metric), "metric_b": (den, self.metric),
-                               "prediction_a": (num, self.prediction), "prediction_b": (den, self.prediction)},
-                        on=self.paired_on).to_numpy(float)
-        scale = 0.5 if self.root else 1.0
-        log_r, se = log_ratio_of_means(series, (1.0, -1.0, -1.0, 1.0), scale=scale,
-                                       what=f"{self.metric!r} and {self.prediction!r}")
-        value, low, high = exp_interval(log_r, se)
-        sim = math.exp(scale * (math.log(series[:, 0].mean()) - math.log(series[:, 1].mean())))
-        pred = math.exp(scale * (math.log(series[:, 2].mean()) - math.log(series[:, 3].mean())))
-        return Estimate(value, low, high, self.lo, self.hi, f"[{self.lo:.3g}, {self.hi:.3g}]",
-                        f"{value:.3f} [{low:.3f}, {high:.3f}]",
-                        f"{self.axis} {_fmt(self.numerator)}/{_fmt(self.denominator)}: simulated ratio {sim:.3f}, "
-                        f"predicted {pred:.3f}; {len(series)} paired obs", _reps(rows))
-
-
-@dataclass(frozen=True)
-class MethodRatioSlopeCheck(Check):
-    """How the ratio of two methods grows with an axis, or with a known function g of it
-    (e.g. a randomized-response factor (e^ε + 1)/(e^ε − 1) of ε).
-
-    Estimates: at each value of ``x`` the log ratio of the means of ``metric`` between the
-    ``numerator`` and ``denominator`` methods, paired on the observations (:func:`paired`),
-    with its delta-method standard error including their covariance
-    (:func:`log_ratio_of_means`). By default the metric is a mean square (e.g. mse) and the
-    ratio is its square root, the RMS ratio; ``root=False``: the plain ratio of means;
-    ``square=True``: the metric is squared first (a norm, e.g. ℓ2, whose RMS ratio is
-    √(mean a²/mean b²) with ``root``). The statistic is the slope of those log ratios on
-    log g(x) (``g`` None: on log x) (:func:`~dpsim.experiment.summary.slope_fit` with their
-    standard errors). Interval: slope ± z·se. Verdict: PASS when the interval lies within
-    ``tolerance`` of ``predicted``, or in ``region`` (low, high) when given (e.g.
-    (−∞, 0] for "the ratio falls"); FAIL when it lies wholly outside.
-
-    Evidence: with ``g``, the ratios at each x and the observations; without, the number of
-    grid values.
-    """
-
-    metric: str = "mse"
-    numerator: str = ""
-    denominator: str = ""
-    x: str = ""
-    g: Callable[[float], float] | None = None
-    g_label: str = "g"
-    predicted: float = 1.0
-    tolerance: float = 0.1
-    region: tuple[float, float] | None = None
-    root: bool = True
-    square: bool = False
-
-    @property
-    def methods(self):
-        return (self.numerator, self.denominator)
-
-    def log_ratios(self, rows):
-        """(x values, log ratios, their standard errors, observations used)."""
-        xs, logs, ses, n_obs = [], [], [], 0
-        for value in sorted(rows[self.x].dropna().unique()):
-            wide = paired(select(rows, {self.x: [value]}),
-                          {"a": ({"method": [self.numerator]}, self.metric),
-                           "b": ({"method": [self.denominator]}, self.metric)}).to_numpy(float)
-            if self.square:
-                wide = wide * wide
-            log_r, se = log_ratio_of_means(wide, (1.0, -1.0), scale=0.5 if self.root else 1.0,
-                                           what=f"{self.metric!r} at {self.x}={value:g}")
-            xs.append(float(value))
-            logs.append(log_r)
-            ses.append(se)
-            n_obs += 2 * len(wide)
-        return xs, logs, ses, n_obs
-
-    def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, self.x, "method", self.metric], f"check {self.name!r}")
-        xs, logs, ses, n_obs = self.log_ratios(rows)
-        if len(xs) < 2:
-            raise UsageError(f"check {self.name!r}: need two values of {self.x!r}")
-        gx = np.array([self.g(v) for v in xs] if self.g is not None else xs, float)
-        if not np.all((gx > 0) & np.isfinite(gx)):
-            raise UsageError(f"check {self.name!r}: {self.g_label if self.g is not None else self.x} "
-                             f"needs positive finite values at every {self.x}")
-        slope, se = slope_fit(np.log(gx), logs, y_se=ses)
-        lo, hi = slope - Z95 * se, slope + Z95 * se
-        if self.region is not None:
-            low, high = self.region
-            predicted = format_region(low, high, signed=True)
-        else:
-            low, high = self.predicted - self.tolerance, self.predicted + self.tolerance
-            predicted = f"{self.predicted:+.2f} ± {self.tolerance:.2f}"
-        if self.g is not None:
-            ratios = ", ".join(f"{math.exp(r):.2f}" for r in logs)
-            evidence = (f"slope in log {self.g_label}; {'RMS' if self.root else 'mean'} ratios {ratios} at "
-                        f"{self.x} ∈ {{{describe_values(xs)}}}, {n_obs} obs")
-        else:
-            evidence = f"log ratio {self.numerator}/{self.denominator} vs log {self.x}, {len(xs)} grid values"
-        return Estimate(slope, lo, hi, low, high, predicted, f"{slope:+.3f} {_interval(lo, hi)}", evidence,
-                        _reps(rows))
-
+def method_ratio_slope_check(name: str, experiment: str, *, metric: str = "mse", numerator: str, denominator: str,
+                             x: str, g: Callable[[float], float] | None = None, g_label: str = "g",
+                             predicted: float = 1.0, tolerance: float = 0.1,
+                             region: tuple[float, float] | None = None, root: bool = True, square: bool = False,
+                             **check) -> Claim:
+    """How the ratio of two methods grows with ``x`` or a known function ``g`` of it (e.g. a
+    randomized-response factor (e^ε + 1)/(e^ε − 1) of ε): the slope of the log
+    :class:`MethodRatio` (RMS ratio by default) on log g(x) (:class:`Along`) lies within
+    ``tolerance`` of ``predicted``, or in ``region`` when given (e.g. (−∞, 0]: the ratio
+    falls)."""
+    center = None if region is not None else predicted
+    region = region if region is not None else (predicted - tolerance, predicted + tolerance)
+    return Claim(name, experiment, MethodRatio(metric, numerator, denominator, root, square), region,
+                 over=Along(x, g, g_label), center=center, **check)
 
 
 # ---------------------------------------------------------------------------------------
@@ -799,7 +476,7 @@ class ThresholdCollapseCheck(Check):
         # taken from the crossings of its Wilson bands. A censored configuration's interval is
         # open on its censored side (U = ∞ when the curve never reaches ½, L = 0 when it
         # starts above), so where it can decide the spread's end, that end is infinite: the
-        # check cannot PASS until the grid of x is extended (issue 27, "honest intervals").
+        # check cannot PASS until the grid of x is extended (an honest interval).
         lows, highs = mids["x_half_low"].to_numpy(float), mids["x_half_high"].to_numpy(float)
         spread_low = max(1.0, float(lows.max() / highs.min()))
         spread_high = float(highs.max() / lows.min()) if lows.min() > 0 else math.inf

@@ -112,7 +112,7 @@ def estimate_seconds(experiment: Experiment, runs: Path = Path("runs")) -> tuple
     # a lane's work grows with its working set: scale the calibrated cost by lane_bytes
     scale = experiment.lane_bytes(largest)
     compute = sum(per_lane * experiment.lane_bytes(lane_shape(experiment, step.shape)) / scale
-                  * sum(len(c) for c in step.chunks) for step in plan.steps)
+                  * step.lanes for step in plan.steps)
     where = ", ".join(f"{a}={v}" for a, v in largest.items() if a in experiment.shape_axes)
     return compile_seconds * len(plan.steps) + compute, (
         f"calibrated at the largest shape ({where}): {compile_seconds:.1f} s to compile each of "

@@ -1,6 +1,6 @@
 """Mutants: plausible bugs in a paper's mechanisms and estimators, declared beside its checks,
-so that ``dpsim verify PAPER --mutants`` can show that the checks would catch them (issue 27,
-"a check that cannot fail is not a check").
+so that ``dpsim verify PAPER --mutants`` can show that the checks would catch them (a check
+that cannot fail is not a check).
 
 A :class:`Mutant` is a function from an :class:`~dpsim.experiment.grid.Experiment` to a
 mutated one, applied to the experiments it names; nothing in the library knows about it (no
@@ -17,7 +17,7 @@ seams every experiment already has:
 
 A paper module lists its mutants in ``MUTANTS``; a study file may too. A mutant must change
 the *data a check judges*, never the prediction: the checks' predictions are evaluated from
-the grid's values at verify time (:class:`~dpsim.experiment.checks.LevelCheck`), so a
+the grid's values at verify time (:func:`~dpsim.experiment.checks.level_check`), so a
 mutant's wrong calibration shows as a discrepancy.
 """
 from __future__ import annotations

@@ -48,7 +48,7 @@ def fold_in_words(key, words):
     loop, so the program holds one threefry hash for the whole chain instead of one per
     word. The key is the same as the nested calls'; the program is smaller (cai Fig. 3's
     chunk program: 304 instead of 335 fused kernels), and XLA:CPU compile time grows with
-    the kernel count (issue 10). ``words``: uint32 values, shape (w,); traceable."""
+    the kernel count. ``words``: uint32 values, shape (w,); traceable."""
     words = jnp.asarray(words, jnp.uint32)
     return jax.lax.fori_loop(0, words.shape[0], lambda i, k: jax.random.fold_in(k, words[i]), key)
 
@@ -124,8 +124,8 @@ def analyse_point(experiment: Experiment, a_key, ctx: Context) -> dict:
 
 def _called(experiment: Experiment, name: str, key, ctx: Context):
     """A method's outputs; an exception it raises while it is traced becomes one UsageError
-    line naming the experiment, the method and the error (``DPSIM_TRACEBACK=1`` re-raises it
-    as it was, with the whole trace)."""
+    line naming the experiment, the method and the error (``dpsim --traceback``, i.e.
+    ``DPSIM_TRACEBACK=1``, re-raises it as it was, with the whole trace)."""
     try:
         return experiment.methods[name].fn(key, ctx)
     except UsageError:
@@ -135,7 +135,7 @@ def _called(experiment: Experiment, name: str, key, ctx: Context):
             raise
         message = " ".join(str(exc).split())
         raise UsageError(f"experiment {experiment.name!r}: method {name!r} failed: {type(exc).__name__}: "
-                         f"{message[:300]} (DPSIM_TRACEBACK=1 shows the whole trace)") from None
+                         f"{message[:300]} (dpsim --traceback … shows the whole trace)") from None
 
 
 def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
@@ -148,7 +148,7 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
     fewer per shape point; the θ*-design is a few O(n) operations, negligible per chunk).
     Every lane of a chunk belongs to one shape point, whose θ*-key words and traced shape
     values are arguments: with :class:`~dpsim.experiment.grid.Padding` one program serves
-    every shape point of a size bucket (issue 10).
+    every shape point of a size bucket.
 
     Args:
         shape: the program's static shape values (Python values): the shape point, or with
@@ -271,7 +271,7 @@ def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: lis
 
     A string analysis axis that only host-side :class:`~dpsim.experiment.Derived` functions
     read (xu-hetero's ``profile`` and ``match``, xu's ``scheme``, nguyen's ``p0``) would
-    otherwise compile one copy of every method per value (issue 10: xu-hetero's program,
+    otherwise compile one copy of every method per value (xu-hetero's program,
     9 copies, took 14.8 s to compile; 4.2 s with one). When nothing merges, the first
     lowering is the program: no extra work."""
     step = (experiment, shape, static_data)
@@ -372,7 +372,7 @@ def _static_key(experiment, *parts) -> tuple:
 
 
 # XLA:CPU options of the chunk programs: XLA's defaults, unless $DPSIM_XLA_CPU_OPT_LEVEL sets
-# the LLVM optimisation level. Level 1 was tried as the default (issue 10) and not kept: it
+# the LLVM optimisation level. Level 1 was tried as the default and not kept: it
 # compiled cai Fig. 3's program in 12–16 % less CPU time (2.68 against 3.06 CPU-s, median of
 # 5), but Fig. 1's nine programs only 2.5 % (29.4 against 30.1 CPU-s, within the noise) and
 # Figures 1–3 end to end not at all (benchmarks/compare.py, 3 rounds: 41.4 against 41.1 s),

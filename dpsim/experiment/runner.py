@@ -36,7 +36,7 @@ from dpsim.experiment.program import (clear_cache, compiled_chunk_fn, compiler_o
                                       truth_words)
 from dpsim.experiment.threads import DaemonPool, in_order, wait
 
-# CPU: lanes one at a time (issue 10). Measured on the 2-core CPU, fresh process / warm re-run,
+# CPU: lanes one at a time. Measured on the 2-core CPU, fresh process / warm re-run,
 # against the earlier cache-sized micro-batches (≤ 3 MiB, ≤ 128 lanes): cai Fig. 3 (n = 300)
 # 4.3 / 2.4 s against 7.0 / 4.6 s; cai n = 200 2.0 / 0.37 s against 3.0 / 0.82 s; n = 40
 # 1.7 / 0.064 s against 2.5 / 0.055 s; compiling a program took 15–30 % less in every
@@ -48,7 +48,7 @@ CHUNK_WORK = 2e8
 DEFAULT_WATCHDOG_SECONDS = 900.0
 # Accelerators: many lanes per vmapped micro-batch (measured on an H100 for the cai Fig. 3
 # workload at 2400 replicates: micro-batches of 4 lanes 27.8 s, 64 4.1 s, 512 2.6 s, 4096
-# 3.4 s; issue 10), bounded by a share of the device's memory; a chunk holds a few of them.
+# 3.4 s), bounded by a share of the device's memory; a chunk holds a few of them.
 MAX_MICRO_BATCH_ACCELERATOR = 512
 ACCELERATOR_MEMORY_SHARE = 0.25
 ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
@@ -56,10 +56,10 @@ ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 # CPU, measured on the 2-core CPU (cai Fig. 1, benchmarks/cai.py): its nine programs compiled
 # in 18.0 s (2.0 s each) and computed 120 lanes × 4 ε × 8n² bytes (n = 100 … 700) in 8.6 s,
 # 1.26e-9 s per lane-analysis byte. Accelerators: compiling took ~6 s per program on an H100
-# (issue 10: 56 s for cai Fig. 1's nine) and a fit ran ~27× faster than on the CPU (0.027 ms
-# against 0.73 ms per n = 300 fit, issue 10 and benchmarks/cai.py): estimates, not measured
-# with padding (no GPU was lent). Issue 10's fifth session halved the CPU compute per byte
-# (BTL evaluate) and re-checked the choice rather than refit it: Figure 1 in fresh processes,
+# (56 s for cai Fig. 1's nine) and a fit ran ~27× faster than on the CPU (0.027 ms
+# against 0.73 ms per n = 300 fit, benchmarks/cai.py): estimates, not measured with padding
+# on a GPU. When a later change halved the CPU compute per byte (BTL evaluate), the choice
+# was re-checked rather than refit: Figure 1 in fresh processes,
 # 2 rounds, 3 programs (these constants) 12.8 / 13.7 s, 2 programs (at 0.9e-9 s per byte)
 # 14.3 / 12.3 s, 4 programs (at 2.5e-9) 14.9 / 15.8 s.
 COMPILE_SECONDS_CPU, SECONDS_PER_BYTE_CPU = 2.0, 1.26e-9
@@ -108,6 +108,30 @@ def device_memory_bytes(device=None) -> float | None:
     except Exception:  # a backend without memory statistics
         return None
     return stats.get("bytes_limit")
+
+
+def host_memory_bytes() -> float | None:
+    """The machine's physical memory in bytes (None where the OS does not say)."""
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_limit(backend: str) -> tuple[float | None, str]:
+    """(bytes, what) of the memory one lane's working set must fit in: an accelerator's
+    per-process limit, or the host's physical memory on CPU."""
+    if backend == "cpu":
+        return host_memory_bytes(), "this machine's memory"
+    return device_memory_bytes(), f"the {backend} device's memory"
+
+
+def format_bytes(n: float) -> str:
+    """n bytes in B, kB, MB, GB or TB (powers of 1000), 3 significant digits."""
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} B"
 
 
 def batching(backend: str | None = None, *, micro_batch: int | None = None,
@@ -234,6 +258,61 @@ class _Lane:
     data_id: int
 
 
+class _MissingReps:
+    """The replicates 0 … ``reps`` − 1 not in ``complete`` (sorted, distinct, < reps), in
+    order, without listing them: the k-th is k + #{i : complete[i] − i ≤ k} (complete[i] − i
+    counts the missing replicates below complete[i]). Memory and time are independent of
+    ``reps``."""
+
+    def __init__(self, reps: int, complete: np.ndarray):
+        self.reps = reps
+        self._gaps = np.asarray(complete, np.int64) - np.arange(len(complete))
+
+    def __len__(self) -> int:
+        return self.reps - len(self._gaps)
+
+    def take(self, start: int, stop: int) -> np.ndarray:
+        """The missing replicates at positions [start, stop), (stop − start,) int64."""
+        k = np.arange(start, stop, dtype=np.int64)
+        return k + np.searchsorted(self._gaps, k, side="right")
+
+
+@dataclass(frozen=True)
+class _Block:
+    """The lanes of one data point ``d`` still to compute: its missing replicates."""
+
+    d: int
+    points: tuple
+    data_id: int
+    reps: _MissingReps
+
+
+class _Lanes:
+    """The lanes of one shape point in one step, data point by data point, materialised only
+    a slice at a time (``lanes[i:j]`` → list of :class:`_Lane`): a plan's size and the time
+    to make it do not grow with the replicate count."""
+
+    def __init__(self, blocks: list[_Block]):
+        self.blocks = [b for b in blocks if len(b.reps)]
+        self._starts = np.cumsum([0] + [len(b.reps) for b in self.blocks])
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def __getitem__(self, index: slice) -> list[_Lane]:
+        start, stop, _ = index.indices(len(self))
+        lanes = []
+        first = int(np.searchsorted(self._starts, start, side="right")) - 1
+        for b in range(max(first, 0), len(self.blocks)):
+            lo, hi = int(self._starts[b]), int(self._starts[b + 1])
+            if lo >= stop:
+                break
+            block = self.blocks[b]
+            for rep in block.reps.take(max(start, lo) - lo, min(stop, hi) - lo):
+                lanes.append(_Lane(block.d, int(rep), block.points, block.data_id))
+        return lanes
+
+
 @dataclass(frozen=True)
 class _Chunk:
     """Lanes of one shape point ``s`` (grid.shapes[s]), computed by one program call."""
@@ -245,6 +324,50 @@ class _Chunk:
         return len(self.lanes)
 
 
+class _Tasks(Sequence):
+    """``count`` tasks, the i-th ``partial(task, i)``, made when taken (a step's chunks are
+    not all listed up front)."""
+
+    def __init__(self, count: int, task: Callable[[int], object]):
+        self.count, self.task = count, task
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int):
+        if not 0 <= index < self.count:
+            raise IndexError(index)
+        return partial(self.task, index)
+
+
+class _Chunks:
+    """A step's chunks, made when asked for: each shape point's lanes cut into pieces of
+    ``size`` (the last one shorter). ``len`` and indexing cost nothing per replicate."""
+
+    def __init__(self, members: list[tuple[int, _Lanes]], size: int):
+        self.members, self.size = members, size
+        self._starts = np.cumsum([0] + [math.ceil(len(lanes) / size) for _, lanes in members])
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def __getitem__(self, index: int) -> _Chunk:
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        m = int(np.searchsorted(self._starts, index, side="right")) - 1
+        s, lanes = self.members[m]
+        i = (index - int(self._starts[m])) * self.size
+        return _Chunk(s, lanes[i:i + self.size])
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def lanes(self) -> int:
+        return sum(len(lanes) for _, lanes in self.members)
+
+
 @dataclass
 class _Step:
     """One compiled program's worth of lanes: the program's static ``shape``
@@ -254,10 +377,15 @@ class _Step:
 
     shape: dict
     static_data: dict
-    chunks: list
+    chunks: _Chunks
     size: int
     micro: int
     points: tuple = ()
+    lane_bytes: int = 0
+
+    @property
+    def lanes(self) -> int:
+        return self.chunks.lanes
 
 
 def _groups(grid: Grid) -> list:
@@ -339,37 +467,58 @@ def _capacities(grid: Grid, reps: int, policy: Batching) -> list:
     return shapes
 
 
+def _complete_reps(done: set) -> dict:
+    """point id → the sorted replicates stored for it (from the (point, rep) pairs)."""
+    by_point: dict = {}
+    for pid, rep in done:
+        by_point.setdefault(pid, []).append(rep)
+    return {pid: np.unique(np.asarray(reps, np.int64)) for pid, reps in by_point.items()}
+
+
+def _missing(points: tuple, reps: int, stored: dict) -> _MissingReps:
+    """The replicates < ``reps`` of a lane whose analysis ``points`` are not all stored (a
+    lane is complete only when every one of its points is)."""
+    complete = None
+    for pid in points:
+        have = stored.get(pid)
+        if have is None:
+            return _MissingReps(reps, np.empty(0, np.int64))
+        complete = have if complete is None else np.intersect1d(complete, have, assume_unique=True)
+    complete = np.empty(0, np.int64) if complete is None else complete
+    return _MissingReps(reps, complete[complete < reps])
+
+
 def _plan(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1,
           policy: Batching | None = None) -> list[_Step]:
     """For each step (a program shape and static data values), the lanes still missing,
     split per shape point into chunks of one fixed size. A lane is re-run if any of its
-    analysis points is missing; rows already stored are dropped on write."""
+    analysis points is missing; rows already stored are dropped on write. Time and memory
+    grow with the grid and the stored rows, not with ``reps`` (lanes are listed lazily)."""
     experiment = grid.experiment
     policy = policy or batching("cpu")
+    stored = _complete_reps(done)
     by_static: dict = {}
     for d, data in enumerate(grid.data_points):
         by_static.setdefault(tuple((k, data[k]) for k in grid.static_data), []).append(d)
     steps: dict = {}
     for s, (shape, compiled) in enumerate(zip(grid.shapes, _capacities(grid, reps, policy))):
         for static, data_indices in by_static.items():
-            lanes = []
+            blocks = []
             for d in data_indices:
                 data = grid.data_points[d]
-                data_id = stable_id({**shape, **data})
                 points = tuple(stable_id({**shape, **data, **a}) for a in grid.analysis_points)
-                for rep in range(reps):
-                    if any((pid, rep) not in done for pid in points):
-                        lanes.append(_Lane(d, rep, points, data_id))
-            if lanes:
+                blocks.append(_Block(d, points, stable_id({**shape, **data}), _missing(points, reps, stored)))
+            lanes = _Lanes(blocks)
+            if len(lanes):
                 key = (repr(sorted(compiled.items())), static)
                 steps.setdefault(key, (compiled, static, []))[2].append((s, lanes))
     plan = []
     for compiled, static, members in steps.values():
         most = max(len(lanes) for _, lanes in members)
-        size, micro = chunk_layout(most, experiment.lane_bytes(lane_shape(experiment, compiled)),
-                                   len(grid.analysis_points), chunk, workers, policy)
-        chunks = [_Chunk(s, lanes[i:i + size]) for s, lanes in members for i in range(0, len(lanes), size)]
-        plan.append(_Step(compiled, dict(static), chunks, size, micro, tuple(s for s, _ in members)))
+        lane_bytes = int(experiment.lane_bytes(lane_shape(experiment, compiled)))
+        size, micro = chunk_layout(most, lane_bytes, len(grid.analysis_points), chunk, workers, policy)
+        plan.append(_Step(compiled, dict(static), _Chunks(members, size), size, micro,
+                          tuple(s for s, _ in members), lane_bytes))
     return plan
 
 
@@ -506,22 +655,50 @@ class Plan:
     out: Path
     workers: int
     reps: int
+    policy: Batching
 
     @property
     def lanes(self) -> int:
-        return sum(len(chunk) for step in self.steps for chunk in step.chunks)
+        return sum(step.lanes for step in self.steps)
+
+    def chunk_bytes(self, step: _Step) -> int:
+        """A step's peak working set: ``workers`` chunks at once, each computing one
+        micro-batch of ``micro`` lanes at a time (the experiment's ``lane_bytes`` each)."""
+        return min(self.workers, len(step.chunks)) * step.micro * step.lane_bytes
+
+    def compute_seconds(self) -> float:
+        """The engine's cost model of this plan (:class:`Batching`: seconds per compiled
+        program plus seconds per lane-analysis byte of work), as used to choose programs."""
+        n_q = len(self.grid.analysis_points)
+        return (self.policy.compile_seconds * len(self.steps)
+                + sum(step.lanes * n_q * step.lane_bytes for step in self.steps) * self.policy.seconds_per_byte)
+
+    def memory_line(self) -> str:
+        """The largest lane and the peak working set of the plan, against the memory there is."""
+        limit, what = memory_limit(self.policy.backend)
+        lane = max(step.lane_bytes for step in self.steps)
+        peak = max(self.chunk_bytes(step) for step in self.steps)
+        return (f"memory: a lane ≈ {format_bytes(lane)} at most, peak working set ≈ {format_bytes(peak)} "
+                f"(the experiment's lane_bytes estimate × micro-batch × workers)"
+                + (f", of {format_bytes(limit)} ({what})" if limit else ""))
 
     def describe(self) -> list[str]:
-        """The plan as lines: one per step (shape point, lanes, chunks, micro-batch), totals."""
+        """The plan as lines: one per step (shape point, lanes, chunks, micro-batch, memory),
+        then the peak memory and the cost model's run time."""
         n_q = len(self.grid.analysis_points)
         programs = f"{len(self.steps)} compiled program" + ("" if len(self.steps) == 1 else "s")
         lines = [f"{programs}, {self.lanes} replicate lanes × {n_q} analysis points "
                  f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s); "
                  f"{len(self.done)} (point, rep) pairs already stored in {self.out}"]
         for step in self.steps:
-            lanes = sum(len(c) for c in step.chunks)
-            lines.append(f"  {_step_label(self.grid, step)}: {lanes} lanes in {len(step.chunks)} "
-                         f"chunk(s) of {step.size}, micro-batch {step.micro}")
+            lines.append(f"  {_step_label(self.grid, step)}: {step.lanes} lanes in {len(step.chunks)} "
+                         f"chunk(s) of {step.size}, micro-batch {step.micro}; a lane ≈ "
+                         f"{format_bytes(step.lane_bytes)}, chunks in flight ≈ {format_bytes(self.chunk_bytes(step))}")
+        if self.steps:
+            lines.append(self.memory_line())
+            lines.append(f"run time ≈ {format_duration(self.compute_seconds())} by the engine's cost model "
+                         f"({self.policy.compile_seconds:g} s per program + {self.policy.seconds_per_byte:.3g} s per "
+                         f"lane-analysis byte on {self.policy.backend}; `dpsim show` calibrates on this machine)")
         return lines
 
 
@@ -565,10 +742,18 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
 
 
 def _planned(request: _Request) -> Plan:
-    """The plan of a validated request against what its directory holds now."""
+    """The plan of a validated request against what its directory holds now. Raises
+    UsageError, before anything is written, when one lane's working set exceeds the memory
+    it would run in (:func:`memory_limit`)."""
     done = store.completed(request.out)
     steps = _plan(request.grid, request.reps, done, request.chunk, request.workers, request.policy)
-    return Plan(request.grid, steps, done, request.out, request.workers, request.reps)
+    limit, what = memory_limit(request.policy.backend)
+    for step in steps:
+        if limit and step.lane_bytes > limit:
+            raise UsageError(f"{request.grid.experiment.name} at {_step_label(request.grid, step)}: one replicate "
+                             f"lane needs about {format_bytes(step.lane_bytes)}, more than {what} "
+                             f"({format_bytes(limit)}); choose smaller sizes")
+    return Plan(request.grid, steps, done, request.out, request.workers, request.reps, request.policy)
 
 
 def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
@@ -601,7 +786,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     current one computes); programs are executed by ``workers`` daemon threads (chunks;
     each chunk draws θ* itself, :func:`~dpsim.experiment.program.make_chunk_fn`). No
     batched LAPACK call is ever executed on CPU (:mod:`dpsim.linalg`), which is what
-    deadlocked concurrent chunks (issue 7).
+    deadlocked concurrent chunks.
     """
     patience = watchdog_seconds(watchdog)
     compiler_options()   # a bad $DPSIM_XLA_CPU_OPT_LEVEL is refused before anything is written
@@ -655,10 +840,11 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         return compiled_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro,
                                  arguments(step, step.chunks[0]))
 
-    def compute(step, program, chunk):
-        """One chunk: its rows (those not stored yet) as an Arrow table."""
+    def compute(step, program, index):
+        """One chunk: its rows (those not stored yet) as an Arrow table, and its lanes."""
+        chunk = step.chunks[index]
         output = jax.device_get(program.fn(*arguments(step, chunk)))
-        return _rows(output, chunk, grid, program.order, done)
+        return _rows(output, chunk, grid, program.order, done), len(chunk)
 
     compiler, pool = DaemonPool(1, "dpsim-compile"), DaemonPool(workers, "dpsim-chunk")
     prepared = [compiler.submit(partial(prepare, step)) for step in plan]
@@ -668,14 +854,14 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
             where = _step_label(grid, step)
             program = wait(future, patience, f"the compilation of {experiment.name} at {where} "
                                         f"(step {index + 1}/{len(plan)})")
-            tasks = [partial(compute, step, program, chunk) for chunk in step.chunks]
-            for number, table in enumerate(in_order(pool, tasks, workers, patience,
-                                                    f"a chunk of {experiment.name} at {where}")):
+            tasks = _Tasks(len(step.chunks), partial(compute, step, program))
+            for number, (table, lanes) in enumerate(in_order(pool, tasks, workers, patience,
+                                                             f"a chunk of {experiment.name} at {where}")):
                 if number == 0:
                     first_chunks += time.time() - t0
                 store.write_part(out, table)
                 rows_written += table.num_rows
-                lanes_run += len(step.chunks[number])
+                lanes_run += lanes
                 bar.update(1)
     except BaseException:
         if not previous and rows_written == 0:
@@ -768,6 +954,15 @@ def unconverged(out: Path, experiment: Experiment, limit: int = 3) -> list[dict]
             where = "at the only grid point"
         found.append({"method": method, "failed": int(len(failed)), "fits": int(len(known)), "where": where})
     return found
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as "42 s", "3.5 min", "2.1 h" or "3.2 days"."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h" if seconds < 172800 else f"{seconds / 86400:.1f} days"
 
 
 def _describe(shape: Mapping) -> str:

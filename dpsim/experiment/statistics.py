@@ -1,24 +1,32 @@
-"""The statistics checks are built from (issue 27, "checks that compose"): the one pairing
-helper (:func:`paired`), the one delta-method ratio helper (:func:`log_ratio_of_means`), the
-two-method and two-column statistics (:class:`PairedDifference`, :class:`RatioOfMeans`),
-predictions evaluated from the grid at verify time (:func:`predictions`), ratios between two
-slices of an axis (:func:`log_ratio_between`), and the phase-transition helpers (isotonic
-regression, Wilson bands, crossing points).
+"""The statistics checks are built from: the one pairing helper (:func:`paired`), the one
+delta-method ratio helper (:func:`log_ratio_of_means`), predictions evaluated from the grid
+at verify time (:func:`predictions`), ratios between two slices of an axis
+(:func:`log_ratio_between`), the phase-transition helpers (isotonic regression, Wilson
+bands, crossing points), and the composable statistics a
+:class:`~dpsim.experiment.checks.Claim` judges, each one number with its standard error
+(:class:`Value`):
 
-Each returns an estimate with its standard error or its 95% interval; judging it against a
-region is :mod:`dpsim.experiment.verdicts`' job.
+* levels and ratios (log scale): :class:`Mean` (of a metric, or of its square: an RMS),
+  :class:`MethodRatio` (two methods, paired), :class:`ColumnRatio` (two columns of the same
+  rows), :class:`SliceRatio` (two values of an axis);
+* differences (linear): :class:`Difference` (two methods, paired);
+* slopes (linear): :class:`Slope` (log–log over replicate rows), :class:`LinearSlope` (of
+  grid means, on the axis itself).
+
+Judging an estimate against a region is :mod:`dpsim.experiment.verdicts`' job.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.summary import Z95, grid_columns, select, wilson_interval
+from dpsim.experiment.summary import (Z95, describe_values, grid_columns, loglog_slope, select, slope_fit,
+                                      wilson_interval)
 
 
 # Paired observations
@@ -88,93 +96,6 @@ def log_ratio_of_means(columns, signs, *, scale: float = 1.0, what: str = "the s
 def exp_interval(log_r: float, se: float) -> tuple[float, float, float]:
     """(ratio, low, high): the 95% interval of a log ratio, exponentiated."""
     return math.exp(log_r), math.exp(log_r - Z95 * se), math.exp(log_r + Z95 * se)
-
-
-@dataclass(frozen=True)
-class PairedDifference:
-    """A statistic (for :class:`ComparisonCheck` and :class:`EveryPointCheck`): two methods
-    on the same observations.
-
-    Estimates: the mean over paired observations (:func:`paired`: one replicate at one grid
-    point, present for both methods) of metric(``better``) − metric(``worse``). Interval:
-    mean ± z·sd/√N (normal, sd with ddof 1). Region (−∞, 0]: PASS when the whole interval is
-    below 0 (``better`` has the smaller mean), FAIL when it is wholly above.
-    """
-
-    metric: str
-    better: str
-    worse: str
-
-    region = (-math.inf, 0.0)
-
-    @property
-    def methods(self):
-        return (self.better, self.worse)
-
-    @property
-    def predicted(self) -> str:
-        return f"{self.better} < {self.worse}"
-
-    def compute(self, rows: pd.DataFrame) -> tuple[float, float, float, int]:
-        """(mean difference, low, high, paired observations)."""
-        wide = paired(rows, {"a": ({"method": [self.better]}, self.metric),
-                             "b": ({"method": [self.worse]}, self.metric)})
-        diff = (wide["a"] - wide["b"]).to_numpy(float)
-        if len(diff) < 2:
-            raise UsageError("fewer than two paired observations")
-        mean = float(diff.mean())
-        half = Z95 * float(diff.std(ddof=1)) / math.sqrt(len(diff))
-        return mean, mean - half, mean + half, len(diff)
-
-
-@dataclass(frozen=True)
-class RatioOfMeans:
-    """A statistic (for :class:`EveryPointCheck` and :class:`MeanRatioCheck`): two columns of
-    the same rows of one method (e.g. the simulated over the predicted MSE).
-
-    Estimates: mean(``numerator``)/mean(``denominator``) over the rows of ``method`` where both
-    have a value, or its square root with ``root`` (an RMS ratio). Interval: exp(log r ± z·se)
-    with the delta-method standard error of :func:`log_ratio_of_means`, the two columns
-    paired per row (their covariance enters). Region [``low``, ``high``]: PASS when the
-    interval lies inside, FAIL when it lies wholly outside.
-    """
-
-    method: str
-    numerator: str
-    denominator: str
-    low: float
-    high: float
-    _: KW_ONLY
-    root: bool = False
-
-    @property
-    def methods(self):
-        return (self.method,)
-
-    @property
-    def region(self):
-        return (self.low, self.high)
-
-    @property
-    def predicted(self) -> str:
-        return f"[{self.low:.3g}, {self.high:.3g}]"
-
-    def log_ratio(self, rows: pd.DataFrame) -> tuple[float, float, int]:
-        """(log ratio, its standard error, paired rows): the scale on which a slope of the
-        ratio along an axis is fitted."""
-        for column in (self.numerator, self.denominator):
-            if column not in rows:
-                raise UsageError(f"no column {column!r} in the results table")
-        mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
-        pairs = mine[[self.numerator, self.denominator]].dropna().to_numpy(float)
-        log_r, se = log_ratio_of_means(pairs, (1.0, -1.0), scale=0.5 if self.root else 1.0,
-                                       what=f"{self.numerator!r} and {self.denominator!r}")
-        return log_r, se, len(pairs)
-
-    def compute(self, rows: pd.DataFrame) -> tuple[float, float, float, int]:
-        """(ratio, low, high, paired rows)."""
-        log_r, se, n = self.log_ratio(rows)
-        return (*exp_interval(log_r, se), n)
 
 
 # Levels against a closed form evaluated from the grid
@@ -268,13 +189,14 @@ def crossing(x, y, level=0.5):
 @dataclass(frozen=True)
 class Value:
     """One statistic's estimate on its scale: ``value`` and its standard error ``se`` (on the
-    log scale when ``log``), from ``n`` observations. :attr:`natural` and :meth:`interval`
+    log scale when ``log``), from ``n`` observations; ``note``: which rows it used. :attr:`natural` and :meth:`interval`
     give it back on the natural scale."""
 
     value: float
     se: float
     n: int
     log: bool
+    note: str = ""
 
     @property
     def natural(self) -> float:
@@ -299,24 +221,33 @@ def _relative(rows: pd.DataFrame, prediction: Callable[[dict], float] | None) ->
 @dataclass(frozen=True)
 class Mean:
     """The mean of ``metric`` over the rows of ``method`` (its square root with ``root``: an
-    RMS from mean squares). With a prediction: mean(metric)/mean(prediction), the two paired
+    RMS from mean squares; ``square`` squares the metric first, so ``root`` and ``square``
+    give the RMS of a norm). With a prediction: mean(metric)/mean(prediction), the two paired
     per row (rows of several grid points may then be pooled). Log scale; delta method
     (:func:`log_ratio_of_means`)."""
 
     metric: str
     method: str
     root: bool = False
+    square: bool = False
 
     @property
     def methods(self):
         return (self.method,)
 
+    def metric_values(self, rows: pd.DataFrame) -> np.ndarray:
+        """The per-row values averaged: the ``metric`` column (a subclass may form them from
+        several columns). Returns (len(rows),) float64."""
+        return rows[self.metric].to_numpy(float)
+
     def describe(self) -> str:
-        return f"{'RMS' if self.root else 'mean'} {self.metric} of {self.method}"
+        metric = f"{self.metric}²" if self.square and not self.root else self.metric
+        return f"{'RMS' if self.root else 'mean'} {metric} of {self.method}"
 
     def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
-        mine = select(rows, {"method": [self.method]})
-        columns = [mine[self.metric].to_numpy(float)]
+        mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
+        values = self.metric_values(mine)
+        columns = [values * values if self.square else values]
         if prediction is not None:
             columns.append(predictions(mine, prediction))
         data = np.column_stack(columns)
@@ -384,3 +315,162 @@ class Difference:
                 raise UsageError("the prediction must be one value per judged point")
             shift = float(values[0])
         return Value(float(diff.mean()) - shift, float(diff.std(ddof=1)) / math.sqrt(len(diff)), len(diff), False)
+
+
+@dataclass(frozen=True)
+class ColumnRatio:
+    """mean(``numerator``)/mean(``denominator``), two columns of the same rows of ``method``
+    (e.g. a simulated MSE over its predicted value in another column), paired per row (their
+    covariance enters the delta method); ``root``: its square root (an RMS ratio). Log
+    scale."""
+
+    numerator: str
+    denominator: str
+    method: str
+    root: bool = False
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    def describe(self) -> str:
+        return f"{'RMS ratio' if self.root else 'ratio of means'} {self.numerator}/{self.denominator} of {self.method}"
+
+    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+        for column in (self.numerator, self.denominator):
+            if column not in rows:
+                raise UsageError(f"no column {column!r} in the results table")
+        mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
+        pairs = mine[[self.numerator, self.denominator]].dropna().to_numpy(float)
+        log_r, se = log_ratio_of_means(pairs, (1.0, -1.0), scale=0.5 if self.root else 1.0,
+                                       what=f"{self.numerator!r} and {self.denominator!r}")
+        return Value(log_r - _relative(rows, prediction), se, len(pairs), True)
+
+
+@dataclass(frozen=True)
+class SliceRatio:
+    """stat(``axis`` = ``numerator``)/stat(``axis`` = ``denominator``) for ``metric`` of
+    ``method``, stat = the mean (its square root with ``root``). Independent slices, or
+    aligned on ``paired_on`` columns with their covariance (:func:`log_ratio_between`).
+
+    With ``reference`` (a column of a predicted value per row): the simulated ratio over the
+    same ratio of the reference column, the four series paired on ``paired_on`` (default the
+    replicate) with their covariance. Log scale."""
+
+    metric: str
+    method: str
+    axis: str
+    numerator: object
+    denominator: object
+    root: bool = False
+    paired_on: tuple[str, ...] | None = None
+    reference: str | None = None
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    @property
+    def spans(self) -> tuple[str, ...]:
+        return (self.axis,)
+
+    def describe(self) -> str:
+        ratio = f"{self.axis} {_label(self.numerator)}/{_label(self.denominator)}"
+        what = f"{'RMS ' if self.root else ''}ratio {ratio} of {self.metric}"
+        return what + (f" over the same ratio of {self.reference}" if self.reference else "")
+
+    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+        if prediction is not None:
+            raise UsageError("a ratio between slices takes its prediction from a `reference` column")
+        mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
+        if self.reference is None:
+            log_r, se, n = log_ratio_between(mine, self.metric, self.axis, self.numerator, self.denominator,
+                                             self.root, self.paired_on)
+            return Value(log_r, se, n, True)
+        num, den = {self.axis: [self.numerator]}, {self.axis: [self.denominator]}
+        series = paired(mine, {"metric_a": (num, self.metric), "metric_b": (den, self.metric),
+                               "reference_a": (num, self.reference), "reference_b": (den, self.reference)},
+                        on=self.paired_on or ("rep",)).to_numpy(float)
+        log_r, se = log_ratio_of_means(series, (1.0, -1.0, -1.0, 1.0), scale=0.5 if self.root else 1.0,
+                                       what=f"{self.metric!r} and {self.reference!r}")
+        return Value(log_r, se, len(series), True)
+
+
+@dataclass(frozen=True)
+class Slope:
+    """The slope of log ``metric`` (``metric`` itself with ``log_y=False``) on log ``x`` over
+    the replicate-level rows of ``method``, with one intercept per value of each axis in
+    ``per`` that varies (:func:`~dpsim.experiment.summary.loglog_slope`; HC1 standard
+    error). Linear scale."""
+
+    metric: str
+    method: str
+    x: str
+    log_y: bool = True
+    per: tuple[str, ...] = ()
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    @property
+    def spans(self) -> tuple[str, ...]:
+        return (self.x,)
+
+    def describe(self) -> str:
+        return f"slope of {'log ' if self.log_y else ''}{self.metric} of {self.method} on log {self.x}"
+
+    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+        if prediction is not None:
+            raise UsageError("a slope's prediction is its region")
+        fit = loglog_slope(rows, self.metric, self.x, log_y=self.log_y, method=self.method, pool=self.per)
+        return Value(fit.slope, fit.stderr, fit.n_obs, False, note=fit.rows)
+
+
+@dataclass(frozen=True)
+class LinearSlope:
+    """The slope in ``x`` itself (not its log) of the grid means of ``scale``·``metric`` of
+    ``method`` (``scale`` a column, e.g. n_samples for n·MSE; None: 1), weighted least squares
+    with the means' standard errors (:func:`~dpsim.experiment.summary.slope_fit`), divided
+    by ``per`` (a predicted slope, so the region is relative to it). Linear scale."""
+
+    metric: str
+    method: str
+    x: str
+    scale: str | None = None
+    per: float = 1.0
+
+    @property
+    def methods(self):
+        return (self.method,)
+
+    @property
+    def spans(self) -> tuple[str, ...]:
+        return (self.x,)
+
+    def describe(self) -> str:
+        what = f"{self.scale}·{self.metric}" if self.scale else self.metric
+        return f"WLS slope of mean {what} of {self.method} on {self.x} / {self.per:.4g}"
+
+    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+        if prediction is not None:
+            raise UsageError("a linear slope's prediction is `per`")
+        mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
+        xs, means, ses, n = [], [], [], 0
+        for value in sorted(mine[self.x].dropna().unique()):
+            part = select(mine, {self.x: [value]})
+            y = part[self.metric].to_numpy(float) * (part[self.scale].to_numpy(float) if self.scale else 1.0)
+            y = y[np.isfinite(y)]
+            xs.append(float(value))
+            means.append(float(y.mean()))
+            ses.append(float(y.std(ddof=1) / math.sqrt(len(y))))
+            n += len(y)
+        if len(xs) < 2:
+            raise UsageError(f"need two values of {self.x!r} for a slope")
+        slope, se = slope_fit(xs, means, y_se=ses)
+        return Value(slope / self.per, se / abs(self.per), n, False,
+                     note=f"slope {slope:.4g} on {self.x} ∈ {{{describe_values(xs)}}}")
+
+
+def _label(value) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)

@@ -1,4 +1,4 @@
-"""Verdicts (DESIGN "Theory and verification"; issue 27): what a check measured, how it is
+"""Verdicts (DESIGN "Theory and verification"): what a check measured, how it is
 judged, and the base class of every check.
 
 A check (:class:`Check`) turns the rows of a results table into an :class:`Estimate`: a
@@ -26,6 +26,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from dpsim.errors import UsageError
+from dpsim.experiment.deferred import resolved
 from dpsim.experiment.summary import Z95, select
 
 UNCONVERGED_LIMIT = 0.01
@@ -197,7 +198,9 @@ class Check:
 
     def evaluate(self, table: pd.DataFrame, family: int = 1) -> CheckResult:
         """The check's result on ``table``; ``family``: the number of judged checks in the run
-        (the Bonferroni factor of a FAIL, :func:`judge`)."""
+        (the Bonferroni factor of a FAIL, :func:`judge`). Deferred predictions
+        (:mod:`dpsim.experiment.deferred`) are computed first."""
+        self = resolved(self)
         rows = self.rows(table)
         if "converged" in rows:
             failed = int((rows["converged"] == False).fillna(False).sum())  # noqa: E712

@@ -78,6 +78,9 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
                                 reps=reps, family=family, progress=progress, watchdog=watchdog,
                                 source=(sources or {}).get(name)):
             echo(result.line())
+            claim = getattr(checks.get(result.name), "description", "")
+            if claim:
+                echo(f"{'':13}claim: {claim}")
             results.append(result)
             counts[result.verdict] += 1
     echo(summary_line(counts))

@@ -33,8 +33,8 @@ def centre(theta: jax.Array, real: jax.Array | None = None) -> jax.Array:
 
 def real_items(capacity: int, n_items) -> jax.Array:
     """(capacity,) bool: True for the first ``n_items`` entries, the real items of a vector
-    padded to a static ``capacity`` (``n_items`` may be traced; issue 10: one compiled
-    program serves several n)."""
+    padded to a static ``capacity`` (``n_items`` may be traced, so that one
+    compiled program serves several n)."""
     return jnp.arange(capacity) < n_items
 
 
@@ -50,7 +50,7 @@ def theta_cai_design(key: jax.Array, n_items, k=None, top_first: bool = False,
     Args:
         key: PRNG key; n_items, k: sizes (Python ints, or traced with ``capacity``).
         capacity: static length ≥ n_items of the returned vector (default n_items);
-            entries n_items, …, capacity − 1 are 0 (padding, issue 10).
+            entries n_items, …, capacity − 1 are 0 (padding).
     Returns:
         (capacity,) float64 θ*, centred over the real items.
     """
@@ -101,7 +101,7 @@ def true_top_k_mask(theta: jax.Array, k, real: jax.Array | None = None) -> jax.A
 
 def pair_bits(key: jax.Array, n_items, capacity: int) -> jax.Array:
     """``jax.random.bits(key, (n, n), uint32)`` laid out in the top-left (n, n) block of a
-    (capacity, capacity) array, with n = ``n_items`` possibly traced (issue 10: a program
+    (capacity, capacity) array, with n = ``n_items`` possibly traced (a program
     padded to ``capacity`` draws exactly the unpadded program's bits).
 
     JAX's partitionable threefry (the default) gives the element at flat index c = i·n + j
@@ -129,8 +129,8 @@ def sample_er_comparisons(key: jax.Array, theta: jax.Array, p, link: Link = LOGI
     random bits of drawing A and Y separately in float64, and a smaller program to compile.
     ``p`` may be traced. Returns float64 W of shape (n, n).
 
-    ``n_items`` (may be traced): the real items when θ is padded to a longer static length
-    (issue 10); W is then the unpadded W in its top-left block and 0 elsewhere, drawn from
+    ``n_items`` (may be traced): the real items when θ is padded to a longer static length;
+    W is then the unpadded W in its top-left block and 0 elsewhere, drawn from
     the same bits (:func:`pair_bits`).
     Raises ValueError for a concrete p ∉ (0, 1] (a traced p is not checked).
     """

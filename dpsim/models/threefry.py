@@ -1,4 +1,4 @@
-"""The Threefry-2x32 hash of JAX's default PRNG, written out for large draws (issue 10).
+"""The Threefry-2x32 hash of JAX's default PRNG, written out for large draws.
 
 Threefry-2x32 with 20 rounds (Salmon, Moraes, Dror, Shaw 2011, "Parallel random numbers:
 as easy as 1, 2, 3", the Random123 library; the hash of JAX's ``threefry2x32`` keys). With

@@ -1,5 +1,5 @@
 """cai: the level checks that pin every mechanism's calibration, and the mutants (plausible
-bugs) they must catch (issue 27; closed forms and tolerances: :mod:`.levels`).
+bugs) they must catch (closed forms and tolerances: :mod:`.levels`).
 
 | mechanism | experiment | check(s) |
 |---|---|---|
@@ -21,13 +21,13 @@ import jax.numpy as jnp
 
 from dpsim.estimators import guarded_penalised_mle
 from dpsim.estimators.btl_mle import penalised_mle
-from dpsim.experiment.checks import LevelCheck
+from dpsim.experiment.checks import level_check
 from dpsim.experiment.mutants import Mutant, replaced_method, scaled_analysis, wrapped_method
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import real_items
 
 from . import edge, individual, scaling
-from .levels import (NOISE_COLUMN, PerturbationNoiseCheck, edge_count_noise_variance, edge_perturbation,
+from .levels import (edge_count_noise_variance, edge_perturbation, perturbation_noise_check,
                      expected_cv_se, individual_count_noise_variance, individual_perturbation,
                      perturbation_mean_ratio, perturbation_noise_msq, region, tau_shift_msq)
 
@@ -49,23 +49,23 @@ def _edge_lam_gamma(point):
 
 
 FIG3_CHECKS = [
-    LevelCheck("cai-level-edge-counts-noise", FIG3.name, "noise_msq", "counts",
-               lambda pt: edge_count_noise_variance(pt["eps"]), *region(SE_FIG3_SQUARES),
-               where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="8/ε²",
-               description="Alg. 2: mean square of the released count noise = 8/ε² (Laplace(2/ε), spec §5.3); "
-                           f"exact, region ±6 expected SE ({SE_FIG3_SQUARES:.4f}: √(5/(n·R)), R = 4 p × 120)"),
-    PerturbationNoiseCheck("cai-level-edge-mle-noise", FIG3.name, NOISE_COLUMN, "mle",
+    level_check("cai-level-edge-counts-noise", FIG3.name, "noise_msq", "counts",
+                lambda pt: edge_count_noise_variance(pt["eps"]), *region(SE_FIG3_SQUARES),
+                where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="8/ε²",
+                description="Alg. 2: mean square of the released count noise = 8/ε² (Laplace(2/ε), spec §5.3); "
+                            f"exact, region ±6 expected SE ({SE_FIG3_SQUARES:.4f}: √(5/(n·R)), R = 4 p × 120)"),
+    perturbation_noise_check("cai-level-edge-mle-noise", FIG3.name, "mle",
                            lambda pt: perturbation_noise_msq(_edge_lam_gamma(pt)[0]), *region(SE_FIG3_SQUARES),
                            where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="2λ², λ = 8/ε",
                            gamma=lambda pt: _edge_lam_gamma(pt)[1],
                            description="Alg. 1 (edge): mean (r − γθ̃)² = mean w² = 2λ², λ = 8/ε, with r = −∇𝓛(θ̃) "
                                        "and γ = max(1/ε, c0√(np ln n)) (spec §5.1); exact at the optimum, "
                                        f"region ±6 expected SE ({SE_FIG3_SQUARES:.4f})"),
-    LevelCheck("cai-level-edge-mle-mean", FIG3.name, "op_theta_mean_sq", "mle",
-               lambda pt: perturbation_mean_ratio(*_edge_lam_gamma(pt)), *region(SE_FIG3_MEAN),
-               where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="2λ²/γ²",
-               description="Alg. 1 (edge): n·mean(θ̃)² = n·mean(w)²/γ² has mean 2λ²/γ² (1ᵀ∇𝓛 = 0, spec §5.0), "
-                           f"pins λ/γ; exact, region ±6 expected SE ({SE_FIG3_MEAN:.3f}: √(2/R), χ²₁)"),
+    level_check("cai-level-edge-mle-mean", FIG3.name, "op_theta_mean_sq", "mle",
+                lambda pt: perturbation_mean_ratio(*_edge_lam_gamma(pt)), *region(SE_FIG3_MEAN),
+                where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="2λ²/γ²",
+                description="Alg. 1 (edge): n·mean(θ̃)² = n·mean(w)²/γ² has mean 2λ²/γ² (1ᵀ∇𝓛 = 0, spec §5.0), "
+                            f"pins λ/γ; exact, region ±6 expected SE ({SE_FIG3_MEAN:.3f}: √(2/R), χ²₁)"),
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -104,39 +104,39 @@ def _count_shift(point):
 EDGE_UNIT, INDIVIDUAL_UNIT = {"unit": ["edge"]}, {"unit": ["individual"]}
 
 MATCHED_CHECKS = [
-    LevelCheck("cai-level-matched-edge-counts-noise", MATCHED.name, "privacy_msq", "counts", _count_shift,
-               *region(SE_M_SQUARES_POOLED), where=EDGE_UNIT, pool=("per_user",), at=("eps",),
-               formula="8/ε²·(1/(np))²",
-               description="Alg. 2 on the τ scale: mean (τ̂ − τ̂_raw)² = Var(Laplace(2/ε))·((n−1)/(nS))², "
-                           f"S = (n − 1)p; exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})"),
-    LevelCheck("cai-level-indiv-counts-noise-strict", MATCHED.name, "privacy_msq", "counts", _count_shift,
-               *region(SE_M_SQUARES), where=INDIVIDUAL_UNIT, at=("per_user", "eps"),
-               formula="2(2L/ε)²·(1/(np))²",
-               description="Alg. 3 strict on the τ scale: Var(Laplace(2L/ε))·((n−1)/(nS))² at every L and ε "
-                           f"(spec §5.4, §10.3); exact, region ±6 expected SE ({SE_M_SQUARES:.3f})"),
-    PerturbationNoiseCheck("cai-level-matched-edge-mle-noise", MATCHED.name, NOISE_COLUMN, "mle",
+    level_check("cai-level-matched-edge-counts-noise", MATCHED.name, "privacy_msq", "counts", _count_shift,
+                *region(SE_M_SQUARES_POOLED), where=EDGE_UNIT, pool=("per_user",), at=("eps",),
+                formula="8/ε²·(1/(np))²",
+                description="Alg. 2 on the τ scale: mean (τ̂ − τ̂_raw)² = Var(Laplace(2/ε))·((n−1)/(nS))², "
+                            f"S = (n − 1)p; exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})"),
+    level_check("cai-level-indiv-counts-noise-strict", MATCHED.name, "privacy_msq", "counts", _count_shift,
+                *region(SE_M_SQUARES), where=INDIVIDUAL_UNIT, at=("per_user", "eps"),
+                formula="2(2L/ε)²·(1/(np))²",
+                description="Alg. 3 strict on the τ scale: Var(Laplace(2L/ε))·((n−1)/(nS))² at every L and ε "
+                            f"(spec §5.4, §10.3); exact, region ±6 expected SE ({SE_M_SQUARES:.3f})"),
+    perturbation_noise_check("cai-level-matched-edge-mle-noise", MATCHED.name, "mle",
                            lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
                            *region(SE_M_SQUARES_POOLED), where=EDGE_UNIT, pool=("per_user",), at=("eps",),
                            formula="2λ², λ = 8/ε", gamma=lambda pt: _matched_lam_gamma(pt)[1],
                            description="Alg. 1 (edge, γ = 4κ2/ε = 1/ε branch): mean (r − γθ̃)² = 2λ², λ = 8/ε; "
                                        f"exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})"),
-    LevelCheck("cai-level-matched-edge-mle-mean", MATCHED.name, "op_theta_mean_sq", "mle",
-               lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)), *region(SE_M_MEAN_POOLED),
-               where=EDGE_UNIT, pool=("per_user",), at=("eps",), formula="2λ²/γ² = 128",
-               description="Alg. 1 (edge, γ = 1/ε): n·mean(θ̃)² has mean 2λ²/γ² = 128; exact, region ±6 "
-                           f"expected SE ({SE_M_MEAN_POOLED:.3f})"),
-    PerturbationNoiseCheck("cai-level-indiv-mle-noise", MATCHED.name, NOISE_COLUMN, "mle",
+    level_check("cai-level-matched-edge-mle-mean", MATCHED.name, "op_theta_mean_sq", "mle",
+                lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)), *region(SE_M_MEAN_POOLED),
+                where=EDGE_UNIT, pool=("per_user",), at=("eps",), formula="2λ²/γ² = 128",
+                description="Alg. 1 (edge, γ = 1/ε): n·mean(θ̃)² has mean 2λ²/γ² = 128; exact, region ±6 "
+                            f"expected SE ({SE_M_MEAN_POOLED:.3f})"),
+    perturbation_noise_check("cai-level-indiv-mle-noise", MATCHED.name, "mle",
                            lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
                            *region(SE_M_SQUARES), where=INDIVIDUAL_UNIT, at=("per_user", "eps"),
                            formula="2λ², λ = 8L/ε", gamma=lambda pt: _matched_lam_gamma(pt)[1],
                            description="Alg. 1 (individual, spec §5.2): mean (r − γθ̃)² = 2λ², λ = 8L/ε, "
                                        "γ = 2L/ε, at every L and ε; exact, region ±6 expected SE "
                                        f"({SE_M_SQUARES:.3f})"),
-    LevelCheck("cai-level-indiv-mle-mean", MATCHED.name, "op_theta_mean_sq", "mle",
-               lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)), *region(SE_M_MEAN),
-               where=INDIVIDUAL_UNIT, pool=("eps",), at=("per_user",), formula="2λ²/γ² = 32",
-               description="Alg. 1 (individual): n·mean(θ̃)² has mean 2λ²/γ² = 2·4² = 32 at every L (λ/γ = 4); "
-                           f"exact, region ±6 expected SE ({SE_M_MEAN:.2f})"),
+    level_check("cai-level-indiv-mle-mean", MATCHED.name, "op_theta_mean_sq", "mle",
+                lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)), *region(SE_M_MEAN),
+                where=INDIVIDUAL_UNIT, pool=("eps",), at=("per_user",), formula="2λ²/γ² = 32",
+                description="Alg. 1 (individual): n·mean(θ̃)² has mean 2λ²/γ² = 2·4² = 32 at every L (λ/γ = 4); "
+                            f"exact, region ±6 expected SE ({SE_M_MEAN:.2f})"),
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -147,11 +147,11 @@ FIG7_EPS = [e for e in FIG7.axes["eps"] if math.isfinite(e)]
 SE_FIG7 = expected_cv_se(5.0 / FIG7.axes["n_items"][0], FIG7.reps * len(FIG7.axes["n_users"]))   # 0.020
 
 FIG7_CHECKS = [
-    LevelCheck("cai-level-indiv-counts-noise-paper", FIG7.name, "noise_msq", "counts",
-               lambda pt: individual_count_noise_variance(pt["eps"], pt["per_user"], pt["mode"]),
-               *region(SE_FIG7), where={"eps": FIG7_EPS}, pool=("n_users",), at=("eps",), formula="2(L/ε)²",
-               description="Alg. 3 in the paper's mode: mean square of the released count noise = 2(L/ε)² "
-                           f"(Laplace(L/ε), spec §5.4); exact, region ±6 expected SE ({SE_FIG7:.3f})"),
+    level_check("cai-level-indiv-counts-noise-paper", FIG7.name, "noise_msq", "counts",
+                lambda pt: individual_count_noise_variance(pt["eps"], pt["per_user"], pt["mode"]),
+                *region(SE_FIG7), where={"eps": FIG7_EPS}, pool=("n_users",), at=("eps",), formula="2(L/ε)²",
+                description="Alg. 3 in the paper's mode: mean square of the released count noise = 2(L/ε)² "
+                            f"(Laplace(L/ε), spec §5.4); exact, region ±6 expected SE ({SE_FIG7:.3f})"),
 ]
 
 CHECKS = [*FIG3_CHECKS, *MATCHED_CHECKS, *FIG7_CHECKS]

@@ -15,7 +15,7 @@ Differences from the authors' code, each the correct mechanism or a documented c
 The ``link`` axis changes only the data-generating link (probit data: no DP issue, since
 the estimator's likelihood, and so its calibration, stays logistic).
 
-Several n share one compiled program (``Padding``, issue 10): arrays have the bucket's
+Several n share one compiled program (``Padding``): arrays have the bucket's
 ``capacity``, n and k are traced, and every step masks the padding (θ* and the win counts
 are 0 there, the Laplace vector too, so the padded Newton solve decouples; top-k and
 centring see the real items only). The random draws are the unpadded program's
@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from dpsim import theory
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask, win_counts
-from dpsim.experiment import (ComparisonCheck, Experiment, FigureSpec, Method, Padding, Panel, SlopeCheck, TrendCheck,
+from dpsim.experiment import (comparison_check, Experiment, FigureSpec, Method, Padding, Panel, slope_check, trend_check,
                               UsageError, axes, solver_diagnostics)
 from dpsim.models import (centre, get_link, real_items, sample_er_comparisons, theta_cai_design, top_k_size,
                           true_top_k_mask)
@@ -252,11 +252,11 @@ RATE_N = edge_experiment(
 def _slope_checks(tag, experiment, x, predicted, tolerance, where, description):
     """The check at the small c0, and the same fit at the paper's c0 as an INFO line."""
     return [
-        SlopeCheck(f"{tag}", experiment.name, "linf", "mle", x, predicted, tolerance,
-                   where={**where, "c0": [SMALL_C0]}, description=description + f" (c0 = {SMALL_C0})"),
-        SlopeCheck(f"{tag}-paper-c0", experiment.name, "linf", "mle", x, predicted, tolerance,
-                   where={**where, "c0": [PAPER_C0]}, report_only=True,
-                   description=description + f" (paper's c0 = {PAPER_C0}, reported only)"),
+        slope_check(f"{tag}", experiment.name, "linf", "mle", x, predicted, tolerance,
+                    where={**where, "c0": [SMALL_C0]}, description=description + f" (c0 = {SMALL_C0})"),
+        slope_check(f"{tag}-paper-c0", experiment.name, "linf", "mle", x, predicted, tolerance,
+                    where={**where, "c0": [PAPER_C0]}, report_only=True,
+                    description=description + f" (paper's c0 = {PAPER_C0}, reported only)"),
     ]
 
 
@@ -275,21 +275,21 @@ CHECKS = [
                    "slope in log p, privacy-dominated (ε = 0.5, npε ≥ 250): −1 (Thm 2.1)"),
     *_slope_checks("cai-edge-linf-vs-p-nonprivate", RATE_P, "p", NONPRIVATE_SLOPE_P, 0.15, {"eps": [INF]},
                    "slope in log p, non-private: −1/2 (Thm 2.1 with ε = ∞)"),
-    TrendCheck("cai-edge-linf-vs-n-private", RATE_N.name, "linf", "mle", "n_items", -1,
-               where={"eps": [0.2], "c0": [SMALL_C0]},
-               description="ℓ∞ error decreases in n at fixed p, ε = 0.2 (r_E ∝ log n/n)"),
-    TrendCheck("cai-edge-linf-vs-n-nonprivate", RATE_N.name, "linf", "mle", "n_items", -1,
-               where={"eps": [INF], "c0": [SMALL_C0]},
-               description="ℓ∞ error decreases in n at fixed p, non-private (r_E ∝ √(log n/n))"),
+    trend_check("cai-edge-linf-vs-n-private", RATE_N.name, "linf", "mle", "n_items", -1,
+                where={"eps": [0.2], "c0": [SMALL_C0]},
+                description="ℓ∞ error decreases in n at fixed p, ε = 0.2 (r_E ∝ log n/n)"),
+    trend_check("cai-edge-linf-vs-n-nonprivate", RATE_N.name, "linf", "mle", "n_items", -1,
+                where={"eps": [INF], "c0": [SMALL_C0]},
+                description="ℓ∞ error decreases in n at fixed p, non-private (r_E ∝ √(log n/n))"),
 ]
 
 # ---------------------------------------------------------------------------------------
 # The paper's qualitative observations on Figures 1–3 (cai spec §8.3), as checks that can fail.
 # ---------------------------------------------------------------------------------------
 def _decreasing(fig, x, metric, method, where, what, log_y=False):
-    return TrendCheck(f"{fig.name}-{what}-decreases-in-{x}", fig.name, metric, method, x, -1,
-                      where=where, log_y=log_y,
-                      description=f"{metric} of {method} decreases in {x} ({where}) (cai spec §8.3)")
+    return trend_check(f"{fig.name}-{what}-decreases-in-{x}", fig.name, metric, method, x, -1,
+                       where=where, log_y=log_y,
+                       description=f"{metric} of {method} decreases in {x} ({where}) (cai spec §8.3)")
 
 
 OBSERVATION_CHECKS = [
@@ -306,12 +306,12 @@ OBSERVATION_CHECKS = [
                        where={"eps": [0.2, 0.5, 1.0, 2.0]}, pool=("eps",),
                        description="counting beats the MLE for top-k when ε ≤ 2, at every p (each p judged "
                                    "on its own, ε ≤ 2 pooled; cai spec §8.3)"),
-    ComparisonCheck("cai-fig1-counting-beats-mle-p1", FIG1.name, "relative_hamming", "counts", "mle",
-                    where={"eps": [0.5, 1.0, 2.5]}, pool=("n_items",),
-                    description="counting beats the MLE for top-k at p = 1, finite ε (cai spec §8.3)"),
-    ComparisonCheck("cai-fig3-mle-beats-counting-large-eps", FIG3.name, "relative_hamming", "mle", "counts",
-                    where={"eps": [5.0, INF], "p": [0.25, 0.5, 0.75]},
-                    description="the MLE beats counting for ε ≥ 5 and p < 1 (cai spec §8.3, §7 item 10)"),
+    comparison_check("cai-fig1-counting-beats-mle-p1", FIG1.name, "relative_hamming", "counts", "mle",
+                     where={"eps": [0.5, 1.0, 2.5]}, pool=("n_items",),
+                     description="counting beats the MLE for top-k at p = 1, finite ε (cai spec §8.3)"),
+    comparison_check("cai-fig3-mle-beats-counting-large-eps", FIG3.name, "relative_hamming", "mle", "counts",
+                     where={"eps": [5.0, INF], "p": [0.25, 0.5, 0.75]},
+                     description="the MLE beats counting for ε ≥ 5 and p < 1 (cai spec §8.3, §7 item 10)"),
 ]
 CHECKS = CHECKS + OBSERVATION_CHECKS
 

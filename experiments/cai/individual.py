@@ -56,7 +56,7 @@ from dpsim.estimators import (
     top_k_mask,
     win_counts,
 )
-from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, TrendCheck, UsageError, axes,
+from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, trend_check, UsageError, axes,
                               solver_diagnostics)
 from dpsim.models import get_link, sample_user_comparisons, theta_cai_design, true_top_k_mask
 from . import edge as cai
@@ -308,17 +308,17 @@ EXPERIMENTS = [FIG4, FIG5, FIG6, FIG7, FIG8]
 # monotone decrease in m and ε. They are fitted on the figure runs (paper count mode).
 # ---------------------------------------------------------------------------------------
 CHECKS = [
-    TrendCheck("cai-indiv-linf-increases-in-n", FIG5.name, "linf", "mle", "n_items", +1,
-               where={"eps": [1.0]},
-               description="individual DP: ℓ∞ error of Alg. 1 increases in n at m = 1000, ε = 1 "
-                           "(r_I = √(n log n/m) + n log n/(mε); opposite to edge DP)"),
-    TrendCheck("cai-indiv-linf-increases-in-n-nonprivate", FIG5.name, "linf", "mle", "n_items", +1,
-               where={"eps": [INF]},
-               description="individual DP, ε = ∞: unpenalised-MLE ℓ∞ error increases in n"),
-    TrendCheck("cai-indiv-linf-decreases-in-m", FIG6.name, "linf", "mle", "n_users", -1,
-               where={"eps": [1.0]},
-               description="individual DP: ℓ∞ error of Alg. 1 decreases in m at n = 16, ε = 1"),
-    TrendCheck("cai-indiv-linf-decreases-in-eps", FIG7.name, "linf", "mle", "eps", -1,
-               where={"n_users": [1000]},
-               description="individual DP: ℓ∞ error of Alg. 1 decreases in ε at n = 16, m = 1000"),
+    trend_check("cai-indiv-linf-increases-in-n", FIG5.name, "linf", "mle", "n_items", +1,
+                where={"eps": [1.0]},
+                description="individual DP: ℓ∞ error of Alg. 1 increases in n at m = 1000, ε = 1 "
+                            "(r_I = √(n log n/m) + n log n/(mε); opposite to edge DP)"),
+    trend_check("cai-indiv-linf-increases-in-n-nonprivate", FIG5.name, "linf", "mle", "n_items", +1,
+                where={"eps": [INF]},
+                description="individual DP, ε = ∞: unpenalised-MLE ℓ∞ error increases in n"),
+    trend_check("cai-indiv-linf-decreases-in-m", FIG6.name, "linf", "mle", "n_users", -1,
+                where={"eps": [1.0]},
+                description="individual DP: ℓ∞ error of Alg. 1 decreases in m at n = 16, ε = 1"),
+    trend_check("cai-indiv-linf-decreases-in-eps", FIG7.name, "linf", "mle", "eps", -1,
+                where={"n_users": [1000]},
+                description="individual DP: ℓ∞ error of Alg. 1 decreases in ε at n = 16, m = 1000"),
 ]

@@ -1,5 +1,5 @@
 """cai: level checks that pin each mechanism's calibration, and the mutants they must catch
-(issue 27; spec ../shared/papers/cai.md §5.1–5.4, §10.3).
+(spec ../shared/papers/cai.md §5.1–5.4, §10.3).
 
 **Closed forms** (written here from the spec's formulas, on purpose *without* the library's
 helpers ``dpsim.mechanisms.calibration`` or ``dpsim.theory``, which the mechanisms call: a bug
@@ -21,7 +21,7 @@ tolerance ‖∇R‖∞ ≤ 1e-10), whatever the data and however non-linear the
 1. 1ᵀ∇𝓛 = 0 (𝓛 depends on differences only; §5.0), so γ·mean(θ̃) = −mean(w) and
    E[n·mean(θ̃)²] = 2λ²/γ² (metric ``op_theta_mean_sq``; θ̃ uncentred): pins λ/γ;
 2. w = r − γθ̃, so with the predicted γ, mean_i (r_i − γθ̃_i)² has expectation 2λ² exactly
-   (:class:`PerturbationNoiseCheck`, from the per-fit moments ``op_grad_msq`` = mean r²,
+   (:class:`PerturbationNoise`, from the per-fit moments ``op_grad_msq`` = mean r²,
    ``op_grad_theta`` = mean r·θ̃, ``op_theta_msq`` = mean θ̃²): pins λ, and γ too where γθ̃
    is not small against w.
 
@@ -43,8 +43,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from dpsim.experiment import EveryPointCheck
-from dpsim.experiment.checks import LevelCheck, PairedDifference
+from dpsim.experiment.checks import At, Claim, Every, Mean, comparison_check
 from dpsim.experiment.statistics import predictions
 
 INF = math.inf
@@ -146,24 +145,28 @@ NOISE_COLUMN = "op_noise_msq"
 
 
 @dataclass(frozen=True)
-class PerturbationNoiseCheck(LevelCheck):
-    """:class:`LevelCheck` of mean_i (r_i − γθ̃_i)² = mean w² against 2λ² (module docstring,
-    identity 2), γ = ``gamma(point)`` the closed form at the row's grid point. The per-row value
-    is formed from the moments ``op_grad_msq − 2γ·op_grad_theta + γ²·op_theta_msq`` before
-    the level is judged (``metric`` names that virtual column)."""
+class PerturbationNoise(Mean):
+    """The statistic of identity 2 (module docstring): mean_i (r_i − γθ̃_i)² = mean w² of
+    ``method``, γ = ``gamma(point)`` the closed form at the row's grid point; the per-row value
+    is formed from the moments ``op_grad_msq − 2γ·op_grad_theta + γ²·op_theta_msq`` (``metric``
+    names it in the verdict line)."""
 
     gamma: Callable[[dict], float] | None = None
 
-    def estimate(self, rows):
+    def metric_values(self, rows):
         g = predictions(rows, self.gamma)
-        value = (rows["op_grad_msq"].to_numpy(float) - 2.0 * g * rows["op_grad_theta"].to_numpy(float)
-                 + g * g * rows["op_theta_msq"].to_numpy(float))
-        rows = rows.assign(**{self.metric: value})
-        rows.attrs = {**rows.attrs, "method_columns": (*rows.attrs.get("method_columns", ()), self.metric)}
-        return super().estimate(rows)
+        return (rows["op_grad_msq"].to_numpy(float) - 2.0 * g * rows["op_grad_theta"].to_numpy(float)
+                + g * g * rows["op_theta_msq"].to_numpy(float))
+
+
+def perturbation_noise_check(name, experiment, method, prediction, lo, hi, *, gamma, at=(), formula="", **check):
+    """A level check (:func:`~dpsim.experiment.checks.level_check`) of
+    :class:`PerturbationNoise` against ``prediction`` (2λ²)."""
+    return Claim(name, experiment, PerturbationNoise(NOISE_COLUMN, method, gamma=gamma), (lo, hi),
+                 over=Every(at) if at else At(), prediction=prediction, formula=formula, **check)
 
 
 def every_p_comparison(name, experiment, metric, better, worse, where, pool, description):
-    """A paired comparison at every value of p (an :class:`EveryPointCheck`)."""
-    return EveryPointCheck(name, experiment, where=where, pool=pool, description=description,
-                           statistic=PairedDifference(metric, better, worse), x="p")
+    """A paired comparison at every value of p (:func:`~dpsim.experiment.checks.comparison_check`)."""
+    return comparison_check(name, experiment, metric, better, worse, every="p", where=where, pool=pool,
+                            description=description)

@@ -89,8 +89,8 @@ from dpsim.estimators import (
     unpenalised_mle,
     win_counts,
 )
-from dpsim.experiment import Experiment, FigureSpec, Method, Panel, SlopeCheck, UsageError, axes, solver_diagnostics
-from dpsim.experiment.checks import RatioCheck, RatioSlopeCheck, SlopeRangeCheck
+from dpsim.experiment import Experiment, FigureSpec, Method, Panel, slope_check, UsageError, axes, solver_diagnostics
+from dpsim.experiment.checks import ratio_check, ratio_slope_check, slope_range_check
 from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import (
@@ -345,10 +345,10 @@ EXPERIMENTS = [RATE_M, RATE_L, MATCHED]
 # ---------------------------------------------------------------------------------------
 # Checks. Predicted slopes come from dpsim.theory (L explicit, cai spec §6.4).
 # - A slope *between* the two terms' slopes (−1/2 statistical, −1 privacy, in log m) is a
-#   SlopeRangeCheck whose whole 95% CI must lie in [−1, −1/2]: the grid is chosen so the
+#   slope_range_check whose whole 95% CI must lie in [−1, −1/2]: the grid is chosen so the
 #   expected slope is mid-range (measured −0.72 at ε = 1), so the CI rule is decisive, not
 #   fragile. The −1.18 of the paper's nonlinear regime would fail it.
-# - A single dominant term: SlopeCheck, tolerance 0.1 for the pure terms (ε = ∞, or the
+# - A single dominant term: slope_check, tolerance 0.1 for the pure terms (ε = ∞, or the
 #   privacy shift alone) and 0.15 for the total error where the privacy term dominates
 #   (the statistical term's remaining share flattens the slope a little).
 # - "The privacy term does not improve with L": slope 0 ± 0.15 (total) / ± 0.1 (shift); a
@@ -367,59 +367,59 @@ RATIO_SLOPE_L = theory.log_slope(
 _RANGE = (min(STAT_SLOPE_M, PRIVACY_SLOPE_M), max(STAT_SLOPE_M, PRIVACY_SLOPE_M))            # [−1, −1/2]
 
 RATE_M_CHECKS = [
-    SlopeCheck("cai-indiv-linf-vs-m-nonprivate", RATE_M.name, "linf", "mle", "n_users", STAT_SLOPE_M, 0.1,
-               where={"eps": [INF]},
-               description="individual DP, ε = ∞: unpenalised-MLE ℓ∞ error ∝ m^{-1/2} (Thm 3.1)"),
-    SlopeRangeCheck("cai-indiv-linf-vs-m-private", RATE_M.name, "linf", "mle", "n_users", *_RANGE,
-                    where={"eps": [1.0]},
-                    description="individual DP, ε = 1: the slope in log m lies between the "
-                                "statistical −1/2 and the privacy −1 (95% CI inside; cai spec §7 item 7)"),
-    SlopeCheck("cai-indiv-linf-vs-m-privacy-dominated", RATE_M.name, "linf", "mle", "n_users",
-               PRIVACY_SLOPE_M, 0.15, where={"eps": [0.25], "n_users": [8000, 16000, 32000]},
-               description="individual DP, ε = 0.25, m ≤ 32000 (privacy term ≥ 3× the statistical "
-                           "one): ℓ∞ error ∝ 1/m"),
-    SlopeCheck("cai-indiv-privacy-shift-vs-m", RATE_M.name, "privacy_linf", "mle", "n_users",
-               PRIVACY_SLOPE_M, 0.1, where={"eps": [0.25, 1.0]},
-               description="individual DP: the privacy shift ‖θ̃_ε − θ̂_∞‖∞ ∝ n log n/(mε): slope −1"),
-    SlopeCheck("cai-indiv-counts-vs-m-nonprivate", RATE_M.name, "tau_linf", "counts", "n_users",
-               STAT_SLOPE_M, 0.1, where={"eps": [INF]},
-               description="raw counts: ‖τ̂ − τ‖∞ ∝ m^{-1/2}"),
-    SlopeRangeCheck("cai-indiv-counts-vs-m-private", RATE_M.name, "tau_linf", "counts", "n_users", *_RANGE,
-                    where={"eps": [0.25]},
-                    description="Alg. 3 (strict), ε = 0.25: slope of ‖τ̂ − τ‖∞ in log m in [−1, −1/2]"),
+    slope_check("cai-indiv-linf-vs-m-nonprivate", RATE_M.name, "linf", "mle", "n_users", STAT_SLOPE_M, 0.1,
+                where={"eps": [INF]},
+                description="individual DP, ε = ∞: unpenalised-MLE ℓ∞ error ∝ m^{-1/2} (Thm 3.1)"),
+    slope_range_check("cai-indiv-linf-vs-m-private", RATE_M.name, "linf", "mle", "n_users", *_RANGE,
+                      where={"eps": [1.0]},
+                      description="individual DP, ε = 1: the slope in log m lies between the "
+                                  "statistical −1/2 and the privacy −1 (95% CI inside; cai spec §7 item 7)"),
+    slope_check("cai-indiv-linf-vs-m-privacy-dominated", RATE_M.name, "linf", "mle", "n_users",
+                PRIVACY_SLOPE_M, 0.15, where={"eps": [0.25], "n_users": [8000, 16000, 32000]},
+                description="individual DP, ε = 0.25, m ≤ 32000 (privacy term ≥ 3× the statistical "
+                            "one): ℓ∞ error ∝ 1/m"),
+    slope_check("cai-indiv-privacy-shift-vs-m", RATE_M.name, "privacy_linf", "mle", "n_users",
+                PRIVACY_SLOPE_M, 0.1, where={"eps": [0.25, 1.0]},
+                description="individual DP: the privacy shift ‖θ̃_ε − θ̂_∞‖∞ ∝ n log n/(mε): slope −1"),
+    slope_check("cai-indiv-counts-vs-m-nonprivate", RATE_M.name, "tau_linf", "counts", "n_users",
+                STAT_SLOPE_M, 0.1, where={"eps": [INF]},
+                description="raw counts: ‖τ̂ − τ‖∞ ∝ m^{-1/2}"),
+    slope_range_check("cai-indiv-counts-vs-m-private", RATE_M.name, "tau_linf", "counts", "n_users", *_RANGE,
+                      where={"eps": [0.25]},
+                      description="Alg. 3 (strict), ε = 0.25: slope of ‖τ̂ − τ‖∞ in log m in [−1, −1/2]"),
 ]
 
 RATE_L_CHECKS = [
-    SlopeCheck("cai-indiv-linf-vs-L-nonprivate", RATE_L.name, "linf", "mle", "per_user", STAT_SLOPE_L, 0.1,
-               where={"eps": [INF]},
-               description="ε = ∞, fixed m: the statistical error falls like L^{-1/2} (S = 2mL/n)"),
-    SlopeCheck("cai-indiv-linf-vs-L-private", RATE_L.name, "linf", "mle", "per_user", PRIVACY_SLOPE_L, 0.15,
-               where={"eps": [0.125]},
-               description="Alg. 1, ε = 0.125 (privacy-dominated), fixed m: the error does not "
-                           "improve with L (slope 0; −1/2 if privacy scaled like the statistical term)"),
-    SlopeCheck("cai-indiv-privacy-shift-vs-L", RATE_L.name, "privacy_linf", "mle", "per_user",
-               PRIVACY_SLOPE_L, 0.1, where={"eps": [0.125]},
-               description="Alg. 1: the privacy shift (L/ε)·log n/S = n log n/(2mε) is flat in L"),
-    SlopeCheck("cai-indiv-counts-vs-L-nonprivate", RATE_L.name, "tau_linf", "counts", "per_user",
-               STAT_SLOPE_L, 0.1, where={"eps": [INF]},
-               description="raw counts, fixed m: ‖τ̂ − τ‖∞ falls like L^{-1/2}"),
-    SlopeCheck("cai-indiv-counts-vs-L-private", RATE_L.name, "tau_linf", "counts", "per_user",
-               PRIVACY_SLOPE_L, 0.15, where={"eps": [0.02]},
-               description="Alg. 3 (strict), ε = 0.02 (privacy-dominated), fixed m: flat in L"),
+    slope_check("cai-indiv-linf-vs-L-nonprivate", RATE_L.name, "linf", "mle", "per_user", STAT_SLOPE_L, 0.1,
+                where={"eps": [INF]},
+                description="ε = ∞, fixed m: the statistical error falls like L^{-1/2} (S = 2mL/n)"),
+    slope_check("cai-indiv-linf-vs-L-private", RATE_L.name, "linf", "mle", "per_user", PRIVACY_SLOPE_L, 0.15,
+                where={"eps": [0.125]},
+                description="Alg. 1, ε = 0.125 (privacy-dominated), fixed m: the error does not "
+                            "improve with L (slope 0; −1/2 if privacy scaled like the statistical term)"),
+    slope_check("cai-indiv-privacy-shift-vs-L", RATE_L.name, "privacy_linf", "mle", "per_user",
+                PRIVACY_SLOPE_L, 0.1, where={"eps": [0.125]},
+                description="Alg. 1: the privacy shift (L/ε)·log n/S = n log n/(2mε) is flat in L"),
+    slope_check("cai-indiv-counts-vs-L-nonprivate", RATE_L.name, "tau_linf", "counts", "per_user",
+                STAT_SLOPE_L, 0.1, where={"eps": [INF]},
+                description="raw counts, fixed m: ‖τ̂ − τ‖∞ falls like L^{-1/2}"),
+    slope_check("cai-indiv-counts-vs-L-private", RATE_L.name, "tau_linf", "counts", "per_user",
+                PRIVACY_SLOPE_L, 0.15, where={"eps": [0.02]},
+                description="Alg. 3 (strict), ε = 0.02 (privacy-dominated), fixed m: flat in L"),
 ]
 
 
 def _ratio_checks(method, lo_factor, hi_factor, what):
     """The ratio at each L > 1 and its slope in log L. A band [lo·L, hi·L] that contains √L
     (the alternative it exists to exclude, and for the MLE at L = 2 also 1, i.e. L dropped
-    from the calibration) cannot fail under those bugs: it is reported only (issue 27: no
-    vacuous pass; the mutant ``cai-indiv-mle-lambda-without-L`` leaves the MLE's L = 2 ratio
+    from the calibration) cannot fail under those bugs: it is reported only (no
+    vacuous pass: the mutant ``cai-indiv-mle-lambda-without-L`` leaves the MLE's L = 2 ratio
     at ≈ 1, inside [1, 4]); the L-slope checks and the level checks of
     :mod:`.calibrations` judge that calibration."""
     checks = []
     for L in MATCHED_L[1:]:
         vacuous = lo_factor * L <= math.sqrt(L)
-        checks.append(RatioCheck(
+        checks.append(ratio_check(
             f"cai-indiv-over-edge-privacy-{method}-L{L}", MATCHED.name, "privacy_msq", method, "unit",
             "individual", "edge", lo_factor * L, hi_factor * L,
             where={"per_user": [L], "eps": [MATCHED_EPS[0]]}, root=True, report_only=vacuous,
@@ -428,7 +428,7 @@ def _ratio_checks(method, lo_factor, hi_factor, what):
                         + (f" (reported only: the band contains √L = {math.sqrt(L):.2f} and 1, the bugs it "
                            f"would have to exclude)" if vacuous else "")))
     for eps in MATCHED_EPS:
-        checks.append(RatioSlopeCheck(
+        checks.append(ratio_slope_check(
             f"cai-indiv-over-edge-privacy-{method}-vs-L-eps{eps:g}", MATCHED.name, "privacy_msq", method, "unit",
             "individual", "edge", "per_user", RATIO_SLOPE_L, 0.1, where={"eps": [eps]}, root=True,
             description=f"{what}, ε = {eps:g}: the individual/edge privacy-cost ratio grows like L "

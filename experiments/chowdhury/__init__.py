@@ -6,7 +6,7 @@ Modules: ``common`` (axes, θ* designs, data, the exact and SGD methods, per-rep
 reading, primary, and the SGD reading, secondary; spec §6.4 checks), ``rates`` (the §5.6
 grids: larger n, an ε sweep, a d sweep, K ∈ {2, 4, 8}), ``lower_bound`` (Thm 3.2 on its
 hypercube instance, P13), ``levels`` (level checks pinning each mechanism's calibration, the
-K-RR release experiment and the mutants, issue 27), ``audits`` (RR, K-RR and objective
+K-RR release experiment and the mutants), ``audits`` (RR, K-RR and objective
 perturbation).
 """
 from . import audits, fig1, levels, lower_bound, rates

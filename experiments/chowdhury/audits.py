@@ -10,7 +10,7 @@ gives ε' < ε (the theorem's constant is conservative: ε' ≈ 0.59 at ε = 1, 
 estimate from exact minimisers agrees. The objective-perturbation audit solves one Newton
 problem per sample, so it uses at most 20 000 samples whatever ``--samples`` asks.
 
-**The noise the mechanism actually adds** (issue 27). The library's
+**The noise the mechanism actually adds**. The library's
 :func:`~dpsim.mechanisms.label_audit.audit_objective_perturbation` evaluates each sample's
 privacy loss (‖w_{D'}‖² − ‖w_D‖²)/(2σ²) with the σ that Thm 5.2 *assumes*, so a mechanism
 that adds less noise than it claims (σ ÷ 1.5) was judged by its claim. This package's audit

@@ -31,7 +31,7 @@ Checks (spec §6.4, "how a reproduction of Fig. 1 should be judged"):
 """
 from __future__ import annotations
 
-from dpsim.experiment import EveryPointCheck, Experiment, FigureSpec, PairedDifference, Panel, SlopeCheck, TrendCheck
+from dpsim.experiment import Experiment, FigureSpec, Panel, comparison_check, slope_check, trend_check
 
 from . import common as c
 
@@ -85,15 +85,15 @@ def _ordering_checks():
     for d in FIG1_DIMS:
         for eps in c.PAPER_EPS:
             where = {"dim": [d], "eps": [eps]}
-            checks.append(EveryPointCheck(
-                f"chowdhury-fig1-order-mle-central-d{d}-eps{eps:g}", FIG1.name,
-                statistic=PairedDifference("l2", "mle", "objpert_central"), x="n_samples", where=where,
+            checks.append(comparison_check(
+                f"chowdhury-fig1-order-mle-central-d{d}-eps{eps:g}", FIG1.name, "l2", "mle", "objpert_central",
+                every="n_samples", where=where,
                 description=f"spec §6.4 item 2, d = {d}, ε = {eps:g}: non-private MLE < central ObjPert in mean "
                             f"ℓ2 error at every n (paired)"))
             n_values = [n for n in c.PAPER_N if not (eps == 0.1 and n == 1000)]
-            checks.append(EveryPointCheck(
-                f"chowdhury-fig1-order-central-local-d{d}-eps{eps:g}", FIG1.name,
-                statistic=PairedDifference("l2", "objpert_central", "rr_local"), x="n_samples",
+            checks.append(comparison_check(
+                f"chowdhury-fig1-order-central-local-d{d}-eps{eps:g}", FIG1.name, "l2", "objpert_central",
+                "rr_local", every="n_samples",
                 where={**where, "n_samples": n_values},
                 description=f"spec §6.4 item 2, d = {d}, ε = {eps:g}: central ObjPert < local RR at every n"
                             + (" ≥ 2000 (§6.4's borderline exception at n ≈ 1000)" if eps == 0.1 else "")))
@@ -101,12 +101,12 @@ def _ordering_checks():
 
 
 def _decrease_checks():
-    checks = [TrendCheck("chowdhury-fig1-mle-decreases", FIG1.name, "l2", "mle", "n_samples", -1,
-                         where={"dim": [5], "eps": [1.0]},
-                         description="spec §6.4 item 1, d = 5: the MLE's ℓ2 error decreases in n (ε-free)")]
+    checks = [trend_check("chowdhury-fig1-mle-decreases", FIG1.name, "l2", "mle", "n_samples", -1,
+                          where={"dim": [5], "eps": [1.0]},
+                          description="spec §6.4 item 1, d = 5: the MLE's ℓ2 error decreases in n (ε-free)")]
     for method in ("rr_local", "objpert_central"):
         for eps in c.PAPER_EPS:
-            checks.append(TrendCheck(
+            checks.append(trend_check(
                 f"chowdhury-fig1-{method}-decreases-eps{eps:g}", FIG1.name, "l2", method, "n_samples", -1,
                 where={"dim": [5], "eps": [eps]},
                 description=f"spec §6.4 item 1, d = 5, ε = {eps:g}: {method}'s ℓ2 error decreases in n"))
@@ -114,13 +114,13 @@ def _decrease_checks():
 
 
 SGD_CHECKS = [
-    SlopeCheck("chowdhury-fig1-sgd-literal-mle-flat", FIG1_SGD.name, "l2", "sgd_mle", "n_samples", 0.0, 0.1,
-               where={"schedule": ["literal"], "eps": [1.0]},
-               description="spec §6.2, §9: one-pass SGD with constant η = 0.1 (the literal reading) "
-                           "plateaus: its error does not decrease in n (slope 0), unlike the paper's Fig. 1"),
-    *[TrendCheck(f"chowdhury-fig1-sgd-theory-{m}-decreases", FIG1_SGD.name, "l2", m, "n_samples", -1,
-                 where={"schedule": ["theory"], "eps": [1.0]},
-                 description=f"spec §6.2 'sgd-theory', ε = 1: {m} with η_t = 1/(λ̂(t + t0)) decreases in n")
+    slope_check("chowdhury-fig1-sgd-literal-mle-flat", FIG1_SGD.name, "l2", "sgd_mle", "n_samples", 0.0, 0.1,
+                where={"schedule": ["literal"], "eps": [1.0]},
+                description="spec §6.2, §9: one-pass SGD with constant η = 0.1 (the literal reading) "
+                            "plateaus: its error does not decrease in n (slope 0), unlike the paper's Fig. 1"),
+    *[trend_check(f"chowdhury-fig1-sgd-theory-{m}-decreases", FIG1_SGD.name, "l2", m, "n_samples", -1,
+                  where={"schedule": ["theory"], "eps": [1.0]},
+                  description=f"spec §6.2 'sgd-theory', ε = 1: {m} with η_t = 1/(λ̂(t + t0)) decreases in n")
       for m in c.SGD_METHODS],
 ]
 

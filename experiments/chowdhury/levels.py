@@ -1,5 +1,5 @@
 """chowdhury: level checks that pin each privacy mechanism's calibration, and the mutants
-(plausible bugs) they must catch (issue 27; spec ../shared/papers/chowdhury.md §3.2–3.4, P12,
+(plausible bugs) they must catch (spec ../shared/papers/chowdhury.md §3.2–3.4, P12,
 P14).
 
 **Closed forms** (written here from the spec's formulas, never through the mechanisms' own
@@ -41,7 +41,7 @@ import jax.numpy as jnp
 
 from dpsim.estimators.linear_btl import mle
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import LevelCheck
+from dpsim.experiment.checks import level_check
 from dpsim.experiment.mutants import Mutant, chain, replaced_method, scaled_analysis
 
 from . import common as c
@@ -125,7 +125,7 @@ EXPERIMENTS = [KRR_RELEASE]
 def _rr_flip_check(name, experiment, method, eps_values, labels_per_point, where=None, pool=()):
     se = max(binomial_rel_se(rr_flip_probability(e), labels_per_point) for e in eps_values)
     lo, hi = mc_region(se)
-    return LevelCheck(
+    return level_check(
         name, experiment, "flip_rate", method, lambda p: rr_flip_probability(p["eps"]), lo, hi, at=("eps",),
         where=where or {}, pool=pool, formula="1/(1+e^ε)",
         description=f"binary RR (eq. (2)): mean flip rate of the released labels / 1/(1+e^ε) at every ε; "
@@ -135,7 +135,7 @@ def _rr_flip_check(name, experiment, method, eps_values, labels_per_point, where
 def _noise_check(name, experiment, eps_values, rows_per_point, dof, pool=()):
     se = chi2_rel_se(dof, rows_per_point)
     lo, hi = mc_region(se)
-    return LevelCheck(
+    return level_check(
         name, experiment, "noise_sq", "objpert_central",
         lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), lo, hi, at=("eps",), pool=pool,
         formula="(8 log(2/δ)+4ε)/ε²",
@@ -148,7 +148,7 @@ def _krr_check(name, metric, law, formula):
     points = [(e, k) for e in rates.K_EPS for k in rates.K_GRID]
     se = max(binomial_rel_se(law(e, k), rates.K_N * KRR_REPS) for e, k in points)
     lo, hi = mc_region(se)
-    return LevelCheck(
+    return level_check(
         name, KRR_RELEASE.name, metric, "krr_release", lambda p: law(p["eps"], p["k"]), lo, hi,
         at=("eps", "k"), formula=formula,
         description=f"K-ary RR (eq. (12)): mean {metric} / {formula} at every (ε, K); "
@@ -167,13 +167,13 @@ CHECKS = [
                  rates.RATES_EPS.reps, THEORY_DOF),
     _noise_check("chowdhury-level-objpert-noise-rates-n", rates.RATES_N.name, rates.N_EPS,
                  rates.RATE_REPS * len(rates.N_GRID), THEORY_DOF, pool=("n_samples",)),
-    LevelCheck("chowdhury-level-sgd-objpert-sigma-fig1-sgd", "chowdhury-fig1-sgd", "sigma_sq_per_l_sq",
-               "sgd_objpert", lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), 1 - 1e-6, 1 + 1e-6,
-               at=("eps",), where={"schedule": ["theory"]}, pool=("n_samples",), formula="(8 log(2/δ)+4ε)/ε²",
-               description="SGD objective perturbation (§6 reading): (σ/L)² of the σ the fit reports, L = max‖x‖/2 "
-                           "computed apart, / Thm 5.2's (8 log(2/δ)+4ε)/ε² at every ε; deterministic per fit, so "
-                           "region 1 ± 1e-6 (float rounding). The one-pass SGD does not return its w, so this pins "
-                           "the calibration, not the draw (the exact method's noise check pins the draw)"),
+    level_check("chowdhury-level-sgd-objpert-sigma-fig1-sgd", "chowdhury-fig1-sgd", "sigma_sq_per_l_sq",
+                "sgd_objpert", lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), 1 - 1e-6, 1 + 1e-6,
+                at=("eps",), where={"schedule": ["theory"]}, pool=("n_samples",), formula="(8 log(2/δ)+4ε)/ε²",
+                description="SGD objective perturbation (§6 reading): (σ/L)² of the σ the fit reports, L = max‖x‖/2 "
+                            "computed apart, / Thm 5.2's (8 log(2/δ)+4ε)/ε² at every ε; deterministic per fit, so "
+                            "region 1 ± 1e-6 (float rounding). The one-pass SGD does not return its w, so this pins "
+                            "the calibration, not the draw (the exact method's noise check pins the draw)"),
     _krr_check("chowdhury-level-krr-keep", "keep_rate", krr_keep_probability, "e^ε/(e^ε+K−1)"),
     _krr_check("chowdhury-level-krr-other", "next_rate", krr_other_probability, "1/(e^ε+K−1)"),
 ]

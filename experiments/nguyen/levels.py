@@ -1,9 +1,9 @@
-"""Level checks that pin the calibration of every nguyen mechanism (issue 27; spec
+"""Level checks that pin the calibration of every nguyen mechanism (spec
 ../shared/papers/nguyen.md §4.1–4.3, §4.5, §4.8, §4.9, §7.3–7.4, A2, A3, A5).
 
 Slopes and paired signs are blind to a constant factor in a noise scale (a discrete-Gaussian σ
 halved still passes every Fig. 2 claim). Each check here is a
-:class:`~dpsim.experiment.checks.LevelCheck`: a metric the method reports
+:func:`~dpsim.experiment.checks.level_check`: a metric the method reports
 (:func:`.common.make_methods` with ``calibration=True``) against a closed form written here
 from the spec's formulas and evaluated from the grid's ε*, δ, mode, accounting, conversion,
 m and n only: no σ, t, ρ or ε_RR the mechanism or its Derived values computed is read, and
@@ -43,7 +43,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import optimize, stats
 
-from dpsim.experiment.checks import LevelCheck
+from dpsim.experiment.checks import level_check
 
 from .real import FIG2, FIG3, REAL_REPS
 from .synthetic import FIG1, FIG1_REPS
@@ -247,14 +247,14 @@ FIG1_EPS = [0.01, 0.1, 1.0, 7.5]
 FIG3_EPS = [0.01, 0.1, 1.0, 5.0]
 
 
-def _fig2_checks() -> list[LevelCheck]:
+def _fig2_checks() -> list[level_check]:
     out = []
     for d, (n, m) in DATASET_SHAPES.items():
         for method, kind, fn, formula in (
                 ("gaussian", "gaussian", gaussian_noise_var, "Var N_ℤ(0, Δ²/2ρ)"),
                 ("laplace", "laplace", laplace_noise_var, "Var Lap_ℤ(Δ₁/ε*)")):
             a = half_width(relative_se(kind, REAL_REPS, m))
-            out.append(LevelCheck(
+            out.append(level_check(
                 f"nguyen-fig2-{method}-noise-level-{d}", FIG2.name, "noise_ms", method,
                 lambda point, fn=fn: fn(point, FIG2.name), 1.0 - a, 1.0 + a, at=("eps", "mode"), root=True,
                 where={"dataset": [d], "eps": FIG2_EPS}, formula=formula, unconverged_limit=1.0,
@@ -265,7 +265,7 @@ def _fig2_checks() -> list[LevelCheck]:
         rr_eps = FIG2_RR_EPS[d]
         s_min = min(math.tanh(shuffled_rr_budget(e, 1e-4, n) / (2 * m)) for e in rr_eps)
         a = half_width(relative_se("rr", REAL_REPS, m, signal=s_min, responses=n * m))
-        out.append(LevelCheck(
+        out.append(level_check(
             f"nguyen-fig2-rr-flip-level-{d}", FIG2.name, "rr_signal", "rr", rr_expected_signal, 1.0 - a, 1.0 + a,
             at=("eps", "mode"), where={"dataset": [d], "eps": rr_eps}, formula="tanh(ε_RR/2m)",
             unconverged_limit=1.0,
@@ -277,12 +277,12 @@ def _fig2_checks() -> list[LevelCheck]:
     return out
 
 
-def _fig1_checks() -> list[LevelCheck]:
+def _fig1_checks() -> list[level_check]:
     out = []
     for method, kind, fn, formula in (("gaussian", "gaussian", gaussian_noise_var, "Var N_ℤ(0, Δ²/2ρ)"),
                                       ("laplace", "laplace", laplace_noise_var, "Var Lap_ℤ(Δ₁/ε*)")):
         a = half_width(relative_se(kind, FIG1_REPS, min(FIG1.axes["n_items"])))
-        out.append(LevelCheck(
+        out.append(level_check(
             f"nguyen-fig1-{method}-noise-level", FIG1.name, "noise_ms", method,
             lambda point, fn=fn: fn(point, FIG1.name), 1.0 - a, 1.0 + a, at=("n_items", "eps", "mode"), root=True,
             where={"n_users": [1000], "eps": FIG1_EPS}, formula=formula, unconverged_limit=1.0,
@@ -293,11 +293,11 @@ def _fig1_checks() -> list[LevelCheck]:
     return out
 
 
-def _fig3_checks() -> list[LevelCheck]:
+def _fig3_checks() -> list[level_check]:
     m = min(FIG3.axes["n_items"])
     p0 = min(1.0, P0_RULE[FIG3.name] * math.log2(m) / m)
     a = half_width(relative_se("sparse", REAL_REPS, m, p0=p0))
-    return [LevelCheck(
+    return [level_check(
         "nguyen-fig3-sparse-noise-level", FIG3.name, "noise_ms", "gaussian_sparse",
         lambda point: sparse_gaussian_noise_var(point, FIG3.name), 1.0 - a, 1.0 + a, at=("n_items", "eps", "mode"),
         root=True, where={"eps": FIG3_EPS}, formula="E Var N_ℤ(0, Δ²(G)/2ρ)", unconverged_limit=1.0,

@@ -1,5 +1,5 @@
-"""nguyen's mutants: plausible bugs in the calibration of its three mechanisms (issue 27;
-spec ../shared/papers/nguyen.md §4.1, §4.3, §4.8, §4.9, §7.3–7.4, A2, A3, A5), each applied
+"""nguyen's mutants: plausible bugs in the calibration of its three mechanisms
+(spec ../shared/papers/nguyen.md §4.1, §4.3, §4.8, §4.9, §7.3–7.4, A2, A3, A5), each applied
 to Fig. 2 (18 s a run), where the level checks of :mod:`.levels` judge every mechanism in
 both modes. ``dpsim verify nguyen --mutants`` must kill every one.
 

@@ -50,14 +50,14 @@ import math
 import jax
 
 from dpsim import theory
-from dpsim.experiment import Experiment, FigureSpec, MethodRatioSlopeCheck, Panel, SlopeCheck, TrendCheck
-from dpsim.experiment.checks import SlopeRangeCheck
+from dpsim.experiment import (Experiment, FigureSpec, Panel, deferred_table, method_ratio_check,
+                              method_ratio_slope_check, slope_check, slope_range_check, trend_check)
 from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
 from dpsim.mechanisms.zcdp import zcdp_rho
 from dpsim.models.rasch import rasch_abilities, rasch_difficulties
 from dpsim.theory import nguyen as rates
 
-from .checks import MethodRatioCheck, MetricRatioSlopeCheck, RMSSlopeCheck
+from .checks import metric_ratio_slope_check, rms_slope_check
 from .common import (AXIS_TYPES, DELTA, LABELS, STRICT_RATES, SYMBOLS, VALUE_LABELS, TruthScore, lane_bytes,
                      make_methods, privacy_derived)
 from .synthetic import response_sample
@@ -162,9 +162,8 @@ def _fitted(fn, values) -> float:
 
 def predictions() -> dict:
     """Every number the checks below predict, computed from :mod:`dpsim.theory.nguyen` (host;
-    about 20 s, mostly R9's exact linearisation). The checks use :data:`PREDICTED`, these
-    values rounded, so that importing the package stays fast; the test suite recomputes
-    them (tests/test_nguyen_experiments.py)."""
+    about 20 s, mostly R9's exact linearisation), when the first check that uses one is
+    judged (:data:`P`)."""
     eps0 = {e: math.sqrt(2.0 * zcdp_rho(e, DELTA, "cks")) for e in USERS_EPS}
     laplace_ratio = {m: rates.laplace_gauss_shift_ratio(m, LAPLACE_EPS, DELTA) for m in LAPLACE_M}
     rr_floor = {n: rates.rr_floor_l2(shuffle_rr_epsilon(RR_EPS, DELTA, n), 10) for n in RR_N}
@@ -197,110 +196,99 @@ def predictions() -> dict:
     }
 
 
-# predictions() rounded to 4 significant digits (tests/test_nguyen_experiments.py checks them)
-PREDICTED = {
-    "stat_slope_n": -0.5, "stat_slope_m": 0.5, "stat_slope_p": -0.5, "linf_slope_m": 0.1415,
-    "ratio_slope_m": -0.3585, "excess_slope_n": -1.0, "excess_slope_eps": -0.8788, "excess_slope_m": 1.0,
-    "excess_slope_p": -2.0, "eps0": {1.0: 0.2851, 2.0: 0.5280, 4.0: 0.9640},
-    "sufficient_n": {1.0: 4922.0, 2.0: 1435.0, 4.0: 430.5},
-    "laplace_slope_m": 2.0, "laplace_rms_slope_m": 2.268,
-    "laplace_ratio": {3: 0.7842, 6: 1.803, 12: 3.785, 24: 7.742}, "laplace_ratio_slope": 1.098,
-    "rr_floor": {500: 1.754, 1000: 1.735, 2000: 1.711, 4000: 1.683, 8000: 1.649}, "rr_floor_slope": -0.02225,
-}
-P = PREDICTED
+# Every prediction is computed from dpsim.theory.nguyen when the first check that uses it is
+# judged (dpsim.experiment.deferred): never a rounded literal
+P = deferred_table(predictions, "nguyen's rate predictions")
 STAT_SLOPE_N, STAT_SLOPE_M, STAT_SLOPE_P = P["stat_slope_n"], P["stat_slope_m"], P["stat_slope_p"]
 LINF_SLOPE_M, RATIO_SLOPE_M = P["linf_slope_m"], P["ratio_slope_m"]
 EXCESS_SLOPE_N, EXCESS_SLOPE_EPS, EXCESS_SLOPE_M, EXCESS_SLOPE_P = (
     P["excess_slope_n"], P["excess_slope_eps"], P["excess_slope_m"], P["excess_slope_p"])
-EPS0, SUFFICIENT_N = P["eps0"], P["sufficient_n"]
 LAPLACE_SLOPE_M, LAPLACE_RMS_SLOPE_M = P["laplace_slope_m"], P["laplace_rms_slope_m"]
 LAPLACE_RATIO, LAPLACE_RATIO_SLOPE = P["laplace_ratio"], P["laplace_ratio_slope"]
-RR_FLOOR, RR_FLOOR_SLOPE = P["rr_floor"], P["rr_floor_slope"]
+RR_FLOOR_SLOPE = P["rr_floor_slope"]
 
 _EPS4 = {"eps": [4.0]}
 
 R1_R2 = [
-    SlopeCheck("nguyen-r2-l2-vs-users", USERS.name, "l2", "nonprivate", "n_users", STAT_SLOPE_N, 0.1, where=_EPS4,
-               description="R2: non-private ℓ2 ∝ √(m/(np)): slope −1/2 in log n (m = 20)"),
-    SlopeCheck("nguyen-r1-linf-vs-users", USERS.name, "linf", "nonprivate", "n_users", STAT_SLOPE_N, 0.1,
-               where=_EPS4, description="R1 (Thm 3.1): non-private ℓ∞ ∝ √(log m/(np)): slope −1/2 in log n"),
-    SlopeCheck("nguyen-r2-l2-vs-items", ITEMS.name, "l2", "nonprivate", "n_items", STAT_SLOPE_M, 0.1,
-               description="R2: non-private ℓ2 ∝ √(m/(np)): slope +1/2 in log m (n = 8000)"),
-    SlopeRangeCheck("nguyen-r1-linf-vs-items", ITEMS.name, "linf", "nonprivate", "n_items", 0.0, 0.25,
-                    description=f"R1: ℓ∞ grows only like √(log m) in m (the rate's slope on this grid is "
-                                f"{LINF_SLOPE_M:+.2f}, the maximum of m Gaussian errors' ≈ +0.2; error not "
-                                f"spread over the items would give the ℓ2's +1/2)"),
-    MetricRatioSlopeCheck("nguyen-r3-linf-over-l2-vs-items", ITEMS.name, "nonprivate", "linf", "l2", "n_items",
-                          RATIO_SLOPE_M - 0.1, RATIO_SLOPE_M + 0.1,
-                          description=f"R3: E‖·‖∞/E‖·‖₂ shrinks like √(log m/m) (slope {RATIO_SLOPE_M:+.2f} on "
-                                      f"this grid, ± 0.1 for the Gaussian-maximum correction): the error is "
-                                      f"spread evenly over the items"),
-    SlopeCheck("nguyen-r2-l2-vs-p", P_SWEEP.name, "l2", "nonprivate", "p", STAT_SLOPE_P, 0.1,
-               description="R2: non-private ℓ2 ∝ √(m/(np)): slope −1/2 in log p (m = 40, n = 16000)"),
-    SlopeCheck("nguyen-r5-fixed-m-linf-vs-users", FIXED_M.name, "linf", "nonprivate", "n_users", -0.5, 0.1,
-               description="R5 (Supp. Thm 1.7): at a fixed m = 3 the ℓ∞ error → 0 like n^{-1/2} (the "
-                           "spectral estimator is consistent for constant m, unlike JMLE)"),
+    slope_check("nguyen-r2-l2-vs-users", USERS.name, "l2", "nonprivate", "n_users", STAT_SLOPE_N, 0.1, where=_EPS4,
+                description="R2: non-private ℓ2 ∝ √(m/(np)): slope −1/2 in log n (m = 20)"),
+    slope_check("nguyen-r1-linf-vs-users", USERS.name, "linf", "nonprivate", "n_users", STAT_SLOPE_N, 0.1,
+                where=_EPS4, description="R1 (Thm 3.1): non-private ℓ∞ ∝ √(log m/(np)): slope −1/2 in log n"),
+    slope_check("nguyen-r2-l2-vs-items", ITEMS.name, "l2", "nonprivate", "n_items", STAT_SLOPE_M, 0.1,
+                description="R2: non-private ℓ2 ∝ √(m/(np)): slope +1/2 in log m (n = 8000)"),
+    slope_range_check("nguyen-r1-linf-vs-items", ITEMS.name, "linf", "nonprivate", "n_items", 0.0, 0.25,
+                      description="R1: ℓ∞ grows only like √(log m) in m (the rate √(log m/(np))'s slope on this "
+                                  "grid, about +0.14, or the maximum of m Gaussian errors', about +0.2; error not "
+                                  "spread over the items would give the ℓ2's +1/2)"),
+    metric_ratio_slope_check("nguyen-r3-linf-over-l2-vs-items", ITEMS.name, "nonprivate", "linf", "l2", "n_items",
+                             RATIO_SLOPE_M - 0.1, RATIO_SLOPE_M + 0.1,
+                             description="R3: E‖·‖∞/E‖·‖₂ shrinks like √(log m/m) (the slope of √(log m/m) on this "
+                                         "grid, ± 0.1 for the Gaussian-maximum correction): the error is spread "
+                                         "evenly over the items"),
+    slope_check("nguyen-r2-l2-vs-p", P_SWEEP.name, "l2", "nonprivate", "p", STAT_SLOPE_P, 0.1,
+                description="R2: non-private ℓ2 ∝ √(m/(np)): slope −1/2 in log p (m = 40, n = 16000)"),
+    slope_check("nguyen-r5-fixed-m-linf-vs-users", FIXED_M.name, "linf", "nonprivate", "n_users", -0.5, 0.1,
+                description="R5 (Supp. Thm 1.7): at a fixed m = 3 the ℓ∞ error → 0 like n^{-1/2} (the "
+                            "spectral estimator is consistent for constant m, unlike JMLE)"),
 ]
 
 R7 = [
-    MethodRatioCheck("nguyen-r7-private-near-nonprivate", USERS.name, "l2", "gaussian", "nonprivate", 0.9, 1.1,
-                     where={"eps": [2.0], "n_users": [16000]},
-                     description=f"R7: once n exceeds the paper's sufficient n₀ = m²/ε₀² "
-                                 f"({SUFFICIENT_N[2.0]:.0f} at ε* = 2; here n = 16000 ≈ "
-                                 f"{16000 / SUFFICIENT_N[2.0]:.0f} n₀) the private ℓ2 error is within 10% of "
-                                 f"the non-private one"),
-    MethodRatioSlopeCheck("nguyen-r7-ratio-falls-with-users", USERS.name, metric="l2", numerator="gaussian",
-                          denominator="nonprivate", x="n_users", region=(-math.inf, 0.0), root=False,
-                          where={"eps": [2.0]},
-                          description="R7: the private/non-private ℓ2 ratio falls towards 1 as n grows "
-                                      "(ε* = 2, n from 0.7 n₀ to 11 n₀)"),
+    method_ratio_check("nguyen-r7-private-near-nonprivate", USERS.name, "l2", "gaussian", "nonprivate", 0.9, 1.1,
+                       where={"eps": [2.0], "n_users": [16000]},
+                       description="R7: once n exceeds the paper's sufficient n₀ = m²/ε₀² (n = 16000, an order "
+                                   "of magnitude above n₀ at ε* = 2) the private ℓ2 error is within 10% of the "
+                                   "non-private one"),
+    method_ratio_slope_check("nguyen-r7-ratio-falls-with-users", USERS.name, metric="l2", numerator="gaussian",
+                             denominator="nonprivate", x="n_users", region=(-math.inf, 0.0), root=False,
+                             where={"eps": [2.0]},
+                             description="R7: the private/non-private ℓ2 ratio falls towards 1 as n grows "
+                                         "(ε* = 2, n from 0.7 n₀ to 11 n₀)"),
 ]
 
 R8 = [
-    SlopeCheck("nguyen-r8-excess-vs-users", USERS.name, "privacy_l2", "gaussian", "n_users", EXCESS_SLOPE_N, 0.1,
-               where=_EPS4, description="R8: the privacy shift ∝ m/(ε₀np²): slope −1 in log n (ε* = 4)"),
-    SlopeCheck("nguyen-r8-excess-vs-eps", USERS.name, "privacy_l2", "gaussian", "eps", EXCESS_SLOPE_EPS, 0.1,
-               where={"n_users": [16000]},
-               description=f"R8: the privacy shift ∝ 1/ε₀, ε₀ = √(2ρ) with ρ the CKS conversion of ε* = 1, 2, 4 "
-                           f"(ε₀ = {EPS0[1.0]:.3f}, {EPS0[2.0]:.3f}, {EPS0[4.0]:.3f}): slope "
-                           f"{EXCESS_SLOPE_EPS:+.2f} in log ε* (n = 16000)"),
-    SlopeCheck("nguyen-r8-excess-vs-items", ITEMS.name, "privacy_l2", "gaussian", "n_items", EXCESS_SLOPE_M, 0.15,
-               description="R8: the privacy shift ∝ m (σ ∝ m under the joint accounting; ± 0.15 for the "
-                           "√(m/(m − 1)) of the m − 1 counts per row and the residual non-linearity)"),
-    SlopeCheck("nguyen-r8-excess-vs-p", P_SWEEP.name, "privacy_l2", "gaussian", "p", EXCESS_SLOPE_P, 0.15,
-               description="R8: the privacy shift ∝ 1/p² (the counts scale like np², the noise not at all)"),
+    slope_check("nguyen-r8-excess-vs-users", USERS.name, "privacy_l2", "gaussian", "n_users", EXCESS_SLOPE_N, 0.1,
+                where=_EPS4, description="R8: the privacy shift ∝ m/(ε₀np²): slope −1 in log n (ε* = 4)"),
+    slope_check("nguyen-r8-excess-vs-eps", USERS.name, "privacy_l2", "gaussian", "eps", EXCESS_SLOPE_EPS, 0.1,
+                where={"n_users": [16000]},
+                description="R8: the privacy shift ∝ 1/ε₀, ε₀ = √(2ρ) with ρ the CKS conversion of ε* = 1, 2, 4: "
+                            "the slope of 1/ε₀(ε*) in log ε* (n = 16000)"),
+    slope_check("nguyen-r8-excess-vs-items", ITEMS.name, "privacy_l2", "gaussian", "n_items", EXCESS_SLOPE_M, 0.15,
+                description="R8: the privacy shift ∝ m (σ ∝ m under the joint accounting; ± 0.15 for the "
+                            "√(m/(m − 1)) of the m − 1 counts per row and the residual non-linearity)"),
+    slope_check("nguyen-r8-excess-vs-p", P_SWEEP.name, "privacy_l2", "gaussian", "p", EXCESS_SLOPE_P, 0.15,
+                description="R8: the privacy shift ∝ 1/p² (the counts scale like np², the noise not at all)"),
 ]
 
 R9 = [
-    RMSSlopeCheck("nguyen-r9-laplace-excess-vs-items", LAPLACE.name, "privacy_l2", "laplace", "n_items",
-                  LAPLACE_RMS_SLOPE_M - 0.1, LAPLACE_RMS_SLOPE_M + 0.1,
-                  description=f"R9: the Laplace chain's RMS privacy shift grows like m² times the chain's own "
-                              f"finite-m factor: slope {LAPLACE_RMS_SLOPE_M:+.2f} on m ∈ {{3, …, 24}} by the exact "
-                              f"linearisation (discrete-Laplace sd of t = m(m − 1)/ε* times ‖∂β̂/∂Y‖_F), ± 0.1"),
-    RMSSlopeCheck("nguyen-r9-laplace-excess-vs-items-as-stated", LAPLACE.name, "privacy_l2", "laplace",
-                  "n_items", LAPLACE_SLOPE_M - 0.25, LAPLACE_SLOPE_M + 0.25, report_only=True,
-                  description="R9 as the spec states it (the heuristic m², slope +2, asymptotic in m), "
-                              "reported beside the linearised prediction"),
-    *[MethodRatioCheck(f"nguyen-r9-laplace-over-gaussian-m{m}", LAPLACE.name, "privacy_l2", "laplace", "gaussian",
-                       0.9 * LAPLACE_RATIO[m], 1.1 * LAPLACE_RATIO[m], where={"n_items": [m]},
-                       root=True, square=True,
-                       description=f"R9: Laplace/Gaussian RMS privacy shift = σ_Lap/σ_Gauss ≈ √(m(m − 1)/ln(1/δ)) "
-                                   f"= {LAPLACE_RATIO[m]:.3g} at m = {m} (± 10%)")
+    rms_slope_check("nguyen-r9-laplace-excess-vs-items", LAPLACE.name, "privacy_l2", "laplace", "n_items",
+                    LAPLACE_RMS_SLOPE_M - 0.1, LAPLACE_RMS_SLOPE_M + 0.1,
+                    description="R9: the Laplace chain's RMS privacy shift grows like m² times the chain's own "
+                                "finite-m factor: the slope on m ∈ {3, …, 24} of the exact linearisation "
+                                "(discrete-Laplace sd of t = m(m − 1)/ε* times ‖∂β̂/∂Y‖_F), ± 0.1"),
+    rms_slope_check("nguyen-r9-laplace-excess-vs-items-as-stated", LAPLACE.name, "privacy_l2", "laplace",
+                    "n_items", LAPLACE_SLOPE_M - 0.25, LAPLACE_SLOPE_M + 0.25, report_only=True,
+                    description="R9 as the spec states it (the heuristic m², slope +2, asymptotic in m), "
+                                "reported beside the linearised prediction"),
+    *[method_ratio_check(f"nguyen-r9-laplace-over-gaussian-m{m}", LAPLACE.name, "privacy_l2", "laplace", "gaussian",
+                         0.9 * LAPLACE_RATIO[m], 1.1 * LAPLACE_RATIO[m], where={"n_items": [m]},
+                         root=True, square=True,
+                         description=f"R9: Laplace/Gaussian RMS privacy shift = σ_Lap/σ_Gauss ≈ √(m(m − 1)/ln(1/δ)) "
+                                     f"at m = {m} (± 10%)")
       for m in (LAPLACE_M[0], LAPLACE_M[-1])],
-    MethodRatioSlopeCheck("nguyen-r9-laplace-over-gaussian-vs-items", LAPLACE.name, metric="privacy_l2",
-                          numerator="laplace", denominator="gaussian", x="n_items",
-                          region=(LAPLACE_RATIO_SLOPE - 0.1, LAPLACE_RATIO_SLOPE + 0.1), square=True,
-                          description=f"R9: the Laplace/Gaussian ratio grows like √(m(m − 1)) (slope "
-                                      f"{LAPLACE_RATIO_SLOPE:+.2f} on this grid)"),
+    method_ratio_slope_check("nguyen-r9-laplace-over-gaussian-vs-items", LAPLACE.name, metric="privacy_l2",
+                             numerator="laplace", denominator="gaussian", x="n_items",
+                             region=(LAPLACE_RATIO_SLOPE - 0.1, LAPLACE_RATIO_SLOPE + 0.1), square=True,
+                             description="R9: the Laplace/Gaussian ratio grows like √(m(m − 1)) (its exact slope on "
+                                         "this grid ± 0.1)"),
 ]
 
 R10 = [
-    SlopeCheck("nguyen-r10-rr-plateau-in-users", RR.name, "l2", "rr", "n_users", RR_FLOOR_SLOPE, 0.05,
-               description=f"R10: randomized response's error sits on its bias floor (no debiasing): flat in "
-                           f"n up to the floor's own fall as shuffling raises ε_RR (predicted slope "
-                           f"{RR_FLOOR_SLOPE:+.3f}; the non-private error falls like n^{{-1/2}})"),
-    TrendCheck("nguyen-r10-gaussian-falls-in-users", RR.name, "l2", "gaussian", "n_users", -1,
-               description="R10's contrast: at the same ε* = 0.5 the Gaussian chain's error falls with n"),
+    slope_check("nguyen-r10-rr-plateau-in-users", RR.name, "l2", "rr", "n_users", RR_FLOOR_SLOPE, 0.05,
+                description="R10: randomized response's error sits on its bias floor (no debiasing): flat in "
+                            "n up to the floor's own fall as shuffling raises ε_RR (the floor's slope ± 0.05; the "
+                            "non-private error falls like n^{-1/2})"),
+    trend_check("nguyen-r10-gaussian-falls-in-users", RR.name, "l2", "gaussian", "n_users", -1,
+                description="R10's contrast: at the same ε* = 0.5 the Gaussian chain's error falls with n"),
 ]
 
 CHECKS = [*R1_R2, *R7, *R8, *R9, *R10]

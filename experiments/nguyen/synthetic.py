@@ -16,7 +16,7 @@ iterations, ℓ2 against the un-centred β*) and reproduces the figure; ``strict
 study with valid privacy (tight joint accounting, the CKS conversion, every count noised,
 connected sparse graphs, exact solves, centred ℓ2). The figure is drawn once per mode.
 
-**Claims** (spec §6.1) are paired comparisons on the same replicates (``ComparisonCheck``),
+**Claims** (spec §6.1) are paired comparisons on the same replicates (``comparison_check``),
 ratios between slices, and levels against the error of the estimate 0 (R11). They are
 judged in ``paper`` mode (the published figure), except where they involve the sparse
 chain at ε* = 0.01: the authors' truncated lazy power iteration does not converge there
@@ -31,11 +31,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.spectral import differential_counts
-from dpsim.experiment import ComparisonCheck, Experiment, FigureSpec, Panel, TrendCheck
-from dpsim.experiment.checks import RatioCheck
+from dpsim.experiment import (Experiment, FigureSpec, Panel, comparison_check, method_ratio_check, ratio_check,
+                              trend_check)
 from dpsim.models.rasch import authors_difficulties, rasch_abilities, sample_rasch_responses
 
-from .checks import MethodRatioCheck, RelativeLevelCheck
+from .checks import relative_level_check
 from .common import (AXIS_TYPES, PROSE, DELTA, EPS_SYNTHETIC, LABELS, METHOD_NAMES, MODES, PROPOSED, SYMBOLS,
                      SYNTHETIC, SYNTHETIC_VALUE_LABELS, TruthScore, lane_bytes, make_methods, nonprivate_fits, privacy_derived)
 
@@ -104,37 +104,37 @@ def _at(m, n, eps, mode="paper"):
     return {"n_items": [m], "n_users": [n], "eps": [eps], "mode": [mode]}
 
 
-_BEATS = [ComparisonCheck(f"nguyen-fig1-gaussian-beats-{other}-m{m}", FIG1.name, "l2", "gaussian", other,
-                          where=_at(m, 1000, 1.0),
-                          description=f"Fig. 1: at moderate privacy (ε* = 1, n = 1000, m = {m}) the discrete "
-                                      f"Gaussian chain is more accurate than {PROSE[other]} (paired)")
+_BEATS = [comparison_check(f"nguyen-fig1-gaussian-beats-{other}-m{m}", FIG1.name, "l2", "gaussian", other,
+                           where=_at(m, 1000, 1.0),
+                           description=f"Fig. 1: at moderate privacy (ε* = 1, n = 1000, m = {m}) the discrete "
+                                       f"Gaussian chain is more accurate than {PROSE[other]} (paired)")
           for other in ("laplace", "rr") for m in (25, 200)]
 
-# Saturated (issue 27, "no vacuous pass"): at m = 200, ε* = 1 the Laplace scale t = m(m − 1)/ε* ≈ 4e4
+# Saturated (no vacuous pass): at m = 200, ε* = 1 the Laplace scale t = m(m − 1)/ε* ≈ 4e4
 # drowns every count, so its error sits at the level of no information for any scale above ~1e3:
 # no plausible calibration bug (t × ½, × 2, the joint L1 sensitivity) moves it; reported only (its
 # calibration is pinned by nguyen-fig1-laplace-noise-level, nguyen-fig2-laplace-noise-level-*).
 _SATURATED = ("; reported only: saturated, it holds for any noise scale above ~1e3, so no calibration bug "
               "can fail it (the level checks nguyen-*-noise-level pin the scale)")
 
-_GAIN_N = [RatioCheck("nguyen-fig1-gaussian-gains-from-n", FIG1.name, "l2", "gaussian", "n_users", 1000, 200,
-                      0.0, 0.9, where={"n_items": [200], "eps": [1.0], "mode": ["paper"]},
-                      description="Fig. 1(b): the Gaussian chain's error falls from n = 200 to 1000 "
-                                  "(ratio ≤ 0.9; m = 200, ε* = 1)")] + [
-    RatioCheck(f"nguyen-fig1-{method}-little-gain-from-n", FIG1.name, "l2", method, "n_users", 1000, 200,
-               0.9, 1.1, where={"n_items": [200], "eps": [1.0], "mode": ["paper"]},
-               report_only=method == "laplace",
-               description=f"Fig. 1(b): {PROSE[method]} sees little gain from n = 200 to 1000 "
-                           f"(ratio within 10% of 1; m = 200, ε* = 1)" + (_SATURATED if method == "laplace" else ""))
+_GAIN_N = [ratio_check("nguyen-fig1-gaussian-gains-from-n", FIG1.name, "l2", "gaussian", "n_users", 1000, 200,
+                       0.0, 0.9, where={"n_items": [200], "eps": [1.0], "mode": ["paper"]},
+                       description="Fig. 1(b): the Gaussian chain's error falls from n = 200 to 1000 "
+                                   "(ratio ≤ 0.9; m = 200, ε* = 1)")] + [
+    ratio_check(f"nguyen-fig1-{method}-little-gain-from-n", FIG1.name, "l2", method, "n_users", 1000, 200,
+                0.9, 1.1, where={"n_items": [200], "eps": [1.0], "mode": ["paper"]},
+                report_only=method == "laplace",
+                description=f"Fig. 1(b): {PROSE[method]} sees little gain from n = 200 to 1000 "
+                            f"(ratio within 10% of 1; m = 200, ε* = 1)" + (_SATURATED if method == "laplace" else ""))
     for method in ("laplace", "rr")]
 
-_NEAR_NONPRIVATE = [MethodRatioCheck(
+_NEAR_NONPRIVATE = [method_ratio_check(
     "nguyen-fig1-gaussian-near-nonprivate", FIG1.name, "l2", "gaussian", "nonprivate", 0.9, 1.1,
     where=_at(25, 1000, 7.5),
     description="§5.1: with n large relative to m (m = 25, n = 1000, ε* = 7.5) the Gaussian chain's error "
                 "is almost that of the non-private estimate (ratio within 10%)")]
 
-_INACCURATE = [RelativeLevelCheck(
+_INACCURATE = [relative_level_check(
     f"nguyen-fig1-{method}-inaccurate-at-eps0.01", FIG1.name, "l2", method,
     zero_estimate_error(200, mode == "paper"), 0.9, math.inf, where=_at(200, 1000, 0.01, mode),
     reference_name="‖β*‖₂", report_only=True,
@@ -142,16 +142,16 @@ _INACCURATE = [RelativeLevelCheck(
                 f"that of the estimate 0 (R11; m = 200, n = 1000, {mode} mode){_SATURATED}")
     for method, mode in (("gaussian", "paper"), ("laplace", "paper"), ("rr", "paper"), ("gaussian_sparse", "strict"))]
 
-_SPARSE_HIGH_PRIVACY = [ComparisonCheck(
+_SPARSE_HIGH_PRIVACY = [comparison_check(
     "nguyen-fig1-sparse-worse-at-eps0.01", FIG1.name, "l2", "gaussian", "gaussian_sparse",
     where=_at(200, 1000, 0.01, "strict"),
     description="§5.1: at ε* = 0.01 sparsification is worse than the dense chain (strict mode: the "
                 "authors' sparse power iteration does not converge there)")]
 
-_IMPROVES = [TrendCheck("nguyen-fig1-gaussian-improves-with-eps", FIG1.name, "l2", "gaussian", "eps", -1,
-                        where={"n_items": [200], "n_users": [1000], "mode": ["paper"],
-                               "eps": [e for e in EPS_SYNTHETIC if e >= 0.2]},
-                        description="§5.1: as ε* grows (0.2 → 7.5) the Gaussian chain's error falls "
-                                    "(m = 200, n = 1000)")]
+_IMPROVES = [trend_check("nguyen-fig1-gaussian-improves-with-eps", FIG1.name, "l2", "gaussian", "eps", -1,
+                         where={"n_items": [200], "n_users": [1000], "mode": ["paper"],
+                                "eps": [e for e in EPS_SYNTHETIC if e >= 0.2]},
+                         description="§5.1: as ε* grows (0.2 → 7.5) the Gaussian chain's error falls "
+                                     "(m = 200, n = 1000)")]
 
 CHECKS = [*_BEATS, *_GAIN_N, *_NEAR_NONPRIVATE, *_INACCURATE, *_SPARSE_HIGH_PRIVACY, *_IMPROVES]

@@ -7,7 +7,7 @@ every mechanism at one ε shares its flips, the ridge M-estimator of eq. (3), th
 §4.7), ``scenarios`` (Scenarios I–V, Figs 2–6, and the oracle, classic-RR floor and λ-rule
 companions), ``realdata`` (MovieLens, Fig. 7), ``hetero`` (heterogeneous ε, an extension),
 ``levels`` (closed forms of the level checks, evaluated from the grid, and a ratio check with a
-predicted region), ``mutants`` (plausible bugs the checks must kill, issue 27), ``audits``
+predicted region), ``mutants`` (plausible bugs the checks must kill), ``audits``
 (per-comparison LDP audits).
 """
 from . import audits, hetero, mutants, realdata, scenarios

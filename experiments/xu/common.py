@@ -42,7 +42,7 @@ random, reported as its expectation (A15), and ``excess_risk`` e_L of eq. (4), e
 prediction (tr Cov)/m of E‖θ̂ − θ*‖²/m at the simulated θ* (xu spec P4, λ = 0, no bias term;
 NaN for classic RR, which is biased), and ``floor_mse``, the squared ℓ2/√m error of the
 classic-RR population limit at the simulated θ* (xu spec §3.7). Two metrics of the release
-alone, for the level checks that pin the mechanisms (issue 27; ``levels``): ``release_slope``
+alone, for the level checks that pin the mechanisms (``levels``): ``release_slope``
 Σ_e(z̄_e − ½)(ȳ_e − ½)/Σ_e(ȳ_e − ½)², the slope of the released mean on the raw one (E = 2q − 1
 = tanh(ε/2) for classic RR, q the keep probability; 1 for the unbiased releases), and
 ``excess_var`` L·mean_e(z̄_e − ȳ_e)², the released noise's variance per answer (E =

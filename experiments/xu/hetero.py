@@ -31,7 +31,7 @@ import math
 import jax
 import numpy as np
 
-from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, RatioCheck, axes
+from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, ratio_check, axes
 from dpsim.mechanisms.privacy_profile import PROFILES, privacy_G, profile_group_sizes
 from dpsim.models.complete_btl import sample_pair_wins
 from dpsim.theory import xu as theory
@@ -146,14 +146,14 @@ def _bounds(name: str, eps: float = 1.0) -> tuple[float, float]:
 SANDWICH = (math.sqrt(0.9), math.sqrt(1.1))   # RMS band of "MSE within ~10%" (xu spec §9, P4)
 CHECKS = []
 for _p in HETERO_PROFILES:
-    CHECKS.append(RatioCheck(
+    CHECKS.append(ratio_check(
         f"xu-hetero-{_p.replace('_', '-')}-matches-same-G", HETERO.name, "mse", "m_est", "match", "profile", "same_g",
         *SANDWICH, where={"profile": [_p]}, pool=("n_users",), root=True,
         paired_on=("n_users", "rep"),
         description=f"{_p}: RMS ℓ2/√m error over that of the homogeneous ε with the same G(ε) in [√0.9, √1.1] "
                     f"(Thm 2 and Lemma 2: the variance of z̄ depends on ε only through G)"))
     _lo, _hi = _bounds(_p)
-    CHECKS.append(RatioCheck(
+    CHECKS.append(ratio_check(
         f"xu-hetero-{_p.replace('_', '-')}-not-mean-eps", HETERO.name, "mse", "m_est", "match", "profile",
         "same_mean_eps", _lo, _hi, where={"profile": [_p]}, pool=("n_users",), root=True,
         paired_on=("n_users", "rep"),

@@ -1,6 +1,6 @@
-"""Closed forms that pin xu's mechanisms and estimator at their level (issue 27), evaluated
+"""Closed forms that pin xu's mechanisms and estimator at their level, evaluated
 from a grid point's values only (m, L, ε, mechanism, λ rule), for
-:class:`~dpsim.experiment.checks.LevelCheck` predictions.
+:func:`~dpsim.experiment.checks.level_check` predictions.
 
 Written here from the paper's formulas (xu §3 eq. (1), Lemmas 1–2, §4.1 eq. (3); spec
 ../shared/papers/xu.md §3.2–3.6, §4.1–4.2, P4), on purpose **without** the library's helpers
@@ -25,15 +25,11 @@ seed, so the prediction is a function of (m, L, ε, mechanism, λ rule) alone.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 
-from dpsim.experiment.checks import RatioCheck
 
 SANDWICH_DRAWS = 2000     # θ* draws of the expected sandwich (relative MC error ≤ 0.52% at m = 10, tests)
 SANDWICH_SEED = 20_260_527
@@ -128,30 +124,10 @@ def expected_sandwich(m: int, n_users: int, eps: float, mechanism: str, rule: st
 
 
 def expected_sandwich_mse(point: dict) -> float:
-    """The LevelCheck prediction of ``mse`` at a grid point (its n_items, n_users, eps,
+    """The level_check prediction of ``mse`` at a grid point (its n_items, n_users, eps,
     mechanism, lambda_rule values): :func:`expected_sandwich`'s mean."""
     return expected_sandwich(int(point["n_items"]), int(point["n_users"]), float(point["eps"]),
                              str(point.get("mechanism", "debiased_rr")),
                              str(point.get("lambda_rule", "g_over_l")))[0]
 
 
-# ---------------------------------------------------------------------------------------
-# A ratio check whose region is a predicted ratio computed when the check is judged
-# ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PredictedRegionRatioCheck(RatioCheck):
-    """:class:`~dpsim.experiment.checks.RatioCheck` with its region [lo, hi] = R·[``band``],
-    R = ``predicted()`` evaluated when the check is judged (a closed form of the grid, e.g. the
-    ratio of two expected sandwiches, too slow to compute at import). ``lo``/``hi`` given at
-    construction are ignored (pass nan)."""
-
-    predicted: Callable[[], float] = lambda: math.nan
-    band: tuple[float, float] = (1.0, 1.0)
-
-    def region(self) -> tuple[float, float]:
-        r = float(self.predicted())
-        return r * self.band[0], r * self.band[1]
-
-    def estimate(self, rows):
-        lo, hi = self.region()
-        return RatioCheck.estimate(dataclasses.replace(self, lo=lo, hi=hi), rows)

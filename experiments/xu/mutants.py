@@ -1,4 +1,4 @@
-"""xu's mutants (issue 27): plausible bugs of its release and estimator that
+"""xu's mutants: plausible bugs of its release and estimator that
 ``dpsim verify xu --mutants`` must kill (:mod:`dpsim.experiment.mutants`).
 
 xu keys its release itself (:mod:`.common`, "Release"): the ``privatise`` stage reads ε and the

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.datasets import movielens_rankings, movielens_theta, ratings_or_stand_in, subsample_pair_wins
-from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, RatioCheck, UsageError, axes
+from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, ratio_check, UsageError, axes
 from dpsim.theory import xu as theory
 
 from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, lane_bytes, m_estimator_method, make_privatise,
@@ -126,7 +126,7 @@ EXPERIMENTS = [FIG7]
 # with L, is not checked: on the stand-in the subsampling error (inflated by within-user
 # correlation of the answers: a rated movie beats every unrated one) dominates at L = 100 and
 # vanishes as L → 610 (sampling without replacement), so every scheme's error falls.
-CHECKS = [RatioCheck(
+CHECKS = [ratio_check(
     "xu-fig7-scheme-order-at-largest-L", FIG7.name, "mse", "m_est", "scheme", "eps_inv_sqrt_log",
     "eps_log_over_sqrt", 1.0, math.inf, where={"n_users": [REAL_L[-1]]}, root=True, paired_on=("rep",),
     report_only=True,

@@ -33,7 +33,7 @@ Companions:
   prediction at the simulated θ*, m ∈ {10, 20}, L ∈ {100, 400}, ε ∈ {1, 2, 3}, debiased RR
   and Laplace, 500 replicates (the spec's numerical check used 300), and the ε ratios (P3);
   classic RR too, with the release metrics ``release_slope`` and ``excess_var``, for the level
-  checks that pin every mechanism's calibration (issue 27; :mod:`.levels`).
+  checks that pin every mechanism's calibration (:mod:`.levels`).
 - ``xu-classic-floor`` (xu spec §3.7, P10): classic vs debiased RR at ε = 2, m ∈ {10, 20},
   L ∈ {400, 1600, 6400, 25600}: the classic-RR error settles on its population floor
   (computed at the simulated θ*, ``floor_mse``) while the debiased error keeps falling like
@@ -49,11 +49,11 @@ import math
 
 import numpy as np
 
-from dpsim.experiment import (ComparisonCheck, FigureSpec, IdenticalAcrossCheck, MeanRatioCheck,  # noqa: F401
-                              Panel, PredictedRatioCheck, RatioCheck, SlopeCheck, SlopeRangeCheck, TrendCheck)
+from dpsim.experiment import (Deferred, comparison_check, FigureSpec, IdenticalAcrossCheck, column_ratio_check,  # noqa: F401
+                              Panel, predicted_ratio_check, ratio_check, slope_check, slope_range_check, trend_check)
 from dpsim.theory import xu as theory
 
-from dpsim.experiment.checks import LevelCheck
+from dpsim.experiment.checks import level_check
 
 from . import levels
 from .common import INF, SYMBOLS, VALUE_LABELS, YLABEL, truth_ladder, truth_uniform, xu_experiment
@@ -225,13 +225,13 @@ def _G(eps):
 FIG2_CHECKS = []
 for _e in FIG2_EPS:
     for _metric, _what in (("l2_rms", "ℓ2/√m"), ("linf", "ℓ∞")):
-        FIG2_CHECKS.append(SlopeCheck(
+        FIG2_CHECKS.append(slope_check(
             f"xu-fig2-{_metric.replace('_', '')}-vs-L-eps{_e:g}", FIG2.name, _metric, METHOD, "n_users", -0.5, RATE_TOL,
             where={"eps": [_e], "n_items": FIG2_M},
             description=f"Scenario I, ε = {_e:g}: {_what} error ∝ L^(-1/2) (Thm 2, xu spec P1–P2; one intercept per m)"))
 for _num, _den in ((1.0, 3.0), (1.0, 2.0)):
     _lo, _hi = lemma2_region(_G(_num), _G(_den))
-    FIG2_CHECKS.append(RatioCheck(
+    FIG2_CHECKS.append(ratio_check(
         f"xu-fig2-eps-ratio-{_num:g}-{_den:g}-coth-bounds", FIG2.name, "mse", METHOD, "eps", _num, _den, _lo, _hi,
         pool=("n_items", "n_users"), root=True, paired_on=("n_items", "n_users", "rep"),
         description=f"RMS error ratio ε = {_num:g}/{_den:g} between coth({_num:g}/2)/coth({_den:g}/2) and Lemma 2's "
@@ -248,18 +248,18 @@ for _metric, _what in (("l2_rms", "ℓ2/√m"), ("linf", "ℓ∞")):
     _where = {"n_items": FIG3_M}
     _tag = _metric.replace("_", "")
     FIG3_CHECKS += [
-        TrendCheck(f"xu-fig3-table1-{_tag}-log-over-sqrt-decreases", FIG3.name, _metric, METHOD, "n_users", -1,
-                   where={**_where, "scheme": ["eps_log_over_sqrt"]}, pool=("rep",),
-                   description=f"Table 1: {_what} decreases in L under ε ≍ log(mL)/√(mL) (the paper's Scheme 1; "
-                               "its text says it worsens, xu spec A8); paired design, intercept per (m, replicate)"),
-        SlopeRangeCheck(f"xu-fig3-table1-{_tag}-inv-sqrt-stable", FIG3.name, _metric, METHOD, "n_users",
-                        *STABLE_REGION, where={**_where, "scheme": ["eps_inv_sqrt"]}, pool=("rep",),
-                        description=f"Table 1: {_what} stays stable under ε ≍ 1/√(mL): slope closer to 0 than to "
-                                    "half the other schemes' proxy slopes √(G/(mL)) (xu spec P5)"),
-        TrendCheck(f"xu-fig3-table1-{_tag}-inv-sqrt-log-increases", FIG3.name, _metric, METHOD, "n_users", +1,
-                   where={**_where, "scheme": ["eps_inv_sqrt_log"]}, pool=("rep",),
-                   description=f"Table 1: {_what} increases in L under ε ≍ 1/(√(mL)·log(mL)) (the paper's Scheme 3; "
-                               "its text says it improves, xu spec A8)"),
+        trend_check(f"xu-fig3-table1-{_tag}-log-over-sqrt-decreases", FIG3.name, _metric, METHOD, "n_users", -1,
+                    where={**_where, "scheme": ["eps_log_over_sqrt"]}, pool=("rep",),
+                    description=f"Table 1: {_what} decreases in L under ε ≍ log(mL)/√(mL) (the paper's Scheme 1; "
+                                "its text says it worsens, xu spec A8); paired design, intercept per (m, replicate)"),
+        slope_range_check(f"xu-fig3-table1-{_tag}-inv-sqrt-stable", FIG3.name, _metric, METHOD, "n_users",
+                          *STABLE_REGION, where={**_where, "scheme": ["eps_inv_sqrt"]}, pool=("rep",),
+                          description=f"Table 1: {_what} stays stable under ε ≍ 1/√(mL): slope closer to 0 than to "
+                                      "half the other schemes' proxy slopes √(G/(mL)) (xu spec P5)"),
+        trend_check(f"xu-fig3-table1-{_tag}-inv-sqrt-log-increases", FIG3.name, _metric, METHOD, "n_users", +1,
+                    where={**_where, "scheme": ["eps_inv_sqrt_log"]}, pool=("rep",),
+                    description=f"Table 1: {_what} increases in L under ε ≍ 1/(√(mL)·log(mL)) (the paper's Scheme 3; "
+                                "its text says it improves, xu spec A8)"),
     ]
 
 FIG4_CHECKS = []
@@ -268,7 +268,7 @@ for _metric, _what in (("kendall", "K"), ("top_k_hamming", "H_K")):
     for _x, _where, _axis in (("n_users", {"n_items": FIG4_M, "gap": FIG4_GAP}, "L"),
                               ("n_items", {"n_users": FIG4_L, "gap": FIG4_GAP}, "m"),
                               ("gap", {"n_items": FIG4_M, "n_users": FIG4_L}, "Δ")):
-        FIG4_CHECKS.append(TrendCheck(
+        FIG4_CHECKS.append(trend_check(
             f"xu-fig4-{_tag}-falls-in-{_x.replace('n_', '')}", FIG4.name, _metric, METHOD, _x, -1, where=_where,
             log_y=False, report_only=True,
             description=f"Scenario III: {_what} decreases in {_axis} (Thms 5–6, xu spec P8; slope of the error in "
@@ -276,16 +276,16 @@ for _metric, _what in (("kendall", "K"), ("top_k_hamming", "H_K")):
                         f"calibration error moves (the order of z̄ is the Borda order at any noise scale)"))
 
 FIG5_CHECKS = [
-    TrendCheck("xu-fig5-kendall-log-over-sqrt-decreases", FIG5.name, "kendall", METHOD, "n_users", -1,
-               where={"n_items": FIG5_M, "scheme": ["eps_log_over_sqrt"]}, pool=("rep",), log_y=False,
-               report_only=True,
-               description="Report only (a ranking trend no calibration error moves). Scenario IV: K decreases in L under ε ≍ log(mL)/√(mL) (exponent mLΔ²/G grows "
-                           "like log²(mL), Thm 6; xu spec P8)"),
-    TrendCheck("xu-fig5-kendall-inv-sqrt-log-increases", FIG5.name, "kendall", METHOD, "n_users", +1,
-               where={"n_items": FIG5_M, "scheme": ["eps_inv_sqrt_log"]}, pool=("rep",), log_y=False,
-               report_only=True,
-               description="Report only (a ranking trend no calibration error moves). Scenario IV: K increases in L under ε ≍ 1/(√(mL)·log(mL)) (exponent shrinks like "
-                           "1/log²(mL), Thm 6; xu spec P8)"),
+    trend_check("xu-fig5-kendall-log-over-sqrt-decreases", FIG5.name, "kendall", METHOD, "n_users", -1,
+                where={"n_items": FIG5_M, "scheme": ["eps_log_over_sqrt"]}, pool=("rep",), log_y=False,
+                report_only=True,
+                description="Report only (a ranking trend no calibration error moves). Scenario IV: K decreases in L under ε ≍ log(mL)/√(mL) (exponent mLΔ²/G grows "
+                            "like log²(mL), Thm 6; xu spec P8)"),
+    trend_check("xu-fig5-kendall-inv-sqrt-log-increases", FIG5.name, "kendall", METHOD, "n_users", +1,
+                where={"n_items": FIG5_M, "scheme": ["eps_inv_sqrt_log"]}, pool=("rep",), log_y=False,
+                report_only=True,
+                description="Report only (a ranking trend no calibration error moves). Scenario IV: K increases in L under ε ≍ 1/(√(mL)·log(mL)) (exponent shrinks like "
+                            "1/log²(mL), Thm 6; xu spec P8)"),
 ]
 
 def _fig6_sandwich_ratio() -> float:
@@ -296,13 +296,16 @@ def _fig6_sandwich_ratio() -> float:
     return math.sqrt(total("laplace") / total("debiased_rr"))
 
 
+FIG6_SANDWICH_RATIO = Deferred(_fig6_sandwich_ratio, "Fig. 6's sandwich ratio")
+
+
 # a ratio of two MSEs each within ±10% of its sandwich (xu spec §9): RMS ratio within √(0.9/1.1), √(1.1/0.9)
 RATIO_BAND = (math.sqrt(0.9 / 1.1), math.sqrt(1.1 / 0.9))
 FIG6_CHECKS = [
-    levels.PredictedRegionRatioCheck(
+    ratio_check(
         "xu-fig6-laplace-over-debiased-rr-sandwich", FIG6.name, "mse", METHOD, "mechanism", "laplace",
-        "debiased_rr", math.nan, math.nan, pool=("n_items", "n_users"), root=True,
-        paired_on=("n_items", "n_users", "rep"), predicted=_fig6_sandwich_ratio, band=RATIO_BAND,
+        "debiased_rr", RATIO_BAND[0] * FIG6_SANDWICH_RATIO, RATIO_BAND[1] * FIG6_SANDWICH_RATIO,
+        pool=("n_items", "n_users"), root=True, paired_on=("n_items", "n_users", "rep"),
         description="Scenario V: RMS ℓ2/√m error of Laplace over debiased RR (same raw data) = the ratio R of their "
                     "expected ridge sandwiches (per-answer variance p(1−p) + 2/ε² vs p(1−p) + e^ε/(e^ε−1)², "
                     "xu spec §3.6, P11; levels.expected_sandwich), two-sided: R·[√(0.9/1.1), √(1.1/0.9)], each MSE "
@@ -319,13 +322,13 @@ FIG6_CHECKS = [
 ORACLE_POINTS = [(10, 100, 1.0, "debiased_rr"), (20, 400, 1.0, "debiased_rr"), (10, 100, 3.0, "debiased_rr"),
                  (10, 100, 2.0, "laplace"), (20, 400, 3.0, "debiased_rr"), (20, 400, 2.0, "laplace")]
 ORACLE_CHECKS = [
-    MeanRatioCheck(f"xu-oracle-m{m}-L{L}-eps{e:g}-{mech.replace('_', '-')}", ORACLE.name, "mse", "oracle_mse", METHOD,
-                   *SANDWICH, where={"n_items": [m], "n_users": [L], "eps": [e], "mechanism": [mech]},
-                   description=f"simulated RMS ℓ2/√m over the sandwich prediction at the simulated θ* in [√0.9, √1.1] "
-                               f"(MSE within 10%, xu spec P4, §9), m = {m}, L = {L}, ε = {e:g}, {mech}")
+    column_ratio_check(f"xu-oracle-m{m}-L{L}-eps{e:g}-{mech.replace('_', '-')}", ORACLE.name, "mse", "oracle_mse", METHOD,
+                       *SANDWICH, where={"n_items": [m], "n_users": [L], "eps": [e], "mechanism": [mech]},
+                       description=f"simulated RMS ℓ2/√m over the sandwich prediction at the simulated θ* in [√0.9, √1.1] "
+                                   f"(MSE within 10%, xu spec P4, §9), m = {m}, L = {L}, ε = {e:g}, {mech}")
     for m, L, e, mech in ORACLE_POINTS]
 for _num, _den in ((1.0, 3.0), (1.0, 2.0)):
-    ORACLE_CHECKS.append(PredictedRatioCheck(
+    ORACLE_CHECKS.append(predicted_ratio_check(
         f"xu-oracle-eps-ratio-{_num:g}-{_den:g}-tracks-sandwich", ORACLE.name, "mse", "oracle_mse", METHOD, "eps",
         _num, _den, *SANDWICH, where={"mechanism": ["debiased_rr"]}, pool=("n_items", "n_users"),
         paired_on=("n_items", "n_users", "rep"),
@@ -333,34 +336,34 @@ for _num, _den in ((1.0, 3.0), (1.0, 2.0)):
                     f"simulated θ* (exact Lemma 2 variance, ≈ coth ratio; xu spec P3, P4) in [√0.9, √1.1]"))
 
 FLOOR_CHECKS = [
-    *[MeanRatioCheck(f"xu-classic-floor-m{m}", FLOOR.name, "mse", "floor_mse", METHOD, 0.99, 1.01,
-                     where={"n_items": [m], "n_users": [FLOOR_L[-1]], "mechanism": ["classic_rr"]},
-                     description=f"classic RR, m = {m}, L = {FLOOR_L[-1]}, ε = 2: RMS ℓ2/√m within 1% of its population "
-                                 "floor ‖θ̃ − θ*‖/√m at the simulated θ* (xu spec §3.7; variance left < 0.1%)")
+    *[column_ratio_check(f"xu-classic-floor-m{m}", FLOOR.name, "mse", "floor_mse", METHOD, 0.99, 1.01,
+                         where={"n_items": [m], "n_users": [FLOOR_L[-1]], "mechanism": ["classic_rr"]},
+                         description=f"classic RR, m = {m}, L = {FLOOR_L[-1]}, ε = 2: RMS ℓ2/√m within 1% of its population "
+                                     "floor ‖θ̃ − θ*‖/√m at the simulated θ* (xu spec §3.7; variance left < 0.1%)")
       for m in FLOOR_M],
-    SlopeCheck("xu-classic-floor-plateau", FLOOR.name, "l2_rms", METHOD, "n_users", 0.0, RATE_TOL,
-               where={"n_items": FLOOR_M, "mechanism": ["classic_rr"]},
-               description="classic RR: the ℓ2/√m error plateaus in L (slope 0; inconsistent, xu spec §3.7, P10)"),
-    SlopeCheck("xu-classic-floor-debiased-consistent", FLOOR.name, "l2_rms", METHOD, "n_users", -0.5, RATE_TOL,
-               where={"n_items": FLOOR_M, "mechanism": ["debiased_rr"]},
-               description="debiased RR on the same flips: ℓ2/√m ∝ L^(-1/2) → 0 (Thm 2)"),
+    slope_check("xu-classic-floor-plateau", FLOOR.name, "l2_rms", METHOD, "n_users", 0.0, RATE_TOL,
+                where={"n_items": FLOOR_M, "mechanism": ["classic_rr"]},
+                description="classic RR: the ℓ2/√m error plateaus in L (slope 0; inconsistent, xu spec §3.7, P10)"),
+    slope_check("xu-classic-floor-debiased-consistent", FLOOR.name, "l2_rms", METHOD, "n_users", -0.5, RATE_TOL,
+                where={"n_items": FLOOR_M, "mechanism": ["debiased_rr"]},
+                description="debiased RR on the same flips: ℓ2/√m ∝ L^(-1/2) → 0 (Thm 2)"),
 ]
 
 _L_LO, _L_HI = lemma2_region(_G(1.0), _G(3.0))
 LAMBDA_CHECKS = [
-    RatioCheck("xu-lambda-g-over-l-eps3-beats-eps1", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0,
-               1 / _L_HI, 1 / _L_LO, where={"n_items": [10], "n_users": [100], "lambda_rule": ["g_over_l"]},
-               root=True, paired_on=("rep",),
-               description="λ = G/L at m = 10, L = 100: RMS error ratio ε = 3 over ε = 1 within Lemma 2's bounds "
-                           "widened by the sandwich's ±10% MSE (xu spec P3, A4)"),
-    RatioCheck("xu-lambda-paper-rule-reverses-eps", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0, 1.0, INF,
-               where={"n_items": [10], "n_users": [100], "lambda_rule": ["paper"]}, root=True, paired_on=("rep",),
-               description="the literal λ = (e^ε+1)²/((e^ε−1)L) at m = 10, L = 100 makes ε = 3 worse than ε = 1, "
-                           "contradicting the paper's Fig. 2 (xu spec §4.2, A4): why λ = G/L is the default"),
+    ratio_check("xu-lambda-g-over-l-eps3-beats-eps1", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0,
+                1 / _L_HI, 1 / _L_LO, where={"n_items": [10], "n_users": [100], "lambda_rule": ["g_over_l"]},
+                root=True, paired_on=("rep",),
+                description="λ = G/L at m = 10, L = 100: RMS error ratio ε = 3 over ε = 1 within Lemma 2's bounds "
+                            "widened by the sandwich's ±10% MSE (xu spec P3, A4)"),
+    ratio_check("xu-lambda-paper-rule-reverses-eps", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0, 1.0, INF,
+                where={"n_items": [10], "n_users": [100], "lambda_rule": ["paper"]}, root=True, paired_on=("rep",),
+                description="the literal λ = (e^ε+1)²/((e^ε−1)L) at m = 10, L = 100 makes ε = 3 worse than ε = 1, "
+                            "contradicting the paper's Fig. 2 (xu spec §4.2, A4): why λ = G/L is the default"),
 ]
 
 # =======================================================================================
-# Level checks (issue 27): each mechanism's calibration, and the estimator's MSE, against a
+# Level checks: each mechanism's calibration, and the estimator's MSE, against a
 # closed form of the grid's values written in .levels (never the library's helpers).
 # Tolerances: the release closed forms are exact (E over the mechanism's randomness given the
 # raw answers), so their regions state the calibration error we accept, far inside the shift
@@ -381,43 +384,43 @@ SANDWICH_FIG2_L = [400, 800]
 SANDWICH_L_NOTE = "L ≥ 400: the O(1/L) terms the sandwich drops are 4× smaller than at L = 100"
 _POOL = ("n_items", "n_users")
 LEVEL_CHECKS = [
-    LevelCheck("xu-oracle-classic-rr-keep-probability", ORACLE.name, "release_slope", METHOD,
-               lambda point: levels.release_slope(point["eps"], "classic_rr"), *SLOPE_REGION,
-               where={"mechanism": ["classic_rr"]}, pool=_POOL, at=("eps",), formula="2q−1 = tanh(ε/2)",
-               description="classic RR keeps each answer w.p. q = e^ε/(1+e^ε) (xu §3.1, Lemma 1): the slope of the "
-                           "released mean on the raw mean is exactly 2q − 1 = tanh(ε/2); ratio in [0.98, 1.02] at "
-                           "every ε (exact formula; ±2% ≫ MC se ≈ 0.1%)"),
-    LevelCheck("xu-oracle-unbiased-release-slope", ORACLE.name, "release_slope", METHOD,
-               lambda point: levels.release_slope(point["eps"], point["mechanism"]), *SLOPE_REGION,
-               where={"mechanism": ["debiased_rr", "laplace"]}, pool=_POOL, at=("mechanism", "eps"), formula="1",
-               description="debiased RR (eq. (1)) and Laplace are unbiased given the raw answers: slope of z̄ on ȳ "
-                           "exactly 1 at every (mechanism, ε) (Lemma 2, spec §3.6); [0.98, 1.02] (MC se ≤ 0.2%): a "
-                           "release debiased at the wrong ε or not at all moves it by ≥ 5%"),
-    LevelCheck("xu-oracle-debiased-rr-excess-variance", ORACLE.name, "excess_var", METHOD,
-               lambda point: levels.excess_variance(point["eps"], "debiased_rr"), *NOISE_REGION,
-               where={"mechanism": ["debiased_rr"]}, pool=_POOL, at=("eps",), formula="e^ε/(e^ε−1)²",
-               description="debiased RR: L·mean_e(z̄_e − ȳ_e)² has expectation e^ε/(e^ε−1)² exactly (Var(z | y), "
-                           "eq. (1), Lemma 2 minus p(1−p)); [0.95, 1.05] at every ε (exact formula; MC se ≈ 0.5%)"),
-    LevelCheck("xu-oracle-laplace-noise-variance", ORACLE.name, "excess_var", METHOD,
-               lambda point: levels.excess_variance(point["eps"], "laplace"), *NOISE_REGION,
-               where={"mechanism": ["laplace"]}, pool=_POOL, at=("eps",), formula="2/ε²",
-               description="Laplace(1/ε) per answer (sensitivity 1, xu spec §3.6, A6): L·mean_e(z̄_e − ȳ_e)² has "
-                           "expectation 2/ε² exactly; [0.95, 1.05] at every ε (MC se ≈ 0.5%)"),
-    LevelCheck("xu-oracle-mse-level-sandwich", ORACLE.name, "mse", METHOD, levels.expected_sandwich_mse,
-               *SANDWICH_LEVEL, where={"mechanism": ["debiased_rr", "laplace"], "n_users": [400]}, pool=_POOL,
-               at=("mechanism", "eps"), formula="E_θ* ridge sandwich",
-               description="simulated E‖θ̂ − θ*‖²/m over the ridge sandwich averaged over θ* ~ U(−2, 2) centred, "
-                           "evaluated from (m, L, ε, mechanism) (levels.expected_sandwich; xu spec P4), at L = 400 "
-                           f"({SANDWICH_L_NOTE}): [0.882, 1.122] = ±10% (spec §9) widened by 2% for the prediction's "
-                           "MC error"),
-    LevelCheck("xu-fig2-mse-level-sandwich", FIG2.name, "mse", METHOD, levels.expected_sandwich_mse,
-               *SANDWICH_LEVEL, where={"n_items": FIG2_M, "n_users": SANDWICH_FIG2_L, "eps": FIG2_EPS},
-               pool=(*_POOL, "eps"), formula="E_θ* ridge sandwich",
-               description="Scenario I: simulated E‖θ̂ − θ*‖²/m over the expected ridge sandwich at (m, L, ε), pooled "
-                           f"over m, ε and L ∈ {{400, 800}} ({SANDWICH_L_NOTE}; one point: the paper's 50 replicates "
-                           "leave ±7% per ε, the per-ε level is xu-oracle-mse-level-sandwich's, at 500) (xu spec P3, P4): "
-                           "[0.882, 1.122] = ±10% (spec §9) widened by 2% for the prediction's MC error. Pins the "
-                           "debiasing and λ = G/L at the estimator's level"),
+    level_check("xu-oracle-classic-rr-keep-probability", ORACLE.name, "release_slope", METHOD,
+                lambda point: levels.release_slope(point["eps"], "classic_rr"), *SLOPE_REGION,
+                where={"mechanism": ["classic_rr"]}, pool=_POOL, at=("eps",), formula="2q−1 = tanh(ε/2)",
+                description="classic RR keeps each answer w.p. q = e^ε/(1+e^ε) (xu §3.1, Lemma 1): the slope of the "
+                            "released mean on the raw mean is exactly 2q − 1 = tanh(ε/2); ratio in [0.98, 1.02] at "
+                            "every ε (exact formula; ±2% ≫ MC se ≈ 0.1%)"),
+    level_check("xu-oracle-unbiased-release-slope", ORACLE.name, "release_slope", METHOD,
+                lambda point: levels.release_slope(point["eps"], point["mechanism"]), *SLOPE_REGION,
+                where={"mechanism": ["debiased_rr", "laplace"]}, pool=_POOL, at=("mechanism", "eps"), formula="1",
+                description="debiased RR (eq. (1)) and Laplace are unbiased given the raw answers: slope of z̄ on ȳ "
+                            "exactly 1 at every (mechanism, ε) (Lemma 2, spec §3.6); [0.98, 1.02] (MC se ≤ 0.2%): a "
+                            "release debiased at the wrong ε or not at all moves it by ≥ 5%"),
+    level_check("xu-oracle-debiased-rr-excess-variance", ORACLE.name, "excess_var", METHOD,
+                lambda point: levels.excess_variance(point["eps"], "debiased_rr"), *NOISE_REGION,
+                where={"mechanism": ["debiased_rr"]}, pool=_POOL, at=("eps",), formula="e^ε/(e^ε−1)²",
+                description="debiased RR: L·mean_e(z̄_e − ȳ_e)² has expectation e^ε/(e^ε−1)² exactly (Var(z | y), "
+                            "eq. (1), Lemma 2 minus p(1−p)); [0.95, 1.05] at every ε (exact formula; MC se ≈ 0.5%)"),
+    level_check("xu-oracle-laplace-noise-variance", ORACLE.name, "excess_var", METHOD,
+                lambda point: levels.excess_variance(point["eps"], "laplace"), *NOISE_REGION,
+                where={"mechanism": ["laplace"]}, pool=_POOL, at=("eps",), formula="2/ε²",
+                description="Laplace(1/ε) per answer (sensitivity 1, xu spec §3.6, A6): L·mean_e(z̄_e − ȳ_e)² has "
+                            "expectation 2/ε² exactly; [0.95, 1.05] at every ε (MC se ≈ 0.5%)"),
+    level_check("xu-oracle-mse-level-sandwich", ORACLE.name, "mse", METHOD, levels.expected_sandwich_mse,
+                *SANDWICH_LEVEL, where={"mechanism": ["debiased_rr", "laplace"], "n_users": [400]}, pool=_POOL,
+                at=("mechanism", "eps"), formula="E_θ* ridge sandwich",
+                description="simulated E‖θ̂ − θ*‖²/m over the ridge sandwich averaged over θ* ~ U(−2, 2) centred, "
+                            "evaluated from (m, L, ε, mechanism) (levels.expected_sandwich; xu spec P4), at L = 400 "
+                            f"({SANDWICH_L_NOTE}): [0.882, 1.122] = ±10% (spec §9) widened by 2% for the prediction's "
+                            "MC error"),
+    level_check("xu-fig2-mse-level-sandwich", FIG2.name, "mse", METHOD, levels.expected_sandwich_mse,
+                *SANDWICH_LEVEL, where={"n_items": FIG2_M, "n_users": SANDWICH_FIG2_L, "eps": FIG2_EPS},
+                pool=(*_POOL, "eps"), formula="E_θ* ridge sandwich",
+                description="Scenario I: simulated E‖θ̂ − θ*‖²/m over the expected ridge sandwich at (m, L, ε), pooled "
+                            f"over m, ε and L ∈ {{400, 800}} ({SANDWICH_L_NOTE}; one point: the paper's 50 replicates "
+                            "leave ±7% per ε, the per-ε level is xu-oracle-mse-level-sandwich's, at 500) (xu spec P3, P4): "
+                            "[0.882, 1.122] = ±10% (spec §9) widened by 2% for the prediction's MC error. Pins the "
+                            "debiasing and λ = G/L at the estimator's level"),
 ]
 
 CHECKS = [*FIG2_CHECKS, *FIG3_CHECKS, *FIG4_CHECKS, *FIG5_CHECKS, *FIG6_CHECKS, *ORACLE_CHECKS, *FLOOR_CHECKS,
