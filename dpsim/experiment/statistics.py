@@ -186,6 +186,14 @@ def crossing(x, y, level=0.5):
 # Composable statistics (for :class:`dpsim.experiment.checks.Claim`): each estimates one
 # number and its standard error on its own scale, optionally relative to a prediction
 # evaluated from the grid (:func:`predictions`).
+class _OfOneMethod:
+    """A statistic of the rows of one method (its ``method`` field)."""
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return (self.method,)
+
+
 @dataclass(frozen=True)
 class Value:
     """One statistic's estimate on its scale: ``value`` and its standard error ``se`` (on the
@@ -219,7 +227,7 @@ def _relative(rows: pd.DataFrame, prediction: Callable[[dict], float] | None) ->
 
 
 @dataclass(frozen=True)
-class Mean:
+class Mean(_OfOneMethod):
     """The mean of ``metric`` over the rows of ``method`` (its square root with ``root``: an
     RMS from mean squares; ``square`` squares the metric first, so ``root`` and ``square``
     give the RMS of a norm). With a prediction: mean(metric)/mean(prediction), the two paired
@@ -230,10 +238,6 @@ class Mean:
     method: str
     root: bool = False
     square: bool = False
-
-    @property
-    def methods(self):
-        return (self.method,)
 
     def metric_values(self, rows: pd.DataFrame) -> np.ndarray:
         """The per-row values averaged: the ``metric`` column (a subclass may form them from
@@ -318,7 +322,7 @@ class Difference:
 
 
 @dataclass(frozen=True)
-class ColumnRatio:
+class ColumnRatio(_OfOneMethod):
     """mean(``numerator``)/mean(``denominator``), two columns of the same rows of ``method``
     (e.g. a simulated MSE over its predicted value in another column), paired per row (their
     covariance enters the delta method); ``root``: its square root (an RMS ratio). Log
@@ -328,10 +332,6 @@ class ColumnRatio:
     denominator: str
     method: str
     root: bool = False
-
-    @property
-    def methods(self):
-        return (self.method,)
 
     def describe(self) -> str:
         return f"{'RMS ratio' if self.root else 'ratio of means'} {self.numerator}/{self.denominator} of {self.method}"
@@ -348,7 +348,7 @@ class ColumnRatio:
 
 
 @dataclass(frozen=True)
-class SliceRatio:
+class SliceRatio(_OfOneMethod):
     """stat(``axis`` = ``numerator``)/stat(``axis`` = ``denominator``) for ``metric`` of
     ``method``, stat = the mean (its square root with ``root``). Independent slices, or
     aligned on ``paired_on`` columns with their covariance (:func:`log_ratio_between`).
@@ -365,10 +365,6 @@ class SliceRatio:
     root: bool = False
     paired_on: tuple[str, ...] | None = None
     reference: str | None = None
-
-    @property
-    def methods(self):
-        return (self.method,)
 
     @property
     def spans(self) -> tuple[str, ...]:
@@ -397,7 +393,7 @@ class SliceRatio:
 
 
 @dataclass(frozen=True)
-class Slope:
+class Slope(_OfOneMethod):
     """The slope of log ``metric`` (``metric`` itself with ``log_y=False``) on log ``x`` over
     the replicate-level rows of ``method``, with one intercept per value of each axis in
     ``per`` that varies (:func:`~dpsim.experiment.summary.loglog_slope`; HC1 standard
@@ -408,10 +404,6 @@ class Slope:
     x: str
     log_y: bool = True
     per: tuple[str, ...] = ()
-
-    @property
-    def methods(self):
-        return (self.method,)
 
     @property
     def spans(self) -> tuple[str, ...]:
@@ -428,7 +420,7 @@ class Slope:
 
 
 @dataclass(frozen=True)
-class LinearSlope:
+class LinearSlope(_OfOneMethod):
     """The slope in ``x`` itself (not its log) of the grid means of ``scale``·``metric`` of
     ``method`` (``scale`` a column, e.g. n_samples for n·MSE; None: 1), weighted least squares
     with the means' standard errors (:func:`~dpsim.experiment.summary.slope_fit`), divided
@@ -439,10 +431,6 @@ class LinearSlope:
     x: str
     scale: str | None = None
     per: float = 1.0
-
-    @property
-    def methods(self):
-        return (self.method,)
 
     @property
     def spans(self) -> tuple[str, ...]:
