@@ -17,9 +17,11 @@ docs/architecture.md.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "architecture.md"
 
 LAYERS: list[list[str]] = [
     # foundations: no model, no privacy, no experiment in them
@@ -30,7 +32,7 @@ LAYERS: list[list[str]] = [
     ["dpsim.mechanisms"],
     ["dpsim.estimators"],
     ["dpsim.audits", "dpsim.theory", "dpsim.datasets"],
-    # the experiment engine (imports foundations only: see test_the_engine_knows_no_science)
+    # the experiment engine (no science module: see test_the_engine_knows_no_science)
     ["dpsim.experiment.errors", "dpsim.experiment.axes", "dpsim.experiment.units", "dpsim.experiment.threads",
      "dpsim.experiment.provenance", "dpsim.experiment.summary", "dpsim.experiment.deferred",
      "dpsim.experiment.batching"],
@@ -218,3 +220,26 @@ def test_no_import_cycle():
     """No cycle among modules, inside a package included (between packages the layers already
     exclude one)."""
     assert cycles(import_graph()) == []
+
+
+def documented_layers(text: str) -> list[list[str]]:
+    """The layers of docs/architecture.md's "Modules and layers" section: one per
+    ``### Layer N`` heading, holding the modules of its ``- `name` — role`` items."""
+    section = text.split("## Modules and layers", 1)[1].split("\n## ", 1)[0]
+    layers: list[list[str]] = []
+    for line in section.splitlines():
+        if line.startswith("### Layer"):
+            assert line.split()[2] == str(len(layers)), f"layers out of order at {line!r}"
+            layers.append([])
+        elif (item := re.match(r"- `(dpsim[\w.]*)` — ", line)):
+            layers[-1].append(item.group(1))
+    return layers
+
+
+def test_docs_list_the_modules_of_the_tree_in_the_same_layers():
+    """docs/architecture.md lists exactly the LAYERS entries, on the same layers; together with
+    test_every_module_has_a_layer_and_every_layer_entry_exists, it names every module (or
+    package) of the tree and nothing that is not there."""
+    documented = documented_layers(DOC.read_text())
+    assert [sorted(layer) for layer in documented] == [sorted(layer) for layer in LAYERS]
+    assert len(DOC.read_text().splitlines()) < 150
