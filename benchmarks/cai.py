@@ -80,9 +80,9 @@ import numpy as np
 
 from dpsim.estimators import topk
 from dpsim.estimators.btl_mle import btl_objective, penalised_mle
-from dpsim.experiment import Method, program, runner
+from dpsim.experiment import Method, chunk_io, planning, program, runner
+from dpsim.experiment.batching import default_workers, micro_batch_size
 from dpsim.experiment.grid import stable_id
-from dpsim.experiment.runner import default_workers, micro_batch_size
 from dpsim.experiments.cai import edge
 from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.models.btl import sample_er_comparisons, theta_cai_design, top_k_size
@@ -679,13 +679,12 @@ def _compile_seconds(experiment) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp:
         plan = runner.plan_run(experiment, out=f"{tmp}/plan")
     step, grid = plan.steps[0], plan.grid
-    groups = runner._groups(grid)
+    groups = planning.analysis_groups(grid)
     a_words = program.id_words([stable_id(a) for a in grid.analysis_points])
-    shape_words, shape_vals, data_words, reps_arg, data_vals, a_vals = runner._chunk_args(step.chunks[0], grid, step)
-    args = program.spec((np.uint32(0), shape_words, shape_vals, data_words, reps_arg, data_vals, a_words, a_vals))
+    args = program.spec(chunk_io.chunk_arguments(step.chunks[0], grid, step, np.uint32(0), a_words))
     fn = jax.jit(program.make_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro))
     t0 = time.perf_counter()
-    lowered = fn.lower(*args)
+    lowered = fn.lower(args)
     t1 = time.perf_counter()
     lowered.compile(compiler_options=program.compiler_options())   # the engine's XLA options
     return t1 - t0, time.perf_counter() - t1, len(lowered.as_text()) // 1000

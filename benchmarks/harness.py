@@ -149,7 +149,7 @@ def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, worke
     ``host_s`` = wall − compute (unhidden compile, keys, rows, Parquet), ``lanes``, ``rows``
     and ``fits`` (result rows of ``fits_method``, or all rows), plus ``describe(table)``
     of the results table (e.g. solver iterations). ``micro_batch``: lanes vmapped together
-    (default: the device's choice, :func:`dpsim.experiment.runner.batching`). Compiled
+    (default: the device's choice, :func:`dpsim.experiment.batching.batching`). Compiled
     programs cached in this process are reused: see :func:`measure_engine` for a cold run."""
     with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp:
         with instrumented_runner() as chunks, measured() as m:

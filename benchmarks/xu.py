@@ -48,7 +48,7 @@ import numpy as np
 import scipy.optimize  # imported here, outside every timing
 
 from dpsim.estimators.debiased_m import debiased_m_estimator, ridge_lambda
-from dpsim.experiment.runner import micro_batch_size
+from dpsim.experiment.batching import micro_batch_size
 from dpsim.experiments.xu import common, scenarios
 from dpsim.mechanisms.pairwise_ldp import privatize
 from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted

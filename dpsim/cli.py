@@ -89,7 +89,8 @@ def cmd_show(args) -> int:
 
     from dpsim.experiment.describe import describe, estimate_seconds
     from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.runner import format_duration, plan_run
+    from dpsim.experiment.runner import plan_run
+    from dpsim.experiment.units import format_duration
     experiment, source = resolve(args.experiment)
     for line in describe(experiment, source):
         print(line)

@@ -87,3 +87,11 @@ def require_counts_matrix(W, name: str = "W") -> None:
     if array.shape[0] < 2:
         raise ValueError(f"{name} must compare at least 2 items, got shape {array.shape}")
     require(f"{name} entry", array, lambda v: (v >= 0) & np.isfinite(v), "must be a finite count ≥ 0")
+
+
+def require_group_sizes(group_sizes, name: str = "group_sizes") -> None:
+    """Concrete group sizes must be integers ≥ 0 with a positive sum (traced: unchecked)."""
+    require_int(group_sizes, name, 0)
+    array = concrete(group_sizes)
+    if array is not None and float(np.sum(array)) < 1:
+        raise ValueError(f"{name}={array.tolist()!r} must hold at least one user (n_users ≥ 1)")

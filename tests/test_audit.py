@@ -10,7 +10,7 @@ import pytest
 import dpsim  # noqa: F401
 from dpsim.estimators import win_counts
 from dpsim.experiments.cai.audits import audit_counts, edge_worst_case_pair, individual_worst_case_pair
-from dpsim.mechanisms.audit import histogram_epsilon, laplace_privacy_loss, max_laplace_privacy_loss
+from dpsim.audits.audit import histogram_epsilon, laplace_privacy_loss, max_laplace_privacy_loss
 
 L = 5
 
@@ -72,7 +72,7 @@ def test_empirical_epsilon_for_delta_matches_the_gaussian_curve_and_its_bracket(
     exact smallest ε' of Balle & Wang's δ(ε') within 4 standard errors, the result meets
     the constraint, and a loss below 1 everywhere (bracket [0, 1]) and a loss that never
     exceeds δ (ε̂ = 0) are handled."""
-    from dpsim.mechanisms.audit import empirical_epsilon_for_delta, smallest_epsilon
+    from dpsim.audits.audit import empirical_epsilon_for_delta, smallest_epsilon
     from dpsim.mechanisms.objective_perturbation import gaussian_mechanism_epsilon
     delta = 1e-3
     for sigma in (1.0, 8.0):

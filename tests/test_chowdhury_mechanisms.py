@@ -14,7 +14,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld
 from scipy import stats
 
 import dpsim  # noqa: F401
-from dpsim.mechanisms.label_audit import audit_label_krr, audit_label_rr, audit_objective_perturbation
+from dpsim.audits.label_audit import audit_label_krr, audit_label_rr, audit_objective_perturbation
 from dpsim.mechanisms.objective_perturbation import (
     feature_bound_from_data,
     gaussian_mechanism_delta,

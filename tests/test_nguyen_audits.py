@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 import dpsim  # noqa: F401
-from dpsim.mechanisms.audit_responses import (
+from dpsim.audits.audit_responses import (
     audit_discrete_gaussian,
     audit_discrete_laplace,
     audit_response_rr,

@@ -24,7 +24,7 @@ from dpsim.experiment import store
 from dpsim.experiment.grid import expand_grid
 from dpsim.experiment.registry import installed
 from dpsim.linalg import batched_lapack_calls
-from dpsim.mechanisms.audit_responses import audit_sparse_gaussian, cycle_graph, max_cut_rows
+from dpsim.audits.audit_responses import audit_sparse_gaussian, cycle_graph, max_cut_rows
 from dpsim.theory import nguyen as theory
 from dpsim.experiments.nguyen import CHECKS, EXPERIMENTS
 from dpsim.experiment import method_ratio_slope_check

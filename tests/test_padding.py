@@ -18,7 +18,8 @@ import pytest
 import dpsim  # noqa: F401  (float64)
 from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask
 from dpsim.experiment import runner, store
-from dpsim.experiment.runner import run_experiment, size_buckets
+from dpsim.experiment.planning import size_buckets
+from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.program import clear_cache
 from dpsim.models import (centre, pair_bits, real_items, sample_er_comparisons, theta_cai_design,
                           true_top_k_mask)

@@ -16,8 +16,11 @@ import numpy as np
 import pytest
 
 from dpsim.experiment import Derived, Experiment, Method, UsageError, axes
-from dpsim.experiment import runner, store
+from dpsim.experiment import planning, runner, store
+from dpsim.experiment.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
+                                       micro_batch_size)
 from dpsim.experiment.runner import run_experiment
+from dpsim.experiment.units import format_bytes, format_duration
 from dpsim.models import sample_er_comparisons
 from toy import METHODS, toy_experiment
 
@@ -35,7 +38,7 @@ def small_experiment(**grid) -> Experiment:
 
 # The old CPU policy (cache-sized micro-batches of up to 128 lanes): it still describes how an
 # explicit byte bound lays out chunks, which the accelerator policy and --micro-batch use.
-CACHE_SIZED = runner.Batching("cpu", 3 * 2**20, 128, 1, chunk_work=runner.CHUNK_WORK)
+CACHE_SIZED = Batching("cpu", 3 * 2**20, 128, 1, chunk_work=CHUNK_WORK)
 
 
 def table(out) -> pd.DataFrame:
@@ -135,9 +138,9 @@ def test_results_do_not_depend_on_chunking(reference, reference_micro1, tmp_path
     (24, 8 * 40**2, 5, 1, (5, 5)),
 ])
 def test_chunk_layout(n_lanes, lane_bytes, chunk, workers, want):
-    size, micro = runner.chunk_layout(n_lanes, lane_bytes, 10, chunk, workers, CACHE_SIZED)
+    size, micro = chunk_layout(n_lanes, lane_bytes, 10, chunk, workers, CACHE_SIZED)
     assert (size, micro) == want
-    assert size % micro == 0 and micro <= runner.micro_batch_size(lane_bytes, CACHE_SIZED)
+    assert size % micro == 0 and micro <= micro_batch_size(lane_bytes, CACHE_SIZED)
     assert math.ceil(n_lanes / size) * size - n_lanes < size      # less than a chunk of padding
 
 
@@ -508,26 +511,26 @@ def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
     (48_000, 8 * 1000**2, 1e9, (64, 16)),      # small memory: a quarter of it bounds the micro-batch
 ])
 def test_accelerator_batching_fills_the_device(n_lanes, lane_bytes, memory, want):
-    policy = runner.batching("gpu", memory=memory)
+    policy = batching("gpu", memory=memory)
     assert policy.workers == 1 and policy.max_micro == 512
-    assert runner.chunk_layout(n_lanes, lane_bytes, 7, None, policy.workers, policy) == want
+    assert chunk_layout(n_lanes, lane_bytes, 7, None, policy.workers, policy) == want
     size, micro = want
     assert micro * lane_bytes <= 0.25 * memory
 
 
 def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypatch):
-    cpu = runner.batching("cpu")                   # lanes one at a time (measured)
-    assert cpu.max_micro == runner.MAX_MICRO_BATCH_CPU == 1 and cpu.chunk_work == runner.CHUNK_WORK
-    assert runner.chunk_layout(480, 8 * 300**2, 7, None, 2, cpu) == (240, 1)
-    assert runner.chunk_layout(120, 8 * 40**2, 10, None, 2, cpu) == (60, 1)
-    assert runner.chunk_layout(480, 8 * 300**2, 7, None, 2, runner.batching("cpu", micro_batch=30)) == (240, 30)
+    cpu = batching("cpu")                   # lanes one at a time (measured)
+    assert cpu.max_micro == MAX_MICRO_BATCH_CPU == 1 and cpu.chunk_work == CHUNK_WORK
+    assert chunk_layout(480, 8 * 300**2, 7, None, 2, cpu) == (240, 1)
+    assert chunk_layout(120, 8 * 40**2, 10, None, 2, cpu) == (60, 1)
+    assert chunk_layout(480, 8 * 300**2, 7, None, 2, batching("cpu", micro_batch=30)) == (240, 30)
     monkeypatch.setenv("DPSIM_MICRO_BATCH", "7")
-    assert runner.batching("cpu").max_micro == 7
+    assert batching("cpu").max_micro == 7
     monkeypatch.setenv("DPSIM_MICRO_BATCH", "seven")
     with pytest.raises(UsageError, match="DPSIM_MICRO_BATCH='seven'"):
-        runner.batching("cpu")
+        batching("cpu")
     with pytest.raises(UsageError, match="micro_batch=0"):
-        runner.batching("cpu", micro_batch=0)
+        batching("cpu", micro_batch=0)
 
 
 def test_results_do_not_depend_on_an_explicit_micro_batch(reference, tmp_path):
@@ -621,7 +624,7 @@ def test_key_chains_equal_nested_fold_ins():
 @pytest.mark.parametrize("reps, complete", [(10, []), (10, [0, 3, 4, 9]), (7, [0, 1, 2, 3, 4, 5, 6]),
                                             (1000, [1, 2, 500, 998])])
 def test_missing_reps_lists_the_complement_lazily(reps, complete):
-    missing = runner._MissingReps(reps, np.asarray(complete))
+    missing = planning._MissingReps(reps, np.asarray(complete))
     expected = [r for r in range(reps) if r not in complete]
     assert len(missing) == len(expected)
     assert missing.take(0, len(missing)).tolist() == expected
@@ -667,6 +670,6 @@ def test_a_lane_larger_than_the_memory_is_refused_before_anything_is_written(tmp
 
 
 def test_format_bytes_and_duration():
-    assert runner.format_bytes(999) == "999 B" and runner.format_bytes(28.8e9) == "28.8 GB"
-    assert runner.format_duration(42) == "42 s" and runner.format_duration(600) == "10.0 min"
-    assert runner.format_duration(7200) == "2.0 h" and runner.format_duration(3 * 86400) == "3.0 days"
+    assert format_bytes(999) == "999 B" and format_bytes(28.8e9) == "28.8 GB"
+    assert format_duration(42) == "42 s" and format_duration(600) == "10.0 min"
+    assert format_duration(7200) == "2.0 h" and format_duration(3 * 86400) == "3.0 days"

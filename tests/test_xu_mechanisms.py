@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 import dpsim  # noqa: F401
-from dpsim.mechanisms.pairwise_audit import audit_pairwise
+from dpsim.audits.pairwise_audit import audit_pairwise
 from dpsim.mechanisms.pairwise_ldp import (
     MECHANISMS,
     classic_rr_mean,

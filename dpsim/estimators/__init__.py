@@ -19,7 +19,7 @@ from dpsim.estimators.debiased_m import (
 )
 from dpsim.estimators.counts import noisy_counts_edge, win_counts
 from dpsim.estimators.topk import top_k_mask
-from dpsim.estimators.graph import strongly_connected
+from dpsim.graph import strongly_connected
 from dpsim.estimators.individual import (
     guarded_penalised_mle,
     noisy_counts_individual,

@@ -44,11 +44,11 @@ import numpy as np
 from dpsim.estimators.btl_mle import btl_objective
 from dpsim.estimators.fit import Fit
 from dpsim.estimators.topk import top_k_mask
-from dpsim.mechanisms.privacy_profile import coth_half, privacy_G, require_group_sizes
+from dpsim.mechanisms.privacy_profile import coth_half, privacy_G
 from dpsim.models.complete_btl import n_items_of_pairs
 from dpsim.models.individual import pair_index
 from dpsim.solvers import SmoothObjective, newton_cg
-from dpsim.validate import require, require_eps, require_int
+from dpsim.validate import require, require_eps, require_group_sizes, require_int
 
 LAMBDA_RULES = ("g_over_l", "paper")
 RANK_TIE_TOL = 1e-9   # spec A15: |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞) is a tie

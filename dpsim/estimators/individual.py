@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from dpsim.estimators.btl_mle import penalised_mle
 from dpsim.estimators.counts import win_counts
 from dpsim.estimators.fit import Fit
-from dpsim.estimators.graph import strongly_connected
+from dpsim.graph import strongly_connected
 from dpsim.mechanisms.calibration import (
     individual_count_noise_scale,
     individual_objective_perturbation,

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.estimators.fit import Fit
-from dpsim.estimators.graph import reachable_from
+from dpsim.graph import reachable_from
 from dpsim.linalg import solve
 
 

@@ -225,7 +225,7 @@ class Padding:
     scalars. The functions must mask the padding so that the real entries' results equal
     the unpadded program's up to float rounding, random draws included (e.g.
     :func:`dpsim.models.pair_bits`, prefix-stable 1-D draws); the runner chooses which sizes
-    share a program (:func:`dpsim.experiment.runner.size_buckets`), so results never depend
+    share a program (:func:`dpsim.experiment.planning.size_buckets`), so results never depend
     on that choice beyond rounding.
 
     Attributes:

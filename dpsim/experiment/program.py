@@ -138,6 +138,22 @@ def _called(experiment: Experiment, name: str, key, ctx: Context):
                          f"{message[:300]} (dpsim --traceback … shows the whole trace)") from None
 
 
+class ChunkArguments(NamedTuple):
+    """The arguments of one call of a chunk program (:func:`make_chunk_fn`): host arrays, or
+    ``ShapeDtypeStruct`` s to compile without executing (:func:`spec`). Built for a planned
+    chunk by :func:`dpsim.experiment.chunk_io.chunk_arguments`; B lanes (the step's chunk
+    size), Q analysis points."""
+
+    seed: np.uint32                 # the run's seed
+    shape_words: np.ndarray         # [2] uint32: the shape point's θ*-key words (:func:`truth_words`)
+    shape_vals: dict                # {name: int64 scalar}: traced shape values (empty without padding)
+    data_words: np.ndarray          # [B, 2] uint32: each lane's data id words
+    reps: np.ndarray                # [B] uint32: each lane's replicate
+    data_vals: dict                 # {name: [B]}: numeric data values
+    a_words: np.ndarray             # [Q, 2] uint32: the analysis points' id words (shared)
+    a_vals: dict                    # {name: [B, Q]}: numeric analysis values (derived ones may vary by lane)
+
+
 def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
                   reads: list[set] | None = None):
     """The program of one step: (seed, lanes of one shape point) → {method: {column: [lanes, Q]}}.
@@ -161,11 +177,7 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
         reads: one set per group that collects the string analysis keys the traced code
             reads (:func:`_lowered`), or None.
     Returns:
-        ``chunk(seed, shape_words, shape_vals, data_words, reps, data_vals, a_words, a_vals)``
-        with the shape point's θ*-key words ``shape_words`` [2] (:func:`truth_words`) and traced
-        shape values ``shape_vals`` {name: int64 scalar} (empty without padding), per-lane
-        ``data_words`` [B, 2], ``reps`` [B], ``data_vals`` {name: [B]}, shared ``a_words``
-        [Q, 2] and per-lane ``a_vals`` {name: [B, Q]}.
+        ``chunk(args)`` of one :class:`ChunkArguments`.
     """
 
     def lane(seed, point, truth, design_key, data_words, rep, data_vals, a_words, a_vals):
@@ -190,12 +202,14 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
             outputs.append(jax.lax.map(one, (a_words[idx], {k: v[idx] for k, v in a_vals.items()})))
         return jax.tree_util.tree_map(lambda *parts: jnp.concatenate(parts), *outputs)
 
-    def chunk(seed, shape_words, shape_vals, data_words, reps, data_vals, a_words, a_vals):
-        point = {**shape, **shape_vals}
-        design_key = truth_key(seed, shape_words)   # once per chunk, not per lane
+    def chunk(args: ChunkArguments):
+        point = {**shape, **args.shape_vals}
+        design_key = truth_key(args.seed, args.shape_words)   # once per chunk, not per lane
         truth = None if experiment.truth_per_replicate else experiment.truth(design_key, point)
-        return jax.lax.map(lambda args: lane(seed, point, truth, design_key, *args[:3], a_words, args[3]),
-                           (data_words, reps, data_vals, a_vals), batch_size=micro if micro > 1 else None)
+        return jax.lax.map(lambda per_lane: lane(args.seed, point, truth, design_key, *per_lane[:3], args.a_words,
+                                                 per_lane[3]),
+                           (args.data_words, args.reps, args.data_vals, args.a_vals),
+                           batch_size=micro if micro > 1 else None)
 
     return chunk
 
@@ -260,7 +274,7 @@ class ChunkProgram(NamedTuple):
 def _lower(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int, example_args,
            reads: list[set] | None = None):
     """:func:`make_chunk_fn` traced and lowered for ``example_args`` (not compiled)."""
-    return jax.jit(make_chunk_fn(experiment, shape, static_data, groups, micro, reads)).lower(*example_args)
+    return jax.jit(make_chunk_fn(experiment, shape, static_data, groups, micro, reads)).lower(example_args)
 
 
 def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int, example_args):
@@ -406,13 +420,14 @@ def compiler_options() -> dict | None:
 
 
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
-                      example_args: tuple) -> ChunkProgram:
+                      example_args: ChunkArguments) -> ChunkProgram:
     """Ahead-of-time compiled :func:`make_chunk_fn`, specialised on the string analysis values
     its code reads (:func:`_lowered`), cached in-process per (experiment, step, analysis
     groups, micro-batch, argument shapes): a second run of one of the last two experiments
     compiles nothing (older programs are released, see ``_COMPILED``).
 
-    ``example_args`` may be arrays or ``ShapeDtypeStruct`` s (compiling executes nothing).
+    ``example_args``: a :class:`ChunkArguments` of arrays or ``ShapeDtypeStruct`` s (compiling
+    executes nothing).
     On CPU a program with a batched LAPACK call can deadlock (:mod:`dpsim.linalg`): it is
     compiled again with unbatched lanes (micro-batch 1, with a warning), and refused with a
     one-line error if a batched call remains.

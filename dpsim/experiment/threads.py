@@ -11,6 +11,7 @@ import queue
 import threading
 from collections import deque
 from concurrent.futures import Future, TimeoutError as FutureTimeout
+from functools import partial
 from typing import Callable, Sequence
 
 from dpsim.errors import RunStalled
@@ -39,6 +40,22 @@ def in_order(pool: "DaemonPool", tasks: Sequence[Callable], in_flight: int, pati
             yield wait(pending.popleft(), patience, f"{what} (chunk {number + 2 - in_flight}/{total})")
     while pending:
         yield wait(pending.popleft(), patience, f"{what} (chunk {total + 1 - len(pending)}/{total})")
+
+
+class Tasks(Sequence):
+    """``count`` tasks for :func:`in_order`, the i-th ``partial(task, i)``, made when taken (a
+    step's chunks are not all listed up front)."""
+
+    def __init__(self, count: int, task: Callable[[int], object]):
+        self.count, self.task = count, task
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int):
+        if not 0 <= index < self.count:
+            raise IndexError(index)
+        return partial(self.task, index)
 
 
 class DaemonPool:

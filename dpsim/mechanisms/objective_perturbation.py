@@ -8,7 +8,7 @@ feature bound L; the minimiser itself is in dpsim.estimators.linear_btl.
 
 Label DP (Thm 5.2): σ = L√(8 log(2/δ) + 4ε)/ε gives (ε, δ)-label DP for any β > 0 when
 ‖ϕ‖ ≤ L (so ‖x‖ ≤ 2L, the sensitivity of the gradient to one label). Post-processing view
-(used by the audit in dpsim.mechanisms.label_audit): changing label j shifts the objective by
+(used by the audit in dpsim.audits.label_audit): changing label j shifts the objective by
 (y_j − y'_j)x_jᵀθ, i.e. by a shift of w by Δ = (y_j − y'_j)x_j, so the exact minimiser over
 Θ_B is a fixed map of w + ψ_D and the mechanism is a post-processing of the Gaussian
 mechanism with ℓ2 sensitivity ‖x_j‖ ≤ 2L; the guarantee therefore also holds for the

@@ -43,13 +43,13 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.mechanisms.laplace import laplace_noise
-from dpsim.mechanisms.privacy_profile import coth_half, require_group_sizes, tanh_half
+from dpsim.mechanisms.privacy_profile import coth_half, tanh_half
 from dpsim.mechanisms.randomized_response import (
     debiased_response,
     randomized_response,
     randomized_response_counts,
 )
-from dpsim.validate import require, require_eps
+from dpsim.validate import require, require_eps, require_group_sizes
 
 MECHANISMS = ("debiased_rr", "classic_rr", "laplace", "none")
 

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpsim.validate import concrete, require, require_eps, require_int
+from dpsim.validate import require, require_eps, require_group_sizes, require_int
 
 # name -> ((fraction of users, multiple of the base ε), ...); fractions sum to 1.
 PROFILES: dict[str, tuple[tuple[float, float], ...]] = {
@@ -62,14 +62,6 @@ class PrivacyProfile(NamedTuple):
 def _require_profile_name(name: str) -> None:
     if name not in PROFILES:
         raise ValueError(f"profile={name!r} is unknown; choose one of {sorted(PROFILES)}")
-
-
-def require_group_sizes(group_sizes, name: str = "group_sizes") -> None:
-    """Concrete group sizes must be integers ≥ 0 with a positive sum (traced: unchecked)."""
-    require_int(group_sizes, name, 0)
-    array = concrete(group_sizes)
-    if array is not None and float(np.sum(array)) < 1:
-        raise ValueError(f"{name}={array.tolist()!r} must hold at least one user (n_users ≥ 1)")
 
 
 def profile_group_sizes(name: str, n_users: int) -> np.ndarray:
@@ -215,6 +207,6 @@ def composed_user_budget(n_items: int, eps):
     return n_items * (n_items - 1) / 2 * jnp.asarray(eps, jnp.float64)
 
 
-__all__ = ["PROFILES", "PrivacyProfile", "require_group_sizes", "profile_group_sizes", "profile_group_eps",
+__all__ = ["PROFILES", "PrivacyProfile", "profile_group_sizes", "profile_group_eps",
            "privacy_profile", "homogeneous_profile", "pad_profile", "per_user_eps", "coth_half", "tanh_half",
            "privacy_G", "privacy_H", "privacy_K", "privacy_rho", "composed_user_budget"]

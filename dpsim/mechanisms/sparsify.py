@@ -18,6 +18,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from dpsim.graph import reachable_from
 from dpsim.validate import require, require_int, require_probability
 
 P0_RULES = ("code_synthetic", "code_real", "log", "fixed")
@@ -84,10 +85,6 @@ class GraphDraw(NamedTuple):
 
 
 def _connected(graph):
-    # Imported here: dpsim.estimators imports this module (private_spectral), so a
-    # module-level import would be circular when dpsim.mechanisms is imported first.
-    from dpsim.estimators.graph import reachable_from
-
     return jnp.all(reachable_from(graph))
 
 

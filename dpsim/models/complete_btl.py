@@ -21,10 +21,9 @@ import math
 import jax
 import jax.numpy as jnp
 
-from dpsim.mechanisms.privacy_profile import require_group_sizes
 from dpsim.models.btl import centre, theta_uniform
 from dpsim.models.individual import n_pairs, pair_index
-from dpsim.validate import require_int, require_positive
+from dpsim.validate import require_group_sizes, require_int, require_positive
 
 
 def n_items_of_pairs(n_pairs_: int) -> int:

@@ -1,6 +1,6 @@
 """cai's privacy audits (cai spec §10.3, §10.18, §11 "Privacy audits"): Algorithm 2 (edge DP)
 and Algorithm 3 in both modes (individual DP) on worst-case neighbouring datasets, with the
-generic tools of :mod:`dpsim.mechanisms.audit`.
+generic tools of :mod:`dpsim.audits.audit`.
 
 Worst-case neighbours (they maximise ‖N − N'‖₁ under each adjacency):
 - **edge** (Alg. 2): one comparison's outcome flips, i beat j → j beat i: N_i − 1, N_j + 1,
@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from dpsim.estimators.counts import noisy_counts_edge, win_counts
 from dpsim.estimators.individual import noisy_counts_individual
-from dpsim.mechanisms.audit import Audit, AuditResult, audit_count_mechanism
+from dpsim.audits.audit import Audit, AuditResult, audit_count_mechanism
 from dpsim.mechanisms.calibration import edge_count_noise_scale, individual_count_noise_scale
 
 

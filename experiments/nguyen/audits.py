@@ -1,7 +1,7 @@
 """nguyen's privacy audits (spec ../shared/papers/nguyen.md §4.3, §4.5, §4.8, §4.9, §7.4): every
 mechanism on worst-case neighbouring response data, with the exact privacy loss against the
 claimed budget and its estimate from samples of the mechanism alone
-(:mod:`dpsim.mechanisms.audit_responses`).
+(:mod:`dpsim.audits.audit_responses`).
 
 - ``nguyen-discrete-gaussian``: the dense chain (m = 5), (ε*, δ = 1e-4) claims of every
   (accounting, conversion) mode, valid and unproven;
@@ -14,8 +14,8 @@ claimed budget and its estimate from samples of the mechanism alone
 """
 from __future__ import annotations
 
-from dpsim.mechanisms.audit import Audit
-from dpsim.mechanisms.audit_responses import (audit_discrete_gaussian, audit_discrete_laplace, audit_response_rr,
+from dpsim.audits.audit import Audit
+from dpsim.audits.audit_responses import (audit_discrete_gaussian, audit_discrete_laplace, audit_response_rr,
                                               audit_sparse_gaussian)
 
 AUDITS = [

@@ -1,15 +1,15 @@
 """xu's privacy audits (xu §3.1–3.2; spec ../shared/papers/xu.md §3.2, §3.4, §3.6): classic RR,
 debiased RR and the Laplace mechanism, each on the worst-case neighbouring inputs of one
 comparison (y = 1 against y = 0), drawn through the library's own sufficient-statistic
-sampler (:func:`dpsim.mechanisms.pairwise_audit.audit_pairwise`). Each is ε-LDP per
+sampler (:func:`dpsim.audits.pairwise_audit.audit_pairwise`). Each is ε-LDP per
 comparison: the exact loss is ε, and the sampled estimate agrees within a few standard
 errors. The detail reports the composed budget of one user's whole vector at m = 10
 (m(m−1)/2·ε; xu spec §3.4, A20), which the paper does not discuss.
 """
 from __future__ import annotations
 
-from dpsim.mechanisms.audit import Audit
-from dpsim.mechanisms.pairwise_audit import audit_pairwise
+from dpsim.audits.audit import Audit
+from dpsim.audits.pairwise_audit import audit_pairwise
 
 AUDIT_ITEMS = 10
 

@@ -72,7 +72,7 @@ def smallest_epsilon(delta_of: Callable[[float], float], delta: float, hi: float
     hockey-stick divergence δ(ε)): 100 bisection steps on [0, ``hi``], ``hi`` doubled first
     until δ(hi) ≤ δ. Returns the upper end of the final bracket, so δ(result) ≤ δ (0.0 when
     δ(0) ≤ δ already). Host, float. Used for the exact (ε, δ) curves of
-    :mod:`dpsim.mechanisms.audit_responses` and by :func:`empirical_epsilon_for_delta`."""
+    :mod:`dpsim.audits.audit_responses` and by :func:`empirical_epsilon_for_delta`."""
     lo = 0.0
     if delta_of(0.0) <= delta:
         return 0.0

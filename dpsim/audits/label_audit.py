@@ -3,7 +3,7 @@
 K-ary RR (eq. (12)) and Gaussian objective perturbation (Algorithm 2, Thm 5.2).
 
 Each audit is ``audit_*(key, eps_values, n_samples, **options) -> list[AuditResult]`` (the
-signature of :class:`dpsim.mechanisms.audit.Audit`'s ``run``), with rows holding the exact privacy loss
+signature of :class:`dpsim.audits.audit.Audit`'s ``run``), with rows holding the exact privacy loss
 of the mechanism on the audited neighbours and an estimate computed from samples of the
 mechanism itself.
 
@@ -22,7 +22,7 @@ mechanism itself.
   statistic ℓ(θ̂) = (‖w_{D'}(θ̂)‖² − ‖w_D(θ̂)‖²)/(2σ²) from the optimality condition
   w_D(θ̂) = −[Xᵀ(σ(Xθ̂) − y) + βθ̂], and finds the smallest ε' with
   mean_D[(1 − e^{ε'−ℓ})₊] ≤ δ (the hockey-stick divergence estimated from samples,
-  :func:`dpsim.mechanisms.audit.empirical_epsilon_for_delta`).
+  :func:`dpsim.audits.audit.empirical_epsilon_for_delta`).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.linear_btl import objective_perturbation
-from dpsim.mechanisms.audit import AuditResult, empirical_epsilon_for_delta, histogram_epsilon
+from dpsim.audits.audit import AuditResult, empirical_epsilon_for_delta, histogram_epsilon
 from dpsim.mechanisms.objective_perturbation import gaussian_mechanism_epsilon, label_dp_noise_scale
 from dpsim.mechanisms.randomized_response import (
     flip_probability,

@@ -2,9 +2,6 @@
 debiased RR and the Laplace mechanism, each on the worst-case neighbouring inputs of one
 comparison (y = 1 against y = 0), through the library's own sufficient-statistic sampler
 (:func:`dpsim.mechanisms.pairwise_ldp.privatize` with one user and one pair).
-
-Kept out of ``dpsim.mechanisms.__init__`` like :mod:`dpsim.mechanisms.audit`, which imports
-estimators.
 """
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpsim.mechanisms.audit import AuditResult, histogram_epsilon, laplace_privacy_loss, max_laplace_privacy_loss
+from dpsim.audits.audit import AuditResult, histogram_epsilon, laplace_privacy_loss, max_laplace_privacy_loss
 from dpsim.mechanisms.pairwise_ldp import privatize
 from dpsim.mechanisms.randomized_response import flip_probability, keep_probability
 from dpsim.validate import require_eps
@@ -53,7 +50,7 @@ def audit_pairwise(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 200_000,
     The released values are drawn through the library's own sampler (:func:`privatize` with
     one user and one pair). Exact loss: RR and debiased RR, max_out |log P(out|1)/P(out|0)|
     from the flip probability (debiased RR is a bijection of ỹ); Laplace, sup_x ℓ(x) = 1/b
-    with b = 1/ε. Empirical: :func:`~dpsim.mechanisms.audit.histogram_epsilon` of the
+    with b = 1/ε. Empirical: :func:`~dpsim.audits.audit.histogram_epsilon` of the
     released value (RR) or of the privacy-loss statistic ℓ(x) (Laplace) under both inputs,
     from samples only. Expected: exact = ε and the estimate within a few standard errors.
 
@@ -63,7 +60,7 @@ def audit_pairwise(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 200_000,
         n_samples: draws per input.
         n_items: if given, the detail also reports the composed user budget m(m−1)/2·ε.
     Returns:
-        list of :class:`~dpsim.mechanisms.audit.AuditResult`, three per ε.
+        list of :class:`~dpsim.audits.audit.AuditResult`, three per ε.
     """
     results = []
     for index, eps in enumerate(eps_values):

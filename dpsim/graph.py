@@ -5,6 +5,10 @@ the items into two non-empty groups some item of each group beat some item of th
 (Zermelo 1929; Ford 1957), i.e. iff the digraph with an arc i → j whenever W_ij > 0 is
 strongly connected (cai spec §10.17). The same condition makes the Rank-Centrality chain
 (cai spec §5.6) irreducible, so its stationary distribution is unique.
+
+Graph reachability is used by estimators (both conditions above) and by mechanisms (a
+sparsification graph is redrawn until connected, :mod:`dpsim.mechanisms.sparsify`), so it
+sits below both.
 """
 import jax
 import jax.numpy as jnp

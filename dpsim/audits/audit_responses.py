@@ -1,7 +1,7 @@
 """Privacy audits of nguyen's mechanisms on worst-case neighbouring response data (spec
 ../shared/papers/nguyen.md §4.3, §4.8, §4.9): the discrete Gaussian and discrete Laplace
 chains on the differential counts, and per-user randomized response. Each returns
-:class:`dpsim.mechanisms.audit.AuditResult` rows, like :func:`dpsim.mechanisms.audit.audit_counts`.
+:class:`dpsim.audits.audit.AuditResult` rows, like :func:`dpsim.audits.audit.audit_count_mechanism`.
 
 **Worst-case neighbours.** One user's row x = (1, …, 1, 0, …, 0) (⌈m/2⌉ ones) replaced by
 1 − x changes the dense count vector by ±1 on D = 2⌊m²/4⌋ ordered pairs (the maximum,
@@ -13,12 +13,12 @@ which has the law of a sum of D i.i.d. N_ℤ(0, σ²) (computed exactly by FFT c
 the pmf). The exact δ(ε) = E[(1 − e^{ε−ℓ})₊] (the hockey-stick divergence) is compared with
 the claimed δ, and ``exact_loss`` is the smallest ε′ with δ(ε′) ≤ δ. The empirical estimate
 replaces the exact law of ℓ by samples of Z from :func:`dpsim.mechanisms.discrete_gaussian`
-(:func:`dpsim.mechanisms.audit.empirical_epsilon_for_delta`).
+(:func:`dpsim.audits.audit.empirical_epsilon_for_delta`).
 
 **Discrete Laplace** (pure ε): ℓ = Σ_k (|Z_k + d_k| − |Z_k|)/t, sup ℓ = D/t (the ratio of the
 discrete densities ∝ e^{−|z|/t} is the continuous one's:
-:func:`dpsim.mechanisms.audit.laplace_privacy_loss`), estimated from samples with
-:func:`dpsim.mechanisms.audit.histogram_epsilon` as for cai's counts.
+:func:`dpsim.audits.audit.laplace_privacy_loss`), estimated from samples with
+:func:`dpsim.audits.audit.histogram_epsilon` as for cai's counts.
 
 **Sparse discrete Gaussian** (Algorithm 2 on an item graph G): only the 2|E| ordered pairs
 of G are released; a row x replaced by 1 − x shifts exactly the counts of the directed cut,
@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.spectral import differential_counts
-from dpsim.mechanisms.audit import (AuditResult, empirical_epsilon_for_delta, histogram_epsilon, laplace_privacy_loss,
+from dpsim.audits.audit import (AuditResult, empirical_epsilon_for_delta, histogram_epsilon, laplace_privacy_loss,
                                     smallest_epsilon)
 from dpsim.mechanisms.count_noise import gaussian_count_sigma, laplace_count_scale, max_cut_complete
 from dpsim.mechanisms.discrete import discrete_gaussian, discrete_gaussian_pmf, discrete_laplace

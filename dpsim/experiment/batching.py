@@ -1,0 +1,198 @@
+"""The device batching policy: how many lanes a device computes together.
+
+A *lane* is one (data point, replicate) pair (:mod:`dpsim.experiment.program`). A chunk's
+lanes are processed by ``lax.map``, in vmapped micro-batches of several lanes on an
+accelerator and one lane at a time on CPU (:func:`batching`: on the 2-core CPU, vmapping
+lanes made programs slower to compile and, for iterative solvers, slower to run, since
+every lane of a micro-batch waits for the slowest one's while-loop). On CPU several chunks
+are computed at the same time (:func:`default_workers`). The policy also holds the cost
+model that decides which sizes of a padded experiment share a program
+(:func:`dpsim.experiment.planning.size_buckets`), and the memory one lane must fit in
+(:func:`memory_limit`). ``$DPSIM_MICRO_BATCH`` and ``$DPSIM_PADDING`` are read here.
+
+Results do not depend on any of this beyond float rounding: keys come from stable ids, not
+from positions in a batch.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+
+import jax
+
+from dpsim.errors import UsageError
+
+# CPU: lanes one at a time. Measured on the 2-core CPU, fresh process / warm re-run,
+# against the earlier cache-sized micro-batches (≤ 3 MiB, ≤ 128 lanes): cai Fig. 3 (n = 300)
+# 4.3 / 2.4 s against 7.0 / 4.6 s; cai n = 200 2.0 / 0.37 s against 3.0 / 0.82 s; n = 40
+# 1.7 / 0.064 s against 2.5 / 0.055 s; compiling a program took 15–30 % less in every
+# experiment tried (xu-fig4, nguyen-fig1, chowdhury-fig1, cai-fig5), and their warm runs
+# were within ±15 %. --micro-batch N (or $DPSIM_MICRO_BATCH) vmaps N lanes again.
+MAX_MICRO_BATCH_CPU = 1
+MAX_WORKERS = 4
+CHUNK_WORK = 2e8
+# Accelerators: many lanes per vmapped micro-batch (measured on an H100 for the cai Fig. 3
+# workload at 2400 replicates: micro-batches of 4 lanes 27.8 s, 64 4.1 s, 512 2.6 s, 4096
+# 3.4 s), bounded by a share of the device's memory; a chunk holds a few of them.
+MAX_MICRO_BATCH_ACCELERATOR = 512
+ACCELERATOR_MEMORY_SHARE = 0.25
+ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
+# Size buckets of padded experiments (:func:`~dpsim.experiment.planning.size_buckets`): the cost model of one program.
+# CPU, measured on the 2-core CPU (cai Fig. 1, benchmarks/cai.py): its nine programs compiled
+# in 18.0 s (2.0 s each) and computed 120 lanes × 4 ε × 8n² bytes (n = 100 … 700) in 8.6 s,
+# 1.26e-9 s per lane-analysis byte. Accelerators: compiling took ~6 s per program on an H100
+# (56 s for cai Fig. 1's nine) and a fit ran ~27× faster than on the CPU (0.027 ms
+# against 0.73 ms per n = 300 fit, benchmarks/cai.py): estimates, not measured with padding
+# on a GPU. When a later change halved the CPU compute per byte (BTL evaluate), the choice
+# was re-checked rather than refit: Figure 1 in fresh processes,
+# 2 rounds, 3 programs (these constants) 12.8 / 13.7 s, 2 programs (at 0.9e-9 s per byte)
+# 14.3 / 12.3 s, 4 programs (at 2.5e-9) 14.9 / 15.8 s.
+COMPILE_SECONDS_CPU, SECONDS_PER_BYTE_CPU = 2.0, 1.26e-9
+COMPILE_SECONDS_ACCELERATOR, SECONDS_PER_BYTE_ACCELERATOR = 6.0, 1.26e-9 / 27
+PADDING_VARIABLE = "DPSIM_PADDING"
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How a device groups lanes: at most ``max_micro`` lanes (and ``micro_bytes`` of working
+    set) per vmapped micro-batch, chunks of about ``chunk_work`` bytes of work or
+    ``micro_per_chunk`` micro-batches, and ``workers`` chunks computed at the same time.
+    With a padded experiment, sizes share a program where the cost model says it pays:
+    ``compile_seconds`` per program against ``seconds_per_byte`` per lane-analysis byte of
+    padded work (:func:`~dpsim.experiment.planning.size_buckets`; ``compile_seconds`` 0: one program per size).
+    Results do not depend on any of these beyond float rounding (keys come from stable ids,
+    not positions)."""
+
+    backend: str
+    micro_bytes: float
+    max_micro: int
+    workers: int
+    chunk_work: float | None = None
+    micro_per_chunk: int | None = None
+    compile_seconds: float = COMPILE_SECONDS_CPU
+    seconds_per_byte: float = SECONDS_PER_BYTE_CPU
+
+
+def device_memory_bytes(device=None) -> float | None:
+    """The memory an accelerator lets one process use (``bytes_limit``), or None if unknown."""
+    device = device or jax.devices()[0]
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:  # a backend without memory statistics
+        return None
+    return stats.get("bytes_limit")
+
+
+def host_memory_bytes() -> float | None:
+    """The machine's physical memory in bytes (None where the OS does not say)."""
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_limit(backend: str) -> tuple[float | None, str]:
+    """(bytes, what) of the memory one lane's working set must fit in: an accelerator's
+    per-process limit, or the host's physical memory on CPU."""
+    if backend == "cpu":
+        return host_memory_bytes(), "this machine's memory"
+    return device_memory_bytes(), f"the {backend} device's memory"
+
+
+
+def batching(backend: str | None = None, *, micro_batch: int | None = None,
+             memory: float | None = None) -> Batching:
+    """The batching of ``backend`` (default: JAX's default backend).
+
+    CPU (the measured choice, ``MAX_MICRO_BATCH_CPU``): lanes one at a time, chunks of ~2e8
+    bytes of work, one chunk per core (≤ 4) at a time. Accelerators: micro-batches of up to
+    512 lanes within a quarter of the device's memory (``memory``, default its
+    ``bytes_limit``, else 16 GiB), 4 micro-batches per chunk, one chunk at a time.
+    ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH) caps the micro-batch on
+    any backend. The size buckets' cost model is the backend's (constants above);
+    ``$DPSIM_PADDING=off`` gives every size its own program (``auto``, the default: buckets).
+    """
+    backend = backend or jax.default_backend()
+    if micro_batch is None and os.environ.get("DPSIM_MICRO_BATCH"):
+        text = os.environ["DPSIM_MICRO_BATCH"]
+        try:
+            micro_batch = int(text)
+        except ValueError:
+            raise UsageError(f"DPSIM_MICRO_BATCH={text!r} must be a number of lanes") from None
+    if micro_batch is not None and (isinstance(micro_batch, bool) or not isinstance(micro_batch, int)
+                                    or micro_batch < 1):
+        raise UsageError(f"micro_batch={micro_batch!r} must be an integer ≥ 1")
+    padding = os.environ.get(PADDING_VARIABLE, "auto")
+    if padding not in ("auto", "off"):
+        raise UsageError(f"{PADDING_VARIABLE}={padding!r} must be 'auto' or 'off'")
+    if backend == "cpu":
+        policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, default_workers(), chunk_work=CHUNK_WORK)
+    else:
+        memory = memory or (device_memory_bytes() if backend == jax.default_backend() else None) or 16 * 2**30
+        policy = Batching(backend, ACCELERATOR_MEMORY_SHARE * memory, MAX_MICRO_BATCH_ACCELERATOR, 1,
+                          micro_per_chunk=ACCELERATOR_MICRO_BATCHES_PER_CHUNK,
+                          compile_seconds=COMPILE_SECONDS_ACCELERATOR, seconds_per_byte=SECONDS_PER_BYTE_ACCELERATOR)
+    if micro_batch is not None:
+        policy = dataclasses.replace(policy, micro_bytes=math.inf, max_micro=micro_batch)
+    if padding == "off":
+        policy = dataclasses.replace(policy, compile_seconds=0.0)
+    return policy
+
+
+def micro_batch_size(lane_bytes: int, policy: Batching | None = None) -> int:
+    """Most lanes vmapped together: the largest power of two whose working set fits the
+    policy's micro-batch bytes, at most its ``max_micro``; exactly ``max_micro`` when the
+    policy sets no byte bound (CPU: 1; an explicit ``--micro-batch``)."""
+    policy = policy or batching("cpu")
+    if math.isinf(policy.micro_bytes):          # an explicit --micro-batch: exactly that many lanes
+        return int(policy.max_micro)
+    size = max(1, int(policy.micro_bytes // max(lane_bytes, 1)))
+    return int(min(policy.max_micro, 2 ** int(math.log2(size))))
+
+
+def default_workers() -> int:
+    """Chunks computed at the same time: the available CPU cores (at most MAX_WORKERS) on the
+    CPU backend, one chunk at a time on an accelerator.
+
+    XLA:CPU splits each operation over its thread pool, which pays off for big operations
+    but not for the many small ones of a small-n solve. Measured on 2 cores
+    (benchmarks/cai.py, section W, warm runs end to end): the n = 40 workload (120
+    lanes × 10 ε) took 0.047 s with two chunks of 60 computed at once against 0.055 s with
+    one at a time; Fig. 3 (n = 300) 4.99 s against 5.19 s.
+    """
+    if jax.default_backend() != "cpu":
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cores))
+
+
+def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int | None,
+                 workers: int = 1, policy: Batching | None = None) -> tuple[int, int]:
+    """(chunk size, micro-batch size) for ``n_lanes`` lanes of one step, under ``policy``
+    (default: the CPU's).
+
+    Chunks: ``requested`` lanes each, else about ``chunk_work`` bytes of work each (CPU) or
+    ``micro_per_chunk`` full micro-batches (accelerators), and at least ``workers`` chunks
+    when there are enough lanes, all of one size (one compilation). The micro-batch is then
+    the fewest micro-batches of at most :func:`micro_batch_size` lanes that cover a chunk,
+    balanced, so a chunk is padded by less than one lane per micro-batch.
+    """
+    policy = policy or batching("cpu")
+    largest = micro_batch_size(lane_bytes, policy)
+    if requested is not None:
+        n_chunks = math.ceil(n_lanes / requested)
+    else:
+        if policy.micro_per_chunk is not None:
+            target = largest * policy.micro_per_chunk
+        else:
+            target = max(largest, int((policy.chunk_work or CHUNK_WORK) / max(lane_bytes * n_analysis / 8, 1)))
+        n_chunks = max(math.ceil(n_lanes / target), min(workers, n_lanes))
+    size = math.ceil(n_lanes / max(n_chunks, 1))
+    batches = math.ceil(size / largest)
+    micro = math.ceil(size / batches)
+    return batches * micro, micro

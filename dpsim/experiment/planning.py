@@ -1,0 +1,357 @@
+"""Planning a run: which lanes are still missing, in which compiled programs, in which chunks.
+
+A *lane* is one (data point, replicate) pair (:mod:`dpsim.experiment.program`). A *step* is
+one compiled program's worth of lanes: one shape point with one combination of string data
+values, or with :class:`~dpsim.experiment.grid.Padding` a bucket of shape points of several
+sizes (:func:`size_buckets`), each chunk holding lanes of one of them. Chunks of lanes have
+a fixed size per step (the last one is padded), so each step compiles once; their size and
+micro-batch come from the device's policy (:mod:`dpsim.experiment.batching`).
+
+Lanes are listed lazily (:class:`_MissingReps`, :class:`_Lanes`, :class:`_Chunks`): a
+plan's size and the time to make it grow with the grid and the stored rows, not with the
+replicate count. A lane is re-run if any of its analysis points is missing; rows already
+stored are dropped when the chunk is written.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from dpsim.errors import UsageError
+from dpsim.experiment.batching import Batching, batching, chunk_layout, memory_limit
+from dpsim.experiment.grid import Grid, stable_id
+from dpsim.experiment.program import lane_shape, program_shape, static_shape
+from dpsim.experiment.units import format_bytes, format_duration
+
+
+@dataclass(frozen=True)
+class _Lane:
+    """One (data point, replicate): ``d`` indexes grid.data_points; ``points`` holds the
+    stable id of every analysis point of this lane (grid order); ``data_id`` its data id."""
+
+    d: int
+    rep: int
+    points: tuple
+    data_id: int
+
+
+class _MissingReps:
+    """The replicates 0 … ``reps`` − 1 not in ``complete`` (sorted, distinct, < reps), in
+    order, without listing them: the k-th is k + #{i : complete[i] − i ≤ k} (complete[i] − i
+    counts the missing replicates below complete[i]). Memory and time are independent of
+    ``reps``."""
+
+    def __init__(self, reps: int, complete: np.ndarray):
+        self.reps = reps
+        self._gaps = np.asarray(complete, np.int64) - np.arange(len(complete))
+
+    def __len__(self) -> int:
+        return self.reps - len(self._gaps)
+
+    def take(self, start: int, stop: int) -> np.ndarray:
+        """The missing replicates at positions [start, stop), (stop − start,) int64."""
+        k = np.arange(start, stop, dtype=np.int64)
+        return k + np.searchsorted(self._gaps, k, side="right")
+
+
+@dataclass(frozen=True)
+class _Block:
+    """The lanes of one data point ``d`` still to compute: its missing replicates."""
+
+    d: int
+    points: tuple
+    data_id: int
+    reps: _MissingReps
+
+
+class _Lanes:
+    """The lanes of one shape point in one step, data point by data point, materialised only
+    a slice at a time (``lanes[i:j]`` → list of :class:`_Lane`): a plan's size and the time
+    to make it do not grow with the replicate count."""
+
+    def __init__(self, blocks: list[_Block]):
+        self.blocks = [b for b in blocks if len(b.reps)]
+        self._starts = np.cumsum([0] + [len(b.reps) for b in self.blocks])
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def __getitem__(self, index: slice) -> list[_Lane]:
+        start, stop, _ = index.indices(len(self))
+        lanes = []
+        first = int(np.searchsorted(self._starts, start, side="right")) - 1
+        for b in range(max(first, 0), len(self.blocks)):
+            lo, hi = int(self._starts[b]), int(self._starts[b + 1])
+            if lo >= stop:
+                break
+            block = self.blocks[b]
+            for rep in block.reps.take(max(start, lo) - lo, min(stop, hi) - lo):
+                lanes.append(_Lane(block.d, int(rep), block.points, block.data_id))
+        return lanes
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Lanes of one shape point ``s`` (grid.shapes[s]), computed by one program call."""
+
+    s: int
+    lanes: list
+
+    def __len__(self) -> int:
+        return len(self.lanes)
+
+class _Chunks:
+    """A step's chunks, made when asked for: each shape point's lanes cut into pieces of
+    ``size`` (the last one shorter). ``len`` and indexing cost nothing per replicate."""
+
+    def __init__(self, members: list[tuple[int, _Lanes]], size: int):
+        self.members, self.size = members, size
+        self._starts = np.cumsum([0] + [math.ceil(len(lanes) / size) for _, lanes in members])
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def __getitem__(self, index: int) -> Chunk:
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        m = int(np.searchsorted(self._starts, index, side="right")) - 1
+        s, lanes = self.members[m]
+        i = (index - int(self._starts[m])) * self.size
+        return Chunk(s, lanes[i:i + self.size])
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def lanes(self) -> int:
+        return sum(len(lanes) for _, lanes in self.members)
+
+
+@dataclass
+class Step:
+    """One compiled program's worth of lanes: the program's static ``shape``
+    (:func:`~dpsim.experiment.program.program_shape`) with static data values; its chunks
+    may belong to several shape points (``points``: their indices) when the experiment pads
+    sizes (:class:`~dpsim.experiment.grid.Padding`)."""
+
+    shape: dict
+    static_data: dict
+    chunks: _Chunks
+    size: int
+    micro: int
+    points: tuple = ()
+    lane_bytes: int = 0
+
+    @property
+    def lanes(self) -> int:
+        return self.chunks.lanes
+
+
+def analysis_groups(grid: Grid) -> list:
+    """Analysis points grouped by their string (static) values, in grid order:
+    [(static values, [analysis indices])]."""
+    groups: dict = {}
+    for a, point in enumerate(grid.analysis_points):
+        static = tuple((k, point[k]) for k in grid.static_analysis)
+        groups.setdefault(static, []).append(a)
+    return [(dict(static), indices) for static, indices in groups.items()]
+
+
+def size_buckets(sizes: Sequence[int], cost: Callable[[int, int], float], compile_seconds: float) -> dict:
+    """Which program capacity computes each size: the distinct sizes, sorted, split into
+    runs that each share one program compiled at the run's largest size, minimising
+    ``compile_seconds`` × programs + Σ ``cost(size, capacity)`` (exact, by dynamic
+    programming over the O(s²) runs).
+
+    Args:
+        sizes: the sizes (e.g. n_items) of the shape points.
+        cost: seconds to compute every lane of ``size`` in a program of ``capacity``.
+        compile_seconds: seconds to compile one program (0: every size its own program).
+    Returns:
+        {size: capacity}.
+    """
+    values = sorted(set(int(v) for v in sizes))
+    best = [0.0] + [math.inf] * len(values)     # best[j]: cheapest plan of values[:j]
+    cut = [0] * (len(values) + 1)
+    for j in range(1, len(values) + 1):
+        capacity = values[j - 1]
+        run_cost = 0.0
+        for i in range(j - 1, -1, -1):          # the run values[i:j]
+            run_cost += cost(values[i], capacity)
+            total = best[i] + compile_seconds + run_cost
+            if total < best[j]:
+                best[j], cut[j] = total, i
+    capacities, j = {}, len(values)
+    while j > 0:
+        i = cut[j]
+        capacities.update({v: values[j - 1] for v in values[i:j]})
+        j = i
+    return capacities
+
+
+def _capacities(grid: Grid, reps: int, policy: Batching) -> list:
+    """The program shape of every shape point (:func:`program_shape`): without padding the
+    point itself; with padding, points that agree on the static axes are bucketed by size
+    (:func:`size_buckets`, the whole grid's work, so a resumed run buckets as the first).
+    Raises UsageError, before anything is written, for a traced shape value that is not an
+    integer."""
+    experiment = grid.experiment
+    padding = experiment.padding
+    if padding is None:
+        return [program_shape(experiment, shape) for shape in grid.shapes]
+    for shape in grid.shapes:
+        for axis in padding.traced_axes:
+            if isinstance(shape[axis], bool) or not isinstance(shape[axis], (int, np.integer)):
+                raise UsageError(f"experiment {experiment.name!r}: padded shape axis {axis}={shape[axis]!r} "
+                                 f"must be an integer")
+    families: dict = {}
+    for s, shape in enumerate(grid.shapes):
+        families.setdefault(repr(sorted(static_shape(experiment, shape).items())), []).append(s)
+    lanes_per_point = reps * len(grid.data_points) * len(grid.analysis_points)
+    shapes = [None] * len(grid.shapes)
+    for members in families.values():
+        first = grid.shapes[members[0]]
+        count: dict = {}
+        for s in members:
+            size = int(grid.shapes[s][padding.axis])
+            count[size] = count.get(size, 0) + 1
+
+        def cost(size, capacity, first=first, count=count):
+            working = experiment.lane_bytes(lane_shape(experiment, program_shape(experiment, first, capacity)))
+            return count[size] * lanes_per_point * working * policy.seconds_per_byte
+
+        capacity = size_buckets(list(count), cost, policy.compile_seconds)
+        for s in members:
+            shapes[s] = program_shape(experiment, grid.shapes[s], capacity[int(grid.shapes[s][padding.axis])])
+    return shapes
+
+
+def _complete_reps(done: set) -> dict:
+    """point id → the sorted replicates stored for it (from the (point, rep) pairs)."""
+    by_point: dict = {}
+    for pid, rep in done:
+        by_point.setdefault(pid, []).append(rep)
+    return {pid: np.unique(np.asarray(reps, np.int64)) for pid, reps in by_point.items()}
+
+
+def _missing(points: tuple, reps: int, stored: dict) -> _MissingReps:
+    """The replicates < ``reps`` of a lane whose analysis ``points`` are not all stored (a
+    lane is complete only when every one of its points is)."""
+    complete = None
+    for pid in points:
+        have = stored.get(pid)
+        if have is None:
+            return _MissingReps(reps, np.empty(0, np.int64))
+        complete = have if complete is None else np.intersect1d(complete, have, assume_unique=True)
+    complete = np.empty(0, np.int64) if complete is None else complete
+    return _MissingReps(reps, complete[complete < reps])
+
+
+def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1,
+          policy: Batching | None = None) -> list[Step]:
+    """For each step (a program shape and static data values), the lanes still missing,
+    split per shape point into chunks of one fixed size. A lane is re-run if any of its
+    analysis points is missing; rows already stored are dropped on write. Time and memory
+    grow with the grid and the stored rows, not with ``reps`` (lanes are listed lazily)."""
+    experiment = grid.experiment
+    policy = policy or batching("cpu")
+    stored = _complete_reps(done)
+    by_static: dict = {}
+    for d, data in enumerate(grid.data_points):
+        by_static.setdefault(tuple((k, data[k]) for k in grid.static_data), []).append(d)
+    steps: dict = {}
+    for s, (shape, compiled) in enumerate(zip(grid.shapes, _capacities(grid, reps, policy))):
+        for static, data_indices in by_static.items():
+            blocks = []
+            for d in data_indices:
+                data = grid.data_points[d]
+                points = tuple(stable_id({**shape, **data, **a}) for a in grid.analysis_points)
+                blocks.append(_Block(d, points, stable_id({**shape, **data}), _missing(points, reps, stored)))
+            lanes = _Lanes(blocks)
+            if len(lanes):
+                key = (repr(sorted(compiled.items())), static)
+                steps.setdefault(key, (compiled, static, []))[2].append((s, lanes))
+    plan = []
+    for compiled, static, members in steps.values():
+        most = max(len(lanes) for _, lanes in members)
+        lane_bytes = int(experiment.lane_bytes(lane_shape(experiment, compiled)))
+        size, micro = chunk_layout(most, lane_bytes, len(grid.analysis_points), chunk, workers, policy)
+        plan.append(Step(compiled, dict(static), _Chunks(members, size), size, micro,
+                          tuple(s for s, _ in members), lane_bytes))
+    return plan
+
+@dataclass
+class Plan:
+    """What a run would compute: the expanded grid, the steps with their chunks, the
+    (point, rep) pairs already stored, the output directory and the workers."""
+
+    grid: Grid
+    steps: list
+    done: set
+    out: Path
+    workers: int
+    reps: int
+    policy: Batching
+
+    @property
+    def lanes(self) -> int:
+        return sum(step.lanes for step in self.steps)
+
+    def chunk_bytes(self, step: Step) -> int:
+        """A step's peak working set: ``workers`` chunks at once, each computing one
+        micro-batch of ``micro`` lanes at a time (the experiment's ``lane_bytes`` each)."""
+        return min(self.workers, len(step.chunks)) * step.micro * step.lane_bytes
+
+    def compute_seconds(self) -> float:
+        """The engine's cost model of this plan (:class:`Batching`: seconds per compiled
+        program plus seconds per lane-analysis byte of work), as used to choose programs."""
+        n_q = len(self.grid.analysis_points)
+        return (self.policy.compile_seconds * len(self.steps)
+                + sum(step.lanes * n_q * step.lane_bytes for step in self.steps) * self.policy.seconds_per_byte)
+
+    def memory_line(self) -> str:
+        """The largest lane and the peak working set of the plan, against the memory there is."""
+        limit, what = memory_limit(self.policy.backend)
+        lane = max(step.lane_bytes for step in self.steps)
+        peak = max(self.chunk_bytes(step) for step in self.steps)
+        return (f"memory: a lane ≈ {format_bytes(lane)} at most, peak working set ≈ {format_bytes(peak)} "
+                f"(the experiment's lane_bytes estimate × micro-batch × workers)"
+                + (f", of {format_bytes(limit)} ({what})" if limit else ""))
+
+    def describe(self) -> list[str]:
+        """The plan as lines: one per step (shape point, lanes, chunks, micro-batch, memory),
+        then the peak memory and the cost model's run time."""
+        n_q = len(self.grid.analysis_points)
+        programs = f"{len(self.steps)} compiled program" + ("" if len(self.steps) == 1 else "s")
+        lines = [f"{programs}, {self.lanes} replicate lanes × {n_q} analysis points "
+                 f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s); "
+                 f"{len(self.done)} (point, rep) pairs already stored in {self.out}"]
+        for step in self.steps:
+            lines.append(f"  {step_label(self.grid, step)}: {step.lanes} lanes in {len(step.chunks)} "
+                         f"chunk(s) of {step.size}, micro-batch {step.micro}; a lane ≈ "
+                         f"{format_bytes(step.lane_bytes)}, chunks in flight ≈ {format_bytes(self.chunk_bytes(step))}")
+        if self.steps:
+            lines.append(self.memory_line())
+            lines.append(f"run time ≈ {format_duration(self.compute_seconds())} by the engine's cost model "
+                         f"({self.policy.compile_seconds:g} s per program + {self.policy.seconds_per_byte:.3g} s per "
+                         f"lane-analysis byte on {self.policy.backend}; `dpsim show` calibrates on this machine)")
+        return lines
+
+def _describe(shape: Mapping) -> str:
+    return ", ".join(f"{k}={v}" for k, v in shape.items()) or "its only shape point"
+
+
+def step_label(grid: Grid, step: Step) -> str:
+    """A step as text: its shape point and static data values, or with padding the program
+    shape and the sizes it serves (e.g. ``capacity=475, link=logistic: n_items=400, 475``)."""
+    padding = grid.experiment.padding
+    if padding is None:
+        return _describe({**step.shape, **step.static_data})
+    sizes = sorted({grid.shapes[s][padding.axis] for s in step.points})
+    return (_describe({**step.shape, **step.static_data}) + f": {padding.axis}="
+            + ", ".join(str(n) for n in sizes))
