@@ -12,7 +12,7 @@ import pytest
 
 from dpsim.errors import UsageError
 from dpsim.experiment import method_ratio_slope_check
-from dpsim.experiment.checks import (Along, At, Claim, Deferred, Difference, Every, Mean, MethodRatio, deferred_table,
+from dpsim.experiment.checks import (Along, At, Claim, Deferred, Difference, Every, Mean, MethodRatio, Slope, deferred_table,
                                      level_check, slope_check)
 from dpsim.experiment.deferred import resolved
 from dpsim.experiment.summary import slope_fit
@@ -166,3 +166,32 @@ def test_slope_check_centre_and_tolerance_are_deferred_too():
     passed = slope_check("t", "e", "err", "a", "n", half, 0.05).evaluate(table)
     assert passed.verdict == "PASS" and passed.predicted == "-0.5 ± 0.05"
     assert slope_check("t", "e", "err", "a", "n", one, 0.05).evaluate(table).verdict == "FAIL"
+
+
+def test_a_prediction_that_fails_is_one_error_naming_the_check():
+    table = deferred_table(lambda: {"ratio": 0.5})
+    check = Claim("t-broken", "e", MethodRatio("ms", "a", "b"), (0.6 * table["ratoi"], 1.6 * table["ratio"]),
+                  where={"eps": [1.0]})
+    with pytest.raises(UsageError, match=r"check 't-broken': its prediction could not be computed: KeyError"):
+        check.evaluate(_table())
+    with pytest.raises(TypeError, match="cannot be printed"):
+        str(table["ratio"])
+
+
+def test_a_hand_built_slope_claim_takes_its_pool_and_a_missing_axis_value_is_no_point():
+    """Claim(Slope(...), pool=...) fits one intercept per pooled value (as slope_check does);
+    rows whose judged axis is missing are left out, as they were."""
+    rng = np.random.default_rng(7)
+    rows = [{"n": n, "p": p, "point": i, "rep": r, "method": "a",
+             "err": (1 + 3 * (p == 0.5)) * n ** -0.5 * math.exp(0.01 * rng.normal())}
+            for i, (n, p) in enumerate([(n, p) for n in (100, 400, 1600) for p in (0.5, 1.0)]) for r in range(10)]
+    table = pd.DataFrame(rows)
+    table.attrs["method_columns"] = ["err"]
+    pooled = Claim("t", "e", Slope("err", "a", "n"), (-0.55, -0.45), pool=("p",)).evaluate(table)
+    assert pooled.verdict == "PASS" and pooled.value == pytest.approx(-0.5, abs=0.01)
+    assert pooled.value == pytest.approx(slope_check("t", "e", "err", "a", "n", -0.5, 0.05,
+                                                     pool=("p",)).evaluate(table).value, rel=1e-12)
+    gappy = _table()
+    gappy.loc[gappy["eps"] == 2.0, "eps"] = np.nan
+    every = Claim("t", "e", Difference("ms", "a", "b"), (-math.inf, math.inf), over=Every("eps")).evaluate(gappy)
+    assert len(every.detail) == 2

@@ -22,6 +22,7 @@ of another kind: :class:`IdenticalAcrossCheck` (an exact identity, counted) and
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Callable
@@ -159,7 +160,7 @@ class Claim(Check):
         if not axes:
             return [("all rows", (), self.statistic.estimate(rows, self.prediction))]
         out = []
-        for key, part in rows.groupby(list(axes), sort=True, dropna=False):
+        for key, part in rows.groupby(list(axes), sort=True):          # a missing axis value is not a point
             key = key if isinstance(key, tuple) else (key,)
             label = ", ".join(f"{a}={_fmt(v)}" for a, v in zip(axes, key))
             out.append((label, key, self.statistic.estimate(part, self.prediction)))
@@ -188,6 +189,11 @@ class Claim(Check):
                         detail=SlopeFit(slope, se, low, high, len(xs), n_obs, used))
 
     def estimate(self, rows):
+        statistic = self.statistic
+        if hasattr(statistic, "pooled"):             # a slope: one intercept per where/pool axis
+            statistic = statistic.pooled((*self.where, *self.pool))
+        if statistic is not self.statistic:
+            return dataclasses.replace(self, statistic=statistic).estimate(rows)
         spans = tuple(getattr(self.statistic, "spans", ()))
         require_unpooled(rows, [*self.where, *self.pool, *self.over.axes, *spans, "method"], f"check {self.name!r}")
         what = self.statistic.describe() + (f" / {self.formula or 'prediction'}" if self.prediction else "")
@@ -242,7 +248,7 @@ def trend_check(name: str, experiment: str, metric: str, method: str, x: str, si
 
 
 def _slope(metric, method, x, log_y, check) -> Slope:
-    return Slope(metric, method, x, log_y, per=(*check.get("where", {}), *check.get("pool", ())))
+    return Slope(metric, method, x, log_y)
 
 
 def linear_slope_check(name: str, experiment: str, *, metric: str, method: str, x: str, scale: str | None = None,

@@ -94,6 +94,10 @@ class Deferred:
     def __neg__(self):
         return Deferred(lambda: -resolved(self), self.label)
 
+    def __str__(self):
+        raise TypeError(f"{self.label} is computed when its check is judged and cannot be printed "
+                        f"before: describe it by its formula (the verdict line prints the number)")
+
     def __format__(self, spec):
         raise TypeError(f"{self.label} is computed when its check is judged and cannot be formatted "
                         f"before: describe it by its formula (the verdict line prints the number)")
@@ -110,8 +114,10 @@ def deferred_table(compute: Callable[[], dict], label: str = "prediction") -> De
 
 def resolved(obj):
     """``obj`` with every :class:`Deferred` in it evaluated: a deferred value itself, the
-    items of a tuple, list or dict, and the fields of a dataclass instance (a copy when one
-    changed); anything else is returned as it is."""
+    items of a tuple, list or dict, and the ``init`` fields of a dataclass instance (a copy,
+    by ``dataclasses.replace``, when one changed); anything else is returned as it is. A
+    deferred value held elsewhere (a field with ``init=False``, a set, an array) is not
+    reached: keep predictions in ``init`` fields."""
     if isinstance(obj, Deferred):
         return obj.value()
     if isinstance(obj, (tuple, list)):

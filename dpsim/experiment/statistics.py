@@ -17,6 +17,7 @@ Judging an estimate against a region is :mod:`dpsim.experiment.verdicts`' job.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -397,13 +398,18 @@ class Slope(_OfOneMethod):
     """The slope of log ``metric`` (``metric`` itself with ``log_y=False``) on log ``x`` over
     the replicate-level rows of ``method``, with one intercept per value of each axis in
     ``per`` that varies (:func:`~dpsim.experiment.summary.loglog_slope`; HC1 standard
-    error). Linear scale."""
+    error). Linear scale. ``per`` None (default): the axes of the Claim's ``where`` and
+    ``pool`` (:meth:`pooled`)."""
 
     metric: str
     method: str
     x: str
     log_y: bool = True
-    per: tuple[str, ...] = ()
+    per: tuple[str, ...] | None = None
+
+    def pooled(self, axes: tuple[str, ...]) -> "Slope":
+        """This slope with one intercept per value of ``axes`` unless ``per`` was given."""
+        return self if self.per is not None else dataclasses.replace(self, per=tuple(axes))
 
     @property
     def spans(self) -> tuple[str, ...]:
@@ -415,7 +421,7 @@ class Slope(_OfOneMethod):
     def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
         if prediction is not None:
             raise UsageError("a slope's prediction is its region")
-        fit = loglog_slope(rows, self.metric, self.x, log_y=self.log_y, method=self.method, pool=self.per)
+        fit = loglog_slope(rows, self.metric, self.x, log_y=self.log_y, method=self.method, pool=self.per or ())
         return Value(fit.slope, fit.stderr, fit.n_obs, False, note=fit.rows)
 
 

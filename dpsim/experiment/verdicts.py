@@ -199,8 +199,16 @@ class Check:
     def evaluate(self, table: pd.DataFrame, family: int = 1) -> CheckResult:
         """The check's result on ``table``; ``family``: the number of judged checks in the run
         (the Bonferroni factor of a FAIL, :func:`judge`). Deferred predictions
-        (:mod:`dpsim.experiment.deferred`) are computed first."""
-        self = resolved(self)
+        (:mod:`dpsim.experiment.deferred`) are computed first; one that fails to compute
+        is a UsageError naming the check (verify reports it on the check's line and goes
+        on)."""
+        try:
+            self = resolved(self)
+        except UsageError:
+            raise
+        except Exception as exc:
+            raise UsageError(f"check {self.name!r}: its prediction could not be computed: "
+                             f"{type(exc).__name__}: {exc}") from None
         rows = self.rows(table)
         if "converged" in rows:
             failed = int((rows["converged"] == False).fillna(False).sum())  # noqa: E712
