@@ -101,7 +101,7 @@ def estimate_seconds(experiment: Experiment, runs: Path = Path("runs")) -> tuple
     overrides = {a: [largest[a]] for a in experiment.shape_axes}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.time()
-        cold = run_experiment(experiment, reps=2, out=Path(tmp) / "cold", overrides=overrides, progress=False)
+        run_experiment(experiment, reps=2, out=Path(tmp) / "cold", overrides=overrides, progress=False)
         cold_seconds = time.time() - t0
         with warnings.catch_warnings():   # the same grid again: its notes and warnings were just shown
             warnings.simplefilter("ignore", DpsimWarning)
