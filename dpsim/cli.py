@@ -62,10 +62,10 @@ def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | No
     """Draw the experiment's figure(s) from the run directory's table: PNG, PDF and the
     plotted points as CSV, beside each other (several figures when an axis the figure does
     not map has several values). ``where``, ``metric`` and ``logy`` are `dpsim plot`'s
-    --where, --metric and --logy / --no-logy (:mod:`dpsim.plots`); a bad one is a UsageError
+    --where, --metric and --logy / --no-logy (:mod:`dpsim.experiment.plots`); a bad one is a UsageError
     raised before anything is written."""
     from dpsim.experiment.store import load_results
-    from dpsim.plots import draw_figures, filter_rows, metric_spec, save_figure, with_logy
+    from dpsim.experiment.plots import draw_figures, filter_rows, metric_spec, save_figure, with_logy
     if experiment.figure is None:
         return []
     table = load_results(out)
@@ -193,7 +193,7 @@ def cmd_summary(args) -> int:
 
 def cmd_plot(args) -> int:
     from dpsim.experiment.store import check_directory, read_manifest
-    from dpsim.plots import parse_where
+    from dpsim.experiment.plots import parse_where
     where = parse_where(args.where or [])
     out = Path(args.dir)
     if args.to:

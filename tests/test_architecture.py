@@ -41,13 +41,13 @@ LAYERS: list[list[str]] = [
     ["dpsim.experiment.planning"],
     ["dpsim.experiment.chunk_io"],
     ["dpsim.experiment.runner"],
-    ["dpsim.experiment.describe", "dpsim.experiment.verify"],
+    ["dpsim.experiment.describe", "dpsim.experiment.verify", "dpsim.experiment.plots"],
     ["dpsim.experiment"],
-    # on top: figures, the papers (engine + science), the command
-    ["dpsim.plots", "dpsim.experiments"],
+    # on top: the papers (engine + science), the command
+    ["dpsim.experiments"],
     ["dpsim.cli"],
 ]
-ENGINE = ("dpsim.experiment", "dpsim.plots", "dpsim.cli")
+ENGINE = ("dpsim.experiment", "dpsim.cli")
 SCIENCE = ("dpsim.models", "dpsim.mechanisms", "dpsim.estimators", "dpsim.audits", "dpsim.theory", "dpsim.datasets",
            "dpsim.experiments")
 

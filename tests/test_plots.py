@@ -19,7 +19,7 @@ import pytest
 
 from dpsim.errors import UsageError
 from dpsim.experiment import FigureSpec, Panel
-from dpsim.plots import draw_figures, save_figure, sort_key
+from dpsim.experiment.plots import draw_figures, save_figure, sort_key
 
 INF = math.inf
 
@@ -190,7 +190,7 @@ def test_a_panel_at_a_value_uses_the_nearest_value_the_run_holds():
     """cai Fig. 4's panel "vs ε at n = 350" after `--set n_items=200,300` failed with "has no
     data"; ``Panel.at`` slices at the value asked for when present, else at the nearest one,
     and says which in the title."""
-    from dpsim.plots import expand_panels
+    from dpsim.experiment.plots import expand_panels
 
     spec = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="", symbols={"n_items": "n"},
                       panels=(Panel("err", None, "error", at={"n_items": 350}, title="vs ε"),))
@@ -213,7 +213,7 @@ def test_a_panel_at_values_the_run_does_not_hold_is_left_out_with_a_note():
     import warnings
 
     from dpsim.errors import DpsimNote, UsageError
-    from dpsim.plots import expand_panels
+    from dpsim.experiment.plots import expand_panels
 
     spec = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="",
                       panels=(Panel("err", None, "error", where={"dataset": ["cems"]}, title="CEMS"),
@@ -284,7 +284,7 @@ def test_crowded_tick_labels_alternate_rows_so_that_every_value_is_labelled():
 
 
 def test_labels_too_crowded_for_two_rows_are_left_blank_but_the_last_is_kept():
-    from dpsim.plots import _spaced_labels
+    from dpsim.experiment.plots import _spaced_labels
 
     present = [(1.0 + i * 0.001, 1.0 + i * 0.001) for i in range(10)] + [(100.0, 100.0)]
     labels = _spaced_labels(present, logx=True)
@@ -429,7 +429,7 @@ def test_plot_metric_unknown_is_a_one_line_error_and_writes_nothing(run_dir, cap
 def test_metric_spec_keeps_the_declared_slices_as_repeated_panels():
     """A one-metric figure repeats its panels over the axes the declared panels slice (ε
     here), so that it is split no more than the declared figure."""
-    from dpsim.plots import metric_spec
+    from dpsim.experiment.plots import metric_spec
 
     spec = FigureSpec(x="p", curve="method", xlabel="p", curve_label="", curve_labels={"mle": "MLE"},
                       panels=(Panel("err", None, "error", where={"eps": [0.5]}),
@@ -444,7 +444,7 @@ def test_metric_spec_keeps_the_declared_slices_as_repeated_panels():
 
 
 def test_plot_logy_and_no_logy_override_every_panel(run_dir, capsys, monkeypatch):
-    from dpsim.plots import with_logy
+    from dpsim.experiment.plots import with_logy
 
     spec = FigureSpec(x="p", curve="eps", xlabel="p", curve_label="eps", logy=True,
                       panels=(Panel("err", "mle", "a"), Panel("err", "mle", "b", logy=False)))
@@ -491,7 +491,7 @@ def test_a_legend_too_wide_for_the_figure_takes_more_rows():
 
 def test_points_a_log_y_axis_cannot_show_are_named_in_a_note():
     from dpsim.errors import DpsimNote
-    from dpsim.plots import with_logy
+    from dpsim.experiment.plots import with_logy
 
     frame = table()
     frame["err"] = frame["err"] - 3.0                         # some means ≤ 0

@@ -315,7 +315,7 @@ def test_individual_run_collapses(tmp_path):
 def test_threshold_figures_draw_one_panel_per_pair_the_run_holds(experiment, axes):
     """After `--set n_items=100` the edge figure stopped with "panel '(c) n = 200, p = 0.5' has
     no data": its panels listed the default grid. They now follow the run's values."""
-    from dpsim.plots import expand_panels
+    from dpsim.experiment.plots import expand_panels
 
     first, second = axes
     table = pd.DataFrame({first: [100, 100, 300], second: [0.5, 1.0, 0.5], "method": ["counts"] * 3,
