@@ -50,7 +50,7 @@ import scipy.optimize  # imported here, outside every timing
 from dpsim.estimators.debiased_m import debiased_m_estimator, ridge_lambda
 from dpsim.experiment.batching import micro_batch_size
 from dpsim.experiments.xu import common, scenarios
-from dpsim.mechanisms.pairwise_ldp import privatize
+from dpsim.mechanisms.pairwise_ldp import privatise
 from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted
 
 PAPER = "xu"
@@ -194,7 +194,7 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1) -> dict:
     lam = float(ridge_lambda(eps, sizes))
     stages = {
         "raw wins": jax.jit(jax.vmap(lambda k, t: sample_pair_wins(k, t, L))),
-        "RR release": jax.jit(jax.vmap(lambda k, w: privatize(k, w, sizes, eps, "debiased_rr"))),
+        "RR release": jax.jit(jax.vmap(lambda k, w: privatise(k, w, sizes, eps, "debiased_rr"))),
         "fit": jax.jit(jax.vmap(lambda z: debiased_m_estimator(z, lam).theta)),
         "metrics": jax.jit(jax.vmap(lambda e, t: common.scores(e, t, m // 2))),
     }

@@ -220,8 +220,9 @@ def cmd_plot(args) -> int:
 def _manifest_experiment(manifest: dict):
     """The experiment a run directory holds, found again from the manifest's source."""
     from dpsim.experiment.registry import experiment as resolve
+    from dpsim.experiment.registry import is_study
     source = manifest.get("source") or manifest["experiment"]
-    target = source if source.split(":")[0].endswith(".py") else manifest["experiment"]
+    target = source if is_study(source) else manifest["experiment"]
     return resolve(target)[0]
 
 
@@ -241,10 +242,10 @@ def _checks_of_experiments(found, names: list[str]) -> list[str]:
 
 
 def cmd_verify(args) -> int:
-    from dpsim.experiment.registry import catalogue, select
+    from dpsim.experiment.registry import catalogue, is_study, select
     from dpsim.experiment.verify import family_size, verify, verify_mutants
     names = list(args.checks)
-    study = next((n for n in names if n.split(":")[0].endswith(".py")), None)
+    study = next((n for n in names if is_study(n)), None)
     if study:
         names.remove(study)
     found = catalogue(study)

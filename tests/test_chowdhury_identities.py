@@ -23,7 +23,7 @@ from dpsim.estimators.linear_btl import (
     rr_debiased_loss_label_form,
     rr_naive_loss,
     rr_naive_objective,
-    rr_privatized_probability,
+    rr_privatised_probability,
 )
 from dpsim.estimators import linear_btl as unjitted
 from dpsim.linalg import batched_lapack_calls
@@ -61,7 +61,7 @@ def test_debiased_loss_equals_label_form_and_gradient_forms(eps):
         assert float(loss(theta, data.x, yt, eps)) == pytest.approx(paper, rel=1e-10)
         assert float(loss_label_form(theta, data.x, yt, eps)) == pytest.approx(paper, rel=1e-10)
         grad = loss_grad(theta, data.x, yt, eps)
-        p_tilde = np.asarray(rr_privatized_probability(jnp.asarray(z), eps))
+        p_tilde = np.asarray(rr_privatised_probability(jnp.asarray(z), eps))
         np.testing.assert_allclose(grad, np.asarray(data.x).T @ (p_tilde - np.asarray(yt)) / 300, atol=1e-12)
         hess = loss_hess(theta, data.x, yt, eps)
         hess_flipped = loss_hess(theta, data.x, 1 - yt, eps)

@@ -20,7 +20,7 @@ from dpsim.mechanisms.count_noise import (
     count_sensitivity,
     gaussian_count_sigma,
     laplace_count_scale,
-    privatize_counts,
+    privatise_counts,
 )
 from dpsim.mechanisms.sparsify import (
     dense_item_graph,
@@ -117,13 +117,13 @@ def test_sparse_sensitivity_counts_edges():
     assert float(count_sensitivity(dense5, "tight_joint")) == 12   # 2⌊25/4⌋, not 2|E| = 20
 
 
-def test_privatize_counts_modes():
+def test_privatise_counts_modes():
     """Noise on counts far from the clip is N_ℤ(0, σ²): mean 0 and variance σ² within 5 SE
     over 40 000 counts; clipping and masking rules of spec §4.7."""
     n = 200
     Y = jnp.full((n, n), 1000.0) * (1 - jnp.eye(n))
     g = dense_item_graph(n)
-    noisy, fails = privatize_counts(jax.random.key(0), Y, g, 7.0)
+    noisy, fails = privatise_counts(jax.random.key(0), Y, g, 7.0)
     z = np.asarray(noisy - Y)[~np.eye(n, dtype=bool)]
     assert int(fails) == 0
     assert abs(z.mean()) <= 5 * 7 / math.sqrt(z.size)
@@ -131,15 +131,15 @@ def test_privatize_counts_modes():
     small = jnp.asarray([[0.0, 0.0, 3.0], [2.0, 0.0, 0.0], [5.0, 1.0, 0.0]])
     g3 = jnp.asarray([[False, True, True], [True, False, False], [True, False, False]])
     for clip, floor in (("one", 1.0), ("zero", 0.0)):
-        out, _ = privatize_counts(jax.random.key(1), small, g3, 50.0, clip=clip)
+        out, _ = privatise_counts(jax.random.key(1), small, g3, 50.0, clip=clip)
         out = np.asarray(out)
         assert out[1, 2] == 0 and out[2, 1] == 0 and np.all(np.diag(out) == 0)   # off the graph
         assert np.all(out[np.asarray(g3)] >= floor)
-    out, _ = privatize_counts(jax.random.key(2), small, g3, 50.0, noise="nonzero")
+    out, _ = privatise_counts(jax.random.key(2), small, g3, 50.0, noise="nonzero")
     assert float(out[0, 1]) == 0.0                      # a zero count stays 0, un-noised (§7.2)
-    out, _ = privatize_counts(jax.random.key(2), small, g3, 50.0, noise="all")
+    out, _ = privatise_counts(jax.random.key(2), small, g3, 50.0, noise="all")
     assert float(out[0, 1]) >= 1.0
-    lap, _ = privatize_counts(jax.random.key(3), Y, g, 7.0, mechanism="laplace")
+    lap, _ = privatise_counts(jax.random.key(3), Y, g, 7.0, mechanism="laplace")
     a = math.exp(-1 / 7)
     z = np.asarray(lap - Y)[~np.eye(n, dtype=bool)]
     assert abs(z.var() - 2 * a / (1 - a) ** 2) <= 5 * math.sqrt(5) * (2 * a / (1 - a) ** 2) / math.sqrt(z.size)

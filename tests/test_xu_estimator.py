@@ -26,16 +26,16 @@ from dpsim.estimators.debiased_m import (
     win_value_matrix,
 )
 from dpsim.linalg import batched_lapack_calls
-from dpsim.mechanisms.pairwise_ldp import privatize_all
+from dpsim.mechanisms.pairwise_ldp import privatise_all
 from dpsim.metrics import kendall_distance
 from dpsim.models.btl import true_top_k_mask
 from dpsim.models.complete_btl import sample_pair_wins, sample_rankings_per_user, theta_uniform_centred
 
 
 @jax.jit
-def _privatized(key, theta, sizes, eps):
+def _privatised(key, theta, sizes, eps):
     k_data, k_priv = jax.random.split(key)
-    return privatize_all(k_priv, sample_pair_wins(k_data, theta, sizes), sizes, eps)
+    return privatise_all(k_priv, sample_pair_wins(k_data, theta, sizes), sizes, eps)
 
 
 _fit = jax.jit(debiased_m_estimator)
@@ -44,7 +44,7 @@ _fit = jax.jit(debiased_m_estimator)
 def _data(m, L, eps, seed, mechanism="debiased_rr"):
     theta = theta_uniform_centred(jax.random.key(seed), m)
     sizes, e = jnp.asarray([float(L)]), jnp.asarray([eps])
-    zbar = getattr(_privatized(jax.random.key(seed + 1), theta, sizes, e), mechanism)
+    zbar = getattr(_privatised(jax.random.key(seed + 1), theta, sizes, e), mechanism)
     return theta, zbar, float(ridge_lambda(e, sizes))
 
 
@@ -137,7 +137,7 @@ def test_consistency_without_privacy():
     m, L = 10, 2_000_000
     theta_star = theta_uniform_centred(jax.random.key(22), m)
     sizes = jnp.asarray([float(L)])
-    zbar = privatize_all(jax.random.key(24), sample_pair_wins(jax.random.key(23), theta_star, sizes), sizes,
+    zbar = privatise_all(jax.random.key(24), sample_pair_wins(jax.random.key(23), theta_star, sizes), sizes,
                          jnp.asarray([math.inf])).debiased_rr
     fit = debiased_m_estimator(zbar, 1e-10)
     assert bool(fit.converged)
@@ -154,7 +154,7 @@ def test_classic_and_debiased_rr_rank_identically_and_in_borda_order():
     def replicate(key):
         k_theta, k_data, k_priv = jax.random.split(key, 3)
         theta = theta_uniform_centred(k_theta, m)
-        means = privatize_all(k_priv, sample_pair_wins(k_data, theta, sizes), sizes, e)
+        means = privatise_all(k_priv, sample_pair_wins(k_data, theta, sizes), sizes, e)
         deb, cls = debiased_m_estimator(means.debiased_rr, lam), classic_rr_mle(means.classic_rr, lam)
         return (tied_ranks(deb.theta), tied_ranks(cls.theta), tied_ranks(borda_scores(means.classic_rr)),
                 kendall_distance(deb.theta, theta), kendall_distance(cls.theta, theta),
@@ -205,7 +205,7 @@ def test_vmapped_estimator_has_no_batched_lapack_and_traced_eps():
 
     def fit(key, eps):
         sizes, e = jnp.asarray([80.0]), jnp.reshape(eps, (1,))
-        means = privatize_all(key, sample_pair_wins(key, theta, sizes), sizes, e)
+        means = privatise_all(key, sample_pair_wins(key, theta, sizes), sizes, e)
         return debiased_m_estimator(means.debiased_rr, ridge_lambda(e, sizes)).theta
 
     keys = jax.random.split(jax.random.key(41), 8)

@@ -23,8 +23,8 @@ from dpsim.mechanisms.pairwise_ldp import (
     classic_rr_mean,
     debiased_rr_mean,
     laplace_pair_mean,
-    privatize,
-    privatize_all,
+    privatise,
+    privatise_all,
     release_per_user,
     rr_pair_counts,
     rr_win_probability,
@@ -68,7 +68,7 @@ def test_example_1_numbers():
     # the samplers realise them: raw BTL wins, then RR, with many users
     L = 400_000.0
     wins = sample_pair_wins(jax.random.key(0), theta, jnp.asarray([L]))
-    released = privatize(jax.random.key(1), wins, jnp.asarray([L]), eps, "classic_rr")
+    released = privatise(jax.random.key(1), wins, jnp.asarray([L]), eps, "classic_rr")
     np.testing.assert_allclose(1.0 - np.asarray(released), [5 / 9, 3 / 5, 5 / 9], atol=5 * 0.5 / math.sqrt(L))
 
 
@@ -173,7 +173,7 @@ def both_samplers():
 
     def fast(key):
         k_data, k_priv = jax.random.split(key)
-        return privatize_all(k_priv, sample_pair_wins(k_data, THETA, sizes), sizes, eps)
+        return privatise_all(k_priv, sample_pair_wins(k_data, THETA, sizes), sizes, eps)
 
     def slow(key):
         k_data, k_priv = jax.random.split(key)
@@ -215,9 +215,9 @@ def test_common_random_numbers():
     theta = jnp.asarray([-1.0, -0.2, 0.3, 0.9])
     sizes, eps = jnp.asarray([40.0]), jnp.asarray([1.3])
     wins = sample_pair_wins(jax.random.key(9), theta, sizes)
-    means = privatize_all(jax.random.key(10), wins, sizes, eps)
+    means = privatise_all(jax.random.key(10), wins, sizes, eps)
     for mechanism in MECHANISMS:            # one mechanism at a time: the same draws
-        np.testing.assert_array_equal(privatize(jax.random.key(10), wins, sizes, eps, mechanism),
+        np.testing.assert_array_equal(privatise(jax.random.key(10), wins, sizes, eps, mechanism),
                                       getattr(means, mechanism))
     # classic and debiased RR share the flipped counts: z̄ = (coth(ε/2)·ỹ̄ − 1/(e^ε − 1)) exactly
     np.testing.assert_allclose(means.debiased_rr, coth(1.3 / 2) * means.classic_rr - 1 / math.expm1(1.3),
@@ -299,7 +299,7 @@ def test_bad_input_names_the_value():
         with pytest.raises(ValueError, match="eps"):
             privacy_G(bad)
     with pytest.raises(ValueError, match="mechanism='gaussian'"):
-        privatize(jax.random.key(0), wins, sizes, 1.0, "gaussian")
+        privatise(jax.random.key(0), wins, sizes, 1.0, "gaussian")
     with pytest.raises(ValueError, match="profile='mixed'"):
         privacy_profile("mixed", 10, 1.0)
     with pytest.raises(ValueError, match="n_users=0"):

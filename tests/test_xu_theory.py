@@ -16,7 +16,7 @@ from scipy.special import expit, rel_entr
 import dpsim  # noqa: F401
 from dpsim.estimators.debiased_m import debiased_m_estimator, ridge_lambda
 from dpsim.linalg import batched_lapack_calls
-from dpsim.mechanisms.pairwise_ldp import privatize
+from dpsim.mechanisms.pairwise_ldp import privatise
 from dpsim.metrics import excess_risk, kendall_distance, linf_error
 from dpsim.models.complete_btl import sample_pair_wins, theta_uniform_centred
 from dpsim.theory import xu
@@ -118,7 +118,7 @@ def test_oracle_matches_a_short_simulation():
 
     def replicate(key):
         k_data, k_priv = jax.random.split(key)
-        zbar = privatize(k_priv, sample_pair_wins(k_data, theta, sizes), sizes, e, "debiased_rr")
+        zbar = privatise(k_priv, sample_pair_wins(k_data, theta, sizes), sizes, e, "debiased_rr")
         fit = debiased_m_estimator(zbar, lam)
         return (jnp.sum((fit.theta - theta) ** 2) / m, linf_error(fit.theta, theta),
                 kendall_distance(fit.theta, theta))
@@ -202,7 +202,7 @@ def test_classic_rr_estimate_plateaus_at_the_floor():
     m, eps, L = 10, 2.0, 200_000
     theta = theta_uniform_centred(jax.random.key(8), m)
     sizes, e = jnp.asarray([float(L)]), jnp.asarray([eps])
-    zbar = privatize(jax.random.key(9), sample_pair_wins(jax.random.key(10), theta, sizes), sizes, e, "classic_rr")
+    zbar = privatise(jax.random.key(9), sample_pair_wins(jax.random.key(10), theta, sizes), sizes, e, "classic_rr")
     fit = debiased_m_estimator(zbar, ridge_lambda(e, sizes))
     floor = xu.classic_rr_population_limit(theta, sizes, e)
     assert float(jnp.max(jnp.abs(fit.theta - floor.theta))) < 0.03      # sd ≈ 0.005 at L = 2e5

@@ -1,7 +1,7 @@
 """Privacy audits of xu's per-comparison mechanisms (xu §3.1, §3.2; spec §3.2, §3.4, §3.6): classic RR,
 debiased RR and the Laplace mechanism, each on the worst-case neighbouring inputs of one
 comparison (y = 1 against y = 0), through the library's own sufficient-statistic sampler
-(:func:`dpsim.mechanisms.pairwise_ldp.privatize` with one user and one pair).
+(:func:`dpsim.mechanisms.pairwise_ldp.privatise` with one user and one pair).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.audits.audit import AuditResult, histogram_epsilon, laplace_privacy_loss, max_laplace_privacy_loss
-from dpsim.mechanisms.pairwise_ldp import privatize
+from dpsim.mechanisms.pairwise_ldp import privatise
 from dpsim.mechanisms.randomized_response import flip_probability, keep_probability
 from dpsim.validate import require_eps
 
@@ -23,7 +23,7 @@ def _one_comparison_sampler(mechanism: str):
     if mechanism not in _AUDIT_SAMPLERS:
         def release(key, y, eps):
             wins = jnp.reshape(y, (1, 1))
-            return privatize(key, wins, jnp.ones((1,)), jnp.reshape(eps, (1,)), mechanism)[0]
+            return privatise(key, wins, jnp.ones((1,)), jnp.reshape(eps, (1,)), mechanism)[0]
         _AUDIT_SAMPLERS[mechanism] = jax.jit(jax.vmap(release, in_axes=(0, None, None)))
     return _AUDIT_SAMPLERS[mechanism]
 
@@ -47,7 +47,7 @@ def audit_pairwise(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 200_000,
     (both ε-LDP per comparison, xu §3.1–3.2; spec §3.2, §3.4) and the Laplace mechanism on one comparison
     (spec §3.6), on the worst-case neighbouring inputs y = 1 and y = 0 of one comparison.
 
-    The released values are drawn through the library's own sampler (:func:`privatize` with
+    The released values are drawn through the library's own sampler (:func:`privatise` with
     one user and one pair). Exact loss: RR and debiased RR, max_out |log P(out|1)/P(out|0)|
     from the flip probability (debiased RR is a bijection of ỹ); Laplace, sup_x ℓ(x) = 1/b
     with b = 1/ε. Empirical: :func:`~dpsim.audits.audit.histogram_epsilon` of the

@@ -68,7 +68,7 @@ def logistic_loss(theta, x, targets):
     return jnp.mean(jax.nn.softplus(z) - targets * z)
 
 
-def rr_privatized_probability(z, eps):
+def rr_privatised_probability(z, eps):
     """p̃₁(z) = P(ỹ = 1 | z) = (1 − σ(ε)) + (2σ(ε) − 1)σ(z) (chowdhury App. C; spec §3.2)."""
     keep = keep_probability(eps)
     return (1.0 - keep) + (2.0 * keep - 1.0) * jax.nn.sigmoid(z)

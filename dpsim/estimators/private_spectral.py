@@ -31,7 +31,7 @@ from dpsim.mechanisms.count_noise import (
     NOISE_MODES,
     gaussian_count_sigma,
     laplace_count_scale,
-    privatize_counts,
+    privatise_counts,
     queried_pairs,
 )
 from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS
@@ -99,7 +99,7 @@ def private_spectral_estimate(key, Y, *, mechanism: str = "gaussian", rho=None, 
         scale = gaussian_count_sigma(rho, graph, accounting)
     else:
         scale = laplace_count_scale(eps, graph, accounting)
-    noisy, failures = privatize_counts(k_noise, Y, graph, scale, mechanism, clip, noise, max_rounds)
+    noisy, failures = privatise_counts(k_noise, Y, graph, scale, mechanism, clip, noise, max_rounds)
     fit = spectral_estimate(noisy, lam, solver)
     info.update(noise_scale=scale, sampler_failures=failures,
                 queried_pairs=queried_pairs(graph))

@@ -48,7 +48,7 @@ NOISE_MODES = ("all", "nonzero")
 
 __all__ = ["ACCOUNTING_MODES", "MECHANISMS", "CLIP_MODES", "NOISE_MODES",
            "queried_pairs", "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale",
-           "privatize_counts", "max_cut_complete"]
+           "privatise_counts", "max_cut_complete"]
 
 
 def max_cut_complete(n_items: int) -> int:
@@ -101,7 +101,7 @@ def laplace_count_scale(eps, graph, accounting: str = "tight_joint") -> jax.Arra
     return delta1 / jnp.asarray(eps, jnp.float64)
 
 
-def privatize_counts(key, Y, graph, scale, mechanism: str = "gaussian", clip: str = "one",
+def privatise_counts(key, Y, graph, scale, mechanism: str = "gaussian", clip: str = "one",
                      noise: str = "all", max_rounds: int = DEFAULT_MAX_ROUNDS):
     """The noised counts Ỹ of nguyen Eq. (4) as coded (spec §4.7 steps 1–2).
 

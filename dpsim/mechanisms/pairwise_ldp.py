@@ -2,7 +2,7 @@
 classic randomized response (RR), debiased RR and the Laplace mechanism, applied by each user
 to each of their m(m−1)/2 comparisons, with budget ε_l per comparison.
 
-Mechanisms (names used by :func:`privatize`):
+Mechanisms (names used by :func:`privatise`):
 
 - ``"classic_rr"`` (xu §3.1; spec §3.2): ỹ = y w.p. 1 − p_ε, 1 − y w.p. p_ε = 1/(1 + e^ε). The
   analyst sees ỹ̄_e, the mean of ỹ over users, which is shrunk toward ½ (Lemma 1), so
@@ -27,9 +27,9 @@ privatised sums directly:
 - Laplace: z̄_e = L⁻¹ (Σ_g n1_{g,e} + Σ_g (Γ_g − Γ'_g)/ε_g), Γ, Γ' iid Gamma(L_g, 1): exact,
   since a Laplace(b) variable is the difference of two Exp(b) variables.
 
-**Common random numbers.** :func:`privatize_all` returns all four views from one key: the
+**Common random numbers.** :func:`privatise_all` returns all four views from one key: the
 same raw wins for every mechanism and the **same flipped counts N** for classic and debiased
-RR (so their rankings coincide exactly under homogeneous ε, spec §4.6). :func:`privatize`
+RR (so their rankings coincide exactly under homogeneous ε, spec §4.6). :func:`privatise`
 returns one of them and uses the same sub-keys, so calling it per mechanism with one key gives
 the same draws.
 
@@ -169,7 +169,7 @@ def _keys(key):
     return k_rr, k_laplace
 
 
-def privatize_all(key, wins, group_sizes, group_eps) -> PairMeans:
+def privatise_all(key, wins, group_sizes, group_eps) -> PairMeans:
     """Every mechanism's per-pair mean from the same raw wins, with the same RR counts N for
     classic and debiased RR (spec §6.5 [rec]: common random numbers).
 
@@ -183,11 +183,11 @@ def privatize_all(key, wins, group_sizes, group_eps) -> PairMeans:
                      laplace=laplace_pair_mean(k_laplace, wins, group_sizes, group_eps))
 
 
-def privatize(key, wins, group_sizes, group_eps, mechanism: str) -> jax.Array:
-    """One mechanism's per-pair mean (the field ``mechanism`` of :func:`privatize_all`, with
+def privatise(key, wins, group_sizes, group_eps, mechanism: str) -> jax.Array:
+    """One mechanism's per-pair mean (the field ``mechanism`` of :func:`privatise_all`, with
     the same draws for the same key, but only that mechanism's work).
 
-    Args: as :func:`privatize_all`; mechanism: one of :data:`MECHANISMS` (Python string).
+    Args: as :func:`privatise_all`; mechanism: one of :data:`MECHANISMS` (Python string).
     Returns: (M,) float64."""
     require_mechanism(mechanism)
     k_rr, k_laplace = _keys(key)
@@ -266,5 +266,5 @@ def pair_mean_variance(p_star, group_sizes, group_eps, mechanism: str) -> jax.Ar
 
 
 __all__ = ["MECHANISMS", "require_mechanism", "rr_win_probability", "rr_pair_counts", "classic_rr_mean",
-           "debiased_rr_mean", "nonprivate_mean", "laplace_pair_mean", "PairMeans", "privatize_all",
-           "privatize", "release_per_user", "pair_mean_expectation", "pair_mean_variance"]
+           "debiased_rr_mean", "nonprivate_mean", "laplace_pair_mean", "PairMeans", "privatise_all",
+           "privatise", "release_per_user", "pair_mean_expectation", "pair_mean_variance"]

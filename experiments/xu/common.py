@@ -13,7 +13,7 @@ privacy level and mechanism sees the same raw data (common random numbers).
 **Release** (xu §3; xu spec §3.2–3.6). The ``mechanism`` axis names what each user releases per
 comparison, at ε per comparison: ``debiased_rr`` (the paper's z of eq. (1)), ``classic_rr``
 (ỹ, the Scenario V baseline), ``laplace`` (y + Laplace(1/ε), xu spec §3.6, A6) or ``none``.
-The analyst sees the per-pair mean z̄ (:func:`dpsim.mechanisms.pairwise_ldp.privatize`).
+The analyst sees the per-pair mean z̄ (:func:`dpsim.mechanisms.pairwise_ldp.privatise`).
 The randomness of the release is keyed by (lane, privacy level) and **not** by the
 mechanism: classic and debiased RR at one ε see the *same* flipped counts N, so their
 estimates rank the items identically, ties included (xu spec §4.6, A22), and Laplace sees the
@@ -67,7 +67,7 @@ from dpsim.estimators.debiased_m import (LAMBDA_RULES, debiased_m_estimator, exp
 from dpsim.experiment import Derived, Experiment, FigureSpec, Method, UsageError, axes, solver_diagnostics
 from dpsim.experiment.grid import stable_id
 from dpsim.experiment.program import id_words
-from dpsim.mechanisms.pairwise_ldp import MECHANISMS, privatize
+from dpsim.mechanisms.pairwise_ldp import MECHANISMS, privatise
 from dpsim.metrics import excess_risk, kendall_distance, l2_rms_error, linf_error
 from dpsim.models.btl import true_top_k_mask
 from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted, theta_uniform_centred
@@ -216,7 +216,7 @@ def make_privatise(groups: Callable = homogeneous_groups):
     :func:`release_key` (module docstring), with the privacy profile ``groups(ctx)``."""
     def privatise(key, ctx):
         wins, sizes, eps = groups(ctx)
-        zbar = privatize(release_key(ctx), wins, sizes, eps, ctx.analysis["mechanism"])
+        zbar = privatise(release_key(ctx), wins, sizes, eps, ctx.analysis["mechanism"])
         return {"zbar": zbar, "sizes": sizes, "eps": eps}
     return privatise
 

@@ -6,7 +6,7 @@ mechanism from ``ctx.analysis`` and returns the profile (sizes, ε) that the est
 reads. A consistent release at a wrong ε is therefore the engine's
 :func:`~dpsim.experiment.mutants.scaled_analysis` on the privatise stage (the release and
 λ both see the wrong ε, the estimator believes it); the mismatched releases below rebuild the
-stage from the same sub-keys as :func:`dpsim.mechanisms.pairwise_ldp.privatize` (one
+stage from the same sub-keys as :func:`dpsim.mechanisms.pairwise_ldp.privatise` (one
 ``jax.random.split`` of the release key: RR first, Laplace second), so every draw but the
 mutated one is the real code's.
 
