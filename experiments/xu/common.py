@@ -214,11 +214,11 @@ def homogeneous_groups(ctx):
 def make_privatise(groups: Callable = homogeneous_groups):
     """The release stage: z̄ (M,) of the analysis point's mechanism, keyed by
     :func:`release_key` (module docstring), with the privacy profile ``groups(ctx)``."""
-    def privatise(key, ctx):
+    def release(key, ctx):
         wins, sizes, eps = groups(ctx)
         zbar = privatise(release_key(ctx), wins, sizes, eps, ctx.analysis["mechanism"])
         return {"zbar": zbar, "sizes": sizes, "eps": eps}
-    return privatise
+    return release
 
 
 # ---------------------------------------------------------------------------------------
