@@ -85,19 +85,16 @@ def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | No
 
 
 def cmd_show(args) -> int:
-    import tempfile
-
-    from dpsim.experiment.describe import describe, estimate_seconds
+    from dpsim.experiment.describe import default_plan, describe, estimate_seconds
     from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.runner import plan_run
     from dpsim.experiment.units import format_duration
     experiment, source = resolve(args.experiment)
     for line in describe(experiment, source):
         print(line)
-    with tempfile.TemporaryDirectory() as tmp:
-        print("  " + plan_run(experiment, out=Path(tmp) / "plan").memory_line())
+    plan = default_plan(experiment)             # planned once, for the memory line and the estimate
+    print("  " + plan.memory_line())
     if not args.no_estimate:
-        seconds, how = estimate_seconds(experiment)
+        seconds, how = estimate_seconds(experiment, plan=plan)
         print(f"  estimated run time of the default grid here: {format_duration(seconds)} ({how})")
     return 0
 

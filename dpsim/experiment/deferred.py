@@ -25,6 +25,11 @@ from typing import Any, Callable
 _UNSET = object()
 
 
+def _operator(op, swap: bool = False):
+    """The method ``self op other`` (``other op self`` with ``swap``) of a deferred value."""
+    return lambda self, other: self._combine(other, op, swap)
+
+
 class Deferred:
     """A value computed by ``thunk()`` on first use (cached).
 
@@ -64,43 +69,24 @@ class Deferred:
             return op(b, a) if swap else op(a, b)
         return Deferred(thunk, self.label)
 
-    def __add__(self, other):
-        return self._combine(other, operator.add)
-
-    def __radd__(self, other):
-        return self._combine(other, operator.add, swap=True)
-
-    def __sub__(self, other):
-        return self._combine(other, operator.sub)
-
-    def __rsub__(self, other):
-        return self._combine(other, operator.sub, swap=True)
-
-    def __mul__(self, other):
-        return self._combine(other, operator.mul)
-
-    def __rmul__(self, other):
-        return self._combine(other, operator.mul, swap=True)
-
-    def __truediv__(self, other):
-        return self._combine(other, operator.truediv)
-
-    def __rtruediv__(self, other):
-        return self._combine(other, operator.truediv, swap=True)
-
-    def __pow__(self, other):
-        return self._combine(other, operator.pow)
+    __add__, __radd__ = _operator(operator.add), _operator(operator.add, swap=True)
+    __sub__, __rsub__ = _operator(operator.sub), _operator(operator.sub, swap=True)
+    __mul__, __rmul__ = _operator(operator.mul), _operator(operator.mul, swap=True)
+    __truediv__, __rtruediv__ = _operator(operator.truediv), _operator(operator.truediv, swap=True)
+    __pow__ = _operator(operator.pow)
 
     def __neg__(self):
         return Deferred(lambda: -resolved(self), self.label)
 
     def __str__(self):
-        raise TypeError(f"{self.label} is computed when its check is judged and cannot be printed "
-                        f"before: describe it by its formula (the verdict line prints the number)")
+        raise self._unprintable("printed")
 
     def __format__(self, spec):
-        raise TypeError(f"{self.label} is computed when its check is judged and cannot be formatted "
-                        f"before: describe it by its formula (the verdict line prints the number)")
+        raise self._unprintable("formatted")
+
+    def _unprintable(self, how: str) -> TypeError:
+        return TypeError(f"{self.label} is computed when its check is judged and cannot be {how} before: "
+                         f"describe it by its formula (the verdict line prints the number)")
 
     def __repr__(self) -> str:
         return f"Deferred({self.label})" if self._value is _UNSET else repr(self._value)

@@ -83,15 +83,23 @@ def _earlier_rate(experiment: Experiment, runs: Path) -> tuple[float, int] | Non
     return (seconds / lanes, lanes) if lanes else None
 
 
-def estimate_seconds(experiment: Experiment, runs: Path = Path("runs")) -> tuple[float, str]:
-    """An estimate of the run time of the default grid on this machine, and how it was made:
-    from earlier runs under ``runs``, else by a small calibration run (2 replicates at the
-    largest shape point: one compilation and one warm run)."""
-    from dpsim.experiment.program import lane_shape
-    from dpsim.experiment.runner import plan_run, run_experiment
+def default_plan(experiment: Experiment):
+    """The plan of the default grid into an empty folder (nothing written)."""
+    from dpsim.experiment.runner import plan_run
 
     with tempfile.TemporaryDirectory() as tmp:
-        plan = plan_run(experiment, out=Path(tmp) / "plan")
+        return plan_run(experiment, out=Path(tmp) / "plan")
+
+
+def estimate_seconds(experiment: Experiment, runs: Path = Path("runs"), plan=None) -> tuple[float, str]:
+    """An estimate of the run time of the default grid on this machine, and how it was made:
+    from earlier runs under ``runs``, else by a small calibration run (2 replicates at the
+    largest shape point: one compilation and one warm run). ``plan``: the default grid's plan
+    when the caller has it (:func:`default_plan`)."""
+    from dpsim.experiment.program import lane_shape
+    from dpsim.experiment.runner import run_experiment
+
+    plan = plan or default_plan(experiment)
     total_lanes = plan.lanes
     earlier = _earlier_rate(experiment, runs)
     if earlier:
