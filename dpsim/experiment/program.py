@@ -17,7 +17,13 @@ Keys (DESIGN "Randomness"), from stable integers only, never from batch position
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+import marshal
 import os
+import types
+import weakref
 from collections import OrderedDict
 from typing import Callable, Iterator, Mapping, NamedTuple
 
@@ -341,7 +347,7 @@ MAX_COMPILED = 128
 
 def _remember(key, experiment, compiled) -> None:
     """Cache a compiled program and evict the oldest ones beyond the limits above."""
-    _COMPILED[key] = (experiment, compiled)  # the experiment is kept alive for its id()
+    _COMPILED[key] = (experiment, compiled)  # the experiment is kept for the limits below
     recent = []
     for cached_experiment, _ in reversed(_COMPILED.values()):
         if not any(cached_experiment is e for e in recent):
@@ -382,7 +388,81 @@ def _lapack_problem(compiled) -> list[str]:
 
 
 def _static_key(experiment, *parts) -> tuple:
-    return (id(experiment), *(repr(sorted(p.items())) if isinstance(p, dict) else repr(p) for p in parts))
+    return (*program_identity(experiment), *(repr(sorted(p.items())) if isinstance(p, dict) else repr(p)
+                                             for p in parts))
+
+
+_IDENTITIES: dict = {}   # id(experiment) -> (weak reference, identity): computed once per object
+
+
+def program_identity(experiment: Experiment) -> tuple[str, str, str]:
+    """What a compiled program of ``experiment`` is keyed by, instead of the object's
+    ``id()``: its name, its code fingerprint's hash
+    (:func:`~dpsim.experiment.provenance.fingerprint`) and a digest of its definition
+    (:func:`_definition_digest`: every field, the bytecode and closure values of every
+    function it reaches). The same experiment loaded again, or in another process (a Ray
+    worker), has the same identity; a mutant (same name and files, another closure) has
+    another. Returns (name, code hash, definition digest)."""
+    entry = _IDENTITIES.get(id(experiment))
+    if entry is not None and entry[0]() is experiment:
+        return entry[1]
+    from dpsim.experiment.provenance import fingerprint
+    identity = (experiment.name, fingerprint(experiment)["hash"], _definition_digest(experiment))
+    try:
+        _IDENTITIES[id(experiment)] = (weakref.ref(experiment), identity)
+    except TypeError:     # an object without weak references: computed each time
+        pass
+    return identity
+
+
+def _definition_digest(value) -> str:
+    """A hash of :func:`_describe` of ``value`` (16 hex digits)."""
+    return hashlib.sha256(_describe(value, set()).encode()).hexdigest()[:16]
+
+
+def _describe(value, seen: set) -> str:
+    """A text that determines what ``value`` computes, without object addresses where it can:
+    a function by its module, name, bytecode (constants included), defaults and closure
+    values; a ``partial`` by its function and arguments; a dataclass by its class and fields;
+    containers element by element; numbers, strings and arrays by value. Anything else is
+    named by its class and ``repr``, and when that ``repr`` holds an address, by its ``id``
+    (unstable across processes but never confusing two objects of one process)."""
+    if isinstance(value, (str, int, float, bool, complex, type(None))):
+        return repr(value)
+    if id(value) in seen:
+        return "<cycle>"
+    seen = seen | {id(value)}
+    if isinstance(value, types.FunctionType):
+        cells = []
+        for cell in value.__closure__ or ():
+            try:
+                cells.append(_describe(cell.cell_contents, seen))
+            except ValueError:          # an empty cell
+                cells.append("<empty>")
+        return (f"function {value.__module__}.{value.__qualname__} {marshal.dumps(value.__code__).hex()} "
+                f"defaults {_describe(value.__defaults__, seen)} {_describe(value.__kwdefaults__, seen)} "
+                f"closure [{', '.join(cells)}] wrapped {_describe(getattr(value, '__wrapped__', None), seen)}")
+    if isinstance(value, functools.partial):
+        return (f"partial {_describe(value.func, seen)} {_describe(value.args, seen)} "
+                f"{_describe(value.keywords, seen)}")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ", ".join(f"{f.name}={_describe(getattr(value, f.name), seen)}" for f in dataclasses.fields(value))
+        return f"{type(value).__module__}.{type(value).__qualname__}({fields})"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_describe(k, seen)}: {_describe(v, seen)}"
+                               for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return f"{type(value).__name__}[" + ", ".join(_describe(v, seen) for v in items) + "]"
+    if not isinstance(value, np.ndarray) and hasattr(value, "__array__") and hasattr(value, "shape"):
+        value = np.asarray(value)        # e.g. a jax.Array (its repr elides long arrays)
+    if isinstance(value, np.ndarray):
+        return f"array {value.dtype} {value.shape} {hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}"
+    if isinstance(value, (type, types.BuiltinFunctionType, types.ModuleType)) or (
+            callable(value) and hasattr(value, "__module__") and hasattr(value, "__qualname__")):
+        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', getattr(value, '__name__', ''))}"
+    text = repr(value)
+    return f"{type(value).__qualname__} {text if ' at 0x' not in text else id(value)}"
 
 
 # XLA:CPU options of the chunk programs: XLA's defaults, unless $DPSIM_XLA_CPU_OPT_LEVEL sets
@@ -422,7 +502,7 @@ def compiler_options() -> dict | None:
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
                       example_args: ChunkArguments) -> ChunkProgram:
     """Ahead-of-time compiled :func:`make_chunk_fn`, specialised on the string analysis values
-    its code reads (:func:`_lowered`), cached in-process per (experiment, step, analysis
+    its code reads (:func:`_lowered`), cached in-process per (experiment's :func:`program_identity`, step, analysis
     groups, micro-batch, argument shapes): a second run of one of the last two experiments
     compiles nothing (older programs are released, see ``_COMPILED``).
 
@@ -462,3 +542,4 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
 def clear_cache() -> None:
     """Forget every compiled program of this process (tests; the persistent XLA cache stays)."""
     _COMPILED.clear()
+    _IDENTITIES.clear()
