@@ -100,21 +100,25 @@ def cmd_show(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from dpsim.experiment.executors import executor as make_executor
     from dpsim.experiment.registry import experiment as resolve
     from dpsim.experiment.runner import plan_run, run_experiment
-    experiment, source = resolve(args.experiment)
-    overrides = _parse_sets(args.set)
     if args.dry_run:
-        plan = plan_run(experiment, reps=args.reps, seed=args.seed, out=args.out, overrides=overrides,
+        make_executor(args.executor, address=args.address, workers=args.ray_workers, check_only=True)
+        experiment, source = resolve(args.experiment)
+        plan = plan_run(experiment, reps=args.reps, seed=args.seed, out=args.out, overrides=_parse_sets(args.set),
                         chunk=args.chunk, workers=args.workers, micro_batch=args.micro_batch)
         print(f"{experiment.name} (dry run, nothing written):")
         for line in plan.describe():
             print(line)
         return 0
-    summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
-                             overrides=overrides, chunk=args.chunk, workers=args.workers,
-                             progress=not args.no_progress, watchdog=args.watchdog, source=source,
-                             micro_batch=args.micro_batch)
+    # Ray (when chosen) starts before this process's first JAX computation
+    with make_executor(args.executor, address=args.address, workers=args.ray_workers) as executor:
+        experiment, source = resolve(args.experiment)
+        summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
+                                 overrides=_parse_sets(args.set), chunk=args.chunk, workers=args.workers,
+                                 progress=not args.no_progress, watchdog=args.watchdog, source=source,
+                                 micro_batch=args.micro_batch, executor=executor)
     print(f"{experiment.name}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
           f"in {summary.seconds:.1f} s -> {summary.out}")
     for path in _plot_dir(summary.out, experiment):
@@ -355,6 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
                           "device: 1 on CPU, up to 512 on a GPU; $DPSIM_MICRO_BATCH)")
     run.add_argument("--workers", type=int, default=None,
                      help="chunks computed at the same time (default: CPU cores, at most 4; 1 on GPU)")
+    run.add_argument("--executor", default="local", metavar="NAME",
+                     help="who computes the chunks: local (this process, the default) or ray (Ray actors; "
+                          "pip install 'dpsim[ray]')")
+    run.add_argument("--address", default=None, metavar="ADDR",
+                     help="with --executor ray: the Ray cluster to use (default: start a local Ray instance)")
+    run.add_argument("--ray-workers", type=int, default=None, metavar="N",
+                     help="with --executor ray: actors (default: one per GPU, else one per 4 CPU cores)")
     run.add_argument("--no-progress", action="store_true")
     run.add_argument("--dry-run", action="store_true", help="print the plan (programs, lanes, chunks); write nothing")
     _add_watchdog(run)

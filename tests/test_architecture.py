@@ -40,6 +40,7 @@ LAYERS: list[list[str]] = [
     ["dpsim.experiment.program", "dpsim.experiment.registry", "dpsim.experiment.mutants", "dpsim.experiment.checks"],
     ["dpsim.experiment.planning"],
     ["dpsim.experiment.chunk_io"],
+    ["dpsim.experiment.executors"],
     ["dpsim.experiment.runner"],
     ["dpsim.experiment.describe", "dpsim.experiment.verify", "dpsim.experiment.plots"],
     ["dpsim.experiment"],

@@ -13,7 +13,7 @@ import pytest
 
 from dpsim.errors import UsageError
 
-from dpsim.experiment import Derived, Method, axes, runner, store
+from dpsim.experiment import Derived, Method, axes, executors, store
 from dpsim.experiment.program import merge_groups
 from dpsim.experiment.runner import run_experiment
 from dpsim.errors import DpsimWarning
@@ -65,14 +65,14 @@ def experiment(methods, **grid):
 def run(exp, out, monkeypatch, overrides=None):
     """Run ``exp``; returns (sorted table, the analysis groups of each compiled program)."""
     seen = []
-    compile_step = runner.compiled_chunk_fn
+    compile_step = executors.compiled_chunk_fn
 
     def recording(*args):
         program = compile_step(*args)
         seen.append([(dict(values), list(indices)) for values, indices in program.groups])
         return program
 
-    monkeypatch.setattr(runner, "compiled_chunk_fn", recording)
+    monkeypatch.setattr(executors, "compiled_chunk_fn", recording)
     run_experiment(exp, out=out, progress=False, overrides=overrides)
     df = store.load_results(out)
     return df.sort_values(KEY).reset_index(drop=True)[sorted(df.columns)], seen
@@ -162,14 +162,14 @@ def test_the_unbatched_rebuild_of_a_lapack_program_keeps_the_merged_groups(tmp_p
 
     exp = experiment({"solve": Method(solving, METHODS["borda"].metrics)})
     seen = []
-    compile_step = runner.compiled_chunk_fn
+    compile_step = executors.compiled_chunk_fn
 
     def recording(*args):
         program = compile_step(*args)
         seen.append(program.groups)
         return program
 
-    monkeypatch.setattr(runner, "compiled_chunk_fn", recording)
+    monkeypatch.setattr(executors, "compiled_chunk_fn", recording)
     with pytest.warns(DpsimWarning, match="calls LAPACK on a batch of lanes"):
         run_experiment(exp, out=tmp_path / "run", progress=False, micro_batch=3, chunk=3)
     assert [[(values, len(indices)) for values, indices in groups] for groups in seen] == [[({}, 2 * 2 * 2)]]

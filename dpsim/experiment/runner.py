@@ -4,10 +4,11 @@ write parts and the manifest, resume.
 The run loop only: the device batching policy is :mod:`dpsim.experiment.batching`, the plan
 (which lanes, in which programs and chunks) :mod:`dpsim.experiment.planning`, a chunk's
 program arguments and Arrow rows :mod:`dpsim.experiment.chunk_io`, the compiled programs
-:mod:`dpsim.experiment.program`. Each step's program is compiled in a background thread
-while the previous step computes; on CPU several chunks are computed at the same time
-(:func:`~dpsim.experiment.batching.default_workers`); each chunk is written as one atomic
-Parquet part, by the main thread.
+:mod:`dpsim.experiment.program`, who computes the chunks :mod:`dpsim.experiment.executors`
+(in this process by default: each step's program is compiled in a background thread while
+the previous step computes, and on CPU several chunks are computed at the same time,
+:func:`~dpsim.experiment.batching.default_workers`; or by Ray actors). Each chunk is written
+as one atomic Parquet part, by the main thread of the driver only.
 """
 from __future__ import annotations
 
@@ -15,11 +16,9 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import jax
 import numpy as np
 from tqdm.auto import tqdm
 
@@ -28,12 +27,12 @@ from dpsim.experiment import store
 from dpsim.experiment.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
                                        default_workers, device_memory_bytes, host_memory_bytes, memory_limit,
                                        micro_batch_size)
-from dpsim.experiment.chunk_io import chunk_arguments, chunk_rows, method_columns
-from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
-from dpsim.experiment.planning import Plan, analysis_groups, plan_steps, size_buckets, step_label
+from dpsim.experiment.chunk_io import method_columns
+from dpsim.experiment.executors import Executor, Job, LocalExecutor
+from dpsim.experiment.grid import Experiment, Grid, expand_grid
+from dpsim.experiment.planning import Plan, plan_steps, size_buckets, step_label
 from dpsim.experiment.provenance import environment, fingerprint
-from dpsim.experiment.program import clear_cache, compiled_chunk_fn, compiler_options, id_words, lane_key, truth_key
-from dpsim.experiment.threads import DaemonPool, Tasks, in_order, wait
+from dpsim.experiment.program import clear_cache, compiler_options, lane_key, truth_key
 from dpsim.experiment.units import format_bytes, format_duration
 
 DEFAULT_WATCHDOG_SECONDS = 900.0
@@ -136,7 +135,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                    out: str | Path | None = None, overrides: Mapping[str, Sequence] | None = None,
                    chunk: int | None = None, progress: bool = True,
                    workers: int | None = None, watchdog: float | None = None,
-                   source: str | None = None, micro_batch: int | None = None) -> RunSummary:
+                   source: str | None = None, micro_batch: int | None = None,
+                   executor: Executor | None = None) -> RunSummary:
     """Run (or resume) ``experiment`` into ``out``; returns what was computed.
 
     All input is validated before anything is written. Re-running into the same directory
@@ -148,7 +148,10 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     ``source``: where the experiment is defined (a paper module or ``study.py:NAME``),
     recorded in the manifest so that ``dpsim plot`` finds it again. ``micro_batch``: at most
     this many lanes vmapped together (default :func:`batching` of the backend); it changes
-    no result beyond float rounding. One run at a time writes into a directory
+    no result beyond float rounding. ``executor``: who computes the chunks
+    (:mod:`dpsim.experiment.executors`; default :class:`~dpsim.experiment.executors.LocalExecutor`,
+    in this process); with a :class:`~dpsim.experiment.executors.RayExecutor` and no
+    ``workers``, each step gets at least as many chunks as it has actors. One run at a time writes into a directory
     (:func:`~dpsim.experiment.store.exclusive`); the plan is made once it is held.
 
     Threads: one background thread only *compiles* (the next step's program, while the
@@ -159,28 +162,31 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     """
     patience = watchdog_seconds(watchdog)
     compiler_options()   # a bad $DPSIM_XLA_CPU_OPT_LEVEL is refused before anything is written
+    executor = executor or LocalExecutor()
     request = _validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
-                         workers=workers, micro_batch=micro_batch)        # writes nothing
+                         workers=workers if workers is not None else executor.workers,
+                         micro_batch=micro_batch)                        # writes nothing
     with store.exclusive(request.out):                                   # one writer per run directory
-        return _run_planned(experiment, _planned(request), request, progress, patience, source)
+        return _run_planned(experiment, _planned(request), request, progress, patience, source, executor)
 
 
 def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progress: bool, patience: float,
-                 source: str | None) -> RunSummary:
+                 source: str | None, executor: Executor) -> RunSummary:
     """:func:`run_experiment` once the directory is held: ``work`` was planned under the
-    lock, so it sees every part another run finished before."""
+    lock, so it sees every part another run finished before, and no other run writes, so
+    temporary files a killed run left are removed (:func:`~dpsim.experiment.store.remove_temporary`)."""
     overrides, chunk, seed = settings.overrides, settings.chunk, settings.seed
     grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
-    groups = analysis_groups(grid)
     previous = store.read_manifest(out) or {}
     if not plan and previous.get("complete"):
         # nothing to compute (e.g. verify judging a finished run): the folder is left as it was
         _warn_unconverged(experiment, previous.get("diagnostics", {}).get("unconverged", []))
         return RunSummary(out, 0, 0, 0.0, 0.0)
+    store.remove_temporary(out)
     reps = work.reps
     request = {"reps": reps, "overrides": {k: list(v) for k, v in (overrides or {}).items()},
-               "chunk": chunk, "workers": workers, "grid": grid.axes, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-               **environment()}
+               "chunk": chunk, "workers": workers, "executor": executor.describe(), "grid": grid.axes,
+               "started": time.strftime("%Y-%m-%dT%H:%M:%S"), **environment()}
     manifest = {"experiment": experiment.name, "source": source or experiment.name, "code": settings.code,
                 "title": experiment.title, "seed": seed, "shape_axes": list(experiment.shape_axes),
                 "data_axes": list(experiment.data_axes), "analysis_axes": list(experiment.analysis_axes),
@@ -196,35 +202,12 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     started, first_chunks, rows_written, lanes_run = time.time(), 0.0, 0, 0
     bar = tqdm(total=total_chunks, desc=experiment.name, unit="chunk",
                disable=not progress or total_chunks == 0)
-    a_words = id_words([stable_id(a) for a in grid.analysis_points])
-    seed_arg = np.uint32(seed)
-
-    def arguments(step, chunk):
-        return chunk_arguments(chunk, grid, step, seed_arg, a_words)
-
-    def prepare(step):
-        """The compiled chunk program of one step (background thread: it compiles, it
-        executes nothing)."""
-        return compiled_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro,
-                                 arguments(step, step.chunks[0]))
-
-    def compute(step, program, index):
-        """One chunk: its rows (those not stored yet) as an Arrow table, and its lanes."""
-        chunk = step.chunks[index]
-        output = jax.device_get(program.fn(arguments(step, chunk)))
-        return chunk_rows(output, chunk, grid, program.order, done), len(chunk)
-
-    compiler, pool = DaemonPool(1, "dpsim-compile"), DaemonPool(workers, "dpsim-chunk")
-    prepared = [compiler.submit(partial(prepare, step)) for step in plan]
+    job = Job(experiment, grid, plan, done, seed, workers, patience, source or experiment.name, overrides)
     try:
-        for index, (step, future) in enumerate(zip(plan, prepared)):
+        executor.start(job)
+        for index, step in enumerate(plan):
             t0 = time.time()
-            where = step_label(grid, step)
-            program = wait(future, patience, f"the compilation of {experiment.name} at {where} "
-                                        f"(step {index + 1}/{len(plan)})")
-            tasks = Tasks(len(step.chunks), partial(compute, step, program))
-            for number, (table, lanes) in enumerate(in_order(pool, tasks, workers, patience,
-                                                             f"a chunk of {experiment.name} at {where}")):
+            for number, (table, lanes) in enumerate(executor.chunks(index, step)):
                 if number == 0:
                     first_chunks += time.time() - t0
                 store.write_part(out, table)
@@ -238,8 +221,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
             (out / store.MANIFEST).unlink(missing_ok=True)
         raise
     finally:
-        compiler.shutdown()
-        pool.shutdown()
+        executor.finish()
         bar.close()
     seconds = time.time() - started
     request.update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": round(seconds, 3),

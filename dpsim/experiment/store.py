@@ -196,6 +196,16 @@ def write_part(out: Path, table: pa.Table) -> Path:
     return path
 
 
+def remove_temporary(out: Path) -> list[Path]:
+    """Remove the temporary files (``.tmp-*``, :func:`_atomic_write_bytes`) a killed run left
+    in ``out`` and its parts: call it only while holding the folder (:func:`exclusive`), when
+    no other writer can be half-way through one. Returns the files removed."""
+    found = [p for folder in (Path(out), Path(out) / PARTS) if folder.is_dir() for p in folder.glob(".tmp-*")]
+    for path in found:
+        path.unlink(missing_ok=True)
+    return found
+
+
 def part_files(out: Path) -> list[Path]:
     return sorted((Path(out) / PARTS).glob("part-*.parquet"))
 

@@ -17,14 +17,19 @@ from typing import Callable, Sequence
 from dpsim.errors import RunStalled
 
 
+def stalled(patience: float, what: str) -> RunStalled:
+    """The error of a run that waited ``patience`` seconds for ``what`` without progress."""
+    return RunStalled(f"no progress for {patience:g} s while waiting for {what}; the run was "
+                      f"stopped (finished chunks are saved: run the same command again to resume, "
+                      f"or allow longer with --watchdog SECONDS)")
+
+
 def wait(future: Future, patience: float, what: str):
     """``future.result()``, or :class:`RunStalled` after ``patience`` seconds."""
     try:
         return future.result(timeout=patience)
     except FutureTimeout:
-        raise RunStalled(f"no progress for {patience:g} s while waiting for {what}; the run was "
-                         f"stopped (finished chunks are saved: run the same command again to resume, "
-                         f"or allow longer with --watchdog SECONDS)") from None
+        raise stalled(patience, what) from None
 
 
 def in_order(pool: "DaemonPool", tasks: Sequence[Callable], in_flight: int, patience: float,
