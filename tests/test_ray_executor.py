@@ -16,7 +16,7 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.experiment import store
-from dpsim.experiment.executors import EXIT_ONCE_VARIABLE, INSTALL_RAY, actor_resources
+from dpsim.experiment.executors import EXIT_ONCE_VARIABLE, INSTALL_RAY, actor_resources, worker_target
 from dpsim.experiment.registry import experiment as resolve
 from dpsim.experiment.runner import run_experiment
 from laplace_study import study_text
@@ -143,3 +143,10 @@ def test_actors_are_one_per_gpu_else_one_per_group_of_cores():
     assert actor_resources({"CPU": 2}, 2, 2) == (2, {"num_cpus": 1})
     assert actor_resources({"CPU": 2}, 2, None) == (1, {"num_cpus": 2})
     assert actor_resources({"CPU": 64}, 32, 1) == (1, {"num_cpus": 32})     # never more than a node has
+
+
+def test_workers_load_a_paper_by_name_and_a_study_by_absolute_path(tmp_path, monkeypatch):
+    """The manifest's source of an installed paper is its module; actors load the name."""
+    assert worker_target("dpsim.experiments.cai", "cai-fig3") == "cai-fig3"
+    monkeypatch.chdir(tmp_path)
+    assert worker_target("study.py:rayx", "rayx") == f"{tmp_path / 'study.py'}:rayx"

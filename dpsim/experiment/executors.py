@@ -228,14 +228,16 @@ def actor_resources(cluster: Mapping[str, float], largest_node_cpus: float, work
     return n, {"num_cpus": share if share < 1 else math.floor(share)}
 
 
-def _study_source(source: str) -> str:
-    """``source`` with a study file's path made absolute (actors may run in another folder;
-    on a cluster the path must exist on every node, e.g. a shared file system)."""
+def worker_target(source: str, name: str) -> str:
+    """What an actor loads (:func:`dpsim.experiment.registry.experiment`): the experiment's
+    ``name`` for an installed paper (whose ``source`` is its module), else the study file of
+    ``source`` with its path made absolute (actors may run in another folder; on a cluster
+    the path must exist on every node, e.g. a shared file system)."""
     from dpsim.experiment.registry import is_study
     if not is_study(source):
-        return source
-    path, colon, name = source.partition(":")
-    return f"{Path(path).resolve()}{colon}{name}"
+        return name
+    path, colon, member = source.partition(":")
+    return f"{Path(path).resolve()}{colon}{member}"
 
 
 def driver_settings() -> dict:
@@ -267,7 +269,6 @@ class ChunkWorker:
         os.environ.update(settings["environment"])
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # several processes per GPU
         import jax
-        import dpsim  # noqa: F401  (float64 on)
         jax.config.update("jax_enable_x64", settings["x64"])
         if settings["cache"]:
             jax.config.update("jax_compilation_cache_dir", settings["cache"])
@@ -336,6 +337,8 @@ class RayExecutor(Executor):
     def __init__(self, address: str | None = None, workers: int | None = None, *, num_cpus: int | None = None):
         _check_workers(workers)
         ray = _ray()
+        # the driver plans on the device too: it must not take a GPU's memory from the actors
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         self.ray, self.address, self.actors = ray, address, []
         self.started_ray = not ray.is_initialized()
         if self.started_ray:
@@ -362,7 +365,7 @@ class RayExecutor(Executor):
 
     def start(self, job: Job) -> None:
         from dpsim.experiment.registry import experiment as resolve
-        source = _study_source(job.source)
+        source = worker_target(job.source, job.experiment.name)
         identity = program_identity(job.experiment)
         try:
             loaded, _ = resolve(source)
@@ -378,7 +381,7 @@ class RayExecutor(Executor):
         self._actors()
 
     def chunks(self, index: int, step: Step) -> Iterator[tuple[pa.Table, int]]:
-        job, ray = self.job, self.ray
+        job = self.job
         light = dataclasses.replace(step, chunks=())        # the chunk travels on its own
         where = f"a chunk of {job.experiment.name} at {step_label(job.grid, step)}"
         total = len(step.chunks)
