@@ -193,6 +193,21 @@ def test_three_folders_merged_equal_one_run(folder, three, capsys):
     pd.testing.assert_frame_equal(_table(out), _table(folder / "one"), check_exact=True)
 
 
+def test_verify_judges_a_merged_folder_as_one_run(folder, three, capsys):
+    """`dpsim verify --runs R` finds R/<experiment>: merged, it judges as on one run's folder
+    and computes nothing."""
+    assert main(["merge", str(folder / "vmerged" / "parted"), *three]) == 0
+    shutil.copytree(folder / "one", folder / "vone" / "parted")
+    verdicts = []
+    for runs in ("vmerged", "vone"):
+        before = store.part_files(folder / runs / "parted")
+        capsys.readouterr()
+        code = main(["verify", str(folder / "study.py"), "--runs", str(folder / runs), "--no-progress"])
+        assert store.part_files(folder / runs / "parted") == before
+        verdicts.append((code, capsys.readouterr().out.replace(str(folder / runs), "RUNS")))
+    assert verdicts[0] == verdicts[1] and "parted-variance" in verdicts[0][1]
+
+
 def test_a_lane_in_two_folders_is_kept_once(folder, three):
     out = folder / "overlap"
     assert main(["merge", str(out), *three, str(folder / "one")]) == 0

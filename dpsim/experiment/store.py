@@ -66,13 +66,17 @@ def _part_lock(i: int, n: int) -> str:
 
 
 def _try_lock(handle, mode) -> bool:
-    """Take an advisory lock without waiting; False when another process holds it."""
+    """Take an advisory lock without waiting; False when another process holds it. A
+    filesystem without locks is a one-line UsageError."""
     if fcntl is None:
         return True
     try:
         fcntl.flock(handle, mode | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
+    except OSError as exc:
+        raise UsageError(f"cannot lock {handle.name!r} ({exc.strerror or exc}): this filesystem has no file locks; "
+                         f"write into a local folder (parts: one folder each, then `dpsim merge`)") from None
     return True
 
 
