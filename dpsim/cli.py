@@ -1,4 +1,4 @@
-"""The ``dpsim`` command: list, show, run, plot, verify, audit.
+"""The ``dpsim`` command: list, show, run, merge, plot, verify, audit.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """
@@ -101,13 +101,16 @@ def cmd_show(args) -> int:
 
 def cmd_run(args) -> int:
     from dpsim.experiment.executors import executor as make_executor
+    from dpsim.experiment.planning import parse_part
     from dpsim.experiment.registry import experiment as resolve
     from dpsim.experiment.runner import plan_run, run_experiment
+    part = None if args.part is None else parse_part(args.part)
+    overrides = _parse_sets(args.set)
     if args.dry_run:
         make_executor(args.executor, address=args.address, workers=args.ray_workers, check_only=True)
         experiment, source = resolve(args.experiment)
-        plan = plan_run(experiment, reps=args.reps, seed=args.seed, out=args.out, overrides=_parse_sets(args.set),
-                        chunk=args.chunk, workers=args.workers, micro_batch=args.micro_batch)
+        plan = plan_run(experiment, reps=args.reps, seed=args.seed, out=args.out, overrides=overrides,
+                        chunk=args.chunk, workers=args.workers, micro_batch=args.micro_batch, part=part)
         print(f"{experiment.name} (dry run, nothing written):")
         for line in plan.describe():
             print(line)
@@ -116,13 +119,26 @@ def cmd_run(args) -> int:
     with make_executor(args.executor, address=args.address, workers=args.ray_workers) as executor:
         experiment, source = resolve(args.experiment)
         summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
-                                 overrides=_parse_sets(args.set), chunk=args.chunk, workers=args.workers,
+                                 overrides=overrides, chunk=args.chunk, workers=args.workers,
                                  progress=not args.no_progress, watchdog=args.watchdog, source=source,
-                                 micro_batch=args.micro_batch, executor=executor)
-    print(f"{experiment.name}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
+                                 micro_batch=args.micro_batch, executor=executor, part=part)
+    which = "" if part is None else f" (part {part[0]}/{part[1]})"
+    print(f"{experiment.name}{which}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
           f"in {summary.seconds:.1f} s -> {summary.out}")
-    for path in _plot_dir(summary.out, experiment):
-        print(f"figure: {path}")
+    from dpsim.experiment.store import read_manifest
+    if part is None or read_manifest(summary.out).get("complete"):    # the last part of a shared folder draws
+        for path in _plot_dir(summary.out, experiment):
+            print(f"figure: {path}")
+    return 0
+
+
+def cmd_merge(args) -> int:
+    """Join run folders of one experiment, seed and code (e.g. the parts of an array job)."""
+    from dpsim.experiment.merge import merge_folders
+    manifest = merge_folders(args.out, args.dirs, _manifest_experiment)
+    rows = manifest["study"].get("rows", 0)
+    state = "complete" if manifest["complete"] else "incomplete: `dpsim run` into it computes what is missing"
+    print(f"{manifest['experiment']}: {len(args.dirs)} folders, {rows} rows -> {args.out} ({state})")
     return 0
 
 
@@ -366,10 +382,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --executor ray: the Ray cluster to use (default: start a local Ray instance)")
     run.add_argument("--ray-workers", type=int, default=None, metavar="N",
                      help="with --executor ray: actors (default: one per GPU, else one per 4 CPU cores)")
+    run.add_argument("--part", default=None, metavar="I/N",
+                     help="compute only part I of N of the grid's replicate lanes (array jobs: the N parts, in one "
+                          "shared --out or joined by `dpsim merge`, make the table of one run)")
     run.add_argument("--no-progress", action="store_true")
     run.add_argument("--dry-run", action="store_true", help="print the plan (programs, lanes, chunks); write nothing")
     _add_watchdog(run)
     run.set_defaults(func=cmd_run)
+
+    merge = sub.add_parser("merge", help="join run folders of one experiment, seed and code into one")
+    merge.add_argument("out", help="the new folder")
+    merge.add_argument("dirs", nargs="+", help="run folders (e.g. those of `dpsim run --part I/N`)")
+    merge.set_defaults(func=cmd_merge)
 
     plot = sub.add_parser("plot", help="draw the figure of a run directory")
     plot.add_argument("dir")

@@ -11,6 +11,12 @@ Lanes are listed lazily (:class:`_MissingReps`, :class:`_Lanes`, :class:`_Chunks
 plan's size and the time to make it grow with the grid and the stored rows, not with the
 replicate count. A lane is re-run if any of its analysis points is missing; rows already
 stored are dropped when the chunk is written.
+
+A run may compute one *part* I/N of the grid (``dpsim run --part I/N``, array jobs):
+:func:`lane_part` assigns every lane to one part from its identity alone (its grid point's
+stable id and its replicate), so the N parts are disjoint, cover the grid, and do not depend
+on what is stored, on the chunk size or on the worker count; each grid point's replicates
+go round-robin over the parts, so every part gets its share of every shape.
 """
 from __future__ import annotations
 
@@ -39,23 +45,75 @@ class _Lane:
     data_id: int
 
 
+Part = tuple  # (I, N): the I-th of N parts of a grid, 1 ≤ I ≤ N
+
+
+def check_part(part) -> Part | None:
+    """``part`` as an (I, N) pair of ints with 1 ≤ I ≤ N (None: the whole grid).
+
+    Raises:
+        UsageError: naming the bad value.
+    """
+    if part is None:
+        return None
+    ok = (isinstance(part, (tuple, list)) and len(part) == 2
+          and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in part)
+          and 1 <= part[0] <= part[1])
+    if not ok:
+        raise UsageError(f"part={part!r} must be (I, N) with integers 1 ≤ I ≤ N")
+    return int(part[0]), int(part[1])
+
+
+def parse_part(text: str) -> Part:
+    """``--part I/N`` → (I, N); one-line UsageError naming the value otherwise."""
+    i, slash, n = str(text).partition("/")
+    try:
+        part = (int(i), int(n)) if slash else None
+    except ValueError:
+        part = None
+    if part is None or not 1 <= part[0] <= part[1]:
+        raise UsageError(f"--part {text!r} must be I/N with integers 1 ≤ I ≤ N (e.g. 2/8)")
+    return part
+
+
+def lane_part(point_id, rep, n: int):
+    """The part (1 … ``n``) a lane belongs to: (its grid point's stable id + its replicate)
+    mod n, plus 1. Only the lane's identity counts, never what is stored, the chunk size or
+    the worker count; a grid point's replicates go round-robin over the parts, starting at
+    a part set by its id. Works elementwise on arrays.
+
+    Args:
+        point_id: the lane's grid point (shape and data values) stable id, int or int64 array.
+        rep: the replicate(s), int or int64 array of the same shape.
+        n: the number of parts.
+    Returns:
+        the part(s), 1 … n.
+    """
+    return (np.asarray(point_id, np.int64) % n + np.asarray(rep, np.int64) % n) % n + 1
+
+
 class _MissingReps:
-    """The replicates 0 … ``reps`` − 1 not in ``complete`` (sorted, distinct, < reps), in
-    order, without listing them: the k-th is k + #{i : complete[i] − i ≤ k} (complete[i] − i
-    counts the missing replicates below complete[i]). Memory and time are independent of
+    """The replicates r < ``reps`` with r ≡ ``first`` (mod ``stride``) not in ``complete``
+    (sorted, distinct), in order, without listing them. With stride 1 (the whole grid) the
+    k-th is k + #{i : complete[i] − i ≤ k} (complete[i] − i counts the missing replicates
+    below complete[i]); with a stride (one part of the grid, :func:`lane_part`) the same
+    holds for the indices j of r = first + stride·j. Memory and time are independent of
     ``reps``."""
 
-    def __init__(self, reps: int, complete: np.ndarray):
-        self.reps = reps
-        self._gaps = np.asarray(complete, np.int64) - np.arange(len(complete))
+    def __init__(self, reps: int, complete: np.ndarray, stride: int = 1, first: int = 0):
+        self.reps, self.stride, self.first = reps, stride, first
+        complete = np.asarray(complete, np.int64)
+        mine = (complete[(complete - first) % stride == 0] - first) // stride
+        self._count = max(0, -(-(reps - first) // stride))    # #{r < reps : r ≡ first}
+        self._gaps = mine - np.arange(len(mine))
 
     def __len__(self) -> int:
-        return self.reps - len(self._gaps)
+        return self._count - len(self._gaps)
 
     def take(self, start: int, stop: int) -> np.ndarray:
         """The missing replicates at positions [start, stop), (stop − start,) int64."""
         k = np.arange(start, stop, dtype=np.int64)
-        return k + np.searchsorted(self._gaps, k, side="right")
+        return self.first + self.stride * (k + np.searchsorted(self._gaps, k, side="right"))
 
 
 @dataclass(frozen=True)
@@ -239,25 +297,32 @@ def _complete_reps(done: set) -> dict:
     return {pid: np.unique(np.asarray(reps, np.int64)) for pid, reps in by_point.items()}
 
 
-def _missing(points: tuple, reps: int, stored: dict) -> _MissingReps:
+def _missing(points: tuple, reps: int, stored: dict, data_id: int, part: Part | None) -> _MissingReps:
     """The replicates < ``reps`` of a lane whose analysis ``points`` are not all stored (a
-    lane is complete only when every one of its points is)."""
+    lane is complete only when every one of its points is); with ``part`` (I, N) only those
+    of that part (:func:`lane_part` of ``data_id``, the lane's grid point)."""
+    stride, first = 1, 0
+    if part is not None:
+        stride = part[1]
+        first = int((part[0] - 1 - data_id % stride) % stride)   # lane_part(data_id, first, N) == I
     complete = None
     for pid in points:
         have = stored.get(pid)
         if have is None:
-            return _MissingReps(reps, np.empty(0, np.int64))
+            return _MissingReps(reps, np.empty(0, np.int64), stride, first)
         complete = have if complete is None else np.intersect1d(complete, have, assume_unique=True)
     complete = np.empty(0, np.int64) if complete is None else complete
-    return _MissingReps(reps, complete[complete < reps])
+    return _MissingReps(reps, complete[complete < reps], stride, first)
 
 
 def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1,
-          policy: Batching | None = None) -> list[Step]:
+          policy: Batching | None = None, part: Part | None = None) -> list[Step]:
     """For each step (a program shape and static data values), the lanes still missing,
     split per shape point into chunks of one fixed size. A lane is re-run if any of its
     analysis points is missing; rows already stored are dropped on write. Time and memory
-    grow with the grid and the stored rows, not with ``reps`` (lanes are listed lazily)."""
+    grow with the grid and the stored rows, not with ``reps`` (lanes are listed lazily).
+    ``part`` (I, N): only the lanes of that part (:func:`lane_part`); programs are chosen
+    for the whole grid (:func:`_capacities`), so every part compiles the same ones."""
     experiment = grid.experiment
     policy = policy or batching("cpu")
     stored = _complete_reps(done)
@@ -271,7 +336,8 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
             for d in data_indices:
                 data = grid.data_points[d]
                 points = tuple(stable_id({**shape, **data, **a}) for a in grid.analysis_points)
-                blocks.append(_Block(d, points, stable_id({**shape, **data}), _missing(points, reps, stored)))
+                data_id = stable_id({**shape, **data})
+                blocks.append(_Block(d, points, data_id, _missing(points, reps, stored, data_id, part)))
             lanes = _Lanes(blocks)
             if len(lanes):
                 key = (repr(sorted(compiled.items())), static)
@@ -297,6 +363,7 @@ class Plan:
     workers: int
     reps: int
     policy: Batching
+    part: Part | None = None
 
     @property
     def lanes(self) -> int:
@@ -328,7 +395,8 @@ class Plan:
         then the peak memory and the cost model's run time."""
         n_q = len(self.grid.analysis_points)
         programs = f"{len(self.steps)} compiled program" + ("" if len(self.steps) == 1 else "s")
-        lines = [f"{programs}, {self.lanes} replicate lanes × {n_q} analysis points "
+        which = "" if self.part is None else f"part {self.part[0]}/{self.part[1]} of the grid: "
+        lines = [f"{which}{programs}, {self.lanes} replicate lanes × {n_q} analysis points "
                  f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s); "
                  f"{len(self.done)} (point, rep) pairs already stored in {self.out}"]
         for step in self.steps:

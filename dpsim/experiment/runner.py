@@ -23,14 +23,14 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpsim.errors import UsageError, note, warn
-from dpsim.experiment import store
+from dpsim.experiment import parts, store
 from dpsim.experiment.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
                                        default_workers, device_memory_bytes, host_memory_bytes, memory_limit,
                                        micro_batch_size)
 from dpsim.experiment.chunk_io import method_columns
 from dpsim.experiment.executors import Executor, Job, LocalExecutor
 from dpsim.experiment.grid import Experiment, Grid, expand_grid
-from dpsim.experiment.planning import Plan, plan_steps, size_buckets, step_label
+from dpsim.experiment.planning import Plan, check_part, plan_steps, size_buckets, step_label
 from dpsim.experiment.provenance import environment, fingerprint
 from dpsim.experiment.program import clear_cache, compiler_options, lane_key, truth_key
 from dpsim.experiment.units import format_bytes, format_duration
@@ -84,10 +84,11 @@ class _Request:
     policy: Batching
     overrides: Mapping[str, Sequence] | None
     code: dict
+    part: tuple | None = None
 
 
 def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, overrides, chunk: int | None,
-               workers: int | None, micro_batch: int | None) -> _Request:
+               workers: int | None, micro_batch: int | None, part=None) -> _Request:
     """Check every setting and expand the grid, writing nothing (UsageError naming a bad value)."""
     reps = experiment.reps if reps is None else reps
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
@@ -98,6 +99,7 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
         raise UsageError(f"workers={workers!r} must be an integer ≥ 1")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise UsageError(f"seed={seed!r} must be an integer in [0, 2^31)")
+    part = check_part(part)
     grid = expand_grid(experiment, overrides)
     method_columns(experiment)
     out = Path(out or Path("runs") / experiment.name)
@@ -106,7 +108,7 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     store.check_code(out, code)
     policy = batching(micro_batch=micro_batch)
     return _Request(grid, out, seed, reps, chunk, policy.workers if workers is None else workers, policy, overrides,
-                    code)
+                    code, part)
 
 
 def _planned(request: _Request) -> Plan:
@@ -114,21 +116,23 @@ def _planned(request: _Request) -> Plan:
     UsageError, before anything is written, when one lane's working set exceeds the memory
     it would run in (:func:`memory_limit`)."""
     done = store.completed(request.out)
-    steps = plan_steps(request.grid, request.reps, done, request.chunk, request.workers, request.policy)
+    steps = plan_steps(request.grid, request.reps, done, request.chunk, request.workers, request.policy,
+                       request.part)
     limit, what = memory_limit(request.policy.backend)
     for step in steps:
         if limit and step.lane_bytes > limit:
             raise UsageError(f"{request.grid.experiment.name} at {step_label(request.grid, step)}: one replicate "
                              f"lane needs about {format_bytes(step.lane_bytes)}, more than {what} "
                              f"({format_bytes(limit)}); choose smaller sizes")
-    return Plan(request.grid, steps, done, request.out, request.workers, request.reps, request.policy)
+    return Plan(request.grid, steps, done, request.out, request.workers, request.reps, request.policy, request.part)
 
 
 def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
-             chunk: int | None = None, workers: int | None = None, micro_batch: int | None = None) -> Plan:
+             chunk: int | None = None, workers: int | None = None, micro_batch: int | None = None,
+             part=None) -> Plan:
     """Validate a request and plan it, writing nothing (``--dry-run``; :func:`run_experiment`)."""
     return _planned(_validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
-                               workers=workers, micro_batch=micro_batch))
+                               workers=workers, micro_batch=micro_batch, part=part))
 
 
 def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int = 0,
@@ -136,7 +140,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                    chunk: int | None = None, progress: bool = True,
                    workers: int | None = None, watchdog: float | None = None,
                    source: str | None = None, micro_batch: int | None = None,
-                   executor: Executor | None = None) -> RunSummary:
+                   executor: Executor | None = None, part=None) -> RunSummary:
     """Run (or resume) ``experiment`` into ``out``; returns what was computed.
 
     All input is validated before anything is written. Re-running into the same directory
@@ -151,7 +155,11 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     no result beyond float rounding. ``executor``: who computes the chunks
     (:mod:`dpsim.experiment.executors`; default :class:`~dpsim.experiment.executors.LocalExecutor`,
     in this process); with a :class:`~dpsim.experiment.executors.RayExecutor` and no
-    ``workers``, each step gets at least as many chunks as it has actors. One run at a time writes into a directory
+    ``workers``, each step gets at least as many chunks as it has actors. ``part`` (I, N):
+    only that part of the lanes (:func:`~dpsim.experiment.planning.lane_part`; array jobs);
+    the parts of one split may write one directory at the same time
+    (:mod:`dpsim.experiment.parts`), which is marked complete when all its lanes are stored.
+    Otherwise one run at a time writes into a directory
     (:func:`~dpsim.experiment.store.exclusive`); the plan is made once it is held.
 
     Threads: one background thread only *compiles* (the next step's program, while the
@@ -165,8 +173,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     executor = executor or LocalExecutor()
     request = _validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
                          workers=workers if workers is not None else executor.workers,
-                         micro_batch=micro_batch)                        # writes nothing
-    with store.exclusive(request.out):                                   # one writer per run directory
+                         micro_batch=micro_batch, part=part)                  # writes nothing
+    with store.exclusive(request.out, request.part):         # one writer per run directory (or per part)
         return _run_planned(experiment, _planned(request), request, progress, patience, source, executor)
 
 
@@ -182,11 +190,13 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         # nothing to compute (e.g. verify judging a finished run): the folder is left as it was
         _warn_unconverged(experiment, previous.get("diagnostics", {}).get("unconverged", []))
         return RunSummary(out, 0, 0, 0.0, 0.0)
-    store.remove_temporary(out)
+    if settings.part is None:       # parts of one split write this folder at once: their temporaries stay
+        store.remove_temporary(out)
     reps = work.reps
     request = {"reps": reps, "overrides": {k: list(v) for k, v in (overrides or {}).items()},
                "chunk": chunk, "workers": workers, "executor": executor.describe(), "grid": grid.axes,
-               "started": time.strftime("%Y-%m-%dT%H:%M:%S"), **environment()}
+               "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+               **({} if settings.part is None else {"part": "{}/{}".format(*settings.part)}), **environment()}
     manifest = {"experiment": experiment.name, "source": source or experiment.name, "code": settings.code,
                 "title": experiment.title, "seed": seed, "shape_axes": list(experiment.shape_axes),
                 "data_axes": list(experiment.data_axes), "analysis_axes": list(experiment.analysis_axes),
@@ -194,7 +204,10 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                 "history": [*previous.get("history", []), request],
                 "study": previous.get("study", {}), "diagnostics": previous.get("diagnostics", {}),
                 "complete": False}
-    store.write_manifest(out, manifest)
+    if settings.part is None:
+        store.write_manifest(out, manifest)
+    else:
+        parts.start(out, manifest, request)
 
     for line in _data_notes(experiment, grid):
         note(line)
@@ -215,7 +228,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                 lanes_run += lanes
                 bar.update(1)
     except BaseException:
-        if not previous and rows_written == 0:
+        if not previous and rows_written == 0 and settings.part is None:
             # a run that failed before its first chunk leaves nothing behind (the lock's
             # holder then removes the folder it created)
             (out / store.MANIFEST).unlink(missing_ok=True)
@@ -227,10 +240,14 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     request.update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": round(seconds, 3),
                     "lanes_run": lanes_run, "rows_written": rows_written,
                     "first_chunks_seconds_incl_compile": round(first_chunks, 3)})
-    manifest["study"] = study_summary(out, experiment)
-    manifest["diagnostics"] = {"unconverged": unconverged(out, experiment)}
-    manifest["complete"] = True
-    store.write_manifest(out, manifest)
+    def summaries():
+        return {"study": study_summary(out, experiment), "diagnostics": {"unconverged": unconverged(out, experiment)}}
+
+    if settings.part is None:
+        manifest.update(summaries(), complete=True)
+        store.write_manifest(out, manifest)
+    else:
+        parts.finish(out, manifest, request, summaries, lambda stored: not plan_steps(grid, reps, stored))
     _warn_unconverged(experiment, manifest["diagnostics"]["unconverged"])
     return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
 

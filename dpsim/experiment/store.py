@@ -55,13 +55,58 @@ def check_directory(path: Path, what: str) -> None:
             break
 
 
+def is_lock(name: str) -> bool:
+    """Whether a file name in a run directory is one of its lock files (``.lock``, a part's
+    ``.lock-part-I-of-N``, the manifest's ``.lock-manifest``): not results."""
+    return name == LOCK or name.startswith(LOCK + "-")
+
+
+def _part_lock(i: int, n: int) -> str:
+    return f"{LOCK}-part-{i}-of-{n}"
+
+
+def _try_lock(handle, mode) -> bool:
+    """Take an advisory lock without waiting; False when another process holds it. A
+    filesystem without locks is a one-line UsageError."""
+    if fcntl is None:
+        return True
+    try:
+        fcntl.flock(handle, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError as exc:
+        raise UsageError(f"cannot lock {handle.name!r} ({exc.strerror or exc}): this filesystem has no file locks; "
+                         f"write into a local folder (parts: one folder each, then `dpsim merge`)") from None
+    return True
+
+
+def _other_split(out: Path, n: int) -> str | None:
+    """A part I/M (M ≠ ``n``) another process is writing into ``out`` now, as "I/M", or None:
+    parts of different splits of a grid overlap, so they never write one folder at once."""
+    for path in sorted(out.glob(f"{LOCK}-part-*-of-*")):
+        i, _, m = path.name[len(LOCK) + len("-part-"):].partition("-of-")
+        if m == str(n) or fcntl is None:
+            continue
+        with open(path, "a+") as probe:
+            if not _try_lock(probe, fcntl.LOCK_SH):
+                return f"{i}/{m}"
+    return None
+
+
 @contextmanager
-def exclusive(out: Path):
-    """Hold the run directory ``out`` for one writer: an advisory lock (``flock``) on
-    ``out/.lock``, released when the block ends or the process dies. Two ``dpsim run`` into
-    one directory at the same time would both compute the missing lanes and store them
-    twice; the second is refused instead, with a one-line UsageError naming the holder.
-    Creates ``out``, and removes it again if it created it and nothing but the lock was
+def exclusive(out: Path, part: tuple | None = None):
+    """Hold the run directory ``out`` for writing: an advisory lock (``flock``) on
+    ``out/.lock``, released when the block ends or the process dies.
+
+    A whole-grid run holds it alone: two ``dpsim run`` into one directory at the same time
+    would both compute the missing lanes and store them twice; the second is refused
+    instead, with a one-line UsageError naming the holder. A run of one part (I, N)
+    (``--part``, array jobs) shares ``.lock`` with the other parts of the same split and
+    holds ``.lock-part-I-of-N`` alone (parts are disjoint lanes); a whole-grid run, the same
+    part twice, or a part of another split (other N) at the same time is refused. Parts
+    coordinate their manifest with :func:`manifest_lock`.
+
+    Creates ``out``, and removes it again if it created it and nothing but lock files was
     written (a run that stopped before its manifest leaves nothing behind). Without
     ``fcntl`` (Windows) nothing is locked."""
     out = Path(out)
@@ -71,25 +116,67 @@ def exclusive(out: Path):
     except OSError as exc:
         raise UsageError(f"--out {str(out)!r} cannot be created: {exc.strerror or exc}") from None
     handle = open(out / LOCK, "a+")
+    own = None
+    me = f"pid {os.getpid()} on {platform.node()}"
     try:
-        try:
-            if fcntl is not None:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _try_lock(handle, fcntl.LOCK_SH if part and fcntl else (fcntl.LOCK_EX if fcntl else 0)):
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             raise UsageError(f"another dpsim run ({holder}) is writing to {str(out)!r}; "
-                             f"wait for it to finish, or choose another --out") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {platform.node()}")
-        handle.flush()
+                             f"wait for it to finish, or choose another --out")
+        if part is None:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(me)
+            handle.flush()
+        else:
+            own = open(out / _part_lock(*part), "a+")
+            if not _try_lock(own, fcntl.LOCK_EX if fcntl else 0):
+                own.seek(0)
+                raise UsageError(f"another dpsim run ({own.read().strip() or 'another process'}) is writing part "
+                                 f"{part[0]}/{part[1]} to {str(out)!r}; wait for it to finish")
+            other = _other_split(out, part[1])
+            if other:
+                raise UsageError(f"part {other} of another split is being written to {str(out)!r}; the parts "
+                                 f"of one folder must share N, got --part {part[0]}/{part[1]}")
+            own.seek(0)
+            own.truncate()
+            own.write(me)
+            own.flush()
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"parts of a split into {part[1]}, {me} and others")
+            handle.flush()
         yield
     finally:
+        if own is not None:
+            own.close()
         handle.close()   # closing releases the lock
-        if created and [p.name for p in out.iterdir()] == [LOCK]:
-            (out / LOCK).unlink()
-            out.rmdir()
+        if created and out.exists() and all(is_lock(p.name) for p in out.iterdir()):
+            with open(out / LOCK, "a+") as last:    # nobody else is writing: remove what we made
+                if _try_lock(last, fcntl.LOCK_EX if fcntl else 0):
+                    for p in out.iterdir():
+                        p.unlink()
+                    out.rmdir()
+
+
+def being_written(out: Path) -> bool:
+    """Whether a dpsim run (of the whole grid or of a part) holds ``out`` now."""
+    path = Path(out) / LOCK
+    if fcntl is None or not path.exists():
+        return False
+    with open(path, "a+") as probe:
+        return not _try_lock(probe, fcntl.LOCK_EX)
+
+
+@contextmanager
+def manifest_lock(out: Path):
+    """Hold ``out/.lock-manifest`` (waiting for it) while reading and rewriting the manifest:
+    the parts of a split running into one folder update it one at a time."""
+    with open(Path(out) / f"{LOCK}-manifest", "a+") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def _atomic_write_bytes(path: Path, write) -> None:
@@ -146,7 +233,7 @@ def check_compatible(out: Path, experiment: str, seed: int) -> None:
     check_directory(out, "--out")
     manifest = read_manifest(out)
     if manifest is None:
-        if Path(out).exists() and any(p.name != LOCK for p in Path(out).iterdir()):
+        if Path(out).exists() and any(not is_lock(p.name) for p in Path(out).iterdir()):
             raise UsageError(f"--out {str(out)!r} is not empty and holds no dpsim manifest")
         return
     if manifest["experiment"] != experiment or manifest["seed"] != seed:
