@@ -244,4 +244,4 @@ def test_docs_list_the_modules_of_the_tree_in_the_same_layers():
     package) of the tree and nothing that is not there."""
     documented = documented_layers(DOC.read_text())
     assert [sorted(layer) for layer in documented] == [sorted(layer) for layer in LAYERS]
-    assert len(DOC.read_text().splitlines()) < 150
+    assert len(DOC.read_text().splitlines()) < 175
