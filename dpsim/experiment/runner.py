@@ -206,7 +206,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         """The compiled chunk program of one step (background thread: it compiles, it
         executes nothing)."""
         return compiled_chunk_fn(experiment, step.shape, step.static_data, groups, step.micro,
-                                 arguments(step, step.chunks[0]))
+                                 arguments(step, step.chunks[0]), step.devices)
 
     def compute(step, program, index):
         """One chunk: its rows (those not stored yet) as an Arrow table, and its lanes."""
