@@ -8,7 +8,16 @@ every lane of a micro-batch waits for the slowest one's while-loop). On CPU seve
 are computed at the same time (:func:`default_workers`). The policy also holds the cost
 model that decides which sizes of a padded experiment share a program
 (:func:`dpsim.experiment.planning.size_buckets`), and the memory one lane must fit in
-(:func:`memory_limit`). ``$DPSIM_MICRO_BATCH`` and ``$DPSIM_PADDING`` are read here.
+(:func:`memory_limit`). ``$DPSIM_MICRO_BATCH``, ``$DPSIM_PADDING`` and ``$DPSIM_DEVICES`` are
+read here.
+
+Several devices in one process (:func:`device_count`): when the default backend shows more
+than one device (several GPUs, or host devices forced with
+``XLA_FLAGS=--xla_force_host_platform_device_count=N``), each chunk's lanes are sharded
+across all of them (:func:`dpsim.experiment.program.compiled_chunk_fn`), a chunk holding a
+multiple of the device count (:func:`chunk_layout`); ``$DPSIM_DEVICES=1`` keeps to the first
+device. Sharding then replaces the chunk threads of the CPU: one chunk at a time, its
+devices computing in parallel (:func:`batching`).
 
 Results do not depend on any of this beyond float rounding: keys come from stable ids, not
 from positions in a batch.
@@ -52,6 +61,7 @@ ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 COMPILE_SECONDS_CPU, SECONDS_PER_BYTE_CPU = 2.0, 1.26e-9
 COMPILE_SECONDS_ACCELERATOR, SECONDS_PER_BYTE_ACCELERATOR = 6.0, 1.26e-9 / 27
 PADDING_VARIABLE = "DPSIM_PADDING"
+DEVICES_VARIABLE = "DPSIM_DEVICES"
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,7 @@ class Batching:
     With a padded experiment, sizes share a program where the cost model says it pays:
     ``compile_seconds`` per program against ``seconds_per_byte`` per lane-analysis byte of
     padded work (:func:`~dpsim.experiment.planning.size_buckets`; ``compile_seconds`` 0: one program per size).
+    ``devices``: the devices each chunk's lanes are sharded across (:func:`device_count`).
     Results do not depend on any of these beyond float rounding (keys come from stable ids,
     not positions)."""
 
@@ -73,6 +84,7 @@ class Batching:
     micro_per_chunk: int | None = None
     compile_seconds: float = COMPILE_SECONDS_CPU
     seconds_per_byte: float = SECONDS_PER_BYTE_CPU
+    devices: int = 1
 
 
 def device_memory_bytes(device=None) -> float | None:
@@ -113,6 +125,11 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
     ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH) caps the micro-batch on
     any backend. The size buckets' cost model is the backend's (constants above);
     ``$DPSIM_PADDING=off`` gives every size its own program (``auto``, the default: buckets).
+
+    Several devices (:func:`device_count`, ``$DPSIM_DEVICES``): each chunk is sharded across
+    them, and on CPU one chunk is computed at a time (``workers`` 1) instead of one per
+    core: forced host devices are the same cores, so chunk threads on top of sharding
+    would only oversubscribe them.
     """
     backend = backend or jax.default_backend()
     if micro_batch is None and os.environ.get("DPSIM_MICRO_BATCH"):
@@ -127,13 +144,16 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
     padding = os.environ.get(PADDING_VARIABLE, "auto")
     if padding not in ("auto", "off"):
         raise UsageError(f"{PADDING_VARIABLE}={padding!r} must be 'auto' or 'off'")
+    devices = device_count(backend)
     if backend == "cpu":
-        policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, default_workers(), chunk_work=CHUNK_WORK)
+        policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, default_workers() if devices == 1 else 1,
+                          chunk_work=CHUNK_WORK, devices=devices)
     else:
         memory = memory or (device_memory_bytes() if backend == jax.default_backend() else None) or 16 * 2**30
         policy = Batching(backend, ACCELERATOR_MEMORY_SHARE * memory, MAX_MICRO_BATCH_ACCELERATOR, 1,
                           micro_per_chunk=ACCELERATOR_MICRO_BATCHES_PER_CHUNK,
-                          compile_seconds=COMPILE_SECONDS_ACCELERATOR, seconds_per_byte=SECONDS_PER_BYTE_ACCELERATOR)
+                          compile_seconds=COMPILE_SECONDS_ACCELERATOR, seconds_per_byte=SECONDS_PER_BYTE_ACCELERATOR,
+                          devices=devices)
     if micro_batch is not None:
         policy = dataclasses.replace(policy, micro_bytes=math.inf, max_micro=micro_batch)
     if padding == "off":
@@ -150,6 +170,34 @@ def micro_batch_size(lane_bytes: int, policy: Batching | None = None) -> int:
         return int(policy.max_micro)
     size = max(1, int(policy.micro_bytes // max(lane_bytes, 1)))
     return int(min(policy.max_micro, 2 ** int(math.log2(size))))
+
+
+def visible_devices(backend: str | None = None) -> int:
+    """The devices JAX shows for ``backend`` (default: the default backend); 1 where the
+    backend is not this process's (e.g. a cost model for an accelerator asked on a CPU)."""
+    try:
+        return len(jax.devices(backend))
+    except RuntimeError:
+        return 1
+
+
+def device_count(backend: str | None = None) -> int:
+    """The devices a chunk's lanes are sharded across: every visible device of ``backend``
+    (default: JAX's default backend), or ``$DPSIM_DEVICES`` of them (``1``: one device, no
+    sharding; ``all``: the default). Raises UsageError naming a value that is not a whole
+    number ≥ 1 or more than the visible devices."""
+    visible = visible_devices(backend)
+    text = os.environ.get(DEVICES_VARIABLE, "all").strip()
+    if text == "all":
+        return visible
+    try:
+        wanted = int(text)
+    except ValueError:
+        wanted = 0
+    if wanted < 1 or wanted > visible:
+        raise UsageError(f"{DEVICES_VARIABLE}={text!r} must be 'all' or a whole number from 1 to {visible} "
+                         f"(the visible devices)")
+    return wanted
 
 
 def default_workers() -> int:
@@ -176,14 +224,18 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
     """(chunk size, micro-batch size) for ``n_lanes`` lanes of one step, under ``policy``
     (default: the CPU's).
 
-    Chunks: ``requested`` lanes each, else about ``chunk_work`` bytes of work each (CPU) or
-    ``micro_per_chunk`` full micro-batches (accelerators), and at least ``workers`` chunks
-    when there are enough lanes, all of one size (one compilation). The micro-batch is then
-    the fewest micro-batches of at most :func:`micro_batch_size` lanes that cover a chunk,
-    balanced, so a chunk is padded by less than one lane per micro-batch.
+    Chunks: ``requested`` lanes each, else about ``chunk_work`` bytes of work (CPU) or
+    ``micro_per_chunk`` full micro-batches (accelerators) per device, and at least
+    ``workers`` chunks when there are enough lanes, all of one size (one compilation). A
+    chunk's lanes are split evenly over ``policy.devices`` devices; each device's share is
+    the fewest micro-batches of at most :func:`micro_batch_size` lanes that cover it,
+    balanced. So a chunk is padded by less than one lane per micro-batch and device, and its
+    size is a multiple of ``devices`` × micro-batch (with several devices, a ``requested``
+    size is rounded up to one).
     """
     policy = policy or batching("cpu")
     largest = micro_batch_size(lane_bytes, policy)
+    devices = max(1, policy.devices)
     if requested is not None:
         n_chunks = math.ceil(n_lanes / requested)
     else:
@@ -191,8 +243,8 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
             target = largest * policy.micro_per_chunk
         else:
             target = max(largest, int((policy.chunk_work or CHUNK_WORK) / max(lane_bytes * n_analysis / 8, 1)))
-        n_chunks = max(math.ceil(n_lanes / target), min(workers, n_lanes))
-    size = math.ceil(n_lanes / max(n_chunks, 1))
-    batches = math.ceil(size / largest)
-    micro = math.ceil(size / batches)
-    return batches * micro, micro
+        n_chunks = max(math.ceil(n_lanes / (target * devices)), min(workers, n_lanes))
+    share = math.ceil(math.ceil(n_lanes / max(n_chunks, 1)) / devices)    # lanes per device
+    batches = math.ceil(share / largest)
+    micro = math.ceil(share / batches)
+    return devices * batches * micro, micro

@@ -32,6 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
+import jax
 import numpy as np
 import pyarrow as pa
 
@@ -46,7 +47,18 @@ EXECUTORS = ("local", "ray")
 INSTALL_RAY = "--executor ray needs Ray, which is not installed: pip install 'dpsim[ray]'"
 
 
+def devices_here(planned: int) -> int:
+    """The devices this process shards a step's lanes over: ``planned`` (the driver's count,
+    which its chunk sizes are a multiple of), or, in a Ray actor that sees fewer devices, the
+    largest divisor of ``planned`` it has (so the chunks still split evenly)."""
+    here = max(1, min(planned, len(jax.devices())))
+    while planned % here:
+        here -= 1
+    return here
+
+
 @dataclass(frozen=True)
+
 class Job:
     """One run as an executor sees it (made by the runner once the plan is made).
 
@@ -84,7 +96,8 @@ class ChunkComputer:
         """The compiled program of ``step`` (``chunk``: any chunk of it, for the argument
         shapes; compiling executes nothing)."""
         return compiled_chunk_fn(self.experiment, step.shape, step.static_data, self.groups, step.micro,
-                                 chunk_arguments(chunk, self.grid, step, self.seed, self.a_words))
+                                 chunk_arguments(chunk, self.grid, step, self.seed, self.a_words),
+                                 devices_here(step.devices))
 
     def rows(self, step: Step, program: ChunkProgram, chunk: Chunk, done: set) -> tuple[pa.Table, int]:
         """One chunk's rows (those not in ``done``) as an Arrow table, and its lane count."""

@@ -204,6 +204,7 @@ class Step:
     micro: int
     points: tuple = ()
     lane_bytes: int = 0
+    devices: int = 1        # the devices its chunks' lanes are sharded across (Batching.devices)
 
     @property
     def lanes(self) -> int:
@@ -348,7 +349,7 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
         lane_bytes = int(experiment.lane_bytes(lane_shape(experiment, compiled)))
         size, micro = chunk_layout(most, lane_bytes, len(grid.analysis_points), chunk, workers, policy)
         plan.append(Step(compiled, dict(static), _Chunks(members, size), size, micro,
-                          tuple(s for s, _ in members), lane_bytes))
+                          tuple(s for s, _ in members), lane_bytes, policy.devices))
     return plan
 
 @dataclass
@@ -371,8 +372,10 @@ class Plan:
 
     def chunk_bytes(self, step: Step) -> int:
         """A step's peak working set: ``workers`` chunks at once, each computing one
-        micro-batch of ``micro`` lanes at a time (the experiment's ``lane_bytes`` each)."""
-        return min(self.workers, len(step.chunks)) * step.micro * step.lane_bytes
+        micro-batch of ``micro`` lanes at a time (the experiment's ``lane_bytes`` each) on
+        each device; on CPU the devices share the host's memory, so they add up."""
+        shared = step.devices if self.policy.backend == "cpu" else 1
+        return min(self.workers, len(step.chunks)) * step.micro * step.lane_bytes * shared
 
     def compute_seconds(self) -> float:
         """The engine's cost model of this plan (:class:`Batching`: seconds per compiled
@@ -387,7 +390,8 @@ class Plan:
         lane = max(step.lane_bytes for step in self.steps)
         peak = max(self.chunk_bytes(step) for step in self.steps)
         return (f"memory: a lane ≈ {format_bytes(lane)} at most, peak working set ≈ {format_bytes(peak)} "
-                f"(the experiment's lane_bytes estimate × micro-batch × workers)"
+                f"(the experiment's lane_bytes estimate × micro-batch × workers"
+                f"{' × devices' if self.policy.backend == 'cpu' and self.policy.devices > 1 else ''})"
                 + (f", of {format_bytes(limit)} ({what})" if limit else ""))
 
     def describe(self) -> list[str]:
@@ -397,7 +401,8 @@ class Plan:
         programs = f"{len(self.steps)} compiled program" + ("" if len(self.steps) == 1 else "s")
         which = "" if self.part is None else f"part {self.part[0]}/{self.part[1]} of the grid: "
         lines = [f"{which}{programs}, {self.lanes} replicate lanes × {n_q} analysis points "
-                 f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s); "
+                 f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s), "
+                 f"{_devices(self.policy)}; "
                  f"{len(self.done)} (point, rep) pairs already stored in {self.out}"]
         for step in self.steps:
             lines.append(f"  {step_label(self.grid, step)}: {step.lanes} lanes in {len(step.chunks)} "
@@ -409,6 +414,13 @@ class Plan:
                          f"({self.policy.compile_seconds:g} s per program + {self.policy.seconds_per_byte:.3g} s per "
                          f"lane-analysis byte on {self.policy.backend}; `dpsim show` calibrates on this machine)")
         return lines
+
+def _devices(policy: Batching) -> str:
+    """The device count of a plan as text (``$DPSIM_DEVICES``, :func:`~dpsim.experiment.batching.device_count`)."""
+    if policy.devices == 1:
+        return f"1 {policy.backend} device"
+    return f"{policy.devices} {policy.backend} devices (each chunk's lanes sharded across them)"
+
 
 def _describe(shape: Mapping) -> str:
     return ", ".join(f"{k}={v}" for k, v in shape.items()) or "its only shape point"

@@ -14,6 +14,10 @@ Keys (DESIGN "Randomness"), from stable integers only, never from batch position
 * analysis point: the lane key folded with ANALYSIS and id(analysis point);
 * a method: the analysis key folded with id(method name); the privatise stage: with
   id("privatise"). Adding or removing a method changes no other method's draws.
+
+With several devices (:func:`~dpsim.experiment.batching.device_count`) a chunk's lanes are
+sharded across them (:func:`jitted_chunk_fn`, ``shard_map`` over a one-axis mesh
+``"lanes"``); since no key depends on a lane's position, the draws are the same.
 """
 from __future__ import annotations
 
@@ -277,13 +281,54 @@ class ChunkProgram(NamedTuple):
         return np.concatenate([np.asarray(indices) for _, indices in self.groups])
 
 
+LANES_AXIS = "lanes"
+
+# How each field of ChunkArguments is split across devices: per-lane arrays by their first
+# axis, the rest copied to every device.
+_LANE_FIELDS = ("data_words", "reps", "data_vals", "a_vals")
+
+
+def _argument_specs() -> ChunkArguments:
+    """A ``PartitionSpec`` per :class:`ChunkArguments` field (a prefix of its pytree)."""
+    P = jax.sharding.PartitionSpec
+    return ChunkArguments(**{f: P(LANES_AXIS) if f in _LANE_FIELDS else P() for f in ChunkArguments._fields})
+
+
+def lanes_mesh(devices: int) -> jax.sharding.Mesh:
+    """A one-axis mesh named ``"lanes"`` over the first ``devices`` devices of the default backend."""
+    return jax.sharding.Mesh(np.asarray(jax.devices()[:devices]), (LANES_AXIS,))
+
+
+def jitted_chunk_fn(chunk: Callable, devices: int = 1):
+    """``jax.jit`` of a chunk function (:func:`make_chunk_fn`); with ``devices`` > 1 its lanes
+    are sharded across that many devices: ``shard_map`` over :func:`lanes_mesh`, each
+    device computing its contiguous share of the lanes with the same per-lane code, the
+    scalars, θ*-key words and analysis words copied to every device (θ* is drawn on each).
+    The chunk's lane count must be a multiple of ``devices`` × micro-batch
+    (:func:`~dpsim.experiment.batching.chunk_layout`). Keys come from each lane's ids, never
+    from its position, so sharding changes no draw."""
+    if devices <= 1:
+        return jax.jit(chunk)
+    mesh = lanes_mesh(devices)
+    specs = _argument_specs()
+    sharded = jax.shard_map(chunk, mesh=mesh, in_specs=(specs,), out_specs=jax.sharding.PartitionSpec(LANES_AXIS),
+                            check_vma=False)
+    shardings = jax.tree_util.tree_map(lambda p: jax.sharding.NamedSharding(mesh, p), specs,
+                                       is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec))
+    return jax.jit(sharded, in_shardings=(shardings,),
+                   out_shardings=jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(LANES_AXIS)))
+
+
 def _lower(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int, example_args,
-           reads: list[set] | None = None):
-    """:func:`make_chunk_fn` traced and lowered for ``example_args`` (not compiled)."""
-    return jax.jit(make_chunk_fn(experiment, shape, static_data, groups, micro, reads)).lower(example_args)
+           reads: list[set] | None = None, devices: int = 1):
+    """:func:`make_chunk_fn` traced and lowered for ``example_args`` (not compiled), its lanes
+    sharded across ``devices`` (:func:`jitted_chunk_fn`)."""
+    chunk = make_chunk_fn(experiment, shape, static_data, groups, micro, reads)
+    return jitted_chunk_fn(chunk, devices).lower(example_args)
 
 
-def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int, example_args):
+def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int, example_args,
+             devices: int = 1):
     """The lowered chunk program and its analysis groups, specialised on the string values its
     traced code reads: with several groups, the program is traced with each group's
     analysis values recording what is read (:class:`_ReadRecorder`); if some groups can be
@@ -296,11 +341,12 @@ def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: lis
     lowering is the program: no extra work."""
     step = (experiment, shape, static_data)
     if len(groups) <= 1:
-        return _lower(*step, groups, micro, example_args), groups
+        return _lower(*step, groups, micro, example_args, devices=devices), groups
     reads = [set() for _ in groups]
-    lowered = _lower(*step, groups, micro, example_args, reads)
+    lowered = _lower(*step, groups, micro, example_args, reads, devices=devices)
     merged = merge_groups(groups, reads)
-    return (lowered, groups) if len(merged) == len(groups) else (_lower(*step, merged, micro, example_args), merged)
+    return ((lowered, groups) if len(merged) == len(groups)
+            else (_lower(*step, merged, micro, example_args, devices=devices), merged))
 
 
 def static_shape(experiment: Experiment, shape: Mapping) -> dict:
@@ -500,14 +546,15 @@ def compiler_options() -> dict | None:
 
 
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
-                      example_args: ChunkArguments) -> ChunkProgram:
+                      example_args: ChunkArguments, devices: int = 1) -> ChunkProgram:
     """Ahead-of-time compiled :func:`make_chunk_fn`, specialised on the string analysis values
-    its code reads (:func:`_lowered`), cached in-process per (experiment's :func:`program_identity`, step, analysis
-    groups, micro-batch, argument shapes): a second run of one of the last two experiments
-    compiles nothing (older programs are released, see ``_COMPILED``).
+    its code reads (:func:`_lowered`), cached in-process per (experiment's :func:`program_identity`,
+    step, analysis groups, micro-batch, devices, argument shapes): a second run of one of the
+    last two experiments compiles nothing (older programs are released, see ``_COMPILED``).
 
     ``example_args``: a :class:`ChunkArguments` of arrays or ``ShapeDtypeStruct`` s (compiling
-    executes nothing).
+    executes nothing). ``devices``: the lanes are sharded across the first ``devices``
+    devices (:func:`jitted_chunk_fn`; the chunk's lanes a multiple of ``devices`` × ``micro``).
     On CPU a program with a batched LAPACK call can deadlock (:mod:`dpsim.linalg`): it is
     compiled again with unbatched lanes (micro-batch 1, with a warning), and refused with a
     one-line error if a batched call remains.
@@ -518,18 +565,22 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     """
     example_args = spec(example_args)
     options = compiler_options()
-    key = _static_key(experiment, shape, static_data, groups, micro) + (_signature(example_args), repr(options))
+    if devices > 1 and example_args.reps.shape[0] % (devices * micro):
+        raise ValueError(f"a chunk of {example_args.reps.shape[0]} lanes does not split into micro-batches of {micro} "
+                         f"on {devices} devices")
+    key = _static_key(experiment, shape, static_data, groups, micro, devices) + (_signature(example_args),
+                                                                                 repr(options))
     program = _recall(key)
     if program is None:
-        lowered, program_groups = _lowered(experiment, shape, static_data, groups, micro, example_args)
+        lowered, program_groups = _lowered(experiment, shape, static_data, groups, micro, example_args, devices)
         compiled = lowered.compile(compiler_options=options)
         problem = _lapack_problem(compiled)
         if problem and micro > 1:
             warn(f"experiment {experiment.name!r} calls LAPACK on a batch of lanes ({'; '.join(problem)}); "
                  f"batched LAPACK deadlocks XLA:CPU, so its lanes run one at a time (slower): "
                  f"use dpsim.linalg (e.g. dpsim.linalg.solve) to keep them batched")
-            compiled = _lower(experiment, shape, static_data, program_groups, 1, example_args).compile(
-                compiler_options=options)
+            compiled = _lower(experiment, shape, static_data, program_groups, 1, example_args,
+                              devices=devices).compile(compiler_options=options)
             problem = _lapack_problem(compiled)
         if problem:
             raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
