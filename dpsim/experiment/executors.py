@@ -58,7 +58,6 @@ def devices_here(planned: int) -> int:
 
 
 @dataclass(frozen=True)
-
 class Job:
     """One run as an executor sees it (made by the runner once the plan is made).
 
