@@ -46,14 +46,14 @@ CASES = {
 SCRIPT = r"""
 import json, os, sys
 import jax
-from dpsim.experiment import runner
+from dpsim.experiment import executors, runner
 from dpsim.experiment.batching import batching
 from dpsim.experiment.runner import plan_run, run_experiment
 from toy import toy_experiment
 
 out, reps, grid, cases = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
 report = {"visible": len(jax.devices()), "output_devices": []}
-compile_step = runner.compiled_chunk_fn
+compile_step = executors.compiled_chunk_fn
 
 def recording(*args):
     # the devices each chunk's output lives on: the program really is sharded
@@ -64,7 +64,7 @@ def recording(*args):
         return output
     return program._replace(fn=call)
 
-runner.compiled_chunk_fn = recording
+executors.compiled_chunk_fn = recording
 for name, settings in cases.items():
     exp = toy_experiment("t", reps=reps, **grid)
     plan = plan_run(exp, out=f"{out}/{name}", **settings)
