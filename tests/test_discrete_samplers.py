@@ -15,6 +15,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import opendp.prelude as dp
 import pytest
 from scipy import stats
 
@@ -87,7 +88,6 @@ def _two_sample_p(a, b):
 
 @pytest.mark.parametrize("sigma", [0.5, 4.0, 1000.0])
 def test_discrete_gaussian_agrees_with_opendp(sigma):
-    dp = pytest.importorskip("opendp.prelude")
     dp.enable_features("contrib")
     n = 60_000
     meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=sigma)
@@ -98,7 +98,6 @@ def test_discrete_gaussian_agrees_with_opendp(sigma):
 
 @pytest.mark.parametrize("scale", [0.5, 6.0])
 def test_discrete_laplace_agrees_with_opendp(scale):
-    dp = pytest.importorskip("opendp.prelude")
     dp.enable_features("contrib")
     n = 60_000
     meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=scale)

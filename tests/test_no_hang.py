@@ -146,7 +146,7 @@ WATCHDOG = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     import dpsim
     from dpsim.experiment import Experiment, Method, runner
-    from dpsim.experiment.errors import RunStalled
+    from dpsim.errors import RunStalled
     from dpsim.models import sample_er_comparisons
 
     def stall_at_p1(p):  # host callback: sleeps on the second data point when asked to

@@ -601,7 +601,8 @@ def test_load_results_orders_rows_the_same_whatever_the_order_of_the_parts(tmp_p
 def test_key_chains_equal_nested_fold_ins():
     """fold_in_words (one loop in the program) gives the keys of the nested fold_in calls
     the keys were defined by (module docstring of dpsim.experiment.program), and the
-    method and privatise keys of analyse_point equal fold_in_id one by one."""
+    method and privatise keys of analyse_point, folded by one vmapped fold_in_words, equal
+    the nested fold_ins one by one."""
     from dpsim.experiment import program
     fold = jax.random.fold_in
     seed, words, rep = np.uint32(7), np.asarray([0x89ABCDEF, 0x1234567], np.uint32), np.uint32(41)
@@ -613,7 +614,7 @@ def test_key_chains_equal_nested_fold_ins():
     assert same(program.truth_key(seed, words), nested_truth)
     assert not same(program.lane_key(seed, words, rep + 1), nested_lane)
     many = np.asarray([[1, 2], [3, 4], [5, 6]], np.uint32)
-    batched = jax.vmap(program.fold_in_id, in_axes=(None, 0))(nested_lane, many)
+    batched = jax.vmap(program.fold_in_words, in_axes=(None, 0))(nested_lane, many)
     for index, row in enumerate(many):
         assert same(batched[index], fold(fold(nested_lane, row[0]), row[1]))
 

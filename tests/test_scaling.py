@@ -14,6 +14,7 @@ import pytest
 
 import dpsim  # noqa: F401  (float64)
 from dpsim import theory
+from dpsim.theory import cai as cai_theory
 from dpsim.experiment import UsageError
 from dpsim.experiment.checks import ratio_check, ratio_slope_check, slope_range_check
 from dpsim.experiment.grid import expand_grid
@@ -188,35 +189,35 @@ def test_ratio_slope_se_is_propagated():
 def test_individual_terms_by_hand():
     n, m, L, eps = 16, 1000, 5, 0.5
     S = 2 * m * L / n
-    assert float(theory.individual_dp_comparisons_per_item(n, m, L)) == pytest.approx(625.0)
-    assert float(theory.individual_dp_statistical_term(n, m, eps, L)) == pytest.approx(
+    assert float(cai_theory.individual_dp_comparisons_per_item(n, m, L)) == pytest.approx(625.0)
+    assert float(cai_theory.individual_dp_statistical_term(n, m, eps, L)) == pytest.approx(
         math.sqrt(n * math.log(n) / (2 * m * L)), rel=1e-14)
-    assert float(theory.individual_dp_privacy_term(n, m, eps, L)) == pytest.approx(
+    assert float(cai_theory.individual_dp_privacy_term(n, m, eps, L)) == pytest.approx(
         n * math.log(n) / (2 * m * eps), rel=1e-14)
-    assert float(theory.individual_dp_rate_explicit_l(n, m, eps, L)) == pytest.approx(
+    assert float(cai_theory.individual_dp_rate_explicit_l(n, m, eps, L)) == pytest.approx(
         math.sqrt(math.log(n) / S) + (L / eps) * math.log(n) / S, rel=1e-14)
 
 
 def test_privacy_term_is_flat_in_L_and_statistical_term_is_not():
     at = {"n_items": 16.0, "n_users": 32000.0, "eps": 0.125, "per_user": 5.0}
-    assert theory.log_slope(theory.individual_dp_privacy_term, "per_user", at) == pytest.approx(0.0, abs=1e-8)
-    assert theory.log_slope(theory.individual_dp_statistical_term, "per_user", at) == pytest.approx(-0.5, abs=1e-8)
-    assert theory.log_slope(theory.individual_dp_privacy_term, "n_users", at) == pytest.approx(-1.0, abs=1e-8)
-    assert theory.log_slope(theory.individual_dp_statistical_term, "n_users", at) == pytest.approx(-0.5, abs=1e-8)
+    assert theory.log_slope(cai_theory.individual_dp_privacy_term, "per_user", at) == pytest.approx(0.0, abs=1e-8)
+    assert theory.log_slope(cai_theory.individual_dp_statistical_term, "per_user", at) == pytest.approx(-0.5, abs=1e-8)
+    assert theory.log_slope(cai_theory.individual_dp_privacy_term, "n_users", at) == pytest.approx(-1.0, abs=1e-8)
+    assert theory.log_slope(cai_theory.individual_dp_statistical_term, "n_users", at) == pytest.approx(-0.5, abs=1e-8)
     # the explicit-L rate in m runs from −1 (privacy) to −1/2 (statistical)
     tiny, huge = dict(at, eps=1e-9), dict(at, eps=math.inf)
-    assert theory.log_slope(theory.individual_dp_rate_explicit_l, "n_users", tiny) == pytest.approx(-1.0, abs=1e-4)
-    assert theory.log_slope(theory.individual_dp_rate_explicit_l, "n_users", huge) == pytest.approx(-0.5, abs=1e-8)
+    assert theory.log_slope(cai_theory.individual_dp_rate_explicit_l, "n_users", tiny) == pytest.approx(-1.0, abs=1e-4)
+    assert theory.log_slope(cai_theory.individual_dp_rate_explicit_l, "n_users", huge) == pytest.approx(-0.5, abs=1e-8)
 
 
 @pytest.mark.parametrize("n, m, L, eps", [(200, 1990, 10, 10.0), (16, 1000, 5, 1.0), (50, 7, 3, 0.3)])
 def test_matched_ratio_is_L(n, m, L, eps):
-    p = theory.matched_edge_probability(n, m, L)
-    assert float(n * p) == pytest.approx(float(theory.individual_dp_comparisons_per_item(n, m, L)))
-    assert float(theory.individual_to_edge_privacy_ratio(n, m, eps, L)) == pytest.approx(L, rel=1e-12)
+    p = cai_theory.matched_edge_probability(n, m, L)
+    assert float(n * p) == pytest.approx(float(cai_theory.individual_dp_comparisons_per_item(n, m, L)))
+    assert float(cai_theory.individual_to_edge_privacy_ratio(n, m, eps, L)) == pytest.approx(L, rel=1e-12)
     # and the statistical terms agree at matched S
-    assert float(theory.individual_dp_statistical_term(n, m, eps, L)) == pytest.approx(
-        float(theory.edge_dp_statistical_term(n, p)), rel=1e-12)
+    assert float(cai_theory.individual_dp_statistical_term(n, m, eps, L)) == pytest.approx(
+        float(cai_theory.edge_dp_statistical_term(n, p)), rel=1e-12)
 
 
 def test_predicted_slopes_used_by_the_checks():

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsim import theory
+from dpsim.theory import cai as cai_theory
 from dpsim.experiment import ThresholdCollapseCheck, UsageError
 from dpsim.experiment.grid import expand_grid
 from dpsim.experiment.runner import run_experiment
@@ -21,7 +21,7 @@ from dpsim.models import PROBIT, sample_er_comparisons, theta_two_block
 from dpsim.models.btl import sample_er_win_counts
 from dpsim.experiment import Context
 from dpsim.experiment.grid import method_id
-from dpsim.experiment.program import analyse_point, fold_in_id, id_words
+from dpsim.experiment.program import analyse_point, fold_in_words, id_words
 from dpsim.experiments.cai import threshold as ct
 
 INF = math.inf
@@ -101,18 +101,18 @@ def test_win_counts_have_the_law_of_row_sums(n, probit):
 def test_theory_rates_are_traceable():
     """The rates are written once in jax.numpy: jitted (as inside ``analyse``) equals eager."""
     for n, p, eps in [(100, 0.5, 0.1), (800, 1.0, 2.0), (50, 0.3, INF)]:
-        assert float(jax.jit(theory.edge_dp_rate)(n, p, eps)) == pytest.approx(
-            float(theory.edge_dp_rate(n, p, eps)))
-        assert float(jax.jit(theory.edge_dp_statistical_term)(n, p)) == pytest.approx(
-            float(theory.edge_dp_statistical_term(n, p)))
+        assert float(jax.jit(cai_theory.edge_dp_rate)(n, p, eps)) == pytest.approx(
+            float(cai_theory.edge_dp_rate(n, p, eps)))
+        assert float(jax.jit(cai_theory.edge_dp_statistical_term)(n, p)) == pytest.approx(
+            float(cai_theory.edge_dp_statistical_term(n, p)))
     for n, m, eps, L in [(16, 1000, 0.5, 5), (44, 8000, INF, 3)]:
-        assert float(jax.jit(theory.individual_dp_rate)(n, m, eps)) == pytest.approx(
-            float(theory.individual_dp_rate(n, m, eps)))
-        assert float(jax.jit(theory.individual_dp_rate_explicit_l)(n, m, eps, L)) == pytest.approx(
-            float(theory.individual_dp_rate_explicit_l(n, m, eps, L)))
-        strict = theory.individual_dp_statistical_term(n, m, per_user=L) + \
-            2 * theory.individual_dp_privacy_term(n, m, eps, per_user=L)
-        traced = jax.jit(lambda *a: theory.individual_dp_rate_explicit_l(*a, noise_factor=2))
+        assert float(jax.jit(cai_theory.individual_dp_rate)(n, m, eps)) == pytest.approx(
+            float(cai_theory.individual_dp_rate(n, m, eps)))
+        assert float(jax.jit(cai_theory.individual_dp_rate_explicit_l)(n, m, eps, L)) == pytest.approx(
+            float(cai_theory.individual_dp_rate_explicit_l(n, m, eps, L)))
+        strict = cai_theory.individual_dp_statistical_term(n, m, per_user=L) + \
+            2 * cai_theory.individual_dp_privacy_term(n, m, eps, per_user=L)
+        traced = jax.jit(lambda *a: cai_theory.individual_dp_rate_explicit_l(*a, noise_factor=2))
         assert float(traced(n, m, eps, L)) == pytest.approx(float(strict))
 
 
@@ -126,10 +126,10 @@ def test_edge_analysis_is_algorithm_2():
     shape = {"n_items": 40, "k": 10}
     truth = ct.truth(None, shape)
     out = analyse_point(ct.EDGE, key, Context(shape, truth, W.sum(axis=1), {"gap": 0.2, "p": 0.7}, {"eps": 0.5}))
-    k_noise, k_tie = jax.random.split(fold_in_id(key, id_words(method_id("counts"))))
+    k_noise, k_tie = jax.random.split(fold_in_words(key, id_words(method_id("counts"))))
     mask = ct.top_k_mask(k_tie, noisy_counts_edge(k_noise, W, 0.5), 10)
     assert float(out["counts"]["exact_recovery"]) == float(jnp.all(mask == truth["top_k"]))
-    assert float(out["counts"]["gap_over_rate"]) == pytest.approx(0.2 / theory.edge_dp_rate(40, 0.7, 0.5))
+    assert float(out["counts"]["gap_over_rate"]) == pytest.approx(0.2 / cai_theory.edge_dp_rate(40, 0.7, 0.5))
 
 
 def test_gap_must_be_below_one_half():
@@ -151,8 +151,8 @@ def synthetic_table(midpoint=lambda n, p, eps: 1.2, reps=200, seed=0, sharpness=
     for n in (100, 1000, 10000):
         for p in (0.2, 1.0):
             for eps in (0.02, 0.2, INF):
-                rate = theory.edge_dp_rate(n, p, eps)
-                stat = theory.edge_dp_statistical_term(n, p)
+                rate = cai_theory.edge_dp_rate(n, p, eps)
+                stat = cai_theory.edge_dp_statistical_term(n, p)
                 for x in np.geomspace(0.1, 10, 15):
                     prob = 1 / (1 + np.exp(-sharpness * np.log(x / midpoint(n, p, eps))))
                     gap = float(x * rate)
@@ -292,10 +292,10 @@ def test_success_is_monotone_in_the_gap(edge_run):
 
 def test_edge_run_columns(edge_run):
     rows = edge_run[(edge_run["eps"] == 0.5) & (edge_run["n_items"] == 200)]
-    rate = theory.edge_dp_rate(200, 1.0, 0.5)
+    rate = cai_theory.edge_dp_rate(200, 1.0, 0.5)
     np.testing.assert_allclose(rows["gap_over_rate"], rows["gap"] / rate, rtol=1e-12)
     np.testing.assert_allclose(rows["gap_over_statistical_rate"],
-                               rows["gap"] / theory.edge_dp_statistical_term(200, 1.0), rtol=1e-12)
+                               rows["gap"] / cai_theory.edge_dp_statistical_term(200, 1.0), rtol=1e-12)
     assert set(edge_run["method"]) == {"counts"}
     assert set(edge_run["exact_recovery"].unique()) <= {0.0, 1.0}
 
@@ -308,7 +308,7 @@ def test_individual_run_collapses(tmp_path):
     assert result.passed, result.line()
     rows = table[(table["eps"] == 0.5) & (table["n_users"] == 500)]
     np.testing.assert_allclose(
-        rows["gap_over_stated_rate"], rows["gap"] / theory.individual_dp_rate(12, 500, 0.5), rtol=1e-12)
+        rows["gap_over_stated_rate"], rows["gap"] / cai_theory.individual_dp_rate(12, 500, 0.5), rtol=1e-12)
 
 
 @pytest.mark.parametrize("experiment, axes", [(ct.EDGE, ("n_items", "p")), (ct.INDIVIDUAL, ("n_items", "n_users"))])

@@ -15,9 +15,9 @@ import pytest
 import dpsim  # noqa: F401
 import jax
 from dpsim.errors import UsageError
-from dpsim.experiment import Derived, IdenticalAcrossCheck, column_ratio_check, predicted_ratio_check
-from dpsim.experiment.grid import expand_grid, stable_id
-from dpsim.experiment.program import id_words
+from dpsim.experiment import IdenticalAcrossCheck, column_ratio_check, predicted_ratio_check
+from dpsim.experiment.grid import expand_grid
+from dpsim.experiment.program import release_words
 from dpsim.experiment.registry import installed
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.store import load_results
@@ -65,13 +65,17 @@ def test_scheme_eps_top_k_and_user_budget():
         common.resolve_top_k({"n_items": 7, "k": 7})
 
 
-def test_release_words_leave_out_the_mechanism_and_lambda_rule():
-    words = common.release_words(("eps", "mechanism", "lambda_rule"))
-    a = words({"eps": 2.0, "mechanism": "classic_rr", "lambda_rule": "paper"})["release_words"]
-    b = words({"eps": 2.0, "mechanism": "debiased_rr", "lambda_rule": "g_over_l"})["release_words"]
-    c = words({"eps": 1.0, "mechanism": "debiased_rr", "lambda_rule": "g_over_l"})["release_words"]
+def test_the_release_is_keyed_by_every_analysis_axis_but_mechanism_and_lambda_rule():
+    assert common.release_axes(("eps", "mechanism", "lambda_rule")) == ("eps",)
+    assert scenarios.FIG6.release_axes == ("eps",) and scenarios.FIG3.release_axes == ("scheme", "l0")
+    assert hetero.HETERO.release_axes == ("eps", "profile", "match")
+    assert realdata.FIG7.release_axes == ("scheme", "l0")
+    points = [{"eps": 2.0, "mechanism": "classic_rr", "lambda_rule": "paper"},
+              {"eps": 2.0, "mechanism": "debiased_rr", "lambda_rule": "g_over_l"},
+              {"eps": 1.0, "mechanism": "debiased_rr", "lambda_rule": "g_over_l"}]
+    a, b, c = release_words(scenarios.FIG6, points)
     np.testing.assert_array_equal(a, b)
-    assert not np.array_equal(b, c) and a.dtype == np.float64 and np.all(a < 2**32)
+    assert not np.array_equal(b, c) and a.dtype == np.uint32
 
 
 @pytest.mark.parametrize("L", [4000, 16000, 1003])
@@ -115,16 +119,9 @@ def fig6_tables(tmp_path_factory):
     grid = {"n_items": [6], "n_users": [30, 60], "mechanism": ["classic_rr", "debiased_rr", "laplace"]}
     out = tmp_path_factory.mktemp("xu-fig6")
     run_experiment(_tiny_fig6(), reps=6, out=out / "ok", overrides=grid, progress=False)
-    derived = tuple(d if d.names != ("release_words",) else
-                    Derived(("release_words",), _words_with_mechanism, level="analysis")
-                    for d in scenarios.FIG6.derived)
-    run_experiment(_tiny_fig6(derived=derived), reps=6, out=out / "mutated", overrides=grid, progress=False)
+    run_experiment(_tiny_fig6(release_axes=("eps", "mechanism")), reps=6, out=out / "mutated", overrides=grid,
+                   progress=False)
     return load_results(out / "ok"), load_results(out / "mutated")
-
-
-def _words_with_mechanism(point):
-    words = id_words([stable_id({"eps": point["eps"], "mechanism": point["mechanism"]})])[0]
-    return {"release_words": np.asarray(words, np.float64)}
 
 
 IDENTITY = next(c for c in scenarios.FIG6_CHECKS if isinstance(c, IdenticalAcrossCheck))

@@ -114,11 +114,10 @@ def _wins():
     return np.random.default_rng(7).binomial(N_USERS, p, size=(REPS, 1, p.size)).astype(np.float64)
 
 
-def _context(eps, mechanism, key, wins):
+def _context(eps, mechanism, wins):
     return Context(shape={"n_items": M_ITEMS, "top_k": 5}, truth=None,
-                   sample={"wins": wins, "release_key": jax.random.key_data(key)}, data={"n_users": N_USERS},
-                   analysis={"eps": eps, "mechanism": mechanism, "lambda_rule": "g_over_l",
-                             "release_words": jnp.asarray([1.0, 2.0])})
+                   sample={"wins": wins}, data={"n_users": N_USERS},
+                   analysis={"eps": eps, "mechanism": mechanism, "lambda_rule": "g_over_l"})
 
 
 def _table(stages: dict, eps_values=(1.0, 2.0)) -> dict:
@@ -133,7 +132,7 @@ def _table(stages: dict, eps_values=(1.0, 2.0)) -> dict:
         for mechanism in mechanisms:
             for eps in eps_values:
                 def one(key, w, eps=eps, mechanism=mechanism):
-                    return release_metrics(privatise(None, _context(jnp.float64(eps), mechanism, key, w)), w)
+                    return release_metrics(privatise(key, _context(jnp.float64(eps), mechanism, w)), w)
                 metrics = jax.vmap(one)(keys, wins)
                 frames.append(pd.DataFrame(
                     {"n_items": M_ITEMS, "n_users": N_USERS, "eps": eps, "mechanism": mechanism, "method": "m_est",

@@ -7,8 +7,10 @@ import math
 
 import jax
 import jax.numpy as jnp
+import dp_accounting
 import numpy as np
 import pytest
+from dp_accounting.rdp import RdpAccountant
 
 import dpsim  # noqa: F401
 from dpsim.mechanisms.shuffle import (
@@ -68,9 +70,6 @@ def test_cks_conversion_matches_dp_accounting(rho, delta):
     """dp-accounting's RDP accountant (the CKS20 / Asoodeh et al. bound, minimised over a
     grid of orders) on a ZCDpEvent(ρ): our continuous minimum is never above the grid's
     and agrees with a dense grid (steps ≤ 0.125) to 1e-5 relative."""
-    dp_accounting = pytest.importorskip("dp_accounting")
-    from dp_accounting.rdp import RdpAccountant
-
     orders = np.concatenate([np.linspace(1.011, 10, 4000), np.linspace(10, 5000, 40000)])
     acc = RdpAccountant(orders=list(orders))
     acc.compose(dp_accounting.ZCDpEvent(rho))

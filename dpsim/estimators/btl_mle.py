@@ -19,7 +19,6 @@ separate (n, n) arrays and reducing each (XLA:CPU does not fuse those reductions
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from dpsim.estimators.fit import Fit

@@ -6,7 +6,6 @@ the m users (cai §3.1; worst-case replacement, cai spec §10.18).
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from dpsim.estimators.btl_mle import penalised_mle

@@ -2,7 +2,8 @@
 to declare axes of its own.
 
 Every axis has an :class:`AxisType`: a validator that normalises one value or raises
-:class:`~dpsim.errors.UsageError` with a one-line message naming it, a description, and,
+:class:`~dpsim.errors.UsageError` with a one-line message naming it (the library's own
+checks, :mod:`dpsim.validate`, so the grid and the library say the same), a description, and,
 for string axes, the allowed names. The vocabulary (``n_items``, ``n_users``, ``per_user``,
 ``n_samples``, ``dim``, ``p``, ``eps``, ``delta``, ``k``, ``gap``, ``link``) is shared by
 every experiment, so results tables, the CLI and checks speak one language; an experiment
@@ -15,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from dpsim import validate as v
 from dpsim.errors import UsageError
 
 
@@ -36,52 +38,43 @@ class AxisType:
         return self.validate(axis, value)
 
 
-def _number(axis, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise UsageError(f"{axis}={value!r} is not a number")
-    return value
-
-
-def _checked(test: Callable[[float], bool], requirement: str, cast=float):
+def _checked(requirement: v.Requirement, cast=float):
+    """The validator of a numeric axis: one number meeting ``requirement``, cast."""
     def validate(axis, value):
-        value = _number(axis, value)
-        if not test(value):
-            raise UsageError(f"{axis}={value!r} {requirement}")
+        v.require_number(axis, value)
+        v.check(axis, value, requirement)
         return cast(value)
     return validate
 
 
 def positive_eps(doc: str = "privacy budget ε (inf: non-private)") -> AxisType:
     """ε > 0; ε = inf is the non-private case."""
-    return AxisType(_checked(lambda v: v > 0, "must be > 0 (use inf for the non-private case)"), doc)
+    return AxisType(_checked(v.EPS), doc)
 
 
 def probability(doc: str) -> AxisType:
     """A probability in (0, 1]."""
-    return AxisType(_checked(lambda v: 0 < v <= 1, "must lie in (0, 1]"), doc)
+    return AxisType(_checked(v.PROBABILITY), doc)
 
 
 def open_unit(doc: str) -> AxisType:
     """A number in (0, 1)."""
-    return AxisType(_checked(lambda v: 0 < v < 1, "must lie in (0, 1)"), doc)
+    return AxisType(_checked(v.OPEN_UNIT), doc)
 
 
 def positive(doc: str) -> AxisType:
     """A finite number > 0."""
-    return AxisType(_checked(lambda v: 0 < v < math.inf, "must be a finite number > 0"), doc)
+    return AxisType(_checked(v.POSITIVE), doc)
 
 
 def nonnegative(doc: str) -> AxisType:
     """A finite number ≥ 0."""
-    return AxisType(_checked(lambda v: 0 <= v < math.inf, "must be a finite number ≥ 0"), doc)
+    return AxisType(_checked(v.NONNEGATIVE), doc)
 
 
 def integer(minimum: int, doc: str, maximum: int | None = None) -> AxisType:
     """An integer in [minimum, maximum]."""
-    upper = math.inf if maximum is None else maximum
-    text = f"must be an integer ≥ {minimum}" if maximum is None else \
-        f"must be an integer in [{minimum}, {maximum}]"
-    return AxisType(_checked(lambda v: float(v).is_integer() and minimum <= v <= upper, text, int), doc)
+    return AxisType(_checked(v.integer_in(minimum, maximum), int), doc)
 
 
 def choice(*names: str, doc: str = "") -> AxisType:
@@ -89,8 +82,7 @@ def choice(*names: str, doc: str = "") -> AxisType:
     allowed = tuple(names)
 
     def validate(axis, value):
-        if value not in allowed:
-            raise UsageError(f"{axis}={value!r}: choose one of {', '.join(allowed)}")
+        v.require_choice(axis, value, allowed)
         return value
     return AxisType(validate, doc, allowed)
 

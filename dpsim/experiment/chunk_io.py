@@ -15,7 +15,7 @@ from dpsim.errors import UsageError
 from dpsim.experiment import store
 from dpsim.experiment.grid import Experiment, Grid
 from dpsim.experiment.planning import Chunk, Step
-from dpsim.experiment.program import ChunkArguments, id_words, traced_shape_values, truth_words
+from dpsim.experiment.program import ChunkArguments, id_words, release_words, traced_shape_values, truth_words
 
 
 def _numbers(name: str, values) -> np.ndarray:
@@ -41,7 +41,8 @@ def chunk_arguments(chunk: Chunk, grid: Grid, step: Step, seed: np.uint32, a_wor
     analysis points' id words ``a_words`` [Q, 2] (the same for every chunk of a run), the
     shape point's θ*-key words and traced shape values, and per lane the data id words,
     replicate, numeric data values and numeric analysis values (derived analysis values may
-    depend on the data point)."""
+    depend on the data point), and the analysis points' release id words when the
+    experiment declares ``release_axes``."""
     experiment, s = grid.experiment, chunk.s
     shape = grid.shapes[s]
     padded = list(chunk.lanes) + [chunk.lanes[-1]] * (step.size - len(chunk.lanes))
@@ -59,7 +60,8 @@ def chunk_arguments(chunk: Chunk, grid: Grid, step: Step, seed: np.uint32, a_wor
         a_vals[name] = _numbers(name, rows)
     return ChunkArguments(seed=seed, shape_words=truth_words(experiment, shape),
                           shape_vals=traced_shape_values(experiment, shape), data_words=data_words, reps=reps,
-                          data_vals=data_vals, a_words=a_words, a_vals=a_vals)
+                          data_vals=data_vals, a_words=a_words, a_vals=a_vals,
+                          release_words=release_words(experiment, grid.analysis_points))
 
 
 def _column(values) -> pa.Array:

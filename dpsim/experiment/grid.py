@@ -263,6 +263,12 @@ class Experiment:
             them: e.g. ``("dim",)`` with a shape axis ``n_samples`` gives one θ* per d (per
             replicate with ``truth_per_replicate``) shared by every n. ``truth`` must then
             read no other shape value.
+        release_axes: the analysis axes that key the privatised release; analysis points that
+            differ only on the other analysis axes (a mechanism, an estimator's rule) share one
+            release, drawn once per lane (common random numbers). The engine builds the key
+            and passes it to ``privatise`` (:mod:`dpsim.experiment.program`); ``generate``
+            then gets the other half of the lane's split key. None (default): the release
+            is keyed by the whole analysis point, like a method.
         resolve_shape: host hook filling rule-based shape values (e.g. k = "auto").
         validate_point: host hook refusing a whole grid point (UsageError).
         lane_bytes: working-set estimate of one replicate at a shape point (chunk sizing;
@@ -287,6 +293,7 @@ class Experiment:
     derived: tuple[Derived, ...] = ()
     truth_per_replicate: bool = False
     truth_axes: tuple[str, ...] | None = None
+    release_axes: tuple[str, ...] | None = None
     resolve_shape: Callable[[dict], dict] = staticmethod(lambda shape: shape)
     validate_point: Callable[[dict], None] = staticmethod(lambda point: None)
     lane_bytes: Callable[[dict], int] = staticmethod(lambda shape: 64 * 1024)
@@ -308,6 +315,12 @@ class Experiment:
         if self.truth_axes is not None and not set(self.truth_axes) <= set(self.shape_axes):
             raise ValueError(f"experiment {self.name!r}: truth_axes {sorted(set(self.truth_axes) - set(self.shape_axes))} "
                              f"are not shape axes")
+        if self.release_axes is not None:
+            if self.privatise is None:
+                raise ValueError(f"experiment {self.name!r} declares release_axes but has no privatise stage")
+            outside = [a for a in self.release_axes if a not in self.analysis_axes]
+            if outside:
+                raise ValueError(f"experiment {self.name!r}: release_axes {outside} are not analysis axes")
         if self.padding is not None:
             unmasked = [name for name, method in self.methods.items() if not method.masks_padding]
             if unmasked:

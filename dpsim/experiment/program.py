@@ -14,6 +14,10 @@ Keys (DESIGN "Randomness"), from stable integers only, never from batch position
 * analysis point: the lane key folded with ANALYSIS and id(analysis point);
 * a method: the analysis key folded with id(method name); the privatise stage: with
   id("privatise"). Adding or removing a method changes no other method's draws.
+* the release, when the experiment declares ``release_axes``: the generate key is split in
+  two, ``generate`` gets the first half and the privatise stage gets the second folded with
+  id(the analysis point's values on the release axes), so analysis points that differ only
+  on other axes (a mechanism, an estimator's rule) share one release (common random numbers).
 
 With several devices (:func:`~dpsim.experiment.batching.device_count`) a chunk's lanes are
 sharded across them (:func:`jitted_chunk_fn`, ``shard_map`` over a one-axis mesh
@@ -69,11 +73,6 @@ def _prefixed(tag: int, *parts) -> jax.Array:
                            + [jnp.atleast_1d(jnp.asarray(p, jnp.uint32)) for p in parts])
 
 
-def fold_in_id(key, words):
-    """Fold a 63-bit id, given as its two uint32 words, into a key."""
-    return fold_in_words(key, words)
-
-
 def truth_key(seed, shape_words) -> jax.Array:
     """Key of the θ*-design of one shape point: (seed, shape id), the id given as its two
     uint32 words (:func:`id_words` of :func:`stable_id` of the shape). Traceable."""
@@ -92,6 +91,20 @@ def lane_key(seed, data_words, rep):
 
 
 PRIVATISE_WORDS = id_words(stable_id({"stage": "privatise"}))
+
+
+def release_words(experiment: Experiment, analysis_points) -> np.ndarray | None:
+    """The release id words of each analysis point: the id of its values on the experiment's
+    ``release_axes`` (module docstring), or None when it declares none.
+
+    Args:
+        analysis_points: Q dicts of analysis axis values (the grid's).
+    Returns:
+        [Q, 2] uint32, or None.
+    """
+    if experiment.release_axes is None:
+        return None
+    return id_words([stable_id({a: point[a] for a in experiment.release_axes}) for point in analysis_points])
 
 
 def _checked_outputs(experiment: Experiment, name: str, out: Mapping) -> dict:
@@ -114,18 +127,20 @@ def _checked_outputs(experiment: Experiment, name: str, out: Mapping) -> dict:
     return checked
 
 
-def analyse_point(experiment: Experiment, a_key, ctx: Context) -> dict:
+def analyse_point(experiment: Experiment, a_key, ctx: Context, release_key=None) -> dict:
     """Every method at one analysis point: {method: {column: scalar}} (module docstring).
 
     The keys of the privatise stage and of every method are derived together, by one
-    vmapped :func:`fold_in_id` (one hash in the program, not one per method)."""
+    vmapped :func:`fold_in_words` (one hash in the program, not one per method); with
+    ``release_key`` (the experiment's ``release_axes``) the privatise stage gets that key."""
     names = list(experiment.methods)
     words = [id_words(method_id(name)) for name in names]
-    if experiment.privatise is not None:
+    own_release = experiment.privatise is not None and release_key is None
+    if own_release:
         words.append(PRIVATISE_WORDS)
-    keys = jax.vmap(fold_in_id, in_axes=(None, 0))(a_key, jnp.asarray(np.stack(words)))
+    keys = jax.vmap(fold_in_words, in_axes=(None, 0))(a_key, jnp.asarray(np.stack(words)))
     if experiment.privatise is not None:
-        ctx = ctx._replace(released=experiment.privatise(keys[-1], ctx))
+        ctx = ctx._replace(released=experiment.privatise(keys[-1] if own_release else release_key, ctx))
     out = {}
     for index, name in enumerate(names):
         out[name] = _checked_outputs(experiment, name, _called(experiment, name, keys[index], ctx))
@@ -162,6 +177,7 @@ class ChunkArguments(NamedTuple):
     data_vals: dict                 # {name: [B]}: numeric data values
     a_words: np.ndarray             # [Q, 2] uint32: the analysis points' id words (shared)
     a_vals: dict                    # {name: [B, Q]}: numeric analysis values (derived ones may vary by lane)
+    release_words: np.ndarray | None = None  # [Q, 2] uint32: release id words (:func:`release_words`), or None
 
 
 def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
@@ -190,26 +206,31 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
         ``chunk(args)`` of one :class:`ChunkArguments`.
     """
 
-    def lane(seed, point, truth, design_key, data_words, rep, data_vals, a_words, a_vals):
+    def lane(seed, point, truth, design_key, data_words, rep, data_vals, a_words, a_vals, r_words):
         key = lane_key(seed, data_words, rep)
         if experiment.truth_per_replicate:
             truth = experiment.truth(jax.random.fold_in(design_key, rep), point)
         data = {**static_data, **data_vals}
-        sample = experiment.generate(jax.random.fold_in(key, _DATA), point, truth, data)
+        generate_key = jax.random.fold_in(key, _DATA)
+        if r_words is not None:   # release_axes: the release's lane key is split off generate's
+            generate_key, release_lane_key = jax.random.split(generate_key)
+        sample = experiment.generate(generate_key, point, truth, data)
         outputs = []
         for g, (static_values, indices) in enumerate(groups):
             idx = np.asarray(indices)
 
             def one(args, static_values=static_values, g=g):
-                words, values = args
+                words, values, release = args
                 a_key = fold_in_words(key, _prefixed(_ANALYSIS, words))
                 analysis = {**static_values, **values}
                 if reads is not None:
                     analysis = _ReadRecorder(analysis, set(static_values), reads[g])
                 ctx = Context(point, truth, sample, data, analysis)
-                return analyse_point(experiment, a_key, ctx)
+                release_key = None if release is None else fold_in_words(release_lane_key, release)
+                return analyse_point(experiment, a_key, ctx, release_key)
 
-            outputs.append(jax.lax.map(one, (a_words[idx], {k: v[idx] for k, v in a_vals.items()})))
+            outputs.append(jax.lax.map(one, (a_words[idx], {k: v[idx] for k, v in a_vals.items()},
+                                             None if r_words is None else r_words[idx])))
         return jax.tree_util.tree_map(lambda *parts: jnp.concatenate(parts), *outputs)
 
     def chunk(args: ChunkArguments):
@@ -217,7 +238,7 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
         design_key = truth_key(args.seed, args.shape_words)   # once per chunk, not per lane
         truth = None if experiment.truth_per_replicate else experiment.truth(design_key, point)
         return jax.lax.map(lambda per_lane: lane(args.seed, point, truth, design_key, *per_lane[:3], args.a_words,
-                                                 per_lane[3]),
+                                                 per_lane[3], args.release_words),
                            (args.data_words, args.reps, args.data_vals, args.a_vals),
                            batch_size=micro if micro > 1 else None)
 

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpsim.experiment.errors import UsageError
+from dpsim.errors import UsageError
 
 try:
     import fcntl

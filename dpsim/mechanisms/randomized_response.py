@@ -29,6 +29,11 @@ def keep_probability(eps):
 def flip_probability(eps):
     """1/(1 + e^ε) = p_ε, the probability that binary RR flips the answer (xu §3.2)."""
     require_eps(eps)
+    return _flip(eps)
+
+
+def _flip(eps):
+    """:func:`flip_probability` of an ε its caller has validated (one check per call chain)."""
     return jax.nn.sigmoid(-jnp.asarray(eps, jnp.float64))
 
 
@@ -43,7 +48,7 @@ def randomized_response(key, y, eps):
         The released answers, same shape and dtype as ``y``.
     """
     require_eps(eps)
-    flip = jax.random.uniform(key, jnp.shape(y)) < flip_probability(eps)
+    flip = jax.random.uniform(key, jnp.shape(y)) < _flip(eps)
     y = jnp.asarray(y)
     released = jnp.where(flip, 1 - y.astype(jnp.int32), y.astype(jnp.int32))
     return released.astype(y.dtype)
@@ -78,7 +83,7 @@ def randomized_response_counts(key, ones, total, eps):
     k_keep, k_flip = jax.random.split(key)
     ones = jnp.asarray(ones, jnp.float64)
     total = jnp.asarray(total, jnp.float64)
-    q = flip_probability(eps)
+    q = _flip(eps)
     shape = jnp.broadcast_shapes(ones.shape, total.shape, jnp.shape(q))
     kept = jax.random.binomial(k_keep, jnp.broadcast_to(ones, shape), jnp.broadcast_to(1.0 - q, shape))
     flipped = jax.random.binomial(k_flip, jnp.broadcast_to(total - ones, shape), jnp.broadcast_to(q, shape))

@@ -18,9 +18,6 @@ Validation: concrete inputs are checked and a bad one raises ``ValueError`` nami
 """
 from __future__ import annotations
 
-import math
-
-import jax
 import jax.numpy as jnp
 import numpy as np
 

@@ -95,13 +95,6 @@ def local_seminorm_lower_bound(n_samples, dim, eps):
     return d / n + d / (jnp.expm1(eps) ** 2 * n)
 
 
-def local_l2_lower_bound(n_samples, dim, eps, feature_bound):
-    """(d/L²)(d/n + d/((e^ε − 1)²n)): chowdhury Thm 3.2, order of the minimax E‖θ̂ − θ*‖²₂
-    under local ε-label DP (L bounds ‖x‖ in this proof, spec §8 item 7)."""
-    (L,) = _f64(feature_bound)
-    return dim / L ** 2 * local_seminorm_lower_bound(n_samples, dim, eps)
-
-
 def local_l2_lower_bound_explicit(x, eps):
     """max(d²/(16‖X‖_F²), d²/(32(e^ε − 1)²‖X‖_F²)): the explicit Assouad constants of the proof
     of chowdhury Thm 3.2 for the fixed design X (spec §5.1; P13, a minimax sanity bound).
@@ -142,20 +135,6 @@ def rr_seminorm_balanced_lambda(n_samples, dim, eps, radius, *, alpha=0.05, gamm
     return rr_privacy_factor(eps) ** 2 * (d + jnp.log(1.0 / alpha)) / (B ** 2 * gamma ** 2 * n)
 
 
-def rr_l2_bound(n_samples, dim, eps, kappa_d, *, alpha=0.05, gamma=1.0):
-    """(1/(γ√λ_min(Σ_D)))·((e^ε + 1)/(e^ε − 1))·√((d + log(1/α))/n): chowdhury Cor 4.3, the ℓ2
-    bound of θ̂_RR (``kappa_d`` = λ_min(Σ_D))."""
-    n, d, kappa_d, alpha = _f64(n_samples, dim, kappa_d, alpha)
-    return rr_privacy_factor(eps) / (gamma * jnp.sqrt(kappa_d)) * jnp.sqrt((d + jnp.log(1.0 / alpha)) / n)
-
-
-def sgd_rr_l2_bound(n_samples, eps, feature_bound, kappa, *, alpha=0.05, gamma=1.0):
-    """(L/(γκ))·((e^ε + 1)/(e^ε − 1))·√(log(log(n)/α)/n): chowdhury Thm 4.5, θ̂_SGD-RR in ℓ2
-    (for every iterate t ≤ n with n → t)."""
-    n, L, kappa, alpha = _f64(n_samples, feature_bound, kappa, alpha)
-    return L / (gamma * kappa) * rr_privacy_factor(eps) * jnp.sqrt(jnp.log(jnp.log(n) / alpha) / n)
-
-
 def sgd_rr_l2_bound_explicit(t, n_samples, eps, feature_bound, kappa, *, alpha=0.05, gamma=1.0):
     """√((624 log(log n/α) + 1)·G²/(λ²t)) with G = 4L and λ = γ(2σ(ε) − 1)κ: the explicit bound on
     ‖θ̂_{t+1} − θ*‖ from the proof of chowdhury Thm 4.5 (App. C.3; spec §4.4), for the proof's
@@ -165,23 +144,9 @@ def sgd_rr_l2_bound_explicit(t, n_samples, eps, feature_bound, kappa, *, alpha=0
     return jnp.sqrt((624.0 * jnp.log(jnp.log(n) / alpha) + 1.0) * (4.0 * L) ** 2 / (lam ** 2 * t))
 
 
-def sgd_krr_l2_bound(n_samples, eps, k, feature_bound, kappa, *, alpha=0.05, gamma=1.0):
-    """(L/(γκ))·((e^ε + K − 1)/(e^ε − 1))·√(log(log n/α)/n): chowdhury Thm C.2, θ̂_SGD-KRR for
-    Plackett–Luce top-1 (γ from :func:`gamma_plackett_luce` for the theorem's constant)."""
-    n, L, kappa, alpha = _f64(n_samples, feature_bound, kappa, alpha)
-    return L / (gamma * kappa) * krr_privacy_factor(eps, k) * jnp.sqrt(jnp.log(jnp.log(n) / alpha) / n)
-
-
 # ---------------------------------------------------------------------------------------
 # Central model (Thms 5.1, 5.3, Cor 5.4, D.3, D.5)
 # ---------------------------------------------------------------------------------------
-def central_l2_lower_bound(n_samples, dim, eps, delta, feature_bound):
-    """d²/(nL²) + d/(n²(ε + δ)²): chowdhury Thm 5.1, order of the minimax E‖θ̂ − θ*‖²₂ under
-    central (ε, δ)-label DP."""
-    n, d, eps, delta, L = _f64(n_samples, dim, eps, delta, feature_bound)
-    return d ** 2 / (n * L ** 2) + d / (n ** 2 * (eps + delta) ** 2)
-
-
 def central_l2_lower_bound_private_explicit(n_samples, dim, eps, delta):
     """4·10⁻⁴·d/(n²(ε + δ)²), the private term of Thm 5.1 with the DP-Assouad constants
     (Δ = 0.04/(n(ε + δ)); spec §5.3 [derived arithmetic])."""
@@ -196,33 +161,11 @@ def central_seminorm_lower_bound(n_samples, dim, eps):
     return d / n + d ** 2 / (n ** 2 * eps ** 2)
 
 
-def objective_perturbation_l2_bound(n_samples, dim, sigma, feature_bound, kappa, *, alpha=0.05, gamma=1.0):
-    """(L/(κγ))√(log(1/α)/n) + σ(√d + √log(1/α))/(nκγ): chowdhury Thm 5.3, θ̂_obj in ℓ2 with
-    β = √n/B (needs n ≥ 8L² log(d/α)/κ)."""
-    n, d, sigma, L, kappa, alpha = _f64(n_samples, dim, sigma, feature_bound, kappa, alpha)
-    la = jnp.log(1.0 / alpha)
-    return L / (kappa * gamma) * jnp.sqrt(la / n) + sigma * (jnp.sqrt(d) + jnp.sqrt(la)) / (n * kappa * gamma)
-
-
 def objective_perturbation_l2_rate(n_samples, dim, eps, delta, feature_bound, kappa, *, gamma=1.0):
     """L/(κγ√n) + L√(d log(1/δ))/(nεκγ): chowdhury Cor 5.4 (σ of Thm 5.2 plugged in), the central
     rate; the privacy cost is the additive 1/(εn) term (Remark 5.5)."""
     n, d, eps, delta, L, kappa = _f64(n_samples, dim, eps, delta, feature_bound, kappa)
     return L / (kappa * gamma * jnp.sqrt(n)) + L * jnp.sqrt(d * jnp.log(1.0 / delta)) / (n * eps * kappa * gamma)
-
-
-def objective_perturbation_seminorm_bound(n_samples, dim, sigma, radius, *, alpha=0.05, gamma=1.0):
-    """(1/γ)√((d + log(1/α))/n) + √σ(d log(1/α))^{1/4}/√(nγB): chowdhury Thm D.5, θ̂_obj in
-    ‖·‖_{Σ_D+λ'I} with β = σ√(d log(1/α))/B, λ' = β/(γn) (not tight, spec §5.3)."""
-    n, d, sigma, B, alpha = _f64(n_samples, dim, sigma, radius, alpha)
-    la = jnp.log(1.0 / alpha)
-    return jnp.sqrt((d + la) / n) / gamma + jnp.sqrt(sigma) * (d * la) ** 0.25 / jnp.sqrt(n * gamma * B)
-
-
-def seminorm_ridge_theory(sigma, dim, radius, *, alpha=0.05):
-    """β = σ√(d log(1/α))/B, the ridge of chowdhury Thm D.5 (spec §4.7)."""
-    sigma, d, B, alpha = _f64(sigma, dim, radius, alpha)
-    return sigma * jnp.sqrt(d * jnp.log(1.0 / alpha)) / B
 
 
 # ---------------------------------------------------------------------------------------
@@ -255,14 +198,6 @@ def gaussian_design_information(theta, scale=jnp.sqrt(2.0)):
     a, b = jnp.sum(weights * ds), jnp.sum(weights * ds * grid ** 2)
     uu = jnp.outer(u, u)
     return scale ** 2 * (a * (jnp.eye(d) - uu) + b * uu), scale ** 2 * jnp.eye(d)
-
-
-def empirical_information(x, theta):
-    """(H_D, Σ_D) = ((1/n)Σ σ'(x_iᵀθ)x_i x_iᵀ, (1/n)Σ x_i x_iᵀ), the fixed-design versions.
-    Args: x (n_samples, dim); theta (dim,). Returns: two (dim, dim)."""
-    s = jnp.exp(-jnp.logaddexp(0.0, x @ theta) - jnp.logaddexp(0.0, -(x @ theta)))
-    n = x.shape[0]
-    return (x.T * s) @ x / n, x.T @ x / n
 
 
 def mle_asymptotic_mse(information, n_samples):

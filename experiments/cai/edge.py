@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 
 import jax
-import jax.numpy as jnp
 
 from dpsim import theory
+from dpsim.theory import cai as cai_theory
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask, win_counts
 from dpsim.experiment import (comparison_check, Experiment, FigureSpec, Method, Padding, Panel, slope_check, trend_check,
@@ -263,9 +263,9 @@ def _slope_checks(tag, experiment, x, predicted, tolerance, where, description):
 _AT = {"n_items": 1000.0, "p": 1.0, "eps": 0.5}
 # Predicted slopes come from theory.py: the privacy term log n/(npε) where it dominates,
 # the statistical term √(log n/(np)) at ε = ∞.
-PRIVATE_SLOPE_EPS = theory.log_slope(theory.edge_dp_privacy_term, "eps", _AT)      # −1
-PRIVATE_SLOPE_P = theory.log_slope(theory.edge_dp_privacy_term, "p", _AT)          # −1
-NONPRIVATE_SLOPE_P = theory.log_slope(theory.edge_dp_statistical_term, "p", _AT)   # −1/2
+PRIVATE_SLOPE_EPS = theory.log_slope(cai_theory.edge_dp_privacy_term, "eps", _AT)      # −1
+PRIVATE_SLOPE_P = theory.log_slope(cai_theory.edge_dp_privacy_term, "p", _AT)          # −1
+NONPRIVATE_SLOPE_P = theory.log_slope(cai_theory.edge_dp_statistical_term, "p", _AT)   # −1/2
 
 CHECKS = [
     *_slope_checks("cai-edge-linf-vs-eps-private", RATE_EPS, "eps", PRIVATE_SLOPE_EPS, 0.2, {},

@@ -42,10 +42,9 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from dpsim import metrics
-from dpsim.datasets import WinMatrix, cems, immigration, load_win_matrix
+from dpsim.datasets import cems, immigration
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import (
     SCORE_TIE_TOL,

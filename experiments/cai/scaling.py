@@ -78,6 +78,7 @@ import jax
 import jax.numpy as jnp
 
 from dpsim import theory
+from dpsim.theory import cai as cai_theory
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import (
     SCORE_TIE_TOL,
@@ -356,13 +357,13 @@ EXPERIMENTS = [RATE_M, RATE_L, MATCHED]
 #   mutation: λ, γ not proportional to L gives −0.84 and −1.01).
 # ---------------------------------------------------------------------------------------
 _AT_M = {"n_items": 16.0, "n_users": 32000.0, "eps": 1.0, "per_user": 5.0}
-STAT_SLOPE_M = theory.log_slope(theory.individual_dp_statistical_term, "n_users", _AT_M)      # −1/2
-PRIVACY_SLOPE_M = theory.log_slope(theory.individual_dp_privacy_term, "n_users", _AT_M)       # −1
-STAT_SLOPE_L = theory.log_slope(theory.individual_dp_statistical_term, "per_user", _AT_M)     # −1/2
-PRIVACY_SLOPE_L = theory.log_slope(theory.individual_dp_privacy_term, "per_user", _AT_M)      # 0
+STAT_SLOPE_M = theory.log_slope(cai_theory.individual_dp_statistical_term, "n_users", _AT_M)      # −1/2
+PRIVACY_SLOPE_M = theory.log_slope(cai_theory.individual_dp_privacy_term, "n_users", _AT_M)       # −1
+STAT_SLOPE_L = theory.log_slope(cai_theory.individual_dp_statistical_term, "per_user", _AT_M)     # −1/2
+PRIVACY_SLOPE_L = theory.log_slope(cai_theory.individual_dp_privacy_term, "per_user", _AT_M)      # 0
 # the individual/edge privacy ratio at matched S is L: slope 1 in log L
 RATIO_SLOPE_L = theory.log_slope(
-    lambda per_user: theory.individual_to_edge_privacy_ratio(MATCHED_N, 1000.0, 1.0, per_user),
+    lambda per_user: cai_theory.individual_to_edge_privacy_ratio(MATCHED_N, 1000.0, 1.0, per_user),
     "per_user", {"per_user": 5.0})
 _RANGE = (min(STAT_SLOPE_M, PRIVACY_SLOPE_M), max(STAT_SLOPE_M, PRIVACY_SLOPE_M))            # [−1, −1/2]
 

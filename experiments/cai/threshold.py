@@ -72,7 +72,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpsim import theory
+from dpsim.theory import cai as cai_theory
 from dpsim.estimators import noisy_counts_individual, top_k_mask
 from dpsim.experiment import Experiment, FigureSpec, Method, Panel, ThresholdCollapseCheck, UsageError
 from dpsim.experiment.summary import select
@@ -124,8 +124,8 @@ def edge_counts_fn(key, ctx):
     eps, n, data, counts = ctx.analysis["eps"], ctx.shape["n_items"], ctx.data, ctx.sample
     noisy = counts + laplace_noise(k_noise, edge_count_noise_scale(eps), counts.shape)
     return {**topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.truth["top_k"]),
-            "gap_over_rate": data["gap"] / theory.edge_dp_rate(n, data["p"], eps),
-            "gap_over_statistical_rate": data["gap"] / theory.edge_dp_statistical_term(n, data["p"])}
+            "gap_over_rate": data["gap"] / cai_theory.edge_dp_rate(n, data["p"], eps),
+            "gap_over_statistical_rate": data["gap"] / cai_theory.edge_dp_statistical_term(n, data["p"])}
 
 
 EDGE_METHODS = {"counts": Method(edge_counts_fn, TOPK + ("gap_over_rate", "gap_over_statistical_rate"),
@@ -188,10 +188,10 @@ def individual_counts_fn(key, ctx):
     n, m, gap = shape["n_items"], data["n_users"], data["gap"]
     noisy = noisy_counts_individual(k_noise, ctx.sample, eps, data["per_user"], shape["mode"])
     return {**topk_metrics(top_k_mask(k_tie, noisy, shape["k"]), ctx.truth["top_k"]),
-            "gap_over_rate": gap / theory.individual_dp_rate_explicit_l(
+            "gap_over_rate": gap / cai_theory.individual_dp_rate_explicit_l(
                 n, m, eps, data["per_user"], noise_factor=COUNT_NOISE_MODES[shape["mode"]]),
-            "gap_over_stated_rate": gap / theory.individual_dp_rate(n, m, eps),
-            "gap_over_statistical_rate": gap / theory.individual_dp_stated_statistical_term(n, m)}
+            "gap_over_stated_rate": gap / cai_theory.individual_dp_rate(n, m, eps),
+            "gap_over_statistical_rate": gap / cai_theory.individual_dp_stated_statistical_term(n, m)}
 
 
 INDIVIDUAL_METHODS = {"counts": Method(

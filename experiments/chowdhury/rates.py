@@ -49,9 +49,6 @@ from __future__ import annotations
 
 import math
 
-import jax
-import jax.numpy as jnp
-
 from dpsim.estimators.linear_btl_sgd import sgd_krr
 from dpsim.experiment import (Experiment, FigureSpec, linear_slope_check, Method, method_ratio_slope_check, Panel,
                               slope_check, UsageError)

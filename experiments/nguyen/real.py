@@ -127,10 +127,6 @@ def _education_file(shape) -> str:
     return {"uci_student": shape["uci_file"], "three_grades": shape["grades_file"]}.get(shape["dataset"], STAND_IN)
 
 
-def _education_data(shape):
-    return load(shape["dataset"], _education_file(shape))
-
-
 FIG2 = Experiment(
     name="nguyen-fig2",
     title="Education data: ℓ2 distance to the non-private estimate vs ε* (nguyen Fig. 2)",
@@ -159,10 +155,6 @@ FIG2 = Experiment(
 # ---------------------------------------------------------------------------------------
 # Figure 3 and SF1: MovieLens
 # ---------------------------------------------------------------------------------------
-def _movielens(shape):
-    return load("movielens", shape["ratings_file"], int(shape["n_items"]))
-
-
 def movielens_experiment(name, title, grid, methods, figure, description, reps=REAL_REPS,
                          calibration=False) -> Experiment:
     """A MovieLens experiment (defaults: m ∈ {25, 200}, the stand-in ratings, both modes;

@@ -17,10 +17,10 @@ The analyst sees the per-pair mean z̄ (:func:`dpsim.mechanisms.pairwise_ldp.pri
 The randomness of the release is keyed by (lane, privacy level) and **not** by the
 mechanism: classic and debiased RR at one ε see the *same* flipped counts N, so their
 estimates rank the items identically, ties included (xu spec §4.6, A22), and Laplace sees the
-same raw wins (xu spec §6.5 [rec]). The engine keys its ``privatise`` stage by the whole
-analysis point, mechanism included, so this package keys the release itself: ``generate``
-splits off a release key per lane, and the host-derived ``release_words`` (the stable id of
-the analysis point without ``mechanism`` and ``lambda_rule``) are folded into it.
+same raw wins (xu spec §6.5 [rec]). Each experiment declares the analysis axes that key its
+release (``release_axes``: the privacy level, i.e. every analysis axis but ``mechanism`` and
+``lambda_rule``), and the engine passes the release stage that key
+(:mod:`dpsim.experiment.program`, "Keys").
 
 **Estimator** (xu §4.1 eq. (3); xu spec §4.1–4.3). One method, ``m_est``: the debiased
 M-estimator θ̂ = argmin Σ_{i<j}[z̄_ij(θ_j − θ_i) + log(1 + e^{θ_i − θ_j})] + λ‖θ‖², by
@@ -58,15 +58,11 @@ from __future__ import annotations
 import math
 from typing import Callable, Mapping, Sequence
 
-import jax
 import jax.numpy as jnp
-import numpy as np
 
 from dpsim.estimators.debiased_m import (LAMBDA_RULES, debiased_m_estimator, expected_top_k_hamming,
                                          ridge_lambda)
 from dpsim.experiment import Derived, Experiment, FigureSpec, Method, UsageError, axes, solver_diagnostics
-from dpsim.experiment.grid import stable_id
-from dpsim.experiment.program import id_words
 from dpsim.mechanisms.pairwise_ldp import MECHANISMS, privatise
 from dpsim.metrics import excess_risk, kendall_distance, l2_rms_error, linf_error
 from dpsim.models.btl import true_top_k_mask
@@ -87,7 +83,7 @@ SCHEME = axes.choice(*theory.SCHEMES, doc="adaptive ε(m, L) ∝ log(mL)/√(mL)
 L0 = axes.integer(1, "L0: the L at which every adaptive scheme gives ε = 1 (xu §5.1; xu spec A9)")
 AXIS_TYPES = {"mechanism": MECHANISM, "lambda_rule": LAMBDA_RULE, "scheme": SCHEME, "l0": L0}
 
-# release_words: which analysis axes do NOT key the release (common random numbers across them)
+# the analysis axes that do NOT key the release (common random numbers across them)
 NOT_RELEASE_AXES = ("mechanism", "lambda_rule")
 
 SYMBOLS = {"n_items": "$m$", "n_users": "$L$", "eps": "$\\epsilon$", "gap": "$\\Delta$", "k": "$K$",
@@ -147,24 +143,10 @@ def user_budget(point: dict) -> dict:
     return {"eps_user": m * (m - 1) / 2 * point["eps"]}
 
 
-def release_words(analysis_axes: Sequence[str]) -> Callable[[dict], dict]:
-    """Host: the release id of an analysis point, the stable id of its values on every
-    analysis axis except ``mechanism`` and ``lambda_rule``, as two uint32 words (float64
-    array: a traced input, not a column). See the module docstring ("Release")."""
-    keyed = [a for a in analysis_axes if a not in NOT_RELEASE_AXES]
-
-    def fn(point: dict) -> dict:
-        words = id_words([stable_id({a: point[a] for a in keyed})])[0]
-        return {"release_words": np.asarray(words, np.float64)}
-    return fn
-
-
-def release_key(ctx) -> jax.Array:
-    """The key of one release: the lane's release key (from ``generate``) folded with the
-    release id of the analysis point (:func:`release_words`)."""
-    key = jax.random.wrap_key_data(ctx.sample["release_key"])
-    words = jnp.asarray(ctx.analysis["release_words"]).astype(jnp.uint32)
-    return jax.random.fold_in(jax.random.fold_in(key, words[0]), words[1])
+def release_axes(analysis_axes: Sequence[str]) -> tuple[str, ...]:
+    """The axes that key the release (``Experiment.release_axes``): every analysis axis but
+    ``mechanism`` and ``lambda_rule`` (module docstring, "Release")."""
+    return tuple(a for a in analysis_axes if a not in NOT_RELEASE_AXES)
 
 
 def validate_lambda(point: dict) -> None:
@@ -196,12 +178,10 @@ def theta_of(truth, data):
 
 
 def generate(key, shape, truth, data):
-    """One replicate's raw wins n1_e ~ Bin(L, p*_e) over the m(m−1)/2 pairs (xu §2; xu spec §4.4),
-    θ*, and the lane's release key. Returns {"theta": (m,), "wins": (1, M), "release_key"}."""
-    k_wins, k_release = jax.random.split(key)
+    """One replicate's raw wins n1_e ~ Bin(L, p*_e) over the m(m−1)/2 pairs (xu §2; xu spec §4.4)
+    and θ*. Returns {"theta": (m,), "wins": (1, M)}."""
     theta = theta_of(truth, data)
-    wins = sample_pair_wins(k_wins, theta, data["n_users"])
-    return {"theta": theta, "wins": wins, "release_key": jax.random.key_data(k_release)}
+    return {"theta": theta, "wins": sample_pair_wins(key, theta, data["n_users"])}
 
 
 def homogeneous_groups(ctx):
@@ -212,11 +192,12 @@ def homogeneous_groups(ctx):
 
 
 def make_privatise(groups: Callable = homogeneous_groups):
-    """The release stage: z̄ (M,) of the analysis point's mechanism, keyed by
-    :func:`release_key` (module docstring), with the privacy profile ``groups(ctx)``."""
+    """The release stage: z̄ (M,) of the analysis point's mechanism, drawn with the release key
+    the engine passes (keyed by the ``release_axes``; module docstring), with the privacy
+    profile ``groups(ctx)``."""
     def release(key, ctx):
         wins, sizes, eps = groups(ctx)
-        zbar = privatise(release_key(ctx), wins, sizes, eps, ctx.analysis["mechanism"])
+        zbar = privatise(key, wins, sizes, eps, ctx.analysis["mechanism"])
         return {"zbar": zbar, "sizes": sizes, "eps": eps}
     return release
 
@@ -331,9 +312,7 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
         derived.append(Derived(("eps",), scheme_eps, level="analysis",
                                doc="ε(m, L) of the scheme, = 1 at L = L0 (xu Scenario II)"))
     derived += [Derived(("eps_user",), user_budget, level="analysis",
-                        doc="m(m−1)/2·ε, the composed per-user budget (metadata, xu spec A20)"),
-                Derived(("release_words",), release_words(analysis), level="analysis",
-                        doc="release key id (the analysis point without mechanism and λ rule)")]
+                        doc="m(m−1)/2·ε, the composed per-user budget (metadata, xu spec A20)")]
 
     def validate_point(point):
         validate_lambda(point)
@@ -342,6 +321,6 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
 
     return Experiment(
         name=name, title=title, axes=full, shape_axes=("n_items", "k"), analysis_axes=analysis,
-        truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
+        release_axes=release_axes(analysis), truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
         reps=reps, figure=figure, axis_types=AXIS_TYPES, derived=tuple(derived), truth_per_replicate=True,
         validate_point=validate_point, lane_bytes=lane_bytes, description=description)

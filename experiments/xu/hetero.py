@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 
-import jax
 import numpy as np
 
 from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, ratio_check, axes
@@ -37,7 +36,7 @@ from dpsim.models.complete_btl import sample_pair_wins
 from dpsim.theory import xu as theory
 
 from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, lane_bytes, m_estimator_method, make_privatise,
-                     release_words, resolve_top_k, theta_of, truth_uniform, validate_lambda)
+                     release_axes, resolve_top_k, theta_of, truth_uniform, validate_lambda)
 
 HETERO_PROFILES = [name for name in PROFILES if name != "homogeneous"]
 MATCHES = ("profile", "same_g", "same_mean_eps")
@@ -90,11 +89,9 @@ def profile_release(point: dict) -> dict:
 
 
 def generate(key, shape, truth, data):
-    """θ* and the raw wins of every atom (A, M), and the lane's release key."""
-    k_wins, k_release = jax.random.split(key)
+    """θ* and the raw wins of every atom (A, M)."""
     theta = theta_of(truth, data)
-    wins = sample_pair_wins(k_wins, theta, data["atom_sizes"])
-    return {"theta": theta, "wins": wins, "release_key": jax.random.key_data(k_release)}
+    return {"theta": theta, "wins": sample_pair_wins(key, theta, data["atom_sizes"])}
 
 
 def groups(ctx):
@@ -109,15 +106,14 @@ HETERO = Experiment(
     name="xu-hetero", title="Heterogeneous ε: the error follows G(ε), not the mean ε (m = 20)",
     axes={"n_items": [20], "k": ["auto"], "n_users": HETERO_L, "eps": [1.0], "profile": HETERO_PROFILES,
           "match": list(MATCHES), "mechanism": ["debiased_rr"], "lambda_rule": ["g_over_l"]},
-    shape_axes=("n_items", "k"), analysis_axes=ANALYSIS, truth=truth_uniform, generate=generate,
+    shape_axes=("n_items", "k"), analysis_axes=ANALYSIS,
+    release_axes=release_axes(ANALYSIS), truth=truth_uniform, generate=generate,
     privatise=make_privatise(groups), methods={"m_est": m_estimator_method()}, reps=500,
     axis_types={**AXIS_TYPES, "profile": PROFILE, "match": MATCH},
     derived=(Derived(("top_k",), resolve_top_k, level="shape", doc="K: the k axis, auto = m//2"),
              Derived(("atom_sizes",), atoms, level="data", doc="users per atom (common raw data of all profiles)"),
              Derived(("group_atoms", "group_eps", "G", "mean_eps"), profile_release, level="analysis",
-                     doc="released groups and budgets; G(ε) and the mean ε of what is released"),
-             Derived(("release_words",), release_words(ANALYSIS), level="analysis",
-                     doc="release key id (the analysis point without mechanism and λ rule)")),
+                     doc="released groups and budgets; G(ε) and the mean ε of what is released")),
     truth_per_replicate=True, validate_point=validate_lambda, lane_bytes=lane_bytes,
     figure=FigureSpec(
         symbols=SYMBOLS, value_labels=VALUE_LABELS,

@@ -1,13 +1,14 @@
 """xu's mutants: plausible bugs of its release and estimator that
 ``dpsim verify xu --mutants`` must kill (:mod:`dpsim.experiment.mutants`).
 
-xu keys its release itself (:mod:`.common`, "Release"): the ``privatise`` stage reads ε and the
+xu's release (:mod:`.common`, "Release") is keyed by its privacy level, not its mechanism (the
+experiment's ``release_axes``): the ``privatise`` stage reads ε and the
 mechanism from ``ctx.analysis`` and returns the profile (sizes, ε) that the estimator's λ then
 reads. A consistent release at a wrong ε is therefore the engine's
 :func:`~dpsim.experiment.mutants.scaled_analysis` on the privatise stage (the release and
 λ both see the wrong ε, the estimator believes it); the mismatched releases below rebuild the
 stage from the same sub-keys as :func:`dpsim.mechanisms.pairwise_ldp.privatise` (one
-``jax.random.split`` of the release key: RR first, Laplace second), so every draw but the
+``jax.random.split`` of the stage's release key: RR first, Laplace second), so every draw but the
 mutated one is the real code's.
 
 Mutants (each applied only to the experiments whose checks can see it):
@@ -34,15 +35,15 @@ from dpsim.experiment import Experiment
 from dpsim.experiment.mutants import Mutant, scaled_analysis, wrapped_method
 from dpsim.mechanisms.pairwise_ldp import debiased_rr_mean, laplace_pair_mean, rr_pair_counts
 
-from .common import homogeneous_groups, release_key
+from .common import homogeneous_groups
 
 ORACLE, FIG2, FIG3, FIG6, FLOOR, LAMBDA = ("xu-oracle", "xu-fig2", "xu-fig3", "xu-fig6", "xu-classic-floor",
                                           "xu-lambda-rule")
 
 
 def replaced_release(mechanism: str, release: Callable) -> Callable[[Experiment], Experiment]:
-    """The experiment with ``mechanism``'s release replaced by ``release(ctx) -> z̄`` (homogeneous
-    ε only); every other mechanism keeps the real stage."""
+    """The experiment with ``mechanism``'s release replaced by ``release(key, ctx) -> z̄``
+    (homogeneous ε only; ``key``: the release key); every other mechanism keeps the real stage."""
     def apply(experiment: Experiment) -> Experiment:
         real = experiment.privatise
 
@@ -50,43 +51,43 @@ def replaced_release(mechanism: str, release: Callable) -> Callable[[Experiment]
             if ctx.analysis["mechanism"] != mechanism:
                 return real(key, ctx)
             _, sizes, eps = homogeneous_groups(ctx)
-            return {"zbar": release(ctx), "sizes": sizes, "eps": eps}
+            return {"zbar": release(key, ctx), "sizes": sizes, "eps": eps}
         return dataclasses.replace(experiment, privatise=privatise)
     return apply
 
 
-def _rr_keys(ctx):
-    return jax.random.split(release_key(ctx))
+def _rr_keys(key):
+    return jax.random.split(key)
 
 
 def rr_mismatched(flip_factor: float) -> Callable:
     """Debiased RR whose flips use ε·``flip_factor`` and whose debiasing uses ε (eq. (1) at ε)."""
-    def release(ctx):
+    def release(key, ctx):
         wins, sizes, eps = homogeneous_groups(ctx)
-        counts = rr_pair_counts(_rr_keys(ctx)[0], wins, sizes, eps * flip_factor)
+        counts = rr_pair_counts(_rr_keys(key)[0], wins, sizes, eps * flip_factor)
         return debiased_rr_mean(counts, sizes, eps)
     return release
 
 
-def rr_not_debiased(ctx):
+def rr_not_debiased(key, ctx):
     """The classic mean ỹ̄ of the same flips, released as if it were the debiased z̄."""
     wins, sizes, eps = homogeneous_groups(ctx)
-    return rr_pair_counts(_rr_keys(ctx)[0], wins, sizes, eps).sum(axis=0) / sizes.sum()
+    return rr_pair_counts(_rr_keys(key)[0], wins, sizes, eps).sum(axis=0) / sizes.sum()
 
 
 def laplace_scaled(noise_factor: float) -> Callable:
     """Laplace noise of scale ``noise_factor``/ε (the ε the mechanism believes stays ε)."""
-    def release(ctx):
+    def release(key, ctx):
         wins, sizes, eps = homogeneous_groups(ctx)
-        return laplace_pair_mean(_rr_keys(ctx)[1], wins, sizes, eps / noise_factor)
+        return laplace_pair_mean(_rr_keys(key)[1], wins, sizes, eps / noise_factor)
     return release
 
 
 def classic_flips(flip_factor: float) -> Callable:
     """Classic RR whose keep probability is e^{ε·f}/(1 + e^{ε·f}), f = ``flip_factor``."""
-    def release(ctx):
+    def release(key, ctx):
         wins, sizes, eps = homogeneous_groups(ctx)
-        return rr_pair_counts(_rr_keys(ctx)[0], wins, sizes, eps * flip_factor).sum(axis=0) / sizes.sum()
+        return rr_pair_counts(_rr_keys(key)[0], wins, sizes, eps * flip_factor).sum(axis=0) / sizes.sum()
     return release
 
 

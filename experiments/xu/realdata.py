@@ -39,16 +39,14 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import jax
 import jax.numpy as jnp
-import numpy as np
 
 from dpsim.datasets import movielens_rankings, movielens_theta, ratings_or_stand_in, subsample_pair_wins
 from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, ratio_check, UsageError, axes
 from dpsim.theory import xu as theory
 
 from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, lane_bytes, m_estimator_method, make_privatise,
-                     release_words, resolve_top_k, scheme_eps, user_budget, validate_lambda)
+                     release_axes, resolve_top_k, scheme_eps, user_budget, validate_lambda)
 
 STAND_IN = "stand-in"
 REAL_K = 10          # H_10 (xu §5.4)
@@ -81,10 +79,9 @@ def truth(key, shape):
 
 
 def generate(key, shape, truth, data):
-    """The raw wins of L users subsampled without replacement (xu spec §6.6), θ*, release key."""
-    k_users, k_release = jax.random.split(key)
-    wins = subsample_pair_wins(k_users, truth["y"], jnp.reshape(data["n_users"], (1,)))
-    return {"theta": truth["theta"], "wins": wins, "release_key": jax.random.key_data(k_release)}
+    """The raw wins of L users subsampled without replacement (xu spec §6.6), and θ*."""
+    wins = subsample_pair_wins(key, truth["y"], jnp.reshape(data["n_users"], (1,)))
+    return {"theta": truth["theta"], "wins": wins}
 
 
 def validate_point(point: dict) -> None:
@@ -98,15 +95,14 @@ FIG7 = Experiment(
     name="xu-fig7", title="MovieLens (40 most-rated movies): ranking and estimation errors vs L under the schemes",
     axes={"ratings": [STAND_IN], "n_items": [40], "k": ["auto"], "n_users": REAL_L, "scheme": list(theory.SCHEMES),
           "l0": [REAL_L0], "mechanism": ["debiased_rr"], "lambda_rule": ["g_over_l"]},
-    shape_axes=("ratings", "n_items", "k"), analysis_axes=ANALYSIS, truth=truth, generate=generate,
+    shape_axes=("ratings", "n_items", "k"), analysis_axes=ANALYSIS,
+    release_axes=release_axes(ANALYSIS), truth=truth, generate=generate,
     privatise=make_privatise(), methods={"m_est": m_estimator_method()}, reps=200,
     axis_types={**AXIS_TYPES, "ratings": RATINGS},
     derived=(Derived(("top_k", "source", "n_total"), describe_source, level="shape",
                      doc="K (auto = 10), the ratings' source and its users"),
              Derived(("eps",), scheme_eps, level="analysis", doc="ε(m, L) of the scheme, = 1 at L = L0"),
-             Derived(("eps_user",), user_budget, level="analysis", doc="m(m−1)/2·ε (metadata, xu spec A20)"),
-             Derived(("release_words",), release_words(ANALYSIS), level="analysis",
-                     doc="release key id (the analysis point without mechanism and λ rule)")),
+             Derived(("eps_user",), user_budget, level="analysis", doc="m(m−1)/2·ε (metadata, xu spec A20)")),
     figure=FigureSpec(
         symbols=SYMBOLS, value_labels={**VALUE_LABELS, "k": {"auto": "$K = \\min(10, m-1)$"}},
         x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme",

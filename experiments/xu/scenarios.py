@@ -49,7 +49,7 @@ import math
 
 import numpy as np
 
-from dpsim.experiment import (Deferred, comparison_check, FigureSpec, IdenticalAcrossCheck, column_ratio_check,  # noqa: F401
+from dpsim.experiment import (Deferred, FigureSpec, IdenticalAcrossCheck, column_ratio_check,  # noqa: F401
                               Panel, predicted_ratio_check, ratio_check, slope_check, slope_range_check, trend_check)
 from dpsim.theory import xu as theory
 
