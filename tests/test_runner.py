@@ -495,6 +495,9 @@ def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
     manifest = store.read_manifest(out)
     assert [h["reps"] for h in manifest["history"]] == [2, 4]
     assert manifest["history"][1]["overrides"] == {} and manifest["history"][0]["lanes_run"] == 4
+    history = manifest["history"]        # the driver's share: one timed write per chunk
+    assert sum(h["chunks_written"] for h in history) == len(store.part_files(out)) and history[0]["chunks_written"] >= 1
+    assert all(0 <= h["write_seconds"] <= h["seconds"] and h["devices"] == 1 for h in history)
     study = manifest["study"]
     assert study["axes"]["mechanism"] == ["gaussian", "laplace"]
     assert study["reps"] == {"min": 2, "max": 4}

@@ -194,7 +194,8 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         store.remove_temporary(out)
     reps = work.reps
     request = {"reps": reps, "overrides": {k: list(v) for k, v in (overrides or {}).items()},
-               "chunk": chunk, "workers": workers, "executor": executor.describe(), "grid": grid.axes,
+               "chunk": chunk, "workers": workers, "devices": work.policy.devices, "executor": executor.describe(),
+               "grid": grid.axes,
                "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
                **({} if settings.part is None else {"part": "{}/{}".format(*settings.part)}), **environment()}
     manifest = {"experiment": experiment.name, "source": source or experiment.name, "code": settings.code,
@@ -213,6 +214,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         note(line)
     total_chunks = sum(len(step.chunks) for step in plan)
     started, first_chunks, rows_written, lanes_run = time.time(), 0.0, 0, 0
+    writing, chunks_written = 0.0, 0       # the driver's own share: seconds in store.write_part
     bar = tqdm(total=total_chunks, desc=experiment.name, unit="chunk",
                disable=not progress or total_chunks == 0)
     job = Job(experiment, grid, plan, done, seed, workers, patience, source or experiment.name, overrides)
@@ -223,7 +225,10 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
             for number, (table, lanes) in enumerate(executor.chunks(index, step)):
                 if number == 0:
                     first_chunks += time.time() - t0
+                t_write = time.perf_counter()
                 store.write_part(out, table)
+                writing += time.perf_counter() - t_write
+                chunks_written += 1
                 rows_written += table.num_rows
                 lanes_run += lanes
                 bar.update(1)
@@ -239,7 +244,8 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     seconds = time.time() - started
     request.update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": round(seconds, 3),
                     "lanes_run": lanes_run, "rows_written": rows_written,
-                    "first_chunks_seconds_incl_compile": round(first_chunks, 3)})
+                    "first_chunks_seconds_incl_compile": round(first_chunks, 3),
+                    "chunks_written": chunks_written, "write_seconds": round(writing, 3)})
     def summaries():
         return {"study": study_summary(out, experiment), "diagnostics": {"unconverged": unconverged(out, experiment)}}
 
