@@ -208,3 +208,56 @@ def test_compare_exports_a_commit_and_refuses_an_unknown_one(tmp_path):
     with pytest.raises(SystemExit, match="'no-such-commit' is not a commit here"):
         compare.export("no-such-commit", tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
+
+
+# ----------------------------------------------------------------------------- scale-out benchmark
+
+@pytest.fixture()
+def scale_out(monkeypatch):
+    """benchmarks/scale_out.py, imported with the repository root on sys.path for this test
+    only (it imports ``benchmarks.harness`` and ``benchmarks.compare`` by name), its results
+    file written into a temporary folder."""
+    import importlib
+    monkeypatch.syspath_prepend(str(HARNESS_FILE.parents[1]))
+    return importlib.import_module("benchmarks.scale_out")
+
+
+def test_scale_out_extrapolation_arithmetic(scale_out):
+    est = scale_out.extrapolate(lanes_per_s=100.0, cores=2, lanes=4e6, lanes_per_chunk=400.0, compile_s=5.0,
+                                overhead_per_task_s=0.002, write_s_per_chunk=0.003, cluster_cores=64)
+    assert est["chunks"] == 1e4 and est["one_machine_s"] == 5.0 + 4e4
+    assert est["cluster_compute_s"] == pytest.approx(4e4 / 32)           # linear in cores: 32 × this machine
+    assert est["cluster_driver_s"] == pytest.approx(1e4 * 0.005)         # serial: every chunk received and written
+    assert est["cluster_s"] == pytest.approx(5.0 + 1250.0) and est["cluster_upper_s"] == pytest.approx(5.0 + 1300.0)
+    slower = scale_out.extrapolate(lanes_per_s=100.0, cores=2, lanes=4e6, lanes_per_chunk=400.0, compile_s=5.0,
+                                   overhead_per_task_s=-1.0, write_s_per_chunk=0.5)
+    assert slower["cluster_driver_s"] == pytest.approx(5e3) and slower["cluster_s"] == pytest.approx(5.0 + 5e3)
+
+
+def test_scale_out_float_difference(scale_out):
+    x = np.array([1.0, np.nan, np.inf, 2.0])
+    assert scale_out.float_difference(x, x.copy()) == 0.0
+    assert scale_out.float_difference(x, np.array([1.0, np.nan, np.inf, 2.5])) == 0.5
+    assert scale_out.float_difference(x, np.array([1.0, 3.0, np.inf, 2.0])) == math.inf
+
+
+def test_scale_out_quick_sections_give_the_local_table(scale_out, tmp_path, monkeypatch):
+    """The quick benchmark's local, two-parts and sharded runs (fresh processes, ≈ 40 s on a
+    busy 2-core machine): every table equals the local one to the last bit, and the numbers
+    the README's extrapolation needs are recorded. Section R (Ray) is left out here: starting
+    a local Ray instance adds ≈ 7 s and ≈ 450 MiB, and tests/test_ray_executor.py already
+    checks that Ray's table equals a local run's."""
+    monkeypatch.setattr(scale_out.harness, "RESULTS_DIR", tmp_path)
+    doc = scale_out.main(["--quick", "--sections", "L,P,S,E"])
+    results = doc["results"]
+    assert doc["mode"] == "partial" and (tmp_path / "scale_out_partial.json").exists()
+    local = results["L"]["run"]
+    assert local["lanes_run"] == 4 * scale_out.QUICK.reps and local["chunks_written"] >= 1
+    assert 0 <= local["write_seconds"] <= local["seconds"]
+    for key in ("P", "S"):
+        assert results[key]["table"]["identical"] is True and results[key]["table"]["max_abs_diff"] == 0.0
+    assert results["P"]["complete"] is True
+    assert sorted(p["part"] for p in results["P"]["parts"]) == ["1/2", "2/2"]
+    assert sum(p["lanes_run"] for p in results["P"]["parts"]) == local["lanes_run"]
+    assert results["S"]["run"]["devices"] == 2 and local["devices"] == 1
+    assert results["E"]["valid_for_fig3"] is True and results["E"]["lanes"] == 4 * scale_out.FIG3_REPLICATES
