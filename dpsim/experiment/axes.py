@@ -4,7 +4,7 @@ to declare axes of its own.
 Every axis has an :class:`AxisType`: a validator that normalises one value or raises
 :class:`~dpsim.errors.UsageError` with a one-line message naming it, a description, and,
 for string axes, the allowed names. The vocabulary (``n_items``, ``n_users``, ``per_user``,
-``n_samples``, ``dim``, ``p``, ``eps``, ``delta``, ``k``, ``gap``, ``link``) is shared by
+``n_samples``, ``dim``, ``n_actions``, ``p``, ``eps``, ``delta``, ``k``, ``gap``, ``link``) is shared by
 every experiment, so results tables, the CLI and checks speak one language; an experiment
 adds its own axes (``c0``, ``mode``, ``mechanism``, ``scheme``, ``dataset``, …) in
 ``Experiment.axis_types`` and may not redefine a shared one.
@@ -122,7 +122,8 @@ VOCABULARY: dict[str, AxisType] = {
     "p": probability("edge / observation probability"),
     "eps": positive_eps(),
     "delta": open_unit("approximate-DP slack δ"),
-    "k": integer_or(("auto",), 1, "top-k size (auto: the paper's rule)"),
+    "k": integer_or(("auto",), 1, "top-k size K (auto: the paper's rule); stored as the resolved integer"),
+    "n_actions": integer(2, "number of actions K compared in one Plackett–Luce choice (chowdhury K)"),
     "gap": positive("gap Δ between consecutive or top-k parameters"),
     "link": choice("logistic", "probit", doc="link of the comparison model (probit: Thurstone)"),
 }

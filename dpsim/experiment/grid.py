@@ -270,6 +270,10 @@ class Experiment:
         padding: lets shape points of several sizes share one compiled program
             (:class:`Padding`); None: one program per shape point.
         description: what it reproduces (spec sections), shown by ``dpsim show``.
+        stream_names: renamed axis → the name its values are keyed under (the axis's name
+            when its random streams were fixed; names of axes it lacks are ignored). A rename
+            then changes no key, so no stored number: e.g. chowdhury's ``{"n_actions": "k"}``.
+            ``dpsim run --set OLD=…`` is answered "did you mean NEW". See :meth:`point_id`.
     """
 
     name: str
@@ -292,6 +296,7 @@ class Experiment:
     lane_bytes: Callable[[dict], int] = staticmethod(lambda shape: 64 * 1024)
     padding: Padding | None = None
     description: str = ""
+    stream_names: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         redefined = sorted(set(self.axis_types) & set(VOCABULARY))
@@ -305,6 +310,10 @@ class Experiment:
             raise ValueError(f"experiment {self.name!r}: kind given for axes {unknown} that it does not have")
         if not self.methods:
             raise ValueError(f"experiment {self.name!r} has no methods")
+        clashes = sorted(old for old in self.stream_names.values() if old in self.axes)
+        if clashes:
+            raise ValueError(f"experiment {self.name!r}: stream_names key renamed axes under {clashes}, "
+                             f"which are axes of its own")
         if self.truth_axes is not None and not set(self.truth_axes) <= set(self.shape_axes):
             raise ValueError(f"experiment {self.name!r}: truth_axes {sorted(set(self.truth_axes) - set(self.shape_axes))} "
                              f"are not shape axes")
@@ -319,6 +328,11 @@ class Experiment:
             if self.padding.capacity in self.axes:
                 raise ValueError(f"experiment {self.name!r}: padding capacity name {self.padding.capacity!r} "
                                  f"is one of its axes")
+
+    def point_id(self, point: Mapping[str, Any]) -> int:
+        """The stable id keying a (partial) grid point: :func:`stable_id` of it with each
+        renamed axis under its ``stream_names`` name, so a rename keeps every random stream."""
+        return stable_id({self.stream_names.get(a, a): v for a, v in point.items()})
 
     def truth_point(self, shape: Mapping) -> dict:
         """The part of a shape point that keys θ* (all of it unless ``truth_axes`` is set)."""
@@ -396,8 +410,9 @@ def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None
     for axis in overrides:
         if axis not in experiment.axes:
             import difflib
-            close = difflib.get_close_matches(axis, list(experiment.axes), n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            renamed = [new for new, old in experiment.stream_names.items() if old == axis]
+            close = renamed or difflib.get_close_matches(axis, list(experiment.axes), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}{', its new name' if renamed else ''}?)" if close else ""
             raise UsageError(f"unknown axis {axis!r}{hint} for experiment {experiment.name!r}; "
                              f"axes are {', '.join(experiment.axes)}")
     axes = {}

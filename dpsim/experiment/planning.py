@@ -23,7 +23,7 @@ import numpy as np
 
 from dpsim.errors import UsageError
 from dpsim.experiment.batching import Batching, batching, chunk_layout, memory_limit
-from dpsim.experiment.grid import Grid, stable_id
+from dpsim.experiment.grid import Grid
 from dpsim.experiment.program import lane_shape, program_shape, static_shape
 from dpsim.experiment.units import format_bytes, format_duration
 
@@ -270,8 +270,8 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
             blocks = []
             for d in data_indices:
                 data = grid.data_points[d]
-                points = tuple(stable_id({**shape, **data, **a}) for a in grid.analysis_points)
-                blocks.append(_Block(d, points, stable_id({**shape, **data}), _missing(points, reps, stored)))
+                points = tuple(experiment.point_id({**shape, **data, **a}) for a in grid.analysis_points)
+                blocks.append(_Block(d, points, experiment.point_id({**shape, **data}), _missing(points, reps, stored)))
             lanes = _Lanes(blocks)
             if len(lanes):
                 key = (repr(sorted(compiled.items())), static)

@@ -29,7 +29,7 @@ from dpsim.experiment.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching
                                        default_workers, device_memory_bytes, host_memory_bytes, memory_limit,
                                        micro_batch_size)
 from dpsim.experiment.chunk_io import chunk_arguments, chunk_rows, method_columns
-from dpsim.experiment.grid import Experiment, Grid, expand_grid, stable_id
+from dpsim.experiment.grid import Experiment, Grid, expand_grid
 from dpsim.experiment.planning import Plan, analysis_groups, plan_steps, size_buckets, step_label
 from dpsim.experiment.provenance import environment, fingerprint
 from dpsim.experiment.program import clear_cache, compiled_chunk_fn, compiler_options, id_words, lane_key, truth_key
@@ -196,7 +196,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     started, first_chunks, rows_written, lanes_run = time.time(), 0.0, 0, 0
     bar = tqdm(total=total_chunks, desc=experiment.name, unit="chunk",
                disable=not progress or total_chunks == 0)
-    a_words = id_words([stable_id(a) for a in grid.analysis_points])
+    a_words = id_words([experiment.point_id(a) for a in grid.analysis_points])
     seed_arg = np.uint32(seed)
 
     def arguments(step, chunk):

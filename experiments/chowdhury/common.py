@@ -72,7 +72,7 @@ FEATURE_SCALE = {"difference": math.sqrt(2.0), "direct": 1.0}   # x ~ N(0, s²I_
 
 
 # ---------------------------------------------------------------------------------------
-# Axes of the package (the vocabulary's n_samples, dim, eps, delta, k, link are shared)
+# Axes of the package (the vocabulary's n_samples, dim, eps, delta, n_actions, link are shared)
 # ---------------------------------------------------------------------------------------
 def _beta_value(axis, value):
     if value == "theory":
@@ -92,7 +92,11 @@ AXIS_TYPES = {
     "beta": AxisType(_beta_value, "ridge β of objective perturbation: theory (√n/B, Thm 5.3) or a number"),
 }
 
-SYMBOLS = {"n_samples": "$n$", "dim": "$d$", "eps": "$\\epsilon$", "delta": "$\\delta$", "k": "$K$",
+# axes renamed after their random streams were fixed → the name they are keyed under
+# (Experiment.stream_names): results are unchanged by the rename
+STREAM_NAMES = {"n_actions": "k"}
+
+SYMBOLS = {"n_samples": "$n$", "dim": "$d$", "eps": "$\\epsilon$", "delta": "$\\delta$", "n_actions": "$K$",
            "beta": "$\\beta$", "radius": "$B$", "design": "θ* design", "features": "features",
            "schedule": "schedule", "link": "link"}
 # what the figures write for the named values of the axes (FigureSpec.value_labels)

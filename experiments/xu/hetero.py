@@ -37,7 +37,7 @@ from dpsim.models.complete_btl import sample_pair_wins
 from dpsim.theory import xu as theory
 
 from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, lane_bytes, m_estimator_method, make_privatise,
-                     release_words, resolve_top_k, theta_of, truth_uniform, validate_lambda)
+                     release_words, resolve_k, theta_of, truth_uniform, validate_lambda)
 
 HETERO_PROFILES = [name for name in PROFILES if name != "homogeneous"]
 MATCHES = ("profile", "same_g", "same_mean_eps")
@@ -112,8 +112,8 @@ HETERO = Experiment(
     shape_axes=("n_items", "k"), analysis_axes=ANALYSIS, truth=truth_uniform, generate=generate,
     privatise=make_privatise(groups), methods={"m_est": m_estimator_method()}, reps=500,
     axis_types={**AXIS_TYPES, "profile": PROFILE, "match": MATCH},
-    derived=(Derived(("top_k",), resolve_top_k, level="shape", doc="K: the k axis, auto = m//2"),
-             Derived(("atom_sizes",), atoms, level="data", doc="users per atom (common raw data of all profiles)"),
+    resolve_shape=resolve_k,
+    derived=(Derived(("atom_sizes",), atoms, level="data", doc="users per atom (common raw data of all profiles)"),
              Derived(("group_atoms", "group_eps", "G", "mean_eps"), profile_release, level="analysis",
                      doc="released groups and budgets; G(ε) and the mean ε of what is released"),
              Derived(("release_words",), release_words(ANALYSIS), level="analysis",
