@@ -1,7 +1,8 @@
 """The shared vocabulary across papers (issue 23, item 2): ``k`` is the top-k size only and is
-stored as the resolved integer in every paper; chowdhury's number of actions is ``n_actions``;
-a renamed axis keeps its random streams (``Experiment.stream_names``) and an old name given
-to ``--set`` is answered with the new one."""
+stored as the resolved integer in every paper; chowdhury's number of actions is ``n_actions``
+and its reading of the paper's SGD step sizes is ``mode`` (the one word for a paper-versus-
+correct reading); a renamed axis keeps its random streams (``Experiment.stream_names``) and an
+old name given to ``--set`` is answered with the new one."""
 from __future__ import annotations
 
 import pytest
@@ -49,12 +50,15 @@ def test_a_renamed_axis_is_keyed_under_its_old_name():
     old = {**{a: v for a, v in shape.items() if a != "n_actions"}, "k": 4}
     assert rates_k.point_id(shape) == stable_id(old)
     assert rates_k.point_id(shape) != stable_id(shape)
+    sgd = EXPERIMENTS["chowdhury-fig1-sgd"]
+    assert sgd.point_id({"eps": 1.0, "mode": "literal"}) == stable_id({"eps": 1.0, "schedule": "literal"})
     fig7 = EXPERIMENTS["xu-fig7"]
     assert fig7.point_id({"ratings_file": "stand-in"}) == stable_id({"ratings": "stand-in"})
 
 
 @pytest.mark.parametrize("name, old, new", [("chowdhury-rates-k", "k", "n_actions"),
                                             ("chowdhury-krr-release", "k", "n_actions"),
+                                            ("chowdhury-fig1-sgd", "schedule", "mode"),
                                             ("xu-fig7", "ratings", "ratings_file")])
 def test_an_old_axis_name_is_answered_with_the_new_one(name, old, new):
     with pytest.raises(UsageError, match=f"unknown axis '{old}' \\(did you mean '{new}', its new name\\?\\)"):

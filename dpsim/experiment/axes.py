@@ -8,6 +8,23 @@ for string axes, the allowed names. The vocabulary (``n_items``, ``n_users``, ``
 every experiment, so results tables, the CLI and checks speak one language; an experiment
 adds its own axes (``c0``, ``mode``, ``mechanism``, ``scheme``, ``dataset``, …) in
 ``Experiment.axis_types`` and may not redefine a shared one.
+
+Rules every paper follows:
+
+* ``k`` is the top-k size and nothing else. It may be declared ``auto`` (the paper's rule),
+  but the stored ``k`` column is always the resolved integer (the experiment's
+  ``resolve_shape`` fills it in; there is no second column such as ``top_k``); the declared
+  value stays in the manifest's history. A number of alternatives (chowdhury's K) is
+  ``n_actions``.
+* ``mode`` is the one name of a paper-versus-correct reading, its values the paper's named
+  readings (``paper`` / ``strict``; chowdhury's SGD step sizes ``literal`` / ``theory`` /
+  ``averaged``). Axes that override one ingredient of a mode's reading alone keep their own
+  names (nguyen's ``accounting`` and ``conversion``, ``auto`` = the mode's). xu's
+  ``lambda_rule`` (``paper`` / ``g_over_l``) is such a reading under its older name.
+* A file the user supplies is ``<what>_file`` (``ratings_file``, ``uci_file``, …), with
+  ``stand-in`` for the synthetic stand-in.
+* An axis renamed after its results were published keeps its random streams through
+  ``Experiment.stream_names``; ``--set OLD=…`` is then answered with the new name.
 """
 from __future__ import annotations
 

@@ -162,14 +162,14 @@ CHECKS = [
     _rr_flip_check("chowdhury-level-rr-flip-fig1", "chowdhury-fig1", "rr_local", c.PAPER_EPS,
                    sum(c.PAPER_N) * c.PAPER_REPS, pool=("n_samples",)),
     _rr_flip_check("chowdhury-level-sgd-rr-flip-fig1-sgd", "chowdhury-fig1-sgd", "sgd_rr", c.PAPER_EPS,
-                   sum(c.PAPER_N) * c.PAPER_REPS, where={"schedule": ["theory"]}, pool=("n_samples",)),
+                   sum(c.PAPER_N) * c.PAPER_REPS, where={"mode": ["theory"]}, pool=("n_samples",)),
     _noise_check("chowdhury-level-objpert-noise-rates-eps", rates.RATES_EPS.name, rates.EPS_GRID,
                  rates.RATES_EPS.reps, THEORY_DOF),
     _noise_check("chowdhury-level-objpert-noise-rates-n", rates.RATES_N.name, rates.N_EPS,
                  rates.RATE_REPS * len(rates.N_GRID), THEORY_DOF, pool=("n_samples",)),
     level_check("chowdhury-level-sgd-objpert-sigma-fig1-sgd", "chowdhury-fig1-sgd", "sigma_sq_per_l_sq",
                 "sgd_objpert", lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), 1 - 1e-6, 1 + 1e-6,
-                at=("eps",), where={"schedule": ["theory"]}, pool=("n_samples",), formula="(8 log(2/δ)+4ε)/ε²",
+                at=("eps",), where={"mode": ["theory"]}, pool=("n_samples",), formula="(8 log(2/δ)+4ε)/ε²",
                 description="SGD objective perturbation (§6 reading): (σ/L)² of the σ the fit reports, L = max‖x‖/2 "
                             "computed apart, / Thm 5.2's (8 log(2/δ)+4ε)/ε² at every ε; deterministic per fit, so "
                             "region 1 ± 1e-6 (float rounding). The one-pass SGD does not return its w, so this pins "

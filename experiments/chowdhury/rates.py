@@ -163,14 +163,14 @@ def _pl_row(ctx, fit):
 def sgd_krr_fn(key, ctx):
     """θ̂_SGD-KRR (chowdhury §4.4, App. C.4, Thm C.2) on the K-RR labels."""
     fit = sgd_krr(ctx.sample["phi"], ctx.released["y_tilde"], ctx.analysis["eps"], ctx.shape["radius"],
-                  schedule=ctx.analysis["schedule"], sum_zero=c.sum_zero(ctx.shape))
+                  schedule=ctx.analysis["mode"], sum_zero=c.sum_zero(ctx.shape))
     return _pl_row(ctx, fit)
 
 
 def sgd_pl_fn(key, ctx):
     """The same one-pass SGD on the clear labels (ε = ∞: ĝ = −∇log p_y, λ̂ = γ̂κ̂)."""
     fit = sgd_krr(ctx.sample["phi"], ctx.sample["y"], math.inf, ctx.shape["radius"],
-                  schedule=ctx.analysis["schedule"], sum_zero=c.sum_zero(ctx.shape))
+                  schedule=ctx.analysis["mode"], sum_zero=c.sum_zero(ctx.shape))
     return _pl_row(ctx, fit)
 
 
@@ -181,8 +181,8 @@ PL_METHODS = {"sgd_pl": Method(sgd_pl_fn, ("l2", "mse"), c.SGD_DIAGNOSTICS, labe
 
 RATES_K = Experiment(
     name="chowdhury-rates-k", title="Plackett–Luce top-1 with K-ary RR: error vs K (n = 5·10⁴)",
-    axes={"dim": [5], "n_samples": [K_N], "n_actions": K_GRID, **THEORY, "eps": K_EPS, "schedule": ["theory"]},
-    shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps", "schedule"),
+    axes={"dim": [5], "n_samples": [K_N], "n_actions": K_GRID, **THEORY, "eps": K_EPS, "mode": ["theory"]},
+    shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps", "mode"),
     truth=c.truth, generate=pl_generate, privatise=privatise_krr, methods=PL_METHODS, reps=800,
     figure=_figure("n_actions", "$K$", (Panel("l2", None, L2, each=("eps",)),), "chowdhury K-ary RR (P11)",
                    labels={m: PL_METHODS[m].label for m in PL_METHODS}),
