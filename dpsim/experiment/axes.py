@@ -4,9 +4,9 @@ to declare axes of its own.
 Every axis has an :class:`AxisType`: a validator that normalises one value or raises
 :class:`~dpsim.errors.UsageError` with a one-line message naming it, a description, and,
 for string axes, the allowed names. The vocabulary (``n_items``, ``n_users``, ``per_user``,
-``n_samples``, ``dim``, ``n_actions``, ``p``, ``eps``, ``delta``, ``k``, ``gap``, ``link``) is shared by
-every experiment, so results tables, the CLI and checks speak one language; an experiment
-adds its own axes (``c0``, ``mode``, ``mechanism``, ``scheme``, ``dataset``, …) in
+``n_samples``, ``dim``, ``n_actions``, ``p``, ``eps``, ``delta``, ``k``, ``gap``, ``link``)
+is shared by every experiment, so results tables, the CLI and checks speak one language; an
+experiment adds its own axes (``c0``, ``mode``, ``mechanism``, ``scheme``, ``dataset``, …) in
 ``Experiment.axis_types`` and may not redefine a shared one.
 
 Rules every paper follows:

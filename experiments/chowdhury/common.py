@@ -36,9 +36,10 @@ package therefore has two readings, as separate experiments:
   the central privacy claim (Thm 5.2, exact minimiser) holds: ``privacy_certified`` is the
   solver's convergence flag.
 * ``sgd`` (secondary): one-pass projected SGD (Alg. 1 and its analogues) with the ``mode``
-  axis, the reading of the paper's SGD step sizes: ``literal`` (η ≡ 0.1, last iterate: the paper's words), ``theory`` (η_t = 1/(λ̂(t + t₀)),
-  the proof's schedule with practical λ̂) and ``averaged`` (η ≡ 0.1, Polyak–Ruppert). SGD
-  objective perturbation is not the exact minimiser: ``privacy_certified`` is False.
+  axis, the reading of the paper's SGD step sizes: ``literal`` (η ≡ 0.1, last iterate: the
+  paper's words), ``theory`` (η_t = 1/(λ̂(t + t₀)), the proof's schedule with practical λ̂) and
+  ``averaged`` (η ≡ 0.1, Polyak–Ruppert). SGD objective perturbation is not the exact
+  minimiser: ``privacy_certified`` is False.
 
 **Calibrations** (spec §6.2 [rec]). Radius B = 2√d for every design (stored as the shape-level
 column ``radius``). L = max_i‖x_i‖/2 from the public features (spec §8 item 6; legitimate under
