@@ -1,8 +1,9 @@
 """The shared vocabulary across papers (issue 23, item 2): ``k`` is the top-k size only and is
 stored as the resolved integer in every paper; chowdhury's number of actions is ``n_actions``
 and its reading of the paper's SGD step sizes is ``mode`` (the one word for a paper-versus-
-correct reading); a renamed axis keeps its random streams (``Experiment.stream_names``) and an
-old name given to ``--set`` is answered with the new one."""
+correct reading); a renamed axis keeps its random streams (``Experiment.stream_names``, and
+xu's ``stream_point`` for its resolved ``k``) and an old name given to ``--set`` is answered
+with the new one."""
 from __future__ import annotations
 
 import pytest
@@ -54,6 +55,18 @@ def test_a_renamed_axis_is_keyed_under_its_old_name():
     assert sgd.point_id({"eps": 1.0, "mode": "literal"}) == stable_id({"eps": 1.0, "schedule": "literal"})
     fig7 = EXPERIMENTS["xu-fig7"]
     assert fig7.point_id({"ratings_file": "stand-in"}) == stable_id({"ratings": "stand-in"})
+
+
+def test_xu_keys_its_resolved_k_as_it_keyed_auto_and_top_k():
+    """xu stored k = auto beside top_k; its stream_point keys the resolved k the same way."""
+    fig2 = EXPERIMENTS["xu-fig2"]
+    shape = expand_grid(fig2, {"n_items": [10]}).shapes[0]
+    assert fig2.point_id(shape) == stable_id({"n_items": 10, "k": "auto", "top_k": 5})
+    assert fig2.point_id({"n_items": 10, "k": 3}) == stable_id({"n_items": 10, "k": 3, "top_k": 3})
+    fig7 = EXPERIMENTS["xu-fig7"]
+    shape = {"ratings_file": "stand-in", "n_items": 40, "k": 10, "source": "s", "n_total": 610}
+    assert fig7.point_id(shape) == stable_id({"ratings": "stand-in", "n_items": 40, "k": "auto", "top_k": 10,
+                                              "source": "s", "n_total": 610})
 
 
 @pytest.mark.parametrize("name, old, new", [("chowdhury-rates-k", "k", "n_actions"),

@@ -274,6 +274,10 @@ class Experiment:
             when its random streams were fixed; names of axes it lacks are ignored). A rename
             then changes no key, so no stored number: e.g. chowdhury's ``{"n_actions": "k"}``.
             ``dpsim run --set OLD=…`` is answered "did you mean NEW". See :meth:`point_id`.
+        stream_point: a grid point → the point its random streams are keyed by, where a
+            change of stored values (not only of names) would otherwise change them: e.g. xu
+            stores the resolved ``k`` and keys it as the ``k = auto`` and ``top_k`` it stored
+            before. None: the point itself. Applied before ``stream_names``.
     """
 
     name: str
@@ -297,6 +301,7 @@ class Experiment:
     padding: Padding | None = None
     description: str = ""
     stream_names: Mapping[str, str] = field(default_factory=dict)
+    stream_point: Callable[[dict], dict] | None = None
 
     def __post_init__(self):
         redefined = sorted(set(self.axis_types) & set(VOCABULARY))
@@ -330,9 +335,11 @@ class Experiment:
                                  f"is one of its axes")
 
     def point_id(self, point: Mapping[str, Any]) -> int:
-        """The stable id keying a (partial) grid point: :func:`stable_id` of it with each
-        renamed axis under its ``stream_names`` name, so a rename keeps every random stream."""
-        return stable_id({self.stream_names.get(a, a): v for a, v in point.items()})
+        """The stable id keying a (partial) grid point: :func:`stable_id` of it as
+        ``stream_point`` maps it, each renamed axis under its ``stream_names`` name, so a
+        rename keeps every random stream."""
+        keyed = self.stream_point(dict(point)) if self.stream_point is not None else point
+        return stable_id({self.stream_names.get(a, a): v for a, v in keyed.items()})
 
     def truth_point(self, shape: Mapping) -> dict:
         """The part of a shape point that keys θ* (all of it unless ``truth_axes`` is set)."""

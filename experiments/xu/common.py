@@ -136,6 +136,18 @@ def resolve_k(shape: dict, auto: Callable[[int], int] = lambda m: m // 2) -> dic
     return {**shape, "k": int(top_k)}
 
 
+def keyed_as_before(auto: Callable[[int], int] = lambda m: m // 2) -> Callable[[dict], dict]:
+    """``Experiment.stream_point`` of xu: a grid point as xu keyed it while it stored ``k``
+    as declared beside a ``top_k`` column (``k = "auto"`` where K is the rule's ``auto(m)``,
+    K in ``top_k``), so storing the resolved ``k`` changed no random stream and no number."""
+    def point(p: dict) -> dict:
+        if "k" not in p:
+            return p
+        k = p["k"]
+        return {**p, "k": "auto" if k == auto(p["n_items"]) else k, "top_k": k}
+    return point
+
+
 def scheme_eps(point: dict) -> dict:
     """ε(m, L) of the adaptive scheme, normalised to 1 at L = L0 (xu Scenario II; xu spec §6.2)."""
     return {"eps": float(theory.adaptive_eps(point["n_items"], point["n_users"], point["scheme"], point["l0"]))}
@@ -344,5 +356,5 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
         name=name, title=title, axes=full, shape_axes=("n_items", "k"), analysis_axes=analysis,
         truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
         reps=reps, figure=figure, axis_types=AXIS_TYPES, derived=tuple(derived), truth_per_replicate=True,
-        resolve_shape=resolve_k,
+        resolve_shape=resolve_k, stream_point=keyed_as_before(),
         validate_point=validate_point, lane_bytes=lane_bytes, description=description)

@@ -47,8 +47,8 @@ from dpsim.datasets import movielens_rankings, movielens_theta, ratings_or_stand
 from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, ratio_check, UsageError, axes
 from dpsim.theory import xu as theory
 
-from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, lane_bytes, m_estimator_method, make_privatise,
-                     release_words, resolve_k, scheme_eps, user_budget, validate_lambda)
+from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes, m_estimator_method,
+                     make_privatise, release_words, resolve_k, scheme_eps, user_budget, validate_lambda)
 
 STAND_IN = "stand-in"
 REAL_K = 10          # H_10 (xu §5.4)
@@ -66,9 +66,14 @@ def rankings_and_theta(ratings: str, n_items: int):
     return rankings, movielens_theta(rankings)
 
 
+def real_k(m: int) -> int:
+    """K = min(10, m − 1), the automatic top-K size of the MovieLens experiment."""
+    return min(REAL_K, m - 1)
+
+
 def resolve_shape(shape: dict) -> dict:
-    """The shape with ``k`` resolved (auto = min(10, m − 1), :func:`resolve_k`)."""
-    return resolve_k(shape, auto=lambda m: min(REAL_K, m - 1))
+    """The shape with ``k`` resolved (auto = :func:`real_k`, :func:`resolve_k`)."""
+    return resolve_k(shape, auto=real_k)
 
 
 def describe_source(shape: dict) -> dict:
@@ -105,7 +110,7 @@ FIG7 = Experiment(
     shape_axes=("ratings_file", "n_items", "k"), analysis_axes=ANALYSIS, truth=truth, generate=generate,
     privatise=make_privatise(), methods={"m_est": m_estimator_method()}, reps=200,
     axis_types={**AXIS_TYPES, "ratings_file": RATINGS_FILE}, resolve_shape=resolve_shape,
-    stream_names={"ratings_file": "ratings"},
+    stream_names={"ratings_file": "ratings"}, stream_point=keyed_as_before(real_k),
     derived=(Derived(("source", "n_total"), describe_source, level="shape",
                      doc="the ratings' source and its users"),
              Derived(("eps",), scheme_eps, level="analysis", doc="ε(m, L) of the scheme, = 1 at L = L0"),
