@@ -168,14 +168,16 @@ BAD = [
     ("delta=1", ["chowdhury-fig1", "--set", "delta=1"], "delta=1"),
     ("dim=0", ["chowdhury-fig1", "--set", "dim=0"], "dim=0"),
     ("n_samples=0", ["chowdhury-rates-n", "--set", "n_samples=0"], "n_samples=0"),
-    ("k=1", ["chowdhury-rates-k", "--set", "k=1"], "k=1"),
-    ("schedule", ["chowdhury-fig1-sgd", "--set", "schedule=fast"], "schedule='fast'"),
+    ("n_actions=1", ["chowdhury-rates-k", "--set", "n_actions=1"], "n_actions=1"),
+    ("renamed-k", ["chowdhury-rates-k", "--set", "k=4"], "did you mean 'n_actions', its new name?"),
+    ("mode", ["chowdhury-fig1-sgd", "--set", "mode=fast"], "mode='fast'"),
+    ("renamed-schedule", ["chowdhury-fig1-sgd", "--set", "schedule=theory"], "did you mean 'mode', its new name?"),
     ("link", ["chowdhury-fig1-sgd", "--set", "link=logit"], "link='logit'"),
     ("design", ["chowdhury-fig1", "--set", "design=uniform"], "design='uniform'"),
     ("theory-dim", ["chowdhury-rates-n", "--set", "dim=1"], "dim=1"),
     ("beta", ["chowdhury-rates-n", "--set", "beta=-1"], "beta=-1"),
 ]
-SUBPROCESS = {"eps=0", "k=1", "schedule"}
+SUBPROCESS = {"eps=0", "n_actions=1", "mode"}
 
 
 @pytest.fixture(scope="module")

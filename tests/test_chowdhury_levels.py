@@ -117,7 +117,7 @@ def test_lower_bound_checks_are_report_only():
 
 def _krr_ctx(eps, k, n):
     y = jax.random.randint(jax.random.key(5), (n,), 0, k)
-    shape = {"k": k, "dim": 5, "n_samples": n, "design": "theory", "features": "direct"}
+    shape = {"n_actions": k, "dim": 5, "n_samples": n, "design": "theory", "features": "direct"}
     return Context(shape=shape, truth=None, sample={"y": y}, data={}, analysis={"eps": jnp.asarray(eps)})
 
 

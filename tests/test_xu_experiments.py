@@ -57,12 +57,12 @@ def test_scheme_eps_top_k_and_user_budget():
     assert all(eps[(100, s)] == pytest.approx(1.0) for s in theory.SCHEMES)    # ε(m, L0) = 1
     assert eps[(1600, "eps_inv_sqrt")] == pytest.approx(0.25)                   # spec P5 table
     assert eps[(1600, "eps_log_over_sqrt")] > 0.25 > eps[(1600, "eps_inv_sqrt_log")]
-    assert grid.shapes[0]["top_k"] == 5
+    assert grid.shapes[0]["k"] == 5 and "top_k" not in grid.shapes[0]   # stored resolved, one column
     assert grid.analysis_derived[0][0][0]["eps_user"] == pytest.approx(45 * eps[(100, theory.SCHEMES[0])])
-    assert common.resolve_top_k({"n_items": 7, "k": "auto"}) == {"top_k": 3}
-    assert common.resolve_top_k({"n_items": 7, "k": 6}) == {"top_k": 6}
+    assert common.resolve_k({"n_items": 7, "k": "auto"}) == {"n_items": 7, "k": 3}
+    assert common.resolve_k({"n_items": 7, "k": 6}) == {"n_items": 7, "k": 6}
     with pytest.raises(UsageError, match="k=7"):
-        common.resolve_top_k({"n_items": 7, "k": 7})
+        common.resolve_k({"n_items": 7, "k": 7})
 
 
 def test_the_release_is_keyed_by_every_analysis_axis_but_mechanism_and_lambda_rule():
@@ -99,8 +99,9 @@ def test_hetero_groups_are_unions_of_atoms(L):
 
 
 def test_movielens_stand_in_and_bad_sizes():
-    shape = realdata.describe_source({"ratings": realdata.STAND_IN, "n_items": 40, "k": "auto"})
-    assert shape["top_k"] == 10 and shape["n_total"] == 610 and "stand-in" in shape["source"]
+    assert realdata.resolve_shape({"ratings_file": realdata.STAND_IN, "n_items": 40, "k": "auto"})["k"] == 10
+    shape = realdata.describe_source({"ratings_file": realdata.STAND_IN, "n_items": 40, "k": 10})
+    assert shape["n_total"] == 610 and "stand-in" in shape["source"]
     _, theta = realdata.rankings_and_theta(realdata.STAND_IN, 40)
     assert theta.shape == (40,) and abs(theta.sum()) < 1e-9
     with pytest.raises(UsageError, match="n_users=611"):
@@ -231,11 +232,12 @@ BAD = [
     ("k=m", ["xu-fig4", "--set", "n_items=10", "--set", "k=10"], "k=10"),
     ("paper-lambda-inf", ["xu-fig2", "--set", "lambda_rule=paper", "--set", "eps=inf"], "eps=inf"),
     ("L>610", ["xu-fig7", "--set", "n_users=611"], "n_users=611"),
-    ("missing", ["xu-fig7", "--set", "ratings={missing}"], "missing.csv"),
-    ("folder", ["xu-fig7", "--set", "ratings={folder}"], "folder"),
-    ("wrong-layout", ["xu-fig7", "--set", "ratings={wrong}"], "wrong.csv"),
-    ("binary", ["xu-fig7", "--set", "ratings={binary}"], "binary.csv"),
-    ("off-scale", ["xu-fig7", "--set", "ratings={scale}"], "rating 7"),
+    ("missing", ["xu-fig7", "--set", "ratings_file={missing}"], "missing.csv"),
+    ("folder", ["xu-fig7", "--set", "ratings_file={folder}"], "folder"),
+    ("wrong-layout", ["xu-fig7", "--set", "ratings_file={wrong}"], "wrong.csv"),
+    ("binary", ["xu-fig7", "--set", "ratings_file={binary}"], "binary.csv"),
+    ("off-scale", ["xu-fig7", "--set", "ratings_file={scale}"], "rating 7"),
+    ("renamed-ratings", ["xu-fig7", "--set", "ratings={scale}"], "did you mean 'ratings_file', its new name?"),
 ]
 
 

@@ -115,7 +115,7 @@ def _wins():
 
 
 def _context(eps, mechanism, wins):
-    return Context(shape={"n_items": M_ITEMS, "top_k": 5}, truth=None,
+    return Context(shape={"n_items": M_ITEMS, "k": 5}, truth=None,
                    sample={"wins": wins}, data={"n_users": N_USERS},
                    analysis={"eps": eps, "mechanism": mechanism, "lambda_rule": "g_over_l"})
 

@@ -5,10 +5,28 @@ Every axis has an :class:`AxisType`: a validator that normalises one value or ra
 :class:`~dpsim.errors.UsageError` with a one-line message naming it (the library's own
 checks, :mod:`dpsim.validate`, so the grid and the library say the same), a description, and,
 for string axes, the allowed names. The vocabulary (``n_items``, ``n_users``, ``per_user``,
-``n_samples``, ``dim``, ``p``, ``eps``, ``delta``, ``k``, ``gap``, ``link``) is shared by
-every experiment, so results tables, the CLI and checks speak one language; an experiment
-adds its own axes (``c0``, ``mode``, ``mechanism``, ``scheme``, ``dataset``, …) in
+``n_samples``, ``dim``, ``n_actions``, ``p``, ``eps``, ``delta``, ``k``, ``gap``, ``link``)
+is shared by every experiment, so results tables, the CLI and checks speak one language; an
+experiment adds its own axes (``c0``, ``mode``, ``mechanism``, ``scheme``, ``dataset``, …) in
 ``Experiment.axis_types`` and may not redefine a shared one.
+
+Rules every paper follows:
+
+* ``k`` is the top-k size and nothing else. It may be declared ``auto`` (the paper's rule),
+  but the stored ``k`` column is always the resolved integer (the experiment's
+  ``resolve_shape`` fills it in; there is no second column such as ``top_k``); the declared
+  value stays in the manifest's history. A number of alternatives (chowdhury's K) is
+  ``n_actions``.
+* ``mode`` is the one name of a paper-versus-correct reading, its values the paper's named
+  readings (``paper`` / ``strict``; chowdhury's SGD step sizes ``literal`` / ``theory`` /
+  ``averaged``). Axes that override one ingredient of a mode's reading alone keep their own
+  names (nguyen's ``accounting`` and ``conversion``, ``auto`` = the mode's). xu's
+  ``lambda_rule`` (``paper`` / ``g_over_l``) is such a reading under its older name.
+* A file the user supplies is ``<what>_file`` (``ratings_file``, ``uci_file``, …), with
+  ``stand-in`` for the synthetic stand-in.
+* An axis renamed after its results were published keeps its random streams through
+  ``Experiment.stream_names`` (and ``stream_point`` where a stored value changed, as xu's
+  resolved ``k``); ``--set OLD=…`` is then answered with the new name.
 """
 from __future__ import annotations
 
@@ -114,7 +132,8 @@ VOCABULARY: dict[str, AxisType] = {
     "p": probability("edge / observation probability"),
     "eps": positive_eps(),
     "delta": open_unit("approximate-DP slack δ"),
-    "k": integer_or(("auto",), 1, "top-k size (auto: the paper's rule)"),
+    "k": integer_or(("auto",), 1, "top-k size K (auto: the paper's rule); stored as the resolved integer"),
+    "n_actions": integer(2, "number of actions K compared in one Plackett–Luce choice (chowdhury K)"),
     "gap": positive("gap Δ between consecutive or top-k parameters"),
     "link": choice("logistic", "probit", doc="link of the comparison model (probit: Thurstone)"),
 }

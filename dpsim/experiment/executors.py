@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from dpsim.errors import UsageError
 from dpsim.experiment.chunk_io import chunk_arguments, chunk_rows
-from dpsim.experiment.grid import Experiment, Grid, stable_id
+from dpsim.experiment.grid import Experiment, Grid
 from dpsim.experiment.planning import Chunk, Step, analysis_groups, step_label
 from dpsim.experiment.program import ChunkProgram, compiled_chunk_fn, id_words, program_identity
 from dpsim.experiment.threads import DaemonPool, Tasks, in_order, stalled, wait
@@ -88,7 +88,7 @@ class ChunkComputer:
     def __init__(self, experiment: Experiment, grid: Grid, seed: int):
         self.experiment, self.grid = experiment, grid
         self.groups = analysis_groups(grid)
-        self.a_words = id_words([stable_id(a) for a in grid.analysis_points])
+        self.a_words = id_words([experiment.point_id(a) for a in grid.analysis_points])
         self.seed = np.uint32(seed)
 
     def program(self, step: Step, chunk: Chunk) -> ChunkProgram:

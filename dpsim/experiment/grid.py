@@ -276,6 +276,14 @@ class Experiment:
         padding: lets shape points of several sizes share one compiled program
             (:class:`Padding`); None: one program per shape point.
         description: what it reproduces (spec sections), shown by ``dpsim show``.
+        stream_names: renamed axis → the name its values are keyed under (the axis's name
+            when its random streams were fixed; names of axes it lacks are ignored). A rename
+            then changes no key, so no stored number: e.g. chowdhury's ``{"n_actions": "k"}``.
+            ``dpsim run --set OLD=…`` is answered "did you mean NEW". See :meth:`point_id`.
+        stream_point: a grid point → the point its random streams are keyed by, where a
+            change of stored values (not only of names) would otherwise change them: e.g. xu
+            stores the resolved ``k`` and keys it as the ``k = auto`` and ``top_k`` it stored
+            before. None: the point itself. Applied before ``stream_names``.
     """
 
     name: str
@@ -299,6 +307,8 @@ class Experiment:
     lane_bytes: Callable[[dict], int] = staticmethod(lambda shape: 64 * 1024)
     padding: Padding | None = None
     description: str = ""
+    stream_names: Mapping[str, str] = field(default_factory=dict)
+    stream_point: Callable[[dict], dict] | None = None
 
     def __post_init__(self):
         redefined = sorted(set(self.axis_types) & set(VOCABULARY))
@@ -312,6 +322,10 @@ class Experiment:
             raise ValueError(f"experiment {self.name!r}: kind given for axes {unknown} that it does not have")
         if not self.methods:
             raise ValueError(f"experiment {self.name!r} has no methods")
+        clashes = sorted(old for old in self.stream_names.values() if old in self.axes)
+        if clashes:
+            raise ValueError(f"experiment {self.name!r}: stream_names key renamed axes under {clashes}, "
+                             f"which are axes of its own")
         if self.truth_axes is not None and not set(self.truth_axes) <= set(self.shape_axes):
             raise ValueError(f"experiment {self.name!r}: truth_axes {sorted(set(self.truth_axes) - set(self.shape_axes))} "
                              f"are not shape axes")
@@ -332,6 +346,13 @@ class Experiment:
             if self.padding.capacity in self.axes:
                 raise ValueError(f"experiment {self.name!r}: padding capacity name {self.padding.capacity!r} "
                                  f"is one of its axes")
+
+    def point_id(self, point: Mapping[str, Any]) -> int:
+        """The stable id keying a (partial) grid point: :func:`stable_id` of it as
+        ``stream_point`` maps it, each renamed axis under its ``stream_names`` name, so a
+        rename keeps every random stream."""
+        keyed = self.stream_point(dict(point)) if self.stream_point is not None else point
+        return stable_id({self.stream_names.get(a, a): v for a, v in keyed.items()})
 
     def truth_point(self, shape: Mapping) -> dict:
         """The part of a shape point that keys θ* (all of it unless ``truth_axes`` is set)."""
@@ -409,8 +430,9 @@ def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None
     for axis in overrides:
         if axis not in experiment.axes:
             import difflib
-            close = difflib.get_close_matches(axis, list(experiment.axes), n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            renamed = [new for new, old in experiment.stream_names.items() if old == axis]
+            close = renamed or difflib.get_close_matches(axis, list(experiment.axes), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}{', its new name' if renamed else ''}?)" if close else ""
             raise UsageError(f"unknown axis {axis!r}{hint} for experiment {experiment.name!r}; "
                              f"axes are {', '.join(experiment.axes)}")
     axes = {}

@@ -29,7 +29,7 @@ import numpy as np
 
 from dpsim.errors import UsageError
 from dpsim.experiment.batching import Batching, batching, chunk_layout, memory_limit
-from dpsim.experiment.grid import Grid, stable_id
+from dpsim.experiment.grid import Grid
 from dpsim.experiment.program import lane_shape, program_shape, static_shape
 from dpsim.experiment.units import format_bytes, format_duration
 
@@ -336,8 +336,8 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
             blocks = []
             for d in data_indices:
                 data = grid.data_points[d]
-                points = tuple(stable_id({**shape, **data, **a}) for a in grid.analysis_points)
-                data_id = stable_id({**shape, **data})
+                points = tuple(experiment.point_id({**shape, **data, **a}) for a in grid.analysis_points)
+                data_id = experiment.point_id({**shape, **data})
                 blocks.append(_Block(d, points, data_id, _missing(points, reps, stored, data_id, part)))
             lanes = _Lanes(blocks)
             if len(lanes):

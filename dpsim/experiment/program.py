@@ -82,7 +82,7 @@ def truth_key(seed, shape_words) -> jax.Array:
 def truth_words(experiment: Experiment, shape: Mapping) -> np.ndarray:
     """The id words keying θ* at a shape point: of the ``truth_axes`` part of it (all of it
     by default), see :meth:`Experiment.truth_point`."""
-    return id_words(stable_id(experiment.truth_point(shape)))
+    return id_words(experiment.point_id(experiment.truth_point(shape)))
 
 
 def lane_key(seed, data_words, rep):

@@ -35,10 +35,11 @@ package therefore has two readings, as separate experiments:
   (Algorithm 2). These are what Thms 4.2 and 5.3 analyse, and the only reading under which
   the central privacy claim (Thm 5.2, exact minimiser) holds: ``privacy_certified`` is the
   solver's convergence flag.
-* ``sgd`` (secondary): one-pass projected SGD (Alg. 1 and its analogues) with the ``schedule``
-  axis: ``literal`` (η ≡ 0.1, last iterate: the paper's words), ``theory`` (η_t = 1/(λ̂(t + t₀)),
-  the proof's schedule with practical λ̂) and ``averaged`` (η ≡ 0.1, Polyak–Ruppert). SGD
-  objective perturbation is not the exact minimiser: ``privacy_certified`` is False.
+* ``sgd`` (secondary): one-pass projected SGD (Alg. 1 and its analogues) with the ``mode``
+  axis, the reading of the paper's SGD step sizes: ``literal`` (η ≡ 0.1, last iterate: the
+  paper's words), ``theory`` (η_t = 1/(λ̂(t + t₀)), the proof's schedule with practical λ̂) and
+  ``averaged`` (η ≡ 0.1, Polyak–Ruppert). SGD objective perturbation is not the exact
+  minimiser: ``privacy_certified`` is False.
 
 **Calibrations** (spec §6.2 [rec]). Radius B = 2√d for every design (stored as the shape-level
 column ``radius``). L = max_i‖x_i‖/2 from the public features (spec §8 item 6; legitimate under
@@ -72,7 +73,7 @@ FEATURE_SCALE = {"difference": math.sqrt(2.0), "direct": 1.0}   # x ~ N(0, s²I_
 
 
 # ---------------------------------------------------------------------------------------
-# Axes of the package (the vocabulary's n_samples, dim, eps, delta, k, link are shared)
+# Axes of the package (the vocabulary's n_samples, dim, eps, delta, n_actions, link are shared)
 # ---------------------------------------------------------------------------------------
 def _beta_value(axis, value):
     if value == "theory":
@@ -87,21 +88,26 @@ AXIS_TYPES = {
                                               "sum-zero) or theory (‖θ*‖ = 1 on 1^⊥, sum-zero Θ_B); spec §8 item 4"),
     "features": axes.choice(*FEATURES, doc="x = ϕ¹ − ϕ⁰ ~ N(0, 2I) (difference) or x ~ N(0, I) (direct); "
                                            "spec §8 item 5"),
-    "schedule": axes.choice(*SCHEDULES, doc="SGD step sizes: literal η ≡ 0.1 (last iterate), theory "
-                                            "1/(λ̂(t + t0)), averaged (η ≡ 0.1, Polyak–Ruppert); spec §6.2"),
+    "mode": axes.choice(*SCHEDULES, doc="reading of the paper's SGD step sizes: literal η ≡ 0.1 (last "
+                                        "iterate, the paper's words), theory 1/(λ̂(t + t0)) (the proof's "
+                                        "schedule), averaged (η ≡ 0.1, Polyak–Ruppert); spec §6.2"),
     "beta": AxisType(_beta_value, "ridge β of objective perturbation: theory (√n/B, Thm 5.3) or a number"),
 }
 
-SYMBOLS = {"n_samples": "$n$", "dim": "$d$", "eps": "$\\epsilon$", "delta": "$\\delta$", "k": "$K$",
+# axes renamed after their random streams were fixed → the name they are keyed under
+# (Experiment.stream_names): results are unchanged by the rename
+STREAM_NAMES = {"n_actions": "k", "mode": "schedule"}
+
+SYMBOLS = {"n_samples": "$n$", "dim": "$d$", "eps": "$\\epsilon$", "delta": "$\\delta$", "n_actions": "$K$",
            "beta": "$\\beta$", "radius": "$B$", "design": "θ* design", "features": "features",
-           "schedule": "schedule", "link": "link"}
+           "mode": "schedule", "link": "link"}
 # what the figures write for the named values of the axes (FigureSpec.value_labels)
 VALUE_LABELS = {
     "design": {"faithful": "$\\theta^* \\sim N(0, I_d)$ given $\\|\\theta^*\\|_2 \\leq 2\\sqrt{d}$",
                "theory": "$\\|\\theta^*\\|_2 = 1$, $\\theta^* \\perp \\mathbf{1}$"},
     "features": {"difference": "$x = \\phi^1 - \\phi^0 \\sim N(0, 2I_d)$", "direct": "$x \\sim N(0, I_d)$"},
     "beta": {"theory": "$\\beta = \\sqrt{n}/B$ (Thm 5.3)"},
-    "schedule": {"literal": "$\\eta \\equiv 0.1$, last iterate", "theory": "$\\eta_t = 1/(\\hat\\lambda(t + t_0))$",
+    "mode": {"literal": "$\\eta \\equiv 0.1$, last iterate", "theory": "$\\eta_t = 1/(\\hat\\lambda(t + t_0))$",
                  "averaged": "$\\eta \\equiv 0.1$, Polyak–Ruppert average"},
 }
 
@@ -311,7 +317,7 @@ def sgd_row(ctx, fit) -> dict:
 def sgd_options(ctx) -> dict:
     """The SGD fits' options at one analysis point; κ̂ (the theory schedule's λ_min(Σ_D))
     comes from the replicate's sample (:func:`sgd_generate`)."""
-    return {"schedule": ctx.analysis["schedule"], "sum_zero": sum_zero(ctx.shape), "kappa": ctx.sample["kappa"]}
+    return {"schedule": ctx.analysis["mode"], "sum_zero": sum_zero(ctx.shape), "kappa": ctx.sample["kappa"]}
 
 
 def sgd_mle_fn(key, ctx):

@@ -9,8 +9,8 @@ of the paper's optimiser (:mod:`.common`):
   once per d). This is what the paper's theorems analyse and
   the only reading under which θ̂_obj is certified (ε, δ)-label DP.
 * ``chowdhury-fig1-sgd`` (secondary, ``sgd``): the same data read as the paper's words, one-pass
-  projected SGD, η = 0.1, with ``schedule`` ∈ {literal, theory, averaged} (one figure per
-  schedule). The literal reading (constant η = 0.1, last iterate) plateaus in n: constant-step
+  projected SGD, η = 0.1, with the step sizes' reading ``mode`` ∈ {literal, theory, averaged}
+  (one figure per mode). The literal reading (constant η = 0.1, last iterate) plateaus in n: constant-step
   SGD settles into a stationary distribution whose spread does not depend on n, so it cannot
   show the paper's finding 1 ("the error decreases with n"); the theory schedule does.
 
@@ -65,12 +65,13 @@ FIG1_SGD = Experiment(
     title="Fig. 1 read literally: the three estimators by one-pass projected SGD (η = 0.1), per schedule",
     axes={"dim": [5], "n_samples": c.PAPER_N, "design": ["faithful"], "features": ["difference"],
           "link": ["logistic"], "eps": c.PAPER_EPS, "delta": [c.PAPER_DELTA], "beta": ["theory"],
-          "schedule": ["literal", "theory", "averaged"]},
+          "mode": ["literal", "theory", "averaged"]},
     shape_axes=("dim", "n_samples", "design", "features", "link"),
-    analysis_axes=("eps", "delta", "beta", "schedule"),
+    analysis_axes=("eps", "delta", "beta", "mode"),
     truth=c.truth, generate=c.sgd_generate, privatise=c.privatise_rr, methods=c.SGD_METHODS,
     reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 by SGD (η = 0.1)", c.SGD_METHODS),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, lane_bytes=c.binary_lane_bytes,
+    stream_names=c.STREAM_NAMES,
     description="chowdhury §6 read literally (spec §6.2 'sgd-literal', 'sgd-theory', averaged; §9): "
                 "one pass, η = 0.1; secondary, shows why the literal reading does not reproduce Fig. 1")
 
@@ -115,11 +116,11 @@ def _decrease_checks():
 
 SGD_CHECKS = [
     slope_check("chowdhury-fig1-sgd-literal-mle-flat", FIG1_SGD.name, "l2", "sgd_mle", "n_samples", 0.0, 0.1,
-                where={"schedule": ["literal"], "eps": [1.0]},
+                where={"mode": ["literal"], "eps": [1.0]},
                 description="spec §6.2, §9: one-pass SGD with constant η = 0.1 (the literal reading) "
                             "plateaus: its error does not decrease in n (slope 0), unlike the paper's Fig. 1"),
     *[trend_check(f"chowdhury-fig1-sgd-theory-{m}-decreases", FIG1_SGD.name, "l2", m, "n_samples", -1,
-                  where={"schedule": ["theory"], "eps": [1.0]},
+                  where={"mode": ["theory"], "eps": [1.0]},
                   description=f"spec §6.2 'sgd-theory', ε = 1: {m} with η_t = 1/(λ̂(t + t0)) decreases in n")
       for m in c.SGD_METHODS],
 ]

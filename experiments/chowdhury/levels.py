@@ -100,20 +100,20 @@ KRR_REPS = 100
 
 def krr_release_fn(key, ctx):
     """Keep rate mean(ỹ = y) and the rate mean(ỹ = (y + 1) mod K) of the K-RR release."""
-    y, y_tilde, k = ctx.sample["y"], ctx.released["y_tilde"], ctx.shape["k"]
+    y, y_tilde, k = ctx.sample["y"], ctx.released["y_tilde"], ctx.shape["n_actions"]
     return {"keep_rate": jnp.mean(jnp.asarray(y_tilde == y, jnp.float64)),
             "next_rate": jnp.mean(jnp.asarray(y_tilde == (y + 1) % k, jnp.float64))}
 
 
 KRR_RELEASE = Experiment(
     name="chowdhury-krr-release", title="K-ary RR release of the Plackett–Luce top-1 labels (eq. (12))",
-    axes={"dim": [5], "n_samples": [rates.K_N], "k": rates.K_GRID, **rates.THEORY, "eps": rates.K_EPS},
-    shape_axes=("dim", "n_samples", "k", "design", "features"), analysis_axes=("eps",),
+    axes={"dim": [5], "n_samples": [rates.K_N], "n_actions": rates.K_GRID, **rates.THEORY, "eps": rates.K_EPS},
+    shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps",),
     truth=c.truth, generate=rates.pl_generate, privatise=rates.privatise_krr,
     methods={"krr_release": Method(krr_release_fn, ("keep_rate", "next_rate"), label="K-RR release",
                                    doc="keep rate and one wrong label's rate of the K-RR labels")},
     reps=KRR_REPS, axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
-    resolve_shape=rates.resolve_k, lane_bytes=rates.RATES_K.lane_bytes,
+    lane_bytes=rates.RATES_K.lane_bytes, stream_names=c.STREAM_NAMES,
     description="spec §3.3, P12: K-RR keep rate e^ε/(e^ε+K−1) and other-label rate 1/(e^ε+K−1), exactly")
 
 EXPERIMENTS = [KRR_RELEASE]
@@ -149,8 +149,8 @@ def _krr_check(name, metric, law, formula):
     se = max(binomial_rel_se(law(e, k), rates.K_N * KRR_REPS) for e, k in points)
     lo, hi = mc_region(se)
     return level_check(
-        name, KRR_RELEASE.name, metric, "krr_release", lambda p: law(p["eps"], p["k"]), lo, hi,
-        at=("eps", "k"), formula=formula,
+        name, KRR_RELEASE.name, metric, "krr_release", lambda p: law(p["eps"], p["n_actions"]), lo, hi,
+        at=("eps", "n_actions"), formula=formula,
         description=f"K-ary RR (eq. (12)): mean {metric} / {formula} at every (ε, K); "
                     + _region_text(lo, hi, f"{se:.2g} (binomial, {rates.K_N * KRR_REPS:.3g} labels per point)"))
 
@@ -162,14 +162,14 @@ CHECKS = [
     _rr_flip_check("chowdhury-level-rr-flip-fig1", "chowdhury-fig1", "rr_local", c.PAPER_EPS,
                    sum(c.PAPER_N) * c.PAPER_REPS, pool=("n_samples",)),
     _rr_flip_check("chowdhury-level-sgd-rr-flip-fig1-sgd", "chowdhury-fig1-sgd", "sgd_rr", c.PAPER_EPS,
-                   sum(c.PAPER_N) * c.PAPER_REPS, where={"schedule": ["theory"]}, pool=("n_samples",)),
+                   sum(c.PAPER_N) * c.PAPER_REPS, where={"mode": ["theory"]}, pool=("n_samples",)),
     _noise_check("chowdhury-level-objpert-noise-rates-eps", rates.RATES_EPS.name, rates.EPS_GRID,
                  rates.RATES_EPS.reps, THEORY_DOF),
     _noise_check("chowdhury-level-objpert-noise-rates-n", rates.RATES_N.name, rates.N_EPS,
                  rates.RATE_REPS * len(rates.N_GRID), THEORY_DOF, pool=("n_samples",)),
     level_check("chowdhury-level-sgd-objpert-sigma-fig1-sgd", "chowdhury-fig1-sgd", "sigma_sq_per_l_sq",
                 "sgd_objpert", lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), 1 - 1e-6, 1 + 1e-6,
-                at=("eps",), where={"schedule": ["theory"]}, pool=("n_samples",), formula="(8 log(2/δ)+4ε)/ε²",
+                at=("eps",), where={"mode": ["theory"]}, pool=("n_samples",), formula="(8 log(2/δ)+4ε)/ε²",
                 description="SGD objective perturbation (§6 reading): (σ/L)² of the σ the fit reports, L = max‖x‖/2 "
                             "computed apart, / Thm 5.2's (8 log(2/δ)+4ε)/ε² at every ε; deterministic per fit, so "
                             "region 1 ± 1e-6 (float rounding). The one-pass SGD does not return its w, so this pins "

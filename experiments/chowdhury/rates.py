@@ -51,7 +51,7 @@ import math
 
 from dpsim.estimators.linear_btl_sgd import sgd_krr
 from dpsim.experiment import (Experiment, FigureSpec, linear_slope_check, Method, method_ratio_slope_check, Panel,
-                              slope_check, UsageError)
+                              slope_check)
 from dpsim.experiment.checks import deferred_table, level_check
 from dpsim.mechanisms.randomized_response import kary_randomized_response
 from dpsim.metrics import l2_error, squared_l2_error
@@ -140,23 +140,15 @@ K_N = 50_000
 K_EPS = [0.5, 1.0]
 
 
-def resolve_k(shape: dict) -> dict:
-    """K must be an integer ≥ 2 (the actions compared by Plackett–Luce)."""
-    k = shape["k"]
-    if k == "auto" or k < 2:
-        raise UsageError(f"k={k!r} must be an integer ≥ 2 (K actions compared, chowdhury eq. (11))")
-    return shape
-
-
 def pl_generate(key, shape, truth, data):
     """n top-1 choices out of K actions with ϕ(s, a_j) ~ N(0, I_d) (eq. (11))."""
-    sample = sample_plackett_luce(key, truth["theta"], shape["n_samples"], shape["k"])
+    sample = sample_plackett_luce(key, truth["theta"], shape["n_samples"], shape["n_actions"])
     return {"phi": sample.phi, "y": sample.y}
 
 
 def privatise_krr(key, ctx):
     """K-ary RR of the top-1 labels (eq. (12)), shared at one ε."""
-    return {"y_tilde": kary_randomized_response(key, ctx.sample["y"], ctx.analysis["eps"], ctx.shape["k"])}
+    return {"y_tilde": kary_randomized_response(key, ctx.sample["y"], ctx.analysis["eps"], ctx.shape["n_actions"])}
 
 
 def _pl_row(ctx, fit):
@@ -168,14 +160,14 @@ def _pl_row(ctx, fit):
 def sgd_krr_fn(key, ctx):
     """θ̂_SGD-KRR (chowdhury §4.4, App. C.4, Thm C.2) on the K-RR labels."""
     fit = sgd_krr(ctx.sample["phi"], ctx.released["y_tilde"], ctx.analysis["eps"], ctx.shape["radius"],
-                  schedule=ctx.analysis["schedule"], sum_zero=c.sum_zero(ctx.shape))
+                  schedule=ctx.analysis["mode"], sum_zero=c.sum_zero(ctx.shape))
     return _pl_row(ctx, fit)
 
 
 def sgd_pl_fn(key, ctx):
     """The same one-pass SGD on the clear labels (ε = ∞: ĝ = −∇log p_y, λ̂ = γ̂κ̂)."""
     fit = sgd_krr(ctx.sample["phi"], ctx.sample["y"], math.inf, ctx.shape["radius"],
-                  schedule=ctx.analysis["schedule"], sum_zero=c.sum_zero(ctx.shape))
+                  schedule=ctx.analysis["mode"], sum_zero=c.sum_zero(ctx.shape))
     return _pl_row(ctx, fit)
 
 
@@ -186,13 +178,14 @@ PL_METHODS = {"sgd_pl": Method(sgd_pl_fn, ("l2", "mse"), c.SGD_DIAGNOSTICS, labe
 
 RATES_K = Experiment(
     name="chowdhury-rates-k", title="Plackett–Luce top-1 with K-ary RR: error vs K (n = 5·10⁴)",
-    axes={"dim": [5], "n_samples": [K_N], "k": K_GRID, **THEORY, "eps": K_EPS, "schedule": ["theory"]},
-    shape_axes=("dim", "n_samples", "k", "design", "features"), analysis_axes=("eps", "schedule"),
+    axes={"dim": [5], "n_samples": [K_N], "n_actions": K_GRID, **THEORY, "eps": K_EPS, "mode": ["theory"]},
+    shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps", "mode"),
     truth=c.truth, generate=pl_generate, privatise=privatise_krr, methods=PL_METHODS, reps=800,
-    figure=_figure("k", "$K$", (Panel("l2", None, L2, each=("eps",)),), "chowdhury K-ary RR (P11)",
+    figure=_figure("n_actions", "$K$", (Panel("l2", None, L2, each=("eps",)),), "chowdhury K-ary RR (P11)",
                    labels={m: PL_METHODS[m].label for m in PL_METHODS}),
-    axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, resolve_shape=resolve_k,
-    lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["k"] * shape["dim"] * 4,
+    axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
+    lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4,
+    stream_names=c.STREAM_NAMES,
     description="spec §5.6 P11, App. C.4: K-RR error grows with (e^ε + K − 1)/(e^ε − 1)")
 
 EXPERIMENTS = [RATES_N, RATES_EPS, RATES_DIM, RATES_K]
@@ -300,7 +293,7 @@ CHECKS = [
                        description="P4: n·MSE of θ̂_RR at ε = 2 is linear in d with the (A2) slope "
                                    "1/a⊥ + e^ε/(e^ε−1)²/a⊥² (±10%)"),
     *[method_ratio_slope_check(f"chowdhury-rates-krr-grows-with-k-eps{e:g}", RATES_K.name, metric="mse",
-                               numerator="sgd_krr", denominator="sgd_pl", x="k",
+                               numerator="sgd_krr", denominator="sgd_pl", x="n_actions",
                                g=lambda k, e=e: float(th.krr_privacy_factor(e, k)), g_label="(e^ε+K−1)/(e^ε−1)",
                                predicted=PREDICTED[f"krr_eps{e:g}"], tolerance=0.1, where={"eps": [e]},
                                description=f"P11: at ε = {e:g} the K-RR/non-private RMS ratio grows with K like "

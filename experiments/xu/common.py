@@ -37,8 +37,8 @@ Laplace baseline (A6), on raw data the non-private ridge MLE (eq. (2)). λ follo
 counted ½ (its expectation under a random tie-break; A15), ``kendall_strict`` the paper's
 strict "< 0" count, ``top_k_hamming`` H_K with ties at the K-boundary broken uniformly at
 random, reported as its expectation (A15), and ``excess_risk`` e_L of eq. (4), exactly
-(xu spec §4.7). Ties in θ̂ are |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞). K = ``top_k`` (the ``k`` axis;
-"auto": m//2, the paper's K = m/2). Optional metrics: ``oracle_mse``, the sandwich
+(xu spec §4.7). Ties in θ̂ are |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞). K = ``k`` (the ``k`` axis,
+stored resolved; "auto": m//2, the paper's K = m/2). Optional metrics: ``oracle_mse``, the sandwich
 prediction (tr Cov)/m of E‖θ̂ − θ*‖²/m at the simulated θ* (xu spec P4, λ = 0, no bias term;
 NaN for classic RR, which is biased), and ``floor_mse``, the squared ℓ2/√m error of the
 classic-RR population limit at the simulated θ* (xu spec §3.7). Two metrics of the release
@@ -88,7 +88,7 @@ NOT_RELEASE_AXES = ("mechanism", "lambda_rule")
 
 SYMBOLS = {"n_items": "$m$", "n_users": "$L$", "eps": "$\\epsilon$", "gap": "$\\Delta$", "k": "$K$",
            "l0": "$L_0$", "scheme": "scheme", "mechanism": "mechanism", "lambda_rule": "$\\lambda$ rule",
-           "ratings": "ratings", "profile": "profile", "match": "profile match"}
+           "ratings_file": "ratings", "profile": "profile", "match": "profile match"}
 # what the figures write for the named values of the axes (FigureSpec.value_labels): the
 # schemes by formula (their names in the paper's text are swapped, A8), natural logs as in
 # dpsim.theory.xu.scheme_shape
@@ -100,13 +100,12 @@ VALUE_LABELS = {
                   "none": "no privacy"},
     "lambda_rule": {"g_over_l": "$\\lambda = G(\\epsilon)/L$",
                     "paper": "$\\lambda = (e^\\epsilon+1)^2/((e^\\epsilon-1)L)$ (literal)"},
-    "k": {"auto": "$K = \\lfloor m/2 \\rfloor$"},
     "match": {"profile": "the profile", "same_g": "homogeneous $\\epsilon$, same $G(\\epsilon)$",
               "same_mean_eps": "homogeneous $\\epsilon$, same mean $\\epsilon$"},
     "profile": {"half_tenth": "½ of users at $\\epsilon$, ½ at $\\epsilon/10$",
                 "thirds": "⅓ each at $\\epsilon/4$, $\\epsilon$, $4\\epsilon$",
                 "strict_minority": "90% at $\\epsilon$, 10% at $\\epsilon/10$"},
-    "ratings": {"stand-in": "MovieLens: synthetic stand-in"},
+    "ratings_file": {"stand-in": "MovieLens: synthetic stand-in"},
 }
 # the paper's symbols for the metrics (xu §4.7, figure axes)
 YLABEL = {"linf": "$\\|\\hat\\theta-\\theta^*\\|_\\infty$", "l2_rms": "$m^{-1/2}\\|\\hat\\theta-\\theta^*\\|_2$",
@@ -121,15 +120,28 @@ OPTIONAL_METRICS = ("oracle_mse", "floor_mse", "release_slope", "excess_var")
 # ---------------------------------------------------------------------------------------
 # Host-side values
 # ---------------------------------------------------------------------------------------
-def resolve_top_k(point: dict, auto: Callable[[int], int] = lambda m: m // 2) -> dict:
-    """``top_k``: K from the ``k`` axis ("auto": ``auto(m)``, m//2 = the paper's K = m/2;
-    xu §5.2, xu spec §6.3), checked to lie in [1, m − 1] (xu spec A23)."""
-    m, k = point["n_items"], point.get("k", "auto")
+def resolve_k(shape: dict, auto: Callable[[int], int] = lambda m: m // 2) -> dict:
+    """The shape with ``k`` resolved to the integer K ("auto": ``auto(m)``, m//2 = the paper's
+    K = m/2; xu §5.2, xu spec §6.3), checked to lie in [1, m − 1] (xu spec A23). The stored
+    ``k`` is this integer (the shared rule, :mod:`dpsim.experiment.axes`)."""
+    m, k = shape["n_items"], shape.get("k", "auto")
     top_k = auto(m) if k == "auto" else k
     if not 1 <= top_k <= m - 1:
         raise UsageError(f"k={k} gives K = {top_k}, which must lie in [1, n_items − 1] = [1, {m - 1}] "
                          f"for n_items={m}")
-    return {"top_k": int(top_k)}
+    return {**shape, "k": int(top_k)}
+
+
+def keyed_as_before(auto: Callable[[int], int] = lambda m: m // 2) -> Callable[[dict], dict]:
+    """``Experiment.stream_point`` of xu: a grid point as xu keyed it while it stored ``k``
+    as declared beside a ``top_k`` column (``k = "auto"`` where K is the rule's ``auto(m)``,
+    K in ``top_k``), so storing the resolved ``k`` changed no random stream and no number."""
+    def point(p: dict) -> dict:
+        if "k" not in p:
+            return p
+        k = p["k"]
+        return {**p, "k": "auto" if k == auto(p["n_items"]) else k, "top_k": k}
+    return point
 
 
 def scheme_eps(point: dict) -> dict:
@@ -262,7 +274,7 @@ def m_estimator_method(extra: Sequence[str] = ()) -> Method:
         lam = ridge(released, mechanism, ctx.analysis["lambda_rule"])
         fit = debiased_m_estimator(released["zbar"], lam)
         theta = ctx.sample["theta"]
-        out = {**scores(fit.theta, theta, ctx.shape["top_k"]), "converged": fit.converged,
+        out = {**scores(fit.theta, theta, ctx.shape["k"]), "converged": fit.converged,
                "iterations": fit.iterations, "lam": lam}
         if "oracle_mse" in extra:
             out["oracle_mse"] = oracle_mse(theta, released, mechanism)
@@ -307,7 +319,7 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
         raise ValueError(f"experiment {name!r}: axes {sorted(unknown)} are not xu axes here")
     full.update(grid)
     analysis = tuple(a for a in ("eps", "scheme", "l0", "mechanism", "lambda_rule") if a in full)
-    derived = [Derived(("top_k",), resolve_top_k, level="shape", doc="K: the k axis, auto = m//2")]
+    derived = []
     if adaptive:
         derived.append(Derived(("eps",), scheme_eps, level="analysis",
                                doc="ε(m, L) of the scheme, = 1 at L = L0 (xu Scenario II)"))
@@ -323,4 +335,5 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
         name=name, title=title, axes=full, shape_axes=("n_items", "k"), analysis_axes=analysis,
         release_axes=release_axes(analysis), truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
         reps=reps, figure=figure, axis_types=AXIS_TYPES, derived=tuple(derived), truth_per_replicate=True,
+        resolve_shape=resolve_k, stream_point=keyed_as_before(),
         validate_point=validate_point, lane_bytes=lane_bytes, description=description)

@@ -35,8 +35,8 @@ from dpsim.mechanisms.privacy_profile import PROFILES, privacy_G, profile_group_
 from dpsim.models.complete_btl import sample_pair_wins
 from dpsim.theory import xu as theory
 
-from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, lane_bytes, m_estimator_method, make_privatise,
-                     release_axes, resolve_top_k, theta_of, truth_uniform, validate_lambda)
+from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes, m_estimator_method,
+                     make_privatise, release_axes, resolve_k, theta_of, truth_uniform, validate_lambda)
 
 HETERO_PROFILES = [name for name in PROFILES if name != "homogeneous"]
 MATCHES = ("profile", "same_g", "same_mean_eps")
@@ -110,8 +110,8 @@ HETERO = Experiment(
     release_axes=release_axes(ANALYSIS), truth=truth_uniform, generate=generate,
     privatise=make_privatise(groups), methods={"m_est": m_estimator_method()}, reps=500,
     axis_types={**AXIS_TYPES, "profile": PROFILE, "match": MATCH},
-    derived=(Derived(("top_k",), resolve_top_k, level="shape", doc="K: the k axis, auto = m//2"),
-             Derived(("atom_sizes",), atoms, level="data", doc="users per atom (common raw data of all profiles)"),
+    resolve_shape=resolve_k, stream_point=keyed_as_before(),
+    derived=(Derived(("atom_sizes",), atoms, level="data", doc="users per atom (common raw data of all profiles)"),
              Derived(("group_atoms", "group_eps", "G", "mean_eps"), profile_release, level="analysis",
                      doc="released groups and budgets; G(ε) and the mean ε of what is released")),
     truth_per_replicate=True, validate_point=validate_lambda, lane_bytes=lane_bytes,

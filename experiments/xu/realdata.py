@@ -2,9 +2,9 @@
 pairwise rankings from MovieLens ratings under the adaptive privacy schemes.
 
 **Data.** The paper names "MovieLens 100K" but describes ml-latest-small (100,836 ratings,
-610 users; xu spec A18). The string shape axis ``ratings`` names a user-supplied
+610 users; xu spec A18). The string shape axis ``ratings_file`` names a user-supplied
 ``ratings.csv`` in the ml-latest-small layout (``userId,movieId,rating,timestamp``), given as
-``--set ratings=/path/to/ratings.csv`` (a path without commas); its default ``stand-in``
+``--set ratings_file=/path/to/ratings.csv`` (a path without commas); its default ``stand-in``
 selects the deterministic synthetic stand-in of the same shape
 (:func:`dpsim.datasets.synthetic_ratings`: 610 users, a similar popularity profile and the
 half-star scale). Which one was used is printed as a note and stored in the manifest (the
@@ -45,15 +45,15 @@ from dpsim.datasets import movielens_rankings, movielens_theta, ratings_or_stand
 from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, ratio_check, UsageError, axes
 from dpsim.theory import xu as theory
 
-from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, lane_bytes, m_estimator_method, make_privatise,
-                     release_axes, resolve_top_k, scheme_eps, user_budget, validate_lambda)
+from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes, m_estimator_method,
+                     make_privatise, release_axes, resolve_k, scheme_eps, user_budget, validate_lambda)
 
 STAND_IN = "stand-in"
 REAL_K = 10          # H_10 (xu §5.4)
 REAL_L = [100, 200, 300, 400, 500, 600]
 REAL_L0 = 100
-RATINGS = axes.name("MovieLens ratings: 'stand-in' (synthetic, 610 users) or the path of an ml-latest-small "
-                    "ratings.csv (userId,movieId,rating,timestamp)")
+RATINGS_FILE = axes.name("MovieLens ratings: 'stand-in' (synthetic, 610 users) or the path of an "
+                         "ml-latest-small ratings.csv (userId,movieId,rating,timestamp)")
 
 
 @lru_cache(maxsize=8)
@@ -64,17 +64,26 @@ def rankings_and_theta(ratings: str, n_items: int):
     return rankings, movielens_theta(rankings)
 
 
+def real_k(m: int) -> int:
+    """K = min(10, m − 1), the automatic top-K size of the MovieLens experiment."""
+    return min(REAL_K, m - 1)
+
+
+def resolve_shape(shape: dict) -> dict:
+    """The shape with ``k`` resolved (auto = :func:`real_k`, :func:`resolve_k`)."""
+    return resolve_k(shape, auto=real_k)
+
+
 def describe_source(shape: dict) -> dict:
-    """Shape-level values: K (auto = 10), where the ratings came from (printed and stored in
-    the manifest) and the number of users available. Loading the file validates it."""
-    rankings, _ = rankings_and_theta(shape["ratings"], shape["n_items"])
-    return {**resolve_top_k(shape, auto=lambda m: min(REAL_K, m - 1)), "source": rankings.source,
-            "n_total": rankings.n_users}
+    """Shape-level values: where the ratings came from (printed and stored in the manifest)
+    and the number of users available. Loading the file validates it."""
+    rankings, _ = rankings_and_theta(shape["ratings_file"], shape["n_items"])
+    return {"source": rankings.source, "n_total": rankings.n_users}
 
 
 def truth(key, shape):
     """θ* (the full-data fit) and every user's answers, fixed per shape point."""
-    rankings, theta = rankings_and_theta(shape["ratings"], shape["n_items"])
+    rankings, theta = rankings_and_theta(shape["ratings_file"], shape["n_items"])
     return {"theta": jnp.asarray(theta, jnp.float64), "y": jnp.asarray(rankings.y)}  # uint8: a small constant
 
 
@@ -93,18 +102,19 @@ def validate_point(point: dict) -> None:
 ANALYSIS = ("scheme", "l0", "mechanism", "lambda_rule")
 FIG7 = Experiment(
     name="xu-fig7", title="MovieLens (40 most-rated movies): ranking and estimation errors vs L under the schemes",
-    axes={"ratings": [STAND_IN], "n_items": [40], "k": ["auto"], "n_users": REAL_L, "scheme": list(theory.SCHEMES),
+    axes={"ratings_file": [STAND_IN], "n_items": [40], "k": ["auto"], "n_users": REAL_L, "scheme": list(theory.SCHEMES),
           "l0": [REAL_L0], "mechanism": ["debiased_rr"], "lambda_rule": ["g_over_l"]},
-    shape_axes=("ratings", "n_items", "k"), analysis_axes=ANALYSIS,
+    shape_axes=("ratings_file", "n_items", "k"), analysis_axes=ANALYSIS,
     release_axes=release_axes(ANALYSIS), truth=truth, generate=generate,
     privatise=make_privatise(), methods={"m_est": m_estimator_method()}, reps=200,
-    axis_types={**AXIS_TYPES, "ratings": RATINGS},
-    derived=(Derived(("top_k", "source", "n_total"), describe_source, level="shape",
-                     doc="K (auto = 10), the ratings' source and its users"),
+    axis_types={**AXIS_TYPES, "ratings_file": RATINGS_FILE}, resolve_shape=resolve_shape,
+    stream_names={"ratings_file": "ratings"}, stream_point=keyed_as_before(real_k),
+    derived=(Derived(("source", "n_total"), describe_source, level="shape",
+                     doc="the ratings' source and its users"),
              Derived(("eps",), scheme_eps, level="analysis", doc="ε(m, L) of the scheme, = 1 at L = L0"),
              Derived(("eps_user",), user_budget, level="analysis", doc="m(m−1)/2·ε (metadata, xu spec A20)")),
     figure=FigureSpec(
-        symbols=SYMBOLS, value_labels={**VALUE_LABELS, "k": {"auto": "$K = \\min(10, m-1)$"}},
+        symbols=SYMBOLS, value_labels=VALUE_LABELS,
         x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme",
         panels=(Panel("kendall", "m_est", YLABEL["kendall"], title="full ranking"),
                 Panel("top_k_hamming", "m_est", YLABEL["top_k_hamming"], title="top-$K$"),
@@ -112,7 +122,7 @@ FIG7 = Experiment(
                 Panel("linf", "m_est", YLABEL["linf"], title="estimation, $\\ell_\\infty$")),
         title="xu Fig. 7: MovieLens, errors vs $L$ under the $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     validate_point=validate_point, lane_bytes=lane_bytes,
-    description="xu §5.4, Fig. 7 (xu spec §6.6): ml-latest-small ratings.csv (--set ratings=PATH) or its stand-in")
+    description="xu §5.4, Fig. 7 (xu spec §6.6): ml-latest-small ratings.csv (--set ratings_file=PATH) or its stand-in")
 
 EXPERIMENTS = [FIG7]
 
