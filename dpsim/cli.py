@@ -5,6 +5,7 @@ Bad input gives a one-line error naming the bad value, exit status 2, and writes
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import warnings
@@ -20,28 +21,28 @@ class _Parser(argparse.ArgumentParser):
 
 def cmd_list(args) -> int:
     from dpsim.experiment.describe import compact_grid
-    from dpsim.experiment.registry import catalogue, is_study, matching, select
+    from dpsim.experiment.registry import catalogue, is_study
     target = args.study
     found = catalogue(target if target and is_study(target) else None)
-    prefix = target if target and not is_study(target) else None
-    if prefix:
-        select(found.experiments, [prefix], "paper or experiment")          # unknown: one line, with a suggestion
+    name = target if target and not is_study(target) else None
+    if name:
+        found.select("experiments", [name], "paper or experiment")     # unknown: one line, with a suggestion
 
-    def chosen(table):
-        return list(table.values()) if prefix is None else matching(table, prefix)
+    def chosen(kind):
+        return found.select(kind, [], kind) if name is None else found.matching(kind, name)
 
     print("experiments (details: dpsim show NAME):")
-    for e in chosen(found.experiments):
+    for e in chosen("experiments"):
         print(f"  {e.name:<26} {e.reps:>5} reps  {e.title}")
         print(f"  {'':<26}            {compact_grid(e)}")
     print("checks:")
-    for c in chosen(found.checks):
+    for c in chosen("checks"):
         print(f"  {c.name:<48} ({c.experiment}) {c.description}")
     print("audits:")
-    for a in chosen(found.audits):
+    for a in chosen("audits"):
         print(f"  {a.name:<26} {a.description}")
     print("mutants (plausible bugs `dpsim verify --mutants` must catch):")
-    for m in chosen(found.mutants):
+    for m in chosen("mutants"):
         print(f"  {m.name:<40} ({', '.join(m.experiments)}) {m.description}")
     return 0
 
@@ -259,7 +260,7 @@ def _checks_of_experiments(found, names: list[str]) -> list[str]:
 
 
 def cmd_verify(args) -> int:
-    from dpsim.experiment.registry import catalogue, is_study, select
+    from dpsim.experiment.registry import catalogue, is_study
     from dpsim.experiment.verify import family_size, verify, verify_mutants
     names = list(args.checks)
     study = next((n for n in names if is_study(n)), None)
@@ -267,10 +268,10 @@ def cmd_verify(args) -> int:
         names.remove(study)
     found = catalogue(study)
     if study and not names:
-        names = [c.name for c in found.checks.values() if found.source.get(c.experiment, "").startswith(study)]
+        names = [c.name for c in found.matching("checks", study.split(":")[0])]
         if not names:
             raise UsageError(f"study file {study!r} defines no checks")
-    checks = {c.name: c for c in select(found.checks, _checks_of_experiments(found, names), "check")}
+    checks = {c.name: c for c in found.select("checks", _checks_of_experiments(found, names), "check")}
     mutants = _selected_mutants(found, checks, args)
     family = family_size(checks.values())
     results, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
@@ -291,12 +292,11 @@ def _selected_mutants(found, checks, args):
     """The mutants ``--mutants`` (every mutant of the selected checks' experiments) or
     ``--mutant NAME`` asks for, or None when neither is given."""
     from dpsim.experiment.mutants import mutants_of
-    from dpsim.experiment.registry import select
     if not args.mutants and not args.mutant:
         return None
     relevant = mutants_of(found.mutants.values(), {c.experiment for c in checks.values()})
     if args.mutant:
-        chosen = select(found.mutants, args.mutant, "mutant")
+        chosen = found.select("mutants", args.mutant, "mutant")
         outside = [m.name for m in chosen if m not in relevant]
         if outside:
             raise UsageError(f"mutant {outside[0]!r} changes none of the selected checks' experiments")
@@ -312,13 +312,13 @@ def cmd_audit(args) -> int:
     import jax
 
     from dpsim.experiment.axes import validate_value
-    from dpsim.experiment.registry import installed, select
+    from dpsim.experiment.registry import installed
     eps_values = [validate_value("eps", e) for e in args.eps]
     if any(e == float("inf") for e in eps_values):
         raise UsageError("eps=inf has no privacy loss to audit")
     if args.samples < 1000:
         raise UsageError(f"samples={args.samples} must be ≥ 1000")
-    audits = select(installed().audits, args.audits, "audit")
+    audits = installed().select("audits", args.audits, "audit")
     print(f"{'mechanism':<22} {'mode':<14} {'eps':>5} {'delta':>7} {'exact loss':>10} {'empirical':>16} "
           f"{'verdict':>12}  detail")
     ok = True
@@ -343,7 +343,10 @@ EPILOG = """start with `dpsim list` (experiments, checks, audits) and `dpsim sho
 metrics, expected run time); then `dpsim run NAME [--set AXIS=V1,V2] [--dry-run]`."""
 
 
+@functools.lru_cache(maxsize=None)
 def build_parser() -> argparse.ArgumentParser:
+    """The command's parser, built once per process (a build takes ~40 ms, which tests that
+    call :func:`main` hundreds of times in one process would pay each time)."""
     from dpsim import __version__
     parser = _Parser(prog="dpsim", description="Minimax-rate experiments for differentially private "
                      "learning from pairwise comparisons and response data.", epilog=EPILOG)

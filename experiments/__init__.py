@@ -1,9 +1,10 @@
 """dpsim.experiments: one package per paper (``dpsim.experiments.cai``, …), each a set of
 declarative experiments, checks and privacy audits assembled from the library.
 
-This folder is installed as ``dpsim.experiments`` (pyproject.toml ``package-dir``) and every
-paper package is registered under the ``dpsim.papers`` entry-point group, which is how the
-``dpsim`` command finds it: nothing in ``dpsim/`` imports this package, and a paper package
-imports no other paper's package. A paper package exposes ``PAPER``, ``TITLE``, ``SPEC``,
-``EXPERIMENTS``, ``CHECKS`` and ``AUDITS``.
+This folder is installed as ``dpsim.experiments`` (pyproject.toml ``package-dir``; setup.py
+finds every package in it) and every paper package is registered by one line under the
+``dpsim.papers`` entry-point group, whose name is the paper's name: that is how the ``dpsim``
+command finds it. Nothing in ``dpsim/`` imports this package, and a paper package imports no
+other paper's package. A paper package exposes ``TITLE``, ``SPEC``, ``EXPERIMENTS``,
+``CHECKS`` and ``AUDITS`` (and may expose ``MUTANTS``).
 """

@@ -10,7 +10,6 @@ pinning each mechanism's calibration, and the mutants they catch).
 """
 from . import audits, calibrations, edge, individual, scaling, threshold
 
-PAPER = "cai"
 TITLE = "Optimal Differentially Private Ranking from Pairwise Comparisons (Cai, Chakraborty, Wang)"
 SPEC = "shared/papers/cai.md"
 

@@ -11,7 +11,6 @@ perturbation).
 """
 from . import audits, fig1, levels, lower_bound, rates
 
-PAPER = "chowdhury"
 TITLE = "Differentially Private Reward Estimation with Preference Feedback (Chowdhury, Zhou, Natarajan)"
 SPEC = "shared/papers/chowdhury.md"
 

@@ -10,7 +10,6 @@ calibration bugs the checks must catch), ``audits`` (privacy audits of every mec
 """
 from . import audits, levels, mutants, rates, real, synthetic, topk
 
-PAPER = "nguyen"
 TITLE = "Optimal and Private Learning from Human Response Data (Nguyen, Zhang)"
 SPEC = "shared/papers/nguyen.md"
 

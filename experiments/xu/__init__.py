@@ -12,7 +12,6 @@ predicted region), ``mutants`` (plausible bugs the checks must kill), ``audits``
 """
 from . import audits, hetero, mutants, realdata, scenarios
 
-PAPER = "xu"
 TITLE = "Rate-Optimal Rank Aggregation with Private Pairwise Rankings (Xu, Sun, Cheng)"
 SPEC = "shared/papers/xu.md"
 
