@@ -55,6 +55,28 @@ class AxisType:
     def __call__(self, axis: str, value):
         return self.validate(axis, value)
 
+    def invalid_examples(self) -> list:
+        """One bad value of each kind this type refuses: of the values :data:`PROBES`, the
+        first refused (a UsageError) with each message, e.g. ["nosuch", 0] for ε (not a
+        number; not > 0), ["nosuch"] for a choice axis (every value outside its names is
+        refused alike), [0] for a name. Found by asking the validator itself, so that tests
+        can try them on every experiment's axes (tests/test_conformance.py).
+
+        Returns:
+            values as ``--set AXIS=VALUE`` parses them (str(value) is the text to pass)."""
+        kinds: dict[str, object] = {}
+        for value in PROBES:
+            try:
+                self.validate("axis", value)
+            except UsageError as exc:
+                kinds.setdefault(str(exc).replace(f"={value!r}", "=…").replace(f"={value}", "=…"), value)
+        return list(kinds.values())
+
+
+# The values :meth:`AxisType.invalid_examples` tries, each as ``--set AXIS=VALUE`` parses it:
+# a name that no choice axis offers, zero, negative, a fraction, one, and above one.
+PROBES = ("nosuch", 0, -1, 0.5, 1, 1.5)
+
 
 def _checked(requirement: v.Requirement, cast=float):
     """The validator of a numeric axis: one number meeting ``requirement``, cast."""

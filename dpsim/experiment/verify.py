@@ -109,15 +109,22 @@ def judged_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fam
     table = table[table["rep"] < want]
     results = []
     for check in checks:
-        try:
-            result = check.evaluate(table, family)
-        except UsageError as exc:
-            result = CheckResult(check.name, "FAIL", "-", "-", f"cannot be evaluated: {exc}")
+        result = judge(check, table, family)
         if extra:
             result = CheckResult(**{**result.__dict__, "note": result.note +
                                     f"  [R = {want}; {extra} rows of further replicates on disk left out]"})
         results.append(result)
     return results
+
+
+def judge(check, table, family: int) -> CheckResult:
+    """``check`` judged on ``table`` in a family of ``family`` tests; a check that cannot be
+    evaluated on it (a UsageError, e.g. the table lacks the values it compares) is a FAIL
+    whose line gives the reason. Any other exception is a bug and propagates."""
+    try:
+        return check.evaluate(table, family)
+    except UsageError as exc:
+        return CheckResult(check.name, "FAIL", "-", "-", f"cannot be evaluated: {exc}")
 
 
 @dataclass(frozen=True)
