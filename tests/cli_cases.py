@@ -1,42 +1,39 @@
-"""Running ``dpsim`` commands for the bad-input tests: most cases in this process (``main``
-is what the console script calls), a few in a fresh interpreter as a user would. Each fresh
-interpreter costs ~1.5 s of imports; the suite keeps one or a few per command family."""
+"""Running ``dpsim`` commands in this process for the tests: ``main`` is what the console script
+calls, so a command's exit status, output and errors are the user's, without the ~1.5 s of
+imports of a fresh interpreter. The console script itself, end to end in a fresh interpreter,
+is tested once (tests/test_cli.py).
+
+The one bad-input harness: :func:`refused` asserts the contract of every bad input (exit
+status 2, one line on stderr naming the problem, nothing written) and returns the line."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from dpsim.cli import main as dpsim_main
 
 
-def run_in_process(args: list[str], cwd: Path, monkeypatch, capsys) -> tuple[int, str]:
-    """``dpsim <args>`` run by ``dpsim.cli.main`` from the working directory ``cwd``, with the
-    persistent compilation cache off (as :func:`run_fresh` runs). Returns (exit code,
-    standard error)."""
+def run_in_process(args: list, cwd: Path, monkeypatch, capsys) -> tuple[int, str, str]:
+    """``dpsim <args>`` run by ``dpsim.cli.main`` from the working directory ``cwd``, without
+    a persistent compilation cache of its own (the suite's, conftest.py, stays in use).
+
+    Returns: (exit status, standard output, standard error)."""
     monkeypatch.chdir(cwd)
     monkeypatch.setenv("DPSIM_JAX_CACHE", "off")
     monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)   # main replaces it
     capsys.readouterr()
-    code = dpsim_main(args)
-    return code, capsys.readouterr().err
+    code = dpsim_main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
 
 
-def run_fresh(commands: dict[str, tuple[list[str], Path]]) -> dict[str, subprocess.CompletedProcess]:
-    """Each ``python -m dpsim.cli <args>`` from its own working directory, all at once, in
-    fresh interpreters (JAX on the CPU, the persistent compilation cache off).
-
-    Args: commands: {name: (arguments, working directory)} (folders made by the caller:
-    pytest's tmp_path_factory is not thread-safe). Returns: {name: CompletedProcess}."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "DPSIM_JAX_CACHE": "off"}
-
-    def one(item):
-        name, (args, cwd) = item
-        return name, subprocess.run([sys.executable, "-m", "dpsim.cli", *args], cwd=cwd, capture_output=True,
-                                    text=True, timeout=300, env=env)
-
-    with ThreadPoolExecutor(max_workers=max(1, len(commands))) as pool:
-        return dict(pool.map(one, commands.items()))
+def refused(args: list, cwd: Path, monkeypatch, capsys) -> str:
+    """Run ``dpsim <args>`` from the empty folder ``cwd`` (an ``--out`` should lie inside it)
+    and assert that it was refused as bad input: exit status 2, exactly one line on stderr,
+    ``dpsim: error: …``, and ``cwd`` still empty (no --out, no runs/). Returns that line."""
+    assert list(Path(cwd).iterdir()) == [], f"{cwd} is not empty"
+    code, _, err = run_in_process(args, cwd, monkeypatch, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("dpsim: error:"), (args, code, err)
+    assert list(Path(cwd).iterdir()) == [], (args, "wrote", list(Path(cwd).iterdir()))
+    return lines[0]

@@ -3,8 +3,8 @@ synthetic tables whose answers are computed here by hand: the one pairing helper
 difference (Difference, comparison_check, at one point and at every value of an axis), the
 delta-method ratio of means (ColumnRatio, column_ratio_check, predicted_ratio_check, ratio_check, method_ratio_slope_check and its options),
 linear_slope_check, IdenticalAcrossCheck and the printed region (format_region). (Log–log
-slopes: test_summary.py; ratio_check and ratio_slope_check against a bootstrap: test_scaling.py;
-the phase-transition check: test_threshold.py.)"""
+slopes: test_summary.py; ratio_check and ratio_slope_check against a bootstrap: test_cai_scaling.py;
+the phase-transition check: test_cai_threshold.py.)"""
 from __future__ import annotations
 
 import math

@@ -1,7 +1,9 @@
 """The ``dpsim`` command as a researcher meets it, in subprocesses: version,
-usage, list, show, --dry-run, a study file run from another directory (run, show, verify,
+usage, show, --dry-run, a study file run from another directory (run, show, verify,
 plot, list), the audit registry, honest verify output, warnings for unconverged fits, and
-one-line errors for path problems and for a too small n_items under the automatic k."""
+one-line errors for path problems and for a too small n_items under the automatic k.
+(`dpsim list` and the command's own bad options: tests/test_cli.py; bad axis values of every
+experiment: tests/test_conformance.py.)"""
 from __future__ import annotations
 
 import json
@@ -30,13 +32,6 @@ def test_version_and_bare_usage(tmp_path):
     assert bare.returncode == 0 and "usage: dpsim" in bare_text and "dpsim show NAME" in bare_text
     helped = " ".join(dpsim(["run", "--help"], tmp_path).stdout.split())   # help text wraps lines
     assert "dpsim list" in helped and "dpsim show NAME" in helped and "--dry-run" in helped
-
-
-def test_list_shows_axis_values_compactly(tmp_path):
-    out = dpsim(["list"], tmp_path).stdout
-    assert "n_items=100…700 (9) eps=0.5,1,2.5,inf" in out          # cai-fig1
-    assert "audits:" in out and "cai-counts" in out
-    assert "cai-edge-linf-vs-eps-private" in out
 
 
 def test_show_prints_axes_kinds_defaults_methods_metrics(tmp_path):
