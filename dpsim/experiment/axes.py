@@ -57,10 +57,11 @@ class AxisType:
 
     def invalid_examples(self) -> list:
         """One bad value of each kind this type refuses: of the values :data:`PROBES`, the
-        first refused (a UsageError) with each message, e.g. ["nosuch", 0] for ε (not a
-        number; not > 0), ["nosuch"] for a choice axis (every value outside its names is
-        refused alike), [0] for a name. Found by asking the validator itself, so that tests
-        can try them on every experiment's axes (tests/test_conformance.py).
+        first refused (a ValueError, UsageError included) with each message, e.g.
+        ["nosuch", 0] for ε (not a number; not > 0), ["nosuch"] for a choice axis (every value
+        outside its names is refused alike), [0] for a name. Found by asking the validator
+        itself, so that tests can try them on every experiment's axes
+        (tests/test_conformance.py).
 
         Returns:
             values as ``--set AXIS=VALUE`` parses them (str(value) is the text to pass)."""
@@ -68,7 +69,7 @@ class AxisType:
         for value in PROBES:
             try:
                 self.validate("axis", value)
-            except UsageError as exc:
+            except ValueError as exc:          # a UsageError, or a ValueError of dpsim.validate
                 kinds.setdefault(str(exc).replace(f"={value!r}", "=…").replace(f"={value}", "=…"), value)
         return list(kinds.values())
 
