@@ -180,7 +180,7 @@ def cmd_summary(args) -> int:
     import pandas as pd
 
     from dpsim.experiment.store import load_results
-    from dpsim.experiment.summary import grid_columns, loglog_slope, summarise
+    from dpsim.experiment.summary import failure_reasons, grid_columns, loglog_slope, summarise
     table = load_results(_run_directory(args.dir))
     metrics = list(table.attrs.get("method_columns", ()))
     if args.slope:
@@ -204,6 +204,9 @@ def cmd_summary(args) -> int:
     table = table[table[metric].notna()]            # methods that do not report it
     by = ["method", *(args.by or [c for c in grid_columns(table) if table[c].nunique() > 1])]
     out = summarise(table, metric, by, pool=args.pool or ())
+    why = failure_reasons(table, by)
+    if any(why):
+        out["why"] = why              # e.g. "10 max steps, 2 non-finite" (the result codes)
     with pd.option_context("display.max_rows", 500, "display.width", 160):
         print(out.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 0

@@ -2,7 +2,8 @@
 
 Written for one problem and ``vmap``-ed over replicates: every loop has a fixed
 iteration cap (a vmapped ``while_loop`` runs until its slowest lane finishes), and the
-result carries a convergence flag and the iteration count (DESIGN: performance).
+result carries a convergence flag, a result code (:mod:`dpsim.results`: successful,
+max_steps_reached, nonfinite) and the iteration count (DESIGN: performance).
 
 The main solver is an inexact (truncated) Newton method: the Newton system is solved by
 Jacobi-preconditioned conjugate gradients on Hessian–vector products, with the
@@ -27,6 +28,7 @@ import jax.numpy as jnp
 import optax
 
 from dpsim.linalg import unbatched_on_cpu
+from dpsim.results import solver_result
 
 Array = jax.Array
 
@@ -50,6 +52,7 @@ class SolverResult(NamedTuple):
     iterations: Array     # Newton iterations taken
     grad_norm: Array      # ‖∇f(x)‖∞ at the returned x
     cg_iterations: Array  # total conjugate-gradient iterations
+    result: Array         # int8 code (dpsim.results.RESULTS): why the solve stopped
 
 
 def preconditioned_cg(matvec: Callable[[Array], Array], b: Array, inv_diag: Array,
@@ -152,7 +155,7 @@ def newton_cg(objective: SmoothObjective, x0: Array, *, tol: float = 1e-10,
     x, g, _, it, cg_total = jax.lax.while_loop(cond, body, init)
     final = gnorm(g)
     return SolverResult(x=x, converged=final <= tol, iterations=it, grad_norm=final,
-                        cg_iterations=cg_total)
+                        cg_iterations=cg_total, result=solver_result(final <= tol, x, final))
 
 
 # =======================================================================================
@@ -222,6 +225,7 @@ class ConstrainedResult(NamedTuple):
     stationarity: Array      # ‖x − Π(x − ∇f(x))‖∞ at the returned x
     on_boundary: Array       # bool: ‖x‖ ≥ radius·(1 − 1e-9)
     inner_iterations: Array  # total secular-equation (Newton) or backtracking steps
+    result: Array            # int8 code (dpsim.results.RESULTS): why the solve stopped
 
 
 def ball_trust_region_step(hess: Array, b: Array, radius, *, max_iter: int = 60):
@@ -322,7 +326,7 @@ def projected_newton(objective: DenseObjective, x0: Array, radius, *, sum_zero: 
     x, _, _, _, stat, it, inner = jax.lax.while_loop(cond, body, init)
     return ConstrainedResult(x=x, converged=stat <= tol, iterations=it, stationarity=stat,
                              on_boundary=jnp.linalg.norm(x) >= radius * (1 - 1e-9),
-                             inner_iterations=inner)
+                             inner_iterations=inner, result=solver_result(stat <= tol, x, stat))
 
 
 def projected_gradient(value_and_grad: Callable[[Array], tuple[Array, Array]], x0: Array, radius,
@@ -378,7 +382,7 @@ def projected_gradient(value_and_grad: Callable[[Array], tuple[Array, Array]], x
     x, _, _, _, stat, it, inner = jax.lax.while_loop(cond, body, init)
     return ConstrainedResult(x=x, converged=stat <= tol, iterations=it, stationarity=stat,
                              on_boundary=jnp.linalg.norm(x) >= radius * (1 - 1e-9),
-                             inner_iterations=inner)
+                             inner_iterations=inner, result=solver_result(stat <= tol, x, stat))
 
 
 # ---------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ It shows every seam a new study uses:
   comparison moves the win counts by 2 in ℓ1 and √2 in ℓ2);
 * a **method without a solver**, ``borda`` (noisy win counts, no convergence to report),
   beside one with a solver, ``mle`` (the ridge-penalised BTL MLE on the raw comparisons,
-  whose ``converged`` and ``iterations`` are stored);
+  whose ``converged``, ``iterations``, ``result`` code and ``grad_norm`` are stored);
 * a figure in the layout of the papers and checks judged on the data it ran: a trend, and a
   level check that pins the noise's calibration to its closed form;
 * **mutants**: plausible bugs (the noise scale halved or doubled) that ``--mutants`` shows

@@ -26,7 +26,7 @@ DOC = ROOT / "docs" / "architecture.md"
 LAYERS: list[list[str]] = [
     # foundations: no model, no privacy, no experiment in them
     ["dpsim", "dpsim.errors"],
-    ["dpsim.validate", "dpsim.linalg", "dpsim.graph", "dpsim.metrics"],
+    ["dpsim.validate", "dpsim.linalg", "dpsim.graph", "dpsim.metrics", "dpsim.results"],
     ["dpsim.solvers"],
     # the science library
     ["dpsim.models"],

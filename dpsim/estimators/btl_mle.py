@@ -86,8 +86,8 @@ def btl_objective(W, gamma, w) -> SmoothObjective:
 
 
 def _fit(result: SolverResult) -> Fit:
-    """θ̃ (the uncentred minimiser) with the solver's convergence flag and iterations."""
-    return Fit(theta=result.x, converged=result.converged, iterations=result.iterations)
+    """θ̃ (the uncentred minimiser) with the solver's result code, iterations and ‖∇R(θ̃)‖∞."""
+    return Fit(theta=result.x, result=result.result, iterations=result.iterations, grad_norm=result.grad_norm)
 
 
 GRADIENT_SCALE_COMPARISONS = 1000.0
@@ -123,7 +123,8 @@ def penalised_mle(W, gamma, w=None, *, tol: float = 1e-10, max_iter: int = 50) -
         gamma: ridge γ ≥ 0 (γ > 0 makes the objective strongly convex).
         w: (n,) linear perturbation, or None for 0.
     Returns:
-        :class:`~dpsim.estimators.Fit` with the uncentred θ̃ (n,), converged, iterations.
+        :class:`~dpsim.estimators.Fit` with the uncentred θ̃ (n,), result (converged),
+        iterations and grad_norm ‖∇R(θ̃)‖∞ (with γ = 0 the gradient projected onto 1^⊥).
     Raises:
         ValueError for a concrete non-square or negative W or a negative γ (traced values
         are not checked).

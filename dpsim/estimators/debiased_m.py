@@ -153,8 +153,9 @@ def debiased_m_estimator(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = 
         max_iter: Newton iteration cap.
     Returns:
         :class:`~dpsim.estimators.fit.Fit` with theta (m,) (the last iterate, centred),
-        converged (the solver reached ‖∇F‖∞ ≤ tol·max(1, m), F = L_λ + (μ/2)(1ᵀθ)²), iterations,
-        and info {"lam", "grad_norm" (‖∇L_λ(θ̂)‖∞), "sum_theta" (1ᵀθ of the last iterate before
+        result / converged (the solver reached ‖∇F‖∞ ≤ tol·max(1, m), F = L_λ + (μ/2)(1ᵀθ)²),
+        iterations, grad_norm ‖∇L_λ(θ̂)‖∞ at the returned (centred) θ̂,
+        and info {"lam", "sum_theta" (1ᵀθ of the last iterate before
         centring: 0 by Lemma 3 up to the tolerance), "cg_iterations"}.
     """
     require("lam", lam, lambda v: (v >= 0) & np.isfinite(v), "must be a finite number ≥ 0")
@@ -168,9 +169,9 @@ def debiased_m_estimator(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = 
     # exact minimisation of L_λ along 1 (L_0 is shift-invariant), so θ̂ is returned centred.
     theta = result.x - jnp.mean(result.x)
     grad, _ = objective.evaluate(theta)
-    info = {"lam": lam, "grad_norm": jnp.max(jnp.abs(grad)), "sum_theta": jnp.sum(result.x),
-            "cg_iterations": result.cg_iterations}
-    return Fit(theta=theta, converged=result.converged, iterations=result.iterations, info=info)
+    info = {"lam": lam, "sum_theta": jnp.sum(result.x), "cg_iterations": result.cg_iterations}
+    return Fit(theta=theta, result=result.result, iterations=result.iterations,
+               grad_norm=jnp.max(jnp.abs(grad)), info=info)
 
 
 def classic_rr_mle(ybar_released, lam, *, tol: float = SOLVER_TOL, max_iter: int = SOLVER_MAX_ITER) -> Fit:

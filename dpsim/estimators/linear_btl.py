@@ -147,7 +147,7 @@ def logistic_objective(x, targets, ridge=0.0, shift=None) -> DenseObjective:
 
 
 def _fit(result: ConstrainedResult, **info) -> Fit:
-    return Fit(theta=result.x, converged=result.converged, iterations=result.iterations,
+    return Fit(theta=result.x, result=result.result, iterations=result.iterations, grad_norm=result.stationarity,
                info={"stationarity": result.stationarity, "on_boundary": result.on_boundary,
                      "inner_iterations": result.inner_iterations, **info})
 

@@ -19,7 +19,8 @@ Step-size schedules (spec §6.2, §8 items 2–3):
   does not decrease in n, spec §9);
 * ``"averaged"``: η_t ≡ η, the Polyak–Ruppert average of θ̂_2..θ̂_{n+1}.
 
-``Fit.converged`` is "θ̂ is finite" (one pass has no tolerance), ``iterations`` = n.
+``Fit.result`` is successful or nonfinite ("θ̂ is finite": one pass has no tolerance, so
+``converged`` means finite), ``grad_norm`` NaN, ``iterations`` = n.
 Objective perturbation by SGD is not the exact minimiser its privacy proof needs:
 ``info["privacy_certified"]`` is False (spec §8 item 9).
 """
@@ -35,6 +36,7 @@ from dpsim.estimators.linear_btl import check_design, draw_perturbation, require
 from dpsim.mechanisms.randomized_response import kary_keep_probability
 from dpsim.models.linear_btl import LINKS, link_scores
 from dpsim.validate import require_choice
+from dpsim.results import solver_result
 from dpsim.solvers import projected_sgd, symmetric_eigh
 from dpsim.validate import require_eps, require_positive
 
@@ -69,7 +71,7 @@ def _run(per_sample_grad, samples, dim, radius, sum_zero, schedule, lam_hat, eta
     result = projected_sgd(per_sample_grad, samples, jnp.zeros((dim,)), step, radius, sum_zero=sum_zero)
     theta = result.x_average if schedule == "averaged" else result.x
     n = jax.tree_util.tree_leaves(samples)[0].shape[0]
-    return Fit(theta=theta, converged=jnp.all(jnp.isfinite(theta)), iterations=jnp.asarray(n),
+    return Fit(theta=theta, result=solver_result(True, theta), iterations=jnp.asarray(n), grad_norm=jnp.nan,
                info={"last_step": result.last_step, "lam_hat": jnp.asarray(lam_hat, jnp.float64), **info})
 
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from dpsim.estimators.fit import Fit
 from dpsim.graph import reachable_from
 from dpsim.linalg import solve
+from dpsim.results import solver_result, where_disconnected
 
 
 def rank_centrality_transition(W, d):
@@ -187,6 +188,13 @@ def power_iteration(P, tol, max_iters: int):
     return pi, done, it
 
 
+def exact_solve_result(theta, connected):
+    """The result code of the exact solve (``solver="solve"``): ``nonfinite`` if β̂ is not
+    finite, else ``disconnected`` if the support of Ȳ is not connected (π is then not
+    unique), else ``successful``. Traceable; int8 scalar."""
+    return where_disconnected(solver_result(True, theta), connected)
+
+
 def _centred_log(weights):
     logs = jnp.log(jnp.maximum(weights, 1e-300))
     return logs - jnp.mean(logs)
@@ -210,7 +218,9 @@ def spectral_estimate(Y, lam=1.0, solver: str = "solve", tol=None, max_iters: in
         tol, max_iters: override the power modes' tolerance and cap.
     Returns:
         :class:`Fit` with theta = β̂ (n_items,), centred (higher = harder item, or better item
-        in the reviewing reading); converged/iterations None for ``"solve"``; info:
+        in the reviewing reading); result/iterations None for ``"solve"`` (a closed form;
+        :func:`exact_solve_result` gives its code); for the power modes result is
+        successful, max_steps_reached (the cap came first) or nonfinite, grad_norm NaN; info:
         ``connected`` (the support of Ȳ is connected, so π is unique).
     """
     if solver not in SPECTRAL_SOLVERS:
@@ -227,6 +237,8 @@ def spectral_estimate(Y, lam=1.0, solver: str = "solve", tol=None, max_iters: in
     d = jnp.maximum(rows, 1.0) if solver == "power_jump" else jnp.full((n,), jnp.max(rows) + 1.0)
     off = Ybar / d[:, None]
     P = off + jnp.diag(1.0 - off.sum(axis=1))
-    pi, converged, iterations = power_iteration(P, tol, max_iters)
+    pi, done, iterations = power_iteration(P, tol, max_iters)
     weights = pi / d if solver == "power_jump" else pi
-    return Fit(theta=_centred_log(weights), converged=converged, iterations=iterations, info=info)
+    theta = _centred_log(weights)
+    return Fit(theta=theta, result=solver_result(done, theta), iterations=iterations, grad_norm=jnp.nan,
+               info=info)

@@ -180,9 +180,11 @@ class Method:
 
 
 def solver_diagnostics(**extra: str) -> dict[str, str]:
-    """{"converged": "bool", "iterations": "int", **extra}: the diagnostics of a method with
-    a solver (a :class:`dpsim.estimators.Fit`'s ``diagnostics()``)."""
-    return {"converged": "bool", "iterations": "int", **extra}
+    """{"converged": "bool", "iterations": "int", "result": "int", "grad_norm": "float",
+    **extra}: the diagnostics of a method with a solver (a :class:`dpsim.estimators.Fit`'s
+    ``solver_diagnostics()``; ``result`` is a :class:`dpsim.results.RESULTS` code, stored as
+    its small integer; ``grad_norm`` the solver's ‖∇f‖∞ at θ̂, NaN without a gradient)."""
+    return {"converged": "bool", "iterations": "int", "result": "int", "grad_norm": "float", **extra}
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from dpsim.experiment.planning import Plan, check_part, plan_steps, size_buckets
 from dpsim.experiment.provenance import environment, fingerprint
 from dpsim.experiment.program import clear_cache, compiler_options, lane_key, truth_key
 from dpsim.experiment.units import format_bytes, format_duration
+from dpsim.results import reasons
 
 DEFAULT_WATCHDOG_SECONDS = 900.0
 
@@ -261,7 +262,8 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
 def _warn_unconverged(experiment: Experiment, items: list[dict]) -> None:
     """One warning per method whose fits did not all converge (the manifest's diagnostics)."""
     for item in items:
-        warn(f"{experiment.name}: {item['failed']} of {item['fits']} {item['method']} fits did not converge "
+        why = f": {item['reasons']}" if item.get("reasons") else ""
+        warn(f"{experiment.name}: {item['failed']} of {item['fits']} {item['method']} fits did not converge{why} "
              f"({item['where']})")
 
 
@@ -305,10 +307,11 @@ def _json_value(value):
 
 
 def unconverged(out: Path, experiment: Experiment, limit: int = 3) -> list[dict]:
-    """Per method with a solver: how many stored fits did not converge, and where in the
-    grid (up to ``limit`` grid points with the most failures)."""
+    """Per method with a solver: how many stored fits did not converge, why (``reasons``, from
+    the ``result`` codes: "10 max steps, 2 non-finite"; "" for rows without codes), and where
+    in the grid (up to ``limit`` grid points with the most failures)."""
     axes = [a for a in experiment.axes]
-    table = store.read_columns(out, [*axes, "method", "converged"])
+    table = store.read_columns(out, [*axes, "method", "converged", "result"])
     if "converged" not in table:
         return []
     found = []
@@ -325,5 +328,7 @@ def unconverged(out: Path, experiment: Experiment, limit: int = 3) -> list[dict]
             where = "; ".join(spots) + (f"; and {len(counts) - limit} more grid points" if len(counts) > limit else "")
         else:
             where = "at the only grid point"
-        found.append({"method": method, "failed": int(len(failed)), "fits": int(len(known)), "where": where})
+        why = reasons(failed["result"]) if "result" in failed else ""
+        found.append({"method": method, "failed": int(len(failed)), "fits": int(len(known)), "reasons": why,
+                      "where": where})
     return found

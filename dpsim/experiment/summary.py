@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
+from dpsim.results import reasons
 
 Z95 = 1.959963984540054
 NOT_AXES = ("rep", "point", "method")
@@ -128,6 +129,15 @@ def summarise(table: pd.DataFrame, metric: str, by: Sequence[str], *, pool: Sequ
         failed = (table["converged"] == False).fillna(False)  # noqa: E712 (nullable boolean)
         out["unconverged"] = failed.groupby([table[c] for c in by], dropna=False).sum().to_numpy()
     return out
+
+
+def failure_reasons(table: pd.DataFrame, by: Sequence[str]) -> list[str]:
+    """Per group of ``by`` (in :func:`summarise`'s row order): the result codes of the fits
+    that did not converge, named and counted ("10 max steps, 2 non-finite"; "" when none
+    failed or the rows have no ``result`` column, :func:`dpsim.results.reasons`)."""
+    if "result" not in table:
+        return [""] * table.groupby(list(by), dropna=False).ngroups
+    return [reasons(part) for _, part in table.groupby(list(by), dropna=False)["result"]]
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from dpsim.estimators import (
 from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, trend_check, UsageError, axes,
                               solver_diagnostics)
 from dpsim.models import get_link, sample_user_comparisons, theta_cai_design, true_top_k_mask
+from dpsim.results import first_failure
 from . import edge as cai
 from .levels import count_noise_metrics
 
@@ -229,12 +230,14 @@ CEMS, IMMIGRATION = cems(), immigration()
 
 def real_data_mle_fn(key, ctx):
     """DP vs non-DP ranks (cai spec §8.5): Alg. 1 against the same objective with w = 0;
-    metric (1/n)Σ|rank(DP)_i − rank(ref)_i|. Converged when both fits converged."""
+    metric (1/n)Σ|rank(DP)_i − rank(ref)_i|. Converged when both fits converged; the result
+    code is the DP fit's, or the reference's when only that one failed; grad_norm the DP fit's."""
     W, per_user = ctx.sample, ctx.shape["per_user"]
     fit = perturbed_mle_individual(key, W, ctx.analysis["eps"], per_user)
     ref = guarded_penalised_mle(W, fit.info["gamma"])
     return {"mean_rank_diff": metrics.mean_absolute_rank_difference(fit.theta, ref.theta),
-            "converged": fit.converged & ref.converged, "iterations": fit.iterations}
+            **fit.solver_diagnostics(), "converged": fit.converged & ref.converged,
+            "result": first_failure(fit.result, ref.result)}
 
 
 def real_data_counts_fn(key, ctx):

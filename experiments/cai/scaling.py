@@ -152,7 +152,7 @@ def mle_metrics(key, ctx, fit) -> dict:
     mask = top_k_mask(key, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL)
     return {**estimation_metrics(fit.theta_centred, sample["theta"]), **topk_metrics(mask, sample["top_k"]),
             **shift_metrics(fit.theta_centred, sample["ref_theta"]), **perturbation_metrics(sample["W"], fit.theta),
-            "converged": fit.converged, "iterations": fit.iterations,
+            **fit.solver_diagnostics(),
             "ref_strongly_connected": sample["ref_strongly_connected"], "ref_converged": sample["ref_converged"]}
 
 

@@ -59,6 +59,7 @@ from dpsim.experiment import Derived, Method, UsageError, axes, solver_diagnosti
 from dpsim.experiment.axes import AxisType
 from dpsim.mechanisms.randomized_response import randomized_response
 from dpsim.metrics import feature_estimation_metrics
+from dpsim.results import RESULTS
 from dpsim.models.linear_btl import (FEATURES, THETA_DESIGNS, default_radius, sample_linear_btl,
                                      sample_theta_star)
 from dpsim.theory import chowdhury as th
@@ -154,7 +155,7 @@ def generate_with_mle(key, shape, truth, data):
     shared by every method and ε of the replicate."""
     sample = binary_data(key, shape, truth)
     fit = mle(sample["x"], sample["y"], shape["radius"], sum_zero=sum_zero(shape))
-    return {**sample, "mle_theta": fit.theta, "mle_converged": fit.converged, "mle_iterations": fit.iterations,
+    return {**sample, "mle_theta": fit.theta, **{f"mle_{k}": v for k, v in fit.solver_diagnostics().items()},
             "mle_on_boundary": fit.info["on_boundary"]}
 
 
@@ -215,18 +216,20 @@ def errors(ctx, theta_hat) -> dict:
     return feature_estimation_metrics(theta_hat, ctx.truth["theta"], ctx.sample["x"])
 
 
-def exact_row(ctx, theta_hat, converged, iterations, on_boundary) -> dict:
+def exact_row(ctx, theta_hat, solver: dict, on_boundary) -> dict:
+    """The row of an exact method: errors, shift from θ_MLE, ``solver`` (a fit's
+    ``solver_diagnostics()``: converged, iterations, result, grad_norm) and ``on_boundary``."""
     shift = theta_hat - ctx.sample["mle_theta"]
     return {**errors(ctx, theta_hat), "shift": jnp.linalg.norm(shift), "shift_sq": jnp.dot(shift, shift),
-            "converged": converged, "iterations": iterations, "on_boundary": on_boundary,
-            "theta_ok": ctx.truth["theta_ok"]}
+            **solver, "on_boundary": on_boundary, "theta_ok": ctx.truth["theta_ok"]}
 
 
 def mle_fn(key, ctx):
     """θ_MLE (chowdhury eq. (8), [ZJJ23]), the exact projected minimiser fitted in ``generate``
     (ε-free: the same value at every ε of a replicate)."""
     s = ctx.sample
-    return {**exact_row(ctx, s["mle_theta"], s["mle_converged"], s["mle_iterations"], s["mle_on_boundary"]),
+    solver = {k: s[f"mle_{k}"] for k in ("converged", "iterations", "result", "grad_norm")}
+    return {**exact_row(ctx, s["mle_theta"], solver, s["mle_on_boundary"]),
             **mle_prediction(ctx)}
 
 
@@ -236,7 +239,7 @@ def rr_local_fn(key, ctx):
     eps = ctx.analysis["eps"]
     fit = rr_debiased(ctx.sample["x"], ctx.released["y_tilde"], eps, ctx.shape["radius"],
                       sum_zero=sum_zero(ctx.shape))
-    return {**exact_row(ctx, fit.theta, fit.converged, fit.iterations, fit.info["on_boundary"]),
+    return {**exact_row(ctx, fit.theta, fit.solver_diagnostics(), fit.info["on_boundary"]),
             **rr_prediction(ctx, eps), "flip_rate": flip_rate(ctx)}
 
 
@@ -286,7 +289,7 @@ def objpert_central_fn(key, ctx, feature_bound=None):
                                  sum_zero=sum_zero(shape))
     info = fit.info
     usable = fit.converged & ~info["on_boundary"]
-    return {**exact_row(ctx, fit.theta, fit.converged, fit.iterations, info["on_boundary"]),
+    return {**exact_row(ctx, fit.theta, fit.solver_diagnostics(), info["on_boundary"]),
             **objpert_prediction(ctx, info["sigma"], info["beta"]),
             "noise_sq": effective_noise_sq(ctx, fit.theta, beta, usable),
             "privacy_certified": info["privacy_certified"], "sigma": info["sigma"], "beta_used": info["beta"],
@@ -306,12 +309,13 @@ EXACT_METHODS = {
 # ---------------------------------------------------------------------------------------
 # SGD methods (the paper's §6 wording; secondary reading)
 # ---------------------------------------------------------------------------------------
-SGD_DIAGNOSTICS = {"converged": "bool", "iterations": "int", "theta_ok": "bool"}
+# One-pass SGD has no tolerance: result is successful or nonfinite, and no gradient norm.
+SGD_DIAGNOSTICS = {"converged": "bool", "iterations": "int", "result": "int", "theta_ok": "bool"}
 
 
 def sgd_row(ctx, fit) -> dict:
     return {**errors(ctx, fit.theta), "converged": fit.converged, "iterations": fit.iterations,
-            "theta_ok": ctx.truth["theta_ok"]}
+            "result": fit.result, "theta_ok": ctx.truth["theta_ok"]}
 
 
 def sgd_options(ctx) -> dict:
@@ -347,7 +351,7 @@ def sgd_objpert_fn(key, ctx, feature_bound=None):
     if shape["link"] != "logistic":
         nan = jnp.asarray(jnp.nan)
         return {"l2": nan, "mse": nan, "seminorm": nan, "converged": jnp.asarray(False),
-                "iterations": jnp.asarray(0), "theta_ok": ctx.truth["theta_ok"], "privacy_certified": jnp.asarray(False),
+                "iterations": jnp.asarray(0), "result": jnp.asarray(RESULTS.nonfinite, jnp.int8), "theta_ok": ctx.truth["theta_ok"], "privacy_certified": jnp.asarray(False),
                 "sigma_sq_per_l_sq": nan}
     beta = resolve_beta(ctx.analysis["beta"], shape["n_samples"], shape["radius"])
     fit = sgd_objective_perturbation(key, ctx.sample["x"], ctx.sample["y"], ctx.analysis["eps"],

@@ -186,7 +186,7 @@ def naive_rr_fn(key, ctx):
     """Debiasing removed: the logistic MLE fitted on the released labels ỹ as if they were clear
     (θ̂ shrinks by about tanh(ε/2)); same metrics as ``rr_local``."""
     fit = mle(ctx.sample["x"], ctx.released["y_tilde"], ctx.shape["radius"], sum_zero=c.sum_zero(ctx.shape))
-    return {**c.exact_row(ctx, fit.theta, fit.converged, fit.iterations, fit.info["on_boundary"]),
+    return {**c.exact_row(ctx, fit.theta, fit.solver_diagnostics(), fit.info["on_boundary"]),
             **c.rr_prediction(ctx, ctx.analysis["eps"]), "flip_rate": c.flip_rate(ctx)}
 
 

@@ -104,7 +104,7 @@ def rr_fn(key, ctx):
     """θ̂_RR on the released labels (the MLE at ε = ∞), B = 2√d."""
     s = ctx.sample
     fit = rr_debiased(s["x"], s["y_tilde"], ctx.data["eps"], ctx.shape["radius"])
-    return {**_row(fit.theta, s), "converged": fit.converged, "iterations": fit.iterations}
+    return {**_row(fit.theta, s), **fit.solver_diagnostics()}
 
 
 LB_METRICS = ("mse", "l2", "lower_bound", "risk_ratio")

@@ -154,7 +154,8 @@ def privatise_krr(key, ctx):
 def _pl_row(ctx, fit):
     theta = ctx.truth["theta"]
     return {"l2": l2_error(fit.theta, theta), "mse": squared_l2_error(fit.theta, theta),
-            "converged": fit.converged, "iterations": fit.iterations, "theta_ok": ctx.truth["theta_ok"]}
+            "converged": fit.converged, "iterations": fit.iterations, "result": fit.result,
+            "theta_ok": ctx.truth["theta_ok"]}
 
 
 def sgd_krr_fn(key, ctx):

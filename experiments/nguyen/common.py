@@ -35,7 +35,9 @@ method is also scored against it on the same data (``privacy_l2``, the privacy t
 
 **Convergence.** A power-iteration fit reports whether it met its tolerance within its cap;
 an exact solve reports ``converged`` = the chain was irreducible and π finite (a direct solve
-has no iterations: ``iterations`` = 0). The authors' truncated lazy power iteration does not
+has no iterations: ``iterations`` = 0). ``result`` says why not (:mod:`dpsim.results`):
+``max_steps_reached`` (the power iteration's cap), ``nonfinite`` or ``disconnected`` (the exact
+solve of a reducible chain). The authors' truncated lazy power iteration does not
 converge for the sparse chain at high privacy (measured: most fits at ε* ≤ 0.4, m = 200),
 which the figures mark and the checks refuse: claims in that regime are checked in
 ``strict`` mode.
@@ -51,7 +53,7 @@ import jax.numpy as jnp
 
 from dpsim.errors import UsageError
 from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spectral_estimate
-from dpsim.estimators.spectral import spectral_estimate
+from dpsim.estimators.spectral import exact_solve_result, spectral_estimate
 from dpsim.experiment import Derived, Method, axes
 from dpsim.mechanisms.count_noise import ACCOUNTING_MODES
 from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS, discrete_gaussian_with_flag, discrete_laplace
@@ -60,6 +62,7 @@ from dpsim.mechanisms.sparsify import sparsification_p0
 from dpsim.mechanisms.zcdp import CONVERSIONS, zcdp_rho
 from dpsim.metrics import l2_error, linf_error, rasch_l2_error
 from dpsim.models.rasch import DESIGNS
+from dpsim.results import RESULTS
 
 INF = math.inf
 DELTA = 1e-4
@@ -226,12 +229,14 @@ def privacy_derived(fidelity: Fidelity) -> Derived:
 # Fits
 # ---------------------------------------------------------------------------------------
 def _solver_report(fit, solver: str) -> dict:
-    """converged / iterations of a fit (module docstring): the power iteration's own flag,
-    or for the exact solve: irreducible chain and finite estimate, 0 iterations."""
+    """converged / iterations / result of a fit (module docstring): the power iteration's own
+    code (max steps, non-finite), or for the exact solve: irreducible chain and finite
+    estimate (:func:`exact_solve_result`), 0 iterations. converged = (result == successful)."""
     if solver == "solve":
-        ok = fit.info["connected"] & jnp.all(jnp.isfinite(fit.theta))
-        return {"converged": ok, "iterations": jnp.asarray(0, jnp.int64)}
-    return {"converged": fit.converged & jnp.all(jnp.isfinite(fit.theta)), "iterations": fit.iterations}
+        result, iterations = exact_solve_result(fit.theta, fit.info["connected"]), jnp.asarray(0, jnp.int64)
+    else:
+        result, iterations = fit.result, fit.iterations
+    return {"converged": result == RESULTS.successful, "iterations": iterations, "result": result}
 
 
 def nonprivate_fits(Y) -> dict:
@@ -245,7 +250,7 @@ def nonprivate_fits(Y) -> dict:
     return out
 
 
-NONPRIVATE_DIAG = {"converged": "bool", "iterations": "int", "connected": "bool"}
+NONPRIVATE_DIAG = {"converged": "bool", "iterations": "int", "result": "int", "connected": "bool"}
 GAUSSIAN_DIAG = {**NONPRIVATE_DIAG, "noise_scale": "float", "sampler_failures": "int", "queried_pairs": "int"}
 SPARSE_DIAG = {**GAUSSIAN_DIAG, "graph_connected": "bool", "graph_rejections": "int"}
 LAPLACE_DIAG = {**NONPRIVATE_DIAG, "noise_scale": "float", "queried_pairs": "int"}
@@ -323,7 +328,7 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
         s = settings(ctx)
         fit = reference(ctx)[s.nonprivate_solver]
         return {**score(ctx, fit["theta"], s, False),
-                **{k: fit[k] for k in ("converged", "iterations", "connected")}}
+                **{k: fit[k] for k in ("converged", "iterations", "result", "connected")}}
 
     def chain(mechanism: str, sparse: bool):
         def fn(key, ctx):

@@ -40,12 +40,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators import top_k_mask
-from dpsim.estimators.spectral import differential_counts, spectral_estimate
+from dpsim.estimators.spectral import differential_counts, exact_solve_result, spectral_estimate
 from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, ThresholdCollapseCheck, UsageError, axes,
                               deferred_table)
 from dpsim.metrics import linf_error, topk_metrics
 from dpsim.models.btl import true_top_k_mask
 from dpsim.models.rasch import rasch_abilities, sample_rasch_responses
+from dpsim.results import RESULTS
 from dpsim.theory import nguyen as rates
 
 from .common import AXIS_TYPES, SYMBOLS, lane_bytes
@@ -93,10 +94,10 @@ def topk_fn(key, ctx):
     n = shape["n_users"]
     signal = n * data["p"] * data["gap"] ** 2          # npΔ²
     linf = linf_error(fit.theta, beta)                 # both centred
+    result = exact_solve_result(fit.theta, fit.info["connected"])
     return {**topk_metrics(mask, truth), "topk_signal_nolog": signal, "linf": linf,
             "linf_over_gap": linf / data["gap"],
-            "converged": fit.info["connected"] & jnp.all(jnp.isfinite(fit.theta)),
-            "iterations": jnp.asarray(0, jnp.int64)}
+            "converged": result == RESULTS.successful, "iterations": jnp.asarray(0, jnp.int64), "result": result}
 
 
 def resolve_k(shape: dict) -> dict:
@@ -113,7 +114,8 @@ TOPK = Experiment(
     truth=topk_truth, truth_per_replicate=True, generate=topk_generate,
     methods={"nonprivate": Method(topk_fn, ("relative_hamming", "exact_recovery", "topk_signal_nolog", "linf",
                                             "linf_over_gap"),
-                                  {"converged": "bool", "iterations": "int"}, "Spectral (Algorithm 1)",
+                                  {"converged": "bool", "iterations": "int", "result": "int"},
+                                  "Spectral (Algorithm 1)",
                                   "Algorithm 1 (exact solve), top K of β̂; x = npΔ_K²/log m")},
     reps=TOPK_REPS, resolve_shape=resolve_k,
     axis_types={**AXIS_TYPES, "signal": axes.positive("x = npΔ_K²/log m, the top-K signal (R6); the gap "

@@ -274,8 +274,7 @@ def m_estimator_method(extra: Sequence[str] = ()) -> Method:
         lam = ridge(released, mechanism, ctx.analysis["lambda_rule"])
         fit = debiased_m_estimator(released["zbar"], lam)
         theta = ctx.sample["theta"]
-        out = {**scores(fit.theta, theta, ctx.shape["k"]), "converged": fit.converged,
-               "iterations": fit.iterations, "lam": lam}
+        out = {**scores(fit.theta, theta, ctx.shape["k"]), **fit.solver_diagnostics(), "lam": lam}
         if "oracle_mse" in extra:
             out["oracle_mse"] = oracle_mse(theta, released, mechanism)
         if "floor_mse" in extra:
