@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import dpsim  # noqa: F401  (enables float64 in JAX before anything is traced)
 import jax
 
-from dpsim.experiment import program, runner
+from dpsim.experiment import executors, program, runner
 from dpsim.experiment.store import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,11 +115,11 @@ def best_of(fn: Callable[[], Any], repeats: int = 7, number: int = 1) -> float:
 @contextmanager
 def instrumented_runner():
     """Time the runner's chunk calls: wraps the compiled programs that
-    ``runner.compiled_chunk_fn`` returns, so the timed calls are pure compute (compilation
-    happens before, in the runner's background thread). Yields ``{"compute_s": seconds}``,
-    summed over chunks computed at the same time."""
+    the local executor's ``compiled_chunk_fn`` returns, so the timed calls are pure compute
+    (compilation happens before, in the executor's background thread). Yields
+    ``{"compute_s": seconds}``, summed over chunks computed at the same time."""
     stats, lock = {"compute_s": 0.0}, threading.Lock()
-    original_compiled = runner.compiled_chunk_fn
+    original_compiled = executors.compiled_chunk_fn
 
     def timed_compiled(*args, **kwargs):
         program = original_compiled(*args, **kwargs)
@@ -133,11 +133,11 @@ def instrumented_runner():
 
         return program._replace(fn=call)
 
-    runner.compiled_chunk_fn = timed_compiled
+    executors.compiled_chunk_fn = timed_compiled
     try:
         yield stats
     finally:
-        runner.compiled_chunk_fn = original_compiled
+        executors.compiled_chunk_fn = original_compiled
 
 
 def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, workers: int | None = None,
