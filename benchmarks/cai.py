@@ -79,7 +79,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators import topk
-from dpsim.estimators.btl_mle import btl_objective, penalised_mle
+from benchmarks.vectorised import batched_newton
+from dpsim.estimators.btl_mle import GRADIENT_SCALE_COMPARISONS, btl_objective, penalised_mle
 from dpsim.experiment import Method, chunk_io, planning, program, runner
 from dpsim.experiment.batching import default_workers, micro_batch_size
 from dpsim.experiment.grid import stable_id
@@ -99,9 +100,12 @@ EARLIER_CPU_MICRO_BATCH = 4
 # process at n = 40 at least as fast as the SciPy loop; compiled speed no worse than the
 # engine's earlier measurement (13× at n = 300, 48× at n = 40); Figures 1–3 in fresh
 # processes under 30 s. n = 20 is reported without a target.
+# The compiled engine ahead of the vectorised NumPy baseline at every n (issue 25).
 TARGETS = {"engine_vs_scipy_n300": {"cold": 3.0, "compiled": 13.0},
-           "engine_vs_scipy_n40": {"cold": 1.0, "compiled": 48.0}, "figs_total_s": 30.0}
+           "engine_vs_scipy_n40": {"cold": 1.0, "compiled": 48.0}, "figs_total_s": 30.0,
+           "engine_vs_vectorised": {"compiled": 1.0}}
 SCIPY, CHOIX, CHOIX_ILSR = "SciPy L-BFGS-B loop", "choix.opt_pairwise ε=∞", "ref: choix.ilsr_pairwise_dense"
+VECTORISED = "vectorised NumPy (batched Newton)"
 FIGURES = {e.name: e for e in edge.EXPERIMENTS}
 
 
@@ -125,6 +129,8 @@ class Config:
     cache_what_if: bool       # C: `dpsim run` twice with one persistent compilation cache
     padding_off: bool = False  # C: Fig. 1 again with DPSIM_PADDING=off, one program per n (needs cai-fig1)
     compile_sizes: tuple = (40, 300)   # K: item counts of the compile breakdown
+    vectorised_lanes_n300: int = 20    # replicates timed for the vectorised baseline at n = 300 (×10 ε fits)
+    vectorised_lanes_small: int = 120  # the same at small n
 
 
 FULL = Config(reps=120, warm_runs=harness.WARM_RUNS, scipy_lanes_n300=20, scipy_lanes_small=120,
@@ -139,7 +145,8 @@ QUICK = Config(reps=8, warm_runs=1, scipy_lanes_n300=4, scipy_lanes_small=8, cho
                choix_fits_small=5, small_ns=(40,), profile_ps=(1.0,), vmapped_reps=0, workers_workloads=("n40",),
                topk_sizes=((40, 128), (300, 4)), solver_design=((40, 2),),
                agreement=((300, 0.25, (1.0, math.inf)), (40, 1.0, (0.2, math.inf))),
-               figures=("cai-fig3",), figure_reps=2, cache_what_if=True, compile_sizes=(40,))
+               figures=("cai-fig3",), figure_reps=2, cache_what_if=True, compile_sizes=(40,),
+               vectorised_lanes_n300=4, vectorised_lanes_small=8)
 
 
 # ----------------------------------------------------------------------------- engine
@@ -247,6 +254,85 @@ def time_scipy(n: int, ps, n_lanes: int) -> dict:
             "grad_inf_median": float(np.median(grads)), "grad_inf_max": float(np.max(grads))}
 
 
+# ----------------------------------------------------------------------------- vectorised NumPy
+
+DIRECT_SOLVE_MAX_N = 100   # vectorised baseline: batched LU Newton steps up to here, batched CG above
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Replicates of the vectorised baseline at one p: θ*, calibrations per ε, RNG seed, count."""
+    theta: np.ndarray
+    p: float
+    cal: dict
+    seed: int
+    reps: int
+
+
+def btl_derivs(W: np.ndarray, gamma: np.ndarray, w: np.ndarray):
+    """``derivs(θ, rows)`` of R(θ) = Σ_{i≠j} W_ij softplus(θ_j − θ_i) + γ/2‖θ‖² + wᵀθ for k
+    problems at once, for :func:`benchmarks.vectorised.batched_newton`. Shapes: W (k, n, n),
+    gamma (k,), w (k, n); the gradient (r, n) and the Hessian (r, n, n) of ``rows``."""
+    M, wins = W + np.swapaxes(W, 1, 2), W.sum(axis=2)
+
+    def derivs(theta, rows):
+        a = np.exp(theta - theta.max(axis=1, keepdims=True))
+        s = a[:, :, None] / (a[:, :, None] + a[:, None, :])          # σ(θ_i − θ_j)
+        Ms = M[rows] * s
+        curv = Ms * (1.0 - s)
+        g = Ms.sum(axis=2) - wins[rows] + gamma[rows, None] * theta + w[rows]
+        H = -curv
+        idx = np.arange(theta.shape[1])
+        H[:, idx, idx] = curv.sum(axis=2) + gamma[rows, None]
+        return g, H
+
+    return derivs
+
+
+def vectorised_mle(W: np.ndarray, gamma: np.ndarray, w: np.ndarray, tol: float = 1e-10):
+    """The perturbed MLE of k problems by batched damped Newton from θ = 0, stopped at the
+    engine's tolerance (:func:`dpsim.estimators.btl_mle.gradient_tolerance`); the Newton step
+    by a batched direct solve up to :data:`DIRECT_SOLVE_MAX_N` items, by batched CG above.
+    Returns (θ (k, n), Newton iterations (k,), final ‖∇R‖∞ (k,))."""
+    d_max = (W + np.swapaxes(W, 1, 2)).sum(axis=2).max(axis=1)
+    tols = tol * np.maximum(1.0, d_max / GRADIENT_SCALE_COMPARISONS)
+    solver = "direct" if W.shape[1] <= DIRECT_SOLVE_MAX_N else "cg"
+    return batched_newton(btl_derivs(W, gamma, w), np.zeros(W.shape[:2]), tols, solver=solver)
+
+
+def vectorised_batch(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+    """``reps`` replicates × every ε end to end in arrays: W of every replicate and the
+    Laplace perturbations drawn in one call each, the reps·|ε| perturbed MLEs by one batched
+    Newton, and the noisy counts (Algorithm 2). Returns (Newton iterations, final ‖∇R‖∞)."""
+    rng = np.random.default_rng(batch.seed)
+    n, reps, k = batch.theta.shape[0], batch.reps, len(EPS)
+    edges = np.triu(rng.random((reps, n, n)) < batch.p, 1)
+    i_wins = rng.random((reps, n, n)) < 1.0 / (1.0 + np.exp(batch.theta[None, :] - batch.theta[:, None]))
+    W = (edges & i_wins).astype(float) + np.swapaxes(edges & ~i_wins, 1, 2).astype(float)
+    lam, gamma = (np.array([batch.cal[eps][c] for eps in EPS]) for c in (0, 1))
+    w = rng.laplace(0.0, 1.0, (reps, k, n)) * lam[None, :, None]
+    Wk = np.broadcast_to(W[:, None], (reps, k, n, n)).reshape(reps * k, n, n)
+    _, iters, grad_inf = vectorised_mle(Wk, np.tile(gamma, reps), w.reshape(reps * k, n))
+    _ = W.sum(axis=2)[:, None, :] + rng.laplace(0.0, 1.0, (reps, k, n)) * (2.0 / np.array(EPS))[None, :, None]
+    return iters, grad_inf
+
+
+def time_vectorised(n: int, ps, n_lanes: int, seed: int = 0) -> dict:
+    """The vectorised baseline timed on ``n_lanes`` replicates (10 ε fits each), batched by p."""
+    theta = numpy_theta(np.random.default_rng(seed), n)
+    per_p = max(1, n_lanes // len(ps))
+    batches = [Batch(theta, p, {eps: calibration(eps, n, p) for eps in EPS}, seed * 100_003 + i, per_p)
+               for i, p in enumerate(ps)]
+    vectorised_batch(dataclasses.replace(batches[0], reps=1))       # warm-up, untimed
+    stats, outputs = harness.time_baseline(harness.Baseline(VECTORISED, vectorised_batch,
+                                                            fits_per_item=per_p * len(EPS),
+                                                            note="replicates × ε batched"), batches)
+    iters = np.concatenate([it for it, _ in outputs])
+    grads = np.concatenate([g for _, g in outputs])
+    return {**stats, "newton_iterations_mean": float(iters.mean()), "newton_iterations_max": int(iters.max()),
+            "grad_inf_max": float(grads.max())}
+
+
 # ----------------------------------------------------------------------------- choix
 
 def choix_data(W: np.ndarray) -> list:
@@ -280,41 +366,48 @@ def time_choix(n: int, ps, n_fits: int, seed: int = 1) -> dict:
 # ----------------------------------------------------------------------------- A, B
 
 def edge_workload(bench: harness.Bench, title: str, experiment, n: int, ps, scipy_lanes_: int, choix_fits: int,
-                  target: dict | None) -> dict:
+                  target: dict | None, vectorised_lanes: int) -> dict:
     """One engine workload against the SciPy loop and choix: tables and numbers. ``target``:
     {"cold": ratio, "compiled": ratio} of the engine over the SciPy loop, or None."""
     cfg = bench.cfg
     engine = harness.measure_engine(experiment, cfg.reps, warm_runs=cfg.warm_runs, **ENGINE)
     scipy_res = time_scipy(n, ps, scipy_lanes_)
     choix_res = time_choix(n, ps, choix_fits)
+    vec_res = time_vectorised(n, ps, vectorised_lanes)
     total = len(ps) * len(EPS) * cfg.reps
     runs = {"engine run_experiment, cold": engine["cold"]}
     if engine["warm"] is not None:
         runs[f"engine, warm re-run (best of {cfg.warm_runs})"] = engine["warm"]
-    baselines = {SCIPY: scipy_res, CHOIX: choix_res["opt_pairwise"], CHOIX_ILSR: choix_res["ilsr_pairwise_dense"]}
+    baselines = {SCIPY: scipy_res, VECTORISED: vec_res, CHOIX: choix_res["opt_pairwise"],
+                 CHOIX_ILSR: choix_res["ilsr_pairwise_dense"]}
     harness.print_table(harness.contender_table(f"{title}: {total} MLE fits (plus noisy counts)", runs,
                                                 baselines, total))
     rows = harness.compare({"cold": engine["fits_per_s"], "compiled": engine["fits_per_s_excl_compile"]},
                            {name: stats["fits_per_s"] for name, stats in baselines.items()},
-                           targets={(mode, SCIPY): value for mode, value in (target or {}).items()})
+                           targets={**{(mode, SCIPY): value for mode, value in (target or {}).items()},
+                                    **{(mode, VECTORISED): value
+                                       for mode, value in TARGETS["engine_vs_vectorised"].items()}})
     harness.print_table(harness.comparison_table("engine ÷ baselines (fits per second)", rows))
     print(f"SciPy: L-BFGS-B iterations mean {scipy_res['lbfgs_iterations_mean']:.1f}, final ‖∇R‖∞ median "
-          f"{scipy_res['grad_inf_median']:.1e}, max {scipy_res['grad_inf_max']:.1e} (engine: ≤ 1e-10); one "
+          f"{scipy_res['grad_inf_median']:.1e}, max {scipy_res['grad_inf_max']:.1e} (engine: ≤ 1e-10); vectorised: "
+          f"Newton iterations mean {vec_res['newton_iterations_mean']:.2f}, final ‖∇R‖∞ max "
+          f"{vec_res['grad_inf_max']:.1e}; one "
           f"process on one core, the engine uses every core. Engine: {engine['cold']['fits']} fits, converged "
           f"{100 * engine['cold']['converged_fraction']:.1f}%")
     return {"n": n, "ps": list(ps), "reps": cfg.reps, "total_fits": total, "engine": engine, "scipy": scipy_res,
-            "choix": choix_res, "comparison": rows}
+            "vectorised": vec_res, "choix": choix_res, "comparison": rows}
 
 
 def section_a(bench: harness.Bench) -> dict:
     return edge_workload(bench, f"cai Fig. 3, n = 300, {bench.cfg.reps} reps", edge.FIG3, 300, FIG3_P,
-                         bench.cfg.scipy_lanes_n300, bench.cfg.choix_fits_n300, TARGETS["engine_vs_scipy_n300"])
+                         bench.cfg.scipy_lanes_n300, bench.cfg.choix_fits_n300, TARGETS["engine_vs_scipy_n300"],
+                         bench.cfg.vectorised_lanes_n300)
 
 
 def section_b(bench: harness.Bench) -> dict:
     return {f"n{n}": edge_workload(bench, f"small n = {n}, p = 1, {bench.cfg.reps} reps", small_n_experiment(n),
                                    n, [1.0], bench.cfg.scipy_lanes_small, bench.cfg.choix_fits_small,
-                                   TARGETS.get(f"engine_vs_scipy_n{n}"))
+                                   TARGETS.get(f"engine_vs_scipy_n{n}"), bench.cfg.vectorised_lanes_small)
             for n in bench.cfg.small_ns}
 
 
@@ -574,24 +667,28 @@ def agreement(n: int, p: float, eps_values, seed: int = 7) -> dict:
     W = sample_er_comparisons(jax.random.fold_in(key, 1), theta, p)
     W_np = np.asarray(W)
     solve = jax.jit(penalised_mle)
-    scipy_diff, choix_diff = [], None
+    scipy_diff, vec_diff, choix_diff = [], [], None
     for i, eps in enumerate(eps_values):
         lam, gamma = calibration(eps, n, p)
         w = lam * jax.random.laplace(jax.random.fold_in(key, 2 + i), (n,), dtype=jnp.float64)
         engine = np.asarray(solve(W, gamma, w).theta)
         scipy_diff.append(np.abs(engine - scipy_fit(W_np, gamma, np.asarray(w)).x).max())
+        vec = vectorised_mle(W_np[None], np.array([gamma]), np.asarray(w)[None])[0][0]
+        vec_diff.append(np.abs(engine - vec).max())
         if math.isinf(eps):
             choix_diff = float(np.abs(engine - choix_fit(W_np, gamma)).max())
     return {"n": n, "p": p, "eps": [str(e) for e in eps_values],
-            "max_abs_diff_scipy": float(max(scipy_diff)), "max_abs_diff_choix_eps_inf": choix_diff}
+            "max_abs_diff_scipy": float(max(scipy_diff)), "max_abs_diff_vectorised": float(max(vec_diff)),
+            "max_abs_diff_choix_eps_inf": choix_diff}
 
 
 def section_g(bench: harness.Bench) -> dict:
     rows = [agreement(n, p, eps) for n, p, eps in bench.cfg.agreement]
     harness.print_table(harness.format_table(
-        "agreement on the same W, γ, w: max |θ_engine − θ_other|", ("n", "p", "ε", "SciPy", "choix (ε = ∞)"),
-        [[r["n"], r["p"], "{" + ", ".join(r["eps"]) + "}", r["max_abs_diff_scipy"],
-          r["max_abs_diff_choix_eps_inf"]] for r in rows], ("{}", "{}", None, "{:.1e}", "{:.1e}")))
+        "agreement on the same W, γ, w: max |θ_engine − θ_other|",
+        ("n", "p", "ε", "SciPy", "vectorised NumPy", "choix (ε = ∞)"),
+        [[r["n"], r["p"], "{" + ", ".join(r["eps"]) + "}", r["max_abs_diff_scipy"], r["max_abs_diff_vectorised"],
+          r["max_abs_diff_choix_eps_inf"]] for r in rows], ("{}", "{}", None, "{:.1e}", "{:.1e}", "{:.1e}")))
     return {"rows": rows}
 
 
