@@ -40,7 +40,9 @@ def batched_cg(H: np.ndarray, b: np.ndarray, rtol: np.ndarray, max_iter: int) ->
 
 
 def batched_newton(derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]], x0: np.ndarray,
-                   tol, *, max_iter: int = 50, solver: str = "direct") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   tol, *, max_iter: int = 50, solver: str = "direct",
+                   abandon: Callable[[np.ndarray], np.ndarray] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Damped Newton on k independent smooth convex problems at once.
 
     Args:
@@ -53,6 +55,8 @@ def batched_newton(derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, 
             problem: the faster for small d) or "cg" (truncated Newton: batched conjugate
             gradients to the forcing tolerance min(0.5, √‖∇‖)·‖∇‖, as the engine's
             ``newton_cg``: the faster for large d).
+        abandon: optional ``abandon(x (r, d)) -> (r,) bool``: problems to stop early, left
+            unconverged (e.g. iterates far outside a constraint the caller handles otherwise).
     Returns:
         (x (k, d), iterations (k,), final ‖∇‖∞ (k,)).
     """
@@ -66,6 +70,8 @@ def batched_newton(derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, 
         gi = np.abs(g).max(axis=1)
         grad_inf[rows] = gi
         keep = gi > tol[rows]
+        if abandon is not None:
+            keep &= ~abandon(x[rows])
         rows, g, H = rows[keep], g[keep], H[keep]
         if rows.size == 0 or _ >= max_iter:
             break
@@ -89,3 +95,56 @@ def batched_newton(derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, 
         iters[rows] += 1
         g, H = g_new, H_new
     return x, iters, grad_inf
+
+
+def batched_sphere_newton(derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+                          x0: np.ndarray, radius: float, tol: float, *, max_iter: int = 50
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Minimise k smooth convex problems on the sphere ‖x‖ = radius (their minimisers over the
+    ball, when the unconstrained ones lie outside) by Newton on the KKT system ∇f + μx = 0,
+    (‖x‖² − radius²)/2 = 0: one batched solve of the (k, d+1, d+1) bordered Hessians per
+    iteration, steps halved until the residual's norm decreases.
+
+    Args:
+        derivs: as in :func:`batched_newton`.
+        x0: (k, d) starts (projected onto the sphere first).
+        radius: the sphere's radius.
+        tol: a problem has converged when ‖∇f + μx‖∞ ≤ tol and |‖x‖ − radius| ≤ tol.
+    Returns:
+        (x (k, d), ok (k,)): ok where converged with μ ≥ 0 (the ball's minimiser is on the
+        sphere); the others are left to the caller.
+    """
+    k, d = x0.shape
+    x = radius * x0 / np.maximum(np.linalg.norm(x0, axis=1, keepdims=True), 1e-300)
+    rows = np.arange(k)
+    g, H = derivs(x, rows)
+    mu = np.maximum(0.0, -np.einsum("kd,kd->k", x, g) / radius ** 2)
+    ok = np.zeros(k, dtype=bool)
+
+    def residual(x, g, mu):
+        return np.concatenate([g + mu[:, None] * x, 0.5 * (np.einsum("kd,kd->k", x, x) - radius ** 2)[:, None]], axis=1)
+
+    r = residual(x, g, mu)
+    for it in range(max_iter + 1):
+        done = (np.abs(r[:, :d]).max(axis=1) <= tol) & (np.abs(np.linalg.norm(x[rows], axis=1) - radius) <= tol)
+        ok[rows[done]] = mu[done] >= 0
+        live = ~done
+        rows, g, H, mu, r = rows[live], g[live], H[live], mu[live], r[live]
+        if rows.size == 0 or it == max_iter:
+            break
+        J = np.zeros((rows.size, d + 1, d + 1))
+        J[:, :d, :d] = H + mu[:, None, None] * np.eye(d)
+        J[:, :d, d], J[:, d, :d] = x[rows], x[rows]
+        step = -np.linalg.solve(J, r[..., None])[..., 0]
+        t = np.ones(rows.size)
+        merit = np.einsum("kd,kd->k", r, r)
+        for _h in range(MAX_HALVINGS):
+            xt, mt = x[rows] + t[:, None] * step[:, :d], mu + t * step[:, d]
+            gt, Ht = derivs(xt, rows)
+            rt = residual(xt, gt, mt)
+            bad = np.einsum("kd,kd->k", rt, rt) > (1.0 - ARMIJO * t) * merit
+            if not bad.any():
+                break
+            t[bad] *= 0.5
+        x[rows], mu, g, H, r = xt, mt, gt, Ht, rt
+    return x, ok
