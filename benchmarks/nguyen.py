@@ -32,7 +32,12 @@ B. The Figure 1 workload in the authors' (``paper``) mode: m ∈ {25, 50, 100, 2
       estimates, jump chain for the non-private and RR ones); one trial per (m, n) is timed
       and the per-trial time is multiplied by R (the trials of a shape cost the same);
    3. the same pipeline with the data vectorised and each matrix of counts noised by one
-      OpenDP call (what a user would write with an off-the-shelf sampler).
+      OpenDP call (what a user would write with an off-the-shelf sampler);
+   4. the pipeline vectorised over trials (no loop over trials): the R trials of a shape
+      drawn at once, per ε every trial's releases noised by one vectorised NumPy sampler call
+      (CKS20's rejection loop over all pending draws at once; floating-point acceptance) and
+      their power iterations run as one batched iteration; timed in full (every shape, R
+      trials), not extrapolated.
    A fit is one estimate (method, ε, trial); all three do the same 12 × 5 fits per trial.
 
 The NumPy baselines run with one OpenBLAS thread (:mod:`benchmarks`). ``--quick`` shrinks
@@ -60,7 +65,9 @@ from dpsim.models.rasch import authors_difficulties
 PAPER = "nguyen"
 EPS = [0.01, 0.05, 0.075, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 5.0, 7.5]
 DELTA = 1e-4
-TARGETS = {"engine_vs_authors_fig1": 100.0, "dpsim_vs_opendp_gaussian_draws": 10.0}
+TARGETS = {"engine_vs_authors_fig1": 100.0, "dpsim_vs_opendp_gaussian_draws": 10.0,
+           "engine_vs_vectorised_fig1": 1.0}   # issue 25: the engine (warm) ahead of the vectorised baseline
+VECTORISED = "vectorised NumPy (trials batched)"
 
 
 @dataclass(frozen=True)
@@ -303,21 +310,180 @@ def section_b(bench: harness.Bench) -> dict:
     engine = harness.measure_engine(fig1, cfg.fig1_reps, warm_runs=cfg.warm_runs, overrides=overrides)
     authors = time_authors(cfg, vectorised=False)
     opendp = time_authors(cfg, vectorised=True)
+    vec = time_vectorised(cfg)
     harness.print_table(harness.format_table(
         "B. baselines: one timed trial per (m, n), seconds", ("m", "n", "authors' port", "NumPy + OpenDP"),
         [[a["n_items"], a["n_users"], a["trial_s"], o["trial_s"]]
          for a, o in zip(authors["per_shape"], opendp["per_shape"])], ("{}", "{}", "{:.2f}", "{:.2f}")))
     stats = {authors["name"]: {"fits_timed": authors["fits"], "fits_per_s": authors["fits_per_s"]},
-             opendp["name"]: {"fits_timed": opendp["fits"], "fits_per_s": opendp["fits_per_s"]}}
+             opendp["name"]: {"fits_timed": opendp["fits"], "fits_per_s": opendp["fits_per_s"]},
+             VECTORISED: {"fits_timed": vec["fits"], "fits_per_s": vec["fits_per_s"]}}
     harness.print_table(harness.contender_table(
         f"B. Fig. 1 workload (paper mode, R = {cfg.fig1_reps})",
         {"engine cold": engine["cold"], "engine warm": engine["warm"]} if engine["warm"] else
         {"engine cold": engine["cold"]}, stats, engine["cold"]["fits"]))
     rows = harness.compare({"cold": engine["fits_per_s"], "warm": engine["fits_per_s_excl_compile"]},
-                           {authors["name"]: authors["fits_per_s"], opendp["name"]: opendp["fits_per_s"]},
-                           targets={authors["name"]: TARGETS["engine_vs_authors_fig1"]})
+                           {authors["name"]: authors["fits_per_s"], opendp["name"]: opendp["fits_per_s"],
+                            VECTORISED: vec["fits_per_s"]},
+                           targets={authors["name"]: TARGETS["engine_vs_authors_fig1"],
+                                    ("warm", VECTORISED): TARGETS["engine_vs_vectorised_fig1"]})
     harness.print_table(harness.comparison_table("B. engine ÷ baselines (fits per second)", rows))
-    return {"engine": engine, "authors": authors, "numpy_opendp": opendp, "comparison": rows}
+    agree = vectorised_agreement(cfg.fig1_items[0])
+    print(f"vectorised spectral estimators vs the port's on the same counts: max |Δ| {agree:.1e}")
+    return {"engine": engine, "authors": authors, "numpy_opendp": opendp, "vectorised": vec,
+            "vectorised_agreement_max_abs_diff": agree, "comparison": rows}
+
+
+# ----------------------------------------------------------------------------- vectorised NumPy
+
+def discrete_laplace_numpy(rng, scale: np.ndarray) -> np.ndarray:
+    """Lap_ℤ(t) draws, one per entry of ``scale``, all at once (the authors' rule, spec §4.7:
+    0 w.p. (1 − α)/(1 + α), α = e^{−1/t}, else a signed Geometric(1 − α))."""
+    alpha = np.exp(-1.0 / scale)
+    g = rng.geometric(-np.expm1(-1.0 / scale))
+    sign = np.where(rng.random(scale.shape) < 0.5, 1, -1)
+    return np.where(rng.random(scale.shape) < (1 - alpha) / (1 + alpha), 0, sign * g)
+
+
+def discrete_gaussian_numpy(rng, sigma: np.ndarray) -> np.ndarray:
+    """N_ℤ(0, σ²) draws, one per entry of ``sigma``, by CKS20 Algorithm 3 vectorised: every
+    pending entry proposes at once, the rejected ones propose again (floating-point
+    acceptance tests, where the port and OpenDP are exact)."""
+    out = np.zeros(sigma.shape, dtype=np.int64)
+    pending = np.arange(sigma.size)
+    flat_sigma = sigma.ravel()
+    while pending.size:
+        s = flat_sigma[pending]
+        t = np.floor(s) + 1
+        u = np.floor(rng.random(pending.size) * t)
+        v = rng.geometric(-np.expm1(-1.0), pending.size) - 1          # successes of Bern(e^{−1}) before a failure
+        b = rng.random(pending.size) < 0.5
+        z = np.where(b, -1, 1) * (u + t * v)
+        accept = ((rng.random(pending.size) < np.exp(-u / t)) & ~(b & (u == 0) & (v == 0))
+                  & (rng.random(pending.size) < np.exp(-(np.abs(z) - s * s / t) ** 2 / (2 * s * s))))
+        out.ravel()[pending[accept]] = z[accept]
+        pending = pending[~accept]
+    return out
+
+
+def regularise_batched(Y: np.ndarray) -> np.ndarray:
+    """:func:`_regularise` of (k, m, m) count matrices."""
+    support = ((Y != 0) | (np.swapaxes(Y, 1, 2) != 0)) & ~np.eye(Y.shape[1], dtype=bool)
+    return Y + support
+
+
+def power_batched(P: np.ndarray, tol: float, cap: int) -> np.ndarray:
+    """:func:`_power` on (k, m, m) chains at once; a chain leaves the batch when it converges."""
+    pi = np.ones(P.shape[:2])
+    live = np.arange(P.shape[0])
+    for _ in range(cap):
+        nxt = np.einsum("km,kmn->kn", pi[live], P[live])
+        nxt /= nxt.sum(axis=1, keepdims=True)
+        done = np.linalg.norm(nxt - pi[live], axis=1) < tol
+        pi[live] = nxt
+        live = live[~done]
+        if live.size == 0:
+            break
+    return pi
+
+
+def spectral_jump_batched(Y: np.ndarray) -> np.ndarray:
+    """:func:`spectral_jump` of (k, m, m) count matrices."""
+    Yb = regularise_batched(Y)
+    d = np.maximum(Yb.sum(2), 1.0)
+    P = Yb / d[..., None]
+    idx = np.arange(Y.shape[1])
+    P[:, idx, idx] = 1.0 - P.sum(2)
+    pi = power_batched(P, 1e-6, 10000) / d
+    logs = np.log(pi / pi.sum(axis=1, keepdims=True))
+    return logs - logs.mean(axis=1, keepdims=True)
+
+
+def spectral_lazy_batched(Y: np.ndarray) -> np.ndarray:
+    """:func:`spectral_lazy` of (k, m, m) count matrices."""
+    Yb = regularise_batched(Y)
+    d = Yb.sum(2).max(axis=1) + 1.0
+    P = Yb / d[:, None, None]
+    idx = np.arange(Y.shape[1])
+    P[:, idx, idx] = 1.0 - P.sum(2)
+    logs = np.log(power_batched(P, 1e-5, 1000))
+    return logs - logs.mean(axis=1, keepdims=True)
+
+
+def noised_batched(rng, Y: np.ndarray, graph: np.ndarray, sigma: np.ndarray | None, scale: float | None):
+    """:func:`noised` of (k, m, m) matrices: discrete Gaussian noise of per-matrix σ (k,) or
+    discrete Laplace of scale t, one vectorised draw for every queried non-zero count."""
+    out = np.where(graph, Y, 0.0)
+    mask = graph & (Y != 0)
+    if sigma is not None:
+        noise = discrete_gaussian_numpy(rng, np.broadcast_to(sigma[:, None, None], Y.shape)[mask])
+    else:
+        noise = discrete_laplace_numpy(rng, np.full(int(mask.sum()), float(scale)))
+    out[mask] = np.maximum(1.0, Y[mask] + noise)
+    return out
+
+
+def vectorised_trials(rng, beta: np.ndarray, theta: np.ndarray, reps: int) -> int:
+    """``reps`` Fig. 1 trials of one (m, n) at once, paper mode, every ε: the data for all
+    trials in one draw, Y by one batched product, per ε the dense and sparse Gaussian and the
+    Laplace releases of all trials noised in one vectorised draw each and their lazy chains
+    solved by one batched power iteration, the RR releases' jump chains likewise. Returns the
+    fits (60 per trial, as :func:`authors_trial`)."""
+    m, n = beta.size, theta.size
+    prob = 1.0 / (1.0 + np.exp(-(theta[None, :] - beta[:, None])))
+    x = rng.random((reps, m, n)) < prob
+    Y = np.einsum("rin,rjn->rij", x.astype(float), (~x).astype(float))
+    idx = np.arange(m)
+    Y[:, idx, idx] = 0.0
+    spectral_jump_batched(Y)
+    fits = reps * len(EPS)
+    dense = np.broadcast_to(~np.eye(m, dtype=bool), (reps, m, m))
+    p0 = sparsification_p0(m, "code_synthetic")
+    for eps in EPS:
+        eps0 = math.sqrt(2.0 * float(dp_to_zcdp_paper(eps, DELTA)))
+        upper = np.triu(rng.random((reps, m, m)) < p0, 1)
+        sparse = upper | np.swapaxes(upper, 1, 2)
+        releases = [noised_batched(rng, Y, graph, 1.0 / (eps0 / np.sqrt(graph.sum(axis=(1, 2)) / 2.0)), None)
+                    for graph in (dense, sparse)]
+        releases.append(noised_batched(rng, Y, dense, None, m * (m - 1) / eps))
+        spectral_lazy_batched(np.concatenate(releases))
+        flip = rng.random((reps, m, n)) < 1.0 / (1.0 + math.exp(shuffle_rr_epsilon(eps, DELTA, n) / m))
+        released = x ^ flip
+        Yr = np.einsum("rin,rjn->rij", released.astype(float), (~released).astype(float))
+        Yr[:, idx, idx] = 0.0
+        spectral_jump_batched(Yr)
+        fits += 4 * reps
+    return fits
+
+
+def vectorised_agreement(m: int, reps: int = 3, seed: int = 11) -> float:
+    """max |batched − one-matrix-at-a-time| of the jump and lazy spectral estimates on the
+    same count matrices (the vectorised baseline's estimators against the port's)."""
+    rng = np.random.default_rng(seed)
+    Y = rng.integers(0, 6, (reps, m, m)).astype(float)
+    Y[:, np.arange(m), np.arange(m)] = 0.0
+    return float(max(np.abs(spectral_jump_batched(Y) - np.stack([spectral_jump(y) for y in Y])).max(),
+                     np.abs(spectral_lazy_batched(Y) - np.stack([spectral_lazy(y) for y in Y])).max()))
+
+
+def time_vectorised(cfg: Config) -> dict:
+    """The vectorised baseline: every (m, n) with its R trials batched, timed in full."""
+    per_shape, total_s, total_fits = [], 0.0, 0
+    vectorised_trials(np.random.default_rng(1), authors_difficulties(cfg.fig1_items[0]),
+                      np.random.default_rng(2).normal(size=cfg.fig1_users[0]), 1)      # warm-up, untimed
+    for m in cfg.fig1_items:
+        beta = authors_difficulties(m)
+        for n in cfg.fig1_users:
+            rng = np.random.default_rng(m * 7919 + n + 1)
+            theta = rng.normal(size=n)
+            t0 = time.perf_counter()
+            fits = vectorised_trials(rng, beta, theta, cfg.fig1_reps)
+            seconds = time.perf_counter() - t0
+            per_shape.append({"n_items": m, "n_users": n, "trials": cfg.fig1_reps, "seconds": seconds, "fits": fits})
+            total_s += seconds
+            total_fits += fits
+    return {"name": VECTORISED, "per_shape": per_shape, "seconds": total_s, "fits": total_fits,
+            "fits_per_s": harness.ratio(total_fits, total_s)}
 
 
 SECTIONS = (
