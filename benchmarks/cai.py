@@ -694,12 +694,13 @@ def section_g(bench: harness.Bench) -> dict:
 
 # ----------------------------------------------------------------------------- C
 
-def figure_worker(name: str, reps: int) -> dict:
-    """Run one figure's experiment (called in a fresh process by :func:`section_c`), then
-    again in the same process: the second run compiles nothing (``warm``), so the first
-    run's wall time minus the second's is what compilation cost."""
-    cold = harness.run_engine(FIGURES[name], reps, **ENGINE)
-    return {**cold, "warm": harness.run_engine(FIGURES[name], reps, **ENGINE)}
+def figure_worker(name: str, reps: int, overrides: dict | None = None) -> dict:
+    """Run one figure's experiment (called in a fresh process by :func:`section_c` and by
+    :mod:`benchmarks.device`; ``overrides``: grid overrides, e.g. a tiny grid for a smoke
+    run), then again in the same process: the second run compiles nothing (``warm``), so
+    the first run's wall time minus the second's is what compilation cost."""
+    cold = harness.run_engine(FIGURES[name], reps, overrides=overrides, **ENGINE)
+    return {**cold, "warm": harness.run_engine(FIGURES[name], reps, overrides=overrides, **ENGINE)}
 
 
 def section_c(bench: harness.Bench) -> dict:

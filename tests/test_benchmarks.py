@@ -261,3 +261,76 @@ def test_scale_out_quick_sections_give_the_local_table(scale_out, tmp_path, monk
     assert sum(p["lanes_run"] for p in results["P"]["parts"]) == local["lanes_run"]
     assert results["S"]["run"]["devices"] == 2 and local["devices"] == 1
     assert results["E"]["valid_for_fig3"] is True and results["E"]["lanes"] == 4 * scale_out.FIG3_REPLICATES
+
+
+# ----------------------------------------------------------------------------- vectorised baselines, device benchmark
+
+@pytest.fixture()
+def bench_module(monkeypatch):
+    """Import ``benchmarks.<name>`` with the repository root on sys.path for this test only."""
+    import importlib
+    monkeypatch.syspath_prepend(str(HARNESS_FILE.parents[1]))
+    return lambda name: importlib.import_module(f"benchmarks.{name}")
+
+
+def _quadratics(k=4, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(k, d, d))
+    H = A @ np.swapaxes(A, 1, 2) + d * np.eye(d)
+    b = rng.normal(size=(k, d)) * 5
+    return H, b, lambda x, rows: (np.einsum("kij,kj->ki", H[rows], x) - b[rows], H[rows])
+
+
+@pytest.mark.parametrize("solver", ["direct", "cg"])
+def test_batched_newton_solves_each_problem(bench_module, solver):
+    vectorised = bench_module("vectorised")
+    H, b, derivs = _quadratics()
+    x, iters, grad_inf = vectorised.batched_newton(derivs, np.zeros_like(b), 1e-10, solver=solver)
+    np.testing.assert_allclose(x, np.linalg.solve(H, b[..., None])[..., 0], atol=1e-9)
+    assert (grad_inf <= 1e-10).all() and (iters >= 1).all()
+
+
+def test_batched_sphere_newton_minimises_on_the_sphere(bench_module):
+    vectorised = bench_module("vectorised")
+    # f(x) = ½‖x − c‖²: on the sphere of radius 1 the minimiser is c/‖c‖ when ‖c‖ > 1
+    c = np.array([[3.0, 0.0, 4.0], [0.0, -2.0, 0.0]])
+    x, ok = vectorised.batched_sphere_newton(lambda x, rows: (x - c[rows], np.broadcast_to(np.eye(3), (len(rows), 3, 3))),
+                                             c + 0.3, 1.0, 1e-12)
+    assert ok.all()
+    np.testing.assert_allclose(x, c / np.linalg.norm(c, axis=1, keepdims=True), atol=1e-10)
+
+
+def test_xu_vectorised_fit_equals_the_engine_on_the_same_zbar(bench_module):
+    xu = bench_module("xu")
+    rng = np.random.default_rng(3)
+    m, L = 10, 100
+    theta = 0.1 * rng.permutation(np.arange(1, m + 1) - (m + 1) / 2.0)
+    zbar = np.stack([xu.release(rng, theta, L, xu.EPS) for _ in range(3)])
+    lam = (1.0 / math.tanh(xu.EPS / 2.0)) ** 2 / L
+    est, _, grad_inf = xu.vectorised_fit(zbar, lam, m)
+    engine = np.stack([np.asarray(xu.debiased_m_estimator(z, lam).theta) for z in zbar])
+    assert np.abs(est - engine).max() < 1e-8 and (grad_inf <= 1e-10 * m).all()
+    scores = xu.vectorised_scores(est, np.tile(theta, (3, 1)), m // 2)
+    assert scores["kendall"][0] == pytest.approx(xu.kendall_half(est[0], theta))
+    assert scores["top_k_hamming"][0] == pytest.approx(xu.expected_hamming(est[0], theta, m // 2))
+
+
+def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, monkeypatch):
+    """``python -m benchmarks.device --quick`` (≈ 20 s on a busy 2-core CPU): every paper's
+    engine, cai Fig. 3 in a fresh process and the Fig. 3 multiple, in one results file whose
+    machine names the device; the H100 targets are "n.a." on CPU."""
+    device = bench_module("device")
+    monkeypatch.setattr(device.harness, "RESULTS_DIR", tmp_path)
+    doc = device.main(["--quick"])
+    backend = doc["machine"]["jax_backend"]
+    assert doc["mode"] == "quick" and doc["sections"] == ["E", "C", "X"]
+    assert json.loads((tmp_path / f"device_{backend}_quick.json").read_text()) == doc
+    assert doc["machine"]["device_kind"] and doc["targets"] == device.TARGETS
+    rows = doc["results"]["E"]["rows"]
+    assert [r["paper"] for r in rows] == ["cai", "xu", "nguyen", "chowdhury"]
+    assert all(r["fits"] > 0 and r["fits_per_s_excl_compile"] > 0 for r in rows)
+    figs = doc["results"]["C"]["runs"]
+    assert [f["figure"] for f in figs] == ["cai-fig3"] and figs[0]["fits"] > 0 and figs[0]["compiles"] >= 1
+    assert doc["results"]["X"]["fits_per_s_warm"] > 0
+    if backend == "cpu":
+        assert doc["results"]["C"]["verdict"] == doc["results"]["X"]["verdict"] == "n.a."
