@@ -62,14 +62,14 @@ FIG1 = Experiment(
 
 FIG1_SGD = Experiment(
     name="chowdhury-fig1-sgd",
-    title="Fig. 1 read literally: the three estimators by one-pass projected SGD (η = 0.1), per schedule",
+    title="Fig. 1 read literally: the three estimators by one-pass projected SGD (η = 0.1 in the paper), per step-size reading (mode)",
     axes={"dim": [5], "n_samples": c.PAPER_N, "design": ["faithful"], "features": ["difference"],
           "link": ["logistic"], "eps": c.PAPER_EPS, "delta": [c.PAPER_DELTA], "beta": ["theory"],
           "mode": ["literal", "theory", "averaged"]},
     shape_axes=("dim", "n_samples", "design", "features", "link"),
     analysis_axes=("eps", "delta", "beta", "mode"),
     truth=c.truth, generate=c.sgd_generate, privatise=c.privatise_rr, methods=c.SGD_METHODS,
-    reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 by SGD (η = 0.1)", c.SGD_METHODS),
+    reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 by one-pass SGD", c.SGD_METHODS),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, lane_bytes=c.binary_lane_bytes,
     stream_names=c.STREAM_NAMES,
     description="chowdhury §6 read literally (spec §6.2 'sgd-literal', 'sgd-theory', averaged; §9): "
