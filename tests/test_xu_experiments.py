@@ -65,14 +65,14 @@ def test_scheme_eps_top_k_and_user_budget():
         common.resolve_k({"n_items": 7, "k": 7})
 
 
-def test_the_release_is_keyed_by_every_analysis_axis_but_mechanism_and_lambda_rule():
-    assert common.release_axes(("eps", "mechanism", "lambda_rule")) == ("eps",)
+def test_the_release_is_keyed_by_every_analysis_axis_but_mechanism_and_mode():
+    assert common.release_axes(("eps", "mechanism", "mode")) == ("eps",)
     assert scenarios.FIG6.release_axes == ("eps",) and scenarios.FIG3.release_axes == ("scheme", "l0")
     assert hetero.HETERO.release_axes == ("eps", "profile", "match")
     assert realdata.FIG7.release_axes == ("scheme", "l0")
-    points = [{"eps": 2.0, "mechanism": "classic_rr", "lambda_rule": "paper"},
-              {"eps": 2.0, "mechanism": "debiased_rr", "lambda_rule": "g_over_l"},
-              {"eps": 1.0, "mechanism": "debiased_rr", "lambda_rule": "g_over_l"}]
+    points = [{"eps": 2.0, "mechanism": "classic_rr", "mode": "paper"},
+              {"eps": 2.0, "mechanism": "debiased_rr", "mode": "g_over_l"},
+              {"eps": 1.0, "mechanism": "debiased_rr", "mode": "g_over_l"}]
     a, b, c = release_words(scenarios.FIG6, points)
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(b, c) and a.dtype == np.uint32
@@ -219,13 +219,15 @@ def files(tmp_path_factory):
 
 
 # An unknown axis and one bad value of each kind of every axis (eps=0, n_users=0, gap=0, l0=0,
-# an unknown scheme, mechanism, profile or lambda_rule, k = n_items, …) are tried on every
+# an unknown scheme, mechanism, profile or mode, k = n_items, …) are tried on every
 # experiment by tests/test_conformance.py; here: the bounds its one value per kind does not
 # reach, xu's own rules on whole grid points, and bad ratings files.
 BAD = [
     ("eps=-1", ["xu-fig6", "--set", "eps=-1"], "eps=-1"),
     ("n_items=1", ["xu-fig2", "--set", "n_items=1"], "n_items=1"),
-    ("paper-lambda-inf", ["xu-fig2", "--set", "lambda_rule=paper", "--set", "eps=inf"], "eps=inf"),
+    ("paper-lambda-inf", ["xu-fig2", "--set", "mode=paper", "--set", "eps=inf"], "mode=paper is undefined at eps=inf"),
+    ("renamed-lambda-rule", ["xu-lambda-rule", "--set", "lambda_rule=paper"],
+     "unknown axis 'lambda_rule' (did you mean 'mode', its new name?)"),
     ("L>610", ["xu-fig7", "--set", "n_users=611"], "n_users=611"),
     ("missing", ["xu-fig7", "--set", "ratings_file={missing}"], "missing.csv"),
     ("folder", ["xu-fig7", "--set", "ratings_file={folder}"], "folder"),

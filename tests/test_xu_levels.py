@@ -117,7 +117,7 @@ def _wins():
 def _context(eps, mechanism, wins):
     return Context(shape={"n_items": M_ITEMS, "k": 5}, truth=None,
                    sample={"wins": wins}, data={"n_users": N_USERS},
-                   analysis={"eps": eps, "mechanism": mechanism, "lambda_rule": "g_over_l"})
+                   analysis={"eps": eps, "mechanism": mechanism, "mode": "g_over_l"})
 
 
 def _table(stages: dict, eps_values=(1.0, 2.0)) -> dict:

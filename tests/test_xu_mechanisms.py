@@ -312,3 +312,44 @@ def test_bad_input_names_the_value():
         sample_pair_wins(jax.random.key(0), jnp.zeros(3), jnp.asarray([-2.0]))
     with pytest.raises(ValueError, match="n_items=1"):
         composed_user_budget(1, 1.0)
+
+
+def _eps_checks(monkeypatch) -> list:
+    """The names under which ε is validated (dpsim.validate.check with the EPS requirement)."""
+    from dpsim import validate
+    seen, check = [], validate.check
+    monkeypatch.setattr(validate, "check", lambda name, value, requirement: (
+        seen.append(name) if requirement is validate.EPS else None, check(name, value, requirement))[1])
+    return seen
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_eps_is_checked_once_per_call_chain_under_the_callers_name(monkeypatch, mechanism):
+    """privatise and release_per_user validate ε once (group_eps / user_eps) and call the
+    unchecked randomized_response kernels; a bad ε reads as it did when checked twice."""
+    seen = _eps_checks(monkeypatch)
+    key, wins, sizes = jax.random.key(0), jnp.asarray([[3.0, 1.0]]), jnp.asarray([5.0])
+    calls = {"privatise": lambda eps: privatise(key, wins, sizes, eps, mechanism),
+             "release_per_user": lambda eps: release_per_user(key, jnp.ones((2, 2)), eps, mechanism)}
+    for name, call in calls.items():
+        seen.clear()
+        call(jnp.asarray([1.0]))
+        want = [] if (name, mechanism) == ("privatise", "none") else ["user_eps" if name == "release_per_user"
+                                                                       else "group_eps"]
+        assert seen == want, (name, seen)
+    if mechanism != "none":
+        with pytest.raises(ValueError, match=r"^group_eps=0 must be > 0 \(inf for the non-private case\)$"):
+            privatise(key, wins, sizes, 0, mechanism)
+    with pytest.raises(ValueError, match=r"^user_eps=-1.0 must be > 0 \(inf for the non-private case\)$"):
+        release_per_user(key, jnp.ones((2, 2)), -1.0, mechanism)
+
+
+def test_the_group_samplers_check_eps_once(monkeypatch):
+    seen = _eps_checks(monkeypatch)
+    key, wins, sizes = jax.random.key(0), jnp.asarray([[3.0, 1.0]]), jnp.asarray([5.0])
+    for name, call in (("privatise_all", lambda: privatise_all(key, wins, sizes, 1.0)),
+                       ("rr_pair_counts", lambda: rr_pair_counts(key, wins, sizes, 1.0)),
+                       ("debiased_rr_mean", lambda: debiased_rr_mean(wins, sizes, 1.0))):
+        seen.clear()
+        call()
+        assert seen == ["group_eps"], (name, seen)

@@ -20,8 +20,9 @@ Rules every paper follows:
 * ``mode`` is the one name of a paper-versus-correct reading, its values the paper's named
   readings (``paper`` / ``strict``; chowdhury's SGD step sizes ``literal`` / ``theory`` /
   ``averaged``). Axes that override one ingredient of a mode's reading alone keep their own
-  names (nguyen's ``accounting`` and ``conversion``, ``auto`` = the mode's). xu's
-  ``lambda_rule`` (``paper`` / ``g_over_l``) is such a reading under its older name.
+  names (nguyen's ``accounting`` and ``conversion``, ``auto`` = the mode's). xu's ridge
+  λ rule is ``mode`` too (``g_over_l`` / ``paper``; keyed under its former name
+  ``lambda_rule``).
 * A file the user supplies is ``<what>_file`` (``ratings_file``, ``uci_file``, …), with
   ``stand-in`` for the synthetic stand-in.
 * An axis renamed after its results were published keeps its random streams through

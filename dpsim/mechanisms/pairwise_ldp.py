@@ -34,6 +34,10 @@ returns one of them and uses the same sub-keys, so calling it per mechanism with
 the same draws.
 
 :func:`release_per_user` is the slow per-user reference (materialises ỹ, z), for tests.
+
+**Validation.** Each public function checks its concrete inputs once (:func:`_groups`: the
+group sizes and ``group_eps``; ``user_eps``) and then calls the unchecked ``_`` kernels here
+and in :mod:`.randomized_response`, so a bad ε is reported once, under the caller's name.
 """
 from __future__ import annotations
 
@@ -45,9 +49,9 @@ import jax.numpy as jnp
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.mechanisms.privacy_profile import coth_half, tanh_half
 from dpsim.mechanisms.randomized_response import (
-    debiased_response,
-    randomized_response,
-    randomized_response_counts,
+    _debiased_response,
+    _randomized_response,
+    _randomized_response_counts,
 )
 from dpsim.validate import require, require_eps, require_group_sizes
 
@@ -61,7 +65,8 @@ def require_mechanism(mechanism: str, allowed=MECHANISMS) -> None:
 
 
 def _groups(group_sizes, group_eps):
-    """(sizes, eps) as float64 vectors of one length (validated when concrete)."""
+    """(sizes, eps) as float64 vectors of one length (validated when concrete: the one check
+    of ``group_eps`` in each public function's call chain)."""
     require_group_sizes(group_sizes)
     require_eps(group_eps, "group_eps")
     sizes = jnp.atleast_1d(jnp.asarray(group_sizes, jnp.float64))
@@ -82,7 +87,16 @@ def rr_win_probability(p_star, eps):
     Args: p_star: BTL probabilities (any shape); eps: ε > 0 (broadcastable).
     Returns: same shape, float64. Example 1: p* = 2/3, ε = log 2 → 5/9; p* = 4/5 → 3/5."""
     require_eps(eps)
+    _require_p_star(p_star)
+    return _rr_win(p_star, eps)
+
+
+def _require_p_star(p_star):
     require("p_star", p_star, lambda p: (p >= 0) & (p <= 1), "must lie in [0, 1]")
+
+
+def _rr_win(p_star, eps):
+    """:func:`rr_win_probability` of validated inputs."""
     return 0.5 + (jnp.asarray(p_star, jnp.float64) - 0.5) * tanh_half(eps)
 
 
@@ -102,7 +116,12 @@ def rr_pair_counts(key, wins, group_sizes, group_eps) -> jax.Array:
     """
     sizes, eps = _groups(group_sizes, group_eps)
     _require_wins(wins, sizes)
-    return randomized_response_counts(key, wins, sizes[:, None], eps[:, None])
+    return _pair_counts(key, wins, sizes, eps)
+
+
+def _pair_counts(key, wins, sizes, eps):
+    """:func:`rr_pair_counts` of the validated vectors of :func:`_groups`."""
+    return _randomized_response_counts(key, wins, sizes[:, None], eps[:, None])
 
 
 def _group_share(sizes):
@@ -115,7 +134,11 @@ def classic_rr_mean(counts, group_sizes) -> jax.Array:
     Args: counts: (n_groups, M) from :func:`rr_pair_counts`; group_sizes: (n_groups,).
     Returns: (M,) float64 in [0, 1]."""
     require_group_sizes(group_sizes)
-    sizes = jnp.atleast_1d(jnp.asarray(group_sizes, jnp.float64))
+    return _classic_mean(counts, jnp.atleast_1d(jnp.asarray(group_sizes, jnp.float64)))
+
+
+def _classic_mean(counts, sizes):
+    """:func:`classic_rr_mean` of validated float64 ``sizes``."""
     return jnp.sum(counts, axis=0) / jnp.sum(sizes)
 
 
@@ -126,9 +149,13 @@ def debiased_rr_mean(counts, group_sizes, group_eps) -> jax.Array:
 
     Args: counts: (n_groups, M); group_sizes, group_eps: (n_groups,).
     Returns: (M,) float64; unbiased for p*_e, may lie outside [0, 1]."""
-    sizes, eps = _groups(group_sizes, group_eps)
+    return _debiased_mean(counts, *_groups(group_sizes, group_eps))
+
+
+def _debiased_mean(counts, sizes, eps):
+    """:func:`debiased_rr_mean` of the validated vectors of :func:`_groups`."""
     group_mean = counts / jnp.where(sizes > 0, sizes, 1.0)[:, None]
-    per_group = debiased_response(group_mean, eps[:, None])
+    per_group = _debiased_response(group_mean, eps[:, None])
     return jnp.sum(jnp.where(sizes[:, None] > 0, _group_share(sizes)[:, None] * per_group, 0.0), axis=0)
 
 
@@ -146,6 +173,11 @@ def laplace_pair_mean(key, wins, group_sizes, group_eps) -> jax.Array:
     Returns: (M,) float64, unbiased for p*_e, unclipped."""
     sizes, eps = _groups(group_sizes, group_eps)
     _require_wins(wins, sizes)
+    return _laplace_mean(key, wins, sizes, eps)
+
+
+def _laplace_mean(key, wins, sizes, eps):
+    """:func:`laplace_pair_mean` of the validated vectors of :func:`_groups`."""
     k_plus, k_minus = jax.random.split(key)
     shape = jnp.shape(wins)
     shape_param = jnp.broadcast_to(sizes[:, None], shape)
@@ -175,12 +207,13 @@ def privatise_all(key, wins, group_sizes, group_eps) -> PairMeans:
 
     Args: key: the privacy key; wins: (n_groups, M); group_sizes, group_eps: (n_groups,).
     Returns: :class:`PairMeans`."""
+    sizes, eps = _groups(group_sizes, group_eps)
+    _require_wins(wins, sizes)
     k_rr, k_laplace = _keys(key)
-    counts = rr_pair_counts(k_rr, wins, group_sizes, group_eps)
-    return PairMeans(none=nonprivate_mean(wins, group_sizes),
-                     classic_rr=classic_rr_mean(counts, group_sizes),
-                     debiased_rr=debiased_rr_mean(counts, group_sizes, group_eps),
-                     laplace=laplace_pair_mean(k_laplace, wins, group_sizes, group_eps))
+    counts = _pair_counts(k_rr, wins, sizes, eps)
+    return PairMeans(none=_classic_mean(wins, sizes), classic_rr=_classic_mean(counts, sizes),
+                     debiased_rr=_debiased_mean(counts, sizes, eps),
+                     laplace=_laplace_mean(k_laplace, wins, sizes, eps))
 
 
 def privatise(key, wins, group_sizes, group_eps, mechanism: str) -> jax.Array:
@@ -190,15 +223,17 @@ def privatise(key, wins, group_sizes, group_eps, mechanism: str) -> jax.Array:
     Args: as :func:`privatise_all`; mechanism: one of :data:`MECHANISMS` (Python string).
     Returns: (M,) float64."""
     require_mechanism(mechanism)
-    k_rr, k_laplace = _keys(key)
-    if mechanism == "none":
+    if mechanism == "none":   # ε plays no part: not checked
         return nonprivate_mean(wins, group_sizes)
+    sizes, eps = _groups(group_sizes, group_eps)
+    _require_wins(wins, sizes)
+    k_rr, k_laplace = _keys(key)
     if mechanism == "laplace":
-        return laplace_pair_mean(k_laplace, wins, group_sizes, group_eps)
-    counts = rr_pair_counts(k_rr, wins, group_sizes, group_eps)
+        return _laplace_mean(k_laplace, wins, sizes, eps)
+    counts = _pair_counts(k_rr, wins, sizes, eps)
     if mechanism == "classic_rr":
-        return classic_rr_mean(counts, group_sizes)
-    return debiased_rr_mean(counts, group_sizes, group_eps)
+        return _classic_mean(counts, sizes)
+    return _debiased_mean(counts, sizes, eps)
 
 
 def release_per_user(key, y, user_eps, mechanism: str) -> jax.Array:
@@ -221,8 +256,8 @@ def release_per_user(key, y, user_eps, mechanism: str) -> jax.Array:
         return y.astype(jnp.float64)
     if mechanism == "laplace":
         return y.astype(jnp.float64) + laplace_noise(key, 1.0 / eps, y.shape)
-    released = randomized_response(key, y, eps).astype(jnp.float64)
-    return released if mechanism == "classic_rr" else debiased_response(released, eps)
+    released = _randomized_response(key, y, eps).astype(jnp.float64)
+    return released if mechanism == "classic_rr" else _debiased_response(released, eps)
 
 
 # ---------------------------------------------------------------------------------------
@@ -237,7 +272,8 @@ def pair_mean_expectation(p_star, group_sizes, group_eps, mechanism: str) -> jax
     p = jnp.asarray(p_star, jnp.float64)
     if mechanism != "classic_rr":
         return p
-    return jnp.sum(_group_share(sizes)[:, None] * rr_win_probability(p[None, :], eps[:, None]), axis=0)
+    _require_p_star(p)
+    return jnp.sum(_group_share(sizes)[:, None] * _rr_win(p[None, :], eps[:, None]), axis=0)
 
 
 def pair_mean_variance(p_star, group_sizes, group_eps, mechanism: str) -> jax.Array:
@@ -256,7 +292,8 @@ def pair_mean_variance(p_star, group_sizes, group_eps, mechanism: str) -> jax.Ar
     if mechanism == "none":
         per_answer = jnp.broadcast_to(p * (1 - p), (sizes.shape[0], p.shape[1]))
     elif mechanism == "classic_rr":
-        q = rr_win_probability(p, e)
+        _require_p_star(p)
+        q = _rr_win(p, e)
         per_answer = q * (1 - q)
     elif mechanism == "debiased_rr":
         per_answer = coth_half(e) ** 2 / 4 - (p - 0.5) ** 2

@@ -9,6 +9,10 @@ Privacy: binary RR that keeps the answer with probability e^ε/(1 + e^ε) is ε-
 (the likelihood ratio of any output under two inputs is at most e^ε); K-ary RR that keeps it
 with probability e^ε/(e^ε + K − 1) and otherwise reports one of the other K − 1 values
 uniformly is ε-LDP.
+
+ε is validated once per call chain (:mod:`dpsim.validate`): each public function checks it and
+calls its ``_``-prefixed twin, which the mechanisms built on it (:mod:`.pairwise_ldp`) call
+after checking ε themselves under their own argument's name.
 """
 from __future__ import annotations
 
@@ -48,6 +52,11 @@ def randomized_response(key, y, eps):
         The released answers, same shape and dtype as ``y``.
     """
     require_eps(eps)
+    return _randomized_response(key, y, eps)
+
+
+def _randomized_response(key, y, eps):
+    """:func:`randomized_response` of an ε its caller has validated (one check per call chain)."""
     flip = jax.random.uniform(key, jnp.shape(y)) < _flip(eps)
     y = jnp.asarray(y)
     released = jnp.where(flip, 1 - y.astype(jnp.int32), y.astype(jnp.int32))
@@ -61,6 +70,11 @@ def debiased_response(y_released, eps):
     Args: y_released: RR outputs in {0, 1}; eps: ε > 0 (broadcastable). Returns: float64,
     e^ε/(e^ε − 1) where ỹ = 1 and −1/(e^ε − 1) where ỹ = 0 (ε = ∞: z = ỹ)."""
     require_eps(eps)
+    return _debiased_response(y_released, eps)
+
+
+def _debiased_response(y_released, eps):
+    """:func:`debiased_response` of an ε its caller has validated (one check per call chain)."""
     eps = jnp.asarray(eps, jnp.float64)
     y = jnp.asarray(y_released, jnp.float64)
     # (e^ε + 1)/(e^ε − 1) = (1 + e^−ε)/(1 − e^−ε) = coth(ε/2), written to stay finite at ε = ∞.
@@ -80,6 +94,12 @@ def randomized_response_counts(key, ones, total, eps):
         float64 counts, the broadcast shape of the inputs.
     """
     require_eps(eps)
+    return _randomized_response_counts(key, ones, total, eps)
+
+
+def _randomized_response_counts(key, ones, total, eps):
+    """:func:`randomized_response_counts` of an ε its caller has validated (one check per call
+    chain)."""
     k_keep, k_flip = jax.random.split(key)
     ones = jnp.asarray(ones, jnp.float64)
     total = jnp.asarray(total, jnp.float64)

@@ -19,7 +19,7 @@ mechanism: classic and debiased RR at one ε see the *same* flipped counts N, so
 estimates rank the items identically, ties included (xu spec §4.6, A22), and Laplace sees the
 same raw wins (xu spec §6.5 [rec]). Each experiment declares the analysis axes that key its
 release (``release_axes``: the privacy level, i.e. every analysis axis but ``mechanism`` and
-``lambda_rule``), and the engine passes the release stage that key
+``mode``), and the engine passes the release stage that key
 (:mod:`dpsim.experiment.program`, "Keys").
 
 **Estimator** (xu §4.1 eq. (3); xu spec §4.1–4.3). One method, ``m_est``: the debiased
@@ -27,7 +27,8 @@ M-estimator θ̂ = argmin Σ_{i<j}[z̄_ij(θ_j − θ_i) + log(1 + e^{θ_i − �
 truncated Newton from 0 (:func:`dpsim.estimators.debiased_m.debiased_m_estimator`); on
 classic-RR data it is the classic-RR MLE of Scenario V (xu spec §3.7, A7), on Laplace data the
 Laplace baseline (A6), on raw data the non-private ridge MLE (eq. (2)). λ follows the
-``lambda_rule`` axis (xu spec §4.2, A4): ``g_over_l`` (default) λ = G(ε)/L, the paper's
+``mode`` axis, the ridge rule's reading (xu spec §4.2, A4; keyed under its former name
+``lambda_rule``, :data:`STREAM_NAMES`): ``g_over_l`` (default) λ = G(ε)/L, the paper's
 "λ ≍ L⁻¹(e^ε+1)²/(e^ε−1)" with the square restored; ``paper`` the literal formula, which is
 ≈ 19× larger at ε = 3 and reverses the paper's own Fig. 2 ordering (``xu-lambda-rule``).
 λ = 1/L for ``none``. λ changes no privacy guarantee (it acts on released data).
@@ -76,18 +77,21 @@ INF = math.inf
 # ---------------------------------------------------------------------------------------
 MECHANISM = axes.choice(*MECHANISMS, doc="what each user releases per comparison: debiased_rr (eq. (1)), "
                                          "classic_rr, laplace (y + Laplace(1/ε)) or none (xu §3, xu spec §3.2–3.6)")
-LAMBDA_RULE = axes.choice(*LAMBDA_RULES, doc="ridge λ: g_over_l = G(ε)/L (default) or paper = the literal "
-                                             "(e^ε+1)²/((e^ε−1)L) (xu spec §4.2, A4)")
+MODE = axes.choice(*LAMBDA_RULES, doc="the ridge λ's reading: g_over_l = G(ε)/L (default) or paper = the "
+                                      "literal (e^ε+1)²/((e^ε−1)L) (xu spec §4.2, A4)")
 SCHEME = axes.choice(*theory.SCHEMES, doc="adaptive ε(m, L) ∝ log(mL)/√(mL), 1/√(mL) or 1/(√(mL)·log(mL)), "
                                           "= 1 at L = L0 (xu §5.1 Scenario II; xu spec §6.2, A8)")
 L0 = axes.integer(1, "L0: the L at which every adaptive scheme gives ε = 1 (xu §5.1; xu spec A9)")
-AXIS_TYPES = {"mechanism": MECHANISM, "lambda_rule": LAMBDA_RULE, "scheme": SCHEME, "l0": L0}
+AXIS_TYPES = {"mechanism": MECHANISM, "mode": MODE, "scheme": SCHEME, "l0": L0}
 
 # the analysis axes that do NOT key the release (common random numbers across them)
-NOT_RELEASE_AXES = ("mechanism", "lambda_rule")
+NOT_RELEASE_AXES = ("mechanism", "mode")
+# renamed axes keyed under their former names (Experiment.stream_names): the rename of
+# lambda_rule to mode (the one word for a paper-versus-correct reading) changes no number
+STREAM_NAMES = {"mode": "lambda_rule"}
 
 SYMBOLS = {"n_items": "$m$", "n_users": "$L$", "eps": "$\\epsilon$", "gap": "$\\Delta$", "k": "$K$",
-           "l0": "$L_0$", "scheme": "scheme", "mechanism": "mechanism", "lambda_rule": "$\\lambda$ rule",
+           "l0": "$L_0$", "scheme": "scheme", "mechanism": "mechanism", "mode": "$\\lambda$ rule",
            "ratings_file": "ratings", "profile": "profile", "match": "profile match"}
 # what the figures write for the named values of the axes (FigureSpec.value_labels): the
 # schemes by formula (their names in the paper's text are swapped, A8), natural logs as in
@@ -98,8 +102,8 @@ VALUE_LABELS = {
                "eps_inv_sqrt_log": "$\\epsilon \\propto 1/(\\sqrt{mL}\\,\\ln(mL))$"},
     "mechanism": {"classic_rr": "classic RR", "debiased_rr": "debiased RR", "laplace": "Laplace",
                   "none": "no privacy"},
-    "lambda_rule": {"g_over_l": "$\\lambda = G(\\epsilon)/L$",
-                    "paper": "$\\lambda = (e^\\epsilon+1)^2/((e^\\epsilon-1)L)$ (literal)"},
+    "mode": {"g_over_l": "$\\lambda = G(\\epsilon)/L$",
+             "paper": "$\\lambda = (e^\\epsilon+1)^2/((e^\\epsilon-1)L)$ (literal)"},
     "match": {"profile": "the profile", "same_g": "homogeneous $\\epsilon$, same $G(\\epsilon)$",
               "same_mean_eps": "homogeneous $\\epsilon$, same mean $\\epsilon$"},
     "profile": {"half_tenth": "½ of users at $\\epsilon$, ½ at $\\epsilon/10$",
@@ -157,16 +161,16 @@ def user_budget(point: dict) -> dict:
 
 def release_axes(analysis_axes: Sequence[str]) -> tuple[str, ...]:
     """The axes that key the release (``Experiment.release_axes``): every analysis axis but
-    ``mechanism`` and ``lambda_rule`` (module docstring, "Release")."""
+    ``mechanism`` and ``mode`` (module docstring, "Release")."""
     return tuple(a for a in analysis_axes if a not in NOT_RELEASE_AXES)
 
 
 def validate_lambda(point: dict) -> None:
     """The literal λ rule is undefined without privacy (it is ∞ at ε = ∞; xu spec §4.2)."""
-    if point.get("lambda_rule") == "paper" and math.isinf(point.get("eps", 1.0)) and \
+    if point.get("mode") == "paper" and math.isinf(point.get("eps", 1.0)) and \
             point.get("mechanism") != "none":
-        raise UsageError("lambda_rule=paper is undefined at eps=inf ((e^ε+1)²/((e^ε−1)L) → ∞); "
-                         "use lambda_rule=g_over_l")
+        raise UsageError("mode=paper is undefined at eps=inf ((e^ε+1)²/((e^ε−1)L) → ∞); "
+                         "use mode=g_over_l")
 
 
 # ---------------------------------------------------------------------------------------
@@ -271,7 +275,7 @@ def m_estimator_method(extra: Sequence[str] = ()) -> Method:
 
     def fn(key, ctx):
         released, mechanism = ctx.released, ctx.analysis["mechanism"]
-        lam = ridge(released, mechanism, ctx.analysis["lambda_rule"])
+        lam = ridge(released, mechanism, ctx.analysis["mode"])
         fit = debiased_m_estimator(released["zbar"], lam)
         theta = ctx.sample["theta"]
         out = {**scores(fit.theta, theta, ctx.shape["k"]), **fit.solver_diagnostics(), "lam": lam}
@@ -312,12 +316,12 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
         full.update({"scheme": list(theory.SCHEMES), "l0": [theory.DEFAULT_L0]})
     else:
         full["eps"] = [1.0]
-    full.update({"mechanism": ["debiased_rr"], "lambda_rule": ["g_over_l"]})
+    full.update({"mechanism": ["debiased_rr"], "mode": ["g_over_l"]})
     unknown = set(grid) - set(full)
     if unknown:
         raise ValueError(f"experiment {name!r}: axes {sorted(unknown)} are not xu axes here")
     full.update(grid)
-    analysis = tuple(a for a in ("eps", "scheme", "l0", "mechanism", "lambda_rule") if a in full)
+    analysis = tuple(a for a in ("eps", "scheme", "l0", "mechanism", "mode") if a in full)
     derived = []
     if adaptive:
         derived.append(Derived(("eps",), scheme_eps, level="analysis",
@@ -334,5 +338,5 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
         name=name, title=title, axes=full, shape_axes=("n_items", "k"), analysis_axes=analysis,
         release_axes=release_axes(analysis), truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
         reps=reps, figure=figure, axis_types=AXIS_TYPES, derived=tuple(derived), truth_per_replicate=True,
-        resolve_shape=resolve_k, stream_point=keyed_as_before(),
+        resolve_shape=resolve_k, stream_point=keyed_as_before(), stream_names=STREAM_NAMES,
         validate_point=validate_point, lane_bytes=lane_bytes, description=description)

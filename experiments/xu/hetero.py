@@ -35,8 +35,8 @@ from dpsim.mechanisms.privacy_profile import PROFILES, privacy_G, profile_group_
 from dpsim.models.complete_btl import sample_pair_wins
 from dpsim.theory import xu as theory
 
-from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes, m_estimator_method,
-                     make_privatise, release_axes, resolve_k, theta_of, truth_uniform, validate_lambda)
+from .common import (AXIS_TYPES, STREAM_NAMES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes,
+                     m_estimator_method, make_privatise, release_axes, resolve_k, theta_of, truth_uniform, validate_lambda)
 
 HETERO_PROFILES = [name for name in PROFILES if name != "homogeneous"]
 MATCHES = ("profile", "same_g", "same_mean_eps")
@@ -101,16 +101,16 @@ def groups(ctx):
 
 
 HETERO_L = [4000, 16000]
-ANALYSIS = ("eps", "profile", "match", "mechanism", "lambda_rule")
+ANALYSIS = ("eps", "profile", "match", "mechanism", "mode")
 HETERO = Experiment(
     name="xu-hetero", title="Heterogeneous ε: the error follows G(ε), not the mean ε (m = 20)",
     axes={"n_items": [20], "k": ["auto"], "n_users": HETERO_L, "eps": [1.0], "profile": HETERO_PROFILES,
-          "match": list(MATCHES), "mechanism": ["debiased_rr"], "lambda_rule": ["g_over_l"]},
+          "match": list(MATCHES), "mechanism": ["debiased_rr"], "mode": ["g_over_l"]},
     shape_axes=("n_items", "k"), analysis_axes=ANALYSIS,
     release_axes=release_axes(ANALYSIS), truth=truth_uniform, generate=generate,
     privatise=make_privatise(groups), methods={"m_est": m_estimator_method()}, reps=500,
     axis_types={**AXIS_TYPES, "profile": PROFILE, "match": MATCH},
-    resolve_shape=resolve_k, stream_point=keyed_as_before(),
+    resolve_shape=resolve_k, stream_point=keyed_as_before(), stream_names=STREAM_NAMES,
     derived=(Derived(("atom_sizes",), atoms, level="data", doc="users per atom (common raw data of all profiles)"),
              Derived(("group_atoms", "group_eps", "G", "mean_eps"), profile_release, level="analysis",
                      doc="released groups and budgets; G(ε) and the mean ε of what is released")),

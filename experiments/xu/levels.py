@@ -125,9 +125,9 @@ def expected_sandwich(m: int, n_users: int, eps: float, mechanism: str, rule: st
 
 def expected_sandwich_mse(point: dict) -> float:
     """The level_check prediction of ``mse`` at a grid point (its n_items, n_users, eps,
-    mechanism, lambda_rule values): :func:`expected_sandwich`'s mean."""
+    mechanism, mode values): :func:`expected_sandwich`'s mean."""
     return expected_sandwich(int(point["n_items"]), int(point["n_users"]), float(point["eps"]),
                              str(point.get("mechanism", "debiased_rr")),
-                             str(point.get("lambda_rule", "g_over_l")))[0]
+                             str(point.get("mode", "g_over_l")))[0]
 
 

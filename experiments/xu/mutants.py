@@ -105,10 +105,10 @@ def schemes_swapped(experiment: Experiment) -> Experiment:
     return dataclasses.replace(experiment, derived=tuple(wrap(d) for d in experiment.derived))
 
 
-def lambda_rule_as(rule: str) -> Callable[[Experiment], Experiment]:
-    """The estimator computes λ with ``rule`` whatever the ``lambda_rule`` axis says."""
+def ridge_rule_as(rule: str) -> Callable[[Experiment], Experiment]:
+    """The estimator computes λ with ``rule`` whatever the ``mode`` axis (the λ rule) says."""
     def wrapper(fn):
-        return lambda key, ctx: fn(key, ctx._replace(analysis={**ctx.analysis, "lambda_rule": rule}))
+        return lambda key, ctx: fn(key, ctx._replace(analysis={**ctx.analysis, "mode": rule}))
     return wrapped_method("m_est", wrapper)
 
 
@@ -125,9 +125,9 @@ MUTANTS = [
     Mutant("xu-laplace-sensitivity-2", "Laplace noise of scale 2/ε (sensitivity 2: answers coded ±1; spec A6)",
            (ORACLE,), replaced_release("laplace", laplace_scaled(2.0))),
     Mutant("xu-lambda-paper-rule", "λ = G/L replaced by the literal (e^ε+1)²/((e^ε−1)L) of the paper's text "
-           "(errata A4)", (LAMBDA, FIG2), lambda_rule_as("paper")),
-    Mutant("xu-lambda-rule-ignored", "the lambda_rule axis ignored: λ = G/L for the literal rule too",
-           (LAMBDA,), lambda_rule_as("g_over_l")),
+           "(errata A4)", (LAMBDA, FIG2), ridge_rule_as("paper")),
+    Mutant("xu-lambda-rule-ignored", "the mode axis (λ rule) ignored: λ = G/L for the literal rule too",
+           (LAMBDA,), ridge_rule_as("g_over_l")),
     Mutant("xu-classic-rr-flips-at-2eps", "classic RR keeps answers w.p. e^{2ε}/(1+e^{2ε}) (ε doubled, e.g. by a "
            "±1 coding), reported at ε", (ORACLE, FLOOR), replaced_release("classic_rr", classic_flips(2.0))),
     Mutant("xu-schemes-swapped", "the adaptive schemes log(mL)/√(mL) and 1/(√(mL)·log(mL)) swapped, as the "

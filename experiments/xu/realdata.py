@@ -45,8 +45,8 @@ from dpsim.datasets import movielens_rankings, movielens_theta, ratings_or_stand
 from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, ratio_check, UsageError, axes
 from dpsim.theory import xu as theory
 
-from .common import (AXIS_TYPES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes, m_estimator_method,
-                     make_privatise, release_axes, resolve_k, scheme_eps, user_budget, validate_lambda)
+from .common import (AXIS_TYPES, STREAM_NAMES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes,
+                     m_estimator_method, make_privatise, release_axes, resolve_k, scheme_eps, user_budget, validate_lambda)
 
 STAND_IN = "stand-in"
 REAL_K = 10          # H_10 (xu §5.4)
@@ -99,16 +99,16 @@ def validate_point(point: dict) -> None:
     validate_lambda(point)
 
 
-ANALYSIS = ("scheme", "l0", "mechanism", "lambda_rule")
+ANALYSIS = ("scheme", "l0", "mechanism", "mode")
 FIG7 = Experiment(
     name="xu-fig7", title="MovieLens (40 most-rated movies): ranking and estimation errors vs L under the schemes",
     axes={"ratings_file": [STAND_IN], "n_items": [40], "k": ["auto"], "n_users": REAL_L, "scheme": list(theory.SCHEMES),
-          "l0": [REAL_L0], "mechanism": ["debiased_rr"], "lambda_rule": ["g_over_l"]},
+          "l0": [REAL_L0], "mechanism": ["debiased_rr"], "mode": ["g_over_l"]},
     shape_axes=("ratings_file", "n_items", "k"), analysis_axes=ANALYSIS,
     release_axes=release_axes(ANALYSIS), truth=truth, generate=generate,
     privatise=make_privatise(), methods={"m_est": m_estimator_method()}, reps=200,
     axis_types={**AXIS_TYPES, "ratings_file": RATINGS_FILE}, resolve_shape=resolve_shape,
-    stream_names={"ratings_file": "ratings"}, stream_point=keyed_as_before(real_k),
+    stream_names={**STREAM_NAMES, "ratings_file": "ratings"}, stream_point=keyed_as_before(real_k),
     derived=(Derived(("source", "n_total"), describe_source, level="shape",
                      doc="the ratings' source and its users"),
              Derived(("eps",), scheme_eps, level="analysis", doc="ε(m, L) of the scheme, = 1 at L = L0"),

@@ -181,11 +181,11 @@ FLOOR = xu_experiment(
 LAMBDA_M, LAMBDA_L, LAMBDA_EPS = [10, 40], [100, 800], [1.0, 3.0]
 LAMBDA = xu_experiment(
     "xu-lambda-rule", "The ridge rule: λ = G(ε)/L against the paper's literal (e^ε+1)²/((e^ε−1)L)",
-    {"n_items": LAMBDA_M, "n_users": LAMBDA_L, "eps": LAMBDA_EPS, "lambda_rule": ["g_over_l", "paper"]},
+    {"n_items": LAMBDA_M, "n_users": LAMBDA_L, "eps": LAMBDA_EPS, "mode": ["g_over_l", "paper"]},
     truth=truth_uniform, reps=100,
     figure=FigureSpec(
         symbols=SYMBOLS, value_labels=VALUE_LABELS,
-        x="eps", curve="lambda_rule", xlabel="$\\epsilon$", curve_label="$\\lambda$ rule",
+        x="eps", curve="mode", xlabel="$\\epsilon$", curve_label="$\\lambda$ rule",
         panels=(_panel("l2_rms", ("n_items", "n_users")),),
         title="$\\lambda$ = G/L vs the literal $\\lambda$ of xu Scenario I (xu spec §4.2, A4)"),
     description="xu spec §4.2, §8.4, A4: the λ rules at (m, L, ε) ∈ {10, 40} × {100, 800} × {1, 3}")
@@ -352,12 +352,12 @@ FLOOR_CHECKS = [
 _L_LO, _L_HI = lemma2_region(_G(1.0), _G(3.0))
 LAMBDA_CHECKS = [
     ratio_check("xu-lambda-g-over-l-eps3-beats-eps1", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0,
-                1 / _L_HI, 1 / _L_LO, where={"n_items": [10], "n_users": [100], "lambda_rule": ["g_over_l"]},
+                1 / _L_HI, 1 / _L_LO, where={"n_items": [10], "n_users": [100], "mode": ["g_over_l"]},
                 root=True, paired_on=("rep",),
                 description="λ = G/L at m = 10, L = 100: RMS error ratio ε = 3 over ε = 1 within Lemma 2's bounds "
                             "widened by the sandwich's ±10% MSE (xu spec P3, A4)"),
     ratio_check("xu-lambda-paper-rule-reverses-eps", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0, 1.0, INF,
-                where={"n_items": [10], "n_users": [100], "lambda_rule": ["paper"]}, root=True, paired_on=("rep",),
+                where={"n_items": [10], "n_users": [100], "mode": ["paper"]}, root=True, paired_on=("rep",),
                 description="the literal λ = (e^ε+1)²/((e^ε−1)L) at m = 10, L = 100 makes ε = 3 worse than ε = 1, "
                             "contradicting the paper's Fig. 2 (xu spec §4.2, A4): why λ = G/L is the default"),
 ]
