@@ -8,21 +8,38 @@ study's (``examples/custom_study.py``, a study file given by path) and a fifth, 
   kind that each of its axes' types refuses (:meth:`AxisType.invalid_examples`) and, where it
   has the shared axes ``k`` and ``n_items``, a top-k size k = n_items: exit status 2, one line
   on stderr naming the value, nothing written (neither ``--out`` nor the working directory);
-* a **smoke run** at the first value of every axis, 2 replicates: one row per replicate and
-  method, every declared metric and diagnostic present;
+* a **smoke run** at (at most) the first two values of every axis, 2 replicates, with the
+  default workers and a watchdog: it finishes (a hang stops as :class:`RunStalled` instead of
+  hanging the suite), with one row per grid point, replicate and method, every declared
+  metric and diagnostic present. This is the suite's one smoke run of every experiment (it
+  was also the per-paper subprocess test of tests/test_no_hang.py);
 * its **figure** drawn from that run by ``dpsim plot RUN --to FILE`` into non-empty files (or,
   for an experiment that declares none, a one-line refusal);
 * its **checks** judged on that run as ``dpsim verify`` judges them: a verdict for each (on 2
-  replicates and one grid point mostly INCONCLUSIVE, or a FAIL line saying why it cannot be
-  evaluated), never an exception.
+  replicates mostly INCONCLUSIVE, or a FAIL line saying why it cannot be evaluated), never an
+  exception.
 
-One smoke run per experiment is shared by its tests (a module-scoped fixture). The console
-script's exit status and one-line error, end to end in a fresh interpreter, are tested once,
-in tests/test_cli.py.
+One smoke run per experiment is shared by its tests (a module-scoped fixture). Two values of
+each axis give each experiment at least two shapes where it has a shape axis, so the
+background thread compiles the next step's program while chunks of the previous one compute
+(the pattern of the batched-LAPACK deadlock). The main thread never waits without a limit:
+it waits for the compiling thread and for each chunk with the watchdog's timeout
+(dpsim/experiment/threads.py), and the worker threads are daemons, so a stuck one cannot
+hold the suite at exit either.
+
+XLA:CPU's intra-op pool is left at its default here: ``PJRT_NPROC`` is read when JAX creates
+its CPU client, which in a whole-suite run happens while pytest collects an earlier module,
+so setting it in this module would take effect only when the module runs alone. On the
+2-core machine the default pool is the 2 threads that ``PJRT_NPROC=2`` forces; the
+subprocess tests in tests/test_no_hang.py keep ``PJRT_NPROC=2`` on any machine.
+
+The console script's exit status and one-line error, end to end in a fresh interpreter, are
+tested once, in tests/test_cli.py.
 """
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -33,9 +50,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpsim.errors import RunStalled
 from dpsim.experiment import program, registry
 from dpsim.experiment.axes import axis_type
 from dpsim.experiment.checks import CheckResult
+from dpsim.experiment.grid import expand_grid
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.store import load_results
 from dpsim.experiment.verdicts import VERDICTS
@@ -47,6 +66,8 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "examples" / "custom_study.py"
 TOY_ENTRY_POINT = "[dpsim.papers]\ntoy = toy_paper\n"     # the toy paper's one registration line
 REPS = 2
+SMOKE_VALUES = 2          # the first values of each axis in the smoke run
+WATCHDOG = 240            # seconds without progress before a smoke run stops as RunStalled
 
 
 # ----------------------------------------------------------------------------- the toy paper
@@ -152,34 +173,54 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(target, tmp_path, monke
 # ----------------------------------------------------------------------------- smoke run
 @dataclass(frozen=True)
 class Smoke:
-    """One experiment's smoke run: the experiment, how `dpsim` names it, where the run is,
-    and its table."""
+    """One experiment's smoke run: the experiment, how `dpsim` names it, the axis values it
+    ran ({axis: values}), where the run is, what the runner returned and the stored table."""
 
     experiment: object
     target: str
+    axes: dict
     out: Path
+    summary: object
     table: pd.DataFrame
+
+    @property
+    def points(self) -> int:
+        """Grid points run: the product of the axes' value counts."""
+        return math.prod(len(values) for values in self.axes.values())
 
 
 @pytest.fixture(scope="module", params=TARGETS, ids=IDS)
 def smoke(request, tmp_path_factory) -> Smoke:
-    """The experiment run at the first value of every axis, 2 replicates (its tests share it)."""
+    """The experiment run at the first two values of every axis (or its one value), 2
+    replicates, with the default workers and the watchdog (its tests share it). A run that
+    stops making progress fails its tests with the watchdog's one-line message."""
     target = request.param
     experiment, source = registry.experiment(target)
     out = tmp_path_factory.mktemp("smoke") / experiment.name
-    run_experiment(experiment, reps=REPS, out=out, progress=False, source=source,
-                   overrides={axis: list(values)[:1] for axis, values in experiment.axes.items()})
-    return Smoke(experiment, target, out, load_results(out))
+    axes = {axis: list(values)[:SMOKE_VALUES] for axis, values in experiment.axes.items()}
+    try:
+        summary = run_experiment(experiment, reps=REPS, out=out, progress=False, source=source,
+                                 overrides=axes, watchdog=WATCHDOG)
+    except RunStalled as exc:
+        pytest.fail(f"{experiment.name} stalled: {exc}")
+    return Smoke(experiment, target, axes, out, summary, load_results(out))
 
 
-def test_smoke_run_has_a_row_per_replicate_and_method(smoke):
+def test_smoke_run_finishes_with_a_row_per_point_replicate_and_method(smoke):
+    """The run finishes with the default workers (no hang, no stall) and stores one row per
+    grid point, replicate and method, each axis at the values it was given."""
     table, methods = smoke.table, smoke.experiment.methods
-    assert len(table) == REPS * len(methods)                       # one grid point
+    assert len(table) == smoke.points * REPS * len(methods)
+    assert smoke.summary.rows_written == len(table)
+    assert table["point"].nunique() == smoke.points
     assert set(table["method"]) == set(methods) and set(table["rep"]) == set(range(REPS))
     assert not table.duplicated(["point", "rep", "method"]).any()
-    for axis in smoke.experiment.axes:
-        if axis in table:                                          # the grid's first value
-            assert table[axis].nunique() == 1, axis
+    grid = expand_grid(smoke.experiment, smoke.axes)
+    for axis in smoke.axes:
+        if axis in table:          # the values given; a shape axis's as resolved (k="auto": a number)
+            shaped = axis in smoke.experiment.shape_axes
+            given = {shape[axis] for shape in grid.shapes} if shaped else set(grid.axes[axis])
+            assert set(table[axis].tolist()) == given, (axis, given, table[axis].unique())
     for name, method in methods.items():
         rows = table[table["method"] == name]
         for column in method.metrics:

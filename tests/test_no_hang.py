@@ -1,28 +1,26 @@
-"""No run hangs: every experiment finishes with the default workers, a multi-shape
-experiment with concurrent chunks and background compilation finishes 10 times out of 10
-with results identical to one worker, and a stalled run is stopped by the watchdog with a
-one-line error and resumes when run again.
+"""No run hangs: a multi-shape experiment with concurrent chunks and background compilation
+finishes 10 times out of 10 with results identical to one worker, and a stalled run is
+stopped by the watchdog with a one-line error and resumes when run again.
 
-Everything that could hang runs in a subprocess with a time limit, so a hang fails the
+That every registered experiment finishes with the default workers (at most two values of
+each axis, 2 replicates, under the watchdog) is tested by its smoke run in
+tests/test_conformance.py, the suite's one smoke run of every experiment.
+
+Everything here that could hang runs in a subprocess with a time limit, so a hang fails the
 test instead of hanging the suite. XLA:CPU's intra-op pool is forced to 2 threads
 (``PJRT_NPROC=2``), the size on the 2-core machine where the deadlock was seen, so the
 tests are as strict on a larger machine.
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from dpsim.experiment.registry import installed
-
-EXPERIMENTS = installed().experiments
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,66 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def env(tmp_path_factory):
     """Subprocess environment: a shared persistent compilation cache for this module, LLVM level 0."""
     cache = tmp_path_factory.mktemp("jax-cache")
-    # LLVM level 0: these runs are all compilation, which level 0 shortens (the xu smoke run:
-    # 84 s against 104 s); optimisation does not touch threads, where a hang would come from
+    # LLVM level 0: these runs are mostly compilation, which level 0 shortens (the xu smoke
+    # run: 84 s against 104 s); optimisation does not touch threads, where a hang would come from
     return {**os.environ, "PJRT_NPROC": "2", "DPSIM_JAX_CACHE": str(cache), "PYTHONUNBUFFERED": "1",
             "DPSIM_XLA_CPU_OPT_LEVEL": "0"}
-
-
-SMOKE = textwrap.dedent("""
-    import dataclasses, json, os, sys, tempfile, time
-    import dpsim
-    from dpsim.errors import RunStalled
-    from dpsim.experiment.registry import installed
-    from dpsim.experiment.runner import run_experiment
-    found = installed()
-    names = [n for n, source in found.source.items() if source == sys.argv[1]]
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in names:
-            t0 = time.time()
-            try:
-                experiment = found.experiments[name]
-                # every experiment's own programs, on at most two values of each axis (two
-                # shapes compiled in the background while chunks run: the batched-LAPACK deadlock's pattern)
-                small = dataclasses.replace(experiment, axes={a: list(v)[:2] for a, v in experiment.axes.items()})
-                summary = run_experiment(small, reps=2, out=os.path.join(tmp, name),
-                                         progress=False, watchdog=240)
-                status = {"ok": summary.rows_written > 0}
-            except RunStalled as exc:
-                status = {"ok": False, "error": "stalled: " + str(exc)}
-            except Exception as exc:
-                status = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-            print(json.dumps({"name": name, "seconds": round(time.time() - t0, 1), **status}), flush=True)
-    os._exit(0)   # never wait at exit for a stuck native thread
-""")
-PAPERS = sorted(set(installed().source.values()))
-# The papers' smoke processes run two at a time: each is mostly one compiling thread (~1.25
-# cores busy), so on the 2-core machine the four took 201 s instead of 256 s one after another.
-SMOKE_PROCESSES = 2
-
-
-@pytest.fixture(scope="module")
-def smoke_runs(env):
-    """{paper: future of its finished smoke process}, started together for the module."""
-    pool = ThreadPoolExecutor(SMOKE_PROCESSES)
-    runs = {paper: pool.submit(subprocess.run, [sys.executable, "-c", SMOKE, paper], capture_output=True,
-                               text=True, timeout=1200, env=env, cwd=ROOT) for paper in PAPERS}
-    yield runs
-    pool.shutdown(wait=True)
-
-
-@pytest.mark.parametrize("paper", PAPERS)
-def test_every_experiment_finishes_with_default_workers(paper, smoke_runs):
-    """Every experiment of every installed paper (`dpsim list`), at 2 replicates and at most
-    two values of each axis (the suite's time budget), with the default workers, in one
-    fresh process per paper under a time limit and the watchdog: a hang such as the batched-LAPACK
-    deadlock fails here by timeout or by a stalled run."""
-    result = smoke_runs[paper].result()
-    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    expected = sorted(n for n, source in installed().source.items() if source == paper)
-    assert sorted(line["name"] for line in lines) == expected, result.stderr[-3000:]
-    failed = [line for line in lines if not line["ok"]]
-    assert not failed, failed
 
 
 STRESS = textwrap.dedent("""
