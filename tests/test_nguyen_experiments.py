@@ -3,7 +3,7 @@ input through the command line, the check classes it adds (PASS and FAIL on cons
 tables), the predictions it takes from dpsim.theory.nguyen, the sparse-chain audit, and two
 tiny runs (synthetic data in both modes; a Three Grades file read from disk).
 
-The experiments' default grids are run at 2 replicates by tests/test_no_hang.py and in full
+The experiments' default grids are run at 2 replicates by tests/test_conformance.py (two values per axis) and in full
 by ``dpsim verify nguyen``."""
 from __future__ import annotations
 

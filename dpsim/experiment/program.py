@@ -538,7 +538,7 @@ def _describe(value, seen: set) -> str:
 # 5), but Fig. 1's nine programs only 2.5 % (29.4 against 30.1 CPU-s, within the noise) and
 # Figures 1–3 end to end not at all (benchmarks/compare.py, 3 rounds: 41.4 against 41.1 s),
 # while moving float results by up to 6e-13 relative. Level 0 compiles ~45 % faster and runs
-# cai-fig3 3× slower: for smoke runs that are all compilation (the no-hang tests).
+# cai-fig3 3× slower: for smoke runs that are all compilation (the conformance suite).
 # xla_llvm_disable_expensive_passes, xla_cpu_parallel_codegen_split_count 1 or 4 and the
 # concurrency-optimised scheduler off changed Fig. 3's compile time by less than the noise.
 # xla_cpu_opt_preset=CPU_OPT_PRESET_FAST_COMPILE compiled Fig. 3's program ~9 % faster
