@@ -41,7 +41,7 @@ def test_show_prints_axes_kinds_defaults_methods_metrics(tmp_path):
     assert "dataset      shape     default cems,immigration" in out
     assert "choices cems, immigration" in out and "eps          analysis" in out
     assert "n_items, per_user" in out and "derived on the host" in out
-    assert "counts" in out and "[no solver]" in out and "[solver: converged, iterations]" in out
+    assert "counts" in out and "[no solver]" in out and "[solver: converged, iterations, result, grad_norm]" in out
     assert "metrics: mean_rank_diff" in out and "1000 per grid point" in out
     assert "padding:" not in out
     padded = dpsim(["show", "cai-fig1", "--no-estimate"], tmp_path).stdout
