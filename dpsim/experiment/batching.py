@@ -40,6 +40,22 @@ from dpsim.errors import UsageError
 # experiment tried (xu-fig4, nguyen-fig1, chowdhury-fig1, cai-fig5), and their warm runs
 # were within ±15 %. --micro-batch N (or $DPSIM_MICRO_BATCH) vmaps N lanes again.
 MAX_MICRO_BATCH_CPU = 1
+# CPU, small lanes in big steps (:func:`cpu_small_lane_micro`): a step's lanes are vmapped in
+# micro-batches of SMALL_LANE_MICRO_CPU when one lane's working set is at most
+# SMALL_LANE_BYTES_CPU and the step has at least SMALL_LANE_MIN_WORK_CPU lane × analysis
+# points. Measured on the 2-core CPU, `dpsim run xu-fig4` (m = 10–30, lanes of 12–113 kB,
+# three programs), run seconds, micro-batch 1 / 8 / 32: --reps 1000 (16 000 lanes a
+# program) warm cache 14.7 / 12.0 / 11.6 s but cold 20.6 / 22.2 / 21.8 s; --reps 200 warm
+# 3.6 / – / 4.2 s, cold 10.7 / – / 14.5 s; --reps 50 warm 2.1 / 2.85 / 2.95 s. A vmapped
+# program takes ~0.25 s longer to trace and lower (xu: 1.0 s for three programs at
+# micro-batch 1, 1.7–1.8 s vmapped) and ~1.3 s longer to compile cold, against ~65 µs of
+# wall time saved per lane: the rule pays only beyond ~20 000 lanes a program. In process,
+# compiled (benchmark warm re-runs, 2400 lanes): xu 0.68 / 0.60 / 0.58 s; cai n = 40 (7
+# analysis points) 0.09 / 0.07 / 0.06 s. The byte bound keeps the cai n ≥ 300 lanes
+# (~0.7 MB), which ran 1.5–2.2× slower vmapped, at 1.
+SMALL_LANE_MICRO_CPU = 32
+SMALL_LANE_BYTES_CPU = 128e3
+SMALL_LANE_MIN_WORK_CPU = 32_000
 MAX_WORKERS = 4
 CHUNK_WORK = 2e8
 # Accelerators: many lanes per vmapped micro-batch (measured on an H100 for the cai Fig. 3
@@ -73,6 +89,8 @@ class Batching:
     ``compile_seconds`` per program against ``seconds_per_byte`` per lane-analysis byte of
     padded work (:func:`~dpsim.experiment.planning.size_buckets`; ``compile_seconds`` 0: one program per size).
     ``devices``: the devices each chunk's lanes are sharded across (:func:`device_count`).
+    ``small_micro``, ``small_lane_bytes``, ``small_min_work``: the CPU's micro-batch for
+    small lanes in big steps (:func:`cpu_small_lane_micro`; 1: none).
     Results do not depend on any of these beyond float rounding (keys come from stable ids,
     not positions)."""
 
@@ -85,6 +103,9 @@ class Batching:
     compile_seconds: float = COMPILE_SECONDS_CPU
     seconds_per_byte: float = SECONDS_PER_BYTE_CPU
     devices: int = 1
+    small_micro: int = 1
+    small_lane_bytes: float = 0.0
+    small_min_work: float = math.inf
 
 
 def device_memory_bytes(device=None) -> float | None:
@@ -119,11 +140,12 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
     """The batching of ``backend`` (default: JAX's default backend).
 
     CPU (the measured choice, ``MAX_MICRO_BATCH_CPU``): lanes one at a time, chunks of ~2e8
-    bytes of work, one chunk per core (≤ 4) at a time. Accelerators: micro-batches of up to
+    bytes of work, one chunk per core (≤ 4) at a time; small lanes in a big step are
+    vmapped in micro-batches of 32 (:func:`cpu_small_lane_micro`). Accelerators: micro-batches of up to
     512 lanes within a quarter of the device's memory (``memory``, default its
     ``bytes_limit``, else 16 GiB), 4 micro-batches per chunk, one chunk at a time.
-    ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH) caps the micro-batch on
-    any backend. The size buckets' cost model is the backend's (constants above);
+    ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH) sets the micro-batch on
+    any backend (and turns the small-lane rule off). The size buckets' cost model is the backend's (constants above);
     ``$DPSIM_PADDING=off`` gives every size its own program (``auto``, the default: buckets).
 
     Several devices (:func:`device_count`, ``$DPSIM_DEVICES``): each chunk is sharded across
@@ -147,7 +169,8 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
     devices = device_count(backend)
     if backend == "cpu":
         policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, default_workers() if devices == 1 else 1,
-                          chunk_work=CHUNK_WORK, devices=devices)
+                          chunk_work=CHUNK_WORK, devices=devices, small_micro=SMALL_LANE_MICRO_CPU,
+                          small_lane_bytes=SMALL_LANE_BYTES_CPU, small_min_work=SMALL_LANE_MIN_WORK_CPU)
     else:
         memory = memory or (device_memory_bytes() if backend == jax.default_backend() else None) or 16 * 2**30
         policy = Batching(backend, ACCELERATOR_MEMORY_SHARE * memory, MAX_MICRO_BATCH_ACCELERATOR, 1,
@@ -155,7 +178,7 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
                           compile_seconds=COMPILE_SECONDS_ACCELERATOR, seconds_per_byte=SECONDS_PER_BYTE_ACCELERATOR,
                           devices=devices)
     if micro_batch is not None:
-        policy = dataclasses.replace(policy, micro_bytes=math.inf, max_micro=micro_batch)
+        policy = dataclasses.replace(policy, micro_bytes=math.inf, max_micro=micro_batch, small_micro=1)
     if padding == "off":
         policy = dataclasses.replace(policy, compile_seconds=0.0)
     return policy
@@ -170,6 +193,21 @@ def micro_batch_size(lane_bytes: int, policy: Batching | None = None) -> int:
         return int(policy.max_micro)
     size = max(1, int(policy.micro_bytes // max(lane_bytes, 1)))
     return int(min(policy.max_micro, 2 ** int(math.log2(size))))
+
+
+def cpu_small_lane_micro(n_lanes: int, lane_bytes: int, n_analysis: int, policy: Batching) -> int:
+    """The micro-batch of a step by the small-lane rule: ``policy.small_micro`` when one lane's
+    working set is at most ``policy.small_lane_bytes`` and the step computes at least
+    ``policy.small_min_work`` lane × analysis points (vmapping pays its longer tracing and
+    compilation back only over many lanes; constants measured above), else 1.
+
+    Args:
+        n_lanes: lanes of the step (its largest shape point's); lane_bytes: one lane's
+            working set; n_analysis: analysis points per lane.
+    Returns:
+        lanes vmapped together (≥ 1)."""
+    small = lane_bytes <= policy.small_lane_bytes and n_lanes * max(n_analysis, 1) >= policy.small_min_work
+    return max(1, policy.small_micro) if small else 1
 
 
 def visible_devices(backend: str | None = None) -> int:
@@ -224,7 +262,8 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
     """(chunk size, micro-batch size) for ``n_lanes`` lanes of one step, under ``policy``
     (default: the CPU's).
 
-    Chunks: ``requested`` lanes each, else about ``chunk_work`` bytes of work (CPU) or
+    The micro-batch: :func:`micro_batch_size`, or the small-lane rule's
+    (:func:`cpu_small_lane_micro`) where that is larger. Chunks: ``requested`` lanes each, else about ``chunk_work`` bytes of work (CPU) or
     ``micro_per_chunk`` full micro-batches (accelerators) per device, and at least
     ``workers`` chunks when there are enough lanes, all of one size (one compilation). A
     chunk's lanes are split evenly over ``policy.devices`` devices; each device's share is
@@ -234,7 +273,7 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
     size is rounded up to one).
     """
     policy = policy or batching("cpu")
-    largest = micro_batch_size(lane_bytes, policy)
+    largest = max(micro_batch_size(lane_bytes, policy), cpu_small_lane_micro(n_lanes, lane_bytes, n_analysis, policy))
     devices = max(1, policy.devices)
     if requested is not None:
         n_chunks = math.ceil(n_lanes / requested)
