@@ -40,7 +40,7 @@ from dpsim.errors import UsageError
 from dpsim.experiment.chunk_io import chunk_arguments, chunk_rows
 from dpsim.experiment.grid import Experiment, Grid
 from dpsim.experiment.planning import Chunk, Step, analysis_groups, step_label
-from dpsim.experiment.program import ChunkProgram, compiled_chunk_fn, id_words, program_identity
+from dpsim.experiment.program import ChunkArguments, ChunkProgram, compiled_chunk_fn, id_words, program_identity
 from dpsim.experiment.threads import DaemonPool, Tasks, in_order, stalled, wait
 
 EXECUTORS = ("local", "ray")
@@ -91,17 +91,21 @@ class ChunkComputer:
         self.a_words = id_words([experiment.point_id(a) for a in grid.analysis_points])
         self.seed = np.uint32(seed)
 
-    def program(self, step: Step, chunk: Chunk) -> ChunkProgram:
-        """The compiled program of ``step`` (``chunk``: any chunk of it, for the argument
+    def arguments(self, step: Step, chunk: Chunk) -> ChunkArguments:
+        """``chunk``'s program arguments (:func:`~dpsim.experiment.chunk_io.chunk_arguments`)."""
+        return chunk_arguments(chunk, self.grid, step, self.seed, self.a_words)
+
+    def program(self, step: Step, arguments: ChunkArguments) -> ChunkProgram:
+        """The compiled program of ``step`` (``arguments``: those of any chunk of it, for the
         shapes; compiling executes nothing)."""
         return compiled_chunk_fn(self.experiment, step.shape, step.static_data, self.groups, step.micro,
-                                 chunk_arguments(chunk, self.grid, step, self.seed, self.a_words),
-                                 devices_here(step.devices))
+                                 arguments, devices_here(step.devices))
 
-    def rows(self, step: Step, program: ChunkProgram, chunk: Chunk, done: set) -> tuple[pa.Table, int]:
-        """One chunk's rows (those not in ``done``) as an Arrow table, and its lane count."""
-        import jax
-        output = jax.device_get(program.fn(chunk_arguments(chunk, self.grid, step, self.seed, self.a_words)))
+    def rows(self, step: Step, program: ChunkProgram, chunk: Chunk, arguments: ChunkArguments,
+             done: set) -> tuple[pa.Table, int]:
+        """One chunk's rows (those not in ``done``) as an Arrow table, and its lane count
+        (``arguments``: the chunk's, :meth:`arguments`)."""
+        output = jax.device_get(program.fn(arguments))
         return chunk_rows(output, chunk, self.grid, program.order, done), len(chunk)
 
 
@@ -158,7 +162,7 @@ class LocalExecutor(Executor):
     def _prepare(self, step: Step) -> ChunkProgram:
         """The compiled chunk program of one step (background thread: it compiles, it
         executes nothing)."""
-        return self.computer.program(step, step.chunks[0])
+        return self.computer.program(step, self.computer.arguments(step, step.chunks[0]))
 
     def chunks(self, index: int, step: Step) -> Iterator[tuple[pa.Table, int]]:
         job = self.job
@@ -167,7 +171,8 @@ class LocalExecutor(Executor):
                                                            f"(step {index + 1}/{len(job.steps)})")
 
         def compute(number: int):
-            return self.computer.rows(step, program, step.chunks[number], job.done)
+            chunk = step.chunks[number]
+            return self.computer.rows(step, program, chunk, self.computer.arguments(step, chunk), job.done)
 
         tasks = Tasks(len(step.chunks), compute)
         yield from in_order(self.pool, tasks, job.workers, job.patience, f"a chunk of {job.experiment.name} at {where}")
@@ -308,8 +313,8 @@ class ChunkWorker:
         if marker and _claim(marker):
             os._exit(1)                   # a worker that dies mid-run (tests)
         computer = self.computer(run)
-        program = computer.program(step, chunk)
-        table, lanes = computer.rows(step, program, chunk, set(done))
+        arguments = computer.arguments(step, chunk)           # built once: the program's shapes and its input
+        table, lanes = computer.rows(step, computer.program(step, arguments), chunk, arguments, set(done))
         return table, lanes, time.perf_counter() - started
 
     def pid(self) -> int:
