@@ -317,13 +317,17 @@ def _missing(points: tuple, reps: int, stored: dict, data_id: int, part: Part | 
 
 
 def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1,
-          policy: Batching | None = None, part: Part | None = None) -> list[Step]:
+          policy: Batching | None = None, part: Part | None = None,
+          reps_at: Mapping[int, int] | None = None) -> list[Step]:
     """For each step (a program shape and static data values), the lanes still missing,
     split per shape point into chunks of one fixed size. A lane is re-run if any of its
     analysis points is missing; rows already stored are dropped on write. Time and memory
     grow with the grid and the stored rows, not with ``reps`` (lanes are listed lazily).
     ``part`` (I, N): only the lanes of that part (:func:`lane_part`); programs are chosen
-    for the whole grid (:func:`_capacities`), so every part compiles the same ones."""
+    for the whole grid (:func:`_capacities`), so every part compiles the same ones.
+    ``reps_at``: data point id (:meth:`Experiment.point_id` of shape and data values) →
+    replicates wanted there; only those data points are planned, each up to its own count
+    (``dpsim solve``, ``verify --until-decided``); ``reps`` is then their largest count."""
     experiment = grid.experiment
     policy = policy or batching("cpu")
     stored = _complete_reps(done)
@@ -338,7 +342,9 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
                 data = grid.data_points[d]
                 points = tuple(experiment.point_id({**shape, **data, **a}) for a in grid.analysis_points)
                 data_id = experiment.point_id({**shape, **data})
-                blocks.append(_Block(d, points, data_id, _missing(points, reps, stored, data_id, part)))
+                wanted = reps if reps_at is None else reps_at.get(data_id, 0)
+                if wanted:
+                    blocks.append(_Block(d, points, data_id, _missing(points, wanted, stored, data_id, part)))
             lanes = _Lanes(blocks)
             if len(lanes):
                 key = (repr(sorted(compiled.items())), static)

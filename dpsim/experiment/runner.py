@@ -86,11 +86,14 @@ class _Request:
     overrides: Mapping[str, Sequence] | None
     code: dict
     part: tuple | None = None
+    reps_at: Mapping[int, int] | None = None
 
 
 def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, overrides, chunk: int | None,
-               workers: int | None, micro_batch: int | None, part=None) -> _Request:
+               workers: int | None, micro_batch: int | None, part=None, reps_at=None) -> _Request:
     """Check every setting and expand the grid, writing nothing (UsageError naming a bad value)."""
+    if reps_at is not None:
+        reps = _checked_reps_at(reps_at, part)
     reps = experiment.reps if reps is None else reps
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise UsageError(f"reps={reps!r} must be an integer ≥ 1")
@@ -108,8 +111,26 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     code = fingerprint(experiment)
     store.check_code(out, code)
     policy = batching(micro_batch=micro_batch)
+    if reps_at is not None:
+        ids = {experiment.point_id({**shape, **data}) for shape in grid.shapes for data in grid.data_points}
+        stray = next((pid for pid in reps_at if pid not in ids), None)
+        if stray is not None:
+            raise UsageError(f"reps_at names data point id {stray}, which is not in the grid of {experiment.name}")
+        reps_at = dict(reps_at)
     return _Request(grid, out, seed, reps, chunk, policy.workers if workers is None else workers, policy, overrides,
-                    code, part)
+                    code, part, reps_at)
+
+
+def _checked_reps_at(reps_at: Mapping[int, int], part) -> int:
+    """The largest count of a valid ``reps_at`` (data point id → replicates ≥ 1); UsageError otherwise."""
+    if part is not None:
+        raise UsageError("reps_at (replicates per point) cannot be combined with part")
+    if not reps_at:
+        raise UsageError("reps_at names no data point")
+    for pid, count in reps_at.items():
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+            raise UsageError(f"reps_at[{pid}]={count!r} must be an integer ≥ 1")
+    return int(max(reps_at.values()))
 
 
 def _planned(request: _Request) -> Plan:
@@ -118,7 +139,7 @@ def _planned(request: _Request) -> Plan:
     it would run in (:func:`memory_limit`)."""
     done = store.completed(request.out)
     steps = plan_steps(request.grid, request.reps, done, request.chunk, request.workers, request.policy,
-                       request.part)
+                       request.part, request.reps_at)
     limit, what = memory_limit(request.policy.backend)
     for step in steps:
         if limit and step.lane_bytes > limit:
@@ -130,10 +151,10 @@ def _planned(request: _Request) -> Plan:
 
 def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
              chunk: int | None = None, workers: int | None = None, micro_batch: int | None = None,
-             part=None) -> Plan:
+             part=None, reps_at=None) -> Plan:
     """Validate a request and plan it, writing nothing (``--dry-run``; :func:`run_experiment`)."""
     return _planned(_validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
-                               workers=workers, micro_batch=micro_batch, part=part))
+                               workers=workers, micro_batch=micro_batch, part=part, reps_at=reps_at))
 
 
 def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int = 0,
@@ -141,7 +162,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                    chunk: int | None = None, progress: bool = True,
                    workers: int | None = None, watchdog: float | None = None,
                    source: str | None = None, micro_batch: int | None = None,
-                   executor: Executor | None = None, part=None) -> RunSummary:
+                   executor: Executor | None = None, part=None,
+                   reps_at: Mapping[int, int] | None = None) -> RunSummary:
     """Run (or resume) ``experiment`` into ``out``; returns what was computed.
 
     All input is validated before anything is written. Re-running into the same directory
@@ -162,6 +184,11 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     (:mod:`dpsim.experiment.parts`), which is marked complete when all its lanes are stored.
     Otherwise one run at a time writes into a directory
     (:func:`~dpsim.experiment.store.exclusive`); the plan is made once it is held.
+    ``reps_at``: data point id (:meth:`~dpsim.experiment.grid.Experiment.point_id` of its shape
+    and data values) → replicates wanted there; only those points are run, each up to its own
+    count (``reps`` is ignored; ``dpsim solve`` and ``verify --until-decided`` ask for
+    replicates where they need them). Keys are unchanged: replicate r of a point is the same
+    draw whichever request computes it.
 
     Threads: one background thread only *compiles* (the next step's program, while the
     current one computes); programs are executed by ``workers`` daemon threads (chunks;
@@ -174,7 +201,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     executor = executor or LocalExecutor()
     request = _validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
                          workers=workers if workers is not None else executor.workers,
-                         micro_batch=micro_batch, part=part)                  # writes nothing
+                         micro_batch=micro_batch, part=part, reps_at=reps_at)  # writes nothing
     with store.exclusive(request.out, request.part):         # one writer per run directory (or per part)
         return _run_planned(experiment, _planned(request), request, progress, patience, source, executor)
 
@@ -194,7 +221,8 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     if settings.part is None:       # parts of one split write this folder at once: their temporaries stay
         store.remove_temporary(out)
     reps = work.reps
-    request = {"reps": reps, "overrides": {k: list(v) for k, v in (overrides or {}).items()},
+    request = {"reps": reps, **({} if settings.reps_at is None else {"points": len(settings.reps_at)}),
+               "overrides": {k: list(v) for k, v in (overrides or {}).items()},
                "chunk": chunk, "workers": workers, "devices": work.policy.devices, "executor": executor.describe(),
                "grid": grid.axes,
                "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
