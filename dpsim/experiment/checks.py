@@ -16,7 +16,9 @@ One check, :class:`Claim`, composes a **statistic** × an **aggregation** × a *
 The functions below (:func:`slope_check`, :func:`level_check`, :func:`ratio_check`, …) are
 one-line forms of common claims; each returns a :class:`Claim`. Two checks judge statistics
 of another kind: :class:`IdenticalAcrossCheck` (an exact identity, counted) and
-:class:`ThresholdCollapseCheck` (the spread of phase-transition midpoints). Verdicts are
+:class:`ThresholdCollapseCheck` (the spread of phase-transition midpoints); one is judged on
+a solve's roots instead of a grid's rows: :class:`ThresholdScalingCheck` (how solved
+thresholds scale against a theorem's rate). Verdicts are
 :mod:`dpsim.experiment.verdicts`' (PASS / FAIL family-wise / INCONCLUSIVE / REFUSED / INFO,
 :func:`~dpsim.experiment.verdicts.judge`).
 """
@@ -31,10 +33,11 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.deferred import Deferred, deferred_table  # noqa: F401
+from dpsim.experiment.deferred import Deferred, deferred_table, resolved  # noqa: F401
 from dpsim.experiment.statistics import (ColumnRatio, Difference, LinearSlope, Mean, MethodRatio,  # noqa: F401
                                          SliceRatio, Slope, Value, crossing, exp_interval, isotonic,
-                                         log_ratio_between, log_ratio_of_means, paired, predictions, wilson)
+                                         log_ratio_between, log_ratio_of_means, paired, predictions,
+                                         threshold_observations, threshold_slope, wilson)
 from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, grid_columns, require_unpooled, select,
                                       slope_fit)
 from dpsim.experiment.verdicts import (UNCONVERGED_LIMIT, VERDICTS, Check, CheckResult, Estimate,  # noqa: F401
@@ -47,7 +50,7 @@ __all__ = ["UNCONVERGED_LIMIT", "VERDICTS", "Check", "CheckResult", "Estimate", 
            "Slope", "LinearSlope", "slope_check", "slope_range_check", "trend_check", "linear_slope_check",
            "comparison_check", "level_check", "ratio_check", "ratio_slope_check", "column_ratio_check",
            "predicted_ratio_check", "method_ratio_check", "method_ratio_slope_check", "IdenticalAcrossCheck",
-           "ThresholdCollapseCheck"]
+           "ThresholdCollapseCheck", "Solve", "ThresholdScalingCheck"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -512,3 +515,143 @@ class ThresholdCollapseCheck(Check):
         detail = {"midpoints": mids, "max_below": max_below, "min_above": min_above}
         return Estimate(spread, spread_low, spread_high, *region, predicted, fitted, evidence,
                         _reps(rows), verdict=forced, detail=detail)
+
+
+# ---------------------------------------------------------------------------------------
+# Solved thresholds against a theorem's rate
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Solve:
+    """The solve a check needs (``dpsim solve``, :mod:`dpsim.experiment.solve`): the value of
+    ``axis`` where mean(METRIC of METHOD) = VALUE (``target`` 'METRIC@METHOD=VALUE') for every
+    configuration of the other axes, searched in ``within`` (default: the axis's values),
+    with ``overrides`` of the experiment's axes; ``increasing``: the metric grows along the
+    axis (a recovery rate against a gap), which says on which side of the interval searched
+    a root that was not bracketed lies."""
+
+    axis: str
+    target: str
+    within: tuple[float, float] | None = None
+    overrides: tuple[tuple[str, tuple], ...] = ()
+    increasing: bool = True
+
+    def __post_init__(self):
+        if isinstance(self.overrides, dict):
+            object.__setattr__(self, "overrides", tuple((k, tuple(v)) for k, v in self.overrides.items()))
+
+    def override_dict(self) -> dict:
+        return {k: list(v) for k, v in self.overrides}
+
+
+@dataclass(frozen=True)
+class ThresholdScalingCheck(Check):
+    """Solved thresholds scale as a theorem's rate: the slope of log(threshold / rate) on log
+    ``x`` (one intercept per group of the other configuration axes ``by``; weighted least
+    squares with each root's interval, :func:`~dpsim.experiment.statistics.threshold_slope`)
+    lies in ``region``. "Threshold ≍ rate" says the ratio is constant up to constants, so the
+    predicted slope is 0, within a tolerance the check states from the lower-order terms the
+    "≍" hides over the range of ``x`` (chosen before the data). A negative control uses a
+    wrong rate and the side of the complement theory predicts for it (e.g. region (0.15, ∞)).
+
+    Why a slope rather than the spread max/min of the ratio: the theorem claims a scaling in
+    ``x``; constants that differ between groups (a (1 − p/2) variance factor, the Laplace
+    tails' cost per unit of rate) move a spread but not a within-group slope, and a slope
+    pools every group's evidence into one number whose interval shrinks with replicates.
+
+    Censored roots (not bracketed: the target never reached in the interval searched) are
+    bounds, never values: they enter at their bound, and the interval is infinite on the
+    side they could push the slope (so such a check is INCONCLUSIVE, or FAILs when even the
+    bound lies outside). ``reach`` = (a, b) restricts the judged configurations to those
+    whose interval searched, in units of ``reach_rate`` (default ``rate``), covers [a, b],
+    where theory puts the threshold: a rule on the grid alone (the same at every seed),
+    the left-out configurations counted in the evidence.
+
+    Judged on a solve's roots (:meth:`evaluate_roots`), not on a grid's rows: ``dpsim
+    verify`` solves ``solve`` into RUNS/<experiment>-solve-<axis> and judges there.
+    """
+
+    solve: Solve
+    x: str
+    by: tuple[str, ...]
+    rate: Callable[[dict], float]
+    region: tuple[float, float]
+    _: KW_ONLY
+    formula: str = "rate"
+    reach: tuple[float, float] | None = None
+    reach_rate: Callable[[dict], float] | None = None
+    center: float | None = None
+
+    def evaluate(self, table, family: int = 1):
+        raise UsageError(f"check {self.name!r} is judged on the roots of a solve "
+                         f"(`dpsim solve {self.experiment} --for {self.solve.axis}`), not on a grid's rows")
+
+    def search(self, roots: pd.DataFrame) -> tuple[float, float] | None:
+        if "search_low" in roots:
+            return None
+        if self.solve.within is not None:
+            return tuple(self.solve.within)
+        return None
+
+    def observations(self, roots: pd.DataFrame, search: tuple[float, float] | None = None) -> pd.DataFrame:
+        """The judged configurations' observations (:func:`threshold_observations`), with a
+        ``reached`` column (the ``reach`` rule)."""
+        roots = select(roots, self.where)
+        if roots.empty:
+            raise UsageError(f"check {self.name!r}: no roots where {dict(self.where)}")
+        configs = [*self.by, self.x]
+        level = float(roots["level"].iloc[0]) if "level" in roots else 0.95
+        search = search or self.search(roots)
+        obs = threshold_observations(roots, configs, rate=self.rate, increasing=self.solve.increasing,
+                                     search=search, level=level)
+        obs["lanes"] = roots["lanes"].to_numpy() if "lanes" in roots else 0
+        obs["reached"] = True
+        if self.reach is not None:
+            lows = roots["search_low"].to_numpy(float) if "search_low" in roots else np.full(len(roots), search[0])
+            highs = roots["search_high"].to_numpy(float) if "search_high" in roots else np.full(len(roots), search[1])
+            scale = self.reach_rate or self.rate
+            rates = np.array([float(scale({c: row[c] for c in configs})) for _, row in roots.iterrows()])
+            obs["reached"] = (lows / rates <= self.reach[0]) & (highs / rates >= self.reach[1])
+        return obs
+
+    def evaluate_roots(self, roots: pd.DataFrame, family: int = 1, *,
+                       search: tuple[float, float] | None = None) -> CheckResult:
+        """The check's result on a solve's roots table (one row per configuration; see
+        :func:`~dpsim.experiment.statistics.threshold_observations`); ``search``: the interval
+        searched when the table has no search columns (default ``solve.within``)."""
+        try:
+            self_ = resolved(self)
+        except UsageError:
+            raise
+        est = self_.estimate_roots(roots, search)
+        verdict, needed = (est.verdict, None) if est.verdict else judge(est, family)
+        if self.report_only:
+            verdict, needed = "INFO", None
+        if verdict == "INCONCLUSIVE" and not (math.isfinite(est.low) and math.isfinite(est.high)):
+            needed = None                      # censored: more replicates do not help, a wider search does
+        return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, needed,
+                           detail=est.detail, value=est.value, low=est.low, high=est.high)
+
+    def estimate_roots(self, roots: pd.DataFrame, search: tuple[float, float] | None = None) -> Estimate:
+        obs = self.observations(roots, search)
+        kept = obs[obs["reached"]]
+        left = len(obs) - len(kept)
+        fit = threshold_slope(kept, self.x, self.by)
+        lo, hi = self.region
+        expected = (f"{self.center:+.3g} ± {(hi - lo) / 2:.2g}" if self.center is not None
+                    else format_region(lo, hi, signed=True))
+        bound = "" if math.isfinite(fit.low) and math.isfinite(fit.high) else \
+            ("≥ " if math.isinf(fit.high) and math.isfinite(fit.low) else "≤ " if math.isfinite(fit.high) else "")
+        fitted = f"{bound}{fit.slope:+.3f} {_interval(fit.low, fit.high)}"
+        evidence = (f"slope of log(threshold / {self.formula}) on log {self.x}, {self.x} ∈ "
+                    f"{{{describe_values(list(kept[self.x]))}}}, one intercept per {', '.join(self.by) or 'all'} "
+                    f"({fit.groups} groups); {fit.values} solved, {fit.lower} only bounded below, "
+                    f"{fit.upper} only bounded above, {fit.unknown} unknown of {len(kept)} configurations; "
+                    f"χ²/dof {fit.chi2:.1f}/{fit.dof}")
+        if left:
+            evidence += (f"; {left} of {len(obs)} configurations left out, their interval searched not covering "
+                         f"{self.reach[0]:g}–{self.reach[1]:g}× the rate")
+        if fit.censored and not (math.isfinite(fit.low) and math.isfinite(fit.high)):
+            evidence += "; censored roots make the interval open: widen the search to decide"
+        reps = max(int(kept["lanes"].sum()), 1)              # a solve's replicates (lanes), all configurations
+        return Estimate(fit.slope, fit.low, fit.high, lo, hi, expected, fitted, evidence, reps,
+                        detail={"slope": fit, "observations": obs})

@@ -468,3 +468,211 @@ class LinearSlope(_OfOneMethod):
 
 def _label(value) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
+# Solved thresholds (a solve's roots, :mod:`dpsim.experiment.solve`) against a theorem's rate
+ROOT_STATUS = ("solved", "below_target", "above_target", "undecided")
+
+
+def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
+                           rate: Callable[[dict], float] | None = None, increasing: bool = True,
+                           search: tuple[float, float] | None = None, level: float = 0.95) -> pd.DataFrame:
+    """Each configuration's solved threshold as one observation on the log scale, relative to a
+    rate: y = log(root / rate(config)) with its standard error from the root's interval, or,
+    where the root was not found, the bound the solve proves (a censored observation).
+
+    Args:
+        roots: one row per configuration: the ``configs`` columns, ``root``, ``low``, ``high``
+            (the root's interval at ``level``; NaN where none) and ``status`` (a name of
+            :data:`ROOT_STATUS`); optional ``search_low``/``search_high`` (the interval
+            searched, else ``search``).
+        configs: the configuration columns passed to ``rate``.
+        rate: ``config → positive number`` (None: 1, the threshold itself).
+        increasing: the solved metric increases along the axis (success against a gap): a
+            root ``below_target`` (the target never reached) then lies above the interval
+            searched, one ``above_target`` below it; ``False`` swaps them.
+        search: (low, high) searched, when ``roots`` has no search columns.
+        level: the level of the roots' intervals.
+    Returns:
+        One row per configuration: the ``configs`` columns, ``rate``, ``kind`` ("value": a
+        root with a finite interval; "lower"/"upper": only bounded from below/above, ``y`` the
+        log bound over the rate; "none": nothing known), ``y`` and ``se`` (NaN unless a
+        value), ``status``, and ``root``, ``low``, ``high`` as given (the bound in ``root``
+        for a censored one).
+    Raises:
+        UsageError: a missing column, an unknown status, a rate that is not positive and finite.
+    """
+    missing = [c for c in (*configs, "root", "low", "high", "status") if c not in roots]
+    if missing:
+        raise UsageError(f"the roots table has no column {missing[0]!r}")
+    unknown = sorted(set(roots["status"]) - set(ROOT_STATUS))
+    if unknown:
+        raise UsageError(f"unknown root status {unknown[0]!r}; statuses are {', '.join(ROOT_STATUS)}")
+    z = _two_sided_z(level)
+    out = []
+    for _, row in roots.iterrows():
+        config = {c: row[c] for c in configs}
+        r = 1.0 if rate is None else float(rate(config))
+        if not (r > 0 and math.isfinite(r)):
+            raise UsageError(f"the rate at {config} is {r!r}; it must be positive and finite")
+        lo_s = float(row["search_low"]) if "search_low" in roots else (search or (math.nan, math.nan))[0]
+        hi_s = float(row["search_high"]) if "search_high" in roots else (search or (math.nan, math.nan))[1]
+        root, low, high = float(row["root"]), float(row["low"]), float(row["high"])
+        status = row["status"]
+        kind, y, se, bound = "none", math.nan, math.nan, math.nan
+        finite = all(math.isfinite(v) and v > 0 for v in (root, low, high))
+        if status in ("solved", "undecided") and finite and high > low:
+            kind, y, se = "value", math.log(root / r), (math.log(high) - math.log(low)) / (2 * z)
+        elif status in ("below_target", "above_target"):
+            beyond_high = (status == "below_target") == increasing
+            bound = hi_s if beyond_high else lo_s
+            kind = "lower" if beyond_high else "upper"
+        elif status == "undecided":          # bracketed, but the interval is open on one side
+            if math.isfinite(low) and low > 0 and not (math.isfinite(high)):
+                kind, bound = "lower", low
+            elif math.isfinite(high) and high > 0 and not (math.isfinite(low) and low > 0):
+                kind, bound = "upper", high
+        if kind in ("lower", "upper"):
+            if not (bound > 0 and math.isfinite(bound)):
+                kind = "none"
+            else:
+                y, root = math.log(bound / r), bound
+        out.append({**config, "rate": r, "kind": kind, "y": y, "se": se, "status": status,
+                    "root": root, "low": low, "high": high})
+    return pd.DataFrame(out, columns=[*configs, "rate", "kind", "y", "se", "status", "root", "low", "high"])
+
+
+def _two_sided_z(level: float) -> float:
+    """The two-sided normal quantile of a ``level`` interval (1.96 at 0.95)."""
+    from statistics import NormalDist
+    if not 0 < level < 1:
+        raise UsageError(f"level {level!r} must lie strictly between 0 and 1")
+    return NormalDist().inv_cdf(0.5 + level / 2)
+
+
+@dataclass(frozen=True)
+class ThresholdSlope:
+    """The slope of log(threshold / rate) on log ``x`` (one intercept per group of the other
+    configuration axes), weighted least squares with each root's standard error.
+
+    ``slope`` is the fit with every censored observation at its bound, ``se`` its standard
+    error; [``low``, ``high``] its 95% interval, made infinite on the side a censored
+    observation could move it (a root known only to exceed its bound pulls the slope one way
+    without limit): the interval is then honest, and PASS needs the search extended.
+    ``values``/``lower``/``upper``/``unknown`` count the configurations of each kind,
+    ``groups`` the groups that enter the fit; ``chi2`` (over ``dof``) the residuals of the
+    values in units of their standard errors (≈ 1 when the rate explains the thresholds up to
+    Monte-Carlo error); ``table``: the observations used, with the fitted line's ``fit``."""
+
+    slope: float
+    se: float
+    low: float
+    high: float
+    values: int
+    lower: int
+    upper: int
+    unknown: int
+    groups: int
+    chi2: float
+    dof: int
+    table: pd.DataFrame
+
+    @property
+    def censored(self) -> int:
+        return self.lower + self.upper
+
+
+def threshold_slope(observations: pd.DataFrame, x: str, by: Sequence[str] = (), z: float = Z95) -> ThresholdSlope:
+    """The slope of :func:`threshold_observations`' y on log ``x`` with one intercept per
+    group of ``by`` (:class:`ThresholdSlope`).
+
+    Censored observations (kind "lower"/"upper") enter at their bound with the median
+    standard error of the values; the slope is linear in each y, so the sign of its
+    derivative in a censored y says which end of the interval that observation can push
+    to infinity (a lower bound with a positive weight: the slope is only bounded below).
+    Groups with fewer than two usable x values carry no information on the slope and are
+    left out.
+
+    Args:
+        observations: from :func:`threshold_observations`.
+        x: the configuration column regressed on (n_items, n_users, p, …), > 0.
+        by: the other configuration columns (each combination one intercept).
+        z: the interval's normal quantile.
+    Raises:
+        UsageError: no group with two x values of which at least one is a value, x ≤ 0, or
+            no root solved.
+    """
+    obs = observations[observations["kind"] != "none"].copy()
+    if x not in obs:
+        raise UsageError(f"no column {x!r} among the configurations")
+    xs = obs[x].to_numpy(float)
+    if np.any(~(xs > 0) | ~np.isfinite(xs)):
+        raise UsageError(f"{x} must be positive and finite to take its logarithm")
+    values = obs["kind"] == "value"
+    if not values.any():
+        raise UsageError("no configuration's threshold was solved: no slope")
+    keys = obs[list(by)].astype(str).agg("|".join, axis=1) if by else pd.Series("all", index=obs.index)
+    obs["_group"] = keys
+    spread = obs.groupby("_group")[x].transform("nunique")
+    has_value = obs.groupby("_group")["kind"].transform(lambda k: (k == "value").any())
+    obs = obs[(spread >= 2) & has_value]
+    if obs.empty:
+        raise UsageError(f"no group of {', '.join(by) or 'configurations'} has thresholds at two values of {x!r}")
+    nominal = float(np.median(obs.loc[obs["kind"] == "value", "se"]))
+    se = np.where(obs["kind"] == "value", obs["se"].to_numpy(float), nominal)
+    se = np.maximum(se, 1e-12)
+    lx, y, groups = np.log(obs[x].to_numpy(float)), obs["y"].to_numpy(float), obs["_group"].to_numpy()
+    slope, slope_se = slope_fit(lx, y, groups=groups, y_se=se, weighted=True)
+    low, high = slope - z * slope_se, slope + z * slope_se
+    kinds = obs["kind"].to_numpy()
+    for i in np.flatnonzero(kinds != "value"):
+        bumped = y.copy()
+        bumped[i] += 1.0
+        weight = slope_fit(lx, bumped, groups=groups, y_se=se, weighted=True)[0] - slope
+        if abs(weight) < 1e-9:
+            continue
+        grows = (kinds[i] == "lower") == (weight > 0)      # the true y can only move the slope this way
+        if grows:
+            high = math.inf
+        else:
+            low = -math.inf
+    fitted = _fitted_line(lx, y, groups, se, slope)
+    resid = (y - fitted)[kinds == "value"] / se[kinds == "value"]
+    n_groups = len(set(groups))
+    table = observations.copy()
+    table["used"] = table.index.isin(obs.index)
+    table["fit"] = np.nan
+    table.loc[obs.index, "fit"] = fitted
+    counts = observations["kind"].value_counts()
+    return ThresholdSlope(slope, slope_se, low, high, int(counts.get("value", 0)), int(counts.get("lower", 0)),
+                          int(counts.get("upper", 0)), int(counts.get("none", 0)), n_groups,
+                          float(np.sum(resid ** 2)), max(int((kinds == "value").sum()) - n_groups - 1, 0), table)
+
+
+def _fitted_line(lx, y, groups, se, slope) -> np.ndarray:
+    """The WLS line at ``slope``: each group's intercept is the weighted mean of y − slope·lx."""
+    w = 1.0 / se ** 2
+    fitted = np.empty_like(y)
+    for g in set(groups):
+        mask = groups == g
+        intercept = np.sum(w[mask] * (y[mask] - slope * lx[mask])) / np.sum(w[mask])
+        fitted[mask] = intercept + slope * lx[mask]
+    return fitted
+
+
+def threshold_slopes_by_group(observations: pd.DataFrame, x: str, by: Sequence[str]) -> pd.DataFrame:
+    """:func:`threshold_slope` within each group of ``by`` alone: one row per group with two
+    or more x values (``slope``, ``low``, ``high``, ``values``, ``censored``); a group that
+    cannot be fitted gets NaN and its reason in ``note``."""
+    out = []
+    for key, part in observations.groupby(list(by), dropna=False, sort=True) if by else [((), observations)]:
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key))
+        try:
+            fit = threshold_slope(part, x)
+            row.update(slope=fit.slope, low=fit.low, high=fit.high, values=fit.values, censored=fit.censored, note="")
+        except UsageError as exc:
+            row.update(slope=math.nan, low=math.nan, high=math.nan, values=int((part["kind"] == "value").sum()),
+                       censored=int(part["kind"].isin(["lower", "upper"]).sum()), note=str(exc))
+        out.append(row)
+    return pd.DataFrame(out)

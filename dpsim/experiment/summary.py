@@ -154,17 +154,21 @@ class SlopeFit:
     rows: str = ""
 
 
-def slope_fit(x, y, *, groups=None, y_se=None) -> tuple[float, float]:
+def slope_fit(x, y, *, groups=None, y_se=None, weighted: bool = False) -> tuple[float, float]:
     """The one slope helper: OLS slope of ``y`` on ``x`` (one intercept per group) and its
     standard error from a sandwich covariance (X'X)⁻¹ X'ΩX (X'X)⁻¹.
 
     Ω = diag(residual²)·n/(n − p) (HC1, robust to a replicate spread that changes along the
     grid) for replicate-level rows, or diag(y_se²) when each y is an estimate with a known
-    standard error (e.g. a log ratio per grid value, delta method).
+    standard error (e.g. a log ratio per grid value, delta method). With ``weighted`` (and
+    ``y_se``): weighted least squares instead, weights 1/y_se², covariance (X'WX)⁻¹ (the
+    efficient fit when the y's precisions differ a lot, e.g. solved thresholds with their
+    intervals).
 
     Args:
         x, y: (N,) values; ``groups``: (N,) labels for separate intercepts (None: one).
         y_se: (N,) standard errors of the y values, or None.
+        weighted: WLS with weights 1/y_se² (needs ``y_se``, all > 0 and finite).
     Returns:
         (slope, standard error).
     """
@@ -174,6 +178,16 @@ def slope_fit(x, y, *, groups=None, y_se=None) -> tuple[float, float]:
     if np.linalg.matrix_rank(design) < design.shape[1]:
         raise UsageError("the slope is not identified: x takes one value within every group of the pooled axes "
                          "(each group's intercept absorbs it); pool an axis along which x varies, or none")
+    if weighted:
+        if y_se is None:
+            raise UsageError("a weighted slope needs the standard errors of its y values")
+        se = np.asarray(y_se, float)
+        if not np.all(np.isfinite(se) & (se > 0)):
+            raise UsageError("a weighted slope needs positive finite standard errors")
+        w = 1.0 / se ** 2
+        bread = np.linalg.pinv(design.T @ (design * w[:, None]))
+        coef = bread @ design.T @ (w * y)
+        return float(coef[0]), float(math.sqrt(max(bread[0, 0], 0.0)))
     bread = np.linalg.pinv(design.T @ design)
     coef = bread @ design.T @ y
     if y_se is None:
