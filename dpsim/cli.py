@@ -279,16 +279,24 @@ def cmd_verify(args) -> int:
     family = family_size(checks.values())
     results, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
                              reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
-                             sources=found.source, family=family)
+                             sources=found.source, family=family, solver=_check_solver)
     survivors = 0
     if mutants is not None:
         outcomes = verify_mutants(checks, found.experiments, mutants, results, runs=Path(args.runs),
                                   seed=args.seed, reps=args.reps, family=family, progress=not args.no_progress,
-                                  watchdog=args.watchdog, sources=found.source)
+                                  watchdog=args.watchdog, sources=found.source, solver=_check_solver)
         survivors = sum(not o.killed for o in outcomes)
     if counts["FAIL"] or counts["REFUSED"] or survivors:
         return 1
     return 3 if counts["INCONCLUSIVE"] else 0
+
+
+def _check_solver(experiment, solve, *, out, seed, progress):
+    """The roots table of a check's declared solve (:class:`~dpsim.experiment.checks.Solve`),
+    computed (or replayed) by ``dpsim solve``'s back end into ``out``."""
+    from dpsim.experiment.solve import solve_experiment
+    return solve_experiment(experiment, axis=solve.axis, target=solve.target, within=solve.within,
+                            overrides=solve.override_dict() or None, seed=seed, out=out, progress=progress).table
 
 
 def _selected_mutants(found, checks, args):

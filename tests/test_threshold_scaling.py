@@ -36,7 +36,7 @@ def synthetic_roots(truth, *, se=0.05, seed=0, constant=1.3, search=(0.02, 0.48)
                 c = {"n_items": n, "p": p, "eps": eps}
                 root = constant * truth(c) * math.exp(rng.normal(0, se))
                 row = {**c, "root": root, "low": root * math.exp(-Z95 * se), "high": root * math.exp(Z95 * se),
-                       "status": "solved", "lanes": 1000, "search_low": search[0], "search_high": search[1]}
+                       "status": "solved", "lanes": 1000, "searched_low": search[0], "searched_high": search[1]}
                 if root > search[1]:
                     row.update(root=math.nan, low=math.nan, high=math.nan, status="below_target")
                 rows.append(row)

@@ -9,8 +9,8 @@ from dpsim.experiment import axes
 from dpsim.experiment.grid import (Context, Derived, Experiment, FigureSpec, Method, Padding, Panel,
                                    solver_diagnostics)
 from dpsim.experiment.checks import (Along, At, Claim, ColumnRatio, Deferred, Difference, Every,
-                                     IdenticalAcrossCheck, LinearSlope, Mean, MethodRatio, SliceRatio, Slope,
-                                     ThresholdCollapseCheck, column_ratio_check, comparison_check, deferred_table,
+                                     IdenticalAcrossCheck, LinearSlope, Mean, MethodRatio, SliceRatio, Slope, Solve,
+                                     ThresholdCollapseCheck, ThresholdScalingCheck, column_ratio_check, comparison_check, deferred_table,
                                      level_check, linear_slope_check, method_ratio_check, method_ratio_slope_check,
                                      predicted_ratio_check, ratio_check, ratio_slope_check, slope_check,
                                      slope_range_check, trend_check)
@@ -20,4 +20,4 @@ __all__ = ["Context", "Derived", "Experiment", "FigureSpec", "Method", "Padding"
            "Difference", "Slope", "LinearSlope", "Deferred", "deferred_table", "slope_check", "slope_range_check",
            "trend_check", "linear_slope_check", "comparison_check", "level_check", "ratio_check", "ratio_slope_check",
            "column_ratio_check", "predicted_ratio_check", "method_ratio_check", "method_ratio_slope_check",
-           "IdenticalAcrossCheck", "ThresholdCollapseCheck"]
+           "IdenticalAcrossCheck", "ThresholdCollapseCheck", "Solve", "ThresholdScalingCheck"]

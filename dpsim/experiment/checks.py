@@ -586,7 +586,7 @@ class ThresholdScalingCheck(Check):
                          f"(`dpsim solve {self.experiment} --for {self.solve.axis}`), not on a grid's rows")
 
     def search(self, roots: pd.DataFrame) -> tuple[float, float] | None:
-        if "search_low" in roots:
+        if "searched_low" in roots:
             return None
         if self.solve.within is not None:
             return tuple(self.solve.within)
@@ -606,8 +606,8 @@ class ThresholdScalingCheck(Check):
         obs["lanes"] = roots["lanes"].to_numpy() if "lanes" in roots else 0
         obs["reached"] = True
         if self.reach is not None:
-            lows = roots["search_low"].to_numpy(float) if "search_low" in roots else np.full(len(roots), search[0])
-            highs = roots["search_high"].to_numpy(float) if "search_high" in roots else np.full(len(roots), search[1])
+            lows = roots["searched_low"].to_numpy(float) if "searched_low" in roots else np.full(len(roots), search[0])
+            highs = roots["searched_high"].to_numpy(float) if "searched_high" in roots else np.full(len(roots), search[1])
             scale = self.reach_rate or self.rate
             rates = np.array([float(scale({c: row[c] for c in configs})) for _, row in roots.iterrows()])
             obs["reached"] = (lows / rates <= self.reach[0]) & (highs / rates >= self.reach[1])
@@ -655,3 +655,67 @@ class ThresholdScalingCheck(Check):
         reps = max(int(kept["lanes"].sum()), 1)              # a solve's replicates (lanes), all configurations
         return Estimate(fit.slope, fit.low, fit.high, lo, hi, expected, fitted, evidence, reps,
                         detail={"slope": fit, "observations": obs})
+
+    def figure(self, roots: pd.DataFrame, search: tuple[float, float] | None = None):
+        """The solved thresholds against ``x`` with their intervals, one curve per group of
+        ``by`` (panels by its first axis, colours by the others), roots not bracketed drawn as
+        arrows from their bound (hollow: left out by ``reach``), and the theorem's curve
+        C·rate(config) with one constant C for every curve (the weighted mean of
+        threshold/rate over the solved ones, on the log scale). Returns a matplotlib Figure."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        obs = self.observations(roots, search)
+        values = obs[obs["kind"] == "value"]
+        if values.empty:
+            raise UsageError(f"check {self.name!r}: no solved threshold to draw")
+        w = 1.0 / values["se"].to_numpy(float) ** 2
+        constant = math.exp(float(np.sum(w * values["y"].to_numpy(float)) / np.sum(w)))
+        panel_axis, colour_axes = (self.by[0], self.by[1:]) if self.by else (None, ())
+        panels = sorted(obs[panel_axis].unique()) if panel_axis else [None]
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1.2, 4.2), sharey=True, squeeze=False)
+        colours = obs[list(colour_axes)].drop_duplicates().sort_values(list(colour_axes)) if colour_axes else None
+        cmap = plt.get_cmap("viridis")
+        xs_all = np.sort(obs[self.x].unique().astype(float))
+        dense = np.geomspace(xs_all[0], xs_all[-1], 60)
+        for ax, panel in zip(axes[0], panels):
+            part = obs if panel_axis is None else obs[obs[panel_axis] == panel]
+            keys = [()] if colours is None else [tuple(r) for r in colours.itertuples(index=False, name=None)]
+            for i, key in enumerate(keys):
+                curve = part
+                for a, v in zip(colour_axes, key):
+                    curve = curve[curve[a] == v]
+                if curve.empty:
+                    continue
+                colour = cmap(i / max(len(keys) - 1, 1))
+                label = ", ".join(f"{a}={_fmt(v)}" for a, v in zip(colour_axes, key)) or None
+                val = curve[curve["kind"] == "value"].sort_values(self.x)
+                on = val[val["reached"]]
+                ax.errorbar(on[self.x], on["root"], yerr=[on["root"] - on["low"], on["high"] - on["root"]],
+                            fmt="o", color=colour, ms=4, capsize=2, label=label)
+                off = val[~val["reached"]]
+                ax.errorbar(off[self.x], off["root"], yerr=[off["root"] - off["low"], off["high"] - off["root"]],
+                            fmt="o", mfc="none", color=colour, ms=4, capsize=2, alpha=0.6)
+                for kind, marker in (("lower", "^"), ("upper", "v")):
+                    cens = curve[curve["kind"] == kind]
+                    for reached, face in ((True, colour), (False, "none")):
+                        pts = cens[cens["reached"] == reached]
+                        ax.scatter(pts[self.x], pts["root"], marker=marker, s=40, facecolors=face, edgecolors=colour)
+                point = {c: curve[c].iloc[0] for c in self.by}
+                ax.plot(dense, [constant * float(self.rate({**point, self.x: x})) for x in dense], "-",
+                        color=colour, lw=1, alpha=0.8)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xticks(xs_all, [_fmt(float(v)) for v in xs_all])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            ax.set_xlabel(self.x)
+            ax.set_title(f"{panel_axis}={_fmt(panel)}" if panel_axis else "")
+            ax.grid(True, which="both", alpha=0.25)
+        axes[0][0].set_ylabel(f"solved {self.solve.axis} ({self.solve.target})")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="center right", fontsize=8, frameon=False)
+        fig.suptitle(f"{self.name}: solved thresholds (95% CI; ▲ only bounded below, ▼ above; hollow: left out) "
+                     f"and {constant:.3g}·{self.formula}", fontsize=9)
+        fig.tight_layout(rect=(0, 0, 0.86 if handles else 1, 0.95))
+        return fig

@@ -484,7 +484,7 @@ def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
     Args:
         roots: one row per configuration: the ``configs`` columns, ``root``, ``low``, ``high``
             (the root's interval at ``level``; NaN where none) and ``status`` (a name of
-            :data:`ROOT_STATUS`); optional ``search_low``/``search_high`` (the interval
+            :data:`ROOT_STATUS`); optional ``searched_low``/``searched_high`` (the interval
             searched, else ``search``).
         configs: the configuration columns passed to ``rate``.
         rate: ``config → positive number`` (None: 1, the threshold itself).
@@ -515,8 +515,8 @@ def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
         r = 1.0 if rate is None else float(rate(config))
         if not (r > 0 and math.isfinite(r)):
             raise UsageError(f"the rate at {config} is {r!r}; it must be positive and finite")
-        lo_s = float(row["search_low"]) if "search_low" in roots else (search or (math.nan, math.nan))[0]
-        hi_s = float(row["search_high"]) if "search_high" in roots else (search or (math.nan, math.nan))[1]
+        lo_s = float(row["searched_low"]) if "searched_low" in roots else (search or (math.nan, math.nan))[0]
+        hi_s = float(row["searched_high"]) if "searched_high" in roots else (search or (math.nan, math.nan))[1]
         root, low, high = float(row["root"]), float(row["low"]), float(row["high"])
         status = row["status"]
         kind, y, se, bound = "none", math.nan, math.nan, math.nan

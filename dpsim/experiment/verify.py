@@ -22,6 +22,7 @@ code FAILs under it, and *survives* otherwise.
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 import time
 from collections import Counter
@@ -45,13 +46,16 @@ def run_directory(runs: Path, experiment: str, seed: int) -> Path:
 def verify(checks: Mapping[str, object], experiments: Mapping[str, object], names: Sequence[str] = (),
            *, runs: Path = DEFAULT_RUNS, seed: int = 0, reps: int | None = None,
            progress: bool = True, watchdog: float | None = None, sources: Mapping[str, str] | None = None,
-           echo=None, family: int | None = None) -> tuple[list[CheckResult], Counter]:
+           echo=None, family: int | None = None, solver=None) -> tuple[list[CheckResult], Counter]:
     """Evaluate the named checks (all when ``names`` is empty), one experiment at a time: its
     runs are computed (what is missing), its checks judged and printed at once.
 
     Args:
         family: the number of tests a FAIL is adjusted for (default: the judged checks
             selected here, report-only ones excluded).
+        solver: ``solver(experiment, solve, *, out, seed, progress) → roots table`` for the
+            checks that declare a solve (:func:`judged_by_solves`; the command passes
+            :func:`dpsim.experiment.solve.solve_experiment`'s).
     Returns:
         (results, verdict counts). A check whose evaluation raises a UsageError (e.g. it
         would pool an axis) is reported as a FAIL line with the message.
@@ -74,9 +78,9 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
     # one experiment at a time: run what it needs, judge its checks and print them at once,
     # then let its table go (a full verify holds one experiment's rows, not every one's)
     for name, its_checks in by_experiment.items():
-        for result in judged_on(experiments[name], its_checks, out=run_directory(runs, name, seed), seed=seed,
-                                reps=reps, family=family, progress=progress, watchdog=watchdog,
-                                source=(sources or {}).get(name)):
+        for result in judged_all(experiments[name], its_checks, runs=runs, seed=seed, reps=reps, family=family,
+                                 progress=progress, watchdog=watchdog, source=(sources or {}).get(name),
+                                 solver=solver):
             echo(result.line())
             claim = getattr(checks.get(result.name), "description", "")
             if claim:
@@ -117,6 +121,57 @@ def judged_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fam
     return results
 
 
+def judged_all(experiment, checks, *, runs: Path, seed: int, reps: int | None, family: int, progress: bool = True,
+               watchdog: float | None = None, source: str | None = None, solver=None) -> list[CheckResult]:
+    """``checks`` of ``experiment``: those on its grid (:func:`judged_on`, into
+    RUNS/<experiment>[-seedS]), then those that declare a solve (:func:`judged_by_solves`)."""
+    grid = [c for c in checks if getattr(c, "solve", None) is None]
+    solved = [c for c in checks if getattr(c, "solve", None) is not None]
+    results = judged_on(experiment, grid, out=run_directory(runs, experiment.name, seed), seed=seed, reps=reps,
+                        family=family, progress=progress, watchdog=watchdog, source=source) if grid else []
+    return results + (judged_by_solves(experiment, solved, runs=runs, seed=seed, family=family, progress=progress,
+                                       solver=solver) if solved else [])
+
+
+def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, progress: bool = True,
+                     solver=None) -> list[CheckResult]:
+    """Checks judged on a solve's roots (:class:`~dpsim.experiment.checks.ThresholdScalingCheck`):
+    one solve per distinct ``check.solve``, into RUNS/<experiment>-solve-<axis>[-seedS] (a
+    second declaration on the same axis gets a digest suffix), each check judged on its roots
+    (``check.evaluate_roots``) and, when it has a ``figure``, drawn there as
+    ``threshold-<check>.png``. Without a ``solver`` each is a FAIL line saying so."""
+    from dpsim.experiment import store
+    results, folders = [], {}
+    for check in checks:
+        if solver is None:
+            results.append(CheckResult(check.name, "FAIL", "-", "-", "cannot be evaluated: it needs a solve and "
+                                       "no solver was given (dpsim verify passes dpsim solve's)"))
+            continue
+        solve = check.solve
+        stem = f"{experiment.name}-solve-{solve.axis}"
+        if folders.setdefault(stem, solve) != solve:
+            stem += "-" + hashlib.sha1(repr(solve).encode()).hexdigest()[:6]
+        out = run_directory(runs, stem, seed)
+        try:
+            roots = solver(experiment, solve, out=out, seed=seed, progress=progress)
+            result = check.evaluate_roots(roots, family)
+        except UsageError as exc:
+            results.append(CheckResult(check.name, "FAIL", "-", "-", f"cannot be evaluated: {exc}"))
+            continue
+        if hasattr(check, "figure") and not check.report_only:
+            try:
+                fig = check.figure(roots)
+                path = out / f"threshold-{check.name}.png"
+                store._atomic_write_bytes(path, lambda tmp, fig=fig: fig.savefig(tmp, dpi=130, format="png"))
+                import matplotlib.pyplot as plt
+                plt.close(fig)
+                result = CheckResult(**{**result.__dict__, "note": result.note + f"  [figure {path}]"})
+            except UsageError:
+                pass
+        results.append(result)
+    return results
+
+
 def judge(check, table, family: int) -> CheckResult:
     """``check`` judged on ``table`` in a family of ``family`` tests; a check that cannot be
     evaluated on it (a UsageError, e.g. the table lacks the values it compares) is a FAIL
@@ -151,7 +206,7 @@ class MutantOutcome:
 def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, object], mutants: Sequence,
                    base: Sequence[CheckResult], *, runs: Path = DEFAULT_RUNS, seed: int = 0,
                    reps: int | None = None, family: int, progress: bool = True, watchdog: float | None = None,
-                   sources: Mapping[str, str] | None = None, echo=None) -> list[MutantOutcome]:
+                   sources: Mapping[str, str] | None = None, echo=None, solver=None) -> list[MutantOutcome]:
     """Judge the checks again under each mutant (module docstring).
 
     Args:
@@ -176,9 +231,9 @@ def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, objec
                 continue
             mutated = mutant.mutate(experiments[name])
             source = f"{(sources or {}).get(name, name)} + mutant {mutant.name}"
-            out = run_directory(Path(runs) / "mutants" / mutant.name, name, seed)
-            for result in judged_on(mutated, its_checks, out=out, seed=seed, reps=reps, family=family,
-                                    progress=progress, watchdog=watchdog, source=source):
+            for result in judged_all(mutated, its_checks, runs=Path(runs) / "mutants" / mutant.name, seed=seed,
+                                     reps=reps, family=family, progress=progress, watchdog=watchdog, source=source,
+                                     solver=solver):
                 judged += result.verdict != "INFO"
                 if result.verdict == "FAIL" and result.name not in failed_before:
                     killers.append(result)

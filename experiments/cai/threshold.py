@@ -74,7 +74,9 @@ import numpy as np
 
 from dpsim.theory import cai as cai_theory
 from dpsim.estimators import noisy_counts_individual, top_k_mask
-from dpsim.experiment import Experiment, FigureSpec, Method, Panel, ThresholdCollapseCheck, UsageError
+from dpsim.experiment import (Experiment, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
+                              ThresholdScalingCheck, UsageError)
+from dpsim.experiment.mutants import Mutant, wrapped_method
 from dpsim.experiment.summary import select
 from dpsim.mechanisms.calibration import COUNT_NOISE_MODES, edge_count_noise_scale
 from dpsim.mechanisms.laplace import laplace_noise
@@ -299,4 +301,106 @@ CHECKS = [
         expect_collapse=False,
         description="negative control: against Δ/√(n log n/m) (privacy term ignored) the "
                     "midpoints spread by more than 3"),
+]
+
+
+# ---------------------------------------------------------------------------------------
+# Solved thresholds against the theorems' scaling (issue 26 item 2): `dpsim solve` finds, per
+# configuration, the gap Δ½ where P(exact top-k recovery) = 1/2, and the checks compare its
+# scaling in n with r_E (Thm 2.3, 2.4) and r_I (Thm 3.3, 3.4).
+# ---------------------------------------------------------------------------------------
+EDGE_SOLVE = Solve("gap", "exact_recovery@counts=0.5", within=(EDGE_GAPS[0], EDGE_GAPS[-1]))
+INDIVIDUAL_SOLVE = Solve("gap", "exact_recovery@counts=0.5", within=(INDIVIDUAL_GAPS[0], INDIVIDUAL_GAPS[-1]))
+# where theory puts the threshold in units of the rate: between the collapse checks' constants
+# (failing below 0.5, succeeding above 2.5); a configuration whose search Δ < 1/2 cannot reach
+# 2.5 r is left out (a rule on the grid alone, as ReachableCollapseCheck's)
+THRESHOLD_REACH = (0.5, 2.5)
+
+
+def edge_rate(config: dict) -> float:
+    """r_E(n, p, ε) (:func:`dpsim.theory.cai.edge_dp_rate`) at a configuration of the solve."""
+    return float(cai_theory.edge_dp_rate(config["n_items"], config["p"], config["eps"]))
+
+
+def edge_rate_n_for_log_n(config: dict) -> float:
+    """The wrong rate of the edge negative control: r_E with n in place of log n,
+    √(1/p) + 1/(pε), flat in n (a threshold that does not shrink with n)."""
+    p, eps = config["p"], config["eps"]
+    return math.sqrt(1.0 / p) + 1.0 / (p * eps)
+
+
+def individual_rate(config: dict) -> float:
+    """r_I with L explicit and strict noise (:func:`dpsim.theory.cai.individual_dp_rate_explicit_l`),
+    the normalisation of ``gap_over_rate``."""
+    return float(cai_theory.individual_dp_rate_explicit_l(
+        config["n_items"], config["n_users"], config["eps"], config["per_user"],
+        noise_factor=COUNT_NOISE_MODES[config["mode"]]))
+
+
+def individual_statistical_rate(config: dict) -> float:
+    """The wrong rate of the individual negative control: √(n log n/m), r_I's statistical
+    term alone (privacy ignored)."""
+    return float(cai_theory.individual_dp_stated_statistical_term(config["n_items"], config["n_users"]))
+
+
+# The tolerances, from theory before any solve (module-level constants, so the same at every
+# seed). "Δ½ ≍ r" leaves two lower-order effects over the n of each grid:
+# * the extreme values of the noise: exact top-k recovery needs min over S > max over Sᶜ, so
+#   Δ½ follows the median of M₁ + M₂ (maxima of n − k and k noises), which √log n (data noise)
+#   and log n (Laplace) match only asymptotically; computed here (normal: median by numerical
+#   integration; Laplace: 20 000 draws), the slope of log(median/rate factor) on log n is
+#   +0.051 (normal) and +0.042 (Laplace) over n = 100…800 with k = n/4, and +0.189 / +0.128
+#   over n = 12…44 with k = n//4;
+# * the Laplace noise costs about twice as much per unit of rate as the data noise (module
+#   docstring), so Δ½/r = c(1 + f) with f the privacy share of r, which moves along n: at most
+#   −0.06 per unit log n on the edge grid (f falls with n), +0.11 on the individual grid
+#   (f rises as √(n log n)).
+# The region is the span of those predictions widened by 0.05 on each side.
+EDGE_SLOPE_REGION = (0.042 - 0.06 - 0.05, 0.051 + 0.05)                 # (−0.07, +0.10)
+INDIVIDUAL_SLOPE_REGION = (0.128 - 0.05, 0.189 + 0.11 + 0.05)            # (+0.08, +0.35)
+
+THRESHOLD_CHECKS = [
+    ThresholdScalingCheck(
+        "cai-threshold-scaling-edge", EDGE.name, EDGE_SOLVE, "n_items", ("p", "eps"), edge_rate,
+        EDGE_SLOPE_REGION, formula="r_E", reach=THRESHOLD_REACH,
+        description="Alg. 2: the solved gap Δ½ where P(exact top-k) = 1/2 scales in n as "
+                    "r_E = √(log n/(np)) + log n/(npε) (Thm 2.3, 2.4): the slope of log(Δ½/r_E) on log n, "
+                    "one intercept per (p, ε), lies in the band the extreme-value and Laplace-tail corrections "
+                    "predict"),
+    ThresholdScalingCheck(
+        "cai-threshold-scaling-edge-wrong-rate", EDGE.name, EDGE_SOLVE, "n_items", ("p", "eps"),
+        edge_rate_n_for_log_n, (-math.inf, EDGE_SLOPE_REGION[0]), formula="r_E with n for log n",
+        reach=THRESHOLD_REACH, reach_rate=edge_rate,
+        description="negative control: against r_E with n in place of log n (flat in n) the slope "
+                    "falls below the band (the threshold shrinks with n as r_E does, about n^-0.4)"),
+    ThresholdScalingCheck(
+        "cai-threshold-scaling-individual", INDIVIDUAL.name, INDIVIDUAL_SOLVE, "n_items", ("n_users", "eps"),
+        individual_rate, INDIVIDUAL_SLOPE_REGION, formula="r_I", reach=THRESHOLD_REACH,
+        description="Alg. 3 (strict): the solved Δ½ scales in n as r_I = √(n log n/(2mL)) + n log n/(mε) "
+                    "(Thm 3.3, 3.4, L explicit): the slope of log(Δ½/r_I) on log n, one intercept per (m, ε), "
+                    "lies in the band the extreme-value (n = 12…44 is small) and Laplace-tail corrections predict"),
+    ThresholdScalingCheck(
+        "cai-threshold-scaling-individual-statistical-rate", INDIVIDUAL.name, INDIVIDUAL_SOLVE, "n_items",
+        ("n_users", "eps"), individual_statistical_rate, (INDIVIDUAL_SLOPE_REGION[1], math.inf),
+        formula="√(n log n/m)", reach=THRESHOLD_REACH, reach_rate=individual_rate,
+        where={"eps": [0.1, 0.25, 0.5]},
+        description="negative control: where privacy dominates (ε ≤ 0.5), against the statistical term "
+                    "alone the slope exceeds the band (Δ½/√(n log n/m) grows with n as the privacy share "
+                    "√(n log n/m)/ε does)"),
+]
+CHECKS += THRESHOLD_CHECKS
+
+
+def noise_per_pair(fn):
+    """A method wrapper: Alg. 2 whose noise grows as √(n − 1), as if every one of an item's
+    n − 1 pair counts got Laplace(2/ε) before they were summed (the release ε/√(n − 1))."""
+    def mutated(key, ctx):
+        eps = ctx.analysis["eps"] / jnp.sqrt(ctx.shape["n_items"] - 1.0)
+        return fn(key, ctx._replace(analysis={**ctx.analysis, "eps": eps}))
+    return mutated
+
+
+MUTANTS = [
+    Mutant("cai-threshold-noise-per-pair", "Alg. 2 with Laplace(2/ε) on each of an item's n − 1 pair counts, "
+           "summed (noise × √(n − 1), growing with n)", (EDGE.name,), wrapped_method("counts", noise_per_pair)),
 ]

@@ -41,8 +41,8 @@ import numpy as np
 
 from dpsim.estimators import top_k_mask
 from dpsim.estimators.spectral import differential_counts, exact_solve_result, spectral_estimate
-from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, ThresholdCollapseCheck, UsageError, axes,
-                              deferred_table)
+from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
+                              ThresholdScalingCheck, UsageError, axes, deferred_table)
 from dpsim.metrics import linf_error, topk_metrics
 from dpsim.models.btl import true_top_k_mask
 from dpsim.models.rasch import rasch_abilities, sample_rasch_responses
@@ -145,7 +145,12 @@ def predictions() -> dict:
     when the first check that uses them is judged (:data:`PREDICTED`)."""
     factors = {m: rates.top_k_midpoint_factor(m, TOPK_K) for m in TOPK_ITEMS}
     nolog = {m: f * math.log(m) for m, f in factors.items()}
+    log_m = np.log(TOPK_ITEMS)
     return {"midpoint_factors": factors,
+            # slopes on log m of log x½ (the model's finite-m drift) and of log log m (what
+            # dropping the log m normalisation adds)
+            "midpoint_slope": float(np.polyfit(log_m, np.log([factors[m] for m in TOPK_ITEMS]), 1)[0]),
+            "log_m_slope": float(np.polyfit(log_m, np.log(log_m), 1)[0]),
             "spread": max(factors.values()) / min(factors.values()),                 # 1.17
             "spread_nolog": max(nolog.values()) / min(nolog.values()),               # 2.90
             "p_low_bound": max(rates.top_k_success_probability(m, TOPK_K, 2.0, FISHER_S2) for m in TOPK_ITEMS)}
@@ -173,4 +178,29 @@ CHECKS = [
         ("n_items",), COLLAPSE, 0.0, 0.0, math.inf, 1.0, pool=("signal",), expect_collapse=False,
         description="R6 negative control: against npΔ² (no log m) the midpoints do not collapse "
                     "(the spread exceeds the same bound)"),
+]
+
+
+# The solved threshold (issue 26 item 2): `dpsim solve` finds, per m, the x½ = npΔ²/log m
+# where P(exact top-3 recovery) = 1/2; Thms 3.2/3.4 say npΔ²½ ≍ log m, i.e. x½ ≍ 1 (the rate
+# in units of x is 1). Its slope on log m is predicted by the extreme-value model
+# (``midpoint_slope``, +0.043 over m = 10…300); dropping the log m (the control's rate
+# 1/log m) adds the slope of log log m (+0.265). The region is the model's slope ± half
+# of that, so the right and the wrong scaling are separated symmetrically (as the collapse
+# check's geometric-mean bound does).
+TOPK_SOLVE = Solve("signal", "exact_recovery@nonprivate=0.5", within=(TOPK_SIGNAL[0], TOPK_SIGNAL[-1]))
+SLOPE_HALF_WIDTH = PREDICTED["log_m_slope"] / 2
+CHECKS += [
+    ThresholdScalingCheck(
+        "nguyen-r6-topk-threshold-scaling", TOPK.name, TOPK_SOLVE, "n_items", (), lambda config: 1.0,
+        (PREDICTED["midpoint_slope"] - SLOPE_HALF_WIDTH, PREDICTED["midpoint_slope"] + SLOPE_HALF_WIDTH),
+        formula="log m/(np)", center=None,
+        description="R6 (Thms 3.2, 3.4): the solved npΔ²½ where P(exact top-3) = 1/2 scales as log m: the "
+                    "slope of log(x½) on log m is the extreme-value model's within half the slope log log m "
+                    "adds"),
+    ThresholdScalingCheck(
+        "nguyen-r6-topk-threshold-scaling-no-log", TOPK.name, TOPK_SOLVE, "n_items", (),
+        lambda config: 1.0 / math.log(config["n_items"]),
+        (PREDICTED["midpoint_slope"] + SLOPE_HALF_WIDTH, math.inf), formula="1/(np) (log m dropped)",
+        description="negative control: with the log m dropped (npΔ²½ ≍ 1) the slope exceeds the band"),
 ]
