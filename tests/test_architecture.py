@@ -44,7 +44,8 @@ LAYERS: list[list[str]] = [
     ["dpsim.experiment.chunk_io"],
     ["dpsim.experiment.executors"],
     ["dpsim.experiment.runner"],
-    ["dpsim.experiment.describe", "dpsim.experiment.verify", "dpsim.experiment.plots", "dpsim.experiment.merge"],
+    ["dpsim.experiment.describe", "dpsim.experiment.verify", "dpsim.experiment.plots", "dpsim.experiment.merge",
+     "dpsim.experiment.solve"],
     ["dpsim.experiment"],
     # on top: the papers (engine + science), the command
     ["dpsim.experiments"],
