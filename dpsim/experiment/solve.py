@@ -565,12 +565,13 @@ def draw_solve(problem: Problem, roots: pd.DataFrame, evidence: pd.DataFrame):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     curve, panel_axes = layout_axes(problem)
     keys = list(dict.fromkeys(tuple(c[a] for a in panel_axes) for c in problem.configs))
     ncols = min(4, len(keys))
     nrows = -(-len(keys) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(max(4.6 * ncols, 7.0), 3.6 * nrows + 1.4), squeeze=False,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(4.6 * ncols, 7.0), 3.4 * nrows + 1.2), squeeze=False,
                              sharey=True)
     curve_values = list(dict.fromkeys(c[curve] for c in problem.configs)) if curve else [None]
     colours = {v: plt.get_cmap("viridis" if len(curve_values) > 10 else "tab10")(
@@ -599,6 +600,8 @@ def draw_solve(problem: Problem, roots: pd.DataFrame, evidence: pd.DataFrame):
         ax.axhline(target.value, color="0.4", ls="--", lw=1)
         if problem.search.log:
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlim(problem.search.low / 1.15 if problem.search.log else problem.search.low,
                     problem.search.high * 1.15 if problem.search.log else problem.search.high)
         ax.set_title(", ".join(_label(a, v) for a, v in zip(panel_axes, key)) or problem.experiment.name, fontsize=10)
