@@ -1,4 +1,4 @@
-"""The ``dpsim`` command: list, show, run, merge, plot, verify, audit.
+"""The ``dpsim`` command: list, show, run, solve, merge, plot, verify, audit.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """
@@ -131,6 +131,57 @@ def cmd_run(args) -> int:
         for path in _plot_dir(summary.out, experiment):
             print(f"figure: {path}")
     return 0
+
+
+def cmd_solve(args) -> int:
+    """For every configuration of the other axes, the value of --for where mean METRIC = VALUE."""
+    from dpsim.experiment.registry import experiment as resolve
+    from dpsim.experiment.solve import parse_within, solve_experiment
+    overrides = _parse_sets(args.set)
+    within = None if args.within is None else parse_within(args.within)
+    experiment, source = resolve(args.experiment)
+    result = solve_experiment(experiment, axis=args.axis, target=args.target, within=within, finder=args.finder,
+                              overrides=overrides, seed=args.seed, out=args.out, level=args.level,
+                              budget=args.budget, progress=not args.no_progress, source=source,
+                              watchdog=args.watchdog)
+    for line in solve_lines(result):
+        print(line)
+    return 0
+
+
+def solve_lines(result) -> list[str]:
+    """What `dpsim solve` prints: one line per configuration (the axes that vary, the root and
+    its interval, status, lanes), then the totals and where the files are."""
+    import math
+    problem, table = result.problem, result.table
+    level = f"{problem.level:.0%}"
+    head = "".join(f"{a:>10} " for a in problem.varying)
+    lines = [f"{problem.experiment.name}: {problem.axis} where mean {problem.target.metric} "
+             f"({problem.target.method}) = {problem.target.value:g}, searched [{problem.search.low:g}, "
+             f"{problem.search.high:g}], finder {table['finder'].iloc[0]}",
+             f"{head}{'root':>10} {level + ' CI':>23}  {'status':<13} {'lanes':>7}"]
+
+    def number(v):
+        return "-" if math.isnan(v) else f"{v:.4g}"
+    for _, row in table.iterrows():
+        axes = "".join(f"{_value_text(row[a]):>10} " for a in problem.varying)
+        ci = f"[{number(row['low'])}, {number(row['high'])}]"
+        lines.append(f"{axes}{number(row['root']):>10} {ci:>23}  {row['status']:<13} {row['lanes']:>7}")
+    flagged = [f"{result.nan_rows} rows with a NaN metric left out"] if result.nan_rows else []
+    flagged += [f"{result.unconverged_rows} rows of unconverged fits kept"] if result.unconverged_rows else []
+    lines.append(f"{result.stages} stages, {result.lanes_asked} lanes asked, {result.lanes_run} computed now, "
+                 f"{result.seconds:.1f} s" + "".join(f"; {f}" for f in flagged))
+    if result.files:
+        lines.append(f"wrote {', '.join(path.name for path in result.files)} in {result.out}")
+    else:
+        lines.append(f"nothing written: the budget ({problem.budget} lanes) is below the first stage's")
+    return lines
+
+
+def _value_text(value) -> str:
+    if isinstance(value, float):
+        return "inf" if value == float("inf") else f"{value:g}"
+    return str(value)
 
 
 def cmd_merge(args) -> int:
@@ -351,7 +402,8 @@ def _add_watchdog(parser) -> None:
 
 
 EPILOG = """start with `dpsim list` (experiments, checks, audits) and `dpsim show NAME` (axes, methods,
-metrics, expected run time); then `dpsim run NAME [--set AXIS=V1,V2] [--dry-run]`."""
+metrics, expected run time); then `dpsim run NAME [--set AXIS=V1,V2] [--dry-run]`; thresholds:
+`dpsim solve NAME --for AXIS --target METRIC@METHOD=VALUE`."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -403,6 +455,30 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="print the plan (programs, lanes, chunks); write nothing")
     _add_watchdog(run)
     run.set_defaults(func=cmd_run)
+
+    solve = sub.add_parser("solve", help="for every configuration of the other axes, the value of an axis where "
+                                         "a metric's mean reaches a target (a stochastic root-finder)",
+                           epilog="e.g. dpsim solve cai-threshold --for gap --target exact_recovery@counts=0.5 "
+                                  "--set n_items=100,200 --set eps=0.5,inf")
+    solve.add_argument("experiment", help="a name from `dpsim list`, or path/to/study.py[:NAME]")
+    solve.add_argument("--for", dest="axis", required=True, metavar="AXIS",
+                       help="the numeric axis to solve for (shape, data or analysis axis)")
+    solve.add_argument("--target", required=True, metavar="METRIC[@METHOD]=VALUE",
+                       help="solve mean METRIC (of METHOD; optional with one method) = VALUE")
+    solve.add_argument("--within", default=None, metavar="LO:HI",
+                       help="the interval searched (default: the smallest and largest of AXIS's values)")
+    solve.add_argument("--finder", default=None, metavar="NAME",
+                       help="the root-finding method (default: monotone)")
+    solve.add_argument("--level", type=float, default=0.95, help="confidence level of the roots' intervals")
+    solve.add_argument("--budget", type=int, default=None, metavar="LANES",
+                       help="at most this many replicate lanes asked in all (roots then from the evidence so far)")
+    solve.add_argument("--set", action="append", metavar="AXIS=V1,V2,...",
+                       help="values of another axis (each combination of the other axes is one configuration)")
+    solve.add_argument("--seed", type=int, default=0)
+    solve.add_argument("--out", default=None, help="output directory (default runs/EXPERIMENT-solve-AXIS)")
+    solve.add_argument("--no-progress", action="store_true")
+    _add_watchdog(solve)
+    solve.set_defaults(func=cmd_solve)
 
     merge = sub.add_parser("merge", help="join run folders of one experiment, seed and code into one")
     merge.add_argument("out", help="the new folder")
@@ -496,7 +572,7 @@ def main(argv=None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        if args.command in ("run", "verify", "show"):
+        if args.command in ("run", "solve", "verify", "show"):
             enable_compilation_cache()
         return args.func(args)
     except UsageError as exc:

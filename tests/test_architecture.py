@@ -36,7 +36,7 @@ LAYERS: list[list[str]] = [
     # the experiment engine (no science module: see test_the_engine_knows_no_science)
     ["dpsim.experiment.axes", "dpsim.experiment.units", "dpsim.experiment.threads",
      "dpsim.experiment.provenance", "dpsim.experiment.summary", "dpsim.experiment.deferred",
-     "dpsim.experiment.batching"],
+     "dpsim.experiment.batching", "dpsim.experiment.rootfinding"],
     ["dpsim.experiment.grid", "dpsim.experiment.store", "dpsim.experiment.statistics", "dpsim.experiment.verdicts"],
     ["dpsim.experiment.program", "dpsim.experiment.registry", "dpsim.experiment.mutants", "dpsim.experiment.checks",
      "dpsim.experiment.parts"],
@@ -44,7 +44,8 @@ LAYERS: list[list[str]] = [
     ["dpsim.experiment.chunk_io"],
     ["dpsim.experiment.executors"],
     ["dpsim.experiment.runner"],
-    ["dpsim.experiment.describe", "dpsim.experiment.verify", "dpsim.experiment.plots", "dpsim.experiment.merge"],
+    ["dpsim.experiment.describe", "dpsim.experiment.verify", "dpsim.experiment.plots", "dpsim.experiment.merge",
+     "dpsim.experiment.solve"],
     ["dpsim.experiment"],
     # on top: the papers (engine + science), the command
     ["dpsim.experiments"],

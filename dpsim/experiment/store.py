@@ -272,8 +272,33 @@ def check_code(out: Path, code: dict) -> None:
 
 def write_manifest(out: Path, content: dict) -> None:
     """Write the manifest atomically, as valid JSON (non-finite floats as strings)."""
-    text = json.dumps(_json_safe(content), indent=2, sort_keys=True, default=str, allow_nan=False)
-    _atomic_write_bytes(Path(out) / MANIFEST, lambda tmp: Path(tmp).write_text(text))
+    write_json(Path(out) / MANIFEST, content)
+
+
+def json_text(content) -> str:
+    """``content`` as the JSON dpsim writes: sorted keys, non-finite floats as strings."""
+    return json.dumps(_json_safe(content), indent=2, sort_keys=True, default=str, allow_nan=False)
+
+
+def write_json(path: Path, content) -> None:
+    """Write ``content`` to ``path`` atomically as :func:`json_text` (read back by :func:`read_json`)."""
+    write_text(path, json_text(content))
+
+
+def read_json(path: Path):
+    """A file :func:`write_json` wrote (None when it does not exist); "inf", "-inf", "nan" as floats."""
+    path = Path(path)
+    return _from_json(json.loads(path.read_text())) if path.exists() else None
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temporary file, then a rename)."""
+    write_file(path, lambda tmp: Path(tmp).write_text(text))
+
+
+def write_file(path: Path, write) -> None:
+    """Make ``path`` atomically: ``write(temporary path)`` writes it, then it is renamed."""
+    _atomic_write_bytes(Path(path), write)
 
 
 def write_part(out: Path, table: pa.Table) -> Path:

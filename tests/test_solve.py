@@ -1,0 +1,168 @@
+"""``dpsim solve`` on the engine (dpsim/experiment/solve.py): Bernoulli outcomes whose rate is a
+known function of the axis (tests/solve_study.py), so every root is known in closed form.
+
+Asserted: the intervals cover the true roots (seed 1; over seeds 0–7 the engine's intervals
+covered 15 of 16 roots, the finder's nominal level is 95%); a second solve into the same
+folder computes nothing and gives identical roots; a solve interrupted mid-stage and re-run
+gives the roots of an uninterrupted one; the budget is never exceeded; a target the interval
+never reaches is reported as not bracketed with the interval searched; an analysis axis (ε)
+gets disjoint replicates per value; bad input is refused in one line, writing nothing."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsim.errors import UsageError
+from dpsim.experiment import runner
+from dpsim.experiment.solve import parse_target, solve_experiment
+from dpsim.experiment.store import load_results
+
+sys.path.insert(0, str(Path(__file__).parent))
+from cli_cases import refused, run_in_process  # noqa: E402
+from solve_study import ANALYSIS, DATA, true_root  # noqa: E402
+
+STUDY = Path(__file__).parent / "solve_study.py"
+ROOT_COLUMNS = ["p", "root", "low", "high", "status", "lanes"]
+
+
+def solve(tmp_path, name="solve", **kw):
+    kw = {"axis": "gap", "target": "hit=0.5", "seed": 1, "progress": False, **kw}
+    return solve_experiment(DATA, out=tmp_path / name, **kw)
+
+
+def test_roots_cover_the_truth_and_a_replay_computes_nothing(tmp_path):
+    first = solve(tmp_path)
+    table = first.table
+    assert list(table["status"]) == ["solved", "solved"]
+    truth = np.array([true_root(p, 0.5) for p in table["p"]])
+    assert np.all((table["low"] <= truth) & (truth <= table["high"])), table[ROOT_COLUMNS]
+    assert np.all(np.abs(table["root"] / truth - 1) < 0.1)
+    assert first.lanes_run == first.lanes_asked > 0 and first.stages >= 2
+    # every evaluated point is stored as ordinary rows, each (p, gap) with the replicates the solve used
+    rows = load_results(first.out)
+    counts = rows.groupby(["p", "gap"])["rep"].agg(["nunique", "max"]).reset_index()
+    evidence = first.evidence.merge(counts, on=["p", "gap"])
+    assert len(evidence) == len(first.evidence) and (evidence["reps"] == evidence["nunique"]).all()
+    assert (evidence["max"] == evidence["reps"] - 1).all()
+    # the files
+    assert {p.name for p in first.files} == {"roots.csv", "evidence.csv", "solve.json", "solve.png", "solve.pdf"}
+    stored = pd.read_csv(first.out / "roots.csv")
+    assert np.allclose(stored["root"], table["root"]) and list(stored["status"]) == ["solved", "solved"]
+    record = json.loads((first.out / "solve.json").read_text())
+    assert record["request"]["target"] == "hit@bernoulli=0.5" and record["code"]["hash"]
+
+    again = solve(tmp_path)
+    assert again.lanes_run == 0 and again.stages == first.stages
+    pd.testing.assert_frame_equal(again.table, table)
+
+
+def test_an_interrupted_solve_finishes_with_the_same_roots(tmp_path, monkeypatch):
+    whole = solve(tmp_path, "whole", figure=False)
+    calls = {"n": 0}
+    real = runner.run_experiment
+
+    def stopping(*args, **kw):
+        calls["n"] += 1
+        if calls["n"] == 3:          # Ctrl-C in the third stage, after part of it is stored
+            kw = {**kw, "reps_at": dict(list(kw["reps_at"].items())[:1])}
+            real(*args, **kw)
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+    monkeypatch.setattr("dpsim.experiment.solve.run_experiment", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        solve(tmp_path, "cut", figure=False)
+    monkeypatch.setattr("dpsim.experiment.solve.run_experiment", real)
+    resumed = solve(tmp_path, "cut", figure=False)
+    assert 0 < resumed.lanes_run < whole.lanes_run
+    pd.testing.assert_frame_equal(resumed.table, whole.table)
+
+
+def test_the_budget_is_never_exceeded(tmp_path):
+    full = solve(tmp_path, "full", figure=False)
+    cut = solve(tmp_path, "cut", figure=False, budget=full.lanes_asked // 3)
+    assert 0 < cut.lanes_asked <= full.lanes_asked // 3 and cut.stages < full.stages
+    assert cut.table["lanes"].sum() == cut.lanes_asked
+    # a larger budget continues the same solve in the same folder
+    more = solve(tmp_path, "cut", figure=False)
+    pd.testing.assert_frame_equal(more.table, full.table)
+    # a budget below the first stage runs nothing and writes nothing
+    none = solve(tmp_path, "none", figure=False, budget=10)
+    assert none.stages == 0 and none.files == [] and not (tmp_path / "none").exists()
+    assert set(none.table["status"]) == {"undecided"}
+
+
+def test_a_target_never_reached_is_not_bracketed(tmp_path):
+    result = solve(tmp_path, target="hit=0.5", within=(1.5, 4.0), figure=False)   # p(x) > 0.9 throughout
+    assert list(result.table["status"]) == ["above_target", "above_target"]
+    assert result.table["root"].isna().all()
+    assert (result.table["searched_low"] == 1.5).all() and (result.table["searched_high"] == 4.0).all()
+
+
+def test_an_analysis_axis_gets_disjoint_replicates_per_value(tmp_path):
+    result = solve_experiment(ANALYSIS, axis="eps", target="hit=0.5", within=(0.05, 4.0), seed=1,
+                              overrides={"p": [0.5]}, out=tmp_path / "eps", progress=False, figure=False)
+    assert result.table["status"].tolist() == ["solved"]
+    assert result.table["low"][0] <= 0.5 <= result.table["high"][0]
+    rows = load_results(result.out)
+    # one data point; the replicates of its values of ε were taken one after another
+    assert rows["point"].nunique() == result.evidence[["eps"]].drop_duplicates().shape[0]
+    assert rows["rep"].max() + 1 == result.evidence["reps"].sum() == result.lanes_asked
+
+
+def test_parse_target():
+    assert parse_target("hit=0.5", DATA) == ("hit", "bernoulli", 0.5)
+    assert parse_target(" hit @ bernoulli = 0.25 ", DATA) == ("hit", "bernoulli", 0.25)
+    for text, message in [("hit", "METRIC"), ("hot=0.5", "did you mean 'hit'"),
+                          ("hit@bernouli=0.5", "did you mean 'bernoulli'"), ("hit=high", "'high' is not a number"),
+                          ("hit=nan", "finite"), ("hit@=0.5", "METRIC")]:
+        with pytest.raises(UsageError, match=message):
+            parse_target(text, DATA)
+
+
+def test_the_command_solves_and_prints_the_roots(tmp_path, monkeypatch, capsys):
+    code, out, err = run_in_process(["solve", f"{STUDY}:solve-data", "--for", "gap", "--target", "hit=0.5",
+                                     "--seed", "1", "--out", tmp_path / "s"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert "stage 1: 2 configs, 640 lanes" in err
+    lines = out.splitlines()
+    assert lines[0].startswith("solve-data: gap where mean hit (bernoulli) = 0.5, searched [0.05, 4]")
+    assert sum(" solved " in line for line in lines) == 2
+    assert "wrote roots.csv, evidence.csv, solve.json, solve.png, solve.pdf" in out
+
+
+BAD = [
+    (["--for", "gp", "--target", "hit=0.5"], "unknown axis (did you mean 'gap'?)"),
+    (["--for", "gap", "--target", "hot=0.5"], "unknown metric 'hot' (did you mean 'hit'?)"),
+    (["--for", "gap", "--target", "hit@bernouli=0.5"], "unknown method 'bernouli'"),
+    (["--for", "gap", "--target", "hit=0.5", "--within", "0.1"], "--within '0.1': write LO:HI"),
+    (["--for", "gap", "--target", "hit=0.5", "--within", "2:1"], "need LO < HI"),
+    (["--for", "gap", "--target", "hit=0.5", "--within", "0.1:inf"], "finite"),
+    (["--for", "gap", "--target", "hit=0.5", "--within=-1:2"], "gap=-1"),
+    (["--for", "gap", "--target", "hit=0.5", "--set", "p=2"], "p=2"),
+    (["--for", "gap", "--target", "hit=0.5", "--finder", "newton"], "unknown root-finding method 'newton'"),
+    (["--for", "gap", "--target", "hit=0.5", "--budget", "0"], "--budget 0"),
+    (["--for", "gap", "--target", "hit=0.5", "--level", "1.5"], "confidence level 1.5"),
+    (["--for", "eps", "--target", "hit=0.5"], "--for eps: it has the one value 1"),
+    (["--for", "n_items", "--target", "hit=0.5"], "--for n_items: it has the one value 2"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD)
+def test_bad_input_is_refused_in_one_line_writing_nothing(tmp_path, monkeypatch, capsys, args, message):
+    line = refused(["solve", f"{STUDY}:solve-data", *args, "--out", tmp_path / "s"], tmp_path, monkeypatch, capsys)
+    assert message in line, line
+
+
+def test_an_infinite_default_end_and_another_request_are_refused(tmp_path, monkeypatch, capsys):
+    line = refused(["solve", f"{STUDY}:solve-analysis", "--for", "eps", "--target", "hit=0.5", "--out",
+                    tmp_path / "s"], tmp_path, monkeypatch, capsys)
+    assert "end at inf" in line and "--within" in line
+    solve(tmp_path, "one", figure=False, budget=700)
+    with pytest.raises(UsageError, match="holds another solve \\(target"):
+        solve(tmp_path, "one", target="hit=0.6")
