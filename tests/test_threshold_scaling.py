@@ -141,3 +141,56 @@ def test_reach_leaves_out_configurations_whose_search_cannot_hold_the_threshold(
 def test_a_threshold_check_is_not_judged_on_grid_rows():
     with pytest.raises(UsageError, match="judged on the roots of a solve"):
         check().evaluate(pd.DataFrame({"rep": [0]}))
+
+
+def test_verify_judges_a_solve_check_on_its_roots_and_draws_the_figure(tmp_path):
+    from types import SimpleNamespace
+
+    from dpsim.experiment.verify import verify
+    calls = []
+
+    def solver(experiment, solve, *, out, seed, progress):
+        calls.append((experiment.name, solve, out, seed))
+        return synthetic_roots(edge_rate, search=(0.005, 2.0))
+
+    right = check()
+    control = ThresholdScalingCheck("toy-threshold-scaling-wrong", "toy", right.solve, "n_items", ("p", "eps"),
+                                    wrong_rate, (-math.inf, -0.15))
+    lines = []
+    results, counts = verify({c.name: c for c in (right, control)}, {"toy": SimpleNamespace(name="toy")},
+                             runs=tmp_path, seed=1, solver=solver, echo=lines.append)
+    assert counts["PASS"] == 2, lines
+    assert [c[2] for c in calls] == [tmp_path / "toy-solve-gap-seed1"] * 2 and calls[0][1] == right.solve
+    assert (tmp_path / "toy-solve-gap-seed1" / "threshold-toy-threshold-scaling.png").stat().st_size > 10_000
+    # without a solver the check says what it needs, as a FAIL line
+    results, counts = verify({right.name: right}, {"toy": SimpleNamespace(name="toy")}, runs=tmp_path,
+                             echo=lines.append)
+    assert counts["FAIL"] == 1 and "no solver" in results[0].evidence
+
+
+def test_the_papers_threshold_checks_are_listed(capsys):
+    from dpsim.cli import main
+    assert main(["list", "cai"]) == 0
+    out = capsys.readouterr().out
+    for name in ("cai-threshold-scaling-edge", "cai-threshold-scaling-edge-wrong-rate",
+                 "cai-threshold-scaling-individual", "cai-threshold-scaling-individual-statistical-rate",
+                 "cai-threshold-noise-per-pair"):
+        assert name in out
+    assert main(["list", "nguyen"]) == 0
+    out = capsys.readouterr().out
+    assert "nguyen-r6-topk-threshold-scaling" in out and "nguyen-r6-topk-threshold-scaling-no-log" in out
+
+
+def test_the_papers_regions_separate_the_right_and_the_wrong_rates():
+    from dpsim.experiment.deferred import resolved
+    from experiments.cai import threshold as ct
+    from experiments.nguyen import topk
+    checks = {c.name: resolved(c) for c in [*ct.THRESHOLD_CHECKS, *topk.CHECKS] if hasattr(c, "solve")}
+    for right, wrong in (("cai-threshold-scaling-edge", "cai-threshold-scaling-edge-wrong-rate"),
+                         ("cai-threshold-scaling-individual", "cai-threshold-scaling-individual-statistical-rate"),
+                         ("nguyen-r6-topk-threshold-scaling", "nguyen-r6-topk-threshold-scaling-no-log")):
+        lo, hi = checks[right].region
+        w_lo, w_hi = checks[wrong].region
+        assert lo < hi and (w_hi <= lo or w_lo >= hi)        # the control's region lies outside the claim's
+    assert checks["nguyen-r6-topk-threshold-scaling"].region == pytest.approx((0.043 - 0.1325, 0.043 + 0.1325),
+                                                                              abs=0.002)

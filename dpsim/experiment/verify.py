@@ -162,7 +162,7 @@ def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, 
             try:
                 fig = check.figure(roots)
                 path = out / f"threshold-{check.name}.png"
-                store._atomic_write_bytes(path, lambda tmp, fig=fig: fig.savefig(tmp, dpi=130, format="png"))
+                store.write_file(path, lambda tmp, fig=fig: fig.savefig(tmp, dpi=130, format="png"))
                 import matplotlib.pyplot as plt
                 plt.close(fig)
                 result = CheckResult(**{**result.__dict__, "note": result.note + f"  [figure {path}]"})
