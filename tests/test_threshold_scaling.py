@@ -60,9 +60,22 @@ def test_the_slope_is_the_hand_computed_weighted_regression():
     xtwx = design.T @ (design * w[:, None])
     coef = np.linalg.solve(xtwx, design.T @ (w * y))
     assert fit.slope == pytest.approx(coef[0], rel=1e-10)
-    assert fit.se == pytest.approx(math.sqrt(np.linalg.inv(xtwx)[0, 0]), rel=1e-10)
+    resid = y - design @ coef
+    chi2, dof = float(np.sum(w * resid ** 2)), 6 - 3
+    assert fit.chi2 == pytest.approx(chi2) and fit.dof == dof
+    assert fit.inflation == pytest.approx(max(1.0, math.sqrt(chi2 / dof)))
+    assert fit.se == pytest.approx(math.sqrt(np.linalg.inv(xtwx)[0, 0]) * fit.inflation, rel=1e-10)
     assert (fit.low, fit.high) == pytest.approx((coef[0] - Z95 * fit.se, coef[0] + Z95 * fit.se))
     assert fit.values == 6 and fit.censored == 0 and fit.groups == 2
+
+
+def test_groups_that_disagree_beyond_their_errors_widen_the_interval():
+    x = np.array([100, 200, 400] * 2, float)
+    obs = pd.DataFrame({"n_items": x, "g": [0, 0, 0, 1, 1, 1], "kind": "value", "se": 0.01,
+                        "y": np.r_[0.2 * np.log(x[:3]), -0.2 * np.log(x[3:])]})   # slopes +0.2 and −0.2
+    fit = threshold_slope(obs, "n_items", ("g",))
+    assert fit.slope == pytest.approx(0.0, abs=1e-12) and fit.inflation > 10
+    assert fit.low < -0.1 and fit.high > 0.1        # the MC error alone would give ±0.01
 
 
 def test_observations_take_the_log_ratio_and_its_se_from_the_interval():
@@ -160,7 +173,7 @@ def test_verify_judges_a_solve_check_on_its_roots_and_draws_the_figure(tmp_path)
     results, counts = verify({c.name: c for c in (right, control)}, {"toy": SimpleNamespace(name="toy")},
                              runs=tmp_path, seed=1, solver=solver, echo=lines.append)
     assert counts["PASS"] == 2, lines
-    assert [c[2] for c in calls] == [tmp_path / "toy-solve-gap-seed1"] * 2 and calls[0][1] == right.solve
+    assert [c[2] for c in calls] == [tmp_path / "toy-solve-gap-seed1"] and calls[0][1] == right.solve   # one solve, shared
     assert (tmp_path / "toy-solve-gap-seed1" / "threshold-toy-threshold-scaling.png").stat().st_size > 10_000
     # without a solver the check says what it needs, as a FAIL line
     results, counts = verify({right.name: right}, {"toy": SimpleNamespace(name="toy")}, runs=tmp_path,

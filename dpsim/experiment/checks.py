@@ -646,7 +646,8 @@ class ThresholdScalingCheck(Check):
                     f"{{{describe_values(list(kept[self.x]))}}}, one intercept per {', '.join(self.by) or 'all'} "
                     f"({fit.groups} groups); {fit.values} solved, {fit.lower} only bounded below, "
                     f"{fit.upper} only bounded above, {fit.unknown} unknown of {len(kept)} configurations; "
-                    f"χ²/dof {fit.chi2:.1f}/{fit.dof}")
+                    f"χ²/dof {fit.chi2:.1f}/{fit.dof}" + (f", interval × {fit.inflation:.2g} (√(χ²/dof))"
+                                                          if fit.inflation > 1 else ""))
         if left:
             evidence += (f"; {left} of {len(obs)} configurations left out, their interval searched not covering "
                          f"{self.reach[0]:g}–{self.reach[1]:g}× the rate")

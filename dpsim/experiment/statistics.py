@@ -562,7 +562,9 @@ class ThresholdSlope:
     ``values``/``lower``/``upper``/``unknown`` count the configurations of each kind,
     ``groups`` the groups that enter the fit; ``chi2`` (over ``dof``) the residuals of the
     values in units of their standard errors (≈ 1 when the rate explains the thresholds up to
-    Monte-Carlo error); ``table``: the observations used, with the fitted line's ``fit``."""
+    Monte-Carlo error); when χ² > dof the standard error is scaled by ``inflation`` =
+    √(χ²/dof) (Birge ratio: the groups disagree beyond Monte-Carlo error, and the interval
+    then covers that spread); ``table``: the observations used, with the fitted line's ``fit``."""
 
     slope: float
     se: float
@@ -575,6 +577,7 @@ class ThresholdSlope:
     groups: int
     chi2: float
     dof: int
+    inflation: float
     table: pd.DataFrame
 
     @property
@@ -623,8 +626,17 @@ def threshold_slope(observations: pd.DataFrame, x: str, by: Sequence[str] = (), 
     se = np.maximum(se, 1e-12)
     lx, y, groups = np.log(obs[x].to_numpy(float)), obs["y"].to_numpy(float), obs["_group"].to_numpy()
     slope, slope_se = slope_fit(lx, y, groups=groups, y_se=se, weighted=True)
-    low, high = slope - z * slope_se, slope + z * slope_se
     kinds = obs["kind"].to_numpy()
+    fitted = _fitted_line(lx, y, groups, se, slope)
+    resid = (y - fitted)[kinds == "value"] / se[kinds == "value"]
+    n_groups = len(set(groups))
+    chi2, dof = float(np.sum(resid ** 2)), max(int((kinds == "value").sum()) - n_groups - 1, 0)
+    # the groups may disagree beyond their Monte-Carlo errors (the rate holds only up to
+    # lower-order terms that differ between groups): the standard error is then scaled by
+    # √(χ²/dof) (Birge ratio), so the interval covers the spread of the groups' slopes too
+    inflation = math.sqrt(chi2 / dof) if dof > 0 and chi2 > dof else 1.0
+    slope_se *= inflation
+    low, high = slope - z * slope_se, slope + z * slope_se
     for i in np.flatnonzero(kinds != "value"):
         bumped = y.copy()
         bumped[i] += 1.0
@@ -636,17 +648,14 @@ def threshold_slope(observations: pd.DataFrame, x: str, by: Sequence[str] = (), 
             high = math.inf
         else:
             low = -math.inf
-    fitted = _fitted_line(lx, y, groups, se, slope)
-    resid = (y - fitted)[kinds == "value"] / se[kinds == "value"]
-    n_groups = len(set(groups))
     table = observations.copy()
     table["used"] = table.index.isin(obs.index)
     table["fit"] = np.nan
     table.loc[obs.index, "fit"] = fitted
     counts = observations["kind"].value_counts()
     return ThresholdSlope(slope, slope_se, low, high, int(counts.get("value", 0)), int(counts.get("lower", 0)),
-                          int(counts.get("upper", 0)), int(counts.get("none", 0)), n_groups,
-                          float(np.sum(resid ** 2)), max(int((kinds == "value").sum()) - n_groups - 1, 0), table)
+                          int(counts.get("upper", 0)), int(counts.get("none", 0)), n_groups, chi2, dof, inflation,
+                          table)
 
 
 def _fitted_line(lx, y, groups, se, slope) -> np.ndarray:
