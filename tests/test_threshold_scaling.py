@@ -207,3 +207,15 @@ def test_the_papers_regions_separate_the_right_and_the_wrong_rates():
         assert lo < hi and (w_hi <= lo or w_lo >= hi)        # the control's region lies outside the claim's
     assert checks["nguyen-r6-topk-threshold-scaling"].region == pytest.approx((0.043 - 0.1325, 0.043 + 0.1325),
                                                                               abs=0.002)
+
+
+def test_the_rate_sees_every_axis_of_the_configuration(tmp_path):
+    roots = synthetic_roots(edge_rate, search=(0.005, 2.0)).assign(per_user=5)
+    seen = []
+
+    def rate(config):
+        seen.append(config["per_user"])
+        return edge_rate(config)
+    control = check(rate=rate, where={"eps": [0.5, 2.0]})
+    assert control.evaluate_roots(roots).verdict == "PASS" and set(seen) == {5}
+    control.figure(roots).savefig(tmp_path / "f.png")      # the curve's rate too

@@ -595,7 +595,7 @@ class ThresholdScalingCheck(Check):
     def observations(self, roots: pd.DataFrame, search: tuple[float, float] | None = None) -> pd.DataFrame:
         """The judged configurations' observations (:func:`threshold_observations`), with a
         ``reached`` column (the ``reach`` rule)."""
-        roots = select(roots, self.where)
+        roots = select(roots, self.where).reset_index(drop=True)
         if roots.empty:
             raise UsageError(f"check {self.name!r}: no roots where {dict(self.where)}")
         configs = [*self.by, self.x]
@@ -609,7 +609,7 @@ class ThresholdScalingCheck(Check):
             lows = roots["searched_low"].to_numpy(float) if "searched_low" in roots else np.full(len(roots), search[0])
             highs = roots["searched_high"].to_numpy(float) if "searched_high" in roots else np.full(len(roots), search[1])
             scale = self.reach_rate or self.rate
-            rates = np.array([float(scale({c: row[c] for c in configs})) for _, row in roots.iterrows()])
+            rates = np.array([float(scale(row.to_dict())) for _, row in roots.iterrows()])
             obs["reached"] = (lows / rates <= self.reach[0]) & (highs / rates >= self.reach[1])
         return obs
 
@@ -667,6 +667,7 @@ class ThresholdScalingCheck(Check):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         obs = self.observations(roots, search)
+        selected = select(roots, self.where).reset_index(drop=True)
         values = obs[obs["kind"] == "value"]
         if values.empty:
             raise UsageError(f"check {self.name!r}: no solved threshold to draw")
@@ -702,7 +703,7 @@ class ThresholdScalingCheck(Check):
                     for reached, face in ((True, colour), (False, "none")):
                         pts = cens[cens["reached"] == reached]
                         ax.scatter(pts[self.x], pts["root"], marker=marker, s=40, facecolors=face, edgecolors=colour)
-                point = {c: curve[c].iloc[0] for c in self.by}
+                point = selected.loc[curve.index[0]].to_dict()           # obs and selected share one index
                 ax.plot(dense, [constant * float(self.rate({**point, self.x: x})) for x in dense], "-",
                         color=colour, lw=1, alpha=0.8)
             ax.set_xscale("log")

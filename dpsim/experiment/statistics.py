@@ -486,8 +486,9 @@ def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
             (the root's interval at ``level``; NaN where none) and ``status`` (a name of
             :data:`ROOT_STATUS`); optional ``searched_low``/``searched_high`` (the interval
             searched, else ``search``).
-        configs: the configuration columns passed to ``rate``.
-        rate: ``config → positive number`` (None: 1, the threshold itself).
+        configs: the configuration columns kept in the result.
+        rate: ``row → positive number``, given the roots table's whole row (every axis of
+            the configuration, e.g. an L or a mode beside n, m, ε; None: 1, the threshold).
         increasing: the solved metric increases along the axis (success against a gap): a
             root ``below_target`` (the target never reached) then lies above the interval
             searched, one ``above_target`` below it; ``False`` swaps them.
@@ -512,7 +513,7 @@ def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
     out = []
     for _, row in roots.iterrows():
         config = {c: row[c] for c in configs}
-        r = 1.0 if rate is None else float(rate(config))
+        r = 1.0 if rate is None else float(rate(row.to_dict()))     # the rate sees the whole configuration
         if not (r > 0 and math.isfinite(r)):
             raise UsageError(f"the rate at {config} is {r!r}; it must be positive and finite")
         lo_s = float(row["searched_low"]) if "searched_low" in roots else (search or (math.nan, math.nan))[0]
