@@ -186,8 +186,7 @@ def test_the_papers_threshold_checks_are_listed(capsys):
     assert main(["list", "cai"]) == 0
     out = capsys.readouterr().out
     for name in ("cai-threshold-scaling-edge", "cai-threshold-scaling-edge-wrong-rate",
-                 "cai-threshold-scaling-individual", "cai-threshold-scaling-individual-statistical-rate",
-                 "cai-threshold-noise-per-pair"):
+                 "cai-threshold-scaling-individual", "cai-threshold-scaling-individual-statistical-rate"):
         assert name in out
     assert main(["list", "nguyen"]) == 0
     out = capsys.readouterr().out

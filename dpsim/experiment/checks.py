@@ -626,8 +626,11 @@ class ThresholdScalingCheck(Check):
         verdict, needed = (est.verdict, None) if est.verdict else judge(est, family)
         if self.report_only:
             verdict, needed = "INFO", None
-        if verdict == "INCONCLUSIVE" and not (math.isfinite(est.low) and math.isfinite(est.high)):
-            needed = None                      # censored: more replicates do not help, a wider search does
+        fit = est.detail["slope"]
+        if verdict == "INCONCLUSIVE" and (fit.inflation > 1 or not (math.isfinite(est.low) and math.isfinite(est.high))):
+            # censored: a wider search decides, not replicates; inflated: the interval is the
+            # groups' spread (se ∝ √(χ²/dof)·se_MC does not shrink with replicates)
+            needed = None
         return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, needed,
                            detail=est.detail, value=est.value, low=est.low, high=est.high)
 
@@ -717,7 +720,7 @@ class ThresholdScalingCheck(Check):
         handles, labels = axes[0][0].get_legend_handles_labels()
         if handles:
             fig.legend(handles, labels, loc="center right", fontsize=8, frameon=False)
-        fig.suptitle(f"{self.name}: solved thresholds (95% CI; ▲ only bounded below, ▼ above; hollow: left out) "
-                     f"and {constant:.3g}·{self.formula}", fontsize=9)
-        fig.tight_layout(rect=(0, 0, 0.86 if handles else 1, 0.95))
+        fig.suptitle(f"{self.name}: solved thresholds and {constant:.3g}·{self.formula}\n"
+                     f"(95% CI; ▲ only bounded below, ▼ above; hollow: left out)", fontsize=9)
+        fig.tight_layout(rect=(0, 0, 0.86 if handles else 1, 0.92))
         return fig

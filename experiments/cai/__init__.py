@@ -15,5 +15,5 @@ SPEC = "shared/papers/cai.md"
 
 EXPERIMENTS = [*edge.EXPERIMENTS, *individual.EXPERIMENTS, *scaling.EXPERIMENTS, *threshold.EXPERIMENTS]
 CHECKS = [*edge.CHECKS, *individual.CHECKS, *scaling.CHECKS, *threshold.CHECKS, *calibrations.CHECKS]
-MUTANTS = [*calibrations.MUTANTS, *threshold.MUTANTS]
+MUTANTS = calibrations.MUTANTS
 AUDITS = audits.AUDITS

@@ -194,13 +194,13 @@ CHECKS += [
     ThresholdScalingCheck(
         "nguyen-r6-topk-threshold-scaling", TOPK.name, TOPK_SOLVE, "n_items", (), lambda config: 1.0,
         (PREDICTED["midpoint_slope"] - SLOPE_HALF_WIDTH, PREDICTED["midpoint_slope"] + SLOPE_HALF_WIDTH),
-        formula="log m/(np)", center=None,
+        formula="1 (x already in units of log m/(np))",
         description="R6 (Thms 3.2, 3.4): the solved npΔ²½ where P(exact top-3) = 1/2 scales as log m: the "
                     "slope of log(x½) on log m is the extreme-value model's within half the slope log log m "
                     "adds"),
     ThresholdScalingCheck(
         "nguyen-r6-topk-threshold-scaling-no-log", TOPK.name, TOPK_SOLVE, "n_items", (),
         lambda config: 1.0 / math.log(config["n_items"]),
-        (PREDICTED["midpoint_slope"] + SLOPE_HALF_WIDTH, math.inf), formula="1/(np) (log m dropped)",
+        (PREDICTED["midpoint_slope"] + SLOPE_HALF_WIDTH, math.inf), formula="1/log m (log m dropped)",
         description="negative control: with the log m dropped (npΔ²½ ≍ 1) the slope exceeds the band"),
 ]
