@@ -710,8 +710,9 @@ class RobbinsMonro:
     interpolated mean is unbiased for the piecewise-linear mean), and steps
     u_{t+1} = clip(u_t − (Ȳ_t − b) / (β_t (t+1)^γ)), β_t the slope of a local linear fit of
     the evidence within 3 steps of u_t when it is significant (``adapt``), else β₀. The
-    estimate averages the iterates after the first third of the stages; its interval is ū ± z·σ/(|β̂|√N) (delta method: σ² the
-    pooled variance near ū, β̂ a local linear fit's slope, N the replicates averaged).
+    estimate averages the iterates after the first third of the stages; its interval is
+    ū ± z·σ/(|β̂|√N) (delta method: σ² the pooled variance near ū, β̂ a local linear fit's
+    slope, N the replicates averaged).
     An average within a step of an end whose interval excludes b: not bracketed.
     """
 
