@@ -1,8 +1,9 @@
 """``dpsim solve`` on the engine (dpsim/experiment/solve.py): Bernoulli outcomes whose rate is a
 known function of the axis (tests/solve_study.py), so every root is known in closed form.
 
-Asserted: the intervals cover the true roots (seed 1; over seeds 0–7 the engine's intervals
-covered 15 of 16 roots, the finder's nominal level is 95%); a second solve into the same
+Asserted: each true root lies within its 95% interval widened to the 99.9% level (×3.29/1.96: a
+false alarm once in 1000 roots at any seed; the nominal coverage itself is measured over 2400
+intervals in tests/test_rootfinding.py and benchmarks/rootfinding.py); a second solve into the same
 folder computes nothing and gives identical roots; a solve interrupted mid-stage and re-run
 gives the roots of an uninterrupted one; the budget is never exceeded; a target the interval
 never reaches is reported as not bracketed with the interval searched; an analysis axis (ε)
@@ -41,7 +42,9 @@ def test_roots_cover_the_truth_and_a_replay_computes_nothing(tmp_path):
     table = first.table
     assert list(table["status"]) == ["solved", "solved"]
     truth = np.array([true_root(p, 0.5) for p in table["p"]])
-    assert np.all((table["low"] <= truth) & (truth <= table["high"])), table[ROOT_COLUMNS]
+    half = (np.log(table["high"]) - np.log(table["low"])) / 2 * 3.29 / 1.96
+    centre = (np.log(table["high"]) + np.log(table["low"])) / 2
+    assert np.all(np.abs(np.log(truth) - centre) <= half), table[ROOT_COLUMNS]
     assert np.all(np.abs(table["root"] / truth - 1) < 0.1)
     assert first.lanes_run == first.lanes_asked > 0 and first.stages >= 2
     # every evaluated point is stored as ordinary rows, each (p, gap) with the replicates the solve used
