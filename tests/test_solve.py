@@ -111,7 +111,9 @@ def test_an_analysis_axis_gets_disjoint_replicates_per_value(tmp_path):
     result = solve_experiment(ANALYSIS, axis="eps", target="hit=0.5", within=(0.05, 4.0), seed=1,
                               overrides={"p": [0.5]}, out=tmp_path / "eps", progress=False, figure=False)
     assert result.table["status"].tolist() == ["solved"]
-    assert result.table["low"][0] <= 0.5 <= result.table["high"][0]
+    low, high = np.log(result.table["low"][0]), np.log(result.table["high"][0])
+    assert abs(np.log(0.5) - (low + high) / 2) <= (high - low) / 2 * 3.29 / 1.96    # the 99.9% interval
+    assert result.lanes_run == result.lanes_asked        # a stage adding a value of ε reruns no stored lane
     rows = load_results(result.out)
     # one data point; the replicates of its values of ε were taken one after another
     assert rows["point"].nunique() == result.evidence[["eps"]].drop_duplicates().shape[0]
