@@ -133,10 +133,10 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
     # one experiment at a time: run what it needs, judge its checks and print them at once,
     # then let its table go (a full verify holds one experiment's rows, not every one's)
     for name, its_checks in by_experiment.items():
-        where = dict(out=run_directory(runs, name, seed), seed=seed, reps=reps, family=family, progress=progress,
-                     watchdog=watchdog, source=(sources or {}).get(name))
-        judged = (judged_on(experiments[name], its_checks, **where) if sequential is None else
-                  decided_on(experiments[name], its_checks, sequential=sequential, ledger=ledger, **where))
+        common = dict(out=run_directory(runs, name, seed), seed=seed, reps=reps, family=family, progress=progress,
+                      watchdog=watchdog, source=(sources or {}).get(name))
+        judged = (judged_on(experiments[name], its_checks, **common) if sequential is None else
+                  decided_on(experiments[name], its_checks, sequential=sequential, ledger=ledger, **common))
         for result in judged:
             echo(result.line())
             claim = getattr(checks.get(result.name), "description", "")
