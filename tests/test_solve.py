@@ -26,7 +26,7 @@ from dpsim.experiment.store import load_results
 
 sys.path.insert(0, str(Path(__file__).parent))
 from cli_cases import refused, run_in_process  # noqa: E402
-from solve_study import ANALYSIS, DATA, true_root  # noqa: E402
+from solve_study import ANALYSIS, DATA, SHAPE, true_root  # noqa: E402
 
 STUDY = Path(__file__).parent / "solve_study.py"
 ROOT_COLUMNS = ["p", "root", "low", "high", "status", "lanes"]
@@ -118,6 +118,19 @@ def test_an_analysis_axis_gets_disjoint_replicates_per_value(tmp_path):
     # one data point; the replicates of its values of ε were taken one after another
     assert rows["point"].nunique() == result.evidence[["eps"]].drop_duplicates().shape[0]
     assert rows["rep"].max() + 1 == result.evidence["reps"].sum() == result.lanes_asked
+
+
+def test_a_shape_axis_is_solved_on_integers(tmp_path):
+    """n, a shape axis (a program per value): the finder asks integers only, every asked n is
+    stored as its own shape point, and the root lies where the closed form puts it."""
+    result = solve_experiment(SHAPE, axis="n_items", target="hit=0.5", seed=1, out=tmp_path / "n",
+                              progress=False, figure=False)
+    assert result.table["status"].tolist() == ["solved"]
+    asked = result.evidence["n_items"].to_numpy()
+    assert np.all(asked == np.round(asked)) and 4 <= asked.min() and asked.max() <= 200
+    assert sorted(load_results(result.out)["n_items"].unique()) == sorted(set(asked.astype(int)))
+    low, high = np.log(result.table["low"][0]), np.log(result.table["high"][0])
+    assert abs(np.log(true_root(20.0, 0.5)) - (low + high) / 2) <= (high - low) / 2 * 3.29 / 1.96
 
 
 def test_parse_target():
