@@ -316,6 +316,7 @@ def _checks_of_experiments(found, names: list[str]) -> list[str]:
 def cmd_verify(args) -> int:
     from dpsim.experiment.registry import catalogue, is_study
     from dpsim.experiment.verify import family_size, verify, verify_mutants
+    sequential = _sequential(args)
     names = list(args.checks)
     study = next((n for n in names if is_study(n)), None)
     if study:
@@ -330,7 +331,7 @@ def cmd_verify(args) -> int:
     family = family_size(checks.values())
     results, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
                              reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
-                             sources=found.source, family=family, solver=_check_solver)
+                             sources=found.source, family=family, sequential=sequential, solver=_check_solver)
     survivors = 0
     if mutants is not None:
         outcomes = verify_mutants(checks, found.experiments, mutants, results, runs=Path(args.runs),
@@ -348,6 +349,20 @@ def _check_solver(experiment, solve, *, out, seed, progress):
     from dpsim.experiment.solve import solve_experiment
     return solve_experiment(experiment, axis=solve.axis, target=solve.target, within=solve.within,
                             overrides=solve.override_dict() or None, seed=seed, out=out, progress=progress).table
+
+
+def _sequential(args):
+    """The :class:`~dpsim.experiment.verify.Sequential` rule ``--until-decided [--budget]
+    [--stages]`` asks for, or None; UsageError for a bad value or a combination it refuses."""
+    from dpsim.experiment.verify import Sequential
+    if not args.until_decided:
+        extra = "--budget" if args.budget is not None else "--stages" if args.stages is not None else None
+        if extra:
+            raise UsageError(f"{extra} needs --until-decided")
+        return None
+    if args.mutants or args.mutant:
+        raise UsageError("--until-decided cannot be combined with --mutants/--mutant (judge mutants at fixed replicates)")
+    return Sequential(4 if args.stages is None else args.stages, args.budget)
 
 
 def _selected_mutants(found, checks, args):
@@ -518,6 +533,15 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--reps", type=int, default=None,
                      help="judge on exactly this many replicates (computed if missing; default: each "
                           "experiment's own)")
+    ver.add_argument("--until-decided", action="store_true",
+                     help="give INCONCLUSIVE checks more replicates at the points they read, in stages (R, 2R, "
+                          "4R, …), until decided; stage levels spend the error rates so both stay at their nominal "
+                          "values (alpha spending over the stages)")
+    ver.add_argument("--budget", type=int, default=None, metavar="LANES",
+                     help="with --until-decided: the most lanes (data point × replicate) the later stages may add, "
+                          "over the whole verify (default: no limit but --stages)")
+    ver.add_argument("--stages", type=int, default=None, metavar="S",
+                     help="with --until-decided: the most stages, the first included (default 4: up to 8R replicates)")
     ver.add_argument("--mutants", action="store_true",
                      help="then judge the checks again under each declared mutant (a plausible bug) of their "
                           "experiments; exit 1 when one survives (no check FAILs under it)")

@@ -49,3 +49,14 @@ ANALYSIS = Experiment(
     axes={"n_items": [2], "p": [0.25, 0.5], "eps": [0.05, 4.0, math.inf]},
     shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {}, generate=generate,
     methods={"bernoulli": Method(hit_at_eps, ("hit",))}, reps=10)
+
+
+def hit_at_n(key, ctx):
+    return {"hit": (ctx.sample["u"] < rate(ctx.shape["n_items"], 40.0 * ctx.data["p"])).astype(jnp.float64)}
+
+
+SHAPE = Experiment(
+    name="solve-shape", title="Bernoulli rate logistic(2 log(n/(40 p))) against the shape axis n",
+    axes={"n_items": [4, 200], "p": [0.5], "eps": [1.0]},
+    shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {}, generate=generate,
+    methods={"bernoulli": Method(hit_at_n, ("hit",))}, reps=10)

@@ -50,3 +50,10 @@ def test_bad_reps_at_is_refused_writing_nothing(tmp_path, reps_at, message):
     with pytest.raises(UsageError, match=message):
         run_experiment(SIZE, reps_at=reps_at, out=tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_range_runs_only_its_replicates(tmp_path):
+    run_experiment(SIZE, reps_at={data_id(6, 0.5): (2, 5)}, out=tmp_path / "run", progress=False)
+    assert sorted(load_results(tmp_path / "run")["rep"].unique()) == [2, 3, 4]
+    with pytest.raises(UsageError, match=r"reps_at\[.*\]=\(3, 3\) must be a range"):
+        run_experiment(SIZE, reps_at={data_id(6, 0.5): (3, 3)}, out=tmp_path / "bad", progress=False)

@@ -194,7 +194,7 @@ def test_the_other_finders_find_the_root_roughly(finder):
 
 def test_default_finder_covers_at_the_nominal_rate():
     # 30 solves × 40 configurations = 1200 intervals at a target of 0.75 (curvature near the root);
-    # measured over 50 solves: 0.947 (b = 0.75), 0.950 (0.5), 0.945 (0.9)
+    # measured over 50 solves (2000 intervals): 0.960 (b = 0.75), 0.966 (0.5), 0.957 (0.9); half as wide: 0.67–0.72
     solves, b = 30, 0.75
     truth = rf.logistic_root(X0, SLOPE, b)
     search = rf.Search(1.0, 1000.0, b)
@@ -227,3 +227,22 @@ def test_solves_are_deterministic_and_replay_from_their_history():
         for (a1, _), (a2, _) in zip(history, replay_history):     # the replay asks the same points
             np.testing.assert_array_equal(a1.x, a2.x)
             np.testing.assert_array_equal(a1.reps, a2.reps)
+
+
+def test_the_benchmark_quick_run_writes_its_tables(monkeypatch, tmp_path):
+    """``python -m benchmarks.rootfinding --quick`` (≈ 2 s): every method and grid row is there,
+    and a grid of equal precision is as narrow as the method it is set beside, or says it never was."""
+    import importlib
+    from pathlib import Path
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    bench = importlib.import_module("benchmarks.rootfinding")
+    monkeypatch.setattr(bench.harness, "RESULTS_DIR", tmp_path)
+    doc = bench.main(["--quick"])
+    assert (tmp_path / "rootfinding_quick.json").exists()
+    rows_a, rows_b = doc["results"]["A"]["rows"], doc["results"]["B"]["rows"]
+    assert sorted(r["method"] for r in rows_a) == ["bisection", "monotone", "robbins-monro"]
+    assert len(rows_b) == len(rows_a) * len(bench.QUICK.grid_points)
+    assert any(r["reached"] and r["grid_points"] == 65 for r in rows_b)
+    for r in rows_b:
+        assert r["reached"] == (r["grid_median_width_log"] <= r["solver_median_width_log"])
+        assert r["lane_saving"] == pytest.approx(r["grid_lanes_per_config"] / r["solver_lanes_per_config"])

@@ -41,9 +41,10 @@ from dpsim.experiment.statistics import (ColumnRatio, Difference, LinearSlope, M
 from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, grid_columns, require_unpooled, select,
                                       slope_fit)
 from dpsim.experiment.verdicts import (UNCONVERGED_LIMIT, VERDICTS, Check, CheckResult, Estimate,  # noqa: F401
-                                       _interval, _reps, family_z, format_region, judge, widened)
+                                       _interval, _reps, family_z, format_region, judge, stage_share, widened)
 
 __all__ = ["UNCONVERGED_LIMIT", "VERDICTS", "Check", "CheckResult", "Estimate", "family_z", "format_region", "judge",
+           "stage_share",
            "widened", "Deferred", "deferred_table", "crossing", "isotonic", "log_ratio_between",
            "log_ratio_of_means", "exp_interval", "paired", "predictions", "wilson",
            "Claim", "At", "Every", "Along", "Value", "Mean", "MethodRatio", "ColumnRatio", "SliceRatio", "Difference",
@@ -150,6 +151,13 @@ class Claim(Check):
     @property
     def methods(self):
         return self.statistic.methods
+
+    def used_rows(self, table):
+        """:meth:`Check.rows`, narrowed to the slices a statistic with ``reads`` (axis →
+        values, e.g. :class:`SliceRatio`'s two slices) reads."""
+        rows = self.rows(table)
+        reads = getattr(self.statistic, "reads", None)
+        return select(rows, reads) if reads else rows
 
     def _expected(self, signed: bool) -> str:
         lo, hi = self.region
@@ -581,7 +589,7 @@ class ThresholdScalingCheck(Check):
     reach_rate: Callable[[dict], float] | None = None
     center: float | None = None
 
-    def evaluate(self, table, family: int = 1):
+    def evaluate(self, table, family: int = 1, stage: int = 1, stages: int = 1):
         raise UsageError(f"check {self.name!r} is judged on the roots of a solve "
                          f"(`dpsim solve {self.experiment} --for {self.solve.axis}`), not on a grid's rows")
 

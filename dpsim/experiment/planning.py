@@ -298,21 +298,31 @@ def _complete_reps(done: set) -> dict:
     return {pid: np.unique(np.asarray(reps, np.int64)) for pid, reps in by_point.items()}
 
 
-def _missing(points: tuple, reps: int, stored: dict, data_id: int, part: Part | None) -> _MissingReps:
-    """The replicates < ``reps`` of a lane whose analysis ``points`` are not all stored (a
-    lane is complete only when every one of its points is); with ``part`` (I, N) only those
-    of that part (:func:`lane_part` of ``data_id``, the lane's grid point)."""
+def replicate_range(wanted) -> tuple[int, int]:
+    """(start, stop) of a ``reps_at`` value: a count R is (0, R), a pair is itself."""
+    if isinstance(wanted, tuple):
+        return int(wanted[0]), int(wanted[1])
+    return 0, int(wanted)
+
+
+def _missing(points: tuple, reps: int, stored: dict, data_id: int, part: Part | None,
+             start: int = 0) -> _MissingReps:
+    """The replicates in [``start``, ``reps``) of a lane whose analysis ``points`` are not all
+    stored (a lane is complete only when every one of its points is); with ``part`` (I, N)
+    only those of that part (:func:`lane_part` of ``data_id``, the lane's grid point)."""
     stride, first = 1, 0
     if part is not None:
         stride = part[1]
         first = int((part[0] - 1 - data_id % stride) % stride)   # lane_part(data_id, first, N) == I
     complete = None
     for pid in points:
-        have = stored.get(pid)
-        if have is None:
-            return _MissingReps(reps, np.empty(0, np.int64), stride, first)
+        have = stored.get(pid, np.empty(0, np.int64))
         complete = have if complete is None else np.intersect1d(complete, have, assume_unique=True)
+        if not len(complete):
+            break
     complete = np.empty(0, np.int64) if complete is None else complete
+    if start:                                    # replicates below start count as done
+        complete = np.union1d(np.arange(start, dtype=np.int64), complete)
     return _MissingReps(reps, complete[complete < reps], stride, first)
 
 
@@ -326,8 +336,9 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
     ``part`` (I, N): only the lanes of that part (:func:`lane_part`); programs are chosen
     for the whole grid (:func:`_capacities`), so every part compiles the same ones.
     ``reps_at``: data point id (:meth:`Experiment.point_id` of shape and data values) →
-    replicates wanted there; only those data points are planned, each up to its own count
-    (``dpsim solve``, ``verify --until-decided``); ``reps`` is then their largest count."""
+    replicates wanted there, a count R (replicates 0 … R − 1) or a range (start, stop); only
+    those data points are planned, each over its own replicates (``dpsim solve``, ``verify
+    --until-decided``); ``reps`` is then their largest stop."""
     experiment = grid.experiment
     policy = policy or batching("cpu")
     stored = _complete_reps(done)
@@ -342,9 +353,9 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
                 data = grid.data_points[d]
                 points = tuple(experiment.point_id({**shape, **data, **a}) for a in grid.analysis_points)
                 data_id = experiment.point_id({**shape, **data})
-                wanted = reps if reps_at is None else reps_at.get(data_id, 0)
-                if wanted:
-                    blocks.append(_Block(d, points, data_id, _missing(points, wanted, stored, data_id, part)))
+                start, stop = (0, reps) if reps_at is None else replicate_range(reps_at.get(data_id, 0))
+                if stop > start:
+                    blocks.append(_Block(d, points, data_id, _missing(points, stop, stored, data_id, part, start)))
             lanes = _Lanes(blocks)
             if len(lanes):
                 key = (repr(sorted(compiled.items())), static)

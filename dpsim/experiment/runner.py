@@ -30,7 +30,7 @@ from dpsim.experiment.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching
 from dpsim.experiment.chunk_io import method_columns
 from dpsim.experiment.executors import Executor, Job, LocalExecutor
 from dpsim.experiment.grid import Experiment, Grid, expand_grid
-from dpsim.experiment.planning import Plan, check_part, plan_steps, size_buckets, step_label
+from dpsim.experiment.planning import Plan, check_part, plan_steps, replicate_range, size_buckets, step_label
 from dpsim.experiment.provenance import environment, fingerprint
 from dpsim.experiment.program import clear_cache, compiler_options, lane_key, truth_key
 from dpsim.experiment.units import format_bytes, format_duration
@@ -121,16 +121,24 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
                     code, part, reps_at)
 
 
-def _checked_reps_at(reps_at: Mapping[int, int], part) -> int:
-    """The largest count of a valid ``reps_at`` (data point id → replicates ≥ 1); UsageError otherwise."""
+def _checked_reps_at(reps_at: Mapping[int, int | tuple[int, int]], part) -> int:
+    """The largest stop of a valid ``reps_at`` (data point id → a replicate count ≥ 1, or a
+    range (start, stop) with 0 ≤ start < stop); UsageError otherwise."""
     if part is not None:
         raise UsageError("reps_at (replicates per point) cannot be combined with part")
     if not reps_at:
         raise UsageError("reps_at names no data point")
-    for pid, count in reps_at.items():
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise UsageError(f"reps_at[{pid}]={count!r} must be an integer ≥ 1")
-    return int(max(reps_at.values()))
+
+    def whole(v, low):
+        return not isinstance(v, bool) and isinstance(v, (int, np.integer)) and v >= low
+
+    for pid, wanted in reps_at.items():
+        if isinstance(wanted, tuple):
+            if not (len(wanted) == 2 and whole(wanted[0], 0) and whole(wanted[1], 1) and wanted[0] < wanted[1]):
+                raise UsageError(f"reps_at[{pid}]={wanted!r} must be a range (start, stop) with 0 ≤ start < stop")
+        elif not whole(wanted, 1):
+            raise UsageError(f"reps_at[{pid}]={wanted!r} must be an integer ≥ 1 or a range (start, stop)")
+    return int(max(replicate_range(w)[1] for w in reps_at.values()))
 
 
 def _planned(request: _Request) -> Plan:
@@ -185,8 +193,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     Otherwise one run at a time writes into a directory
     (:func:`~dpsim.experiment.store.exclusive`); the plan is made once it is held.
     ``reps_at``: data point id (:meth:`~dpsim.experiment.grid.Experiment.point_id` of its shape
-    and data values) → replicates wanted there; only those points are run, each up to its own
-    count (``reps`` is ignored; ``dpsim solve`` and ``verify --until-decided`` ask for
+    and data values) → replicates wanted there, a count R (0 … R − 1) or a range (start, stop);
+    only those points are run, each over its own replicates (``reps`` is ignored; ``dpsim solve`` and ``verify --until-decided`` ask for
     replicates where they need them). Keys are unchanged: replicate r of a point is the same
     draw whichever request computes it.
 

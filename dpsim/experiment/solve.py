@@ -17,7 +17,8 @@ values of a configuration share one data point, and they get disjoint replicates
 different x are then independent, as the finders assume (the same draws at every x, the
 engine's common random numbers, would make the pooled evidence look more precise than it
 is). Several configurations may share a data point (a configuration axis that is an analysis
-axis): each keeps its own count, and the run is asked for the largest count any needs.
+axis): each keeps its own count. The run is asked for the range of replicates the stage adds
+there (``reps_at`` ranges), so lanes below it are not run again when a stage adds a value.
 
 **Resume is replay.** A finder is deterministic given its observations, and the observations
 are read from stored rows, so re-running the same solve into the same folder asks the same
@@ -317,7 +318,7 @@ class EngineOracle:
         self.stages += 1
         if self.progress:
             print(f"stage {self.stages}: {len(active)} configs, {new_lanes} lanes", file=sys.stderr, flush=True)
-        reps_at: dict[int, int] = {}
+        reps_at: dict[int, tuple[int, int]] = {}
         wanted = {}
         for c, j in cells:
             x, r = float(ask.x[c, j]), int(ask.reps[c, j])
@@ -325,7 +326,8 @@ class EngineOracle:
             self.tally.setdefault((c, x), Tally())
             used = self.used.get((c, data_id), 0)
             self.used[(c, data_id)] = used + r
-            reps_at[data_id] = max(reps_at.get(data_id, 0), used + r)
+            start, stop = reps_at.get(data_id, (used, used + r))
+            reps_at[data_id] = (min(start, used), max(stop, used + r))    # only the new replicates
             wanted[(c, j)] = (point_id, used, used + r)
         overrides = {a: list(dict.fromkeys(p.configs[c][a] for c in active)) for a in p.config_axes}
         overrides[p.axis] = sorted({_axis_value(p.search, float(ask.x[c, j])) for c, j in cells})

@@ -371,6 +371,11 @@ class SliceRatio(_OfOneMethod):
     def spans(self) -> tuple[str, ...]:
         return (self.axis,)
 
+    @property
+    def reads(self) -> dict:
+        """The slices it reads (axis → its two values), within the check's rows."""
+        return {self.axis: [self.numerator, self.denominator]}
+
     def describe(self) -> str:
         ratio = f"{self.axis} {_label(self.numerator)}/{_label(self.denominator)}"
         what = f"{'RMS ' if self.root else ''}ratio {ratio} of {self.metric}"

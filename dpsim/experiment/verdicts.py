@@ -13,6 +13,31 @@ predicted region. :func:`judge` gives the verdict:
 * **REFUSED**: more than the check's allowance of fits did not converge (1% by default);
 * **INFO**: a report-only check, never judged.
 
+**Sequential verdicts** (``dpsim verify --until-decided``): a check that is INCONCLUSIVE is
+looked at again with more replicates, at most S times (*stages*, the replicates doubling from
+stage to stage: R, 2R, 4R, …, a schedule fixed before any data is seen). Both verdicts are
+error claims (a PASS claims the quantity lies in the region, a FAIL that it lies outside), and
+looking after every stage at the same level would inflate both errors. So stage s spends the
+share w_s of each error rate (:func:`stage_share`; Σ_s w_s = 1): its PASS intervals are at
+level 1 − 0.05·w_s and its FAIL intervals at 1 − 0.05·w_s/(m·K). Because the replicate
+counts of the looks are fixed in advance (a look on the first 2^(s−1)·R replicates of every
+point the check reads), a wrong verdict at some stage is a wrong verdict of one of S
+fixed-size intervals, and by the union bound (Bonferroni over the looks, whatever the
+correlation of nested looks and whatever rule stops early):
+
+* P(wrong PASS) ≤ Σ_s 0.05·w_s / 2 = 0.025 (one side of a two-sided 95% level, as plain
+  verify's PASS: the truth outside the region lies beyond one of its ends);
+* P(some wrong FAIL in the family) ≤ 0.05, as plain verify's.
+
+The shares: all of it at stage 1 with one stage (``--stages 1`` is plain verify, exactly);
+otherwise half at stage 1 and the rest evenly over the later stages. Stage 1 is then
+*stricter* than plain verify (PASS at 97.5% instead of 95%, FAIL at half the Bonferroni
+level): the price of the later looks. It is spent there because most checks are decided at
+stage 1, where replicates are cheapest. A stage that a check cannot afford in full is not
+taken (a partial stage would make the replicate count depend on the data): the check stays
+INCONCLUSIVE, "budget spent". The union bound is conservative (nested looks are positively
+correlated); tests/test_until_decided.py measures the error rates.
+
 Every result prints through one formatter, :meth:`CheckResult.line`. The statistics the
 checks compute live in :mod:`dpsim.experiment.statistics`, the checks themselves in
 :mod:`dpsim.experiment.checks`.
@@ -82,11 +107,32 @@ class Estimate:
     points: tuple[tuple[float, float, float], ...] = ()
 
 
-def family_z(tests: int) -> float:
-    """The two-sided normal quantile of the Bonferroni level 0.05/``tests`` (Z95 for 1)."""
+ALPHA = 0.05
+
+
+def stage_share(stage: int, stages: int) -> float:
+    """The share w_s of the error rates spent at look ``stage`` (1-based) of at most
+    ``stages`` (module docstring): 1 with one stage; else ½ at stage 1 and ½/(S − 1) at each
+    later one, so Σ_s w_s = 1.
+
+    Raises:
+        ValueError: ``stage`` outside 1 … ``stages``.
+    """
+    if not 1 <= stage <= stages:
+        raise ValueError(f"stage {stage} is not in 1 … {stages}")
+    if stages == 1:
+        return 1.0
+    return 0.5 if stage == 1 else 0.5 / (stages - 1)
+
+
+def family_z(tests: int, share: float = 1.0) -> float:
+    """The two-sided normal quantile of the level ALPHA·``share``/``tests`` (the Bonferroni
+    level of ``tests`` tests, at a stage spending ``share`` of it; Z95 for 1 test, share 1)."""
     from statistics import NormalDist
     tests = max(int(tests), 1)
-    return Z95 if tests == 1 else NormalDist().inv_cdf(1.0 - 0.025 / tests)
+    if tests == 1 and share == 1.0:
+        return Z95
+    return NormalDist().inv_cdf(1.0 - ALPHA * share / (2 * tests))
 
 
 def widened(value: float, low: float, high: float, z: float) -> tuple[float, float]:
@@ -106,10 +152,11 @@ def widened(value: float, low: float, high: float, z: float) -> tuple[float, flo
     return value - factor * (value - low), value + factor * (high - value)
 
 
-def judge(estimate: Estimate, family: int = 1) -> tuple[str, int | None]:
+def judge(estimate: Estimate, family: int = 1, stage: int = 1, stages: int = 1) -> tuple[str, int | None]:
     """PASS / FAIL / INCONCLUSIVE of an estimate against its region (module docstring), and
     for INCONCLUSIVE the replicates that would shrink the interval's half-width below the
-    estimate's distance to the nearest boundary (None when that distance is 0).
+    estimate's distance to the nearest boundary (None when that distance is 0). The one
+    place where the levels of the intervals are chosen.
 
     Args:
         estimate: the statistic, its 95% interval and region; with ``points`` (value, low,
@@ -117,11 +164,16 @@ def judge(estimate: Estimate, family: int = 1) -> tuple[str, int | None]:
             when some point's family-wise interval lies wholly outside.
         family: the number of judged checks in the run; FAIL uses the Bonferroni level
             0.05/(family · number of points).
+        stage, stages: the look of a sequential verify (``--until-decided``) and the most
+            looks it takes; both levels spend the share :func:`stage_share` of their error
+            rate at this look (1, 1: plain verify).
     """
+    share = stage_share(stage, stages)
     lo, hi = estimate.region_low, estimate.region_high
     points = estimate.points or ((estimate.value, estimate.low, estimate.high),)
-    z = family_z(family * len(points))
-    if all(lo <= p_lo and p_hi <= hi for _, p_lo, p_hi in points):
+    z_pass = family_z(1, share)
+    z = family_z(family * len(points), share)
+    if all(lo <= w_lo and w_hi <= hi for w_lo, w_hi in (widened(v, p_lo, p_hi, z_pass) for v, p_lo, p_hi in points)):
         return "PASS", None
     for value, p_lo, p_hi in points:
         w_lo, w_hi = widened(value, p_lo, p_hi, z)
@@ -130,9 +182,8 @@ def judge(estimate: Estimate, family: int = 1) -> tuple[str, int | None]:
     inside = lo <= estimate.value <= hi
     margin = min(estimate.value - lo, hi - estimate.value) if inside else \
         (lo - estimate.value if estimate.value < lo else estimate.value - hi)
-    half = (estimate.high - estimate.low) / 2
-    if not inside:    # outside at 95% but not family-wise: the family-wise half-width decides
-        half *= z / Z95
+    # the half-width at the level that decides: PASS's when inside, else the family-wise one
+    half = (estimate.high - estimate.low) / 2 * (z_pass if inside else z) / Z95
     if not margin > 0 or not math.isfinite(half):
         return "INCONCLUSIVE", None
     return "INCONCLUSIVE", max(estimate.reps + 1, math.ceil(estimate.reps * (half / margin) ** 2 * 1.1))
@@ -196,9 +247,16 @@ class Check:
     def estimate(self, rows: pd.DataFrame) -> Estimate:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def evaluate(self, table: pd.DataFrame, family: int = 1) -> CheckResult:
+    def used_rows(self, table: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``table`` its statistic reads (its selection of the grid): the grid
+        points where ``verify --until-decided`` adds replicates. Default :meth:`rows`; a
+        check reading fewer narrows it."""
+        return self.rows(table)
+
+    def evaluate(self, table: pd.DataFrame, family: int = 1, stage: int = 1, stages: int = 1) -> CheckResult:
         """The check's result on ``table``; ``family``: the number of judged checks in the run
-        (the Bonferroni factor of a FAIL, :func:`judge`). Deferred predictions
+        (the Bonferroni factor of a FAIL, :func:`judge`); ``stage`` of ``stages``: the look of
+        a sequential verify (:func:`judge`, :func:`stage_share`). Deferred predictions
         (:mod:`dpsim.experiment.deferred`) are computed first; one that fails to compute
         is a UsageError naming the check (verify reports it on the check's line and goes
         on)."""
@@ -218,7 +276,7 @@ class Check:
                                    f"{failed} of {judged} fits did not converge, above the "
                                    f"{self.unconverged_limit:.0%} limit", note="")
         est = self.estimate(rows)
-        verdict, needed = (est.verdict, None) if est.verdict else judge(est, family)
+        verdict, needed = (est.verdict, None) if est.verdict else judge(est, family, stage, stages)
         if self.report_only:
             verdict, needed = "INFO", None
         return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, needed,

@@ -15,6 +15,16 @@ report-only ones excluded); a check FAILs only when its interval at the Bonferro
 0.05/m lies outside its region, PASSes when its 95% interval lies inside
 (:func:`dpsim.experiment.checks.judge`).
 
+Until decided (``--until-decided``, :class:`Sequential`, :func:`decided_on`): a check
+INCONCLUSIVE at stage s gets the replicates of stage s + 1 (twice as many: R, 2R, 4R, …, at
+most ``stages`` stages) at the data points it reads (:meth:`~dpsim.experiment.verdicts.Check.used_rows`;
+points shared by checks of one experiment are computed once) and is judged again on exactly
+the first 2^s·R replicates there, at the stage's levels
+(:func:`~dpsim.experiment.verdicts.stage_share`: the sequential rule that keeps both error
+rates), until it is decided, its stages are used up, or the budget (lanes beyond stage 1,
+over the whole verify) cannot pay its next stage. The budget is charged by the schedule, not
+by what happens to be on disk, so a re-run takes the same decisions and computes nothing.
+
 Mutants (:mod:`dpsim.experiment.mutants`): :func:`verify_mutants` re-runs each mutant's
 experiments into ``RUNS/mutants/<mutant>/<experiment>`` and re-judges the checks on them with
 the same family size; a mutant is *killed* when some check that did not FAIL on the real
@@ -31,7 +41,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from dpsim.errors import UsageError, note
-from dpsim.experiment.checks import CheckResult
+from dpsim.experiment.checks import CheckResult, stage_share
+from dpsim.experiment.grid import expand_grid
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.provenance import describe, fingerprint
 from dpsim.experiment.store import load_results, other_code
@@ -43,16 +54,60 @@ def run_directory(runs: Path, experiment: str, seed: int) -> Path:
     return Path(runs) / (experiment if seed == 0 else f"{experiment}-seed{seed}")
 
 
+@dataclass(frozen=True)
+class Sequential:
+    """``verify --until-decided`` (module docstring): at most ``stages`` looks (replicates R,
+    2R, 4R, …); ``budget``: the lanes (data point × replicate) the stages after the first may
+    add over the whole verify (None: no limit but the stages).
+
+    Raises:
+        UsageError: stages < 1 or budget < 1 (naming the value).
+    """
+
+    stages: int = 4
+    budget: int | None = None
+
+    def __post_init__(self):
+        if isinstance(self.stages, bool) or not isinstance(self.stages, int) or self.stages < 1:
+            raise UsageError(f"--stages {self.stages!r} must be an integer ≥ 1")
+        if self.budget is not None and (isinstance(self.budget, bool) or not isinstance(self.budget, int)
+                                        or self.budget < 1):
+            raise UsageError(f"--budget {self.budget!r} must be a number of lanes ≥ 1")
+
+    def reps(self, base: int, stage: int) -> int:
+        """The replicates per point of look ``stage`` (1-based): ``base`` · 2^(stage − 1)."""
+        return base * 2 ** (stage - 1)
+
+
+class _Ledger:
+    """The lanes a sequential verify's later stages have been granted (``left``: None when
+    unlimited) and computed."""
+
+    def __init__(self, budget: int | None):
+        self.left, self.granted, self.computed = budget, 0, 0
+
+    def grant(self, lanes: int) -> bool:
+        if self.left is not None and lanes > self.left:
+            return False
+        self.granted += lanes
+        if self.left is not None:
+            self.left -= lanes
+        return True
+
+
 def verify(checks: Mapping[str, object], experiments: Mapping[str, object], names: Sequence[str] = (),
            *, runs: Path = DEFAULT_RUNS, seed: int = 0, reps: int | None = None,
            progress: bool = True, watchdog: float | None = None, sources: Mapping[str, str] | None = None,
-           echo=None, family: int | None = None, solver=None) -> tuple[list[CheckResult], Counter]:
+           echo=None, family: int | None = None, sequential: Sequential | None = None,
+           solver=None) -> tuple[list[CheckResult], Counter]:
     """Evaluate the named checks (all when ``names`` is empty), one experiment at a time: its
     runs are computed (what is missing), its checks judged and printed at once.
 
     Args:
         family: the number of tests a FAIL is adjusted for (default: the judged checks
             selected here, report-only ones excluded).
+        sequential: judge until decided (:class:`Sequential`, :func:`decided_on`); each line
+            then says at which stage, on how many replicates, its check was decided.
         solver: ``solver(experiment, solve, *, out, seed, progress) → roots table`` for the
             checks that declare a solve (:func:`judged_by_solves`; the command passes
             :func:`dpsim.experiment.solve.solve_experiment`'s).
@@ -69,8 +124,12 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
         if check.experiment not in experiments:
             raise UsageError(f"check {check.name!r} needs experiment {check.experiment!r}, which is not defined")
     family = family if family is not None else family_size(selected)
-    echo(f"family: {family} judged check{'s' * (family > 1)}; PASS when the 95% interval lies in the region, "
-         f"FAIL when the interval at the Bonferroni level 0.05/{family} (per point judged) lies outside it")
+    if sequential is None:
+        echo(f"family: {family} judged check{'s' * (family > 1)}; PASS when the 95% interval lies in the region, "
+             f"FAIL when the interval at the Bonferroni level 0.05/{family} (per point judged) lies outside it")
+    else:
+        echo(sequential_header(family, sequential))
+    ledger = _Ledger(sequential.budget if sequential else None)
     by_experiment: dict[str, list] = {}
     for check in selected:
         by_experiment.setdefault(check.experiment, []).append(check)
@@ -78,9 +137,15 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
     # one experiment at a time: run what it needs, judge its checks and print them at once,
     # then let its table go (a full verify holds one experiment's rows, not every one's)
     for name, its_checks in by_experiment.items():
-        for result in judged_all(experiments[name], its_checks, runs=runs, seed=seed, reps=reps, family=family,
-                                 progress=progress, watchdog=watchdog, source=(sources or {}).get(name),
-                                 solver=solver):
+        common = dict(out=run_directory(runs, name, seed), seed=seed, reps=reps, family=family, progress=progress,
+                      watchdog=watchdog, source=(sources or {}).get(name))
+        grid = [c for c in its_checks if getattr(c, "solve", None) is None]
+        judged = [] if not grid else (
+            judged_on(experiments[name], grid, **common) if sequential is None else
+            decided_on(experiments[name], grid, sequential=sequential, ledger=ledger, **common))
+        judged = [*judged, *judged_by_solves(experiments[name], [c for c in its_checks if c not in grid], runs=runs,
+                                             seed=seed, family=family, progress=progress, solver=solver)]
+        for result in judged:
             echo(result.line())
             claim = getattr(checks.get(result.name), "description", "")
             if claim:
@@ -88,7 +153,24 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
             results.append(result)
             counts[result.verdict] += 1
     echo(summary_line(counts))
+    if sequential is not None:
+        budget = "no budget" if sequential.budget is None else f"budget {sequential.budget}, {ledger.left} left"
+        echo(f"until decided: the later stages took {ledger.granted} lanes ({budget}); "
+             f"{ledger.computed} computed now, the rest found on disk")
     return results, counts
+
+
+def sequential_header(family: int, sequential: Sequential) -> str:
+    """The first line of ``verify --until-decided``: the stages and each stage's levels."""
+    stages = sequential.stages
+    first, later = stage_share(1, stages), (stage_share(2, stages) if stages > 1 else None)
+    text = (f"family: {family} judged check{'s' * (family > 1)}; until decided, at most {stages} "
+            f"stage{'s' * (stages > 1)} of R, 2R, 4R, … replicates; stage 1: PASS when the "
+            f"{1 - 0.05 * first:.2%} interval lies in the region, FAIL when the one at 0.05·{first:g}/{family} "
+            f"(per point judged) lies outside it")
+    if later is not None:
+        text += f"; later stages at {1 - 0.05 * later:.2%} and 0.05·{later:.3g}/{family} (alpha spent over the stages)"
+    return text
 
 
 def family_size(checks) -> int:
@@ -101,22 +183,15 @@ def judged_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fam
     """Run ``experiment`` into ``out`` (what is missing) and judge ``checks`` on exactly the
     requested replicates."""
     want = experiment.reps if reps is None else reps
-    code = fingerprint(experiment)
-    made = other_code(out, code)
-    if made is not None:
-        # verify's folders are its own cache: rows of other code are recomputed, never judged
-        note(f"{out}: made by {made}; recomputing it with {describe(code)}")
-        shutil.rmtree(out)
-    run_experiment(experiment, reps=want, seed=seed, out=out, progress=progress, watchdog=watchdog, source=source)
-    table = load_results(out)
+    table = _computed(experiment, out=out, seed=seed, reps=want, progress=progress, watchdog=watchdog,
+                      source=source)
     extra = int((table["rep"] >= want).sum())
     table = table[table["rep"] < want]
     results = []
     for check in checks:
         result = judge(check, table, family)
         if extra:
-            result = CheckResult(**{**result.__dict__, "note": result.note +
-                                    f"  [R = {want}; {extra} rows of further replicates on disk left out]"})
+            result = _noted(result, f"  [R = {want}; {extra} rows of further replicates on disk left out]")
         results.append(result)
     return results
 
@@ -178,12 +253,113 @@ def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, 
     return results
 
 
-def judge(check, table, family: int) -> CheckResult:
-    """``check`` judged on ``table`` in a family of ``family`` tests; a check that cannot be
-    evaluated on it (a UsageError, e.g. the table lacks the values it compares) is a FAIL
-    whose line gives the reason. Any other exception is a bug and propagates."""
+def _computed(experiment, *, out: Path, seed: int, reps: int, progress: bool, watchdog: float | None,
+              source: str | None):
+    """``experiment`` run into ``out`` to ``reps`` replicates (what is missing; a folder of
+    other code is recomputed from scratch), and its whole table."""
+    code = fingerprint(experiment)
+    made = other_code(out, code)
+    if made is not None:
+        # verify's folders are its own cache: rows of other code are recomputed, never judged
+        note(f"{out}: made by {made}; recomputing it with {describe(code)}")
+        shutil.rmtree(out)
+    run_experiment(experiment, reps=reps, seed=seed, out=out, progress=progress, watchdog=watchdog, source=source)
+    return load_results(out)
+
+
+def _noted(result: CheckResult, text: str) -> CheckResult:
+    return CheckResult(**{**result.__dict__, "note": result.note + text})
+
+
+def data_point_ids(experiment) -> dict[int, int]:
+    """Each grid point's id (the ``point`` column of a results table) → the id of its data
+    point (shape and data values, no analysis values): the key of ``run_experiment(reps_at=…)``,
+    whose lanes (one replicate of a data point) serve every analysis point."""
+    grid = expand_grid(experiment)
+    return {experiment.point_id({**shape, **data, **a}): experiment.point_id({**shape, **data})
+            for shape in grid.shapes for data in grid.data_points for a in grid.analysis_points}
+
+
+def decided_on(experiment, checks, *, out: Path, seed: int, reps: int | None, family: int, sequential: Sequential,
+               ledger: _Ledger, progress: bool = True, watchdog: float | None = None,
+               source: str | None = None) -> list[CheckResult]:
+    """``checks`` of ``experiment`` judged until decided (module docstring).
+
+    Stage 1 is plain verify's run (``reps`` = R, default the experiment's); at stage s a
+    check is judged on the replicates < R·2^(s−1) at the stage's levels. The INCONCLUSIVE
+    ones, in order, are granted the lanes of their next stage from ``ledger`` (a data point
+    another check already raised costs nothing again), then one ``run_experiment(reps_at=…)``
+    computes what is missing for all of them.
+
+    Returns:
+        One result per check, in order; its note says the stage, the replicates per data
+        point and the lanes behind the verdict, or that the budget or the stages ran out.
+    """
+    base = experiment.reps if reps is None else reps
+    stages = sequential.stages
+    table = _computed(experiment, out=out, seed=seed, reps=base, progress=progress, watchdog=watchdog, source=source)
+    ids = data_point_ids(experiment)
+    planned: dict[int, int] = {}           # data point id → replicates the stages so far asked for
+    final: dict[str, CheckResult] = {}
+    undecided = list(checks)
+    for stage in range(1, stages + 1):
+        want = sequential.reps(base, stage)
+        upto = table[table["rep"] < want]
+        growing = []
+        for check in undecided:
+            result = judge(check, upto, family, stage, stages)
+            if result.verdict != "INCONCLUSIVE":
+                points = _points(check, upto, ids) if result.verdict in ("PASS", "FAIL") else set()
+                final[check.name] = _noted(result, _stage_note("decided at ", stage, stages, want, points)) \
+                    if points else result
+            elif stage == stages:
+                final[check.name] = _noted(result, _stage_note(f"undecided after all {stages} stages; ",
+                                                               stage, stages, want, _points(check, upto, ids)))
+            else:
+                growing.append((check, result, _points(check, upto, ids)))
+        undecided = []
+        more = sequential.reps(base, stage + 1)
+        for check, result, points in growing:
+            cost = sum(max(0, more - planned.get(d, base)) for d in points)
+            if not ledger.grant(cost):
+                spent = f"budget spent: stage {stage + 1} needs {cost} more lanes, {ledger.left} left; judged at "
+                final[check.name] = _noted(result, _stage_note(spent, stage, stages, want, points))
+                continue
+            planned.update({d: max(planned.get(d, base), more) for d in points})
+            undecided.append(check)
+        if not undecided:
+            break
+        summary = run_experiment(experiment, reps_at=planned, seed=seed, out=out, progress=progress,
+                                 watchdog=watchdog, source=source)
+        ledger.computed += summary.lanes_run
+        table = load_results(out)
+    return [final[check.name] for check in checks]
+
+
+def _points(check, table, ids: Mapping[int, int]) -> set[int]:
+    """The data point ids of the rows ``check`` reads in ``table`` (:meth:`Check.used_rows`);
+    none when it cannot even select them (its FAIL line says why)."""
     try:
-        return check.evaluate(table, family)
+        rows = check.used_rows(table)
+    except UsageError:
+        return set()
+    return {ids[p] for p in rows["point"].unique().tolist() if p in ids}
+
+
+def _stage_note(what: str, stage: int, stages: int, reps: int, points: set[int]) -> str:
+    """``  [decided at stage 2/4: 400 replicates × 3 data points = 1200 lanes]`` (``what``:
+    the words before "stage")."""
+    return (f"  [{what}stage {stage}/{stages}: {reps} replicates × {len(points)} data "
+            f"point{'s' * (len(points) != 1)} = {reps * len(points)} lanes]")
+
+
+def judge(check, table, family: int, stage: int = 1, stages: int = 1) -> CheckResult:
+    """``check`` judged on ``table`` in a family of ``family`` tests (at look ``stage`` of
+    ``stages`` of a sequential verify); a check that cannot be evaluated on it (a UsageError,
+    e.g. the table lacks the values it compares) is a FAIL whose line gives the reason. Any
+    other exception is a bug and propagates."""
+    try:
+        return check.evaluate(table, family, stage, stages)
     except UsageError as exc:
         return CheckResult(check.name, "FAIL", "-", "-", f"cannot be evaluated: {exc}")
 
