@@ -10,6 +10,7 @@ makes the second compile of an identical program a disk read; it changes no resu
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 
@@ -22,6 +23,11 @@ import pytest
 from dpsim.models import sample_er_comparisons, theta_cai_design
 
 _CACHE_DIR = tempfile.mkdtemp(prefix="dpsim-test-jax-cache-")
+# Batching from measurement (dpsim.experiment.calibration) is off in the suite, so that no test's
+# chunk layout depends on what earlier tests cached; tests/test_batching.py turns it on where
+# it tests it, with its own cache file. The cache file is never the user's.
+os.environ.setdefault("DPSIM_CALIBRATION", "off")
+os.environ.setdefault("DPSIM_CALIBRATION_CACHE", os.path.join(_CACHE_DIR, "batching.json"))
 jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
