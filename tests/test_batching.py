@@ -181,6 +181,7 @@ def test_reuse_layout():
     assert reuse_layout(4800, 2, (2400, 1), [(1600, 1)], 2.0, 1e-2) == (2400, 1)        # padding costs 8 s
     assert reuse_layout(4800, 2, (2400, 1), [(65536, 1)], 1e9, 1e-9) == (2400, 1)       # 27× the work
     assert reuse_layout(4800, 2, (2400, 1), [(2400, 1), (1600, 1)], 2.0, 1e-4) == (2400, 1)
+    assert reuse_layout(4800, 2, (2400, 1), [(2, 1)], 1e9, 1e-9) == (2400, 1)           # 1200× the chunks
 
 
 def test_other_reps_reuse_the_compiled_chunk_layout(cache_file, monkeypatch, tmp_path):

@@ -19,6 +19,11 @@ multiple of the device count (:func:`chunk_layout`); ``$DPSIM_DEVICES=1`` keeps 
 device. Sharding then replaces the chunk threads of the CPU: one chunk at a time, its
 devices computing in parallel (:func:`batching`).
 
+The rule here is the default; :mod:`dpsim.experiment.calibration` replaces a step's
+micro-batch by one measured on the device (cached per program and device) and reuses a chunk
+layout its program was compiled with before (:func:`reuse_layout`), so that a run at other
+``--reps`` hits the compilation cache.
+
 Results do not depend on any of this beyond float rounding: keys come from stable ids, not
 from positions in a batch.
 """
@@ -293,9 +298,13 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
     return devices * batches * micro, micro
 
 
-# A layout compiled before is reused only while it computes at most this many times the
-# lanes of the step's own layout (padding and rounds of chunks), whatever the cost model says.
+# A layout compiled before is reused only while it computes at most MAX_REUSE_WORK times the
+# lanes of the step's own layout (padding and rounds of chunks) and its chunks are at least
+# 1/MAX_REUSE_CHUNKS of the own layout's (each chunk is a program call and a Parquet part:
+# a 2-replicate run's tiny chunks, e.g. `dpsim show`'s calibration, are not reused by a big
+# run), whatever the cost model says.
 MAX_REUSE_WORK = 1.5
+MAX_REUSE_CHUNKS = 4
 
 
 def layout_lanes(n_lanes: int, size: int, workers: int) -> int:
@@ -308,8 +317,9 @@ def reuse_layout(n_lanes: int, workers: int, own: tuple[int, int], earlier, comp
                  seconds_per_lane: float) -> tuple[int, int]:
     """The (chunk size, micro-batch) of a step: one of the ``earlier`` layouts its program was
     compiled with (:mod:`dpsim.experiment.calibration`'s cache), when its extra wall time
-    (:func:`layout_lanes` × ``seconds_per_lane``) is less than ``compile_seconds`` and its work at
-    most :data:`MAX_REUSE_WORK` × the ``own`` layout's (:func:`chunk_layout`); else ``own``.
+    (:func:`layout_lanes` × ``seconds_per_lane``) is less than ``compile_seconds``, its work at
+    most :data:`MAX_REUSE_WORK` × the ``own`` layout's (:func:`chunk_layout`) and its chunks at
+    least 1/:data:`MAX_REUSE_CHUNKS` of the own size; else ``own``.
     So a run at other ``--reps`` reuses the compiled program (persistent compilation cache)
     where padding costs less than compiling.
 
@@ -326,6 +336,6 @@ def reuse_layout(n_lanes: int, workers: int, own: tuple[int, int], earlier, comp
             return own
         lanes = layout_lanes(n_lanes, size, workers)
         seconds = lanes * seconds_per_lane
-        if lanes <= MAX_REUSE_WORK * own_lanes and seconds < best_seconds:
+        if lanes <= MAX_REUSE_WORK * own_lanes and size * MAX_REUSE_CHUNKS >= own[0] and seconds < best_seconds:
             best, best_seconds = (int(size), int(micro)), seconds
     return best

@@ -198,11 +198,14 @@ class LocalExecutor(Executor):
                                                            f"(step {index + 1}/{len(job.steps)})")
 
         first = 0
-        if step.calibrate:                 # the first chunks, one per candidate, timed
+        if step.calibrate:                 # the first chunks, one per candidate, one at a time, timed
             timings = {}
             for first, micro in enumerate(step.calibrate, 1):
-                table, lanes, timings[micro] = self.computer.timed_rows(step, program[micro],
-                                                                        step.chunks[first - 1], job.done, self.clock)
+                timed = partial(self.computer.timed_rows, step, program[micro], step.chunks[first - 1], job.done,
+                                self.clock)
+                table, lanes, timings[micro] = wait(self.pool.submit(timed), job.patience,
+                                                    f"a calibration chunk of {job.experiment.name} at {where} "
+                                                    f"(micro-batch {micro})")
                 yield table, lanes
             chosen = pick(timings)
             self.calibrations[index] = (chosen, timings)
