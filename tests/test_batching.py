@@ -17,7 +17,7 @@ import warnings
 import jax
 import pytest
 
-from dpsim.errors import DpsimWarning
+from dpsim.errors import DpsimWarning, UsageError
 from dpsim.experiment import calibration, program, registry, runner, store
 from dpsim.experiment.batching import (SMALL_LANE_BYTES_CPU, SMALL_LANE_MICRO_CPU, SMALL_LANE_MIN_WORK_CPU,
                                        batching, chunk_layout, cpu_small_lane_micro, reuse_layout)
@@ -198,3 +198,28 @@ def test_other_reps_reuse_the_compiled_chunk_layout(cache_file, monkeypatch, tmp
     assert set(program._COMPILED) == compiled                       # nothing compiled again
     monkeypatch.setenv(calibration.MODE_VARIABLE, "off")              # off: the step's own layout
     assert runner.plan_run(experiment, reps=18, out=tmp_path / "c", workers=2).steps[0].size == 18
+
+
+def test_a_bad_calibration_mode_is_refused_before_anything_is_written(monkeypatch, tmp_path):
+    monkeypatch.setenv(calibration.MODE_VARIABLE, "sometimes")
+    with pytest.raises(UsageError, match="DPSIM_CALIBRATION='sometimes' must be one of auto, always, off"):
+        runner.run_experiment(toy_experiment("bad", **TOY), out=tmp_path / "x", progress=False)
+    assert not (tmp_path / "x").exists()
+
+
+def test_concurrent_writers_keep_every_entry(tmp_path):
+    """Writers (the parts of a split) merge under a lock and replace the file atomically."""
+    import threading
+    path = tmp_path / "batching.json"
+
+    def writer(w):
+        for i in range(10):
+            calibration.save(path, {f"{w}-{i}": calibration.updated_entry(None, micro=1, size=8, source="rule",
+                                                                           what="x")})
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert set(calibration.load(path)) == {f"{w}-{i}" for w in range(6) for i in range(10)}
