@@ -22,7 +22,8 @@ them where the cost model says padding costs less than a compilation
 (:func:`~dpsim.experiment.batching.reuse_layout`), so the persistent compilation cache hits.
 ``$DPSIM_CALIBRATION``: ``auto`` (default), ``always`` (calibrate every step with enough
 chunks, even when cached), ``off`` (no calibration, no cache read or written). ``--micro-batch``
-(``$DPSIM_MICRO_BATCH``) overrides all of it. Writers (the parts of a split, several runs)
+(``$DPSIM_MICRO_BATCH``) overrides all of it. The code fingerprint covers dpsim's own files:
+any edit to dpsim starts new entries. Writers (the parts of a split, several runs)
 merge their entries under a lock and replace the file atomically; an unreadable file is
 ignored with one warning and rewritten.
 """
@@ -51,6 +52,13 @@ CANDIDATES_ACCELERATOR = (64, 512, 4096)
 # A step is calibrated when calibrating costs at most this share of its estimated wall time
 # (the cost model): (candidates − 1) extra compilations, plus the calibration chunks computed
 # one at a time instead of ``workers`` at a time.
+# Measured on the 2-core CPU (shared, load 5–8): `dpsim run cai-fig3 --reps 6000` (24 000
+# lanes of n = 300, chunks of 320) calibrated 1 → 15.5, 8 → 26.4, 32 → 30.0 ms/lane and kept
+# 1 (the rule's choice), 282 s in all; xu-fig4 n_items=10 at 2000 reps (`always`, chunks of
+# 2016) 1 → 0.211, 8 → 0.209, 32 → 0.372 ms/lane, one chunk each, kept 8 where the small-lane
+# rule says 32: one chunk per candidate on a loaded machine is a noisy measurement. On CPU the
+# cost model makes `auto` calibrate only long steps (cai-fig3 from ~6000 reps; xu never, its
+# cost model underestimates a lane ~30×).
 CALIBRATION_SHARE = 0.1
 KEEP_LAYOUTS = 4           # (chunk size, micro-batch) layouts remembered per program
 _warned: set = set()       # cache files already warned about (one warning each per process)
