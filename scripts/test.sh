@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
-.venv/bin/python -m pytest -q "$@"
+# Two pytest-xdist workers (the 2-core machine's cores: much of the suite is single-threaded
+# XLA compilation); a test file runs whole on one worker, so its module fixtures are made once.
+.venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"

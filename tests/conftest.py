@@ -7,9 +7,17 @@ The runner compiles one jitted function per (shape point, chunk layout) and ever
 ``run_experiment`` call builds a fresh jit wrapper, so identical programs would be compiled
 again and again. A persistent XLA compilation cache in a per-session temporary directory
 makes the second compile of an identical program a disk read; it changes no result.
+
+Under pytest-xdist (``scripts/test.sh`` runs ``pytest -n 2``) the cache is one folder for the
+whole run, shared by the workers: the controlling process makes it and exports it as
+``$DPSIM_TEST_JAX_CACHE`` before it starts them, so a program compiled by one worker is a disk
+read for the other. A size limit (far above what the suite writes) turns on JAX's file lock
+around each read and write of the cache, so one worker never reads an entry the other is
+still writing.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 
@@ -21,13 +29,37 @@ import pytest
 
 from dpsim.models import sample_er_comparisons, theta_cai_design
 
-_CACHE_DIR = tempfile.mkdtemp(prefix="dpsim-test-jax-cache-")
+CACHE_VARIABLE = "DPSIM_TEST_JAX_CACHE"
+CACHE_LOCKED_SIZE = 1 << 40   # bytes: any limit turns on JAX's cache lock; this one never evicts
+
+
+def session_cache() -> tuple[str, bool]:
+    """The run's compilation-cache folder: the one ``$DPSIM_TEST_JAX_CACHE`` names (an xdist
+    worker inherits its controller's), else a new temporary folder, exported for the workers.
+
+    Returns: (the folder, whether this process made it and so removes it at the end)."""
+    inherited = os.environ.get(CACHE_VARIABLE)
+    if inherited:
+        return inherited, False
+    made = tempfile.mkdtemp(prefix="dpsim-test-jax-cache-")
+    os.environ[CACHE_VARIABLE] = made
+    return made, True
+
+
+_CACHE_DIR, _OWN_CACHE = session_cache()
+# Batching from measurement (dpsim.experiment.calibration) is off in the suite, so that no test's
+# chunk layout depends on what earlier tests cached; tests/test_batching.py turns it on where
+# it tests it, with its own cache file. The cache file is never the user's.
+os.environ.setdefault("DPSIM_CALIBRATION", "off")
+os.environ.setdefault("DPSIM_CALIBRATION_CACHE", os.path.join(_CACHE_DIR, "batching.json"))
 jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
+jax.config.update("jax_compilation_cache_max_size", CACHE_LOCKED_SIZE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
 def pytest_unconfigure(config):
-    shutil.rmtree(_CACHE_DIR, ignore_errors=True)
+    if _OWN_CACHE:
+        shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

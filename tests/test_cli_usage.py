@@ -1,30 +1,51 @@
-"""The ``dpsim`` command as a researcher meets it, in subprocesses: version,
-usage, show, --dry-run, a study file run from another directory (run, show, verify,
-plot, list), the audit registry, honest verify output, warnings for unconverged fits, and
-one-line errors for path problems and for a too small n_items under the automatic k.
+"""The ``dpsim`` command as a researcher meets it: version, usage, show, --dry-run, a study
+file run from another directory (run, show, verify, plot, list), the audit registry, honest
+verify output, warnings for unconverged fits, and one-line errors for path problems and for a
+too small n_items under the automatic k. Each command runs in this process as the console
+script runs it (``dpsim.cli.main``, from the given working directory, tests/cli_cases.py);
+the console script itself, in a fresh interpreter, is tested once in tests/test_cli.py.
 (`dpsim list` and the command's own bad options: tests/test_cli.py; bad axis values of every
 experiment: tests/test_conformance.py.)"""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
+
+from cli_cases import run_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "examples" / "custom_study.py"
 
 
-def dpsim(args, cwd, timeout=600, env=None):
-    return subprocess.run([sys.executable, "-m", "dpsim.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})})
+class Ran(NamedTuple):
+    """A finished command: its exit status and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_version_and_bare_usage(tmp_path):
+@pytest.fixture
+def dpsim(monkeypatch, capsys):
+    """``dpsim(args, cwd, env=None)``: ``dpsim ARGS`` run from the folder ``cwd`` with the
+    environment variables ``env`` set (for the rest of the test), as a :class:`Ran`. Options
+    that argparse answers by exiting (``--version``, ``--help``) give its exit status."""
+    def run(args, cwd, env=None) -> Ran:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        try:
+            return Ran(*run_in_process(args, cwd, monkeypatch, capsys))
+        except SystemExit as exc:
+            captured = capsys.readouterr()
+            return Ran(exc.code or 0, captured.out, captured.err)
+    return run
+
+
+def test_version_and_bare_usage(tmp_path, dpsim):
     version = dpsim(["--version"], tmp_path)
     assert version.returncode == 0 and version.stdout.startswith("dpsim ")
     bare = dpsim([], tmp_path)
@@ -34,7 +55,7 @@ def test_version_and_bare_usage(tmp_path):
     assert "dpsim list" in helped and "dpsim show NAME" in helped and "--dry-run" in helped
 
 
-def test_show_prints_axes_kinds_defaults_methods_metrics(tmp_path):
+def test_show_prints_axes_kinds_defaults_methods_metrics(tmp_path, dpsim):
     res = dpsim(["show", "cai-fig8", "--no-estimate"], tmp_path)
     assert res.returncode == 0, res.stderr
     out = res.stdout
@@ -48,13 +69,13 @@ def test_show_prints_axes_kinds_defaults_methods_metrics(tmp_path):
     assert "padding: n_items values share compiled programs" in padded and "(n_items, k traced;" in padded
 
 
-def test_show_estimates_the_run_time_here(tmp_path):
+def test_show_estimates_the_run_time_here(tmp_path, dpsim):
     res = dpsim(["show", str(STUDY)], tmp_path)
     assert res.returncode == 0, res.stderr
     assert "estimated run time of the default grid here:" in res.stdout and "calibrated at" in res.stdout
 
 
-def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
+def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, dpsim):
     res = dpsim(["run", "cai-fig1", "--reps", "5", "--dry-run"], tmp_path)
     assert res.returncode == 0, res.stderr
     # 5 replicates: computing is cheap next to compiling, so every n shares one padded program
@@ -63,7 +84,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_padding_off_gives_one_program_per_size_and_a_bad_value_is_refused(tmp_path):
+def test_padding_off_gives_one_program_per_size_and_a_bad_value_is_refused(tmp_path, dpsim):
     res = dpsim(["run", "cai-fig1", "--reps", "5", "--dry-run"], tmp_path, env={"DPSIM_PADDING": "off"})
     assert res.returncode == 0, res.stderr
     assert "9 compiled programs, 45 replicate lanes" in res.stdout
@@ -81,7 +102,7 @@ def study_dir(tmp_path_factory):
     return where
 
 
-def test_a_study_file_runs_verifies_and_plots_from_any_directory(study_dir):
+def test_a_study_file_runs_verifies_and_plots_from_any_directory(study_dir, dpsim):
     run = dpsim(["run", "my_study.py", "--reps", "4", "--no-progress"], study_dir)
     assert run.returncode == 0, run.stderr
     out = study_dir / "runs" / "borda-noise"
@@ -107,7 +128,7 @@ def test_a_study_file_runs_verifies_and_plots_from_any_directory(study_dir):
     assert by_experiment.stdout == verified.stdout                        # an experiment's name: its checks
 
 
-def test_study_file_errors_are_one_line(tmp_path):
+def test_study_file_errors_are_one_line(tmp_path, dpsim):
     missing = dpsim(["run", "nope.py"], tmp_path)
     assert missing.returncode == 2 and missing.stderr.strip() == "dpsim: error: study file 'nope.py' does not exist"
     (tmp_path / "broken.py").write_text("raise RuntimeError('boom')\n")
@@ -117,7 +138,7 @@ def test_study_file_errors_are_one_line(tmp_path):
     assert wrong.returncode == 2 and "defines no experiment 'nothing'" in wrong.stderr
 
 
-def test_audit_registry_selects_by_paper(tmp_path):
+def test_audit_registry_selects_by_paper(tmp_path, dpsim):
     res = dpsim(["audit", "cai", "--eps", "1", "--samples", "20000"], tmp_path)
     assert res.returncode == 0, res.stderr
     assert "alg3-individual" in res.stdout and "2×ε" in res.stdout and "within ε" in res.stdout
@@ -125,7 +146,7 @@ def test_audit_registry_selects_by_paper(tmp_path):
     assert bad.returncode == 2 and bad.stderr.strip() == "dpsim: error: unknown audit 'bogus'; see `dpsim list`"
 
 
-def test_unconverged_fits_are_warned_about_and_recorded(tmp_path):
+def test_unconverged_fits_are_warned_about_and_recorded(tmp_path, dpsim):
     res = dpsim(["run", "cai-fig3", "--set", "n_items=20", "--set", "eps=1e-6,1", "--set", "p=1", "--reps", "3",
                  "--out", "run", "--no-progress"], tmp_path)
     assert res.returncode == 0, res.stderr
@@ -136,7 +157,7 @@ def test_unconverged_fits_are_warned_about_and_recorded(tmp_path):
     assert item["method"] == "mle" and item["failed"] >= 1 and item["fits"] == 6
 
 
-def test_path_problems_are_one_line_errors(tmp_path):
+def test_path_problems_are_one_line_errors(tmp_path, dpsim):
     (tmp_path / "afile").write_text("x")
     for args, want in [(["run", "cai-fig8", "--out", "afile"], "is a file, not a directory"),
                        (["run", "cai-fig8", "--out", "afile/sub"], "lies under"),
@@ -147,14 +168,14 @@ def test_path_problems_are_one_line_errors(tmp_path):
         assert len(res.stderr.strip().splitlines()) == 1 and want in res.stderr, (args, res.stderr)
 
 
-def test_too_small_n_items_names_the_automatic_rule(tmp_path):
+def test_too_small_n_items_names_the_automatic_rule(tmp_path, dpsim):
     res = dpsim(["run", "cai-fig1", "--set", "n_items=2"], tmp_path)
     assert res.returncode == 2
     assert "n_items=2 is too small for the automatic top-k size" in res.stderr and "round" in res.stderr
     assert list(tmp_path.iterdir()) == []
 
 
-def test_results_are_readable_by_others(tmp_path):
+def test_results_are_readable_by_others(tmp_path, dpsim):
     res = dpsim(["run", str(STUDY), "--reps", "2", "--out", "run", "--no-progress"], tmp_path)
     assert res.returncode == 0, res.stderr
     for path in [tmp_path / "run" / "manifest.json", *(tmp_path / "run" / "parts").iterdir()]:

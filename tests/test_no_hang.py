@@ -84,7 +84,7 @@ def test_concurrent_chunks_with_background_compile_stress(env, tmp_path):
 
 
 WATCHDOG = textwrap.dedent("""
-    import os, sys, time
+    import os, sys, tempfile, time
     import jax, jax.numpy as jnp, numpy as np
     import dpsim
     from dpsim.experiment import Experiment, Method, runner
@@ -105,6 +105,14 @@ WATCHDOG = textwrap.dedent("""
                      shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {},
                      generate=lambda key, shape, truth, data: sample_er_comparisons(key, jnp.zeros(6), data["p"]),
                      methods={"sum": Method(wins, ("wins",))}, reps=4)
+    # compiled first, without the stall and with no tight watchdog, so that the 3 s below time only
+    # the chunks (the run reuses this process's program) and a slow compile on a busy machine
+    # cannot be mistaken for the stall
+    stall = os.environ.pop("STALL", None)
+    with tempfile.TemporaryDirectory() as warm:
+        runner.run_experiment(toy, out=warm, chunk=4, workers=1, progress=False, watchdog=600)
+    if stall:
+        os.environ["STALL"] = stall
     try:
         s = runner.run_experiment(toy, out=sys.argv[1], chunk=4, workers=1, progress=False, watchdog=3)
     except RunStalled as exc:
@@ -117,7 +125,9 @@ WATCHDOG = textwrap.dedent("""
 def test_watchdog_stops_a_stalled_run_and_rerun_resumes(env, tmp_path):
     """The second chunk never finishes: after 3 s without progress the run stops with a
     message naming what it waited for; the first chunk is on disk; re-running (without the
-    stall) computes only the missing chunk."""
+    stall) computes only the missing chunk. Each process compiles the program before the
+    watched run (a run of its own elsewhere), so the 3 s never include a compilation, which
+    could take that long on a loaded machine (the suite runs on two workers)."""
     out = tmp_path / "run"
     stalled = subprocess.run([sys.executable, "-c", WATCHDOG, str(out)], capture_output=True, text=True,
                              timeout=120, env={**env, "STALL": "1"}, cwd=ROOT)

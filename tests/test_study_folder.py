@@ -141,7 +141,9 @@ def test_a_broken_method_is_one_line_and_leaves_nothing(study, capsys):
 
 def test_traceback_flag_shows_the_whole_trace(study, monkeypatch):
     study.write_text(textwrap.dedent(BROKEN))
-    monkeypatch.delenv("DPSIM_TRACEBACK", raising=False)
+    # --traceback sets $DPSIM_TRACEBACK=1 in this process; setting it (to "", which reads as unset)
+    # through monkeypatch makes pytest undo that after the test, so no later test sees the flag
+    monkeypatch.setenv("DPSIM_TRACEBACK", "")
     with pytest.raises(KeyError, match="sigma"):
         main(["--traceback", "run", "study.py", "--no-progress"])
     assert not (study.parent / "runs" / "prov").exists()

@@ -19,6 +19,11 @@ multiple of the device count (:func:`chunk_layout`); ``$DPSIM_DEVICES=1`` keeps 
 device. Sharding then replaces the chunk threads of the CPU: one chunk at a time, its
 devices computing in parallel (:func:`batching`).
 
+The rule here is the default; :mod:`dpsim.experiment.calibration` replaces a step's
+micro-batch by one measured on the device (cached per program and device) and reuses a chunk
+layout its program was compiled with before (:func:`reuse_layout`), so that a run at other
+``--reps`` hits the compilation cache.
+
 Results do not depend on any of this beyond float rounding: keys come from stable ids, not
 from positions in a batch.
 """
@@ -106,6 +111,7 @@ class Batching:
     small_micro: int = 1
     small_lane_bytes: float = 0.0
     small_min_work: float = math.inf
+    override: bool = False      # the micro-batch was set (--micro-batch, $DPSIM_MICRO_BATCH): no rule, no calibration
 
 
 def device_memory_bytes(device=None) -> float | None:
@@ -178,7 +184,8 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
                           compile_seconds=COMPILE_SECONDS_ACCELERATOR, seconds_per_byte=SECONDS_PER_BYTE_ACCELERATOR,
                           devices=devices)
     if micro_batch is not None:
-        policy = dataclasses.replace(policy, micro_bytes=math.inf, max_micro=micro_batch, small_micro=1)
+        policy = dataclasses.replace(policy, micro_bytes=math.inf, max_micro=micro_batch, small_micro=1,
+                                     override=True)
     if padding == "off":
         policy = dataclasses.replace(policy, compile_seconds=0.0)
     return policy
@@ -258,22 +265,24 @@ def default_workers() -> int:
 
 
 def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int | None,
-                 workers: int = 1, policy: Batching | None = None) -> tuple[int, int]:
+                 workers: int = 1, policy: Batching | None = None, micro: int | None = None) -> tuple[int, int]:
     """(chunk size, micro-batch size) for ``n_lanes`` lanes of one step, under ``policy``
     (default: the CPU's).
 
-    The micro-batch: :func:`micro_batch_size`, or the small-lane rule's
-    (:func:`cpu_small_lane_micro`) where that is larger. Chunks: ``requested`` lanes each, else about ``chunk_work`` bytes of work (CPU) or
+    The micro-batch: ``micro`` (a calibrated one, :mod:`dpsim.experiment.calibration`), else
+    :func:`micro_batch_size`, or the small-lane rule's (:func:`cpu_small_lane_micro`) where
+    that is larger. Chunks: ``requested`` lanes each, else about ``chunk_work`` bytes of work (CPU) or
     ``micro_per_chunk`` full micro-batches (accelerators) per device, and at least
     ``workers`` chunks when there are enough lanes, all of one size (one compilation). A
     chunk's lanes are split evenly over ``policy.devices`` devices; each device's share is
-    the fewest micro-batches of at most :func:`micro_batch_size` lanes that cover it,
+    the fewest micro-batches of at most the micro-batch lanes that cover it,
     balanced. So a chunk is padded by less than one lane per micro-batch and device, and its
     size is a multiple of ``devices`` × micro-batch (with several devices, a ``requested``
     size is rounded up to one).
     """
     policy = policy or batching("cpu")
-    largest = max(micro_batch_size(lane_bytes, policy), cpu_small_lane_micro(n_lanes, lane_bytes, n_analysis, policy))
+    largest = micro or max(micro_batch_size(lane_bytes, policy),
+                           cpu_small_lane_micro(n_lanes, lane_bytes, n_analysis, policy))
     devices = max(1, policy.devices)
     if requested is not None:
         n_chunks = math.ceil(n_lanes / requested)
@@ -287,3 +296,52 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
     batches = math.ceil(share / largest)
     micro = math.ceil(share / batches)
     return devices * batches * micro, micro
+
+
+# A layout compiled before is reused only while it computes at most MAX_REUSE_WORK times the
+# lanes of the step's own layout (padding and rounds of chunks) and its chunks are at least
+# 1/MAX_REUSE_CHUNKS of the own layout's (each chunk is a program call and a Parquet part:
+# a 2-replicate run's tiny chunks, e.g. `dpsim show`'s calibration, are not reused by a big
+# run), whatever the cost model says. Measured on the 2-core CPU (shared, load 5–8),
+# `--reps 200` then `--reps 300` into another folder, the second run: xu-fig4 (3 programs,
+# chunks of 1600 reused for 4800 lanes: 3 chunks, 2 rounds) in process 16.8 / 7.8 s with 0
+# compilations against 21.9 / 21.5 s with 3 (own chunks of 2400); separate `dpsim run`
+# processes with the persistent compilation cache 10.2 s run (14.8 s process) against 23.4 s
+# (27.3 s); cai-fig3 --set n_items=40 (chunks of 400 for 1200 lanes) in process 1.11 / 1.10 s
+# against 5.71 / 7.40 s, processes 2.8 s (10.0 s) against 6.9 s (12.8 s). Tables identical.
+MAX_REUSE_WORK = 1.5
+MAX_REUSE_CHUNKS = 4
+
+
+def layout_lanes(n_lanes: int, size: int, workers: int) -> int:
+    """Lane-computations on the critical path of ``n_lanes`` lanes in chunks of ``size``,
+    ``workers`` chunks at a time: rounds of chunks × chunk size (padding included)."""
+    return math.ceil(math.ceil(n_lanes / size) / max(workers, 1)) * size
+
+
+def reuse_layout(n_lanes: int, workers: int, own: tuple[int, int], earlier, compile_seconds: float,
+                 seconds_per_lane: float) -> tuple[int, int]:
+    """The (chunk size, micro-batch) of a step: one of the ``earlier`` layouts its program was
+    compiled with (:mod:`dpsim.experiment.calibration`'s cache), when its extra wall time
+    (:func:`layout_lanes` × ``seconds_per_lane``) is less than ``compile_seconds``, its work at
+    most :data:`MAX_REUSE_WORK` × the ``own`` layout's (:func:`chunk_layout`) and its chunks at
+    least 1/:data:`MAX_REUSE_CHUNKS` of the own size; else ``own``.
+    So a run at other ``--reps`` reuses the compiled program (persistent compilation cache)
+    where padding costs less than compiling.
+
+    Args:
+        n_lanes: lanes of the step's largest shape point; workers: chunks at a time.
+        own: (size, micro) by :func:`chunk_layout`; earlier: (size, micro) pairs, newest first.
+    Returns:
+        (size, micro).
+    """
+    own_lanes = layout_lanes(n_lanes, own[0], workers)
+    best, best_seconds = own, own_lanes * seconds_per_lane + compile_seconds
+    for size, micro in earlier:
+        if tuple(own) == (size, micro):
+            return own
+        lanes = layout_lanes(n_lanes, size, workers)
+        seconds = lanes * seconds_per_lane
+        if lanes <= MAX_REUSE_WORK * own_lanes and size * MAX_REUSE_CHUNKS >= own[0] and seconds < best_seconds:
+            best, best_seconds = (int(size), int(micro)), seconds
+    return best

@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpsim.errors import UsageError
+from dpsim.experiment.calibration import pick
 from dpsim.experiment.chunk_io import chunk_arguments, chunk_rows
 from dpsim.experiment.grid import Experiment, Grid
 from dpsim.experiment.planning import Chunk, Step, analysis_groups, step_label
@@ -95,10 +96,11 @@ class ChunkComputer:
         """``chunk``'s program arguments (:func:`~dpsim.experiment.chunk_io.chunk_arguments`)."""
         return chunk_arguments(chunk, self.grid, step, self.seed, self.a_words)
 
-    def program(self, step: Step, arguments: ChunkArguments) -> ChunkProgram:
+    def program(self, step: Step, arguments: ChunkArguments, micro: int | None = None) -> ChunkProgram:
         """The compiled program of ``step`` (``arguments``: those of any chunk of it, for the
-        shapes; compiling executes nothing)."""
-        return compiled_chunk_fn(self.experiment, step.shape, step.static_data, self.groups, step.micro,
+        shapes; compiling executes nothing), at ``micro`` lanes vmapped together (default
+        the step's)."""
+        return compiled_chunk_fn(self.experiment, step.shape, step.static_data, self.groups, micro or step.micro,
                                  arguments, devices_here(step.devices))
 
     def rows(self, step: Step, program: ChunkProgram, chunk: Chunk, arguments: ChunkArguments,
@@ -107,6 +109,17 @@ class ChunkComputer:
         (``arguments``: the chunk's, :meth:`arguments`)."""
         output = jax.device_get(program.fn(arguments))
         return chunk_rows(output, chunk, self.grid, program.order, done), len(chunk)
+
+    def timed_rows(self, step: Step, program: ChunkProgram, chunk: Chunk, done: set,
+                   clock=time.perf_counter) -> tuple[pa.Table, int, float]:
+        """:meth:`rows` of ``chunk``, and the seconds per lane its program took by ``clock`` (the
+        call and the copy to the host, over the step's chunk size: padding lanes cost as much
+        as any)."""
+        arguments = self.arguments(step, chunk)
+        started = clock()
+        output = jax.device_get(program.fn(arguments))
+        seconds = (clock() - started) / step.size
+        return chunk_rows(output, chunk, self.grid, program.order, done), len(chunk), seconds
 
 
 class Executor:
@@ -119,6 +132,7 @@ class Executor:
 
     name = "executor"
     workers: int | None = None
+    calibrates = False      # whether it times a step's candidate micro-batches (Step.calibrate)
 
     def start(self, job: Job) -> None:
         raise NotImplementedError
@@ -148,21 +162,34 @@ class Executor:
 class LocalExecutor(Executor):
     """Chunks computed in this process: one background thread compiles each step's program
     ahead (while the previous step computes), ``job.workers`` daemon threads compute chunks,
-    and a wait longer than ``job.patience`` raises :class:`~dpsim.errors.RunStalled`."""
+    and a wait longer than ``job.patience`` raises :class:`~dpsim.errors.RunStalled`.
+
+    A step with candidate micro-batches (``step.calibrate``, :mod:`dpsim.experiment.calibration`)
+    has one program compiled per candidate; its first chunks are computed one at a time, one
+    per candidate, timed (the rows are the step's own, written like any), and the fastest
+    per lane computes the rest; ``calibrations`` records {step index: (micro-batch, {micro-batch:
+    seconds per lane})}. The compile thread may be compiling the next step meanwhile, which
+    the timings then share the cores with."""
 
     name = "local"
+    calibrates = True
+    clock = staticmethod(time.perf_counter)     # times the calibration chunks (tests inject another)
 
     def start(self, job: Job) -> None:
         self.job = job
+        self.calibrations: dict = {}
         self.computer = ChunkComputer(job.experiment, job.grid, job.seed)
         self.compiler = DaemonPool(1, "dpsim-compile")
         self.pool = DaemonPool(job.workers, "dpsim-chunk")
         self.prepared = [self.compiler.submit(partial(self._prepare, step)) for step in job.steps]
 
     def _prepare(self, step: Step) -> ChunkProgram:
-        """The compiled chunk program of one step (background thread: it compiles, it
-        executes nothing)."""
-        return self.computer.program(step, self.computer.arguments(step, step.chunks[0]))
+        """The compiled chunk program of one step, or {micro-batch: program} of a step to
+        calibrate (background thread: it compiles, it executes nothing)."""
+        arguments = self.computer.arguments(step, step.chunks[0])
+        if step.calibrate:
+            return {micro: self.computer.program(step, arguments, micro) for micro in step.calibrate}
+        return self.computer.program(step, arguments)
 
     def chunks(self, index: int, step: Step) -> Iterator[tuple[pa.Table, int]]:
         job = self.job
@@ -170,11 +197,25 @@ class LocalExecutor(Executor):
         program = wait(self.prepared[index], job.patience, f"the compilation of {job.experiment.name} at {where} "
                                                            f"(step {index + 1}/{len(job.steps)})")
 
+        first = 0
+        if step.calibrate:                 # the first chunks, one per candidate, one at a time, timed
+            timings = {}
+            for first, micro in enumerate(step.calibrate, 1):
+                timed = partial(self.computer.timed_rows, step, program[micro], step.chunks[first - 1], job.done,
+                                self.clock)
+                table, lanes, timings[micro] = wait(self.pool.submit(timed), job.patience,
+                                                    f"a calibration chunk of {job.experiment.name} at {where} "
+                                                    f"(micro-batch {micro})")
+                yield table, lanes
+            chosen = pick(timings)
+            self.calibrations[index] = (chosen, timings)
+            program = program[chosen]
+
         def compute(number: int):
-            chunk = step.chunks[number]
+            chunk = step.chunks[number + first]
             return self.computer.rows(step, program, chunk, self.computer.arguments(step, chunk), job.done)
 
-        tasks = Tasks(len(step.chunks), compute)
+        tasks = Tasks(len(step.chunks) - first, compute)
         yield from in_order(self.pool, tasks, job.workers, job.patience, f"a chunk of {job.experiment.name} at {where}")
 
     def finish(self) -> None:

@@ -205,6 +205,9 @@ class Step:
     points: tuple = ()
     lane_bytes: int = 0
     devices: int = 1        # the devices its chunks' lanes are sharded across (Batching.devices)
+    key: str | None = None  # its calibration cache key (:func:`~dpsim.experiment.calibration.step_key`)
+    micro_from: str = ""    # where its micro-batch came from (``--dry-run`` shows it)
+    calibrate: tuple = ()   # micro-batches to time on its first chunks while it runs (() : none)
 
     @property
     def lanes(self) -> int:
@@ -328,7 +331,7 @@ def _missing(points: tuple, reps: int, stored: dict, data_id: int, part: Part | 
 
 def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1,
           policy: Batching | None = None, part: Part | None = None,
-          reps_at: Mapping[int, int] | None = None) -> list[Step]:
+          reps_at: Mapping[int, int] | None = None, cache: Mapping[str, dict] | None = None) -> list[Step]:
     """For each step (a program shape and static data values), the lanes still missing,
     split per shape point into chunks of one fixed size. A lane is re-run if any of its
     analysis points is missing; rows already stored are dropped on write. Time and memory
@@ -338,7 +341,11 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
     ``reps_at``: data point id (:meth:`Experiment.point_id` of shape and data values) →
     replicates wanted there, a count R (replicates 0 … R − 1) or a range (start, stop); only
     those data points are planned, each over its own replicates (``dpsim solve``, ``verify
-    --until-decided``); ``reps`` is then their largest stop."""
+    --until-decided``); ``reps`` is then their largest stop.
+    ``cache``: the calibration cache's entries (:mod:`dpsim.experiment.calibration`): each
+    step's micro-batch and chunk size then come from :func:`~dpsim.experiment.calibration.choose`
+    (a cached calibration, a layout compiled before, or a calibration at run time); None:
+    the policy's rule alone (:func:`chunk_layout`)."""
     experiment = grid.experiment
     policy = policy or batching("cpu")
     stored = _complete_reps(done)
@@ -361,12 +368,25 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
                 key = (repr(sorted(compiled.items())), static)
                 steps.setdefault(key, (compiled, static, []))[2].append((s, lanes))
     plan = []
+    if cache is not None:
+        from dpsim.experiment import calibration
+        from dpsim.experiment.program import program_identity
+        identity, how = program_identity(experiment), calibration.mode()
+        device = calibration.device_label(policy.backend, policy.devices)
+    n_q = len(grid.analysis_points)
     for compiled, static, members in steps.values():
         most = max(len(lanes) for _, lanes in members)
         lane_bytes = int(experiment.lane_bytes(lane_shape(experiment, compiled)))
-        size, micro = chunk_layout(most, lane_bytes, len(grid.analysis_points), chunk, workers, policy)
+        key, origin, options = None, "", ()
+        if cache is None:
+            size, micro = chunk_layout(most, lane_bytes, n_q, chunk, workers, policy)
+        else:
+            key = calibration.step_key(identity, compiled, dict(static), device)
+            size, micro, origin, options = calibration.choose(
+                most, sum(len(lanes) for _, lanes in members), lane_bytes, n_q, chunk, workers, policy,
+                cache.get(key), how)
         plan.append(Step(compiled, dict(static), _Chunks(members, size), size, micro,
-                          tuple(s for s, _ in members), lane_bytes, policy.devices))
+                          tuple(s for s, _ in members), lane_bytes, policy.devices, key, origin, options))
     return plan
 
 @dataclass
@@ -423,7 +443,8 @@ class Plan:
                  f"{len(self.done)} (point, rep) pairs already stored in {self.out}"]
         for step in self.steps:
             lines.append(f"  {step_label(self.grid, step)}: {step.lanes} lanes in {len(step.chunks)} "
-                         f"chunk(s) of {step.size}, micro-batch {step.micro}; a lane ≈ "
+                         f"chunk(s) of {step.size}, micro-batch {step.micro}"
+                         f"{f' ({step.micro_from})' if step.micro_from else ''}; a lane ≈ "
                          f"{format_bytes(step.lane_bytes)}, chunks in flight ≈ {format_bytes(self.chunk_bytes(step))}")
         if self.steps:
             lines.append(self.memory_line())

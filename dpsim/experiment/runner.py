@@ -23,7 +23,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpsim.errors import UsageError, note, warn
-from dpsim.experiment import parts, store
+from dpsim.experiment import calibration, parts, store
 from dpsim.experiment.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
                                        default_workers, device_memory_bytes, host_memory_bytes, memory_limit,
                                        micro_batch_size)
@@ -104,6 +104,7 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise UsageError(f"seed={seed!r} must be an integer in [0, 2^31)")
     part = check_part(part)
+    calibration.mode()       # a bad $DPSIM_CALIBRATION is refused before anything is written
     grid = expand_grid(experiment, overrides)
     method_columns(experiment)
     out = Path(out or Path("runs") / experiment.name)
@@ -146,8 +147,9 @@ def _planned(request: _Request) -> Plan:
     UsageError, before anything is written, when one lane's working set exceeds the memory
     it would run in (:func:`memory_limit`)."""
     done = store.completed(request.out)
+    path = calibration.cache_path()
     steps = plan_steps(request.grid, request.reps, done, request.chunk, request.workers, request.policy,
-                       request.part, request.reps_at)
+                       request.part, request.reps_at, cache=None if path is None else calibration.load(path))
     limit, what = memory_limit(request.policy.backend)
     for step in steps:
         if limit and step.lane_bytes > limit:
@@ -229,6 +231,9 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     if settings.part is None:       # parts of one split write this folder at once: their temporaries stay
         store.remove_temporary(out)
     reps = work.reps
+    if not executor.calibrates:
+        for step in plan:
+            step.calibrate = ()
     request = {"reps": reps, **({} if settings.reps_at is None else {"points": len(settings.reps_at)}),
                "overrides": {k: list(v) for k, v in (overrides or {}).items()},
                "chunk": chunk, "workers": workers, "devices": work.policy.devices, "executor": executor.describe(),
@@ -279,6 +284,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         executor.finish()
         bar.close()
     seconds = time.time() - started
+    request["batching"] = _record_batching(grid, plan, getattr(executor, "calibrations", {}), work.policy.backend)
     request.update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": round(seconds, 3),
                     "lanes_run": lanes_run, "rows_written": rows_written,
                     "first_chunks_seconds_incl_compile": round(first_chunks, 3),
@@ -293,6 +299,28 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         parts.finish(out, manifest, request, summaries, lambda stored: not plan_steps(grid, reps, stored))
     _warn_unconverged(experiment, manifest["diagnostics"]["unconverged"])
     return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
+
+
+def _record_batching(grid: Grid, plan: list, calibrations: Mapping, backend: str) -> list[dict]:
+    """Each step's batching as the manifest's history records it ({step, chunk, micro, from}),
+    and, for steps with a calibration cache key, the cache updated (the layout compiled, and
+    the calibration a step made: ``calibrations``, step index → (micro-batch, {micro-batch:
+    seconds per lane}), :class:`~dpsim.experiment.executors.LocalExecutor`)."""
+    path = calibration.cache_path()
+    entries = calibration.load(path) if path is not None else {}
+    updates, record = {}, []
+    for index, step in enumerate(plan):
+        micro, timings = calibrations.get(index, (step.micro, None))
+        origin = step.micro_from
+        if step.key is not None:
+            updates[step.key] = calibration.updated_entry(entries.get(step.key), micro=micro, size=step.size,
+                                                          source="calibrated", what=f"{grid.experiment.name} at "
+                                                          f"{step_label(grid, step)}", timings=timings)
+            if timings:
+                origin = calibration.describe(updates[step.key], backend)
+        record.append({"step": step_label(grid, step), "chunk": step.size, "micro": micro, "from": origin})
+    calibration.save(path, updates)
+    return record
 
 
 def _warn_unconverged(experiment: Experiment, items: list[dict]) -> None:

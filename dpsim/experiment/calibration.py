@@ -1,0 +1,272 @@
+"""Batching from measurement: a step's micro-batch and chunk size per (program, device), cached.
+
+A step (one compiled program, :mod:`dpsim.experiment.planning`) whose run time by the cost
+model (:class:`~dpsim.experiment.batching.Batching`) is long enough is *calibrated* while it
+runs (:class:`~dpsim.experiment.executors.LocalExecutor`): its first chunks are computed by
+programs compiled at each candidate micro-batch (:func:`candidates`: CPU 1, 8, 32;
+accelerators 64, 512, 4096 within the policy's memory bound), one real chunk each, timed,
+and the fastest per lane computes the rest. The calibration chunks are the step's own: their
+rows are written like any chunk's (results do not depend on the micro-batch beyond float
+rounding: keys come from stable ids, never from positions). The rule (:func:`should_calibrate`):
+calibrate when the extra compilations plus the calibration chunks' lost concurrency cost at
+most :data:`CALIBRATION_SHARE` of the step's estimated wall time.
+
+The choice is cached on disk (:func:`cache_path`: ``$DPSIM_CALIBRATION_CACHE``, else
+``$XDG_CACHE_HOME/dpsim/batching.json``, else ``~/.cache/dpsim/batching.json``), one entry per
+:func:`step_key` (the experiment's :func:`~dpsim.experiment.program.program_identity`, i.e. code
+fingerprint and definition digest, the step's program shape and string data values, the
+device platform, kind and count, and the JAX version). An entry holds the micro-batch, where
+it came from, the calibration timings, and the (chunk size, micro-batch) layouts the program
+was compiled with before: a later plan of the same program, at any ``--reps``, reuses one of
+them where the cost model says padding costs less than a compilation
+(:func:`~dpsim.experiment.batching.reuse_layout`), so the persistent compilation cache hits.
+``$DPSIM_CALIBRATION``: ``auto`` (default), ``always`` (calibrate every step with enough
+chunks, even when cached), ``off`` (no calibration, no cache read or written). ``--micro-batch``
+(``$DPSIM_MICRO_BATCH``) overrides all of it. The code fingerprint covers dpsim's own files:
+any edit to dpsim starts new entries. Writers (the parts of a split, several runs)
+merge their entries under a lock and replace the file atomically; an unreadable file is
+ignored with one warning and rewritten.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import hashlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+import jax
+
+from dpsim.errors import UsageError, warn
+
+MODE_VARIABLE = "DPSIM_CALIBRATION"
+CACHE_VARIABLE = "DPSIM_CALIBRATION_CACHE"
+MODES = ("auto", "always", "off")
+CANDIDATES_CPU = (1, 8, 32)
+CANDIDATES_ACCELERATOR = (64, 512, 4096)
+# A step is calibrated when calibrating costs at most this share of its estimated wall time
+# (the cost model): (candidates − 1) extra compilations, plus the calibration chunks computed
+# one at a time instead of ``workers`` at a time.
+# Measured on the 2-core CPU (shared, load 5–8): `dpsim run cai-fig3 --reps 6000` (24 000
+# lanes of n = 300, chunks of 320) calibrated 1 → 15.5, 8 → 26.4, 32 → 30.0 ms/lane and kept
+# 1 (the rule's choice), 282 s in all; xu-fig4 n_items=10 at 2000 reps (`always`, chunks of
+# 2016) 1 → 0.211, 8 → 0.209, 32 → 0.372 ms/lane, one chunk each, kept 8 where the small-lane
+# rule says 32: one chunk per candidate on a loaded machine is a noisy measurement. On CPU the
+# cost model makes `auto` calibrate only long steps (cai-fig3 from ~6000 reps; xu never, its
+# cost model underestimates a lane ~30×).
+CALIBRATION_SHARE = 0.1
+KEEP_LAYOUTS = 4           # (chunk size, micro-batch) layouts remembered per program
+_warned: set = set()       # cache files already warned about (one warning each per process)
+
+
+def mode() -> str:
+    """``$DPSIM_CALIBRATION`` (auto, always or off); UsageError naming another value."""
+    text = os.environ.get(MODE_VARIABLE, "auto").strip().lower()
+    if text not in MODES:
+        raise UsageError(f"{MODE_VARIABLE}={text!r} must be one of {', '.join(MODES)}")
+    return text
+
+
+def cache_path() -> Path | None:
+    """The calibration cache file, or None when ``$DPSIM_CALIBRATION=off`` (module docstring)."""
+    if mode() == "off":
+        return None
+    if os.environ.get(CACHE_VARIABLE):
+        return Path(os.environ[CACHE_VARIABLE])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dpsim" / "batching.json"
+
+
+def device_label(backend: str, devices: int) -> str:
+    """The device a step runs on, as a cache key part: platform, kind, count, JAX version."""
+    try:
+        kind = getattr(jax.devices(backend)[0], "device_kind", backend)
+    except RuntimeError:
+        kind = backend
+    return f"{backend}:{kind}×{devices} jax {jax.__version__}"
+
+
+def step_key(identity: tuple, shape: Mapping, static_data: Mapping, device: str) -> str:
+    """The cache key of one step's program on one device (16 hex digits).
+
+    Args:
+        identity: the experiment's :func:`~dpsim.experiment.program.program_identity`.
+        shape: the step's program shape; static_data: its string data values.
+        device: :func:`device_label`.
+    """
+    text = repr((tuple(identity), sorted(shape.items()), sorted(static_data.items()), device))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load(path: Path | None) -> dict:
+    """The cache's entries ({key: entry}); {} when there is no file, and, with one warning,
+    when it cannot be read as a cache (it is rewritten at the next :func:`save`)."""
+    if path is None or not path.exists():
+        return {}
+    try:
+        entries = json.loads(path.read_text())
+        if not isinstance(entries, dict) or not all(isinstance(e, dict) for e in entries.values()):
+            raise ValueError("not a mapping of entries")
+        return entries
+    except (OSError, ValueError) as exc:
+        if str(path) not in _warned:
+            _warned.add(str(path))
+            warn(f"the batching calibration cache {path} is unreadable ({type(exc).__name__}); it is ignored "
+                 f"and will be rewritten")
+        return {}
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on ``path``'s lock file, for a read-merge-write of the cache."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def save(path: Path | None, updates: Mapping[str, dict]) -> None:
+    """Merge ``updates`` (:func:`updated_entry` results by key) into the cache file: under a
+    lock, re-read, merge, write a temporary file and replace the cache atomically, so
+    concurrent writers never leave a torn file. Does nothing when ``path`` is None or there
+    is nothing to write."""
+    if path is None or not updates:
+        return
+    with _locked(path):
+        entries = load(path)
+        entries.update(updates)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w") as file:
+                json.dump(entries, file, indent=1, sort_keys=True)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+def candidates(backend: str, lane_bytes: float, micro_bytes: float) -> tuple[int, ...]:
+    """The micro-batches a calibration times: CPU :data:`CANDIDATES_CPU`; accelerators
+    :data:`CANDIDATES_ACCELERATOR` whose working set (× ``lane_bytes``) fits ``micro_bytes``
+    (the smallest always)."""
+    if backend == "cpu":
+        return CANDIDATES_CPU
+    fits = tuple(c for c in CANDIDATES_ACCELERATOR if c * lane_bytes <= micro_bytes)
+    return fits or CANDIDATES_ACCELERATOR[:1]
+
+
+def calibration_cost(n_candidates: int, compile_seconds: float, chunk_seconds: float, workers: int) -> float:
+    """Wall seconds a calibration adds to a step: the extra compilations, and the
+    calibration chunks computed one at a time rather than ``workers`` at once."""
+    return (n_candidates - 1) * compile_seconds + n_candidates * chunk_seconds * (1 - 1 / max(workers, 1))
+
+
+def should_calibrate(step_seconds: float, cost: float, n_chunks: int, n_candidates: int, how: str,
+                     cached: bool) -> bool:
+    """Whether to calibrate a step: never when ``how`` is off or the step has fewer than two
+    chunks per candidate; with ``always`` otherwise yes; with ``auto`` when no calibration is
+    cached and ``cost`` ≤ :data:`CALIBRATION_SHARE` × ``step_seconds`` (its estimated wall time)."""
+    if how == "off" or n_chunks < 2 * n_candidates:
+        return False
+    if how == "always":
+        return True
+    return not cached and cost <= CALIBRATION_SHARE * step_seconds
+
+
+def pick(timings: Mapping[int, float]) -> int:
+    """The micro-batch with the fewest seconds per lane (ties: the smaller micro-batch)."""
+    return min(timings, key=lambda m: (timings[m], m))
+
+
+def updated_entry(entry: Mapping | None, *, micro: int, size: int, source: str, what: str,
+                  timings: Mapping[int, float] | None = None, today: str | None = None) -> dict:
+    """A cache entry after a run of its step: ``size`` × ``micro`` added to its layouts
+    (newest first, at most :data:`KEEP_LAYOUTS`), and with ``timings`` (micro-batch → seconds
+    per lane) the calibration recorded (micro-batch, date, timings). ``what``: the step
+    as text (for people reading the file)."""
+    entry = dict(entry or {})
+    layouts = [[size, micro]] + [list(l) for l in entry.get("layouts", []) if list(l) != [size, micro]]
+    entry.update(what=what, layouts=layouts[:KEEP_LAYOUTS])
+    if timings:
+        entry.update(micro=int(micro), source=source, date=today or datetime.date.today().isoformat(),
+                     timings={str(m): float(s) for m, s in sorted(timings.items())})
+    return entry
+
+
+def calibrated_micro(entry: Mapping | None) -> int | None:
+    """The calibrated micro-batch of a cache entry, or None."""
+    if not entry or "timings" not in entry or not isinstance(entry.get("micro"), int):
+        return None
+    return entry["micro"]
+
+
+def seconds_per_lane(entry: Mapping | None) -> float | None:
+    """The calibrated seconds per lane of the entry's micro-batch, or None."""
+    micro = calibrated_micro(entry)
+    return None if micro is None else float(entry["timings"].get(str(micro), math.nan))
+
+
+def describe(entry: Mapping, backend: str) -> str:
+    """A calibration as text: ``calibrated 2026-11-26 on cpu: 1 → 0.41 ms/lane, 32 → 0.29 ms/lane``."""
+    timings = ", ".join(f"{m} → {float(s) * 1e3:.3g} ms/lane"
+                        for m, s in sorted(entry["timings"].items(), key=lambda kv: int(kv[0])))
+    return f"calibrated {entry.get('date', '?')} on {backend}: {timings}"
+
+
+def choose(n_lanes: int, total_lanes: int, lane_bytes: int, n_analysis: int, requested: int | None,
+           workers: int, policy, entry: Mapping | None, how: str) -> tuple[int, int, str, tuple]:
+    """A step's batching: (chunk size, micro-batch, where the micro-batch came from, the
+    candidate micro-batches to calibrate at run time or ()).
+
+    ``--micro-batch`` (``policy.override``) wins; else a calibrated micro-batch cached in
+    ``entry``; else the policy's rule (:func:`~dpsim.experiment.batching.chunk_layout`). A
+    step without a cached calibration is calibrated when :func:`should_calibrate` says so
+    (its chunks then a multiple of every candidate). Without ``requested`` (``--chunk``), a
+    layout the program was compiled with before (``entry['layouts']``) is reused where
+    :func:`~dpsim.experiment.batching.reuse_layout` says it pays.
+
+    Args:
+        n_lanes: lanes of the step's largest shape point; total_lanes: all its lanes.
+        lane_bytes, n_analysis: one lane's working set and analysis points.
+        requested: ``--chunk``; workers: chunks at a time; policy: the device's :class:`Batching`.
+        entry: the step's cache entry (None: none); how: :func:`mode`.
+    """
+    from dpsim.experiment.batching import chunk_layout, reuse_layout
+    own = chunk_layout(n_lanes, lane_bytes, n_analysis, requested, workers, policy)
+    if policy.override:
+        return *own, "--micro-batch", ()
+    model_seconds = lane_bytes * n_analysis * policy.seconds_per_byte      # the cost model, per lane
+    micro = calibrated_micro(entry) if how != "off" else None
+    if micro is not None:
+        own = chunk_layout(n_lanes, lane_bytes, n_analysis, requested, workers, policy, micro=micro)
+        origin = describe(entry, policy.backend)
+    elif own[1] > 1 and policy.backend == "cpu":
+        origin = "rule: small lanes in a big step"
+    elif policy.backend == "cpu":
+        origin = "rule: one lane at a time on CPU"
+    else:
+        origin = "rule: the accelerator's memory bound"
+    options = candidates(policy.backend, lane_bytes, policy.micro_bytes)
+    unit = max(1, policy.devices) * max(options)
+    size = unit * math.ceil(chunk_layout(n_lanes, lane_bytes, n_analysis, requested, workers, policy,
+                                         micro=max(options))[0] / unit)
+    cost = calibration_cost(len(options), policy.compile_seconds, size * model_seconds, workers)
+    if should_calibrate(total_lanes * model_seconds / max(workers, 1), cost, math.ceil(total_lanes / size),
+                        len(options), how, micro is not None):
+        micro = max([c for c in options if c <= own[1]] or [min(options)])   # a candidate: it divides the size
+        return size, micro, origin + f"; calibrated while it runs at {', '.join(map(str, options))}", options
+    if requested is None and entry and how != "off":
+        earlier = [tuple(l) for l in entry.get("layouts", []) if int(l[1]) == own[1]]
+        layout = reuse_layout(n_lanes, workers, own, earlier, policy.compile_seconds,
+                              seconds_per_lane(entry) or model_seconds)
+        if layout != own:
+            return *layout, origin + f"; chunks of {layout[0]} as compiled before", ()
+    return *own, origin, ()
