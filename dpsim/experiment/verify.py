@@ -357,9 +357,13 @@ def judge(check, table, family: int, stage: int = 1, stages: int = 1) -> CheckRe
     """``check`` judged on ``table`` in a family of ``family`` tests (at look ``stage`` of
     ``stages`` of a sequential verify); a check that cannot be evaluated on it (a UsageError,
     e.g. the table lacks the values it compares) is a FAIL whose line gives the reason. Any
-    other exception is a bug and propagates."""
+    other exception is a bug and propagates. A plain verify (one look) calls
+    ``evaluate(table, family)``, so a study's own check written before sequential verify
+    still works; only ``--until-decided`` passes the look."""
     try:
-        return check.evaluate(table, family, stage, stages)
+        if stages == 1:
+            return check.evaluate(table, family)
+        return check.evaluate(table, family, stage=stage, stages=stages)
     except UsageError as exc:
         return CheckResult(check.name, "FAIL", "-", "-", f"cannot be evaluated: {exc}")
 
