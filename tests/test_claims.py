@@ -12,8 +12,8 @@ import pytest
 
 from dpsim.errors import UsageError
 from dpsim.experiment import method_ratio_slope_check
-from dpsim.experiment.checks import (Along, At, Claim, Deferred, Difference, Every, Mean, MethodRatio, Slope, deferred_table,
-                                     level_check, slope_check)
+from dpsim.experiment.checks import (Along, At, Claim, Deferred, Difference, Every, Mean, MethodRatio, Slope,
+                                     deferred_entries, deferred_table, level_check, slope_check)
 from dpsim.experiment.deferred import resolved
 from dpsim.experiment.summary import slope_fit
 
@@ -152,6 +152,17 @@ def test_deferred_predictions_are_computed_once_when_judged():
     with pytest.raises(TypeError, match="take entries by key"):
         set(table_of)
     assert float(1 / Deferred(lambda: 4.0)) == 0.25 and float(Deferred(lambda: 9.0) ** 0.5) == 3.0
+
+
+def test_deferred_entries_compute_only_the_entry_a_check_holds():
+    calls = []
+    entries = deferred_entries({"cheap": lambda: calls.append("cheap") or 0.5,
+                                "costly": lambda: calls.append("costly") or 9.0})
+    check = Claim("t", "e", MethodRatio("ms", "a", "b"), (0.6 * entries["cheap"], 1.6 * entries["cheap"]),
+                  where={"eps": [1.0]})
+    assert check.evaluate(_table()).verdict == "PASS" and calls == ["cheap"]
+    check.evaluate(_table(1))
+    assert calls == ["cheap"] and float(entries["costly"]) == 9.0 and calls == ["cheap", "costly"]
 
 
 def test_slope_check_centre_and_tolerance_are_deferred_too():

@@ -10,14 +10,15 @@ from dpsim.experiment.grid import (Context, Derived, Experiment, FigureSpec, Met
                                    solver_diagnostics)
 from dpsim.experiment.checks import (Along, At, Claim, ColumnRatio, Deferred, Difference, Every,
                                      IdenticalAcrossCheck, LinearSlope, Mean, MethodRatio, SliceRatio, Slope, Solve,
-                                     ThresholdCollapseCheck, ThresholdScalingCheck, column_ratio_check, comparison_check, deferred_table,
-                                     level_check, linear_slope_check, method_ratio_check, method_ratio_slope_check,
+                                     ThresholdCollapseCheck, ThresholdScalingCheck, column_ratio_check, comparison_check,
+                                     deferred_entries, deferred_table, level_check, linear_slope_check, method_ratio_check, method_ratio_slope_check,
                                      predicted_ratio_check, ratio_check, ratio_slope_check, slope_check,
                                      slope_range_check, trend_check)
 
 __all__ = ["Context", "Derived", "Experiment", "FigureSpec", "Method", "Padding", "Panel", "UsageError", "axes",
            "solver_diagnostics", "Claim", "At", "Every", "Along", "Mean", "MethodRatio", "ColumnRatio", "SliceRatio",
-           "Difference", "Slope", "LinearSlope", "Deferred", "deferred_table", "slope_check", "slope_range_check",
+           "Difference", "Slope", "LinearSlope", "Deferred", "deferred_entries", "deferred_table", "slope_check",
+           "slope_range_check",
            "trend_check", "linear_slope_check", "comparison_check", "level_check", "ratio_check", "ratio_slope_check",
            "column_ratio_check", "predicted_ratio_check", "method_ratio_check", "method_ratio_slope_check",
            "IdenticalAcrossCheck", "ThresholdCollapseCheck", "Solve", "ThresholdScalingCheck"]

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.deferred import Deferred, deferred_table, resolved  # noqa: F401
+from dpsim.experiment.deferred import Deferred, deferred_entries, deferred_table, resolved  # noqa: F401
 from dpsim.experiment.statistics import (ColumnRatio, Difference, LinearSlope, Mean, MethodRatio,  # noqa: F401
                                          SliceRatio, Slope, Value, crossing, exp_interval, isotonic,
                                          log_ratio_between, log_ratio_of_means, paired, predictions,
@@ -45,7 +45,7 @@ from dpsim.experiment.verdicts import (UNCONVERGED_LIMIT, VERDICTS, Check, Check
 
 __all__ = ["UNCONVERGED_LIMIT", "VERDICTS", "Check", "CheckResult", "Estimate", "family_z", "format_region", "judge",
            "stage_share",
-           "widened", "Deferred", "deferred_table", "crossing", "isotonic", "log_ratio_between",
+           "widened", "Deferred", "deferred_entries", "deferred_table", "crossing", "isotonic", "log_ratio_between",
            "log_ratio_of_means", "exp_interval", "paired", "predictions", "wilson",
            "Claim", "At", "Every", "Along", "Value", "Mean", "MethodRatio", "ColumnRatio", "SliceRatio", "Difference",
            "Slope", "LinearSlope", "slope_check", "slope_range_check", "trend_check", "linear_slope_check",

@@ -98,6 +98,13 @@ def deferred_table(compute: Callable[[], dict], label: str = "prediction") -> De
     return Deferred(functools.cache(compute), label)
 
 
+def deferred_entries(thunks: dict[str, Callable[[], Any]], label: str = "prediction") -> dict[str, Deferred]:
+    """One deferred value per key: ``thunks[key]()`` runs once, when a check that holds that
+    entry is judged, so a check needing one cheap number does not pay for an expensive other
+    (:func:`deferred_table` computes the whole table at its first use)."""
+    return {key: Deferred(thunk, f"{label} {key!r}") for key, thunk in thunks.items()}
+
+
 def resolved(obj):
     """``obj`` with every :class:`Deferred` in it evaluated: a deferred value itself, the
     items of a tuple, list or dict, and the ``init`` fields of a dataclass instance (a copy,
