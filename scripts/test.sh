@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 # Two pytest-xdist workers (the 2-core machine's cores: much of the suite is single-threaded
 # XLA compilation); a test file runs whole on one worker, so its module fixtures are made once.
-.venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"
+# Files are handed out in collection order, the longest first (tests/conftest.py HEAVY_FIRST).
+.venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder "$@"

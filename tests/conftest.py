@@ -57,6 +57,22 @@ jax.config.update("jax_compilation_cache_max_size", CACHE_LOCKED_SIZE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
+# A scheduling hint for the two xdist workers (scripts/test.sh: --dist loadfile
+# --no-loadscope-reorder, so files are handed out in collection order): the files that took
+# longest in a measured whole-suite run start first, so that what a worker picks up last is
+# short and neither waits long for the other at the end (xdist's own order, by test count,
+# handed out the two-test, half-minute tests/test_no_hang.py last). Order only: every test runs.
+HEAVY_FIRST = ("test_conformance.py", "test_runner.py", "test_xu_mechanisms.py", "test_benchmarks.py",
+               "test_nguyen_experiments.py", "test_padding.py", "test_xu_estimator.py", "test_private_spectral.py",
+               "test_ray_executor.py", "test_xu_theory.py", "test_no_hang.py", "test_xu_experiments.py",
+               "test_cai_individual.py", "test_specialised_groups.py", "test_chowdhury_sgd.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))      # stable: files keep their order
+
+
 def pytest_unconfigure(config):
     if _OWN_CACHE:
         shutil.rmtree(_CACHE_DIR, ignore_errors=True)
