@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
+from dpsim.experiment.rootfinding import isotonic, z_quantile  # noqa: F401  (isotonic: the one PAVA, used by checks)
 from dpsim.experiment.summary import (Z95, describe_values, grid_columns, loglog_slope, select, slope_fit,
                                       wilson_interval)
 
@@ -151,18 +152,6 @@ def log_ratio_between(rows: pd.DataFrame, metric: str, axis: str, numerator, den
 
 
 # Phase transitions
-def isotonic(y, w):
-    """Weighted least-squares non-decreasing fit (pool adjacent violators)."""
-    blocks = []  # [mean, weight, length]
-    for value, weight in zip(y, w):
-        blocks.append([float(value), float(weight), 1])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            m2, w2, n2 = blocks.pop()
-            m1, w1, n1 = blocks.pop()
-            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
-    return np.concatenate([np.full(n, m) for m, _, n in blocks])
-
-
 def wilson(successes, n):
     """95% Wilson score interval of a binomial proportion (elementwise; the one helper is
     :func:`dpsim.experiment.summary.wilson_interval`)."""
@@ -514,7 +503,7 @@ def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
     unknown = sorted(set(roots["status"]) - set(ROOT_STATUS))
     if unknown:
         raise UsageError(f"unknown root status {unknown[0]!r}; statuses are {', '.join(ROOT_STATUS)}")
-    z = _two_sided_z(level)
+    z = z_quantile(level)
     out = []
     for _, row in roots.iterrows():
         config = {c: row[c] for c in configs}
@@ -546,14 +535,6 @@ def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
         out.append({**config, "rate": r, "kind": kind, "y": y, "se": se, "status": status,
                     "root": root, "low": low, "high": high})
     return pd.DataFrame(out, columns=[*configs, "rate", "kind", "y", "se", "status", "root", "low", "high"])
-
-
-def _two_sided_z(level: float) -> float:
-    """The two-sided normal quantile of a ``level`` interval (1.96 at 0.95)."""
-    from statistics import NormalDist
-    if not 0 < level < 1:
-        raise UsageError(f"level {level!r} must lie strictly between 0 and 1")
-    return NormalDist().inv_cdf(0.5 + level / 2)
 
 
 @dataclass(frozen=True)
