@@ -626,21 +626,12 @@ class ThresholdScalingCheck(Check):
         """The check's result on a solve's roots table (one row per configuration; see
         :func:`~dpsim.experiment.statistics.threshold_observations`); ``search``: the interval
         searched when the table has no search columns (default ``solve.within``)."""
-        try:
-            self_ = resolved(self)
-        except UsageError:
-            raise
-        est = self_.estimate_roots(roots, search)
-        verdict, needed = (est.verdict, None) if est.verdict else judge(est, family)
-        if self.report_only:
-            verdict, needed = "INFO", None
+        est = self.with_predictions().estimate_roots(roots, search)
         fit = est.detail["slope"]
-        if verdict == "INCONCLUSIVE" and (fit.inflation > 1 or not (math.isfinite(est.low) and math.isfinite(est.high))):
-            # censored: a wider search decides, not replicates; inflated: the interval is the
-            # groups' spread (se ∝ √(χ²/dof)·se_MC does not shrink with replicates)
-            needed = None
-        return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, needed,
-                           detail=est.detail, value=est.value, low=est.low, high=est.high)
+        # censored: a wider search decides, not replicates; inflated: the interval is the
+        # groups' spread (se ∝ √(χ²/dof)·se_MC does not shrink with replicates)
+        replicates_decide = fit.inflation <= 1 and math.isfinite(est.low) and math.isfinite(est.high)
+        return self.result(est, family, needed=replicates_decide)
 
     def estimate_roots(self, roots: pd.DataFrame, search: tuple[float, float] | None = None) -> Estimate:
         obs = self.observations(roots, search)

@@ -260,13 +260,7 @@ class Check:
         (:mod:`dpsim.experiment.deferred`) are computed first; one that fails to compute
         is a UsageError naming the check (verify reports it on the check's line and goes
         on)."""
-        try:
-            self = resolved(self)
-        except UsageError:
-            raise
-        except Exception as exc:
-            raise UsageError(f"check {self.name!r}: its prediction could not be computed: "
-                             f"{type(exc).__name__}: {exc}") from None
+        self = self.with_predictions()
         rows = self.rows(table)
         if "converged" in rows:
             failed = int((rows["converged"] == False).fillna(False).sum())  # noqa: E712
@@ -275,11 +269,27 @@ class Check:
                 return CheckResult(self.name, "REFUSED", "-", "-",
                                    f"{failed} of {judged} fits did not converge, above the "
                                    f"{self.unconverged_limit:.0%} limit", note="")
-        est = self.estimate(rows)
-        verdict, needed = (est.verdict, None) if est.verdict else judge(est, family, stage, stages)
+        return self.result(self.estimate(rows), family, stage, stages)
+
+    def with_predictions(self) -> "Check":
+        """This check with its deferred predictions computed (:func:`resolved`); one that fails
+        is a UsageError naming the check."""
+        try:
+            return resolved(self)
+        except UsageError:
+            raise
+        except Exception as exc:
+            raise UsageError(f"check {self.name!r}: its prediction could not be computed: "
+                             f"{type(exc).__name__}: {exc}") from None
+
+    def result(self, est: "Estimate", family: int = 1, stage: int = 1, stages: int = 1,
+               needed: bool = True) -> CheckResult:
+        """The verdict on an estimate (:func:`judge`; INFO for a report-only check);
+        ``needed=False`` drops the replicate count an INCONCLUSIVE line would suggest."""
+        verdict, reps = (est.verdict, None) if est.verdict else judge(est, family, stage, stages)
         if self.report_only:
-            verdict, needed = "INFO", None
-        return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, needed,
+            verdict, reps = "INFO", None
+        return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, reps if needed else None,
                            detail=est.detail, value=est.value, low=est.low, high=est.high)
 
 
