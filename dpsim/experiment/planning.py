@@ -324,9 +324,8 @@ def _missing(points: tuple, reps: int, stored: dict, data_id: int, part: Part | 
         if not len(complete):
             break
     complete = np.empty(0, np.int64) if complete is None else complete
-    if start:                                    # replicates below start count as done
-        complete = np.union1d(np.arange(start, dtype=np.int64), complete)
-    return _MissingReps(reps, complete[complete < reps], stride, first)
+    first += stride * max(0, -(-(start - first) // stride))   # the first replicate ≥ start of this part
+    return _MissingReps(reps, complete[(complete >= first) & (complete < reps)], stride, first)
 
 
 def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1,
@@ -358,11 +357,12 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
             blocks = []
             for d in data_indices:
                 data = grid.data_points[d]
-                points = tuple(experiment.point_id({**shape, **data, **a}) for a in grid.analysis_points)
                 data_id = experiment.point_id({**shape, **data})
                 start, stop = (0, reps) if reps_at is None else replicate_range(reps_at.get(data_id, 0))
-                if stop > start:
-                    blocks.append(_Block(d, points, data_id, _missing(points, stop, stored, data_id, part, start)))
+                if stop <= start:
+                    continue
+                points = tuple(experiment.point_id({**shape, **data, **a}) for a in grid.analysis_points)
+                blocks.append(_Block(d, points, data_id, _missing(points, stop, stored, data_id, part, start)))
             lanes = _Lanes(blocks)
             if len(lanes):
                 key = (repr(sorted(compiled.items())), static)
