@@ -29,20 +29,18 @@ ignored with one warning and rewritten.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime
-import fcntl
 import hashlib
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Mapping
 
 import jax
 
 from dpsim.errors import UsageError, warn
+from dpsim.experiment import store
 
 MODE_VARIABLE = "DPSIM_CALIBRATION"
 CACHE_VARIABLE = "DPSIM_CALIBRATION_CACHE"
@@ -121,36 +119,21 @@ def load(path: Path | None) -> dict:
         return {}
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    """An exclusive lock on ``path``'s lock file, for a read-merge-write of the cache."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def save(path: Path | None, updates: Mapping[str, dict]) -> None:
-    """Merge ``updates`` (:func:`updated_entry` results by key) into the cache file: under a
-    lock, re-read, merge, write a temporary file and replace the cache atomically, so
-    concurrent writers never leave a torn file. Does nothing when ``path`` is None or there
-    is nothing to write."""
+def save(path: Path | None, updates: Mapping[str, object]) -> dict:
+    """Merge ``updates`` into the cache file under its lock (:func:`~dpsim.experiment.store.file_lock`):
+    re-read, merge, replace the file atomically, so concurrent writers never leave a torn
+    file nor lose each other's entries. A value is an entry, or a function of the entry
+    stored now (None if none) returning the new one (:func:`updated_entry`), applied under
+    the lock. Returns the merged entries ({} and nothing written when ``path`` is None or
+    there is nothing to write)."""
     if path is None or not updates:
-        return
-    with _locked(path):
+        return {}
+    with store.file_lock(path.with_name(path.name + ".lock")):
         entries = load(path)
-        entries.update(updates)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w") as file:
-                json.dump(entries, file, indent=1, sort_keys=True)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        for key, value in updates.items():
+            entries[key] = value(entries.get(key)) if callable(value) else value
+        store.write_text(path, json.dumps(entries, indent=1, sort_keys=True))
+    return entries
 
 
 def candidates(backend: str, lane_bytes: float, micro_bytes: float) -> tuple[int, ...]:

@@ -12,6 +12,7 @@ as one atomic Parquet part, by the main thread of the driver only.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -306,20 +307,18 @@ def _record_batching(grid: Grid, plan: list, calibrations: Mapping, backend: str
     and, for steps with a calibration cache key, the cache updated (the layout compiled, and
     the calibration a step made: ``calibrations``, step index → (micro-batch, {micro-batch:
     seconds per lane}), :class:`~dpsim.experiment.executors.LocalExecutor`)."""
-    path = calibration.cache_path()
-    entries = calibration.load(path) if path is not None else {}
     updates, record = {}, []
     for index, step in enumerate(plan):
         micro, timings = calibrations.get(index, (step.micro, None))
-        origin = step.micro_from
         if step.key is not None:
-            updates[step.key] = calibration.updated_entry(entries.get(step.key), micro=micro, size=step.size,
-                                                          source="calibrated", what=f"{grid.experiment.name} at "
-                                                          f"{step_label(grid, step)}", timings=timings)
-            if timings:
-                origin = calibration.describe(updates[step.key], backend)
-        record.append({"step": step_label(grid, step), "chunk": step.size, "micro": micro, "from": origin})
-    calibration.save(path, updates)
+            updates[step.key] = functools.partial(
+                calibration.updated_entry, micro=micro, size=step.size, source="calibrated",
+                what=f"{grid.experiment.name} at {step_label(grid, step)}", timings=timings)
+        record.append({"step": step_label(grid, step), "chunk": step.size, "micro": micro, "from": step.micro_from})
+    entries = calibration.save(calibration.cache_path(), updates)      # merged under the cache's lock
+    for index, step in enumerate(plan):
+        if calibrations.get(index, (None, None))[1] and step.key in entries:
+            record[index]["from"] = calibration.describe(entries[step.key], backend)
     return record
 
 

@@ -170,13 +170,20 @@ def being_written(out: Path) -> bool:
 
 
 @contextmanager
-def manifest_lock(out: Path):
-    """Hold ``out/.lock-manifest`` (waiting for it) while reading and rewriting the manifest:
-    the parts of a split running into one folder update it one at a time."""
-    with open(Path(out) / f"{LOCK}-manifest", "a+") as handle:
+def file_lock(path: Path):
+    """Hold an exclusive lock on the lock file ``path`` (waiting for it), for a
+    read-merge-write of a shared file; without ``fcntl`` (Windows) nothing is locked."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
         if fcntl is not None:
             fcntl.flock(handle, fcntl.LOCK_EX)
         yield
+
+
+def manifest_lock(out: Path):
+    """Hold ``out/.lock-manifest`` (waiting for it) while reading and rewriting the manifest:
+    the parts of a split running into one folder update it one at a time."""
+    return file_lock(Path(out) / f"{LOCK}-manifest")
 
 
 def _atomic_write_bytes(path: Path, write) -> None:
