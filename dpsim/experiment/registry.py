@@ -228,8 +228,9 @@ def experiment(target: str) -> tuple[Experiment, str]:
     return only, f"{path}:{only.name}"
 
 
-def did_you_mean(name: str, known) -> str:
-    """", did you mean 'x'?" for the closest known names, or "" when none is close."""
+def did_you_mean(name: str, known, n: int = 2, cutoff: float = 0.6) -> str:
+    """", did you mean 'x'?" for the (at most ``n``) closest known names, or "" when none is
+    close (``difflib`` similarity ≥ ``cutoff``)."""
     import difflib
-    close = difflib.get_close_matches(name, list(known), n=2, cutoff=0.6)
+    close = difflib.get_close_matches(name, list(known), n=n, cutoff=cutoff)
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

@@ -43,7 +43,6 @@ AXIS per configuration, the target, and each root with its interval.
 """
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import math
@@ -62,13 +61,14 @@ from dpsim.experiment import store
 from dpsim.experiment.axes import axis_type
 from dpsim.experiment.grid import Experiment, expand_grid
 from dpsim.experiment.provenance import fingerprint
+from dpsim.experiment.registry import did_you_mean
 from dpsim.experiment.runner import run_experiment
+from dpsim.experiment.summary import Z95
 
 SOLVE_FILE = "solve.json"
 ROOTS_FILE = "roots.csv"
 EVIDENCE_FILE = "evidence.csv"
 FIGURE_STEM = "solve"
-Z95 = 1.959963984540054
 # the request fields that must match to extend a solve folder (budget and level may change)
 KEYED = ("experiment", "axis", "target", "within", "integer", "log", "points", "finder", "overrides", "seed")
 
@@ -85,8 +85,7 @@ class Target(NamedTuple):
 
 
 def _did_you_mean(name: str, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.5)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return did_you_mean(name, known, n=1, cutoff=0.5)
 
 
 def parse_target(text: str, experiment: Experiment) -> Target:
@@ -292,7 +291,7 @@ class EngineOracle:
         self.problem, self.progress, self.source, self.watchdog = problem, progress, source, watchdog
         self.tally: dict[tuple[int, float], Tally] = {}
         self.used: dict[tuple[int, int], int] = {}        # (configuration, data point id) → replicates used
-        self.stages, self.lanes_asked, self.lanes_run, self.seconds = 0, 0, 0, 0.0
+        self.stages, self.lanes_asked, self.lanes_run = 0, 0, 0
         self._ids: dict[tuple, tuple[int, int]] = {}
 
     def ids(self, c: int, x: float) -> tuple[int, int]:
@@ -335,7 +334,6 @@ class EngineOracle:
                                  progress=self.progress, source=self.source, watchdog=self.watchdog)
         self.lanes_asked += new_lanes
         self.lanes_run += summary.lanes_run
-        self.seconds += summary.seconds
         if self.stages == 1:
             record_request(p)
         rows = _rows(p.out, p.target, {w[0] for w in wanted.values()})

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.rootfinding import isotonic, z_quantile  # noqa: F401  (isotonic: the one PAVA, used by checks)
+from dpsim.experiment.rootfinding import STATUS, isotonic, z_quantile  # noqa: F401  (isotonic: the one PAVA, used by checks)
 from dpsim.experiment.summary import (Z95, describe_values, grid_columns, loglog_slope, select, slope_fit,
                                       wilson_interval)
 
@@ -465,7 +465,7 @@ def _label(value) -> str:
 
 
 # Solved thresholds (a solve's roots, :mod:`dpsim.experiment.solve`) against a theorem's rate
-ROOT_STATUS = ("solved", "below_target", "above_target", "undecided")
+ROOT_STATUS = tuple(STATUS.values())          # the root finders' status names
 
 
 def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
@@ -654,21 +654,3 @@ def _fitted_line(lx, y, groups, se, slope) -> np.ndarray:
         intercept = np.sum(w[mask] * (y[mask] - slope * lx[mask])) / np.sum(w[mask])
         fitted[mask] = intercept + slope * lx[mask]
     return fitted
-
-
-def threshold_slopes_by_group(observations: pd.DataFrame, x: str, by: Sequence[str]) -> pd.DataFrame:
-    """:func:`threshold_slope` within each group of ``by`` alone: one row per group with two
-    or more x values (``slope``, ``low``, ``high``, ``values``, ``censored``); a group that
-    cannot be fitted gets NaN and its reason in ``note``."""
-    out = []
-    for key, part in observations.groupby(list(by), dropna=False, sort=True) if by else [((), observations)]:
-        key = key if isinstance(key, tuple) else (key,)
-        row = dict(zip(by, key))
-        try:
-            fit = threshold_slope(part, x)
-            row.update(slope=fit.slope, low=fit.low, high=fit.high, values=fit.values, censored=fit.censored, note="")
-        except UsageError as exc:
-            row.update(slope=math.nan, low=math.nan, high=math.nan, values=int((part["kind"] == "value").sum()),
-                       censored=int(part["kind"].isin(["lower", "upper"]).sum()), note=str(exc))
-        out.append(row)
-    return pd.DataFrame(out)

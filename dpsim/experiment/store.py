@@ -228,10 +228,7 @@ def _from_json(value):
 def read_manifest(out: Path) -> dict | None:
     """A run directory's manifest (None without one); the strings "inf", "-inf" and "nan"
     are read back as floats."""
-    path = Path(out) / MANIFEST
-    if not path.exists():
-        return None
-    return _from_json(json.loads(path.read_text()))
+    return read_json(Path(out) / MANIFEST)
 
 
 def check_compatible(out: Path, experiment: str, seed: int) -> None:

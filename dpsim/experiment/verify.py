@@ -46,6 +46,7 @@ from dpsim.experiment.grid import expand_grid
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.provenance import describe, fingerprint
 from dpsim.experiment.store import load_results, other_code
+from dpsim.experiment.verdicts import ALPHA
 
 DEFAULT_RUNS = Path("runs") / "verify"
 
@@ -166,10 +167,11 @@ def sequential_header(family: int, sequential: Sequential) -> str:
     first, later = stage_share(1, stages), (stage_share(2, stages) if stages > 1 else None)
     text = (f"family: {family} judged check{'s' * (family > 1)}; until decided, at most {stages} "
             f"stage{'s' * (stages > 1)} of R, 2R, 4R, … replicates; stage 1: PASS when the "
-            f"{1 - 0.05 * first:.2%} interval lies in the region, FAIL when the one at 0.05·{first:g}/{family} "
+            f"{1 - ALPHA * first:.2%} interval lies in the region, FAIL when the one at {ALPHA:g}·{first:g}/{family} "
             f"(per point judged) lies outside it")
     if later is not None:
-        text += f"; later stages at {1 - 0.05 * later:.2%} and 0.05·{later:.3g}/{family} (alpha spent over the stages)"
+        text += (f"; later stages at {1 - ALPHA * later:.2%} and {ALPHA:g}·{later:.3g}/{family} (alpha spent over "
+                 f"the stages)")
     return text
 
 
