@@ -107,8 +107,12 @@ class ChunkComputer:
              done: set) -> tuple[pa.Table, int]:
         """One chunk's rows (those not in ``done``) as an Arrow table, and its lane count
         (``arguments``: the chunk's, :meth:`arguments`)."""
-        output = jax.device_get(program.fn(arguments))
-        return chunk_rows(output, chunk, self.grid, program.order, done), len(chunk)
+        return chunk_rows(self.output(program, arguments), chunk, self.grid, program.order, done), len(chunk)
+
+    @staticmethod
+    def output(program: ChunkProgram, arguments: ChunkArguments):
+        """The chunk program's output for ``arguments``, copied to the host."""
+        return jax.device_get(program.fn(arguments))
 
     def timed_rows(self, step: Step, program: ChunkProgram, chunk: Chunk, done: set,
                    clock=time.perf_counter) -> tuple[pa.Table, int, float]:
@@ -117,7 +121,7 @@ class ChunkComputer:
         as any)."""
         arguments = self.arguments(step, chunk)
         started = clock()
-        output = jax.device_get(program.fn(arguments))
+        output = self.output(program, arguments)
         seconds = (clock() - started) / step.size
         return chunk_rows(output, chunk, self.grid, program.order, done), len(chunk), seconds
 

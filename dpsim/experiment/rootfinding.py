@@ -385,7 +385,8 @@ def not_reached_status(sign_of_mean_minus_target: int) -> int:
 def observed(ev: Evidence, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Configuration c's observed lattice indices with their pooled mean, floored variance and n."""
     cols = np.flatnonzero(ev.n[c] > 0)
-    return cols, ev.mean()[c, cols], ev.variance()[c, cols], ev.n[c, cols].astype(float)
+    row = Evidence(ev.n[c:c + 1, cols], ev.total[c:c + 1, cols], ev.square[c:c + 1, cols])   # row c only
+    return cols, row.mean()[0], row.variance()[0], ev.n[c, cols].astype(float)
 
 
 class Bracket(NamedTuple):
