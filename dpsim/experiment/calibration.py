@@ -154,10 +154,11 @@ def calibration_cost(n_candidates: int, compile_seconds: float, chunk_seconds: f
 
 def should_calibrate(step_seconds: float, cost: float, n_chunks: int, n_candidates: int, how: str,
                      cached: bool) -> bool:
-    """Whether to calibrate a step: never when ``how`` is off or the step has fewer than two
+    """Whether to calibrate a step: never when ``how`` is off or ``reuse`` (cached choices only,
+    for an executor that cannot time candidates) or the step has fewer than two
     chunks per candidate; with ``always`` otherwise yes; with ``auto`` when no calibration is
     cached and ``cost`` ≤ :data:`CALIBRATION_SHARE` × ``step_seconds`` (its estimated wall time)."""
-    if how == "off" or n_chunks < 2 * n_candidates:
+    if how in ("off", "reuse") or n_chunks < 2 * n_candidates:
         return False
     if how == "always":
         return True

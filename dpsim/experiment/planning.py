@@ -330,7 +330,8 @@ def _missing(points: tuple, reps: int, stored: dict, data_id: int, part: Part | 
 
 def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1,
           policy: Batching | None = None, part: Part | None = None,
-          reps_at: Mapping[int, int] | None = None, cache: Mapping[str, dict] | None = None) -> list[Step]:
+          reps_at: Mapping[int, int] | None = None, cache: Mapping[str, dict] | None = None,
+          calibrate: bool = True) -> list[Step]:
     """For each step (a program shape and static data values), the lanes still missing,
     split per shape point into chunks of one fixed size. A lane is re-run if any of its
     analysis points is missing; rows already stored are dropped on write. Time and memory
@@ -344,7 +345,8 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
     ``cache``: the calibration cache's entries (:mod:`dpsim.experiment.calibration`): each
     step's micro-batch and chunk size then come from :func:`~dpsim.experiment.calibration.choose`
     (a cached calibration, a layout compiled before, or a calibration at run time); None:
-    the policy's rule alone (:func:`chunk_layout`)."""
+    the policy's rule alone (:func:`chunk_layout`). ``calibrate`` False: cached choices
+    are used but no step is calibrated (the executor cannot time candidates)."""
     experiment = grid.experiment
     policy = policy or batching("cpu")
     stored = _complete_reps(done)
@@ -372,6 +374,8 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
         from dpsim.experiment import calibration
         from dpsim.experiment.program import program_identity
         identity, how = program_identity(experiment), calibration.mode()
+        if not calibrate and how != "off":
+            how = "reuse"        # an executor that cannot time candidates (Ray) only reads the cache
         device = calibration.device_label(policy.backend, policy.devices)
     n_q = len(grid.analysis_points)
     for compiled, static, members in steps.values():

@@ -143,14 +143,16 @@ def _checked_reps_at(reps_at: Mapping[int, int | tuple[int, int]], part) -> int:
     return int(max(replicate_range(w)[1] for w in reps_at.values()))
 
 
-def _planned(request: _Request) -> Plan:
-    """The plan of a validated request against what its directory holds now. Raises
+def _planned(request: _Request, calibrate: bool = True) -> Plan:
+    """The plan of a validated request against what its directory holds now (``calibrate``:
+    whether the executor can time candidate micro-batches, ``Executor.calibrates``). Raises
     UsageError, before anything is written, when one lane's working set exceeds the memory
     it would run in (:func:`memory_limit`)."""
     done = store.completed(request.out)
     path = calibration.cache_path()
     steps = plan_steps(request.grid, request.reps, done, request.chunk, request.workers, request.policy,
-                       request.part, request.reps_at, cache=None if path is None else calibration.load(path))
+                       request.part, request.reps_at, cache=None if path is None else calibration.load(path),
+                       calibrate=calibrate)
     limit, what = memory_limit(request.policy.backend)
     for step in steps:
         if limit and step.lane_bytes > limit:
@@ -214,7 +216,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                          workers=workers if workers is not None else executor.workers,
                          micro_batch=micro_batch, part=part, reps_at=reps_at)  # writes nothing
     with store.exclusive(request.out, request.part):         # one writer per run directory (or per part)
-        return _run_planned(experiment, _planned(request), request, progress, patience, source, executor)
+        return _run_planned(experiment, _planned(request, executor.calibrates), request, progress, patience, source,
+                            executor)
 
 
 def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progress: bool, patience: float,
@@ -232,9 +235,6 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     if settings.part is None:       # parts of one split write this folder at once: their temporaries stay
         store.remove_temporary(out)
     reps = work.reps
-    if not executor.calibrates:
-        for step in plan:
-            step.calibrate = ()
     request = {"reps": reps, **({} if settings.reps_at is None else {"points": len(settings.reps_at)}),
                "overrides": {k: list(v) for k, v in (overrides or {}).items()},
                "chunk": chunk, "workers": workers, "devices": work.policy.devices, "executor": executor.describe(),
