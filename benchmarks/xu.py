@@ -34,6 +34,10 @@ P. Where a replicate's time goes (jitted, 200 replicates vmapped in one call, so
    per-pair counts), the fit and the six metrics, at (m, L) = (10, 400) and (30, 400), Δ = 0.1;
    beside each stage the vectorised NumPy baseline's time for the same stage (200 replicates
    of the cell in arrays, best of 5), so the stage that keeps the engine behind it is named.
+   Then the binomial samplers per draw (``jax.random.binomial``, NumPy's ``Generator.binomial``
+   and the threefry uniforms one BTRS try consumes) and what they allow: the vectorised
+   baseline's whole time per replicate ÷ the engine's binomial stages alone is the most the
+   engine can be ahead with JAX's exact sampler, beside the time budget the 5× target leaves.
 G. Agreement on the same z̄: max |θ̂_engine − θ̂_SciPy| and max |θ̂_engine − θ̂_vectorised|
    (engine: ‖∇‖∞ ≤ 1e-10·m).
 C. ``dpsim run xu-fig4`` in a fresh process without a persistent compilation cache
@@ -338,6 +342,44 @@ def vectorised_profile(m: int, L: int = 400, gap: float = 0.1, reps: int = 200) 
             "ms_per_replicate": {name: 1e3 * harness.best_of(fn, repeats=5) / reps for name, fn in stages.items()}}
 
 
+def sampler_costs(m: int = 30, L: int = 400, reps: int = PROFILE_REPS) -> dict:
+    """ns per draw of the binomial samplers on the (``reps``, m(m−1)/2) array of section P's
+    raw wins (count L, p ~ Unif(0.2, 0.8), best of 10): ``jax.random.binomial`` (JAX's BTRS /
+    inversion, jitted; the engine's only exact binomial sampler), NumPy's ``Generator.binomial``
+    (BTPE, C) and, as the floor of any JAX sampler, the two threefry uniforms that one BTRS try
+    consumes (``jax.random.uniform``, jitted)."""
+    shape = (reps, m * (m - 1) // 2)
+    probs = np.random.default_rng(m).uniform(0.2, 0.8, shape)
+    key, probs_j = jax.random.key(m), jnp.asarray(probs)
+    rng = np.random.default_rng(m + 1)
+    jax_binomial = jax.jit(lambda k, p: jax.random.binomial(k, float(L), p))
+    two_uniforms = jax.jit(lambda k: jax.random.uniform(k, (2, *shape), dtype=probs_j.dtype))
+    fns = {"jax.random.binomial": lambda: jax_binomial(key, probs_j),
+           "NumPy Generator.binomial": lambda: rng.binomial(L, probs),
+           "2 threefry uniforms (one BTRS try)": lambda: two_uniforms(key)}
+    draws = math.prod(shape)
+    return {"m": m, "L": L, "draws": draws,
+            "ns_per_draw": {name: 1e9 * harness.best_of(fn, repeats=10) / draws for name, fn in fns.items()}}
+
+
+def binomial_bound(row: dict, numpy_row: dict, costs: dict) -> dict:
+    """What exact binomial draws alone allow at section P's workload ``row`` (engine) and
+    ``numpy_row`` (vectorised), with the per-draw ``costs`` of :func:`sampler_costs`: a replicate
+    draws m(m−1)/2 raw-win and m(m−1) RR binomials; the vectorised baseline's whole time per
+    replicate divided by the engine's binomial time is the most the engine could be ahead if its
+    fit, metrics and host cost nothing."""
+    m = row["m"]
+    draws = 3 * m * (m - 1) // 2
+    engine_ms = row["ms_per_replicate"]["raw wins"] + row["ms_per_replicate"]["RR release"]
+    numpy_total = sum(numpy_row["ms_per_replicate"].values())
+    return {"m": m, "binomials_per_replicate": draws,
+            "jax_sampler_ms": draws * costs["ns_per_draw"]["jax.random.binomial"] * 1e-6,
+            "numpy_sampler_ms": draws * costs["ns_per_draw"]["NumPy Generator.binomial"] * 1e-6,
+            "engine_binomial_stages_ms": engine_ms, "vectorised_total_ms": numpy_total,
+            "max_ratio_with_jax_sampler": numpy_total / engine_ms,
+            "budget_ms_for_target": numpy_total / TARGETS["engine_vs_vectorised"]["compiled"]}
+
+
 def section_p(bench: harness.Bench) -> dict:
     rows = [lane_profile(m, micro=PROFILE_REPS) for m in (10, 30)]
     numpy_rows = [vectorised_profile(m, reps=PROFILE_REPS) for m in (10, 30)]
@@ -354,7 +396,22 @@ def section_p(bench: harness.Bench) -> dict:
         "a cell in arrays)",
         ("workload", "stage", "engine ms", "share", "vectorised ms", "vectorised ÷ engine time"),
         table, (None, None, "{:.4f}", "{:.0%}", "{:.4f}", "{:.2f}")))
-    return {"rows": rows, "vectorised_rows": numpy_rows}
+    costs = sampler_costs()
+    harness.print_table(harness.format_table(
+        f"binomial samplers on section P's m = {costs['m']} raw-win array ({costs['draws']} draws, count "
+        f"{costs['L']}, p ~ Unif(0.2, 0.8))", ("sampler", "ns per draw"),
+        [[name, ns] for name, ns in costs["ns_per_draw"].items()], (None, "{:.1f}")))
+    bounds = [binomial_bound(r, v, costs) for r, v in zip(rows, numpy_rows)]
+    harness.print_table(harness.format_table(
+        "what exact binomial draws allow: the vectorised baseline's whole time per replicate ÷ the engine's "
+        "binomial stages alone (fit, metrics and host free) against the target's time budget",
+        ("m", "binomials", "JAX sampler ms", "NumPy sampler ms", "engine binomial stages ms", "vectorised total ms",
+         "most the engine can be ahead", f"budget for {TARGETS['engine_vs_vectorised']['compiled']:g}× (ms)"),
+        [[b["m"], b["binomials_per_replicate"], b["jax_sampler_ms"], b["numpy_sampler_ms"],
+          b["engine_binomial_stages_ms"], b["vectorised_total_ms"], b["max_ratio_with_jax_sampler"],
+          b["budget_ms_for_target"]] for b in bounds],
+        (None, None, "{:.4f}", "{:.4f}", "{:.4f}", "{:.4f}", "{:.2f}×", "{:.4f}")))
+    return {"rows": rows, "vectorised_rows": numpy_rows, "sampler_costs": costs, "binomial_bound": bounds}
 
 
 def section_g(bench: harness.Bench) -> dict:

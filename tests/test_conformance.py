@@ -51,7 +51,7 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import RunStalled
-from dpsim.experiment import program, registry
+from dpsim.experiment import registry
 from dpsim.experiment.axes import axis_type
 from dpsim.experiment.checks import CheckResult
 from dpsim.experiment.grid import expand_grid
@@ -109,17 +109,6 @@ def toy_paper(tmp_path_factory):
     """The toy paper installed for this module's tests, as it was when they were collected."""
     with toy_paper_installed(tmp_path_factory.mktemp("site-packages")):
         yield
-
-
-@pytest.fixture(scope="module", autouse=True)
-def fast_compilation():
-    """XLA:CPU's LLVM level 0 for the smoke runs, which are mostly compilation (~45 % faster
-    to compile, program.py); the in-process programs are dropped afterwards, so that no later
-    test runs one compiled at level 0 (the persistent cache keys the level itself)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DPSIM_XLA_CPU_OPT_LEVEL", "0")
-        yield
-    program.clear_cache()
 
 
 # ----------------------------------------------------------------------------- registration
