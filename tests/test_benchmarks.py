@@ -334,3 +334,23 @@ def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, 
     assert doc["results"]["X"]["fits_per_s_warm"] > 0
     if backend == "cpu":
         assert doc["results"]["C"]["verdict"] == doc["results"]["X"]["verdict"] == "n.a."
+
+
+def test_xu_binomial_bound_counts_a_replicates_draws(bench_module):
+    """Section P's bound: m(m−1)/2 raw-win and m(m−1) RR draws per replicate, priced at the
+    measured ns per draw; the vectorised whole ÷ the engine's binomial stages is the most the
+    engine can be ahead; the target's budget is the vectorised whole ÷ 5."""
+    xu = bench_module("xu")
+    costs = xu.sampler_costs(m=6, L=50, reps=4)
+    assert costs["draws"] == 4 * 15 and set(costs["ns_per_draw"]) == {
+        "jax.random.binomial", "NumPy Generator.binomial", "2 threefry uniforms (one BTRS try)"}
+    assert all(ns > 0 for ns in costs["ns_per_draw"].values())
+    costs = {"ns_per_draw": {"jax.random.binomial": 200.0, "NumPy Generator.binomial": 50.0}}
+    row = {"m": 10, "ms_per_replicate": {"raw wins": 0.02, "RR release": 0.04, "fit": 0.01, "metrics": 0.01}}
+    numpy_row = {"m": 10, "ms_per_replicate": {"raw wins": 0.005, "RR release": 0.01, "fit": 0.008, "metrics": 0.001}}
+    bound = xu.binomial_bound(row, numpy_row, costs)
+    assert bound["binomials_per_replicate"] == 135
+    assert bound["jax_sampler_ms"] == pytest.approx(135 * 200e-6)
+    assert bound["numpy_sampler_ms"] == pytest.approx(135 * 50e-6)
+    assert bound["max_ratio_with_jax_sampler"] == pytest.approx(0.024 / 0.06)
+    assert bound["budget_ms_for_target"] == pytest.approx(0.024 / 5)
