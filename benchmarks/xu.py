@@ -37,7 +37,8 @@ P. Where a replicate's time goes (jitted, 200 replicates vmapped in one call, so
    Then the binomial samplers per draw (``jax.random.binomial``, NumPy's ``Generator.binomial``
    and the threefry uniforms one BTRS try consumes) and what they allow: the vectorised
    baseline's whole time per replicate ÷ the engine's binomial stages alone is the most the
-   engine can be ahead with JAX's exact sampler, beside the time budget the 5× target leaves.
+   engine can be ahead with JAX's exact sampler, beside the time budget the 5× target leaves;
+   the same against the SciPy loop at the same cells (its replicates timed one by one).
 G. Agreement on the same z̄: max |θ̂_engine − θ̂_SciPy| and max |θ̂_engine − θ̂_vectorised|
    (engine: ‖∇‖∞ ≤ 1e-10·m).
 C. ``dpsim run xu-fig4`` in a fresh process without a persistent compilation cache
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+import time
 from dataclasses import dataclass
 
 from benchmarks import harness  # first: sets the BLAS threads before NumPy loads
@@ -84,10 +86,11 @@ class Config:
     scipy_lanes: int     # A: replicates timed in the NumPy/SciPy loop (spread over the grid)
     agreement: int       # G: replicates compared
     cli_run: bool        # C: time `dpsim run xu-fig4` in a fresh process
+    bound_lanes: int     # P: SciPy-loop replicates timed per profiled cell
 
 
-FULL = Config(reps=100, warm_runs=harness.WARM_RUNS, scipy_lanes=480, agreement=48, cli_run=True)
-QUICK = Config(reps=4, warm_runs=1, scipy_lanes=24, agreement=6, cli_run=True)
+FULL = Config(reps=100, warm_runs=harness.WARM_RUNS, scipy_lanes=480, agreement=48, cli_run=True, bound_lanes=40)
+QUICK = Config(reps=4, warm_runs=1, scipy_lanes=24, agreement=6, cli_run=True, bound_lanes=2)
 
 
 # ----------------------------------------------------------------------------- NumPy / SciPy
@@ -362,12 +365,23 @@ def sampler_costs(m: int = 30, L: int = 400, reps: int = PROFILE_REPS) -> dict:
             "ns_per_draw": {name: 1e9 * harness.best_of(fn, repeats=10) / draws for name, fn in fns.items()}}
 
 
-def binomial_bound(row: dict, numpy_row: dict, costs: dict) -> dict:
+def loop_ms_per_replicate(m: int, L: int = 400, gap: float = 0.1, lanes: int = 20) -> float:
+    """ms per replicate of the NumPy/SciPy loop (:func:`scipy_lane`) at one cell, over ``lanes``
+    replicates run one after another (after one untimed replicate)."""
+    scipy_lane(Lane(m, L, gap, lanes))
+    start = time.perf_counter()
+    for seed in range(lanes):
+        scipy_lane(Lane(m, L, gap, seed))
+    return 1e3 * (time.perf_counter() - start) / lanes
+
+
+def binomial_bound(row: dict, numpy_row: dict, costs: dict, loop_ms: float | None = None) -> dict:
     """What exact binomial draws alone allow at section P's workload ``row`` (engine) and
     ``numpy_row`` (vectorised), with the per-draw ``costs`` of :func:`sampler_costs`: a replicate
     draws m(m−1)/2 raw-win and m(m−1) RR binomials; the vectorised baseline's whole time per
     replicate divided by the engine's binomial time is the most the engine could be ahead if its
-    fit, metrics and host cost nothing."""
+    fit, metrics and host cost nothing; ``loop_ms`` (the SciPy loop's ms per replicate at the
+    same cell) gives the same bound against the loop."""
     m = row["m"]
     draws = 3 * m * (m - 1) // 2
     engine_ms = row["ms_per_replicate"]["raw wins"] + row["ms_per_replicate"]["RR release"]
@@ -377,7 +391,8 @@ def binomial_bound(row: dict, numpy_row: dict, costs: dict) -> dict:
             "numpy_sampler_ms": draws * costs["ns_per_draw"]["NumPy Generator.binomial"] * 1e-6,
             "engine_binomial_stages_ms": engine_ms, "vectorised_total_ms": numpy_total,
             "max_ratio_with_jax_sampler": numpy_total / engine_ms,
-            "budget_ms_for_target": numpy_total / TARGETS["engine_vs_vectorised"]["compiled"]}
+            "budget_ms_for_target": numpy_total / TARGETS["engine_vs_vectorised"]["compiled"],
+            "loop_ms": loop_ms, "max_loop_ratio_with_jax_sampler": None if loop_ms is None else loop_ms / engine_ms}
 
 
 def section_p(bench: harness.Bench) -> dict:
@@ -401,16 +416,18 @@ def section_p(bench: harness.Bench) -> dict:
         f"binomial samplers on section P's m = {costs['m']} raw-win array ({costs['draws']} draws, count "
         f"{costs['L']}, p ~ Unif(0.2, 0.8))", ("sampler", "ns per draw"),
         [[name, ns] for name, ns in costs["ns_per_draw"].items()], (None, "{:.1f}")))
-    bounds = [binomial_bound(r, v, costs) for r, v in zip(rows, numpy_rows)]
+    bounds = [binomial_bound(r, v, costs, loop_ms_per_replicate(r["m"], int(r["L"]), lanes=bench.cfg.bound_lanes))
+              for r, v in zip(rows, numpy_rows)]
     harness.print_table(harness.format_table(
-        "what exact binomial draws allow: the vectorised baseline's whole time per replicate ÷ the engine's "
-        "binomial stages alone (fit, metrics and host free) against the target's time budget",
+        "what exact binomial draws allow: a baseline's whole time per replicate ÷ the engine's binomial stages "
+        "alone (fit, metrics and host free), against the vectorised target's time budget",
         ("m", "binomials", "JAX sampler ms", "NumPy sampler ms", "engine binomial stages ms", "vectorised total ms",
-         "most the engine can be ahead", f"budget for {TARGETS['engine_vs_vectorised']['compiled']:g}× (ms)"),
+         "most ahead of vectorised", f"budget for {TARGETS['engine_vs_vectorised']['compiled']:g}× (ms)",
+         "SciPy loop ms", "most ahead of the loop"),
         [[b["m"], b["binomials_per_replicate"], b["jax_sampler_ms"], b["numpy_sampler_ms"],
           b["engine_binomial_stages_ms"], b["vectorised_total_ms"], b["max_ratio_with_jax_sampler"],
-          b["budget_ms_for_target"]] for b in bounds],
-        (None, None, "{:.4f}", "{:.4f}", "{:.4f}", "{:.4f}", "{:.2f}×", "{:.4f}")))
+          b["budget_ms_for_target"], b["loop_ms"], b["max_loop_ratio_with_jax_sampler"]] for b in bounds],
+        (None, None, "{:.4f}", "{:.4f}", "{:.4f}", "{:.4f}", "{:.2f}×", "{:.4f}", "{:.3f}", "{:.1f}×")))
     return {"rows": rows, "vectorised_rows": numpy_rows, "sampler_costs": costs, "binomial_bound": bounds}
 
 
