@@ -684,3 +684,22 @@ def test_format_bytes_and_duration():
     assert format_bytes(999) == "999 B" and format_bytes(28.8e9) == "28.8 GB"
     assert format_duration(42) == "42 s" and format_duration(600) == "10.0 min"
     assert format_duration(7200) == "2.0 h" and format_duration(3 * 86400) == "3.0 days"
+
+
+def test_a_program_too_big_for_the_device_runs_at_fewer_lanes(reference, tmp_path, monkeypatch):
+    """A chunk program whose buffers (XLA's buffer assignment, program.memory_needed) exceed
+    what the device allows (batching.program_memory_limit: a share of an accelerator's memory)
+    is compiled again at half the micro-batch, and half again, with one warning naming the
+    sizes; the table is the same, and the manifest records the micro-batch it ran at.
+    Simulated on the CPU (no limit there) with a limit no program meets: 4 lanes → 1."""
+    from dpsim.experiment import program
+    program.clear_cache()
+    assert program.memory_needed(jax.jit(lambda x: x * 2).lower(jnp.ones(1000)).compile()) >= 8000
+    monkeypatch.setattr(program, "program_memory_limit", lambda: 1.0)
+    with pytest.warns(UserWarning, match=r"at micro-batch 4 needs .* it runs at micro-batch 1 "):
+        run_experiment(small_experiment(), out=tmp_path / "small", progress=False, micro_batch=4, chunk=4)
+    program.clear_cache()
+    assert_same_results(table(tmp_path / "small"), reference[1])
+    recorded = store.read_manifest(tmp_path / "small")["history"][-1]["batching"]
+    assert {step["micro"] for step in recorded} == {1}
+    assert all("4 planned, fewer to fit the device's memory" in step["from"] for step in recorded)

@@ -79,6 +79,14 @@ ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 # was re-checked rather than refit: Figure 1 in fresh processes,
 # 2 rounds, 3 programs (these constants) 12.8 / 13.7 s, 2 programs (at 0.9e-9 s per byte)
 # 14.3 / 12.3 s, 4 programs (at 2.5e-9) 14.9 / 15.8 s.
+# A compiled chunk program must fit in this share of an accelerator's per-process memory, by
+# XLA's own buffer assignment (program.memory_needed; the program is compiled again at half the
+# micro-batch until it does). The lane_bytes bound above counts one (n, n) matrix of a lane, not
+# the several a fit holds: on an H100 (bytes_limit 60 GB), 2026-11-26, cai Fig. 1 at n = 700
+# with 512 lanes vmapped ran out of device memory (CUDA_ERROR_OUT_OF_MEMORY; it ran on an H200,
+# 105 GB). The rest of the pool holds the chunk's arguments and outputs and the libraries'
+# workspaces.
+PROGRAM_MEMORY_SHARE_ACCELERATOR = 0.5
 COMPILE_SECONDS_CPU, SECONDS_PER_BYTE_CPU = 2.0, 1.26e-9
 COMPILE_SECONDS_ACCELERATOR, SECONDS_PER_BYTE_ACCELERATOR = 6.0, 1.26e-9 / 27
 PADDING_VARIABLE = "DPSIM_PADDING"
@@ -122,6 +130,18 @@ def device_memory_bytes(device=None) -> float | None:
     except Exception:  # a backend without memory statistics
         return None
     return stats.get("bytes_limit")
+
+
+def program_memory_limit(backend: str | None = None) -> float | None:
+    """Bytes one compiled chunk program may need on ``backend`` (default: JAX's default):
+    :data:`PROGRAM_MEMORY_SHARE_ACCELERATOR` of an accelerator's per-process memory, or None
+    (no limit) on CPU, where lanes run one at a time in the host's memory, or where the device
+    does not say."""
+    backend = backend or jax.default_backend()
+    if backend == "cpu":
+        return None
+    memory = device_memory_bytes() if backend == jax.default_backend() else None
+    return None if memory is None else PROGRAM_MEMORY_SHARE_ACCELERATOR * memory
 
 
 def host_memory_bytes() -> float | None:

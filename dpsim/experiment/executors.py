@@ -172,8 +172,11 @@ class LocalExecutor(Executor):
     has one program compiled per candidate; its first chunks are computed one at a time, one
     per candidate, timed (the rows are the step's own, written like any), and the fastest
     per lane computes the rest; ``calibrations`` records {step index: (micro-batch, {micro-batch:
-    seconds per lane})}. The compile thread may be compiling the next step meanwhile, which
-    the timings then share the cores with."""
+    seconds per lane})}, and ``micros`` {step index: micro-batch} the micro-batch each step's
+    program was compiled at (fewer lanes than planned where the planned ones did not fit the
+    device's memory, :func:`~dpsim.experiment.program.compiled_chunk_fn`; candidates that
+    came down to one micro-batch are timed once). The compile thread may be compiling the
+    next step meanwhile, which the timings then share the cores with."""
 
     name = "local"
     calibrates = True
@@ -182,6 +185,7 @@ class LocalExecutor(Executor):
     def start(self, job: Job) -> None:
         self.job = job
         self.calibrations: dict = {}
+        self.micros: dict = {}
         self.computer = ChunkComputer(job.experiment, job.grid, job.seed)
         self.compiler = DaemonPool(1, "dpsim-compile")
         self.pool = DaemonPool(job.workers, "dpsim-chunk")
@@ -203,8 +207,9 @@ class LocalExecutor(Executor):
 
         first = 0
         if step.calibrate:                 # the first chunks, one per candidate, one at a time, timed
+            program = {candidate.micro: candidate for candidate in program.values()}
             timings = {}
-            for first, micro in enumerate(step.calibrate, 1):
+            for first, micro in enumerate(program, 1):
                 timed = partial(self.computer.timed_rows, step, program[micro], step.chunks[first - 1], job.done,
                                 self.clock)
                 table, lanes, timings[micro] = wait(self.pool.submit(timed), job.patience,
@@ -214,6 +219,7 @@ class LocalExecutor(Executor):
             chosen = pick(timings)
             self.calibrations[index] = (chosen, timings)
             program = program[chosen]
+        self.micros[index] = program.micro
 
         def compute(number: int):
             chunk = step.chunks[number + first]

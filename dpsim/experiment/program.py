@@ -40,6 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.errors import UsageError, warn
+from dpsim.experiment.batching import PROGRAM_MEMORY_SHARE_ACCELERATOR, program_memory_limit
+from dpsim.experiment.units import format_bytes
 from dpsim.experiment.grid import Context, Experiment, method_id, stable_id
 from dpsim.linalg import batched_lapack_calls
 
@@ -291,10 +293,13 @@ def merge_groups(groups: list, reads: list) -> list:
 
 
 class ChunkProgram(NamedTuple):
-    """A compiled chunk program and the analysis groups it computes, in output order."""
+    """A compiled chunk program, the analysis groups it computes (in output order) and the
+    micro-batch it was compiled at (fewer lanes than asked where it did not fit the device's
+    memory, :func:`compiled_chunk_fn`)."""
 
     fn: Callable
     groups: list
+    micro: int = 1
 
     @property
     def order(self) -> np.ndarray:
@@ -594,21 +599,62 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     program = _recall(key)
     if program is None:
         lowered, program_groups = _lowered(experiment, shape, static_data, groups, micro, example_args, devices)
-        compiled = lowered.compile(compiler_options=options)
+
+        def compile_at(lanes: int):
+            return _lower(experiment, shape, static_data, program_groups, lanes, example_args,
+                          devices=devices).compile(compiler_options=options)
+
+        compiled, compiled_micro = lowered.compile(compiler_options=options), micro
         problem = _lapack_problem(compiled)
         if problem and micro > 1:
             warn(f"experiment {experiment.name!r} calls LAPACK on a batch of lanes ({'; '.join(problem)}); "
                  f"batched LAPACK deadlocks XLA:CPU, so its lanes run one at a time (slower): "
                  f"use dpsim.linalg (e.g. dpsim.linalg.solve) to keep them batched")
-            compiled = _lower(experiment, shape, static_data, program_groups, 1, example_args,
-                              devices=devices).compile(compiler_options=options)
+            compiled, compiled_micro = compile_at(1), 1
             problem = _lapack_problem(compiled)
         if problem:
             raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
                              f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
-        program = ChunkProgram(compiled, program_groups)
+        compiled, compiled_micro = _within_memory(compiled, compiled_micro, compile_at,
+                                                  f"experiment {experiment.name!r} at {shape}")
+        program = ChunkProgram(compiled, program_groups, compiled_micro)
         _remember(key, experiment, program)
     return program
+
+
+def memory_needed(compiled) -> int | None:
+    """Bytes a compiled program needs while it runs, by XLA's buffer assignment: arguments +
+    outputs + temporaries − the outputs aliased to arguments; None where the backend does not
+    say."""
+    try:
+        stats = compiled.memory_analysis()
+    except Exception:            # a backend without memory analysis
+        return None
+    if stats is None:
+        return None
+    return (stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
+            - stats.alias_size_in_bytes)
+
+
+def _within_memory(compiled, micro: int, compile_at: Callable, what: str) -> tuple[object, int]:
+    """``compiled`` (at ``micro`` lanes vmapped), or the program compiled again by
+    ``compile_at(fewer)`` at half the micro-batch, and half again, until XLA's buffer assignment
+    (:func:`memory_needed`) fits :func:`~dpsim.experiment.batching.program_memory_limit` (or
+    one lane is left); one warning names the sizes. Results do not depend on the micro-batch
+    (keys come from stable ids). Returns (compiled program, its micro-batch)."""
+    limit = program_memory_limit()
+    need, asked = memory_needed(compiled), micro
+    if limit is None or need is None or need <= limit:
+        return compiled, micro
+    first_need = need
+    while need is not None and need > limit and micro > 1:
+        micro //= 2
+        compiled = compile_at(micro)
+        need = memory_needed(compiled)
+    warn(f"{what}: the chunk program at micro-batch {asked} needs {format_bytes(first_need)} of device memory, "
+         f"more than the {format_bytes(limit)} allowed ({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's); "
+         f"it runs at micro-batch {micro} ({format_bytes(need) if need is not None else 'size unknown'})")
+    return compiled, micro
 
 
 def clear_cache() -> None:
