@@ -11,6 +11,14 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+# On a GPU, a benchmark's fresh processes (cold runs: harness.cold_call) share the device with
+# the benchmark's own process. JAX's default preallocation (75 % of the device's memory per
+# process) left the child too little to load its kernels: on an H100 (80 GB), 2026-11-26,
+# `benchmarks.device --sections C` died with CUDA_ERROR_OUT_OF_MEMORY in cai Fig. 1's first
+# chunk, whose program needs 2.4 GB (XLA's buffer assignment); alone, the same run took 7.3 s.
+# Memory is allocated as needed instead (a caller's explicit setting wins).
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 # The engine's batching choices (calibrated micro-batches, chunk layouts compiled before:
 # dpsim.experiment.calibration) are cached on disk across runs. A benchmark starts from an
 # empty cache of its own, so its numbers do not depend on what ran on the machine before
