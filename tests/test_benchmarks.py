@@ -334,3 +334,24 @@ def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, 
     assert doc["results"]["X"]["fits_per_s_warm"] > 0
     if backend == "cpu":
         assert doc["results"]["C"]["verdict"] == doc["results"]["X"]["verdict"] == "n.a."
+
+
+def test_cai_profile_stages_reproduce_the_mle_method(bench_module):
+    """Section Q's split of Algorithm 1 (mechanism, fit, metrics as separate jitted stages)
+    gives ``edge.mle_fn``'s outputs on the same keys and W: the stages time the pipeline's
+    own computation (a mechanism drawn with another key or scale would change every error)."""
+    import jax
+    import jax.numpy as jnp
+    cai = bench_module("cai")
+    stages = {name: fn for name, (fn, _) in cai.engine_stages(20).items()}
+    keys = jax.random.split(jax.random.key(0), 2)
+    data, analysis = {"p": jnp.float64(0.8)}, {"eps": jnp.float64(2.0), "c0": jnp.float64(2.0)}
+    truth, W = stages["data"](jax.random.key(1), keys, data)
+    gamma, w = stages["mechanism"](keys, data, analysis)
+    assert np.all(np.abs(np.asarray(w)) > 0) and np.allclose(gamma, cai.calibration(2.0, 20, 0.8)[1])
+    split = stages["metrics"](keys, truth, W, stages["fit"](W, gamma, w), data, analysis)
+    whole = stages["mle method"](keys, truth, W, data, analysis)
+    assert set(split) == set(whole) and {"l2", "exact_recovery", "iterations"} <= set(whole)
+    for column, value in whole.items():
+        np.testing.assert_allclose(np.asarray(split[column], float), np.asarray(value, float), rtol=1e-9, atol=1e-12,
+                                   err_msg=column)
