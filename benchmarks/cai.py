@@ -46,6 +46,16 @@ P. Where the engine's time goes at n = 300: the A.1 split (when A ran); one jitt
    (p, ε); and (full mode) Fig. 3 at 40 reps with the runner's micro-batch forced to 1.
 B. Small n (n = 40 and n = 20, p = 1, the same ε set, 120 replicates): engine vs SciPy loop
    vs choix, as in A.
+Q. Where a small-n replicate's time goes (n = 20 and 40, p = 1, ε = 2, the middle of Fig. 3's
+   ε set; 200 replicates): each stage of the pipeline jitted from the experiment's own
+   functions (data: ``edge.truth`` + ``edge.generate``; mechanism: Algorithm 1's calibration
+   and Laplace vector, ``objective_perturbation_edge``; fit: ``penalised_mle``; metrics: the
+   rest of ``edge.mle_fn``; counts: ``edge.counts_fn`` whole), vmapped over the replicates in
+   one call (dispatch excluded), best of 20; beside each, the vectorised baseline's same stage
+   (A.3's functions on the same number of replicates; it computes no metrics). Then the fit and
+   a whole lane under the runner's ``lax.map`` at micro-batches 1, 8, 64, 200, and
+   ``run_experiment`` of the same workload (cold and warm): its wall time per replicate
+   minus the vmapped stages is the dispatch/host row (lane loop, keys, rows, Parquet).
 W. Concurrent chunks: the B workload at n = 40 and Fig. 3 (n = 300) each run with the
    runner's default ``workers`` (chunks computed at the same time, = cores) and with
    ``workers = 1``, compile excluded (a warm run of each, best of three, alternated).
@@ -68,7 +78,8 @@ K. Where the compile time goes: the Fig. 3 chunk program at n = 40 and 300 compi
 The NumPy/SciPy/choix baselines run with one OpenBLAS thread (:mod:`benchmarks`) in one
 process; the engine uses XLA's own threads. ``--quick`` shrinks every part (8 reps, fewer
 timed baseline fits, n = 20 skipped, one warm re-run, no micro-batch-1 run in P, W at n = 40
-only, T at two sizes, Fig. 3 alone at 2 reps in C); its
+only, T at two sizes, Fig. 3 alone at 2 reps in C, Q at n = 20 with 8 replicates and
+micro-batches 1 and 8); its
 ratios are not representative (compile dominates, and at small n the runner pads 8
 replicates to its micro-batch). The load average is recorded: the machine may be shared.
 """
@@ -88,8 +99,9 @@ import numpy as np
 
 from dpsim.estimators import topk
 from benchmarks.vectorised import batched_newton
-from dpsim.estimators.btl_mle import GRADIENT_SCALE_COMPARISONS, btl_objective, penalised_mle
-from dpsim.experiment import Method, chunk_io, planning, program, runner
+from dpsim.estimators.btl_mle import (GRADIENT_SCALE_COMPARISONS, btl_objective, objective_perturbation_edge,
+                                      penalised_mle)
+from dpsim.experiment import Context, Method, chunk_io, planning, program, runner
 from dpsim.experiment.batching import default_workers, micro_batch_size
 from dpsim.experiment.grid import stable_id
 from dpsim.experiments.cai import edge
@@ -139,6 +151,10 @@ class Config:
     compile_sizes: tuple = (40, 300)   # K: item counts of the compile breakdown
     vectorised_lanes_n300: int = 20    # replicates timed for the vectorised baseline at n = 300 (×10 ε fits)
     vectorised_lanes_small: int = 120  # the same at small n
+    q_ns: tuple = (20, 40)             # Q: item counts profiled
+    q_reps: int = 200                  # Q: replicates vmapped per timed call (and the runner's run)
+    q_repeats: int = 20                # Q: best of this many calls per engine stage
+    q_micro: tuple = (1, 8, 64, 200)   # Q: lax.map micro-batches of the fit and the lane
 
 
 FULL = Config(reps=120, warm_runs=harness.WARM_RUNS, scipy_lanes_n300=20, scipy_lanes_small=120,
@@ -154,7 +170,8 @@ QUICK = Config(reps=8, warm_runs=1, scipy_lanes_n300=4, scipy_lanes_small=8, cho
                topk_sizes=((40, 128), (300, 4)), solver_design=((40, 2),),
                agreement=((300, 0.25, (1.0, math.inf)), (40, 1.0, (0.2, math.inf))),
                figures=("cai-fig3",), figure_reps=2, cache_what_if=True, compile_sizes=(40,),
-               vectorised_lanes_n300=4, vectorised_lanes_small=8)
+               vectorised_lanes_n300=4, vectorised_lanes_small=8, q_ns=(20,), q_reps=8, q_repeats=3,
+               q_micro=(1, 8))
 
 
 # ----------------------------------------------------------------------------- engine
@@ -308,20 +325,40 @@ def vectorised_mle(W: np.ndarray, gamma: np.ndarray, w: np.ndarray, tol: float =
     return batched_newton(btl_derivs(W, gamma, w), np.zeros(W.shape[:2]), tols, solver=solver)
 
 
+def batched_comparisons(rng, theta: np.ndarray, p: float, reps: int) -> np.ndarray:
+    """W of ``reps`` replicates, the edges and the outcomes drawn in one call each (the
+    batched :func:`numpy_comparisons`). Shapes: theta (n,); returns (reps, n, n)."""
+    n = theta.shape[0]
+    edges = np.triu(rng.random((reps, n, n)) < p, 1)
+    i_wins = rng.random((reps, n, n)) < 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
+    return (edges & i_wins).astype(float) + np.swapaxes(edges & ~i_wins, 1, 2).astype(float)
+
+
+def batched_perturbations(rng, lam: np.ndarray, reps: int, n: int) -> np.ndarray:
+    """Algorithm 1's Laplace vectors w for ``reps`` replicates × the |ε| scales ``lam`` (k,)
+    in one call. Returns (reps, k, n)."""
+    return rng.laplace(0.0, 1.0, (reps, lam.shape[0], n)) * lam[None, :, None]
+
+
+def batched_noisy_counts(rng, W: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """Algorithm 2 for every replicate × ε: win counts + Laplace(2/ε), one draw call.
+    Shapes: W (reps, n, n), eps (k,); returns (reps, k, n)."""
+    reps, n = W.shape[:2]
+    return W.sum(axis=2)[:, None, :] + rng.laplace(0.0, 1.0, (reps, eps.shape[0], n)) * (2.0 / eps)[None, :, None]
+
+
 def vectorised_batch(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
     """``reps`` replicates × every ε end to end in arrays: W of every replicate and the
     Laplace perturbations drawn in one call each, the reps·|ε| perturbed MLEs by one batched
     Newton, and the noisy counts (Algorithm 2). Returns (Newton iterations, final ‖∇R‖∞)."""
     rng = np.random.default_rng(batch.seed)
     n, reps, k = batch.theta.shape[0], batch.reps, len(EPS)
-    edges = np.triu(rng.random((reps, n, n)) < batch.p, 1)
-    i_wins = rng.random((reps, n, n)) < 1.0 / (1.0 + np.exp(batch.theta[None, :] - batch.theta[:, None]))
-    W = (edges & i_wins).astype(float) + np.swapaxes(edges & ~i_wins, 1, 2).astype(float)
+    W = batched_comparisons(rng, batch.theta, batch.p, reps)
     lam, gamma = (np.array([batch.cal[eps][c] for eps in EPS]) for c in (0, 1))
-    w = rng.laplace(0.0, 1.0, (reps, k, n)) * lam[None, :, None]
+    w = batched_perturbations(rng, lam, reps, n)
     Wk = np.broadcast_to(W[:, None], (reps, k, n, n)).reshape(reps * k, n, n)
     _, iters, grad_inf = vectorised_mle(Wk, np.tile(gamma, reps), w.reshape(reps * k, n))
-    _ = W.sum(axis=2)[:, None, :] + rng.laplace(0.0, 1.0, (reps, k, n)) * (2.0 / np.array(EPS))[None, :, None]
+    batched_noisy_counts(rng, W, np.array(EPS))
     return iters, grad_inf
 
 
@@ -551,6 +588,194 @@ def section_p(bench: harness.Bench) -> dict:
     harness.print_table(harness.format_table(f"where the engine's time goes (n = {prof['n']}, jitted, float64)",
                                              ("quantity", "value"), rows, align="ll"))
     return {"profile": prof, f"fig3_run_micro_batch_{EARLIER_CPU_MICRO_BATCH}": vmapped_run}
+
+
+# ----------------------------------------------------------------------------- Q
+
+Q_EPS = 2.0   # section Q's ε: the middle of Fig. 3's {0.2, 0.5, 1, 2, 2.5, 5, ∞}
+Q_P = 1.0
+
+
+def q_experiment(n: int, eps: float = Q_EPS):
+    """Section Q's workload through the runner: n items, p = 1, one ε."""
+    return edge.edge_experiment(f"bench-q-n{n}", f"benchmark n = {n}, ε = {eps}",
+                                {"n_items": [n], "p": [Q_P], "eps": [eps]})
+
+
+def engine_stages(n: int, c0: float = C0) -> dict:
+    """The stages of one replicate of the cai edge pipeline, each a jitted function of R
+    replicates (vmapped), built from the experiment's own functions as its lane calls them:
+
+    - ``data``: θ* (:func:`edge.truth`, once per call, as once per chunk in the runner) and
+      W of every replicate (:func:`edge.generate`); (design key, keys (R,), data) → (truth, W (R, n, n));
+    - ``mechanism``: Algorithm 1's calibration and Laplace vector
+      (:func:`~dpsim.estimators.btl_mle.objective_perturbation_edge`, with the noise half of
+      the method key as ``mle_fn`` splits it); (keys, data, analysis) → (γ (R,), w (R, n));
+    - ``fit``: :func:`~dpsim.estimators.btl_mle.penalised_mle` (W, γ, w) → Fit of R;
+    - ``metrics``: the rest of ``edge.mle_fn`` (centring, top-k with random tie-break,
+      errors, perturbation moments, diagnostics), by :func:`edge.make_mle_fn` given the fit;
+    - ``counts``: Algorithm 2 whole (``edge.counts_fn``: noise, top-k, its metrics);
+    - ``mle method``: ``edge.mle_fn`` whole (mechanism + fit + metrics), the check on the split.
+
+    Data and analysis values (p, ε, c0) are traced arguments, as in the runner's program.
+    Returns {name: (jitted function, argument names)} (see :func:`profile_engine_stages`)."""
+    shape = edge.resolve_shape({"n_items": n, "k": "auto", "link": "logistic"})
+
+    def ctx(truth, W, data, analysis):
+        return Context(shape, truth, W, data, analysis)
+
+    def data_stage(design_key, keys, data):
+        truth = edge.truth(design_key, shape)
+        return truth, jax.vmap(lambda k: edge.generate(k, shape, truth, data))(keys)
+
+    def mechanism(keys, data, analysis):
+        return jax.vmap(lambda k: objective_perturbation_edge(
+            jax.random.split(k)[0], analysis["eps"], data["p"], n, c0=analysis["c0"]))(keys)
+
+    def metrics(keys, truth, W, fits, data, analysis):
+        return jax.vmap(lambda k, W, fit: edge.make_mle_fn(lambda *_, **__: fit)(k, ctx(truth, W, data, analysis)))(
+            keys, W, fits)
+
+    def method(fn):
+        return lambda keys, truth, W, data, analysis: jax.vmap(
+            lambda k, W: fn(k, ctx(truth, W, data, analysis)))(keys, W)
+
+    return {"data": (jax.jit(data_stage), ("design_key", "keys", "data")),
+            "mechanism": (jax.jit(mechanism), ("keys", "data", "analysis")),
+            "fit": (jax.jit(jax.vmap(penalised_mle)), ("W", "gamma", "w")),
+            "metrics": (jax.jit(metrics), ("keys", "truth", "W", "fits", "data", "analysis")),
+            "counts": (jax.jit(method(edge.counts_fn)), ("keys", "truth", "W", "data", "analysis")),
+            "mle method": (jax.jit(method(edge.mle_fn)), ("keys", "truth", "W", "data", "analysis"))}
+
+
+def mapped_fit(micro: int):
+    """The fit of R replicates under the runner's lane loop: ``lax.map`` over replicates in
+    vmapped micro-batches of ``micro`` (1: one at a time)."""
+    return jax.jit(lambda W, g, w: jax.lax.map(lambda a: penalised_mle(*a), (W, g, w),
+                                               batch_size=micro if micro > 1 else None))
+
+
+def mapped_lane(n: int, micro: int, c0: float = C0):
+    """A whole lane (W, then ``edge.mle_fn`` and ``edge.counts_fn``) of R replicates under
+    ``lax.map`` in micro-batches of ``micro``, θ* drawn once: the runner's chunk without its
+    keys, analysis loop and output packing. (design key, keys (R,), data, analysis) → outputs."""
+    shape = edge.resolve_shape({"n_items": n, "k": "auto", "link": "logistic"})
+
+    def chunk(design_key, keys, data, analysis):
+        truth = edge.truth(design_key, shape)
+
+        def lane(key):
+            k_data, k_mle, k_counts = jax.random.split(key, 3)
+            c = Context(shape, truth, edge.generate(k_data, shape, truth, data), data, analysis)
+            return edge.mle_fn(k_mle, c), edge.counts_fn(k_counts, c)
+
+        return jax.lax.map(lane, keys, batch_size=micro if micro > 1 else None)
+
+    return jax.jit(chunk)
+
+
+def profile_engine_stages(n: int, reps: int, repeats: int, micros, eps: float = Q_EPS, seed: int = 11) -> dict:
+    """ms per replicate of each :func:`engine_stages` stage over ``reps`` vmapped replicates
+    (best of ``repeats`` calls, compile excluded), and of the fit and the whole lane under
+    ``lax.map`` at each micro-batch of ``micros``."""
+    stages = engine_stages(n)
+    keys = jax.random.split(jax.random.key(seed), reps)
+    args = {"design_key": jax.random.key(seed + 1), "keys": keys, "data": {"p": jnp.float64(Q_P)},
+            "analysis": {"eps": jnp.float64(eps), "c0": jnp.float64(C0)}}
+    args["truth"], args["W"] = stages["data"][0](*(args[a] for a in stages["data"][1]))
+    args["gamma"], args["w"] = stages["mechanism"][0](*(args[a] for a in stages["mechanism"][1]))
+    args["fits"] = stages["fit"][0](args["W"], args["gamma"], args["w"])
+
+    def timed(fn, *call_args):
+        jax.block_until_ready(fn(*call_args))
+        return 1e3 * harness.best_of(lambda: fn(*call_args), repeats=repeats) / reps
+
+    out = {name: timed(fn, *(args[a] for a in names)) for name, (fn, names) in stages.items()}
+    fit_args = (args["W"], args["gamma"], args["w"])
+    lane_args = (args["design_key"], keys, args["data"], args["analysis"])
+    return {"n": n, "eps": eps, "reps": reps, "ms_per_replicate": out,
+            "fit_lax_map_ms": {str(m): timed(mapped_fit(m), *fit_args) for m in micros},
+            "lane_lax_map_ms": {str(m): timed(mapped_lane(n, m), *lane_args) for m in micros},
+            "newton_iterations_mean": float(np.mean(args["fits"].iterations))}
+
+
+ENGINE_STAGES = ("data", "mechanism", "fit", "metrics", "counts")
+
+
+def profile_vectorised_stages(n: int, reps: int, repeats: int, eps: float = Q_EPS, seed: int = 11) -> dict:
+    """ms per replicate of the vectorised baseline's stages at one ε (``reps`` replicates in
+    arrays, best of ``repeats``), with B's functions: data (θ* and :func:`batched_comparisons`),
+    mechanism (:func:`batched_perturbations`; λ, γ computed once per p outside the timing, as
+    in B), fit (:func:`vectorised_mle`), counts (:func:`batched_noisy_counts`). It computes
+    no metrics."""
+    rng = np.random.default_rng(seed)
+    lam, gamma = calibration(eps, n, Q_P)
+    lams, eps_arr = np.array([lam]), np.array([eps])
+    W = batched_comparisons(rng, numpy_theta(rng, n), Q_P, reps)
+    w = batched_perturbations(rng, lams, reps, n)[:, 0]
+    gammas = np.full(reps, gamma)
+    stages = {"data": lambda: batched_comparisons(rng, numpy_theta(rng, n), Q_P, reps),
+              "mechanism": lambda: batched_perturbations(rng, lams, reps, n),
+              "fit": lambda: vectorised_mle(W, gammas, w),
+              "counts": lambda: batched_noisy_counts(rng, W, eps_arr)}
+    out = {}
+    for name, fn in stages.items():
+        fn()                                        # warm-up, untimed
+        out[name] = 1e3 * harness.best_of(fn, repeats=repeats) / reps
+    return {"n": n, "eps": eps, "reps": reps, "ms_per_replicate": out,
+            "newton_iterations_mean": float(vectorised_mle(W, gammas, w)[1].mean())}
+
+
+def runner_costs(n: int, reps: int, warm_runs: int, stages_ms: float) -> dict:
+    """``run_experiment`` of :func:`q_experiment` (n, one ε, ``reps`` replicates) with the
+    runner's own settings: a cold run and the best of ``warm_runs`` warm ones
+    (:func:`harness.measure_engine`), per replicate; ``dispatch_host_ms`` = warm wall per
+    replicate − ``stages_ms`` (the vmapped stages' sum): the lane loop, keys, rows, Parquet."""
+    run = harness.measure_engine(q_experiment(n), reps, warm_runs=warm_runs, **ENGINE)
+    warm = run["warm"] or run["cold"]
+    per = 1e3 / reps
+    return {"cold_wall_s": run["cold"]["wall_s"], "compile_s": run["cold"]["compile_s"],
+            "warm_wall_s": warm["wall_s"], "wall_ms": per * warm["wall_s"], "compute_ms": per * warm["compute_s"],
+            "host_ms": per * warm["host_s"], "dispatch_host_ms": per * warm["wall_s"] - stages_ms}
+
+
+def section_q(bench: harness.Bench) -> dict:
+    cfg = bench.cfg
+    out, table = {}, []
+    for n in cfg.q_ns:
+        eng = profile_engine_stages(n, cfg.q_reps, cfg.q_repeats, cfg.q_micro)
+        vec = profile_vectorised_stages(n, cfg.q_reps, max(3, cfg.q_repeats // 4))
+        e, v = eng["ms_per_replicate"], vec["ms_per_replicate"]
+        total, v_total = sum(e[s] for s in ENGINE_STAGES), sum(v.values())
+        run = runner_costs(n, cfg.q_reps, cfg.warm_runs, total)
+        label = f"n = {n}, ε = {eng['eps']:g}, {cfg.q_reps} reps"
+        for stage in ENGINE_STAGES:
+            table.append([label, stage, e[stage], e[stage] / total, v.get(stage), v[stage] / e[stage] if stage in v else None])
+        table.append([label, "all stages", total, 1.0, v_total, v_total / total])
+        table.append([label, "check: mle method whole (mechanism + fit + metrics)", e["mle method"], None, None, None])
+        for m, ms in eng["fit_lax_map_ms"].items():
+            table.append([label, f"fit under lax.map, micro-batch {m}", ms, None, v["fit"], v["fit"] / ms])
+        for m, ms in eng["lane_lax_map_ms"].items():
+            table.append([label, f"lane (data + both methods) under lax.map, micro-batch {m}", ms, None, v_total,
+                          v_total / ms])
+        table += [[label, f"run_experiment warm (best of {cfg.warm_runs}): wall", run["wall_ms"], None, v_total,
+                   v_total / run["wall_ms"]],
+                  [label, "  chunk compute (runner's lane loop)", run["compute_ms"], None, None, None],
+                  [label, "  host (wall − compute: keys, rows, Parquet)", run["host_ms"], None, None, None],
+                  [label, "  dispatch/host (wall − all stages vmapped; share: of the wall)",
+                   run["dispatch_host_ms"], run["dispatch_host_ms"] / run["wall_ms"], None, None],
+                  [label, f"compile (cold run: {run['compile_s']:.2f} s, amortised)", 1e3 * run["compile_s"] / cfg.q_reps,
+                   None, None, None]]
+        out[f"n{n}"] = {"engine": eng, "vectorised": vec, "stages_total_ms": total, "vectorised_total_ms": v_total,
+                        "runner": run}
+    harness.print_table(harness.format_table(
+        f"where a small-n replicate's time goes (p = {Q_P:g}, one ε, compile excluded unless named): engine stages "
+        f"jitted, replicates vmapped in one call (best of {bench.cfg.q_repeats}), against the vectorised NumPy "
+        "baseline's same stages (replicates in arrays; no metrics; its counts are the noisy sum alone, the "
+        "engine's add top-k and metrics)",
+        ("workload", "stage", "engine ms/rep", "share", "vectorised ms/rep", "vectorised ÷ engine time"),
+        table, (None, None, "{:.4f}", "{:.0%}", "{:.4f}", "{:.2f}")))
+    return out
 
 
 # ----------------------------------------------------------------------------- W, T
@@ -828,6 +1053,7 @@ SECTIONS = (
     harness.Section("A", "cai Fig. 3 (n = 300): engine vs SciPy loop vs vectorised NumPy vs choix", section_a),
     harness.Section("P", "where the engine's time goes (n = 300)", section_p),
     harness.Section("B", "small n (p = 1): engine vs SciPy loop vs vectorised NumPy vs choix", section_b),
+    harness.Section("Q", "where a small-n replicate's time goes (n = 20, 40)", section_q),
     harness.Section("W", "concurrent chunks (workers)", section_w),
     harness.Section("T", "top-k ranks (sort)", section_t),
     harness.Section("S", "solver design: Newton-CG vs dense Cholesky Newton", section_s),

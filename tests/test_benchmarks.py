@@ -354,3 +354,24 @@ def test_xu_binomial_bound_counts_a_replicates_draws(bench_module):
     assert bound["numpy_sampler_ms"] == pytest.approx(135 * 50e-6)
     assert bound["max_ratio_with_jax_sampler"] == pytest.approx(0.024 / 0.06)
     assert bound["budget_ms_for_target"] == pytest.approx(0.024 / 5)
+
+
+def test_cai_profile_stages_reproduce_the_mle_method(bench_module):
+    """Section Q's split of Algorithm 1 (mechanism, fit, metrics as separate jitted stages)
+    gives ``edge.mle_fn``'s outputs on the same keys and W: the stages time the pipeline's
+    own computation (a mechanism drawn with another key or scale would change every error)."""
+    import jax
+    import jax.numpy as jnp
+    cai = bench_module("cai")
+    stages = {name: fn for name, (fn, _) in cai.engine_stages(20).items()}
+    keys = jax.random.split(jax.random.key(0), 2)
+    data, analysis = {"p": jnp.float64(0.8)}, {"eps": jnp.float64(2.0), "c0": jnp.float64(2.0)}
+    truth, W = stages["data"](jax.random.key(1), keys, data)
+    gamma, w = stages["mechanism"](keys, data, analysis)
+    assert np.all(np.abs(np.asarray(w)) > 0) and np.allclose(gamma, cai.calibration(2.0, 20, 0.8)[1])
+    split = stages["metrics"](keys, truth, W, stages["fit"](W, gamma, w), data, analysis)
+    whole = stages["mle method"](keys, truth, W, data, analysis)
+    assert set(split) == set(whole) and {"l2", "exact_recovery", "iterations"} <= set(whole)
+    for column, value in whole.items():
+        np.testing.assert_allclose(np.asarray(split[column], float), np.asarray(value, float), rtol=1e-9, atol=1e-12,
+                                   err_msg=column)

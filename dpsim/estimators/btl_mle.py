@@ -165,10 +165,25 @@ def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC
     require_probability(p)
     require("c0", c0, lambda c: c >= 0, "must be ≥ 0")
     require_counts_matrix(W)
-    capacity = W.shape[0]
+    gamma, w = objective_perturbation_edge(key, eps, p, W.shape[0], c0=c0, link=link, n_items=n_items)
+    return penalised_mle(W, gamma, w, tol=tol, max_iter=max_iter)
+
+
+def objective_perturbation_edge(key, eps, p, capacity: int, *, c0=2.0, link: Link = LOGISTIC, n_items=None):
+    """The mechanism of Algorithm 1 (edge DP): the calibration λ = 8κ1/ε, γ = max(4κ2/ε,
+    c0√(np log n)) and the Laplace vector w ~ Laplace(λ)^n (:func:`perturbed_mle_edge` fits
+    with them; benchmarks time the two apart).
+
+    Args:
+        key: PRNG key of w; eps, p, c0, link: as :func:`perturbed_mle_edge` (traced or not).
+        capacity: the length of w (n, or the padded capacity).
+        n_items: the real items when padded (may be traced); w is 0 in the padding.
+    Returns:
+        (γ scalar, w (capacity,)).
+    """
     n = capacity if n_items is None else n_items
     cal = edge_objective_perturbation(eps, n, p, c0=c0, link=link)
     w = laplace_noise(key, cal.lam, (capacity,))
     if n_items is not None:
         w = jnp.where(real_items(capacity, n_items), w, 0.0)
-    return penalised_mle(W, cal.gamma, w, tol=tol, max_iter=max_iter)
+    return cal.gamma, w
