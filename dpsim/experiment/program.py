@@ -643,9 +643,10 @@ def _within_memory(compiled, micro: int, compile_at: Callable, what: str) -> tup
     one lane is left); one warning names the sizes. Results do not depend on the micro-batch
     (keys come from stable ids). Returns (compiled program, its micro-batch)."""
     limit = program_memory_limit()
-    need, asked = memory_needed(compiled), micro
-    if limit is None or need is None or need <= limit:
+    need = None if limit is None else memory_needed(compiled)
+    if need is None or need <= limit:
         return compiled, micro
+    asked = micro
     first_need = need
     while need is not None and need > limit and micro > 1:
         micro //= 2
