@@ -2,8 +2,11 @@
 # Set up, then a quick reproduction on the local CPU: one headline figure per paper at the
 # paper's size (cai Figures 1-3, xu Figure 3 and Table 1, nguyen Figure 2, chowdhury
 # Figure 1) and the checks that judge them. Results, figures (PNG, PDF and the plotted points
-# as CSV) and manifests go to runs/NAME; nothing tracked is rewritten. Every check of a paper
-# is `dpsim verify PAPER` (see the README).
+# as CSV) and manifests go to runs/reproduce-CODE/NAME, CODE being the hash of dpsim's code
+# (dpsim.experiment.provenance.library_hash): a second run with the same code resumes (and
+# computes nothing when the first finished); after a code change it starts a new folder
+# (a study folder never mixes rows of different code) and the old one stays. Nothing tracked
+# is rewritten. Every check of a paper is `dpsim verify PAPER` (see the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 experiments=(cai-fig1 cai-fig2 cai-fig3 xu-fig3 nguyen-fig2 chowdhury-fig1)
@@ -11,11 +14,12 @@ echo "reproduce: set-up, then ${experiments[*]} and their checks; expect about 3
 start=$(date +%s)
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
+runs="runs/reproduce-$(python -c 'from dpsim.experiment.provenance import library_hash; print(library_hash())')"
 for name in "${experiments[@]}"; do
-  dpsim run "$name"
+  dpsim run "$name" --out "$runs/$name"
 done
 status=0
-dpsim verify "${experiments[@]}" --runs runs || status=$?
-echo "reproduce: done in $(( $(date +%s) - start )) s; figures in runs/NAME/figure.png for NAME in ${experiments[*]}"
+dpsim verify "${experiments[@]}" --runs "$runs" || status=$?
+echo "reproduce: done in $(( $(date +%s) - start )) s; figures in $runs/NAME/figure.png for NAME in ${experiments[*]}"
 # verify's exit status: 0 every check passed, 1 a FAIL or REFUSED, 3 some INCONCLUSIVE
 exit $status

@@ -185,6 +185,7 @@ def test_results_are_readable_by_others(tmp_path, dpsim):
 def test_reproduce_script_runs_one_headline_figure_per_paper_and_their_checks_only():
     text = (ROOT / "scripts" / "reproduce.sh").read_text()
     assert 'experiments=(cai-fig1 cai-fig2 cai-fig3 xu-fig3 nguyen-fig2 chowdhury-fig1)' in text
-    assert 'dpsim verify "${experiments[@]}" --runs runs' in text
+    assert 'dpsim verify "${experiments[@]}" --runs "$runs"' in text
+    assert 'runs="runs/reproduce-' in text and 'dpsim run "$name" --out "$runs/$name"' in text
     assert "figures/" not in text.replace("# ", "")   # it rewrites no tracked figure
     assert "expect about" in text
