@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import math
 import tempfile
-import time
 from dataclasses import dataclass
 
 from benchmarks import harness  # first: sets the BLAS threads before NumPy loads
@@ -367,12 +366,11 @@ def sampler_costs(m: int = 30, L: int = 400, reps: int = PROFILE_REPS) -> dict:
 
 def loop_ms_per_replicate(m: int, L: int = 400, gap: float = 0.1, lanes: int = 20) -> float:
     """ms per replicate of the NumPy/SciPy loop (:func:`scipy_lane`) at one cell, over ``lanes``
-    replicates run one after another (after one untimed replicate)."""
+    replicates run one after another (:func:`benchmarks.harness.time_baseline`, after one
+    untimed replicate)."""
     scipy_lane(Lane(m, L, gap, lanes))
-    start = time.perf_counter()
-    for seed in range(lanes):
-        scipy_lane(Lane(m, L, gap, seed))
-    return 1e3 * (time.perf_counter() - start) / lanes
+    stats, _ = harness.time_baseline(harness.Baseline(SCIPY, scipy_lane), [Lane(m, L, gap, s) for s in range(lanes)])
+    return stats["ms_per_fit"]
 
 
 def binomial_bound(row: dict, numpy_row: dict, costs: dict, loop_ms: float | None = None) -> dict:

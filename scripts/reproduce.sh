@@ -2,8 +2,9 @@
 # Set up, then a quick reproduction on the local CPU: one headline figure per paper at the
 # paper's size (cai Figures 1-3, xu Figure 3 and Table 1, nguyen Figure 2, chowdhury
 # Figure 1) and the checks that judge them. Results, figures (PNG, PDF and the plotted points
-# as CSV) and manifests go to runs/reproduce-CODE/NAME, CODE being the hash of dpsim's code
-# (dpsim.experiment.provenance.library_hash): a second run with the same code resumes (and
+# as CSV) and manifests go to runs/reproduce-CODE/NAME, CODE a hash of the six experiments'
+# code fingerprints (dpsim.experiment.provenance.fingerprint: the library's files and each
+# experiment's definition, which is what a folder checks): a second run with the same code resumes (and
 # computes nothing when the first finished); after a code change it starts a new folder
 # (a study folder never mixes rows of different code) and the old one stays. Nothing tracked
 # is rewritten. Every check of a paper is `dpsim verify PAPER` (see the README).
@@ -14,7 +15,12 @@ echo "reproduce: set-up, then ${experiments[*]} and their checks; expect about 3
 start=$(date +%s)
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
-runs="runs/reproduce-$(python -c 'from dpsim.experiment.provenance import library_hash; print(library_hash())')"
+runs="runs/reproduce-$(python -c '
+import hashlib, sys
+from dpsim.experiment import registry
+from dpsim.experiment.provenance import fingerprint
+codes = " ".join(fingerprint(registry.experiment(name)[0])["hash"] for name in sys.argv[1:])
+print(hashlib.sha256(codes.encode()).hexdigest()[:16])' "${experiments[@]}")"
 for name in "${experiments[@]}"; do
   dpsim run "$name" --out "$runs/$name"
 done

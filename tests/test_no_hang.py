@@ -27,12 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    """Subprocess environment: a shared persistent compilation cache for this module, LLVM level 0."""
+    """Subprocess environment: a shared persistent compilation cache for this module; the
+    suite's LLVM level comes with the environment (tests/conftest.py: 0 unless set; these runs
+    are mostly compilation, and optimisation does not touch threads, where a hang would come
+    from)."""
     cache = tmp_path_factory.mktemp("jax-cache")
-    # LLVM level 0: these runs are mostly compilation, which level 0 shortens (the xu smoke
-    # run: 84 s against 104 s); optimisation does not touch threads, where a hang would come from
-    return {**os.environ, "PJRT_NPROC": "2", "DPSIM_JAX_CACHE": str(cache), "PYTHONUNBUFFERED": "1",
-            "DPSIM_XLA_CPU_OPT_LEVEL": "0"}
+    return {**os.environ, "PJRT_NPROC": "2", "DPSIM_JAX_CACHE": str(cache), "PYTHONUNBUFFERED": "1"}
 
 
 STRESS = textwrap.dedent("""

@@ -162,8 +162,6 @@ def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC
         ValueError naming a bad concrete ε, p, c0 or W (traced values are not checked).
     """
     require_eps(eps)
-    require_probability(p)
-    require("c0", c0, lambda c: c >= 0, "must be ≥ 0")
     require_counts_matrix(W)
     gamma, w = objective_perturbation_edge(key, eps, p, W.shape[0], c0=c0, link=link, n_items=n_items)
     return penalised_mle(W, gamma, w, tol=tol, max_iter=max_iter)
@@ -180,7 +178,11 @@ def objective_perturbation_edge(key, eps, p, capacity: int, *, c0=2.0, link: Lin
         n_items: the real items when padded (may be traced); w is 0 in the padding.
     Returns:
         (γ scalar, w (capacity,)).
+    Raises:
+        ValueError: p outside (0, 1] or c0 < 0 (concrete values).
     """
+    require_probability(p)
+    require("c0", c0, lambda c: c >= 0, "must be ≥ 0")
     n = capacity if n_items is None else n_items
     cal = edge_objective_perturbation(eps, n, p, c0=c0, link=link)
     w = laplace_noise(key, cal.lam, (capacity,))

@@ -132,15 +132,15 @@ def device_memory_bytes(device=None) -> float | None:
     return stats.get("bytes_limit")
 
 
-def program_memory_limit(backend: str | None = None) -> float | None:
-    """Bytes one compiled chunk program may need on ``backend`` (default: JAX's default):
-    :data:`PROGRAM_MEMORY_SHARE_ACCELERATOR` of an accelerator's per-process memory, or None
-    (no limit) on CPU, where lanes run one at a time in the host's memory, or where the device
-    does not say."""
-    backend = backend or jax.default_backend()
-    if backend == "cpu":
-        return None
-    memory = device_memory_bytes() if backend == jax.default_backend() else None
+def program_memory_limit() -> float | None:
+    """Bytes one compiled chunk program may need on JAX's default backend:
+    :data:`PROGRAM_MEMORY_SHARE_ACCELERATOR` of an accelerator's per-process memory
+    (:func:`memory_limit`), or None (no limit) on CPU, where lanes run one at a time in the
+    host's memory, or where the device does not say. (The plan's micro-batch bound,
+    :func:`batching`, is the smaller share ``ACCELERATOR_MEMORY_SHARE`` of the same memory, or
+    of ``memory`` where a caller gives one, against the lane's own estimate ``lane_bytes``.)"""
+    backend = jax.default_backend()
+    memory = None if backend == "cpu" else memory_limit(backend)[0]
     return None if memory is None else PROGRAM_MEMORY_SHARE_ACCELERATOR * memory
 
 

@@ -132,11 +132,15 @@ class Executor:
     ``workers``: how many chunks the plan should give each step at least (None: the local
     default). :meth:`start` is called once per run, then :meth:`chunks` for each step in
     order, then :meth:`finish`; :meth:`close` releases what the executor holds (a Ray
-    instance it started)."""
+    instance it started). After a run, ``calibrations`` ({step index: (micro-batch,
+    {micro-batch: seconds per lane})}) and ``micros`` ({step index: the micro-batch its program
+    was compiled at}) say what it measured and ran, where it knows (empty: as planned)."""
 
     name = "executor"
     workers: int | None = None
     calibrates = False      # whether it times a step's candidate micro-batches (Step.calibrate)
+    calibrations: dict = {}
+    micros: dict = {}
 
     def start(self, job: Job) -> None:
         raise NotImplementedError

@@ -572,7 +572,7 @@ def compiler_options() -> dict | None:
 
 
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
-                      example_args: ChunkArguments, devices: int = 1) -> ChunkProgram:
+                      example_args: ChunkArguments, devices: int = 1, *, _nested: bool = False) -> ChunkProgram:
     """Ahead-of-time compiled :func:`make_chunk_fn`, specialised on the string analysis values
     its code reads (:func:`_lowered`), cached in-process per (experiment's :func:`program_identity`,
     step, analysis groups, micro-batch, devices, argument shapes): a second run of one of the
@@ -583,11 +583,14 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     devices (:func:`jitted_chunk_fn`; the chunk's lanes a multiple of ``devices`` × ``micro``).
     On CPU a program with a batched LAPACK call can deadlock (:mod:`dpsim.linalg`): it is
     compiled again with unbatched lanes (micro-batch 1, with a warning), and refused with a
-    one-line error if a batched call remains.
+    one-line error if a batched call remains. On an accelerator a program whose buffers exceed
+    :func:`~dpsim.experiment.batching.program_memory_limit` (:func:`memory_overrun`) is
+    replaced by the program at fewer lanes (:func:`_fewer_lanes`, each one compiled through
+    this cache), with one warning naming the sizes (``_nested``: no warning, for those calls).
 
     Returns:
-        :class:`ChunkProgram`: the program and the analysis groups it computes (``groups``,
-        or fewer, merged).
+        :class:`ChunkProgram`: the program, the analysis groups it computes (``groups``, or
+        fewer, merged) and the micro-batch it was compiled at.
     """
     example_args = spec(example_args)
     options = compiler_options()
@@ -615,9 +618,16 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
         if problem:
             raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
                              f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
-        compiled, compiled_micro = _within_memory(compiled, compiled_micro, compile_at,
-                                                  f"experiment {experiment.name!r} at {shape}")
         program = ChunkProgram(compiled, program_groups, compiled_micro)
+        need, limit = memory_overrun(compiled)
+        if need is not None and compiled_micro > 1:      # fewer lanes, through this cache, until it fits
+            program = compiled_chunk_fn(experiment, shape, static_data, groups,
+                                        _fewer_lanes(compiled_micro, example_args.reps.shape[0], devices),
+                                        example_args, devices, _nested=True)
+        if need is not None and not _nested:
+            warn(f"experiment {experiment.name!r} at {shape}: the chunk program at micro-batch {compiled_micro} "
+                 f"needs {format_bytes(need)} of device memory, more than the {format_bytes(limit)} allowed "
+                 f"({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's); it runs at micro-batch {program.micro}")
         _remember(key, experiment, program)
     return program
 
@@ -636,26 +646,22 @@ def memory_needed(compiled) -> int | None:
             - stats.alias_size_in_bytes)
 
 
-def _within_memory(compiled, micro: int, compile_at: Callable, what: str) -> tuple[object, int]:
-    """``compiled`` (at ``micro`` lanes vmapped), or the program compiled again by
-    ``compile_at(fewer)`` at half the micro-batch, and half again, until XLA's buffer assignment
-    (:func:`memory_needed`) fits :func:`~dpsim.experiment.batching.program_memory_limit` (or
-    one lane is left); one warning names the sizes. Results do not depend on the micro-batch
-    (keys come from stable ids). Returns (compiled program, its micro-batch)."""
+def _fewer_lanes(micro: int, lanes: int, devices: int) -> int:
+    """The next micro-batch to try below ``micro``: half of it, or less, so that a chunk of
+    ``lanes`` still splits into micro-batches on ``devices`` devices (1 always does)."""
+    fewer = micro // 2
+    while fewer > 1 and lanes % (devices * fewer):
+        fewer -= 1
+    return max(fewer, 1)
+
+
+def memory_overrun(compiled) -> tuple[int | None, float | None]:
+    """(bytes needed, bytes allowed) when ``compiled`` needs more than
+    :func:`~dpsim.experiment.batching.program_memory_limit` by :func:`memory_needed`, else
+    (None, None) (no limit: the CPU; or the backend does not say)."""
     limit = program_memory_limit()
     need = None if limit is None else memory_needed(compiled)
-    if need is None or need <= limit:
-        return compiled, micro
-    asked = micro
-    first_need = need
-    while need is not None and need > limit and micro > 1:
-        micro //= 2
-        compiled = compile_at(micro)
-        need = memory_needed(compiled)
-    warn(f"{what}: the chunk program at micro-batch {asked} needs {format_bytes(first_need)} of device memory, "
-         f"more than the {format_bytes(limit)} allowed ({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's); "
-         f"it runs at micro-batch {micro} ({format_bytes(need) if need is not None else 'size unknown'})")
-    return compiled, micro
+    return (need, limit) if need is not None and need > limit else (None, None)
 
 
 def clear_cache() -> None:

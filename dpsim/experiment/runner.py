@@ -285,8 +285,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         executor.finish()
         bar.close()
     seconds = time.time() - started
-    request["batching"] = _record_batching(grid, plan, getattr(executor, "calibrations", {}), work.policy.backend,
-                                           getattr(executor, "micros", {}))
+    request["batching"] = _record_batching(grid, plan, executor.calibrations, work.policy.backend, executor.micros)
     request.update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": round(seconds, 3),
                     "lanes_run": lanes_run, "rows_written": rows_written,
                     "first_chunks_seconds_incl_compile": round(first_chunks, 3),
@@ -303,22 +302,22 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
 
 
-def _record_batching(grid: Grid, plan: list, calibrations: Mapping, backend: str,
-                     micros: Mapping | None = None) -> list[dict]:
+def _record_batching(grid: Grid, plan: list, calibrations: Mapping, backend: str, micros: Mapping) -> list[dict]:
     """Each step's batching as the manifest's history records it ({step, chunk, micro, from}),
     and, for steps with a calibration cache key, the cache updated (the layout compiled, and
     the calibration a step made: ``calibrations``, step index → (micro-batch, {micro-batch:
     seconds per lane}), :class:`~dpsim.experiment.executors.LocalExecutor`). ``micros``: step
     index → the micro-batch its program was compiled at, where the executor says (it may be
-    fewer lanes than planned, to fit the device's memory)."""
+    fewer lanes than planned, to fit the device's memory; a calibrated step's is the one
+    chosen)."""
     updates, record = {}, []
     for index, step in enumerate(plan):
-        micro, timings = calibrations.get(index, ((micros or {}).get(index, step.micro), None))
+        micro, timings = micros.get(index, step.micro), calibrations.get(index, (None, None))[1]
         if step.key is not None:
             updates[step.key] = functools.partial(
                 calibration.updated_entry, micro=micro, size=step.size, source="calibrated",
                 what=f"{grid.experiment.name} at {step_label(grid, step)}", timings=timings)
-        shrunk = timings is None and micro != step.micro
+        shrunk = not timings and micro != step.micro
         record.append({"step": step_label(grid, step), "chunk": step.size, "micro": micro,
                        "from": f"{step.micro_from}; {step.micro} planned, fewer to fit the device's memory"
                        if shrunk else step.micro_from})
