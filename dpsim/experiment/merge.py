@@ -129,7 +129,7 @@ def merge_folders(out, sources: Sequence, experiment_of: Callable[[dict], object
     from dpsim.experiment.grid import expand_grid
     from dpsim.experiment.planning import plan_steps
     from dpsim.experiment.provenance import environment
-    from dpsim.experiment.runner import study_summary, unconverged
+    from dpsim.experiment.runner import folder_summaries
     out, sources = Path(out), [Path(s) for s in sources]
     store.check_directory(out, "OUT")
     if out.exists() and any(out.iterdir()):
@@ -154,8 +154,7 @@ def merge_folders(out, sources: Sequence, experiment_of: Callable[[dict], object
                        for e in requests.values())
         merged = {**manifests[0], "history": [*history, {"merged": [str(s) for s in sources], "rows_written": rows,
                                                        "started": time.strftime("%Y-%m-%dT%H:%M:%S"), **environment()}],
-                  "study": study_summary(building, experiment),
-                  "diagnostics": {"unconverged": unconverged(building, experiment)}, "complete": complete}
+                  **folder_summaries(building, experiment), "complete": complete}
         store.write_manifest(building, merged)
         if out.exists():
             out.rmdir()

@@ -39,7 +39,7 @@ from dpsim.results import reasons
 
 DEFAULT_WATCHDOG_SECONDS = 900.0
 
-__all__ = ["run_experiment", "plan_run", "RunSummary", "watchdog_seconds", "study_summary", "unconverged",
+__all__ = ["run_experiment", "plan_run", "RunSummary", "watchdog_seconds", "folder_summaries", "study_summary", "unconverged",
            # re-exported from their homes, so that earlier imports from the runner keep working
            "Batching", "batching", "default_workers", "chunk_layout", "micro_batch_size", "device_memory_bytes",
            "host_memory_bytes", "memory_limit", "CHUNK_WORK", "MAX_MICRO_BATCH_CPU", "Plan", "size_buckets",
@@ -290,14 +290,12 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                     "lanes_run": lanes_run, "rows_written": rows_written,
                     "first_chunks_seconds_incl_compile": round(first_chunks, 3),
                     "chunks_written": chunks_written, "write_seconds": round(writing, 3)})
-    def summaries():
-        return {"study": study_summary(out, experiment), "diagnostics": {"unconverged": unconverged(out, experiment)}}
-
     if settings.part is None:
-        manifest.update(summaries(), complete=True)
+        manifest.update(folder_summaries(out, experiment), complete=True)
         store.write_manifest(out, manifest)
     else:
-        parts.finish(out, manifest, request, summaries, lambda stored: not plan_steps(grid, reps, stored))
+        parts.finish(out, manifest, request, lambda: folder_summaries(out, experiment),
+                     lambda stored: not plan_steps(grid, reps, stored))
     _warn_unconverged(experiment, manifest["diagnostics"]["unconverged"])
     return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
 
@@ -349,12 +347,20 @@ def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def study_summary(out: Path, experiment: Experiment) -> dict:
-    """What the folder's table holds: every axis's values, and the replicates of every grid
-    point (``points``: [{axis values…, "reps": R}]), so the manifest describes the data
-    that figures, summaries and checks will use, whatever the requests were."""
+def folder_summaries(out: Path, experiment: Experiment) -> dict:
+    """The manifest's ``study`` (:func:`study_summary`) and ``diagnostics`` (:func:`unconverged`)
+    of the study folder ``out``, from one read of the columns they use."""
+    columns = [*experiment.axes, *experiment.derived_names("shape"), "point", "rep", "method", "converged", "result"]
+    table = store.read_columns(out, list(dict.fromkeys(columns)))
+    return {"study": study_summary(table, experiment), "diagnostics": {"unconverged": unconverged(table, experiment)}}
+
+
+def study_summary(table, experiment: Experiment) -> dict:
+    """What a folder's table (its rows, at least the axis, ``point`` and ``rep`` columns)
+    holds: every axis's values, and the replicates of every grid point (``points``: [{axis
+    values…, "reps": R}]), so the manifest describes the data that figures, summaries and
+    checks will use, whatever the requests were."""
     axes = [a for a in experiment.axes] + [n for n in experiment.derived_names("shape")]
-    table = store.read_columns(out, [*axes, "point", "rep"])
     if table.empty:
         return {"axes": {}, "points": [], "rows": 0}
     per_point = table.groupby("point").agg({**{a: "first" for a in axes if a in table}, "rep": "nunique"})
@@ -375,12 +381,11 @@ def _json_value(value):
     return value
 
 
-def unconverged(out: Path, experiment: Experiment, limit: int = 3) -> list[dict]:
-    """Per method with a solver: how many stored fits did not converge, why (``reasons``, from
-    the ``result`` codes: "10 max steps, 2 non-finite"; "" for rows without codes), and where
-    in the grid (up to ``limit`` grid points with the most failures)."""
+def unconverged(table, experiment: Experiment, limit: int = 3) -> list[dict]:
+    """Per method with a solver: how many fits of a folder's table did not converge, why
+    (``reasons``, from the ``result`` codes: "10 max steps, 2 non-finite"; "" for rows without
+    codes), and where in the grid (up to ``limit`` grid points with the most failures)."""
     axes = [a for a in experiment.axes]
-    table = store.read_columns(out, [*axes, "method", "converged", "result"])
     if "converged" not in table:
         return []
     found = []
