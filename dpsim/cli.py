@@ -111,7 +111,8 @@ def cmd_run(args) -> int:
         make_executor(args.executor, address=args.address, workers=args.ray_workers, check_only=True)
         experiment, source = resolve(args.experiment)
         plan = plan_run(experiment, reps=args.reps, seed=args.seed, out=args.out, overrides=overrides,
-                        chunk=args.chunk, workers=args.workers, micro_batch=args.micro_batch, part=part)
+                        chunk=args.chunk, workers=args.workers, micro_batch=args.micro_batch, part=part,
+                        calibrate=args.executor == "local")      # Ray's actors do not calibrate
         print(f"{experiment.name} (dry run, nothing written):")
         for line in plan.describe():
             print(line)

@@ -104,6 +104,8 @@ def test_calibration_is_cached_reused_and_changes_no_result(cache_file, monkeypa
     step = plan.steps[0]
     assert step.calibrate == (1, 2) and step.size == 4 and len(step.chunks) == 6
     assert "calibrated while it runs at 1, 2" in plan.describe()[1]
+    uncalibrated = runner.plan_run(experiment, out=tmp_path / "a", chunk=4, calibrate=False)   # Ray's dry run
+    assert uncalibrated.steps[0].calibrate == () and "calibrated" not in uncalibrated.describe()[1]
     executor = LocalExecutor()
     executor.clock = clock(0.0, 1.0, 1.0, 1.5)        # micro-batch 1: 0.25 s per lane, 2: 0.125 s
     runner.run_experiment(experiment, out=tmp_path / "a", chunk=4, progress=False, executor=executor)

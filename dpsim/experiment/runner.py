@@ -164,10 +164,12 @@ def _planned(request: _Request, calibrate: bool = True) -> Plan:
 
 def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
              chunk: int | None = None, workers: int | None = None, micro_batch: int | None = None,
-             part=None, reps_at=None) -> Plan:
-    """Validate a request and plan it, writing nothing (``--dry-run``; :func:`run_experiment`)."""
+             part=None, reps_at=None, calibrate: bool = True) -> Plan:
+    """Validate a request and plan it, writing nothing (``--dry-run``; :func:`run_experiment`).
+    ``calibrate``: whether the executor that would run it times candidate micro-batches
+    (``Executor.calibrates``: the local one does, Ray's does not)."""
     return _planned(_validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
-                               workers=workers, micro_batch=micro_batch, part=part, reps_at=reps_at))
+                               workers=workers, micro_batch=micro_batch, part=part, reps_at=reps_at), calibrate)
 
 
 def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int = 0,
