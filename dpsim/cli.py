@@ -363,7 +363,7 @@ def _sequential(args):
         return None
     if args.mutants or args.mutant:
         raise UsageError("--until-decided cannot be combined with --mutants/--mutant (judge mutants at fixed replicates)")
-    return Sequential(4 if args.stages is None else args.stages, args.budget)
+    return Sequential(**({} if args.stages is None else {"stages": args.stages}), budget=args.budget)
 
 
 def _selected_mutants(found, checks, args):

@@ -52,6 +52,7 @@ import pandas as pd
 
 from dpsim.errors import UsageError
 from dpsim.experiment.deferred import resolved
+from dpsim.experiment.rootfinding import z_quantile
 from dpsim.experiment.summary import Z95, select
 
 UNCONVERGED_LIMIT = 0.01
@@ -128,11 +129,10 @@ def stage_share(stage: int, stages: int) -> float:
 def family_z(tests: int, share: float = 1.0) -> float:
     """The two-sided normal quantile of the level ALPHA·``share``/``tests`` (the Bonferroni
     level of ``tests`` tests, at a stage spending ``share`` of it; Z95 for 1 test, share 1)."""
-    from statistics import NormalDist
     tests = max(int(tests), 1)
     if tests == 1 and share == 1.0:
         return Z95
-    return NormalDist().inv_cdf(1.0 - ALPHA * share / (2 * tests))
+    return z_quantile(1.0 - ALPHA * share / tests)
 
 
 def widened(value: float, low: float, high: float, z: float) -> tuple[float, float]:
