@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import json
 import math
 import os
 from pathlib import Path
@@ -107,7 +106,7 @@ def load(path: Path | None) -> dict:
     if path is None or not path.exists():
         return {}
     try:
-        entries = json.loads(path.read_text())
+        entries = store.read_json(path)
         if not isinstance(entries, dict) or not all(isinstance(e, dict) for e in entries.values()):
             raise ValueError("not a mapping of entries")
         return entries
@@ -132,7 +131,7 @@ def save(path: Path | None, updates: Mapping[str, object]) -> dict:
         entries = load(path)
         for key, value in updates.items():
             entries[key] = value(entries.get(key)) if callable(value) else value
-        store.write_text(path, json.dumps(entries, indent=1, sort_keys=True))
+        store.write_json(path, entries)
     return entries
 
 

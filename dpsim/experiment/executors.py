@@ -30,6 +30,7 @@ from collections import deque
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from types import MappingProxyType
 from typing import Iterator, Mapping, Sequence
 
 import jax
@@ -132,15 +133,15 @@ class Executor:
     ``workers``: how many chunks the plan should give each step at least (None: the local
     default). :meth:`start` is called once per run, then :meth:`chunks` for each step in
     order, then :meth:`finish`; :meth:`close` releases what the executor holds (a Ray
-    instance it started). After a run, ``calibrations`` ({step index: (micro-batch,
-    {micro-batch: seconds per lane})}) and ``micros`` ({step index: the micro-batch its program
+    instance it started). After a run, ``calibrations`` ({step index: {micro-batch: seconds
+    per lane}}) and ``micros`` ({step index: the micro-batch its program
     was compiled at}) say what it measured and ran, where it knows (empty: as planned)."""
 
     name = "executor"
     workers: int | None = None
     calibrates = False      # whether it times a step's candidate micro-batches (Step.calibrate)
-    calibrations: dict = {}
-    micros: dict = {}
+    calibrations: Mapping = MappingProxyType({})
+    micros: Mapping = MappingProxyType({})
 
     def start(self, job: Job) -> None:
         raise NotImplementedError
@@ -175,8 +176,8 @@ class LocalExecutor(Executor):
     A step with candidate micro-batches (``step.calibrate``, :mod:`dpsim.experiment.calibration`)
     has one program compiled per candidate; its first chunks are computed one at a time, one
     per candidate, timed (the rows are the step's own, written like any), and the fastest
-    per lane computes the rest; ``calibrations`` records {step index: (micro-batch, {micro-batch:
-    seconds per lane})}, and ``micros`` {step index: micro-batch} the micro-batch each step's
+    per lane computes the rest; ``calibrations`` records {step index: {micro-batch: seconds
+    per lane}}, and ``micros`` {step index: micro-batch} the micro-batch each step's
     program was compiled at (fewer lanes than planned where the planned ones did not fit the
     device's memory, :func:`~dpsim.experiment.program.compiled_chunk_fn`; candidates that
     came down to one micro-batch are timed once). The compile thread may be compiling the
@@ -221,7 +222,7 @@ class LocalExecutor(Executor):
                                                     f"(micro-batch {micro})")
                 yield table, lanes
             chosen = pick(timings)
-            self.calibrations[index] = (chosen, timings)
+            self.calibrations[index] = timings
             program = program[chosen]
         self.micros[index] = program.micro
 

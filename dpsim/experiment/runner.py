@@ -305,14 +305,14 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
 def _record_batching(grid: Grid, plan: list, calibrations: Mapping, backend: str, micros: Mapping) -> list[dict]:
     """Each step's batching as the manifest's history records it ({step, chunk, micro, from}),
     and, for steps with a calibration cache key, the cache updated (the layout compiled, and
-    the calibration a step made: ``calibrations``, step index → (micro-batch, {micro-batch:
-    seconds per lane}), :class:`~dpsim.experiment.executors.LocalExecutor`). ``micros``: step
+    the calibration a step made: ``calibrations``, step index → {micro-batch: seconds per
+    lane}, :class:`~dpsim.experiment.executors.LocalExecutor`). ``micros``: step
     index → the micro-batch its program was compiled at, where the executor says (it may be
     fewer lanes than planned, to fit the device's memory; a calibrated step's is the one
     chosen)."""
     updates, record = {}, []
     for index, step in enumerate(plan):
-        micro, timings = micros.get(index, step.micro), calibrations.get(index, (None, None))[1]
+        micro, timings = micros.get(index, step.micro), calibrations.get(index)
         if step.key is not None:
             updates[step.key] = functools.partial(
                 calibration.updated_entry, micro=micro, size=step.size, source="calibrated",
@@ -323,7 +323,7 @@ def _record_batching(grid: Grid, plan: list, calibrations: Mapping, backend: str
                        if shrunk else step.micro_from})
     entries = calibration.save(calibration.cache_path(), updates)      # merged under the cache's lock
     for index, step in enumerate(plan):
-        if calibrations.get(index, (None, None))[1] and step.key in entries:
+        if calibrations.get(index) and step.key in entries:
             record[index]["from"] = calibration.describe(entries[step.key], backend)
     return record
 
