@@ -23,8 +23,11 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # dpsim.experiment.calibration) are cached on disk across runs. A benchmark starts from an
 # empty cache of its own, so its numbers do not depend on what ran on the machine before
 # (a caller's explicit $DPSIM_CALIBRATION_CACHE wins); its fresh processes inherit it.
-if "DPSIM_CALIBRATION_CACHE" not in os.environ:
+if "DPSIM_CALIBRATION_CACHE" not in os.environ:      # made here: removed when this process ends
+    import atexit
+    import shutil
     import tempfile
 
-    os.environ["DPSIM_CALIBRATION_CACHE"] = os.path.join(tempfile.mkdtemp(prefix="dpsim-bench-calibration-"),
-                                                         "batching.json")
+    _calibration_dir = tempfile.mkdtemp(prefix="dpsim-bench-calibration-")
+    atexit.register(shutil.rmtree, _calibration_dir, ignore_errors=True)
+    os.environ["DPSIM_CALIBRATION_CACHE"] = os.path.join(_calibration_dir, "batching.json")

@@ -419,7 +419,7 @@ def edge_workload(bench: harness.Bench, title: str, experiment, n: int, ps, scip
     scipy_res = time_scipy(n, ps, scipy_lanes_)
     choix_res = time_choix(n, ps, choix_fits)
     vec_res = time_vectorised(n, ps, vectorised_lanes)
-    total = len(ps) * len(experiment.axes["eps"]) * cfg.reps      # the engine's fits (its figure's ε)
+    total = engine["cold"]["fits"]                                 # the engine's MLE fits (its figure's ε)
     runs = {"engine run_experiment, cold": engine["cold"]}
     if engine["warm"] is not None:
         runs[f"engine, warm re-run (best of {cfg.warm_runs})"] = engine["warm"]

@@ -17,12 +17,17 @@ def run_in_process(args: list, cwd: Path, monkeypatch, capsys) -> tuple[int, str
     """``dpsim <args>`` run by ``dpsim.cli.main`` from the working directory ``cwd``, without
     a persistent compilation cache of its own (the suite's, conftest.py, stays in use).
 
+    Options that argparse answers by exiting (``--version``, ``--help``) give its exit status.
+
     Returns: (exit status, standard output, standard error)."""
     monkeypatch.chdir(cwd)
     monkeypatch.setenv("DPSIM_JAX_CACHE", "off")
     monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)   # main replaces it
     capsys.readouterr()
-    code = dpsim_main([str(a) for a in args])
+    try:
+        code = dpsim_main([str(a) for a in args])
+    except SystemExit as exc:
+        code = exc.code or 0
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

@@ -32,16 +32,12 @@ class Ran(NamedTuple):
 @pytest.fixture
 def dpsim(monkeypatch, capsys):
     """``dpsim(args, cwd, env=None)``: ``dpsim ARGS`` run from the folder ``cwd`` with the
-    environment variables ``env`` set (for the rest of the test), as a :class:`Ran`. Options
-    that argparse answers by exiting (``--version``, ``--help``) give its exit status."""
+    environment variables ``env`` set (for the rest of the test), as a :class:`Ran`
+    (:func:`cli_cases.run_in_process`)."""
     def run(args, cwd, env=None) -> Ran:
         for name, value in (env or {}).items():
             monkeypatch.setenv(name, value)
-        try:
-            return Ran(*run_in_process(args, cwd, monkeypatch, capsys))
-        except SystemExit as exc:
-            captured = capsys.readouterr()
-            return Ran(exc.code or 0, captured.out, captured.err)
+        return Ran(*run_in_process(args, cwd, monkeypatch, capsys))
     return run
 
 
