@@ -138,14 +138,9 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
     # one experiment at a time: run what it needs, judge its checks and print them at once,
     # then let its table go (a full verify holds one experiment's rows, not every one's)
     for name, its_checks in by_experiment.items():
-        common = dict(out=run_directory(runs, name, seed), seed=seed, reps=reps, family=family, progress=progress,
-                      watchdog=watchdog, source=(sources or {}).get(name))
-        grid = [c for c in its_checks if getattr(c, "solve", None) is None]
-        judged = [] if not grid else (
-            judged_on(experiments[name], grid, **common) if sequential is None else
-            decided_on(experiments[name], grid, sequential=sequential, ledger=ledger, **common))
-        judged = [*judged, *judged_by_solves(experiments[name], [c for c in its_checks if c not in grid], runs=runs,
-                                             seed=seed, family=family, progress=progress, solver=solver)]
+        judged = judged_all(experiments[name], its_checks, runs=runs, seed=seed, reps=reps, family=family,
+                            progress=progress, watchdog=watchdog, source=(sources or {}).get(name), solver=solver,
+                            sequential=sequential, ledger=ledger)
         for result in judged:
             echo(result.line())
             claim = getattr(checks.get(result.name), "description", "")
@@ -199,13 +194,18 @@ def judged_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fam
 
 
 def judged_all(experiment, checks, *, runs: Path, seed: int, reps: int | None, family: int, progress: bool = True,
-               watchdog: float | None = None, source: str | None = None, solver=None) -> list[CheckResult]:
-    """``checks`` of ``experiment``: those on its grid (:func:`judged_on`, into
-    RUNS/<experiment>[-seedS]), then those that declare a solve (:func:`judged_by_solves`)."""
+               watchdog: float | None = None, source: str | None = None, solver=None,
+               sequential: Sequential | None = None, ledger=None) -> list[CheckResult]:
+    """``checks`` of ``experiment``: those on its grid (:func:`judged_on`, or with ``sequential``
+    :func:`decided_on` spending ``ledger``'s budget, into RUNS/<experiment>[-seedS]), then
+    those that declare a solve (:func:`judged_by_solves`)."""
     grid = [c for c in checks if getattr(c, "solve", None) is None]
     solved = [c for c in checks if getattr(c, "solve", None) is not None]
-    results = judged_on(experiment, grid, out=run_directory(runs, experiment.name, seed), seed=seed, reps=reps,
-                        family=family, progress=progress, watchdog=watchdog, source=source) if grid else []
+    common = dict(out=run_directory(runs, experiment.name, seed), seed=seed, reps=reps, family=family,
+                  progress=progress, watchdog=watchdog, source=source)
+    results = [] if not grid else (
+        judged_on(experiment, grid, **common) if sequential is None else
+        decided_on(experiment, grid, sequential=sequential, ledger=ledger, **common))
     return results + (judged_by_solves(experiment, solved, runs=runs, seed=seed, family=family, progress=progress,
                                        solver=solver) if solved else [])
 
@@ -248,7 +248,7 @@ def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, 
                 store.write_file(path, lambda tmp, fig=fig: fig.savefig(tmp, dpi=130, format="png"))
                 import matplotlib.pyplot as plt
                 plt.close(fig)
-                result = CheckResult(**{**result.__dict__, "note": result.note + f"  [figure {path}]"})
+                result = _noted(result, f"  [figure {path}]")
             except UsageError:
                 pass
         results.append(result)
