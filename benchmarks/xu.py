@@ -64,7 +64,6 @@ import scipy.optimize  # imported here, outside every timing
 
 from benchmarks.vectorised import batched_newton
 from dpsim.estimators.debiased_m import SOLVER_TOL, SUM_PENALTY, debiased_m_estimator, ridge_lambda
-from dpsim.experiment.batching import micro_batch_size
 from dpsim.experiments.xu import common, scenarios
 from dpsim.mechanisms.pairwise_ldp import privatise
 from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted
@@ -129,14 +128,33 @@ def expected_hamming(theta_hat, theta, k, tol=1e-9):
     return float((k - p_in[true_top].sum()) / k)
 
 
-def release(rng, theta, L, eps):
-    """Raw wins and the RR counts, then z̄ (xu spec §4.4)."""
-    i, j = pairs(len(theta))
-    p = 1.0 / (1.0 + np.exp(-(theta[i] - theta[j])))
-    n1 = rng.binomial(L, p)
+def baseline_lambda(L: int, eps: float = EPS) -> float:
+    """λ = G(ε)/L, G(ε) = coth²(ε/2), as the baselines compute it without dpsim (the engine's is
+    ``debiased_m.ridge_lambda``)."""
+    return (1.0 / math.tanh(eps / 2.0)) ** 2 / L
+
+
+def raw_wins(rng, theta: np.ndarray, L: int) -> np.ndarray:
+    """n1 ~ Bin(L, σ(θ_i − θ_j)) for every pair i < j: shape (..., m(m−1)/2) for θ (..., m)."""
+    i, j = pairs(theta.shape[-1])
+    return rng.binomial(L, 1.0 / (1.0 + np.exp(-(theta[..., i] - theta[..., j]))))
+
+
+def rr_zbar(rng, n1: np.ndarray, L: int, eps: float = EPS) -> np.ndarray:
+    """The RR counts Bin(n1, 1 − p_ε) + Bin(L − n1, p_ε), then z̄ (xu spec §4.4)."""
     q = 1.0 / (1.0 + math.exp(eps))
     N = rng.binomial(n1, 1.0 - q) + rng.binomial(L - n1, q)
     return ((math.exp(eps) + 1.0) * N / L - 1.0) / (math.exp(eps) - 1.0)
+
+
+def release(rng, theta, L, eps):
+    """Raw wins and the RR counts, then z̄ (xu spec §4.4)."""
+    return rr_zbar(rng, raw_wins(rng, theta, L), L, eps)
+
+
+def ladder_thetas(rng, m: int, gap: float, reps: int) -> np.ndarray:
+    """``reps`` θ* of one cell (the permuted ladder × gap), shape (reps, m)."""
+    return gap * rng.permuted(np.tile(np.arange(1, m + 1) - (m + 1) / 2.0, (reps, 1)), axis=1)
 
 
 @dataclass(frozen=True)
@@ -153,7 +171,7 @@ def scipy_lane(lane: Lane) -> dict:
     m = lane.m
     theta = lane.gap * rng.permutation(np.arange(1, m + 1) - (m + 1) / 2.0)
     zbar = release(rng, theta, lane.L, EPS)
-    lam = (1.0 / math.tanh(EPS / 2.0)) ** 2 / lane.L
+    lam = baseline_lambda(lane.L)
     res = scipy_fit(zbar, lam, m)
     est = res.x - res.x.mean()
     err = est - theta
@@ -222,15 +240,9 @@ def vectorised_cell(rng, m: int, L: int, gap: float, reps: int) -> dict:
     """One grid cell's ``reps`` replicates end to end in arrays: θ* (the permuted ladder), raw
     wins and the RR counts (one binomial call each for every replicate and pair), z̄, λ = G/L,
     the batched Newton fit and the metrics. Returns the metrics and solver diagnostics."""
-    i, j = pairs(m)
-    theta = gap * rng.permuted(np.tile(np.arange(1, m + 1) - (m + 1) / 2.0, (reps, 1)), axis=1)
-    p = 1.0 / (1.0 + np.exp(-(theta[:, i] - theta[:, j])))
-    n1 = rng.binomial(L, p)
-    q = 1.0 / (1.0 + math.exp(EPS))
-    N = rng.binomial(n1, 1.0 - q) + rng.binomial(L - n1, q)
-    zbar = ((math.exp(EPS) + 1.0) * N / L - 1.0) / (math.exp(EPS) - 1.0)
-    lam = (1.0 / math.tanh(EPS / 2.0)) ** 2 / L
-    est, iters, grad_inf = vectorised_fit(zbar, lam, m)
+    theta = ladder_thetas(rng, m, gap, reps)
+    zbar = release(rng, theta, L, EPS)
+    est, iters, grad_inf = vectorised_fit(zbar, baseline_lambda(L), m)
     return {**vectorised_scores(est, theta, m // 2), "iterations": iters, "grad_inf": grad_inf}
 
 
@@ -292,10 +304,9 @@ def section_a(bench: harness.Bench) -> dict:
             "comparison": rows}
 
 
-def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int | None = None) -> dict:
-    """ms per replicate of each stage, vmapped over ``micro`` replicates (default the runner's
-    micro-batch at this m; one call per micro-batch, so at 1 the time is mostly dispatch)."""
-    micro = micro or micro_batch_size(common.lane_bytes({"n_items": m}))
+def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -> dict:
+    """ms per replicate of each stage, vmapped over ``micro`` replicates in one call (so that
+    dispatch is not counted)."""
     keys = jax.random.split(jax.random.key(m), micro)
     theta = jax.vmap(lambda k: gap * theta_evenly_spaced_permuted(k, m, 1.0))(keys)
     sizes, eps = jnp.asarray([L]), jnp.asarray([EPS])
@@ -325,20 +336,12 @@ def vectorised_profile(m: int, L: int = 400, gap: float = 0.1, reps: int = 200) 
     one cell in arrays, best of 5), the same stages as :func:`lane_profile`: raw wins (one
     ``Generator.binomial`` call), the RR release (two), the batched Newton fit, the metrics."""
     rng = np.random.default_rng(m)
-    i, j = pairs(m)
-    theta = gap * rng.permuted(np.tile(np.arange(1, m + 1) - (m + 1) / 2.0, (reps, 1)), axis=1)
-    p = 1.0 / (1.0 + np.exp(-(theta[:, i] - theta[:, j])))
-    q = 1.0 / (1.0 + math.exp(EPS))
-    lam = (1.0 / math.tanh(EPS / 2.0)) ** 2 / L
-    n1 = rng.binomial(L, p)
-
-    def rr():
-        N = rng.binomial(n1, 1.0 - q) + rng.binomial(L - n1, q)
-        return ((math.exp(EPS) + 1.0) * N / L - 1.0) / (math.exp(EPS) - 1.0)
-
-    zbar = rr()
+    theta = ladder_thetas(rng, m, gap, reps)
+    lam = baseline_lambda(L)
+    n1 = raw_wins(rng, theta, L)
+    zbar = rr_zbar(rng, n1, L)
     est = vectorised_fit(zbar, lam, m)[0]
-    stages = {"raw wins": lambda: rng.binomial(L, p), "RR release": rr,
+    stages = {"raw wins": lambda: raw_wins(rng, theta, L), "RR release": lambda: rr_zbar(rng, n1, L),
               "fit": lambda: vectorised_fit(zbar, lam, m), "metrics": lambda: vectorised_scores(est, theta, m // 2)}
     return {"m": m, "L": L, "reps": reps,
             "ms_per_replicate": {name: 1e3 * harness.best_of(fn, repeats=5) / reps for name, fn in stages.items()}}
@@ -401,7 +404,7 @@ def section_p(bench: harness.Bench) -> dict:
         total, v_total = sum(r["ms_per_replicate"].values()), sum(v["ms_per_replicate"].values())
         for stage, ms in [*r["ms_per_replicate"].items(), ("all", total)]:
             v_ms = v_total if stage == "all" else v["ms_per_replicate"][stage]
-            table.append([f"m = {r['m']}, L = {r['L']:g} (micro-batch {r['micro_batch']})", stage, ms, ms / total,
+            table.append([f"m = {r['m']}, L = {r['L']:g} ({r['micro_batch']} replicates vmapped)", stage, ms, ms / total,
                           v_ms, v_ms / ms])
     harness.print_table(harness.format_table(
         f"where a replicate's time goes (compile excluded): engine stages jitted, {PROFILE_REPS} replicates "
@@ -438,7 +441,7 @@ def section_g(bench: harness.Bench) -> dict:
         rng = np.random.default_rng(lane.seed)
         theta = lane.gap * rng.permutation(np.arange(1, lane.m + 1) - (lane.m + 1) / 2.0)
         zbar = release(rng, theta, lane.L, EPS)
-        lam = (1.0 / math.tanh(EPS / 2.0)) ** 2 / lane.L
+        lam = baseline_lambda(lane.L)
         engine = np.asarray(fit(jnp.asarray(zbar), lam).theta)
         res = scipy_fit(zbar, lam, lane.m)
         diffs = {"scipy": float(np.abs(engine - (res.x - res.x.mean())).max()),
