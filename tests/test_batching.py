@@ -225,3 +225,14 @@ def test_concurrent_writers_keep_every_entry(tmp_path):
     for thread in threads:
         thread.join()
     assert set(calibration.load(path)) == {f"{w}-{i}" for w in range(6) for i in range(10)}
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU's candidates")
+def test_calibration_keeps_a_chunk_size_it_would_have_to_round(cache_file, tmp_path):
+    """--chunk wins over calibration: a chunk the candidates (1, 2) do not divide is kept as
+    asked, planned without calibrating; one they divide is calibrated as before."""
+    experiment = toy_experiment("calibrated", reps=12, **TOY)
+    odd = runner.plan_run(experiment, out=tmp_path / "a", chunk=3).steps[0]
+    assert odd.size == 3 and odd.calibrate == ()
+    even = runner.plan_run(experiment, out=tmp_path / "b", chunk=4).steps[0]
+    assert even.size == 4 and even.calibrate == (1, 2)

@@ -212,9 +212,10 @@ def choose(n_lanes: int, total_lanes: int, lane_bytes: int, n_analysis: int, req
     ``--micro-batch`` (``policy.override``) wins; else a calibrated micro-batch cached in
     ``entry``; else the policy's rule (:func:`~dpsim.experiment.batching.chunk_layout`). A
     step without a cached calibration is calibrated when :func:`should_calibrate` says so
-    (its chunks then a multiple of every candidate). Without ``requested`` (``--chunk``), a
-    layout the program was compiled with before (``entry['layouts']``) is reused where
-    :func:`~dpsim.experiment.batching.reuse_layout` says it pays.
+    (its chunks then a multiple of every candidate; not when ``--chunk`` is not one). Without
+    ``requested`` (``--chunk``), a layout the program was compiled with before
+    (``entry['layouts']``) is reused where :func:`~dpsim.experiment.batching.reuse_layout`
+    says it pays.
 
     Args:
         n_lanes: lanes of the step's largest shape point; total_lanes: all its lanes.
@@ -242,8 +243,9 @@ def choose(n_lanes: int, total_lanes: int, lane_bytes: int, n_analysis: int, req
     size = unit * math.ceil(chunk_layout(n_lanes, lane_bytes, n_analysis, requested, workers, policy,
                                          micro=max(options))[0] / unit)
     cost = calibration_cost(len(options), policy.compile_seconds, size * model_seconds, workers)
-    if should_calibrate(total_lanes * model_seconds / max(workers, 1), cost, math.ceil(total_lanes / size),
-                        len(options), how, micro is not None):
+    chunk_kept = requested is None or requested % unit == 0      # calibrating rounds the chunk to a multiple of unit
+    if chunk_kept and should_calibrate(total_lanes * model_seconds / max(workers, 1), cost,
+                                       math.ceil(total_lanes / size), len(options), how, micro is not None):
         micro = max([c for c in options if c <= own[1]] or [min(options)])   # a candidate: it divides the size
         return size, micro, origin + f"; calibrated while it runs at {', '.join(map(str, options))}", options
     if requested is None and entry and how != "off":
