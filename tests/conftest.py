@@ -21,7 +21,26 @@ import os
 import shutil
 import tempfile
 
-import dpsim  # noqa: F401  (enables jax_enable_x64)
+OPT_LEVEL_FLAG = "--xla_backend_optimization_level"
+
+
+def suite_opt_level() -> str:
+    """The XLA:CPU LLVM level the suite compiles at: ``$DPSIM_XLA_CPU_OPT_LEVEL`` (0 unless set),
+    for the engine's chunk programs (dpsim.experiment.program.compiler_options) and, through
+    ``$XLA_FLAGS``, for every other program of this process and of the processes it starts (a
+    library function jitted in a test, a benchmark's or CLI test's fresh interpreter), unless
+    ``$XLA_FLAGS`` already names a level. Read when JAX makes its CPU client, so it is set
+    before anything imports JAX. Returns: the level, as text."""
+    level = os.environ.setdefault("DPSIM_XLA_CPU_OPT_LEVEL", "0")
+    flags = os.environ.get("XLA_FLAGS", "")
+    if OPT_LEVEL_FLAG not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {OPT_LEVEL_FLAG}={level}".strip()
+    return level
+
+
+SUITE_OPT_LEVEL = suite_opt_level()
+
+import dpsim  # noqa: E402,F401  (enables jax_enable_x64)
 
 import jax
 import jax.numpy as jnp
@@ -51,13 +70,13 @@ _CACHE_DIR, _OWN_CACHE = session_cache()
 # chunk layout depends on what earlier tests cached; tests/test_batching.py turns it on where
 # it tests it, with its own cache file. The cache file is never the user's.
 os.environ.setdefault("DPSIM_CALIBRATION", "off")
-# The engine's chunk programs are compiled at XLA:CPU's LLVM level 0 in the suite
-# (dpsim.experiment.program.cpu_opt_level; ~45 % less compile time, and most of the suite is
-# compilation of small programs): whole suite on the quiet 2-core machine 636 s → 552 s, 1450
-# passed both ways. Results agree with XLA's default level to float rounding;
-# tests/test_runner.py::test_cpu_opt_level_is_a_speed_setting runs the default level against
-# this one. Set $DPSIM_XLA_CPU_OPT_LEVEL to run the suite at another level.
-os.environ.setdefault("DPSIM_XLA_CPU_OPT_LEVEL", "0")
+# Every program is compiled at XLA:CPU's LLVM level 0 in the suite (suite_opt_level above;
+# ~45 % less compile time, and most of the suite is compilation of small programs). The engine's
+# chunk programs alone at level 0: whole suite on the quiet 2-core machine 636 s → 552 s; every
+# program (library functions jitted in tests too): three library test files 81 → 64 s.
+# Results agree with XLA's default level (3) to float rounding;
+# tests/test_runner.py::test_cpu_opt_level_is_a_speed_setting runs level 3 against this one.
+# Set $DPSIM_XLA_CPU_OPT_LEVEL to run the suite at another level.
 os.environ.setdefault("DPSIM_CALIBRATION_CACHE", os.path.join(_CACHE_DIR, "batching.json"))
 jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
 jax.config.update("jax_compilation_cache_max_size", CACHE_LOCKED_SIZE)
