@@ -1,0 +1,316 @@
+"""Exact binomial samplers in JAX on CPU: is there one fast enough for xu's targets?
+
+xu's engine is held back by its binomial draws (``benchmarks.xu`` section P): at m = 30 items
+a replicate draws 1305 binomials, and ``jax.random.binomial`` (JAX's BTRS / inversion, the
+engine's sampler) spends more on them than the vectorised NumPy baseline spends on the whole
+replicate. This benchmark asks whether a better exact sampler written in JAX would close
+that gap. It times, per draw, side by side in one run:
+
+* ``jax.random.binomial``: every element runs the inversion loop and the BTRS loop (the
+  other branch's values masked), and each BTRS round evaluates the full acceptance test
+  (four logarithms, four Stirling tails) on every element until the slowest is accepted;
+* a **compacted BTRS** written here (:func:`compacted_binomial`, the same algorithm,
+  Hörmann 1993, with JAX's inversion below n·min(p, 1 − p) = 10): the squeeze test on every
+  element, then the full test only on the elements it did not accept, gathered into a
+  buffer, and each further round on the still-rejected elements only, gathered again;
+* NumPy's ``Generator.binomial`` (BTPE, C, one element at a time);
+
+in the regimes xu draws (section P's raw wins; the RR release's kept and flipped answers),
+each vmapped over 200 lanes as the engine runs them; the compile time of one sampler call;
+and a χ² goodness-of-fit test of both JAX samplers against SciPy's exact pmf (section G):
+"exact" is a claim this benchmark checks, not assumes.
+
+The prototype is not the engine's sampler. Measured 2026-11-26 (2-core AMD EPYC): 3.0–4.3×
+faster per draw than JAX's in these regimes (raw wins 110 against 331 ns), still 1.2–2.4×
+slower than NumPy's (83–95 ns), and 3.1 s to compile one call against JAX's 1.05 s. Priced
+into section P's stage times it would take xu's warm engine from 0.56× to about 1.5× the
+vectorised baseline, but every xu program compiles three sampler calls per mechanism branch,
+so cold runs (compile-bound, and not to get slower: issue 25) would compile several seconds
+longer, and every stored xu draw would change (README, Performance).
+
+Run: ``python -m benchmarks.binomial [--quick] [--sections T,G]``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+import dpsim  # noqa: F401  (float64 in JAX)
+import jax
+import jax.numpy as jnp
+from scipy import stats
+
+from benchmarks import harness
+
+PAPER = "binomial"
+
+# log k! − [(k + ½) log(k + 1) − (k + 1) + ½ log 2π] for k = 0…9 (Hörmann 1993, Table 1; the
+# same values as TensorFlow's and JAX's BTRS); the series below is used above 9.
+STIRLING_TAIL = np.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                          0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                          0.00925546218271273, 0.00833056343336287])
+INVERSION_BELOW = 10.0           # n·min(p, 1 − p) under which the inversion algorithm is used (as JAX)
+FIRST_BUFFER = 0.75              # share of elements the full test's buffer holds (the squeeze accepts ≥ 26 %)
+LATER_BUFFERS = (0.3, 0.3, 0.3)  # each further round's buffer, as a share of the previous one
+
+
+# ----------------------------------------------------------------------------- the prototype
+
+def stirling_tail(k):
+    """log k! minus its Stirling approximation, elementwise (table to 9, series above)."""
+    t = 1.0 / (k + 1.0)
+    t2 = t * t
+    series = (1.0 / 12 - (1.0 / 360 - t2 / 1260) * t2) * t
+    return jnp.where(k <= 9, jnp.asarray(STIRLING_TAIL)[jnp.clip(k, 0, 9).astype(jnp.int32)], series)
+
+
+def _hat(n, q):
+    """BTRS's hat constants (sd, a, b) for counts n and success probabilities q ≤ ½."""
+    sd = jnp.sqrt(n * q * (1 - q))
+    b = 1.15 + 2.53 * sd
+    return sd, -0.0873 + 0.0248 * b + 0.01 * q, b
+
+
+def _candidate(n, q, u, v):
+    """BTRS's candidate k from uniforms (u, v), ``us`` and whether the squeeze accepts it."""
+    _, a, b = _hat(n, q)
+    u = u - 0.5
+    us = 0.5 - jnp.abs(u)
+    k = jnp.floor((2 * a / us + b) * u + n * q + 0.5)
+    return k, us, (us >= 0.07) & (v <= 0.92 - 4.2 / b)
+
+
+def _full_test(n, q, k, us, v):
+    """BTRS's exact acceptance test of candidate k (Hörmann 1993, step 3)."""
+    sd, a, b = _hat(n, q)
+    r = q / (1 - q)
+    alpha = (2.83 + 5.1 / b) * sd
+    m = jnp.floor((n + 1) * q)
+    us2 = us * us
+    log_v = jnp.log(v * alpha * us2 / (a + b * us2))
+    bound = ((m + 0.5) * jnp.log((m + 1) / (r * (n - m + 1))) + (n + 1) * jnp.log((n - m + 1) / (n - k + 1))
+             + (k + 0.5) * jnp.log(r * (n - k + 1) / (k + 1)) + stirling_tail(m) + stirling_tail(n - m)
+             - stirling_tail(k) - stirling_tail(n - k))
+    return (k >= 0) & (k <= n) & (log_v <= bound)
+
+
+def _one_round(key, n, q):
+    """One BTRS round on every element: (candidate, accepted)."""
+    uv = jax.random.uniform(key, (2,) + n.shape, jnp.float64)
+    k, us, quick = _candidate(n, q, uv[0], uv[1])
+    return k, quick | _full_test(n, q, k, us, uv[1])
+
+
+def _compact(flags, size: int):
+    """Indices of the first ``size`` True entries of ``flags`` (1-D), padded with len(flags)."""
+    n = flags.shape[0]
+    position = jax.lax.associative_scan(jnp.add, flags.astype(jnp.int32)) - 1
+    target = jnp.where(flags, position, size + jnp.arange(n, dtype=jnp.int32))   # misses: out of range, distinct
+    return jnp.full(size, n, jnp.int32).at[target].set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+
+
+def _until_accepted(key, n, q, k, ok):
+    """Fresh BTRS rounds on every element not yet accepted, until all are."""
+    def body(carry):
+        i, k, ok = carry
+        k_new, ok_new = _one_round(jax.random.fold_in(key, i), n, q)
+        return i + 1, jnp.where(ok, k, k_new), ok | ok_new
+    return jax.lax.while_loop(lambda c: jnp.any(~c[2]), body, (0, k, ok))[1:]
+
+
+def _later_rounds(key, n, q, k, ok, shares, level: int = 0):
+    """The rejected elements' further rounds: gathered into a buffer of ``shares[0]`` × len,
+    one round there, recursively, then rounds until every one is accepted. An element that
+    does not fit the buffer keeps its rejected candidate and is drawn again by the caller."""
+    size = n.shape[0]
+    if not shares or size < 64:
+        return _until_accepted(jax.random.fold_in(key, level), n, q, k, ok)
+    index = _compact(~ok, int(math.ceil(shares[0] * size)) + 4)
+    padding = index >= size
+    n_b, q_b = (jnp.take(x, index, mode="clip") for x in (n, q))
+    k_b, ok_b = _one_round(jax.random.fold_in(key, level), n_b, q_b)
+    k_b, ok_b = _later_rounds(key, n_b, q_b, k_b, ok_b | padding, shares[1:], level + 1)
+    return k.at[index].set(k_b, mode="drop"), ok.at[index].set(ok_b, mode="drop")
+
+
+def compacted_btrs(key, n, q):
+    """Exact Binomial(n, q) by BTRS, q ≤ ½ and n·q ≥ 10 (float arrays of one shape): the
+    squeeze on every element; the full test on the others' same candidate, gathered; then
+    fresh rounds on the rejected ones only. Every candidate the squeeze leaves is judged by the
+    full test on its own uniforms before a new one is drawn (re-drawing it instead, when it
+    did not fit the buffer, biased the law: χ² p = 3·10⁻⁸ at n = 25, q = 0.41)."""
+    shape, n, q = n.shape, n.reshape(-1), q.reshape(-1)
+    size = n.shape[0]
+    k_first, k_later, k_last = jax.random.split(key, 3)
+    uv = jax.random.uniform(k_first, (2, size), jnp.float64)
+    k, us, ok = _candidate(n, q, uv[0], uv[1])
+    index = _compact(~ok, int(math.ceil(FIRST_BUFFER * size)) + 4)
+    padding = index >= size
+    gather = lambda x: jnp.take(x, index, mode="clip")               # noqa: E731
+    n_b, q_b, k_b = gather(n), gather(q), gather(k)
+    ok_b = _full_test(n_b, q_b, k_b, gather(us), gather(uv[1])) | padding
+    k_b, ok_b = _later_rounds(k_later, n_b, q_b, k_b, ok_b, LATER_BUFFERS)
+    k, ok = k.at[index].set(k_b, mode="drop"), ok.at[index].set(ok_b, mode="drop")
+    judged = ok | jnp.zeros(size, bool).at[index].set(True, mode="drop")
+
+    def judge_rest(carry):                      # overflow of the first buffer only (0 rounds otherwise)
+        ok, judged = carry
+        return ok | (~judged & _full_test(n, q, k, us, uv[1])), jnp.ones_like(judged)
+
+    ok, _ = jax.lax.while_loop(lambda c: jnp.any(~c[1]), judge_rest, (ok, judged))
+    return _until_accepted(k_last, n, q, k, ok)[0].reshape(shape)
+
+
+def inversion(key, n, q):
+    """Exact Binomial(n, q) by sequential search of the cdf from 0 (one uniform per element),
+    for small n·q; elements with n = 0 give 0 at no cost."""
+    u = jax.random.uniform(key, n.shape, jnp.float64)
+    ratio = q / (1 - q)
+    first = jnp.exp(n * jnp.log1p(-q))
+
+    def active(k, pk, cdf):
+        return (u > cdf) & (k < n) & (pk > 0)
+
+    def body(carry):
+        k, pk, cdf = carry
+        go = active(k, pk, cdf)
+        pk_next = pk * (n - k) / (k + 1) * ratio
+        return jnp.where(go, k + 1, k), jnp.where(go, pk_next, pk), jnp.where(go, cdf + pk_next, cdf)
+
+    return jax.lax.while_loop(lambda c: jnp.any(active(*c)), body, (jnp.zeros_like(n), first, first))[0]
+
+
+def compacted_binomial(key, n, p):
+    """Exact Binomial(n, p) (float arrays, broadcast): inversion where n·min(p, 1 − p) < 10,
+    :func:`compacted_btrs` elsewhere, reflected for p > ½."""
+    n, p = jnp.broadcast_arrays(jnp.asarray(n, jnp.float64), jnp.asarray(p, jnp.float64))
+    q = jnp.minimum(p, 1 - p)
+    small = n * q < INVERSION_BELOW
+    key_inversion, key_btrs = jax.random.split(key)
+    x = jnp.where(small, inversion(key_inversion, jnp.where(small, n, 0.0), q),
+                  compacted_btrs(key_btrs, jnp.where(small, 1e4, n), jnp.where(small, 0.5, q)))
+    return jnp.where(p > 0.5, n - x, x)
+
+
+SAMPLERS = {"jax.random.binomial": jax.random.binomial, "compacted BTRS (prototype)": compacted_binomial}
+
+
+# ----------------------------------------------------------------------------- sections
+
+@dataclass(frozen=True)
+class Config:
+    lanes: int = 200               # T: lanes vmapped in one call (the engine's CPU micro-batch for xu)
+    m: int = 30                    # T: items, so m(m − 1)/2 pairs a lane
+    repeats: int = 10              # T: best of
+    draws: int = 2_000_000         # G: draws per (n, p)
+
+
+FULL, QUICK = Config(), Config(lanes=40, repeats=3, draws=200_000)
+
+
+def regimes(lanes: int, m: int, seed: int = 0) -> dict:
+    """(counts, probabilities), each (lanes, m(m − 1)/2): section P's raw wins (L = 400,
+    p ~ Unif(0.2, 0.8)), the RR release's kept answers (n₁ ~ Bin(400, ½), 1 − q at ε = 1) and
+    flipped ones at ε = 3 (q = 0.047, n·q ≈ 9.5: inversion and BTRS mixed), and p ~ Unif(0, 1)."""
+    rng = np.random.default_rng(seed)
+    shape = (lanes, m * (m - 1) // 2)
+    ones = rng.binomial(400, 0.5, shape).astype(float)
+    return {"raw wins (L = 400, p ∈ (0.2, 0.8))": (np.full(shape, 400.0), rng.uniform(0.2, 0.8, shape)),
+            "RR kept (n₁, 1 − q, ε = 1)": (ones, np.full(shape, 1 - 1 / (1 + math.e))),
+            "RR flipped (n₁, q, ε = 3)": (ones, np.full(shape, 1 / (1 + math.e ** 3))),
+            "L = 400, p ∈ (0, 1)": (np.full(shape, 400.0), rng.uniform(0.0, 1.0, shape))}
+
+
+def compile_seconds(sampler, n, p) -> float:
+    """Seconds to compile the sampler vmapped over lanes, at XLA's default level."""
+    fn = jax.jit(jax.vmap(sampler, in_axes=(None, 0, 0)))
+    lowered = fn.lower(jax.random.key(0), n, p)
+    start = time.perf_counter()
+    lowered.compile()
+    return time.perf_counter() - start
+
+
+def section_t(bench: harness.Bench) -> dict:
+    cfg, rows = bench.cfg, []
+    rng = np.random.default_rng(1)
+    for name, (n, p) in regimes(cfg.lanes, cfg.m).items():
+        n_j, p_j, key = jnp.asarray(n), jnp.asarray(p), jax.random.key(2)
+        row = {"regime": name, "draws": int(n.size), "ns_per_draw": {}}
+        for label, sampler in SAMPLERS.items():
+            fn = jax.jit(jax.vmap(sampler, in_axes=(None, 0, 0)))
+            jax.block_until_ready(fn(key, n_j, p_j))
+            row["ns_per_draw"][label] = 1e9 * harness.best_of(
+                lambda: jax.block_until_ready(fn(key, n_j, p_j)), repeats=cfg.repeats) / n.size
+        counts = n.astype(np.int64)
+        row["ns_per_draw"]["NumPy Generator.binomial"] = 1e9 * harness.best_of(
+            lambda: rng.binomial(counts, p), repeats=cfg.repeats) / n.size
+        rows.append(row)
+    n, p = next(iter(regimes(cfg.lanes, cfg.m).values()))
+    compile_s = {label: compile_seconds(sampler, jnp.asarray(n), jnp.asarray(p)) for label, sampler in SAMPLERS.items()}
+    labels = [*SAMPLERS, "NumPy Generator.binomial"]
+    harness.print_table(harness.format_table(
+        f"ns per draw, {cfg.lanes} lanes of {cfg.m * (cfg.m - 1) // 2} pairs vmapped in one jitted call (best of "
+        f"{cfg.repeats}); NumPy one call on the same array", ("regime", *labels),
+        [[r["regime"], *(r["ns_per_draw"][label] for label in labels)] for r in rows],
+        (None, *["{:.1f}"] * len(labels))))
+    harness.print_table(harness.format_table(
+        "seconds to compile one sampler call (vmapped over the lanes, XLA's default level)", ("sampler", "compile s"),
+        [[label, s] for label, s in compile_s.items()], (None, "{:.2f}")))
+    return {"rows": rows, "compile_s": compile_s}
+
+
+GOF_CASES = ((400, 0.5), (400, 0.2), (200, 1 - 1 / (1 + math.e)), (25, 0.41), (40, 0.26), (11, 0.95),
+             (1000, 0.011), (100_000, 0.3), (7, 0.5), (3000, 0.999))
+
+
+def chi_square_pvalue(draws: np.ndarray, n: int, p: float) -> float:
+    """χ² goodness of fit of integer draws to SciPy's Binomial(n, p) pmf, cells with expected
+    count < 5 pooled into one."""
+    pmf = stats.binom.pmf(np.arange(n + 1), n, p)
+    observed = np.bincount(draws.astype(np.int64), minlength=n + 1)[:n + 1]
+    expected = pmf * draws.size
+    big = expected >= 5
+    obs = np.append(observed[big], observed[~big].sum())
+    exp = np.append(expected[big], expected[~big].sum())
+    if exp[-1] < 5:                                 # pool a small remainder into the last cell
+        obs, exp = np.append(obs[:-2], obs[-2:].sum()), np.append(exp[:-2], exp[-2:].sum())
+    return float(stats.chi2.sf(((obs - exp) ** 2 / exp).sum(), obs.size - 1))
+
+
+def goodness_of_fit(sampler, draws: int, cases=GOF_CASES, seed: int = 0) -> list[dict]:
+    """For each (n, p): ``draws`` draws (key ``seed`` + case index), the χ² p-value against
+    SciPy's pmf and the variance's z-score (var/np(1 − p) − 1)/√(2/draws)."""
+    fn = jax.jit(sampler)
+    out = []
+    for i, (n, p) in enumerate(cases):
+        x = np.asarray(fn(jax.random.key(seed + i), jnp.full(draws, float(n)), jnp.full(draws, p)))
+        out.append({"n": n, "p": p, "chi2_p": chi_square_pvalue(x, n, p),
+                    "var_z": float((x.var() / (n * p * (1 - p)) - 1) / math.sqrt(2 / draws))})
+    return out
+
+
+def section_g(bench: harness.Bench) -> dict:
+    results = {label: goodness_of_fit(sampler, bench.cfg.draws) for label, sampler in SAMPLERS.items()}
+    labels = list(results)
+    harness.print_table(harness.format_table(
+        f"χ² goodness of fit against SciPy's pmf, {bench.cfg.draws} draws per (n, p): p-value (variance z-score)",
+        ("n", "p", *labels),
+        [[c["n"], c["p"], *(f"{results[label][i]['chi2_p']:.3f} ({results[label][i]['var_z']:+.1f})"
+                            for label in labels)] for i, c in enumerate(results[labels[0]])],
+        ("{}", "{:.3f}", *[None] * len(labels))))
+    return {"draws": bench.cfg.draws, "cases": results}
+
+
+SECTIONS = (harness.Section("T", "ns per draw and compile time of exact binomial samplers", section_t),
+            harness.Section("G", "goodness of fit against SciPy's pmf", section_g))
+
+
+def main(argv=None) -> dict:
+    return harness.main(PAPER, SECTIONS, full=FULL, quick=QUICK, argv=argv, description=__doc__.splitlines()[0])
+
+
+if __name__ == "__main__":
+    main()
