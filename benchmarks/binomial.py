@@ -10,21 +10,21 @@ that gap. It times, per draw, side by side in one run:
   other branch's values masked), and each BTRS round evaluates the full acceptance test
   (four logarithms, four Stirling tails) on every element until the slowest is accepted;
 * a **compacted BTRS** written here (:func:`compacted_binomial`, the same algorithm,
-  Hörmann 1993, with JAX's inversion below n·min(p, 1 − p) = 10): the squeeze test on every
+  Hörmann 1993, with a cdf-search inversion below n·min(p, 1 − p) = 10): the squeeze test on every
   element, then the full test only on the elements it did not accept, gathered into a
   buffer, and each further round on the still-rejected elements only, gathered again;
 * NumPy's ``Generator.binomial`` (BTPE, C, one element at a time);
 
 in the regimes xu draws (section P's raw wins; the RR release's kept and flipped answers),
-each vmapped over 200 lanes as the engine runs them; the compile time of one sampler call;
+each vmapped over 200 lanes with a key per lane, as the engine runs them; the compile time of one sampler call;
 and a χ² goodness-of-fit test of both JAX samplers against SciPy's exact pmf (section G):
 "exact" is a claim this benchmark checks, not assumes.
 
-The prototype is not the engine's sampler. Measured 2026-11-26 (2-core AMD EPYC): 3.0–4.3×
-faster per draw than JAX's in these regimes (raw wins 110 against 331 ns), still 1.2–2.4×
-slower than NumPy's (83–95 ns), and 3.1 s to compile one call against JAX's 1.05 s. Priced
-into section P's stage times it would take xu's warm engine from 0.56× to about 1.5× the
-vectorised baseline, but every xu program compiles three sampler calls per mechanism branch,
+The prototype is not the engine's sampler. Measured 2026-11-26 (2-core AMD EPYC, a key per
+lane): 1.4–2.4× faster per draw than JAX's in these regimes (raw wins 121 against 251 ns),
+still 1.5–2.7× slower than NumPy's (80–95 ns), and 3.5 s to compile one call against JAX's
+1.04 s. Priced into section P's stage times (binomial draws about half as costly) it would
+take xu's warm engine from 0.56× (section A, measured) to about parity with the vectorised baseline, far from 5×, but every xu program compiles three sampler calls per mechanism branch,
 so cold runs (compile-bound, and not to get slower: issue 25) would compile several seconds
 longer, and every stored xu draw would change (README, Performance).
 
@@ -54,7 +54,9 @@ STIRLING_TAIL = np.array([0.0810614667953272, 0.0413406959554092, 0.027677925684
                           0.00925546218271273, 0.00833056343336287])
 INVERSION_BELOW = 10.0           # n·min(p, 1 − p) under which the inversion algorithm is used (as JAX)
 FIRST_BUFFER = 0.75              # share of elements the full test's buffer holds (the squeeze accepts ≥ 26 %)
-LATER_BUFFERS = (0.3, 0.3, 0.3)  # each further round's buffer, as a share of the previous one
+LATER_BUFFERS = (0.45, 0.45)     # each further round's buffer, as a share of the previous one (the full
+                                 # test rejects up to ~37 % of its buffer near n·q = 10)
+SMALLEST_BUFFER = 64             # below this, rounds run on the whole buffer until all are accepted
 
 
 # ----------------------------------------------------------------------------- the prototype
@@ -105,11 +107,13 @@ def _one_round(key, n, q):
 
 
 def _compact(flags, size: int):
-    """Indices of the first ``size`` True entries of ``flags`` (1-D), padded with len(flags)."""
+    """Indices of the first ``size`` True entries of ``flags`` (1-D), padded with len(flags):
+    ``jnp.nonzero(flags, size=size, fill_value=len)``, with the prefix sum as an associative
+    scan (2.6 against 7.9 ns an element for ``jnp.cumsum`` on this CPU)."""
     n = flags.shape[0]
     position = jax.lax.associative_scan(jnp.add, flags.astype(jnp.int32)) - 1
-    target = jnp.where(flags, position, size + jnp.arange(n, dtype=jnp.int32))   # misses: out of range, distinct
-    return jnp.full(size, n, jnp.int32).at[target].set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+    return jnp.full(size, n, jnp.int32).at[jnp.where(flags, position, size)].set(
+        jnp.arange(n, dtype=jnp.int32), mode="drop")
 
 
 def _until_accepted(key, n, q, k, ok):
@@ -126,7 +130,7 @@ def _later_rounds(key, n, q, k, ok, shares, level: int = 0):
     one round there, recursively, then rounds until every one is accepted. An element that
     does not fit the buffer keeps its rejected candidate and is drawn again by the caller."""
     size = n.shape[0]
-    if not shares or size < 64:
+    if not shares or size < SMALLEST_BUFFER:
         return _until_accepted(jax.random.fold_in(key, level), n, q, k, ok)
     index = _compact(~ok, int(math.ceil(shares[0] * size)) + 4)
     padding = index >= size
@@ -136,23 +140,24 @@ def _later_rounds(key, n, q, k, ok, shares, level: int = 0):
     return k.at[index].set(k_b, mode="drop"), ok.at[index].set(ok_b, mode="drop")
 
 
-def compacted_btrs(key, n, q):
+def compacted_btrs(key, n, q, first=FIRST_BUFFER, later=LATER_BUFFERS):
     """Exact Binomial(n, q) by BTRS, q ≤ ½ and n·q ≥ 10 (float arrays of one shape): the
-    squeeze on every element; the full test on the others' same candidate, gathered; then
-    fresh rounds on the rejected ones only. Every candidate the squeeze leaves is judged by the
-    full test on its own uniforms before a new one is drawn (re-drawing it instead, when it
-    did not fit the buffer, biased the law: χ² p = 3·10⁻⁸ at n = 25, q = 0.41)."""
+    squeeze on every element; the full test on the others' same candidate, gathered into a
+    buffer of ``first`` × the elements; then fresh rounds on the rejected ones only, in buffers
+    of ``later`` shares. Every candidate the squeeze leaves is judged by the full test on its
+    own uniforms before a new one is drawn, also when it did not fit the buffer (re-drawing it
+    instead biased a first version: χ² p = 3·10⁻⁸ at n = 25, q = 0.41, 400 000 draws)."""
     shape, n, q = n.shape, n.reshape(-1), q.reshape(-1)
     size = n.shape[0]
     k_first, k_later, k_last = jax.random.split(key, 3)
     uv = jax.random.uniform(k_first, (2, size), jnp.float64)
     k, us, ok = _candidate(n, q, uv[0], uv[1])
-    index = _compact(~ok, int(math.ceil(FIRST_BUFFER * size)) + 4)
+    index = _compact(~ok, int(math.ceil(first * size)) + 4)
     padding = index >= size
     gather = lambda x: jnp.take(x, index, mode="clip")               # noqa: E731
     n_b, q_b, k_b = gather(n), gather(q), gather(k)
     ok_b = _full_test(n_b, q_b, k_b, gather(us), gather(uv[1])) | padding
-    k_b, ok_b = _later_rounds(k_later, n_b, q_b, k_b, ok_b, LATER_BUFFERS)
+    k_b, ok_b = _later_rounds(k_later, n_b, q_b, k_b, ok_b, tuple(later))
     k, ok = k.at[index].set(k_b, mode="drop"), ok.at[index].set(ok_b, mode="drop")
     judged = ok | jnp.zeros(size, bool).at[index].set(True, mode="drop")
 
@@ -183,15 +188,15 @@ def inversion(key, n, q):
     return jax.lax.while_loop(lambda c: jnp.any(active(*c)), body, (jnp.zeros_like(n), first, first))[0]
 
 
-def compacted_binomial(key, n, p):
+def compacted_binomial(key, n, p, first=FIRST_BUFFER, later=LATER_BUFFERS):
     """Exact Binomial(n, p) (float arrays, broadcast): inversion where n·min(p, 1 − p) < 10,
-    :func:`compacted_btrs` elsewhere, reflected for p > ½."""
+    :func:`compacted_btrs` (buffers ``first``, ``later``) elsewhere, reflected for p > ½."""
     n, p = jnp.broadcast_arrays(jnp.asarray(n, jnp.float64), jnp.asarray(p, jnp.float64))
     q = jnp.minimum(p, 1 - p)
     small = n * q < INVERSION_BELOW
     key_inversion, key_btrs = jax.random.split(key)
     x = jnp.where(small, inversion(key_inversion, jnp.where(small, n, 0.0), q),
-                  compacted_btrs(key_btrs, jnp.where(small, 1e4, n), jnp.where(small, 0.5, q)))
+                  compacted_btrs(key_btrs, jnp.where(small, 1e4, n), jnp.where(small, 0.5, q), first, later))
     return jnp.where(p > 0.5, n - x, x)
 
 
@@ -224,10 +229,14 @@ def regimes(lanes: int, m: int, seed: int = 0) -> dict:
             "L = 400, p ∈ (0, 1)": (np.full(shape, 400.0), rng.uniform(0.0, 1.0, shape))}
 
 
+def per_lane(sampler):
+    """The sampler jitted and vmapped over lanes, a key per lane (as the engine draws)."""
+    return jax.jit(jax.vmap(sampler))
+
+
 def compile_seconds(sampler, n, p) -> float:
     """Seconds to compile the sampler vmapped over lanes, at XLA's default level."""
-    fn = jax.jit(jax.vmap(sampler, in_axes=(None, 0, 0)))
-    lowered = fn.lower(jax.random.key(0), n, p)
+    lowered = per_lane(sampler).lower(jax.random.split(jax.random.key(0), n.shape[0]), n, p)
     start = time.perf_counter()
     lowered.compile()
     return time.perf_counter() - start
@@ -237,10 +246,10 @@ def section_t(bench: harness.Bench) -> dict:
     cfg, rows = bench.cfg, []
     rng = np.random.default_rng(1)
     for name, (n, p) in regimes(cfg.lanes, cfg.m).items():
-        n_j, p_j, key = jnp.asarray(n), jnp.asarray(p), jax.random.key(2)
+        n_j, p_j, key = jnp.asarray(n), jnp.asarray(p), jax.random.split(jax.random.key(2), n.shape[0])
         row = {"regime": name, "draws": int(n.size), "ns_per_draw": {}}
         for label, sampler in SAMPLERS.items():
-            fn = jax.jit(jax.vmap(sampler, in_axes=(None, 0, 0)))
+            fn = per_lane(sampler)
             jax.block_until_ready(fn(key, n_j, p_j))
             row["ns_per_draw"][label] = 1e9 * harness.best_of(
                 lambda: jax.block_until_ready(fn(key, n_j, p_j)), repeats=cfg.repeats) / n.size
@@ -252,7 +261,7 @@ def section_t(bench: harness.Bench) -> dict:
     compile_s = {label: compile_seconds(sampler, jnp.asarray(n), jnp.asarray(p)) for label, sampler in SAMPLERS.items()}
     labels = [*SAMPLERS, "NumPy Generator.binomial"]
     harness.print_table(harness.format_table(
-        f"ns per draw, {cfg.lanes} lanes of {cfg.m * (cfg.m - 1) // 2} pairs vmapped in one jitted call (best of "
+        f"ns per draw, {cfg.lanes} lanes of {cfg.m * (cfg.m - 1) // 2} pairs vmapped in one jitted call, a key per lane (best of "
         f"{cfg.repeats}); NumPy one call on the same array", ("regime", *labels),
         [[r["regime"], *(r["ns_per_draw"][label] for label in labels)] for r in rows],
         (None, *["{:.1f}"] * len(labels))))

@@ -1,7 +1,8 @@
 """Shared fixtures for the dpsim test suite.
 
-Importing dpsim turns on float64 in JAX (DESIGN: estimators run in float64); it must happen
-before any array is created, so it is the first thing this file does.
+The XLA:CPU level every program compiles at is set first (:func:`suite_opt_level`: JAX reads
+``$XLA_FLAGS`` when it makes its CPU client); importing dpsim, which turns on float64 in JAX
+(DESIGN: estimators run in float64) and must happen before any array is created, comes next.
 
 The runner compiles one jitted function per (shape point, chunk layout) and every
 ``run_experiment`` call builds a fresh jit wrapper, so identical programs would be compiled
@@ -32,6 +33,9 @@ def suite_opt_level() -> str:
     ``$XLA_FLAGS`` already names a level. Read when JAX makes its CPU client, so it is set
     before anything imports JAX. Returns: the level, as text."""
     level = os.environ.setdefault("DPSIM_XLA_CPU_OPT_LEVEL", "0")
+    if level.strip() not in ("0", "1", "2", "3"):        # XLA would abort on it when it starts
+        raise ValueError(f"DPSIM_XLA_CPU_OPT_LEVEL={level!r} must be 0, 1, 2 or 3")
+    level = level.strip()
     flags = os.environ.get("XLA_FLAGS", "")
     if OPT_LEVEL_FLAG not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} {OPT_LEVEL_FLAG}={level}".strip()
@@ -73,7 +77,7 @@ os.environ.setdefault("DPSIM_CALIBRATION", "off")
 # Every program is compiled at XLA:CPU's LLVM level 0 in the suite (suite_opt_level above;
 # ~45 % less compile time, and most of the suite is compilation of small programs). The engine's
 # chunk programs alone at level 0: whole suite on the quiet 2-core machine 636 s → 552 s; every
-# program (library functions jitted in tests too): three library test files 81 → 64 s.
+# program (library functions jitted in tests too): three library test files 81 → 63 s.
 # Results agree with XLA's default level (3) to float rounding;
 # tests/test_runner.py::test_cpu_opt_level_is_a_speed_setting runs level 3 against this one.
 # Set $DPSIM_XLA_CPU_OPT_LEVEL to run the suite at another level.

@@ -1,5 +1,7 @@
-"""The benchmark harness's pure pieces (benchmarks/harness.py): ratios and verdicts, section
-selection, the results-file schema, tables. Nothing is timed and no benchmark is run.
+"""The benchmarks: the harness's pure pieces (benchmarks/harness.py: ratios and verdicts, section
+selection, the results-file schema, tables), the baselines' agreement with the engine, the
+quick modes of the scale-out and device benchmarks, and the binomial prototype's law. No
+assertion is on a time.
 
 The harness is loaded from its file, so the repository root need not be on sys.path (it
 holds a top-level ``experiments`` folder that must not become importable by accident).
@@ -379,14 +381,20 @@ def test_cai_profile_stages_reproduce_the_mle_method(bench_module):
 
 def test_compacted_btrs_prototype_is_exact_and_the_test_has_power(bench_module):
     """benchmarks.binomial's compacted BTRS (the prototype its section T times) draws the
-    binomial law: χ² against SciPy's pmf at 400 000 draws per case, in BTRS's low-n·q corner
-    (where re-drawing an unjudged candidate biased a first version: p ≈ 10⁻⁵ here), inside it and
-    in the inversion regime, p > 10⁻³ and the variance within 4 standard errors. The same test
-    rejects a 2 % error in p (the sampler at 1.02 p judged against p)."""
+    binomial law: χ² against SciPy's pmf at 400 000 draws per case, in BTRS's low-n·q corner,
+    inside it and in the inversion regime, p > 10⁻³ and the variance within 4 standard errors;
+    at its own buffer sizes and at buffers so small (20 % of the elements, then 20 % of those)
+    that most candidates overflow them, so the paths for elements that do not fit run too
+    (re-drawing an overflowing candidate instead of judging it, the first version's bug, gives
+    χ² p ≤ 10⁻²⁹² in three of the four cases at these sizes, measured with a patched copy). The same test rejects a 2 %
+    error in p (the sampler at 1.02 p judged against p)."""
     binomial = bench_module("binomial")
     cases = ((25, 0.41), (40, 0.26), (400, 0.2), (11, 0.95))
-    for row in binomial.goodness_of_fit(binomial.compacted_binomial, 400_000, cases, seed=11):
-        assert row["chi2_p"] > 1e-3 and abs(row["var_z"]) < 4, row
+    samplers = {"default buffers": binomial.compacted_binomial,
+                "overflowing buffers": lambda k, n, p: binomial.compacted_binomial(k, n, p, 0.2, (0.2, 0.2))}
+    for name, sampler in samplers.items():
+        for row in binomial.goodness_of_fit(sampler, 400_000, cases, seed=11):
+            assert row["chi2_p"] > 1e-3 and abs(row["var_z"]) < 4, (name, row)
     biased = binomial.goodness_of_fit(lambda k, n, p: binomial.compacted_binomial(k, n, 1.02 * p), 400_000,
                                       ((400, 0.2),), seed=11)[0]
     assert biased["chi2_p"] < 1e-6, biased

@@ -194,9 +194,9 @@ def smoke_axes(experiment) -> dict:
 
 @pytest.fixture(scope="module", params=TARGETS, ids=IDS)
 def smoke(request, tmp_path_factory) -> Smoke:
-    """The experiment run at the first two values of every axis (or its one value), 2
-    replicates, with the default workers and the watchdog (its tests share it). A run that
-    stops making progress fails its tests with the watchdog's one-line message."""
+    """The experiment run at :func:`smoke_axes` (the first two values of every axis, two
+    shapes at most), 2 replicates, with the default workers and the watchdog (its tests share
+    it). A run that stops making progress fails its tests with the watchdog's one-line message."""
     target = request.param
     experiment, source = registry.experiment(target)
     out = tmp_path_factory.mktemp("smoke") / experiment.name
