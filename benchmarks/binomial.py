@@ -24,9 +24,10 @@ The prototype is not the engine's sampler. Measured 2026-11-26 (2-core AMD EPYC,
 lane): 1.4–2.4× faster per draw than JAX's in these regimes (raw wins 121 against 251 ns),
 still 1.5–2.7× slower than NumPy's (80–95 ns), and 3.5 s to compile one call against JAX's
 1.04 s. Priced into section P's stage times (binomial draws about half as costly) it would
-take xu's warm engine from 0.56× (section A, measured) to about parity with the vectorised baseline, far from 5×, but every xu program compiles three sampler calls per mechanism branch,
-so cold runs (compile-bound, and not to get slower: issue 25) would compile several seconds
-longer, and every stored xu draw would change (README, Performance).
+take xu's warm engine from 0.56× (section A, measured) to about parity with the vectorised
+baseline, far from 5×; but every xu program compiles three sampler calls per mechanism
+branch, so cold runs (compile-bound, and not to get slower: issue 25) would compile several
+seconds longer, and every stored xu draw would change (README, Performance).
 
 Run: ``python -m benchmarks.binomial [--quick] [--sections T,G]``.
 """
