@@ -243,22 +243,29 @@ def compile_seconds(sampler, n, p) -> float:
     return time.perf_counter() - start
 
 
+def ns_per_draw(samplers, n: np.ndarray, p: np.ndarray, repeats: int, seed: int = 2) -> dict:
+    """ns per draw of each JAX sampler of ``samplers`` ({label: (key, n, p) → draws}) on the
+    (lanes, draws per lane) arrays ``n``, ``p``: jitted and vmapped over the lanes, a key per
+    lane (:func:`per_lane`), compile excluded; and of NumPy's ``Generator.binomial`` in one
+    call on the same arrays. Best of ``repeats``. Returns {label: ns}."""
+    n_j, p_j = jnp.asarray(n), jnp.asarray(p)
+    keys = jax.random.split(jax.random.key(seed), n.shape[0])
+    out = {}
+    for label, sampler in samplers.items():
+        fn = per_lane(sampler)
+        jax.block_until_ready(fn(keys, n_j, p_j))
+        out[label] = 1e9 * harness.best_of(lambda: fn(keys, n_j, p_j), repeats=repeats) / n.size
+    rng, counts = np.random.default_rng(seed), n.astype(np.int64)
+    out["NumPy Generator.binomial"] = 1e9 * harness.best_of(lambda: rng.binomial(counts, p), repeats=repeats) / n.size
+    return out
+
+
 def section_t(bench: harness.Bench) -> dict:
-    cfg, rows = bench.cfg, []
-    rng = np.random.default_rng(1)
-    for name, (n, p) in regimes(cfg.lanes, cfg.m).items():
-        n_j, p_j, key = jnp.asarray(n), jnp.asarray(p), jax.random.split(jax.random.key(2), n.shape[0])
-        row = {"regime": name, "draws": int(n.size), "ns_per_draw": {}}
-        for label, sampler in SAMPLERS.items():
-            fn = per_lane(sampler)
-            jax.block_until_ready(fn(key, n_j, p_j))
-            row["ns_per_draw"][label] = 1e9 * harness.best_of(
-                lambda: jax.block_until_ready(fn(key, n_j, p_j)), repeats=cfg.repeats) / n.size
-        counts = n.astype(np.int64)
-        row["ns_per_draw"]["NumPy Generator.binomial"] = 1e9 * harness.best_of(
-            lambda: rng.binomial(counts, p), repeats=cfg.repeats) / n.size
-        rows.append(row)
-    n, p = next(iter(regimes(cfg.lanes, cfg.m).values()))
+    cfg = bench.cfg
+    cases = regimes(cfg.lanes, cfg.m)
+    rows = [{"regime": name, "draws": int(n.size), "ns_per_draw": ns_per_draw(SAMPLERS, n, p, cfg.repeats)}
+            for name, (n, p) in cases.items()]
+    n, p = next(iter(cases.values()))
     compile_s = {label: compile_seconds(sampler, jnp.asarray(n), jnp.asarray(p)) for label, sampler in SAMPLERS.items()}
     labels = [*SAMPLERS, "NumPy Generator.binomial"]
     harness.print_table(harness.format_table(

@@ -62,6 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize  # imported here, outside every timing
 
+from benchmarks import binomial
 from benchmarks.vectorised import batched_newton
 from dpsim.estimators.debiased_m import SOLVER_TOL, SUM_PENALTY, debiased_m_estimator, ridge_lambda
 from dpsim.experiments.xu import common, scenarios
@@ -349,22 +350,20 @@ def vectorised_profile(m: int, L: int = 400, gap: float = 0.1, reps: int = 200) 
 
 def sampler_costs(m: int = 30, L: int = 400, reps: int = PROFILE_REPS) -> dict:
     """ns per draw of the binomial samplers on the (``reps``, m(m−1)/2) array of section P's
-    raw wins (count L, p ~ Unif(0.2, 0.8), best of 10): ``jax.random.binomial`` (JAX's BTRS /
-    inversion, jitted; the engine's only exact binomial sampler), NumPy's ``Generator.binomial``
-    (BTPE, C) and, as the floor of any JAX sampler, the two threefry uniforms that one BTRS try
+    raw wins (count L, p ~ Unif(0.2, 0.8), best of 10; :func:`benchmarks.binomial.ns_per_draw`,
+    the replicates as vmapped lanes with a key each): ``jax.random.binomial`` (JAX's BTRS /
+    inversion; the engine's only exact binomial sampler), NumPy's ``Generator.binomial`` (BTPE,
+    C) and, as the floor of any JAX sampler, the two threefry uniforms that one BTRS try
     consumes (``jax.random.uniform``, jitted)."""
     shape = (reps, m * (m - 1) // 2)
     probs = np.random.default_rng(m).uniform(0.2, 0.8, shape)
-    key, probs_j = jax.random.key(m), jnp.asarray(probs)
-    rng = np.random.default_rng(m + 1)
-    jax_binomial = jax.jit(lambda k, p: jax.random.binomial(k, float(L), p))
-    two_uniforms = jax.jit(lambda k: jax.random.uniform(k, (2, *shape), dtype=probs_j.dtype))
-    fns = {"jax.random.binomial": lambda: jax_binomial(key, probs_j),
-           "NumPy Generator.binomial": lambda: rng.binomial(L, probs),
-           "2 threefry uniforms (one BTRS try)": lambda: two_uniforms(key)}
-    draws = math.prod(shape)
-    return {"m": m, "L": L, "draws": draws,
-            "ns_per_draw": {name: 1e9 * harness.best_of(fn, repeats=10) / draws for name, fn in fns.items()}}
+    costs = binomial.ns_per_draw({"jax.random.binomial": jax.random.binomial}, np.full(shape, float(L)), probs,
+                                 repeats=10, seed=m)
+    two_uniforms = jax.jit(lambda k: jax.random.uniform(k, (2, *shape), dtype=jnp.float64))
+    key, draws = jax.random.key(m), math.prod(shape)
+    jax.block_until_ready(two_uniforms(key))                  # compiled before the timing
+    costs["2 threefry uniforms (one BTRS try)"] = 1e9 * harness.best_of(lambda: two_uniforms(key), repeats=10) / draws
+    return {"m": m, "L": L, "draws": draws, "ns_per_draw": costs}
 
 
 def loop_ms_per_replicate(m: int, L: int = 400, gap: float = 0.1, lanes: int = 20) -> float:

@@ -30,12 +30,13 @@ def suite_opt_level() -> str:
     for the engine's chunk programs (dpsim.experiment.program.compiler_options) and, through
     ``$XLA_FLAGS``, for every other program of this process and of the processes it starts (a
     library function jitted in a test, a benchmark's or CLI test's fresh interpreter), unless
-    ``$XLA_FLAGS`` already names a level. Read when JAX makes its CPU client, so it is set
-    before anything imports JAX. Returns: the level, as text."""
-    level = os.environ.setdefault("DPSIM_XLA_CPU_OPT_LEVEL", "0")
-    if level.strip() not in ("0", "1", "2", "3"):        # XLA would abort on it when it starts
-        raise ValueError(f"DPSIM_XLA_CPU_OPT_LEVEL={level!r} must be 0, 1, 2 or 3")
-    level = level.strip()
+    ``$XLA_FLAGS`` already names a level. JAX reads it when it makes its CPU client, so it is
+    set before any array exists. Returns: the level, as text."""
+    os.environ.setdefault("DPSIM_XLA_CPU_OPT_LEVEL", "0")
+    # the engine's own reading of the variable (a bad value: its one-line UsageError, before XLA
+    # would abort on it); importing dpsim loads JAX but does not start its backend
+    from dpsim.experiment.program import cpu_opt_level
+    level = str(cpu_opt_level())
     flags = os.environ.get("XLA_FLAGS", "")
     if OPT_LEVEL_FLAG not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} {OPT_LEVEL_FLAG}={level}".strip()
