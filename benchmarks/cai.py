@@ -602,6 +602,16 @@ def q_experiment(n: int, eps: float = Q_EPS):
                                 {"n_items": [n], "p": [Q_P], "eps": [eps]})
 
 
+def q_shape(n: int) -> dict:
+    """The cai edge experiment's shape point at n items (k and the link at their defaults)."""
+    return edge.resolve_shape({"n_items": n, "k": "auto", "link": "logistic"})
+
+
+def lax_map_batch(micro: int) -> int | None:
+    """``lax.map``'s ``batch_size`` for lanes vmapped ``micro`` at a time (None: one at a time)."""
+    return micro if micro > 1 else None
+
+
 def engine_stages(n: int, c0: float = C0) -> dict:
     """The stages of one replicate of the cai edge pipeline, each a jitted function of R
     replicates (vmapped), built from the experiment's own functions as its lane calls them:
@@ -619,7 +629,7 @@ def engine_stages(n: int, c0: float = C0) -> dict:
 
     Data and analysis values (p, ε, c0) are traced arguments, as in the runner's program.
     Returns {name: (jitted function, argument names)} (see :func:`profile_engine_stages`)."""
-    shape = edge.resolve_shape({"n_items": n, "k": "auto", "link": "logistic"})
+    shape = q_shape(n)
 
     def ctx(truth, W, data, analysis):
         return Context(shape, truth, W, data, analysis)
@@ -652,14 +662,14 @@ def mapped_fit(micro: int):
     """The fit of R replicates under the runner's lane loop: ``lax.map`` over replicates in
     vmapped micro-batches of ``micro`` (1: one at a time)."""
     return jax.jit(lambda W, g, w: jax.lax.map(lambda a: penalised_mle(*a), (W, g, w),
-                                               batch_size=micro if micro > 1 else None))
+                                               batch_size=lax_map_batch(micro)))
 
 
 def mapped_lane(n: int, micro: int, c0: float = C0):
     """A whole lane (W, then ``edge.mle_fn`` and ``edge.counts_fn``) of R replicates under
     ``lax.map`` in micro-batches of ``micro``, θ* drawn once: the runner's chunk without its
     keys, analysis loop and output packing. (design key, keys (R,), data, analysis) → outputs."""
-    shape = edge.resolve_shape({"n_items": n, "k": "auto", "link": "logistic"})
+    shape = q_shape(n)
 
     def chunk(design_key, keys, data, analysis):
         truth = edge.truth(design_key, shape)
@@ -669,7 +679,7 @@ def mapped_lane(n: int, micro: int, c0: float = C0):
             c = Context(shape, truth, edge.generate(k_data, shape, truth, data), data, analysis)
             return edge.mle_fn(k_mle, c), edge.counts_fn(k_counts, c)
 
-        return jax.lax.map(lane, keys, batch_size=micro if micro > 1 else None)
+        return jax.lax.map(lane, keys, batch_size=lax_map_batch(micro))
 
     return jax.jit(chunk)
 
