@@ -77,14 +77,17 @@ def rate_generate(key, shape, truth, data):
     return response_sample(key, truth["theta"], truth["beta"], data["p"])
 
 
-def rate_experiment(name, title, grid, methods, panels, x, xlabel, description, reps=RATE_REPS,
+def rate_experiment(name, title, setting, grid, methods, panels, x, xlabel, description, reps=RATE_REPS,
                     logx=True) -> Experiment:
-    """A strict-mode rate experiment on the bounded design (defaults: p = 1, δ = 1e-4)."""
+    """A strict-mode rate experiment on the bounded design (defaults: p = 1, δ = 1e-4).
+    ``title`` names it and its figure; ``setting`` (its default grid in words: "m = 20, bounded
+    design") is added to the experiment's title only, for ``dpsim list``/``show``: the figure
+    says the grid actually run in its subtitle, so that ``--set`` cannot leave it stale."""
     base = {"design": ["uniform"], "p": [1.0], "delta": [DELTA], "mode": ["strict"],
             "accounting": ["auto"], "conversion": ["auto"]}
     axes = {**base, **grid}
     return Experiment(
-        name=name, title=title, axes=axes,
+        name=name, title=f"{title} ({setting})", axes=axes,
         shape_axes=("n_items", "n_users", "design"),
         analysis_axes=("eps", "delta", "mode", "accounting", "conversion"),
         truth=rate_truth, truth_per_replicate=True, generate=rate_generate,
@@ -105,7 +108,7 @@ USERS_M = 20
 USERS_N = [1000, 2000, 4000, 8000, 16000]
 USERS_EPS = [1.0, 2.0, 4.0]
 USERS = rate_experiment(
-    "nguyen-rates-users", "Rates in the number of users n (m = 20, bounded design)",
+    "nguyen-rates-users", "Rates in the number of users n", "m = 20, bounded design",
     {"n_items": [USERS_M], "n_users": USERS_N, "eps": USERS_EPS}, ("nonprivate", "gaussian"),
     (Panel("l2", None, ERR_L2, title="error", each=("eps",)),
      Panel("privacy_l2", "gaussian", SHIFT, title="Gaussian privacy shift", each=("eps",))),
@@ -114,21 +117,21 @@ USERS = rate_experiment(
 ITEMS_N = 8000
 ITEMS_M = [10, 20, 40, 80, 160]
 ITEMS = rate_experiment(
-    "nguyen-rates-items", "Rates in the number of items m (n = 8000, bounded design)",
+    "nguyen-rates-items", "Rates in the number of items m", "n = 8000, bounded design",
     {"n_items": ITEMS_M, "n_users": [ITEMS_N], "eps": [4.0]}, ("nonprivate", "gaussian"),
     (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
     "n_items", "$m$", "spec §5.7 R1, R2 (m), R3, R8 (m)")
 
 P_GRID = [0.4, 0.55, 0.75, 1.0]
 P_SWEEP = rate_experiment(
-    "nguyen-rates-p", "Rates in the observation probability p (m = 40, n = 16000, bounded design)",
+    "nguyen-rates-p", "Rates in the observation probability p", "m = 40, n = 16000, bounded design",
     {"n_items": [40], "n_users": [16000], "p": P_GRID, "eps": [4.0]}, ("nonprivate", "gaussian"),
     (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
     "p", "$p$", "spec §5.7 R2 (p), R8 (p)", reps=100)
 
 FIXED_M_N = [250, 1000, 4000, 16000]
 FIXED_M = rate_experiment(
-    "nguyen-rates-fixed-m", "Consistency at a fixed number of items (m = 3, bounded design)",
+    "nguyen-rates-fixed-m", "Consistency at a fixed number of items", "m = 3, bounded design",
     {"n_items": [3], "n_users": FIXED_M_N, "eps": [4.0]}, ("nonprivate", "gaussian"),
     (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
     "n_users", "$n$", "spec §5.7 R5 (Supp. Thm 1.7)", reps=400)
@@ -137,7 +140,7 @@ LAPLACE_M = [3, 6, 12, 24]
 LAPLACE_EPS = 5.0
 LAPLACE_REPS = 2000
 LAPLACE = rate_experiment(
-    "nguyen-rates-laplace", "Laplace vs Gaussian chain in m (n = 20000, ε* = 5, paper accounting)",
+    "nguyen-rates-laplace", "Laplace vs Gaussian chain in m", "n = 20000, ε* = 5, paper accounting",
     {"n_items": LAPLACE_M, "n_users": [20000], "eps": [LAPLACE_EPS], "accounting": ["paper"],
      "conversion": ["paper"]}, ("gaussian", "laplace"),
     (Panel("privacy_l2", None, SHIFT), Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF)),
@@ -146,7 +149,7 @@ LAPLACE = rate_experiment(
 RR_N = [500, 1000, 2000, 4000, 8000]
 RR_EPS = 0.5
 RR = rate_experiment(
-    "nguyen-rates-rr", "Randomized response's error floor in n (m = 10, ε* = 0.5, bounded design)",
+    "nguyen-rates-rr", "Randomized response's error floor in n", "m = 10, ε* = 0.5, bounded design",
     {"n_items": [10], "n_users": RR_N, "eps": [RR_EPS]}, ("nonprivate", "gaussian", "rr"),
     (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", None, SHIFT)),
     "n_users", "$n$", "spec §5.7 R10, §4.9")

@@ -132,7 +132,7 @@ TOPK = Experiment(
                       title="entrywise error in units of the gap (Thm 3.2: ≤ 1/2 separates)"),
                 Panel("linf", "nonprivate", "$\\|\\hat\\beta-\\beta^*\\|_\\infty$",
                       title="entrywise error $\\|\\hat\\beta-\\beta^*\\|_\\infty$")),
-        symbols=SYMBOLS, title="nguyen Thms 3.2/3.4: top-K phase transition (K = 3, n = 400)"),
+        symbols=SYMBOLS, title="nguyen Thms 3.2/3.4: top-K phase transition"),      # K and n: the subtitle
     description="nguyen §3.2–3.3, Thms 3.2, 3.4; spec §5.4, §5.6, §5.7 R6")
 
 EXPERIMENTS = [TOPK]
