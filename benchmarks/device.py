@@ -1,7 +1,7 @@
 """Benchmark: the dpsim engine on whatever device JAX sees (a GPU when one is lent), every
 paper in one command, one results file naming the device.
 
-Run ``python -m benchmarks.device [--quick] [--sections E,C,X]`` from the repository root. It
+Run ``python -m benchmarks.device [--quick] [--sections E,C,X,M]`` from the repository root. It
 writes ``benchmarks/results/device_<backend>.json`` (``device_gpu.json`` on a GPU,
 ``device_cpu.json`` on CPU; ``_quick`` / ``_partial`` variants are git-ignored), whose
 ``machine`` names the device (``device_kind``, ``jax_backend``). Timing, the results file and
@@ -18,7 +18,14 @@ C. cai Figures 1–3 at paper size (120 replicates), each in a fresh process (im
    section C does (:func:`benchmarks.cai.figure_worker`). Target on an H100: the three cold
    processes under 2 minutes in all.
 X. The cai Fig. 3 workload at 100× the paper's replicates (12 000 reps, 336 000 MLE fits):
-   cold and one warm re-run. Target on an H100: ≥ 30 000 fits/s warm.
+   cold and one warm re-run, then a warm re-run with one chunk in flight (``workers=1``: the
+   device idles while the host makes a chunk's rows and writes it), side by side. Target on an
+   H100: ≥ 30 000 fits/s warm (the default, two chunks in flight on an accelerator).
+
+M. The micro-batch on this device: the cai Fig. 3 workload at 10× the paper's replicates (1200
+   reps, 33 600 fits), one warm run per micro-batch (``micro_batch``, the setting
+   ``--micro-batch`` gives; each compiled by a cold run first), beside the micro-batch that
+   calibration picks (:mod:`dpsim.experiment.calibration`) in section X.
 
 Targets (issue 25) are judged only on a GPU at full size: MET / MISSED there, "n.a." on CPU
 or in a quick run. ``--quick`` shrinks every grid to a point or two and the replicates to a
@@ -43,6 +50,7 @@ from benchmarks import harness  # first: sets the BLAS threads before NumPy load
 import jax
 
 from benchmarks import cai, chowdhury, nguyen, xu
+from dpsim.experiment.batching import batching
 from dpsim.experiment.registry import installed
 
 # issue 25, on an H100: the Fig. 3 workload ≥ 30 000 fits/s warm; cai Figs 1–3 at paper size,
@@ -69,7 +77,9 @@ class Config:
     figures: tuple                # C: (experiment, overrides) run in fresh processes
     figure_reps: int
     fig3_multiple: int            # X: multiple of the paper's 120 replicates
-    fig3_overrides: tuple = ()    # X: grid overrides (quick only)
+    fig3_overrides: tuple = ()    # X, M: grid overrides (quick only)
+    sweep_micros: tuple = (256, 512, 1024, 2048, 4096)   # M: micro-batches timed
+    sweep_multiple: int = 10      # M: multiple of the paper's 120 replicates
 
 
 PAPER_ENGINES = (
@@ -90,7 +100,7 @@ QUICK = Config(engines=(Workload("cai", "cai-fig3", 2, TINY_FIG3, "mle"),
                                                               ("mode", ["paper"]))),
                         Workload("chowdhury", "chowdhury-fig1", 2, (("n_samples", [1000]), ("eps", [1.0])))),
                warm_runs=1, figures=(("cai-fig3", TINY_FIG3),), figure_reps=2, fig3_multiple=2,
-               fig3_overrides=TINY_FIG3)
+               fig3_overrides=TINY_FIG3, sweep_micros=(1, 2), sweep_multiple=2)
 
 
 def on_gpu() -> bool:
@@ -158,25 +168,69 @@ def section_c(bench: harness.Bench) -> dict:
 def section_x(bench: harness.Bench) -> dict:
     cfg = bench.cfg
     reps = cfg.fig3_multiple * cai.FULL.reps if not bench.quick else cfg.fig3_multiple
-    run = harness.measure_engine(experiment("cai-fig3"), reps, warm_runs=1, overrides=dict(cfg.fig3_overrides) or None,
-                                 **cai.ENGINE)
+    overrides = dict(cfg.fig3_overrides) or None
+    run = harness.measure_engine(experiment("cai-fig3"), reps, warm_runs=1, overrides=overrides, **cai.ENGINE)
+    one = harness.run_engine(experiment("cai-fig3"), reps, overrides=overrides, workers=1, **cai.ENGINE)
     warm = run["fits_per_s_excl_compile"]
+    one_rate = one["fits"] / one["wall_s"]
     verdict = device_verdict(warm, TARGETS["fig3_100x_warm_fits_per_s"], judged=on_gpu() and not bench.quick)
+    in_flight = batching().in_flight
     harness.print_table(harness.format_table(
         f"X. cai Fig. 3 workload at {cfg.fig3_multiple}× {'(tiny grid) ' if bench.quick else ''}the paper's "
-        f"replicates: {reps} reps", ("run", "fits", "wall s", "compile s", "fits/s"),
-        [["cold", run["cold"]["fits"], run["cold"]["wall_s"], run["cold"]["compile_s"], run["fits_per_s"]],
-         ["warm", run["warm"]["fits"], run["warm"]["wall_s"], run["warm"]["compile_s"], warm]],
-        (None, "{}", "{:.2f}", "{:.2f}", "{:.0f}")))
-    print(f"warm {warm:.0f} fits/s; target on an H100 ≥ {TARGETS['fig3_100x_warm_fits_per_s']:.0f}: {verdict}")
+        f"replicates: {reps} reps", ("run", "chunks in flight", "fits", "wall s", "compile s", "busy s", "host s",
+                                     "fits/s"),
+        [["cold", in_flight, run["cold"]["fits"], run["cold"]["wall_s"], run["cold"]["compile_s"],
+          run["cold"]["busy_s"], run["cold"]["host_s"], run["fits_per_s"]],
+         ["warm", in_flight, run["warm"]["fits"], run["warm"]["wall_s"], run["warm"]["compile_s"],
+          run["warm"]["busy_s"], run["warm"]["host_s"], warm],
+         ["warm, workers=1", 1, one["fits"], one["wall_s"], one["compile_s"], one["busy_s"], one["host_s"], one_rate]],
+        (None, "{}", "{}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.0f}")))
+    print("batching (warm): " + "; ".join(f"{b['step']}: chunk {b['chunk']}, micro-batch {b['micro']} ({b['from']})"
+                                        for b in run["warm"]["batching"]))
+    print(f"warm {warm:.0f} fits/s ({harness.ratio(warm, one_rate):.3f}× one chunk in flight); "
+          f"target on an H100 ≥ {TARGETS['fig3_100x_warm_fits_per_s']:.0f}: {verdict}")
     return {"reps": reps, "multiple": cfg.fig3_multiple, "engine": run, "fits_per_s_warm": warm,
-            "target_fits_per_s": TARGETS["fig3_100x_warm_fits_per_s"], "verdict": verdict}
+            "in_flight": in_flight, "one_in_flight": one, "fits_per_s_warm_one_in_flight": one_rate,
+            "device_memory": device_memory(), "target_fits_per_s": TARGETS["fig3_100x_warm_fits_per_s"],
+            "verdict": verdict}
+
+
+def section_m(bench: harness.Bench) -> dict:
+    cfg = bench.cfg
+    reps = cfg.sweep_multiple * (cai.FULL.reps if not bench.quick else 1)
+    rows = []
+    for micro in cfg.sweep_micros:
+        run = harness.measure_engine(experiment("cai-fig3"), reps, warm_runs=1, overrides=dict(cfg.fig3_overrides)
+                                     or None, micro_batch=micro, **cai.ENGINE)
+        rows.append({"micro_batch": micro, "chunk": run["warm"]["batching"][0]["chunk"], "fits": run["warm"]["fits"],
+                     "compile_s": run["cold"]["compile_s"], "warm_wall_s": run["warm"]["wall_s"],
+                     "busy_s": run["warm"]["busy_s"], "fits_per_s_warm": run["fits_per_s_excl_compile"]})
+    best = max(rows, key=lambda r: r["fits_per_s_warm"])
+    harness.print_table(harness.format_table(
+        f"M. micro-batch on this device: cai Fig. 3 workload, {reps} reps, warm",
+        ("micro-batch", "chunk", "fits", "compile s", "warm s", "busy s", "fits/s warm"),
+        [[r["micro_batch"], r["chunk"], r["fits"], r["compile_s"], r["warm_wall_s"], r["busy_s"], r["fits_per_s_warm"]]
+         for r in rows], ("{}", "{}", "{}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.0f}")))
+    print(f"fastest here: micro-batch {best['micro_batch']}")
+    return {"reps": reps, "rows": rows, "fastest_micro_batch": best["micro_batch"]}
+
+
+def device_memory() -> dict | None:
+    """The default device's memory statistics (bytes in use, peak, limit), None where it
+    keeps none (CPU)."""
+    try:
+        stats = jax.devices()[0].memory_stats() or {}
+    except Exception:  # a backend without memory statistics
+        return None
+    keys = ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")
+    return {k: int(stats[k]) for k in keys if k in stats} or None
 
 
 SECTIONS = (
     harness.Section("E", "every paper's engine workload", section_e),
     harness.Section("C", "cai Figures 1–3 cold and warm, fresh processes", section_c),
     harness.Section("X", "cai Fig. 3 workload at 100× the replicates", section_x),
+    harness.Section("M", "the micro-batch on this device", section_m),
 )
 
 

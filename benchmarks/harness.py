@@ -51,7 +51,7 @@ import dpsim  # noqa: F401  (enables float64 in JAX before anything is traced)
 import jax
 
 from dpsim.experiment import executors, program, runner
-from dpsim.experiment.store import load_results
+from dpsim.experiment.store import load_results, read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
@@ -116,9 +116,11 @@ def best_of(fn: Callable[[], Any], repeats: int = 7, number: int = 1) -> float:
 def instrumented_runner():
     """Time the runner's chunk calls: wraps the compiled programs that
     the local executor's ``compiled_chunk_fn`` returns, so the timed calls are pure compute
-    (compilation happens before, in the executor's background thread). Yields
-    ``{"compute_s": seconds}``, summed over chunks computed at the same time."""
-    stats, lock = {"compute_s": 0.0}, threading.Lock()
+    (compilation happens before, in the executor's background thread). Yields a dict that
+    holds, once the block ends, ``compute_s`` (the calls' seconds summed over chunks
+    computed, or queued on an accelerator, at the same time) and ``busy_s`` (the seconds in
+    which at least one chunk call was under way: :func:`covered_seconds` of the calls)."""
+    stats, calls, lock = {"compute_s": 0.0, "busy_s": 0.0}, [], threading.Lock()
     original_compiled = executors.compiled_chunk_fn
 
     def timed_compiled(*args, **kwargs):
@@ -128,7 +130,7 @@ def instrumented_runner():
             t0 = time.perf_counter()
             out = jax.block_until_ready(program.fn(*call_args))
             with lock:
-                stats["compute_s"] += time.perf_counter() - t0
+                calls.append((t0, time.perf_counter()))
             return out
 
         return program._replace(fn=call)
@@ -138,6 +140,18 @@ def instrumented_runner():
         yield stats
     finally:
         executors.compiled_chunk_fn = original_compiled
+        stats.update(compute_s=sum(end - start for start, end in calls), busy_s=covered_seconds(calls))
+
+
+def covered_seconds(intervals: Sequence[tuple[float, float]]) -> float:
+    """The length of the union of ``intervals`` ((start, end) seconds): the time in which at
+    least one of them was under way."""
+    covered, reach = 0.0, -math.inf
+    for start, end in sorted(intervals):
+        if end > reach:
+            covered += end - max(start, reach)
+            reach = end
+    return covered
 
 
 def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, workers: int | None = None,
@@ -145,9 +159,11 @@ def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, worke
                fits_method: str | None = None, describe: Callable[[Any], Mapping] | None = None) -> dict:
     """One ``run_experiment`` into a fresh temporary directory, end to end.
 
-    Returns wall/cpu/compile seconds (:func:`measured`), ``compute_s`` (chunk calls),
-    ``host_s`` = wall − compute (unhidden compile, keys, rows, Parquet), ``lanes``, ``rows``
-    and ``fits`` (result rows of ``fits_method``, or all rows), plus ``describe(table)``
+    Returns wall/cpu/compile seconds (:func:`measured`), ``compute_s`` (chunk calls, summed),
+    ``busy_s`` (time with a chunk call under way), ``host_s`` = wall − busy (no chunk
+    computing: unhidden compile, keys, rows, Parquet), ``lanes``, ``rows``
+    and ``fits`` (result rows of ``fits_method``, or all rows), ``batching`` (each step's chunk
+    size and micro-batch, and where it came from, as the manifest records), plus ``describe(table)``
     of the results table (e.g. solver iterations). ``micro_batch``: lanes vmapped together
     (default: the device's choice, :func:`dpsim.experiment.batching.batching`). Compiled
     programs cached in this process are reused: see :func:`measure_engine` for a cold run."""
@@ -156,8 +172,10 @@ def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, worke
             summary = runner.run_experiment(experiment, out=Path(tmp) / "run", reps=reps, overrides=overrides,
                                             chunk=chunk, workers=workers, progress=False, micro_batch=micro_batch)
         table = load_results(summary.out)
+        batching = (read_manifest(summary.out) or {}).get("history", [{}])[-1].get("batching", [])
     fitted = table if fits_method is None else table[table["method"] == fits_method]
-    return {**m, "compute_s": chunks["compute_s"], "host_s": max(0.0, m["wall_s"] - chunks["compute_s"]),
+    return {**m, "compute_s": chunks["compute_s"], "busy_s": chunks["busy_s"], "batching": batching,
+            "host_s": max(0.0, m["wall_s"] - chunks["busy_s"]),
             "lanes": summary.lanes_run, "rows": summary.rows_written, "fits": int(len(fitted)),
             **(dict(describe(fitted)) if describe else {})}
 

@@ -456,7 +456,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="at most this many replicate lanes vmapped together (default: chosen for the "
                           "device: 1 on CPU, up to 512 on a GPU; $DPSIM_MICRO_BATCH)")
     run.add_argument("--workers", type=int, default=None,
-                     help="chunks computed at the same time (default: CPU cores, at most 4; 1 on GPU)")
+                     help="chunks computed at the same time (default: CPU cores, at most 4; on a GPU one, "
+                          "with the next queued behind it)")
     run.add_argument("--executor", default="local", metavar="NAME",
                      help="who computes the chunks: local (this process, the default) or ray (Ray actors; "
                           "pip install 'dpsim[ray]')")

@@ -319,13 +319,14 @@ def test_xu_vectorised_fit_equals_the_engine_on_the_same_zbar(bench_module):
 
 def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, monkeypatch):
     """``python -m benchmarks.device --quick`` (≈ 20 s on a busy 2-core CPU): every paper's
-    engine, cai Fig. 3 in a fresh process and the Fig. 3 multiple, in one results file whose
+    engine, cai Fig. 3 in a fresh process, the Fig. 3 multiple (two chunks in flight and one)
+    and the micro-batch sweep, in one results file whose
     machine names the device; the H100 targets are "n.a." on CPU."""
     device = bench_module("device")
     monkeypatch.setattr(device.harness, "RESULTS_DIR", tmp_path)
     doc = device.main(["--quick"])
     backend = doc["machine"]["jax_backend"]
-    assert doc["mode"] == "quick" and doc["sections"] == ["E", "C", "X"]
+    assert doc["mode"] == "quick" and doc["sections"] == ["E", "C", "X", "M"]
     assert json.loads((tmp_path / f"device_{backend}_quick.json").read_text()) == doc
     assert doc["machine"]["device_kind"] and doc["targets"] == device.TARGETS
     rows = doc["results"]["E"]["rows"]
@@ -333,7 +334,14 @@ def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, 
     assert all(r["fits"] > 0 and r["fits_per_s_excl_compile"] > 0 for r in rows)
     figs = doc["results"]["C"]["runs"]
     assert [f["figure"] for f in figs] == ["cai-fig3"] and figs[0]["fits"] > 0 and figs[0]["compiles"] >= 1
-    assert doc["results"]["X"]["fits_per_s_warm"] > 0
+    x = doc["results"]["X"]
+    assert x["fits_per_s_warm"] > 0 and x["fits_per_s_warm_one_in_flight"] > 0
+    assert x["in_flight"] == device.batching().in_flight
+    assert x["one_in_flight"]["fits"] == x["engine"]["warm"]["fits"] > 0       # the same workload, side by side
+    assert x["engine"]["warm"]["batching"][0]["micro"] >= 1
+    sweep = doc["results"]["M"]["rows"]
+    assert [r["micro_batch"] for r in sweep] == [1, 2] and all(r["fits_per_s_warm"] > 0 for r in sweep)
+    assert doc["results"]["M"]["fastest_micro_batch"] in (1, 2)
     if backend == "cpu":
         assert doc["results"]["C"]["verdict"] == doc["results"]["X"]["verdict"] == "n.a."
 

@@ -529,6 +529,59 @@ def test_accelerator_batching_fills_the_device(n_lanes, lane_bytes, memory, want
     assert micro * lane_bytes <= 0.25 * memory
 
 
+def test_an_accelerator_keeps_a_second_chunk_in_flight(tmp_path, monkeypatch):
+    """On an accelerator one worker plans the chunks (the same chunks, so the same rows to the
+    last bit) and a second chunk is dispatched while the first computes, so the device is not
+    idle while the host makes rows and writes them (batching.ACCELERATOR_CHUNKS_IN_FLIGHT).
+    Simulated on the CPU with the accelerator's workers and in_flight, and chunk calls slowed
+    so that their overlap shows; ``workers=1`` (one chunk in flight) is the control."""
+    import threading
+    import time
+    from dpsim.experiment import executors
+    from dpsim.experiment.batching import ACCELERATOR_CHUNKS_IN_FLIGHT
+    assert batching("gpu", memory=80e9).in_flight == ACCELERATOR_CHUNKS_IN_FLIGHT == 2
+    assert batching("cpu").in_flight == batching("cpu").workers
+    real_batching, real_compiled = runner.batching, executors.compiled_chunk_fn
+    monkeypatch.setattr(runner, "batching", lambda micro_batch=None: dataclasses.replace(
+        real_batching(micro_batch=micro_batch), workers=1, in_flight=ACCELERATOR_CHUNKS_IN_FLIGHT))
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    def slowed(*args, **kwargs):
+        program = real_compiled(*args, **kwargs)
+
+        def call(arguments):
+            with lock:
+                state["now"] += 1
+                state["most"] = max(state["most"], state["now"])
+            try:
+                time.sleep(0.05)
+                return jax.block_until_ready(program.fn(arguments))
+            finally:
+                with lock:
+                    state["now"] -= 1
+
+        return program._replace(fn=call)
+
+    monkeypatch.setattr(executors, "compiled_chunk_fn", slowed)
+    runs = {}
+    for label, workers in (("accelerator", None), ("one in flight", 1)):
+        state["most"] = 0
+        out = tmp_path / label.replace(" ", "_")
+        plan = runner.plan_run(small_experiment(), out=out, chunk=3, workers=workers)
+        run_experiment(small_experiment(), out=out, progress=False, chunk=3, workers=workers)
+        runs[label] = (plan, state["most"], table(out), store.read_manifest(out)["history"][-1])
+    plan, most, df, history = runs["accelerator"]
+    plan1, most1, df1, history1 = runs["one in flight"]
+    assert (most, most1) == (2, 1)
+    layout = [[(step.size, step.micro, len(step.chunks)) for step in p.steps] for p in (plan, plan1)]
+    assert layout[0] == layout[1] and layout[0][0][2] >= 2
+    assert (plan.workers, plan.in_flight, plan1.in_flight) == (1, 2, 1)
+    assert ", 1 worker(s), 2 chunks in flight, " in plan.describe()[0] and "in flight" not in plan1.describe()[0]
+    assert plan.chunk_bytes(plan.steps[0]) == 2 * plan1.chunk_bytes(plan1.steps[0])
+    assert (history["in_flight"], history1["in_flight"], history["workers"]) == (2, 1, 1)
+    assert_same_table(df, df1)
+
+
 def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypatch):
     cpu = batching("cpu")                   # lanes one at a time (measured)
     assert cpu.max_micro == MAX_MICRO_BATCH_CPU == 1 and cpu.chunk_work == CHUNK_WORK

@@ -5,7 +5,9 @@ lanes are processed by ``lax.map``, in vmapped micro-batches of several lanes on
 accelerator and one lane at a time on CPU (:func:`batching`: on the 2-core CPU, vmapping
 lanes made programs slower to compile and, for iterative solvers, slower to run, since
 every lane of a micro-batch waits for the slowest one's while-loop). On CPU several chunks
-are computed at the same time (:func:`default_workers`). The policy also holds the cost
+are computed at the same time (:func:`default_workers`); on an accelerator, one chunk computes
+while the next waits queued behind it (:data:`ACCELERATOR_CHUNKS_IN_FLIGHT`), so the host
+turns a finished chunk into rows and writes it while the device computes. The policy also holds the cost
 model that decides which sizes of a padded experiment share a program
 (:func:`dpsim.experiment.planning.size_buckets`), and the memory one lane must fit in
 (:func:`memory_limit`). ``$DPSIM_MICRO_BATCH``, ``$DPSIM_PADDING`` and ``$DPSIM_DEVICES`` are
@@ -69,6 +71,14 @@ CHUNK_WORK = 2e8
 MAX_MICRO_BATCH_ACCELERATOR = 512
 ACCELERATOR_MEMORY_SHARE = 0.25
 ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
+# Accelerators: chunks in flight at once. A chunk's rows and its Parquet part are made on the
+# host after the device is done with it; with one chunk in flight the device waited meanwhile.
+# Measured on an H100 (2026-11-26, cai Fig. 3 at 12 000 replicates, 336 000 fits, one chunk
+# in flight): 11.2 s of chunk calls in a 12.8 s warm run, 1.6 s of host work in which the
+# device was idle. A second chunk, dispatched while the first computes, runs as soon as the
+# first is done (the chunks of one step are the same as with one in flight: one worker plans
+# them, so the rows are the same to the last bit).
+ACCELERATOR_CHUNKS_IN_FLIGHT = 2
 # Size buckets of padded experiments (:func:`~dpsim.experiment.planning.size_buckets`): the cost model of one program.
 # CPU, measured on the 2-core CPU (cai Fig. 1, benchmarks/cai.py): its nine programs compiled
 # in 18.0 s (2.0 s each) and computed 120 lanes × 4 ε × 8n² bytes (n = 100 … 700) in 8.6 s,
@@ -85,7 +95,8 @@ ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 # the several a fit holds: on an H100 (bytes_limit 60 GB), 2026-11-26, cai Fig. 1 at n = 700
 # with 512 lanes vmapped ran out of device memory (CUDA_ERROR_OUT_OF_MEMORY; it ran on an H200,
 # 105 GB). The rest of the pool holds the chunk's arguments and outputs and the libraries'
-# workspaces.
+# workspaces. The share is split among the chunks in flight (ACCELERATOR_CHUNKS_IN_FLIGHT), whose
+# buffers may be live at the same time.
 PROGRAM_MEMORY_SHARE_ACCELERATOR = 0.5
 COMPILE_SECONDS_CPU, SECONDS_PER_BYTE_CPU = 2.0, 1.26e-9
 COMPILE_SECONDS_ACCELERATOR, SECONDS_PER_BYTE_ACCELERATOR = 6.0, 1.26e-9 / 27
@@ -97,7 +108,9 @@ DEVICES_VARIABLE = "DPSIM_DEVICES"
 class Batching:
     """How a device groups lanes: at most ``max_micro`` lanes (and ``micro_bytes`` of working
     set) per vmapped micro-batch, chunks of about ``chunk_work`` bytes of work or
-    ``micro_per_chunk`` micro-batches, and ``workers`` chunks computed at the same time.
+    ``micro_per_chunk`` micro-batches, ``workers`` chunks computed at the same time (a step
+    has at least that many chunks), and ``in_flight`` chunks computing or queued at once
+    (CPU: ``workers``; an accelerator: :data:`ACCELERATOR_CHUNKS_IN_FLIGHT`, one worker).
     With a padded experiment, sizes share a program where the cost model says it pays:
     ``compile_seconds`` per program against ``seconds_per_byte`` per lane-analysis byte of
     padded work (:func:`~dpsim.experiment.planning.size_buckets`; ``compile_seconds`` 0: one program per size).
@@ -119,6 +132,7 @@ class Batching:
     small_micro: int = 1
     small_lane_bytes: float = 0.0
     small_min_work: float = math.inf
+    in_flight: int = 1
     override: bool = False      # the micro-batch was set (--micro-batch, $DPSIM_MICRO_BATCH): no rule, no calibration
 
 
@@ -135,13 +149,14 @@ def device_memory_bytes(device=None) -> float | None:
 def program_memory_limit() -> float | None:
     """Bytes one compiled chunk program may need on JAX's default backend:
     :data:`PROGRAM_MEMORY_SHARE_ACCELERATOR` of an accelerator's per-process memory
-    (:func:`memory_limit`), or None (no limit) on CPU, where lanes run one at a time in the
+    (:func:`memory_limit`), shared by the :data:`ACCELERATOR_CHUNKS_IN_FLIGHT` chunks in
+    flight, or None (no limit) on CPU, where lanes run one at a time in the
     host's memory, or where the device does not say. (The plan's micro-batch bound,
     :func:`batching`, is the smaller share ``ACCELERATOR_MEMORY_SHARE`` of the same memory, or
     of ``memory`` where a caller gives one, against the lane's own estimate ``lane_bytes``.)"""
     backend = jax.default_backend()
     memory = None if backend == "cpu" else memory_limit(backend)[0]
-    return None if memory is None else PROGRAM_MEMORY_SHARE_ACCELERATOR * memory
+    return None if memory is None else PROGRAM_MEMORY_SHARE_ACCELERATOR * memory / ACCELERATOR_CHUNKS_IN_FLIGHT
 
 
 def host_memory_bytes() -> float | None:
@@ -169,7 +184,8 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
     bytes of work, one chunk per core (≤ 4) at a time; small lanes in a big step are
     vmapped in micro-batches of 32 (:func:`cpu_small_lane_micro`). Accelerators: micro-batches of up to
     512 lanes within a quarter of the device's memory (``memory``, default its
-    ``bytes_limit``, else 16 GiB), 4 micro-batches per chunk, one chunk at a time.
+    ``bytes_limit``, else 16 GiB), 4 micro-batches per chunk, one worker, two chunks in
+    flight (one computing, the next queued; ``in_flight``).
     ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH) sets the micro-batch on
     any backend (and turns the small-lane rule off). The size buckets' cost model is the backend's (constants above);
     ``$DPSIM_PADDING=off`` gives every size its own program (``auto``, the default: buckets).
@@ -194,15 +210,17 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
         raise UsageError(f"{PADDING_VARIABLE}={padding!r} must be 'auto' or 'off'")
     devices = device_count(backend)
     if backend == "cpu":
-        policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, default_workers() if devices == 1 else 1,
+        workers = default_workers() if devices == 1 else 1
+        policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, workers,
                           chunk_work=CHUNK_WORK, devices=devices, small_micro=SMALL_LANE_MICRO_CPU,
-                          small_lane_bytes=SMALL_LANE_BYTES_CPU, small_min_work=SMALL_LANE_MIN_WORK_CPU)
+                          small_lane_bytes=SMALL_LANE_BYTES_CPU, small_min_work=SMALL_LANE_MIN_WORK_CPU,
+                          in_flight=workers)
     else:
         memory = memory or (device_memory_bytes() if backend == jax.default_backend() else None) or 16 * 2**30
         policy = Batching(backend, ACCELERATOR_MEMORY_SHARE * memory, MAX_MICRO_BATCH_ACCELERATOR, 1,
                           micro_per_chunk=ACCELERATOR_MICRO_BATCHES_PER_CHUNK,
                           compile_seconds=COMPILE_SECONDS_ACCELERATOR, seconds_per_byte=SECONDS_PER_BYTE_ACCELERATOR,
-                          devices=devices)
+                          devices=devices, in_flight=ACCELERATOR_CHUNKS_IN_FLIGHT)
     if micro_batch is not None:
         policy = dataclasses.replace(policy, micro_bytes=math.inf, max_micro=micro_batch, small_micro=1,
                                      override=True)

@@ -9,7 +9,8 @@ rows depend only on (seed, grid point, replicate, method) and on the chunk's sha
 for the same plan.
 
 * :class:`LocalExecutor`: one background thread compiles the steps' programs ahead, daemon
-  threads compute ``workers`` chunks at a time, every wait has the run's watchdog
+  threads compute ``in_flight`` chunks at a time (an accelerator: one computing, one queued
+  behind it), every wait has the run's watchdog
   (:mod:`dpsim.experiment.threads`).
 * :class:`RayExecutor`: long-lived actors (one per GPU, or per group of CPU cores), each
   loading the experiment by name or study path (the manifest's ``source``) and keeping its
@@ -66,7 +67,8 @@ class Job:
     Attributes:
         experiment, grid, steps: what to compute (the planned steps, in order).
         done: the (point id, rep) pairs already stored (their rows are left out).
-        seed: the run's seed; workers: chunks in flight at once (local threads).
+        seed: the run's seed; in_flight: chunks computing or queued at once (local threads;
+            :attr:`~dpsim.experiment.planning.Plan.in_flight`).
         patience: the watchdog's seconds (:func:`~dpsim.experiment.runner.watchdog_seconds`).
         source: where the experiment is defined (a name, or ``study.py:NAME``).
         overrides: the ``--set`` values the grid was expanded with.
@@ -77,7 +79,7 @@ class Job:
     steps: Sequence[Step]
     done: set
     seed: int
-    workers: int
+    in_flight: int
     patience: float
     source: str
     overrides: Mapping[str, Sequence] | None
@@ -170,7 +172,8 @@ class Executor:
 
 class LocalExecutor(Executor):
     """Chunks computed in this process: one background thread compiles each step's program
-    ahead (while the previous step computes), ``job.workers`` daemon threads compute chunks,
+    ahead (while the previous step computes), ``job.in_flight`` daemon threads compute chunks
+    (on an accelerator: one chunk computes while the next is queued behind it),
     and a wait longer than ``job.patience`` raises :class:`~dpsim.errors.RunStalled`.
 
     A step with candidate micro-batches (``step.calibrate``, :mod:`dpsim.experiment.calibration`)
@@ -193,7 +196,7 @@ class LocalExecutor(Executor):
         self.micros: dict = {}
         self.computer = ChunkComputer(job.experiment, job.grid, job.seed)
         self.compiler = DaemonPool(1, "dpsim-compile")
-        self.pool = DaemonPool(job.workers, "dpsim-chunk")
+        self.pool = DaemonPool(job.in_flight, "dpsim-chunk")
         self.prepared = [self.compiler.submit(partial(self._prepare, step)) for step in job.steps]
 
     def _prepare(self, step: Step) -> ChunkProgram:
@@ -231,7 +234,7 @@ class LocalExecutor(Executor):
             return self.computer.rows(step, program, chunk, self.computer.arguments(step, chunk), job.done)
 
         tasks = Tasks(len(step.chunks) - first, compute)
-        yield from in_order(self.pool, tasks, job.workers, job.patience, f"a chunk of {job.experiment.name} at {where}")
+        yield from in_order(self.pool, tasks, job.in_flight, job.patience, f"a chunk of {job.experiment.name} at {where}")
 
     def finish(self) -> None:
         self.compiler.shutdown()

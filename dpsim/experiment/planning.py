@@ -396,7 +396,9 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
 @dataclass
 class Plan:
     """What a run would compute: the expanded grid, the steps with their chunks, the
-    (point, rep) pairs already stored, the output directory and the workers."""
+    (point, rep) pairs already stored, the output directory, the workers (a step has at
+    least that many chunks) and the chunks in flight at once (``in_flight``, default
+    ``workers``: threads computing or queued on the device)."""
 
     grid: Grid
     steps: list
@@ -406,17 +408,22 @@ class Plan:
     reps: int
     policy: Batching
     part: Part | None = None
+    in_flight: int | None = None
+
+    def __post_init__(self):
+        if self.in_flight is None:
+            self.in_flight = self.workers
 
     @property
     def lanes(self) -> int:
         return sum(step.lanes for step in self.steps)
 
     def chunk_bytes(self, step: Step) -> int:
-        """A step's peak working set: ``workers`` chunks at once, each computing one
+        """A step's peak working set: ``in_flight`` chunks at once, each computing one
         micro-batch of ``micro`` lanes at a time (the experiment's ``lane_bytes`` each) on
         each device; on CPU the devices share the host's memory, so they add up."""
         shared = step.devices if self.policy.backend == "cpu" else 1
-        return min(self.workers, len(step.chunks)) * step.micro * step.lane_bytes * shared
+        return min(self.in_flight, len(step.chunks)) * step.micro * step.lane_bytes * shared
 
     def compute_seconds(self) -> float:
         """The engine's cost model of this plan (:class:`Batching`: seconds per compiled
@@ -431,7 +438,7 @@ class Plan:
         lane = max(step.lane_bytes for step in self.steps)
         peak = max(self.chunk_bytes(step) for step in self.steps)
         return (f"memory: a lane ≈ {format_bytes(lane)} at most, peak working set ≈ {format_bytes(peak)} "
-                f"(the experiment's lane_bytes estimate × micro-batch × workers"
+                f"(the experiment's lane_bytes estimate × micro-batch × chunks in flight"
                 f"{' × devices' if self.policy.backend == 'cpu' and self.policy.devices > 1 else ''})"
                 + (f", of {format_bytes(limit)} ({what})" if limit else ""))
 
@@ -442,7 +449,8 @@ class Plan:
         programs = f"{len(self.steps)} compiled program" + ("" if len(self.steps) == 1 else "s")
         which = "" if self.part is None else f"part {self.part[0]}/{self.part[1]} of the grid: "
         lines = [f"{which}{programs}, {self.lanes} replicate lanes × {n_q} analysis points "
-                 f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s), "
+                 f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s)"
+                 f"{'' if self.in_flight == self.workers else f', {self.in_flight} chunks in flight'}, "
                  f"{_devices(self.policy)}; "
                  f"{len(self.done)} (point, rep) pairs already stored in {self.out}"]
         for step in self.steps:

@@ -40,7 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.errors import UsageError, warn
-from dpsim.experiment.batching import PROGRAM_MEMORY_SHARE_ACCELERATOR, program_memory_limit
+from dpsim.experiment.batching import (ACCELERATOR_CHUNKS_IN_FLIGHT, PROGRAM_MEMORY_SHARE_ACCELERATOR,
+                                       program_memory_limit)
 from dpsim.experiment.units import format_bytes
 from dpsim.experiment.grid import Context, Experiment, method_id, stable_id
 from dpsim.linalg import batched_lapack_calls
@@ -627,7 +628,8 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
         if need is not None and not _nested:
             warn(f"experiment {experiment.name!r} at {shape}: the chunk program at micro-batch {compiled_micro} "
                  f"needs {format_bytes(need)} of device memory, more than the {format_bytes(limit)} allowed "
-                 f"({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's); it runs at micro-batch {program.micro}")
+                 f"({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's, shared by {ACCELERATOR_CHUNKS_IN_FLIGHT} "
+                 f"chunks in flight); it runs at micro-batch {program.micro}")
         _remember(key, experiment, program)
     return program
 

@@ -88,6 +88,7 @@ class _Request:
     code: dict
     part: tuple | None = None
     reps_at: Mapping[int, int] | None = None
+    in_flight: int = 1
 
 
 def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, overrides, chunk: int | None,
@@ -120,7 +121,7 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
             raise UsageError(f"reps_at names data point id {stray}, which is not in the grid of {experiment.name}")
         reps_at = dict(reps_at)
     return _Request(grid, out, seed, reps, chunk, policy.workers if workers is None else workers, policy, overrides,
-                    code, part, reps_at)
+                    code, part, reps_at, in_flight=policy.in_flight if workers is None else workers)
 
 
 def _checked_reps_at(reps_at: Mapping[int, int | tuple[int, int]], part) -> int:
@@ -159,7 +160,8 @@ def _planned(request: _Request, calibrate: bool = True) -> Plan:
             raise UsageError(f"{request.grid.experiment.name} at {step_label(request.grid, step)}: one replicate "
                              f"lane needs about {format_bytes(step.lane_bytes)}, more than {what} "
                              f"({format_bytes(limit)}); choose smaller sizes")
-    return Plan(request.grid, steps, done, request.out, request.workers, request.reps, request.policy, request.part)
+    return Plan(request.grid, steps, done, request.out, request.workers, request.reps, request.policy, request.part,
+                request.in_flight)
 
 
 def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
@@ -184,7 +186,9 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     All input is validated before anything is written. Re-running into the same directory
     computes only the (grid point, replicate) pairs that are missing. ``chunk``: lanes per
     chunk (one Parquet part each); ``workers``: chunks computed at the same time (default
-    :func:`default_workers`). Neither changes the results. ``watchdog``: seconds without
+    :func:`default_workers`; on an accelerator, one computing and one queued behind it,
+    :data:`~dpsim.experiment.batching.ACCELERATOR_CHUNKS_IN_FLIGHT`; ``workers`` given: that
+    many in flight). Neither changes the results. ``watchdog``: seconds without
     progress after which the run stops with :class:`~dpsim.errors.RunStalled`
     (:func:`watchdog_seconds`); the chunks written so far are kept, so re-running resumes.
     ``source``: where the experiment is defined (a paper module or ``study.py:NAME``),
@@ -206,7 +210,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     draw whichever request computes it.
 
     Threads: one background thread only *compiles* (the next step's program, while the
-    current one computes); programs are executed by ``workers`` daemon threads (chunks;
+    current one computes); programs are executed by daemon threads, one per chunk in flight (chunks;
     each chunk draws θ* itself, :func:`~dpsim.experiment.program.make_chunk_fn`). No
     batched LAPACK call is ever executed on CPU (:mod:`dpsim.linalg`), which is what
     deadlocked concurrent chunks.
@@ -239,7 +243,8 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     reps = work.reps
     request = {"reps": reps, **({} if settings.reps_at is None else {"points": len(settings.reps_at)}),
                "overrides": {k: list(v) for k, v in (overrides or {}).items()},
-               "chunk": chunk, "workers": workers, "devices": work.policy.devices, "executor": executor.describe(),
+               "chunk": chunk, "workers": workers, "in_flight": work.in_flight, "devices": work.policy.devices,
+               "executor": executor.describe(),
                "grid": grid.axes,
                "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
                **({} if settings.part is None else {"part": "{}/{}".format(*settings.part)}), **environment()}
@@ -262,7 +267,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     writing, chunks_written = 0.0, 0       # the driver's own share: seconds in store.write_part
     bar = tqdm(total=total_chunks, desc=experiment.name, unit="chunk",
                disable=not progress or total_chunks == 0)
-    job = Job(experiment, grid, plan, done, seed, workers, patience, source or experiment.name, overrides)
+    job = Job(experiment, grid, plan, done, seed, work.in_flight, patience, source or experiment.name, overrides)
     try:
         executor.start(job)
         for index, step in enumerate(plan):
