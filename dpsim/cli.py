@@ -454,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--chunk", type=int, default=None, help="replicate lanes per chunk")
     run.add_argument("--micro-batch", type=int, default=None, metavar="LANES",
                      help="at most this many replicate lanes vmapped together (default: chosen for the "
-                          "device: 1 on CPU, up to 512 on a GPU; $DPSIM_MICRO_BATCH)")
+                          "device: 1 on CPU, up to 2048 on a GPU; $DPSIM_MICRO_BATCH)")
     run.add_argument("--workers", type=int, default=None,
                      help="chunks computed at the same time (default: CPU cores, at most 4; on a GPU one, "
                           "with the next queued behind it)")

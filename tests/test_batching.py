@@ -173,6 +173,7 @@ def test_calibration_rule():
     assert not calibration.should_calibrate(1e6, 0.0, 100, 3, "off", cached=False)
     assert calibration.pick({1: 3e-4, 8: 2e-4, 32: 2e-4}) == 8
     assert calibration.candidates("gpu", 1e6, 1e9) == (64, 512)
+    assert calibration.candidates("gpu", 1e5, 1e9) == (64, 512, 2048)
     assert calibration.candidates("gpu", 1e9, 1e9) == (64,)
 
 

@@ -517,13 +517,13 @@ def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
 # ----------------------------------------------------------------------------- batching by device
 
 @pytest.mark.parametrize("n_lanes, lane_bytes, memory, want", [
-    (48_000, 8 * 300**2, 80e9, (2000, 500)),   # H100-size memory: 512-lane cap, balanced to 500
+    (48_000, 8 * 300**2, 80e9, (8000, 2000)),  # H100-size memory: 2048-lane cap, balanced to 2000
     (120, 8 * 40**2, 80e9, (120, 120)),        # few lanes: one micro-batch
     (48_000, 8 * 1000**2, 1e9, (64, 16)),      # small memory: a quarter of it bounds the micro-batch
 ])
 def test_accelerator_batching_fills_the_device(n_lanes, lane_bytes, memory, want):
     policy = batching("gpu", memory=memory)
-    assert policy.workers == 1 and policy.max_micro == 512
+    assert policy.workers == 1 and policy.max_micro == 2048
     assert chunk_layout(n_lanes, lane_bytes, 7, None, policy.workers, policy) == want
     size, micro = want
     assert micro * lane_bytes <= 0.25 * memory

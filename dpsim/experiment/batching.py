@@ -65,10 +65,16 @@ SMALL_LANE_BYTES_CPU = 128e3
 SMALL_LANE_MIN_WORK_CPU = 32_000
 MAX_WORKERS = 4
 CHUNK_WORK = 2e8
-# Accelerators: many lanes per vmapped micro-batch (measured on an H100 for the cai Fig. 3
-# workload at 2400 replicates: micro-batches of 4 lanes 27.8 s, 64 4.1 s, 512 2.6 s, 4096
-# 3.4 s), bounded by a share of the device's memory; a chunk holds a few of them.
-MAX_MICRO_BATCH_ACCELERATOR = 512
+# Accelerators: many lanes per vmapped micro-batch, bounded by a share of the device's
+# memory; a chunk holds a few of them. Measured on an H100 80GB HBM3, 2026-11-26
+# (benchmarks.device section M and its full-size sweep, benchmarks/results/device/), the cai
+# Fig. 3 workload warm, with two chunks in flight: at 12 000 replicates (336 000 fits)
+# micro-batch 500 (the 512 cap, chunks of 2000) 28 793 fits/s, 1024 29 326, 2048 29 893, 4096
+# 28 050 (chunks of 16 000: three chunks, so the last one's host work is not hidden); at 1200
+# replicates 256 24 858, 512 22 685, 1024 25 552, 2048 26 028, 4096 26 745. (An earlier
+# engine, one chunk in flight, at 2400 replicates: 4 lanes 27.8 s, 64 4.1 s, 512 2.6 s,
+# 4096 3.4 s.)
+MAX_MICRO_BATCH_ACCELERATOR = 2048
 ACCELERATOR_MEMORY_SHARE = 0.25
 ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 # Accelerators: chunks in flight at once. A chunk's rows and its Parquet part are made on the
@@ -183,7 +189,7 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
     CPU (the measured choice, ``MAX_MICRO_BATCH_CPU``): lanes one at a time, chunks of ~2e8
     bytes of work, one chunk per core (≤ 4) at a time; small lanes in a big step are
     vmapped in micro-batches of 32 (:func:`cpu_small_lane_micro`). Accelerators: micro-batches of up to
-    512 lanes within a quarter of the device's memory (``memory``, default its
+    2048 lanes within a quarter of the device's memory (``memory``, default its
     ``bytes_limit``, else 16 GiB), 4 micro-batches per chunk, one worker, two chunks in
     flight (one computing, the next queued; ``in_flight``).
     ``micro_batch`` (lanes; ``--micro-batch``, $DPSIM_MICRO_BATCH) sets the micro-batch on

@@ -4,7 +4,7 @@ A step (one compiled program, :mod:`dpsim.experiment.planning`) whose run time b
 model (:class:`~dpsim.experiment.batching.Batching`) is long enough is *calibrated* while it
 runs (:class:`~dpsim.experiment.executors.LocalExecutor`): its first chunks are computed by
 programs compiled at each candidate micro-batch (:func:`candidates`: CPU 1, 8, 32;
-accelerators 64, 512, 4096 within the policy's memory bound), one real chunk each, timed,
+accelerators 64, 512, 2048 within the policy's memory bound), one real chunk each, timed,
 and the fastest per lane computes the rest. The calibration chunks are the step's own: their
 rows are written like any chunk's (results do not depend on the micro-batch beyond float
 rounding: keys come from stable ids, never from positions). The rule (:func:`should_calibrate`):
@@ -45,7 +45,7 @@ MODE_VARIABLE = "DPSIM_CALIBRATION"
 CACHE_VARIABLE = "DPSIM_CALIBRATION_CACHE"
 MODES = ("auto", "always", "off")
 CANDIDATES_CPU = (1, 8, 32)
-CANDIDATES_ACCELERATOR = (64, 512, 4096)
+CANDIDATES_ACCELERATOR = (64, 512, 2048)   # the memory-bound fallback, the old cap, the cap (batching)
 # A step is calibrated when calibrating costs at most this share of its estimated wall time
 # (the cost model): (candidates − 1) extra compilations, plus the calibration chunks computed
 # one at a time instead of ``workers`` at a time.
