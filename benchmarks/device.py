@@ -178,13 +178,13 @@ def section_x(bench: harness.Bench) -> dict:
     harness.print_table(harness.format_table(
         f"X. cai Fig. 3 workload at {cfg.fig3_multiple}× {'(tiny grid) ' if bench.quick else ''}the paper's "
         f"replicates: {reps} reps", ("run", "chunks in flight", "fits", "wall s", "compile s", "busy s", "host s",
-                                     "fits/s"),
-        [["cold", in_flight, run["cold"]["fits"], run["cold"]["wall_s"], run["cold"]["compile_s"],
-          run["cold"]["busy_s"], run["cold"]["host_s"], run["fits_per_s"]],
-         ["warm", in_flight, run["warm"]["fits"], run["warm"]["wall_s"], run["warm"]["compile_s"],
-          run["warm"]["busy_s"], run["warm"]["host_s"], warm],
-         ["warm, workers=1", 1, one["fits"], one["wall_s"], one["compile_s"], one["busy_s"], one["host_s"], one_rate]],
-        (None, "{}", "{}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.0f}")))
+                                     "lead s", "tail s", "fits/s"),
+        [[label, flight, r["fits"], r["wall_s"], r["compile_s"], r["busy_s"], r["host_s"], r["lead_s"], r["tail_s"],
+          rate] for label, flight, r, rate in (("cold", in_flight, run["cold"], run["fits_per_s"]),
+                                               ("warm", in_flight, run["warm"], warm),
+                                               ("warm, workers=1", 1, one, one_rate))],
+        (None, "{}", "{}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.0f}")))
+    print("host s: wall − busy (no chunk call under way); lead s before the first chunk call, tail s after the last")
     print("batching (warm): " + "; ".join(f"{b['step']}: chunk {b['chunk']}, micro-batch {b['micro']} ({b['from']})"
                                         for b in run["warm"]["batching"]))
     print(f"warm {warm:.0f} fits/s ({harness.ratio(warm, one_rate):.3f}× one chunk in flight); "

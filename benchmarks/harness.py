@@ -118,9 +118,13 @@ def instrumented_runner():
     the local executor's ``compiled_chunk_fn`` returns, so the timed calls are pure compute
     (compilation happens before, in the executor's background thread). Yields a dict that
     holds, once the block ends, ``compute_s`` (the calls' seconds summed over chunks
-    computed, or queued on an accelerator, at the same time) and ``busy_s`` (the seconds in
-    which at least one chunk call was under way: :func:`covered_seconds` of the calls)."""
-    stats, calls, lock = {"compute_s": 0.0, "busy_s": 0.0}, [], threading.Lock()
+    computed, or queued on an accelerator, at the same time), ``busy_s`` (the seconds in
+    which at least one chunk call was under way: :func:`covered_seconds` of the calls),
+    ``lead_s`` (from entering the block to the first call: planning, the first chunk's
+    arguments) and ``tail_s`` (from the end of the last call to leaving the block: the last
+    chunk's rows and Parquet part, the folder's summaries, the manifest)."""
+    stats, calls, lock = {"compute_s": 0.0, "busy_s": 0.0, "lead_s": 0.0, "tail_s": 0.0}, [], threading.Lock()
+    entered = time.perf_counter()
     original_compiled = executors.compiled_chunk_fn
 
     def timed_compiled(*args, **kwargs):
@@ -140,7 +144,10 @@ def instrumented_runner():
         yield stats
     finally:
         executors.compiled_chunk_fn = original_compiled
-        stats.update(compute_s=sum(end - start for start, end in calls), busy_s=covered_seconds(calls))
+        left = time.perf_counter()
+        stats.update(compute_s=sum(end - start for start, end in calls), busy_s=covered_seconds(calls),
+                     lead_s=min((start for start, _ in calls), default=left) - entered,
+                     tail_s=left - max((end for _, end in calls), default=left))
 
 
 def covered_seconds(intervals: Sequence[tuple[float, float]]) -> float:
@@ -161,7 +168,8 @@ def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, worke
 
     Returns wall/cpu/compile seconds (:func:`measured`), ``compute_s`` (chunk calls, summed),
     ``busy_s`` (time with a chunk call under way), ``host_s`` = wall − busy (no chunk
-    computing: unhidden compile, keys, rows, Parquet), ``lanes``, ``rows``
+    computing: unhidden compile, keys, rows, Parquet), of which ``lead_s`` before the first
+    chunk call and ``tail_s`` after the last (:func:`instrumented_runner`), ``lanes``, ``rows``
     and ``fits`` (result rows of ``fits_method``, or all rows), ``batching`` (each step's chunk
     size and micro-batch, and where it came from, as the manifest records), plus ``describe(table)``
     of the results table (e.g. solver iterations). ``micro_batch``: lanes vmapped together
@@ -174,7 +182,8 @@ def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, worke
         table = load_results(summary.out)
         batching = (read_manifest(summary.out) or {}).get("history", [{}])[-1].get("batching", [])
     fitted = table if fits_method is None else table[table["method"] == fits_method]
-    return {**m, "compute_s": chunks["compute_s"], "busy_s": chunks["busy_s"], "batching": batching,
+    return {**m, "compute_s": chunks["compute_s"], "busy_s": chunks["busy_s"], "lead_s": chunks["lead_s"],
+            "tail_s": chunks["tail_s"], "batching": batching,
             "host_s": max(0.0, m["wall_s"] - chunks["busy_s"]),
             "lanes": summary.lanes_run, "rows": summary.rows_written, "fits": int(len(fitted)),
             **(dict(describe(fitted)) if describe else {})}

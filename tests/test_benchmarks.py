@@ -339,11 +339,22 @@ def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, 
     assert x["in_flight"] == device.batching().in_flight
     assert x["one_in_flight"]["fits"] == x["engine"]["warm"]["fits"] > 0       # the same workload, side by side
     assert x["engine"]["warm"]["batching"][0]["micro"] >= 1
+    for run in (x["engine"]["cold"], x["engine"]["warm"], x["one_in_flight"]):   # host time split: lead, tail
+        assert 0 < run["busy_s"] <= run["compute_s"] + 1e-9 and run["lead_s"] >= 0 and run["tail_s"] >= 0
+        assert run["lead_s"] + run["tail_s"] <= run["host_s"] + 0.05
     sweep = doc["results"]["M"]["rows"]
     assert [r["micro_batch"] for r in sweep] == [1, 2] and all(r["fits_per_s_warm"] > 0 for r in sweep)
     assert doc["results"]["M"]["fastest_micro_batch"] in (1, 2)
     if backend == "cpu":
         assert doc["results"]["C"]["verdict"] == doc["results"]["X"]["verdict"] == "n.a."
+
+
+def test_covered_seconds_is_the_union_of_the_calls(bench_module):
+    """The busy time of chunk calls that overlap (two in flight): their union, not their sum."""
+    harness = bench_module("harness")
+    assert harness.covered_seconds([]) == 0.0
+    assert harness.covered_seconds([(1.0, 3.0), (0.0, 2.0), (5.0, 6.0)]) == 4.0
+    assert harness.covered_seconds([(0.0, 10.0), (2.0, 3.0), (9.0, 11.0)]) == 11.0
 
 
 def test_xu_binomial_bound_counts_a_replicates_draws(bench_module):
