@@ -98,9 +98,10 @@ ACCELERATOR_CHUNKS_IN_FLIGHT = 2
 # A compiled chunk program must fit in this share of an accelerator's per-process memory, by
 # XLA's own buffer assignment (program.memory_needed; the program is compiled again at half the
 # micro-batch until it does). The lane_bytes bound above counts one (n, n) matrix of a lane, not
-# the several a fit holds: on an H100 (bytes_limit 60 GB), 2026-11-26, cai Fig. 1 at n = 700
-# with 512 lanes vmapped ran out of device memory (CUDA_ERROR_OUT_OF_MEMORY; it ran on an H200,
-# 105 GB). The rest of the pool holds the chunk's arguments and outputs and the libraries'
+# the several a fit holds. (The guard was written after cai Fig. 1 at n = 700 ran out of an
+# H100's memory, 2026-11-26; that failure was JAX's preallocation in the benchmark's own
+# process, and with it off cai Fig. 1 ran there, 9.3 s cold: the guard has not yet triggered
+# on a device.) The rest of the pool holds the chunk's arguments and outputs and the libraries'
 # workspaces. The share is split among the chunks in flight (ACCELERATOR_CHUNKS_IN_FLIGHT), whose
 # buffers may be live at the same time.
 PROGRAM_MEMORY_SHARE_ACCELERATOR = 0.5
@@ -291,7 +292,8 @@ def device_count(backend: str | None = None) -> int:
 
 def default_workers() -> int:
     """Chunks computed at the same time: the available CPU cores (at most MAX_WORKERS) on the
-    CPU backend, one chunk at a time on an accelerator.
+    CPU backend, one on an accelerator (where a second chunk waits queued behind it:
+    :data:`ACCELERATOR_CHUNKS_IN_FLIGHT`).
 
     XLA:CPU splits each operation over its thread pool, which pays off for big operations
     but not for the many small ones of a small-n solve. Measured on 2 cores
