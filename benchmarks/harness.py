@@ -171,7 +171,8 @@ def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, worke
     computing: unhidden compile, keys, rows, Parquet), of which ``lead_s`` before the first
     chunk call and ``tail_s`` after the last (:func:`instrumented_runner`), ``lanes``, ``rows``
     and ``fits`` (result rows of ``fits_method``, or all rows), ``batching`` (each step's chunk
-    size and micro-batch, and where it came from, as the manifest records), plus ``describe(table)``
+    size and micro-batch, and where it came from) and ``in_flight`` (chunks in flight), as the
+    manifest records them, plus ``describe(table)``
     of the results table (e.g. solver iterations). ``micro_batch``: lanes vmapped together
     (default: the device's choice, :func:`dpsim.experiment.batching.batching`). Compiled
     programs cached in this process are reused: see :func:`measure_engine` for a cold run."""
@@ -180,10 +181,10 @@ def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, worke
             summary = runner.run_experiment(experiment, out=Path(tmp) / "run", reps=reps, overrides=overrides,
                                             chunk=chunk, workers=workers, progress=False, micro_batch=micro_batch)
         table = load_results(summary.out)
-        batching = (read_manifest(summary.out) or {}).get("history", [{}])[-1].get("batching", [])
+        request = (read_manifest(summary.out) or {}).get("history", [{}])[-1]
     fitted = table if fits_method is None else table[table["method"] == fits_method]
     return {**m, "compute_s": chunks["compute_s"], "busy_s": chunks["busy_s"], "lead_s": chunks["lead_s"],
-            "tail_s": chunks["tail_s"], "batching": batching,
+            "tail_s": chunks["tail_s"], "batching": request.get("batching", []), "in_flight": request.get("in_flight"),
             "host_s": max(0.0, m["wall_s"] - chunks["busy_s"]),
             "lanes": summary.lanes_run, "rows": summary.rows_written, "fits": int(len(fitted)),
             **(dict(describe(fitted)) if describe else {})}

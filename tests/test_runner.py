@@ -580,6 +580,20 @@ def test_an_accelerator_keeps_a_second_chunk_in_flight(tmp_path, monkeypatch):
     assert plan.chunk_bytes(plan.steps[0]) == 2 * plan1.chunk_bytes(plan1.steps[0])
     assert (history["in_flight"], history1["in_flight"], history["workers"]) == (2, 1, 1)
     assert_same_table(df, df1)
+    explicit = runner.plan_run(small_experiment(), out=tmp_path / "three", chunk=3, workers=3)
+    assert (explicit.workers, explicit.in_flight) == (3, 3)           # --workers N: N planned, N in flight
+
+
+def test_a_program_shares_the_accelerators_memory_with_the_chunks_in_flight(monkeypatch):
+    """program_memory_limit: half the device's memory, shared by the chunks in flight (their
+    buffers may be live together); no limit on the CPU. Batching.in_flight defaults to workers."""
+    from dpsim.experiment import batching as batching_module
+    assert batching_module.program_memory_limit(2) is None           # the CPU: lanes run in host memory
+    monkeypatch.setattr(batching_module.jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(batching_module, "memory_limit", lambda backend: (80e9, "the gpu device's memory"))
+    assert batching_module.program_memory_limit() == 40e9
+    assert batching_module.program_memory_limit(2) == 20e9 and batching_module.program_memory_limit(4) == 10e9
+    assert Batching("cpu", math.inf, 1, 3).in_flight == 3 and Batching("gpu", 1e9, 8, 1, in_flight=2).in_flight == 2
 
 
 def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypatch):
@@ -756,11 +770,46 @@ def test_a_program_too_big_for_the_device_runs_at_fewer_lanes(reference, tmp_pat
     from dpsim.experiment import program
     program.clear_cache()
     assert program.memory_needed(jax.jit(lambda x: x * 2).lower(jnp.ones(1000)).compile()) >= 8000
-    monkeypatch.setattr(program, "program_memory_limit", lambda: 1.0)
-    with pytest.warns(UserWarning, match=r"at micro-batch 4 needs .* it runs at micro-batch 1$"):
-        run_experiment(small_experiment(), out=tmp_path / "small", progress=False, micro_batch=4, chunk=4)
+    asked = []          # the chunks in flight each limit was asked for (they share the device's memory)
+    monkeypatch.setattr(program, "program_memory_limit", lambda in_flight=1: asked.append(in_flight) or 1.0)
+    with pytest.warns(UserWarning, match=r"at micro-batch 4 needs .* shared by 3 chunk\(s\) in flight\); "
+                                         r"it runs at micro-batch 1$"):
+        run_experiment(small_experiment(), out=tmp_path / "small", progress=False, micro_batch=4, chunk=4, workers=3)
     program.clear_cache()
+    assert asked and set(asked) == {3}
     assert_same_results(table(tmp_path / "small"), reference[1])
     recorded = store.read_manifest(tmp_path / "small")["history"][-1]["batching"]
     assert {step["micro"] for step in recorded} == {1}
     assert all("4 planned, fewer to fit the device's memory" in step["from"] for step in recorded)
+
+
+def test_folder_summaries_count_failures_and_replicates_per_point():
+    """study_summary and unconverged on an Arrow table made by hand: replicates per point
+    (distinct reps, by point id), every axis's sorted values, and per method with a solver
+    the failures, their reasons and where, the most first and equal counts in grid order
+    (a method without a solver, null ``converged``, is not counted)."""
+    import pyarrow as pa
+
+    class Two:
+        axes = ("n_items", "eps")
+
+        def derived_names(self, kind=None):
+            return ()
+
+    rows = [  # (n_items, eps, point, rep, method, converged, result)
+        (10, 1.0, 1, 0, "mle", True, 0), (10, 1.0, 1, 1, "mle", False, 1), (10, 1.0, 1, 1, "borda", None, None),
+        (10, 0.5, 2, 0, "mle", False, 2), (10, 0.5, 2, 0, "mle", False, 1), (20, 0.5, 3, 0, "mle", False, 1),
+        (20, 0.5, 3, 2, "mle", False, 1), (20, 1.0, 4, 0, "mle", True, 0), (20, 1.0, 4, 0, "borda", None, None)]
+    names = ("n_items", "eps", "point", "rep", "method", "converged", "result")
+    table = pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
+    study = runner.study_summary(table, Two())
+    assert study["axes"] == {"n_items": [10, 20], "eps": [0.5, 1.0]} and study["rows"] == 9
+    assert study["points"] == [{"n_items": 10, "eps": 1.0, "reps": 2}, {"n_items": 10, "eps": 0.5, "reps": 1},
+                               {"n_items": 20, "eps": 0.5, "reps": 2}, {"n_items": 20, "eps": 1.0, "reps": 1}]
+    assert study["grid_points"] == 4 and study["reps"] == {"min": 1, "max": 2}
+    (item,) = runner.unconverged(table, Two())
+    assert item == {"method": "mle", "failed": 5, "fits": 7, "reasons": "4 max steps, 1 non-finite",
+                    "where": "n_items=10, eps=0.5 (2); n_items=20, eps=0.5 (2); n_items=10, eps=1.0 (1)"}
+    assert runner.unconverged(table, Two(), limit=1)[0]["where"] == "n_items=10, eps=0.5 (2); and 2 more grid points"
+    assert runner.study_summary(None, Two()) == {"axes": {}, "points": [], "rows": 0}
+    assert runner.unconverged(None, Two()) == [] and runner.unconverged(table.drop_columns(["converged"]), Two()) == []

@@ -18,8 +18,9 @@ than one device (several GPUs, or host devices forced with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N``), each chunk's lanes are sharded
 across all of them (:func:`dpsim.experiment.program.compiled_chunk_fn`), a chunk holding a
 multiple of the device count (:func:`chunk_layout`); ``$DPSIM_DEVICES=1`` keeps to the first
-device. Sharding then replaces the chunk threads of the CPU: one chunk at a time, its
-devices computing in parallel (:func:`batching`).
+device. Sharding then replaces the chunk threads of the CPU (one chunk at a time, its
+devices computing in parallel; several accelerators keep their two chunks in flight,
+:func:`batching`).
 
 The rule here is the default; :mod:`dpsim.experiment.calibration` replaces a step's
 micro-batch by one measured on the device (cached per program and device) and reuses a chunk
@@ -83,7 +84,10 @@ ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 # in flight): 11.2 s of chunk calls in a 12.8 s warm run, 1.6 s of host work in which the
 # device was idle. A second chunk, dispatched while the first computes, runs as soon as the
 # first is done (the chunks of one step are the same as with one in flight: one worker plans
-# them, so the rows are the same to the last bit).
+# them, so the rows are the same to the last bit). While the driver writes chunk k, chunk k + 1
+# is in flight and chunk k + 2 is dispatched once the write returns
+# (:func:`~dpsim.experiment.threads.in_order`), so the device stays busy as long as a chunk's
+# device time exceeds its rows and write (on the H100: about 1.7 s against 0.3 s a chunk).
 ACCELERATOR_CHUNKS_IN_FLIGHT = 2
 # Size buckets of padded experiments (:func:`~dpsim.experiment.planning.size_buckets`): the cost model of one program.
 # CPU, measured on the 2-core CPU (cai Fig. 1, benchmarks/cai.py): its nine programs compiled
@@ -139,8 +143,13 @@ class Batching:
     small_micro: int = 1
     small_lane_bytes: float = 0.0
     small_min_work: float = math.inf
-    in_flight: int = 1
+    in_flight: int | None = None     # None: ``workers``
     override: bool = False      # the micro-batch was set (--micro-batch, $DPSIM_MICRO_BATCH): no rule, no calibration
+
+
+    def __post_init__(self):
+        if self.in_flight is None:
+            object.__setattr__(self, "in_flight", self.workers)
 
 
 def device_memory_bytes(device=None) -> float | None:
@@ -153,17 +162,17 @@ def device_memory_bytes(device=None) -> float | None:
     return stats.get("bytes_limit")
 
 
-def program_memory_limit() -> float | None:
+def program_memory_limit(in_flight: int = 1) -> float | None:
     """Bytes one compiled chunk program may need on JAX's default backend:
     :data:`PROGRAM_MEMORY_SHARE_ACCELERATOR` of an accelerator's per-process memory
-    (:func:`memory_limit`), shared by the :data:`ACCELERATOR_CHUNKS_IN_FLIGHT` chunks in
-    flight, or None (no limit) on CPU, where lanes run one at a time in the
+    (:func:`memory_limit`), shared by the ``in_flight`` chunks in flight at once (their
+    buffers may be live together; :attr:`Batching.in_flight`), or None (no limit) on CPU, where lanes run one at a time in the
     host's memory, or where the device does not say. (The plan's micro-batch bound,
     :func:`batching`, is the smaller share ``ACCELERATOR_MEMORY_SHARE`` of the same memory, or
     of ``memory`` where a caller gives one, against the lane's own estimate ``lane_bytes``.)"""
     backend = jax.default_backend()
     memory = None if backend == "cpu" else memory_limit(backend)[0]
-    return None if memory is None else PROGRAM_MEMORY_SHARE_ACCELERATOR * memory / ACCELERATOR_CHUNKS_IN_FLIGHT
+    return None if memory is None else PROGRAM_MEMORY_SHARE_ACCELERATOR * memory / max(1, in_flight)
 
 
 def host_memory_bytes() -> float | None:
@@ -217,11 +226,9 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
         raise UsageError(f"{PADDING_VARIABLE}={padding!r} must be 'auto' or 'off'")
     devices = device_count(backend)
     if backend == "cpu":
-        workers = default_workers() if devices == 1 else 1
-        policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, workers,
+        policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, default_workers() if devices == 1 else 1,
                           chunk_work=CHUNK_WORK, devices=devices, small_micro=SMALL_LANE_MICRO_CPU,
-                          small_lane_bytes=SMALL_LANE_BYTES_CPU, small_min_work=SMALL_LANE_MIN_WORK_CPU,
-                          in_flight=workers)
+                          small_lane_bytes=SMALL_LANE_BYTES_CPU, small_min_work=SMALL_LANE_MIN_WORK_CPU)
     else:
         memory = memory or (device_memory_bytes() if backend == jax.default_backend() else None) or 16 * 2**30
         policy = Batching(backend, ACCELERATOR_MEMORY_SHARE * memory, MAX_MICRO_BATCH_ACCELERATOR, 1,

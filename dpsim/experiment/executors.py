@@ -87,10 +87,12 @@ class Job:
 
 class ChunkComputer:
     """Computes the chunks of one run's grid: its compiled programs and its Arrow rows. The
-    same code runs in the driver's threads and in a Ray actor."""
+    same code runs in the driver's threads and in a Ray actor (which computes one chunk at a
+    time). ``in_flight``: the chunks this process has on its device at once, whose programs
+    share the device's memory (:func:`~dpsim.experiment.batching.program_memory_limit`)."""
 
-    def __init__(self, experiment: Experiment, grid: Grid, seed: int):
-        self.experiment, self.grid = experiment, grid
+    def __init__(self, experiment: Experiment, grid: Grid, seed: int, in_flight: int = 1):
+        self.experiment, self.grid, self.in_flight = experiment, grid, in_flight
         self.groups = analysis_groups(grid)
         self.a_words = id_words([experiment.point_id(a) for a in grid.analysis_points])
         self.seed = np.uint32(seed)
@@ -104,7 +106,7 @@ class ChunkComputer:
         shapes; compiling executes nothing), at ``micro`` lanes vmapped together (default
         the step's)."""
         return compiled_chunk_fn(self.experiment, step.shape, step.static_data, self.groups, micro or step.micro,
-                                 arguments, devices_here(step.devices))
+                                 arguments, devices_here(step.devices), self.in_flight)
 
     def rows(self, step: Step, program: ChunkProgram, chunk: Chunk, arguments: ChunkArguments,
              done: set) -> tuple[pa.Table, int]:
@@ -163,6 +165,11 @@ class Executor:
         """What the manifest records about the executor."""
         return {"name": self.name}
 
+    def in_flight(self, planned: int) -> int:
+        """Chunks sent and not yet returned at once, for the manifest (``planned``: the plan's
+        :attr:`~dpsim.experiment.planning.Plan.in_flight`, which the local executor keeps)."""
+        return planned
+
     def __enter__(self):
         return self
 
@@ -194,7 +201,7 @@ class LocalExecutor(Executor):
         self.job = job
         self.calibrations: dict = {}
         self.micros: dict = {}
-        self.computer = ChunkComputer(job.experiment, job.grid, job.seed)
+        self.computer = ChunkComputer(job.experiment, job.grid, job.seed, job.in_flight)
         self.compiler = DaemonPool(1, "dpsim-compile")
         self.pool = DaemonPool(job.in_flight, "dpsim-chunk")
         self.prepared = [self.compiler.submit(partial(self._prepare, step)) for step in job.steps]
@@ -510,3 +517,7 @@ class RayExecutor(Executor):
     def describe(self) -> dict:
         return {"name": self.name, "workers": self.count, "address": self.address,
                 "per_worker": dict(self.resources)}
+
+    def in_flight(self, planned: int) -> int:
+        """:data:`QUEUED_PER_WORKER` chunks per actor (each computes one at a time)."""
+        return QUEUED_PER_WORKER * self.count

@@ -40,8 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.errors import UsageError, warn
-from dpsim.experiment.batching import (ACCELERATOR_CHUNKS_IN_FLIGHT, PROGRAM_MEMORY_SHARE_ACCELERATOR,
-                                       program_memory_limit)
+from dpsim.experiment.batching import PROGRAM_MEMORY_SHARE_ACCELERATOR, program_memory_limit
 from dpsim.experiment.units import format_bytes
 from dpsim.experiment.grid import Context, Experiment, method_id, stable_id
 from dpsim.linalg import batched_lapack_calls
@@ -573,7 +572,8 @@ def compiler_options() -> dict | None:
 
 
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
-                      example_args: ChunkArguments, devices: int = 1, *, _nested: bool = False) -> ChunkProgram:
+                      example_args: ChunkArguments, devices: int = 1, in_flight: int = 1, *,
+                      _nested: bool = False) -> ChunkProgram:
     """Ahead-of-time compiled :func:`make_chunk_fn`, specialised on the string analysis values
     its code reads (:func:`_lowered`), cached in-process per (experiment's :func:`program_identity`,
     step, analysis groups, micro-batch, devices, argument shapes): a second run of one of the
@@ -585,7 +585,8 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     On CPU a program with a batched LAPACK call can deadlock (:mod:`dpsim.linalg`): it is
     compiled again with unbatched lanes (micro-batch 1, with a warning), and refused with a
     one-line error if a batched call remains. On an accelerator a program whose buffers exceed
-    :func:`~dpsim.experiment.batching.program_memory_limit` (:func:`memory_overrun`) is
+    :func:`~dpsim.experiment.batching.program_memory_limit` for ``in_flight`` chunks at once
+    (:func:`memory_overrun`; the limit is part of the cache key) is
     replaced by the program at fewer lanes (:func:`_fewer_lanes`, each one compiled through
     this cache), with one warning naming the sizes (``_nested``: no warning, for those calls).
 
@@ -598,8 +599,9 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     if devices > 1 and example_args.reps.shape[0] % (devices * micro):
         raise ValueError(f"a chunk of {example_args.reps.shape[0]} lanes does not split into micro-batches of {micro} "
                          f"on {devices} devices")
+    limit = program_memory_limit(in_flight)
     key = _static_key(experiment, shape, static_data, groups, micro, devices) + (_signature(example_args),
-                                                                                 repr(options))
+                                                                                 repr(options), limit)
     program = _recall(key)
     if program is None:
         lowered, program_groups = _lowered(experiment, shape, static_data, groups, micro, example_args, devices)
@@ -620,16 +622,16 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
             raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
                              f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
         program = ChunkProgram(compiled, program_groups, compiled_micro)
-        need, limit = memory_overrun(compiled)
+        need = memory_overrun(compiled, limit)
         if need is not None and compiled_micro > 1:      # fewer lanes, through this cache, until it fits
             program = compiled_chunk_fn(experiment, shape, static_data, groups,
                                         _fewer_lanes(compiled_micro, example_args.reps.shape[0], devices),
-                                        example_args, devices, _nested=True)
+                                        example_args, devices, in_flight, _nested=True)
         if need is not None and not _nested:
             warn(f"experiment {experiment.name!r} at {shape}: the chunk program at micro-batch {compiled_micro} "
                  f"needs {format_bytes(need)} of device memory, more than the {format_bytes(limit)} allowed "
-                 f"({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's, shared by {ACCELERATOR_CHUNKS_IN_FLIGHT} "
-                 f"chunks in flight); it runs at micro-batch {program.micro}")
+                 f"({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's, shared by {in_flight} "
+                 f"chunk(s) in flight); it runs at micro-batch {program.micro}")
         _remember(key, experiment, program)
     return program
 
@@ -657,13 +659,12 @@ def _fewer_lanes(micro: int, lanes: int, devices: int) -> int:
     return max(fewer, 1)
 
 
-def memory_overrun(compiled) -> tuple[int | None, float | None]:
-    """(bytes needed, bytes allowed) when ``compiled`` needs more than
-    :func:`~dpsim.experiment.batching.program_memory_limit` by :func:`memory_needed`, else
-    (None, None) (no limit: the CPU; or the backend does not say)."""
-    limit = program_memory_limit()
+def memory_overrun(compiled, limit: float | None) -> int | None:
+    """The bytes ``compiled`` needs (:func:`memory_needed`) when they exceed ``limit``
+    (:func:`~dpsim.experiment.batching.program_memory_limit`), else None (no limit: the CPU;
+    or the backend does not say)."""
     need = None if limit is None else memory_needed(compiled)
-    return (need, limit) if need is not None and need > limit else (None, None)
+    return need if need is not None and need > limit else None
 
 
 def clear_cache() -> None:

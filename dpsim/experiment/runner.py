@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
 from dpsim.errors import UsageError, note, warn
@@ -243,7 +245,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     reps = work.reps
     request = {"reps": reps, **({} if settings.reps_at is None else {"points": len(settings.reps_at)}),
                "overrides": {k: list(v) for k, v in (overrides or {}).items()},
-               "chunk": chunk, "workers": workers, "in_flight": work.in_flight, "devices": work.policy.devices,
+               "chunk": chunk, "workers": workers, "in_flight": executor.in_flight(work.in_flight), "devices": work.policy.devices,
                "executor": executor.describe(),
                "grid": grid.axes,
                "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -356,60 +358,63 @@ def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
 
 def folder_summaries(out: Path, experiment: Experiment) -> dict:
     """The manifest's ``study`` (:func:`study_summary`) and ``diagnostics`` (:func:`unconverged`)
-    of the study folder ``out``, from one read of the columns they use."""
+    of the study folder ``out``, from one read of the columns they use, in Arrow (pandas
+    spent 15 ms of a 60–77 ms warm cai n = 20 run here, and 0.12–0.45 s on 672 000 rows)."""
     columns = [*experiment.axes, *experiment.derived_names("shape"), "point", "rep", "method", "converged", "result"]
-    table = store.read_columns(out, list(dict.fromkeys(columns)))
+    table = store.read_arrow_columns(out, list(dict.fromkeys(columns)))
     return {"study": study_summary(table, experiment), "diagnostics": {"unconverged": unconverged(table, experiment)}}
 
 
-def study_summary(table, experiment: Experiment) -> dict:
-    """What a folder's table (its rows, at least the axis, ``point`` and ``rep`` columns)
-    holds: every axis's values, and the replicates of every grid point (``points``: [{axis
-    values…, "reps": R}]), so the manifest describes the data that figures, summaries and
-    checks will use, whatever the requests were."""
-    axes = [a for a in experiment.axes] + [n for n in experiment.derived_names("shape")]
-    if table.empty:
+def study_summary(table: pa.Table | None, experiment: Experiment) -> dict:
+    """What a folder's table (its rows, at least the axis, ``point`` and ``rep`` columns; None:
+    no rows) holds: every axis's values, and the replicates of every grid point (``points``:
+    [{axis values…, "reps": R}], by point id), so the manifest describes the data that
+    figures, summaries and checks will use, whatever the requests were."""
+    if table is None or table.num_rows == 0:
         return {"axes": {}, "points": [], "rows": 0}
-    per_point = table.groupby("point").agg({**{a: "first" for a in axes if a in table}, "rep": "nunique"})
-    points = [{**{a: _json_value(row[a]) for a in axes if a in per_point}, "reps": int(row["rep"])}
-              for _, row in per_point.iterrows()]
-    reps = per_point["rep"]
-    return {"axes": {a: sorted({_json_value(v) for v in table[a].unique()}, key=lambda v: (isinstance(v, str), v))
-                     for a in axes if a in table},
-            "grid_points": len(points), "reps": {"min": int(reps.min()), "max": int(reps.max())},
-            "rows": int(len(table)), "points": points}
+    axes = [a for a in [*experiment.axes, *experiment.derived_names("shape")] if a in table.column_names]
+    per_point = (table.group_by("point", use_threads=False)
+                 .aggregate([(a, "first") for a in axes] + [("rep", "count_distinct")]).sort_by("point"))
+    values = {a: per_point[f"{a}_first"].to_pylist() for a in axes}
+    reps = per_point["rep_count_distinct"].to_pylist()
+    points = [{**{a: values[a][i] for a in axes}, "reps": int(r)} for i, r in enumerate(reps)]
+    return {"axes": {a: sorted(set(pc.unique(table[a]).to_pylist()), key=lambda v: (isinstance(v, str), v))
+                     for a in axes},
+            "grid_points": len(points), "reps": {"min": int(min(reps)), "max": int(max(reps))},
+            "rows": int(table.num_rows), "points": points}
 
 
-def _json_value(value):
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        return float(value)
-    return value
-
-
-def unconverged(table, experiment: Experiment, limit: int = 3) -> list[dict]:
-    """Per method with a solver: how many fits of a folder's table did not converge, why
-    (``reasons``, from the ``result`` codes: "10 max steps, 2 non-finite"; "" for rows without
-    codes), and where in the grid (up to ``limit`` grid points with the most failures)."""
-    axes = [a for a in experiment.axes]
-    if "converged" not in table:
+def unconverged(table: pa.Table | None, experiment: Experiment, limit: int = 3) -> list[dict]:
+    """Per method with a solver: how many fits of a folder's table (None: no rows) did not
+    converge, why (``reasons``, from the ``result`` codes: "10 max steps, 2 non-finite"; ""
+    for rows without codes), and where in the grid (up to ``limit`` grid points with the most
+    failures; equal counts in grid order)."""
+    if table is None or "converged" not in table.column_names:
         return []
+    varying = [a for a in experiment.axes if a in table.column_names and _distinct(table[a]) > 1]
     found = []
-    for method, rows in table.groupby("method"):
-        known = rows[rows["converged"].notna()]
-        failed = known[known["converged"] == False]  # noqa: E712 (nullable boolean)
-        if failed.empty:
+    for method in sorted(set(pc.unique(table["method"]).to_pylist())):
+        rows = table.filter(pc.equal(table["method"], method))
+        known = rows.filter(pc.is_valid(rows["converged"]))
+        failed = known.filter(pc.invert(known["converged"]))
+        if failed.num_rows == 0:
             continue
-        varying = [a for a in axes if a in table and table[a].nunique() > 1]
         if varying:
-            counts = failed.groupby(varying).size().sort_values(ascending=False)
-            spots = [", ".join(f"{a}={_json_value(v)}" for a, v in zip(varying, key if isinstance(key, tuple) else (key,)))
-                     + f" ({n})" for key, n in counts.head(limit).items()]
-            where = "; ".join(spots) + (f"; and {len(counts) - limit} more grid points" if len(counts) > limit else "")
+            counts = (failed.group_by(varying, use_threads=False).aggregate([([], "count_all")])
+                      .sort_by([("count_all", "descending"), *((a, "ascending") for a in varying)]))
+            keys = [counts[a].to_pylist() for a in varying]
+            spots = [", ".join(f"{a}={key[i]}" for a, key in zip(varying, keys)) + f" ({n})"
+                     for i, n in enumerate(counts["count_all"].to_pylist()[:limit])]
+            where = "; ".join(spots) + (f"; and {counts.num_rows - limit} more grid points"
+                                        if counts.num_rows > limit else "")
         else:
             where = "at the only grid point"
-        why = reasons(failed["result"]) if "result" in failed else ""
-        found.append({"method": method, "failed": int(len(failed)), "fits": int(len(known)), "reasons": why,
-                      "where": where})
+        why = reasons(failed["result"].to_pylist()) if "result" in failed.column_names else ""
+        found.append({"method": method, "failed": int(failed.num_rows), "fits": int(known.num_rows),
+                      "reasons": why, "where": where})
     return found
+
+
+def _distinct(column: pa.ChunkedArray) -> int:
+    """Distinct non-null values of ``column`` (NaN counted once), as pandas' ``nunique``."""
+    return len(pc.unique(column.drop_null()))

@@ -354,8 +354,10 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
         nullable = name in method_columns or column.null_count
         if nullable and pa.types.is_boolean(column.type):
             frame[name] = _nullable(column, False, pd.arrays.BooleanArray, np.bool_)
-        elif nullable and pa.types.is_integer(column.type):
+        elif nullable and pa.types.is_integer(column.type) and column.type != pa.uint64():
             frame[name] = _nullable(column, 0, pd.arrays.IntegerArray, np.int64)
+        elif nullable and pa.types.is_integer(column.type):          # may not fit Int64: raises, never wraps
+            frame[name] = pd.array(column.to_pylist(), dtype="Int64")
     frame.attrs["method_columns"] = sorted(method_columns)
     frame.attrs["derived_columns"] = _marked(table, DERIVED_COLUMNS_KEY)
     return frame
@@ -390,15 +392,20 @@ def load_results(out: Path) -> pd.DataFrame:
     return _to_pandas(mark_columns(combined, methods, derived))
 
 
-def read_columns(out: Path, columns) -> pd.DataFrame:
-    """Only ``columns`` of every part (those a part lacks are left out), as one pandas table."""
+def read_arrow_columns(out: Path, columns) -> pa.Table | None:
+    """Only ``columns`` of every part (those a part lacks are left out), as one Arrow table;
+    None when the folder has no parts."""
     tables = []
     for f in part_files(out):
         names = pq.read_schema(f).names
         tables.append(pq.read_table(f, columns=[c for c in columns if c in names]).replace_schema_metadata(None))
-    if not tables:
-        return pd.DataFrame(columns=list(columns))
-    return _to_pandas(pa.concat_tables(tables, promote_options="default"))
+    return pa.concat_tables(tables, promote_options="default") if tables else None
+
+
+def read_columns(out: Path, columns) -> pd.DataFrame:
+    """Only ``columns`` of every part (those a part lacks are left out), as one pandas table."""
+    table = read_arrow_columns(out, columns)
+    return pd.DataFrame(columns=list(columns)) if table is None else _to_pandas(table)
 
 
 def completed(out: Path) -> set[tuple[int, int]]:
