@@ -206,19 +206,21 @@ class LocalExecutor(Executor):
         self.pool = DaemonPool(job.in_flight, "dpsim-chunk")
         self.prepared = [self.compiler.submit(partial(self._prepare, step)) for step in job.steps]
 
-    def _prepare(self, step: Step) -> ChunkProgram:
+    def _prepare(self, step: Step) -> tuple[ChunkProgram | dict, ChunkArguments]:
         """The compiled chunk program of one step, or {micro-batch: program} of a step to
-        calibrate (background thread: it compiles, it executes nothing)."""
+        calibrate, and the arguments of the step's first chunk, which it was compiled for and
+        which that chunk then uses (background thread: it compiles, it executes nothing)."""
         arguments = self.computer.arguments(step, step.chunks[0])
         if step.calibrate:
-            return {micro: self.computer.program(step, arguments, micro) for micro in step.calibrate}
-        return self.computer.program(step, arguments)
+            return {micro: self.computer.program(step, arguments, micro) for micro in step.calibrate}, arguments
+        return self.computer.program(step, arguments), arguments
 
     def chunks(self, index: int, step: Step) -> Iterator[tuple[pa.Table, int]]:
         job = self.job
         where = step_label(job.grid, step)
-        program = wait(self.prepared[index], job.patience, f"the compilation of {job.experiment.name} at {where} "
-                                                           f"(step {index + 1}/{len(job.steps)})")
+        program, first_arguments = wait(self.prepared[index], job.patience,
+                                        f"the compilation of {job.experiment.name} at {where} "
+                                        f"(step {index + 1}/{len(job.steps)})")
 
         first = 0
         if step.calibrate:                 # the first chunks, one per candidate, one at a time, timed
@@ -238,7 +240,8 @@ class LocalExecutor(Executor):
 
         def compute(number: int):
             chunk = step.chunks[number + first]
-            return self.computer.rows(step, program, chunk, self.computer.arguments(step, chunk), job.done)
+            arguments = first_arguments if number + first == 0 else self.computer.arguments(step, chunk)
+            return self.computer.rows(step, program, chunk, arguments, job.done)
 
         tasks = Tasks(len(step.chunks) - first, compute)
         yield from in_order(self.pool, tasks, job.in_flight, job.patience, f"a chunk of {job.experiment.name} at {where}")
