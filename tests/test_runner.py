@@ -813,3 +813,5 @@ def test_folder_summaries_count_failures_and_replicates_per_point():
     assert runner.unconverged(table, Two(), limit=1)[0]["where"] == "n_items=10, eps=0.5 (2); and 2 more grid points"
     assert runner.study_summary(None, Two()) == {"axes": {}, "points": [], "rows": 0}
     assert runner.unconverged(None, Two()) == [] and runner.unconverged(table.drop_columns(["converged"]), Two()) == []
+    one_eps = table.set_column(1, "eps", pa.array([1.0, math.nan, None] * 3))    # NaN and null: not a value
+    assert runner.unconverged(one_eps, Two())[0]["where"].startswith("n_items=10 (3); n_items=20 (2)")

@@ -416,5 +416,8 @@ def unconverged(table: pa.Table | None, experiment: Experiment, limit: int = 3) 
 
 
 def _distinct(column: pa.ChunkedArray) -> int:
-    """Distinct non-null values of ``column`` (NaN counted once), as pandas' ``nunique``."""
-    return len(pc.unique(column.drop_null()))
+    """Distinct values of ``column`` other than null and NaN, as pandas' ``nunique``."""
+    values = column.drop_null()
+    if pa.types.is_floating(values.type):
+        values = values.filter(pc.invert(pc.is_nan(values)))
+    return len(pc.unique(values))
