@@ -55,6 +55,7 @@ from benchmarks import harness  # first: sets the BLAS threads before NumPy load
 import jax
 
 from benchmarks import cai, chowdhury, nguyen, xu
+from dpsim.experiment.batching import device_memory_stats
 from dpsim.experiment.registry import installed
 
 # issue 25, on an H100: the Fig. 3 workload ≥ 30 000 fits/s warm; cai Figs 1–3 at paper size,
@@ -169,10 +170,15 @@ def section_c(bench: harness.Bench) -> dict:
     return {"runs": figs, "cold_total_s": total, "target_s": TARGETS["cai_figures_cold_total_s"], "verdict": verdict}
 
 
+def fig3_overrides(cfg: Config) -> dict | None:
+    """The grid overrides of sections X and M (None: the paper's grid)."""
+    return dict(cfg.fig3_overrides) or None
+
+
 def section_x(bench: harness.Bench) -> dict:
     cfg = bench.cfg
     reps = cfg.fig3_multiple * cai.FULL.reps if not bench.quick else cfg.fig3_multiple
-    overrides = dict(cfg.fig3_overrides) or None
+    overrides = fig3_overrides(cfg)
     run = harness.measure_engine(experiment("cai-fig3"), reps, warm_runs=1, overrides=overrides, **cai.ENGINE)
     one = harness.run_engine(experiment("cai-fig3"), reps, overrides=overrides, workers=1, **cai.ENGINE)
     warm = run["fits_per_s_excl_compile"]
@@ -204,8 +210,8 @@ def section_m(bench: harness.Bench) -> dict:
     reps = cfg.sweep_multiple * (cai.FULL.reps if not bench.quick else 1)
     rows = []
     for micro in cfg.sweep_micros:
-        run = harness.measure_engine(experiment("cai-fig3"), reps, warm_runs=1, overrides=dict(cfg.fig3_overrides)
-                                     or None, micro_batch=micro, **cai.ENGINE)
+        run = harness.measure_engine(experiment("cai-fig3"), reps, warm_runs=1, overrides=fig3_overrides(cfg),
+                                     micro_batch=micro, **cai.ENGINE)
         rows.append({"micro_batch": micro, "chunk": run["warm"]["batching"][0]["chunk"], "fits": run["warm"]["fits"],
                      "compile_s": run["cold"]["compile_s"], "warm_wall_s": run["warm"]["wall_s"],
                      "busy_s": run["warm"]["busy_s"], "fits_per_s_warm": run["fits_per_s_excl_compile"]})
@@ -222,10 +228,7 @@ def section_m(bench: harness.Bench) -> dict:
 def device_memory() -> dict | None:
     """The default device's memory statistics (bytes in use, peak, limit), None where it
     keeps none (CPU)."""
-    try:
-        stats = jax.devices()[0].memory_stats() or {}
-    except Exception:  # a backend without memory statistics
-        return None
+    stats = device_memory_stats()
     keys = ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")
     return {k: int(stats[k]) for k in keys if k in stats} or None
 

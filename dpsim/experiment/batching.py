@@ -146,20 +146,24 @@ class Batching:
     in_flight: int | None = None     # None: ``workers``
     override: bool = False      # the micro-batch was set (--micro-batch, $DPSIM_MICRO_BATCH): no rule, no calibration
 
-
     def __post_init__(self):
         if self.in_flight is None:
             object.__setattr__(self, "in_flight", self.workers)
 
 
-def device_memory_bytes(device=None) -> float | None:
-    """The memory an accelerator lets one process use (``bytes_limit``), or None if unknown."""
+def device_memory_stats(device=None) -> dict:
+    """A device's memory statistics (default: JAX's first device; ``bytes_limit``,
+    ``bytes_in_use``, ``peak_bytes_in_use``, …), {} where the backend keeps none (CPU)."""
     device = device or jax.devices()[0]
     try:
-        stats = device.memory_stats() or {}
+        return device.memory_stats() or {}
     except Exception:  # a backend without memory statistics
-        return None
-    return stats.get("bytes_limit")
+        return {}
+
+
+def device_memory_bytes(device=None) -> float | None:
+    """The memory an accelerator lets one process use (``bytes_limit``), or None if unknown."""
+    return device_memory_stats(device).get("bytes_limit")
 
 
 def program_memory_limit(in_flight: int = 1) -> float | None:

@@ -119,12 +119,11 @@ class ChunkComputer:
         """The chunk program's output for ``arguments``, copied to the host."""
         return jax.device_get(program.fn(arguments))
 
-    def timed_rows(self, step: Step, program: ChunkProgram, chunk: Chunk, done: set,
+    def timed_rows(self, step: Step, program: ChunkProgram, chunk: Chunk, arguments: ChunkArguments, done: set,
                    clock=time.perf_counter) -> tuple[pa.Table, int, float]:
         """:meth:`rows` of ``chunk``, and the seconds per lane its program took by ``clock`` (the
         call and the copy to the host, over the step's chunk size: padding lanes cost as much
         as any)."""
-        arguments = self.arguments(step, chunk)
         started = clock()
         output = self.output(program, arguments)
         seconds = (clock() - started) / step.size
@@ -222,13 +221,19 @@ class LocalExecutor(Executor):
                                         f"the compilation of {job.experiment.name} at {where} "
                                         f"(step {index + 1}/{len(job.steps)})")
 
+        def arguments_of(position: int) -> ChunkArguments:
+            """The arguments of the step's chunk at ``position`` (the first chunk's: those its
+            program was compiled with)."""
+            return first_arguments if position == 0 else self.computer.arguments(step, step.chunks[position])
+
         first = 0
         if step.calibrate:                 # the first chunks, one per candidate, one at a time, timed
             program = {candidate.micro: candidate for candidate in program.values()}
             timings = {}
             for first, micro in enumerate(program, 1):
-                timed = partial(self.computer.timed_rows, step, program[micro], step.chunks[first - 1], job.done,
-                                self.clock)
+                def timed(position=first - 1, candidate=program[micro]):
+                    return self.computer.timed_rows(step, candidate, step.chunks[position], arguments_of(position),
+                                                    job.done, self.clock)
                 table, lanes, timings[micro] = wait(self.pool.submit(timed), job.patience,
                                                     f"a calibration chunk of {job.experiment.name} at {where} "
                                                     f"(micro-batch {micro})")
@@ -239,9 +244,8 @@ class LocalExecutor(Executor):
         self.micros[index] = program.micro
 
         def compute(number: int):
-            chunk = step.chunks[number + first]
-            arguments = first_arguments if number + first == 0 else self.computer.arguments(step, chunk)
-            return self.computer.rows(step, program, chunk, arguments, job.done)
+            position = number + first
+            return self.computer.rows(step, program, step.chunks[position], arguments_of(position), job.done)
 
         tasks = Tasks(len(step.chunks) - first, compute)
         yield from in_order(self.pool, tasks, job.in_flight, job.patience, f"a chunk of {job.experiment.name} at {where}")

@@ -396,23 +396,26 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
 @dataclass
 class Plan:
     """What a run would compute: the expanded grid, the steps with their chunks, the
-    (point, rep) pairs already stored, the output directory, the workers (a step has at
-    least that many chunks) and the chunks in flight at once (``in_flight``, default
-    ``workers``: threads computing or queued on the device)."""
+    (point, rep) pairs already stored, the output directory and the batching policy it was
+    planned under (its ``workers`` and ``in_flight``)."""
 
     grid: Grid
     steps: list
     done: set
     out: Path
-    workers: int
     reps: int
     policy: Batching
     part: Part | None = None
-    in_flight: int | None = None
 
-    def __post_init__(self):
-        if self.in_flight is None:
-            self.in_flight = self.workers
+    @property
+    def workers(self) -> int:
+        """Chunks computed at the same time (a step has at least that many chunks)."""
+        return self.policy.workers
+
+    @property
+    def in_flight(self) -> int:
+        """Chunks computing or queued on the device at once (threads of the local executor)."""
+        return self.policy.in_flight
 
     @property
     def lanes(self) -> int:

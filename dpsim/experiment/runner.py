@@ -12,6 +12,7 @@ as one atomic Parquet part, by the main thread of the driver only.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -84,13 +85,11 @@ class _Request:
     seed: int
     reps: int
     chunk: int | None
-    workers: int
-    policy: Batching
+    policy: Batching        # its workers and chunks in flight are the request's (``workers`` given: both)
     overrides: Mapping[str, Sequence] | None
     code: dict
     part: tuple | None = None
     reps_at: Mapping[int, int] | None = None
-    in_flight: int = 1
 
 
 def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, overrides, chunk: int | None,
@@ -116,14 +115,15 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     code = fingerprint(experiment)
     store.check_code(out, code)
     policy = batching(micro_batch=micro_batch)
+    if workers is not None:             # that many chunks planned at least, and that many in flight
+        policy = dataclasses.replace(policy, workers=workers, in_flight=workers)
     if reps_at is not None:
         ids = {experiment.point_id({**shape, **data}) for shape in grid.shapes for data in grid.data_points}
         stray = next((pid for pid in reps_at if pid not in ids), None)
         if stray is not None:
             raise UsageError(f"reps_at names data point id {stray}, which is not in the grid of {experiment.name}")
         reps_at = dict(reps_at)
-    return _Request(grid, out, seed, reps, chunk, policy.workers if workers is None else workers, policy, overrides,
-                    code, part, reps_at, in_flight=policy.in_flight if workers is None else workers)
+    return _Request(grid, out, seed, reps, chunk, policy, overrides, code, part, reps_at)
 
 
 def _checked_reps_at(reps_at: Mapping[int, int | tuple[int, int]], part) -> int:
@@ -153,7 +153,7 @@ def _planned(request: _Request, calibrate: bool = True) -> Plan:
     it would run in (:func:`memory_limit`)."""
     done = store.completed(request.out)
     path = calibration.cache_path()
-    steps = plan_steps(request.grid, request.reps, done, request.chunk, request.workers, request.policy,
+    steps = plan_steps(request.grid, request.reps, done, request.chunk, request.policy.workers, request.policy,
                        request.part, request.reps_at, cache=None if path is None else calibration.load(path),
                        calibrate=calibrate)
     limit, what = memory_limit(request.policy.backend)
@@ -162,8 +162,7 @@ def _planned(request: _Request, calibrate: bool = True) -> Plan:
             raise UsageError(f"{request.grid.experiment.name} at {step_label(request.grid, step)}: one replicate "
                              f"lane needs about {format_bytes(step.lane_bytes)}, more than {what} "
                              f"({format_bytes(limit)}); choose smaller sizes")
-    return Plan(request.grid, steps, done, request.out, request.workers, request.reps, request.policy, request.part,
-                request.in_flight)
+    return Plan(request.grid, steps, done, request.out, request.reps, request.policy, request.part)
 
 
 def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
