@@ -783,6 +783,25 @@ def test_a_program_too_big_for_the_device_runs_at_fewer_lanes(reference, tmp_pat
     assert all("4 planned, fewer to fit the device's memory" in step["from"] for step in recorded)
 
 
+def test_a_run_with_other_chunks_in_flight_reuses_the_compiled_programs(tmp_path, monkeypatch):
+    """The memory limit depends on the chunks in flight, but it is checked on each call, not
+    part of the compiled program's cache key: a warm re-run with ``workers=1`` after the
+    default compiles nothing (it recompiled every program before)."""
+    from dpsim.experiment import program
+    program.clear_cache()
+    monkeypatch.setattr(program, "program_memory_limit", lambda in_flight=1: 1e15 / in_flight)
+    lowered = []
+    real = program._lowered
+    monkeypatch.setattr(program, "_lowered", lambda *a, **k: lowered.append(1) or real(*a, **k))
+    run_experiment(small_experiment(), out=tmp_path / "two", progress=False, chunk=4, workers=2)
+    compiled = len(lowered)
+    assert compiled > 0
+    run_experiment(small_experiment(), out=tmp_path / "one", progress=False, chunk=4, workers=1)
+    program.clear_cache()
+    assert len(lowered) == compiled
+    assert_same_results(table(tmp_path / "one"), table(tmp_path / "two"))
+
+
 def test_folder_summaries_count_failures_and_replicates_per_point():
     """study_summary and unconverged on an Arrow table made by hand: replicates per point
     (distinct reps, by point id), every axis's sorted values, and per method with a solver

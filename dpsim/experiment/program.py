@@ -574,65 +574,75 @@ def compiler_options() -> dict | None:
 def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
                       example_args: ChunkArguments, devices: int = 1, in_flight: int = 1, *,
                       _nested: bool = False) -> ChunkProgram:
-    """Ahead-of-time compiled :func:`make_chunk_fn`, specialised on the string analysis values
-    its code reads (:func:`_lowered`), cached in-process per (experiment's :func:`program_identity`,
-    step, analysis groups, micro-batch, devices, argument shapes): a second run of one of the
-    last two experiments compiles nothing (older programs are released, see ``_COMPILED``).
+    """Ahead-of-time compiled :func:`make_chunk_fn` (:func:`_compiled_program`, cached in
+    process), at ``micro`` lanes vmapped together or fewer, to fit the device's memory.
 
     ``example_args``: a :class:`ChunkArguments` of arrays or ``ShapeDtypeStruct`` s (compiling
     executes nothing). ``devices``: the lanes are sharded across the first ``devices``
     devices (:func:`jitted_chunk_fn`; the chunk's lanes a multiple of ``devices`` × ``micro``).
-    On CPU a program with a batched LAPACK call can deadlock (:mod:`dpsim.linalg`): it is
-    compiled again with unbatched lanes (micro-batch 1, with a warning), and refused with a
-    one-line error if a batched call remains. On an accelerator a program whose buffers exceed
+    On an accelerator a program whose buffers exceed
     :func:`~dpsim.experiment.batching.program_memory_limit` for ``in_flight`` chunks at once
-    (:func:`memory_overrun`; the limit is part of the cache key) is
-    replaced by the program at fewer lanes (:func:`_fewer_lanes`, each one compiled through
-    this cache), with one warning naming the sizes (``_nested``: no warning, for those calls).
+    (:func:`memory_overrun`) is replaced by the program at fewer lanes (:func:`_fewer_lanes`,
+    each one compiled through the cache), with one warning naming the sizes (``_nested``: no
+    warning, for those calls). The limit is checked on every call, not cached: a run with
+    other chunks in flight reuses the compiled programs (each one's need is its own).
 
     Returns:
         :class:`ChunkProgram`: the program, the analysis groups it computes (``groups``, or
         fewer, merged) and the micro-batch it was compiled at.
     """
     example_args = spec(example_args)
-    options = compiler_options()
     if devices > 1 and example_args.reps.shape[0] % (devices * micro):
         raise ValueError(f"a chunk of {example_args.reps.shape[0]} lanes does not split into micro-batches of {micro} "
                          f"on {devices} devices")
+    program = _compiled_program(experiment, shape, static_data, groups, micro, example_args, devices)
     limit = program_memory_limit(in_flight)
+    need = memory_overrun(program.fn, limit)
+    if need is not None and program.micro > 1:      # fewer lanes, through the cache, until it fits
+        fits = compiled_chunk_fn(experiment, shape, static_data, groups,
+                                 _fewer_lanes(program.micro, example_args.reps.shape[0], devices),
+                                 example_args, devices, in_flight, _nested=True)
+    else:
+        fits = program
+    if need is not None and not _nested:
+        warn(f"experiment {experiment.name!r} at {shape}: the chunk program at micro-batch {program.micro} "
+             f"needs {format_bytes(need)} of device memory, more than the {format_bytes(limit)} allowed "
+             f"({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's, shared by {in_flight} "
+             f"chunk(s) in flight); it runs at micro-batch {fits.micro}")
+    return fits
+
+
+def _compiled_program(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
+                      example_args: ChunkArguments, devices: int) -> ChunkProgram:
+    """:func:`make_chunk_fn` compiled ahead of time, specialised on the string analysis values
+    its code reads (:func:`_lowered`), cached in-process per (experiment's
+    :func:`program_identity`, step, analysis groups, micro-batch, devices, argument shapes,
+    compiler options): a second run of one of the last two experiments compiles nothing
+    (older programs are released, see ``_COMPILED``). On CPU a program with a batched LAPACK
+    call can deadlock (:mod:`dpsim.linalg`): it is compiled again with unbatched lanes
+    (micro-batch 1, with a warning), and refused with a one-line error if a batched call
+    remains."""
+    options = compiler_options()
     key = _static_key(experiment, shape, static_data, groups, micro, devices) + (_signature(example_args),
-                                                                                 repr(options), limit)
+                                                                                 repr(options))
     program = _recall(key)
-    if program is None:
-        lowered, program_groups = _lowered(experiment, shape, static_data, groups, micro, example_args, devices)
-
-        def compile_at(lanes: int):
-            return _lower(experiment, shape, static_data, program_groups, lanes, example_args,
+    if program is not None:
+        return program
+    lowered, program_groups = _lowered(experiment, shape, static_data, groups, micro, example_args, devices)
+    compiled, compiled_micro = lowered.compile(compiler_options=options), micro
+    problem = _lapack_problem(compiled)
+    if problem and micro > 1:
+        warn(f"experiment {experiment.name!r} calls LAPACK on a batch of lanes ({'; '.join(problem)}); "
+             f"batched LAPACK deadlocks XLA:CPU, so its lanes run one at a time (slower): "
+             f"use dpsim.linalg (e.g. dpsim.linalg.solve) to keep them batched")
+        compiled = _lower(experiment, shape, static_data, program_groups, 1, example_args,
                           devices=devices).compile(compiler_options=options)
-
-        compiled, compiled_micro = lowered.compile(compiler_options=options), micro
-        problem = _lapack_problem(compiled)
-        if problem and micro > 1:
-            warn(f"experiment {experiment.name!r} calls LAPACK on a batch of lanes ({'; '.join(problem)}); "
-                 f"batched LAPACK deadlocks XLA:CPU, so its lanes run one at a time (slower): "
-                 f"use dpsim.linalg (e.g. dpsim.linalg.solve) to keep them batched")
-            compiled, compiled_micro = compile_at(1), 1
-            problem = _lapack_problem(compiled)
-        if problem:
-            raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
-                             f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
-        program = ChunkProgram(compiled, program_groups, compiled_micro)
-        need = memory_overrun(compiled, limit)
-        if need is not None and compiled_micro > 1:      # fewer lanes, through this cache, until it fits
-            program = compiled_chunk_fn(experiment, shape, static_data, groups,
-                                        _fewer_lanes(compiled_micro, example_args.reps.shape[0], devices),
-                                        example_args, devices, in_flight, _nested=True)
-        if need is not None and not _nested:
-            warn(f"experiment {experiment.name!r} at {shape}: the chunk program at micro-batch {compiled_micro} "
-                 f"needs {format_bytes(need)} of device memory, more than the {format_bytes(limit)} allowed "
-                 f"({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's, shared by {in_flight} "
-                 f"chunk(s) in flight); it runs at micro-batch {program.micro}")
-        _remember(key, experiment, program)
+        compiled_micro, problem = 1, _lapack_problem(compiled)
+    if problem:
+        raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
+                         f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
+    program = ChunkProgram(compiled, program_groups, compiled_micro)
+    _remember(key, experiment, program)
     return program
 
 
