@@ -39,6 +39,11 @@ B. The Figure 1 workload in the authors' (``paper``) mode: m ∈ {25, 50, 100, 2
       their power iterations run as one batched iteration; timed in full (every shape, R
       trials), not extrapolated.
    A fit is one estimate (method, ε, trial); all three do the same 12 × 5 fits per trial.
+P. Where the engine's Fig. 1 time goes: at the largest shape (m = 200, n = 1000; paper mode,
+   R trials), the engine run with all five methods and then with each method alone (the
+   experiment with that one method; the responses, counts and non-private fits are drawn in
+   every run), warm: seconds, compute seconds (chunk calls, summed over the threads) and the
+   mean power iterations of its fits.
 
 The NumPy baselines run with one OpenBLAS thread (:mod:`benchmarks`). ``--quick`` shrinks
 everything (10⁵ dpsim draws, fewer baseline draws, Fig. 1 at m = 25 only with 4 trials); its
@@ -46,6 +51,7 @@ ratios are not representative. The load average is recorded: the machine may be 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -80,12 +86,13 @@ class Config:
     fig1_users: tuple
     fig1_reps: int            # B: trials per grid point (engine); baselines time one per shape
     warm_runs: int
+    profile_shape: tuple = (200, 1000)   # P: (m, n)
 
 
 FULL = Config(dpsim_draws=1_000_000, opendp_draws=100_000, port_draws=20_000, sigmas=(1.0, 10.0, 1000.0, 1e5),
               fig1_items=(25, 50, 100, 200), fig1_users=(200, 1000), fig1_reps=20, warm_runs=2)
 QUICK = Config(dpsim_draws=100_000, opendp_draws=10_000, port_draws=2_000, sigmas=(10.0, 1000.0),
-               fig1_items=(25,), fig1_users=(200,), fig1_reps=4, warm_runs=1)
+               fig1_items=(25,), fig1_users=(200,), fig1_reps=4, warm_runs=1, profile_shape=(25, 200))
 
 
 # ----------------------------------------------------------------------------- the authors' samplers (port)
@@ -486,9 +493,47 @@ def time_vectorised(cfg: Config) -> dict:
             "fits_per_s": harness.ratio(total_fits, total_s)}
 
 
+# ----------------------------------------------------------------------------- P. where the time goes
+
+def mean_iterations(table) -> dict:
+    """The mean power iterations of a results table's fits (0 for exact solves)."""
+    return {"iterations_mean": float(table["iterations"].mean())}
+
+
+def only_method(fig1, method: str):
+    """nguyen-fig1 with the one method ``method`` (its own name, so its programs are its own)."""
+    return dataclasses.replace(fig1, name=f"{fig1.name}-{method}-only", methods={method: fig1.methods[method]})
+
+
+def section_p(bench: harness.Bench) -> dict:
+    cfg = bench.cfg
+    fig1 = installed().experiments["nguyen-fig1"]
+    m, n = cfg.profile_shape
+    overrides = {"n_items": [m], "n_users": [n], "mode": ["paper"]}
+    rows = []
+    for method in ("all", *fig1.methods):
+        experiment = fig1 if method == "all" else only_method(fig1, method)
+        run = harness.measure_engine(experiment, cfg.fig1_reps, warm_runs=1, overrides=overrides,
+                                     describe=mean_iterations)
+        warm = run["warm"]
+        rows.append({"method": method, "fits": warm["fits"], "warm_wall_s": warm["wall_s"],
+                     "compute_s": warm["compute_s"], "compile_s": run["cold"]["compile_s"],
+                     "iterations_mean": warm["iterations_mean"]})
+    alone = sum(r["compute_s"] for r in rows[1:])
+    harness.print_table(harness.format_table(
+        f"P. where the engine's Fig. 1 time goes: m = {m}, n = {n}, paper mode, R = {cfg.fig1_reps}, warm; "
+        "each method alone (the data and non-private fits drawn in every run)",
+        ("method", "fits", "wall s", "compute s", "share of the methods alone", "compile s", "mean iterations"),
+        [[r["method"], r["fits"], r["warm_wall_s"], r["compute_s"],
+          None if r["method"] == "all" else r["compute_s"] / alone, r["compile_s"], r["iterations_mean"]]
+         for r in rows], (None, "{}", "{:.3f}", "{:.3f}", "{:.0%}", "{:.1f}", "{:.0f}")))
+    return {"n_items": m, "n_users": n, "reps": cfg.fig1_reps, "rows": rows}
+
+
 SECTIONS = (
     harness.Section("A", "sampler throughput: dpsim vs OpenDP vs the authors' sampler", section_a),
     harness.Section("B", "Fig. 1 workload: engine vs the authors' pipeline vs vectorised NumPy", section_b),
+    harness.Section("P", "where the engine's Fig. 1 time goes, method by method", section_p),
 )
 
 

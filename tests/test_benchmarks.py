@@ -349,6 +349,24 @@ def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, 
         assert doc["results"]["C"]["verdict"] == doc["results"]["X"]["verdict"] == "n.a."
 
 
+def test_nguyen_profile_runs_each_method_alone(bench_module, tmp_path, monkeypatch):
+    """``python -m benchmarks.nguyen --quick --sections P``: the Fig. 1 engine run with all
+    methods, then with each alone, whose fits add up to the whole run's; the sparse chain's
+    power iteration (the authors' lazy chain, most of its fits at the 1000 cap) iterates
+    more than the dense one's."""
+    nguyen = bench_module("nguyen")
+    monkeypatch.setattr(nguyen.harness, "RESULTS_DIR", tmp_path)
+    doc = nguyen.main(["--quick", "--sections", "P"])
+    rows = doc["results"]["P"]["rows"]
+    fig1 = nguyen.installed().experiments["nguyen-fig1"]
+    assert [r["method"] for r in rows] == ["all", *fig1.methods]
+    assert rows[0]["fits"] == nguyen.QUICK.fig1_reps * len(nguyen.EPS) * len(fig1.methods)
+    assert sum(r["fits"] for r in rows[1:]) == rows[0]["fits"]
+    assert all(r["compute_s"] > 0 for r in rows)
+    by = {r["method"]: r for r in rows}
+    assert by["gaussian_sparse"]["iterations_mean"] > 3 * by["gaussian"]["iterations_mean"]
+
+
 def test_covered_seconds_is_the_union_of_the_calls(bench_module):
     """The busy time of chunk calls that overlap (two in flight): their union, not their sum."""
     harness = bench_module("harness")
