@@ -29,9 +29,11 @@ from dpsim.mechanisms.count_noise import (
     CLIP_MODES,
     MECHANISMS,
     NOISE_MODES,
+    count_noise,
     gaussian_count_sigma,
     laplace_count_scale,
-    privatise_counts,
+    noise_mean_square,
+    noised_counts,
     queried_pairs,
 )
 from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS
@@ -72,7 +74,8 @@ def private_spectral_estimate(key, Y, *, mechanism: str = "gaussian", rho=None, 
     Returns:
         :class:`Fit`: theta β̂ (n_items,) centred; converged/iterations from the power modes;
         info: ``connected`` (chain irreducible), ``noise_scale`` (σ or t),
-        ``sampler_failures``, ``queried_pairs``, and for the sparse chain
+        ``sampler_failures``, ``noise_mean_square`` (of the noise drawn, every ordered pair:
+        :func:`~dpsim.mechanisms.count_noise.noise_mean_square`), ``queried_pairs``, and for the sparse chain
         ``graph_connected`` and ``graph_rejections``.
     """
     require_choice("mechanism", mechanism, MECHANISMS)
@@ -99,9 +102,10 @@ def private_spectral_estimate(key, Y, *, mechanism: str = "gaussian", rho=None, 
         scale = gaussian_count_sigma(rho, graph, accounting)
     else:
         scale = laplace_count_scale(eps, graph, accounting)
-    noisy, failures = privatise_counts(k_noise, Y, graph, scale, mechanism, clip, noise, max_rounds)
+    z, failed = count_noise(k_noise, n, scale, mechanism, max_rounds)
+    noisy, failures = noised_counts(Y, z, failed, graph, clip, noise)
     fit = spectral_estimate(noisy, lam, solver)
-    info.update(noise_scale=scale, sampler_failures=failures,
+    info.update(noise_scale=scale, sampler_failures=failures, noise_mean_square=noise_mean_square(z),
                 queried_pairs=queried_pairs(graph))
     return fit._replace(info={**fit.info, **info})
 

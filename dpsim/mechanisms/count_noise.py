@@ -48,7 +48,7 @@ NOISE_MODES = ("all", "nonzero")
 
 __all__ = ["ACCOUNTING_MODES", "MECHANISMS", "CLIP_MODES", "NOISE_MODES",
            "queried_pairs", "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale",
-           "privatise_counts", "max_cut_complete"]
+           "count_noise", "noise_mean_square", "noised_counts", "privatise_counts", "max_cut_complete"]
 
 
 def max_cut_complete(n_items: int) -> int:
@@ -101,9 +101,59 @@ def laplace_count_scale(eps, graph, accounting: str = "tight_joint") -> jax.Arra
     return delta1 / jnp.asarray(eps, jnp.float64)
 
 
+def count_noise(key, n_items: int, scale, mechanism: str = "gaussian", max_rounds: int = DEFAULT_MAX_ROUNDS):
+    """The noise Z of nguyen Eq. (4), one draw per ordered pair (spec §4.7 step 1).
+
+    Args:
+        key: PRNG key.
+        n_items: m; Z is (m, m) (the diagonal and the pairs off the graph are drawn and not used).
+        scale: σ (``"gaussian"``, N_ℤ(0, σ²)) or t (``"laplace"``, Lap_ℤ(t)), traceable.
+        mechanism: ``"gaussian"`` or ``"laplace"``; max_rounds: the discrete Gaussian sampler's cap.
+    Returns:
+        (Z (m, m) integers as float64, failed (m, m) bool: discrete-Gaussian draws that hit the
+        sampler's round cap, expected none; all False for ``"laplace"``).
+    """
+    require_choice("mechanism", mechanism, MECHANISMS)
+    shape = (n_items, n_items)
+    if mechanism == "gaussian":
+        return discrete_gaussian_with_flag(key, scale, shape, max_rounds)
+    return discrete_laplace(key, scale, shape), jnp.zeros(shape, bool)
+
+
+def noise_mean_square(z) -> jax.Array:
+    """mean of Z_ij² over the m(m − 1) ordered pairs i ≠ j. Every pair's noise is i.i.d. and
+    independent of the data, so its expectation is the sampler's variance at the mechanism's
+    scale, whichever pairs the mode noises: what pins a release's calibration (nguyen's level
+    checks). ``z``: (m, m)."""
+    n = z.shape[0]
+    off = ~jnp.eye(n, dtype=bool)
+    return jnp.sum(jnp.where(off, z * z, 0.0)) / (n * (n - 1))
+
+
+def noised_counts(Y, z, failed, graph, clip: str = "one", noise: str = "all"):
+    """Ỹ = clip(Y + Z) on the queried pairs (spec §4.7 step 2; module docstring).
+
+    Args:
+        Y: (m, m) differential counts; z, failed: :func:`count_noise`'s draw; graph: (m, m)
+            bool queried pairs (symmetric); clip, noise: the modes (module docstring).
+    Returns:
+        (Ỹ (m, m) float64, sampler_failures int: failed draws on noised pairs).
+    """
+    require_choice("clip", clip, CLIP_MODES)
+    require_choice("noise", noise, NOISE_MODES)
+    Y = jnp.asarray(Y, jnp.float64)
+    n = Y.shape[0]
+    queried = jnp.asarray(graph, bool) & ~jnp.eye(n, dtype=bool)
+    noised = queried if noise == "all" else queried & (Y != 0)
+    floor = 1.0 if clip == "one" else 0.0
+    out = jnp.where(noised, jnp.maximum(floor, Y + z), jnp.where(queried, Y, 0.0))
+    return out, jnp.sum(failed & noised)
+
+
 def privatise_counts(key, Y, graph, scale, mechanism: str = "gaussian", clip: str = "one",
                      noise: str = "all", max_rounds: int = DEFAULT_MAX_ROUNDS):
-    """The noised counts Ỹ of nguyen Eq. (4) as coded (spec §4.7 steps 1–2).
+    """The noised counts Ỹ of nguyen Eq. (4) as coded (spec §4.7 steps 1–2):
+    :func:`noised_counts` of :func:`count_noise`'s draw with ``key``.
 
     Args:
         key: PRNG key.
@@ -117,17 +167,7 @@ def privatise_counts(key, Y, graph, scale, mechanism: str = "gaussian", clip: st
         (Ỹ (n_items, n_items) float64, sampler_failures int: discrete-Gaussian draws that hit
         the sampler's round cap, expected 0).
     """
-    require_choice("mechanism", mechanism, MECHANISMS)
     require_choice("clip", clip, CLIP_MODES)
     require_choice("noise", noise, NOISE_MODES)
-    Y = jnp.asarray(Y, jnp.float64)
-    n = Y.shape[0]
-    if mechanism == "gaussian":
-        z, failed = discrete_gaussian_with_flag(key, scale, (n, n), max_rounds)
-    else:
-        z, failed = discrete_laplace(key, scale, (n, n)), jnp.zeros((n, n), bool)
-    queried = jnp.asarray(graph, bool) & ~jnp.eye(n, dtype=bool)
-    noised = queried if noise == "all" else queried & (Y != 0)
-    floor = 1.0 if clip == "one" else 0.0
-    out = jnp.where(noised, jnp.maximum(floor, Y + z), jnp.where(queried, Y, 0.0))
-    return out, jnp.sum(failed & noised)
+    z, failed = count_noise(key, jnp.shape(Y)[0], scale, mechanism, max_rounds)
+    return noised_counts(Y, z, failed, graph, clip, noise)

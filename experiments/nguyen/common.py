@@ -55,8 +55,8 @@ from dpsim.errors import UsageError
 from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spectral_estimate
 from dpsim.estimators.spectral import exact_solve_result, spectral_estimate
 from dpsim.experiment import Derived, Method, axes
-from dpsim.mechanisms.count_noise import ACCOUNTING_MODES
-from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS, discrete_gaussian_with_flag, discrete_laplace
+from dpsim.mechanisms.count_noise import ACCOUNTING_MODES, count_noise, noise_mean_square  # noqa: F401 (re-exported)
+from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS
 from dpsim.mechanisms.shuffle import randomize_responses, shuffle_rr_epsilon
 from dpsim.mechanisms.sparsify import sparsification_p0
 from dpsim.mechanisms.zcdp import CONVERSIONS, zcdp_rho
@@ -277,23 +277,14 @@ Scorer = Callable[..., dict]
 def released_noise(key, n_items: int, mechanism: str, scale) -> jax.Array:
     """The noise Z (n_items, n_items) that :func:`private_spectral_estimate` adds to the counts
     with ``key`` at ``scale`` (σ or t, its ``info["noise_scale"]``): the same key path (the
-    second half of ``jax.random.split(key)``) and the same sampler, so these are the very draws
-    it released on the queried pairs (tests/test_nguyen_levels.py rebuilds the estimate from
-    them). Redrawn here only to report the calibration metric ``noise_ms``; no draw changes."""
+    second half of ``jax.random.split(key)``) and the same sampler
+    (:func:`~dpsim.mechanisms.count_noise.count_noise`), so these are the very draws it
+    released on the queried pairs (tests/test_nguyen_levels.py rebuilds the estimate from
+    them, and checks the estimate's ``info["noise_mean_square"]``, which the ``noise_ms``
+    metric reports, against them). Drawing it again costs as much as the release: the
+    methods do not."""
     _, k_noise = jax.random.split(key)
-    if mechanism == "gaussian":
-        z, _ = discrete_gaussian_with_flag(k_noise, scale, (n_items, n_items), DEFAULT_MAX_ROUNDS)
-        return z
-    return discrete_laplace(k_noise, scale, (n_items, n_items))
-
-
-def noise_mean_square(z) -> jax.Array:
-    """mean of Z_ij² over the m(m − 1) ordered pairs i ≠ j (every pair's noise is i.i.d. and
-    independent of the data, so its expectation is the sampler's variance at the mechanism's
-    scale, whichever pairs the mode noises)."""
-    n = z.shape[0]
-    off = ~jnp.eye(n, dtype=bool)
-    return jnp.sum(jnp.where(off, z * z, 0.0)) / (n * (n - 1))
+    return count_noise(k_noise, n_items, scale, mechanism, DEFAULT_MAX_ROUNDS)[0]
 
 
 def rr_signal(released, x, observed) -> jax.Array:
@@ -317,8 +308,8 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
         score: ``(ctx, beta_hat, settings, private: bool) -> {metric: scalar}``.
         reference: ``ctx -> {solver: non-private fit dict}`` (from ``generate`` or ``truth``).
         calibration: also report what pins each mechanism's calibration (the level checks of
-            :mod:`.levels`): ``noise_ms`` (the noise chains: mean square of the noise drawn,
-            :func:`released_noise`) and ``rr_signal`` (RR: :func:`rr_signal` of the released
+            :mod:`.levels`): ``noise_ms`` (the noise chains: :func:`noise_mean_square` of the
+            noise drawn, the estimate's ``info["noise_mean_square"]``) and ``rr_signal`` (RR: :func:`rr_signal` of the released
             responses). Off by default: adding them changes no draw.
     """
     def settings(ctx):
@@ -343,10 +334,7 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
                 kwargs.update(p0=a["p0_value"], connect=s.connect)
             fit = private_spectral_estimate(key, ctx.sample["Y"], mechanism=mechanism, **kwargs)
             keys = SPARSE_DIAG if sparse else GAUSSIAN_DIAG if mechanism == "gaussian" else LAPLACE_DIAG
-            extra = {}
-            if calibration:
-                z = released_noise(key, ctx.sample["Y"].shape[0], mechanism, fit.info["noise_scale"])
-                extra["noise_ms"] = noise_mean_square(z)
+            extra = {"noise_ms": fit.info["noise_mean_square"]} if calibration else {}
             return {**score(ctx, fit.theta, s, True), **extra,
                     **_private_diag(fit, s.private_solver, [k for k in keys if k not in NONPRIVATE_DIAG])}
         return fn
