@@ -187,7 +187,7 @@ FIG3 = movielens_experiment(
                # one panel per (mode, m) run: the paper's two panels (small and large m) in
                # the first row, the same study in strict mode below it
                panels=(Panel("l2", None, PANEL_Y, each=("mode", "n_items")),), columns=2,
-               curve_labels=LABELS, symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen Fig. 3: MovieLens (n = 610)"),
+               curve_labels=LABELS, symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen Fig. 3: MovieLens"),
     "nguyen §5.2, Fig. 3; spec §6.3 (pipeline, stand-in), A13, A14", calibration=True)
 
 P0_VALUES = [PROPOSED, "0.2", "0.3", "0.4", "0.5"]

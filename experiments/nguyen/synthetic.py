@@ -84,7 +84,7 @@ FIG1 = Experiment(
     figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
                       panels=_panels(), curve_labels=LABELS, symbols=SYMBOLS,
                       value_labels=SYNTHETIC_VALUE_LABELS,
-                      title="nguyen Fig. 1: synthetic data ((a) n = 200, (b) n = 1000)"),
+                      title="nguyen Fig. 1: synthetic data, one panel per (m, n)"),
     description="nguyen §5.1, Fig. 1; spec §6.1 (grid from the authors' script), §7.1–7.6 (modes)")
 
 EXPERIMENTS = [FIG1]
