@@ -82,10 +82,15 @@ def test_differential_counts_are_exact_in_both_precisions(monkeypatch):
     x, obs = rng.random((4, 1500, 30)) < 0.5, rng.random((4, 1500, 30)) < 0.9
     right, wrong = (x & obs).astype(np.int64), (~x & obs).astype(np.int64)
     want = np.einsum("rli,rlj->rij", right, wrong) * (1 - np.eye(30, dtype=np.int64))
+    def product_dtypes():
+        jaxpr = jax.make_jaxpr(jax.vmap(spectral.differential_counts))(x, obs).jaxpr
+        return {str(v.aval.dtype) for e in jaxpr.eqns if e.primitive.name == "dot_general" for v in e.invars}
+
     fast = jax.jit(jax.vmap(spectral.differential_counts))(x, obs)
-    assert fast.dtype == jnp.float64
+    assert fast.dtype == jnp.float64 and product_dtypes() == {"float32"}      # users (axis 0) ≤ 2²⁴
     np.testing.assert_array_equal(np.asarray(fast), want)
     monkeypatch.setattr(spectral, "EXACT_FLOAT32_COUNT", 1000)       # 1500 users: the float64 path
+    assert product_dtypes() == {"float64"}
     np.testing.assert_array_equal(np.asarray(jax.vmap(spectral.differential_counts)(x, obs)), want)
 
 

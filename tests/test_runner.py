@@ -802,6 +802,33 @@ def test_a_run_with_other_chunks_in_flight_reuses_the_compiled_programs(tmp_path
     assert_same_results(table(tmp_path / "one"), table(tmp_path / "two"))
 
 
+def test_a_program_that_fits_one_chunk_in_flight_is_cut_for_more(reference, tmp_path, monkeypatch):
+    """A program compiled (and cached) under the limit of one chunk in flight is checked again
+    when a run has three in flight, whose limit it exceeds: released, run at fewer lanes, with
+    one warning; a second such run goes straight to fewer lanes without a warning, and a run
+    with one chunk in flight again gets the full micro-batch. Results are the same in all."""
+    import warnings
+    from dpsim.experiment import program
+    program.clear_cache()
+    monkeypatch.setattr(program, "program_memory_limit", lambda in_flight=1: 1e15 if in_flight == 1 else 1.0)
+
+    def run(name, workers):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run_experiment(small_experiment(), out=tmp_path / name, progress=False, micro_batch=4, chunk=4,
+                           workers=workers)
+        assert_same_results(table(tmp_path / name), reference[1])
+        micros = {step["micro"] for step in store.read_manifest(tmp_path / name)["history"][-1]["batching"]}
+        return micros, [str(w.message) for w in caught if "of device memory" in str(w.message)]
+
+    assert run("one", 1) == ({4}, [])
+    micros, warned = run("three", 3)
+    assert micros == {1} and warned and all("shared by 3 chunk(s) in flight" in w for w in warned)
+    assert run("three-again", 3) == ({1}, [])
+    assert run("one-again", 1) == ({4}, [])
+    program.clear_cache()
+
+
 def test_folder_summaries_count_failures_and_replicates_per_point():
     """study_summary and unconverged on an Arrow table made by hand: replicates per point
     (distinct reps, by point id), every axis's sorted values, and per method with a solver

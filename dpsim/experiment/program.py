@@ -413,6 +413,10 @@ def traced_shape_values(experiment: Experiment, shape: Mapping) -> dict:
 # experiments of `dpsim verify`. So only the programs of the most recent experiments are kept
 # (a re-run of one of them compiles nothing), and never more than MAX_COMPILED programs.
 _COMPILED: OrderedDict = OrderedDict()
+# program key → bytes its program needs, for the programs released because they did not fit
+# a memory limit (compiled_chunk_fn): a later call under that limit or a smaller one goes
+# straight to fewer lanes.
+_TOO_BIG: dict = {}
 KEEP_EXPERIMENTS = 2
 MAX_COMPILED = 128
 
@@ -582,10 +586,13 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     devices (:func:`jitted_chunk_fn`; the chunk's lanes a multiple of ``devices`` × ``micro``).
     On an accelerator a program whose buffers exceed
     :func:`~dpsim.experiment.batching.program_memory_limit` for ``in_flight`` chunks at once
-    (:func:`memory_overrun`) is replaced by the program at fewer lanes (:func:`_fewer_lanes`,
-    each one compiled through the cache), with one warning naming the sizes (``_nested``: no
-    warning, for those calls). The limit is checked on every call, not cached: a run with
-    other chunks in flight reuses the compiled programs (each one's need is its own).
+    (:func:`memory_overrun`) is released and replaced by the program at fewer lanes
+    (:func:`_fewer_lanes`, each one compiled through the cache), with one warning naming the
+    sizes (``_nested``: no warning, for those calls). The limit is checked on every call and
+    is not part of the cache key: a run with other chunks in flight reuses the compiled
+    programs that fit its limit, goes straight to fewer lanes where a program was found too
+    big for it before (``_TOO_BIG``, without a second warning), and compiles a released
+    program again where its limit is larger.
 
     Returns:
         :class:`ChunkProgram`: the program, the analysis groups it computes (``groups``, or
@@ -595,16 +602,27 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     if devices > 1 and example_args.reps.shape[0] % (devices * micro):
         raise ValueError(f"a chunk of {example_args.reps.shape[0]} lanes does not split into micro-batches of {micro} "
                          f"on {devices} devices")
-    program = _compiled_program(experiment, shape, static_data, groups, micro, example_args, devices)
+    key = _program_key(experiment, shape, static_data, groups, micro, example_args, devices)
     limit = program_memory_limit(in_flight)
-    need = memory_overrun(program.fn, limit)
-    if need is not None and program.micro > 1:      # fewer lanes, through the cache, until it fits
-        fits = compiled_chunk_fn(experiment, shape, static_data, groups,
-                                 _fewer_lanes(program.micro, example_args.reps.shape[0], devices),
+
+    def fewer_lanes(than: int) -> ChunkProgram:
+        return compiled_chunk_fn(experiment, shape, static_data, groups,
+                                 _fewer_lanes(than, example_args.reps.shape[0], devices),
                                  example_args, devices, in_flight, _nested=True)
-    else:
-        fits = program
-    if need is not None and not _nested:
+
+    known = _TOO_BIG.get(key)
+    if known is not None and limit is not None and known > limit:    # found too big before
+        return fewer_lanes(micro)
+    program = _compiled_program(key, experiment, shape, static_data, groups, micro, example_args, devices)
+    need = memory_overrun(program.fn, limit)
+    if need is None:
+        return program
+    fits = program
+    if program.micro > 1:
+        _TOO_BIG[key] = need
+        _COMPILED.pop(key, None)          # release the program that does not fit
+        fits = fewer_lanes(program.micro)
+    if not _nested:
         warn(f"experiment {experiment.name!r} at {shape}: the chunk program at micro-batch {program.micro} "
              f"needs {format_bytes(need)} of device memory, more than the {format_bytes(limit)} allowed "
              f"({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's, shared by {in_flight} "
@@ -612,22 +630,27 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     return fits
 
 
-def _compiled_program(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
+def _program_key(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
+                 example_args: ChunkArguments, devices: int) -> tuple:
+    """The in-process cache key of a chunk program (:func:`_compiled_program`)."""
+    return _static_key(experiment, shape, static_data, groups, micro, devices) + (_signature(example_args),
+                                                                                  repr(compiler_options()))
+
+
+def _compiled_program(key: tuple, experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
                       example_args: ChunkArguments, devices: int) -> ChunkProgram:
     """:func:`make_chunk_fn` compiled ahead of time, specialised on the string analysis values
-    its code reads (:func:`_lowered`), cached in-process per (experiment's
-    :func:`program_identity`, step, analysis groups, micro-batch, devices, argument shapes,
-    compiler options): a second run of one of the last two experiments compiles nothing
-    (older programs are released, see ``_COMPILED``). On CPU a program with a batched LAPACK
-    call can deadlock (:mod:`dpsim.linalg`): it is compiled again with unbatched lanes
-    (micro-batch 1, with a warning), and refused with a one-line error if a batched call
-    remains."""
-    options = compiler_options()
-    key = _static_key(experiment, shape, static_data, groups, micro, devices) + (_signature(example_args),
-                                                                                 repr(options))
+    its code reads (:func:`_lowered`), cached in-process under ``key`` (:func:`_program_key`:
+    the experiment's :func:`program_identity`, step, analysis groups, micro-batch, devices,
+    argument shapes, compiler options): a second run of one of the last two experiments
+    compiles nothing (older programs are released, see ``_COMPILED``). On CPU a program with
+    a batched LAPACK call can deadlock (:mod:`dpsim.linalg`): it is compiled again with
+    unbatched lanes (micro-batch 1, with a warning), and refused with a one-line error if a
+    batched call remains."""
     program = _recall(key)
     if program is not None:
         return program
+    options = compiler_options()
     lowered, program_groups = _lowered(experiment, shape, static_data, groups, micro, example_args, devices)
     compiled, compiled_micro = lowered.compile(compiler_options=options), micro
     problem = _lapack_problem(compiled)
@@ -680,4 +703,5 @@ def memory_overrun(compiled, limit: float | None) -> int | None:
 def clear_cache() -> None:
     """Forget every compiled program of this process (tests; the persistent XLA cache stays)."""
     _COMPILED.clear()
+    _TOO_BIG.clear()
     _IDENTITIES.clear()
