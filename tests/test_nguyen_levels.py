@@ -21,13 +21,13 @@ import pytest
 import dpsim  # noqa: F401
 from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spectral_estimate
 from dpsim.estimators.spectral import differential_counts, spectral_estimate
-from dpsim.mechanisms.count_noise import gaussian_count_sigma
+from dpsim.mechanisms.count_noise import count_noise, gaussian_count_sigma, noise_mean_square
 from dpsim.mechanisms.discrete import discrete_gaussian_variance
 from dpsim.mechanisms.shuffle import randomize_responses, shuffle_rr_epsilon
 from dpsim.mechanisms.sparsify import dense_item_graph
 from dpsim.mechanisms.zcdp import zcdp_rho
 from dpsim.experiments.nguyen import CHECKS, EXPERIMENTS, MUTANTS, levels
-from dpsim.experiments.nguyen.common import REAL, noise_mean_square, released_noise, resolve, rr_signal
+from dpsim.experiments.nguyen.common import REAL, resolve, rr_signal
 from dpsim.experiments.nguyen.real import FIG2, load
 
 DELTA = 1e-4
@@ -135,6 +135,15 @@ def _counts(m=5, n=300, seed=0):
     x = rng.random((n, m)) < 0.5
     observed = np.ones((n, m), bool)
     return jnp.asarray(x), jnp.asarray(observed), differential_counts(jnp.asarray(x), jnp.asarray(observed))
+
+
+def released_noise(key, n_items: int, mechanism: str, scale) -> jax.Array:
+    """The noise Z (n_items, n_items) that :func:`private_spectral_estimate` adds to the counts
+    with ``key`` at ``scale`` (its ``info["noise_scale"]``), drawn again: the same key path
+    (the second half of ``jax.random.split(key)``) and the same sampler, so these are the very
+    draws it released on the queried pairs."""
+    _, k_noise = jax.random.split(key)
+    return count_noise(k_noise, n_items, scale, mechanism)[0]
 
 
 @functools.partial(jax.jit, static_argnames="mechanism")

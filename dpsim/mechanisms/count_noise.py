@@ -167,7 +167,5 @@ def privatise_counts(key, Y, graph, scale, mechanism: str = "gaussian", clip: st
         (Ỹ (n_items, n_items) float64, sampler_failures int: discrete-Gaussian draws that hit
         the sampler's round cap, expected 0).
     """
-    require_choice("clip", clip, CLIP_MODES)
-    require_choice("noise", noise, NOISE_MODES)
     z, failed = count_noise(key, jnp.shape(Y)[0], scale, mechanism, max_rounds)
     return noised_counts(Y, z, failed, graph, clip, noise)

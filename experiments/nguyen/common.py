@@ -55,8 +55,7 @@ from dpsim.errors import UsageError
 from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spectral_estimate
 from dpsim.estimators.spectral import exact_solve_result, spectral_estimate
 from dpsim.experiment import Derived, Method, axes
-from dpsim.mechanisms.count_noise import ACCOUNTING_MODES, count_noise, noise_mean_square  # noqa: F401 (re-exported)
-from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS
+from dpsim.mechanisms.count_noise import ACCOUNTING_MODES
 from dpsim.mechanisms.shuffle import randomize_responses, shuffle_rr_epsilon
 from dpsim.mechanisms.sparsify import sparsification_p0
 from dpsim.mechanisms.zcdp import CONVERSIONS, zcdp_rho
@@ -274,19 +273,6 @@ def _private_diag(fit, solver: str, keys) -> dict:
 Scorer = Callable[..., dict]
 
 
-def released_noise(key, n_items: int, mechanism: str, scale) -> jax.Array:
-    """The noise Z (n_items, n_items) that :func:`private_spectral_estimate` adds to the counts
-    with ``key`` at ``scale`` (σ or t, its ``info["noise_scale"]``): the same key path (the
-    second half of ``jax.random.split(key)``) and the same sampler
-    (:func:`~dpsim.mechanisms.count_noise.count_noise`), so these are the very draws it
-    released on the queried pairs (tests/test_nguyen_levels.py rebuilds the estimate from
-    them, and checks the estimate's ``info["noise_mean_square"]``, which the ``noise_ms``
-    metric reports, against them). Drawing it again costs as much as the release: the
-    methods do not."""
-    _, k_noise = jax.random.split(key)
-    return count_noise(k_noise, n_items, scale, mechanism, DEFAULT_MAX_ROUNDS)[0]
-
-
 def rr_signal(released, x, observed) -> jax.Array:
     """1 − 2·(share of the observed responses that randomized response flipped): its
     expectation is tanh(ε′/2) for a per-response budget ε′ (keep probability e^{ε′}/(1 + e^{ε′}))."""
@@ -308,8 +294,9 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
         score: ``(ctx, beta_hat, settings, private: bool) -> {metric: scalar}``.
         reference: ``ctx -> {solver: non-private fit dict}`` (from ``generate`` or ``truth``).
         calibration: also report what pins each mechanism's calibration (the level checks of
-            :mod:`.levels`): ``noise_ms`` (the noise chains: :func:`noise_mean_square` of the
-            noise drawn, the estimate's ``info["noise_mean_square"]``) and ``rr_signal`` (RR: :func:`rr_signal` of the released
+            :mod:`.levels`): ``noise_ms`` (the noise chains: the mean square of the noise
+            drawn, the estimate's ``info["noise_mean_square"]``,
+            :func:`~dpsim.mechanisms.count_noise.noise_mean_square`) and ``rr_signal`` (RR: :func:`rr_signal` of the released
             responses). Off by default: adding them changes no draw.
     """
     def settings(ctx):
