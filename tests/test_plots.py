@@ -306,6 +306,25 @@ def test_the_panels_start_under_the_subtitle_and_a_spare_slot_holds_the_legend()
     assert len(spare) == 1 and spare[0].get_legend() is not None and not fig.legends
 
 
+def test_a_long_title_is_broken_into_lines_that_fit_a_one_panel_figure():
+    """A split one-panel figure with a long title (nguyen Fig. 2 at one data set: its title
+    ran past both edges) breaks it between words: every line inside the figure, the subtitle
+    under the title's last line, and the panel under the subtitle."""
+    spec = dataclasses.replace(SPEC, title="nguyen Fig. 2: education data sets, a figure name long enough to wrap")
+    for drawn in draw_figures(table(link=("logistic", "probit")), spec):
+        fig = drawn.figure
+        renderer = fig.canvas.get_renderer()
+        title = fig._suptitle
+        box = title.get_window_extent(renderer)
+        assert "\n" in title.get_text() and "[" in title.get_text()
+        assert 0 <= box.x0 and box.x1 <= fig.get_figwidth() * fig.dpi
+        subtitle = next(t for t in fig.texts if t.get_text().startswith("$n$"))
+        under = subtitle.get_window_extent(renderer)
+        assert under.y1 <= box.y0 + 1                                 # the subtitle under the title
+        panel_top = max(ax.get_window_extent(renderer).y1 for ax in fig.axes if ax.has_data())
+        assert panel_top <= under.y0
+
+
 # ---------------------------------------------------------------------------------------
 # dpsim plot --where, --metric, --logy / --no-logy
 # ---------------------------------------------------------------------------------------

@@ -51,6 +51,8 @@ MARGINS = 0.85                # less this in all (the outer margins the rows sha
 TITLE_BAND = (0.45, 0.7)      # inches above the panels: title only, title and subtitle
 LEGEND_BAND = 0.75            # inches below the panels for the legend and the footer
 FOOTER_BAND = 0.3             # inches below the panels for the footer alone (legend in a spare slot)
+TITLE_SIZE = 12               # points
+TITLE_LINE = 0.22             # inches more above the panels per further line of the title
 SUBTITLE_SIZE = 9             # points
 SUBTITLE_LINE = 0.17          # inches more above the panels per further line of the subtitle
 LEGEND_ROW = 0.25             # inches more below the panels per further row of the legend
@@ -684,20 +686,41 @@ def _subtitle(fig: plt.Figure, parts: list[str]) -> str:
     Returns:
         The text, lines separated by newlines.
     """
+    return _fitted_lines(fig, parts, SUBTITLE_SIZE, ", ", ",")
+
+
+def _title(fig: plt.Figure, spec: FigureSpec, split: dict) -> str:
+    """The title: the paper's figure name and the split values, broken into lines (between
+    words) so that no line is wider than the figure (a one-panel figure cut a long split
+    title at both edges)."""
+    title = spec.title + ("  [" + ", ".join(phrase(spec, a, v) for a, v in split.items()) + "]" if split else "")
+    return _fitted_lines(fig, title.split(" "), TITLE_SIZE, " ", "")
+
+
+def _fitted_lines(fig: plt.Figure, parts: list[str], fontsize: float, separator: str, line_end: str) -> str:
+    """``parts`` joined by ``separator``, a new line begun (the last one ended by
+    ``line_end``) where the next part would make a line wider than the figure; "" for none.
+
+    Args:
+        fig: the figure (its width and renderer measure the text).
+        parts: the phrases or words; fontsize: the text's size in points.
+    Returns:
+        The text, lines separated by newlines.
+    """
     renderer = fig.canvas.get_renderer()
     limit = 0.96 * fig.get_figwidth() * fig.dpi
 
     def width(text):
-        probe = fig.text(0, 0, text, fontsize=SUBTITLE_SIZE)
+        probe = fig.text(0, 0, text, fontsize=fontsize)
         extent = probe.get_window_extent(renderer).width
         probe.remove()
         return extent
 
     lines = [""]
     for part in parts:
-        joined = f"{lines[-1]}, {part}" if lines[-1] else part
+        joined = f"{lines[-1]}{separator}{part}" if lines[-1] else part
         if lines[-1] and width(joined) > limit:
-            lines[-1] += ","
+            lines[-1] += line_end
             lines.append(part)
         else:
             lines[-1] = joined
@@ -757,14 +780,15 @@ def _legend(fig: plt.Figure, axes: np.ndarray, n_panels: int, handles: dict, nco
                bbox_to_anchor=(0.5, FOOTER_BAND / fig.get_figheight()))
 
 
-def _titles(fig: plt.Figure, spec: FigureSpec, split: dict, subtitle: str) -> None:
-    """Write the title (the paper's figure name, and the split values) and the subtitle
-    (:func:`_subtitle`; "" for none) in the band left above the panels."""
+def _titles(fig: plt.Figure, title: str, subtitle: str) -> None:
+    """Write the title (:func:`_title`) and the subtitle (:func:`_subtitle`; "" for none) in
+    the band left above the panels, the subtitle under the title's last line."""
     height = fig.get_figheight()
-    title = spec.title + ("  [" + ", ".join(phrase(spec, a, v) for a, v in split.items()) + "]" if split else "")
-    fig.suptitle(title, fontsize=12, y=1 - 0.12 / height, va="top")
+    fig.suptitle(title, fontsize=TITLE_SIZE, y=1 - 0.12 / height, va="top")
     if subtitle:
-        fig.text(0.5, 1 - 0.42 / height, subtitle, ha="center", va="top", fontsize=SUBTITLE_SIZE, color="0.3")
+        below_title = 0.42 + TITLE_LINE * title.count("\n")
+        fig.text(0.5, 1 - below_title / height, subtitle, ha="center", va="top", fontsize=SUBTITLE_SIZE,
+                 color="0.3")
 
 
 def _footer(fig: plt.Figure, drawn: _Panelled) -> None:
@@ -800,13 +824,14 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
     ncol = _legend_columns(fig, handles)
     below = FOOTER_BAND if rows_n * cols > len(panels) else \
         LEGEND_BAND + LEGEND_ROW * (math.ceil(len(handles) / ncol) - 1)
-    subtitle = _subtitle(fig, _constant_axes(table, spec, split))
-    top = TITLE_BAND[1] + SUBTITLE_LINE * subtitle.count("\n") if subtitle else TITLE_BAND[0]
+    title, subtitle = _title(fig, spec, split), _subtitle(fig, _constant_axes(table, spec, split))
+    top = (TITLE_BAND[1] + SUBTITLE_LINE * subtitle.count("\n") if subtitle else TITLE_BAND[0]) \
+        + TITLE_LINE * title.count("\n")
     height = PANEL_SIZE[1] * rows_n - MARGINS + top + below
     fig.set_figheight(height)
     fig.tight_layout(rect=(0, below / height, 1, 1 - top / height))
     _legend(fig, axes, len(panels), handles, ncol)
-    _titles(fig, spec, split, subtitle)
+    _titles(fig, title, subtitle)
     _footer(fig, drawn)
     return Drawn(fig, pd.DataFrame(drawn.points), split)
 
