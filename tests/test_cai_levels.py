@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 import dpsim  # noqa: F401  (float64)
 from dpsim.estimators import perturbed_mle_edge, perturbed_mle_individual
@@ -82,6 +82,17 @@ def test_perturbation_metrics_recover_the_noise_exactly(gamma):
     assert float(noise_msq) == pytest.approx(float(jnp.mean(w ** 2)), rel=1e-8)
     n = W.shape[0]
     assert float(m["op_theta_mean_sq"]) == pytest.approx(n * float(jnp.mean(w)) ** 2 / gamma ** 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("spread", [1.0, 60.0, 1200.0])
+def test_expected_wins_match_scipy_expit_over_a_wide_score_range(spread):
+    """Σ_j (W_ij + W_ji) σ(θ_i − θ_j) against SciPy's ``expit``, pair by pair in NumPy, for
+    scores spread over up to 1200 (the b = exp(θ − midpoint) form stays finite there)."""
+    W = np.asarray(_user_counts(30))
+    theta = np.linspace(-spread / 2, spread / 2, 30)[np.random.default_rng(1).permutation(30)]
+    want = ((W + W.T) * special.expit(theta[:, None] - theta[None, :])).sum(axis=1)
+    got = np.asarray(jax.jit(levels.expected_wins)(jnp.asarray(W), jnp.asarray(theta)))
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
 
 
 def test_perturbation_metrics_ignore_padding():

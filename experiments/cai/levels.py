@@ -110,6 +110,23 @@ def region(se: float, widths: float = 6.0) -> tuple[float, float]:
 # ---------------------------------------------------------------------------------------
 # Metrics (added to the methods; they read the method's output and its data, no draw)
 # ---------------------------------------------------------------------------------------
+def expected_wins(W, theta):
+    """Σ_j M_ij σ(θ_i − θ_j), M = W + Wᵀ (spec §5.0): the wins item i is expected to have, given
+    the comparisons W and scores θ; (n,) for (n, n) W and (n,) θ.
+
+    With b = exp(θ − c), c the midpoint of θ's range, σ(θ_i − θ_j) = b_i/(b_i + b_j), so the sum
+    is b_i Σ_j (W_ij + W_ji) Q_ij with Q_ij = 1/(b_i + b_j) symmetric: the row and the column
+    sums of W∘Q, one division per pair and no transpose of W. Writing σ through ``sigmoid``
+    (one exponential per pair) and M = W + Wᵀ took 2.2× as long at n = 300 (214 against
+    91 µs). Exact up to rounding while θ's range is under ≈ 1400 (b then neither overflows
+    nor underflows to 0 for both items of a pair).
+    """
+    b = jnp.exp(theta - 0.5 * (jnp.max(theta) + jnp.min(theta)))
+    weighted = W / (b[:, None] + b[None, :])
+    ones = jnp.ones_like(b)
+    return b * (weighted @ ones + ones @ weighted)
+
+
 def perturbation_metrics(W, theta, n_items=None) -> dict:
     """Per-fit moments of r = −∇𝓛(θ̃; W) = W·1 − Σ_j M_ij σ(θ̃_i − θ̃_j) (spec §5.0; M = W + Wᵀ)
     and of the *uncentred* θ̃ (module docstring). Padding items (θ̃ = 0, W = 0 there) add 0 to
@@ -119,8 +136,7 @@ def perturbation_metrics(W, theta, n_items=None) -> dict:
     mean θ̃², ``op_theta_mean_sq`` = n·mean(θ̃)².
     """
     n = jnp.asarray(W.shape[0] if n_items is None else n_items, jnp.float64)
-    M = W + W.T
-    r = W.sum(axis=1) - jnp.sum(M * jax.nn.sigmoid(theta[:, None] - theta[None, :]), axis=1)
+    r = W.sum(axis=1) - expected_wins(W, theta)
     mean_theta = jnp.sum(theta) / n
     return {"op_grad_msq": jnp.sum(r * r) / n, "op_grad_theta": jnp.sum(r * theta) / n,
             "op_theta_msq": jnp.sum(theta * theta) / n, "op_theta_mean_sq": n * mean_theta ** 2}
