@@ -11,7 +11,7 @@ import pytest
 
 from dpsim import metrics
 from dpsim.estimators import top_k_mask
-from dpsim.estimators.topk import tie_broken_ranks
+from dpsim.estimators.topk import order_key, tie_broken_ranks
 
 
 def test_estimation_errors_exact():
@@ -113,6 +113,39 @@ def test_tie_broken_ranks_match_numpy_lexsort(n):
             jitter = np.round(jitter * 4) / 4                      # exact jitter ties too
         got = np.asarray(jax.jit(tie_broken_ranks)(jnp.asarray(scores), jnp.asarray(jitter)))
         np.testing.assert_array_equal(got, _numpy_ranks(scores, jitter))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_order_key_orders_floats_as_numpy_sorts_them(dtype):
+    """Integer keys in the order of NumPy's sort: ±0 equal, ±inf at the ends, NaN (either
+    sign) after +inf, neighbours one ulp apart kept apart. (Subnormals are left out: XLA:CPU
+    compares them as 0, as its float sort does.)"""
+    tiny = np.finfo(dtype).smallest_normal
+    x = np.array([0.0, -0.0, 1.0, np.nextafter(dtype(1), dtype(2)), -1.0, np.inf, -np.inf, np.nan, -np.nan,
+                  tiny, -tiny, np.finfo(dtype).max, -np.finfo(dtype).max, 3.5, -2.25], dtype=dtype)
+    x = np.concatenate([x, np.random.default_rng(0).normal(size=200).astype(dtype)])
+    keys = np.asarray(jax.jit(order_key)(jnp.asarray(x)))
+    assert keys.dtype == {np.float32: np.int32, np.float64: np.int64}[dtype]
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(order, np.argsort(np.where(x == 0, 0.0, x), kind="stable"))
+    assert keys[0] == keys[1] and keys[7] == keys[8]                      # 0 = −0, NaN = −NaN
+
+
+@pytest.mark.parametrize("n_real", [1, 5, 37])
+def test_tie_broken_ranks_put_padding_after_every_real_item(n_real):
+    """With padding, the real items' ranks are the unpadded call's, NaN scores included, and
+    the padding follows in (jitter, index) order whatever its scores."""
+    rng = np.random.default_rng(n_real)
+    n = 40
+    for trial in range(10):
+        scores = np.round(rng.normal(size=n) * 2)
+        scores[rng.random(n) < 0.2] = np.nan
+        jitter = np.round(rng.random(n) * 8) / 8                      # exact jitter ties
+        real = np.arange(n) < n_real
+        got = np.asarray(jax.jit(tie_broken_ranks)(jnp.asarray(scores), jnp.asarray(jitter), jnp.asarray(real)))
+        np.testing.assert_array_equal(got[:n_real], _numpy_ranks(scores[:n_real], jitter[:n_real]))
+        padding = np.lexsort((np.arange(n - n_real), jitter[n_real:]))
+        np.testing.assert_array_equal(got[n_real:][padding], np.arange(n_real, n))
 
 
 def test_top_k_mask_holds_k_items_when_its_scores_are_computed_in_the_same_program():

