@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.stats as st
 from scipy import integrate
+from scipy.special import expit
 
 from dpsim.models import (
     LOGISTIC,
@@ -113,6 +114,24 @@ def _sampler(link):
 def _sample_batch(theta, p, R, link=LOGISTIC, seed=0):
     keys = jax.random.split(jax.random.key(seed), R)
     return np.asarray(_sampler(link)(keys, jnp.asarray(theta), p))
+
+
+@pytest.mark.parametrize("n, p, n_items", [(7, 0.6, None), (40, 1.0, None), (40, 0.3, 23), (64, 0.5, 64)])
+def test_er_draw_is_the_pair_uniform_construction_from_jax_bits(n, p, n_items):
+    """W is built, in NumPy, from ``jax.random.bits(key, (m, m))`` of the m real items (the
+    documented stream: one uniform per pair i < j on the 2^-32 grid; i wins when U < p·F,
+    j when p·F ≤ U < p), with F = SciPy's logistic CDF: entry for entry, the padding 0."""
+    m = n if n_items is None else n_items
+    key = jax.random.key(100 + n)
+    theta = np.asarray(theta_cai_design(jax.random.key(3), n))
+    u = np.asarray(jax.random.bits(key, (m, m), jnp.uint32)).astype(np.float64) * 2.0 ** -32
+    threshold = p * expit(theta[:m, None] - theta[None, :m])
+    upper = np.triu(np.ones((m, m), bool), 1)
+    want = np.zeros((n, n))
+    want[:m, :m] = (upper & (u < threshold)) + (upper & (threshold <= u) & (u < p)).T
+    got = jax.jit(sample_er_comparisons, static_argnums=3)(key, jnp.asarray(theta), p, LOGISTIC,
+                                                           None if n_items is None else jnp.int64(n_items))
+    np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def test_er_structure():
