@@ -617,11 +617,12 @@ def engine_stages(n: int, c0: float = C0) -> dict:
     replicates (vmapped), built from the experiment's own functions as its lane calls them:
 
     - ``data``: θ* (:func:`edge.truth`, once per call, as once per chunk in the runner) and
-      W of every replicate (:func:`edge.generate`); (design key, keys (R,), data) → (truth, W (R, n, n));
+      the sample of every replicate (:func:`edge.generate`: W and M = W + Wᵀ, (R, n, n) each);
+      (design key, keys (R,), data) → (truth, sample);
     - ``mechanism``: Algorithm 1's calibration and Laplace vector
       (:func:`~dpsim.estimators.btl_mle.objective_perturbation_edge`, with the noise half of
       the method key as ``mle_fn`` splits it); (keys, data, analysis) → (γ (R,), w (R, n));
-    - ``fit``: :func:`~dpsim.estimators.btl_mle.penalised_mle` (W, γ, w) → Fit of R;
+    - ``fit``: :func:`~dpsim.estimators.btl_mle.penalised_mle` (sample, γ, w) → Fit of R;
     - ``metrics``: the rest of ``edge.mle_fn`` (centring, top-k with random tie-break,
       errors, perturbation moments, diagnostics), by :func:`edge.make_mle_fn` given the fit;
     - ``counts``: Algorithm 2 whole (``edge.counts_fn``: noise, top-k, its metrics);
@@ -631,8 +632,8 @@ def engine_stages(n: int, c0: float = C0) -> dict:
     Returns {name: (jitted function, argument names)} (see :func:`profile_engine_stages`)."""
     shape = q_shape(n)
 
-    def ctx(truth, W, data, analysis):
-        return Context(shape, truth, W, data, analysis)
+    def ctx(truth, sample, data, analysis):
+        return Context(shape, truth, sample, data, analysis)
 
     def data_stage(design_key, keys, data):
         truth = edge.truth(design_key, shape)
@@ -642,27 +643,32 @@ def engine_stages(n: int, c0: float = C0) -> dict:
         return jax.vmap(lambda k: objective_perturbation_edge(
             jax.random.split(k)[0], analysis["eps"], data["p"], n, c0=analysis["c0"]))(keys)
 
-    def metrics(keys, truth, W, fits, data, analysis):
-        return jax.vmap(lambda k, W, fit: edge.make_mle_fn(lambda *_, **__: fit)(k, ctx(truth, W, data, analysis)))(
-            keys, W, fits)
+    def metrics(keys, truth, sample, fits, data, analysis):
+        return jax.vmap(lambda k, s, fit: edge.make_mle_fn(lambda *_, **__: fit)(k, ctx(truth, s, data, analysis)))(
+            keys, sample, fits)
 
     def method(fn):
-        return lambda keys, truth, W, data, analysis: jax.vmap(
-            lambda k, W: fn(k, ctx(truth, W, data, analysis)))(keys, W)
+        return lambda keys, truth, sample, data, analysis: jax.vmap(
+            lambda k, s: fn(k, ctx(truth, s, data, analysis)))(keys, sample)
 
     return {"data": (jax.jit(data_stage), ("design_key", "keys", "data")),
             "mechanism": (jax.jit(mechanism), ("keys", "data", "analysis")),
-            "fit": (jax.jit(jax.vmap(penalised_mle)), ("W", "gamma", "w")),
-            "metrics": (jax.jit(metrics), ("keys", "truth", "W", "fits", "data", "analysis")),
-            "counts": (jax.jit(method(edge.counts_fn)), ("keys", "truth", "W", "data", "analysis")),
-            "mle method": (jax.jit(method(edge.mle_fn)), ("keys", "truth", "W", "data", "analysis"))}
+            "fit": (jax.jit(jax.vmap(sample_fit)), ("sample", "gamma", "w")),
+            "metrics": (jax.jit(metrics), ("keys", "truth", "sample", "fits", "data", "analysis")),
+            "counts": (jax.jit(method(edge.counts_fn)), ("keys", "truth", "sample", "data", "analysis")),
+            "mle method": (jax.jit(method(edge.mle_fn)), ("keys", "truth", "sample", "data", "analysis"))}
+
+
+def sample_fit(sample, gamma, w):
+    """:func:`penalised_mle` of one :func:`edge.generate` sample, as ``edge.mle_fn`` calls it."""
+    return penalised_mle(sample["W"], gamma, w, M=sample["M"])
 
 
 def mapped_fit(micro: int):
     """The fit of R replicates under the runner's lane loop: ``lax.map`` over replicates in
     vmapped micro-batches of ``micro`` (1: one at a time)."""
-    return jax.jit(lambda W, g, w: jax.lax.map(lambda a: penalised_mle(*a), (W, g, w),
-                                               batch_size=lax_map_batch(micro)))
+    return jax.jit(lambda sample, g, w: jax.lax.map(lambda a: sample_fit(*a), (sample, g, w),
+                                                    batch_size=lax_map_batch(micro)))
 
 
 def mapped_lane(n: int, micro: int, c0: float = C0):
@@ -692,16 +698,16 @@ def profile_engine_stages(n: int, reps: int, repeats: int, micros, eps: float = 
     keys = jax.random.split(jax.random.key(seed), reps)
     args = {"design_key": jax.random.key(seed + 1), "keys": keys, "data": {"p": jnp.float64(Q_P)},
             "analysis": {"eps": jnp.float64(eps), "c0": jnp.float64(C0)}}
-    args["truth"], args["W"] = stages["data"][0](*(args[a] for a in stages["data"][1]))
+    args["truth"], args["sample"] = stages["data"][0](*(args[a] for a in stages["data"][1]))
     args["gamma"], args["w"] = stages["mechanism"][0](*(args[a] for a in stages["mechanism"][1]))
-    args["fits"] = stages["fit"][0](args["W"], args["gamma"], args["w"])
+    args["fits"] = stages["fit"][0](args["sample"], args["gamma"], args["w"])
 
     def timed(fn, *call_args):
         jax.block_until_ready(fn(*call_args))
         return 1e3 * harness.best_of(lambda: fn(*call_args), repeats=repeats) / reps
 
     out = {name: timed(fn, *(args[a] for a in names)) for name, (fn, names) in stages.items()}
-    fit_args = (args["W"], args["gamma"], args["w"])
+    fit_args = (args["sample"], args["gamma"], args["w"])
     lane_args = (args["design_key"], keys, args["data"], args["analysis"])
     return {"n": n, "eps": eps, "reps": reps, "ms_per_replicate": out,
             "fit_lax_map_ms": {str(m): timed(mapped_fit(m), *fit_args) for m in micros},

@@ -134,6 +134,19 @@ def require_counts_matrix(W, name: str = "W") -> None:
     require(f"{name} entry", array, lambda v: (v >= 0) & np.isfinite(v), "must be a finite count ≥ 0")
 
 
+def require_pair_totals(W, M) -> None:
+    """M must be W + Wᵀ (the comparisons of each pair) when both are concrete."""
+    w, m = concrete(W), concrete(M)
+    if w is None or m is None:
+        return
+    if m.shape != w.shape:
+        raise UsageError(f"M must have W's shape {w.shape}, got {m.shape}")
+    bad = np.argwhere(m != w + w.T)
+    if len(bad):
+        i, j = bad[0]
+        raise UsageError(f"M must be W + Wᵀ: M[{i}, {j}]={m[i, j]:g}, W[{i}, {j}] + W[{j}, {i}]={w[i, j] + w[j, i]:g}")
+
+
 def require_group_sizes(group_sizes, name: str = "group_sizes") -> None:
     """Concrete group sizes must be integers ≥ 0 with a positive sum (traced: unchecked)."""
     require_int(group_sizes, name, 0)

@@ -190,6 +190,27 @@ def test_penalised_mle_matches_choix(small_W, gamma_kind):
     np.testing.assert_allclose(penalised_mle(small_W, gamma).theta, fit.theta, atol=1e-12)
 
 
+def test_a_given_graph_changes_no_fit_and_a_wrong_one_is_refused():
+    """``M`` = W + Wᵀ from the sampler gives the fit computed without it, bit for bit (jitted,
+    as the runner calls it); an M that is not W + Wᵀ is refused naming the entry."""
+    from dpsim.errors import UsageError
+    from dpsim.models import sample_er_graph
+
+    theta = theta_cai_design(jax.random.key(4), 30)
+    W, M = sample_er_graph(jax.random.key(9), theta, 0.6)
+    w = 2.0 * jax.random.laplace(jax.random.key(1), (30,))
+    with_graph = jax.jit(lambda W, M, w: perturbed_mle_edge(jax.random.key(3), W, 1.0, 0.6, M=M).theta)(W, M, w)
+    without = jax.jit(lambda W, w: perturbed_mle_edge(jax.random.key(3), W, 1.0, 0.6).theta)(W, w)
+    np.testing.assert_array_equal(np.asarray(with_graph), np.asarray(without))
+    np.testing.assert_array_equal(np.asarray(penalised_mle(W, 2.0, w, M=M).theta),
+                                  np.asarray(penalised_mle(W, 2.0, w).theta))
+    wrong = M.at[0, 1].set(M[0, 1] + 1.0)
+    with pytest.raises(UsageError, match=r"M\[0, 1\]"):
+        penalised_mle(W, 2.0, w, M=wrong)
+    with pytest.raises(UsageError, match="shape"):
+        penalised_mle(W, 2.0, w, M=M[:5, :5])
+
+
 def test_penalised_mle_matches_choix_spread_data(spread_W):
     """Same, on a strongly separated θ (±3) with a weak ridge: large, unequal estimates."""
     n = spread_W.shape[0]
@@ -341,7 +362,7 @@ def test_mle_top_k_breaks_exact_ties_at_random():
     truth = {"theta": jnp.linspace(-1, 1, n), "top_k": truth_mask}
     shape = {"n_items": n, "k": k, "link": "logistic"}
     # one replicate at a time, as the runner does with micro-batches of one lane
-    ctx = Context(shape, truth, W, {"p": 1.0}, {"eps": jnp.inf, "c0": 2.0})
+    ctx = Context(shape, truth, {"W": W, "M": W + W.T}, {"p": 1.0}, {"eps": jnp.inf, "c0": 2.0})
     one = jax.jit(lambda key: (edge.mle_fn(key, ctx), edge.counts_fn(key, ctx)))
     outs = [one(key) for key in jax.random.split(jax.random.key(77), 400)]
     ham = np.array([float(o[0]["relative_hamming"]) for o in outs])

@@ -17,6 +17,7 @@ from dpsim.models import (
     PROBIT,
     get_link,
     sample_er_comparisons,
+    sample_er_graph,
     theta_cai_design,
     theta_evenly_spaced,
     theta_two_block,
@@ -120,7 +121,8 @@ def _sample_batch(theta, p, R, link=LOGISTIC, seed=0):
 def test_er_draw_is_the_pair_uniform_construction_from_jax_bits(n, p, n_items):
     """W is built, in NumPy, from ``jax.random.bits(key, (m, m))`` of the m real items (the
     documented stream: one uniform per pair i < j on the 2^-32 grid; i wins when U < p·F,
-    j when p·F ≤ U < p), with F = SciPy's logistic CDF: entry for entry, the padding 0."""
+    j when p·F ≤ U < p), with F = SciPy's logistic CDF: entry for entry, the padding 0; the
+    graph ``sample_er_graph`` returns beside it is W + Wᵀ."""
     m = n if n_items is None else n_items
     key = jax.random.key(100 + n)
     theta = np.asarray(theta_cai_design(jax.random.key(3), n))
@@ -129,9 +131,11 @@ def test_er_draw_is_the_pair_uniform_construction_from_jax_bits(n, p, n_items):
     upper = np.triu(np.ones((m, m), bool), 1)
     want = np.zeros((n, n))
     want[:m, :m] = (upper & (u < threshold)) + (upper & (threshold <= u) & (u < p)).T
-    got = jax.jit(sample_er_comparisons, static_argnums=3)(key, jnp.asarray(theta), p, LOGISTIC,
-                                                           None if n_items is None else jnp.int64(n_items))
-    np.testing.assert_array_equal(np.asarray(got), want)
+    args = (key, jnp.asarray(theta), p, LOGISTIC, None if n_items is None else jnp.int64(n_items))
+    W, A = jax.jit(sample_er_graph, static_argnums=3)(*args)
+    np.testing.assert_array_equal(np.asarray(W), want)
+    np.testing.assert_array_equal(np.asarray(A), want + want.T)                 # the graph, W + Wᵀ
+    np.testing.assert_array_equal(np.asarray(jax.jit(sample_er_comparisons, static_argnums=3)(*args)), want)
 
 
 def test_er_structure():

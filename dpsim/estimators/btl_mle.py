@@ -27,7 +27,7 @@ from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models.btl import real_items
 from dpsim.models.links import LOGISTIC, Link
 from dpsim.solvers import SmoothObjective, SolverResult, newton_cg
-from dpsim.validate import require, require_counts_matrix, require_eps, require_probability
+from dpsim.validate import require, require_counts_matrix, require_eps, require_pair_totals, require_probability
 
 
 def _pairwise(theta):
@@ -51,10 +51,23 @@ def btl_gradient(theta, W):
     return jnp.sum(M * sig, axis=1) - W.sum(axis=1)
 
 
-def btl_objective(W, gamma, w) -> SmoothObjective:
+def comparisons_per_pair(W, M=None):
+    """M = W + Wᵀ, the comparisons of each pair, or the caller's ``M`` when given (a sampler
+    that draws the graph has it: :func:`dpsim.models.sample_er_graph`, whose docstring says
+    why it is worth passing). A given M is checked like W, and against W + Wᵀ when both are
+    concrete. Returns (n, n)."""
+    if M is None:
+        return W + W.T
+    require_counts_matrix(M, "M")
+    require_pair_totals(W, M)
+    return M
+
+
+def btl_objective(W, gamma, w, M=None) -> SmoothObjective:
     """R(θ) = 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ as a :class:`SmoothObjective`.
 
     The curvature is (C, diag(∇²R)); the Hessian–vector product is diag·v − C v.
+    ``M``: W + Wᵀ when the caller has it (:func:`comparisons_per_pair`).
 
     With γ = 0 the gradient is returned projected onto 1^⊥ (its mean removed): R is then
     invariant under θ + c·1 (for w = 0), so 1ᵀ∇R = 0 exactly and its computed value is
@@ -64,7 +77,7 @@ def btl_objective(W, gamma, w) -> SmoothObjective:
     minimiser found is the one of R on 1^⊥ up to a shift, i.e. the sum-zero MLE after
     centring (cai spec §5.5).
     """
-    M = W + W.T
+    M = comparisons_per_pair(W, M)
     wins = W.sum(axis=1)
 
     def evaluate(theta):
@@ -99,19 +112,20 @@ GRADIENT_SCALE_COMPARISONS = 1000.0
 SCORE_TIE_TOL = 1e-9
 
 
-def gradient_tolerance(W, tol):
-    """tol × max(1, d_max/1000), d_max the most comparisons of any item.
+def gradient_tolerance(W, tol, M=None):
+    """tol × max(1, d_max/1000), d_max the most comparisons of any item (``M``: W + Wᵀ when
+    the caller has it).
 
     ∇𝓛_i sums d_i terms of size ≤ 1, so its float64 rounding error grows with d_i: an
     absolute 1e-10 is out of reach with 10⁵ comparisons per item (measured: 0.03–0.5% of
     fits hit the iteration cap in cai-rate-m / cai-rate-L). Up to 1000 comparisons per item
     (every edge-DP grid of cai) the tolerance is the absolute ``tol``.
     """
-    d_max = jnp.max((W + W.T).sum(axis=1))
+    d_max = jnp.max(comparisons_per_pair(W, M).sum(axis=1))
     return tol * jnp.maximum(1.0, d_max / GRADIENT_SCALE_COMPARISONS)
 
 
-def penalised_mle(W, gamma, w=None, *, tol: float = 1e-10, max_iter: int = 50) -> Fit:
+def penalised_mle(W, gamma, w=None, *, M=None, tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """argmin_θ 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ by truncated Newton from θ = 0.
 
     With w = 0 this is the non-private ℓ2-penalised MLE of Chen et al. (cai §5.5). The
@@ -122,6 +136,7 @@ def penalised_mle(W, gamma, w=None, *, tol: float = 1e-10, max_iter: int = 50) -
         W: (n, n) win counts, W[i, j] = times i beat j.
         gamma: ridge γ ≥ 0 (γ > 0 makes the objective strongly convex).
         w: (n,) linear perturbation, or None for 0.
+        M: (n, n) W + Wᵀ when the caller has it, or None (:func:`comparisons_per_pair`).
     Returns:
         :class:`~dpsim.estimators.Fit` with the uncentred θ̃ (n,), result (converged),
         iterations and grad_norm ‖∇R(θ̃)‖∞ (with γ = 0 the gradient projected onto 1^⊥).
@@ -133,13 +148,14 @@ def penalised_mle(W, gamma, w=None, *, tol: float = 1e-10, max_iter: int = 50) -
     require("gamma", gamma, lambda g: g >= 0, "must be ≥ 0")
     n = W.shape[0]
     w = jnp.zeros((n,)) if w is None else w
-    result = newton_cg(btl_objective(W, gamma, w), jnp.zeros((n,)), tol=gradient_tolerance(W, tol),
+    M = comparisons_per_pair(W, M)
+    result = newton_cg(btl_objective(W, gamma, w, M), jnp.zeros((n,)), tol=gradient_tolerance(W, tol, M),
                        max_iter=max_iter)
     return _fit(result)
 
 
 def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC,
-                       tol: float = 1e-10, max_iter: int = 50, n_items=None) -> Fit:
+                       tol: float = 1e-10, max_iter: int = 50, n_items=None, M=None) -> Fit:
     """Algorithm 1 of cai (edge DP): objective-perturbed ℓ2-penalised MLE.
 
     λ = 8κ1/ε, γ = max(4κ2/ε, c0√(np log n)) (Prop 2.1, Thm 2.1); w ~ Laplace(λ)^n;
@@ -155,6 +171,7 @@ def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC
             so they decouple (gradient γθ_i, θ_i = 0) and the real entries of θ̃ equal the
             unpadded fit's up to float rounding; the Laplace draws are the unpadded ones
             (prefix-stable).
+        M: (n, n) W + Wᵀ when the caller has it (:func:`comparisons_per_pair`), or None.
     Returns:
         :class:`~dpsim.estimators.Fit` (uncentred θ̃; ``theta_centred`` for the estimate,
         or :func:`dpsim.models.centre` with the real items when padded).
@@ -164,7 +181,7 @@ def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC
     require_eps(eps)
     require_counts_matrix(W)
     gamma, w = objective_perturbation_edge(key, eps, p, W.shape[0], c0=c0, link=link, n_items=n_items)
-    return penalised_mle(W, gamma, w, tol=tol, max_iter=max_iter)
+    return penalised_mle(W, gamma, w, M=M, tol=tol, max_iter=max_iter)
 
 
 def objective_perturbation_edge(key, eps, p, capacity: int, *, c0=2.0, link: Link = LOGISTIC, n_items=None):

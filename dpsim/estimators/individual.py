@@ -23,14 +23,15 @@ from dpsim.validate import require_counts_matrix, require_eps, require_int
 FALLBACK_GAMMA = 1e-8
 
 
-def guarded_penalised_mle(W, gamma, w=None, *, fallback_gamma: float = FALLBACK_GAMMA,
+def guarded_penalised_mle(W, gamma, w=None, *, fallback_gamma: float = FALLBACK_GAMMA, M=None,
                           tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """:func:`penalised_mle` with the existence guard of cai spec §10.17.
 
     With γ = 0 the MLE exists (and is unique after centring, i.e. under the paper's
     constraint 1ᵀθ = 0) iff the win digraph is strongly connected; otherwise γ is replaced by
     ``fallback_gamma`` and the fit is reported with ``strongly_connected = False``. With γ > 0
-    the objective is strongly convex and nothing changes.
+    the objective is strongly convex and nothing changes. ``M``: W + Wᵀ when the caller has it
+    (:func:`~dpsim.estimators.btl_mle.comparisons_per_pair`).
 
     Returns:
         :class:`Fit` with ``info = {"strongly_connected": bool, "gamma": the ridge used}``.
@@ -38,14 +39,15 @@ def guarded_penalised_mle(W, gamma, w=None, *, fallback_gamma: float = FALLBACK_
     connected = strongly_connected(W)
     gamma = jnp.asarray(gamma, jnp.float64)
     gamma_used = jnp.where((gamma > 0) | connected, gamma, fallback_gamma)
-    fit = penalised_mle(W, gamma_used, w, tol=tol, max_iter=max_iter)
+    fit = penalised_mle(W, gamma_used, w, M=M, tol=tol, max_iter=max_iter)
     return fit._replace(info={"strongly_connected": connected, "gamma": gamma_used})
 
 
-def unpenalised_mle(W, *, tol: float = 1e-10, max_iter: int = 50) -> Fit:
+def unpenalised_mle(W, *, M=None, tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """The BTL MLE with γ = 0, identified by centring (cai spec §5.5: the individual-DP
-    non-private baseline, "unpenalised MLE with the sum-zero constraint"; §10.17 guard)."""
-    return guarded_penalised_mle(W, 0.0, tol=tol, max_iter=max_iter)
+    non-private baseline, "unpenalised MLE with the sum-zero constraint"; §10.17 guard).
+    ``M``: W + Wᵀ when the caller has it."""
+    return guarded_penalised_mle(W, 0.0, M=M, tol=tol, max_iter=max_iter)
 
 
 def perturbed_mle_individual(key, W, eps, per_user, *, link: Link = LOGISTIC, c0: float = 0.0,

@@ -10,6 +10,7 @@ from dpsim.models.btl import (
     pair_bits,
     real_items,
     sample_er_comparisons,
+    sample_er_graph,
     sample_er_win_counts,
     theta_cai_design,
     theta_evenly_spaced,
@@ -64,7 +65,7 @@ from dpsim.models.individual import (
 
 __all__ = [
     "LOGISTIC", "PROBIT", "Link", "get_link",
-    "centre", "pair_bits", "real_items", "sample_er_comparisons", "sample_er_win_counts", "theta_cai_design", "theta_evenly_spaced",
+    "centre", "pair_bits", "real_items", "sample_er_comparisons", "sample_er_graph", "sample_er_win_counts", "theta_cai_design", "theta_evenly_spaced",
     "theta_two_block", "theta_uniform", "top_k_size", "true_top_k_mask",
     "UserComparisons", "aggregate_user_comparisons", "sample_user_comparisons",
     "sample_user_comparisons_per_user", "uniform_multinomial",

@@ -164,13 +164,13 @@ CHECKS = [*FIG3_CHECKS, *MATCHED_CHECKS, *FIG7_CHECKS]
 def edge_fit(lam_factor: float = 1.0, log=jnp.log):
     """A miscalibrated Algorithm 1 (edge DP) with the library's draws: λ = ``lam_factor``·8/ε,
     γ = max(1/ε, c0√(np·log n)) with the given ``log``."""
-    def fit(key, W, eps, p, *, c0, n_items):
+    def fit(key, W, eps, p, *, c0, n_items, M=None):
         capacity = W.shape[0]
         n = jnp.asarray(n_items, jnp.float64)
         lam = lam_factor * 8.0 / eps
         gamma = jnp.maximum(1.0 / eps, c0 * jnp.sqrt(n * p * log(n)))
         w = jnp.where(real_items(capacity, n_items), laplace_noise(key, lam, (capacity,)), 0.0)
-        return penalised_mle(W, gamma, w)
+        return penalised_mle(W, gamma, w, M=M)
     return fit
 
 

@@ -34,7 +34,7 @@ from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask, win_counts
 from dpsim.experiment import (comparison_check, Experiment, FigureSpec, Method, Padding, Panel, slope_check, trend_check,
                               UsageError, axes, solver_diagnostics)
-from dpsim.models import (centre, get_link, real_items, sample_er_comparisons, theta_cai_design, top_k_size,
+from dpsim.models import (centre, get_link, real_items, sample_er_graph, theta_cai_design, top_k_size,
                           true_top_k_mask)
 
 from .levels import PERTURBATION_METRICS, count_noise_metrics, every_p_comparison, perturbation_metrics
@@ -100,9 +100,12 @@ def truth(key, shape):
 
 
 def generate(key, shape, truth, data):
-    """One comparison per edge of G(n, p), outcomes from the chosen link (cai §3.1); W is 0
-    in the padding rows and columns."""
-    return sample_er_comparisons(key, truth["theta"], data["p"], get_link(shape["link"]), n_items=shape["n_items"])
+    """One comparison per edge of G(n, p), outcomes from the chosen link (cai §3.1):
+    {"W": win counts, "M": W + Wᵀ, the graph} (:func:`dpsim.models.sample_er_graph`; the fits
+    take M so that XLA does not recompute the draw to transpose W). Both are 0 in the padding
+    rows and columns."""
+    W, M = sample_er_graph(key, truth["theta"], data["p"], get_link(shape["link"]), n_items=shape["n_items"])
+    return {"W": W, "M": M}
 
 
 ESTIMATION = ("l2", "linf", "log_rel_l2", "log_rel_linf")
@@ -118,12 +121,13 @@ def make_mle_fn(fit_edge=perturbed_mle_edge):
         the moments that pin λ and γ (:func:`.levels.perturbation_metrics`)."""
         k_noise, k_tie = jax.random.split(key)
         items = real(ctx.shape)
-        fit = fit_edge(k_noise, ctx.sample, ctx.analysis["eps"], ctx.data["p"], c0=ctx.analysis["c0"],
-                       n_items=ctx.shape["n_items"])
+        W = ctx.sample["W"]
+        fit = fit_edge(k_noise, W, ctx.analysis["eps"], ctx.data["p"], c0=ctx.analysis["c0"],
+                       n_items=ctx.shape["n_items"], M=ctx.sample["M"])
         mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL, real=items)
         return {**estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
                 **topk_metrics(mask, ctx.truth["top_k"]),
-                **perturbation_metrics(ctx.sample, fit.theta, ctx.shape["n_items"]), **fit.diagnostics()}
+                **perturbation_metrics(W, fit.theta, ctx.shape["n_items"]), **fit.diagnostics()}
     return mle_fn
 
 
@@ -135,9 +139,10 @@ def counts_fn(key, ctx):
     released noise's mean square ``noise_msq`` (:func:`.levels.count_noise_metrics`)."""
     k_noise, k_tie = jax.random.split(key)
     items = real(ctx.shape)
-    noisy = noisy_counts_edge(k_noise, ctx.sample, ctx.analysis["eps"])
+    W = ctx.sample["W"]
+    noisy = noisy_counts_edge(k_noise, W, ctx.analysis["eps"])
     return {**topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"], real=items), ctx.truth["top_k"]),
-            **count_noise_metrics(noisy, win_counts(ctx.sample), items, ctx.shape["n_items"])}
+            **count_noise_metrics(noisy, win_counts(W), items, ctx.shape["n_items"])}
 
 
 MLE = Method(mle_fn, ESTIMATION + TOPK + PERTURBATION_METRICS, solver_diagnostics(), label="Noisy MLE",

@@ -75,7 +75,7 @@ def one_shot_fn(key, ctx):
     reports the data-dependent ergodicity coefficient and the noise scale it implies."""
     k_noise, k_tie = jax.random.split(key)
     k = ctx.shape["k"]
-    os = one_shot_scores(k_noise, ctx.sample, ctx.analysis["eps"], k, ctx.data["p"])
+    os = one_shot_scores(k_noise, ctx.sample["W"], ctx.analysis["eps"], k, ctx.data["p"])
     return {**topk_metrics(top_k_mask(k_tie, os.scores, k), ctx.truth["top_k"]),
             "ergodicity": os.ergodicity, "noise_scale": os.noise_scale}
 

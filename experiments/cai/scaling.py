@@ -97,7 +97,7 @@ from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import (
     aggregate_user_comparisons,
     get_link,
-    sample_er_comparisons,
+    sample_er_graph,
     sample_user_comparisons_per_user,
     theta_cai_design,
     true_top_k_mask,
@@ -140,8 +140,9 @@ def shift_metrics(estimate, reference):
 
 
 def _reference(sample):
-    """The non-private estimate on one replicate's data: the unpenalised MLE (centred)."""
-    ref = unpenalised_mle(sample["W"])
+    """The non-private estimate on one replicate's data: the unpenalised MLE (centred); the
+    sample's W + Wᵀ ``M`` is used where it has one."""
+    ref = unpenalised_mle(sample["W"], M=sample.get("M"))
     return {"ref_theta": ref.theta_centred, "ref_strongly_connected": ref.info["strongly_connected"],
             "ref_converged": ref.converged}
 
@@ -273,11 +274,12 @@ def matched_generate(key, shape, truth, data):
     n, p = shape["n_items"], shape["p"]
     theta = theta_cai_design(k_theta, n, k=shape["k"], top_first=True)
     if shape["unit"] == "edge":
-        W = sample_er_comparisons(k_data, theta, p)
+        W, M = sample_er_graph(k_data, theta, p)
     else:
         draws = sample_user_comparisons_per_user(k_data, theta, matched_total(n, p), 1)
         W = aggregate_user_comparisons(draws, n)
-    sample = {"W": W, "theta": theta, "top_k": true_top_k_mask(theta, shape["k"]),
+        M = W + W.T
+    sample = {"W": W, "M": M, "theta": theta, "top_k": true_top_k_mask(theta, shape["k"]),
               "tau": average_win_probability(theta)}
     return {**sample, **_reference(sample)}
 
@@ -291,7 +293,7 @@ def make_matched_mle_fn(fit_individual=perturbed_mle_individual):
         W, eps, n = ctx.sample["W"], ctx.analysis["eps"], ctx.shape["n_items"]
         if ctx.shape["unit"] == "edge":
             cal = edge_objective_perturbation(eps, n, ctx.shape["p"], c0=0.0)
-            fit = guarded_penalised_mle(W, cal.gamma, laplace_noise(k_noise, cal.lam, (n,)))
+            fit = guarded_penalised_mle(W, cal.gamma, laplace_noise(k_noise, cal.lam, (n,)), M=ctx.sample["M"])
         else:
             fit = fit_individual(k_noise, W, eps, ctx.data["per_user"])
         return mle_metrics(k_tie, ctx, fit)
