@@ -1039,10 +1039,11 @@ def _compile_seconds(experiment) -> tuple[float, float, int]:
 
 def compile_breakdown(n: int) -> list[dict]:
     """Compile time of the Fig. 3 chunk program at ``n`` items, piece by piece: data generation
-    alone (a method that only sums W), counting (Alg. 2 + top-k), the MLE (Alg. 1 + top-k),
+    alone (a method that only sums W and M), counting (Alg. 2 + top-k), the MLE (Alg. 1 + top-k),
     and both (the real program)."""
     base = dataclasses.replace(edge.FIG3, axes={**edge.FIG3.axes, "n_items": [n]})
-    probe = Method(lambda key, ctx: {"s": jnp.sum(ctx.sample)}, ("s",), masks_padding=True)  # W is 0 there
+    probe = Method(lambda key, ctx: {"s": jnp.sum(ctx.sample["W"]) + jnp.sum(ctx.sample["M"])}, ("s",),
+                   masks_padding=True)  # W and M are 0 there
     variants = [("data generation only", {"probe": probe}), ("counts (Alg. 2 + top-k)", {"counts": edge.COUNTS}),
                 ("MLE (Alg. 1 + top-k)", {"mle": edge.MLE}), ("both (the real program)", edge.METHODS)]
     rows = []

@@ -397,7 +397,7 @@ def test_xu_binomial_bound_counts_a_replicates_draws(bench_module):
 
 def test_cai_profile_stages_reproduce_the_mle_method(bench_module):
     """Section Q's split of Algorithm 1 (mechanism, fit, metrics as separate jitted stages)
-    gives ``edge.mle_fn``'s outputs on the same keys and W: the stages time the pipeline's
+    gives ``edge.mle_fn``'s outputs on the same keys and data: the stages time the pipeline's
     own computation (a mechanism drawn with another key or scale would change every error)."""
     import jax
     import jax.numpy as jnp
@@ -405,15 +405,25 @@ def test_cai_profile_stages_reproduce_the_mle_method(bench_module):
     stages = {name: fn for name, (fn, _) in cai.engine_stages(20).items()}
     keys = jax.random.split(jax.random.key(0), 2)
     data, analysis = {"p": jnp.float64(0.8)}, {"eps": jnp.float64(2.0), "c0": jnp.float64(2.0)}
-    truth, W = stages["data"](jax.random.key(1), keys, data)
+    truth, sample = stages["data"](jax.random.key(1), keys, data)
     gamma, w = stages["mechanism"](keys, data, analysis)
     assert np.all(np.abs(np.asarray(w)) > 0) and np.allclose(gamma, cai.calibration(2.0, 20, 0.8)[1])
-    split = stages["metrics"](keys, truth, W, stages["fit"](W, gamma, w), data, analysis)
-    whole = stages["mle method"](keys, truth, W, data, analysis)
+    split = stages["metrics"](keys, truth, sample, stages["fit"](sample, gamma, w), data, analysis)
+    whole = stages["mle method"](keys, truth, sample, data, analysis)
     assert set(split) == set(whole) and {"l2", "exact_recovery", "iterations"} <= set(whole)
     for column, value in whole.items():
         np.testing.assert_allclose(np.asarray(split[column], float), np.asarray(value, float), rtol=1e-9, atol=1e-12,
                                    err_msg=column)
+
+
+def test_cai_compile_breakdown_compiles_each_piece_of_the_lane(bench_module):
+    """Section K compiles the Fig. 3 chunk program piece by piece (data alone, counting, the
+    MLE, both); every piece lowers and compiles, the real program the largest."""
+    rows = bench_module("cai").compile_breakdown(20)
+    assert [r["program"] for r in rows] == ["data generation only", "counts (Alg. 2 + top-k)",
+                                            "MLE (Alg. 1 + top-k)", "both (the real program)"]
+    assert all(r["compile_s"] > 0 and r["stablehlo_kb"] > 0 for r in rows)
+    assert rows[-1]["stablehlo_kb"] == max(r["stablehlo_kb"] for r in rows)
 
 
 def test_compacted_btrs_prototype_is_exact_and_the_test_has_power(bench_module):
