@@ -672,7 +672,7 @@ def mapped_fit(micro: int):
 
 
 def mapped_lane(n: int, micro: int, c0: float = C0):
-    """A whole lane (W, then ``edge.mle_fn`` and ``edge.counts_fn``) of R replicates under
+    """A whole lane (the sample, then ``edge.mle_fn`` and ``edge.counts_fn``) of R replicates under
     ``lax.map`` in micro-batches of ``micro``, θ* drawn once: the runner's chunk without its
     keys, analysis loop and output packing. (design key, keys (R,), data, analysis) → outputs."""
     shape = q_shape(n)

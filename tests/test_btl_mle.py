@@ -199,8 +199,8 @@ def test_a_given_graph_changes_no_fit_and_a_wrong_one_is_refused():
     theta = theta_cai_design(jax.random.key(4), 30)
     W, M = sample_er_graph(jax.random.key(9), theta, 0.6)
     w = 2.0 * jax.random.laplace(jax.random.key(1), (30,))
-    with_graph = jax.jit(lambda W, M, w: perturbed_mle_edge(jax.random.key(3), W, 1.0, 0.6, M=M).theta)(W, M, w)
-    without = jax.jit(lambda W, w: perturbed_mle_edge(jax.random.key(3), W, 1.0, 0.6).theta)(W, w)
+    with_graph = jax.jit(lambda W, M: perturbed_mle_edge(jax.random.key(3), W, 1.0, 0.6, M=M).theta)(W, M)
+    without = jax.jit(lambda W: perturbed_mle_edge(jax.random.key(3), W, 1.0, 0.6).theta)(W)
     np.testing.assert_array_equal(np.asarray(with_graph), np.asarray(without))
     np.testing.assert_array_equal(np.asarray(penalised_mle(W, 2.0, w, M=M).theta),
                                   np.asarray(penalised_mle(W, 2.0, w).theta))

@@ -131,6 +131,25 @@ def test_order_key_orders_floats_as_numpy_sorts_them(dtype):
     assert keys[0] == keys[1] and keys[7] == keys[8]                      # 0 = −0, NaN = −NaN
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint8, np.bool_, np.float16, jnp.bfloat16])
+def test_tie_broken_ranks_of_integer_bool_and_half_precision_scores(dtype):
+    """Any real dtype ranks as NumPy's lexsort of its values (integers at their extremes too,
+    where negating would wrap)."""
+    rng = np.random.default_rng(3)
+    if dtype is np.bool_:
+        scores = rng.random(30) < 0.5
+    elif np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        scores = rng.integers(max(info.min, -5), min(info.max, 5), size=30, endpoint=True).astype(dtype)
+        scores[:2] = [info.min, info.max]
+    else:
+        scores = np.round(rng.normal(size=30) * 2).astype(np.float32)
+    jitter = np.round(rng.random(30) * 8) / 8
+    got = np.asarray(jax.jit(tie_broken_ranks)(jnp.asarray(scores, dtype), jnp.asarray(jitter)))
+    want = _numpy_ranks(np.asarray(jnp.asarray(scores, dtype)).astype(np.float64), jitter)   # extremes stay apart
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("n_real", [1, 5, 37])
 def test_tie_broken_ranks_put_padding_after_every_real_item(n_real):
     """With padding, the real items' ranks are the unpadded call's, NaN scores included, and

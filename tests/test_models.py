@@ -138,6 +138,23 @@ def test_er_draw_is_the_pair_uniform_construction_from_jax_bits(n, p, n_items):
     np.testing.assert_array_equal(np.asarray(jax.jit(sample_er_comparisons, static_argnums=3)(*args)), want)
 
 
+def test_er_draw_with_another_key_implementation_is_the_same_construction():
+    """With a non-threefry key (``rbg``) the unpadded draw still reads ``jax.random.bits`` of
+    the pair's upper-triangle entry; a padded draw needs the default keys and says so."""
+    n, p = 12, 0.7
+    key = jax.random.key(7, impl="rbg")
+    theta = np.asarray(theta_cai_design(jax.random.key(3), n))
+    u = np.asarray(jax.random.bits(key, (n, n), jnp.uint32)).astype(np.float64) * 2.0 ** -32
+    threshold = p * expit(theta[:, None] - theta[None, :])
+    upper = np.triu(np.ones((n, n), bool), 1)
+    want = (upper & (u < threshold)) + (upper & (threshold <= u) & (u < p)).T
+    W, A = sample_er_graph(key, jnp.asarray(theta), p)
+    np.testing.assert_array_equal(np.asarray(W), want)
+    np.testing.assert_array_equal(np.asarray(A), want + want.T)
+    with pytest.raises(ValueError, match="threefry"):
+        sample_er_graph(key, jnp.asarray(theta), p, n_items=jnp.int64(10))
+
+
 def test_er_structure():
     n, R = 9, 3000
     theta = theta_cai_design(jax.random.key(2), n)

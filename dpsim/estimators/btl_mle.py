@@ -77,7 +77,11 @@ def btl_objective(W, gamma, w, M=None) -> SmoothObjective:
     minimiser found is the one of R on 1^⊥ up to a shift, i.e. the sum-zero MLE after
     centring (cai spec §5.5).
     """
-    M = comparisons_per_pair(W, M)
+    return _btl_objective(W, comparisons_per_pair(W, M), gamma, w)
+
+
+def _btl_objective(W, M, gamma, w) -> SmoothObjective:
+    """:func:`btl_objective` with M = W + Wᵀ already formed (or checked)."""
     wins = W.sum(axis=1)
 
     def evaluate(theta):
@@ -121,8 +125,12 @@ def gradient_tolerance(W, tol, M=None):
     fits hit the iteration cap in cai-rate-m / cai-rate-L). Up to 1000 comparisons per item
     (every edge-DP grid of cai) the tolerance is the absolute ``tol``.
     """
-    d_max = jnp.max(comparisons_per_pair(W, M).sum(axis=1))
-    return tol * jnp.maximum(1.0, d_max / GRADIENT_SCALE_COMPARISONS)
+    return _gradient_tolerance(comparisons_per_pair(W, M), tol)
+
+
+def _gradient_tolerance(M, tol):
+    """:func:`gradient_tolerance` from M = W + Wᵀ."""
+    return tol * jnp.maximum(1.0, jnp.max(M.sum(axis=1)) / GRADIENT_SCALE_COMPARISONS)
 
 
 def penalised_mle(W, gamma, w=None, *, M=None, tol: float = 1e-10, max_iter: int = 50) -> Fit:
@@ -141,15 +149,15 @@ def penalised_mle(W, gamma, w=None, *, M=None, tol: float = 1e-10, max_iter: int
         :class:`~dpsim.estimators.Fit` with the uncentred θ̃ (n,), result (converged),
         iterations and grad_norm ‖∇R(θ̃)‖∞ (with γ = 0 the gradient projected onto 1^⊥).
     Raises:
-        ValueError for a concrete non-square or negative W or a negative γ (traced values
-        are not checked).
+        ValueError for a concrete non-square or negative W, a negative γ, or a given M that
+        is not W + Wᵀ (traced values are not checked).
     """
     require_counts_matrix(W)
     require("gamma", gamma, lambda g: g >= 0, "must be ≥ 0")
     n = W.shape[0]
     w = jnp.zeros((n,)) if w is None else w
     M = comparisons_per_pair(W, M)
-    result = newton_cg(btl_objective(W, gamma, w, M), jnp.zeros((n,)), tol=gradient_tolerance(W, tol, M),
+    result = newton_cg(_btl_objective(W, M, gamma, w), jnp.zeros((n,)), tol=_gradient_tolerance(M, tol),
                        max_iter=max_iter)
     return _fit(result)
 

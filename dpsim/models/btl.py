@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.models.links import LOGISTIC, Link
-from dpsim.models.threefry import counter_bits
+from dpsim.models.threefry import counter_bits, default_threefry
 from dpsim.validate import require, require_int, require_probability
 
 
@@ -118,6 +118,26 @@ def pair_bits(key: jax.Array, n_items, capacity: int) -> jax.Array:
     return counter_bits(key, index[:, None] * jnp.asarray(n_items, jnp.uint32) + index[None, :])
 
 
+def pair_draw_bits(key: jax.Array, n: int, n_items=None) -> jax.Array:
+    """The bits of each pair {i, j} at both its entries: (i, j) and (j, i) hold
+    ``jax.random.bits(key, (m, m), uint32)[min, max]``, m = ``n_items`` (or n), in the top-left
+    (m, m) block of an (n, n) array (other entries hold other bits: mask them).
+
+    With JAX's default keys each entry hashes its own counter min·m + max
+    (:func:`dpsim.models.threefry.counter_bits`), so no entry needs a transpose; other key
+    implementations draw ``jax.random.bits`` and mirror its upper triangle (unpadded only:
+    a traced ``n_items`` needs the default keys, and raises ValueError otherwise).
+    Returns uint32 of shape (n, n).
+    """
+    index = jnp.arange(n, dtype=jnp.uint32)
+    i, j = index[:, None], index[None, :]
+    if n_items is None and not default_threefry(key):
+        bits = jax.random.bits(key, (n, n), jnp.uint32)
+        return jnp.where(i < j, bits, bits.T)
+    width = jnp.uint32(n) if n_items is None else jnp.asarray(n_items, jnp.uint32)
+    return counter_bits(key, jnp.minimum(i, j) * width + jnp.maximum(i, j))
+
+
 def sample_er_graph(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC,
                     n_items=None) -> tuple[jax.Array, jax.Array]:
     """Win counts and comparison graph of one comparison per edge of G(n, p) with BTL-type
@@ -132,11 +152,11 @@ def sample_er_graph(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC,
     ``p`` may be traced.
 
     Every entry is computed from its own pair's U and threshold: (i, j) and (j, i) both read
-    the bits at the flat index min·n + max and compare them with p·F(θ_lo − θ_hi), so neither
+    the pair's bits (:func:`pair_draw_bits`) and compare them with p·F(θ_lo − θ_hi), so neither
     W nor A needs a transpose. A is returned because the estimators need W + Wᵀ: formed from
     W, XLA:CPU fused this sampler into that transposed read and hashed every pair again, in
-    transposed order (cai Fig. 3 warm, two alternating runs each: 1.31–1.37 s with A passed
-    to the fits, 1.52 s with W + Wᵀ formed from W; the same W).
+    transposed order (cai Fig. 3 warm, three alternating runs each: 1.52 s before, with
+    ``i_wins + j_wins.T``, 1.32 s with A passed to the fits; the same W).
 
     ``n_items`` (may be traced): the real items when θ is padded to a longer static length;
     W and A are then the unpadded ones in their top-left block and 0 elsewhere, drawn from
@@ -156,8 +176,7 @@ def sample_er_graph(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC,
         real = real_items(n, n_items)
         both = real[:, None] & real[None, :]
         upper, lower = upper & both, lower & both
-    width = jnp.uint32(n) if n_items is None else jnp.asarray(n_items, jnp.uint32)
-    u = counter_bits(key, jnp.minimum(i, j) * width + jnp.maximum(i, j)).astype(jnp.float64) * (2.0 ** -32)
+    u = pair_draw_bits(key, n, n_items).astype(jnp.float64) * (2.0 ** -32)
     p = jnp.asarray(p, jnp.float64)
     lo_beats_hi = u < p * link.cdf(jnp.where(upper, theta[:, None] - theta[None, :], theta[None, :] - theta[:, None]))
     compared = (u < p) & (upper | lower)

@@ -48,7 +48,9 @@ def threefry2x32(key_words: jax.Array, x0: jax.Array, x1: jax.Array) -> tuple[ja
     return x0, x1
 
 
-def _default_threefry(key: jax.Array) -> bool:
+def default_threefry(key: jax.Array) -> bool:
+    """Whether ``key`` is a threefry2x32 key with partitionable draws (JAX's defaults): the
+    layout :func:`counter_bits` and :func:`random_bits` reproduce."""
     return str(jax.random.key_impl(key)) == "threefry2x32" and bool(jax.config.jax_threefry_partitionable)
 
 
@@ -57,10 +59,10 @@ def _hashed(key: jax.Array, counter: jax.Array) -> jax.Array:
     return y0 ^ y1
 
 
-def require_default_threefry(key: jax.Array) -> None:
+def requiredefault_threefry(key: jax.Array) -> None:
     """Raise ValueError unless ``key`` is a threefry2x32 key and draws are partitionable
     (JAX's defaults), the layout :func:`random_bits` reproduces."""
-    if not _default_threefry(key):
+    if not default_threefry(key):
         raise ValueError("dpsim's threefry draws need JAX's default threefry2x32 keys with "
                          "jax_threefry_partitionable")
 
@@ -68,7 +70,7 @@ def require_default_threefry(key: jax.Array) -> None:
 def counter_bits(key: jax.Array, counter: jax.Array) -> jax.Array:
     """y0 ⊕ y1 of threefry2x32(key, (0, counter)): the bits ``jax.random.bits`` gives the
     element at flat index ``counter`` (uint32, any shape; traceable)."""
-    require_default_threefry(key)
+    requiredefault_threefry(key)
     return _hashed(key, jnp.asarray(counter, jnp.uint32))
 
 
@@ -78,6 +80,6 @@ def random_bits(key: jax.Array, shape: tuple) -> jax.Array:
     counters) are left to ``jax.random.bits``. Returns uint32 of ``shape``."""
     shape = tuple(int(d) for d in shape)
     size = math.prod(shape)
-    if size >= 2 ** 32 or not _default_threefry(key):
+    if size >= 2 ** 32 or not default_threefry(key):
         return jax.random.bits(key, shape, jnp.uint32)
     return _hashed(key, jnp.arange(size, dtype=jnp.uint32).reshape(shape))

@@ -114,7 +114,8 @@ TOPK = ("relative_hamming", "exact_recovery")
 
 def make_mle_fn(fit_edge=perturbed_mle_edge):
     """The ``mle`` method's function with Algorithm 1 computed by ``fit_edge`` (the library's
-    :func:`~dpsim.estimators.perturbed_mle_edge`; a mutant passes a miscalibrated one)."""
+    :func:`~dpsim.estimators.perturbed_mle_edge`; a mutant passes a miscalibrated one), called
+    as ``fit_edge(key, W, eps, p, c0=, n_items=, M=)`` with the sample's W and M = W + Wᵀ."""
     def mle_fn(key, ctx):
         """Algorithm 1 (cai §2.2, Prop 2.1, Thm 2.1): the objective-perturbed penalised MLE with
         λ = 8/ε, γ = max(1/ε, c0√(np log n)); its centred estimate against θ*, its top k, and
@@ -154,7 +155,10 @@ AXIS_TYPES = {"c0": axes.positive("ridge constant c0 of γ = max(4κ2/ε, c0√(
 
 
 def lane_bytes(shape):
-    """Working set of one replicate: W, (n, n) float64 (n at the capacity when padded)."""
+    """Working set of one replicate, counted as one (n, n) float64 matrix, W (n at the capacity
+    when padded). The sample's M = W + Wᵀ and a fit's curvature are more such matrices, left
+    out as batching's bound says (``dpsim.experiment.batching``): the accelerator's memory
+    guard reads XLA's own buffer sizes."""
     return 8 * shape["n_items"] ** 2
 
 
