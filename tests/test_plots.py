@@ -484,6 +484,18 @@ def test_named_curves_follow_the_order_their_labels_are_declared_in():
     assert [t.get_text() for t in drawn.figure.legends[0].get_texts()][:2] == ["Thurstone", "BTL"]
 
 
+def test_an_axis_shown_with_a_value_is_named_only_when_that_value_is_drawn():
+    """nguyen Fig. 2's file axes: ``--set dataset=lsat`` named the UCI and Three Grades files
+    under a figure that drew neither; with the tied value among the rows they are named."""
+    spec = dataclasses.replace(SPEC, shown_with={"link": ("n_items", 40)})
+    (drawn,) = draw_figures(table(n_items=(300,)), spec)
+    assert not any("link" in t.get_text() for t in drawn.figure.texts)
+    (drawn,) = draw_figures(table(n_items=(40,)), spec)
+    assert any("link = logistic" in t.get_text() for t in drawn.figure.texts)
+    (drawn,) = draw_figures(table(n_items=(300,)), SPEC)                          # untied: named
+    assert any("link = logistic" in t.get_text() for t in drawn.figure.texts)
+
+
 def test_a_long_subtitle_is_broken_into_lines_at_commas():
     frame = table(p=(0.5,), reps=2)
     for i in range(12):

@@ -103,6 +103,9 @@ class FigureSpec:
             one value of the pooled axis.
         columns: panels per row (default: one row per panel repeated over 2–4 values with
             ``Panel.each``, else 2).
+        shown_with: axis → (another axis, value): the subtitle names the axis only when the
+            figure's rows hold that value of the other axis, e.g. a data set's file axis only
+            when that data set is drawn ({"uci_file": ("dataset", "uci_student")}).
     """
 
     x: str
@@ -118,6 +121,7 @@ class FigureSpec:
     pool: tuple[str, ...] = ()
     logy: bool = False
     columns: int | None = None
+    shown_with: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
 
 
 class Context(NamedTuple):

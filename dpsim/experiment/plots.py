@@ -666,14 +666,23 @@ def _csv_rows(s: pd.DataFrame, spec: FigureSpec, panel: Panel, letter: str, curv
 
 def _constant_axes(table: pd.DataFrame, spec: FigureSpec, split: dict) -> list[str]:
     """The subtitle's phrases: every axis (not x, curve or a split one) with one value in the
-    rows, as :func:`phrase` writes it."""
+    rows, as :func:`phrase` writes it, except an axis whose ``spec.shown_with`` value is not
+    among the rows."""
     parts = []
     for axis in grid_columns(table):
         values = table[axis].dropna().unique()
-        if axis in split or len(values) != 1 or axis in (spec.x, spec.curve):
+        if axis in split or len(values) != 1 or axis in (spec.x, spec.curve) or not _shown(table, spec, axis):
             continue
         parts.append(phrase(spec, axis, values[0]))
     return parts
+
+
+def _shown(table: pd.DataFrame, spec: FigureSpec, axis: str) -> bool:
+    """Whether the rows hold the value ``spec.shown_with`` ties ``axis`` to (True when untied)."""
+    if axis not in spec.shown_with:
+        return True
+    other, value = spec.shown_with[axis]
+    return other in table.columns and bool((table[other] == value).any())
 
 
 def _subtitle(fig: plt.Figure, parts: list[str]) -> str:

@@ -148,7 +148,8 @@ FIG2 = Experiment(
     lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
     figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
                       panels=(Panel("l2", None, PANEL_Y, each=("dataset",)),), columns=2,
-                      curve_labels=LABELS, symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen Fig. 2: education data sets"),
+                      curve_labels=LABELS, symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen Fig. 2: education data sets",
+                      shown_with={"uci_file": ("dataset", "uci_student"), "grades_file": ("dataset", "three_grades")}),
     description="nguyen §5.2, Fig. 2; spec §6.2, §6.6 (LSAT rebuilt), §6.5 (stand-ins)")
 
 
