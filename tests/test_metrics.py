@@ -150,6 +150,19 @@ def test_tie_broken_ranks_of_integer_bool_and_half_precision_scores(dtype):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.bool_])
+def test_padding_follows_integer_scores_at_their_extremes(dtype):
+    """Padding ranks after every real item when the real scores reach their type's extremes
+    (the complement of a uint32 0 is the uint32 maximum, the padding's key unless widened)."""
+    low, high = (0, 1) if dtype is np.bool_ else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    scores = np.array([low, high, low, 0, low, high], dtype=dtype)
+    real = np.arange(6) < 4
+    jitter = np.array([0.9, 0.8, 0.7, 0.6, 0.1, 0.2])                 # the padding's jitter first
+    got = np.asarray(jax.jit(tie_broken_ranks)(jnp.asarray(scores), jnp.asarray(jitter), jnp.asarray(real)))
+    np.testing.assert_array_equal(np.sort(got[:4]), np.arange(4))
+    np.testing.assert_array_equal(got[:4], _numpy_ranks(scores[:4].astype(np.float64), jitter[:4]))
+
+
 @pytest.mark.parametrize("n_real", [1, 5, 37])
 def test_tie_broken_ranks_put_padding_after_every_real_item(n_real):
     """With padding, the real items' ranks are the unpadded call's, NaN scores included, and

@@ -21,6 +21,7 @@ from dpsim.experiment import runner, store
 from dpsim.experiment.planning import size_buckets
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.program import clear_cache
+from dpsim.models.btl import pair_draw_bits
 from dpsim.models import (centre, pair_bits, real_items, sample_er_comparisons, theta_cai_design,
                           true_top_k_mask)
 from dpsim.experiments.cai import edge
@@ -39,6 +40,8 @@ def test_pair_bits_are_the_unpadded_bits_with_n_traced(n):
 def test_pair_bits_refuses_a_capacity_beyond_32_bit_indices():
     with pytest.raises(ValueError, match="capacity=70000"):
         pair_bits(jax.random.key(0), 3, 70000)
+    with pytest.raises(ValueError, match="capacity=70000"):        # the sampler's symmetric layout too
+        pair_draw_bits(jax.random.key(0), 70000, jnp.int64(3))
 
 
 def _traced(fn):

@@ -35,8 +35,10 @@ def order_key(x):
 
 def descending_key(scores):
     """Integer keys in the reverse order of ``scores``, NaN last: ``order_key(−scores)`` for
-    floats (−NaN is NaN), the bitwise complement for integers and bools (it reverses their order
-    with no overflow, where negation would wrap).
+    floats (−NaN is NaN), for integers and bools the bitwise complement of their int64 value
+    (it reverses the order with no overflow, where negation would wrap). No key is the largest
+    integer of its type, which :func:`tie_broken_ranks` gives the padding, except an int64
+    score of −2⁶³ (uint64 scores must be below 2⁶³).
 
     Args:
         scores: array of any real dtype, any shape.
@@ -46,9 +48,7 @@ def descending_key(scores):
     scores = jnp.asarray(scores)
     if jnp.issubdtype(scores.dtype, jnp.floating):
         return order_key(-scores)
-    if scores.dtype == jnp.bool_ or scores.dtype.itemsize < 4:
-        scores = scores.astype(jnp.int32)
-    return ~scores
+    return ~scores.astype(jnp.int64)
 
 
 def tie_broken_ranks(scores, jitter, real=None):

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.models.links import LOGISTIC, Link
-from dpsim.models.threefry import counter_bits, default_threefry
+from dpsim.models.threefry import counter_bits, default_threefry, random_bits
 from dpsim.validate import require, require_int, require_probability
 
 
@@ -112,10 +112,17 @@ def pair_bits(key: jax.Array, n_items, capacity: int) -> jax.Array:
     kernel; JAX's CPU lowering was 11× slower at n = 300). Returns uint32 of shape
     (capacity, capacity).
     """
-    if capacity > 2 ** 16:
-        raise ValueError(f"capacity={capacity} must be ≤ 65536 (flat indices are 32-bit)")
+    _require_flat_indices(capacity)
     index = jnp.arange(capacity, dtype=jnp.uint32)
     return counter_bits(key, index[:, None] * jnp.asarray(n_items, jnp.uint32) + index[None, :])
+
+
+MAX_FLAT_ITEMS = 2 ** 16     # an (n, n) draw's flat indices i·n + j fit in 32 bits up to this n
+
+
+def _require_flat_indices(capacity: int) -> None:
+    if capacity > MAX_FLAT_ITEMS:
+        raise ValueError(f"capacity={capacity} must be ≤ {MAX_FLAT_ITEMS} (flat indices are 32-bit)")
 
 
 def pair_draw_bits(key: jax.Array, n: int, n_items=None) -> jax.Array:
@@ -124,16 +131,18 @@ def pair_draw_bits(key: jax.Array, n: int, n_items=None) -> jax.Array:
     (m, m) block of an (n, n) array (other entries hold other bits: mask them).
 
     With JAX's default keys each entry hashes its own counter min·m + max
-    (:func:`dpsim.models.threefry.counter_bits`), so no entry needs a transpose; other key
-    implementations draw ``jax.random.bits`` and mirror its upper triangle (unpadded only:
-    a traced ``n_items`` needs the default keys, and raises ValueError otherwise).
-    Returns uint32 of shape (n, n).
+    (:func:`dpsim.models.threefry.counter_bits`), so no entry needs a transpose. Other key
+    implementations, and more than :data:`MAX_FLAT_ITEMS` items, draw
+    :func:`~dpsim.models.threefry.random_bits` (which defers to ``jax.random.bits``) and
+    mirror its upper triangle; unpadded only: a traced ``n_items`` needs both, and raises
+    ValueError otherwise (as :func:`pair_bits`). Returns uint32 of shape (n, n).
     """
     index = jnp.arange(n, dtype=jnp.uint32)
     i, j = index[:, None], index[None, :]
-    if n_items is None and not default_threefry(key):
-        bits = jax.random.bits(key, (n, n), jnp.uint32)
+    if n_items is None and (n > MAX_FLAT_ITEMS or not default_threefry(key)):
+        bits = random_bits(key, (n, n))
         return jnp.where(i < j, bits, bits.T)
+    _require_flat_indices(n)
     width = jnp.uint32(n) if n_items is None else jnp.asarray(n_items, jnp.uint32)
     return counter_bits(key, jnp.minimum(i, j) * width + jnp.maximum(i, j))
 

@@ -34,6 +34,7 @@ from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask, win_counts
 from dpsim.experiment import (comparison_check, Experiment, FigureSpec, Method, Padding, Panel, slope_check, trend_check,
                               UsageError, axes, solver_diagnostics)
+from dpsim.models.btl import MAX_FLAT_ITEMS
 from dpsim.models import (centre, get_link, real_items, sample_er_graph, theta_cai_design, top_k_size,
                           true_top_k_mask)
 
@@ -69,7 +70,7 @@ def resolve_k_and_link(shape: dict, default_k) -> dict:
     return resolve_k(shape, default_k)
 
 
-MAX_ITEMS = 2 ** 16   # pair_bits draws the comparison graph with 32-bit flat indices i·n + j
+MAX_ITEMS = MAX_FLAT_ITEMS   # the padded draw's flat indices i·n + j are 32-bit (dpsim.models.btl)
 
 
 def resolve_shape(shape: dict) -> dict:
