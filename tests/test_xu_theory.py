@@ -180,8 +180,12 @@ def test_classic_rr_population_limit_against_scipy():
         np.add.at(g, j, -r)
         return np.append(g[:-1], x.sum())
 
+    # accepted by its residual, not by hybr's status flag (whose verdict at tol 1e-14 is the
+    # solver's own stopping rule and can differ between machines): the Jacobian's smallest
+    # singular value here is about 0.7, so a residual of 1e-11 places the root within
+    # ~2e-11 of the exact one, far inside the comparison's 1e-8
     ref = root(equations, np.zeros(m), method="hybr", tol=1e-14)
-    assert ref.success
+    assert np.abs(equations(ref.x)).max() <= 1e-11
     np.testing.assert_allclose(np.asarray(fit.theta), ref.x, atol=1e-8)
 
 
