@@ -1,4 +1,4 @@
-"""chowdhury exact estimators (spec §4.1–4.3, §4.7) against SciPy on the same data, to 1e-6:
+"""chowdhury exact estimators (chowdhury §4; Algorithm 2, §5, App. D) against SciPy on the same data, to 1e-6:
 a NumPy objective solved by ``trust-exact`` (or BFGS for the non-convex naive likelihood) and,
 when the constraint binds, Brent's root of ‖θ(μ)‖ = B over the Lagrangian ridge μ; with
 sum-zero in an orthonormal basis of 1^⊥. (Identities, projection, validation and vmap:
@@ -166,7 +166,7 @@ def test_debiased_rr_matches_scipy(eps, radius):
 
 
 def test_debiased_rr_at_small_eps_sits_on_the_ball():
-    """ȳ ∉ [0, 1] makes the loss unbounded below at small n·tanh²(ε/2) (spec §4.3 warning)."""
+    """ȳ ∉ [0, 1] makes the loss unbounded below at small n·tanh²(ε/2) (chowdhury eqs. (4)–(6), §4.2 warning)."""
     data = draw_data(1500, seed=8)
     fit = rr_debiased(data.x, draw_rr(data.y, 0.1, seed=9), 0.1, 3.0)
     assert bool(fit.converged) and bool(fit.info["on_boundary"])
