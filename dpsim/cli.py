@@ -88,9 +88,10 @@ def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | No
 def cmd_show(args) -> int:
     from dpsim.experiment.describe import default_plan, describe, estimate_seconds
     from dpsim.experiment.registry import experiment as resolve
+    from dpsim.experiment.registry import page_of
     from dpsim.experiment.units import format_duration
     experiment, source = resolve(args.experiment)
-    for line in describe(experiment, source):
+    for line in describe(experiment, source, page_of(args.experiment)):
         print(line)
     plan = default_plan(experiment)             # planned once, for the memory line and the estimate
     print("  " + plan.memory_line())

@@ -6,7 +6,8 @@
   ``dpsim list NAME``, ``dpsim verify NAME`` and ``dpsim audit NAME`` select what that module
   defines, whatever its items are called. A paper module exposes ``EXPERIMENTS``, ``CHECKS``
   and ``AUDITS`` (lists) and may expose ``MUTANTS`` (plausible bugs its checks must catch,
-  :mod:`dpsim.experiment.mutants`) and ``TITLE``.
+  :mod:`dpsim.experiment.mutants`), ``TITLE`` and ``PAGE`` (the paper's page in its
+  repository, printed by ``dpsim show``).
 * **Study files**: ``path/to/study.py`` or ``path/to/study.py:NAME``, a researcher's own file
   (no installation, no edit of dpsim): its module-level :class:`Experiment` objects (or its
   ``EXPERIMENTS`` list), ``CHECKS``, ``AUDITS`` and ``MUTANTS``. Its path is its paper name.
@@ -35,7 +36,7 @@ KINDS = ("experiments", "checks", "audits", "mutants")
 class Catalogue:
     """Experiments, checks, audits and mutants by name; where each experiment came from
     (``source[name]``: a paper module's name, or ``path.py:NAME`` for a study file); each
-    paper's title (``papers[paper]``); and the paper that defines each item
+    paper's title (``papers[paper]``) and page (``pages[paper]``); and the paper that defines each item
     (``paper_of[kind][name]``, kind one of :data:`KINDS`)."""
 
     experiments: dict = field(default_factory=dict)
@@ -44,6 +45,7 @@ class Catalogue:
     mutants: dict = field(default_factory=dict)
     source: dict = field(default_factory=dict)
     papers: dict = field(default_factory=dict)
+    pages: dict = field(default_factory=dict)
     paper_of: dict = field(default_factory=lambda: {kind: {} for kind in KINDS})
 
     def add(self, module: ModuleType, paper: str, module_name: str | None = None) -> None:
@@ -73,10 +75,11 @@ class Catalogue:
                 table[item.name] = item
                 self.paper_of[kind][item.name] = paper
         self.papers[paper] = getattr(module, "TITLE", "")
+        self.pages[paper] = getattr(module, "PAGE", "")
 
     def update(self, other: "Catalogue") -> None:
         """Add everything ``other`` holds (its items replace same-named ones)."""
-        for name in (*KINDS, "source", "papers"):
+        for name in (*KINDS, "source", "papers", "pages"):
             getattr(self, name).update(getattr(other, name))
         for kind in KINDS:
             self.paper_of[kind].update(other.paper_of[kind])
@@ -145,6 +148,16 @@ def paper(name: str) -> Catalogue | None:
     catalogue = Catalogue()
     catalogue.add(points[0].load(), name, points[0].value)
     return catalogue
+
+
+def page_of(name: str) -> str:
+    """The page (``PAGE``) of the installed paper that defines the experiment ``name``: a path
+    in that paper's repository, e.g. ``docs/cai.md``; "" for a study file or a paper without one."""
+    for paper_name in paper_names():
+        found = paper(paper_name)
+        if found is not None and name in found.experiments:
+            return found.pages.get(paper_name, "")
+    return ""
 
 
 def forget_installed() -> None:
