@@ -1,4 +1,4 @@
-"""Top-k selection with random tie-breaking (cai §10.10)."""
+"""Top-k selection with random tie-breaking (docs/cai.md, Errata and modes (E10))."""
 import jax
 import jax.numpy as jnp
 

@@ -404,7 +404,7 @@ class IdenticalAcrossCheck(Check):
 @dataclass(frozen=True)
 class ThresholdCollapseCheck(Check):
     """A phase transition that collapses onto one curve when the gap is measured in units
-    of the right rate (e.g. cai spec §7 item 5: P(exact top-k recovery) against Δ / r_E).
+    of the right rate (e.g. docs/cai.md, Predictions (item 5): P(exact top-k recovery) against Δ / r_E).
 
     ``metric`` is a replicate-level success indicator (0/1), ``x`` the column holding the
     gap in units of the rate (x > 0), and ``configs`` the columns that identify one

@@ -281,7 +281,7 @@ class Experiment:
             with ``padding`` it is called with the capacity as the padded axis's value).
         padding: lets shape points of several sizes share one compiled program
             (:class:`Padding`); None: one program per shape point.
-        description: what it reproduces (spec sections), shown by ``dpsim show``.
+        description: what it reproduces (the paper's sections), shown by ``dpsim show``.
         stream_names: renamed axis → the name its values are keyed under (the axis's name
             when its random streams were fixed; names of axes it lacks are ignored). A rename
             then changes no key, so no stored number: e.g. chowdhury's ``{"n_actions": "k"}``.
