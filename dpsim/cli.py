@@ -425,8 +425,8 @@ metrics, expected run time); then `dpsim run NAME [--set AXIS=V1,V2] [--dry-run]
 
 @functools.lru_cache(maxsize=None)
 def build_parser() -> argparse.ArgumentParser:
-    """The command's parser, built once per process (a build takes ~40 ms, which tests that
-    call :func:`main` hundreds of times in one process would pay each time)."""
+    """The command's parser, built once per process (tests call :func:`main` hundreds of
+    times in one process and would pay the build each time)."""
     from dpsim import __version__
     parser = _Parser(prog="dpsim", description="Minimax-rate experiments for differentially private "
                      "learning from pairwise comparisons and response data.", epilog=EPILOG)

@@ -15,9 +15,8 @@ cancellation that makes f itself useless as a test near the optimum, and saves a
 of n² logarithms per trial point. For the BTL objectives of this package the Hessian is a weighted graph
 Laplacian plus γI whose Jacobi-preconditioned spectrum is tightly clustered, so CG needs
 few matrix–vector products (11 per fit at n = 300, 7 Newton iterations) and avoids the
-O(n³) dense factorisation per iteration: a dense-Cholesky Newton measured 2.3× slower at
-n = 300 on CPU in the runner's micro-batches (3.00 against 1.29 ms/fit;
-benchmarks/cai.py, section S).
+O(n³) dense factorisation per iteration: a dense-Cholesky Newton is slower at n = 300 on
+CPU in the runner's micro-batches (benchmarks/cai.py, section S).
 """
 from __future__ import annotations
 

@@ -362,8 +362,8 @@ def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: lis
 
     A string analysis axis that only host-side :class:`~dpsim.experiment.Derived` functions
     read (xu-hetero's ``profile`` and ``match``, xu's ``scheme``, nguyen's ``p0``) would
-    otherwise compile one copy of every method per value (xu-hetero's program,
-    9 copies, took 14.8 s to compile; 4.2 s with one). When nothing merges, the first
+    otherwise compile one copy of every method per value (xu-hetero's program would hold nine
+    copies). When nothing merges, the first
     lowering is the program: no extra work."""
     step = (experiment, shape, static_data)
     if len(groups) <= 1:
@@ -542,18 +542,10 @@ def _describe(value, seen: set) -> str:
 
 
 # XLA:CPU options of the chunk programs: XLA's defaults, unless $DPSIM_XLA_CPU_OPT_LEVEL sets
-# the LLVM optimisation level. Level 1 was tried as the default and not kept: it
-# compiled cai Fig. 3's program in 12–16 % less CPU time (2.68 against 3.06 CPU-s, median of
-# 5), but Fig. 1's nine programs only 2.5 % (29.4 against 30.1 CPU-s, within the noise) and
-# Figures 1–3 end to end not at all (benchmarks/compare.py, 3 rounds: 41.4 against 41.1 s),
-# while moving float results by up to 6e-13 relative. Level 0 compiles ~45 % faster and runs
-# cai-fig3 3× slower: for smoke runs that are all compilation (the conformance suite).
-# xla_llvm_disable_expensive_passes, xla_cpu_parallel_codegen_split_count 1 or 4 and the
-# concurrency-optimised scheduler off changed Fig. 3's compile time by less than the noise.
-# xla_cpu_opt_preset=CPU_OPT_PRESET_FAST_COMPILE compiled Fig. 3's program ~9 % faster
-# (2.00 against 2.22 s, 3 runs) but Figures 1–3 end to end not (compare.py, 3 rounds: 25.8
-# against 24.6 s) and moved floats by up to 3.5e-12 relative; YNNPACK fusions off
-# (xla_cpu_experimental_ynn_fusion_type=) made the BTL evaluate 10–40 % slower.
+# the LLVM optimisation level. No other level, preset or pass option shortened Figures 1–3
+# end to end (benchmarks/compare.py), and each moved float results; level 0 compiles much
+# faster and runs several times slower, which suits smoke runs that are all compilation
+# (the conformance suite). YNNPACK fusions stay on: the BTL evaluate is slower without them.
 CPU_OPT_LEVEL_VARIABLE = "DPSIM_XLA_CPU_OPT_LEVEL"
 
 

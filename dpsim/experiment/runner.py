@@ -357,8 +357,8 @@ def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
 
 def folder_summaries(out: Path, experiment: Experiment) -> dict:
     """The manifest's ``study`` (:func:`study_summary`) and ``diagnostics`` (:func:`unconverged`)
-    of the study folder ``out``, from one read of the columns they use, in Arrow (pandas
-    spent 15 ms of a 60–77 ms warm cai n = 20 run here, and 0.12–0.45 s on 672 000 rows)."""
+    of the study folder ``out``, from one read of the columns they use, in Arrow (through
+    pandas this was a large share of a short run)."""
     columns = [*experiment.axes, *experiment.derived_names("shape"), "point", "rep", "method", "converged", "result"]
     table = store.read_arrow_columns(out, list(dict.fromkeys(columns)))
     return {"study": study_summary(table, experiment), "diagnostics": {"unconverged": unconverged(table, experiment)}}

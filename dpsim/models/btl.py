@@ -164,8 +164,7 @@ def sample_er_graph(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC,
     the pair's bits (:func:`pair_draw_bits`) and compare them with p·F(θ_lo − θ_hi), so neither
     W nor A needs a transpose. A is returned because the estimators need W + Wᵀ: formed from
     W, XLA:CPU fused this sampler into that transposed read and hashed every pair again, in
-    transposed order (cai Fig. 3 warm, three alternating runs each: 1.52 s before, with
-    ``i_wins + j_wins.T``, 1.32 s with A passed to the fits; the same W).
+    transposed order; with A passed to the fits the draw is computed once (the same W).
 
     ``n_items`` (may be traced): the real items when θ is padded to a longer static length;
     W and A are then the unpadded ones in their top-left block and 0 elsewhere, drawn from

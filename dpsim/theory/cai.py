@@ -17,7 +17,7 @@ def _f64(*values):
     """(namespace, the values as float64 arrays): NumPy when every value is a host number,
     jax.numpy when one is a JAX array or tracer. Host-side checks (the predicted slopes
     computed when a paper module is imported) then dispatch no JAX operation: each one
-    compiled a tiny program, 0.3 s of every ``dpsim run cai-…``."""
+    would compile a tiny program in every ``dpsim run cai-…``."""
     xp = jnp if any(isinstance(v, jax.Array) for v in values) else np
     return xp, tuple(xp.asarray(v, xp.float64) for v in values)
 

@@ -175,7 +175,7 @@ def objective_perturbation_l2_rate(n_samples, dim, eps, delta, feature_bound, ka
 def _quadrature():
     """(grid, weights) of the trapezoid rule for E f(g), g ~ N(0, 1), on [−12, 12] (4801
     points). Computed on first use, concretely even when first called under a trace (an
-    import-time jnp computation cost every ``dpsim`` command 0.3 s)."""
+    import-time jnp computation would slow every ``dpsim`` command)."""
     with jax.ensure_compile_time_eval():
         grid = jnp.linspace(-12.0, 12.0, 4801)
         return grid, norm.pdf(grid) * (grid[1] - grid[0])

@@ -10,8 +10,8 @@ bugs) they must catch (closed forms and tolerances: :mod:`.levels`).
 | Alg. 3 strict, Laplace(2L/ε) | ``cai-edge-vs-individual`` (unit = individual) | ``cai-level-indiv-counts-noise-strict`` |
 | Alg. 3 paper, Laplace(L/ε) | ``cai-fig7`` (mode = paper) | ``cai-level-indiv-counts-noise-paper`` |
 
-Each mutant re-runs only the experiment whose checks can catch it (``cai-fig3`` about 20 s,
-``cai-edge-vs-individual`` 15 s, ``cai-fig7`` 13 s by ``dpsim show``).
+Each mutant re-runs only the experiment whose checks can catch it (``cai-fig3``,
+``cai-edge-vs-individual`` or ``cai-fig7``; ``dpsim show`` estimates each one's run time).
 """
 from __future__ import annotations
 

@@ -117,8 +117,7 @@ def expected_wins(W, theta):
     With b = exp(θ − c), c the midpoint of θ's range, σ(θ_i − θ_j) = b_i/(b_i + b_j), so the sum
     is b_i Σ_j (W_ij + W_ji) Q_ij with Q_ij = 1/(b_i + b_j) symmetric: the row and the column
     sums of W∘Q, one division per pair and no transpose of W. Writing σ through ``sigmoid``
-    (one exponential per pair) and M = W + Wᵀ took 2.2× as long at n = 300 (214 against
-    91 µs). Exact up to rounding while θ's range is under ≈ 1400 (b then neither overflows
+    (one exponential per pair) and M = W + Wᵀ took twice as long at n = 300. Exact up to rounding while θ's range is under ≈ 1400 (b then neither overflows
     nor underflows to 0 for both items of a pair).
     """
     b = jnp.exp(theta - 0.5 * (jnp.max(theta) + jnp.min(theta)))

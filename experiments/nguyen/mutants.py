@@ -1,6 +1,6 @@
 """nguyen's mutants: plausible bugs in the calibration of its three mechanisms
 (nguyen §4.1; Lemma 4.1, §4.2; supp. §4; docs/nguyen.md, Mechanisms and estimators; Errata and modes (Q3–Q4, A2, A3, A5)), each applied
-to Fig. 2 (18 s a run), where the level checks of :mod:`.levels` judge every mechanism in
+to Fig. 2 (the cheapest run that holds all three), where the level checks of :mod:`.levels` judge every mechanism in
 both modes. ``dpsim verify nguyen --mutants`` must kill every one.
 
 Discrete Gaussian (through its host-derived ρ, or the method's analysis values):

@@ -167,7 +167,7 @@ def _fitted(fn, values) -> float:
 def prediction_thunks() -> dict:
     """Every number the checks below predict, as a function of no arguments each, computed
     from :mod:`dpsim.theory.nguyen` (host) when the first check that uses *that* number is
-    judged (:data:`P`): R9's exact linearisation (``laplace_rms_slope_m``, about 8 s) is only
+    judged (:data:`P`): R9's exact linearisation (``laplace_rms_slope_m``, the costly one) is only
     computed for the checks that use it."""
     eps0 = functools.cache(lambda: {e: math.sqrt(2.0 * zcdp_rho(e, DELTA, "cks")) for e in USERS_EPS})
     laplace_ratio = functools.cache(lambda: {m: rates.laplace_gauss_shift_ratio(m, LAPLACE_EPS, DELTA)
@@ -204,7 +204,7 @@ def prediction_thunks() -> dict:
 
 def predictions() -> dict:
     """Every number the checks below predict (:func:`prediction_thunks`, all computed now;
-    about 20 s, mostly R9's exact linearisation)."""
+    mostly R9's exact linearisation)."""
     return {key: thunk() for key, thunk in prediction_thunks().items()}
 
 

@@ -151,7 +151,7 @@ for _p in HETERO_PROFILES:
         paired_on=("n_users", "rep"),
         description=f"{_p}: RMS ℓ2/√m error over that of the homogeneous ε with the same G(ε) in [√0.9, √1.1] "
                     f"(Thm 2 and Lemma 2: the variance of z̄ depends on ε only through G)"))
-    _band = BOUNDS[_p]          # computed when the check is judged (privacy_G compiles; ~0.2 s a profile)
+    _band = BOUNDS[_p]          # computed when the check is judged (privacy_G compiles once per profile)
     CHECKS.append(ratio_check(
         f"xu-hetero-{_p.replace('_', '-')}-not-mean-eps", HETERO.name, "mse", "m_est", "match", "profile",
         "same_mean_eps", _band[0], _band[1], where={"profile": [_p]}, pool=("n_users",), root=True,
