@@ -86,7 +86,7 @@ def ridge_lambda(group_eps, group_sizes, rule: str = "g_over_l"):
 
 def win_value_matrix(zbar) -> jax.Array:
     """w with w_ij = z̄_ij and w_ji = 1 − z̄_ij for i < j, 0 on the diagonal: the "win value" of
-    i over j (xu §4.1, gradient of eq. (3); xu §4.1, eq. (3)).
+    i over j (xu §4.1, gradient of eq. (3)).
 
     Args: zbar: (M,) per-pair means in triu order. Returns: (m, m) float64."""
     zbar = jnp.asarray(zbar, jnp.float64)

@@ -280,7 +280,7 @@ def rr_naive_mle(x, y_tilde, eps, radius, *, solver: str = "newton", sum_zero: b
 
 
 def theory_ridge(n_samples, radius):
-    """β = √n/B, the ridge of chowdhury Thm 5.3 (ℓ2 bound; chowdhury Algorithm 2, §5, App. D; docs/chowdhury.md, Errata and modes (E8) default)."""
+    """β = √n/B, the ridge of chowdhury Thm 5.3 (ℓ2 bound; the default of docs/chowdhury.md, Errata and modes (E8))."""
     return jnp.sqrt(jnp.asarray(n_samples, jnp.float64)) / radius
 
 

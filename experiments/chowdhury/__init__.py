@@ -5,8 +5,9 @@ the predictions checked, and each erratum with the mode chosen for it.
 
 Modules: ``common`` (axes, θ* designs, data, the exact and SGD methods, per-replicate
 (A1)–(A3) predictions; the optimiser fork of docs/chowdhury.md, Experiments as run), ``fig1`` (Figure 1 in the exact
-reading, primary, and the SGD reading, secondary; docs/chowdhury.md, Experiments as run checks), ``rates`` (the docs/chowdhury.md, Predictions
-grids: larger n, an ε sweep, a d sweep, K ∈ {2, 4, 8}), ``lower_bound`` (Thm 3.2 on its
+reading, primary, and the SGD reading, secondary; the checks of docs/chowdhury.md, Experiments
+as run), ``rates`` (the grids of docs/chowdhury.md,
+Predictions: larger n, an ε sweep, a d sweep, K ∈ {2, 4, 8}), ``lower_bound`` (Thm 3.2 on its
 hypercube instance, P13), ``levels`` (level checks pinning each mechanism's calibration, the
 K-RR release experiment and the mutants), ``audits`` (RR, K-RR and objective
 perturbation).

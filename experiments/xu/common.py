@@ -10,7 +10,7 @@ sufficient statistic, the wins per pair n1_e ~ Bin(L, p*_e)
 (:func:`dpsim.models.complete_btl.sample_pair_wins`), keyed by (m, L, Δ, replicate): every
 privacy level and mechanism sees the same raw data (common random numbers).
 
-**Release** (xu §3; xu §3.1–3.2). The ``mechanism`` axis names what each user releases per
+**Release** (xu §3.1–3.2). The ``mechanism`` axis names what each user releases per
 comparison, at ε per comparison: ``debiased_rr`` (the paper's z of eq. (1)), ``classic_rr``
 (ỹ, the Scenario V baseline), ``laplace`` (y + Laplace(1/ε), docs/xu.md, Mechanisms and estimators; Errata and modes (A6)) or ``none``.
 The analyst sees the per-pair mean z̄ (:func:`dpsim.mechanisms.pairwise_ldp.privatise`).

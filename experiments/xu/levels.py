@@ -7,7 +7,7 @@ xu §3.1–3.2; §4.1, eq. (3); docs/xu.md, Mechanisms and estimators; Predictio
 (``dpsim.mechanisms``, ``dpsim.estimators.debiased_m.ridge_lambda``, ``dpsim.theory.xu``):
 a bug in those would otherwise move the prediction with the simulation.
 
-Per answer y ∈ {0, 1} with P(y = 1) = p (xu §3; xu §3.1–3.2):
+Per answer y ∈ {0, 1} with P(y = 1) = p (xu §3.1–3.2):
 
 - classic RR keeps y with probability q = e^ε/(1 + e^ε), so E[ỹ − ½ | y] = (2q − 1)(y − ½) and
   the slope of the released mean on the raw mean is 2q − 1 = tanh(ε/2) (:func:`release_slope`);
