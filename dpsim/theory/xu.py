@@ -64,7 +64,7 @@ def _require_kappa(kappa):
 # ---------------------------------------------------------------------------------------
 def excess_risk_rate(n_items, n_users, eps, kappa=1.0, group_sizes=None):
     """δ_{m,L} = κ·G(ε)·log(mL)/(mL): the excess-risk level of xu §4.1 Thm 1 (eq. (5)); e_L(θ̂, θ*)
-    exceeds δ ≳ this with probability ≲ exp(−C m² L δ/ρ(ε, κ)). Spec P7: m·L·e_L/G ≈ const.
+    exceeds δ ≳ this with probability ≲ exp(−C m² L δ/ρ(ε, κ)). P7 (docs/xu.md, Predictions): m·L·e_L/G ≈ const.
 
     Args: n_items m ≥ 2; n_users L ≥ 1; eps ε > 0 (scalar, or group budgets with
     ``group_sizes``); kappa κ ≥ 1. Returns: scalar float64."""
