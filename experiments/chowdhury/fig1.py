@@ -57,7 +57,7 @@ FIG1 = Experiment(
     truth=c.truth, generate=c.generate_with_mle, privatise=c.privatise_rr, methods=c.EXACT_METHODS,
     reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 (exact minimisers)", c.EXACT_METHODS),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, lane_bytes=c.binary_lane_bytes,
-    description="chowdhury §6 Fig. 1, docs/chowdhury.md, Experiments as run 'exact' reading (primary): MLE, θ̂_RR, θ̂_obj "
+    description="chowdhury §6 Fig. 1, the 'exact' reading of docs/chowdhury.md, Experiments as run (primary): MLE, θ̂_RR, θ̂_obj "
                 "(β = √n/B, L = max‖x‖/2, B = 2√d)")
 
 FIG1_SGD = Experiment(
@@ -72,7 +72,7 @@ FIG1_SGD = Experiment(
     reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 by one-pass SGD", c.SGD_METHODS),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, lane_bytes=c.binary_lane_bytes,
     stream_names=c.STREAM_NAMES,
-    description="chowdhury §6 read literally (docs/chowdhury.md, Experiments as run 'sgd-literal', 'sgd-theory', averaged; docs/chowdhury.md, Experiments as run): "
+    description="chowdhury §6 read literally (the readings 'sgd-literal', 'sgd-theory' and averaged of docs/chowdhury.md, Experiments as run): "
                 "one pass, η = 0.1; secondary, shows why the literal reading does not reproduce Fig. 1")
 
 EXPERIMENTS = [FIG1, FIG1_SGD]

@@ -150,7 +150,7 @@ FIG2 = Experiment(
                       panels=(Panel("l2", None, PANEL_Y, each=("dataset",)),), columns=2,
                       curve_labels=LABELS, symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen Fig. 2: education data sets",
                       shown_with={"uci_file": ("dataset", "uci_student"), "grades_file": ("dataset", "three_grades")}),
-    description="nguyen §5.2, Fig. 2; docs/nguyen.md, Experiments as run (LSAT rebuilt), docs/nguyen.md, Experiments as run (stand-ins)")
+    description="nguyen §5.2, Fig. 2; docs/nguyen.md, Experiments as run (LSAT rebuilt; stand-ins)")
 
 
 # ---------------------------------------------------------------------------------------

@@ -122,7 +122,7 @@ FIG7 = Experiment(
                 Panel("linf", "m_est", YLABEL["linf"], title="estimation, $\\ell_\\infty$")),
         title="xu Fig. 7: MovieLens, errors vs $L$ under the $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     validate_point=validate_point, lane_bytes=lane_bytes,
-    description="xu §5.4, Fig. 7 (xu §5.4): ml-latest-small ratings.csv (--set ratings_file=PATH) or its stand-in")
+    description="xu §5.4, Fig. 7 (docs/xu.md, Experiments as run): ml-latest-small ratings.csv (--set ratings_file=PATH) or its stand-in")
 
 EXPERIMENTS = [FIG7]
 
