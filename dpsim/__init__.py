@@ -15,3 +15,18 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 __version__ = "0.3.0"
+
+# The Python API (dpsim.api), imported on first use so that ``import dpsim`` stays light.
+API = ("run", "load", "Results", "experiment_named", "show", "catalog", "verify", "Verification", "solve",
+       "checks_for", "Method", "Experiment")
+
+
+def __getattr__(name):
+    if name in API:
+        import importlib
+        return getattr(importlib.import_module("dpsim.api"), name)
+    raise AttributeError(f"module 'dpsim' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *API])

@@ -353,6 +353,47 @@ class Experiment:
                 raise ValueError(f"experiment {self.name!r}: padding capacity name {self.padding.capacity!r} "
                                  f"is one of its axes")
 
+    def with_methods(self, methods: Mapping[str, Method] | None = None, /, *, name: str | None = None,
+                     title: str | None = None, **more: Method) -> "Experiment":
+        """This experiment with further methods run beside its own: the same grid, data, θ*,
+        release and keys, so its own methods' rows are those of a run without the new ones
+        (each method's key is folded from its name alone: common random numbers), and the
+        new methods see exactly the data the paper's methods see.
+
+        Args:
+            methods, more: name → :class:`Method` (a mapping, keywords, or both).
+            name: the new experiment's name (default ``"<name>+<method>+…"``, e.g.
+                ``cai-fig3+mine``: its runs and checks are apart from the paper's).
+            title: its title (default: this one's, naming the added methods).
+        Returns:
+            A new :class:`Experiment`. Its figure draws the new methods too: as curves where
+            the figure's curves are methods, else as panels beside the panels of a method
+            of this experiment whose metric the new method reports (titled with its label).
+            With :class:`Padding`, a new method that does not mask padding
+            (``Method.masks_padding``) runs the experiment unpadded (one program per size:
+            the paper's rows then equal a padded run's up to float rounding, bit for bit an
+            unpadded one's, ``DPSIM_PADDING=off``).
+        Raises:
+            UsageError: no method, a value that is not a Method, or a name this experiment
+            already has.
+        """
+        added = {**dict(methods or {}), **more}
+        if not added:
+            raise UsageError(f"with_methods: name at least one method to add to {self.name!r}")
+        for method_name, method in added.items():
+            if not isinstance(method, Method):
+                raise UsageError(f"with_methods: {method_name}={method!r} is not a dpsim Method")
+            if method_name in self.methods:
+                raise UsageError(f"with_methods: {self.name!r} already has a method {method_name!r}; "
+                                 f"choose another name (its methods: {', '.join(self.methods)})")
+        import dataclasses
+        padding = self.padding if all(m.masks_padding for m in added.values()) else None
+        return dataclasses.replace(
+            self, name=name or "+".join([self.name, *added]),
+            title=title or f"{self.title} (with {', '.join(added)})",
+            methods={**self.methods, **added}, padding=padding,
+            figure=None if self.figure is None else figure_with_methods(self.figure, self.methods, added))
+
     def point_id(self, point: Mapping[str, Any]) -> int:
         """The stable id keying a (partial) grid point: :func:`stable_id` of it as
         ``stream_point`` maps it, each renamed axis under its ``stream_names`` name, so a
@@ -373,6 +414,30 @@ class Experiment:
 
     def derived_names(self, level: str | None = None) -> tuple[str, ...]:
         return tuple(n for d in self.derived if level in (None, d.level) for n in d.names)
+
+
+def figure_with_methods(spec: FigureSpec, own: Mapping[str, Method], added: Mapping[str, Method]) -> FigureSpec:
+    """``spec`` drawing the ``added`` methods beside the ``own`` ones (:meth:`Experiment.with_methods`):
+    with one curve per method, their legend labels; else, after each panel of one of ``own``,
+    the same panel for every added method that reports its metric (a panel of every method,
+    ``method=None``, keeps to the methods it drew)."""
+    import dataclasses
+    labels = {name: m.label or name for name, m in added.items()}
+    if spec.curve == "method":
+        return dataclasses.replace(spec, curve_labels={**spec.curve_labels, **labels})
+    panels = []
+    for panel in spec.panels:
+        if panel.method is None:
+            drew = [n for n, m in own.items() if panel.metric in m.columns]
+            reported = [n for n, m in added.items() if panel.metric in m.columns]
+            panels.append(dataclasses.replace(panel, where={**panel.where, "method": drew}) if reported else panel)
+            continue
+        panels.append(panel)
+        for name, method in added.items():
+            if panel.method in own and panel.metric in method.columns:
+                title = f"{panel.title or panel.ylabel} — {labels[name]}"
+                panels.append(dataclasses.replace(panel, method=name, title=title))
+    return dataclasses.replace(spec, panels=tuple(panels))
 
 
 @dataclass(frozen=True)
