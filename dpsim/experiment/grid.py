@@ -418,26 +418,38 @@ class Experiment:
 
 def figure_with_methods(spec: FigureSpec, own: Mapping[str, Method], added: Mapping[str, Method]) -> FigureSpec:
     """``spec`` drawing the ``added`` methods beside the ``own`` ones (:meth:`Experiment.with_methods`):
-    with one curve per method, their legend labels; else, after each panel of one of ``own``,
-    the same panel for every added method that reports its metric (a panel of every method,
-    ``method=None``, keeps to the methods it drew)."""
+    with one curve per method, their legend labels; else, for every added method that reports
+    a panel's metric, the same panel for it (titled with its label), once per slice of the grid
+    (after the last panel of one of ``own`` that shows that metric there). A panel of every
+    method (``method=None``) keeps to the methods it drew. The title names the added methods."""
     import dataclasses
     labels = {name: m.label or name for name, m in added.items()}
+    title = f"{spec.title} (with {', '.join(labels.values())})" if spec.title else ""
     if spec.curve == "method":
-        return dataclasses.replace(spec, curve_labels={**spec.curve_labels, **labels})
-    panels = []
+        return dataclasses.replace(spec, title=title, curve_labels={**spec.curve_labels, **labels})
+
+    def slice_of(panel):
+        return (panel.metric, repr(sorted(panel.where.items())), panel.x, panel.each, repr(sorted(panel.at.items())))
+    panels, last, ylabels = [], {}, {}
     for panel in spec.panels:
         if panel.method is None:
             drew = [n for n, m in own.items() if panel.metric in m.columns]
-            reported = [n for n, m in added.items() if panel.metric in m.columns]
-            panels.append(dataclasses.replace(panel, where={**panel.where, "method": drew}) if reported else panel)
-            continue
+            if any(panel.metric in m.columns for m in added.values()):
+                panel = dataclasses.replace(panel, where={**panel.where, "method": drew})
+        elif panel.method in own:
+            last[slice_of(panel)] = (len(panels), panel)
+            ylabels.setdefault(slice_of(panel), set()).add(panel.ylabel)
         panels.append(panel)
+    extra = {}
+    for key, (index, panel) in last.items():
+        # the y label of the own panels when they agree (else it may name their method: the metric's name)
+        ylabel = panel.ylabel if len(ylabels[key]) == 1 else panel.metric
         for name, method in added.items():
-            if panel.method in own and panel.metric in method.columns:
-                title = f"{panel.title or panel.ylabel} — {labels[name]}"
-                panels.append(dataclasses.replace(panel, method=name, title=title))
-    return dataclasses.replace(spec, panels=tuple(panels))
+            if panel.metric in method.columns:
+                title = f"{panel.title} — {labels[name]}" if panel.title else labels[name]
+                extra.setdefault(index, []).append(dataclasses.replace(panel, method=name, title=title, ylabel=ylabel))
+    drawn = [p for i, panel in enumerate(panels) for p in [panel, *extra.get(i, [])]]
+    return dataclasses.replace(spec, title=title, panels=tuple(drawn))
 
 
 @dataclass(frozen=True)
