@@ -271,10 +271,10 @@ def _option(name: str, values: Sequence[str], cli: bool) -> str:
 
 
 def _check_axes(table: pd.DataFrame, axes: Sequence[str], option: str, cli: bool, allow_method: bool = False) -> None:
-    """UsageError naming the first of ``axes`` that is not a grid axis of ``table`` (with the
-    closest one, and the axes it has)."""
+    """UsageError naming the first of ``axes`` that is neither a grid axis of ``table`` nor a
+    value derived from one (with the closest one, and the axes it has)."""
     import difflib
-    known = [*grid_columns(table), *(["method"] if allow_method else [])]
+    known = [*grid_columns(table), *table.attrs.get("derived_columns", ()), *(["method"] if allow_method else [])]
     for axis in axes:
         if axis not in known:
             close = difflib.get_close_matches(axis, known, n=1, cutoff=0.6)
