@@ -472,7 +472,7 @@ class Verification:
 
 def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None, until_decided: bool = False,
            budget: int | None = None, stages: int | None = None, mutants: bool | Sequence[str] = False,
-           progress: bool = True) -> Verification:
+           progress: bool = True, echo=None, watchdog: float | None = None, cli: bool = False) -> Verification:
     """Run what the checks need (resuming) and judge them, as ``dpsim verify``.
 
     Args:
@@ -484,18 +484,20 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
         until_decided, budget, stages: ``--until-decided [--budget] [--stages]``.
         mutants: True (every mutant of the checks' experiments) or mutant names: judge again
             under each; one that no check catches survives.
-        progress: print each check's line as it is judged (and the runs' progress bars).
+        progress: the runs' progress bars, and each line printed as it is judged.
+        echo: called with each line instead (default: ``print`` with ``progress``, else nothing).
+        watchdog: as :func:`run`'s engine (``--watchdog``).
+        cli: word errors in the command's options (``--budget``).
     Returns:
         :class:`Verification`.
     Raises:
         UsageError: an unknown name, or a bad option.
     """
-    from dpsim.experiment.mutants import mutants_of
-    from dpsim.experiment.registry import catalogue, is_study
-    from dpsim.experiment.verify import Sequential, family_size
+    from dpsim.experiment.registry import Catalogue, catalogue, is_study
+    from dpsim.experiment.verify import family_size
     from dpsim.experiment.verify import verify as judge_checks
     from dpsim.experiment.verify import verify_mutants
-    from dpsim.experiment.registry import Catalogue
+    sequential = _sequential(until_decided, budget, stages, bool(mutants), cli)
     names = [str(t) for t in targets if isinstance(t, (str, Path))]
     given = [t for t in targets if isinstance(t, Experiment)]
     objects = [t for t in targets if not isinstance(t, (str, Path, Experiment))]
@@ -523,44 +525,60 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
             raise UsageError(f"study file {study!r} defines no checks")
     selected = found.select("checks", _checks_of_experiments(found, names), "check") if names or not objects else []
     checks = {c.name: c for c in [*selected, *objects]}
-    if until_decided:
-        if mutants:
-            raise UsageError("until_decided cannot be combined with mutants (judge mutants at fixed replicates)")
-        sequential = Sequential(**({} if stages is None else {"stages": stages}), budget=budget)
-    elif budget is not None or stages is not None:
-        raise UsageError(f"{'budget' if budget is not None else 'stages'} needs until_decided")
-    else:
-        sequential = None
-    chosen = None
-    if mutants:
-        relevant = mutants_of(found.mutants.values(), {c.experiment for c in checks.values()})
-        if not isinstance(mutants, bool):
-            picked = found.select("mutants", [mutants] if isinstance(mutants, str) else list(mutants), "mutant")
-            outside = [m.name for m in picked if m not in relevant]
-            if outside:
-                raise UsageError(f"mutant {outside[0]!r} changes none of the selected checks' experiments")
-            relevant = picked
-        if not relevant:
-            raise UsageError("no mutant changes the selected checks' experiments; see `dpsim list`")
-        chosen = relevant
+    chosen = _selected_mutants(found, checks, mutants)
+    echo = echo or ((lambda line: print(line, flush=True)) if progress else (lambda line: None))
     lines: list[str] = []
 
-    def echo(line):
+    def kept(line):
         lines.append(line)
-        if progress:
-            print(line, flush=True)
+        echo(line)
     family = family_size(checks.values())
     results, counts = judge_checks(checks, found.experiments, [], runs=Path(runs), seed=seed, reps=reps,
-                                   progress=progress, sources=found.source, family=family, sequential=sequential,
-                                   solver=_check_solver, echo=echo)
+                                   progress=progress, watchdog=watchdog, sources=found.source, family=family,
+                                   sequential=sequential, solver=_check_solver, echo=kept)
     table = pd.DataFrame([_verdict_row(r, checks[r.name]) for r in results], columns=VERDICT_COLUMNS)
     outcome = None
     if chosen is not None:
         outcomes = verify_mutants(checks, found.experiments, chosen, results, runs=Path(runs), seed=seed, reps=reps,
-                                  family=family, progress=progress, sources=found.source, solver=_check_solver)
+                                  family=family, progress=progress, watchdog=watchdog, sources=found.source,
+                                  solver=_check_solver, echo=kept)
         outcome = pd.DataFrame([{"name": o.mutant, "killed": o.killed, "line": o.line()} for o in outcomes],
                                columns=["name", "killed", "line"])
     return Verification(table, dict(Counter(counts)), outcome, lines)
+
+
+def _sequential(until_decided: bool, budget, stages, mutants: bool, cli: bool):
+    """The :class:`~dpsim.experiment.verify.Sequential` rule asked for, or None; UsageError for
+    a bad value or a combination it refuses (worded in the command's options with ``cli``)."""
+    from dpsim.experiment.verify import Sequential
+    word = (lambda name: f"--{name.replace('_', '-')}") if cli else (lambda name: name)
+    if not until_decided:
+        extra = "budget" if budget is not None else "stages" if stages is not None else None
+        if extra:
+            raise UsageError(f"{word(extra)} needs {word('until_decided')}")
+        return None
+    if mutants:
+        raise UsageError(f"{word('until_decided')} cannot be combined with "
+                         f"{'--mutants/--mutant' if cli else 'mutants'} (judge mutants at fixed replicates)")
+    return Sequential(**({} if stages is None else {"stages": stages}), budget=budget)
+
+
+def _selected_mutants(found, checks: Mapping, mutants):
+    """The mutants asked for: every mutant of the checks' experiments (``mutants`` True), the
+    named ones (a name or names), or None (False)."""
+    from dpsim.experiment.mutants import mutants_of
+    if not mutants:
+        return None
+    relevant = mutants_of(found.mutants.values(), {c.experiment for c in checks.values()})
+    if not isinstance(mutants, bool):
+        chosen = found.select("mutants", [mutants] if isinstance(mutants, str) else list(mutants), "mutant")
+        outside = [m.name for m in chosen if m not in relevant]
+        if outside:
+            raise UsageError(f"mutant {outside[0]!r} changes none of the selected checks' experiments")
+        relevant = chosen
+    if not relevant:
+        raise UsageError("no mutant changes the selected checks' experiments; see `dpsim list`")
+    return relevant
 
 
 VERDICT_COLUMNS = ["name", "experiment", "verdict", "value", "low", "high", "region_low", "region_high", "predicted",

@@ -262,89 +262,16 @@ def _manifest_experiment(manifest: dict):
     return experiment_of(manifest)
 
 
-def _checks_of_experiments(found, names: list[str]) -> list[str]:
-    """``names`` with each experiment name replaced by the names of the checks judged on it
-    (``dpsim verify cai-fig3`` runs cai-fig3's checks); other names are left as they are."""
-    out = []
-    for name in names:
-        if name in found.experiments and name not in found.checks:
-            own = [c.name for c in found.checks.values() if c.experiment == name]
-            if not own:
-                raise UsageError(f"experiment {name!r} has no checks; see `dpsim list`")
-            out.extend(own)
-        else:
-            out.append(name)
-    return out
-
-
 def cmd_verify(args) -> int:
-    from dpsim.experiment.registry import catalogue, is_study
-    from dpsim.experiment.verify import family_size, verify, verify_mutants
-    sequential = _sequential(args)
-    names = list(args.checks)
-    study = next((n for n in names if is_study(n)), None)
-    if study:
-        names.remove(study)
-    found = catalogue(study)
-    if study and not names:
-        names = [c.name for c in found.matching("checks", study.split(":")[0])]
-        if not names:
-            raise UsageError(f"study file {study!r} defines no checks")
-    checks = {c.name: c for c in found.select("checks", _checks_of_experiments(found, names), "check")}
-    mutants = _selected_mutants(found, checks, args)
-    family = family_size(checks.values())
-    results, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
-                             reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
-                             sources=found.source, family=family, sequential=sequential, solver=_check_solver)
-    survivors = 0
-    if mutants is not None:
-        outcomes = verify_mutants(checks, found.experiments, mutants, results, runs=Path(args.runs),
-                                  seed=args.seed, reps=args.reps, family=family, progress=not args.no_progress,
-                                  watchdog=args.watchdog, sources=found.source, solver=_check_solver)
-        survivors = sum(not o.killed for o in outcomes)
-    if counts["FAIL"] or counts["REFUSED"] or survivors:
+    from dpsim.api import verify
+    found = verify(*args.checks, runs=args.runs, seed=args.seed, reps=args.reps, until_decided=args.until_decided,
+                   budget=args.budget, stages=args.stages, mutants=args.mutant or args.mutants,
+                   progress=not args.no_progress, echo=lambda line: print(line, flush=True),
+                   watchdog=args.watchdog, cli=True)
+    survivors = 0 if found.mutants is None else int((~found.mutants["killed"]).sum())
+    if found.counts.get("FAIL") or found.counts.get("REFUSED") or survivors:
         return 1
-    return 3 if counts["INCONCLUSIVE"] else 0
-
-
-def _check_solver(experiment, solve, *, out, seed, progress):
-    """The roots table of a check's declared solve (:class:`~dpsim.experiment.checks.Solve`),
-    computed (or replayed) by ``dpsim solve``'s back end into ``out``."""
-    from dpsim.experiment.solve import solve_experiment
-    return solve_experiment(experiment, axis=solve.axis, target=solve.target, within=solve.within,
-                            overrides=solve.override_dict() or None, seed=seed, out=out, progress=progress).table
-
-
-def _sequential(args):
-    """The :class:`~dpsim.experiment.verify.Sequential` rule ``--until-decided [--budget]
-    [--stages]`` asks for, or None; UsageError for a bad value or a combination it refuses."""
-    from dpsim.experiment.verify import Sequential
-    if not args.until_decided:
-        extra = "--budget" if args.budget is not None else "--stages" if args.stages is not None else None
-        if extra:
-            raise UsageError(f"{extra} needs --until-decided")
-        return None
-    if args.mutants or args.mutant:
-        raise UsageError("--until-decided cannot be combined with --mutants/--mutant (judge mutants at fixed replicates)")
-    return Sequential(**({} if args.stages is None else {"stages": args.stages}), budget=args.budget)
-
-
-def _selected_mutants(found, checks, args):
-    """The mutants ``--mutants`` (every mutant of the selected checks' experiments) or
-    ``--mutant NAME`` asks for, or None when neither is given."""
-    from dpsim.experiment.mutants import mutants_of
-    if not args.mutants and not args.mutant:
-        return None
-    relevant = mutants_of(found.mutants.values(), {c.experiment for c in checks.values()})
-    if args.mutant:
-        chosen = found.select("mutants", args.mutant, "mutant")
-        outside = [m.name for m in chosen if m not in relevant]
-        if outside:
-            raise UsageError(f"mutant {outside[0]!r} changes none of the selected checks' experiments")
-        relevant = chosen
-    if not relevant:
-        raise UsageError("no mutant changes the selected checks' experiments; see `dpsim list`")
-    return relevant
+    return 3 if found.counts.get("INCONCLUSIVE") else 0
 
 
 def cmd_audit(args) -> int:

@@ -8,8 +8,10 @@ method added to a paper's experiment leaves the paper's rows bit for bit as they
 import dataclasses
 import math
 import re
+import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -203,3 +205,18 @@ def test_the_example_runs_as_a_script_and_a_study(tmp_path, monkeypatch, capsys)
                  "--no-progress"]) == 0                     # the same folder, nothing left to compute
     assert "0 replicate lanes" in capsys.readouterr().out
     assert results.table["method"].value_counts().to_dict() == {"mle": 2, "counts": 2, "winrate": 2}
+
+
+def test_solve_returns_roots_with_intervals(tmp_path):
+    """dpsim.solve on tests/solve_study.py's Bernoulli rate, whose root is known in closed form."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from solve_study import true_root
+    found = dpsim.solve(f"{Path(__file__).parent / 'solve_study.py'}:solve-data", axis="gap", target="hit=0.5",
+                        within=(0.05, 4.0), seed=1, out=tmp_path / "solve", progress=False, p=0.25)
+    row = found.table.iloc[0]
+    assert len(found.table) == 1 and row["p"] == 0.25 and row["status"] == "solved"
+    truth = true_root(0.25, 0.5)
+    half = (np.log(row["high"]) - np.log(row["low"])) / 2 * 3.29 / 1.96      # the 99.9% interval
+    assert abs(np.log(truth) - (np.log(row["high"]) + np.log(row["low"])) / 2) <= half
+    with pytest.raises(UsageError, match="did you mean 'gap'"):
+        dpsim.solve(found.problem.experiment, axis="gap", target="hit=0.5", out=tmp_path / "never", gapp=1.0)
