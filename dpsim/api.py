@@ -617,7 +617,7 @@ def _check_solver(experiment, solve, *, out, seed, progress):
 
 def solve(experiment_or_name, *, axis: str, target: str, within: tuple[float, float] | None = None,
           finder: str | None = None, level: float = 0.95, budget: int | None = None, seed: int = 0, out=None,
-          progress: bool = True, **overrides):
+          progress: bool = True, watchdog: float | None = None, **overrides):
     """For every configuration of the other axes, the value of ``axis`` where the mean of a
     metric reaches a value, as ``dpsim solve``.
 
@@ -627,6 +627,7 @@ def solve(experiment_or_name, *, axis: str, target: str, within: tuple[float, fl
             axis's smallest and largest values).  finder: the root-finder's name.
         level: the roots' confidence level.  budget: replicate lanes asked, at most.
         seed, out, progress: as :func:`run` (default folder ``runs/<name>-solve-<axis>``).
+        watchdog: seconds without progress before a run stops (``--watchdog``).
         overrides: the other axes' values (each combination is one configuration).
     Returns:
         :class:`~dpsim.experiment.solve.SolveResult`: ``.table`` has one row per configuration
@@ -637,4 +638,4 @@ def solve(experiment_or_name, *, axis: str, target: str, within: tuple[float, fl
     experiment, source = _resolved(experiment_or_name)
     return solve_experiment(experiment, axis=axis, target=target, within=within, finder=finder,
                             overrides=overrides_of(overrides) or None, seed=seed, out=out, level=level, budget=budget,
-                            progress=progress, source=source)
+                            progress=progress, source=source, watchdog=watchdog)

@@ -108,15 +108,13 @@ def cmd_run(args) -> int:
 
 def cmd_solve(args) -> int:
     """For every configuration of the other axes, the value of --for where mean METRIC = VALUE."""
-    from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.solve import parse_within, solve_experiment
+    from dpsim.api import solve
+    from dpsim.experiment.solve import parse_within
     overrides = _parse_sets(args.set)
     within = None if args.within is None else parse_within(args.within)
-    experiment, source = resolve(args.experiment)
-    result = solve_experiment(experiment, axis=args.axis, target=args.target, within=within, finder=args.finder,
-                              overrides=overrides, seed=args.seed, out=args.out, level=args.level,
-                              budget=args.budget, progress=not args.no_progress, source=source,
-                              watchdog=args.watchdog)
+    result = solve(args.experiment, axis=args.axis, target=args.target, within=within, finder=args.finder,
+                   seed=args.seed, out=args.out, level=args.level, budget=args.budget,
+                   progress=not args.no_progress, watchdog=args.watchdog, **overrides)
     for line in solve_lines(result):
         print(line)
     return 0

@@ -80,7 +80,8 @@ CHECKS = [
 def main(reps: int | None = None, **overrides):
     """Run the study, print the top-k error of every method at each ε and p, draw the figure."""
     results = dpsim.run(EXPERIMENT, reps=reps, **overrides)
-    print(results.summary("relative_hamming").to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    table = results.summary("relative_hamming").drop(columns="metric")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     for path in results.plot(save=True):
         print(f"figure: {path}")
     return results
