@@ -1,6 +1,10 @@
 """dpsim: a JAX simulator for minimax-rate experiments in differentially private
 learning from pairwise comparisons and human response data.
 
+``import dpsim`` gives the Python API of :mod:`dpsim.api` (imported on first use):
+``dpsim.run``, ``dpsim.load`` (:class:`~dpsim.api.Results`), ``dpsim.verify``, ``dpsim.solve``,
+``dpsim.show``, ``dpsim.catalog``, ``dpsim.experiment_named``, ``dpsim.checks_for``.
+
 Importing dpsim enables float64 in JAX for the whole process (``jax_enable_x64``): the
 estimators are solved to ‖∇‖∞ ≤ 1e-10, far below float32 resolution (DESIGN.md: estimators
 run in float64). A program that must stay in float32 should not import dpsim.

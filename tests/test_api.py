@@ -105,7 +105,8 @@ def test_with_methods_refuses_bad_additions_and_extends_the_figure():
     assert [p.method for p in panels] == ["mle", "mle", "mle", "counts", "winrate"]
     assert "Win rate" in example.EXPERIMENT.figure.title
     # a method that does not mask padding runs the experiment unpadded (its arrays are then its own size)
-    unpadded = base.with_methods(plain=dataclasses.replace(example.WIN_RATE, masks_padding=False))
+    with pytest.warns(UserWarning, match="runs unpadded, one program per n_items value"):
+        unpadded = base.with_methods(plain=dataclasses.replace(example.WIN_RATE, masks_padding=False))
     assert base.padding is not None and unpadded.padding is None
     moved = dpsim.checks_for(example.EXPERIMENT)
     assert moved and all(c.experiment == "cai-fig3+winrate" and c.name.startswith("cai-fig3+winrate") for c in moved)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from dpsim.experiment.axes import VOCABULARY, AxisType, axis_type
-from dpsim.errors import UsageError
+from dpsim.errors import UsageError, note
 
 KINDS = ("shape", "data", "analysis")
 DIAGNOSTIC_TYPES = ("bool", "int", "float")
@@ -370,9 +370,9 @@ class Experiment:
             the figure's curves are methods, else as panels beside the panels of a method
             of this experiment whose metric the new method reports (titled with its label).
             With :class:`Padding`, a new method that does not mask padding
-            (``Method.masks_padding``) runs the experiment unpadded (one program per size:
-            the paper's rows then equal a padded run's up to float rounding, bit for bit an
-            unpadded one's, ``DPSIM_PADDING=off``).
+            (``Method.masks_padding``) runs the experiment unpadded (one program per size,
+            with a note): the paper's rows then come from the same draws but equal its own
+            run's only up to float rounding; a method that masks padding keeps them bit for bit.
         Raises:
             UsageError: no method, a value that is not a Method, or a name this experiment
             already has.
@@ -387,7 +387,12 @@ class Experiment:
                 raise UsageError(f"with_methods: {self.name!r} already has a method {method_name!r}; "
                                  f"choose another name (its methods: {', '.join(self.methods)})")
         import dataclasses
-        padding = self.padding if all(m.masks_padding for m in added.values()) else None
+        unmasked = [n for n, m in added.items() if not m.masks_padding]
+        padding = None if unmasked else self.padding
+        if unmasked and self.padding is not None:
+            note(f"{self.name} with {', '.join(unmasked)}: runs unpadded, one program per {self.padding.axis} value, "
+                 f"since {', '.join(unmasked)} does not mask padding (Method.masks_padding); "
+                 f"{', '.join(self.methods)} rows then equal {self.name}'s up to float rounding")
         return dataclasses.replace(
             self, name=name or "+".join([self.name, *added]),
             title=title or f"{self.title} (with {', '.join(added)})",
