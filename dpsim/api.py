@@ -89,30 +89,30 @@ def checks_for(experiment: Experiment, checks: Sequence | None = None) -> list:
     """The checks of the experiment ``experiment`` extends (:meth:`Experiment.with_methods`),
     judged on ``experiment`` instead: the paper's claims about its own methods, on the run that
     also holds yours (its rows of the paper's methods are the same). Each is renamed after the
-    new experiment (``cai-fig3-…`` → ``cai-fig3+mine-…``), so it stands beside the paper's own
-    in ``dpsim list`` and ``dpsim verify``.
+    new experiment (``cai-fig3-…`` → ``cai-fig3+mine-…``; a name that does not begin with the
+    extended experiment's gets it as a prefix, ``cai-fig3+mine:…``), so it stands beside the
+    paper's own in ``dpsim list`` and ``dpsim verify``.
 
     Args:
-        experiment: an experiment made by ``with_methods`` (its name begins with the one it
-            extends and ``+``).
+        experiment: an experiment made by ``with_methods``.
         checks: the checks to move (default: every installed check of the extended experiment).
     Returns:
         The checks, for a study file's ``CHECKS``.
     Raises:
-        UsageError: ``experiment`` extends no installed experiment.
+        UsageError: ``experiment`` extends no experiment (and no ``checks`` are given).
     """
     import dataclasses
 
     from dpsim.experiment.registry import installed
-    base = experiment.name.split("+")[0]
+    base = experiment.extends
     if checks is None:
-        if "+" not in experiment.name or base not in installed().experiments:
-            raise UsageError(f"experiment {experiment.name!r} extends no installed experiment "
-                             f"(with_methods names it '<experiment>+<method>')")
+        if not base:
+            raise UsageError(f"experiment {experiment.name!r} extends no experiment (made by with_methods), "
+                             f"so it has no paper's checks to take")
         checks = [c for c in installed().checks.values() if c.experiment == base]
     moved = []
     for check in checks:
-        name = (check.name.replace(base, experiment.name, 1) if check.name.startswith(base)
+        name = (experiment.name + check.name[len(base):] if base and check.name.startswith(base)
                 else f"{experiment.name}:{check.name}")
         moved.append(dataclasses.replace(check, name=name, experiment=experiment.name))
     return moved

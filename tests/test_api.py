@@ -110,6 +110,11 @@ def test_with_methods_refuses_bad_additions_and_extends_the_figure():
     assert base.padding is not None and unpadded.padding is None
     moved = dpsim.checks_for(example.EXPERIMENT)
     assert moved and all(c.experiment == "cai-fig3+winrate" and c.name.startswith("cai-fig3+winrate") for c in moved)
+    assert example.EXPERIMENT.extends == "cai-fig3"
+    renamed = base.with_methods(name="my-study", winrate=example.WIN_RATE)
+    assert {c.experiment for c in dpsim.checks_for(renamed)} == {"my-study"}
+    with pytest.raises(UsageError, match="extends no experiment"):
+        dpsim.checks_for(base)
 
 
 def test_summary_is_the_commands_numbers(runs, capsys):

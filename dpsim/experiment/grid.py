@@ -290,6 +290,8 @@ class Experiment:
             change of stored values (not only of names) would otherwise change them: e.g. xu
             stores the resolved ``k`` and keys it as the ``k = auto`` and ``top_k`` it stored
             before. None: the point itself. Applied before ``stream_names``.
+        extends: the experiment this one adds methods to (:meth:`with_methods`; "" for
+            none), whose checks :func:`dpsim.api.checks_for` judges on this one.
     """
 
     name: str
@@ -315,6 +317,7 @@ class Experiment:
     description: str = ""
     stream_names: Mapping[str, str] = field(default_factory=dict)
     stream_point: Callable[[dict], dict] | None = None
+    extends: str = ""
 
     def __post_init__(self):
         redefined = sorted(set(self.axis_types) & set(VOCABULARY))
@@ -396,7 +399,7 @@ class Experiment:
         return dataclasses.replace(
             self, name=name or "+".join([self.name, *added]),
             title=title or f"{self.title} (with {', '.join(added)})",
-            methods={**self.methods, **added}, padding=padding,
+            methods={**self.methods, **added}, padding=padding, extends=self.extends or self.name,
             figure=None if self.figure is None else figure_with_methods(self.figure, self.methods, added))
 
     def point_id(self, point: Mapping[str, Any]) -> int:
