@@ -408,7 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     summ = sub.add_parser("summary", help="means with 95%% intervals (or log-log slopes) of a run directory")
     summ.add_argument("dir")
-    summ.add_argument("--metric", default=None, help="the metric to summarise (default: the first; the output names it)")
+    summ.add_argument("--metric", default=None,
+                      help="the metric to summarise (default: the first; the output names it)")
     summ.add_argument("--by", nargs="+", default=None, help="group by these axes (default: every axis that varies)")
     summ.add_argument("--pool", nargs="+", default=None, help="axes to average over deliberately")
     summ.add_argument("--where", action="append", metavar="AXIS=V1,V2,...",
