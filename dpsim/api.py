@@ -361,20 +361,20 @@ class Results:
 
         Args:
             metric: the metric (default: the experiment's first; ``attrs["metric"]`` names it).
-            by: the axes of a group besides the method (default: every axis with several values).
+            by: the axes of a group besides the method (default: every axis with several values);
+                an axis name or a list.
             where: axis → value(s), the rows used, e.g. ``{"p": 1}``.
             slope: ``"METRIC:AXIS"`` (or several): slopes of log METRIC on log AXIS instead.
-            pool: axes averaged over deliberately.
+            pool: axes averaged over deliberately (a name or a list).
             cli: word errors in ``dpsim summary``'s options.
         """
         from dpsim.experiment.summary import slope_table, summary_table
         chosen = overrides_of(where) if where else None
+        pool = (pool,) if isinstance(pool, str) else tuple(pool)
         if slope is not None:
-            return slope_table(self.table, slope, where=chosen, pool=tuple(pool), cli=cli)
-        if isinstance(by, str):
-            by = [by]
-        return summary_table(self.table, metric, by, where=chosen, pool=tuple(pool),
-                             metrics=self._declared_metrics(), cli=cli)
+            return slope_table(self.table, slope, where=chosen, pool=pool, cli=cli)
+        by = [by] if isinstance(by, str) else None if by is None else [b for b in by if b != "method"]
+        return summary_table(self.table, metric, by, where=chosen, pool=pool, metrics=self._declared_metrics(), cli=cli)
 
     def plot(self, metric: str | None = None, where: Mapping[str, Any] | None = None, logy: bool | None = None,
              *, to=None, save: bool = False) -> list:

@@ -140,6 +140,8 @@ def test_summary_is_the_commands_numbers(runs, capsys):
     assert "(--where p=" in err and "--by eps p" in err and "--pool p" in err and "where={" not in err
     with pytest.raises(UsageError, match=r"where=\{'p'"):
         paper.summary("l2", by=["eps"])
+    pooled = paper.summary("l2", by="eps", pool="p")                  # a name, not its letters
+    assert list(pooled["n"]) == [2 * REPS, 2 * REPS]
     slopes = paper.summary(slope="l2:p", where={"eps": 2.0})
     assert list(slopes["method"]) == ["mle"] and slopes["slope"].notna().all()
 
