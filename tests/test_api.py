@@ -104,6 +104,13 @@ def test_with_methods_refuses_bad_additions_and_extends_the_figure():
     panels = example.EXPERIMENT.figure.panels
     assert [p.method for p in panels] == ["mle", "mle", "mle", "counts", "winrate"]
     assert "Win rate" in example.EXPERIMENT.figure.title
+    # where the figure's curves are methods, the new method is one more curve (same panels)
+    from dpsim.experiment import FigureSpec, Panel
+    from dpsim.experiment.grid import figure_with_methods
+    by_method = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="method",
+                           panels=(Panel("relative_hamming", None, "Hamming"),), curve_labels={"mle": "MLE"})
+    drawn = figure_with_methods(by_method, base.methods, {"winrate": example.WIN_RATE})
+    assert drawn.panels == by_method.panels and drawn.curve_labels == {"mle": "MLE", "winrate": "Win rate"}
     # a method that does not mask padding runs the experiment unpadded (its arrays are then its own size)
     with pytest.warns(UserWarning, match="runs unpadded, one program per n_items value"):
         unpadded = base.with_methods(plain=dataclasses.replace(example.WIN_RATE, masks_padding=False))
