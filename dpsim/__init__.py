@@ -1,6 +1,10 @@
 """dpsim: a JAX simulator for minimax-rate experiments in differentially private
 learning from pairwise comparisons and human response data.
 
+``import dpsim`` gives the Python API of :mod:`dpsim.api` (imported on first use):
+``dpsim.run``, ``dpsim.load`` (:class:`~dpsim.api.Results`), ``dpsim.verify``, ``dpsim.solve``,
+``dpsim.show``, ``dpsim.catalog``, ``dpsim.experiment_named``, ``dpsim.checks_for``.
+
 Importing dpsim enables float64 in JAX for the whole process (``jax_enable_x64``): the
 estimators are solved to ‖∇‖∞ ≤ 1e-10, far below float32 resolution, so estimators run in
 float64. A program that must stay in float32 should not import dpsim.
@@ -15,3 +19,18 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 __version__ = "0.3.0"
+
+# The Python API (dpsim.api), imported on first use so that ``import dpsim`` stays light.
+API = ("run", "load", "Results", "experiment_named", "show", "catalog", "verify", "Verification", "solve",
+       "checks_for", "Method", "Experiment")
+
+
+def __getattr__(name):
+    if name in API:
+        import importlib
+        return getattr(importlib.import_module("dpsim.api"), name)
+    raise AttributeError(f"module 'dpsim' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *API])

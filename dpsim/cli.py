@@ -20,29 +20,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_list(args) -> int:
-    from dpsim.experiment.describe import compact_grid
-    from dpsim.experiment.registry import catalogue, is_study
-    target = args.study
-    found = catalogue(target if target and is_study(target) else None)
-    name = target if target and not is_study(target) else None
-    if name:
-        found.select("experiments", [name], "paper or experiment")     # unknown: one line, with a suggestion
-
-    def chosen(kind):
-        return found.select(kind, [], kind) if name is None else found.matching(kind, name)
-
+    from dpsim.api import catalog
+    found = catalog(args.study)
     print("experiments (details: dpsim show NAME):")
-    for e in chosen("experiments"):
+    for e in found["experiments"].itertuples():
         print(f"  {e.name:<26} {e.reps:>5} reps  {e.title}")
-        print(f"  {'':<26}            {compact_grid(e)}")
+        print(f"  {'':<26}            {e.grid}")
     print("checks:")
-    for c in chosen("checks"):
+    for c in found["checks"].itertuples():
         print(f"  {c.name:<48} ({c.experiment}) {c.description}")
     print("audits:")
-    for a in chosen("audits"):
+    for a in found["audits"].itertuples():
         print(f"  {a.name:<26} {a.description}")
     print("mutants (plausible bugs `dpsim verify --mutants` must catch):")
-    for m in chosen("mutants"):
+    for m in found["mutants"].itertuples():
         print(f"  {m.name:<40} ({', '.join(m.experiments)}) {m.description}")
     return 0
 
@@ -60,39 +51,19 @@ def _parse_sets(options):
 
 def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | None = None,
               metric: str | None = None, logy: bool | None = None) -> list[Path]:
-    """Draw the experiment's figure(s) from the run directory's table: PNG, PDF and the
-    plotted points as CSV, beside each other (several figures when an axis the figure does
-    not map has several values). ``where``, ``metric`` and ``logy`` are `dpsim plot`'s
-    --where, --metric and --logy / --no-logy (:mod:`dpsim.experiment.plots`); a bad one is a UsageError
-    raised before anything is written."""
-    from dpsim.experiment.store import load_results
-    from dpsim.experiment.plots import draw_figures, filter_rows, metric_spec, save_figure, with_logy
-    if experiment.figure is None:
-        return []
-    table = load_results(out)
-    table = filter_rows(table, where) if where else table
-    spec = metric_spec(table, experiment.figure, metric) if metric else experiment.figure
-    paths = []
-    for drawn in draw_figures(table, with_logy(spec, logy)):
-        paths += save_figure(drawn, to or out / "figure")
-    # the declared figure drawn from every row: figures of an earlier split (figure-link=probit.png, …)
-    # no longer drawn are removed (a figure of some rows or of one metric removes none)
-    if to is None and not where and not metric:
-        drawn_now = {Path(p).resolve() for p in paths}
-        for stale in out.glob("figure*"):
-            if stale.suffix in (".png", ".pdf", ".csv") and stale.resolve() not in drawn_now:
-                stale.unlink()
-    return paths
+    """Draw the experiment's figure(s) into the run directory (:func:`dpsim.api.draw_folder`)."""
+    from dpsim.api import draw_folder
+    return draw_folder(out, experiment, to, where=where, metric=metric, logy=logy)
 
 
 def cmd_show(args) -> int:
-    from dpsim.experiment.describe import default_plan, describe, estimate_seconds
-    from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.registry import page_of
+    from dpsim.api import show
+    from dpsim.experiment.describe import default_plan, estimate_seconds
     from dpsim.experiment.units import format_duration
-    experiment, source = resolve(args.experiment)
-    for line in describe(experiment, source, page_of(args.experiment)):
+    shown = show(args.experiment)
+    for line in shown["lines"]:
         print(line)
+    experiment = shown["experiment"]
     plan = default_plan(experiment)             # planned once, for the memory line and the estimate
     print("  " + plan.memory_line())
     if not args.no_estimate:
@@ -137,15 +108,13 @@ def cmd_run(args) -> int:
 
 def cmd_solve(args) -> int:
     """For every configuration of the other axes, the value of --for where mean METRIC = VALUE."""
-    from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.solve import parse_within, solve_experiment
+    from dpsim.api import solve
+    from dpsim.experiment.solve import parse_within
     overrides = _parse_sets(args.set)
     within = None if args.within is None else parse_within(args.within)
-    experiment, source = resolve(args.experiment)
-    result = solve_experiment(experiment, axis=args.axis, target=args.target, within=within, finder=args.finder,
-                              overrides=overrides, seed=args.seed, out=args.out, level=args.level,
-                              budget=args.budget, progress=not args.no_progress, source=source,
-                              watchdog=args.watchdog)
+    result = solve(args.experiment, axis=args.axis, target=args.target, within=within, finder=args.finder,
+                   seed=args.seed, out=args.out, level=args.level, budget=args.budget,
+                   progress=not args.no_progress, watchdog=args.watchdog, **overrides)
     for line in solve_lines(result):
         print(line)
     return 0
@@ -228,41 +197,35 @@ def cmd_export(args) -> int:
 
 
 def cmd_summary(args) -> int:
-    """Means with 95% intervals per group, and log–log slopes, from the command line."""
-    import numpy as np
+    """Means with 95% intervals per group, and log–log slopes, from the command line: the
+    numbers of :meth:`dpsim.api.Results.summary`, formatted."""
     import pandas as pd
 
-    from dpsim.experiment.store import load_results
-    from dpsim.experiment.summary import failure_reasons, grid_columns, loglog_slope, summarise
-    table = load_results(_run_directory(args.dir))
-    metrics = list(table.attrs.get("method_columns", ()))
+    from dpsim.api import load
+    from dpsim.experiment.plots import parse_where
+    where = parse_where(args.where or [])
+    results = load(_run_directory(args.dir))
+    pool = tuple(args.pool or ())
     if args.slope:
-        for spec in args.slope:
-            metric, _, axis = spec.partition(":")
-            if not axis or metric not in table or axis not in table:
-                raise UsageError(f"--slope {spec!r}: write METRIC:AXIS with a metric and an axis of this run")
-            rows = table[table[metric].notna() & np.isfinite(table[axis].astype(float))]
-            others = [c for c in grid_columns(rows) if c != axis and c not in (args.pool or ())
-                      and rows[c].nunique() > 1]
-            for key, part in rows.groupby(["method", *others], sort=True):
-                key = key if isinstance(key, tuple) else (key,)
-                label = f"{key[0]:<16}" + "".join(f" {a}={v}" for a, v in zip(others, key[1:]))
-                fit = loglog_slope(part, metric, axis, pool=args.pool or ())
-                print(f"{label}: slope of log {metric} on log {axis} {fit.slope:+.3f} "
-                      f"[{fit.ci_low:+.3f}, {fit.ci_high:+.3f}]  ({fit.rows})")
+        fits = results.summary(slope=args.slope, where=where, pool=pool, cli=True)
+        for _, fit in fits.iterrows():
+            others = [c for c in fits.columns if c not in SLOPE_COLUMNS]
+            label = f"{fit['method']:<16}" + "".join(f" {a}={fit[a]}" for a in others if pd.notna(fit[a]))
+            print(f"{label}: slope of log {fit['metric']} on log {fit['axis']} {fit['slope']:+.3f} "
+                  f"[{fit['ci_low']:+.3f}, {fit['ci_high']:+.3f}]  ({fit['rows']})")
         return 0
-    metric = args.metric or (metrics[0] if metrics else None)
-    if metric not in table:
-        raise UsageError(f"unknown metric {metric!r}; this run has {', '.join(metrics)}")
-    table = table[table[metric].notna()]            # methods that do not report it
-    by = ["method", *(args.by or [c for c in grid_columns(table) if table[c].nunique() > 1])]
-    out = summarise(table, metric, by, pool=args.pool or ())
-    why = failure_reasons(table, by)
-    if any(why):
-        out["why"] = why              # e.g. "10 max steps, 2 non-finite" (the result codes)
+    out = results.summary(args.metric, args.by, where=where, pool=pool, cli=True)
+    metric, metrics = out.attrs["metric"], out.attrs["metrics"]
+    others = [m for m in metrics if m != metric]
+    how = "" if args.metric else " (the first metric; --metric NAME for another" + \
+        (f": {', '.join(others)})" if others else ")")
+    print(f"{metric}: mean, sd, n and 95% interval per group{how}")
     with pd.option_context("display.max_rows", 500, "display.width", 160):
-        print(out.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print(out.drop(columns="metric").to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 0
+
+
+SLOPE_COLUMNS = ("metric", "axis", "method", "slope", "stderr", "ci_low", "ci_high", "n_points", "n_obs", "rows")
 
 
 def cmd_plot(args) -> int:
@@ -293,96 +256,20 @@ def cmd_plot(args) -> int:
 
 def _manifest_experiment(manifest: dict):
     """The experiment a run directory holds, found again from the manifest's source."""
-    from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.registry import is_study
-    source = manifest.get("source") or manifest["experiment"]
-    target = source if is_study(source) else manifest["experiment"]
-    return resolve(target)[0]
-
-
-def _checks_of_experiments(found, names: list[str]) -> list[str]:
-    """``names`` with each experiment name replaced by the names of the checks judged on it
-    (``dpsim verify cai-fig3`` runs cai-fig3's checks); other names are left as they are."""
-    out = []
-    for name in names:
-        if name in found.experiments and name not in found.checks:
-            own = [c.name for c in found.checks.values() if c.experiment == name]
-            if not own:
-                raise UsageError(f"experiment {name!r} has no checks; see `dpsim list`")
-            out.extend(own)
-        else:
-            out.append(name)
-    return out
+    from dpsim.api import experiment_of
+    return experiment_of(manifest)
 
 
 def cmd_verify(args) -> int:
-    from dpsim.experiment.registry import catalogue, is_study
-    from dpsim.experiment.verify import family_size, verify, verify_mutants
-    sequential = _sequential(args)
-    names = list(args.checks)
-    study = next((n for n in names if is_study(n)), None)
-    if study:
-        names.remove(study)
-    found = catalogue(study)
-    if study and not names:
-        names = [c.name for c in found.matching("checks", study.split(":")[0])]
-        if not names:
-            raise UsageError(f"study file {study!r} defines no checks")
-    checks = {c.name: c for c in found.select("checks", _checks_of_experiments(found, names), "check")}
-    mutants = _selected_mutants(found, checks, args)
-    family = family_size(checks.values())
-    results, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
-                             reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
-                             sources=found.source, family=family, sequential=sequential, solver=_check_solver)
-    survivors = 0
-    if mutants is not None:
-        outcomes = verify_mutants(checks, found.experiments, mutants, results, runs=Path(args.runs),
-                                  seed=args.seed, reps=args.reps, family=family, progress=not args.no_progress,
-                                  watchdog=args.watchdog, sources=found.source, solver=_check_solver)
-        survivors = sum(not o.killed for o in outcomes)
-    if counts["FAIL"] or counts["REFUSED"] or survivors:
+    from dpsim.api import verify
+    found = verify(*args.checks, runs=args.runs, seed=args.seed, reps=args.reps, until_decided=args.until_decided,
+                   budget=args.budget, stages=args.stages, mutants=args.mutant or args.mutants,
+                   progress=not args.no_progress, echo=lambda line: print(line, flush=True),
+                   watchdog=args.watchdog, cli=True)
+    survivors = 0 if found.mutants is None else int((~found.mutants["killed"]).sum())
+    if found.counts.get("FAIL") or found.counts.get("REFUSED") or survivors:
         return 1
-    return 3 if counts["INCONCLUSIVE"] else 0
-
-
-def _check_solver(experiment, solve, *, out, seed, progress):
-    """The roots table of a check's declared solve (:class:`~dpsim.experiment.checks.Solve`),
-    computed (or replayed) by ``dpsim solve``'s back end into ``out``."""
-    from dpsim.experiment.solve import solve_experiment
-    return solve_experiment(experiment, axis=solve.axis, target=solve.target, within=solve.within,
-                            overrides=solve.override_dict() or None, seed=seed, out=out, progress=progress).table
-
-
-def _sequential(args):
-    """The :class:`~dpsim.experiment.verify.Sequential` rule ``--until-decided [--budget]
-    [--stages]`` asks for, or None; UsageError for a bad value or a combination it refuses."""
-    from dpsim.experiment.verify import Sequential
-    if not args.until_decided:
-        extra = "--budget" if args.budget is not None else "--stages" if args.stages is not None else None
-        if extra:
-            raise UsageError(f"{extra} needs --until-decided")
-        return None
-    if args.mutants or args.mutant:
-        raise UsageError("--until-decided cannot be combined with --mutants/--mutant (judge mutants at fixed replicates)")
-    return Sequential(**({} if args.stages is None else {"stages": args.stages}), budget=args.budget)
-
-
-def _selected_mutants(found, checks, args):
-    """The mutants ``--mutants`` (every mutant of the selected checks' experiments) or
-    ``--mutant NAME`` asks for, or None when neither is given."""
-    from dpsim.experiment.mutants import mutants_of
-    if not args.mutants and not args.mutant:
-        return None
-    relevant = mutants_of(found.mutants.values(), {c.experiment for c in checks.values()})
-    if args.mutant:
-        chosen = found.select("mutants", args.mutant, "mutant")
-        outside = [m.name for m in chosen if m not in relevant]
-        if outside:
-            raise UsageError(f"mutant {outside[0]!r} changes none of the selected checks' experiments")
-        relevant = chosen
-    if not relevant:
-        raise UsageError("no mutant changes the selected checks' experiments; see `dpsim list`")
-    return relevant
+    return 3 if found.counts.get("INCONCLUSIVE") else 0
 
 
 def cmd_audit(args) -> int:
@@ -521,9 +408,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     summ = sub.add_parser("summary", help="means with 95%% intervals (or log-log slopes) of a run directory")
     summ.add_argument("dir")
-    summ.add_argument("--metric", default=None, help="the metric to summarise (default: the first)")
+    summ.add_argument("--metric", default=None,
+                      help="the metric to summarise (default: the first; the output names it)")
     summ.add_argument("--by", nargs="+", default=None, help="group by these axes (default: every axis that varies)")
     summ.add_argument("--pool", nargs="+", default=None, help="axes to average over deliberately")
+    summ.add_argument("--where", action="append", metavar="AXIS=V1,V2,...",
+                      help="summarise only the rows whose AXIS (a grid axis or method) takes these values; repeatable")
     summ.add_argument("--slope", action="append", metavar="METRIC:AXIS",
                       help="print the slope of log METRIC on log AXIS per method instead")
     summ.set_defaults(func=cmd_summary)

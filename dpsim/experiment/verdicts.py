@@ -74,6 +74,8 @@ class CheckResult:
     value: float = math.nan
     low: float = math.nan
     high: float = math.nan
+    region_low: float = math.nan
+    region_high: float = math.nan
 
     @property
     def passed(self) -> bool:
@@ -290,7 +292,8 @@ class Check:
         if self.report_only:
             verdict, reps = "INFO", None
         return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, reps if needed else None,
-                           detail=est.detail, value=est.value, low=est.low, high=est.high)
+                           detail=est.detail, value=est.value, low=est.low, high=est.high,
+                           region_low=est.region_low, region_high=est.region_high)
 
 
 def _reps(rows: pd.DataFrame) -> int:
