@@ -71,7 +71,7 @@ def _argument(action: argparse.Action) -> str:
 
 
 def _default(action: argparse.Action) -> str:
-    if action.required or not action.option_strings or action.nargs == 0 or action.default in (None, False):
+    if action.required or not action.option_strings or action.nargs == 0 or action.default is None:
         return ""
     if isinstance(action.default, list):
         return " ".join(str(v) for v in action.default)
@@ -289,7 +289,7 @@ def performance_page() -> str:
               "Every number on this page is read from the files by `python scripts/docs_pages.py`, which "
               "rewrites this page; `tests/test_docs.py` fails when the page and the files disagree. A new "
               "benchmark run rewrites its file; run the script after it. The files' layout is described in "
-              "[`benchmarks/results/README.md`](../benchmarks/results/README.md).", ""]
+              "`benchmarks/results/README.md`.", ""]
     return "\n".join(lines)
 
 

@@ -67,8 +67,10 @@ def code_blocks(page: Path) -> list[Block]:
 
 
 def commands(block: Block) -> list[list[str]]:
-    """The ``dpsim`` commands of a bash block, as argument lists (comments dropped)."""
-    return [shlex.split(line, comments=True)[1:] for line in block.text.splitlines() if line.startswith("dpsim ")]
+    """The ``dpsim`` commands of a bash block, as argument lists (comments dropped, lines
+    continued with a backslash joined)."""
+    lines = block.text.replace("\\\n", " ").splitlines()
+    return [shlex.split(line, comments=True)[1:] for line in lines if line.startswith("dpsim ")]
 
 
 def runnable(block: Block) -> bool:
