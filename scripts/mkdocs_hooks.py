@@ -4,7 +4,8 @@ The paper pages show the committed figures (``../figures/NAME.png``) and the pag
 example study, the benchmark results and the changelog, all outside ``docs/`` so that they
 read the same on a repository browser. These hooks add those files to the site at the same
 relative place (``figures/…``, ``examples/…``, ``benchmarks/results/…``, ``CHANGELOG.md``) and
-rewrite a page's ``](../PATH)`` link to ``](PATH)`` when PATH is one of them. A link to any
+rewrite a page's ``](../PATH)`` link to ``](PATH)`` when PATH is one of them (and the
+changelog's ``](docs/PAGE)`` to ``](PAGE)``). A link to any
 other path is left as it is, so MkDocs' strict mode still fails on it when it is broken.
 """
 from __future__ import annotations
@@ -31,7 +32,9 @@ def on_files(files, config):
 
 
 def on_page_markdown(markdown, page, config, files):
-    if page.file.src_dir != config["docs_dir"]:          # a repository file shown as a page (CHANGELOG.md)
-        return markdown
+    if page.file.src_dir != config["docs_dir"]:
+        # a repository file shown as a page at the site's root (CHANGELOG.md): its links into
+        # docs/ point to the site's pages
+        return markdown.replace("](docs/", "](")
     known = _repository_files()
     return LINK.sub(lambda m: f"]({m.group(1)}" if m.group(1) in known else m.group(0), markdown)
