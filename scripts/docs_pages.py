@@ -94,7 +94,8 @@ def cli_page() -> str:
         f"{_argument(a)}: {_text(a.help)}" for a in parser._actions
         if a.option_strings and a.dest not in ("help",)) + "."]
     for name, command in sub.choices.items():
-        lines += ["", f"## dpsim {name}", "", _text(helps.get(name)) + ".", ""]
+        summary = _text(helps.get(name))
+        lines += ["", f"## dpsim {name}", "", summary[:1].upper() + summary[1:] + ".", ""]
         if command.epilog:
             lines += [_text(command.epilog).replace("\n", " ") + ".", ""]
         lines += ["| argument | default | meaning |", "|---|---|---|"]
