@@ -4,7 +4,8 @@ the code.
 The code blocks of README.md and docs/*.md are read as they are written:
 
 * every line of a ```bash block that starts with ``dpsim `` is a command; each must parse
-  (all of them, cluster commands included), and each of a block not marked otherwise is run,
+  (all of them, cluster commands and those of unlabelled blocks included), and each of a
+  bash block not marked otherwise is run,
   in the page's order, in one temporary folder shared by the pages (in this process, through
   ``dpsim.cli.main``), with at most 4 replicates (``--reps``) and a small ``--budget`` for
   ``solve``, so the whole file stays quick;
@@ -109,13 +110,14 @@ def test_the_documents_have_examples():
 
 
 def test_every_documented_command_parses():
-    """Every ``dpsim`` command in the documents, those not run included, is a valid command
-    line: its subcommand and options exist (argparse's error is a UsageError)."""
+    """Every ``dpsim`` command in the documents, those not run and those in unlabelled blocks
+    (the paper pages' command lists) included, is a valid command line: its subcommand and
+    options exist (argparse's error is a UsageError)."""
     from dpsim.cli import build_parser
     parser = build_parser()
     checked = 0
     for block in ALL_BLOCKS:
-        for argv in commands(block) if block.language == "bash" else []:
+        for argv in commands(block) if block.language in ("bash", "") else []:
             try:
                 parser.parse_args(argv)
             except dpsim.errors.UsageError as exc:
