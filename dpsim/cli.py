@@ -1,4 +1,4 @@
-"""The ``dpsim`` command: list, show, run, solve, merge, plot, verify, audit.
+"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, summary, verify, audit.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """

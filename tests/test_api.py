@@ -36,22 +36,6 @@ def runs(tmp_path_factory):
     return paper, extended
 
 
-def test_the_api_in_ten_lines_of_the_readme_runs(tmp_path, monkeypatch):
-    """The README's "Python API" snippet, executed as written (from an empty folder)."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Python API", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    assert len(code.strip().splitlines()) <= 12
-    monkeypatch.chdir(tmp_path)
-    scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)
-    results = scope["results"]
-    assert results.out == Path("runs") / "cai-fig3" and results.complete
-    assert set(results.table["method"]) == {"mle", "counts"}
-    assert scope["summary"]["n"].min() >= 1 and {"mean", "ci_low", "ci_high"} <= set(scope["summary"].columns)
-    assert len(scope["figures"]) == 1 and len(scope["figures"][0].axes) >= 4
-
-
 def test_overrides_are_scalars_or_sequences_and_bad_input_is_one_line(tmp_path):
     from dpsim.api import overrides_of
     assert overrides_of({"eps": 1.0, "link": "probit", "p": (0.5, 1), "n_items": range(20, 40, 10)}) == \
