@@ -339,8 +339,24 @@ def cmd_verify(args) -> int:
                                   seed=args.seed, reps=args.reps, family=family, progress=not args.no_progress,
                                   watchdog=args.watchdog, sources=found.source, solver=_check_solver)
         survivors = sum(not o.killed for o in outcomes)
+    return verify_status(counts, survivors)
+
+
+VERIFY_STATUS = """exit status: 0 every judged check passed; 1 a check FAILed (the data contradict its claim,
+family-wise), was REFUSED (too many unconverged fits) or a mutant survived; 4 a check could not
+be evaluated (ERROR: a broken check, e.g. its statistic is NaN; no claim about the science);
+3 some checks INCONCLUSIVE (more replicates would decide them); 2 bad input (one line, nothing
+computed: a check naming a metric, method or axis its experiment lacks, or pooling an axis, is
+refused when its paper or study loads)."""
+
+
+def verify_status(counts, survivors: int = 0) -> int:
+    """`dpsim verify`'s exit status (:data:`VERIFY_STATUS`): 1 for a FAIL, a REFUSED check or a
+    surviving mutant, else 4 for an ERROR, else 3 for an INCONCLUSIVE check, else 0."""
     if counts["FAIL"] or counts["REFUSED"] or survivors:
         return 1
+    if counts["ERROR"]:
+        return 4
     return 3 if counts["INCONCLUSIVE"] else 0
 
 
@@ -527,7 +543,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print the slope of log METRIC on log AXIS per method instead")
     summ.set_defaults(func=cmd_summary)
 
-    ver = sub.add_parser("verify", help="run and evaluate rate checks")
+    ver = sub.add_parser("verify", help="run and evaluate rate checks", epilog=VERIFY_STATUS,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ver.add_argument("checks", nargs="*", help="check names, a paper prefix (cai), experiment names (their checks), or path/to/study.py")
     ver.add_argument("--runs", default=str(Path("runs") / "verify"),
                      help="directory holding the checks' runs (default runs/verify, apart from `dpsim run`'s)")
