@@ -11,7 +11,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from dpsim.errors import DpsimNote, DpsimWarning, RunStalled, UsageError
+from dpsim.errors import DpsimNote, DpsimWarning, RunStalled, UsageError, stage_failed, traceback_wanted
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,15 +66,23 @@ def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | No
     --where, --metric and --logy / --no-logy (:mod:`dpsim.experiment.plots`); a bad one is a UsageError
     raised before anything is written."""
     from dpsim.experiment.store import load_results
-    from dpsim.experiment.plots import draw_figures, filter_rows, metric_spec, save_figure, with_logy
+    from dpsim.experiment.plots import draw_figures, filter_rows, metric_spec, save_figure, titled, with_logy
     if experiment.figure is None:
         return []
     table = load_results(out)
     table = filter_rows(table, where) if where else table
-    spec = metric_spec(table, experiment.figure, metric) if metric else experiment.figure
+    declared = titled(experiment.figure, experiment.title)
+    spec = metric_spec(table, declared, metric) if metric else declared
     paths = []
-    for drawn in draw_figures(table, with_logy(spec, logy)):
-        paths += save_figure(drawn, to or out / "figure")
+    try:
+        for drawn in draw_figures(table, with_logy(spec, logy)):
+            paths += save_figure(drawn, to or out / "figure")
+    except (UsageError, OSError):
+        raise
+    except Exception as exc:         # e.g. a FigureSpec's labels that do not fit its axes: one line
+        if traceback_wanted():
+            raise
+        raise stage_failed(experiment.name, "figure", "", exc) from None
     # the declared figure drawn from every row: figures of an earlier split (figure-link=probit.png, …)
     # no longer drawn are removed (a figure of some rows or of one metric removes none)
     if to is None and not where and not metric:
@@ -447,7 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "learning from pairwise comparisons and response data.", epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"dpsim {__version__}")
     parser.add_argument("--traceback", action="store_true",
-                        help="show the whole Python trace of an error in a study's method (sets DPSIM_TRACEBACK=1)")
+                        help="show the whole Python trace of an error in a study's own code (truth, generate, derived values, methods, figure, checks; sets DPSIM_TRACEBACK=1)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lister = sub.add_parser("list", help="list experiments, checks and audits")
     lister.add_argument("study", nargs="?", default=None,

@@ -54,6 +54,21 @@ def stage_failed(experiment: str, stage: str, at, exc: BaseException) -> "UsageE
     if isinstance(at, dict):
         at = ", ".join(f"{k}={v}" for k, v in at.items())
     message = " ".join(str(exc).split())
-    place = f" at {at}" if at else ""
-    return UsageError(f"experiment {experiment!r}: {stage} failed{place}: {type(exc).__name__}: {message[:300]} "
-                      f"(dpsim --traceback … shows the whole trace)")
+    place = f"at {at}; " if at else ""
+    return UsageError(f"experiment {experiment!r}: {stage} failed: {type(exc).__name__}: {message[:300]} "
+                      f"({place}dpsim --traceback … shows the whole trace)")
+
+
+def call_stage(experiment: str, stage: str, at, fn, *args):
+    """``fn(*args)``, a stage of a study's own code (truth, generate, privatise, a method, a
+    derived value, a host hook) at grid point ``at``: an exception it raises becomes the one
+    line of :func:`stage_failed`; a UsageError (the study naming a bad value itself) passes as
+    it is, and with :func:`traceback_wanted` every exception does."""
+    try:
+        return fn(*args)
+    except UsageError:
+        raise
+    except Exception as exc:
+        if traceback_wanted():
+            raise
+        raise stage_failed(experiment, stage, at, exc) from None
