@@ -131,7 +131,8 @@ def cmd_run(args) -> int:
         summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
                                  overrides=overrides, chunk=args.chunk, workers=args.workers,
                                  progress=not args.no_progress, watchdog=args.watchdog, source=source,
-                                 micro_batch=args.micro_batch, executor=executor, part=part)
+                                 micro_batch=args.micro_batch, executor=executor, part=part,
+                                 confirm=None if args.yes else _confirm_large)
     which = "" if part is None else f" (part {part[0]}/{part[1]})"
     print(f"{experiment.name}{which}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
           f"in {summary.seconds:.1f} s -> {summary.out}")
@@ -142,10 +143,61 @@ def cmd_run(args) -> int:
     return 0
 
 
+LARGE_RUN_SECONDS = 86400.0      # a run estimated longer than a day asks for --yes
+
+
+def estimated_bytes(plan) -> float:
+    """About how many bytes a plan's rows take on disk: rows (lanes × analysis points ×
+    methods) × 8 bytes per column (axes, derived values, every method's columns, rep, point,
+    method); Parquet compresses little of a float's random digits."""
+    experiment = plan.grid.experiment
+    columns = (len(experiment.axes) + len(experiment.derived_names()) + 3
+               + sum(len(m.columns) for m in experiment.methods.values()))
+    return float(plan.lanes) * len(plan.grid.analysis_points) * len(experiment.methods) * columns * 8
+
+
+def _free_bytes(out: Path) -> float:
+    """Free bytes on the file system that holds ``out`` (its nearest existing ancestor)."""
+    import shutil
+    path = Path(out).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return float(shutil.disk_usage(path).free)
+
+
+def _confirm_large(plan) -> None:
+    """`dpsim run`'s guard, before anything is computed: a plan estimated longer than a day
+    (the engine's cost model, as --dry-run prints it) or larger than the free disk asks
+    "start it? [y/N]" on a terminal, and is refused in one line elsewhere (stdin not a tty):
+    --yes starts it without asking."""
+    from dpsim.experiment.units import format_bytes, format_duration
+    seconds, size, free = plan.compute_seconds(), estimated_bytes(plan), _free_bytes(plan.out)
+    reasons = ([f"about {format_duration(seconds)} by the engine's cost model"] if seconds > LARGE_RUN_SECONDS
+               else []) + ([f"about {format_bytes(size)} of rows, more than the {format_bytes(free)} free "
+                            f"where {plan.out} is"] if size > free else [])
+    if not reasons:
+        return
+    what = f"{plan.grid.experiment.name}: {plan.lanes} replicate lanes would take {' and '.join(reasons)}"
+    if sys.stdin is not None and sys.stdin.isatty():
+        answer = input(f"{what}; start it? [y/N] ").strip().lower()
+        if answer in ("y", "yes"):
+            return
+    raise UsageError(f"{what}; nothing started: give fewer --reps or --set values (`--dry-run` shows the plan), "
+                     f"or --yes to start it anyway")
+
+
+def _named_folder(value: str | None, option: str) -> None:
+    """Refuse an empty folder name (``--out ""`` would write to the default or the working
+    directory): UsageError naming the option. None (not given) passes."""
+    if value is not None and not str(value).strip():
+        raise UsageError(f"{option} {value!r} names no folder")
+
+
 def cmd_solve(args) -> int:
     """For every configuration of the other axes, the value of --for where mean METRIC = VALUE."""
     from dpsim.experiment.registry import experiment as resolve
     from dpsim.experiment.solve import parse_within, solve_experiment
+    _named_folder(args.out, "--out")
     overrides = _parse_sets(args.set)
     within = None if args.within is None else parse_within(args.within)
     experiment, source = resolve(args.experiment)
@@ -194,12 +246,17 @@ def _value_text(value) -> str:
 
 
 def cmd_merge(args) -> int:
-    """Join run folders of one experiment, seed and code (e.g. the parts of an array job)."""
+    """Join run folders of one experiment, seed and code (e.g. the parts of an array job); a
+    complete merged folder gets its figure, as the last part of a split into one folder draws it."""
     from dpsim.experiment.merge import merge_folders
+    _named_folder(args.out, "the merged folder")
     manifest = merge_folders(args.out, args.dirs, _manifest_experiment)
     rows = manifest["study"].get("rows", 0)
     state = "complete" if manifest["complete"] else "incomplete: `dpsim run` into it computes what is missing"
     print(f"{manifest['experiment']}: {len(args.dirs)} folders, {rows} rows -> {args.out} ({state})")
+    if manifest["complete"]:          # as the last part of a split writing one folder draws it
+        for path in _plot_dir(Path(args.out), _manifest_experiment(manifest)):
+            print(f"figure: {path}")
     return 0
 
 
@@ -494,6 +551,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "shared --out or joined by `dpsim merge`, make the table of one run)")
     run.add_argument("--no-progress", action="store_true")
     run.add_argument("--dry-run", action="store_true", help="print the plan (programs, lanes, chunks); write nothing")
+    run.add_argument("--yes", action="store_true",
+                     help="start a run estimated longer than a day or larger than the free disk without asking "
+                          "(without it such a run asks on a terminal and is refused elsewhere)")
     _add_watchdog(run)
     run.set_defaults(func=cmd_run)
 

@@ -238,6 +238,9 @@ def experiment(target: str) -> tuple[Experiment, str]:
             raise UsageError(f"study file {path!r} defines no experiment {name!r} "
                              f"(it defines {', '.join(found.experiments) or 'none'})")
         return found.experiments[name], f"{path}:{name}"
+    if not found.experiments:
+        raise UsageError(f"study file {path!r} defines no Experiment (it needs a module-level "
+                         f"dpsim.experiment.Experiment(...), or an EXPERIMENTS list of them)")
     if len(found.experiments) != 1:
         raise UsageError(f"study file {path!r} defines {len(found.experiments)} experiments "
                          f"({', '.join(found.experiments) or 'none'}); name one as {path}:NAME")

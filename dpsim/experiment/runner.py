@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -108,6 +108,8 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise UsageError(f"seed={seed!r} must be an integer in [0, 2^31)")
     part = check_part(part)
+    if out is not None and not str(out).strip():
+        raise UsageError(f"--out {str(out)!r} names no folder (leave --out out for runs/{experiment.name})")
     calibration.mode()       # a bad $DPSIM_CALIBRATION is refused before anything is written
     grid = expand_grid(experiment, overrides)
     method_columns(experiment)
@@ -182,7 +184,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                    workers: int | None = None, watchdog: float | None = None,
                    source: str | None = None, micro_batch: int | None = None,
                    executor: Executor | None = None, part=None,
-                   reps_at: Mapping[int, int] | None = None) -> RunSummary:
+                   reps_at: Mapping[int, int] | None = None,
+                   confirm: Callable[[Plan], None] | None = None) -> RunSummary:
     """Run (or resume) ``experiment`` into ``out``; returns what was computed.
 
     All input is validated before anything is written. Re-running into the same directory
@@ -209,7 +212,9 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     and data values) → replicates wanted there, a count R (0 … R − 1) or a range (start, stop);
     only those points are run, each over its own replicates (``reps`` is ignored; ``dpsim solve`` and ``verify --until-decided`` ask for
     replicates where they need them). Keys are unchanged: replicate r of a point is the same
-    draw whichever request computes it.
+    draw whichever request computes it. ``confirm``: called with the plan before anything is
+    computed or written (``dpsim run``'s guard against a run of days or beyond the free disk);
+    it raises UsageError to stop the run.
 
     Threads: one background thread only *compiles* (the next step's program, while the
     current one computes); programs are executed by daemon threads, one per chunk in flight (chunks;
@@ -224,8 +229,10 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                          workers=workers if workers is not None else executor.workers,
                          micro_batch=micro_batch, part=part, reps_at=reps_at)  # writes nothing
     with store.exclusive(request.out, request.part):         # one writer per run directory (or per part)
-        return _run_planned(experiment, _planned(request, executor.calibrates), request, progress, patience, source,
-                            executor)
+        work = _planned(request, executor.calibrates)
+        if confirm is not None:
+            confirm(work)
+        return _run_planned(experiment, work, request, progress, patience, source, executor)
 
 
 def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progress: bool, patience: float,

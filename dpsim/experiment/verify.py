@@ -118,6 +118,8 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
         ERROR line with the reason.
     """
     echo = echo or (lambda line: print(line, flush=True))
+    if reps is not None and (isinstance(reps, bool) or not isinstance(reps, int) or reps < 1):
+        raise UsageError(f"--reps {reps!r} must be an integer ≥ 1")     # before the family's header
     unknown = [n for n in names if n not in checks]
     if unknown:
         raise UsageError(f"unknown check {unknown[0]!r}; see `dpsim list`")
