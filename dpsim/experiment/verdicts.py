@@ -302,7 +302,7 @@ class Check:
         if mapped is None or varying <= set(mapped):       # nothing it could pool
             return
         grid = grid if grid is not None else grid_table(experiment)
-        if grid is not None and not grid.empty:
+        if not grid.empty:
             rows = select(grid, {a: v for a, v in self.where.items() if a in grid})
             if self.methods:
                 rows = rows[rows["method"].isin(self.methods)]
@@ -361,7 +361,7 @@ class Check:
 GRID_ROWS_LIMIT = 200_000
 
 
-def grid_table(experiment) -> pd.DataFrame | None:
+def grid_table(experiment) -> pd.DataFrame:
     """One row per point of ``experiment``'s default grid (its axes' values, shape points
     resolved as the grid resolves them) × method, the columns a results table holds for them:
     what :meth:`Check.validate` tells pooling from. Empty when the grid is too large to list
