@@ -512,7 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "learning from pairwise comparisons and response data.", epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"dpsim {__version__}")
     parser.add_argument("--traceback", action="store_true",
-                        help="show the whole Python trace of an error in a study's own code (truth, generate, derived values, methods, figure, checks; sets DPSIM_TRACEBACK=1)")
+                        help="show the whole Python trace of an error in a study's own code (truth, generate, "
+                             "derived values, methods, figure, checks; sets DPSIM_TRACEBACK=1)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lister = sub.add_parser("list", help="list experiments, checks and audits")
     lister.add_argument("study", nargs="?", default=None,

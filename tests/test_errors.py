@@ -63,7 +63,8 @@ def test_traceback_shows_a_derived_functions_own_exception(study):
         main(["--traceback", "run", "study.py", "--no-progress"])
 
 
-HALF_NAN = STUDY.replace(RESULT, 'return {"noise_ms": jnp.where(ctx.analysis["eps"] > 1.5, jnp.nan, jnp.mean(noise ** 2))}')
+HALF_NAN = STUDY.replace(
+    RESULT, 'return {"noise_ms": jnp.where(ctx.analysis["eps"] > 1.5, jnp.nan, jnp.mean(noise ** 2))}')
 
 
 def test_nan_rows_are_counted_warned_and_kept(study, capsys):
