@@ -382,6 +382,7 @@ def _checks_of_experiments(found, names: list[str]) -> list[str]:
 def cmd_verify(args) -> int:
     from dpsim.experiment.registry import catalogue, is_study
     from dpsim.experiment.verify import family_size, verify, verify_mutants
+    _named_folder(args.runs, "--runs")
     sequential = _sequential(args)
     names = list(args.checks)
     study = next((n for n in names if is_study(n)), None)

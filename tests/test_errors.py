@@ -114,6 +114,9 @@ def test_an_empty_out_is_refused(study, capsys):
     assert main(["run", "study.py", "--out", "", "--no-progress"]) == 2
     assert "--out '' names no folder" in capsys.readouterr().err
     assert not (study.parent / "runs" / "errs").exists()
+    assert main(["verify", "study.py", "--runs", " ", "--no-progress"]) == 2       # would write into .
+    assert "--runs ' ' names no folder" in capsys.readouterr().err
+    assert sorted(p.name for p in study.parent.iterdir()) == ["study.py"]
 
 
 def test_a_run_of_days_is_refused_without_yes(study, capsys, monkeypatch):
