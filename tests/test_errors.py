@@ -166,3 +166,13 @@ def test_reproduce_lists_the_figures_it_wrote(tmp_path):
     for written in ("one/figure.png", "two/figure-mode=paper.png", "two/figure-mode=strict.png"):
         assert f"{tmp_path}/{written}" in out, out
     assert f"{tmp_path}/two/figure.png" not in out
+
+
+def test_an_exception_drawing_the_figure_is_one_line(study, capsys):
+    """A FigureSpec value of the wrong type fails inside matplotlib's layout: one line naming
+    the figure; the rows computed before it are kept."""
+    study.write_text(STUDY.replace('curve_label="method",', 'curve_label="method", columns="two",'))
+    assert main(["run", "study.py", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "experiment 'errs': figure failed: TypeError" in err, err
+    assert list((study.parent / "runs" / "errs" / "parts").glob("*.parquet"))
