@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from dpsim.errors import UsageError, note
+from dpsim.errors import UsageError, note, stage_failed, traceback_wanted
 from dpsim.experiment.grid import Experiment, Method
 
 __all__ = ["run", "load", "Results", "experiment_named", "show", "catalog", "verify", "Verification", "solve",
@@ -411,8 +411,10 @@ def _figure_spec(experiment: Experiment, table: pd.DataFrame, where, metric, log
     from dpsim.experiment.plots import metric_spec, with_logy
     if experiment.figure is None:
         raise UsageError(f"experiment {experiment.name!r} defines no figure")
+    from dpsim.experiment.plots import titled
     rows = _rows(table, where)
-    spec = metric_spec(rows, experiment.figure, metric) if metric else experiment.figure
+    declared = titled(experiment.figure, experiment.title)
+    spec = metric_spec(rows, declared, metric) if metric else declared
     return with_logy(spec, logy)
 
 
@@ -432,8 +434,15 @@ def draw_folder(out: Path, experiment: Experiment, to: Path | None = None, *, wh
     table = load_results(out) if table is None else table
     spec = _figure_spec(experiment, table, where, metric, logy)
     paths = []
-    for drawn in draw_figures(_rows(table, where), spec):
-        paths += save_figure(drawn, to or out / "figure")
+    try:
+        for drawn in draw_figures(_rows(table, where), spec):
+            paths += save_figure(drawn, to or out / "figure")
+    except (UsageError, OSError):
+        raise
+    except Exception as exc:         # e.g. a FigureSpec's labels that do not fit its axes: one line
+        if traceback_wanted():
+            raise
+        raise stage_failed(experiment.name, "figure", "", exc) from None
     # the declared figure drawn from every row: figures of an earlier split (figure-link=probit.png, …)
     # no longer drawn are removed (a figure of some rows or of one metric removes none)
     if to is None and not where and not metric:

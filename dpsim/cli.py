@@ -4,6 +4,8 @@ Bad input gives a one-line error naming the bad value, exit status 2, and writes
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import argparse
 import functools
 import os
@@ -11,7 +13,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from dpsim.errors import DpsimNote, DpsimWarning, RunStalled, UsageError
+from dpsim.errors import DpsimNote, DpsimWarning, RunStalled, UsageError, stage_failed, traceback_wanted
 
 
 class _Parser(argparse.ArgumentParser):
@@ -95,7 +97,8 @@ def cmd_run(args) -> int:
         summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
                                  overrides=overrides, chunk=args.chunk, workers=args.workers,
                                  progress=not args.no_progress, watchdog=args.watchdog, source=source,
-                                 micro_batch=args.micro_batch, executor=executor, part=part)
+                                 micro_batch=args.micro_batch, executor=executor, part=part,
+                                 confirm=None if args.yes else _confirm_large)
     which = "" if part is None else f" (part {part[0]}/{part[1]})"
     print(f"{experiment.name}{which}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
           f"in {summary.seconds:.1f} s -> {summary.out}")
@@ -106,10 +109,61 @@ def cmd_run(args) -> int:
     return 0
 
 
+LARGE_RUN_SECONDS = 86400.0      # a run estimated longer than a day asks for --yes
+
+
+def estimated_bytes(plan) -> float:
+    """About how many bytes a plan's rows take on disk: rows (lanes × analysis points ×
+    methods) × 8 bytes per column (axes, derived values, every method's columns, rep, point,
+    method); Parquet compresses little of a float's random digits."""
+    experiment = plan.grid.experiment
+    columns = (len(experiment.axes) + len(experiment.derived_names()) + 3
+               + sum(len(m.columns) for m in experiment.methods.values()))
+    return float(plan.lanes) * len(plan.grid.analysis_points) * len(experiment.methods) * columns * 8
+
+
+def _free_bytes(out: Path) -> float:
+    """Free bytes on the file system that holds ``out`` (its nearest existing ancestor)."""
+    import shutil
+    path = Path(out).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return float(shutil.disk_usage(path).free)
+
+
+def _confirm_large(plan) -> None:
+    """`dpsim run`'s guard, before anything is computed: a plan estimated longer than a day
+    (the engine's cost model, as --dry-run prints it) or larger than the free disk asks
+    "start it? [y/N]" on a terminal, and is refused in one line elsewhere (stdin not a tty):
+    --yes starts it without asking."""
+    from dpsim.experiment.units import format_bytes, format_duration
+    seconds, size, free = plan.compute_seconds(), estimated_bytes(plan), _free_bytes(plan.out)
+    reasons = ([f"about {format_duration(seconds)} by the engine's cost model"] if seconds > LARGE_RUN_SECONDS
+               else []) + ([f"about {format_bytes(size)} of rows, more than the {format_bytes(free)} free "
+                            f"where {plan.out} is"] if size > free else [])
+    if not reasons:
+        return
+    what = f"{plan.grid.experiment.name}: {plan.lanes} replicate lanes would take {' and '.join(reasons)}"
+    if sys.stdin is not None and sys.stdin.isatty():
+        answer = input(f"{what}; start it? [y/N] ").strip().lower()
+        if answer in ("y", "yes"):
+            return
+    raise UsageError(f"{what}; nothing started: give fewer --reps or --set values (`--dry-run` shows the plan), "
+                     f"or --yes to start it anyway")
+
+
+def _named_folder(value: str | None, option: str) -> None:
+    """Refuse an empty folder name (``--out ""`` would write to the default or the working
+    directory): UsageError naming the option. None (not given) passes."""
+    if value is not None and not str(value).strip():
+        raise UsageError(f"{option} {value!r} names no folder")
+
+
 def cmd_solve(args) -> int:
     """For every configuration of the other axes, the value of --for where mean METRIC = VALUE."""
     from dpsim.api import solve
     from dpsim.experiment.solve import parse_within
+    _named_folder(args.out, "--out")
     overrides = _parse_sets(args.set)
     within = None if args.within is None else parse_within(args.within)
     result = solve(args.experiment, axis=args.axis, target=args.target, within=within, finder=args.finder,
@@ -156,12 +210,17 @@ def _value_text(value) -> str:
 
 
 def cmd_merge(args) -> int:
-    """Join run folders of one experiment, seed and code (e.g. the parts of an array job)."""
+    """Join run folders of one experiment, seed and code (e.g. the parts of an array job); a
+    complete merged folder gets its figure, as the last part of a split into one folder draws it."""
     from dpsim.experiment.merge import merge_folders
+    _named_folder(args.out, "the merged folder")
     manifest = merge_folders(args.out, args.dirs, _manifest_experiment)
     rows = manifest["study"].get("rows", 0)
     state = "complete" if manifest["complete"] else "incomplete: `dpsim run` into it computes what is missing"
     print(f"{manifest['experiment']}: {len(args.dirs)} folders, {rows} rows -> {args.out} ({state})")
+    if manifest["complete"]:          # as the last part of a split writing one folder draws it
+        for path in _plot_dir(Path(args.out), _manifest_experiment(manifest)):
+            print(f"figure: {path}")
     return 0
 
 
@@ -262,14 +321,32 @@ def _manifest_experiment(manifest: dict):
 
 def cmd_verify(args) -> int:
     from dpsim.api import verify
+    _named_folder(args.runs, "--runs")
     found = verify(*args.checks, runs=args.runs, seed=args.seed, reps=args.reps, until_decided=args.until_decided,
                    budget=args.budget, stages=args.stages, mutants=args.mutant or args.mutants,
                    progress=not args.no_progress, echo=lambda line: print(line, flush=True),
                    watchdog=args.watchdog, cli=True)
     survivors = 0 if found.mutants is None else int((~found.mutants["killed"]).sum())
-    if found.counts.get("FAIL") or found.counts.get("REFUSED") or survivors:
+    return verify_status(Counter(found.counts), survivors)
+
+
+VERIFY_STATUS = """exit status: 0 every judged check passed; 1 a check FAILed (the data contradict its claim,
+family-wise), was REFUSED (too many unconverged fits) or a mutant survived; 4 a check could not
+be evaluated (ERROR: a broken check, e.g. its statistic is NaN; no claim about the science);
+3 some checks INCONCLUSIVE (more replicates would decide them); 2 bad input (one line, nothing
+computed: a check naming a metric, method or axis its experiment lacks, or pooling an axis, is
+refused when its paper or study loads)."""
+
+
+def verify_status(counts, survivors: int = 0) -> int:
+    """`dpsim verify`'s exit status (:data:`VERIFY_STATUS`): 1 for a FAIL, a REFUSED check or a
+    surviving mutant, else 4 for an ERROR, else 3 for an INCONCLUSIVE check, else 0."""
+    if counts["FAIL"] or counts["REFUSED"] or survivors:
         return 1
-    return 3 if found.counts.get("INCONCLUSIVE") else 0
+    if counts["ERROR"]:
+        return 4
+    return 3 if counts["INCONCLUSIVE"] else 0
+
 
 
 def cmd_audit(args) -> int:
@@ -319,7 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "learning from pairwise comparisons and response data.", epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"dpsim {__version__}")
     parser.add_argument("--traceback", action="store_true",
-                        help="show the whole Python trace of an error in a study's method (sets DPSIM_TRACEBACK=1)")
+                        help="show the whole Python trace of an error in a study's own code (truth, generate, "
+                             "derived values, methods, figure, checks; sets DPSIM_TRACEBACK=1)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lister = sub.add_parser("list", help="list experiments, checks and audits")
     lister.add_argument("study", nargs="?", default=None,
@@ -358,6 +436,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "shared --out or joined by `dpsim merge`, make the table of one run)")
     run.add_argument("--no-progress", action="store_true")
     run.add_argument("--dry-run", action="store_true", help="print the plan (programs, lanes, chunks); write nothing")
+    run.add_argument("--yes", action="store_true",
+                     help="start a run estimated longer than a day or larger than the free disk without asking "
+                          "(without it such a run asks on a terminal and is refused elsewhere)")
     _add_watchdog(run)
     run.set_defaults(func=cmd_run)
 
@@ -418,7 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print the slope of log METRIC on log AXIS per method instead")
     summ.set_defaults(func=cmd_summary)
 
-    ver = sub.add_parser("verify", help="run and evaluate rate checks")
+    ver = sub.add_parser("verify", help="run and evaluate rate checks", epilog=VERIFY_STATUS,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ver.add_argument("checks", nargs="*", help="check names, a paper prefix (cai), experiment names (their checks), or path/to/study.py")
     ver.add_argument("--runs", default=str(Path("runs") / "verify"),
                      help="directory holding the checks' runs (default runs/verify, apart from `dpsim run`'s)")

@@ -16,7 +16,7 @@ study's (``examples/custom_study.py``, a study file given by path) and a fifth, 
 * its **figure** drawn from that run by ``dpsim plot RUN --to FILE`` into non-empty files (or,
   for an experiment that declares none, a one-line refusal);
 * its **checks** judged on that run as ``dpsim verify`` judges them: a verdict for each (on 2
-  replicates mostly INCONCLUSIVE, or a FAIL line saying why it cannot be evaluated), never an
+  replicates mostly INCONCLUSIVE, or an ERROR line saying why it cannot be evaluated), never an
   exception.
 
 One smoke run per experiment is shared by its tests (a module-scoped fixture). Two shapes

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from dpsim.experiment.axes import VOCABULARY, AxisType, axis_type
-from dpsim.errors import UsageError, note
+from dpsim.errors import UsageError, call_stage, note
 
 KINDS = ("shape", "data", "analysis")
 DIAGNOSTIC_TYPES = ("bool", "int", "float")
@@ -509,7 +509,8 @@ def _derive(experiment: Experiment, level: str, point: dict) -> dict:
     out = {}
     for d in experiment.derived:
         if d.level == level:
-            out.update(d({**point, **out}))
+            at = {**point, **out}
+            out.update(call_stage(experiment.name, f"derived {', '.join(map(repr, d.names))}", at, d, at))
     return out
 
 
@@ -536,7 +537,7 @@ def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None
     static = {a for a, vals in axes.items() if any(isinstance(v, str) for v in vals)}
     shapes = []
     for raw in _product(experiment.shape_axes, axes):
-        shape = experiment.resolve_shape(raw)
+        shape = call_stage(experiment.name, "resolve_shape", raw, experiment.resolve_shape, raw)
         shapes.append({**shape, **_derive(experiment, "shape", shape)})
     data_points = _product(experiment.data_axes, axes)
     analysis_points = _product(experiment.analysis_axes, axes)
@@ -550,7 +551,8 @@ def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None
                 _derive(experiment, "analysis", {**shape, **data, **d_values, **analysis})
                 for analysis in analysis_points])
             for analysis, a_values in zip(analysis_points, per_analysis[-1]):
-                experiment.validate_point({**shape, **data, **d_values, **analysis, **a_values})
+                point = {**shape, **data, **d_values, **analysis, **a_values}
+                call_stage(experiment.name, "validate_point", point, experiment.validate_point, point)
         data_derived.append(per_data)
         analysis_derived.append(per_analysis)
     return Grid(experiment, axes, shapes, data_points, analysis_points, data_derived, analysis_derived,

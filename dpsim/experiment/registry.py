@@ -25,7 +25,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 
-from dpsim.errors import UsageError
+from dpsim.errors import UsageError, did_you_mean  # noqa: F401 (did_you_mean: registry's name for it too)
 from dpsim.experiment.grid import Experiment
 
 GROUP = "dpsim.papers"
@@ -76,6 +76,7 @@ class Catalogue:
                 self.paper_of[kind][item.name] = paper
         self.papers[paper] = getattr(module, "TITLE", "")
         self.pages[paper] = getattr(module, "PAGE", "")
+        validate_checks(getattr(module, "CHECKS", []) or [], self.experiments)
 
     def update(self, other: "Catalogue") -> None:
         """Add everything ``other`` holds (its items replace same-named ones)."""
@@ -114,6 +115,22 @@ class Catalogue:
                 raise UsageError(f"unknown {what} {name!r}{did_you_mean(name, known)}; see `dpsim list`")
             chosen.extend(h for h in hits if h not in chosen)
         return chosen
+
+
+def validate_checks(checks, experiments) -> None:
+    """Refuse a check that cannot be evaluated whatever the data (``Check.validate``: an
+    unknown method, metric or axis, an axis it would pool), when its paper or study loads:
+    one line, before anything is computed. A check of an experiment not (yet) known is left
+    to ``dpsim verify``, which names it."""
+    from dpsim.experiment.verdicts import grid_table
+    grids = {}
+    for check in checks:
+        experiment = experiments.get(getattr(check, "experiment", None))
+        if experiment is None or not hasattr(check, "validate"):
+            continue
+        if experiment.name not in grids:
+            grids[experiment.name] = grid_table(experiment)
+        check.validate(experiment, grids[experiment.name])
 
 
 @lru_cache(maxsize=None)
@@ -234,16 +251,11 @@ def experiment(target: str) -> tuple[Experiment, str]:
             raise UsageError(f"study file {path!r} defines no experiment {name!r} "
                              f"(it defines {', '.join(found.experiments) or 'none'})")
         return found.experiments[name], f"{path}:{name}"
+    if not found.experiments:
+        raise UsageError(f"study file {path!r} defines no Experiment (it needs a module-level "
+                         f"dpsim.experiment.Experiment(...), or an EXPERIMENTS list of them)")
     if len(found.experiments) != 1:
         raise UsageError(f"study file {path!r} defines {len(found.experiments)} experiments "
                          f"({', '.join(found.experiments) or 'none'}); name one as {path}:NAME")
     (only,) = found.experiments.values()
     return only, f"{path}:{only.name}"
-
-
-def did_you_mean(name: str, known, n: int = 2, cutoff: float = 0.6) -> str:
-    """", did you mean 'x'?" for the (at most ``n``) closest known names, or "" when none is
-    close (``difflib`` similarity ≥ ``cutoff``)."""
-    import difflib
-    close = difflib.get_close_matches(name, list(known), n=n, cutoff=cutoff)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
