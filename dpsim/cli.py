@@ -1,4 +1,4 @@
-"""The ``dpsim`` command: list, show, run, solve, merge, plot, verify, audit.
+"""The ``dpsim`` command: list, show, run, solve, merge, plot, verify, report, audit.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """
@@ -232,7 +232,7 @@ def cmd_summary(args) -> int:
     import pandas as pd
 
     from dpsim.experiment.store import load_results
-    from dpsim.experiment.summary import failure_reasons, grid_columns, loglog_slope, summarise
+    from dpsim.experiment.summary import grid_columns, loglog_slope, summary_table
     table = load_results(_run_directory(args.dir))
     metrics = list(table.attrs.get("method_columns", ()))
     if args.slope:
@@ -253,12 +253,7 @@ def cmd_summary(args) -> int:
     metric = args.metric or (metrics[0] if metrics else None)
     if metric not in table:
         raise UsageError(f"unknown metric {metric!r}; this run has {', '.join(metrics)}")
-    table = table[table[metric].notna()]            # methods that do not report it
-    by = ["method", *(args.by or [c for c in grid_columns(table) if table[c].nunique() > 1])]
-    out = summarise(table, metric, by, pool=args.pool or ())
-    why = failure_reasons(table, by)
-    if any(why):
-        out["why"] = why              # e.g. "10 max steps, 2 non-finite" (the result codes)
+    out = summary_table(table, metric, args.by, pool=args.pool or ())
     with pd.option_context("display.max_rows", 500, "display.width", 160):
         print(out.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 0
@@ -333,15 +328,40 @@ def cmd_verify(args) -> int:
     results, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
                              reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
                              sources=found.source, family=family, sequential=sequential, solver=_check_solver)
+    _write_verdicts(args, results, checks, family, sequential)
     survivors = 0
     if mutants is not None:
         outcomes = verify_mutants(checks, found.experiments, mutants, results, runs=Path(args.runs),
                                   seed=args.seed, reps=args.reps, family=family, progress=not args.no_progress,
                                   watchdog=args.watchdog, sources=found.source, solver=_check_solver)
         survivors = sum(not o.killed for o in outcomes)
+        _write_verdicts(args, results, checks, family, sequential, mutants=mutants, outcomes=outcomes)
     if counts["FAIL"] or counts["REFUSED"] or survivors:
         return 1
     return 3 if counts["INCONCLUSIVE"] else 0
+
+
+def _write_verdicts(args, results, checks, family, sequential, *, mutants=None, outcomes=None) -> None:
+    """``verdicts.json`` and ``verdicts.csv`` (with mutants ``kill-matrix.csv``) in the --runs
+    folder (:mod:`dpsim.experiment.report`), and one line saying where."""
+    from dpsim.experiment.report import kill_records, verdict_records, write_verdicts
+    from dpsim.experiment.verify import sequential_header
+    kills = None if outcomes is None else kill_records(outcomes, mutants, checks, results)
+    paths = write_verdicts(Path(args.runs), verdict_records(results, checks, family), seed=args.seed, reps=args.reps,
+                           rule=None if sequential is None else sequential_header(family, sequential),
+                           outcomes=outcomes, kills=kills)
+    print(f"verdicts: {', '.join(str(p) for p in paths)}", flush=True)
+
+
+def cmd_report(args) -> int:
+    """One self-contained HTML page of run folders or verify folders (:mod:`dpsim.experiment.report`)."""
+    from dpsim.experiment.report import write_report
+    path = write_report(args.paths, args.out)
+    print(f"report: {path}")
+    if args.open:
+        import webbrowser
+        webbrowser.open(path.resolve().as_uri())
+    return 0
 
 
 def _check_solver(experiment, solve, *, out, seed, progress):
@@ -552,6 +572,15 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--no-progress", action="store_true")
     _add_watchdog(ver)
     ver.set_defaults(func=cmd_verify)
+
+    report = sub.add_parser("report", help="one self-contained HTML page of run folders or a verify folder: "
+                                           "figures, summaries, verdicts, kill matrix, warnings, provenance")
+    report.add_argument("paths", nargs="+", metavar="PATH",
+                        help="a run folder, several, or a verify folder (its run folders and verdicts.json)")
+    report.add_argument("--out", default=None, metavar="FILE.html",
+                        help="the page (default PATH/report.html for one PATH; needed for several)")
+    report.add_argument("--open", action="store_true", help="open the page in the web browser")
+    report.set_defaults(func=cmd_report)
 
     audit = sub.add_parser("audit", help="privacy audits of the papers' mechanisms")
     audit.add_argument("audits", nargs="*", help="audit names or a paper prefix (default: all)")

@@ -140,6 +140,27 @@ def failure_reasons(table: pd.DataFrame, by: Sequence[str]) -> list[str]:
     return [reasons(part) for _, part in table.groupby(list(by), dropna=False)["result"]]
 
 
+def summary_table(table: pd.DataFrame, metric: str, by: Sequence[str] | None = None, *,
+                  pool: Sequence[str] = ()) -> pd.DataFrame:
+    """What ``dpsim summary`` shows for one metric: the rows that report ``metric`` (a method
+    that does not leaves it missing) summarised by :func:`summarise` per ``method`` and ``by``
+    (default: every grid axis with several values in those rows), with a ``why`` column (the
+    result codes of the fits that did not converge, :func:`failure_reasons`) when any failed.
+
+    Raises:
+        UsageError: as :func:`summarise` (an unknown metric, an axis it would pool).
+    """
+    if metric not in table:
+        raise UsageError(f"unknown metric {metric!r}")
+    table = table[table[metric].notna()]
+    by = ["method", *(by or [c for c in grid_columns(table) if table[c].nunique() > 1])]
+    out = summarise(table, metric, by, pool=pool)
+    why = failure_reasons(table, by)
+    if any(why):
+        out["why"] = why              # e.g. "10 max steps, 2 non-finite" (the result codes)
+    return out
+
+
 @dataclass(frozen=True)
 class SlopeFit:
     """A fitted slope with its standard error and 95% CI; ``n_points`` distinct x values,
