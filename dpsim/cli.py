@@ -343,14 +343,14 @@ def cmd_verify(args) -> int:
 
 def _write_verdicts(args, results, checks, family, sequential, *, mutants=None, outcomes=None) -> None:
     """``verdicts.json`` and ``verdicts.csv`` (with mutants ``kill-matrix.csv``) in the --runs
-    folder (:mod:`dpsim.experiment.report`), and one line saying where."""
+    folder (:mod:`dpsim.experiment.report`), and one line on stderr saying where."""
     from dpsim.experiment.report import kill_records, verdict_records, write_verdicts
     from dpsim.experiment.verify import sequential_header
     kills = None if outcomes is None else kill_records(outcomes, mutants, checks, results)
     paths = write_verdicts(Path(args.runs), verdict_records(results, checks, family), seed=args.seed, reps=args.reps,
                            rule=None if sequential is None else sequential_header(family, sequential),
                            outcomes=outcomes, kills=kills)
-    print(f"verdicts: {', '.join(str(p) for p in paths)}", flush=True)
+    print(f"verdicts: {', '.join(str(p) for p in paths)}", file=sys.stderr, flush=True)   # stdout: the verdicts
 
 
 def cmd_report(args) -> int:

@@ -26,6 +26,7 @@ for name in "${experiments[@]}"; do
 done
 status=0
 dpsim verify "${experiments[@]}" --runs "$runs" || status=$?
-echo "reproduce: done in $(( $(date +%s) - start )) s; figures in $runs/NAME/figure.png for NAME in ${experiments[*]}"
+dpsim report "$runs"      # one page: figures, summaries, verdicts, provenance
+echo "reproduce: done in $(( $(date +%s) - start )) s; figures in $runs/NAME/figure.png for NAME in ${experiments[*]}; the page: $runs/report.html"
 # verify's exit status: 0 every check passed, 1 a FAIL or REFUSED, 3 some INCONCLUSIVE
 exit $status

@@ -18,7 +18,8 @@ import pytest
 from dpsim.cli import main
 from dpsim.errors import UsageError
 from dpsim.experiment import store
-from dpsim.experiment.report import (CSP, estimate_bar, kill_records, nan_counts, verdict_records, write_report)
+from dpsim.experiment.report import (CSP, estimate_bar, kill_records, nan_counts, verdict_records, write_report,
+                                     write_verdicts)
 from dpsim.experiment.verdicts import CheckResult, family_z
 from report_folders import build
 
@@ -222,3 +223,23 @@ def test_report_command(folders, tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "one.html"]
     with pytest.raises(UsageError):
         write_report([])
+
+
+def test_a_verify_without_mutants_leaves_no_stale_kill_matrix(folders, tmp_path):
+    _, verify, _ = folders
+    copy = tmp_path / "v"
+    shutil.copytree(verify, copy)
+    records = store.read_json(copy / "verdicts.json")["checks"]
+    paths = write_verdicts(copy, records)
+    assert [p.name for p in paths] == ["verdicts.json", "verdicts.csv"]
+    assert not (copy / "kill-matrix.csv").exists() and "mutants" not in store.read_json(copy / "verdicts.json")
+    assert "Mutants:" not in write_report(copy).read_text()
+
+
+def test_report_open_hands_the_page_to_the_browser(folders, tmp_path, monkeypatch, capsys):
+    _, _, run = folders
+    opened = []
+    monkeypatch.setattr("webbrowser.open", opened.append)
+    out = tmp_path / "p.html"
+    assert main(["report", str(run), "--out", str(out), "--open"]) == 0
+    assert opened == [out.resolve().as_uri()]

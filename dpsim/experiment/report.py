@@ -148,8 +148,9 @@ def _csv_text(records: Sequence[dict], fields: Sequence[str]) -> str:
 def write_verdicts(folder: Path, records: Sequence[dict], *, rule: str | None = None, seed: int | None = None,
                    reps: int | None = None, outcomes: Sequence | None = None,
                    kills: Sequence[dict] | None = None) -> list[Path]:
-    """Write ``verdicts.json`` and ``verdicts.csv`` (and with ``kills`` ``kill-matrix.csv``)
-    into ``folder``, each atomically.
+    """Write ``verdicts.json`` and ``verdicts.csv`` (and with ``outcomes`` ``kill-matrix.csv``)
+    into ``folder``, each atomically; they hold the verdicts of this verify only (an earlier
+    verify's files there are replaced, its ``kill-matrix.csv`` removed when there are no mutants).
 
     Args:
         records: :func:`verdict_records`.
@@ -178,6 +179,8 @@ def write_verdicts(folder: Path, records: Sequence[dict], *, rule: str | None = 
     if outcomes is not None:
         paths.append(folder / KILLS_CSV)
         store.write_text(paths[2], _csv_text(kills or [], KILL_FIELDS))
+    else:
+        (folder / KILLS_CSV).unlink(missing_ok=True)     # an earlier verify's: not of these verdicts
     return paths
 
 
@@ -452,7 +455,7 @@ def table_html(header: Sequence[str], rows: Iterable[Sequence], caption: str = "
     ``(markup, sort key)`` is raw markup, any other value escaped text."""
     rows = list(rows)
     sortable = " sortable" if 1 < len(rows) <= SORTABLE_ROWS else ""
-    out = [f'<table class="{cls}{sortable}">']
+    out = [f'<div class="scroll"><table class="{cls}{sortable}">']
     if caption:
         out.append(f"<caption>{esc(caption)}</caption>")
     out.append("<thead><tr>" + "".join(f'<th scope="col">{esc(h)}</th>' for h in header) + "</tr></thead><tbody>")
@@ -467,12 +470,17 @@ def table_html(header: Sequence[str], rows: Iterable[Sequence], caption: str = "
             attr = f' data-sort="{esc(key)}" class="num"' if key is not None else ""
             cells.append(f"<td{attr}>{esc(_cell_text(value))}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 
 def _finite(value) -> bool:
-    return value is not None and isinstance(value, (int, float)) and math.isfinite(value)
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _bound(value) -> float | None:
+    """A region's bound as a float (±inf included), None when missing or NaN (not evaluated)."""
+    return float(value) if isinstance(value, (int, float)) and not math.isnan(value) else None
 
 
 def estimate_bar(record: Mapping) -> str:
@@ -496,8 +504,7 @@ def estimate_bar(record: Mapping) -> str:
              f"region {record.get('region') or '–'}")
     parts = [f'<svg class="bar" viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" height="{height:.0f}" '
              f'role="img" aria-label="{esc(label)}"><title>{esc(label)}</title>']
-    if _finite(r_low) or _finite(r_high) or (r_low is not None and r_high is not None
-                                             and not (math.isnan(r_low) or math.isnan(r_high))):
+    if _bound(r_low) is not None and _bound(r_high) is not None:      # a region (possibly unbounded)
         a = x(r_low if _finite(r_low) else lo)
         b = x(r_high if _finite(r_high) else hi)
         parts.append(f'<rect class="region" x="{a:.1f}" y="3" width="{max(b - a, 1):.1f}" height="16"/>')
@@ -691,9 +698,11 @@ ul.warnings li{color:#8a4b00}
 figure{margin:1em 0;page-break-inside:avoid;break-inside:avoid}figure img{max-width:100%}
 figcaption{color:#555;font-size:.9em}
 nav a{margin-right:.6em}.ci{color:#666;font-size:.9em}
-@media print{body{max-width:none;padding:0;font-size:11pt}nav{display:none}
-table.sortable th::after{content:""}section.run{break-before:page}h2,h3,h4{break-after:avoid}
-tr{break-inside:avoid}pre{white-space:pre-wrap}a{color:inherit;text-decoration:none}}
+.scroll{overflow-x:auto;max-width:100%}
+@media print{body{max-width:none;padding:0;font-size:10pt}nav{display:none}.scroll{overflow:visible}
+table.sortable th::after{content:""}main>section+section,section.run+section.run{break-before:page}
+h2,h3,h4{break-after:avoid}tr{break-inside:avoid}pre{white-space:pre-wrap}a{color:inherit;text-decoration:none}
+table{font-size:7.5pt}th,td{padding:.1em .25em;overflow-wrap:anywhere}td.num{white-space:nowrap}.ci{display:block}}
 @page{margin:1.5cm}
 """
 
