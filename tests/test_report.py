@@ -19,7 +19,7 @@ from dpsim.cli import main
 from dpsim.errors import UsageError
 from dpsim.experiment import store
 from dpsim.experiment.report import (CSP, estimate_bar, kill_records, nan_counts, verdict_records, write_report,
-                                     write_verdicts)
+                                     plain_text, write_verdicts)
 from dpsim.experiment.verdicts import CheckResult, family_z
 from report_folders import build
 
@@ -243,3 +243,9 @@ def test_report_open_hands_the_page_to_the_browser(folders, tmp_path, monkeypatc
     out = tmp_path / "p.html"
     assert main(["report", str(run), "--out", str(out), "--open"]) == 0
     assert opened == [out.resolve().as_uri()]
+
+
+def test_figure_titles_in_alt_text_are_plain_text():
+    assert plain_text(r"errors vs $L$, $\epsilon(m, L)$ schemes") == "errors vs L, ε(m, L) schemes"
+    assert plain_text(r"$\|\hat{\theta} - \theta^*\|_2$, $\Delta$, $\ell_\infty$") == "‖θ - θ^*‖_2, Δ, ℓ_∞"
+    assert plain_text("no maths") == "no maths"

@@ -29,6 +29,7 @@ import io
 import math
 import re
 import shlex
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -267,6 +268,29 @@ def _svg(fig, alt: str, salt: str) -> str:
             + text[head_end + 1:])
 
 
+TEX_WORDS = {"ell": "ℓ", "infty": "∞", "sqrt": "√", "cdot": "·", "times": "×", "le": "≤", "leq": "≤", "ge": "≥",
+             "geq": "≥", "propto": "∝", "approx": "≈", "asymp": "≍", "varepsilon": "ε", "vartheta": "ϑ",
+             "star": "*", "log": "log", "ln": "ln", "exp": "exp"}
+TEX_DROPPED = ("hat", "tilde", "bar", "mathrm", "mathbf", "mathit", "text", "operatorname", "left", "right")
+
+
+def plain_text(text: str) -> str:
+    """A figure title's matplotlib mathtext as plain text for alt text and captions:
+    ``$\\epsilon(m, L)$`` → ``ε(m, L)`` (Greek letters and a few symbols by name; accents and
+    font commands dropped; dollars and braces removed)."""
+    def command(match):
+        name = match.group(1)
+        if name in TEX_WORDS:
+            return TEX_WORDS[name]
+        if name in TEX_DROPPED:
+            return ""
+        try:
+            return unicodedata.lookup(f"GREEK {'CAPITAL' if name[0].isupper() else 'SMALL'} LETTER {name.upper()}")
+        except KeyError:
+            return name
+    return re.sub(r"[${}]", "", re.sub(r"\\([A-Za-z]+)", command, text.replace("\\|", "‖")))
+
+
 def _figures(run: Run, table: pd.DataFrame, salt: str) -> None:
     """The run's figures: drawn as SVG from its table with the installed experiment's
     FigureSpec, else the PNGs the run wrote beside it; solve checks' ``threshold-*.png`` too."""
@@ -277,7 +301,7 @@ def _figures(run: Run, table: pd.DataFrame, salt: str) -> None:
             for number, drawn in enumerate(draw_figures(table, spec)):
                 split = ", ".join(f"{a} = {format_value(v)}" for a, v in drawn.split.items())
                 panels = ", ".join(dict.fromkeys(p.metric for p in spec.panels))
-                alt = (f"{spec.title or run.name}{f' ({split})' if split else ''}: {panels} against {spec.x}, "
+                alt = (f"{plain_text(spec.title) or run.name}{f' ({split})' if split else ''}: {panels} against {spec.x}, "
                        f"one curve per {spec.curve}")
                 run.figures.append(Figure(alt, svg=_svg(drawn.figure, alt, f"{salt}-{number}")))
                 plt.close(drawn.figure)
@@ -584,6 +608,7 @@ def _axes_html(run: Run) -> str:
     manifest = run.manifest
     ran = (manifest.get("study") or {}).get("axes") or {}
     kinds = {a: k for k in ("shape", "data", "analysis") for a in manifest.get(f"{k}_axes", [])}
+    kinds.update({a: "derived" for a in manifest.get("derived", []) if a not in kinds})
     own = getattr(run.experiment, "axis_types", None)
     rows = []
     for axis in dict.fromkeys([*kinds, *ran]):
@@ -691,7 +716,7 @@ th[aria-sort=ascending]::after{content:" ▲"!important}th[aria-sort=descending]
 .pass{background:#2e7d32}.fail{background:#c62828}.inconclusive{background:#b26a00}.error{background:#6a1b9a}
 .refused{background:#5d4037}.info,.other{background:#546e7a}
 span.killed{color:#2e7d32;font-weight:600}span.alive{color:#c62828;font-weight:600}span.na{color:#777}
-.claim{color:#555;font-size:.92em}.rule{color:#444}.path{color:#555}
+table.verdicts td:nth-child(3){min-width:16em}.claim{color:#555;font-size:.92em}.rule{color:#444}.path{color:#555}
 svg.bar rect.region{fill:#c8e6c9}svg.bar line.edge{stroke:#2e7d32;stroke-width:1.5}
 svg.bar line.ci{stroke:#1b1b1b;stroke-width:2.5}svg.bar circle.est{fill:#1565c0}
 ul.warnings li{color:#8a4b00}
@@ -734,7 +759,9 @@ SCRIPT = """
   document.querySelectorAll('table.sortable th').forEach(function (th) {
     th.tabIndex = 0;
     th.addEventListener('click', function () { sort(th); });
-    th.addEventListener('keydown', function (e) { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); sort(th); } });
+    th.addEventListener('keydown', function (e) {
+      if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); sort(th); }
+    });
   });
   window.addEventListener('beforeprint', function () {
     document.querySelectorAll('details').forEach(function (d) { d.open = true; });
