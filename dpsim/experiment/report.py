@@ -581,11 +581,11 @@ def verdicts_html(verdicts: dict, anchor: str) -> str:
 
 
 def kill_matrix_html(mutants: Sequence[dict], matrix: Sequence[dict]) -> str:
-    """Mutants (rows) × checks (columns): ✗ killed (some check FAILs under the mutant), ·
-    not killed, blank: the check is not judged under it."""
+    """Mutants (rows) × checks (columns): ✗ killed (the check FAILs under the mutant), · no
+    FAIL, blank: the check is not judged under it; a mutant no check kills is marked SURVIVED."""
     checks = list(dict.fromkeys(row["check"] for row in matrix))
     cell = {(row["mutant"], row["check"]): row["state"] for row in matrix}
-    symbol = {"killed": ("✗ killed", "killed"), "not killed": ("· not killed", "alive"),
+    symbol = {"killed": ("✗ killed", "killed"), "not killed": ("· no FAIL", "na"),
               "failed on the real code": ("failed on the real code", "na"), "report only": ("report only", "na")}
     killed = sum(bool(m.get("killed")) for m in mutants)
     rows = []
@@ -599,7 +599,7 @@ def kill_matrix_html(mutants: Sequence[dict], matrix: Sequence[dict]) -> str:
             text, cls = symbol.get(state, ("", "na")) if state else ("", "na")
             row.append((f'<span class="{cls}">{esc(text)}</span>', state or ""))
         rows.append(row)
-    return (f"<h3>Mutants: {killed} killed, {len(mutants) - killed} survived of {len(mutants)}</h3>"
+    return (f"<h3>Kill matrix: {killed} mutants killed, {len(mutants) - killed} survived of {len(mutants)}</h3>"
             "<p>A mutant is killed when some check that did not FAIL on the real code FAILs under it.</p>"
             + table_html(["mutant", "outcome", *checks], rows, cls="kills"))
 
@@ -715,7 +715,7 @@ th[aria-sort=ascending]::after{content:" ▲"!important}th[aria-sort=descending]
 .badge{display:inline-block;padding:.05em .45em;border-radius:.3em;font-weight:600;font-size:.85em;color:#fff}
 .pass{background:#2e7d32}.fail{background:#c62828}.inconclusive{background:#b26a00}.error{background:#6a1b9a}
 .refused{background:#5d4037}.info,.other{background:#546e7a}
-span.killed{color:#2e7d32;font-weight:600}span.alive{color:#c62828;font-weight:600}span.na{color:#777}
+span.killed{color:#2e7d32;font-weight:600}span.na{color:#777}
 table.verdicts td:nth-child(3){min-width:16em}.claim{color:#555;font-size:.92em}.rule{color:#444}.path{color:#555}
 svg.bar rect.region{fill:#c8e6c9}svg.bar line.edge{stroke:#2e7d32;stroke-width:1.5}
 svg.bar line.ci{stroke:#1b1b1b;stroke-width:2.5}svg.bar circle.est{fill:#1565c0}
