@@ -727,7 +727,9 @@ nav a{margin-right:.6em}.ci{color:#666;font-size:.9em}
 @media print{body{max-width:none;padding:0;font-size:10pt}nav{display:none}.scroll{overflow:visible}
 table.sortable th::after{content:""}main>section+section,section.run+section.run{break-before:page}
 h2,h3,h4{break-after:avoid}tr{break-inside:avoid}pre{white-space:pre-wrap}a{color:inherit;text-decoration:none}
-table{font-size:7.5pt}th,td{padding:.1em .25em;overflow-wrap:anywhere}td.num{white-space:nowrap}.ci{display:block}}
+table{font-size:7.5pt}th,td{padding:.1em .25em}th{overflow-wrap:anywhere}td{overflow-wrap:break-word}
+td.num{white-space:nowrap}.ci{display:block}svg.bar{width:110px;height:auto}
+table.verdicts td:nth-child(3){min-width:11em}table.verdicts{width:100%}table.verdicts th{overflow-wrap:normal}pre{overflow-wrap:anywhere;font-size:7.5pt}}
 @page{margin:1.5cm}
 """
 
