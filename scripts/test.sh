@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Set up with the test extra, then run the whole test suite.
+# Set up with the test and docs extras, build the documentation site strictly (a broken link
+# fails), then run the whole test suite (which runs every example of the documents).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test
+bash scripts/setup.sh test,docs
+bash scripts/docs.sh
 # tests/test_report_browser.py renders `dpsim report`'s page in headless Chromium: install Debian's
 # package when it is missing and apt-get can (as root); without it those tests are skipped.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

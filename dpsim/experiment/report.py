@@ -45,7 +45,7 @@ from dpsim.errors import UsageError  # noqa: E402
 from dpsim.experiment import store  # noqa: E402
 from dpsim.experiment.axes import axis_type  # noqa: E402
 from dpsim.experiment.plots import draw_figures, format_value  # noqa: E402
-from dpsim.experiment.summary import Z95, grid_columns, summary_table  # noqa: E402
+from dpsim.experiment.summary import Z95, grid_columns, metric_names, summary_table  # noqa: E402
 from dpsim.experiment.verdicts import family_z  # noqa: E402
 
 VERDICTS_JSON = "verdicts.json"
@@ -316,17 +316,6 @@ def _figures(run: Run, table: pd.DataFrame, salt: str) -> None:
         run.figures.append(Figure(f"{run.name}: {image.stem}", uri=uri))
 
 
-def metric_names(table: pd.DataFrame, experiment=None) -> list[str]:
-    """The metrics of a results table: the methods' declared metrics when the experiment is
-    installed, else its floating-point method columns (diagnostics such as ``converged``,
-    ``iterations`` and ``result`` are integers or booleans)."""
-    columns = [c for c in table.attrs.get("method_columns", ()) if c in table and table[c].notna().any()]
-    if experiment is not None:
-        declared = {m for method in experiment.methods.values() for m in method.metrics}
-        return [c for c in columns if c in declared]
-    return [c for c in columns if table[c].dtype.kind == "f"]
-
-
 def _summaries(run: Run, table: pd.DataFrame) -> None:
     """Per method, every metric it reports summarised as ``dpsim summary --metric M`` does
     (:func:`~dpsim.experiment.summary.summary_table`: mean and 95% interval per combination
@@ -334,14 +323,16 @@ def _summaries(run: Run, table: pd.DataFrame) -> None:
     if table.empty or "method" not in table:
         return
     varying = [c for c in grid_columns(table) if table[c].nunique() > 1]
-    metrics = metric_names(table, run.experiment)
+    declared = None if run.experiment is None else [m for method in run.experiment.methods.values()
+                                                     for m in method.metrics]
+    metrics = metric_names(table, declared)
     for method in sorted(table["method"].unique(), key=str):
         rows = table[table["method"] == method]
         frames = {}
         for metric in metrics:
             if rows[metric].notna().any():
                 try:
-                    frames[metric] = summary_table(rows, metric, varying or None)
+                    frames[metric] = summary_table(rows, metric, varying, metrics=metrics)
                 except UsageError as exc:
                     run.warnings.append(f"no summary of {metric} of {method}: {exc}")
         if frames:
