@@ -195,11 +195,13 @@ def test_nan_metrics_and_incomplete_folders_are_warned(folders, tmp_path):
     manifest["complete"] = False
     manifest["source"] = str(tmp_path / "gone.py") + ":pagestudy"      # not installed here: folder only
     manifest["diagnostics"] = {"unconverged": [{"method": "laplace", "failed": 3, "fits": 120,
-                                                "reasons": "3 max steps", "where": "eps=1 (3)"}]}
+                                                "reasons": "3 max steps", "where": "eps=1 (3)"}],
+                               "nan": [{"method": "laplace", "metric": "noise_ms", "nan": 2, "rows": 120}]}
     store.write_manifest(copy, manifest)
     page = write_report(copy).read_text()
     assert "incomplete: the run was interrupted" in page
     assert "3 of 120 fits of laplace did not converge (3 max steps)" in page
+    assert "2 of 120 rows of laplace have a NaN noise_ms" in page
     assert "not installed here" in page
     imgs = [attrs for tag, attrs in Page(page).tags if tag == "img"]
     assert len(imgs) == 1 and imgs[0]["src"].startswith("data:image/png;base64,") and imgs[0]["alt"]

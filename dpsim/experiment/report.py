@@ -363,7 +363,8 @@ def _joined(frames: Mapping[str, pd.DataFrame], axes: Sequence[str]) -> pd.DataF
 
 def nan_counts(table: pd.DataFrame) -> list[tuple[str, str, int, int]]:
     """(method, metric, NaN rows, rows) for every metric a method reports (some finite or
-    infinite value in its rows) that is NaN in some of them."""
+    infinite value in its rows) that is NaN in some of them: for a folder whose manifest does
+    not count them (``diagnostics.nan``, :func:`dpsim.experiment.runner.nan_metrics`)."""
     found = []
     if "method" not in table:
         return found
@@ -390,7 +391,10 @@ def _warnings(run: Run, table: pd.DataFrame) -> None:
         why = f" ({item['reasons']})" if item.get("reasons") else ""
         run.warnings.append(f"{item.get('failed')} of {item.get('fits')} fits of {item.get('method')} did not "
                             f"converge{why}; most at {item.get('where')}")
-    for method, metric, missing, rows in nan_counts(table):
+    diagnostics = manifest.get("diagnostics") or {}
+    found = ([(d["method"], d["metric"], d["nan"], d["rows"]) for d in diagnostics["nan"]] if "nan" in diagnostics
+             else nan_counts(table))       # the run's own count; a folder of an older dpsim: from the table
+    for method, metric, missing, rows in found:
         run.warnings.append(f"{missing} of {rows} rows of {method} have a NaN {metric}")
     if run.experiment is not None:
         from dpsim.experiment.provenance import describe, fingerprint
