@@ -401,6 +401,34 @@ class Results:
         spec = _figure_spec(self.experiment, self.table, chosen, metric, logy)
         return [drawn.figure for drawn in draw_figures(_rows(self.table, chosen), spec)]
 
+    def report(self, out=None) -> Path:
+        """The folder's page for a coauthor, as ``dpsim report``: :func:`report` of ``self.out``.
+
+        Args:
+            out: the HTML file (default ``out/report.html``).
+        Returns:
+            The path written.
+        """
+        return report(self.out, out)
+
+
+def report(paths, out=None) -> Path:
+    """One self-contained HTML page of run folders or a verify folder (figures, summaries,
+    verdicts with their intervals and regions, the kill matrix, warnings, provenance), read from
+    the folders alone, as ``dpsim report``.
+
+    Args:
+        paths: one folder (str or Path) or several.
+        out: the HTML file (default FOLDER/report.html for one folder; required for several).
+    Returns:
+        The path written.
+    Raises:
+        UsageError: no folder, a folder that holds no run and no verdicts, or a bad ``out``;
+            nothing is written then.
+    """
+    from dpsim.experiment.report import write_report
+    return write_report(paths, out)
+
 
 def _rows(table: pd.DataFrame, where) -> pd.DataFrame:
     from dpsim.experiment.plots import filter_rows

@@ -251,3 +251,13 @@ def test_figure_titles_in_alt_text_are_plain_text():
     assert plain_text(r"errors vs $L$, $\epsilon(m, L)$ schemes") == "errors vs L, ε(m, L) schemes"
     assert plain_text(r"$\|\hat{\theta} - \theta^*\|_2$, $\Delta$, $\ell_\infty$") == "‖θ - θ^*‖_2, Δ, ℓ_∞"
     assert plain_text("no maths") == "no maths"
+
+
+def test_the_api_writes_the_same_page(tmp_path):
+    """dpsim.report and Results.report write the page ``dpsim report`` writes for a folder."""
+    import dpsim
+    results = dpsim.run("cai-fig2", reps=2, out=tmp_path / "r", progress=False, n_items=20, eps=[1.0], p=[1.0])
+    page = results.report()
+    assert page == tmp_path / "r" / "report.html" and "<svg" in page.read_text()
+    other = dpsim.report(tmp_path / "r", tmp_path / "again.html")
+    assert other.read_text().count("<table") == page.read_text().count("<table")
