@@ -1,4 +1,4 @@
-"""The ``dpsim`` command: list, show, run, solve, merge, plot, verify, audit.
+"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, summary, info, repair, verify, audit.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """
@@ -196,11 +196,45 @@ def cmd_merge(args) -> int:
 
 
 def _run_directory(path: str) -> Path:
-    from dpsim.experiment.store import read_manifest
+    """A folder whose rows can be read: a manifest, or parts alone (a lost manifest)."""
+    from dpsim.experiment.store import MANIFEST, part_files
     out = Path(path)
-    if not out.is_dir() or read_manifest(out) is None:
+    if not out.is_dir() or not ((out / MANIFEST).exists() or part_files(out)):
         raise UsageError(f"{path!r} holds no dpsim run (no manifest.json)")
     return out
+
+
+def cmd_info(args) -> int:
+    """A study folder's provenance and completeness (dpsim.experiment.folder.folder_info)."""
+    from dpsim.experiment.folder import folder_info, info_lines
+    from dpsim.experiment.store import json_text
+    info = folder_info(args.dir)
+    print(json_text(info) if args.json else "\n".join(info_lines(info)))
+    return 0
+
+
+def cmd_repair(args) -> int:
+    """Set aside damaged parts and rebuild a lost manifest (dpsim.experiment.folder.repair_folder)."""
+    from dpsim.experiment.folder import repair_folder
+    report = repair_folder(args.dir)
+    if not report["changed"]:
+        print(f"{args.dir}: nothing to repair")
+        return 0
+    for name in report["temporaries"]:
+        print(f"removed {name} (a temporary file of a killed run)")
+    for name, why in report["set_aside"]:
+        print(f"set aside {name} as {name}.corrupt ({why})")
+    if report["manifest"] != "kept":
+        print(f"manifest.json {report['manifest']}")
+    if report["experiment_missing"]:
+        print(f"completeness not recounted: {report['experiment_missing']}")
+    elif not report["complete"]:
+        lanes = report["lanes"]
+        print(f"{args.dir}: {lanes['stored']} of {lanes['planned']} replicate lanes stored: `dpsim run` into it "
+              f"computes the rest")
+    else:
+        print(f"{args.dir}: complete")
+    return 0
 
 
 EXPORT_FORMATS = (".csv", ".parquet", ".feather")
@@ -517,6 +551,17 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("dir")
     export.add_argument("--to", required=True, help="FILE.csv, FILE.parquet or FILE.feather")
     export.set_defaults(func=cmd_export)
+
+    info = sub.add_parser("info", help="what a run directory holds and what made it (code, versions, requests, "
+                                       "completeness, damage)")
+    info.add_argument("dir")
+    info.add_argument("--json", action="store_true", help="print it as JSON")
+    info.set_defaults(func=cmd_info)
+
+    repair = sub.add_parser("repair", help="set aside a run directory's damaged parts and rebuild its manifest from "
+                                           "the parts (computes nothing)")
+    repair.add_argument("dir")
+    repair.set_defaults(func=cmd_repair)
 
     summ = sub.add_parser("summary", help="means with 95%% intervals (or log-log slopes) of a run directory")
     summ.add_argument("dir")
