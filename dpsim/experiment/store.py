@@ -72,6 +72,15 @@ def is_lock(name: str) -> bool:
     return name == LOCK or name.startswith(LOCK + "-")
 
 
+def _no_result(path: Path) -> bool:
+    """Whether an entry of a run directory holds no result: a lock file, a temporary file of
+    an interrupted write (``.tmp-*``), or a ``parts`` folder holding nothing else (a run that
+    failed before its first part leaves one)."""
+    if is_lock(path.name) or path.name.startswith(".tmp-"):
+        return True
+    return path.name == PARTS and path.is_dir() and all(p.name.startswith(".tmp-") for p in path.iterdir())
+
+
 def _part_lock(i: int, n: int) -> str:
     return f"{LOCK}-part-{i}-of-{n}"
 
@@ -117,8 +126,9 @@ def exclusive(out: Path, part: tuple | None = None):
     part twice, or a part of another split (other N) at the same time is refused. Parts
     coordinate their manifest with :func:`manifest_lock`.
 
-    Creates ``out``, and removes it again if it created it and nothing but lock files was
-    written (a run that stopped before its manifest leaves nothing behind). Without
+    Creates ``out``, and removes it again if it created it and nothing but lock files,
+    temporaries and an empty ``parts`` folder was written (a run that stopped before its
+    manifest, or failed writing its first part, leaves nothing behind). Without
     ``fcntl`` (Windows) nothing is locked."""
     out = Path(out)
     created = not out.exists()
@@ -163,11 +173,16 @@ def exclusive(out: Path, part: tuple | None = None):
         if own is not None:
             own.close()
         handle.close()   # closing releases the lock
-        if created and out.exists() and all(is_lock(p.name) for p in out.iterdir()):
+        if created and out.exists() and all(_no_result(p) for p in out.iterdir()):
             with open(out / LOCK, "a+") as last:    # nobody else is writing: remove what we made
                 if _try_lock(last, fcntl.LOCK_EX if fcntl else 0):
                     for p in out.iterdir():
-                        p.unlink()
+                        if p.is_dir():
+                            for inner in p.iterdir():
+                                inner.unlink()
+                            p.rmdir()
+                        else:
+                            p.unlink()
                     out.rmdir()
 
 
@@ -197,9 +212,19 @@ def manifest_lock(out: Path):
     return file_lock(Path(out) / f"{LOCK}-manifest")
 
 
+def fsync_enabled() -> bool:
+    """Whether writes are flushed to disk before they are renamed into place: yes, unless
+    ``$DPSIM_FSYNC`` is ``off`` (then a killed process still leaves whole files, the rename
+    being atomic, but a machine that loses power may not; the test suite turns it off, its
+    folders being temporary)."""
+    return os.environ.get("DPSIM_FSYNC", "on").lower() not in ("off", "0", "no")
+
+
 def _fsync(path, directory: bool = False) -> None:
     """Flush ``path`` (a file, or a directory's entries) to disk. A filesystem that cannot
     sync a directory (some network filesystems) is let be: the rename is still atomic."""
+    if not fsync_enabled():
+        return
     try:
         fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
     except OSError:
@@ -354,7 +379,7 @@ def check_compatible(out: Path, experiment: str, seed: int) -> None:
     check_directory(out, "--out")
     manifest = read_manifest(out)
     if manifest is None:
-        if Path(out).exists() and any(not is_lock(p.name) for p in Path(out).iterdir()):
+        if Path(out).exists() and any(not _no_result(p) for p in Path(out).iterdir()):
             raise UsageError(f"--out {str(out)!r} is not empty and holds no dpsim manifest")
         return
     if manifest["experiment"] != experiment or manifest["seed"] != seed:
