@@ -279,7 +279,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                 if number == 0:
                     first_chunks += time.time() - t0
                 t_write = time.perf_counter()
-                store.write_part(out, table, provenance)
+                store.write_part(out, store.with_provenance(table, provenance))
                 writing += time.perf_counter() - t_write
                 chunks_written += 1
                 rows_written += table.num_rows

@@ -322,7 +322,7 @@ MANIFEST_FIELDS = ("experiment", "source", "code", "title", "seed", "shape_axes"
 def manifest_file(out: Path) -> tuple[dict | None, str | None]:
     """The manifest file of ``out`` as it is on disk: (its content, None) when it reads as a
     manifest, (None, None) when there is none, (None, why) when it is damaged (not JSON,
-    truncated, not an object naming an experiment and a seed). Raises UsageError (one line)
+    truncated, not an object naming an experiment). Raises UsageError (one line)
     when it exists but cannot be opened (permissions)."""
     path = Path(out) / MANIFEST
     if not path.exists():
@@ -337,8 +337,8 @@ def manifest_file(out: Path) -> tuple[dict | None, str | None]:
         content = _from_json(json.loads(text))
     except json.JSONDecodeError as exc:
         return None, f"not JSON: {exc.msg} at line {exc.lineno}" if text.strip() else "empty"
-    if not isinstance(content, dict) or "experiment" not in content or "seed" not in content:
-        return None, "not a dpsim manifest (no experiment and seed)"
+    if not isinstance(content, dict) or "experiment" not in content:
+        return None, "not a dpsim manifest (it names no experiment)"
     return content, None
 
 
@@ -462,15 +462,18 @@ def part_metadata(manifest: dict, request: dict) -> dict:
     return {**{k: manifest[k] for k in MANIFEST_FIELDS if k in manifest}, "request": request}
 
 
-def write_part(out: Path, table: pa.Table, provenance: dict | None = None) -> Path:
+def with_provenance(table: pa.Table, provenance: dict) -> pa.Table:
+    """``table`` with ``provenance`` (:func:`part_metadata`) in its schema metadata, where
+    :func:`write_part` keeps it (a part copied by ``dpsim merge`` keeps its own)."""
+    meta = dict(table.schema.metadata or {})
+    meta[PART_KEY] = json.dumps(_json_safe(provenance), sort_keys=True, default=str, allow_nan=False).encode()
+    return table.replace_schema_metadata(meta)
+
+
+def write_part(out: Path, table: pa.Table) -> Path:
     """Write one chunk's rows as a new Parquet part, atomically, with page checksums (a
-    damaged page is found when read, never read as other numbers). ``provenance``:
-    :func:`part_metadata`, kept in the part's schema metadata (a part copied by ``dpsim
-    merge`` keeps its own)."""
-    if provenance is not None:
-        meta = dict(table.schema.metadata or {})
-        meta[PART_KEY] = json.dumps(_json_safe(provenance), sort_keys=True, default=str, allow_nan=False).encode()
-        table = table.replace_schema_metadata(meta)
+    damaged page is found when read, never read as other numbers), and with the schema
+    metadata of ``table`` (its provenance: :func:`with_provenance`)."""
     path = Path(out) / PARTS / f"part-{uuid.uuid4().hex}.parquet"
     _atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp, write_page_checksum=True))
     return path
@@ -532,20 +535,30 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0].split('. ')[0].rstrip('.')[:120]}" if text else type(exc).__name__
 
 
+def iter_parts(out: Path, columns=None, *, unreadable: list | None = None, say: bool = True):
+    """Each readable part of ``out`` as (path, table), one at a time (``columns``: only those);
+    the unreadable ones are left out, appended to ``unreadable`` as (path, why), and named by
+    one :func:`warn` line once all are read (``say``: False when the caller reports them)."""
+    bad = [] if unreadable is None else unreadable
+    for f in part_files(out):
+        try:
+            table = _read_part(f, columns)
+        except FileNotFoundError:      # set aside meanwhile by a run of another part of a split
+            continue
+        except UNREADABLE as exc:
+            bad.append((f, _reason(exc)))
+            continue
+        yield f, table
+    if bad and say:
+        _once(warn, unreadable_line(out, bad))
+
+
 def read_parts(out: Path, columns=None, *, say: bool = True) -> tuple[list[pa.Table], list[tuple[Path, str]]]:
     """Every readable part of ``out`` (``columns``: only those), and the unreadable ones as
     (path, why) — one :func:`warn` line names them and says the folder reads as incomplete
     (``say``: False when the caller reports them itself)."""
-    tables, unreadable = [], []
-    for f in part_files(out):
-        try:
-            tables.append(_read_part(f, columns))
-        except FileNotFoundError:      # set aside meanwhile by a run of another part of a split
-            continue
-        except UNREADABLE as exc:
-            unreadable.append((f, _reason(exc)))
-    if unreadable and say:
-        _once(warn, unreadable_line(out, unreadable))
+    unreadable: list = []
+    tables = [table for _, table in iter_parts(out, columns, unreadable=unreadable, say=say)]
     return tables, unreadable
 
 
