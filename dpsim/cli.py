@@ -230,8 +230,8 @@ def cmd_repair(args) -> int:
         print(f"completeness not recounted: {report['experiment_missing']}")
     elif not report["complete"]:
         lanes = report["lanes"]
-        print(f"{args.dir}: {lanes['stored']} of {lanes['planned']} replicate lanes stored: `dpsim run` into it "
-              f"computes the rest")
+        stored = f"{lanes['stored']} of {lanes['planned']} replicate lanes stored" if lanes else "incomplete"
+        print(f"{args.dir}: {stored}: `dpsim run` into it computes the rest")
     else:
         print(f"{args.dir}: complete")
     return 0

@@ -108,11 +108,14 @@ def repair_folder(path) -> dict:
             return report
         try:
             experiment = experiment_of(manifest)
+            lanes = completeness(experiment, manifest, store.completed(out))
         except UsageError as exc:
             experiment, report["experiment_missing"] = None, str(exc)
         if experiment is not None:
-            lanes = completeness(experiment, manifest, store.completed(out))
-            report["lanes"], report["complete"] = lanes, lanes["stored"] == lanes["planned"]
+            if lanes["grids"]:
+                report["lanes"], report["complete"] = lanes, lanes["stored"] == lanes["planned"]
+            else:       # adaptive requests only (solve): complete as recorded, unless lanes were lost
+                report["complete"] = bool(manifest.get("complete")) and not report["set_aside"]
             manifest.update(folder_summaries(out, experiment), complete=report["complete"])
         else:
             manifest["complete"] = False
@@ -138,7 +141,8 @@ def folder_info(path) -> dict:
         request), "requests": [{started, finished, reps, overrides, part, lanes_run,
         rows_written, seconds, host, command}], "manifest": "ok" | "missing" | "damaged: …",
         "parts": {"readable", "unreadable": [[name, why]], "set_aside": [names]}, "rows",
-        "lanes": {"stored", "planned", "grids"} or None, "complete": bool, "being_written":
+        "lanes": {"stored", "planned", "grids"} (None: no request with a fixed grid, or the
+        experiment not found), "complete": bool, "being_written":
         bool, "warnings": [one line each]}
     Raises:
         UsageError: one line when ``path`` is no study folder, or its manifest is damaged
@@ -168,6 +172,8 @@ def folder_info(path) -> dict:
         lanes = completeness(experiment_of(manifest), manifest, done)
     except UsageError as exc:
         warnings.append(f"completeness unknown: {exc}")
+    if lanes is not None and not lanes["grids"]:
+        lanes = None          # adaptive requests only (dpsim solve): no fixed grid to count against
     complete = lanes["stored"] == lanes["planned"] if lanes else bool(manifest.get("complete"))
     being_written = store.being_written(out)
     if being_written:
@@ -180,7 +186,8 @@ def folder_info(path) -> dict:
                         f"(removed by the next run or repair)")
     history = manifest.get("history", [])
     requests = [{k: entry.get(k) for k in ("started", "finished", "reps", "overrides", "part", "lanes_run",
-                                           "rows_written", "seconds", "host", "command", "merged", "repaired", "from_parts")
+                                           "rows_written", "seconds", "host", "command", "merged", "repaired", "from_parts",
+                                           "points")
                  if entry.get(k) is not None} for entry in history]
     latest = next((e for e in reversed(history) if e.get("versions")), {})
     return {"folder": str(out), "experiment": manifest.get("experiment"), "title": manifest.get("title"),
@@ -209,9 +216,10 @@ def info_lines(info: dict) -> list[str]:
         lines.append("versions:     " + ", ".join(f"{k} {v}" for k, v in info["versions"].items() if v))
     lines.append(f"manifest:     {info['manifest']}")
     lanes = info["lanes"]
-    stored = f"{lanes['stored']} of {lanes['planned']} replicate lanes stored" if lanes else "lanes planned unknown"
     parts = info["parts"]
-    lines.append(f"completeness: {stored}, {info['rows']} rows in {parts['readable']} parts "
+    stored = (f"{lanes['stored']} of {lanes['planned']} replicate lanes stored, " if lanes else
+              "no fixed grid to count lanes against, ")
+    lines.append(f"completeness: {stored}{info['rows']} rows in {parts['readable']} parts "
                  f"({'complete' if info['complete'] else 'incomplete'})")
     lines.append(f"requests:     {len(info['requests'])}")
     for entry in info["requests"]:
@@ -229,7 +237,9 @@ def _request_text(entry: dict) -> str:
     if "merged" in entry:
         return f"{entry.get('started', '')} merged from {', '.join(entry['merged'])}"
     sets = " ".join(f"--set {k}={','.join(map(str, v))}" for k, v in (entry.get("overrides") or {}).items())
-    text = f"{entry.get('started', '?')} --reps {entry.get('reps', '?')}" + (f" {sets}" if sets else "")
+    reps = (f"replicates per point at {entry['points']} points (up to {entry.get('reps', '?')})" if "points" in entry
+            else f"--reps {entry.get('reps', '?')}")
+    text = f"{entry.get('started', '?')} {reps}" + (f" {sets}" if sets else "")
     if entry.get("part"):
         text += f" --part {entry['part']}"
     if "lanes_run" in entry:
