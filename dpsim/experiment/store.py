@@ -16,10 +16,12 @@ one is written. ``dpsim repair`` and ``dpsim info`` are :mod:`dpsim.experiment.f
 """
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import platform
+import re
 import tempfile
 import time
 import uuid
@@ -275,8 +277,10 @@ def _write_error(path: Path, exc: OSError) -> UsageError:
     """The one-line error of a write that failed with ``exc``."""
     text = str(exc).strip().splitlines()
     why = exc.strerror or (text[0] if text else type(exc).__name__)
-    return UsageError(f"cannot write {str(path)!r}: {why}; what was written before is kept whole: "
-                      f"free space (or raise the limit) and run again to resume")
+    code = exc.errno or next((int(n) for n in re.findall(r"errno (\d+)", why)), None)    # Arrow's text holds it
+    full = code in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
+    advice = "free space (or raise the limit) and run again to resume" if full else "nothing was left half-written"
+    return UsageError(f"cannot write {str(path)!r}: {why}; what was written before is kept whole: {advice}")
 
 
 NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
