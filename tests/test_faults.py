@@ -194,6 +194,11 @@ def test_a_damaged_folder_is_read_with_a_warning_and_a_run_repairs_it(lab, case,
         assert "dpsim repair" in warned[0] and "dpsim run" in warned[0]
     assert "Traceback" not in err
     assert main(["run", str(lab["root"] / "study.py"), "--out", str(out), *RUN]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("dpsim: ")]
+    if unreadable:                                   # one line says what was set aside
+        assert len(said) == 1 and "moved aside" in said[0] and target.name in said[0], said
+    elif what == "manifest":                         # one line says the manifest was read back from the parts
+        assert len(said) == 1 and "manifest.json is" in said[0] and "parts" in said[0], said
     _assert_reference(lab, out)
     kept = target.with_name(target.name + store.CORRUPT)
     if unreadable or what == "manifest" and damage is not _delete:
