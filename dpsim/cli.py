@@ -242,7 +242,7 @@ EXPORT_FORMATS = (".csv", ".parquet", ".feather")
 
 def cmd_export(args) -> int:
     """The tidy table of a run directory as one file (CSV, Parquet or Feather, by suffix)."""
-    from dpsim.experiment.store import check_directory, load_results
+    from dpsim.experiment.store import check_directory, load_results, write_file
     out = _run_directory(args.dir)
     target = Path(args.to)
     if target.suffix not in EXPORT_FORMATS:
@@ -251,9 +251,9 @@ def cmd_export(args) -> int:
     table = load_results(out)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        {".csv": lambda: table.to_csv(target, index=False),
-         ".parquet": lambda: table.to_parquet(target, index=False),
-         ".feather": lambda: table.reset_index(drop=True).to_feather(target)}[target.suffix]()
+        write_file(target, {".csv": lambda tmp: table.to_csv(tmp, index=False),       # whole or not at all
+                            ".parquet": lambda tmp: table.to_parquet(tmp, index=False),
+                            ".feather": lambda tmp: table.reset_index(drop=True).to_feather(tmp)}[target.suffix])
     except OSError as exc:
         raise UsageError(f"cannot write {args.to!r}: {exc.strerror or exc}") from None
     print(f"{len(table)} rows, {len(table.columns)} columns -> {target}")
