@@ -76,7 +76,7 @@ def repair_folder(path) -> dict:
     kept as ``manifest.json.corrupt``), and write the manifest again with the study summary
     and completeness of the rows that remain, recording the repair in its history. A
     folder with nothing to repair is left as it is. The folder is held while it is repaired
-    (a run writing it now is refused, and waits for nothing).
+    (:func:`~dpsim.experiment.store.exclusive`): a folder a run is writing now is refused.
 
     Returns:
         {"folder", "temporaries": [names removed], "set_aside": [[part name, why]],
