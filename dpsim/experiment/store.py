@@ -340,7 +340,7 @@ def manifest_file(out: Path) -> tuple[dict | None, str | None]:
     try:
         content = _from_json(json.loads(text))
     except json.JSONDecodeError as exc:
-        return None, f"not JSON: {exc.msg} at line {exc.lineno}" if text.strip() else "empty"
+        return None, f"not JSON ({exc.msg.lower()}, line {exc.lineno})" if text.strip() else "empty"
     if not isinstance(content, dict) or "experiment" not in content:
         return None, "not a dpsim manifest (it names no experiment)"
     return content, None
