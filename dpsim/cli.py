@@ -8,6 +8,7 @@ import argparse
 import functools
 import os
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -648,6 +649,13 @@ def main(argv=None) -> int:
         return args.func(args)
     except UsageError as exc:
         print(f"dpsim: error: {exc}", file=sys.stderr)
+        if argv is None and threading.active_count() > 1:
+            # A run stopped part-way (e.g. a write failed on a full disk) while its daemon threads
+            # may still be compiling or computing inside XLA, where interpreter shutdown can crash
+            # (SIGSEGV after the error line): leave without it. What was written is whole.
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(2)
         return 2
     except RunStalled as exc:
         # A thread may be stuck inside a native call that no Python code can interrupt:

@@ -74,10 +74,13 @@ LIMITED = ("import os, resource, signal, sys; signal.signal(signal.SIGXFSZ, sign
 
 def _dpsim(lab, *args, limit: int | None = None) -> subprocess.CompletedProcess:
     """One dpsim command in a subprocess; ``limit``: the largest file it may write (bytes)."""
-    command = _command(lab, *args)
+    command, env = _command(lab, *args), lab["env"]
     if limit is not None:
         command = [sys.executable, "-c", LIMITED, str(limit), *command]
-    return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, env=lab["env"], cwd=lab["root"])
+        # the run asks git for its commit (provenance); under the limit `git status` could fail
+        # writing the checkout's index and leave its index.lock behind: it is told not to write
+        env = {**env, "GIT_OPTIONAL_LOCKS": "0"}
+    return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, env=env, cwd=lab["root"])
 
 
 def _table(out: Path) -> pd.DataFrame:
