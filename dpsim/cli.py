@@ -1,4 +1,4 @@
-"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, summary, verify, report, audit.
+"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, summary, info, repair, verify, report, audit.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """
@@ -10,6 +10,7 @@ import argparse
 import functools
 import os
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -225,11 +226,45 @@ def cmd_merge(args) -> int:
 
 
 def _run_directory(path: str) -> Path:
-    from dpsim.experiment.store import read_manifest
+    """A folder whose rows can be read: a manifest, or parts alone (a lost manifest)."""
+    from dpsim.experiment.store import MANIFEST, part_files
     out = Path(path)
-    if not out.is_dir() or read_manifest(out) is None:
+    if not out.is_dir() or not ((out / MANIFEST).exists() or part_files(out)):
         raise UsageError(f"{path!r} holds no dpsim run (no manifest.json)")
     return out
+
+
+def cmd_info(args) -> int:
+    """A study folder's provenance and completeness (dpsim.experiment.folder.folder_info)."""
+    from dpsim.experiment.folder import folder_info, info_lines
+    from dpsim.experiment.store import json_text
+    info = folder_info(args.dir)
+    print(json_text(info) if args.json else "\n".join(info_lines(info)))
+    return 0
+
+
+def cmd_repair(args) -> int:
+    """Set aside damaged parts and rebuild a lost manifest (dpsim.experiment.folder.repair_folder)."""
+    from dpsim.experiment.folder import repair_folder
+    report = repair_folder(args.dir)
+    if not report["changed"]:
+        print(f"{args.dir}: nothing to repair")
+        return 0
+    for name in report["temporaries"]:
+        print(f"removed {name} (a temporary file of a killed run)")
+    for name, why in report["set_aside"]:
+        print(f"set aside {name} as {name}.corrupt ({why})")
+    if report["manifest"] != "kept":
+        print(f"manifest.json {report['manifest']}")
+    if report["experiment_missing"]:
+        print(f"completeness not recounted: {report['experiment_missing']}")
+    elif not report["complete"]:
+        lanes = report["lanes"]
+        stored = f"{lanes['stored']} of {lanes['planned']} replicate lanes stored" if lanes else "incomplete"
+        print(f"{args.dir}: {stored}: `dpsim run` into it computes the rest")
+    else:
+        print(f"{args.dir}: complete")
+    return 0
 
 
 EXPORT_FORMATS = (".csv", ".parquet", ".feather")
@@ -237,7 +272,7 @@ EXPORT_FORMATS = (".csv", ".parquet", ".feather")
 
 def cmd_export(args) -> int:
     """The tidy table of a run directory as one file (CSV, Parquet or Feather, by suffix)."""
-    from dpsim.experiment.store import check_directory, load_results
+    from dpsim.experiment.store import check_directory, load_results, write_file
     out = _run_directory(args.dir)
     target = Path(args.to)
     if target.suffix not in EXPORT_FORMATS:
@@ -246,9 +281,9 @@ def cmd_export(args) -> int:
     table = load_results(out)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        {".csv": lambda: table.to_csv(target, index=False),
-         ".parquet": lambda: table.to_parquet(target, index=False),
-         ".feather": lambda: table.reset_index(drop=True).to_feather(target)}[target.suffix]()
+        write_file(target, {".csv": lambda tmp: table.to_csv(tmp, index=False),       # whole or not at all
+                            ".parquet": lambda tmp: table.to_parquet(tmp, index=False),
+                            ".feather": lambda tmp: table.reset_index(drop=True).to_feather(tmp)}[target.suffix])
     except OSError as exc:
         raise UsageError(f"cannot write {args.to!r}: {exc.strerror or exc}") from None
     print(f"{len(table)} rows, {len(table.columns)} columns -> {target}")
@@ -499,6 +534,17 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--to", required=True, help="FILE.csv, FILE.parquet or FILE.feather")
     export.set_defaults(func=cmd_export)
 
+    info = sub.add_parser("info", help="what a run directory holds and what made it (code, versions, requests, "
+                                       "completeness, damage)")
+    info.add_argument("dir")
+    info.add_argument("--json", action="store_true", help="print it as JSON")
+    info.set_defaults(func=cmd_info)
+
+    repair = sub.add_parser("repair", help="set aside a run directory's damaged parts and rebuild its manifest from "
+                                           "the parts (computes nothing)")
+    repair.add_argument("dir")
+    repair.set_defaults(func=cmd_repair)
+
     summ = sub.add_parser("summary", help="means with 95%% intervals (or log-log slopes) of a run directory")
     summ.add_argument("dir")
     summ.add_argument("--metric", default=None,
@@ -597,6 +643,13 @@ def main(argv=None) -> int:
         return args.func(args)
     except UsageError as exc:
         print(f"dpsim: error: {exc}", file=sys.stderr)
+        if argv is None and threading.active_count() > 1:
+            # A run stopped part-way (e.g. a write failed on a full disk) while its daemon threads
+            # may still be compiling or computing inside XLA, where interpreter shutdown can crash
+            # (SIGSEGV after the error line): leave without it. What was written is whole.
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(2)
         return 2
     except RunStalled as exc:
         # A thread may be stuck inside a native call that no Python code can interrupt:

@@ -75,6 +75,9 @@ _CACHE_DIR, _OWN_CACHE = session_cache()
 # chunk layout depends on what earlier tests cached; tests/test_batching.py turns it on where
 # it tests it, with its own cache file. The cache file is never the user's.
 os.environ.setdefault("DPSIM_CALIBRATION", "off")
+# Written files are not flushed to disk (fsync) in the suite: its folders are temporary, and an
+# fsync per Parquet part costs milliseconds each (tests/test_repair.py tests the flush itself).
+os.environ.setdefault("DPSIM_FSYNC", "off")
 # Every program is compiled at XLA:CPU's LLVM level 0 in the suite (suite_opt_level above;
 # it compiles much faster, and most of the suite is compilation of small programs).
 # Results agree with XLA's default level (3) to float rounding;

@@ -45,7 +45,8 @@ LAYERS: list[list[str]] = [
     ["dpsim.experiment.executors"],
     ["dpsim.experiment.runner"],
     ["dpsim.experiment.describe", "dpsim.experiment.verify", "dpsim.experiment.plots", "dpsim.experiment.merge",
-     "dpsim.experiment.solve"],
+     "dpsim.experiment.solve",
+     "dpsim.experiment.folder"],
     ["dpsim.experiment.report"],
     ["dpsim.experiment", "dpsim.api"],
     # on top: the papers (engine + science), the command

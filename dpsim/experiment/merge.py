@@ -4,7 +4,10 @@ job, each written into its own folder with ``dpsim run --part I/N``) into one fo
 
 Folders of different experiments, seeds or code (:mod:`dpsim.experiment.provenance`) are
 refused, as is a (point, rep) stored in two folders with different rows; one stored twice
-with the same rows is kept once, so no row is ever duplicated. Everything is checked before
+with the same rows is kept once, so no row is ever duplicated. A part that cannot be read is
+left out with a warning (the merged folder is then incomplete, and `dpsim run` into it
+computes the missing lanes); a folder whose manifest was lost is merged from its parts'
+metadata (:func:`~dpsim.experiment.store.read_manifest`). Everything is checked before
 anything is written, and OUT appears whole (built beside it, then renamed) or not at all.
 """
 from __future__ import annotations
@@ -19,7 +22,6 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dpsim.errors import UsageError
 from dpsim.experiment import store
@@ -65,12 +67,13 @@ def _keys(table: pa.Table) -> np.ndarray:
     return keys
 
 
-def _rows_of(files: Sequence[Path], pairs: np.ndarray) -> pd.DataFrame:
-    """The rows of ``files`` whose (point, rep) is among ``pairs``, sorted by point, rep and
-    method, with a fresh index (to compare two folders' copies of the same lanes)."""
+def _rows_of(folder: Path, pairs: np.ndarray) -> pd.DataFrame:
+    """The rows of the readable parts of ``folder`` whose (point, rep) is among ``pairs``, sorted
+    by point, rep and method, with a fresh index (to compare two folders' copies of the same
+    lanes)."""
     tables = []
-    for f in files:
-        table = pq.read_table(f).replace_schema_metadata(None)
+    for _, table in store.iter_parts(folder):
+        table = table.replace_schema_metadata(None)
         tables.append(table.filter(pa.array(np.isin(_keys(table), pairs))))
     frame = pa.concat_tables(tables, promote_options="default").to_pandas()
     return frame.sort_values(list(store.ROW_ORDER)).reset_index(drop=True)
@@ -83,8 +86,8 @@ def _check_overlaps(sources: Sequence[Path], stored: list[np.ndarray]) -> None:
             both = np.intersect1d(stored[i], stored[j])
             if not len(both):
                 continue
-            a = _rows_of(store.part_files(sources[i]), both)
-            b = _rows_of(store.part_files(sources[j]), both)
+            a = _rows_of(sources[i], both)
+            b = _rows_of(sources[j], both)
             try:
                 pd.testing.assert_frame_equal(a, b[a.columns] if set(a.columns) == set(b.columns) else b,
                                               check_exact=True)
@@ -101,8 +104,7 @@ def _copy_parts(sources: Sequence[Path], target: Path) -> int:
     rows = 0
     for source in sources:
         mine = []
-        for f in store.part_files(source):
-            table = pq.read_table(f)
+        for _, table in store.iter_parts(source):      # an unreadable part is left out, with a warning
             keys = _keys(table)
             keep = ~np.isin(keys, taken)
             if keep.any():
@@ -138,8 +140,7 @@ def merge_folders(out, sources: Sequence, experiment_of: Callable[[dict], object
         raise UsageError(f"OUT {str(out)!r} is one of the folders to merge: name a new folder")
     manifests = source_manifests(sources)
     experiment = experiment_of(manifests[0])
-    stored = [np.unique(np.concatenate([_keys(pq.read_table(f, columns=["point", "rep"]))
-                                        for f in store.part_files(s)] or
+    stored = [np.unique(np.concatenate([_keys(table) for table in store.read_parts(s, ["point", "rep"])[0]] or
                                        [np.empty(0, dtype=[("point", np.int64), ("rep", np.int64)])]))
               for s in sources]
     _check_overlaps(sources, stored)

@@ -42,6 +42,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from dpsim.errors import UsageError, note  # noqa: E402
+from dpsim.experiment import store  # noqa: E402
 from dpsim.experiment.axes import parse_value  # noqa: E402
 from dpsim.experiment.grid import FigureSpec, Panel  # noqa: E402
 from dpsim.experiment.summary import grid_columns, select, summarise  # noqa: E402
@@ -914,8 +915,9 @@ def save_figure(drawn: Drawn, stem: Path) -> list[Path]:
     stem.parent.mkdir(parents=True, exist_ok=True)
     # appended, not Path.with_suffix: a split value such as gap=0.02 has a dot of its own
     paths = [stem.with_name(f"{stem.name}.{ext}") for ext in ("png", "pdf", "csv")]
-    drawn.figure.savefig(paths[0], dpi=130)
-    drawn.figure.savefig(paths[1])
-    drawn.points.to_csv(paths[2], index=False)
+    # each file whole or not at all (a temporary file, fsync, rename): a killed run never leaves half a figure
+    store.write_file(paths[0], lambda tmp: drawn.figure.savefig(tmp, dpi=130, format="png"))
+    store.write_file(paths[1], lambda tmp: drawn.figure.savefig(tmp, format="pdf"))
+    store.write_text(paths[2], drawn.points.to_csv(index=False))
     plt.close(drawn.figure)
     return paths

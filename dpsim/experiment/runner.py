@@ -229,6 +229,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                          workers=workers if workers is not None else executor.workers,
                          micro_batch=micro_batch, part=part, reps_at=reps_at)  # writes nothing
     with store.exclusive(request.out, request.part):         # one writer per run directory (or per part)
+        store.set_aside_unreadable(request.out)              # damaged parts: kept aside, their lanes run again
         work = _planned(request, executor.calibrates)
         if confirm is not None:
             confirm(work)
@@ -278,6 +279,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     bar = tqdm(total=total_chunks, desc=experiment.name, unit="chunk",
                disable=not progress or total_chunks == 0)
     job = Job(experiment, grid, plan, done, seed, work.in_flight, patience, source or experiment.name, overrides)
+    provenance = store.part_metadata(manifest, request)      # in every part: the manifest can be rebuilt
     try:
         executor.start(job)
         for index, step in enumerate(plan):
@@ -286,7 +288,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                 if number == 0:
                     first_chunks += time.time() - t0
                 t_write = time.perf_counter()
-                store.write_part(out, table)
+                store.write_part(out, store.with_provenance(table, provenance))
                 writing += time.perf_counter() - t_write
                 chunks_written += 1
                 rows_written += table.num_rows

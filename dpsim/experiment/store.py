@@ -1,16 +1,29 @@
 """The results store: a directory of Parquet parts plus a JSON manifest.
 
-One row per grid point × replicate × method (DESIGN "Results"). Parts are written
-atomically (temporary file, then rename), so an interrupted run leaves only whole parts,
-and re-running into the same directory computes only the missing (point, rep) pairs.
+One row per grid point × replicate × method. Parts, the manifest and figures are written
+atomically (a temporary file, flushed to disk with ``fsync``, then renamed), so an
+interrupted run leaves only whole files, and re-running into the same directory computes
+only the missing (point, rep) pairs.
+
+Damage is repaired, never fatal: a part that cannot be read (garbage, truncated, a page
+whose checksum fails) is left out of every read with one warning, and a run into the folder
+moves it aside (``NAME.corrupt``, kept) and computes its lanes again
+(:func:`set_aside_unreadable`). Every part records in its Arrow schema metadata what made
+it (experiment, seed, code fingerprint, the request: :func:`part_metadata`), so a missing
+or damaged ``manifest.json`` is read back from the parts (:func:`manifest_from_parts`) when
+they all agree; a damaged manifest is moved aside (``manifest.json.corrupt``) before a new
+one is written. ``dpsim repair`` and ``dpsim info`` are :mod:`dpsim.experiment.folder`.
 """
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import platform
+import re
 import tempfile
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpsim.errors import UsageError
+from dpsim.errors import UsageError, note, warn
 
 try:
     import fcntl
@@ -59,6 +72,15 @@ def is_lock(name: str) -> bool:
     """Whether a file name in a run directory is one of its lock files (``.lock``, a part's
     ``.lock-part-I-of-N``, the manifest's ``.lock-manifest``): not results."""
     return name == LOCK or name.startswith(LOCK + "-")
+
+
+def _no_result(path: Path) -> bool:
+    """Whether an entry of a run directory holds no result: a lock file, a temporary file of
+    an interrupted write (``.tmp-*``), or a ``parts`` folder holding nothing else (a run that
+    failed before its first part leaves one)."""
+    if is_lock(path.name) or path.name.startswith(".tmp-"):
+        return True
+    return path.name == PARTS and path.is_dir() and all(p.name.startswith(".tmp-") for p in path.iterdir())
 
 
 def _part_lock(i: int, n: int) -> str:
@@ -106,8 +128,9 @@ def exclusive(out: Path, part: tuple | None = None):
     part twice, or a part of another split (other N) at the same time is refused. Parts
     coordinate their manifest with :func:`manifest_lock`.
 
-    Creates ``out``, and removes it again if it created it and nothing but lock files was
-    written (a run that stopped before its manifest leaves nothing behind). Without
+    Creates ``out``, and removes it again if it created it and nothing but lock files,
+    temporaries and an empty ``parts`` folder was written (a run that stopped before its
+    manifest, or failed writing its first part, leaves nothing behind). Without
     ``fcntl`` (Windows) nothing is locked."""
     out = Path(out)
     created = not out.exists()
@@ -152,11 +175,16 @@ def exclusive(out: Path, part: tuple | None = None):
         if own is not None:
             own.close()
         handle.close()   # closing releases the lock
-        if created and out.exists() and all(is_lock(p.name) for p in out.iterdir()):
+        if created and out.exists() and all(_no_result(p) for p in out.iterdir()):
             with open(out / LOCK, "a+") as last:    # nobody else is writing: remove what we made
                 if _try_lock(last, fcntl.LOCK_EX if fcntl else 0):
                     for p in out.iterdir():
-                        p.unlink()
+                        if p.is_dir():
+                            for inner in p.iterdir():
+                                inner.unlink()
+                            p.rmdir()
+                        else:
+                            p.unlink()
                     out.rmdir()
 
 
@@ -186,18 +214,73 @@ def manifest_lock(out: Path):
     return file_lock(Path(out) / f"{LOCK}-manifest")
 
 
+def fsync_enabled() -> bool:
+    """Whether writes are flushed to disk before they are renamed into place: yes, unless
+    ``$DPSIM_FSYNC`` is ``off`` (then a killed process still leaves whole files, the rename
+    being atomic, but a machine that loses power may not; the test suite turns it off, its
+    folders being temporary)."""
+    return os.environ.get("DPSIM_FSYNC", "on").lower() not in ("off", "0", "no")
+
+
+def _fsync(path, directory: bool = False) -> None:
+    """Flush ``path`` (a file, or a directory's entries) to disk. A filesystem that cannot
+    sync a directory (some network filesystems) is let be: the rename is still atomic."""
+    if not fsync_enabled():
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    except OSError:
+        if directory:
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError:
+        if not directory:
+            raise
+    finally:
+        os.close(fd)
+
+
 def _atomic_write_bytes(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    os.close(fd)
+    """Make ``path`` whole or not at all: ``write(temporary path)`` writes a temporary file
+    beside it, which is flushed to disk (``fsync``), made readable as the umask allows, and
+    renamed over ``path``; the directory entry is then flushed too. A crash at any moment
+    leaves the old file or the new one, never a part of one (a temporary ``.tmp-*`` is
+    removed by the next run, :func:`remove_temporary`).
+
+    Raises:
+        UsageError: one line when the file cannot be written (disk full, a file-size limit,
+            no permission); nothing is left behind.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+        os.close(fd)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
     try:
         write(tmp)
+        _fsync(tmp)
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600: results are meant to be shared
         os.replace(tmp, path)
-    except BaseException:
+        _fsync(path.parent, directory=True)
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.remove(tmp)
+        if isinstance(exc, OSError):
+            raise _write_error(path, exc) from None
         raise
+
+
+def _write_error(path: Path, exc: OSError) -> UsageError:
+    """The one-line error of a write that failed with ``exc``."""
+    text = str(exc).strip().splitlines()
+    why = exc.strerror or (text[0] if text else type(exc).__name__)
+    code = exc.errno or next((int(n) for n in re.findall(r"errno (\d+)", why)), None)    # Arrow's text holds it
+    full = code in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
+    advice = "free space (or raise the limit) and run again to resume" if full else "nothing was left half-written"
+    return UsageError(f"cannot write {str(path)!r}: {why}; what was written before is kept whole: {advice}")
 
 
 NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
@@ -225,10 +308,73 @@ def _from_json(value):
     return value
 
 
+_SAID: set[str] = set()
+
+
+def _once(say, message: str) -> None:
+    """``say(message)`` (:func:`~dpsim.errors.warn` or :func:`~dpsim.errors.note`) the first
+    time only: one command reads a folder several times, and says what is wrong with it once."""
+    if message not in _SAID:
+        _SAID.add(message)
+        say(message)
+
+
+MANIFEST_FIELDS = ("experiment", "source", "code", "title", "seed", "shape_axes", "data_axes", "analysis_axes",
+                   "derived", "methods")
+
+
+def manifest_file(out: Path) -> tuple[dict | None, str | None]:
+    """The manifest file of ``out`` as it is on disk: (its content, None) when it reads as a
+    manifest, (None, None) when there is none, (None, why) when it is damaged (not JSON,
+    truncated, not an object naming an experiment). Raises UsageError (one line)
+    when it exists but cannot be opened (permissions)."""
+    path = Path(out) / MANIFEST
+    if not path.exists():
+        return None, None
+    try:
+        text = path.read_bytes().decode()
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except OSError as exc:
+        raise UsageError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    try:
+        content = _from_json(json.loads(text))
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg.lower()}, line {exc.lineno})" if text.strip() else "empty"
+    if not isinstance(content, dict) or "experiment" not in content:
+        return None, "not a dpsim manifest (it names no experiment)"
+    return content, None
+
+
 def read_manifest(out: Path) -> dict | None:
-    """A run directory's manifest (None without one); the strings "inf", "-inf" and "nan"
-    are read back as floats."""
-    return read_json(Path(out) / MANIFEST)
+    """A run directory's manifest (None without one and without parts that say what made
+    them); the strings "inf", "-inf" and "nan" are read back as floats.
+
+    A missing or damaged ``manifest.json`` is read back from the metadata of the folder's
+    parts when they all agree (:func:`manifest_from_parts`; one note says so): it is not
+    written here (a run into the folder writes it, as does ``dpsim repair``).
+
+    Raises:
+        UsageError: one line when the manifest is damaged and the parts cannot stand in for
+            it (none records what made it, or they disagree).
+    """
+    content, damage = manifest_file(out)
+    if content is not None:
+        return content
+    if not part_files(out):
+        if damage:
+            raise UsageError(f"{str(Path(out) / MANIFEST)!r} is damaged ({damage}) and the folder holds no parts "
+                             f"to rebuild it from; move it away to use the folder")
+        return None
+    rebuilt = manifest_from_parts(out)
+    if rebuilt is None:
+        if damage:
+            raise UsageError(f"{str(Path(out) / MANIFEST)!r} is damaged ({damage}) and no part records what made it "
+                             f"(parts written before dpsim recorded it): it cannot be rebuilt")
+        return None
+    _once(note, f"{out}: manifest.json is {f'damaged ({damage})' if damage else 'missing'}; read back from its parts' "
+         f"metadata (`dpsim repair {out}` writes it again; a run into the folder does too)")
+    return rebuilt
 
 
 def check_compatible(out: Path, experiment: str, seed: int) -> None:
@@ -237,7 +383,7 @@ def check_compatible(out: Path, experiment: str, seed: int) -> None:
     check_directory(out, "--out")
     manifest = read_manifest(out)
     if manifest is None:
-        if Path(out).exists() and any(not is_lock(p.name) for p in Path(out).iterdir()):
+        if Path(out).exists() and any(not _no_result(p) for p in Path(out).iterdir()):
             raise UsageError(f"--out {str(out)!r} is not empty and holds no dpsim manifest")
         return
     if manifest["experiment"] != experiment or manifest["seed"] != seed:
@@ -275,7 +421,10 @@ def check_code(out: Path, code: dict) -> None:
 
 
 def write_manifest(out: Path, content: dict) -> None:
-    """Write the manifest atomically, as valid JSON (non-finite floats as strings)."""
+    """Write the manifest atomically, as valid JSON (non-finite floats as strings). A damaged
+    manifest in its place is first moved aside (``manifest.json.corrupt``), never deleted."""
+    if manifest_file(out)[1] is not None:
+        set_aside(Path(out) / MANIFEST)
     write_json(Path(out) / MANIFEST, content)
 
 
@@ -305,11 +454,55 @@ def write_file(path: Path, write) -> None:
     _atomic_write_bytes(Path(path), write)
 
 
+PART_KEY = b"dpsim.part"
+
+
+def part_metadata(manifest: dict, request: dict) -> dict:
+    """What every part a run writes records of it (in its Arrow schema metadata, under
+    :data:`PART_KEY`): the manifest's identity fields (:data:`MANIFEST_FIELDS`: experiment,
+    source, seed, code fingerprint, axes, methods) and the run's request (its history
+    entry as the run started), so that the manifest can be rebuilt from the parts alone
+    (:func:`manifest_from_parts`)."""
+    return {**{k: manifest[k] for k in MANIFEST_FIELDS if k in manifest}, "request": request}
+
+
+def with_provenance(table: pa.Table, provenance: dict) -> pa.Table:
+    """``table`` with ``provenance`` (:func:`part_metadata`) in its schema metadata, where
+    :func:`write_part` keeps it (a part copied by ``dpsim merge`` keeps its own)."""
+    meta = dict(table.schema.metadata or {})
+    meta[PART_KEY] = json.dumps(_json_safe(provenance), sort_keys=True, default=str, allow_nan=False).encode()
+    return table.replace_schema_metadata(meta)
+
+
 def write_part(out: Path, table: pa.Table) -> Path:
-    """Write one chunk's rows as a new Parquet part, atomically."""
+    """Write one chunk's rows as a new Parquet part, atomically, with page checksums (a
+    damaged page is found when read, never read as other numbers), and with the schema
+    metadata of ``table`` (its provenance: :func:`with_provenance`)."""
     path = Path(out) / PARTS / f"part-{uuid.uuid4().hex}.parquet"
-    _atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
+    _atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp, write_page_checksum=True))
     return path
+
+
+CORRUPT = ".corrupt"
+
+
+def set_aside(path: Path) -> Path:
+    """Rename a damaged file ``path`` to ``NAME.corrupt`` (``NAME.corrupt-2``, … when taken),
+    where no read looks for it; it is kept, never deleted. Returns the new path."""
+    path = Path(path)
+    target, n = path.with_name(path.name + CORRUPT), 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}{CORRUPT}-{n}")
+    os.replace(path, target)
+    _fsync(path.parent, directory=True)
+    return target
+
+
+def set_aside_files(out: Path) -> list[Path]:
+    """The files of ``out`` set aside as damaged (:func:`set_aside`)."""
+    return sorted(p for folder in (Path(out), Path(out) / PARTS) if folder.is_dir()
+                  for p in folder.glob(f"*{CORRUPT}*"))
 
 
 def remove_temporary(out: Path) -> list[Path]:
@@ -323,7 +516,143 @@ def remove_temporary(out: Path) -> list[Path]:
 
 
 def part_files(out: Path) -> list[Path]:
+    """The folder's Parquet parts (not those set aside as damaged), by name."""
     return sorted((Path(out) / PARTS).glob("part-*.parquet"))
+
+
+UNREADABLE = (pa.ArrowException, OSError, ValueError, EOFError)   # what a damaged Parquet file raises
+
+
+def _read_part(path: Path, columns=None) -> pa.Table:
+    """One part, or only those of ``columns`` it has, its page checksums verified. Raises one
+    of :data:`UNREADABLE` when the file is damaged or is no part (no point and rep columns)."""
+    names = pq.read_schema(path).names
+    if "point" not in names or "rep" not in names:
+        raise ValueError("no point and rep columns")
+    wanted = None if columns is None else [c for c in columns if c in names]
+    return pq.read_table(path, columns=wanted, page_checksum_verification=True)
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a file could not be read, short: the exception's name and its first sentence."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0].split('. ')[0].rstrip('.')[:120]}" if text else type(exc).__name__
+
+
+def iter_parts(out: Path, columns=None, *, unreadable: list | None = None, say: bool = True):
+    """Each readable part of ``out`` as (path, table), one at a time (``columns``: only those);
+    the unreadable ones are left out, appended to ``unreadable`` as (path, why), and named by
+    one :func:`warn` line once all are read (``say``: False when the caller reports them)."""
+    bad = [] if unreadable is None else unreadable
+    for f in part_files(out):
+        try:
+            table = _read_part(f, columns)
+        except FileNotFoundError:      # set aside meanwhile by a run of another part of a split
+            continue
+        except UNREADABLE as exc:
+            bad.append((f, _reason(exc)))
+            continue
+        yield f, table
+    if bad and say:
+        _once(warn, unreadable_line(out, bad))
+
+
+def read_parts(out: Path, columns=None, *, say: bool = True) -> tuple[list[pa.Table], list[tuple[Path, str]]]:
+    """Every readable part of ``out`` (``columns``: only those), and the unreadable ones as
+    (path, why) — one :func:`warn` line names them and says the folder reads as incomplete
+    (``say``: False when the caller reports them itself)."""
+    unreadable: list = []
+    tables = [table for _, table in iter_parts(out, columns, unreadable=unreadable, say=say)]
+    return tables, unreadable
+
+
+def unreadable_line(out: Path, unreadable: list[tuple[Path, str]]) -> str:
+    """The one line that names a folder's unreadable parts."""
+    first, why = unreadable[0]
+    more = f" and {len(unreadable) - 1} more" if len(unreadable) > 1 else ""
+    return (f"{out}: {len(unreadable)} part{'s' if len(unreadable) > 1 else ''} cannot be read and "
+            f"{'are' if len(unreadable) > 1 else 'is'} left out, so the folder is incomplete ({PARTS}/{first.name}: "
+            f"{why}{more}): `dpsim run` into it computes the lanes again, `dpsim repair {out}` sets "
+            f"{'them' if len(unreadable) > 1 else 'it'} aside")
+
+
+def set_aside_unreadable(out: Path, *, say: bool = True) -> list[tuple[Path, str]]:
+    """Move every part of ``out`` that cannot be read (read whole, checksums verified) aside
+    as ``NAME.corrupt`` (:func:`set_aside`; kept, never deleted), so that a run computes its
+    lanes again; one note names them (``say``: False when the caller reports them itself). Call it holding the folder (:func:`exclusive`).
+    Returns: (the part's former path, why) of each part set aside."""
+    moved = []
+    for f in part_files(out):
+        try:
+            _read_part(f)
+        except FileNotFoundError:
+            continue
+        except UNREADABLE as exc:
+            try:
+                set_aside(f)
+            except FileNotFoundError:   # another part of a split set it aside first
+                continue
+            moved.append((f, _reason(exc)))
+    if moved and say:
+        first, why = moved[0]
+        more = f" and {len(moved) - 1} more" if len(moved) > 1 else ""
+        note(f"{out}: {len(moved)} part{'s' if len(moved) > 1 else ''} could not be read ({PARTS}/{first.name}: "
+             f"{why}{more}); moved aside as *{CORRUPT} (kept), {'their' if len(moved) > 1 else 'its'} lanes are "
+             f"computed again")
+    return moved
+
+
+def part_provenance(path: Path) -> dict | None:
+    """What a part records of the run that wrote it (:func:`part_metadata`), None for a part
+    written before dpsim recorded it. Raises one of :data:`UNREADABLE` for a damaged file."""
+    raw = (pq.read_schema(path).metadata or {}).get(PART_KEY)
+    return None if raw is None else _from_json(json.loads(raw))
+
+
+def manifest_from_parts(out: Path) -> dict | None:
+    """The manifest of ``out`` as its parts record it (:func:`part_metadata`): the identity
+    fields they share, the history of the requests that wrote them (in the order they
+    started; each marked ``from_parts``: what it computed is not recorded) and an entry
+    saying it was rebuilt; no study summary, and marked incomplete
+    until a run or ``dpsim repair`` (:mod:`dpsim.experiment.folder`) recounts it. None when
+    no readable part records it.
+
+    Raises:
+        UsageError: one line when some parts record it and others do not, or they disagree
+            on the experiment, seed or code.
+    """
+    records, unmarked = [], 0
+    for f in part_files(out):
+        try:
+            record = part_provenance(f)
+        except FileNotFoundError:
+            continue
+        except UNREADABLE:
+            continue                  # damaged: warned about, and set aside, where the parts are read
+        if record is None:
+            unmarked += 1
+        else:
+            records.append(record)
+    if not records:
+        return None
+    if unmarked:
+        raise UsageError(f"{out}: {unmarked} of {unmarked + len(records)} parts do not record what made them "
+                         f"(written before dpsim recorded it): its manifest cannot be rebuilt from them")
+    first = records[0]
+    for record in records[1:]:
+        for key, value in (("experiment", record.get("experiment")), ("seed", record.get("seed")),
+                           ("code", record.get("code", {}).get("hash"))):
+            mine = first.get(key) if key != "code" else first.get("code", {}).get("hash")
+            if value != mine:
+                raise UsageError(f"{out}: its parts disagree on the {key} ({mine!r} and {value!r}): its manifest "
+                                 f"cannot be rebuilt from them")
+    requests = {json.dumps(_json_safe(r["request"]), sort_keys=True, default=str): {**r["request"], "from_parts": True}
+                for r in records if r.get("request")}
+    history = sorted(requests.values(), key=lambda r: str(r.get("started", "")))
+    repaired = {"repaired": f"manifest rebuilt from the metadata of {len(records)} parts",
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    return {**{k: first[k] for k in MANIFEST_FIELDS if k in first}, "history": [*history, repaired],
+            "study": {}, "diagnostics": {}, "complete": False}
 
 
 METHOD_COLUMNS_KEY = b"dpsim.method_columns"
@@ -375,10 +704,9 @@ def load_results(out: Path) -> pd.DataFrame:
     (point, rep, method) so that everything computed from it (summaries, figures' CSVs,
     checks) is the same to the last digit however the chunks were ordered on disk (parts
     have random names and chunks finish in any order)."""
-    files = part_files(out)
-    if not files:
+    tables, _ = read_parts(out)
+    if not tables:
         raise UsageError(f"no results in {str(out)!r}")
-    tables = [pq.read_table(f) for f in files]
     methods = sorted({n for t in tables for n in _marked(t, METHOD_COLUMNS_KEY)})
     derived = sorted({n for t in tables for n in _marked(t, DERIVED_COLUMNS_KEY)})
     combined = pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="default")
@@ -391,10 +719,7 @@ def load_results(out: Path) -> pd.DataFrame:
 def read_arrow_columns(out: Path, columns) -> pa.Table | None:
     """Only ``columns`` of every part (those a part lacks are left out), as one Arrow table;
     None when the folder has no parts."""
-    tables = []
-    for f in part_files(out):
-        names = pq.read_schema(f).names
-        tables.append(pq.read_table(f, columns=[c for c in columns if c in names]).replace_schema_metadata(None))
+    tables = [t.replace_schema_metadata(None) for t in read_parts(out, columns)[0]]
     return pa.concat_tables(tables, promote_options="default") if tables else None
 
 
@@ -405,9 +730,9 @@ def read_columns(out: Path, columns) -> pd.DataFrame:
 
 
 def completed(out: Path) -> set[tuple[int, int]]:
-    """The (point id, rep) pairs already stored."""
+    """The (point id, rep) pairs already stored (in the parts that can be read)."""
     done: set[tuple[int, int]] = set()
-    for f in part_files(out):
-        cols = pq.read_table(f, columns=["point", "rep"]).to_pydict()
+    for table in read_parts(out, ["point", "rep"])[0]:
+        cols = table.to_pydict()
         done.update(zip(cols["point"], cols["rep"]))
     return done
