@@ -629,6 +629,18 @@ _python_showwarning = warnings.showwarning
 
 
 def main(argv=None) -> int:
+    with warnings.catch_warnings():
+        # each command says its notes and warnings afresh: setting a filter clears Python's
+        # once-per-location memory, which would hide a note an earlier command in the same
+        # process (a notebook, a test) already gave
+        warnings.simplefilter("default", DpsimNote)
+        warnings.simplefilter("default", DpsimWarning)
+        return _main(argv)
+
+
+def _main(argv) -> int:
+    from dpsim.experiment.store import forget_said
+    forget_said()
     warnings.showwarning = _show_warning
     try:
         parser = build_parser()

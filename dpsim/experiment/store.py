@@ -311,6 +311,12 @@ def _from_json(value):
 _SAID: set[str] = set()
 
 
+def forget_said() -> None:
+    """Start a new command: what :func:`_once` said before is said again when it recurs (a
+    notebook or a test runs several commands in one process)."""
+    _SAID.clear()
+
+
 def _once(say, message: str) -> None:
     """``say(message)`` (:func:`~dpsim.errors.warn` or :func:`~dpsim.errors.note`) the first
     time only: one command reads a folder several times, and says what is wrong with it once."""
