@@ -1,26 +1,47 @@
 """What made a study folder: the code that computed its rows, and where it ran.
 
-A run directory's manifest records a *code fingerprint* (:func:`fingerprint`): a hash of
-the library's source (every ``.py`` file of the installed ``dpsim`` package) and a hash of
-the experiment's definition (the source files of its functions, found through their
-closures: a paper package whole, a study file and any helper module it imports; the bytecode
-of functions that have no file, as in ``python -c``), with the
-dpsim version and, when dpsim runs from a git checkout, the commit and whether the tree was
-dirty. Rows made by different code are never mixed: extending a folder whose fingerprint
-differs is refused (:func:`dpsim.experiment.store.check_code`), and ``dpsim verify``, whose
-folders are its own cache, recomputes such a folder instead.
+A run directory's manifest records a *code fingerprint* (:func:`fingerprint`): one digest per
+Python module that can change the experiment's rows, and a hash of them all. A module's
+digest is taken from its syntax tree (:func:`module_digest`: ``ast.parse``, docstrings
+removed, positions left out), so an edit of a comment, a docstring, a blank line or the
+layout keeps every folder usable, while any change of what the code does changes it. The
+modules are:
+
+* the experiment's *definition modules* (:func:`definition_modules`): the file of each
+  function it reaches (its seams, closures, ``functools.partial``, ``__wrapped__``) outside
+  the library, and the modules of the study or paper package those import, followed
+  statically. Their top-level statements that bind only ``CHECKS``, ``MUTANTS`` or ``AUDITS``
+  (or ``*_CHECKS``, ``*_MUTANTS``, ``*_AUDITS``) are left out, and so is every figure layout
+  (a ``FigureSpec(...)`` or ``Panel(...)`` call, a ``figure=`` argument): what is judged or
+  drawn from the rows is not the rows' identity. Functions with no file (``python -c``) count
+  by their bytecode, and plain values held in the reached functions' closures (a mutant's
+  factor) by their ``repr``;
+* the *library modules* (``dpsim/…``) that the definition modules and the engine
+  (:mod:`dpsim.experiment.runner`, the modules of the functions reached) import, directly or
+  through other modules, followed statically (imports inside functions and the packages
+  above a module included).
+
+The manifest keeps the per-module digests (``code["modules"]``), so a refusal names the
+modules that changed (:func:`changed_modules`). Rows made by different code are never mixed:
+extending a folder whose fingerprint differs is refused (:func:`dpsim.experiment.store.check_code`)
+unless the run says ``--accept-code-change``, which the manifest records as a new segment
+(:func:`dpsim.experiment.store.accepted_segments`); ``dpsim verify`` replaces only the folders
+of its own cache (:data:`dpsim.experiment.store.CACHE_OWNER`) and refuses any other.
 
 :func:`environment` records where it ran: the command line, host, CPU or device, and the
 versions of Python, jax, jaxlib, numpy, pandas, pyarrow and matplotlib.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import marshal
+import os
 import platform
 import subprocess
 import sys
+import sysconfig
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -28,6 +49,10 @@ from typing import Any, Iterable
 import dpsim
 
 LIBRARY = Path(dpsim.__file__).resolve().parent
+ENGINE = ("dpsim.experiment.runner",)          # what every run executes, whatever the experiment
+# top-level names whose statements are verification, not the rows' identity
+VERIFICATION_NAMES = ("CHECKS", "MUTANTS", "AUDITS")
+FIGURE_CALLS = ("FigureSpec", "Panel")
 
 
 def _functions(experiment) -> list[Any]:
@@ -84,35 +109,311 @@ def _fileless_code(functions) -> bytes:
     return b"".join(sorted(codes))
 
 
+PLAIN = (int, float, str, bool, bytes, type(None))
+
+
+def _plain(value) -> bool:
+    if isinstance(value, PLAIN):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(_plain(k) and _plain(v) for k, v in value.items())
+    return False
+
+
+def _closure_values(functions) -> bytes:
+    """The plain values (numbers, strings, and lists, tuples and dicts of them) held in the
+    closures of ``functions``, by ``repr``: what a factory such as a mutant's
+    ``scaled_analysis({"eps": 2.0})`` was given, which its code alone does not show."""
+    found = []
+    for fn in functions:
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if _plain(value):
+                found.append(f"{getattr(fn, '__qualname__', '?')}:{value!r}")
+    return "\n".join(sorted(found)).encode()
+
+
+# ----------------------------------------------------------------------------- syntax trees
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    """``tree`` without the docstrings of its module, classes and functions (in place)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+class _FiguresBlanked(ast.NodeTransformer):
+    """Replaces every figure layout (a ``FigureSpec(...)`` or ``Panel(...)`` call, the value
+    of a ``figure=`` argument) by one constant."""
+
+    def visit_Call(self, node):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if name in FIGURE_CALLS:
+            return ast.Constant("figure")
+        self.generic_visit(node)
+        node.keywords = [ast.keyword(arg=k.arg, value=ast.Constant("figure")) if k.arg == "figure" else k
+                         for k in node.keywords]
+        return node
+
+
+def _serialised(node) -> str:
+    """A text of a syntax tree that determines it: node types and fields, no positions; a
+    field that is None or empty is left out, so the text does not change when a newer Python
+    adds an empty field (``type_params``)."""
+    if isinstance(node, ast.AST):
+        fields = []
+        for name, value in ast.iter_fields(node):
+            if value is None or value == [] or isinstance(value, ast.expr_context):
+                continue
+            fields.append(f"{name}={_serialised(value)}")
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(_serialised(v) for v in node) + "]"
+    return repr(node)
+
+
+def _verification_only(statement: ast.stmt) -> bool:
+    """Whether a top-level statement binds only verification names (:data:`VERIFICATION_NAMES`,
+    alone or as the end of a name: ``LEVEL_CHECKS``)."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        targets = [statement.target]
+    else:
+        return False
+    names = [t.id for t in targets if isinstance(t, ast.Name)]
+    return len(names) == len(targets) and all(
+        any(n == v or n.endswith("_" + v) for v in VERIFICATION_NAMES) for n in names)
+
+
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_bytes(), filename=str(path))
+
+
+@lru_cache(maxsize=4096)
+def _digest_of(path: str, definition: bool, stamp: tuple) -> tuple[str, tuple]:
+    """(digest, imports) of one file as :func:`module_digest` takes it; ``stamp`` (modification
+    time, size) keys the cache, so an edited file is read again."""
+    tree = _strip_docstrings(_parsed(Path(path)))
+    if definition:
+        tree.body = [s for s in tree.body if not _verification_only(s)]
+        tree = _FiguresBlanked().visit(tree)
+    imports = tuple(_imports(tree))
+    return hashlib.sha256(_serialised(tree).encode()).hexdigest()[:16], imports
+
+
+def _stamp(path: Path) -> tuple:
+    st = os.stat(path)
+    return (st.st_mtime_ns, st.st_size)
+
+
+def module_digest(path: Path, definition: bool = False) -> str:
+    """The digest of one module (16 hex digits): its syntax tree without docstrings or
+    positions, so comments and layout do not count. ``definition``: a study or paper module,
+    whose verification statements and figure layouts are left out as well (module docstring).
+
+    Raises:
+        SyntaxError: the file does not parse.
+    """
+    path = Path(path).resolve()
+    return _digest_of(str(path), definition, _stamp(path))[0]
+
+
+def _imports(tree: ast.AST) -> list[tuple[int, str, tuple]]:
+    """Every import of ``tree`` (also inside functions) as (level, module, names):
+    ``import a.b`` → (0, "a.b", ()); ``from .c import d`` → (1, "c", ("d",))."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(0, alias.name, ()) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or "", tuple(a.name for a in node.names)))
+    return found
+
+
+def _module_file(base: Path, parts: list[str]) -> Path | None:
+    """The file of module ``parts`` under directory ``base`` (``a/b.py`` or ``a/b/__init__.py``)."""
+    if not parts:
+        init = base / "__init__.py"
+        return init if init.is_file() else None
+    target = base.joinpath(*parts)
+    for path in (target.with_suffix(".py"), target / "__init__.py"):
+        if path.is_file():
+            return path.resolve()
+    return None
+
+
+def _package_dir(path: Path) -> Path:
+    """The directory a module's relative imports start from (its package)."""
+    return path.parent
+
+
+def _anchor(path: Path) -> Path:
+    """The directory above a definition module's top package (the module's own directory
+    when it is in none): its key in the manifest is its path from there."""
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+def _library_module(name: str) -> Path | None:
+    parts = name.split(".")
+    return _module_file(LIBRARY.parent, parts) if parts[0] == "dpsim" else None
+
+
+def _resolved(path: Path, level: int, module: str, names: tuple, anchor: Path | None) -> list[Path]:
+    """The files an import of the module at ``path`` loads that can matter: the module, each
+    imported name that is itself a submodule, and the packages above them (library modules
+    under ``dpsim/``, definition modules under ``anchor``, the definition's top folder)."""
+    if level:
+        base = path.parent
+        for _ in range(level - 1):
+            base = base.parent
+        roots = [(base, module.split(".") if module else [])]
+    else:
+        parts = module.split(".")
+        roots = [(LIBRARY.parent, parts)] if parts[0] == "dpsim" else []
+        if anchor is not None:
+            roots.append((anchor, parts))
+        loaded = sys.modules.get(module)
+        origin = getattr(loaded, "__file__", None)
+        if origin and anchor is not None and Path(origin).resolve().is_relative_to(anchor):
+            roots.append((Path(origin).resolve().parent, [] if Path(origin).name == "__init__.py"
+                          else [Path(origin).stem]))
+    found = []
+    for base, parts in roots:
+        target = _module_file(base, parts)
+        if target is None:
+            continue
+        for i in range(1, len(parts)):                  # the packages above it run first
+            above = _module_file(base, parts[:i])
+            if above is not None:
+                found.append(above)
+        found.append(target)
+        folder = target.parent if target.name == "__init__.py" else None
+        for name in names if folder is not None else ():
+            sub = _module_file(folder, [name])
+            if sub is not None and name != "*":
+                found.append(sub)
+        break
+    return found
+
+
+def _in_library(path: Path) -> bool:
+    return LIBRARY in path.parents
+
+
+@lru_cache(maxsize=1)
+def _installed_roots() -> tuple[Path, ...]:
+    """The folders of the standard library and installed packages."""
+    paths = sysconfig.get_paths()
+    return tuple({Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths})
+
+
+@lru_cache(maxsize=1)
+def _paper_packages() -> frozenset[str]:
+    """The top-level packages of the papers installed under the ``dpsim.papers`` entry points."""
+    from importlib.metadata import entry_points
+    return frozenset(point.value.split(".")[0] for point in entry_points(group="dpsim.papers"))
+
+
+def _installed(path: Path) -> bool:
+    """Whether ``path`` is a module of Python or of an installed package (a virtual
+    environment may lie inside a study's folder)."""
+    return any(root in path.parents for root in _installed_roots())
+
+
+def _is_definition(fn, path: Path) -> bool:
+    """Whether the file of a reached function defines the experiment: outside the library,
+    and not a module of Python or of an installed package other than a paper's (jax's own
+    functions, reached through a ``jax.jit`` closure, are jax's version, not the study's)."""
+    if _in_library(path):
+        return False
+    if not _installed(path):
+        return True
+    return (getattr(fn, "__module__", None) or "").split(".")[0] in _paper_packages() - {"dpsim"}
+
+
+def definition_modules(experiment, functions=None) -> list[Path]:
+    """The definition modules of ``experiment`` (module docstring): the file of each function
+    it reaches outside the library, and the non-library modules those import (under the
+    same top folder), followed statically. ``functions``: its reachable functions, when
+    already found."""
+    modules, library = _modules(experiment, functions)
+    return sorted(modules)
+
+
 def definition_files(experiment, functions=None) -> list[Path]:
-    """The source files that define ``experiment`` outside the library: each function's file,
-    and for a function inside a package (a paper's ``experiments/<paper>/``) every ``.py``
-    file of that package, so its checks, mutants and helpers count too. ``functions``: the
-    experiment's reachable functions, when already found."""
-    files: set[Path] = set()
-    for fn in functions if functions is not None else _reachable(_functions(experiment)):
+    """:func:`definition_modules` (the name it had when whole files counted)."""
+    return definition_modules(experiment, functions)
+
+
+def _modules(experiment, functions=None) -> tuple[dict[Path, Path], set[Path]]:
+    """(definition module → its anchor, library modules) of ``experiment``."""
+    functions = functions if functions is not None else _reachable(_functions(experiment))
+    definitions: dict[Path, Path] = {}
+    library: set[Path] = {p for p in (_library_module(n) for n in ENGINE) if p is not None}
+    stack = []
+    for fn in functions:
         path = _source(fn)
         if path is None:
             continue
-        if LIBRARY in path.parents:
+        if _in_library(path):
+            library.add(path)
+        elif _is_definition(fn, path) and path not in definitions:
+            definitions[path] = _anchor(path)
+            stack.append(path)
+    while stack:
+        path = stack.pop()
+        anchor = definitions[path]
+        for level, module, names in _digest_of(str(path), True, _stamp(path))[1]:
+            for found in _resolved(path, level, module, names, anchor):
+                if _in_library(found):
+                    library.add(found)
+                elif found.is_relative_to(anchor) and not _installed(found) and found not in definitions:
+                    definitions[found] = anchor
+                    stack.append(found)
+    return definitions, _library_closure(library)
+
+
+def _library_closure(roots: set[Path]) -> set[Path]:
+    """``roots`` and every library module they import, directly or through others."""
+    found, stack = set(), list(roots)
+    while stack:
+        path = stack.pop()
+        if path in found:
             continue
-        package = path.parent
-        files |= set(package.glob("*.py")) if (package / "__init__.py").exists() else {path}
-    return sorted(files)
+        found.add(path)
+        for i in range(1, len(path.relative_to(LIBRARY.parent).parts)):   # its packages run first
+            init = LIBRARY.parent.joinpath(*path.relative_to(LIBRARY.parent).parts[:i]) / "__init__.py"
+            if init.is_file() and init not in found:
+                stack.append(init)
+        for level, module, names in _digest_of(str(path), False, _stamp(path))[1]:
+            stack.extend(p for p in _resolved(path, level, module, names, None) if _in_library(p))
+    return found
 
 
-def _digest(files: Iterable[Path], root: Path | None = None) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        name = str(path.relative_to(root)) if root and root in path.parents else path.name
-        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+def _combined(digests: dict[str, str], extra: bytes = b"") -> str:
+    text = "\n".join(f"{k} {v}" for k, v in sorted(digests.items())).encode()
+    return hashlib.sha256(text + b"\0" + extra).hexdigest()[:16]
 
 
 @lru_cache(maxsize=1)
 def library_hash() -> str:
-    """The hash of every ``.py`` file of the installed dpsim package (16 hex digits)."""
-    return _digest(LIBRARY.rglob("*.py"), LIBRARY)
+    """The hash of every module of the installed dpsim package, each by :func:`module_digest`
+    (16 hex digits): what changes when any of dpsim's code does."""
+    return _combined({str(p.relative_to(LIBRARY.parent)): module_digest(p) for p in LIBRARY.rglob("*.py")})
 
 
 @lru_cache(maxsize=1)
@@ -132,20 +433,37 @@ def git_state() -> dict:
 
 
 def fingerprint(experiment) -> dict:
-    """The code fingerprint recorded in a manifest.
+    """The code fingerprint recorded in a manifest (module docstring).
 
     Returns:
-        ``{"hash": …, "library": …, "definition": …, "definition_files": [...],
-        "dpsim": version, "commit"?, "dirty"?}``; ``hash`` (16 hex digits) combines the
-        library's and the definition's and is what must match to extend a folder.
+        ``{"hash": …, "library": …, "definition": …, "modules": {key: digest},
+        "definition_files": [...], "dpsim": version, "commit"?, "dirty"?}``; ``modules`` maps
+        each module's key (``dpsim/metrics.py`` for the library, the path from its top
+        folder for a definition module: ``experiments/cai/edge.py``, ``study.py``) to its
+        :func:`module_digest`; ``library`` and ``definition`` (16 hex digits each) combine
+        those of each kind (the definition's with the bytecode of file-less functions and
+        the plain closure values); ``hash`` combines both and is what must match to extend
+        a folder.
     """
     functions = _reachable(_functions(experiment))
-    files = definition_files(experiment, functions)
-    definition = hashlib.sha256(_digest(files).encode() + _fileless_code(functions)).hexdigest()[:16]
-    library = library_hash()
-    combined = hashlib.sha256(f"{library}:{definition}".encode()).hexdigest()[:16]
-    return {"hash": combined, "library": library, "definition": definition,
-            "definition_files": [p.name for p in files], "dpsim": dpsim.__version__, **git_state()}
+    definitions, library = _modules(experiment, functions)
+    lib = {str(p.relative_to(LIBRARY.parent)): module_digest(p) for p in library}
+    own = {str(p.relative_to(anchor)): module_digest(p, definition=True) for p, anchor in definitions.items()}
+    definition = _combined(own, _fileless_code(functions) + b"\0" + _closure_values(functions))
+    library_digest = _combined(lib)
+    combined = hashlib.sha256(f"{library_digest}:{definition}".encode()).hexdigest()[:16]
+    return {"hash": combined, "library": library_digest, "definition": definition, "modules": {**lib, **own},
+            "definition_files": sorted(own), "dpsim": dpsim.__version__, **git_state()}
+
+
+def changed_modules(recorded: dict, code: dict) -> list[str] | None:
+    """The modules whose digests differ between a recorded fingerprint and ``code`` (added or
+    removed ones included), sorted; None when ``recorded`` has no per-module digests (a folder
+    made before they were recorded)."""
+    before, now = recorded.get("modules"), code.get("modules", {})
+    if not isinstance(before, dict):
+        return None
+    return sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
 
 
 def describe(code: dict) -> str:
