@@ -16,6 +16,10 @@ modules are:
   drawn from the rows is not the rows' identity. Functions with no file (``python -c``) count
   by their bytecode, and plain values held in the reached functions' closures (a mutant's
   factor) by their ``repr``;
+* the experiment's *wiring* (:func:`_structure`, recorded as ``<experiment NAME>``): its
+  fields but the figure, title, description, default axis values and replicates, with each
+  function named by module and name (which truth, which methods, which axes are shape or
+  analysis axes, padding, derived values);
 * the *library modules* (``dpsim/…``) that the definition modules and the engine
   (:mod:`dpsim.experiment.runner`, the modules of the functions reached) import, directly or
   through other modules, followed statically (imports inside functions and the packages
@@ -37,7 +41,6 @@ import ast
 import hashlib
 import inspect
 import marshal
-import os
 import platform
 import subprocess
 import sys
@@ -138,6 +141,48 @@ def _closure_values(functions) -> bytes:
     return "\n".join(sorted(found)).encode()
 
 
+# fields of an experiment (and of its methods, derived values, axis types) that describe or
+# draw it and cannot change a row; ``axes`` and ``reps`` are the default request (rows carry
+# their own axis values and replicate numbers), of which only the axis names count
+PRESENTATION_FIELDS = frozenset({"figure", "title", "description", "label", "doc", "reps"})
+
+
+def _structure(value, seen=frozenset()) -> str:
+    """A text of an experiment's wiring that determines its rows with its modules' code: its
+    fields (not :data:`PRESENTATION_FIELDS`; of ``axes`` only the names), functions by module
+    and qualified name (their code counts in their modules), dataclasses field by field,
+    containers element by element, plain values by ``repr``; anything else by its type."""
+    import dataclasses
+    if isinstance(value, PLAIN):
+        return repr(value)
+    if id(value) in seen:
+        return "<cycle>"
+    seen = seen | {id(value)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = []
+        for f in dataclasses.fields(value):
+            if f.name in PRESENTATION_FIELDS:
+                continue
+            item = getattr(value, f.name)
+            text = repr(sorted(item)) if f.name == "axes" and isinstance(item, dict) else _structure(item, seen)
+            fields.append(f"{f.name}={text}")
+        return f"{type(value).__qualname__}({', '.join(fields)})"
+    if isinstance(value, dict) or hasattr(value, "items") and hasattr(value, "keys"):
+        return "{" + ", ".join(f"{_structure(k, seen)}: {_structure(v, seen)}"
+                               for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_structure(v, seen) for v in value) + "]"
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(_structure(v, seen) for v in value)) + "}"
+    inner = getattr(value, "func", None)
+    if inner is not None and callable(inner):         # functools.partial
+        return (f"partial({_structure(inner, seen)}, {_structure(getattr(value, 'args', ()), seen)}, "
+                f"{_structure(getattr(value, 'keywords', {}), seen)})")
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
+    return type(value).__qualname__
+
+
 # ----------------------------------------------------------------------------- syntax trees
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
@@ -196,25 +241,21 @@ def _verification_only(statement: ast.stmt) -> bool:
         any(n == v or n.endswith("_" + v) for v in VERIFICATION_NAMES) for n in names)
 
 
-def _parsed(path: Path) -> ast.Module:
-    return ast.parse(path.read_bytes(), filename=str(path))
+def _digest_of(path: str, definition: bool) -> tuple[str, tuple]:
+    """(digest, imports) of one file as :func:`module_digest` takes it (cached by its bytes: an
+    edited file is parsed again)."""
+    data = Path(path).read_bytes()
+    return _parsed_digest(data, path, definition)
 
 
 @lru_cache(maxsize=4096)
-def _digest_of(path: str, definition: bool, stamp: tuple) -> tuple[str, tuple]:
-    """(digest, imports) of one file as :func:`module_digest` takes it; ``stamp`` (modification
-    time, size) keys the cache, so an edited file is read again."""
-    tree = _strip_docstrings(_parsed(Path(path)))
+def _parsed_digest(data: bytes, path: str, definition: bool) -> tuple[str, tuple]:
+    tree = _strip_docstrings(ast.parse(data, filename=path))
     if definition:
         tree.body = [s for s in tree.body if not _verification_only(s)]
         tree = _FiguresBlanked().visit(tree)
     imports = tuple(_imports(tree))
     return hashlib.sha256(_serialised(tree).encode()).hexdigest()[:16], imports
-
-
-def _stamp(path: Path) -> tuple:
-    st = os.stat(path)
-    return (st.st_mtime_ns, st.st_size)
 
 
 def module_digest(path: Path, definition: bool = False) -> str:
@@ -226,7 +267,7 @@ def module_digest(path: Path, definition: bool = False) -> str:
         SyntaxError: the file does not parse.
     """
     path = Path(path).resolve()
-    return _digest_of(str(path), definition, _stamp(path))[0]
+    return _digest_of(str(path), definition)[0]
 
 
 def _imports(tree: ast.AST) -> list[tuple[int, str, tuple]]:
@@ -377,7 +418,7 @@ def _modules(experiment, functions=None) -> tuple[dict[Path, Path], set[Path]]:
     while stack:
         path = stack.pop()
         anchor = definitions[path]
-        for level, module, names in _digest_of(str(path), True, _stamp(path))[1]:
+        for level, module, names in _digest_of(str(path), True)[1]:
             for found in _resolved(path, level, module, names, anchor):
                 if _in_library(found):
                     library.add(found)
@@ -399,7 +440,7 @@ def _library_closure(roots: set[Path]) -> set[Path]:
             init = LIBRARY.parent.joinpath(*path.relative_to(LIBRARY.parent).parts[:i]) / "__init__.py"
             if init.is_file() and init not in found:
                 stack.append(init)
-        for level, module, names in _digest_of(str(path), False, _stamp(path))[1]:
+        for level, module, names in _digest_of(str(path), False)[1]:
             stack.extend(p for p in _resolved(path, level, module, names, None) if _in_library(p))
     return found
 
@@ -449,11 +490,14 @@ def fingerprint(experiment) -> dict:
     definitions, library = _modules(experiment, functions)
     lib = {str(p.relative_to(LIBRARY.parent)): module_digest(p) for p in library}
     own = {str(p.relative_to(anchor)): module_digest(p, definition=True) for p, anchor in definitions.items()}
+    wiring = hashlib.sha256(_structure(experiment).encode()).hexdigest()[:16]
+    own[f"<experiment {getattr(experiment, 'name', '?')}>"] = wiring
     definition = _combined(own, _fileless_code(functions) + b"\0" + _closure_values(functions))
     library_digest = _combined(lib)
     combined = hashlib.sha256(f"{library_digest}:{definition}".encode()).hexdigest()[:16]
     return {"hash": combined, "library": library_digest, "definition": definition, "modules": {**lib, **own},
-            "definition_files": sorted(own), "dpsim": dpsim.__version__, **git_state()}
+            "definition_files": sorted(k for k in own if not k.startswith("<")), "dpsim": dpsim.__version__,
+            **git_state()}
 
 
 def changed_modules(recorded: dict, code: dict) -> list[str] | None:
