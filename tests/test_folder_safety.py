@@ -136,3 +136,16 @@ def test_accept_code_change_is_recorded_as_a_segment(study, capsys):
     assert set().union(*(r for n, r in reps.items() if n not in parts)) == {2}   # only the missing lane is new
     assert main(["run", "study.py", "--out", "mine", "--reps", "3", "--no-progress"]) == 0   # its code now
     assert main(["run", "study.py", "--out", "mine", "--part", "1/2", "--accept-code-change"]) == 2
+
+
+def test_the_fingerprint_is_the_same_in_another_process(study):
+    """A study file's module gets a made-up name when it loads (different in every process):
+    the fingerprint names functions by file, so a folder stays usable by the next command."""
+    import subprocess
+    import sys
+    script = ("from dpsim.experiment.registry import catalogue\n"
+              "from dpsim.experiment.provenance import fingerprint\n"
+              "print(fingerprint(catalogue('study.py').experiments['safe'])['hash'])")
+    other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                           cwd=study.parent).stdout.strip()
+    assert other == fingerprint(_experiment(study))["hash"]

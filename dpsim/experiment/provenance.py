@@ -137,7 +137,7 @@ def _closure_values(functions) -> bytes:
             except ValueError:
                 continue
             if _plain(value):
-                found.append(f"{getattr(fn, '__qualname__', '?')}:{value!r}")
+                found.append(f"{_where(fn)}:{getattr(fn, '__qualname__', '?')}:{value!r}")
     return "\n".join(sorted(found)).encode()
 
 
@@ -179,8 +179,20 @@ def _structure(value, seen=frozenset()) -> str:
         return (f"partial({_structure(inner, seen)}, {_structure(getattr(value, 'args', ()), seen)}, "
                 f"{_structure(getattr(value, 'keywords', {}), seen)})")
     if callable(value) and hasattr(value, "__qualname__"):
-        return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
+        return f"{_where(value)}:{value.__qualname__}"
     return type(value).__qualname__
+
+
+def _where(fn) -> str:
+    """Where a function is defined, the same in every process: a library or definition
+    module by its key (``dpsim/metrics.py``, ``study.py``; a study file's module name is made
+    up when it loads), an installed package's by its module name."""
+    path = _source(fn)
+    if path is None or (_installed(path) and not _in_library(path)):
+        return getattr(fn, "__module__", None) or "?"
+    if _in_library(path):
+        return str(path.relative_to(LIBRARY.parent))
+    return str(path.relative_to(_anchor(path)))
 
 
 # ----------------------------------------------------------------------------- syntax trees
