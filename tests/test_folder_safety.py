@@ -59,6 +59,10 @@ def test_verify_runs_leaves_a_folder_of_other_code_byte_identical(study, capsys)
     assert len(err.splitlines()) == 1
     assert "changed module: study.py" in err and "git stash" in err and "--accept-code-change" in err
     assert _hashes(study.parent / "mine") == before                      # not one byte changed
+    assert main(["solve", "study.py", "--for", "eps", "--target", "noise_ms=4", "--out", str(out),
+                 "--no-progress"]) == 2                                   # nor does a solve into it
+    assert "changed module: study.py" in capsys.readouterr().err
+    assert _hashes(study.parent / "mine") == before
 
 
 def test_the_cache_is_marked_and_only_it_is_replaced(study, capsys):
@@ -78,7 +82,9 @@ def test_the_cache_is_marked_and_only_it_is_replaced(study, capsys):
     before = _hashes(cache)
     capsys.readouterr()
     assert main(["verify", "study.py", "--no-progress"]) == 2              # not dpsim's: refused
-    assert "never rewrites yours" in capsys.readouterr().err and _hashes(cache) == before
+    err = capsys.readouterr().err
+    assert "never rewrites yours" in err and "remove it to let verify recompute it" in err
+    assert _hashes(cache) == before
 
 
 def test_comments_docstrings_and_checks_do_not_change_the_fingerprint(study, tmp_path):

@@ -76,9 +76,12 @@ def refusal(out: Path, code: dict, experiment: str = "EXPERIMENT") -> str | None
     made = other_code(out, code)
     if made is None or store.owned_by_dpsim(out):
         return None
+    in_cache = DEFAULT_RUNS.resolve() in Path(out).resolve().parents
+    unmarked = (" (it lies in the cache but is not marked as dpsim's: made by `dpsim run`, or before verify marked "
+                "its folders; remove it to let verify recompute it)") if in_cache else ""
     return (f"{str(out)!r} holds rows made by {made}, not by this {describe(code)} "
             f"({store.code_change(out, code)}); verify replaces only the folders of its own cache and never "
-            f"rewrites yours: go back to that code (`git stash`), extend the folder with this code by "
+            f"rewrites yours{unmarked}: go back to that code (`git stash`), extend the folder with this code by "
             f"`dpsim run {experiment} --out {out} --accept-code-change`, or give verify another --runs")
 
 
