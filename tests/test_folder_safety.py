@@ -24,6 +24,17 @@ CHANGED = STUDY.replace("(2.0 / ctx.analysis", "(2.0 / (0.01 * ctx.analysis").re
     'ctx.analysis["eps"]) *', 'ctx.analysis["eps"])) *')
 
 
+# a mutant, with a method and an import only it uses: not the rows' identity
+MUTANT = """
+from dpsim.experiment.mutants import replaced_method
+
+def silent(key, ctx):
+    return {"noise_ms": jnp.zeros(())}
+
+MUTANTS = [Mutant("safe-silent", "no noise", ("safe",), replaced_method("laplace", silent))]
+"""
+
+
 @pytest.fixture
 def study(tmp_path, monkeypatch):
     path = tmp_path / "study.py"
@@ -90,7 +101,7 @@ def test_the_cache_is_marked_and_only_it_is_replaced(study, capsys):
 def test_comments_docstrings_and_checks_do_not_change_the_fingerprint(study, tmp_path):
     experiment = _experiment(study)
     first = fingerprint(experiment)
-    assert first["definition_files"] == ["study.py"] and first["modules"]["study.py"] == module_digest(study, True)
+    assert first["definition_files"] == ["study.py"] and len(first["modules"]["study.py"]) == 16
     edited = ("# a comment at the top\n" + STUDY).replace(
         "def laplace_counts(key, ctx):\n", 'def laplace_counts(key, ctx):\n    """A docstring."""  # and a comment\n\n')
     edited = edited.replace("8.0 / p", "8.0 / p").replace("0.5, 2.0", "0.25, 4.0")   # only the CHECKS region
@@ -98,9 +109,15 @@ def test_comments_docstrings_and_checks_do_not_change_the_fingerprint(study, tmp
     assert edited != STUDY
     study.write_text(edited)
     assert fingerprint(experiment)["hash"] == first["hash"]                 # comment, docstring, CHECKS, figure
+    study.write_text(edited + MUTANT)                                     # a mutant and what only it uses
+    assert fingerprint(experiment)["hash"] == first["hash"]
     study.write_text(CHANGED)
     changed = fingerprint(experiment)
     assert changed["hash"] != first["hash"] and changed_modules(first, changed) == ["study.py"]
+    study.write_text(STUDY.replace("(2.0 / ctx.analysis", "(SCALE / ctx.analysis") + "SCALE = 2.0\n")
+    scaled = fingerprint(experiment)                                      # a constant the method reads counts
+    study.write_text(STUDY.replace("(2.0 / ctx.analysis", "(SCALE / ctx.analysis") + "SCALE = 3.0\n")
+    assert fingerprint(experiment)["hash"] != scaled["hash"]
     library = tmp_path / "lib.py"                                         # a library-style module
     library.write_text("import math\n\ndef f(x):\n    return math.exp(x)\n")
     plain = module_digest(library)

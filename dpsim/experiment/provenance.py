@@ -40,7 +40,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import json
 import marshal
+import os
 import platform
 import subprocess
 import sys
@@ -52,6 +54,8 @@ from typing import Any, Iterable
 import dpsim
 
 LIBRARY = Path(dpsim.__file__).resolve().parent
+_LIBRARY_PREFIX = str(LIBRARY) + os.sep
+_PAPERS_PREFIX = str(LIBRARY / "experiments") + os.sep      # papers installed as dpsim.experiments
 ENGINE = ("dpsim.experiment.runner",)          # what every run executes, whatever the experiment
 # top-level names whose statements are verification, not the rows' identity
 VERIFICATION_NAMES = ("CHECKS", "MUTANTS", "AUDITS")
@@ -239,35 +243,216 @@ def _serialised(node) -> str:
     return repr(node)
 
 
+def _is_verification_name(name: str) -> bool:
+    return any(name == v or name.endswith("_" + v) for v in VERIFICATION_NAMES)
+
+
 def _verification_only(statement: ast.stmt) -> bool:
-    """Whether a top-level statement binds only verification names (:data:`VERIFICATION_NAMES`,
-    alone or as the end of a name: ``LEVEL_CHECKS``)."""
+    """Whether a top-level statement only defines verification (:data:`VERIFICATION_NAMES`,
+    alone or as the end of a name: ``LEVEL_CHECKS``): it binds only such names, or calls a
+    method of one (``CHECKS.extend(...)``)."""
     if isinstance(statement, ast.Assign):
         targets = statement.targets
     elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
         targets = [statement.target]
+    elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and _is_verification_name(func.value.id))
     else:
         return False
     names = [t.id for t in targets if isinstance(t, ast.Name)]
-    return len(names) == len(targets) and all(
-        any(n == v or n.endswith("_" + v) for v in VERIFICATION_NAMES) for n in names)
+    return len(names) == len(targets) and all(_is_verification_name(n) for n in names)
+
+
+class _Statement:
+    """One top-level statement of a definition module, as liveness needs it: its lines
+    (decorators included), the names it binds and uses, whether it only binds names (a
+    definition, an import, an assignment to names), whether it is verification, and its text
+    (:func:`_serialised`)."""
+
+    def __init__(self, node: ast.stmt):
+        self.node = node
+        self.start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        self.end = node.end_lineno
+        self.binds = _bound_names(node)
+        self.uses = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        targets = getattr(node, "targets", None) or ([node.target] if hasattr(node, "target") and
+                                                     isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        self.pure = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
+                                      ast.ImportFrom)) or (
+            isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and all(
+                isinstance(t, ast.Name) or isinstance(t, (ast.Tuple, ast.List)) and
+                all(isinstance(e, ast.Name) for e in t.elts) for t in targets))
+        self.verification = _verification_only(node)
+        self.text = _serialised(node)
+
+
+def _bound_names(node: ast.stmt) -> set[str]:
+    """The module-level names a top-level statement binds (``*`` for a star import)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.Import):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, ast.ImportFrom):
+        return {a.asname or a.name for a in node.names}
+    found, stack = set(), [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+            found.add(item.id)
+        elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(item.name)
+        elif isinstance(item, (ast.Import, ast.ImportFrom)):
+            found |= _bound_names(item)
+        elif not isinstance(item, (ast.Lambda, ast.comprehension)):
+            stack.extend(ast.iter_child_nodes(item))
+    return found
+
+
+def _live(statements: tuple, lines: set[int], names: set[str] | None) -> list[int]:
+    """The indices of the statements of a definition module that its rows depend on: those
+    holding a reached function's first line (``lines``) or binding one of ``names`` (None: the
+    whole module but its verification), then, to a fixed point, every statement binding a name
+    a live one uses, and every other statement (not a pure binding) using or binding one;
+    verification (:func:`_verification_only`) only when a live statement uses what it binds."""
+    if names is None:
+        return [i for i, s in enumerate(statements) if not s.verification]
+    live = {i for i, s in enumerate(statements)
+            if any(s.start <= line <= s.end for line in lines) or s.binds & names or "*" in s.binds}
+    needed = set(names).union(*(statements[i].uses for i in live))
+    changed = True
+    while changed:
+        changed = False
+        for i, s in enumerate(statements):
+            if i in live or not (s.binds & needed or (not s.pure and not s.verification and s.uses & needed)):
+                continue
+            live.add(i)
+            needed |= s.uses | s.binds
+            changed = True
+    return sorted(live)
+
+
+@lru_cache(maxsize=1024)
+def _statements(data: bytes, path: str) -> tuple:
+    """The top-level statements of a definition module (:class:`_Statement`), docstrings
+    removed and figure layouts blanked (cached by the file's bytes)."""
+    tree = _FiguresBlanked().visit(_strip_docstrings(ast.parse(data, filename=path)))
+    return tuple(_Statement(node) for node in tree.body)
+
+
+def _definition_statements(path: Path) -> tuple:
+    return _statements(path.read_bytes(), str(path))
+
+
+CODE_CACHE_VARIABLE = "DPSIM_CODE_CACHE"
+
+
+def code_cache() -> Path | None:
+    """The folder of library modules' digests kept between processes (a file per module
+    content and Python version, so an edited file is parsed again): ``$DPSIM_CODE_CACHE``
+    (``off``: none), else ``$XDG_CACHE_HOME/dpsim/code``, else ``~/.cache/dpsim/code``.
+    Parsing dpsim's modules takes about a second; reading their digests, milliseconds."""
+    text = os.environ.get(CODE_CACHE_VARIABLE)
+    if text == "off":
+        return None
+    if text:
+        return Path(text)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dpsim" / "code"
 
 
 def _digest_of(path: str, definition: bool) -> tuple[str, tuple]:
     """(digest, imports) of one file as :func:`module_digest` takes it (cached by its bytes: an
-    edited file is parsed again)."""
+    edited file is parsed again; a library module's also on disk, :func:`code_cache`)."""
     data = Path(path).read_bytes()
-    return _parsed_digest(data, path, definition)
+    if definition:
+        return _parsed_digest(data, path, True)
+    key = hashlib.sha256(data + b"\0" + sys.version.encode()).hexdigest()
+    folder = code_cache()
+    stored = _stored_digest(folder / f"{key}.json") if folder else None
+    if stored is not None:
+        return stored
+    found = _parsed_digest(data, path, False)
+    if folder is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".tmp-{key}-{os.getpid()}"
+            tmp.write_text(json.dumps([found[0], [list(i) for i in found[1]]]))
+            os.replace(tmp, folder / f"{key}.json")
+        except OSError:                  # a read-only home: the digest is computed again next time
+            pass
+    return found
+
+
+def _stored_digest(path: Path) -> tuple[str, tuple] | None:
+    """A digest :func:`_digest_of` stored (None: none, or one that does not read back)."""
+    try:
+        digest, imports = json.loads(path.read_text())
+        if not (isinstance(digest, str) and len(digest) == 16):
+            return None
+        return digest, tuple((int(level), str(module), tuple(str(n) for n in names))
+                             for level, module, names in imports)
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 @lru_cache(maxsize=4096)
 def _parsed_digest(data: bytes, path: str, definition: bool) -> tuple[str, tuple]:
-    tree = _strip_docstrings(ast.parse(data, filename=path))
+    tree = ast.parse(data, filename=path)
     if definition:
+        tree = _FiguresBlanked().visit(_strip_docstrings(tree))
         tree.body = [s for s in tree.body if not _verification_only(s)]
-        tree = _FiguresBlanked().visit(tree)
-    imports = tuple(_imports(tree))
-    return hashlib.sha256(_serialised(tree).encode()).hexdigest()[:16], imports
+        return hashlib.sha256(_serialised(tree).encode()).hexdigest()[:16], tuple(_imports(tree))
+    out, imports = [], []
+    _serialise_fast(tree, out, imports)          # one pass: the same text as _serialised, docstrings out
+    return hashlib.sha256("".join(out).encode()).hexdigest()[:16], tuple(imports)
+
+
+_DOC_OWNERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+_PASS = ast.Pass()
+
+
+def _is_docstring(node) -> bool:
+    return type(node) is ast.Expr and type(node.value) is ast.Constant and type(node.value.value) is str
+
+
+def _serialise_fast(node, out: list, imports: list) -> None:
+    """Append :func:`_serialised` of ``node`` with its docstrings removed
+    (:func:`_strip_docstrings`) to ``out``, and its imports (:func:`_imports`) to ``imports``,
+    in one walk (a library module's digest is taken in every command)."""
+    kind = type(node)
+    if kind is ast.Import:
+        imports.extend((0, alias.name, ()) for alias in node.names)
+    elif kind is ast.ImportFrom:
+        imports.append((node.level, node.module or "", tuple(a.name for a in node.names)))
+    out.append(kind.__name__)
+    out.append("(")
+    first = True
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if value is None or isinstance(value, ast.expr_context):
+            continue
+        if type(value) is list:
+            if name == "body" and value and isinstance(node, _DOC_OWNERS) and _is_docstring(value[0]):
+                value = value[1:] or [_PASS]
+            if not value:
+                continue
+            out.append(f"{'' if first else ', '}{name}=[")
+            for i, item in enumerate(value):
+                if i:
+                    out.append(", ")
+                if isinstance(item, ast.AST):
+                    _serialise_fast(item, out, imports)
+                else:
+                    out.append(repr(item))
+            out.append("]")
+        elif isinstance(value, ast.AST):
+            out.append(f"{'' if first else ', '}{name}=")
+            _serialise_fast(value, out, imports)
+        else:
+            out.append(f"{'' if first else ', '}{name}={value!r}")
+        first = False
+    out.append(")")
 
 
 def module_digest(path: Path, definition: bool = False) -> str:
@@ -299,16 +484,11 @@ def _module_file(base: Path, parts: list[str]) -> Path | None:
     if not parts:
         init = base / "__init__.py"
         return init if init.is_file() else None
-    target = base.joinpath(*parts)
-    for path in (target.with_suffix(".py"), target / "__init__.py"):
-        if path.is_file():
-            return path.resolve()
+    target = os.path.join(base, *parts)
+    for path in (target + ".py", os.path.join(target, "__init__.py")):
+        if os.path.isfile(path):
+            return Path(path)           # under a resolved folder: resolved itself (no links inside packages)
     return None
-
-
-def _package_dir(path: Path) -> Path:
-    """The directory a module's relative imports start from (its package)."""
-    return path.parent
 
 
 def _anchor(path: Path) -> Path:
@@ -364,7 +544,10 @@ def _resolved(path: Path, level: int, module: str, names: tuple, anchor: Path | 
 
 
 def _in_library(path: Path) -> bool:
-    return LIBRARY in path.parents
+    """Whether ``path`` is a module of dpsim's library (not of the papers installed with it
+    as ``dpsim.experiments``, which are definition modules)."""
+    text = str(path)
+    return text.startswith(_LIBRARY_PREFIX) and not text.startswith(_PAPERS_PREFIX)
 
 
 @lru_cache(maxsize=1)
@@ -384,7 +567,8 @@ def _paper_packages() -> frozenset[str]:
 def _installed(path: Path) -> bool:
     """Whether ``path`` is a module of Python or of an installed package (a virtual
     environment may lie inside a study's folder)."""
-    return any(root in path.parents for root in _installed_roots())
+    text = str(path)
+    return any(text.startswith(str(root) + os.sep) for root in _installed_roots())
 
 
 def _is_definition(fn, path: Path) -> bool:
@@ -412,31 +596,134 @@ def definition_files(experiment, functions=None) -> list[Path]:
     return definition_modules(experiment, functions)
 
 
-def _modules(experiment, functions=None) -> tuple[dict[Path, Path], set[Path]]:
-    """(definition module → its anchor, library modules) of ``experiment``."""
+class _Roots:
+    """What of one definition module the rows depend on: the top-level names of the
+    functions reached there (their own, or the def they are nested in) and the names other
+    modules import from it (None: all of it), the first lines of top-level lambdas reached,
+    and the live statements last found (:func:`_live`)."""
+
+    def __init__(self, anchor: Path):
+        self.anchor, self.lines, self.names, self.live = anchor, set(), set(), None
+
+    def add(self, names) -> None:
+        if names is None or self.names is None:
+            self.names = None
+        else:
+            self.names |= set(names)
+
+
+def _bindings(experiment, folders: set[Path]) -> dict[Path, set[str]]:
+    """The modules loaded from ``folders`` (the packages of the reached functions' files) that
+    bind ``experiment`` (the object, or one of its class and name: a mutant of it), with the
+    names they bind it to: where its wiring is written (xu's ``scenarios.py``)."""
+    name, found = getattr(experiment, "name", None), {}
+    names = {f.name for f in folders}
+    for module in list(sys.modules.values()):
+        origin = getattr(module, "__file__", None)
+        if not isinstance(origin, str) or not origin.endswith(".py") \
+                or os.path.basename(os.path.dirname(origin)) not in names or Path(origin).parent.resolve() not in folders:
+            continue
+        names = {key for key, value in list(vars(module).items())
+                 if value is experiment or (type(value) is type(experiment) and getattr(value, "name", None) == name)}
+        if names:
+            found.setdefault(Path(origin).resolve(), set()).update(names)
+    return found
+
+
+def _attributes_used(statements: tuple, live: list[int], name: str) -> set[str] | None:
+    """The attributes the live statements read from the module bound to ``name`` (``m.x`` →
+    "x"); None when they use it otherwise (passed on whole)."""
+    found = set()
+    for i in live:
+        node = statements[i].node
+        bases = {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                 and n.value.id == name}
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute) and id(n.value) in bases:
+                found.add(n.attr)
+            elif isinstance(n, ast.Name) and n.id == name and id(n) not in bases and isinstance(n.ctx, ast.Load):
+                return None
+    return found
+
+
+def _import_targets(path: Path, node, anchor: Path) -> list[tuple[Path, str | None, str | None]]:
+    """What an import statement of the module at ``path`` brings in: (file, the name it binds,
+    the name imported from the file, or None when the name is the module itself)."""
+    found = []
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            for target in _resolved(path, 0, alias.name, (), anchor)[-1:]:
+                found.append((target, alias.asname, None))     # without "as", the top package is bound: all of it
+        return found
+    files = _resolved(path, node.level, node.module or "", (), anchor)
+    if not files:
+        return found
+    module = files[-1]
+    for alias in node.names:
+        sub = _module_file(module.parent, [alias.name]) if module.name == "__init__.py" else None
+        if sub is not None:
+            found.append((sub, alias.asname or alias.name, None))
+        else:
+            found.append((module, None, alias.name))
+    return found
+
+
+def _modules(experiment, functions=None) -> tuple[dict[Path, tuple[Path, str]], set[Path]]:
+    """(definition module → (its anchor, its digest), library modules) of ``experiment``.
+
+    A definition module counts by its live statements (:func:`_live`): those holding a
+    reached function or binding the experiment, those binding names that other live code
+    imports from it, and what they need. Its live imports bring in further definition
+    modules (with the names imported, or the attributes read from an imported module) and
+    library modules."""
     functions = functions if functions is not None else _reachable(_functions(experiment))
-    definitions: dict[Path, Path] = {}
+    roots: dict[Path, _Roots] = {}
     library: set[Path] = {p for p in (_library_module(n) for n in ENGINE) if p is not None}
-    stack = []
     for fn in functions:
         path = _source(fn)
         if path is None:
             continue
         if _in_library(path):
             library.add(path)
-        elif _is_definition(fn, path) and path not in definitions:
-            definitions[path] = _anchor(path)
-            stack.append(path)
-    while stack:
-        path = stack.pop()
-        anchor = definitions[path]
-        for level, module, names in _digest_of(str(path), True)[1]:
-            for found in _resolved(path, level, module, names, anchor):
-                if _in_library(found):
-                    library.add(found)
-                elif found.is_relative_to(anchor) and not _installed(found) and found not in definitions:
-                    definitions[found] = anchor
-                    stack.append(found)
+        elif _is_definition(fn, path):
+            entry = roots.setdefault(path, _Roots(_anchor(path)))
+            head = (getattr(fn, "__qualname__", None) or "<?>").split(".")[0]
+            code = getattr(fn, "__code__", None)
+            if not head.startswith("<"):           # a top-level def or class, or a function inside one
+                entry.add({head})
+            elif code is not None:                  # a lambda at the top level: by its line
+                entry.lines.add(code.co_firstlineno)
+    for path, names in _bindings(experiment, {p.parent for p in roots}).items():
+        if _is_definition(None, path) or path in roots:
+            roots.setdefault(path, _Roots(_anchor(path))).add(names)
+    changed = True
+    while changed:
+        changed = False
+        for path, entry in list(roots.items()):
+            statements = _definition_statements(path)
+            live = _live(statements, entry.lines, entry.names)
+            if live == entry.live:
+                continue
+            entry.live, changed = live, True
+            for i in live:
+                for node in ast.walk(statements[i].node):
+                    if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                        continue
+                    top = node is statements[i].node
+                    for target, bound, imported in _import_targets(path, node, entry.anchor):
+                        if _in_library(target):
+                            library.add(target)
+                        elif target.is_relative_to(entry.anchor) and not _installed(target):
+                            other = roots.setdefault(target, _Roots(entry.anchor))
+                            if imported is not None:
+                                other.add({imported} if imported != "*" else None)
+                            else:
+                                other.add(_attributes_used(statements, live, bound) if top and bound else None)
+    definitions = {}
+    for path, entry in roots.items():
+        statements = _definition_statements(path)
+        text = "\n".join(statements[i].text for i in entry.live or ())
+        definitions[path] = (entry.anchor, hashlib.sha256(text.encode()).hexdigest()[:16])
     return definitions, _library_closure(library)
 
 
@@ -501,7 +788,7 @@ def fingerprint(experiment) -> dict:
     functions = _reachable(_functions(experiment))
     definitions, library = _modules(experiment, functions)
     lib = {str(p.relative_to(LIBRARY.parent)): module_digest(p) for p in library}
-    own = {str(p.relative_to(anchor)): module_digest(p, definition=True) for p, anchor in definitions.items()}
+    own = {str(p.relative_to(anchor)): digest for p, (anchor, digest) in definitions.items()}
     wiring = hashlib.sha256(_structure(experiment).encode()).hexdigest()[:16]
     own[f"<experiment {getattr(experiment, 'name', '?')}>"] = wiring
     definition = _combined(own, _fileless_code(functions) + b"\0" + _closure_values(functions))
