@@ -617,17 +617,25 @@ def _bindings(experiment, folders: set[Path]) -> dict[Path, set[str]]:
     bind ``experiment`` (the object, or one of its class and name: a mutant of it), with the
     names they bind it to: where its wiring is written (xu's ``scenarios.py``)."""
     name, found = getattr(experiment, "name", None), {}
-    names = {f.name for f in folders}
+    folder_names = {f.name for f in folders}
     for module in list(sys.modules.values()):
         origin = getattr(module, "__file__", None)
-        if not isinstance(origin, str) or not origin.endswith(".py") \
-                or os.path.basename(os.path.dirname(origin)) not in names or Path(origin).parent.resolve() not in folders:
+        if not isinstance(origin, str) or not origin.endswith(".py") or \
+                os.path.basename(os.path.dirname(origin)) not in folder_names or \
+                Path(origin).parent.resolve() not in folders:
             continue
         names = {key for key, value in list(vars(module).items())
                  if value is experiment or (type(value) is type(experiment) and getattr(value, "name", None) == name)}
         if names:
             found.setdefault(Path(origin).resolve(), set()).update(names)
     return found
+
+
+def _alias(node: ast.stmt) -> bool:
+    """Whether a statement only names what another module made: an import, or an
+    assignment of a name or attribute (``FIG7 = individual.FIG7``)."""
+    return isinstance(node, (ast.Import, ast.ImportFrom)) or (
+        isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)))
 
 
 def _attributes_used(statements: tuple, live: list[int], name: str) -> set[str] | None:
@@ -694,8 +702,10 @@ def _modules(experiment, functions=None) -> tuple[dict[Path, tuple[Path, str]], 
             elif code is not None:                  # a lambda at the top level: by its line
                 entry.lines.add(code.co_firstlineno)
     for path, names in _bindings(experiment, {p.parent for p in roots}).items():
-        if _is_definition(None, path) or path in roots:
-            roots.setdefault(path, _Roots(_anchor(path))).add(names)
+        statements = _definition_statements(path)
+        made = {n for n in names if any(n in st.binds and not _alias(st.node) for st in statements)}
+        if made and (_is_definition(None, path) or path in roots):
+            roots.setdefault(path, _Roots(_anchor(path))).add(made)
     changed = True
     while changed:
         changed = False
