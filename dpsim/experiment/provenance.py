@@ -7,15 +7,18 @@ removed, positions left out), so an edit of a comment, a docstring, a blank line
 layout keeps every folder usable, while any change of what the code does changes it. The
 modules are:
 
-* the experiment's *definition modules* (:func:`definition_modules`): the file of each
-  function it reaches (its seams, closures, ``functools.partial``, ``__wrapped__``) outside
-  the library, and the modules of the study or paper package those import, followed
-  statically. Their top-level statements that bind only ``CHECKS``, ``MUTANTS`` or ``AUDITS``
-  (or ``*_CHECKS``, ``*_MUTANTS``, ``*_AUDITS``) are left out, and so is every figure layout
-  (a ``FigureSpec(...)`` or ``Panel(...)`` call, a ``figure=`` argument): what is judged or
-  drawn from the rows is not the rows' identity. Functions with no file (``python -c``) count
-  by their bytecode, and plain values held in the reached functions' closures (a mutant's
-  factor) by their ``repr``;
+* the experiment's *definition modules* (:func:`definition_modules`, :func:`_modules`):
+  outside the library, the files of the functions it reaches (its seams, closures,
+  ``functools.partial``, ``__wrapped__``) and of the statement that makes it (a module of
+  the same package binding it), and the study or paper modules their code imports. Such a
+  module counts by its *live* statements (:func:`_live`): those defining the reached
+  functions and making the experiment, then every statement binding a name they use,
+  followed through imports to the names imported, to a fixed point. So its ``CHECKS``,
+  ``MUTANTS`` and ``AUDITS``, and what only they use (regions, predictions, a mutant's
+  method), are not the rows' identity, and neither is a figure layout (a ``FigureSpec(...)``
+  or ``Panel(...)`` call, a ``figure=`` argument, blanked before). Functions with no file
+  (``python -c``) count by their bytecode, and plain values held in the reached functions'
+  closures (a mutant's factor) by their ``repr``;
 * the experiment's *wiring* (:func:`_structure`, recorded as ``<experiment NAME>``): its
   fields but the figure, title, description, default axis values and replicates, with each
   function named by module and name (which truth, which methods, which axes are shape or
@@ -23,7 +26,9 @@ modules are:
 * the *library modules* (``dpsim/…``) that the definition modules and the engine
   (:mod:`dpsim.experiment.runner`, the modules of the functions reached) import, directly or
   through other modules, followed statically (imports inside functions and the packages
-  above a module included).
+  above a module included); each whole but its docstrings. Their digests are kept between
+  processes (:func:`code_cache`, one file per module content), so a command reads them
+  instead of parsing dpsim again.
 
 The manifest keeps the per-module digests (``code["modules"]``), so a refusal names the
 modules that changed (:func:`changed_modules`). Rows made by different code are never mixed:
@@ -361,18 +366,16 @@ def code_cache() -> Path | None:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dpsim" / "code"
 
 
-def _digest_of(path: str, definition: bool) -> tuple[str, tuple]:
-    """(digest, imports) of one file as :func:`module_digest` takes it (cached by its bytes: an
-    edited file is parsed again; a library module's also on disk, :func:`code_cache`)."""
+def _digest_of(path: str) -> tuple[str, tuple]:
+    """(digest, imports) of one library module as :func:`module_digest` takes it (cached by
+    its bytes, in this process and on disk, :func:`code_cache`: an edited file is parsed again)."""
     data = Path(path).read_bytes()
-    if definition:
-        return _parsed_digest(data, path, True)
     key = hashlib.sha256(data + b"\0" + sys.version.encode()).hexdigest()
     folder = code_cache()
     stored = _stored_digest(folder / f"{key}.json") if folder else None
     if stored is not None:
         return stored
-    found = _parsed_digest(data, path, False)
+    found = _parsed_digest(data, path)
     if folder is not None:
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -397,12 +400,8 @@ def _stored_digest(path: Path) -> tuple[str, tuple] | None:
 
 
 @lru_cache(maxsize=4096)
-def _parsed_digest(data: bytes, path: str, definition: bool) -> tuple[str, tuple]:
+def _parsed_digest(data: bytes, path: str) -> tuple[str, tuple]:
     tree = ast.parse(data, filename=path)
-    if definition:
-        tree = _FiguresBlanked().visit(_strip_docstrings(tree))
-        tree.body = [s for s in tree.body if not _verification_only(s)]
-        return hashlib.sha256(_serialised(tree).encode()).hexdigest()[:16], tuple(_imports(tree))
     out, imports = [], []
     _serialise_fast(tree, out, imports)          # one pass: the same text as _serialised, docstrings out
     return hashlib.sha256("".join(out).encode()).hexdigest()[:16], tuple(imports)
@@ -418,7 +417,7 @@ def _is_docstring(node) -> bool:
 
 def _serialise_fast(node, out: list, imports: list) -> None:
     """Append :func:`_serialised` of ``node`` with its docstrings removed
-    (:func:`_strip_docstrings`) to ``out``, and its imports (:func:`_imports`) to ``imports``,
+    (:func:`_strip_docstrings`) to ``out``, and its imports as (level, module, names) to ``imports``,
     in one walk (a library module's digest is taken in every command)."""
     kind = type(node)
     if kind is ast.Import:
@@ -455,28 +454,14 @@ def _serialise_fast(node, out: list, imports: list) -> None:
     out.append(")")
 
 
-def module_digest(path: Path, definition: bool = False) -> str:
-    """The digest of one module (16 hex digits): its syntax tree without docstrings or
-    positions, so comments and layout do not count. ``definition``: a study or paper module,
-    whose verification statements and figure layouts are left out as well (module docstring).
+def module_digest(path: Path) -> str:
+    """The digest of one library module (16 hex digits): its syntax tree without docstrings
+    or positions (:func:`_serialised`), so comments and layout do not count.
 
     Raises:
         SyntaxError: the file does not parse.
     """
-    path = Path(path).resolve()
-    return _digest_of(str(path), definition)[0]
-
-
-def _imports(tree: ast.AST) -> list[tuple[int, str, tuple]]:
-    """Every import of ``tree`` (also inside functions) as (level, module, names):
-    ``import a.b`` → (0, "a.b", ()); ``from .c import d`` → (1, "c", ("d",))."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(0, alias.name, ()) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            found.append((node.level, node.module or "", tuple(a.name for a in node.names)))
-    return found
+    return _digest_of(str(Path(path).resolve()))[0]
 
 
 def _module_file(base: Path, parts: list[str]) -> Path | None:
@@ -749,7 +734,7 @@ def _library_closure(roots: set[Path]) -> set[Path]:
             init = LIBRARY.parent.joinpath(*path.relative_to(LIBRARY.parent).parts[:i]) / "__init__.py"
             if init.is_file() and init not in found:
                 stack.append(init)
-        for level, module, names in _digest_of(str(path), False)[1]:
+        for level, module, names in _digest_of(str(path))[1]:
             stack.extend(p for p in _resolved(path, level, module, names, None) if _in_library(p))
     return found
 
