@@ -680,12 +680,15 @@ def _modules(experiment, functions=None) -> tuple[dict[Path, tuple[Path, str]], 
             library.add(path)
         elif _is_definition(fn, path):
             entry = roots.setdefault(path, _Roots(_anchor(path)))
-            head = (getattr(fn, "__qualname__", None) or "<?>").split(".")[0]
             code = getattr(fn, "__code__", None)
-            if not head.startswith("<"):           # a top-level def or class, or a function inside one
-                entry.add({head})
-            elif code is not None:                  # a lambda at the top level: by its line
+            # the code's own name (a functools.wraps wrapper's __qualname__ is the wrapped one's)
+            head = (getattr(code, "co_qualname", None) or getattr(fn, "__qualname__", None) or "<?>").split(".")[0]
+            if not head.startswith("<") and any(head in st.binds for st in _definition_statements(path)):
+                entry.add({head})                   # a top-level def or class, or a function inside one
+            elif code is not None:                  # a lambda at the top level, or a name not bound there
                 entry.lines.add(code.co_firstlineno)
+            else:                                   # a class or object without code: all of its file
+                entry.add(None)
     for path, names in _bindings(experiment, {p.parent for p in roots}).items():
         statements = _definition_statements(path)
         made = {n for n in names if any(n in st.binds and not _alias(st.node) for st in statements)}
