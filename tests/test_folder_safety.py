@@ -172,3 +172,32 @@ def test_the_fingerprint_is_the_same_in_another_process(study):
     other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                            cwd=study.parent).stdout.strip()
     assert other == fingerprint(_experiment(study))["hash"]
+
+
+HELPER = '''
+def noise_scale(eps):
+    return 2.0 / eps
+
+
+def unused(x):
+    return x + 1
+'''
+
+
+def test_a_helper_module_counts_by_what_the_study_uses_from_it(tmp_path, monkeypatch):
+    """A study importing a function from its own helper module: a change of that function
+    changes the fingerprint and is named; a change of another function there does not."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "safety_helper.py").write_text(HELPER)
+    text = STUDY.replace("import jax, jax.numpy as jnp\n", "import jax, jax.numpy as jnp\nfrom safety_helper import noise_scale\n")
+    text = text.replace('noise = (2.0 / ctx.analysis["eps"])', 'noise = noise_scale(ctx.analysis["eps"])')
+    assert "noise_scale(ctx" in text
+    (tmp_path / "study.py").write_text(text)
+    experiment = _experiment(tmp_path / "study.py")
+    first = fingerprint(experiment)
+    assert first["definition_files"] == ["safety_helper.py", "study.py"]
+    (tmp_path / "safety_helper.py").write_text(HELPER.replace("x + 1", "x + 2"))
+    assert fingerprint(experiment)["hash"] == first["hash"]
+    (tmp_path / "safety_helper.py").write_text(HELPER.replace("2.0 / eps", "3.0 / eps"))
+    changed = fingerprint(experiment)
+    assert changed["hash"] != first["hash"] and changed_modules(first, changed) == ["safety_helper.py"]
