@@ -203,7 +203,7 @@ def calibration(eps: float, n: int, p: float) -> tuple[float, float]:
 
 
 def numpy_theta(rng, n: int) -> np.ndarray:
-    """θ* of cai §3.4: top k = round(n/4) items last with e^θ = 1, the rest Unif(0.2, 0.7)."""
+    """θ* of docs/cai.md, Model: top k = round(n/4) items last with e^θ = 1, the rest Unif(0.2, 0.7)."""
     k = top_k_size(n)
     theta = np.concatenate([np.log(rng.uniform(0.2, 0.7, n - k)), np.zeros(k)])
     return theta - theta.mean()

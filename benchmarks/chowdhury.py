@@ -85,7 +85,7 @@ QUICK = Config(reps=4, warm_runs=0, scipy_lanes=3, sklearn_fits=10, numpy_sgd_pa
 # ----------------------------------------------------------------------------- NumPy data
 
 def numpy_lane(seed: int, n: int):
-    """θ* ~ N(0, I) given ‖θ*‖ ≤ B, x = ϕ¹ − ϕ⁰, BTL labels (spec §6.2), in NumPy."""
+    """θ* ~ N(0, I) given ‖θ*‖ ≤ B, x = ϕ¹ − ϕ⁰, BTL labels (docs/chowdhury.md, Experiments as run), in NumPy."""
     rng = np.random.default_rng(seed)
     theta = rng.normal(size=D)
     while np.linalg.norm(theta) > B:
@@ -160,7 +160,7 @@ def sklearn_fit(item):
 
 def numpy_sgd_pass(item):
     """One pass of projected SGD with constant η = 0.1 (the literal reading) for the RR labels:
-    ĝ = (p̃₁(z) − ỹ)x (Alg. 1, spec §4.4), projection onto the B-ball."""
+    ĝ = (p̃₁(z) − ỹ)x (Alg. 1, chowdhury Algorithm 1, eq. (10), §4.3), projection onto the B-ball."""
     seed, n, eps = item
     rng, _, x, y = numpy_lane(seed, n)
     yt = rr_numpy(rng, y, eps)

@@ -15,7 +15,7 @@ A. Samplers, draws per second (warm, best of several calls):
    2. OpenDP (the library a user would pick; exact, hardened samplers in Rust):
       ``make_gaussian`` / ``make_laplace`` on an integer vector domain, one call on a vector of
       N zeros;
-   3. the authors' samplers ported to NumPy (nguyen supp. §4, spec §4.2, §4.7; written from
+   3. the authors' samplers ported to NumPy (nguyen supp. §4, nguyen §4.2; docs/nguyen.md, Mechanisms and estimators; written from
       the algorithms, not copied): the discrete Gaussian by CKS20's rejection loops with
       Bernoulli(exp(−γ)) trials, and the discrete Laplace as "0 w.p. (1 − α)/(1 + α), else a
       signed geometric", one Python call per draw (the authors draw one count at a time).
@@ -98,7 +98,7 @@ QUICK = Config(dpsim_draws=100_000, opendp_draws=10_000, port_draws=2_000, sigma
 # ----------------------------------------------------------------------------- the authors' samplers (port)
 
 def bernoulli_exp(rng, gamma: float) -> int:
-    """1 with probability exp(−γ) (CKS20 Algorithm 1; spec §4.2 ``BernExp``)."""
+    """1 with probability exp(−γ) (CKS20 Algorithm 1; nguyen §4.2 ``BernExp``)."""
     if gamma <= 1.0:
         k = 1
         while rng.random() < gamma / k:
@@ -111,7 +111,7 @@ def bernoulli_exp(rng, gamma: float) -> int:
 
 
 def discrete_gaussian_port(rng, sigma: float) -> int:
-    """One N_ℤ(0, σ²) draw by CKS20 Algorithm 3 (spec §4.2 ``DiscreteGaussian``)."""
+    """One N_ℤ(0, σ²) draw by CKS20 Algorithm 3 (nguyen §4.2 ``DiscreteGaussian``)."""
     t = math.floor(sigma) + 1
     while True:
         u = int(rng.integers(0, t))
@@ -130,7 +130,7 @@ def discrete_gaussian_port(rng, sigma: float) -> int:
 
 def discrete_laplace_port(rng, scale: float) -> int:
     """One Lap_ℤ(t) draw as the authors' code: 0 w.p. (1 − α)/(1 + α), α = e^{−1/t}, else a
-    signed Geometric(1 − α) on {1, 2, …} (spec §4.7)."""
+    signed Geometric(1 − α) on {1, 2, …} (docs/nguyen.md, Mechanisms and estimators)."""
     alpha = math.exp(-1.0 / scale)
     if rng.random() < (1 - alpha) / (1 + alpha):
         return 0
@@ -232,7 +232,7 @@ def spectral_lazy(Y):
 
 
 def noised(Y, graph, noise):
-    """Ỹ as coded (spec §4.7): noise on queried non-zero counts, max(1, ·), 0 off the graph."""
+    """Ỹ as coded (docs/nguyen.md, Mechanisms and estimators): noise on queried non-zero counts, max(1, ·), 0 off the graph."""
     out = np.where(graph, Y, 0.0)
     idx = np.argwhere(graph & (Y != 0))
     values = noise(len(idx))
@@ -344,7 +344,7 @@ def section_b(bench: harness.Bench) -> dict:
 # ----------------------------------------------------------------------------- vectorised NumPy
 
 def discrete_laplace_numpy(rng, scale: np.ndarray) -> np.ndarray:
-    """Lap_ℤ(t) draws, one per entry of ``scale``, all at once (the authors' rule, spec §4.7:
+    """Lap_ℤ(t) draws, one per entry of ``scale``, all at once (the authors' rule, docs/nguyen.md, Mechanisms and estimators:
     0 w.p. (1 − α)/(1 + α), α = e^{−1/t}, else a signed Geometric(1 − α))."""
     alpha = np.exp(-1.0 / scale)
     g = rng.geometric(-np.expm1(-1.0 / scale))

@@ -142,14 +142,14 @@ def raw_wins(rng, theta: np.ndarray, L: int) -> np.ndarray:
 
 
 def rr_zbar(rng, n1: np.ndarray, L: int, eps: float = EPS) -> np.ndarray:
-    """The RR counts Bin(n1, 1 − p_ε) + Bin(L − n1, p_ε), then z̄ (xu spec §4.4)."""
+    """The RR counts Bin(n1, 1 − p_ε) + Bin(L − n1, p_ε), then z̄ (docs/xu.md, Mechanisms and estimators)."""
     q = 1.0 / (1.0 + math.exp(eps))
     N = rng.binomial(n1, 1.0 - q) + rng.binomial(L - n1, q)
     return ((math.exp(eps) + 1.0) * N / L - 1.0) / (math.exp(eps) - 1.0)
 
 
 def release(rng, theta, L, eps):
-    """Raw wins and the RR counts, then z̄ (xu spec §4.4)."""
+    """Raw wins and the RR counts, then z̄ (docs/xu.md, Mechanisms and estimators)."""
     return rr_zbar(rng, raw_wins(rng, theta, L), L, eps)
 
 

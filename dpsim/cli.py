@@ -1,8 +1,10 @@
-"""The ``dpsim`` command: list, show, run, solve, merge, plot, verify, audit.
+"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, summary, verify, audit.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """
 from __future__ import annotations
+
+from collections import Counter
 
 import argparse
 import functools
@@ -11,7 +13,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from dpsim.errors import DpsimNote, DpsimWarning, RunStalled, UsageError
+from dpsim.errors import DpsimNote, DpsimWarning, RunStalled, UsageError, stage_failed, traceback_wanted
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,29 +22,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_list(args) -> int:
-    from dpsim.experiment.describe import compact_grid
-    from dpsim.experiment.registry import catalogue, is_study
-    target = args.study
-    found = catalogue(target if target and is_study(target) else None)
-    name = target if target and not is_study(target) else None
-    if name:
-        found.select("experiments", [name], "paper or experiment")     # unknown: one line, with a suggestion
-
-    def chosen(kind):
-        return found.select(kind, [], kind) if name is None else found.matching(kind, name)
-
+    from dpsim.api import catalog
+    found = catalog(args.study)
     print("experiments (details: dpsim show NAME):")
-    for e in chosen("experiments"):
+    for e in found["experiments"].itertuples():
         print(f"  {e.name:<26} {e.reps:>5} reps  {e.title}")
-        print(f"  {'':<26}            {compact_grid(e)}")
+        print(f"  {'':<26}            {e.grid}")
     print("checks:")
-    for c in chosen("checks"):
+    for c in found["checks"].itertuples():
         print(f"  {c.name:<48} ({c.experiment}) {c.description}")
     print("audits:")
-    for a in chosen("audits"):
+    for a in found["audits"].itertuples():
         print(f"  {a.name:<26} {a.description}")
     print("mutants (plausible bugs `dpsim verify --mutants` must catch):")
-    for m in chosen("mutants"):
+    for m in found["mutants"].itertuples():
         print(f"  {m.name:<40} ({', '.join(m.experiments)}) {m.description}")
     return 0
 
@@ -60,38 +53,19 @@ def _parse_sets(options):
 
 def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | None = None,
               metric: str | None = None, logy: bool | None = None) -> list[Path]:
-    """Draw the experiment's figure(s) from the run directory's table: PNG, PDF and the
-    plotted points as CSV, beside each other (several figures when an axis the figure does
-    not map has several values). ``where``, ``metric`` and ``logy`` are `dpsim plot`'s
-    --where, --metric and --logy / --no-logy (:mod:`dpsim.experiment.plots`); a bad one is a UsageError
-    raised before anything is written."""
-    from dpsim.experiment.store import load_results
-    from dpsim.experiment.plots import draw_figures, filter_rows, metric_spec, save_figure, with_logy
-    if experiment.figure is None:
-        return []
-    table = load_results(out)
-    table = filter_rows(table, where) if where else table
-    spec = metric_spec(table, experiment.figure, metric) if metric else experiment.figure
-    paths = []
-    for drawn in draw_figures(table, with_logy(spec, logy)):
-        paths += save_figure(drawn, to or out / "figure")
-    # the declared figure drawn from every row: figures of an earlier split (figure-link=probit.png, …)
-    # no longer drawn are removed (a figure of some rows or of one metric removes none)
-    if to is None and not where and not metric:
-        drawn_now = {Path(p).resolve() for p in paths}
-        for stale in out.glob("figure*"):
-            if stale.suffix in (".png", ".pdf", ".csv") and stale.resolve() not in drawn_now:
-                stale.unlink()
-    return paths
+    """Draw the experiment's figure(s) into the run directory (:func:`dpsim.api.draw_folder`)."""
+    from dpsim.api import draw_folder
+    return draw_folder(out, experiment, to, where=where, metric=metric, logy=logy)
 
 
 def cmd_show(args) -> int:
-    from dpsim.experiment.describe import default_plan, describe, estimate_seconds
-    from dpsim.experiment.registry import experiment as resolve
+    from dpsim.api import show
+    from dpsim.experiment.describe import default_plan, estimate_seconds
     from dpsim.experiment.units import format_duration
-    experiment, source = resolve(args.experiment)
-    for line in describe(experiment, source):
+    shown = show(args.experiment)
+    for line in shown["lines"]:
         print(line)
+    experiment = shown["experiment"]
     plan = default_plan(experiment)             # planned once, for the memory line and the estimate
     print("  " + plan.memory_line())
     if not args.no_estimate:
@@ -125,7 +99,8 @@ def cmd_run(args) -> int:
                                  overrides=overrides, chunk=args.chunk, workers=args.workers,
                                  progress=not args.no_progress, watchdog=args.watchdog, source=source,
                                  micro_batch=args.micro_batch, executor=executor, part=part,
-                                 accept_code_change=args.accept_code_change)
+                                 accept_code_change=args.accept_code_change,
+                                 confirm=None if args.yes else _confirm_large)
     which = "" if part is None else f" (part {part[0]}/{part[1]})"
     print(f"{experiment.name}{which}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
           f"in {summary.seconds:.1f} s -> {summary.out}")
@@ -136,17 +111,66 @@ def cmd_run(args) -> int:
     return 0
 
 
+LARGE_RUN_SECONDS = 86400.0      # a run estimated longer than a day asks for --yes
+
+
+def estimated_bytes(plan) -> float:
+    """About how many bytes a plan's rows take on disk: rows (lanes × analysis points ×
+    methods) × 8 bytes per column (axes, derived values, every method's columns, rep, point,
+    method); Parquet compresses little of a float's random digits."""
+    experiment = plan.grid.experiment
+    columns = (len(experiment.axes) + len(experiment.derived_names()) + 3
+               + sum(len(m.columns) for m in experiment.methods.values()))
+    return float(plan.lanes) * len(plan.grid.analysis_points) * len(experiment.methods) * columns * 8
+
+
+def _free_bytes(out: Path) -> float:
+    """Free bytes on the file system that holds ``out`` (its nearest existing ancestor)."""
+    import shutil
+    path = Path(out).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return float(shutil.disk_usage(path).free)
+
+
+def _confirm_large(plan) -> None:
+    """`dpsim run`'s guard, before anything is computed: a plan estimated longer than a day
+    (the engine's cost model, as --dry-run prints it) or larger than the free disk asks
+    "start it? [y/N]" on a terminal, and is refused in one line elsewhere (stdin not a tty):
+    --yes starts it without asking."""
+    from dpsim.experiment.units import format_bytes, format_duration
+    seconds, size, free = plan.compute_seconds(), estimated_bytes(plan), _free_bytes(plan.out)
+    reasons = ([f"about {format_duration(seconds)} by the engine's cost model"] if seconds > LARGE_RUN_SECONDS
+               else []) + ([f"about {format_bytes(size)} of rows, more than the {format_bytes(free)} free "
+                            f"where {plan.out} is"] if size > free else [])
+    if not reasons:
+        return
+    what = f"{plan.grid.experiment.name}: {plan.lanes} replicate lanes would take {' and '.join(reasons)}"
+    if sys.stdin is not None and sys.stdin.isatty():
+        answer = input(f"{what}; start it? [y/N] ").strip().lower()
+        if answer in ("y", "yes"):
+            return
+    raise UsageError(f"{what}; nothing started: give fewer --reps or --set values (`--dry-run` shows the plan), "
+                     f"or --yes to start it anyway")
+
+
+def _named_folder(value: str | None, option: str) -> None:
+    """Refuse an empty folder name (``--out ""`` would write to the default or the working
+    directory): UsageError naming the option. None (not given) passes."""
+    if value is not None and not str(value).strip():
+        raise UsageError(f"{option} {value!r} names no folder")
+
+
 def cmd_solve(args) -> int:
     """For every configuration of the other axes, the value of --for where mean METRIC = VALUE."""
-    from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.solve import parse_within, solve_experiment
+    from dpsim.api import solve
+    from dpsim.experiment.solve import parse_within
+    _named_folder(args.out, "--out")
     overrides = _parse_sets(args.set)
     within = None if args.within is None else parse_within(args.within)
-    experiment, source = resolve(args.experiment)
-    result = solve_experiment(experiment, axis=args.axis, target=args.target, within=within, finder=args.finder,
-                              overrides=overrides, seed=args.seed, out=args.out, level=args.level,
-                              budget=args.budget, progress=not args.no_progress, source=source,
-                              watchdog=args.watchdog)
+    result = solve(args.experiment, axis=args.axis, target=args.target, within=within, finder=args.finder,
+                   seed=args.seed, out=args.out, level=args.level, budget=args.budget,
+                   progress=not args.no_progress, watchdog=args.watchdog, **overrides)
     for line in solve_lines(result):
         print(line)
     return 0
@@ -188,12 +212,17 @@ def _value_text(value) -> str:
 
 
 def cmd_merge(args) -> int:
-    """Join run folders of one experiment, seed and code (e.g. the parts of an array job)."""
+    """Join run folders of one experiment, seed and code (e.g. the parts of an array job); a
+    complete merged folder gets its figure, as the last part of a split into one folder draws it."""
     from dpsim.experiment.merge import merge_folders
+    _named_folder(args.out, "the merged folder")
     manifest = merge_folders(args.out, args.dirs, _manifest_experiment)
     rows = manifest["study"].get("rows", 0)
     state = "complete" if manifest["complete"] else "incomplete: `dpsim run` into it computes what is missing"
     print(f"{manifest['experiment']}: {len(args.dirs)} folders, {rows} rows -> {args.out} ({state})")
+    if manifest["complete"]:          # as the last part of a split writing one folder draws it
+        for path in _plot_dir(Path(args.out), _manifest_experiment(manifest)):
+            print(f"figure: {path}")
     return 0
 
 
@@ -229,41 +258,35 @@ def cmd_export(args) -> int:
 
 
 def cmd_summary(args) -> int:
-    """Means with 95% intervals per group, and log–log slopes, from the command line."""
-    import numpy as np
+    """Means with 95% intervals per group, and log–log slopes, from the command line: the
+    numbers of :meth:`dpsim.api.Results.summary`, formatted."""
     import pandas as pd
 
-    from dpsim.experiment.store import load_results
-    from dpsim.experiment.summary import failure_reasons, grid_columns, loglog_slope, summarise
-    table = load_results(_run_directory(args.dir))
-    metrics = list(table.attrs.get("method_columns", ()))
+    from dpsim.api import load
+    from dpsim.experiment.plots import parse_where
+    where = parse_where(args.where or [])
+    results = load(_run_directory(args.dir))
+    pool = tuple(args.pool or ())
     if args.slope:
-        for spec in args.slope:
-            metric, _, axis = spec.partition(":")
-            if not axis or metric not in table or axis not in table:
-                raise UsageError(f"--slope {spec!r}: write METRIC:AXIS with a metric and an axis of this run")
-            rows = table[table[metric].notna() & np.isfinite(table[axis].astype(float))]
-            others = [c for c in grid_columns(rows) if c != axis and c not in (args.pool or ())
-                      and rows[c].nunique() > 1]
-            for key, part in rows.groupby(["method", *others], sort=True):
-                key = key if isinstance(key, tuple) else (key,)
-                label = f"{key[0]:<16}" + "".join(f" {a}={v}" for a, v in zip(others, key[1:]))
-                fit = loglog_slope(part, metric, axis, pool=args.pool or ())
-                print(f"{label}: slope of log {metric} on log {axis} {fit.slope:+.3f} "
-                      f"[{fit.ci_low:+.3f}, {fit.ci_high:+.3f}]  ({fit.rows})")
+        fits = results.summary(slope=args.slope, where=where, pool=pool, cli=True)
+        for _, fit in fits.iterrows():
+            others = [c for c in fits.columns if c not in SLOPE_COLUMNS]
+            label = f"{fit['method']:<16}" + "".join(f" {a}={fit[a]}" for a in others if pd.notna(fit[a]))
+            print(f"{label}: slope of log {fit['metric']} on log {fit['axis']} {fit['slope']:+.3f} "
+                  f"[{fit['ci_low']:+.3f}, {fit['ci_high']:+.3f}]  ({fit['rows']})")
         return 0
-    metric = args.metric or (metrics[0] if metrics else None)
-    if metric not in table:
-        raise UsageError(f"unknown metric {metric!r}; this run has {', '.join(metrics)}")
-    table = table[table[metric].notna()]            # methods that do not report it
-    by = ["method", *(args.by or [c for c in grid_columns(table) if table[c].nunique() > 1])]
-    out = summarise(table, metric, by, pool=args.pool or ())
-    why = failure_reasons(table, by)
-    if any(why):
-        out["why"] = why              # e.g. "10 max steps, 2 non-finite" (the result codes)
+    out = results.summary(args.metric, args.by, where=where, pool=pool, cli=True)
+    metric, metrics = out.attrs["metric"], out.attrs["metrics"]
+    others = [m for m in metrics if m != metric]
+    how = "" if args.metric else " (the first metric; --metric NAME for another" + \
+        (f": {', '.join(others)})" if others else ")")
+    print(f"{metric}: mean, sd, n and 95% interval per group{how}")
     with pd.option_context("display.max_rows", 500, "display.width", 160):
-        print(out.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print(out.drop(columns="metric").to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 0
+
+
+SLOPE_COLUMNS = ("metric", "axis", "method", "slope", "stderr", "ci_low", "ci_high", "n_points", "n_obs", "rows")
 
 
 def cmd_plot(args) -> int:
@@ -294,96 +317,38 @@ def cmd_plot(args) -> int:
 
 def _manifest_experiment(manifest: dict):
     """The experiment a run directory holds, found again from the manifest's source."""
-    from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.registry import is_study
-    source = manifest.get("source") or manifest["experiment"]
-    target = source if is_study(source) else manifest["experiment"]
-    return resolve(target)[0]
-
-
-def _checks_of_experiments(found, names: list[str]) -> list[str]:
-    """``names`` with each experiment name replaced by the names of the checks judged on it
-    (``dpsim verify cai-fig3`` runs cai-fig3's checks); other names are left as they are."""
-    out = []
-    for name in names:
-        if name in found.experiments and name not in found.checks:
-            own = [c.name for c in found.checks.values() if c.experiment == name]
-            if not own:
-                raise UsageError(f"experiment {name!r} has no checks; see `dpsim list`")
-            out.extend(own)
-        else:
-            out.append(name)
-    return out
+    from dpsim.api import experiment_of
+    return experiment_of(manifest)
 
 
 def cmd_verify(args) -> int:
-    from dpsim.experiment.registry import catalogue, is_study
-    from dpsim.experiment.verify import family_size, verify, verify_mutants
-    sequential = _sequential(args)
-    names = list(args.checks)
-    study = next((n for n in names if is_study(n)), None)
-    if study:
-        names.remove(study)
-    found = catalogue(study)
-    if study and not names:
-        names = [c.name for c in found.matching("checks", study.split(":")[0])]
-        if not names:
-            raise UsageError(f"study file {study!r} defines no checks")
-    checks = {c.name: c for c in found.select("checks", _checks_of_experiments(found, names), "check")}
-    mutants = _selected_mutants(found, checks, args)
-    family = family_size(checks.values())
-    results, counts = verify(checks, found.experiments, [], runs=Path(args.runs), seed=args.seed,
-                             reps=args.reps, progress=not args.no_progress, watchdog=args.watchdog,
-                             sources=found.source, family=family, sequential=sequential, solver=_check_solver)
-    survivors = 0
-    if mutants is not None:
-        outcomes = verify_mutants(checks, found.experiments, mutants, results, runs=Path(args.runs),
-                                  seed=args.seed, reps=args.reps, family=family, progress=not args.no_progress,
-                                  watchdog=args.watchdog, sources=found.source, solver=_check_solver)
-        survivors = sum(not o.killed for o in outcomes)
+    from dpsim.api import verify
+    _named_folder(args.runs, "--runs")
+    found = verify(*args.checks, runs=args.runs, seed=args.seed, reps=args.reps, until_decided=args.until_decided,
+                   budget=args.budget, stages=args.stages, mutants=args.mutant or args.mutants,
+                   progress=not args.no_progress, echo=lambda line: print(line, flush=True),
+                   watchdog=args.watchdog, cli=True)
+    survivors = 0 if found.mutants is None else int((~found.mutants["killed"]).sum())
+    return verify_status(Counter(found.counts), survivors)
+
+
+VERIFY_STATUS = """exit status: 0 every judged check passed; 1 a check FAILed (the data contradict its claim,
+family-wise), was REFUSED (too many unconverged fits) or a mutant survived; 4 a check could not
+be evaluated (ERROR: a broken check, e.g. its statistic is NaN; no claim about the science);
+3 some checks INCONCLUSIVE (more replicates would decide them); 2 bad input (one line, nothing
+computed: a check naming a metric, method or axis its experiment lacks, or pooling an axis, is
+refused when its paper or study loads)."""
+
+
+def verify_status(counts, survivors: int = 0) -> int:
+    """`dpsim verify`'s exit status (:data:`VERIFY_STATUS`): 1 for a FAIL, a REFUSED check or a
+    surviving mutant, else 4 for an ERROR, else 3 for an INCONCLUSIVE check, else 0."""
     if counts["FAIL"] or counts["REFUSED"] or survivors:
         return 1
+    if counts["ERROR"]:
+        return 4
     return 3 if counts["INCONCLUSIVE"] else 0
 
-
-def _check_solver(experiment, solve, *, out, seed, progress):
-    """The roots table of a check's declared solve (:class:`~dpsim.experiment.checks.Solve`),
-    computed (or replayed) by ``dpsim solve``'s back end into ``out``."""
-    from dpsim.experiment.solve import solve_experiment
-    return solve_experiment(experiment, axis=solve.axis, target=solve.target, within=solve.within,
-                            overrides=solve.override_dict() or None, seed=seed, out=out, progress=progress).table
-
-
-def _sequential(args):
-    """The :class:`~dpsim.experiment.verify.Sequential` rule ``--until-decided [--budget]
-    [--stages]`` asks for, or None; UsageError for a bad value or a combination it refuses."""
-    from dpsim.experiment.verify import Sequential
-    if not args.until_decided:
-        extra = "--budget" if args.budget is not None else "--stages" if args.stages is not None else None
-        if extra:
-            raise UsageError(f"{extra} needs --until-decided")
-        return None
-    if args.mutants or args.mutant:
-        raise UsageError("--until-decided cannot be combined with --mutants/--mutant (judge mutants at fixed replicates)")
-    return Sequential(**({} if args.stages is None else {"stages": args.stages}), budget=args.budget)
-
-
-def _selected_mutants(found, checks, args):
-    """The mutants ``--mutants`` (every mutant of the selected checks' experiments) or
-    ``--mutant NAME`` asks for, or None when neither is given."""
-    from dpsim.experiment.mutants import mutants_of
-    if not args.mutants and not args.mutant:
-        return None
-    relevant = mutants_of(found.mutants.values(), {c.experiment for c in checks.values()})
-    if args.mutant:
-        chosen = found.select("mutants", args.mutant, "mutant")
-        outside = [m.name for m in chosen if m not in relevant]
-        if outside:
-            raise UsageError(f"mutant {outside[0]!r} changes none of the selected checks' experiments")
-        relevant = chosen
-    if not relevant:
-        raise UsageError("no mutant changes the selected checks' experiments; see `dpsim list`")
-    return relevant
 
 
 def cmd_audit(args) -> int:
@@ -426,14 +391,15 @@ metrics, expected run time); then `dpsim run NAME [--set AXIS=V1,V2] [--dry-run]
 
 @functools.lru_cache(maxsize=None)
 def build_parser() -> argparse.ArgumentParser:
-    """The command's parser, built once per process (a build takes ~40 ms, which tests that
-    call :func:`main` hundreds of times in one process would pay each time)."""
+    """The command's parser, built once per process (tests call :func:`main` hundreds of
+    times in one process and would pay the build each time)."""
     from dpsim import __version__
     parser = _Parser(prog="dpsim", description="Minimax-rate experiments for differentially private "
                      "learning from pairwise comparisons and response data.", epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"dpsim {__version__}")
     parser.add_argument("--traceback", action="store_true",
-                        help="show the whole Python trace of an error in a study's method (sets DPSIM_TRACEBACK=1)")
+                        help="show the whole Python trace of an error in a study's own code (truth, generate, "
+                             "derived values, methods, figure, checks; sets DPSIM_TRACEBACK=1)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lister = sub.add_parser("list", help="list experiments, checks and audits")
     lister.add_argument("study", nargs="?", default=None,
@@ -475,6 +441,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--accept-code-change", action="store_true",
                      help="extend a folder made by other code: its rows stay, only lanes not stored are computed "
                           "by this code, and the manifest records the change as a new segment")
+    run.add_argument("--yes", action="store_true",
+                     help="start a run estimated longer than a day or larger than the free disk without asking "
+                          "(without it such a run asks on a terminal and is refused elsewhere)")
     _add_watchdog(run)
     run.set_defaults(func=cmd_run)
 
@@ -525,14 +494,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     summ = sub.add_parser("summary", help="means with 95%% intervals (or log-log slopes) of a run directory")
     summ.add_argument("dir")
-    summ.add_argument("--metric", default=None, help="the metric to summarise (default: the first)")
+    summ.add_argument("--metric", default=None,
+                      help="the metric to summarise (default: the first; the output names it)")
     summ.add_argument("--by", nargs="+", default=None, help="group by these axes (default: every axis that varies)")
     summ.add_argument("--pool", nargs="+", default=None, help="axes to average over deliberately")
+    summ.add_argument("--where", action="append", metavar="AXIS=V1,V2,...",
+                      help="summarise only the rows whose AXIS (a grid axis or method) takes these values; repeatable")
     summ.add_argument("--slope", action="append", metavar="METRIC:AXIS",
                       help="print the slope of log METRIC on log AXIS per method instead")
     summ.set_defaults(func=cmd_summary)
 
-    ver = sub.add_parser("verify", help="run and evaluate rate checks")
+    ver = sub.add_parser("verify", help="run and evaluate rate checks", epilog=VERIFY_STATUS,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ver.add_argument("checks", nargs="*", help="check names, a paper prefix (cai), experiment names (their checks), or path/to/study.py")
     ver.add_argument("--runs", default=str(Path("runs") / "verify"),
                      help="directory holding the checks' runs (default runs/verify, apart from `dpsim run`'s)")

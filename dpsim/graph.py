@@ -3,8 +3,8 @@
 The unpenalised BTL MLE exists and is unique up to a common shift iff for every split of
 the items into two non-empty groups some item of each group beat some item of the other
 (Zermelo 1929; Ford 1957), i.e. iff the digraph with an arc i → j whenever W_ij > 0 is
-strongly connected (cai spec §10.17). The same condition makes the Rank-Centrality chain
-(cai spec §5.6) irreducible, so its stationary distribution is unique.
+strongly connected (docs/cai.md, Errata and modes (E17)). The same condition makes the Rank-Centrality chain
+(docs/cai.md, Mechanisms and estimators) irreducible, so its stationary distribution is unique.
 
 Graph reachability is used by estimators (both conditions above) and by mechanisms (a
 sparsification graph is redrawn until connected, :mod:`dpsim.mechanisms.sparsify`), so it

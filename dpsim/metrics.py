@@ -1,8 +1,8 @@
 """Estimation and ranking errors shared by the papers: pure functions of (estimate, truth),
 jit- and vmap-compatible, float64.
 
-Sources: cai §8.0 (ℓ2, ℓ∞, log-relative errors, relative Hamming, exact recovery, mean rank
-difference), xu §4.7 (ℓ2/√m, top-K normalised Hamming H_K, which equals cai's relative
+Sources: cai §4.1.1 (ℓ2, ℓ∞, log-relative errors, relative Hamming, exact recovery, mean rank
+difference), docs/xu.md, Metrics (ℓ2/√m, top-K normalised Hamming H_K, which equals cai's relative
 Hamming error when both sets have K items, and the Kendall distance K), nguyen §6 (ℓ2).
 Top-k sets are boolean masks of shape (n,) so that k may vary without changing shapes.
 """
@@ -23,7 +23,7 @@ def linf_error(theta_hat, theta):
 
 
 def l2_rms_error(theta_hat, theta):
-    """‖θ̂ − θ*‖₂/√n, the normalised ℓ2 error of xu §4.7 (their "m^{−1/2}‖θ̂ − θ*‖₂").
+    """‖θ̂ − θ*‖₂/√n, the normalised ℓ2 error of docs/xu.md, Metrics (their "m^{−1/2}‖θ̂ − θ*‖₂").
 
     Args: theta_hat, theta: (n,). Returns: scalar."""
     return l2_error(theta_hat, theta) / jnp.sqrt(theta.shape[0])
@@ -40,7 +40,7 @@ def log_relative_linf_error(theta_hat, theta):
 
 
 def relative_hamming_error(mask_hat, mask_true):
-    """1 − |Ŝ ∩ S|/k = d_H(Ŝ, S)/(2k) for |Ŝ| = |S| = k (cai §8.0; xu's H_K, §4.7).
+    """1 − |Ŝ ∩ S|/k = d_H(Ŝ, S)/(2k) for |Ŝ| = |S| = k (cai §4.1.1; xu's H_K, docs/xu.md, Metrics).
 
     Args: mask_hat, mask_true: (n,) bool top-k masks with the same number of items.
     Returns: scalar in {0, 1/k, …, min(k, n − k)/k}."""
@@ -56,12 +56,12 @@ def exact_recovery(mask_hat, mask_true):
 
 
 def ranks(scores):
-    """rank(x) = argsort(argsort(x)) (0 = smallest), as in cai's real-data code (§8.0)."""
+    """rank(x) = argsort(argsort(x)) (0 = smallest), as in cai's real-data code (cai §4.1.1)."""
     return jnp.argsort(jnp.argsort(scores))
 
 
 def mean_absolute_rank_difference(scores_a, scores_b):
-    """(1/n) Σ_i |rank(a)_i − rank(b)_i| (cai §8.0, real data, Fig. 8)."""
+    """(1/n) Σ_i |rank(a)_i − rank(b)_i| (cai §4.1.1, real data, Fig. 8)."""
     return jnp.mean(jnp.abs(ranks(scores_a) - ranks(scores_b)).astype(jnp.float64))
 
 
@@ -69,10 +69,10 @@ KENDALL_TIE_TOL = 1e-9
 
 
 def kendall_distance(theta_hat, theta, *, tie_tol: float = KENDALL_TIE_TOL, ties: str = "half"):
-    """Fraction of discordant pairs (xu §4.7, the Kendall-tau distance K(θ̂, θ*)).
+    """Fraction of discordant pairs (docs/xu.md, Metrics, the Kendall-tau distance K(θ̂, θ*)).
 
     K = (2/(n(n−1))) Σ_{i<j} d_ij with d_ij = 1 when (θ̂_i − θ̂_j)(θ*_i − θ*_j) < 0. Pairs
-    that θ̂ ties, |θ̂_i − θ̂_j| ≤ tie_tol·max(1, ‖θ̂‖∞) (xu spec §7 A15: ties are real with
+    that θ̂ ties, |θ̂_i − θ̂_j| ≤ tie_tol·max(1, ‖θ̂‖∞) (docs/xu.md, Errata and modes (A15): ties are real with
     discrete debiased data), count ½ with ``ties="half"`` (the expectation under a random
     tie-break) and 0 with ``ties="strict"`` (the paper's "< 0"). Pairs tied in θ* count 0.
 
@@ -100,7 +100,7 @@ def kendall_distance(theta_hat, theta, *, tie_tol: float = KENDALL_TIE_TOL, ties
 
 def excess_risk(theta_hat, theta):
     """e_L(θ̂, θ*) = (1/m²) Σ_{i<j} KL(Ber(p*_ij) ‖ Ber(σ(θ̂_i − θ̂_j))), p*_ij = σ(θ*_i − θ*_j):
-    xu's excess risk (eq. (4), Thm 1) computed exactly (xu spec §4.7: since E z = p*, the expected
+    xu's excess risk (eq. (4), Thm 1) computed exactly (docs/xu.md, Metrics: since E z = p*, the expected
     excess pairwise loss (1/(m²L)) Σ_{i<j,l} E[L_ij(θ̂, Z) − L_ij(θ*, Z)] is this KL sum; it does
     not depend on ε or L). Written with log-sigmoids, so it is finite for any finite θ.
 
@@ -121,12 +121,12 @@ RASCH_L2_MODES = ("centred", "paper")
 
 
 def rasch_l2_error(beta_hat, beta, mode: str = "centred"):
-    """‖β̂ − β*‖₂ as scored by nguyen's experiments (nguyen spec §6, §7.1).
+    """‖β̂ − β*‖₂ as scored by nguyen's experiments (nguyen §5; docs/nguyen.md, Errata and modes (Q1)).
 
     ``mode="centred"`` (default): both vectors are centred first, the identifiable
-    comparison (β*ᵀ1 = 0, nguyen spec §2.4). ``mode="paper"``: the authors' synthetic scoring,
+    comparison (β*ᵀ1 = 0, nguyen §2). ``mode="paper"``: the authors' synthetic scoring,
     ‖β̂ − β*‖₂ with β* as given (un-centred in their code), which adds m·mean(β*)² to the
-    squared error (a floor of 0.683 at m = 25 under their seed, nguyen spec §7.1); β̂ is used as
+    squared error (a floor of 0.683 at m = 25 under their seed, docs/nguyen.md, Errata and modes (Q1)); β̂ is used as
     given (the spectral estimate is already centred).
 
     Args: beta_hat, beta: (n_items,); mode: "centred" or "paper" (a Python string).
@@ -150,7 +150,7 @@ def estimation_metrics(theta_hat, theta) -> dict:
 
 
 def topk_metrics(mask_hat, mask_true) -> dict:
-    """``relative_hamming`` and ``exact_recovery`` of an estimated top-k mask (cai §8.0).
+    """``relative_hamming`` and ``exact_recovery`` of an estimated top-k mask (cai §4.1.1).
 
     Args: mask_hat, mask_true: (n,) bool. Returns: dict of scalars."""
     return {"relative_hamming": relative_hamming_error(mask_hat, mask_true),
@@ -158,8 +158,8 @@ def topk_metrics(mask_hat, mask_true) -> dict:
 
 
 def squared_l2_error(theta_hat, theta):
-    """‖θ̂ − θ*‖₂², whose mean over replicates is the MSE (chowdhury spec §6.2, §8 item 18;
-    the (A1)–(A3) predictions of §5.5 are for it). Args: theta_hat, theta: (dim,).
+    """‖θ̂ − θ*‖₂², whose mean over replicates is the MSE (docs/chowdhury.md, Experiments as run; Errata and modes (E18);
+    the (A1)–(A3) predictions of docs/chowdhury.md, Predictions are for it). Args: theta_hat, theta: (dim,).
     Returns: scalar."""
     diff = theta_hat - theta
     return jnp.dot(diff, diff)
@@ -167,7 +167,7 @@ def squared_l2_error(theta_hat, theta):
 
 def seminorm_error(theta_hat, theta, x, lam=0.0):
     """‖θ̂ − θ*‖_{Σ_D+λI} = √(vᵀ(Σ_D + λI)v), v = θ̂ − θ*, Σ_D = (1/n)Σ x_i x_iᵀ (chowdhury
-    Thms 3.1, 4.2, D.5; spec §2.3, §8 item 16), computed as √(‖Xv‖²/n + λ‖v‖²) without forming
+    Thms 3.1, 4.2, D.5; docs/chowdhury.md, Model; Errata and modes (E16)), computed as √(‖Xv‖²/n + λ‖v‖²) without forming
     Σ_D.
 
     Args: theta_hat, theta: (dim,); x: (n_samples, dim) the fit's features; lam: λ ≥ 0
@@ -179,7 +179,7 @@ def seminorm_error(theta_hat, theta, x, lam=0.0):
 
 def feature_estimation_metrics(theta_hat, theta, x, lam=0.0) -> dict:
     """``l2``, ``mse`` (squared ℓ2 of this replicate) and ``seminorm`` (‖·‖_{Σ_D+λI}) of a
-    linear-model estimate (chowdhury spec §6.2 metric row).
+    linear-model estimate (docs/chowdhury.md, Experiments as run metric row).
 
     Args: theta_hat, theta: (dim,); x: (n_samples, dim); lam: λ ≥ 0. Returns: dict of scalars."""
     return {"l2": l2_error(theta_hat, theta), "mse": squared_l2_error(theta_hat, theta),

@@ -15,9 +15,8 @@ cancellation that makes f itself useless as a test near the optimum, and saves a
 of n² logarithms per trial point. For the BTL objectives of this package the Hessian is a weighted graph
 Laplacian plus γI whose Jacobi-preconditioned spectrum is tightly clustered, so CG needs
 few matrix–vector products (11 per fit at n = 300, 7 Newton iterations) and avoids the
-O(n³) dense factorisation per iteration: a dense-Cholesky Newton measured 2.3× slower at
-n = 300 on CPU in the runner's micro-batches (3.00 against 1.29 ms/fit;
-benchmarks/cai.py, section S).
+O(n³) dense factorisation per iteration: a dense-Cholesky Newton is slower at n = 300 on
+CPU in the runner's micro-batches (benchmarks/cai.py, section S).
 """
 from __future__ import annotations
 
@@ -159,8 +158,8 @@ def newton_cg(objective: SmoothObjective, x0: Array, *, tol: float = 1e-10,
 
 
 # =======================================================================================
-# Constrained solvers on Θ_B = {θ : ⟨1, θ⟩ = 0 (optional), ‖θ‖₂ ≤ B} (chowdhury spec §4.0)
-# and one-pass projected SGD (chowdhury Algorithm 1, spec §4.4, §6.2).
+# Constrained solvers on Θ_B = {θ : ⟨1, θ⟩ = 0 (optional), ‖θ‖₂ ≤ B} (docs/chowdhury.md, Mechanisms and estimators)
+# and one-pass projected SGD (chowdhury Algorithm 1, chowdhury Algorithm 1, eq. (10), §4.3; docs/chowdhury.md, Experiments as run).
 #
 # The feasible set is a ball centred at the origin, optionally intersected with the
 # subspace 1^⊥. A projected Newton step is the minimiser of the quadratic model over that
@@ -175,7 +174,7 @@ def newton_cg(objective: SmoothObjective, x0: Array, *, tol: float = 1e-10,
 
 def project_ball(x: Array, radius, sum_zero: bool = False) -> Array:
     """Euclidean projection onto Θ_B = {θ : ⟨1, θ⟩ = 0 (if ``sum_zero``), ‖θ‖₂ ≤ radius}
-    (chowdhury eq. (10), Alg. 1; exact formula spec §4.0).
+    (chowdhury eq. (10), Alg. 1; exact formula docs/chowdhury.md, Mechanisms and estimators).
 
     Θ_B is a subspace through the origin intersected with a ball centred at the origin, so
     the projection is the subspace projection followed by a radial clip (for v ∈ 1^⊥,
@@ -234,7 +233,7 @@ def ball_trust_region_step(hess: Array, b: Array, radius, *, max_iter: int = 60)
     u(μ) = (H + μI)⁻¹b with μ = 0 when ‖u(0)‖ ≤ radius, else the root of
     1/‖u(μ)‖ = 1/radius found by Newton's method from μ = 0 (monotone, quadratic).
     Eigenvalues are floored at 1e-13·λ_max so that a singular H (the de-biased RR loss
-    far out, spec §4.3 warning) gives a finite boundary solution.
+    far out, chowdhury eqs. (4)–(6), §4.2 warning) gives a finite boundary solution.
 
     Returns (u (d,), μ, iterations).
     """
@@ -335,7 +334,7 @@ def projected_gradient(value_and_grad: Callable[[Array], tuple[Array, Array]], x
     """Minimise a smooth (possibly non-convex) f over Θ_B by projected gradient descent with
     Beck–Teboulle backtracking: from step t (doubled after each accepted step), halve until
     f(x⁺) ≤ f(x) + ∇fᵀ(x⁺ − x) + ‖x⁺ − x‖²/(2t) (+ a 1e-14·(1 + |f|) rounding slack),
-    x⁺ = Π(x − t∇f(x)). Used for the non-convex naive RR likelihood (spec §4.2 [rec]).
+    x⁺ = Π(x − t∇f(x)). Used for the non-convex naive RR likelihood (docs/chowdhury.md, Mechanisms and estimators).
 
     Converged means the gradient mapping ‖x − Π(x − ∇f(x))‖∞ ≤ tol (a stationary point; for
     a non-convex f not necessarily the global minimiser).
@@ -386,7 +385,7 @@ def projected_gradient(value_and_grad: Callable[[Array], tuple[Array, Array]], x
 
 
 # ---------------------------------------------------------------------------------------
-# One-pass projected SGD, written as an optax chain (chowdhury Alg. 1, spec §4.4, §6.2).
+# One-pass projected SGD, written as an optax chain (chowdhury Alg. 1, chowdhury Algorithm 1, eq. (10), §4.3; docs/chowdhury.md, Experiments as run).
 # ---------------------------------------------------------------------------------------
 class SGDResult(NamedTuple):
     x: Array          # (d,) the last iterate θ̂_{n+1}

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Set up with the test extra, then run the whole test suite.
+# Set up with the test and docs extras, build the documentation site strictly (a broken link
+# fails), then run the whole test suite (which runs every example of the documents).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test
+bash scripts/setup.sh test,docs
+bash scripts/docs.sh
 # Two pytest-xdist workers (the 2-core machine's cores: much of the suite is single-threaded
 # XLA compilation); a test file runs whole on one worker, so its module fixtures are made once.
 # Files are handed out in collection order, the longest first (tests/conftest.py HEAVY_FIRST).

@@ -1,5 +1,5 @@
 """Running ``dpsim`` commands in this process for the tests: ``main`` is what the console script
-calls, so a command's exit status, output and errors are the user's, without the ~1.5 s of
+calls, so a command's exit status, output and errors are the user's, without the
 imports of a fresh interpreter. The console script itself, end to end in a fresh interpreter,
 is tested once (tests/test_cli.py).
 

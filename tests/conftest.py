@@ -76,9 +76,7 @@ _CACHE_DIR, _OWN_CACHE = session_cache()
 # it tests it, with its own cache file. The cache file is never the user's.
 os.environ.setdefault("DPSIM_CALIBRATION", "off")
 # Every program is compiled at XLA:CPU's LLVM level 0 in the suite (suite_opt_level above;
-# ~45 % less compile time, and most of the suite is compilation of small programs). The engine's
-# chunk programs alone at level 0: whole suite on the quiet 2-core machine 636 s → 552 s; every
-# program (library functions jitted in tests too): three library test files 81 → 63 s.
+# it compiles much faster, and most of the suite is compilation of small programs).
 # Results agree with XLA's default level (3) to float rounding;
 # tests/test_runner.py::test_cpu_opt_level_is_a_speed_setting runs level 3 against this one.
 # Set $DPSIM_XLA_CPU_OPT_LEVEL to run the suite at another level.

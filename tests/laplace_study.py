@@ -1,7 +1,8 @@
 """The text of a small study file (Laplace noise of scale 2/ε on the win counts of a BTL
 comparison graph, its metric the mean square of the released noise, and a level check
-against 8/ε²) that tests write to a temporary folder and run through the CLI
-(test_mutants.py, test_study_folder.py)."""
+against 8/ε² at every ε, pooling n_items and p deliberately: the noise does not depend on
+them, and a test may give them several values) that tests write to a temporary folder and
+run through the CLI (test_mutants.py, test_study_folder.py, test_parts.py, …)."""
 from __future__ import annotations
 
 import textwrap
@@ -35,6 +36,6 @@ STUDY = Experiment(name="{name}", title="t", axes={{"n_items": [{n_items}], "p":
                    generate=generate, methods={{"laplace": Method(laplace_counts, ("noise_ms",))}}, reps={reps},
                    {FIGURE if figure else ""})
 CHECKS = [level_check("{name}-variance", "{name}", "noise_ms", "laplace", lambda p: 8.0 / p["eps"] ** 2,
-                     {region[0]}, {region[1]}, at=("eps",), formula="8/ε²")]
+                     {region[0]}, {region[1]}, at=("eps",), pool=("n_items", "p"), formula="8/ε²")]
 '''
     return textwrap.dedent(HEAD) + body + textwrap.dedent(tail)

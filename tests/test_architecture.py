@@ -46,12 +46,12 @@ LAYERS: list[list[str]] = [
     ["dpsim.experiment.runner"],
     ["dpsim.experiment.describe", "dpsim.experiment.verify", "dpsim.experiment.plots", "dpsim.experiment.merge",
      "dpsim.experiment.solve"],
-    ["dpsim.experiment"],
+    ["dpsim.experiment", "dpsim.api"],
     # on top: the papers (engine + science), the command
     ["dpsim.experiments"],
     ["dpsim.cli"],
 ]
-ENGINE = ("dpsim.experiment", "dpsim.cli")
+ENGINE = ("dpsim.experiment", "dpsim.api", "dpsim.cli")
 SCIENCE = ("dpsim.models", "dpsim.mechanisms", "dpsim.estimators", "dpsim.audits", "dpsim.theory", "dpsim.datasets",
            "dpsim.experiments")
 

@@ -244,10 +244,9 @@ def test_scale_out_float_difference(scale_out):
 
 
 def test_scale_out_quick_sections_give_the_local_table(scale_out, tmp_path, monkeypatch):
-    """The quick benchmark's local, two-parts and sharded runs (fresh processes, ≈ 40 s on a
-    busy 2-core machine): every table equals the local one to the last bit, and the numbers
+    """The quick benchmark's local, two-parts and sharded runs (fresh processes): every table equals the local one to the last bit, and the numbers
     the README's extrapolation needs are recorded. Section R (Ray) is left out here: starting
-    a local Ray instance adds ≈ 7 s and ≈ 450 MiB, and tests/test_ray_executor.py already
+    a local Ray instance is costly, and tests/test_ray_executor.py already
     checks that Ray's table equals a local run's."""
     monkeypatch.setattr(scale_out.harness, "RESULTS_DIR", tmp_path)
     doc = scale_out.main(["--quick", "--sections", "L,P,S,E"])
@@ -318,10 +317,10 @@ def test_xu_vectorised_fit_equals_the_engine_on_the_same_zbar(bench_module):
 
 
 def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, monkeypatch):
-    """``python -m benchmarks.device --quick`` (≈ 20 s on a busy 2-core CPU): every paper's
+    """``python -m benchmarks.device --quick``: every paper's
     engine, cai Fig. 3 in a fresh process, the Fig. 3 multiple (two chunks in flight and one)
     and the micro-batch sweep, in one results file whose
-    machine names the device; the H100 targets are "n.a." on CPU."""
+    machine names the device; the accelerator targets are "n.a." on CPU."""
     device = bench_module("device")
     monkeypatch.setattr(device.harness, "RESULTS_DIR", tmp_path)
     doc = device.main(["--quick"])

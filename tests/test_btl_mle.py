@@ -1,4 +1,4 @@
-"""The ℓ2-penalised / objective-perturbed BTL MLE (cai §5.0, §5.1) against independent solvers.
+"""The ℓ2-penalised / objective-perturbed BTL MLE (cai Algorithm 1, §2.2.1; docs/cai.md, Mechanisms and estimators) against independent solvers.
 
 Reference implementations here are written from the paper's formulas, not from the library:
     R(θ) = Σ_{i≠j} W_ij log(1 + e^{θ_j − θ_i}) + (γ/2)‖θ‖² + wᵀθ,
@@ -119,7 +119,7 @@ def test_btl_gradient_matches_autodiff(small_W, scale):
     want = jax.grad(btl_neg_log_likelihood)(theta, small_W)
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(got, jax.grad(ref_nll_jnp)(theta, small_W), rtol=1e-10, atol=1e-10)
-    # 𝓛 depends only on differences of θ, so 1ᵀ∇𝓛 = 0 (cai §5.0).
+    # 𝓛 depends only on differences of θ, so 1ᵀ∇𝓛 = 0 (docs/cai.md, Mechanisms and estimators).
     assert abs(float(jnp.sum(got))) < 1e-9 * max(1.0, float(jnp.sum(small_W)))
 
 
@@ -144,7 +144,7 @@ def test_objective_gradient_hvp_and_diag_match_autodiff(spread_W):
 
 
 def test_hessian_does_not_depend_on_outcomes(small_W):
-    """cai §5.7 invariant 1: flipping one comparison's outcome leaves the Hessian unchanged."""
+    """cai proof of Prop 2.1, App. A.1 invariant 1: flipping one comparison's outcome leaves the Hessian unchanged."""
     W = np.asarray(small_W)
     i, j = map(int, np.argwhere(W == 1)[0])
     flipped = W.copy()
@@ -184,7 +184,7 @@ def test_penalised_mle_matches_choix(small_W, gamma_kind):
                               tol=1e-13, max_iter=10_000)
     assert bool(fit.converged)
     np.testing.assert_allclose(fit.theta, want, atol=1e-6, rtol=0)
-    # w = 0 ⇒ 1ᵀθ̂ = 0 (cai §5.0 with w = 0).
+    # w = 0 ⇒ 1ᵀθ̂ = 0 (docs/cai.md, Mechanisms and estimators with w = 0).
     assert abs(float(jnp.sum(fit.theta))) < 1e-9
     # the default w=None is w = 0
     np.testing.assert_allclose(penalised_mle(small_W, gamma).theta, fit.theta, atol=1e-12)
@@ -237,7 +237,7 @@ def test_perturbed_mle_matches_scipy_and_is_stationary(small_W, spread_W, which)
     np.testing.assert_allclose(fit.theta, want, atol=1e-6, rtol=0)
     # Stationarity, computed independently of the solver: ‖∇R(θ̃)‖∞ ≤ 1e-8.
     assert grad_inf_norm(fit.theta, W, gamma, w) <= 1e-8
-    # 1ᵀθ̃ = −1ᵀw/γ (cai §5.0): |1ᵀ∇R| ≤ n·1e-10 at convergence bounds the error by n·1e-10/γ.
+    # 1ᵀθ̃ = −1ᵀw/γ (docs/cai.md, Mechanisms and estimators): |1ᵀ∇R| ≤ n·1e-10 at convergence bounds the error by n·1e-10/γ.
     assert float(jnp.sum(fit.theta)) == pytest.approx(-float(jnp.sum(w)) / gamma,
                                                       abs=n * 1e-10 / gamma + 1e-12)
     assert abs(float(jnp.sum(w))) > 1.0  # so the identity is not the trivial 0 = 0

@@ -1,4 +1,4 @@
-"""Privacy audit of cai's count mechanisms (spec §10.3, §10.18, §11): on worst-case
+"""Privacy audit of cai's count mechanisms (docs/cai.md, Errata and modes (E3, E18); Privacy audit): on worst-case
 neighbours Alg. 2 and Alg. 3 (strict) lose exactly ε, Alg. 3 as published (paper) 2ε."""
 import itertools
 

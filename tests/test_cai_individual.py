@@ -1,4 +1,4 @@
-"""Individual-DP pieces of cai (spec §3.2, §5.2, §5.4, §5.6, §10.3, §10.17): the count
+"""Individual-DP pieces of cai (cai §3.1; Algorithm 1 under individual DP, §3.2; Algorithm 3, §3.3; docs/cai.md, Mechanisms and estimators; Errata and modes (E3, E17)): the count
 generator, Algorithm 1 (individual) and the unpenalised MLE against choix, the one-shot
 baseline against numpy / choix references, the calibrations, and the connectivity guard."""
 import functools
@@ -55,7 +55,7 @@ def _user_data(n=8, m=200, L=5, seed=1):
 # --------------------------------------------------------------------------- generator
 
 def _numpy_per_comparison(rng, theta, n_users, per_user):
-    """Reference: the authors' procedure, one pair and one outcome per comparison (spec §3.2;
+    """Reference: the authors' procedure, one pair and one outcome per comparison (cai §3.1;
     the users' draws are i.i.d., so all m·L comparisons are drawn in one vectorised step)."""
     n = len(theta)
     i, j = np.triu_indices(n, 1)
@@ -142,7 +142,7 @@ def test_individual_calibration_formulas():
     assert math.isinf(float(cal.lam)) and float(cal.gamma) == pytest.approx(12.0)
     cal = individual_objective_perturbation(math.inf, 5)
     assert float(cal.lam) == 0.0 and float(cal.gamma) == 0.0
-    # spec §10.1 option: γ = max(8Lκ2/ε, c0√(S log n)), S = 2mL/n
+    # docs/cai.md, Errata and modes (E1) option: γ = max(8Lκ2/ε, c0√(S log n)), S = 2mL/n
     cal = individual_objective_perturbation(1.0, 5, c0=2.0, n_items=16, n_users=1000)
     assert float(cal.gamma) == pytest.approx(max(10.0, 2.0 * math.sqrt(2 * 1000 * 5 / 16 * math.log(16))))
     with pytest.raises(ValueError):
@@ -204,7 +204,7 @@ def test_perturbed_individual_mle_is_algorithm_1():
     cal = individual_objective_perturbation(eps, L)
     w = laplace_noise(key, cal.lam, (W.shape[0],))
     assert float(fit.info["gamma"]) == pytest.approx(2 * L / eps) and bool(fit.converged)
-    # first-order condition of argmin 𝓛 + (γ/2)‖θ‖² + wᵀθ, with 1ᵀθ̃ = −1ᵀw/γ (spec §5.0)
+    # first-order condition of argmin 𝓛 + (γ/2)‖θ‖² + wᵀθ, with 1ᵀθ̃ = −1ᵀw/γ (docs/cai.md, Mechanisms and estimators)
     theta = np.asarray(fit.theta)
     Wn = np.asarray(W)
     sig = 1.0 / (1.0 + np.exp(-(theta[:, None] - theta[None, :])))
@@ -243,7 +243,7 @@ def test_unpenalised_mle_guard_on_disconnected_graph():
     assert float(guarded_penalised_mle(loser, 3.0).info["gamma"]) == 3.0
 
 
-# --------------------------------------------------------------------------- one-shot (spec §5.6)
+# --------------------------------------------------------------------------- one-shot (docs/cai.md, Mechanisms and estimators)
 
 def _edge_data(n=30, seed=0):
     theta = theta_cai_design(jax.random.key(seed), n)

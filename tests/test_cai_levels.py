@@ -21,7 +21,7 @@ from experiments.cai import calibrations, levels, threshold
 
 
 # ---------------------------------------------------------------------------------------
-# Closed forms (spec §5.1–5.4)
+# Closed forms (cai Algorithms 1–3 (§2.2.1, §2.3.1, §3.2, §3.3))
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("eps", [0.2, 1.0, 5.0])
 def test_count_noise_variances_are_laplace_variances(eps):
@@ -32,12 +32,12 @@ def test_count_noise_variances_are_laplace_variances(eps):
 
 
 def test_perturbation_constants_match_the_spec_numbers():
-    # spec §5.1: λ = 8/ε; γ = 2√(np ln n), "≈ 26 at n = 300, p = 0.1" (c0 = 2); 1/ε when larger
+    # cai Algorithm 1, §2.2.1: λ = 8/ε; γ = 2√(np ln n), "≈ 26 at n = 300, p = 0.1" (c0 = 2); 1/ε when larger
     lam, gamma = levels.edge_perturbation(1.0, 300, 1.0, 2.0)
     assert lam == 8.0 and gamma == pytest.approx(2 * math.sqrt(300 * math.log(300)), rel=1e-12)
     assert levels.edge_perturbation(1.0, 300, 0.1, 2.0)[1] == pytest.approx(26.16, abs=0.01)
     assert levels.edge_perturbation(10.0, 200, 1.0, 0.0) == (0.8, 0.1)
-    # spec §5.2: λ = 8L/ε, γ = 2L/ε (the code's lam = 8·1·L/ε, gamma = 8·0.25·L/ε)
+    # cai Algorithm 1 under individual DP, §3.2: λ = 8L/ε, γ = 2L/ε (the code's lam = 8·1·L/ε, gamma = 8·0.25·L/ε)
     assert levels.individual_perturbation(2.0, 5) == (20.0, 5.0)
     assert levels.perturbation_mean_ratio(*levels.individual_perturbation(0.3, 7)) == pytest.approx(32.0)
 

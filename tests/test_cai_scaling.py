@@ -1,4 +1,4 @@
-"""The individual-DP scaling checks (the cai package's scaling module; cai spec §6.4, §7 items 7–9):
+"""The individual-DP scaling checks (the cai package's scaling module; docs/cai.md, Predictions (items 7–9)):
 the check classes slope_range_check / ratio_check / ratio_slope_check on synthetic tables (pass on
 correct data, fail on wrong), the L-explicit theory terms, and the experiment's pieces
 (unbiased τ̂, matched design, calibrations of the privacy shift)."""
@@ -184,7 +184,7 @@ def test_ratio_slope_se_is_propagated():
 
 
 # ---------------------------------------------------------------------------------------
-# theory (spec §6.4, §7 items 8–9)
+# theory (docs/cai.md, Predictions (items 8–9))
 # ---------------------------------------------------------------------------------------
 def test_individual_terms_by_hand():
     n, m, L, eps = 16, 1000, 5, 0.5

@@ -1,4 +1,4 @@
-"""The top-k phase transition (cai spec §3.5, §7 item 5, §11): the two-block instance, the
+"""The top-k phase transition (docs/cai.md, Model; Predictions (item 5)): the two-block instance, the
 direct win-count sampler, the ThresholdCollapseCheck logic (it passes for the right rate
 and fails for a wrong one), and small runs of ``cai-threshold`` / ``-individual``."""
 from __future__ import annotations
@@ -32,7 +32,7 @@ INF = math.inf
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("gap", [0.05, 0.2, 0.45])
 def test_two_block_tau_gap_is_delta(gap):
-    """ρ = F(θ_i − θ_j) is 1/2 within blocks and 1/2 + Δ across; τ_(k) − τ_(k+1) = Δ (§3.5)."""
+    """ρ = F(θ_i − θ_j) is 1/2 within blocks and 1/2 + Δ across; τ_(k) − τ_(k+1) = Δ (docs/cai.md, Model)."""
     n, k = 20, 5
     theta = np.asarray(theta_two_block(n, k, gap))
     rho = 1.0 / (1.0 + np.exp(-(theta[:, None] - theta[None, :])))
@@ -62,7 +62,7 @@ def test_two_block_empirical_win_frequency():
 
 
 def test_win_count_gap_is_np_delta():
-    """E N_a − E N_b = np(τ_a − τ_b) = npΔ between the blocks (spec §3.1, A.6)."""
+    """E N_a − E N_b = np(τ_a − τ_b) = npΔ between the blocks (cai §2.1, A.6)."""
     n, k, gap, p = 40, 10, 0.1, 0.6
     theta = theta_two_block(n, k, gap)
     keys = jax.random.split(jax.random.key(4), 20000)

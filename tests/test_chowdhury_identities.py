@@ -1,4 +1,4 @@
-"""chowdhury estimator identities and plumbing (spec §4.0, §4.2–4.3, §6.2):
+"""chowdhury estimator identities and plumbing (chowdhury eq. (3), Theorem 4.1; eqs. (4)–(6), §4.2; docs/chowdhury.md, Mechanisms and estimators; Experiments as run):
 
 * the de-biased loss (eq. (4)) equals its de-biased-label form, its gradient is Σ(p̃₁(z) − ỹ)x
   and its Hessian is label-free; the naive loss is the likelihood of the privatised labels
@@ -35,7 +35,7 @@ from chowdhury_fits import D, THETA, draw_data, draw_rr, mle, objective_perturba
 
 
 # ---------------------------------------------------------------------------------------
-# Identities (spec §4.3, §4.2)
+# Identities (chowdhury eqs. (4)–(6), §4.2; eq. (3), Theorem 4.1)
 # ---------------------------------------------------------------------------------------
 loss = jax.jit(rr_debiased_loss)
 loss_label_form = jax.jit(rr_debiased_loss_label_form)
@@ -89,7 +89,7 @@ def test_naive_loss_is_the_privatised_likelihood_with_the_papers_gradient(eps):
     np.testing.assert_allclose(p1 + p0, 1.0, atol=1e-14)
     nll = -np.mean(yt * np.log(p1) + (1 - yt) * np.log(p0))
     assert float(jax.jit(rr_naive_loss)(theta, data.x, jnp.asarray(yt), eps)) == pytest.approx(nll, rel=1e-12)
-    # spec §4.2: ∇ = −(1/n)Σ V x with the paper's V_{θ,i}
+    # chowdhury eq. (3), Theorem 4.1: ∇ = −(1/n)Σ V x with the paper's V_{θ,i}
     ez = np.exp(-z)
     V = np.where(yt == 1, ez / (1 + ez) - np.exp(-eps) * ez / (1 + np.exp(-eps) * ez),
                  ez / (1 + ez) - ez / (np.exp(-eps) + ez))
@@ -104,7 +104,7 @@ def test_naive_loss_is_the_privatised_likelihood_with_the_papers_gradient(eps):
 
 
 # ---------------------------------------------------------------------------------------
-# Projection (spec §4.0)
+# Projection (docs/chowdhury.md, Mechanisms and estimators)
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("sum_zero", [False, True])
 def test_projection_matches_scipy_and_brute_force(sum_zero):
@@ -132,7 +132,7 @@ def test_projection_matches_scipy_and_brute_force(sum_zero):
 
 
 # ---------------------------------------------------------------------------------------
-# Metrics (spec §6.2)
+# Metrics (docs/chowdhury.md, Experiments as run)
 # ---------------------------------------------------------------------------------------
 def test_seminorm_and_squared_error_against_the_matrix_form():
     data = draw_data(300, seed=16)

@@ -1,5 +1,5 @@
 """chowdhury's level checks and mutants (experiments/chowdhury/levels.py): the closed
-forms against independent numbers (SciPy, the spec's printed constants, exact sums), the
+forms against independent numbers (SciPy, reference constants, exact sums), the
 effective-noise metric against the noise actually drawn, the regions, and the declared mutants
 (they apply, and a mutated release or noise moves the level check's statistic outside its
 region)."""
@@ -45,7 +45,7 @@ def test_thm52_noise_matches_the_spec_p14_table(eps, sigma):
 
 @pytest.mark.parametrize("eps, factor", [(0.5, 3.918), (1.0, 0.921), (2.0, 0.181)])
 def test_local_excess_uses_the_spec_factor(eps, factor):
-    # spec §3.2 table: e^ε/(e^ε−1)²; n·excess/factor is the sandwich trace at ‖θ*‖ = 1
+    # e^ε/(e^ε−1)² (docs/chowdhury.md, Mechanisms and estimators); n·excess/factor is the sandwich trace at ‖θ*‖ = 1
     sandwich = rates.local_excess_sq(1.0, 1.0) / (math.e / math.expm1(1.0) ** 2)
     assert rates.local_excess_sq(1.0, eps) / sandwich == pytest.approx(factor, abs=5e-4)
 

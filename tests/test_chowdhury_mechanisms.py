@@ -1,4 +1,4 @@
-"""chowdhury mechanisms (spec §3.2–3.5): the Thm 5.2 noise constant and its privacy-loss
+"""chowdhury mechanisms (chowdhury eq. (2), eq. (12), Algorithm 2, Theorem 5.2, App. E): the Thm 5.2 noise constant and its privacy-loss
 inequality (P14), Thm E.1's constants in both modes, the exact Gaussian-mechanism profile
 against dp-accounting, K-RR keep rates (P12) against the exact pmf, and the RR / K-RR /
 objective-perturbation audits."""
@@ -34,14 +34,14 @@ from dpsim.mechanisms.randomized_response import kary_keep_probability, kary_ran
 @pytest.mark.parametrize("eps, sigma, exponent", [(0.1, 78.235, 0.099999), (0.5, 15.850, 0.49994),
                                                   (1.0, 8.050, 0.99951)])
 def test_p14_noise_constants_and_exponents(eps, sigma, exponent):
-    """spec §3.4: σ/L at δ = 10⁻³ and the exponent εa/s + 2ε²/s² (printed to 5 digits)."""
+    """chowdhury Algorithm 2, Theorem 5.2: σ/L at δ = 10⁻³ and the exponent εa/s + 2ε²/s² (printed to 5 digits)."""
     assert float(label_dp_noise_scale(eps, 1e-3)) == pytest.approx(sigma, abs=5e-4)
     assert float(label_dp_noise_scale(eps, 1e-3, 2.5)) == pytest.approx(2.5 * float(label_dp_noise_scale(eps, 1e-3)))
     assert float(label_dp_privacy_exponent(eps, 1e-3)) == pytest.approx(exponent, abs=6e-6)
 
 
 def test_label_dp_exponent_is_at_most_eps_on_a_grid():
-    """εa/s + 2ε²/s² ≤ ε ⟺ as ≤ a² + 2ε (spec §3.4), for every L, ε, δ; and a σ 1% smaller
+    """εa/s + 2ε²/s² ≤ ε ⟺ as ≤ a² + 2ε (chowdhury Algorithm 2, Theorem 5.2), for every L, ε, δ; and a σ 1% smaller
     than Thm 5.2's is not always enough (so the check can fail)."""
     eps = np.geomspace(1e-3, 20, 40)[:, None, None]
     delta = np.geomspace(1e-12, 0.9, 30)[None, :, None]

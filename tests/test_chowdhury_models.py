@@ -1,4 +1,4 @@
-"""chowdhury generators (spec §2.1, §2.4, §4.4–4.6, §8 items 4–5) against exact laws.
+"""chowdhury generators (chowdhury §2; §6; §4; docs/chowdhury.md, Errata and modes (E4–E5)) against exact laws.
 
 Monte-Carlo tolerances are 5 standard errors (fixed seeds) or a goodness-of-fit p-value
 > 10⁻³ (KS, χ²); each test also checks that a wrong law (the other link, the other feature

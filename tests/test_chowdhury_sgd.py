@@ -1,4 +1,4 @@
-"""chowdhury one-pass projected SGD (Alg. 1, App. C.4, §6; spec §4.4–4.7, §6.2).
+"""chowdhury one-pass projected SGD (Alg. 1, App. C.4, §6; chowdhury §4; docs/chowdhury.md, Experiments as run).
 
 * Each SGD estimator against a plain NumPy loop written from the paper's formulas
   (ĝ = [Σ_y ∇log p_y]/(e^ε + K − 1) − ∇log p_ỹ, θ ← Π(θ − η_t ĝ)), for every schedule.
@@ -156,7 +156,7 @@ def test_rr_gradient_is_unbiased_for_the_shrunk_clear_gradient(link, eps, y):
     s1, s0 = _np_grad_log_p(float(x @ theta), link)
     clear = -(s1 if y == 1 else s0) * np.asarray(x)
     _assert_mean(g_hat, math.tanh(eps / 2) * clear)
-    # and the closed form ĝ = (p̃₁(z) − ỹ)x for the logistic link (spec §4.4)
+    # and the closed form ĝ = (p̃₁(z) − ỹ)x for the logistic link (chowdhury Algorithm 1, eq. (10), §4.3)
     if link == "logistic":
         p_tilde = (1 - 1 / (1 + math.exp(-eps))) + math.tanh(eps / 2) / (1 + math.exp(-float(x @ theta)))
         np.testing.assert_allclose(g_hat[:50], (p_tilde - np.asarray(yt[:50]))[:, None] * np.asarray(x), atol=1e-14)

@@ -1,4 +1,4 @@
-"""chowdhury theory (spec §3.2 table, §4.5, §5, §5.5): constants against the spec's numbers and
+"""chowdhury theory (chowdhury eq. (2), §4.4, §3–5; docs/chowdhury.md, Predictions): constants against reference values and
 brute force, the Gaussian-design information against SciPy quadrature, and the sharp
 asymptotics (A1), (A2) against a simulation of the exact estimators (200 replicates; the
 tolerance is 4 Monte-Carlo standard errors of the simulated MSE plus 5% for finite n)."""
@@ -38,7 +38,7 @@ def test_curvature_constants_against_brute_force():
         f = lambda v: -stats.norm.logcdf(v)  # noqa: E731
         second = (f(z + h) - 2 * f(z) + f(z - h)) / h ** 2
         assert float(th.gamma_thurstone(L, B)) == pytest.approx(np.min(second), rel=1e-5)
-    for c, value in [(0.0, 0.6366), (1.0, 0.3703), (2.0, 0.1135)]:   # spec §4.5
+    for c, value in [(0.0, 0.6366), (1.0, 0.3703), (2.0, 0.1135)]:   # chowdhury §4.4 (Thurstone)
         assert float(th.gamma_thurstone(c / 2, 1.0)) == pytest.approx(value, abs=6e-5)
     assert float(th.gamma_plackett_luce(1.0, 0.5)) == pytest.approx(math.exp(-2) / 2)
     assert float(th.gamma_plackett_luce(1.0, 0.5, "main")) == pytest.approx(math.exp(-2))
@@ -107,7 +107,7 @@ def test_asymptotic_formulas_against_matrix_algebra():
 
 
 def test_a1_a2_predict_the_simulated_mse():
-    """spec §9 (A2) check set-up: d = 3, θ* = (1, −0.5, 0.3), x ~ N(0, 2I), n = 4000, ε = 2
+    """docs/chowdhury.md, Experiments as run; Predictions (A2) check set-up: d = 3, θ* = (1, −0.5, 0.3), x ~ N(0, 2I), n = 4000, ε = 2
     (n(e^ε − 1)²/e^ε ≈ 2.2·10⁴ ≫ d), unconstrained exact fits, 200 replicates."""
     theta = jnp.asarray([1.0, -0.5, 0.3])
     n, reps, eps = 4000, 200, 2.0

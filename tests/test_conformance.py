@@ -12,27 +12,19 @@ study's (``examples/custom_study.py``, a study file given by path) and a fifth, 
   first that has two keeps both: at most two shapes to compile), 2 replicates, with the
   default workers and a watchdog: it finishes (a hang stops as :class:`RunStalled` instead of
   hanging the suite), with one row per grid point, replicate and method, every declared
-  metric and diagnostic present. This is the suite's one smoke run of every experiment (it
-  was also the per-paper subprocess test of tests/test_no_hang.py);
+  metric and diagnostic present. This is the suite's one smoke run of every experiment;
 * its **figure** drawn from that run by ``dpsim plot RUN --to FILE`` into non-empty files (or,
   for an experiment that declares none, a one-line refusal);
 * its **checks** judged on that run as ``dpsim verify`` judges them: a verdict for each (on 2
-  replicates mostly INCONCLUSIVE, or a FAIL line saying why it cannot be evaluated), never an
+  replicates mostly INCONCLUSIVE, or an ERROR line saying why it cannot be evaluated), never an
   exception.
 
-One smoke run per experiment is shared by its tests (a module-scoped fixture). Two values of
-the first shape axis that has two give each experiment two shapes where it can, so the
-background thread compiles the next step's program while chunks of the previous one compute
-(the pattern of the batched-LAPACK deadlock). The main thread never waits without a limit:
-it waits for the compiling thread and for each chunk with the watchdog's timeout
-(dpsim/experiment/threads.py), and the worker threads are daemons, so a stuck one cannot
-hold the suite at exit either.
-
-XLA:CPU's intra-op pool is left at its default here: ``PJRT_NPROC`` is read when JAX creates
-its CPU client, which in a whole-suite run happens while pytest collects an earlier module,
-so setting it in this module would take effect only when the module runs alone. On the
-2-core machine the default pool is the 2 threads that ``PJRT_NPROC=2`` forces; the
-subprocess tests in tests/test_no_hang.py keep ``PJRT_NPROC=2`` on any machine.
+One smoke run per experiment is shared by its tests (a module-scoped fixture). Two shapes
+where an experiment has them make the background thread compile the next step's program while
+chunks of the previous one compute; every wait has the watchdog's timeout
+(dpsim/experiment/threads.py) and worker threads are daemons, so a stuck run cannot hold the
+suite. XLA:CPU's intra-op pool is left at its default (``PJRT_NPROC`` is read when JAX creates
+its CPU client, before this module runs in a whole-suite run).
 
 The console script's exit status and one-line error, end to end in a fresh interpreter, are
 tested once, in tests/test_cli.py.
@@ -182,7 +174,7 @@ class Smoke:
 def smoke_axes(experiment) -> dict:
     """The smoke run's values: the first two of every axis, except that only the first shape
     axis holding two values keeps both (the others keep their first): two shape points at most,
-    each a program to compile (nguyen-fig1's n_items × n_users made four, 31 s of the run)."""
+    each a program to compile (two shape axes of two values each would make four)."""
     axes, shaped = {}, False
     for axis, values in experiment.axes.items():
         values = list(values)[:SMOKE_VALUES]

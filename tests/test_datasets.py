@@ -12,7 +12,7 @@ from dpsim.errors import UsageError
 def test_shipped_win_matrices_match_the_spec_totals():
     c, i = cems(), immigration()
     assert c.n_items == 6 and c.per_user == 15 and c.W.sum() == 3967
-    assert list(c.W.sum(axis=1)) == [614, 1082, 511, 737, 631, 392]      # cai spec §8.5
+    assert list(c.W.sum(axis=1)) == [614, 1082, 511, 737, 631, 392]      # cai §4.3
     assert i.n_items == 4 and i.per_user == 6 and i.W.sum() == 379
     assert list(i.W.sum(axis=1)) == [135, 63, 131, 50]
 

@@ -124,7 +124,7 @@ def test_discrete_gaussian_variance(sigma):
 
 
 def test_discrete_laplace_variance_at_huge_scale():
-    """Scale 4e6 (ε_q = 2.5e-7, spec §4.7): Var = 2α/(1 − α)² with α = e^{−1/t}; SE of the
+    """Scale 4e6 (ε_q = 2.5e-7, docs/nguyen.md, Mechanisms and estimators): Var = 2α/(1 − α)² with α = e^{−1/t}; SE of the
     variance estimate √((μ₄ − v²)/N), μ₄ ≈ 6·v² for a Laplace law."""
     t = 4e6
     z = np.asarray(_laplace(jax.random.key(4), t))

@@ -33,7 +33,7 @@ def test_gamma_privacy_floor_binds_for_small_eps():
     n, p, c0, eps = 12, 0.5, 0.1, 0.01
     assert 1.0 / eps > c0 * math.sqrt(n * p * math.log(n))
     assert float(edge_objective_perturbation(eps, n, p, c0=c0).gamma) == pytest.approx(100.0)
-    # and the paper's setting (c0 = 2, smallest γ on the Fig. 2 grid ≈ 26, spec §5.1)
+    # and the paper's setting (c0 = 2, smallest γ on the Fig. 2 grid ≈ 26, cai Algorithm 1, §2.2.1)
     assert float(edge_objective_perturbation(1.0, 300, 0.1).gamma) == pytest.approx(
         2 * math.sqrt(30 * math.log(300)), rel=1e-14)
     assert 25 < float(edge_objective_perturbation(1.0, 300, 0.1).gamma) < 27

@@ -1,4 +1,4 @@
-"""Estimation and ranking metrics (cai §8.0) on hand-made cases, and top-k tie-breaking."""
+"""Estimation and ranking metrics (cai §4.1.1) on hand-made cases, and top-k tie-breaking."""
 from __future__ import annotations
 
 import itertools
@@ -36,7 +36,7 @@ def test_relative_hamming_and_exact_recovery():
     assert float(metrics.relative_hamming_error(truth, truth)) == 0.0
     assert float(metrics.relative_hamming_error(half, truth)) == pytest.approx(1 / 3, abs=1e-15)
     assert float(metrics.relative_hamming_error(none, truth)) == 1.0
-    # = d_H(Ŝ, S)/(2k) (cai §8.0): d_H(half, truth) = 2
+    # = d_H(Ŝ, S)/(2k) (cai §4.1.1): d_H(half, truth) = 2
     d_h = int(jnp.sum(half != truth))
     assert float(metrics.relative_hamming_error(half, truth)) == pytest.approx(d_h / 6, abs=1e-15)
     assert float(metrics.exact_recovery(truth, truth)) == 1.0

@@ -1,4 +1,5 @@
-"""θ* designs (cai §3.4, §3.5), the ER comparison generator (§3.1) and link functions (§3.3)."""
+"""θ* designs (docs/cai.md, Model), the ER comparison generator (cai §2.1) and link functions
+((A0)–(A2), cai §2.2.1)."""
 from __future__ import annotations
 
 import functools
@@ -38,7 +39,7 @@ Z_MAX = 4.5
                                   (650, 162), (175, 44), (475, 119), (100, 25), (300, 75),
                                   (10, 2), (14, 4), (6, 2), (12, 3)])
 def test_top_k_size_is_round_half_even(n, k):
-    """k = R's round(n/4) (round half to even), cai §3.4: 250 → 62, 150 → 38, 10 → 2, 14 → 4."""
+    """k = R's round(n/4) (round half to even), docs/cai.md, Model: 250 → 62, 150 → 38, 10 → 2, 14 → 4."""
     assert top_k_size(n) == k
 
 
@@ -65,7 +66,7 @@ def test_theta_cai_design_top_first_and_explicit_k():
 
 def test_theta_cai_design_distribution():
     """n = 4000: the non-top e^{θ − θ_top} are Unif(0.2, 0.7) (KS) and the centred top level is
-    −mean(uncentred θ) = (n−k)/n · mean(−log U) ≈ 0.75·0.8556 = 0.642 (spec §3.4).
+    −mean(uncentred θ) = (n−k)/n · mean(−log U) ≈ 0.75·0.8556 = 0.642 (docs/cai.md, Model).
 
     SE of the top level: (n−k)/n · sd(log U)/√(n−k), with sd(log U) from quadrature (0.348),
     i.e. 0.75·0.348/√3000 = 0.0048; tolerance 4.5 SE.
@@ -89,7 +90,7 @@ def test_theta_two_block():
     theta = np.asarray(theta_two_block(n, k, gap))
     assert abs(theta.mean()) < 1e-14
     assert np.all(theta[-k:] == theta.max()) and np.all(theta[:-k] == theta.min())
-    # F(α − β) = 1/2 + Δ (cai §3.5)
+    # F(α − β) = 1/2 + Δ (docs/cai.md, Model)
     assert float(jax.nn.sigmoid(theta.max() - theta.min())) == pytest.approx(0.5 + gap, abs=1e-14)
     with pytest.raises(ValueError):
         theta_two_block(n, k, gap, link=PROBIT)
@@ -214,7 +215,7 @@ def test_er_edge_and_win_frequencies(link):
 def test_link_registry_and_dp_flags():
     assert get_link("logistic") is LOGISTIC and get_link("probit") is PROBIT
     assert LOGISTIC.dp_guarantee is True
-    assert PROBIT.dp_guarantee is False          # κ1 = ∞: no DP guarantee (cai §3.3, §10.15)
+    assert PROBIT.dp_guarantee is False          # κ1 = ∞: no DP guarantee (cai §2.2.1; docs/cai.md, Errata and modes (E15))
     assert math.isinf(PROBIT.kappa1)
     with pytest.raises(ValueError, match="cauchit"):
         get_link("cauchit")

@@ -1,7 +1,7 @@
 """nguyen's level checks and mutants (experiments/nguyen/levels.py, mutants.py):
 
-* the closed forms the level checks predict from, against independent references (the spec's
-  tables, SciPy/NumPy sums, the library's own conversions as a cross-check);
+* the closed forms the level checks predict from, against independent references (reference
+  values, SciPy/NumPy sums, the library's own conversions as a cross-check);
 * the calibration metrics measure what was released: the estimate rebuilt from the redrawn
   noise (or the redrawn RR responses) is the estimate the mechanism returned;
 * every declared mutant applies to its experiments and changes what it claims to change;
@@ -37,7 +37,7 @@ DELTA = 1e-4
 # Closed forms
 # ---------------------------------------------------------------------------------------
 def test_conversions_match_the_spec_and_the_library():
-    # spec §7.4 at ε* = 1, δ = 1e-4: paper 0.0271, Bun–Steinke 0.0258, CKS 0.0406
+    # docs/nguyen.md, Errata and modes (Q4) at ε* = 1, δ = 1e-4: paper 0.0271, Bun–Steinke 0.0258, CKS 0.0406
     assert levels.rho_paper(1.0, DELTA) == pytest.approx(0.0271, abs=5e-5)
     assert levels.rho_bun_steinke(1.0, DELTA) == pytest.approx(0.0258, abs=5e-5)
     assert levels.rho_cks(1.0, DELTA) == pytest.approx(0.0406, abs=5e-5)
@@ -65,7 +65,7 @@ def test_discrete_variances_against_direct_sums():
                                                                                rel=1e-12)
         assert levels.discrete_gaussian_var(sigma * sigma)[0] == pytest.approx(discrete_gaussian_variance(sigma),
                                                                                rel=1e-12)
-    assert levels.discrete_gaussian_var(0.25)[0] / 0.25 == pytest.approx(0.86, abs=0.005)   # spec §4.2
+    assert levels.discrete_gaussian_var(0.25)[0] / 0.25 == pytest.approx(0.86, abs=0.005)   # nguyen §4.2
     for t in (0.7, 3.0, 40.0):
         z = np.arange(-200000, 200001, dtype=float)
         p = np.exp(-np.abs(z) / t)
@@ -74,7 +74,7 @@ def test_discrete_variances_against_direct_sums():
 
 
 def test_noise_predictions_reproduce_the_spec_table():
-    # spec §4.8: paper accounting, ε* = 1: σ = √(m(m − 1))/ε₀ = 19.2 at m = 5; synthetic ÷ √2;
+    # docs/nguyen.md, Mechanisms and estimators: paper accounting, ε* = 1: σ = √(m(m − 1))/ε₀ = 19.2 at m = 5; synthetic ÷ √2;
     # Laplace t = m(m − 1)/ε* = 20 at m = 5; strict: Δ² = 2⌊m²/4⌋ = 12 with the CKS ρ
     point = {"dataset": "lsat", "eps": 1.0, "delta": DELTA, "mode": "paper", "accounting": "auto",
              "conversion": "auto"}
@@ -100,7 +100,7 @@ def test_sparse_prediction_is_the_binomial_average():
 
 
 def test_shuffled_rr_budget_matches_the_spec_table_and_the_library():
-    # spec §4.9's table (δ = 1e-4)
+    # ε_RR from the authors' inversion (nguyen supp. §4; docs/nguyen.md, Mechanisms and estimators), δ = 1e-4
     for n, eps, want in ((1000, 0.01, 0.0239), (1000, 1.0, 1.8423), (649, 1.0, 1.41), (649, 0.4, 0.6951),
                          (131, 1.0, 1.0), (1000, 5.0, 5.0)):
         assert levels.shuffled_rr_budget(eps, DELTA, n) == pytest.approx(want, abs=6e-4)

@@ -1,4 +1,4 @@
-"""nguyen's rates and predictions (dpsim.theory.nguyen; spec §5): closed forms by hand,
+"""nguyen's rates and predictions (dpsim.theory.nguyen; §3): closed forms by hand,
 log-slopes, the constants γ, γ̄, κ against brute force, and R10's RR population limit
 against its limits and a Monte-Carlo run of the RR baseline."""
 from __future__ import annotations

@@ -72,9 +72,9 @@ def test_concurrent_chunks_with_background_compile_stress(env, tmp_path):
     deadlocked) on 3 shapes, vmapped micro-batches of lanes (the CPU default now runs lanes
     one at a time; batched lanes are what deadlocked), two workers, compiled afresh in the
     background thread each time: 10 runs of 10 finish, each identical to a one-worker run (continuous metrics to
-    1e-12 relative, everything else exactly). The engine before the fix hung on this grid
-    (measured: no output in 90 s; at n ≤ 32 the LAPACK batches are small enough to run
-    inline and it did not)."""
+    1e-12 relative, everything else exactly). An engine that batches LAPACK calls across
+    threads hangs on this grid (at n ≤ 32 the LAPACK batches are small enough to run inline
+    and would not)."""
     result = subprocess.run([sys.executable, "-c", STRESS, str(tmp_path / "cache")], capture_output=True,
                             text=True, timeout=600, env=env, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -1,6 +1,6 @@
 """The private Rasch spectral estimators (nguyen §4, Algorithm 2): the counts' sensitivity on
-neighbouring data sets, the noise calibration of every accounting mode against the spec's
-§4.8 numbers, the noising options, sparsification and its connectivity rule, the
+neighbouring data sets, the noise calibration of every accounting mode against reference
+values (docs/nguyen.md, Mechanisms and estimators), the noising options, sparsification and its connectivity rule, the
 end-to-end estimators (large-ε limits, vmap safety), and bad input."""
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _row_counts(x, obs):
 
 def test_sensitivity_exhaustive_over_rows_with_missing_entries():
     """m = 4: every pair of rows over {0, 1, missing}⁴ (81² pairs): |ΔY_ij| ≤ 1 and
-    ‖ΔY‖₂² ≤ 2⌊m²/4⌋ = 8, attained (spec §4.3). Other users cancel from ΔY."""
+    ‖ΔY‖₂² ≤ 2⌊m²/4⌋ = 8, attained (nguyen Lemma 4.1, §4.2). Other users cancel from ΔY."""
     m = 4
     states = list(itertools.product((0, 1, 2), repeat=m))     # 2 = missing
     counts = {}
@@ -75,7 +75,7 @@ def test_sensitivity_on_random_neighbouring_datasets():
 
 @pytest.mark.parametrize("m, sigma", [(3, 10.5), (4, 14.9), (5, 19.2), (25, 105), (50, 212), (100, 427), (200, 856)])
 def test_gaussian_sigma_matches_the_spec_table(m, sigma):
-    """spec §4.8 at ε* = 1, δ = 1e-4: σ = √(m(m−1))/ε₀ (paper accounting and conversion),
+    """docs/nguyen.md, Mechanisms and estimators at ε* = 1, δ = 1e-4: σ = √(m(m−1))/ε₀ (paper accounting and conversion),
     the synthetic script's σ/√2, and the tight joint √(2⌊m²/4⌋)/ε₀."""
     rho = zcdp_rho(1.0, 1e-4, "paper")
     g = dense_item_graph(m)
@@ -94,7 +94,7 @@ def test_laplace_scale_matches_the_spec_table(m, scale):
 
 @pytest.mark.parametrize("m, ratio", [(3, 0.81), (4, 1.14), (5, 1.47), (25, 8.1), (200, 66)])
 def test_laplace_to_gauss_noise_ratio(m, ratio):
-    """σ_Lap/σ_Gauss = √(m(m−1)/ln(1/δ)) under the paper's accounting (spec §4.8, R9): the
+    """σ_Lap/σ_Gauss = √(m(m−1)/ln(1/δ)) under the paper's accounting (docs/nguyen.md, Mechanisms and estimators; Predictions (R9)): the
     standard deviation of Lap_ℤ(t) (≈ √2·t) over σ, and the theory function."""
     g = dense_item_graph(m)
     t = float(laplace_count_scale(1.0, g, "paper"))
@@ -119,7 +119,7 @@ def test_sparse_sensitivity_counts_edges():
 
 def test_privatise_counts_modes():
     """Noise on counts far from the clip is N_ℤ(0, σ²): mean 0 and variance σ² within 5 SE
-    over 40 000 counts; clipping and masking rules of spec §4.7."""
+    over 40 000 counts; clipping and masking rules of docs/nguyen.md, Mechanisms and estimators."""
     n = 200
     Y = jnp.full((n, n), 1000.0) * (1 - jnp.eye(n))
     g = dense_item_graph(n)
@@ -136,7 +136,7 @@ def test_privatise_counts_modes():
         assert out[1, 2] == 0 and out[2, 1] == 0 and np.all(np.diag(out) == 0)   # off the graph
         assert np.all(out[np.asarray(g3)] >= floor)
     out, _ = privatise_counts(jax.random.key(2), small, g3, 50.0, noise="nonzero")
-    assert float(out[0, 1]) == 0.0                      # a zero count stays 0, un-noised (§7.2)
+    assert float(out[0, 1]) == 0.0                      # a zero count stays 0, un-noised (docs/nguyen.md, Errata and modes (Q2))
     out, _ = privatise_counts(jax.random.key(2), small, g3, 50.0, noise="all")
     assert float(out[0, 1]) >= 1.0
     lap, _ = privatise_counts(jax.random.key(3), Y, g, 7.0, mechanism="laplace")
@@ -148,7 +148,8 @@ def test_privatise_counts_modes():
 @pytest.mark.parametrize("m, syn, real", [(3, .581, 1.0), (5, .511, .929), (25, .204, .372), (100, .073, .133),
                                           (200, .042, .076)])
 def test_p0_rules(m, syn, real):
-    """spec §4.5 table: 1.1·log₂m/m and 2·log₂m/m (capped at 1)."""
+    """The authors' p₀ rules 1.1·log₂m/m and 2·log₂m/m, capped at 1 (nguyen §4.3, Algorithm 2;
+    docs/nguyen.md, Errata and modes (A4))."""
     assert sparsification_p0(m, "code_synthetic") == pytest.approx(syn, abs=6e-4)
     assert sparsification_p0(m, "code_real") == pytest.approx(real, abs=6e-4)
     assert sparsification_p0(m, "log", c=1.0) == pytest.approx(min(1, math.log(m) / m))

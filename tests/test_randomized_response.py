@@ -51,7 +51,7 @@ def test_debiased_values_example():
 
 @pytest.mark.parametrize("eps, p_true", [(0.5, 0.8), (2.0, 0.3)])
 def test_debiased_mean_and_variance_closed_form(eps, p_true):
-    """E z = p and Var z = coth²(ε/2)/4 − (p − 1/2)² (xu Lemma 2 and spec §3.4)."""
+    """E z = p and Var z = coth²(ε/2)/4 − (p − 1/2)² (xu Lemma 2 and xu §3.2, eq. (1), Lemma 2)."""
     k_y, k_rr = jax.random.split(jax.random.key(3))
     y = (jax.random.uniform(k_y, (N,)) < p_true).astype(jnp.int32)
     z = np.asarray(debiased_response(randomized_response(k_rr, y, eps), eps))

@@ -132,8 +132,8 @@ def test_exact_solve_matches_a_dense_numpy_eigenvector():
 
 
 def _authors_power(Y, lazy: bool):
-    """NumPy transcription of the authors' rules (spec §3.4 (a) non-private jump chain,
-    (b)/§4.7 private lazy chain)."""
+    """NumPy transcription of the authors' rules (docs/nguyen.md, Mechanisms and estimators (a) non-private jump chain,
+    (b)/docs/nguyen.md, Mechanisms and estimators private lazy chain)."""
     Ybar = _regularise_np(Y)
     m = len(Y)
     if lazy:
@@ -212,7 +212,8 @@ def test_vmapped_estimator_has_no_batched_lapack():
 
 
 def test_designs_and_the_authors_seeded_beta():
-    """spec §2.5 table (seed 119, legacy RandomState): mean(β*) and κ per m."""
+    """β* replayed with seed 119 on NumPy's legacy RandomState (docs/nguyen.md, Experiments as run):
+    mean(β*) and κ per m."""
     for m, mean, kappa in ((25, 0.1367, 4.04), (50, 0.0500, 4.23), (100, -0.0039, 4.61), (200, 0.0248, 5.11)):
         b = authors_difficulties(m)
         assert b.mean() == pytest.approx(mean, abs=6e-5)
@@ -227,7 +228,7 @@ def test_designs_and_the_authors_seeded_beta():
 
 
 def test_uncentred_paper_metric_adds_the_mean_floor():
-    """‖β̂ − β*‖² = ‖β̂ − β*_c‖² + m·mean(β*)² for a centred β̂ (spec §7.1): the floor
+    """‖β̂ − β*‖² = ‖β̂ − β*_c‖² + m·mean(β*)² for a centred β̂ (docs/nguyen.md, Errata and modes (Q1)): the floor
     √m·|mean| = 0.683 at m = 25 under the authors' seed."""
     beta = authors_difficulties(25)
     beta_hat = jnp.asarray(beta - beta.mean() + 0.1 * np.random.default_rng(0).standard_normal(25))

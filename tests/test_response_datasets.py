@@ -1,4 +1,4 @@
-"""nguyen's real data (spec §6.2–6.3, §6.6): LSAT rebuilt from its pattern counts, the UCI
+"""nguyen's real data (nguyen Fig. 2, §5.2; Fig. 3, §5.2; docs/nguyen.md, Experiments as run): LSAT rebuilt from its pattern counts, the UCI
 student, Three Grades and MovieLens loaders with their binarisations, the stand-ins, the
 NMF, and one-line UsageErrors for bad files."""
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dpsim.errors import UsageError
 
 def test_lsat_pattern_totals():
     """1000 × 5; per-item numbers correct 924, 709, 553, 763, 870 (the item totals of R
-    ltm's ``LSAT``, an independent source); the cumulative pattern counts of spec §6.6."""
+    ltm's ``LSAT``, an independent source); the cumulative pattern counts of docs/nguyen.md, Experiments as run."""
     d = lsat()
     assert isinstance(d, ResponseData) and d.x.shape == (1000, 5) and d.observed.all()
     assert list(d.x.sum(axis=0)) == [924, 709, 553, 763, 870]
@@ -86,7 +86,7 @@ POR = '''"school";"sex";"age";"G1";"G2";"G3"
 
 def test_three_grades_loader_splits_at_the_median(tmp_path):
     """Per item, > median → 1 (medians 11, 13, 12 here); the first rows of the authors'
-    notebook read the same way (spec §6.2)."""
+    notebook read the same way (nguyen Fig. 2, §5.2)."""
     path = tmp_path / "student-por.csv"
     path.write_text(POR)
     d = load_three_grades(path)

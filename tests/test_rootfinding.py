@@ -230,7 +230,7 @@ def test_solves_are_deterministic_and_replay_from_their_history():
 
 
 def test_the_benchmark_quick_run_writes_its_tables(monkeypatch, tmp_path):
-    """``python -m benchmarks.rootfinding --quick`` (≈ 2 s): every method and grid row is there,
+    """``python -m benchmarks.rootfinding --quick``: every method and grid row is there,
     and a grid of equal precision is as narrow as the method it is set beside, or says it never was."""
     import importlib
     from pathlib import Path

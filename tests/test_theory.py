@@ -1,4 +1,4 @@
-"""Theoretical rates (cai Thm 2.1 / Remark 1, Thm 3.1) and their log-slopes (spec §7)."""
+"""Theoretical rates (cai Thm 2.1 / Remark 1, Thm 3.1) and their log-slopes (docs/cai.md, Predictions)."""
 from __future__ import annotations
 
 import math
@@ -33,7 +33,7 @@ def test_edge_dp_rate_broadcasts():
 
 @pytest.mark.parametrize("n, p, want", [(300, 1.0, 0.138), (300, 0.25, 0.276), (300, 0.1, 0.436)])
 def test_crossover(n, p, want):
-    """ε* = √(log n/(np)) (spec §7 item 1): the two terms of r_E are equal there."""
+    """ε* = √(log n/(np)) (docs/cai.md, Predictions (item 1)): the two terms of r_E are equal there."""
     eps_star = float(cai_theory.edge_dp_crossover_eps(n, p))
     assert eps_star == pytest.approx(want, abs=5e-4)
     stat = math.sqrt(math.log(n) / (n * p))

@@ -175,10 +175,10 @@ def test_verify_judges_a_solve_check_on_its_roots_and_draws_the_figure(tmp_path)
     assert counts["PASS"] == 2, lines
     assert [c[2] for c in calls] == [tmp_path / "toy-solve-gap-seed1"] and calls[0][1] == right.solve   # one solve, shared
     assert (tmp_path / "toy-solve-gap-seed1" / "threshold-toy-threshold-scaling.png").stat().st_size > 10_000
-    # without a solver the check says what it needs, as a FAIL line
+    # without a solver the check says what it needs, as an ERROR line (it cannot be evaluated)
     results, counts = verify({right.name: right}, {"toy": SimpleNamespace(name="toy")}, runs=tmp_path,
                              echo=lines.append)
-    assert counts["FAIL"] == 1 and "no solver" in results[0].evidence
+    assert counts["ERROR"] == 1 and "no solver" in results[0].evidence
 
 
 def test_the_papers_threshold_checks_are_listed(capsys):

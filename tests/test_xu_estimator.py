@@ -1,4 +1,4 @@
-"""The debiased M-estimator of xu eq. (3) (spec ../shared/papers/xu.md §4.1–4.3, §4.6) against
+"""The debiased M-estimator of xu eq. (3) (xu §4.1; docs/xu.md, Mechanisms and estimators) against
 an independent solver (SciPy trust-region Newton on the objective written here in NumPy) and
 choix (non-private BTL), its Lemma 3 / Lemma S5 properties, and the Borda-order identity."""
 from __future__ import annotations
@@ -133,7 +133,7 @@ def test_non_private_fit_agrees_with_choix():
 
 
 def test_consistency_without_privacy():
-    """ε = ∞, λ → 0, L large: θ̂ → θ* (spec §9)."""
+    """ε = ∞, λ → 0, L large: θ̂ → θ* (docs/xu.md, Predictions)."""
     m, L = 10, 2_000_000
     theta_star = theta_uniform_centred(jax.random.key(22), m)
     sizes = jnp.asarray([float(L)])
@@ -144,9 +144,9 @@ def test_consistency_without_privacy():
     assert float(jnp.max(jnp.abs(fit.theta - theta_star))) < 0.02   # sd ≈ 1/√(L·m·p(1−p)) ≈ 0.002
 
 
-# ----------------------------------------------------------------------------- Borda order (spec §4.6)
+# ----------------------------------------------------------------------------- Borda order (docs/xu.md, Mechanisms and estimators)
 def test_classic_and_debiased_rr_rank_identically_and_in_borda_order():
-    """m = 10, L = 50, ε = 2, λ = G/L, 200 replicates with the same flipped counts (spec §8 item 2)."""
+    """m = 10, L = 50, ε = 2, λ = G/L, 200 replicates with the same flipped counts (docs/xu.md, Predictions (check 2))."""
     m, L, eps = 10, 50, 2.0
     sizes, e = jnp.asarray([float(L)]), jnp.asarray([eps])
     lam = ridge_lambda(e, sizes)
@@ -166,7 +166,7 @@ def test_classic_and_debiased_rr_rank_identically_and_in_borda_order():
     np.testing.assert_array_equal(r_deb, r_borda)
     np.testing.assert_array_equal(k_deb, k_cls)             # identical Kendall errors (A22)
     has_tie = np.any(np.sort(np.asarray(r_deb), axis=1)[:, 1:] == np.sort(np.asarray(r_deb), axis=1)[:, :-1], axis=1)
-    assert 0 < has_tie.sum() < 200                           # ties are real (spec: ≈12% at m = 10, L = 50)
+    assert 0 < has_tie.sum() < 200                           # ties are real (≈12% of replicates at m = 10, L = 50)
 
 
 def test_ties_and_top_k():
@@ -190,7 +190,7 @@ def test_ridge_lambda_rules():
         assert float(ridge_lambda(eps, 100)) == pytest.approx(G / 100, rel=1e-12)
         assert float(ridge_lambda(eps, 100, "paper")) == pytest.approx(
             (math.exp(eps) + 1) ** 2 / (math.exp(eps) - 1) / 100, rel=1e-12)
-    # the literal formula is ≈ 19x larger at ε = 3 (spec §4.2)
+    # the literal formula is ≈ 19x larger at ε = 3 (docs/xu.md, Mechanisms and estimators)
     assert float(ridge_lambda(3.0, 100, "paper") / ridge_lambda(3.0, 100)) == pytest.approx(math.e ** 3 - 1)
     assert float(ridge_lambda(math.inf, 100)) == pytest.approx(1 / 100)
     # heterogeneous: G over users / L
@@ -232,7 +232,7 @@ def test_bad_input_names_the_value():
 
 
 def test_expected_top_k_hamming_is_the_mean_over_random_tie_breaks():
-    """E H_K in closed form (spec A15) = the average of H_K over many random tie-breaks of
+    """E H_K in closed form (docs/xu.md, Errata and modes (A15)) = the average of H_K over many random tie-breaks of
     estimated_top_k_mask; without ties it is the plain H_K; it never exceeds min(K, m−K)/K."""
     from dpsim.estimators.debiased_m import expected_top_k_hamming
     from dpsim.metrics import relative_hamming_error

@@ -1,4 +1,4 @@
-"""The xu experiments package (experiments/xu, spec ../shared/papers/xu.md §6): registration and
+"""The xu experiments package (experiments/xu, §5): registration and
 names, host-side values (schemes, K, the heterogeneous atoms), the release keyed so that
 classic and debiased RR share their flips (and the identity check failing when they do not),
 the custom checks on synthetic tables (each can pass and fail), the audit, and bad input
@@ -42,7 +42,7 @@ def test_registered_with_prefixed_names_and_known_experiments():
     assert all(c.experiment in names for c in xu.CHECKS)
     assert [a.name for a in xu.AUDITS] == ["xu-pairwise-ldp"] and "xu-pairwise-ldp" in found.audits
     assert found.papers["xu"] == xu.TITLE
-    # the paper's grids and replicate counts (spec §6.1–6.6)
+    # the paper's grids and replicate counts (xu §5)
     fig = {e.name: e for e in xu.EXPERIMENTS}
     assert fig["xu-fig2"].reps == 50 and fig["xu-fig2"].axes["n_users"] == [100, 200, 400, 800]
     assert fig["xu-fig4"].reps == 100 and fig["xu-fig4"].axes["gap"] == [0.05, 0.1, 0.15, 0.2]
@@ -55,7 +55,7 @@ def test_scheme_eps_top_k_and_user_budget():
     eps = {(d["n_users"], a["scheme"]): grid.analysis_derived[0][i][j]["eps"]
            for i, d in enumerate(grid.data_points) for j, a in enumerate(grid.analysis_points)}
     assert all(eps[(100, s)] == pytest.approx(1.0) for s in theory.SCHEMES)    # ε(m, L0) = 1
-    assert eps[(1600, "eps_inv_sqrt")] == pytest.approx(0.25)                   # spec P5 table
+    assert eps[(1600, "eps_inv_sqrt")] == pytest.approx(0.25)                   # docs/xu.md, Predictions (P5)
     assert eps[(1600, "eps_log_over_sqrt")] > 0.25 > eps[(1600, "eps_inv_sqrt_log")]
     assert grid.shapes[0]["k"] == 5 and "top_k" not in grid.shapes[0]   # stored resolved, one column
     assert grid.analysis_derived[0][0][0]["eps_user"] == pytest.approx(45 * eps[(100, theory.SCHEMES[0])])

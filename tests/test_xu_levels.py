@@ -62,7 +62,7 @@ def test_ridge_rules_are_the_spec_formulas(eps):
 
 @pytest.mark.parametrize("mechanism", ["debiased_rr", "laplace"])
 def test_sandwich_at_lambda_zero_is_the_pseudo_inverse_sandwich(mechanism):
-    # tr(H⁺ V H⁺)/m with NumPy's pseudo-inverse (spec P4), against the + 11ᵀ/m inverse of levels
+    # tr(H⁺ V H⁺)/m with NumPy's pseudo-inverse (docs/xu.md, Predictions (P4)), against the + 11ᵀ/m inverse of levels
     theta = np.random.default_rng(3).uniform(-2, 2, (3, 8))
     mine = levels.sandwich_mse(theta, 150, 1.5, mechanism, 0.0)
     for row, value in zip(theta, mine):

@@ -1,4 +1,4 @@
-"""xu's mechanisms (spec ../shared/papers/xu.md §3, §4.4) against closed forms, exact pmfs
+"""xu's mechanisms (xu §3; docs/xu.md, Mechanisms and estimators) against closed forms, exact pmfs
 (SciPy) and the slow per-user reference sampler.
 
 Monte-Carlo tolerances (fixed seeds): a mean is within 5 standard errors √(v/R); a variance
@@ -245,7 +245,7 @@ def test_padding_groups_change_nothing():
 
 # ----------------------------------------------------------------------------- privacy summaries
 def test_privacy_summaries():
-    # spec §3.5 reference values of G
+    # G(ε) = mean coth²(ε_l/2) (xu §4.1): reference values
     for eps, g in [(1.0, 4.6827), (2.0, 1.7241), (3.0, 1.2206)]:
         assert float(privacy_G(eps)) == pytest.approx(g, abs=1e-4)
         assert float(privacy_H(eps)) == pytest.approx(math.sqrt(g), abs=1e-4)

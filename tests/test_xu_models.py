@@ -1,4 +1,4 @@
-"""xu's data-generating process (spec ../shared/papers/xu.md §2, §4.4): raw wins per privacy group
+"""xu's data-generating process (xu §2; docs/xu.md, Mechanisms and estimators): raw wins per privacy group
 against Binomial(L_g, p*) (SciPy pmf) and the per-user reference, and the θ* designs (A2, A3)."""
 from __future__ import annotations
 

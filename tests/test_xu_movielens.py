@@ -1,4 +1,4 @@
-"""MovieLens rankings for xu's real-data experiment (spec ../shared/papers/xu.md §6.6, A19): the
+"""MovieLens rankings for xu's real-data experiment (xu §5.4; docs/xu.md, Errata and modes (A19)): the
 comparison rules on hand-made ratings, the stand-in and a user-supplied ratings.csv, θ* against
 choix, and subsampling without replacement against the hypergeometric law (SciPy)."""
 from __future__ import annotations

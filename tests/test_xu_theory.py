@@ -1,6 +1,6 @@
-"""xu theory (spec ../shared/papers/xu.md §5): the adaptive schemes against the spec's P5 table,
+"""xu theory (xu §4): the adaptive schemes against P5 (docs/xu.md, Predictions),
 Table 1's directions, the rates' closed forms, the sandwich oracle against a short simulation,
-the classic-RR population floor against SciPy and the spec's §3.7 numbers, and the excess risk
+the classic-RR population floor against SciPy and reference values (docs/xu.md, Mechanisms and estimators), and the excess risk
 against its definition."""
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from dpsim.models.complete_btl import sample_pair_wins, theta_uniform_centred
 from dpsim.theory import xu
 
 
-# ----------------------------------------------------------------------------- schemes (spec §5.2 P5)
+# ----------------------------------------------------------------------------- schemes (docs/xu.md, Predictions (P5))
 P5_TABLE = [  # m, L, ε_S1, ε_S2, ε_S3, proxy S1, S2, S3 (S1 = log/√, S2 = 1/√, S3 = 1/(√·log))
     (10, 100, 1, 1, 1, .0684, .0684, .0684),
     (10, 200, .7781, .7071, .6426, .0603, .0659, .0720),
@@ -48,7 +48,7 @@ def test_scheme_normalisation_and_table_1_directions():
         for m in (10, 20, 40):
             assert float(xu.adaptive_eps(m, 100, scheme)) == pytest.approx(1.0, rel=1e-14)
             assert float(xu.adaptive_eps(m, 50, scheme, l0=50)) == pytest.approx(1.0, rel=1e-14)
-    # Scenario IV at L = 50 with L0 = 100 (spec §6.4): 1.272, 1.414, 1.572 for m = 10
+    # Scenario IV at L = 50 with L0 = 100 (xu Scenario IV, §5.2): 1.272, 1.414, 1.572 for m = 10
     np.testing.assert_allclose([xu.adaptive_eps(10, 50, s) for s in ORDER], [1.272, 1.414, 1.572], atol=6e-4)
     Ls = np.array([100, 200, 400, 800, 1600, 3200, 12800])
     for m in (10, 20, 30):
@@ -106,10 +106,10 @@ def test_rates_closed_forms():
     assert xu.exact_top_k_users(m, math.inf, 1.0, 50.0) == 1.0
 
 
-# ----------------------------------------------------------------------------- oracle (spec §5.2 P4)
+# ----------------------------------------------------------------------------- oracle (docs/xu.md, Predictions (P4))
 def test_oracle_matches_a_short_simulation():
     """(m, L, ε) = (20, 400, 1), debiased RR, λ = G/L, 600 replicates at one θ*: E‖θ̂ − θ*‖²/m within
-    5% + 3 SE of the λ = 0 sandwich (spec P4: "within a few percent at ε ≥ 1"; measured 0.6%), the
+    5% + 3 SE of the λ = 0 sandwich (docs/xu.md, Predictions (P4): "within a few percent at ε ≥ 1"; measured 0.6%), the
     Kendall error within 3 SE + 10%, E‖·‖∞ within 5%."""
     m, L, eps, R = 20, 400, 1.0, 600
     theta = theta_uniform_centred(jax.random.key(100), m)
@@ -132,7 +132,7 @@ def test_oracle_matches_a_short_simulation():
 
 
 def test_oracle_moments_closed_form_and_vmap_safety():
-    """The sandwich against NumPy's pseudo-inverse, the Laplace/RR variance ratio of spec §3.6,
+    """The sandwich against NumPy's pseudo-inverse, the Laplace/RR variance ratio of docs/xu.md, Mechanisms and estimators,
     and no batched LAPACK call under vmap."""
     m, L = 6, 100
     theta = theta_uniform_centred(jax.random.key(3), m)
@@ -164,7 +164,7 @@ def test_oracle_moments_closed_form_and_vmap_safety():
     assert batched_lapack_calls(hlo.compile().as_text()) == []
 
 
-# ----------------------------------------------------------------------------- classic RR floor (spec §3.7)
+# ----------------------------------------------------------------------------- classic RR floor (docs/xu.md, Mechanisms and estimators)
 def test_classic_rr_population_limit_against_scipy():
     m, eps = 10, 2.0
     theta = np.asarray(theta_uniform_centred(jax.random.key(5), m))
@@ -180,15 +180,19 @@ def test_classic_rr_population_limit_against_scipy():
         np.add.at(g, j, -r)
         return np.append(g[:-1], x.sum())
 
+    # accepted by its residual, not by hybr's status flag (whose verdict at tol 1e-14 is the
+    # solver's own stopping rule and can differ between machines): the Jacobian's smallest
+    # singular value here is about 0.7, so a residual of 1e-11 places the root within
+    # ~2e-11 of the exact one, far inside the comparison's 1e-8
     ref = root(equations, np.zeros(m), method="hybr", tol=1e-14)
-    assert ref.success
+    assert np.abs(equations(ref.x)).max() <= 1e-11
     np.testing.assert_allclose(np.asarray(fit.theta), ref.x, atol=1e-8)
 
 
 @pytest.mark.parametrize("m, l2, linf", [(10, 0.39, 0.69), (20, 0.41, 0.77)])
 def test_classic_rr_floor_matches_spec_numbers(m, l2, linf):
-    """ε = 2, θ* ~ U(−2, 2) centred, mean over 200 draws (spec §3.7; measured 0.393/0.701 and
-    0.408/0.754). Tolerance: 3 SE + 0.01 (the spec rounds to 2 decimals); shrink slope 0.62–0.65."""
+    """ε = 2, θ* ~ U(−2, 2) centred, mean over 200 draws (docs/xu.md, Mechanisms and estimators; measured 0.393/0.701 and
+    0.408/0.754). Tolerance: 3 SE + 0.01 (the reference values are rounded to 2 decimals); shrink slope 0.62–0.65."""
     floor = jax.jit(jax.vmap(lambda k: xu.classic_rr_floor(theta_uniform_centred(k, m), jnp.asarray([1.0]),
                                                            jnp.asarray([2.0]))))
     out = {k: np.asarray(v) for k, v in floor(jax.random.split(jax.random.key(6), 200)).items()}
@@ -209,7 +213,7 @@ def test_classic_rr_estimate_plateaus_at_the_floor():
     assert float(jnp.max(jnp.abs(fit.theta - theta))) > 0.3
 
 
-# ----------------------------------------------------------------------------- excess risk (spec §4.7)
+# ----------------------------------------------------------------------------- excess risk (docs/xu.md, Metrics)
 def test_excess_risk_against_its_definition_and_kl():
     m = 7
     theta = np.asarray(theta_uniform_centred(jax.random.key(11), m))
@@ -256,7 +260,7 @@ def test_bad_input_names_the_value():
 
 
 def test_rms_ratio_bounds_homogeneous_eps_and_proxy_slopes():
-    """Lemma 2 bounds (spec P3): the sandwich ratio at any θ* lies between them; the ε with a
+    """Lemma 2 bounds (docs/xu.md, Predictions (P3)): the sandwich ratio at any θ* lies between them; the ε with a
     given G inverts coth²(ε/2); the proxy slopes reproduce the P5 changes over L = 100 → 1600."""
     G = lambda e: float(xu.privacy_G(e))  # noqa: E731
     low, high = xu.rms_ratio_bounds(G(1.0), G(3.0))

@@ -1,6 +1,6 @@
-"""zCDP ↔ (ε, δ) conversions (nguyen §4.1, spec §7.4) against dp-accounting and the closed
-forms; the shuffle-amplified RR budget (supp. Lemma 4.1, spec §4.9) against the spec's
-table; per-user randomized response on a response matrix."""
+"""zCDP ↔ (ε, δ) conversions (nguyen §4.1, docs/nguyen.md, Errata and modes (Q4)) against dp-accounting and the closed
+forms; the shuffle-amplified RR budget (supp. Lemma 4.1, nguyen supp. §4) against reference
+values; per-user randomized response on a response matrix."""
 from __future__ import annotations
 
 import math
@@ -36,7 +36,7 @@ EPS_GRID = [0.01, 0.05, 0.075, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 5.0, 7.5]
 
 
 def test_paper_epsilon0_and_rho_table():
-    """spec §4.8 table (δ = 1e-4): ε₀ = ε*/4.2919 and ρ = ε₀²/2."""
+    """δ = 1e-4: ε₀ = ε*/4.2919 and ρ = ε₀²/2 (docs/nguyen.md, Mechanisms and estimators)."""
     eps0 = [0.00233, 0.01165, 0.01748, 0.0233, 0.0466, 0.0932, 0.1398, 0.1864, 0.2330, 0.4660, 1.165, 1.747]
     rho = [2.7e-6, 6.8e-5, 1.5e-4, 2.7e-4, .00109, .00434, .00977, .0174, .0271, .1086, .6786, 1.527]
     for e, want0, want_rho in zip(EPS_GRID, eps0, rho):
@@ -54,7 +54,7 @@ def test_bun_steinke_closed_form_round_trip(eps, delta):
 
 
 def test_spec_numbers_at_eps_one():
-    """spec §7.4 at ε* = 1, δ = 1e-4: ρ = 0.0271 (paper), 0.0258 (Bun–Steinke), 0.0406 (CKS,
+    """docs/nguyen.md, Errata and modes (Q4) at ε* = 1, δ = 1e-4: ρ = 0.0271 (paper), 0.0258 (Bun–Steinke), 0.0406 (CKS,
     ≈ 22% less σ than the paper's); the paper's ρ certifies only ε* + ρ = 1.027."""
     assert float(zcdp_rho(1.0, 1e-4, "paper")) == pytest.approx(0.0271, abs=5e-5)
     assert float(zcdp_rho(1.0, 1e-4, "bun_steinke")) == pytest.approx(0.0258, abs=5e-5)
@@ -118,7 +118,8 @@ def test_bad_input_names_the_value(call, message):
         call()
 
 
-# (n, ε_RR for EPS_GRID) from spec §4.9 (δ = 1e-4), digits as printed there.
+# (n, ε_RR for EPS_GRID) from the authors' bisection (nguyen supp. §4; docs/nguyen.md, Mechanisms and
+# estimators), δ = 1e-4, rounded to the digits kept here.
 RR_TABLE = {
     100: [.01, .05, .075, .1, .2, .4, .6, .8, 1, 2, 5, 7.5],
     131: EPS_GRID,

@@ -1,5 +1,5 @@
 """Privacy audits: the exact privacy loss of a mechanism on worst-case neighbouring inputs,
-and an estimate of it from samples of the mechanism alone (cai spec §10.3, §11 "Privacy
+and an estimate of it from samples of the mechanism alone (docs/cai.md, Errata and modes (E3); Privacy audit "Privacy
 audits"); each paper registers its mechanisms' audits as :class:`Audit` s (``AUDITS`` of its
 package), which ``dpsim audit`` runs.
 

@@ -1,5 +1,5 @@
-"""Privacy audits of nguyen's mechanisms on worst-case neighbouring response data (spec
-../shared/papers/nguyen.md §4.3, §4.8, §4.9): the discrete Gaussian and discrete Laplace
+"""Privacy audits of nguyen's mechanisms on worst-case neighbouring response data
+(nguyen Lemma 4.1, §4.2; supp. §4; docs/nguyen.md, Mechanisms and estimators): the discrete Gaussian and discrete Laplace
 chains on the differential counts, and per-user randomized response. Each returns
 :class:`dpsim.audits.audit.AuditResult` rows, like :func:`dpsim.audits.audit.audit_count_mechanism`.
 

@@ -1,5 +1,5 @@
-"""Privacy audits of chowdhury's label-DP mechanisms on worst-case neighbours (spec
-../shared/papers/chowdhury.md §3.2–3.4): binary randomized response on labels (eq. (2)),
+"""Privacy audits of chowdhury's label-DP mechanisms on worst-case neighbours
+(chowdhury eq. (2), Algorithm 2, Theorem 5.2): binary randomized response on labels (eq. (2)),
 K-ary RR (eq. (12)) and Gaussian objective perturbation (Algorithm 2, Thm 5.2).
 
 Each audit is ``audit_*(key, eps_values, n_samples, **options) -> list[AuditResult]`` (the

@@ -1,4 +1,4 @@
-"""Privacy audits of xu's per-comparison mechanisms (xu §3.1, §3.2; spec §3.2, §3.4, §3.6): classic RR,
+"""Privacy audits of xu's per-comparison mechanisms (xu §3.1, §3.2, eq. (1), Lemma 2; docs/xu.md, Mechanisms and estimators): classic RR,
 debiased RR and the Laplace mechanism, each on the worst-case neighbouring inputs of one
 comparison (y = 1 against y = 0), through the library's own sufficient-statistic sampler
 (:func:`dpsim.mechanisms.pairwise_ldp.privatise` with one user and one pair).
@@ -44,8 +44,8 @@ def _two_sided_histogram_epsilon(stat, stat_prime, bins):
 def audit_pairwise(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 200_000,
                    n_items: int | None = None) -> list[AuditResult]:
     """Privacy audit of xu's per-comparison mechanisms at each ε: classic RR, debiased RR
-    (both ε-LDP per comparison, xu §3.1–3.2; spec §3.2, §3.4) and the Laplace mechanism on one comparison
-    (spec §3.6), on the worst-case neighbouring inputs y = 1 and y = 0 of one comparison.
+    (both ε-LDP per comparison, xu §3.1–3.2, eq. (1), Lemma 2) and the Laplace mechanism on one comparison
+    (docs/xu.md, Mechanisms and estimators), on the worst-case neighbouring inputs y = 1 and y = 0 of one comparison.
 
     The released values are drawn through the library's own sampler (:func:`privatise` with
     one user and one pair). Exact loss: RR and debiased RR, max_out |log P(out|1)/P(out|0)|

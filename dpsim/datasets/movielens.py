@@ -2,7 +2,7 @@
 supplies, with a deterministic synthetic stand-in of the same shape.
 
 Both papers name "MovieLens 100K" but describe **ml-latest-small** (100,836 ratings from 610
-users on 9,742 movies; xu spec §6.6 and A18, nguyen spec §6.3 and A13): its ``ratings.csv``
+users on 9,742 movies; xu §5.4; docs/xu.md, Errata and modes (A18), nguyen Fig. 3, §5.2; docs/nguyen.md, Errata and modes (A13)): its ``ratings.csv``
 has the header ``userId,movieId,rating,timestamp`` and ratings 0.5–5.0 in half-star steps.
 This environment cannot download it, so :func:`load_ratings` reads a local copy and
 :func:`synthetic_ratings` makes a stand-in with the same users, a similar popularity profile
@@ -46,7 +46,7 @@ class Ratings:
 
     def most_rated(self, m: int) -> np.ndarray:
         """The ``m`` movie ids with the most ratings, ties broken by the smaller movieId
-        (xu spec §6.6), most rated first."""
+        (xu §5.4), most rated first."""
         if not (isinstance(m, (int, np.integer)) and m >= 2):
             raise UsageError(f"m={m!r} must be an integer ≥ 2")
         ids, counts = np.unique(self.movie, return_counts=True)

@@ -1,5 +1,5 @@
-"""Pairwise rankings from MovieLens ratings, xu's real data (xu §5.4, Fig. 7; spec
-../shared/papers/xu.md §6.6, A18–A19).
+"""Pairwise rankings from MovieLens ratings, xu's real data (xu §5.4, Fig. 7;
+xu §5.4; docs/xu.md, Errata and modes (A18–A19)).
 
 Each user becomes one "ranking": an answer for every pair of the m = 40 most-rated movies
 (ties in rating count broken by the smaller movieId, :meth:`dpsim.datasets.Ratings.most_rated`).
@@ -8,10 +8,10 @@ For the pair i < j (movies in most-rated order), with r the user's ratings:
 - both rated: y = 1 if r_i > r_j, 0 if r_i < r_j, a fair coin if r_i = r_j ("random comparisons
   are generated for two same ratings");
 - exactly one rated: the rated movie wins ("items without ratings are considered less preferred");
-- neither rated: a fair coin (unspecified in the paper; spec A19).
+- neither rated: a fair coin (unspecified in the paper; docs/xu.md, Errata and modes (A19)).
 
-The coins are drawn once from ``seed`` (NumPy) and shared by θ* and every replicate (spec
-A19 [rec]). θ* is the non-private ridge fit of xu eq. (3) on all users with λ = 1/L_total
+The coins are drawn once from ``seed`` (NumPy) and shared by θ* and every replicate
+(docs/xu.md, Errata and modes (A19)). θ* is the non-private ridge fit of xu eq. (3) on all users with λ = 1/L_total
 (1/610), centred (:func:`movielens_theta`). Replicates subsample L users **without
 replacement** (:func:`subsample_pair_wins`) and privatise their raw wins like synthetic data.
 
@@ -89,7 +89,7 @@ def comparisons_from_ratings(rating_matrix, seed: int = COIN_SEED) -> np.ndarray
 
 def movielens_rankings(ratings: Ratings, n_items: int = N_ITEMS_XU, seed: int = COIN_SEED) -> PairwiseRankings:
     """The pairwise rankings of xu's real-data experiment: the ``n_items`` most-rated movies,
-    one ranking per user (spec §6.6).
+    one ranking per user (xu §5.4).
 
     Args:
         ratings: a :class:`~dpsim.datasets.Ratings` table (``load_ratings`` or ``synthetic_ratings``).
@@ -107,7 +107,7 @@ def movielens_rankings(ratings: Ratings, n_items: int = N_ITEMS_XU, seed: int = 
 
 def movielens_theta(rankings: PairwiseRankings, lam: float | None = None) -> np.ndarray:
     """θ*, the non-private ridge fit of xu eq. (3) on all users (z̄ = ȳ, λ = 1/L_total, e.g.
-    1/610), centred (xu §5.4 "we fit the BTL model using the whole dataset"; spec §6.6, A19).
+    1/610), centred (xu §5.4 "we fit the BTL model using the whole dataset"; docs/xu.md, Errata and modes (A19)).
 
     Args: rankings: from :func:`movielens_rankings`; lam: λ (default 1/number of users).
     Returns: (m,) float64 NumPy array with mean 0.
@@ -121,7 +121,7 @@ def movielens_theta(rankings: PairwiseRankings, lam: float | None = None) -> np.
 
 
 def subsample_pair_wins(key, y, group_sizes) -> jax.Array:
-    """Raw wins of L users drawn **without replacement** from the rankings (spec §6.6 [rec]),
+    """Raw wins of L users drawn **without replacement** from the rankings (docs/xu.md, Experiments as run),
     split into privacy groups: the first L_1 sampled users form group 1, and so on.
 
     Args:

@@ -1,5 +1,5 @@
-"""Binary user × item response data of nguyen's real-data experiments (Figs 2–3; spec
-../shared/papers/nguyen.md §6.2–6.3, §6.6, A13): LSAT (rebuilt from its pattern counts and
+"""Binary user × item response data of nguyen's real-data experiments (Figs 2–3;
+nguyen Fig. 2, §5.2; Fig. 3, §5.2; docs/nguyen.md, Experiments as run; Errata and modes (A13)): LSAT (rebuilt from its pattern counts and
 shipped in code), loaders of the user-supplied UCI student-performance ``.arff``, Three
 Grades ``student-por.csv`` and MovieLens ``ratings.csv``, each with a deterministic
 synthetic stand-in of the same shape used when no file is given. ``source`` says which.
@@ -55,7 +55,7 @@ class ResponseData:
 # ---------------------------------------------------------------------------------------
 # LSAT section 6 (Bock & Lieberman 1970), rebuilt from its 32 response-pattern counts.
 # ---------------------------------------------------------------------------------------
-# Patterns 00000, 00001, …, 11111 (item 1 the most significant bit), spec §6.6 (the
+# Patterns 00000, 00001, …, 11111 (item 1 the most significant bit), docs/nguyen.md, Experiments as run (the
 # OpenBUGS "LSAT" example; R ltm's ``LSAT``). Total 1000.
 LSAT_PATTERN_COUNTS = (3, 6, 2, 11, 1, 1, 3, 4, 1, 8, 0, 16, 0, 3, 2, 15,
                        10, 29, 14, 81, 3, 28, 15, 80, 16, 56, 21, 173, 11, 61, 28, 298)
@@ -63,7 +63,7 @@ LSAT_PATTERN_COUNTS = (3, 6, 2, 11, 1, 1, 3, 4, 1, 8, 0, 16, 0, 3, 2, 15,
 
 def lsat() -> ResponseData:
     """LSAT section 6: 1000 examinees × 5 items, full responses, users ordered by pattern
-    (spec §6.6; flagged in A13: the authors' file may be section 7, also 1000 × 5)."""
+    (docs/nguyen.md, Experiments as run; flagged in A13: the authors' file may be section 7, also 1000 × 5)."""
     patterns = np.arange(32)[:, None] >> np.arange(4, -1, -1)[None, :] & 1
     x = np.repeat(patterns.astype(bool), LSAT_PATTERN_COUNTS, axis=0)
     return ResponseData("lsat", x, np.ones_like(x), tuple(f"item{i + 1}" for i in range(5)),
@@ -71,7 +71,7 @@ def lsat() -> ResponseData:
 
 
 def rasch_stand_in(name: str, n_users: int, n_items: int, seed: int = 0) -> ResponseData:
-    """A deterministic Rasch stand-in: θ*, β* i.i.d. N(0, 1), full responses (spec §6.5: the
+    """A deterministic Rasch stand-in: θ*, β* i.i.d. N(0, 1), full responses (docs/nguyen.md, Experiments as run: the
     surrogate keeps the shape; the metric compares with the non-private estimate on the
     same data, so the method ordering, not the numbers, carries over)."""
     rng = np.random.default_rng(seed)
@@ -103,7 +103,7 @@ UCI_GRADES = ("Best", "Vg", "Good", "Pass", "Fail")
 def load_uci_student(path) -> ResponseData:
     """Read the UCI "Student Academic Performance" ``.arff`` (131 students): items = the
     attributes tnp, twp, iap, esp (columns 3–6); a grade in {Best, Vg} → 1, {Good, Pass,
-    Fail} → 0; '?' → unobserved (spec §6.2).
+    Fail} → 0; '?' → unobserved (nguyen Fig. 2, §5.2).
 
     Raises: UsageError (one line) if the file is missing, unreadable, not ARFF, lacks one
     of the four attributes, or has a grade outside {Best, Vg, Good, Pass, Fail}.
@@ -156,7 +156,7 @@ THREE_GRADES_ITEMS = ("G1", "G2", "G3")
 def load_three_grades(path) -> ResponseData:
     """Read ``student-por.csv`` (649 students; ';'-separated, quoted header): items = the
     grades G1, G2, G3 (0–20); per item, a grade above the item's median → 1, else 0
-    (spec §6.2).
+    (nguyen Fig. 2, §5.2).
 
     Raises: UsageError (one line) if the file is missing, unreadable, lacks a G1/G2/G3
     column, or holds a grade that is not an integer in 0–20.
@@ -191,7 +191,7 @@ def three_grades(path=None, seed: int = 0) -> ResponseData:
 
 
 # ---------------------------------------------------------------------------------------
-# MovieLens: low-rank scores, binarised per user, a random subset of items (spec §6.3).
+# MovieLens: low-rank scores, binarised per user, a random subset of items (nguyen Fig. 3, §5.2).
 # ---------------------------------------------------------------------------------------
 def nmf_multiplicative(V, rank: int = 30, max_iter: int = 30, seed: int = 0, floor: float = 1e-12):
     """Non-negative factorisation V ≈ WH by Lee–Seung multiplicative updates for the
@@ -218,7 +218,7 @@ def nmf_multiplicative(V, rank: int = 30, max_iter: int = 30, seed: int = 0, flo
 
 def binarise_scores(scores) -> np.ndarray:
     """x_li = 1 (disapproval) when user l's score of item i is not above the user's mean
-    score over all items, 0 (approval) otherwise (nguyen §5.2, footnote 1; spec §6.3 step 3).
+    score over all items, 0 (approval) otherwise (nguyen §5.2, footnote 1; docs/nguyen.md, Experiments as run).
     Args: scores (n_users, n_items). Returns: bool (n_users, n_items)."""
     scores = np.asarray(scores, np.float64)
     return ~(scores > scores.mean(axis=1, keepdims=True))
@@ -226,7 +226,7 @@ def binarise_scores(scores) -> np.ndarray:
 
 def ratings_responses(ratings: Ratings, n_items: int, rank: int = 30, max_iter: int = 30,
                       seed: int = 119) -> ResponseData:
-    """nguyen's ML-100K pipeline (spec §6.3) on a :class:`Ratings` table: zero-filled users ×
+    """nguyen's ML-100K pipeline (nguyen Fig. 3, §5.2) on a :class:`Ratings` table: zero-filled users ×
     movies matrix, rank-``rank`` NMF (:func:`nmf_multiplicative`), per-user binarisation of
     the low-rank scores (:func:`binarise_scores`), then ``n_items`` movies drawn by
     ``RandomState(seed).permutation`` (fixed across trials). Full responses (p = 1).

@@ -89,11 +89,11 @@ def load_win_matrix(path, per_user: int, name: str | None = None) -> WinMatrix:
 
 def cems() -> WinMatrix:
     """CEMS university preferences (Dittrich, Hatzinger & Katzenbeisser 1998): n = 6 schools,
-    303 students × L = 15 pairs, 3967 decisive comparisons (cai spec §8.5)."""
+    303 students × L = 15 pairs, 3967 decisive comparisons (cai §4.3)."""
     return load_win_matrix(DATA_DIR / "cems.csv", per_user=15, name="cems")
 
 
 def immigration() -> WinMatrix:
     """Student attitudes towards immigration (Weber & Hatzinger 2011): n = 4 statements,
-    98 students × L ≤ 6 pairs, 379 decisive comparisons (cai spec §8.5)."""
+    98 students × L ≤ 6 pairs, 379 decisive comparisons (cai §4.3)."""
     return load_win_matrix(DATA_DIR / "immigration.csv", per_user=6, name="immigration")

@@ -4,7 +4,7 @@ Objective (cai eq. (2.1) with the ridge and the linear perturbation of Algorithm
 
     R(θ) = Σ_{i≠j} W_ij · softplus(θ_j − θ_i) + (γ/2)‖θ‖² + wᵀθ,
 
-with closed-form gradient and Hessian (cai (A.2), (A.9); cai spec §5.0):
+with closed-form gradient and Hessian (cai (A.2), (A.9); docs/cai.md, Mechanisms and estimators):
 
     ∇R_i = Σ_j (M_ij σ(θ_i − θ_j) − W_ij) + γθ_i + w_i,     M = W + Wᵀ,
     ∇²R  = diag(C1) − C + γI,   C_ij = M_ij σ_ij (1 − σ_ij)   (a weighted graph Laplacian).
@@ -75,7 +75,7 @@ def btl_objective(W, gamma, w, M=None) -> SmoothObjective:
     made CG run to its cap and the line search stall at ‖∇R‖∞ ≈ 1.1e-10 in one of cai
     Fig. 6's unpenalised fits (n = 16, m = 1000, L = 5; tests/test_btl_mle.py). The
     minimiser found is the one of R on 1^⊥ up to a shift, i.e. the sum-zero MLE after
-    centring (cai spec §5.5).
+    centring (docs/cai.md, Mechanisms and estimators).
     """
     return _btl_objective(W, comparisons_per_pair(W, M), gamma, w)
 
@@ -136,8 +136,8 @@ def _gradient_tolerance(M, tol):
 def penalised_mle(W, gamma, w=None, *, M=None, tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """argmin_θ 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ by truncated Newton from θ = 0.
 
-    With w = 0 this is the non-private ℓ2-penalised MLE of Chen et al. (cai §5.5). The
-    minimiser satisfies 1ᵀθ̃ = −1ᵀw/γ (cai §5.0); centring afterwards is post-processing.
+    With w = 0 this is the non-private ℓ2-penalised MLE of Chen et al. (docs/cai.md, Mechanisms and estimators). The
+    minimiser satisfies 1ᵀθ̃ = −1ᵀw/γ (docs/cai.md, Mechanisms and estimators); centring afterwards is post-processing.
     Converged means ‖∇R‖∞ ≤ :func:`gradient_tolerance` (W, tol).
 
     Args:

@@ -6,7 +6,7 @@ from dpsim.validate import require_counts_matrix, require_eps
 
 
 def win_counts(W):
-    """N_i = Σ_j W_ij, the number of comparisons item i won (cai §5.3 step 1)."""
+    """N_i = Σ_j W_ij, the number of comparisons item i won (cai Algorithm 2, §2.3.1 step 1)."""
     return W.sum(axis=1)
 
 

@@ -1,5 +1,5 @@
-"""The debiased M-estimator of xu (eq. (3), §4.1; spec ../shared/papers/xu.md §4.1–4.3, §4.6),
-the classic-RR MLE baseline (spec §3.7, A7), and rankings from θ̂ (spec §4.6, A15).
+"""The debiased M-estimator of xu (eq. (3), §4.1; docs/xu.md, Mechanisms and estimators),
+the classic-RR MLE baseline (docs/xu.md, Mechanisms and estimators; Errata and modes (A7)), and rankings from θ̂ (docs/xu.md, Mechanisms and estimators; Errata and modes (A15)).
 
 **Objective** (xu §4.1 eq. (3)), with z̄_e the per-pair mean release (:mod:`dpsim.mechanisms.pairwise_ldp`):
 
@@ -16,20 +16,20 @@ diagonal) and γ = 2λ, whose gradient and Hessian are the closed forms of the p
 a weighted complete-graph Laplacian plus 2λI, so 2λ ≤ eig ≤ 2(λ + max_i Σ_j s_ij). It is solved by
 the shared truncated Newton method (:func:`dpsim.solvers.newton_cg`, Armijo backtracking on
 ‖∇‖², which avoids the false non-convergence of an Armijo test on L_λ itself near the optimum,
-spec §4.3) from θ = 0, in float64, to ‖∇‖∞ ≤ 1e-10·max(1, m) within 50 iterations (spec A5).
+docs/xu.md, Mechanisms and estimators) from θ = 0, in float64, to ‖∇‖∞ ≤ 1e-10·max(1, m) within 50 iterations (docs/xu.md, Errata and modes (A5)).
 It minimises F = L_λ + (μ/2)(1ᵀθ)² (μ = 1/4), which has the same minimiser (1ᵀθ̂ = 0, Lemma 3)
 but curvature 2λ + μm instead of 2λ along 1: the Jacobi-preconditioned CG directions are not
 sum-zero, and with curvature 2λ alone the iterates' sum converged only to ~1e-7.
 z̄ may lie outside [0, 1] (debiased data); λ > 0 then keeps the objective bounded below and
-strictly convex (spec §4.2). The minimiser sums to zero for every λ > 0 (Lemma 3); the
+strictly convex (docs/xu.md, Mechanisms and estimators). The minimiser sums to zero for every λ > 0 (Lemma 3); the
 returned θ̂ is centred exactly.
 
-**λ** (spec §4.2, A4): ``rule="g_over_l"`` (default) λ = G(ε)/L, the paper's
+**λ** (docs/xu.md, Mechanisms and estimators; Errata and modes (A4)): ``rule="g_over_l"`` (default) λ = G(ε)/L, the paper's
 "λ ≍ L⁻¹(e^ε+1)²/(e^ε−1)" with the square of the denominator restored; ``rule="paper"`` the
 literal (e^ε+1)²/((e^ε−1)L), ≈ 19× larger at ε = 3 and badly biased there. Neither affects
 privacy (λ is applied to already-private data).
 
-**Ranking** (spec §4.6). The stationarity equation Σ_{j≠i} σ(θ_i − θ_j) + 2λθ_i = s_i with the
+**Ranking** (docs/xu.md, Mechanisms and estimators). The stationarity equation Σ_{j≠i} σ(θ_i − θ_j) + 2λθ_i = s_i with the
 Borda score s_i = Σ_{j≠i} w_ij shows θ̂_i > θ̂_k ⇔ s_i > s_k: θ̂ ranks items in Borda order, ties
 included; under homogeneous ε classic and debiased RR (w affine in each other with a positive
 slope) rank identically. Ties are real with discrete data, so values within
@@ -51,15 +51,15 @@ from dpsim.solvers import SmoothObjective, newton_cg
 from dpsim.validate import require, require_eps, require_group_sizes, require_int
 
 LAMBDA_RULES = ("g_over_l", "paper")
-RANK_TIE_TOL = 1e-9   # spec A15: |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞) is a tie
-SOLVER_TOL = 1e-10    # ‖∇L_λ‖∞ ≤ SOLVER_TOL·max(1, m) (spec §4.3)
+RANK_TIE_TOL = 1e-9   # docs/xu.md, Errata and modes (A15): |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞) is a tie
+SOLVER_TOL = 1e-10    # ‖∇L_λ‖∞ ≤ SOLVER_TOL·max(1, m) (docs/xu.md, Mechanisms and estimators)
 SOLVER_MAX_ITER = 50
 
 
 def ridge_lambda(group_eps, group_sizes, rule: str = "g_over_l"):
-    """The ridge parameter λ of the debiased M-estimator (xu §5.1 Scenario I; spec §4.2, A4).
+    """The ridge parameter λ of the debiased M-estimator (xu §5.1 Scenario I; docs/xu.md, Mechanisms and estimators; Errata and modes (A4)).
 
-    - ``"g_over_l"`` (default, spec [rec]): λ = G(ε)/L = L⁻¹ mean_l coth²(ε_l/2); 1/L at ε = ∞.
+    - ``"g_over_l"`` (default; docs/xu.md, Errata and modes (A4)): λ = G(ε)/L = L⁻¹ mean_l coth²(ε_l/2); 1/L at ε = ∞.
       Consistent with Thm 1's condition λ ≲ m G log(mL)/(L‖θ*‖²).
     - ``"paper"``: the literal "λ ≍ L⁻¹(e^ε+1)²/(e^ε−1)" = L⁻¹ mean_l coth(ε_l/2)(e^{ε_l}+1),
       which is G·(e^ε − 1)/L for homogeneous ε (∞ at ε = ∞: the rule is undefined there).
@@ -86,7 +86,7 @@ def ridge_lambda(group_eps, group_sizes, rule: str = "g_over_l"):
 
 def win_value_matrix(zbar) -> jax.Array:
     """w with w_ij = z̄_ij and w_ji = 1 − z̄_ij for i < j, 0 on the diagonal: the "win value" of
-    i over j (xu §4.1, gradient of eq. (3); spec §4.1).
+    i over j (xu §4.1, gradient of eq. (3)).
 
     Args: zbar: (M,) per-pair means in triu order. Returns: (m, m) float64."""
     zbar = jnp.asarray(zbar, jnp.float64)
@@ -96,7 +96,7 @@ def win_value_matrix(zbar) -> jax.Array:
 
 
 def borda_scores(zbar) -> jax.Array:
-    """s_i = Σ_{j≠i} w_ij, the Borda score whose order θ̂ reproduces (spec §4.6).
+    """s_i = Σ_{j≠i} w_ij, the Borda score whose order θ̂ reproduces (docs/xu.md, Mechanisms and estimators).
 
     Args: zbar: (M,). Returns: (m,) float64."""
     return jnp.sum(win_value_matrix(zbar), axis=1)
@@ -112,7 +112,7 @@ def debiased_m_objective_value(theta, zbar, lam):
 
 
 def debiased_m_gradient(theta, zbar, lam):
-    """∇L_λ(θ)_i = Σ_{j≠i}(σ(θ_i − θ_j) − w_ij) + 2λθ_i (xu §4.1, supplement Lemma S8; spec §4.1). Returns: (m,)."""
+    """∇L_λ(θ)_i = Σ_{j≠i}(σ(θ_i − θ_j) − w_ij) + 2λθ_i (xu §4.1, gradient of eq. (3), supplement Lemma S8). Returns: (m,)."""
     grad, _ = btl_objective(win_value_matrix(zbar), 2.0 * lam, 0.0).evaluate(theta)
     return grad
 
@@ -140,10 +140,10 @@ def _with_sum_penalty(objective: SmoothObjective, mu: float = SUM_PENALTY) -> Sm
 
 def debiased_m_estimator(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = SOLVER_MAX_ITER) -> Fit:
     """θ̂ = argmin_θ Σ_{i<j}[z̄_ij(θ_j − θ_i) + log(1 + e^{θ_i−θ_j})] + λ‖θ‖², the debiased
-    M-estimator of xu §4.1 eq. (3) (spec §4.1–4.3), by truncated Newton from θ = 0.
+    M-estimator of xu §4.1 eq. (3) (xu §4.1), by truncated Newton from θ = 0.
 
     With z̄ from debiased RR this is the paper's estimator; from Laplace, the Laplace baseline
-    (spec A6); from raw answers, the non-private ridge MLE (eq. (2)).
+    (docs/xu.md, Errata and modes (A6)); from raw answers, the non-private ridge MLE (eq. (2)).
 
     Args:
         zbar: (M,) per-pair means, M = m(m−1)/2, triu order (values outside [0, 1] allowed).
@@ -175,10 +175,10 @@ def debiased_m_estimator(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = 
 
 
 def classic_rr_mle(ybar_released, lam, *, tol: float = SOLVER_TOL, max_iter: int = SOLVER_MAX_ITER) -> Fit:
-    """The classic-RR baseline of xu §5.3 Scenario V (spec §3.7, A7): the same objective with the mean
+    """The classic-RR baseline of xu §5.3 Scenario V (docs/xu.md, Mechanisms and estimators; Errata and modes (A7)): the same objective with the mean
     classic-RR answer ỹ̄ in place of z̄, and the same λ. Inconsistent for θ* (its limit is
     shrunk toward 0, :func:`dpsim.theory.xu.classic_rr_population_limit`), but it ranks
-    exactly like the debiased estimator under homogeneous ε (spec §4.6).
+    exactly like the debiased estimator under homogeneous ε (docs/xu.md, Mechanisms and estimators).
 
     Args and Returns: as :func:`debiased_m_estimator`, with ``ybar_released`` (M,) in [0, 1].
     """
@@ -191,7 +191,7 @@ def _tie_scale(theta_hat, tie_tol):
 
 def tied_ranks(theta_hat, tie_tol: float = RANK_TIE_TOL) -> jax.Array:
     """σ̂_i, the rank of θ̂_i (1 = largest), with values within tie_tol·max(1, ‖θ̂‖∞) sharing the
-    smallest rank of their tie (competition ranking; spec §4.6, A15).
+    smallest rank of their tie (competition ranking; docs/xu.md, Mechanisms and estimators; Errata and modes (A15)).
 
     Args: theta_hat: (m,); tie_tol: relative tie tolerance (Python float).
     Returns: (m,) int32 ranks in 1..m."""
@@ -201,8 +201,8 @@ def tied_ranks(theta_hat, tie_tol: float = RANK_TIE_TOL) -> jax.Array:
 
 
 def estimated_top_k_mask(key, theta_hat, k, tie_tol: float = RANK_TIE_TOL) -> jax.Array:
-    """The estimated top-K set {i : σ̂_i ≤ K} (xu §4.2; spec §4.7) with ties at the K-boundary broken
-    uniformly at random (spec A15): :func:`dpsim.estimators.top_k_mask` on θ̂/max(1, ‖θ̂‖∞)
+    """The estimated top-K set {i : σ̂_i ≤ K} (xu §4.2; docs/xu.md, Metrics) with ties at the K-boundary broken
+    uniformly at random (docs/xu.md, Errata and modes (A15)): :func:`dpsim.estimators.top_k_mask` on θ̂/max(1, ‖θ̂‖∞)
     with tie tolerance ``tie_tol`` (values on one grid step of the rescaled θ̂ are tied).
 
     Args: key: PRNG key (its own stream: the tie-break); theta_hat: (m,); k: K in [1, m]
@@ -214,7 +214,7 @@ def estimated_top_k_mask(key, theta_hat, k, tie_tol: float = RANK_TIE_TOL) -> ja
 
 
 def expected_top_k_hamming(theta_hat, mask_true, k, tie_tol: float = RANK_TIE_TOL) -> jax.Array:
-    """E H_K(θ̂, θ*) under a uniform random tie-break at the K-boundary (xu §4.2 H_K; spec §4.7,
+    """E H_K(θ̂, θ*) under a uniform random tie-break at the K-boundary (xu §4.2 H_K; docs/xu.md, Metrics,
     A15 "report the expectation"): the top-K normalised Hamming error of
     :func:`estimated_top_k_mask`, averaged over its tie-breaks, in closed form.
 
@@ -223,7 +223,7 @@ def expected_top_k_hamming(theta_hat, mask_true, k, tie_tol: float = RANK_TIE_TO
     a_i + 1 … a_i + t_i uniformly, so it enters the top K with probability
     clip(K − a_i, 0, t_i)/t_i; H_K = (K − Σ_{i ∈ S} P(i ∈ Ŝ))/K for the true top-K set S.
     Deterministic in θ̂ (like the Kendall distance with ``ties="half"``), so two estimates
-    with the same order and ties (classic and debiased RR, spec §4.6) score exactly alike.
+    with the same order and ties (classic and debiased RR, docs/xu.md, Mechanisms and estimators) score exactly alike.
 
     Args:
         theta_hat: (m,) estimate.

@@ -2,7 +2,7 @@
 the unpenalised MLE of the non-private curve, and Algorithm 3 (noisy counts).
 
 Adjacency: two datasets are neighbours when they differ in all L comparisons of one of
-the m users (cai §3.1; worst-case replacement, cai spec §10.18).
+the m users (cai §3.1; worst-case replacement, docs/cai.md, Errata and modes (E18)).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ FALLBACK_GAMMA = 1e-8
 
 def guarded_penalised_mle(W, gamma, w=None, *, fallback_gamma: float = FALLBACK_GAMMA, M=None,
                           tol: float = 1e-10, max_iter: int = 50) -> Fit:
-    """:func:`penalised_mle` with the existence guard of cai spec §10.17.
+    """:func:`penalised_mle` with the existence guard of docs/cai.md, Errata and modes (E17).
 
     With γ = 0 the MLE exists (and is unique after centring, i.e. under the paper's
     constraint 1ᵀθ = 0) iff the win digraph is strongly connected; otherwise γ is replaced by
@@ -44,8 +44,8 @@ def guarded_penalised_mle(W, gamma, w=None, *, fallback_gamma: float = FALLBACK_
 
 
 def unpenalised_mle(W, *, M=None, tol: float = 1e-10, max_iter: int = 50) -> Fit:
-    """The BTL MLE with γ = 0, identified by centring (cai spec §5.5: the individual-DP
-    non-private baseline, "unpenalised MLE with the sum-zero constraint"; §10.17 guard).
+    """The BTL MLE with γ = 0, identified by centring (docs/cai.md, Mechanisms and estimators: the individual-DP
+    non-private baseline, "unpenalised MLE with the sum-zero constraint"; docs/cai.md, Errata and modes (E17) guard).
     ``M``: W + Wᵀ when the caller has it."""
     return guarded_penalised_mle(W, 0.0, M=M, tol=tol, max_iter=max_iter)
 
@@ -56,8 +56,8 @@ def perturbed_mle_individual(key, W, eps, per_user, *, link: Link = LOGISTIC, c0
 
     λ = 8Lκ1/ε, γ = 8Lκ2/ε (L = ``per_user``); w ~ Laplace(λ)^n;
     θ̃ = argmin 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ is (ε, 0)-individual DP for links with finite
-    κ1, κ2. At ε = ∞: λ = γ = 0, the unpenalised MLE (cai spec §8.4), with the §10.17 guard.
-    ``c0`` > 0 uses γ = max(8Lκ2/ε, c0√(S log n)), S = 2mL/n (cai spec §10.1; needs ``n_users``).
+    κ1, κ2. At ε = ∞: λ = γ = 0, the unpenalised MLE (cai §4.2), with the guard of docs/cai.md, Errata and modes (E17).
+    ``c0`` > 0 uses γ = max(8Lκ2/ε, c0√(S log n)), S = 2mL/n (docs/cai.md, Errata and modes (E1); needs ``n_users``).
 
     Raises: ValueError naming a bad concrete ε, L or W (traced values are not checked).
     """
@@ -71,7 +71,7 @@ def perturbed_mle_individual(key, W, eps, per_user, *, link: Link = LOGISTIC, c0
 
 
 def noisy_counts_individual(key, W, eps, per_user, mode: str = "strict"):
-    """Algorithm 3 of cai (individual DP): N + Laplace(c·L/ε)^n (cai spec §5.4, §10.3).
+    """Algorithm 3 of cai (individual DP): N + Laplace(c·L/ε)^n (cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)).
 
     ``mode="strict"`` (default, c = 2: the ℓ1 sensitivity 2L) is (ε, 0)-individual DP;
     ``mode="paper"`` (c = 1, as published) is only 2ε-DP. ``mode`` must be a Python string.

@@ -1,21 +1,21 @@
-"""Exact estimators of the linear BTL model of chowdhury (spec ../shared/papers/chowdhury.md
-§4.1–4.3, §4.7): the non-private MLE (eq. (8)), the de-biased RR estimator θ̂_RR (eqs. (4)–(6)),
+"""Exact estimators of the linear BTL model of chowdhury (chowdhury
+§4.1–4.2, §5, App. D): the non-private MLE (eq. (8)), the de-biased RR estimator θ̂_RR (eqs. (4)–(6)),
 the naive RR-MLE (eq. (3)) and objective perturbation θ̂_obj (Algorithm 2), each the minimiser
-of its objective over Θ_B = {θ : ⟨1, θ⟩ = 0 (optional), ‖θ‖ ≤ B} (§4.0).
+of its objective over Θ_B = {θ : ⟨1, θ⟩ = 0 (optional), ‖θ‖ ≤ B} (docs/chowdhury.md, Mechanisms and estimators).
 
 Objectives are written in the averaged form (1/n)Σ; the paper's sums (eq. (8), main-text
 (4)) have the same minimisers. With z_i = x_iᵀθ and softplus(u) = log(1 + e^u):
 
 * MLE:  f(θ) = (1/n)Σ softplus(z_i) − y_i z_i;
 * θ̂_RR: the de-biased loss (eq. (4)) equals (2σ(ε) − 1)·(1/n)Σ softplus(z_i) − ȳ_i z_i with
-  the unbiased surrogate labels ȳ = ((e^ε + 1)ỹ − 1)/(e^ε − 1) (spec §4.3 [derived]); the
+  the unbiased surrogate labels ȳ = ((e^ε + 1)ỹ − 1)/(e^ε − 1) (docs/chowdhury.md, Mechanisms and estimators); the
   solver minimises the bracket (same argmin, ε-free scale);
-* θ̂_obj: (1/n)Σ softplus(z_i) − y_i z_i + (β/(2n))‖θ‖² + wᵀθ/n (Alg. 2, spec §4.7).
+* θ̂_obj: (1/n)Σ softplus(z_i) − y_i z_i + (β/(2n))‖θ‖² + wᵀθ/n (Alg. 2, chowdhury Algorithm 2, §5, App. D).
 
 These three are convex (strictly, given full-rank features or β > 0) and are solved by
 projected Newton (dpsim.solvers.projected_newton: the quadratic model minimised exactly over
 Θ_B each step) to a gradient-mapping norm ≤ 1e-10. The naive RR likelihood is not convex
-(spec §4.2); it is solved from θ̂_RR (spec §4.2 [rec]) by projected Newton with a Fisher
+(chowdhury eq. (3), Theorem 4.1); it is solved from θ̂_RR (docs/chowdhury.md, Mechanisms and estimators) by projected Newton with a Fisher
 fallback where the Hessian is not positive definite (default), or by plain projected gradient.
 
 All functions are pure, jit- and vmap-compatible (ε, δ, B, β may be traced; the (d, d)
@@ -63,13 +63,13 @@ def require_radius(radius) -> None:
 def logistic_loss(theta, x, targets):
     """(1/n)Σ softplus(x_iᵀθ) − t_i x_iᵀθ: the BTL negative log-likelihood for labels
     t ∈ {0, 1} (chowdhury eq. (8) divided by n), and the de-biased RR loss's bracket for
-    t = ȳ (spec §4.3). Args: theta (dim,); x (n, dim); targets (n,). Returns: scalar."""
+    t = ȳ (chowdhury eqs. (4)–(6), §4.2). Args: theta (dim,); x (n, dim); targets (n,). Returns: scalar."""
     z = x @ theta
     return jnp.mean(jax.nn.softplus(z) - targets * z)
 
 
 def rr_privatised_probability(z, eps):
-    """p̃₁(z) = P(ỹ = 1 | z) = (1 − σ(ε)) + (2σ(ε) − 1)σ(z) (chowdhury App. C; spec §3.2)."""
+    """p̃₁(z) = P(ỹ = 1 | z) = (1 − σ(ε)) + (2σ(ε) − 1)σ(z) (chowdhury eq. (2), App. C)."""
     keep = keep_probability(eps)
     return (1.0 - keep) + (2.0 * keep - 1.0) * jax.nn.sigmoid(z)
 
@@ -78,7 +78,7 @@ def rr_debiased_loss(theta, x, y_tilde, eps):
     """l̂_{D,ε}(θ)/n, the de-biased RR loss in the paper's form (chowdhury eq. (4), App. C.2):
     −(1/n)Σ [ỹ_i (σ(ε) log σ(z_i) − (1 − σ(ε)) log(1 − σ(z_i)))
             + (1 − ỹ_i)(σ(ε) log(1 − σ(z_i)) − (1 − σ(ε)) log σ(z_i))],
-    i.e. −(1/n)Σ log p̂_{i,ỹ_i} with the scores p̂ of eq. (5) (spec §8 item 1).
+    i.e. −(1/n)Σ log p̂_{i,ỹ_i} with the scores p̂ of eq. (5) (docs/chowdhury.md, Errata and modes (E1)).
 
     Args: theta (dim,); x (n, dim); y_tilde (n,) RR labels in {0, 1}; eps: ε > 0.
     Returns: scalar."""
@@ -92,13 +92,13 @@ def rr_debiased_loss(theta, x, y_tilde, eps):
 
 def rr_debiased_loss_label_form(theta, x, y_tilde, eps):
     """(2σ(ε) − 1)·(1/n)Σ softplus(z_i) − ȳ_i z_i with ȳ = ((e^ε + 1)ỹ − 1)/(e^ε − 1): the
-    de-biased-label form of :func:`rr_debiased_loss` (equal to it; spec §4.3 [derived])."""
+    de-biased-label form of :func:`rr_debiased_loss` (equal to it; docs/chowdhury.md, Mechanisms and estimators)."""
     return (2.0 * keep_probability(eps) - 1.0) * logistic_loss(theta, x, debiased_response(y_tilde, eps))
 
 
 def rr_naive_log_probabilities(z, eps):
-    """(log p̃₁(z), log p̃₀(z)), the exact log-likelihoods of an RR label (spec §4.2 stable
-    form): log p̃₁ = logaddexp(log σ(ε) − softplus(−z), log(1 − σ(ε)) − softplus(z))."""
+    """(log p̃₁(z), log p̃₀(z)), the exact log-likelihoods of an RR label (chowdhury eq. (3), Theorem 4.1), in a stable
+    form: log p̃₁ = logaddexp(log σ(ε) − softplus(−z), log(1 − σ(ε)) − softplus(z))."""
     eps = jnp.asarray(eps, jnp.float64)
     log_keep, log_flip = -jax.nn.softplus(-eps), -jax.nn.softplus(eps)
     log_s1, log_s0 = -jax.nn.softplus(-z), -jax.nn.softplus(z)
@@ -113,7 +113,7 @@ def _label_nll(log_p1, log_p0, labels):
 
 def rr_naive_loss(theta, x, y_tilde, eps):
     """l̃_{D,ε}(θ)/n = −(1/n)Σ [ỹ_i log p̃_{i,1} + (1 − ỹ_i) log p̃_{i,0}], the likelihood of the
-    privatised labels (chowdhury eq. (3), Thm 4.1; spec §4.2). Not convex in general."""
+    privatised labels (chowdhury eq. (3), Thm 4.1; chowdhury eq. (3), Theorem 4.1). Not convex in general."""
     require_eps(eps)
     return _label_nll(*rr_naive_log_probabilities(x @ theta, eps), y_tilde)
 
@@ -124,7 +124,7 @@ def rr_naive_loss(theta, x, y_tilde, eps):
 def logistic_objective(x, targets, ridge=0.0, shift=None) -> DenseObjective:
     """f(θ) = (1/n)Σ softplus(x_iᵀθ) − t_i x_iᵀθ + (ridge/2)‖θ‖² + shiftᵀθ with
     ∇f = (1/n)Xᵀ(σ(Xθ) − t) + ridge·θ + shift and ∇²f = (1/n)Xᵀdiag(σ'(Xθ))X + ridge·I
-    (label-independent; spec §4.1, §4.3, §4.7).
+    (label-independent; chowdhury eq. (8), §4.1; eqs. (4)–(6), §4.2; Algorithm 2, §5, App. D).
 
     Args: x (n, dim); targets (n,) (y, or ȳ for θ̂_RR); ridge: scalar ≥ 0; shift: (dim,) or
     None. Returns: :class:`dpsim.solvers.DenseObjective`."""
@@ -163,12 +163,12 @@ def _solve(objective, d, radius, sum_zero, tol, max_iter, x0=None) -> Constraine
 # ---------------------------------------------------------------------------------------
 def mle(x, y, radius, *, sum_zero: bool = False, tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """θ_MLE = argmin_{θ∈Θ_B} (1/n)Σ softplus(x_iᵀθ) − y_i x_iᵀθ, the non-private MLE
-    (chowdhury eq. (8), [ZJJ23]; spec §4.1), by projected Newton from 0.
+    (chowdhury eq. (8), [ZJJ23]; chowdhury eq. (8), §4.1), by projected Newton from 0.
 
     Args:
         x: (n_samples, dim) feature differences. y: (n_samples,) labels in {0, 1}.
         radius: B > 0 of Θ_B (``inf``: unconstrained; may be traced).
-        sum_zero: add ⟨1, θ⟩ = 0 (Assumption 2.1(a); theory config, spec §8 item 17).
+        sum_zero: add ⟨1, θ⟩ = 0 (Assumption 2.1(a); theory config, docs/chowdhury.md, Errata and modes (E17)).
         tol, max_iter: gradient-mapping tolerance and Newton-iteration cap.
     Returns:
         :class:`Fit` with theta (dim,), converged, iterations and info (stationarity,
@@ -181,12 +181,12 @@ def mle(x, y, radius, *, sum_zero: bool = False, tol: float = 1e-10, max_iter: i
 def rr_debiased(x, y_tilde, eps, radius, *, sum_zero: bool = False, tol: float = 1e-10,
                 max_iter: int = 50) -> Fit:
     """θ̂_RR = argmin_{θ∈Θ_B} l̂_{D,ε}(θ), the de-biased RR estimator (chowdhury eqs. (4)–(6),
-    Thm 4.2; spec §4.3), solved in its de-biased-label form: logistic regression on
+    Thm 4.2; chowdhury eqs. (4)–(6), §4.2), solved in its de-biased-label form: logistic regression on
     ȳ = ((e^ε + 1)ỹ − 1)/(e^ε − 1) (dpsim.mechanisms.randomized_response.debiased_response),
     which has the same minimiser. ε-label DP (RR plus post-processing).
 
-    ȳ lies outside [0, 1], so without the constraint the loss can be unbounded below (spec
-    §4.3 warning): use a finite B (the minimiser is then often on the sphere at small ε).
+    ȳ lies outside [0, 1], so without the constraint the loss can be unbounded below
+    (docs/chowdhury.md, Mechanisms and estimators): use a finite B (the minimiser is then often on the sphere at small ε).
 
     Args:
         x: (n_samples, dim). y_tilde: (n_samples,) RR labels (randomized_response of y).
@@ -241,8 +241,8 @@ NAIVE_TOL = 1e-8
 def rr_naive_mle(x, y_tilde, eps, radius, *, solver: str = "newton", sum_zero: bool = False,
                  tol: float = NAIVE_TOL, max_iter: int | None = None) -> Fit:
     """θ̃_MLE-RR ∈ argmin_{θ∈Θ_B} l̃_{D,ε}(θ), the MLE of the privatised labels (chowdhury eq. (3),
-    Thm 4.1; spec §4.2). The loss is not convex (strongly convex only for ε > 2 max|xᵀθ|), so
-    it is solved by a descent method started at θ̂_RR (spec §4.2 [rec]) and returns a
+    Thm 4.1; chowdhury eq. (3), Theorem 4.1). The loss is not convex (strongly convex only for ε > 2 max|xᵀθ|), so
+    it is solved by a descent method started at θ̂_RR (docs/chowdhury.md, Mechanisms and estimators) and returns a
     stationary point near θ̂_RR, flagged by ``converged``:
 
     * ``solver="newton"`` (default): projected Newton on :func:`rr_naive_objective` (each step
@@ -250,8 +250,8 @@ def rr_naive_mle(x, y_tilde, eps, radius, *, solver: str = "newton", sum_zero: b
       is the Hessian where it is positive definite, else the Fisher information, i.e. a
       preconditioned projected gradient step), cap 200 iterations; measured at d = 5,
       n = 2000: 3–14 iterations to a gradient mapping ≤ 1e-10 for ε ∈ {0.1, 0.5, 1, 3};
-    * ``solver="gradient"``: plain projected gradient with backtracking (the spec's
-      recommendation as written), cap 5000 iterations; converges slowly (measured: gradient
+    * ``solver="gradient"``: plain projected gradient with backtracking (the
+      textbook method), cap 5000 iterations; converges slowly (measured: gradient
       mapping 1e-8 to 1e-9 after 5000 iterations at d = 5, n = 2000).
 
     Tolerance: the gradient mapping ≤ ``tol`` = 1e-8 (not 1e-10 as for the convex
@@ -280,14 +280,14 @@ def rr_naive_mle(x, y_tilde, eps, radius, *, solver: str = "newton", sum_zero: b
 
 
 def theory_ridge(n_samples, radius):
-    """β = √n/B, the ridge of chowdhury Thm 5.3 (ℓ2 bound; spec §4.7, §8 item 8 default)."""
+    """β = √n/B, the ridge of chowdhury Thm 5.3 (ℓ2 bound; the default of docs/chowdhury.md, Errata and modes (E8))."""
     return jnp.sqrt(jnp.asarray(n_samples, jnp.float64)) / radius
 
 
 def objective_perturbation_minimiser(x, y, w, beta, radius, *, sum_zero: bool = False,
                                      tol: float = 1e-10, max_iter: int = 50) -> Fit:
     """argmin_{θ∈Θ_B} (1/n)Σ softplus(x_iᵀθ) − y_i x_iᵀθ + (β/(2n))‖θ‖² + wᵀθ/n for a given
-    noise vector w (chowdhury Alg. 2 line 4; spec §4.7): the deterministic part of θ̂_obj.
+    noise vector w (chowdhury Alg. 2 line 4, App. D): the deterministic part of θ̂_obj.
 
     Args: x (n, dim); y (n,) clear labels; w (dim,); beta: β > 0; radius: B; sum_zero, tol,
     max_iter as in :func:`mle`. Returns: :class:`Fit` (theta (dim,))."""
@@ -314,7 +314,7 @@ def draw_perturbation(key, x, eps, delta, radius, *, beta=None, feature_bound=No
     """The calibrated pieces of Alg. 2 for one fit: (w, σ, β, L).
 
     L: ``feature_bound`` (a bound on ‖ϕ‖, ‖x‖ ≤ 2L) or, when None, max_i‖x_i‖/2 from the
-    public features (spec §8 item 6 [rec]; label DP only). σ: Thm 5.2 (``privacy="label"``)
+    public features (docs/chowdhury.md, Errata and modes (E6); label DP only). σ: Thm 5.2 (``privacy="label"``)
     or Thm E.1 (``"standard"``). β: ``beta`` or, when None, √n/B (Thm 5.3); under standard DP
     raised to at least 4L²/ε (Thm E.1). w ~ N(0, σ²I_d) from ``key``.
 
@@ -335,7 +335,7 @@ def objective_perturbation(key, x, y, eps, delta, radius, *, beta=None, feature_
                            privacy: str = "label", sum_zero: bool = False, tol: float = 1e-10,
                            max_iter: int = 50) -> Fit:
     """θ̂_obj, Gaussian objective perturbation (chowdhury Algorithm 2, Thm 5.2; App. E Thm E.1;
-    spec §3.4, §4.7): w ~ N(0, σ²I_d) drawn once from ``key``, then the exact projected
+    chowdhury Algorithm 2, Theorem 5.2; Algorithm 2, §5, App. D): w ~ N(0, σ²I_d) drawn once from ``key``, then the exact projected
     minimiser (:func:`objective_perturbation_minimiser`).
 
     Privacy: (ε, δ)-label DP (``privacy="label"``, σ = L√(8 log(2/δ) + 4ε)/ε) or (ε, δ)-DP
@@ -346,8 +346,8 @@ def objective_perturbation(key, x, y, eps, delta, radius, *, beta=None, feature_
     Args:
         key: PRNG key of the noise. x (n, dim); y (n,) clear labels.
         eps: ε > 0; delta: δ ∈ (0, 1) (both may be traced). radius: B.
-        beta: β > 0 (default √n/B, Thm 5.3; spec §8 item 8). feature_bound: L (default
-            max‖x_i‖/2, spec §8 item 6). privacy: ``"label"`` or ``"standard"``.
+        beta: β > 0 (default √n/B, Thm 5.3; docs/chowdhury.md, Errata and modes (E8)). feature_bound: L (default
+            max‖x_i‖/2, docs/chowdhury.md, Errata and modes (E6)). privacy: ``"label"`` or ``"standard"``.
         sum_zero, tol, max_iter: as in :func:`mle`.
     Returns:
         :class:`Fit` (theta (dim,)); info adds sigma, beta, feature_bound, privacy_certified.

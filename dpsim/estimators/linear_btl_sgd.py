@@ -1,5 +1,5 @@
-"""One-pass projected SGD estimators of chowdhury (spec ../shared/papers/chowdhury.md §4.4–4.7,
-§6.2): SGD-RR (Algorithm 1, binary labels under randomized response, logistic or probit
+"""One-pass projected SGD estimators of chowdhury (chowdhury §4.3–4.4, §6;
+docs/chowdhury.md, Experiments as run): SGD-RR (Algorithm 1, binary labels under randomized response, logistic or probit
 link), SGD-KRR (Plackett–Luce top-1 under K-ary RR, App. C.4), and the SGD versions of the
 non-private MLE and of objective perturbation used in the paper's §6 ("implemented with SGD
 updates, η = 0.1").
@@ -7,22 +7,22 @@ updates, η = 0.1").
 Each runs θ̂_{t+1} = Π_{Θ_B}(θ̂_t − η_t ĝ_t) once over the samples in order, as a ``lax.scan``
 over an optax chain (dpsim.solvers.projected_sgd), from θ̂_1 = 0.
 
-Step-size schedules (spec §6.2, §8 items 2–3):
+Step-size schedules (docs/chowdhury.md, Experiments as run; Errata and modes (E2–E3)):
 
 * ``"theory"``: η_t = 1/(λ̂ (t + t₀)), the proof's 1/(λt) (App. C.3 Step 1(b); the printed
-  "η_t = 1/(γκ)" of Thm 4.5 is a misprint, spec §8 item 2), with λ̂ = (2σ(ε) − 1)·γ̂·κ̂ for RR,
+  "η_t = 1/(γκ)" of Thm 4.5 is a misprint, docs/chowdhury.md, Errata and modes (E2)), with λ̂ = (2σ(ε) − 1)·γ̂·κ̂ for RR,
   γ̂κ̂(e^ε − 1)/(e^ε + K − 1) for K-RR and γ̂κ̂ for the MLE and objective perturbation;
   κ̂ = λ_min(Σ_D) (public features) unless given, γ̂ = 0.1 (the theory γ = σ'(2LB) is ~1e-16
   under Gaussian design), and t₀ = 1/(η_max λ̂) caps the first steps at η_max = 0.1. With
   γ̂ = the theory γ and η_max = ∞ this is exactly the proof's schedule;
 * ``"literal"``: η_t ≡ η = 0.1, the last iterate (the paper's §6 read literally; its error
-  does not decrease in n, spec §9);
+  does not decrease in n, docs/chowdhury.md, Experiments as run);
 * ``"averaged"``: η_t ≡ η, the Polyak–Ruppert average of θ̂_2..θ̂_{n+1}.
 
 ``Fit.result`` is successful or nonfinite ("θ̂ is finite": one pass has no tolerance, so
 ``converged`` means finite), ``grad_norm`` NaN, ``iterations`` = n.
 Objective perturbation by SGD is not the exact minimiser its privacy proof needs:
-``info["privacy_certified"]`` is False (spec §8 item 9).
+``info["privacy_certified"]`` is False (docs/chowdhury.md, Errata and modes (E9)).
 """
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def rr_sgd_gradient(theta, x_t, y_tilde_t, eps, link: str = "logistic"):
     """ĝ_t = [Σ_{y∈{0,1}} ∇log p_{t,y}(θ)]/(e^ε + 1) − ∇log p_{t,ỹ_t}(θ) (chowdhury Alg. 1 line 4;
     Thurstone link §4.4), with ∇log p_y = s_y(xᵀθ)·x (dpsim.models.linear_btl.link_scores).
     E[ĝ | x, y] = (2σ(ε) − 1)(−∇log p_y) (P12). For the logistic link ĝ = (p̃₁(z) − ỹ)x
-    (spec §4.4 closed form). ε = ∞ gives the clear-label gradient −∇log p_y.
+    (chowdhury Algorithm 1, eq. (10), §4.3 closed form). ε = ∞ gives the clear-label gradient −∇log p_y.
 
     Args: theta (dim,); x_t (dim,); y_tilde_t: scalar in {0, 1}; eps; link.
     Returns: (dim,)."""
@@ -101,7 +101,7 @@ def rr_sgd_gradient(theta, x_t, y_tilde_t, eps, link: str = "logistic"):
 
 def krr_sgd_gradient(theta, phi_t, y_tilde_t, eps):
     """ĝ_t = [Σ_{y=1..K} ∇log p_{t,y}(θ)]/(e^ε + K − 1) − ∇log p_{t,ỹ_t}(θ) for Plackett–Luce
-    top-1 (chowdhury App. C.4; spec §4.6), ∇log p_y = Φ[y] − pᵀΦ with p = softmax(Φθ).
+    top-1 (chowdhury §4.4, App. C.4), ∇log p_y = Φ[y] − pᵀΦ with p = softmax(Φθ).
     E[ĝ | y] = ((e^ε − 1)/(e^ε + K − 1))(−∇log p_y) (P12).
 
     Args: theta (dim,); phi_t (K, dim); y_tilde_t: int in {0..K−1}; eps. Returns: (dim,)."""
@@ -115,7 +115,7 @@ def krr_sgd_gradient(theta, phi_t, y_tilde_t, eps):
 
 def objective_perturbation_sgd_gradient(theta, x_t, y_t, w, beta, n_samples: int):
     """(σ(x_tᵀθ) − y_t)x_t + (β/n)θ + w/n, the per-sample gradient of Alg. 2's objective
-    (spec §4.7, "implemented using SGD updates")."""
+    (chowdhury Algorithm 2, §5, App. D, "implemented using SGD updates")."""
     return (jax.nn.sigmoid(jnp.dot(x_t, theta)) - y_t) * x_t + (beta * theta + w) / n_samples
 
 
@@ -126,7 +126,7 @@ def sgd_rr(x, y_tilde, eps, radius, *, schedule: str = "theory", link: str = "lo
            gamma_hat=DEFAULT_GAMMA_HAT, kappa=None, eta=DEFAULT_ETA, eta_max=DEFAULT_ETA,
            sum_zero: bool = False) -> Fit:
     """θ̂_SGD-RR, one-pass projected SGD on RR labels (chowdhury Algorithm 1, eq. (10), Thm 4.5;
-    Thurstone link §4.4; spec §4.4–4.5, §6.2). ε-label DP (RR plus post-processing).
+    Thurstone link §4.4; chowdhury Algorithm 1, eq. (10), §4.3; §4.4 (Thurstone); docs/chowdhury.md, Experiments as run). ε-label DP (RR plus post-processing).
 
     Args:
         x: (n_samples, dim) features. y_tilde: (n_samples,) RR labels (randomized_response).
@@ -159,10 +159,10 @@ def sgd_mle(x, y, radius, *, schedule: str = "theory", link: str = "logistic",
 def sgd_krr(phi, y_tilde, eps, radius, *, schedule: str = "theory", gamma_hat=DEFAULT_GAMMA_HAT,
             kappa=None, eta=DEFAULT_ETA, eta_max=DEFAULT_ETA, sum_zero: bool = False) -> Fit:
     """θ̂_SGD-KRR, one-pass projected SGD for Plackett–Luce top-1 under K-ary RR (chowdhury §4.4,
-    App. C.4, Thm C.2; spec §4.6). ε-label DP.
+    App. C.4, Thm C.2; chowdhury §4.4, App. C.4). ε-label DP.
 
     The theory schedule uses λ̂ = γ̂κ̂(e^ε − 1)/(e^ε + K − 1) (γ_{K,ε}κ, by analogy with App. C.3;
-    spec §4.6), with κ̂ = λ_min of the covariance of ϕ(a_1) − ϕ(a_0) unless given (the actions
+    chowdhury §4.4, App. C.4), with κ̂ = λ_min of the covariance of ϕ(a_1) − ϕ(a_0) unless given (the actions
     are exchangeable, so every pair has the same Σ_{i,j}; Assumption C.1).
 
     Args:
@@ -193,7 +193,7 @@ def sgd_objective_perturbation(key, x, y, eps, delta, radius, *, beta=None, feat
     :func:`dpsim.estimators.linear_btl.objective_perturbation` with the same key, per-sample
     gradient (σ(x_tᵀθ) − y_t)x_t + (β/n)θ + w/n, λ̂ = γ̂κ̂.
 
-    **Privacy not certified**: Thm 5.2 covers the exact minimiser only (spec §8 item 9);
+    **Privacy not certified**: Thm 5.2 covers the exact minimiser only (docs/chowdhury.md, Errata and modes (E9));
     ``info["privacy_certified"]`` is False.
 
     Args: key, x, y, eps, delta, radius, beta, feature_bound, privacy: as the exact version;

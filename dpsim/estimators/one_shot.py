@@ -1,7 +1,7 @@
 """The one-shot private top-k baseline of Qiao, Su & Zhang [40] on Rank-Centrality scores,
-exactly as cai's authors implemented it for their Fig. 4 (cai spec §5.6, §8.2, §10.13).
+exactly as cai's authors implemented it for their Fig. 4 (docs/cai.md, Mechanisms and estimators; Experiments as run; Errata and modes (E13)).
 
-Steps (cai spec §5.6): d = np; Rank-Centrality transition matrix P; its stationary
+Steps (docs/cai.md, Mechanisms and estimators): d = np; Rank-Centrality transition matrix P; its stationary
 distribution π; the data-dependent ergodicity coefficient ρ_erg of P (not privatised, as in
 the authors' code); π + Laplace(λ_os) with λ_os = 8·s·√(k log(n/δ))/ε, s = 2/(dL(1 − ρ_erg)),
 δ = 1/n², L = 1. Top-k of the noisy scores is then taken by :func:`top_k_mask`.
@@ -29,12 +29,12 @@ class OneShotScores(NamedTuple):
 
 
 def one_shot_scores(key, W, eps, k, p, *, per_user=1.0, delta=None) -> OneShotScores:
-    """One-shot Laplace top-k scores of [40] on Rank-Centrality, as in cai's code (cai spec §5.6).
+    """One-shot Laplace top-k scores of [40] on Rank-Centrality, as in cai's code (docs/cai.md, Mechanisms and estimators).
 
     d = n·p; P = :func:`rank_centrality_transition`; π = :func:`stationary_distribution`;
     ρ_erg = :func:`ergodicity_coefficient`; scores = π + Laplace(λ_os)^n with λ_os from
     :func:`one_shot_noise_scale` (δ = 1/n² by default). The authors claim (ε, δ)-DP; ρ_erg is
-    computed from the data, so the calibration itself is not private (cai spec §10.13).
+    computed from the data, so the calibration itself is not private (docs/cai.md, Errata and modes (E13)).
     """
     n = W.shape[0]
     d = n * jnp.asarray(p, jnp.float64)

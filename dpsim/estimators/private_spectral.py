@@ -1,6 +1,6 @@
 """Private Rasch spectral estimators: the discrete-Gaussian chain (dense or sparsified), the
 discrete-Laplace chain, and randomized response followed by the non-private spectral
-estimator (nguyen §4, Algorithm 2, supp. §3–4; spec ../shared/papers/nguyen.md §4.5–4.9).
+estimator (nguyen §4, Algorithm 2, supp. §3–4).
 
 Each is a pure function of (key, data, privacy parameters), jit- and vmap-compatible; the
 privacy parameters that need a bisection (ρ under the CKS conversion, ε_RR of the shuffle
@@ -49,7 +49,7 @@ def private_spectral_estimate(key, Y, *, mechanism: str = "gaussian", rho=None, 
                               accounting: str = "tight_joint", clip: str = "one",
                               noise: str = "all", lam=1.0, solver: str = "solve",
                               max_rounds: int = DEFAULT_MAX_ROUNDS) -> Fit:
-    """The private spectral estimator (nguyen Algorithm 2 with Eq. (4), Lemma 4.1; spec §4.7):
+    """The private spectral estimator (nguyen Algorithm 2 with Eq. (4), Lemma 4.1; docs/nguyen.md, Mechanisms and estimators):
     noise every queried differential count, clip, regularise, and run Algorithm 1.
 
     Args:
@@ -67,7 +67,7 @@ def private_spectral_estimate(key, Y, *, mechanism: str = "gaussian", rho=None, 
         accounting: ``"tight_joint"`` (default), ``"paper"`` or ``"synthetic_code"``
             (:mod:`dpsim.mechanisms.count_noise`).
         clip: ``"one"`` (default, max(1, ·), A15) or ``"zero"``.
-        noise: ``"all"`` (default) or ``"nonzero"`` (the code, §7.2).
+        noise: ``"all"`` (default) or ``"nonzero"`` (the code, docs/nguyen.md, Errata and modes (Q2)).
         lam, solver: as :func:`spectral_estimate` (λ = 1; ``"power_lazy"`` is the private
             code's power iteration).
         max_rounds: the discrete Gaussian sampler's cap.
@@ -111,10 +111,10 @@ def private_spectral_estimate(key, Y, *, mechanism: str = "gaussian", rho=None, 
 
 
 def rr_spectral_estimate(key, x, observed, eps_rr, *, lam=1.0, solver: str = "solve") -> Fit:
-    """The randomized-response baseline (nguyen supp. §4; spec §4.9): per-response RR at
+    """The randomized-response baseline (nguyen supp. §4): per-response RR at
     ε_RR/k_l, then the non-private spectral estimator on the flipped data, without
     debiasing (as the paper; the flipped data are not Rasch, so β̂ is attenuated towards 0
-    and its error has a floor in n, §4.9, R10).
+    and its error has a floor in n, nguyen supp. §4; docs/nguyen.md, Predictions (R10)).
 
     Args:
         key: PRNG key.

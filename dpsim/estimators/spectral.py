@@ -20,7 +20,7 @@ from dpsim.results import solver_result, where_disconnected
 
 
 def rank_centrality_transition(W, d):
-    """The Rank-Centrality transition matrix (cai spec §5.6 step 2; Negahban, Oh & Shah).
+    """The Rank-Centrality transition matrix (docs/cai.md, Mechanisms and estimators step 2; Negahban, Oh & Shah).
 
     P_ij = W_ji/d for i ≠ j (the walk moves from i towards the items that beat it) and
     P_ii = 1 − Σ_{j≠i} P_ij. With one comparison per observed pair, W_ji = 1{(i, j) ∈ 𝒢 and
@@ -38,7 +38,7 @@ def rank_centrality_transition(W, d):
 
 
 def stationary_distribution(P):
-    """π with πᵀP = πᵀ, 1ᵀπ = 1 (cai spec §5.6 step 3), for an irreducible chain.
+    """π with πᵀP = πᵀ, 1ᵀπ = 1 (docs/cai.md, Mechanisms and estimators step 3), for an irreducible chain.
 
     Args:
         P: (n, n) row-stochastic matrix of an irreducible chain.
@@ -55,7 +55,7 @@ def stationary_distribution(P):
 
 
 def ergodicity_coefficient(P, batch_size: int = 16):
-    """Dobrushin's coefficient ρ = ½ max_{i,i'} Σ_l |P_il − P_i'l| (cai spec §5.6 step 4).
+    """Dobrushin's coefficient ρ = ½ max_{i,i'} Σ_l |P_il − P_i'l| (docs/cai.md, Mechanisms and estimators step 4).
 
     Row by row (``lax.map``) so memory stays O(n²) instead of O(n³).
 
@@ -71,16 +71,16 @@ def ergodicity_coefficient(P, batch_size: int = 16):
 
 
 # ---------------------------------------------------------------------------------------
-# The Rasch spectral estimator (nguyen Algorithm 1; spec ../shared/papers/nguyen.md §3).
+# The Rasch spectral estimator (nguyen Algorithm 1, §2).
 # ---------------------------------------------------------------------------------------
 SPECTRAL_SOLVERS = ("solve", "power_lazy", "power_jump")
-# The authors' power-iteration rules (spec §3.4, §7.6): (ℓ2 tolerance, iteration cap).
+# The authors' power-iteration rules (docs/nguyen.md, Mechanisms and estimators; Errata and modes (Q6)): (ℓ2 tolerance, iteration cap).
 POWER_DEFAULTS = {"power_lazy": (1e-5, 1000), "power_jump": (1e-6, 10000)}
 EXACT_FLOAT32_COUNT = 2 ** 24     # every whole number up to this is a float32
 
 
 def differential_counts(x, observed=None):
-    """The pairwise differential counts Y = X̃ᵀX̄, diagonal 0 (nguyen eq. (2), spec §3.1):
+    """The pairwise differential counts Y = X̃ᵀX̄, diagonal 0 (nguyen eq. (2), nguyen eq. (2), §2):
     Y_ij = #{users who answered both i and j, i correctly and j wrongly}.
 
     Args:
@@ -103,7 +103,7 @@ def differential_counts(x, observed=None):
 
 def regularise_counts(Y, lam=1.0):
     """Ȳ = Y + λ·1[(Y_ij ≠ 0) or (Y_ji ≠ 0)] off the diagonal (the authors' regularisation,
-    nguyen footnote 2, spec §3.4 step 2 and A11; λ = 1 in every experiment). The support
+    nguyen footnote 2, docs/nguyen.md, Mechanisms and estimators step 2 and A11; λ = 1 in every experiment). The support
     of Ȳ is symmetric, so the chain is irreducible iff that undirected graph is connected.
 
     Args: Y: (n_items, n_items) counts (possibly noised); lam: λ ≥ 0 (traceable).
@@ -116,13 +116,13 @@ def regularise_counts(Y, lam=1.0):
 
 def support_connected(Ybar):
     """True iff the undirected support graph of Ȳ (i ~ j when Ȳ_ij ≠ 0 or Ȳ_ji ≠ 0) is
-    connected, i.e. the chain built on Ȳ is irreducible and π is unique (spec §3.4)."""
+    connected, i.e. the chain built on Ȳ is irreducible and π is unique (docs/nguyen.md, Mechanisms and estimators)."""
     support = (Ybar != 0) | (Ybar.T != 0)
     return jnp.all(reachable_from(support))
 
 
 def count_chain_stationary(Ybar):
-    """π with πQ = 0, 1ᵀπ = 1 for the generator Q = Ȳ − diag(Ȳ1) (spec §3.4, equivalence
+    """π with πQ = 0, 1ᵀπ = 1 for the generator Q = Ȳ − diag(Ȳ1) (docs/nguyen.md, Mechanisms and estimators, equivalence
     lemma): the stationary distribution shared by every uniformised chain M = I + Q/d
     (nguyen eq. (3), any d ≥ max row sum) and, after dividing by the row sums, by the
     authors' jump chain.
@@ -132,9 +132,8 @@ def count_chain_stationary(Ybar):
     non-negative numbers, so π is computed to working precision entrywise, even when the
     counts span many orders of magnitude, as heavily noised counts do), then π is rebuilt by
     back substitution. O(m³) in m sequential rank-one updates of the m × m rate matrix; it
-    calls no LAPACK routine, so it vmaps on every backend (measured on the 2-core CPU at
-    m = 200: 5 ms per chain, against 27–35 ms for the LU solve it replaces inside a runner
-    program, with identical π to 1e-12 relative).
+    calls no LAPACK routine, so it vmaps on every backend (and inside a runner program it is
+    faster than an LU solve, with the same π to 1e-12 relative).
 
     Args: Ybar: (n_items, n_items) non-negative regularised counts with a connected support
     (the diagonal is ignored).
@@ -167,7 +166,7 @@ def count_chain_stationary(Ybar):
 
 
 def power_iteration(P, tol, max_iters: int):
-    """The authors' power iteration (spec §3.4, §4.7 step 5): π ← 1; repeat
+    """The authors' power iteration (docs/nguyen.md, Mechanisms and estimators step 5): π ← 1; repeat
     π′ = πP/Σ(πP); stop when ‖π′ − π‖₂ < tol; π = π′ — at most ``max_iters`` times.
 
     Args:
@@ -206,7 +205,7 @@ def _centred_log(weights):
 
 def spectral_estimate(Y, lam=1.0, solver: str = "solve", tol=None, max_iters: int | None = None):
     """The Rasch spectral estimator β̂ = centred log π of the chain on the regularised
-    differential counts (nguyen Algorithm 1, eq. (3); spec §3.3–3.5).
+    differential counts (nguyen Algorithm 1, eq. (3); nguyen Algorithm 1, §2).
 
     Args:
         Y: (n_items, n_items) differential counts (:func:`differential_counts`), possibly
@@ -218,7 +217,7 @@ def spectral_estimate(Y, lam=1.0, solver: str = "solve", tol=None, max_iters: in
             tolerance 1e-5 and at most 1000 iterations. ``"power_jump"``: their non-private
             code, the jump chain P_ij = Ȳ_ij/d_i, d_i = max(row sum, 1), tolerance 1e-6, at most
             10000 iterations, then π/d. All three target the same β̂; the power modes differ
-            by their truncation (spec §7.6).
+            by their truncation (docs/nguyen.md, Errata and modes (Q6)).
         tol, max_iters: override the power modes' tolerance and cap.
     Returns:
         :class:`Fit` with theta = β̂ (n_items,), centred (higher = harder item, or better item

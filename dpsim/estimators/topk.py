@@ -1,4 +1,4 @@
-"""Top-k selection with random tie-breaking (cai §10.10)."""
+"""Top-k selection with random tie-breaking (docs/cai.md, Errata and modes (E10))."""
 import jax
 import jax.numpy as jnp
 
@@ -57,9 +57,8 @@ def tie_broken_ranks(scores, jitter, real=None):
 
     This is the position ``jnp.lexsort((jitter, -scores))`` gives (lexsort is stable, so the
     index breaks exact jitter ties). The sort runs on two integer keys (:func:`order_key`);
-    the four float keys (jitter, −score, NaN, padding) it replaces took 1.7× as long at
-    n = 300 (74 against 44 µs a call on CPU with the padding mask, inside ``lax.map``; 1.4×
-    without it, ``benchmarks.cai`` section T).
+    integer comparisons are cheaper than four float keys (jitter, −score, NaN, padding), whose
+    comparator canonicalises zeros and NaNs (``benchmarks.cai`` section T times the sort).
 
     Always a sort. Counting ranks pairwise (``s[None, :] > s[:, None]``) was 7× faster at
     n = 40 but is wrong inside compiled code on XLA:CPU (jaxlib 0.10.2): when ``scores`` is

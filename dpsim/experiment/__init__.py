@@ -2,7 +2,7 @@
 
 It knows nothing of any paper: papers live in their own packages (``dpsim.experiments.cai``, …,
 or a researcher's study file) and are found through :mod:`dpsim.experiment.registry`
-(DESIGN.md, "Layout").
+(docs/architecture.md).
 """
 from dpsim.errors import UsageError
 from dpsim.experiment import axes

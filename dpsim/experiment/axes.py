@@ -1,4 +1,4 @@
-"""Grid axes: the shared vocabulary (DESIGN.md, "Notation") and the types an experiment uses
+"""Grid axes: the shared vocabulary and the types an experiment uses
 to declare axes of its own.
 
 Every axis has an :class:`AxisType`: a validator that normalises one value or raises

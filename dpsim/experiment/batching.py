@@ -41,71 +41,48 @@ import jax
 
 from dpsim.errors import UsageError
 
-# CPU: lanes one at a time. Measured on the 2-core CPU, fresh process / warm re-run,
-# against the earlier cache-sized micro-batches (≤ 3 MiB, ≤ 128 lanes): cai Fig. 3 (n = 300)
-# 4.3 / 2.4 s against 7.0 / 4.6 s; cai n = 200 2.0 / 0.37 s against 3.0 / 0.82 s; n = 40
-# 1.7 / 0.064 s against 2.5 / 0.055 s; compiling a program took 15–30 % less in every
-# experiment tried (xu-fig4, nguyen-fig1, chowdhury-fig1, cai-fig5), and their warm runs
-# were within ±15 %. --micro-batch N (or $DPSIM_MICRO_BATCH) vmaps N lanes again.
+# CPU: lanes one at a time: on a CPU a vmapped micro-batch of large lanes ran slower and took
+# longer to compile than one lane at a time (benchmarks/cai.py sections Q and W; timings in
+# benchmarks/results/cai.json). --micro-batch N (or $DPSIM_MICRO_BATCH) vmaps N lanes again.
 MAX_MICRO_BATCH_CPU = 1
 # CPU, small lanes in big steps (:func:`cpu_small_lane_micro`): a step's lanes are vmapped in
 # micro-batches of SMALL_LANE_MICRO_CPU when one lane's working set is at most
 # SMALL_LANE_BYTES_CPU and the step has at least SMALL_LANE_MIN_WORK_CPU lane × analysis
-# points. Measured on the 2-core CPU, `dpsim run xu-fig4` (m = 10–30, lanes of 12–113 kB,
-# three programs), run seconds, micro-batch 1 / 8 / 32: --reps 1000 (16 000 lanes a
-# program) warm cache 14.7 / 12.0 / 11.6 s but cold 20.6 / 22.2 / 21.8 s; --reps 200 warm
-# 3.6 / – / 4.2 s, cold 10.7 / – / 14.5 s; --reps 50 warm 2.1 / 2.85 / 2.95 s. A vmapped
-# program takes ~0.25 s longer to trace and lower (xu: 1.0 s for three programs at
-# micro-batch 1, 1.7–1.8 s vmapped) and ~1.3 s longer to compile cold, against ~65 µs of
-# wall time saved per lane: the rule pays only beyond ~20 000 lanes a program. In process,
-# compiled (benchmark warm re-runs, 2400 lanes): xu 0.68 / 0.60 / 0.58 s; cai n = 40 (7
-# analysis points) 0.09 / 0.07 / 0.06 s. The byte bound keeps the cai n ≥ 300 lanes
-# (~0.7 MB), which ran 1.5–2.2× slower vmapped, at 1.
+# points: a vmapped program costs a fixed extra trace and compile, which only a step with
+# that many small lanes earns back; lanes above the byte bound (cai n ≥ 300) run slower
+# vmapped (measured with `dpsim run xu-fig4` at several --reps and benchmarks/cai.py section Q).
 SMALL_LANE_MICRO_CPU = 32
 SMALL_LANE_BYTES_CPU = 128e3
 SMALL_LANE_MIN_WORK_CPU = 32_000
 MAX_WORKERS = 4
 CHUNK_WORK = 2e8
 # Accelerators: many lanes per vmapped micro-batch, bounded by a share of the device's
-# memory; a chunk holds a few of them. Measured on an H100 80GB HBM3, 2026-11-26
-# (benchmarks.device section M and its full-size sweep, benchmarks/results/device/), the cai
-# Fig. 3 workload warm, with two chunks in flight: at 12 000 replicates (336 000 fits)
-# micro-batch 500 (the 512 cap, chunks of 2000) 28 793 fits/s, 1024 29 326, 2048 29 893, 4096
-# 28 050 (chunks of 16 000: three chunks, so the last one's host work is not hidden); at 1200
-# replicates 256 24 858, 512 22 685, 1024 25 552, 2048 26 028, 4096 26 745. (An earlier
-# engine, one chunk in flight, at 2400 replicates: 4 lanes 27.8 s, 64 4.1 s, 512 2.6 s,
-# 4096 3.4 s.)
+# memory; a chunk holds a few of them. The cap is where the device's throughput stops
+# growing with the micro-batch (benchmarks/device.py section M; numbers in
+# benchmarks/results/device/).
 MAX_MICRO_BATCH_ACCELERATOR = 2048
 ACCELERATOR_MEMORY_SHARE = 0.25
 ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 # Accelerators: chunks in flight at once. A chunk's rows and its Parquet part are made on the
-# host after the device is done with it; with one chunk in flight the device waited meanwhile.
-# Measured on an H100 (2026-11-26, cai Fig. 3 at 12 000 replicates, 336 000 fits, one chunk
-# in flight): 11.2 s of chunk calls in a 12.8 s warm run, 1.6 s of host work in which the
-# device was idle. A second chunk, dispatched while the first computes, runs as soon as the
-# first is done (the chunks of one step are the same as with one in flight: one worker plans
-# them, so the rows are the same to the last bit). While the driver writes chunk k, chunk k + 1
-# is in flight and chunk k + 2 is dispatched once the write returns
+# host after the device is done with it; with one chunk in flight the device would wait
+# meanwhile. A second chunk, dispatched while the first computes, runs as soon as the first is
+# done (the chunks of one step are the same as with one in flight: one worker plans them, so
+# the rows are the same to the last bit). While the driver writes chunk k, chunk k + 1 is in
+# flight and chunk k + 2 is dispatched once the write returns
 # (:func:`~dpsim.experiment.threads.in_order`), so the device stays busy as long as a chunk's
-# device time exceeds its rows and write (on the H100: about 1.7 s against 0.3 s a chunk).
+# device time exceeds its rows and write (benchmarks/device.py section X times one chunk in
+# flight against two).
 ACCELERATOR_CHUNKS_IN_FLIGHT = 2
 # Size buckets of padded experiments (:func:`~dpsim.experiment.planning.size_buckets`): the cost model of one program.
-# CPU, measured on the 2-core CPU (cai Fig. 1, benchmarks/cai.py): its nine programs compiled
-# in 18.0 s (2.0 s each) and computed 120 lanes × 4 ε × 8n² bytes (n = 100 … 700) in 8.6 s,
-# 1.26e-9 s per lane-analysis byte. Accelerators: compiling took ~6 s per program on an H100
-# (56 s for cai Fig. 1's nine) and a fit ran ~27× faster than on the CPU (0.027 ms
-# against 0.73 ms per n = 300 fit, benchmarks/cai.py): estimates, not measured with padding
-# on a GPU. When a later change halved the CPU compute per byte (BTL evaluate), the choice
-# was re-checked rather than refit: Figure 1 in fresh processes,
-# 2 rounds, 3 programs (these constants) 12.8 / 13.7 s, 2 programs (at 0.9e-9 s per byte)
-# 14.3 / 12.3 s, 4 programs (at 2.5e-9) 14.9 / 15.8 s.
+# A program costs a fixed compile time plus a time per lane-analysis byte; the CPU constants
+# were fitted to cai Fig. 1's nine programs (benchmarks/cai.py section C) and checked by
+# running Figure 1 with fewer and more buckets; the accelerator's are estimates (a longer
+# compile, a faster fit; benchmarks/cai.py and benchmarks/device.py), not measured with
+# padding on a device.
 # A compiled chunk program must fit in this share of an accelerator's per-process memory, by
 # XLA's own buffer assignment (program.memory_needed; the program is compiled again at half the
 # micro-batch until it does). The lane_bytes bound above counts one (n, n) matrix of a lane, not
-# the several a fit holds. (The guard was written after cai Fig. 1 at n = 700 ran out of an
-# H100's memory, 2026-11-26; that failure was JAX's preallocation in the benchmark's own
-# process, and with it off cai Fig. 1 ran there, 9.3 s cold: the guard has not yet triggered
-# on a device.) The rest of the pool holds the chunk's arguments and outputs and the libraries'
+# the several a fit holds. The rest of the pool holds the chunk's arguments and outputs and the libraries'
 # workspaces. The share is split among the chunks in flight (ACCELERATOR_CHUNKS_IN_FLIGHT), whose
 # buffers may be live at the same time.
 PROGRAM_MEMORY_SHARE_ACCELERATOR = 0.5
@@ -307,10 +284,8 @@ def default_workers() -> int:
     :data:`ACCELERATOR_CHUNKS_IN_FLIGHT`).
 
     XLA:CPU splits each operation over its thread pool, which pays off for big operations
-    but not for the many small ones of a small-n solve. Measured on 2 cores
-    (benchmarks/cai.py, section W, warm runs end to end): the n = 40 workload (120
-    lanes × 10 ε) took 0.047 s with two chunks of 60 computed at once against 0.055 s with
-    one at a time; Fig. 3 (n = 300) 4.99 s against 5.19 s.
+    but not for the many small ones of a small-n solve, so concurrent chunks keep the cores
+    busy (benchmarks/cai.py section W times one chunk at a time against several).
     """
     if jax.default_backend() != "cpu":
         return 1
@@ -359,13 +334,9 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
 # lanes of the step's own layout (padding and rounds of chunks) and its chunks are at least
 # 1/MAX_REUSE_CHUNKS of the own layout's (each chunk is a program call and a Parquet part:
 # a 2-replicate run's tiny chunks, e.g. `dpsim show`'s calibration, are not reused by a big
-# run), whatever the cost model says. Measured on the 2-core CPU (shared, load 5–8),
-# `--reps 200` then `--reps 300` into another folder, the second run: xu-fig4 (3 programs,
-# chunks of 1600 reused for 4800 lanes: 3 chunks, 2 rounds) in process 16.8 / 7.8 s with 0
-# compilations against 21.9 / 21.5 s with 3 (own chunks of 2400); separate `dpsim run`
-# processes with the persistent compilation cache 10.2 s run (14.8 s process) against 23.4 s
-# (27.3 s); cai-fig3 --set n_items=40 (chunks of 400 for 1200 lanes) in process 1.11 / 1.10 s
-# against 5.71 / 7.40 s, processes 2.8 s (10.0 s) against 6.9 s (12.8 s). Tables identical.
+# run), whatever the cost model says: within these bounds a reused layout skips compiling
+# and costs less than it pads (measured by running `--reps 200` then `--reps 300` of xu-fig4
+# and cai-fig3; the tables are identical either way).
 MAX_REUSE_WORK = 1.5
 MAX_REUSE_CHUNKS = 4
 

@@ -48,14 +48,10 @@ CANDIDATES_CPU = (1, 8, 32)
 CANDIDATES_ACCELERATOR = (64, 512, 2048)   # the memory-bound fallback, the old cap, the cap (batching)
 # A step is calibrated when calibrating costs at most this share of its estimated wall time
 # (the cost model): (candidates − 1) extra compilations, plus the calibration chunks computed
-# one at a time instead of ``workers`` at a time.
-# Measured on the 2-core CPU (shared, load 5–8): `dpsim run cai-fig3 --reps 6000` (24 000
-# lanes of n = 300, chunks of 320) calibrated 1 → 15.5, 8 → 26.4, 32 → 30.0 ms/lane and kept
-# 1 (the rule's choice), 282 s in all; xu-fig4 n_items=10 at 2000 reps (`always`, chunks of
-# 2016) 1 → 0.211, 8 → 0.209, 32 → 0.372 ms/lane, one chunk each, kept 8 where the small-lane
-# rule says 32: one chunk per candidate on a loaded machine is a noisy measurement. On CPU the
-# cost model makes `auto` calibrate only long steps (cai-fig3 from ~6000 reps; xu never, its
-# cost model underestimates a lane ~30×).
+# one at a time instead of ``workers`` at a time. One chunk per candidate is a noisy
+# measurement on a loaded machine, so on CPU the cost model makes `auto` calibrate only long
+# steps (cai-fig3 from several thousand replicates; xu, whose lanes the cost model
+# underestimates, never).
 CALIBRATION_SHARE = 0.1
 KEEP_LAYOUTS = 4           # (chunk size, micro-batch) layouts remembered per program
 _warned: set = set()       # cache files already warned about (one warning each per process)
@@ -149,8 +145,7 @@ def calibration_cost(n_candidates: int, compile_seconds: float, chunk_seconds: f
     """Wall seconds a calibration adds to a step: the extra compilations, and the
     calibration chunks computed one at a time rather than ``workers`` at once. (On an
     accelerator, one worker, the calibration chunks also go without the second chunk in
-    flight, so their host work is not hidden: about a sixth of a chunk's time on the H100,
-    left out here.)"""
+    flight, so their host work is not hidden; that share of a chunk's time is left out here.)"""
     return (n_candidates - 1) * compile_seconds + n_candidates * chunk_seconds * (1 - 1 / max(workers, 1))
 
 
@@ -201,7 +196,7 @@ def seconds_per_lane(entry: Mapping | None) -> float | None:
 
 
 def describe(entry: Mapping, backend: str) -> str:
-    """A calibration as text: ``calibrated 2026-11-26 on cpu: 1 → 0.41 ms/lane, 32 → 0.29 ms/lane``."""
+    """A calibration as text: ``calibrated DATE on cpu: 1 → 0.41 ms/lane, 32 → 0.29 ms/lane``."""
     timings = ", ".join(f"{m} → {float(s) * 1e3:.3g} ms/lane"
                         for m, s in sorted(entry["timings"].items(), key=lambda kv: int(kv[0])))
     return f"calibrated {entry.get('date', '?')} on {backend}: {timings}"

@@ -19,7 +19,7 @@ of another kind: :class:`IdenticalAcrossCheck` (an exact identity, counted) and
 :class:`ThresholdCollapseCheck` (the spread of phase-transition midpoints); one is judged on
 a solve's roots instead of a grid's rows: :class:`ThresholdScalingCheck` (how solved
 thresholds scale against a theorem's rate). Verdicts are
-:mod:`dpsim.experiment.verdicts`' (PASS / FAIL family-wise / INCONCLUSIVE / REFUSED / INFO,
+:mod:`dpsim.experiment.verdicts`' (PASS / FAIL family-wise / INCONCLUSIVE / REFUSED / INFO / ERROR,
 :func:`~dpsim.experiment.verdicts.judge`).
 """
 from __future__ import annotations
@@ -109,6 +109,9 @@ def _fmt(value) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
+_ENGINE_STATISTICS = (Mean, MethodRatio, Difference, ColumnRatio, SliceRatio, Slope, LinearSlope)
+
+
 # ---------------------------------------------------------------------------------------
 # The check: a statistic × an aggregation × a region
 # ---------------------------------------------------------------------------------------
@@ -159,6 +162,31 @@ class Claim(Check):
         reads = getattr(self.statistic, "reads", None)
         return select(rows, reads) if reads else rows
 
+    def _pooled_statistic(self):
+        """The statistic as judged: a slope gets one intercept per where/pool axis."""
+        if hasattr(self.statistic, "pooled"):
+            return self.statistic.pooled((*self.where, *self.pool))
+        return self.statistic
+
+    def names_read(self):
+        """The engine's statistics read ``metric`` (``reference``, ``scale``; a
+        :class:`ColumnRatio` its two columns); a paper's own statistic (a subclass that may
+        compute its values from other columns) only the ``columns`` it declares."""
+        statistic = self.statistic
+        if type(statistic) in _ENGINE_STATISTICS:
+            columns = [getattr(statistic, f, None) for f in ("metric", "reference", "scale")]
+            if isinstance(statistic, ColumnRatio):
+                columns += [statistic.numerator, statistic.denominator]
+        else:
+            columns = list(getattr(statistic, "columns", ()))
+        axes = [*self.where, *self.pool, *self.over.axes, *getattr(self._pooled_statistic(), "spans", ()),
+                *(a for a in (getattr(statistic, "paired_on", None) or ()) if a != "rep")]
+        return {"columns": tuple(c for c in columns if isinstance(c, str)), "axes": tuple(axes),
+                "methods": tuple(self.methods)}
+
+    def mapped(self):
+        return (*self.where, *self.pool, *self.over.axes, *getattr(self._pooled_statistic(), "spans", ()), "method")
+
     def _expected(self, signed: bool) -> str:
         lo, hi = self.region
         if self.center is not None:
@@ -200,13 +228,10 @@ class Claim(Check):
                         detail=SlopeFit(slope, se, low, high, len(xs), n_obs, used))
 
     def estimate(self, rows):
-        statistic = self.statistic
-        if hasattr(statistic, "pooled"):             # a slope: one intercept per where/pool axis
-            statistic = statistic.pooled((*self.where, *self.pool))
+        statistic = self._pooled_statistic()         # a slope: one intercept per where/pool axis
         if statistic is not self.statistic:
             return dataclasses.replace(self, statistic=statistic).estimate(rows)
-        spans = tuple(getattr(self.statistic, "spans", ()))
-        require_unpooled(rows, [*self.where, *self.pool, *self.over.axes, *spans, "method"], f"check {self.name!r}")
+        require_unpooled(rows, self.mapped(), f"check {self.name!r}")
         what = self.statistic.describe() + (f" / {self.formula or 'prediction'}" if self.prediction else "")
         if isinstance(self.over, Along):
             return self._slope(rows, what)
@@ -381,6 +406,9 @@ class IdenticalAcrossCheck(Check):
     def methods(self):
         return (self.method,)
 
+    def names_read(self):
+        return {"columns": tuple(self.metrics), "axes": (*self.where, *self.pool, self.axis), "methods": self.methods}
+
     def estimate(self, rows):
         keys = [c for c in grid_columns(rows) if c != self.axis] + ["rep"]
         joined = paired(rows, {f"{m}_{side}": ({self.axis: [value]}, m)
@@ -404,7 +432,7 @@ class IdenticalAcrossCheck(Check):
 @dataclass(frozen=True)
 class ThresholdCollapseCheck(Check):
     """A phase transition that collapses onto one curve when the gap is measured in units
-    of the right rate (e.g. cai spec §7 item 5: P(exact top-k recovery) against Δ / r_E).
+    of the right rate (e.g. docs/cai.md, Predictions (item 5): P(exact top-k recovery) against Δ / r_E).
 
     ``metric`` is a replicate-level success indicator (0/1), ``x`` the column holding the
     gap in units of the rate (x > 0), and ``configs`` the columns that identify one
@@ -475,9 +503,15 @@ class ThresholdCollapseCheck(Check):
                         "status": status, "x_min": xs[0], "x_max": xs[-1], "n_obs": int(w.sum())})
         return pd.DataFrame(out), curve, len(rows)
 
+    def names_read(self):
+        return {"columns": (self.metric, self.x, *self.configs), "axes": (*self.where, *self.pool),
+                "methods": self.methods}
+
+    def mapped(self):
+        return (*self.where, *self.pool, *self.configs, self.metric, self.x)
+
     def estimate(self, rows):
-        require_unpooled(rows, [*self.where, *self.pool, *self.configs, self.metric, self.x],
-                         f"check {self.name!r}")
+        require_unpooled(rows, self.mapped(), f"check {self.name!r}")
         mids, curve, n_obs = self.midpoints(rows)
         below = curve[curve[self.x] <= self.x_low]["mean"]
         above = curve[curve[self.x] >= self.x_high]["mean"]
@@ -588,6 +622,11 @@ class ThresholdScalingCheck(Check):
     reach: tuple[float, float] | None = None
     reach_rate: Callable[[dict], float] | None = None
     center: float | None = None
+
+    def names_read(self):
+        metric, _, method = self.solve.target.partition("=")[0].partition("@")
+        return {"columns": (metric.strip(),), "axes": (*self.where, self.solve.axis, self.x, *self.by),
+                "methods": (method.strip(),) if method.strip() else ()}
 
     def evaluate(self, table, family: int = 1, stage: int = 1, stages: int = 1):
         raise UsageError(f"check {self.name!r} is judged on the roots of a solve "

@@ -35,13 +35,16 @@ def compact_grid(experiment: Experiment) -> str:
     return " ".join(f"{a}={compact_values(v)}" for a, v in experiment.axes.items() if len(v) > 1)
 
 
-def describe(experiment: Experiment, source: str = "") -> list[str]:
-    """The lines of ``dpsim show`` (without the time estimate)."""
+def describe(experiment: Experiment, source: str = "", page: str = "") -> list[str]:
+    """The lines of ``dpsim show`` (without the time estimate). ``page``: the paper's page
+    (its package's ``PAGE``), printed when given."""
     lines = [f"{experiment.name}: {experiment.title}"]
     if experiment.description:
         lines.append(f"  reproduces: {experiment.description}")
     if source:
         lines.append(f"  defined in: {source}")
+    if page:
+        lines.append(f"  paper's page: {page} (model, mechanisms, errata and modes)")
     lines.append(f"  replicates: {experiment.reps} per grid point (--reps)")
     lines.append("  axes (--set AXIS=V1,V2,...):")
     for axis, values in experiment.axes.items():

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from dpsim.experiment.axes import VOCABULARY, AxisType, axis_type
-from dpsim.errors import UsageError
+from dpsim.errors import UsageError, call_stage, note
 
 KINDS = ("shape", "data", "analysis")
 DIAGNOSTIC_TYPES = ("bool", "int", "float")
@@ -281,7 +281,7 @@ class Experiment:
             with ``padding`` it is called with the capacity as the padded axis's value).
         padding: lets shape points of several sizes share one compiled program
             (:class:`Padding`); None: one program per shape point.
-        description: what it reproduces (spec sections), shown by ``dpsim show``.
+        description: what it reproduces (the paper's sections), shown by ``dpsim show``.
         stream_names: renamed axis → the name its values are keyed under (the axis's name
             when its random streams were fixed; names of axes it lacks are ignored). A rename
             then changes no key, so no stored number: e.g. chowdhury's ``{"n_actions": "k"}``.
@@ -290,6 +290,8 @@ class Experiment:
             change of stored values (not only of names) would otherwise change them: e.g. xu
             stores the resolved ``k`` and keys it as the ``k = auto`` and ``top_k`` it stored
             before. None: the point itself. Applied before ``stream_names``.
+        extends: the experiment this one adds methods to (:meth:`with_methods`; "" for
+            none), whose checks :func:`dpsim.api.checks_for` judges on this one.
     """
 
     name: str
@@ -315,6 +317,7 @@ class Experiment:
     description: str = ""
     stream_names: Mapping[str, str] = field(default_factory=dict)
     stream_point: Callable[[dict], dict] | None = None
+    extends: str = ""
 
     def __post_init__(self):
         redefined = sorted(set(self.axis_types) & set(VOCABULARY))
@@ -353,6 +356,52 @@ class Experiment:
                 raise ValueError(f"experiment {self.name!r}: padding capacity name {self.padding.capacity!r} "
                                  f"is one of its axes")
 
+    def with_methods(self, methods: Mapping[str, Method] | None = None, /, *, name: str | None = None,
+                     title: str | None = None, **more: Method) -> "Experiment":
+        """This experiment with further methods run beside its own: the same grid, data, θ*,
+        release and keys, so its own methods' rows are those of a run without the new ones
+        (each method's key is folded from its name alone: common random numbers), and the
+        new methods see exactly the data the paper's methods see.
+
+        Args:
+            methods, more: name → :class:`Method` (a mapping, keywords, or both).
+            name: the new experiment's name (default ``"<name>+<method>+…"``, e.g.
+                ``cai-fig3+mine``: its runs and checks are apart from the paper's).
+            title: its title (default: this one's, naming the added methods).
+        Returns:
+            A new :class:`Experiment`. Its figure draws the new methods too: as curves where
+            the figure's curves are methods, else as panels beside the panels of a method
+            of this experiment whose metric the new method reports (titled with its label).
+            With :class:`Padding`, a new method that does not mask padding
+            (``Method.masks_padding``) runs the experiment unpadded (one program per size,
+            with a note): the paper's rows then come from the same draws but equal its own
+            run's only up to float rounding; a method that masks padding keeps them bit for bit.
+        Raises:
+            UsageError: no method, a value that is not a Method, or a name this experiment
+            already has.
+        """
+        added = {**dict(methods or {}), **more}
+        if not added:
+            raise UsageError(f"with_methods: name at least one method to add to {self.name!r}")
+        for method_name, method in added.items():
+            if not isinstance(method, Method):
+                raise UsageError(f"with_methods: {method_name}={method!r} is not a dpsim Method")
+            if method_name in self.methods:
+                raise UsageError(f"with_methods: {self.name!r} already has a method {method_name!r}; "
+                                 f"choose another name (its methods: {', '.join(self.methods)})")
+        import dataclasses
+        unmasked = [n for n, m in added.items() if not m.masks_padding]
+        padding = None if unmasked else self.padding
+        if unmasked and self.padding is not None:
+            note(f"{self.name} with {', '.join(unmasked)}: runs unpadded, one program per {self.padding.axis} value, "
+                 f"since {', '.join(unmasked)} does not mask padding (Method.masks_padding); "
+                 f"{', '.join(self.methods)} rows then equal {self.name}'s up to float rounding")
+        return dataclasses.replace(
+            self, name=name or "+".join([self.name, *added]),
+            title=title or f"{self.title} (with {', '.join(added)})",
+            methods={**self.methods, **added}, padding=padding, extends=self.extends or self.name,
+            figure=None if self.figure is None else figure_with_methods(self.figure, self.methods, added))
+
     def point_id(self, point: Mapping[str, Any]) -> int:
         """The stable id keying a (partial) grid point: :func:`stable_id` of it as
         ``stream_point`` maps it, each renamed axis under its ``stream_names`` name, so a
@@ -373,6 +422,42 @@ class Experiment:
 
     def derived_names(self, level: str | None = None) -> tuple[str, ...]:
         return tuple(n for d in self.derived if level in (None, d.level) for n in d.names)
+
+
+def figure_with_methods(spec: FigureSpec, own: Mapping[str, Method], added: Mapping[str, Method]) -> FigureSpec:
+    """``spec`` drawing the ``added`` methods beside the ``own`` ones (:meth:`Experiment.with_methods`):
+    with one curve per method, their legend labels; else, for every added method that reports
+    a panel's metric, the same panel for it (titled with its label), once per slice of the grid
+    (after the last panel of one of ``own`` that shows that metric there). A panel of every
+    method (``method=None``) keeps to the methods it drew. The title names the added methods."""
+    import dataclasses
+    labels = {name: m.label or name for name, m in added.items()}
+    title = f"{spec.title} (with {', '.join(labels.values())})" if spec.title else ""
+    if spec.curve == "method":
+        return dataclasses.replace(spec, title=title, curve_labels={**spec.curve_labels, **labels})
+
+    def slice_of(panel):
+        return (panel.metric, repr(sorted(panel.where.items())), panel.x, panel.each, repr(sorted(panel.at.items())))
+    panels, last, ylabels = [], {}, {}
+    for panel in spec.panels:
+        if panel.method is None:
+            drew = [n for n, m in own.items() if panel.metric in m.columns]
+            if any(panel.metric in m.columns for m in added.values()):
+                panel = dataclasses.replace(panel, where={**panel.where, "method": drew})
+        elif panel.method in own:
+            last[slice_of(panel)] = (len(panels), panel)
+            ylabels.setdefault(slice_of(panel), set()).add(panel.ylabel)
+        panels.append(panel)
+    extra = {}
+    for key, (index, panel) in last.items():
+        # the y label of the own panels when they agree (else it may name their method: the metric's name)
+        ylabel = panel.ylabel if len(ylabels[key]) == 1 else panel.metric
+        for name, method in added.items():
+            if panel.metric in method.columns:
+                title = f"{panel.title} — {labels[name]}" if panel.title else labels[name]
+                extra.setdefault(index, []).append(dataclasses.replace(panel, method=name, title=title, ylabel=ylabel))
+    drawn = [p for i, panel in enumerate(panels) for p in [panel, *extra.get(i, [])]]
+    return dataclasses.replace(spec, title=title, panels=tuple(drawn))
 
 
 @dataclass(frozen=True)
@@ -424,7 +509,8 @@ def _derive(experiment: Experiment, level: str, point: dict) -> dict:
     out = {}
     for d in experiment.derived:
         if d.level == level:
-            out.update(d({**point, **out}))
+            at = {**point, **out}
+            out.update(call_stage(experiment.name, f"derived {', '.join(map(repr, d.names))}", at, d, at))
     return out
 
 
@@ -451,7 +537,7 @@ def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None
     static = {a for a, vals in axes.items() if any(isinstance(v, str) for v in vals)}
     shapes = []
     for raw in _product(experiment.shape_axes, axes):
-        shape = experiment.resolve_shape(raw)
+        shape = call_stage(experiment.name, "resolve_shape", raw, experiment.resolve_shape, raw)
         shapes.append({**shape, **_derive(experiment, "shape", shape)})
     data_points = _product(experiment.data_axes, axes)
     analysis_points = _product(experiment.analysis_axes, axes)
@@ -465,7 +551,8 @@ def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None
                 _derive(experiment, "analysis", {**shape, **data, **d_values, **analysis})
                 for analysis in analysis_points])
             for analysis, a_values in zip(analysis_points, per_analysis[-1]):
-                experiment.validate_point({**shape, **data, **d_values, **analysis, **a_values})
+                point = {**shape, **data, **d_values, **analysis, **a_values}
+                call_stage(experiment.name, "validate_point", point, experiment.validate_point, point)
         data_derived.append(per_data)
         analysis_derived.append(per_analysis)
     return Grid(experiment, axes, shapes, data_points, analysis_points, data_derived, analysis_derived,

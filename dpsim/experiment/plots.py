@@ -383,6 +383,27 @@ def _panel_rows(table: pd.DataFrame, panel: Panel) -> pd.DataFrame:
     return rows[rows[panel.metric].notna()] if panel.metric in rows else rows.iloc[0:0]
 
 
+def _nan_rows(table: pd.DataFrame, panel: Panel) -> tuple[int, int]:
+    """(rows whose metric is NaN, rows) of the methods that report the panel's metric, in its
+    slice: its method, or with ``method=None`` those with some value of it (a method that does
+    not report a metric has NaN there too, so one with NaN in every row is not counted, unless
+    no method has a value)."""
+    rows = select(table, panel.where)
+    if panel.metric not in rows:
+        return 0, 0
+    if panel.method is not None:
+        rows = rows[rows["method"] == panel.method]
+    else:
+        reporting = set(rows.loc[rows[panel.metric].notna(), "method"])
+        rows = rows[rows["method"].isin(reporting)] if reporting else rows
+    return int(rows[panel.metric].isna().sum()), len(rows)
+
+
+def titled(spec: FigureSpec, title: str) -> FigureSpec:
+    """``spec`` with ``title`` (e.g. the experiment's) when it declares none of its own."""
+    return spec if spec.title or not title else dataclasses.replace(spec, title=title)
+
+
 def _nearest(values, wanted):
     """The value of ``values`` nearest to ``wanted`` (∞ is nearest to ∞)."""
     return min(values, key=lambda v: 0.0 if v == wanted else abs(float(v) - float(wanted)))
@@ -618,9 +639,21 @@ def _draw_panel(ax, table: pd.DataFrame, spec: FigureSpec, panel: Panel, letter:
     key = "method" if spec.curve == "method" else spec.curve
     rows = _panel_rows(table, panel)
     label = f"({letter}) {panel.title or panel.ylabel}"
-    if rows.empty:
+    nan, of = _nan_rows(table, panel)
+    if rows.empty and not of:
         raise UsageError(f"panel {label!r} of the figure has no data "
                          f"(method={panel.method}, where={dict(panel.where)}, metric={panel.metric!r})")
+    if rows.empty:      # rows were computed, but their metric is NaN in every one: drawn empty, said so
+        note(f"panel {label!r}: {panel.metric} is NaN in all {of} rows; the panel is drawn empty")
+        ax.text(0.5, 0.5, f"no finite value of {panel.metric}\n(NaN in all {of} rows)", transform=ax.transAxes,
+                ha="center", va="center", fontsize=9, color="0.35")
+        ax.set_xlabel(panel.xlabel or spec.xlabel)
+        ax.set_ylabel(panel.ylabel)
+        ax.set_title(label, loc="left", fontsize=10)
+        return
+    if nan:
+        ax.text(0.98, 0.02, f"{panel.metric} NaN in {nan} of {of} rows, left out", transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=7, color="0.35")
     stats = summarise(rows, panel.metric, [key, x], pool=spec.pool)
     drawn.reps.extend(rows.groupby("point")["rep"].nunique().tolist() if "point" in rows else [])
     if "converged" in rows:

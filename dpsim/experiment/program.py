@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpsim.errors import UsageError, warn
+from dpsim.errors import UsageError, call_stage, warn
 from dpsim.experiment.batching import PROGRAM_MEMORY_SHARE_ACCELERATOR, program_memory_limit
 from dpsim.experiment.units import format_bytes
 from dpsim.experiment.grid import Context, Experiment, method_id, stable_id
@@ -142,7 +142,8 @@ def analyse_point(experiment: Experiment, a_key, ctx: Context, release_key=None)
         words.append(PRIVATISE_WORDS)
     keys = jax.vmap(fold_in_words, in_axes=(None, 0))(a_key, jnp.asarray(np.stack(words)))
     if experiment.privatise is not None:
-        ctx = ctx._replace(released=experiment.privatise(keys[-1] if own_release else release_key, ctx))
+        ctx = ctx._replace(released=_stage(experiment, "privatise", _static_values(ctx.shape, ctx.data),
+                                           experiment.privatise, keys[-1] if own_release else release_key, ctx))
     out = {}
     for index, name in enumerate(names):
         out[name] = _checked_outputs(experiment, name, _called(experiment, name, keys[index], ctx))
@@ -151,18 +152,25 @@ def analyse_point(experiment: Experiment, a_key, ctx: Context, release_key=None)
 
 def _called(experiment: Experiment, name: str, key, ctx: Context):
     """A method's outputs; an exception it raises while it is traced becomes one UsageError
-    line naming the experiment, the method and the error (``dpsim --traceback``, i.e.
-    ``DPSIM_TRACEBACK=1``, re-raises it as it was, with the whole trace)."""
-    try:
-        return experiment.methods[name].fn(key, ctx)
-    except UsageError:
-        raise
-    except Exception as exc:
-        if os.environ.get("DPSIM_TRACEBACK"):
-            raise
-        message = " ".join(str(exc).split())
-        raise UsageError(f"experiment {experiment.name!r}: method {name!r} failed: {type(exc).__name__}: "
-                         f"{message[:300]} (dpsim --traceback … shows the whole trace)") from None
+    line naming the experiment, the method, the shape point and the error (:func:`_stage`)."""
+    return _stage(experiment, f"method {name!r}", _static_values(ctx.shape, ctx.data),
+                  experiment.methods[name].fn, key, ctx)
+
+
+def _stage(experiment: Experiment, stage: str, at: dict, fn, *args):
+    """``fn(*args)``, a stage of the study's own code (truth, generate, privatise, a method)
+    traced in a program at the grid point ``at`` (its static values): an exception it raises
+    becomes one UsageError line naming the experiment, the stage, the point and the error
+    (:func:`dpsim.errors.call_stage`); ``dpsim --traceback`` (``DPSIM_TRACEBACK=1``)
+    re-raises it as it was, with the whole trace."""
+    return call_stage(experiment.name, stage, at, fn, *args)
+
+
+def _static_values(*points) -> dict:
+    """The Python values (numbers, strings) of ``points``, merged: the part of a traced grid
+    point an error message can name (traced values are not known while tracing)."""
+    return {k: v for point in points for k, v in dict(point).items()
+            if isinstance(v, (int, float, str, np.integer, np.floating)) and not isinstance(v, bool)}
 
 
 class ChunkArguments(NamedTuple):
@@ -208,15 +216,17 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
         ``chunk(args)`` of one :class:`ChunkArguments`.
     """
 
+    at = _static_values(shape, static_data)       # the step's point, as an error names it
+
     def lane(seed, point, truth, design_key, data_words, rep, data_vals, a_words, a_vals, r_words):
         key = lane_key(seed, data_words, rep)
         if experiment.truth_per_replicate:
-            truth = experiment.truth(jax.random.fold_in(design_key, rep), point)
+            truth = _stage(experiment, "truth", at, experiment.truth, jax.random.fold_in(design_key, rep), point)
         data = {**static_data, **data_vals}
         generate_key = jax.random.fold_in(key, _DATA)
         if r_words is not None:   # release_axes: the release's lane key is split off generate's
             generate_key, release_lane_key = jax.random.split(generate_key)
-        sample = experiment.generate(generate_key, point, truth, data)
+        sample = _stage(experiment, "generate", at, experiment.generate, generate_key, point, truth, data)
         outputs = []
         for g, (static_values, indices) in enumerate(groups):
             idx = np.asarray(indices)
@@ -238,7 +248,8 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
     def chunk(args: ChunkArguments):
         point = {**shape, **args.shape_vals}
         design_key = truth_key(args.seed, args.shape_words)   # once per chunk, not per lane
-        truth = None if experiment.truth_per_replicate else experiment.truth(design_key, point)
+        truth = None if experiment.truth_per_replicate else _stage(experiment, "truth", at, experiment.truth,
+                                                                   design_key, point)
         return jax.lax.map(lambda per_lane: lane(args.seed, point, truth, design_key, *per_lane[:3], args.a_words,
                                                  per_lane[3], args.release_words),
                            (args.data_words, args.reps, args.data_vals, args.a_vals),
@@ -362,8 +373,8 @@ def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: lis
 
     A string analysis axis that only host-side :class:`~dpsim.experiment.Derived` functions
     read (xu-hetero's ``profile`` and ``match``, xu's ``scheme``, nguyen's ``p0``) would
-    otherwise compile one copy of every method per value (xu-hetero's program,
-    9 copies, took 14.8 s to compile; 4.2 s with one). When nothing merges, the first
+    otherwise compile one copy of every method per value (xu-hetero's program would hold nine
+    copies). When nothing merges, the first
     lowering is the program: no extra work."""
     step = (experiment, shape, static_data)
     if len(groups) <= 1:
@@ -542,18 +553,10 @@ def _describe(value, seen: set) -> str:
 
 
 # XLA:CPU options of the chunk programs: XLA's defaults, unless $DPSIM_XLA_CPU_OPT_LEVEL sets
-# the LLVM optimisation level. Level 1 was tried as the default and not kept: it
-# compiled cai Fig. 3's program in 12–16 % less CPU time (2.68 against 3.06 CPU-s, median of
-# 5), but Fig. 1's nine programs only 2.5 % (29.4 against 30.1 CPU-s, within the noise) and
-# Figures 1–3 end to end not at all (benchmarks/compare.py, 3 rounds: 41.4 against 41.1 s),
-# while moving float results by up to 6e-13 relative. Level 0 compiles ~45 % faster and runs
-# cai-fig3 3× slower: for smoke runs that are all compilation (the conformance suite).
-# xla_llvm_disable_expensive_passes, xla_cpu_parallel_codegen_split_count 1 or 4 and the
-# concurrency-optimised scheduler off changed Fig. 3's compile time by less than the noise.
-# xla_cpu_opt_preset=CPU_OPT_PRESET_FAST_COMPILE compiled Fig. 3's program ~9 % faster
-# (2.00 against 2.22 s, 3 runs) but Figures 1–3 end to end not (compare.py, 3 rounds: 25.8
-# against 24.6 s) and moved floats by up to 3.5e-12 relative; YNNPACK fusions off
-# (xla_cpu_experimental_ynn_fusion_type=) made the BTL evaluate 10–40 % slower.
+# the LLVM optimisation level. No other level, preset or pass option shortened Figures 1–3
+# end to end (benchmarks/compare.py), and each moved float results; level 0 compiles much
+# faster and runs several times slower, which suits smoke runs that are all compilation
+# (the conformance suite). YNNPACK fusions stay on: the BTL evaluate is slower without them.
 CPU_OPT_LEVEL_VARIABLE = "DPSIM_XLA_CPU_OPT_LEVEL"
 
 

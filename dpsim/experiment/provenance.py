@@ -46,7 +46,6 @@ import ast
 import hashlib
 import inspect
 import json
-import marshal
 import os
 import platform
 import subprocess
@@ -116,9 +115,32 @@ def _source(fn) -> Path | None:
 
 def _fileless_code(functions) -> bytes:
     """The bytecode of those of ``functions`` that have no source file (``python -c``, an
-    interactive session), so that they still count in the fingerprint."""
-    codes = [marshal.dumps(fn.__code__) for fn in functions if _source(fn) is None and hasattr(fn, "__code__")]
-    return b"".join(sorted(codes))
+    interactive session, a block run by ``exec``), so that they still count in the
+    fingerprint (:func:`_code_text`)."""
+    codes = [_code_text(fn.__code__) for fn in functions if _source(fn) is None and hasattr(fn, "__code__")]
+    return "\n".join(sorted(codes)).encode()
+
+
+def _constant_text(value) -> str:
+    """A code object's constant as text: a nested code object by :func:`_code_text`, a
+    frozenset in sorted order (its ``repr`` follows string hashing, which differs per process)."""
+    if hasattr(value, "co_code"):
+        return _code_text(value)
+    if isinstance(value, frozenset):
+        return "frozenset(" + ", ".join(sorted(_constant_text(v) for v in value)) + ")"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_constant_text(v) for v in value) + ")"
+    return repr(value)
+
+
+def _code_text(code) -> str:
+    """A text that determines what a code object does: its bytecode, constants (nested code
+    objects the same way), names and argument counts, without its file, lines or positions.
+    (``marshal.dumps`` is not it: its bytes depend on the objects' reference counts.)"""
+    consts = ", ".join(_constant_text(c) for c in code.co_consts)
+    return (f"code({code.co_code.hex()}; [{consts}]; {code.co_names}; {code.co_varnames}; {code.co_freevars}; "
+            f"{code.co_cellvars}; {code.co_argcount}, {code.co_posonlyargcount}, {code.co_kwonlyargcount}, "
+            f"{code.co_flags})")
 
 
 PLAIN = (int, float, str, bool, bytes, type(None))

@@ -6,7 +6,8 @@
   ``dpsim list NAME``, ``dpsim verify NAME`` and ``dpsim audit NAME`` select what that module
   defines, whatever its items are called. A paper module exposes ``EXPERIMENTS``, ``CHECKS``
   and ``AUDITS`` (lists) and may expose ``MUTANTS`` (plausible bugs its checks must catch,
-  :mod:`dpsim.experiment.mutants`) and ``TITLE``.
+  :mod:`dpsim.experiment.mutants`), ``TITLE`` and ``PAGE`` (the paper's page in its
+  repository, printed by ``dpsim show``).
 * **Study files**: ``path/to/study.py`` or ``path/to/study.py:NAME``, a researcher's own file
   (no installation, no edit of dpsim): its module-level :class:`Experiment` objects (or its
   ``EXPERIMENTS`` list), ``CHECKS``, ``AUDITS`` and ``MUTANTS``. Its path is its paper name.
@@ -24,7 +25,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 
-from dpsim.errors import UsageError
+from dpsim.errors import UsageError, did_you_mean  # noqa: F401 (did_you_mean: registry's name for it too)
 from dpsim.experiment.grid import Experiment
 
 GROUP = "dpsim.papers"
@@ -35,7 +36,7 @@ KINDS = ("experiments", "checks", "audits", "mutants")
 class Catalogue:
     """Experiments, checks, audits and mutants by name; where each experiment came from
     (``source[name]``: a paper module's name, or ``path.py:NAME`` for a study file); each
-    paper's title (``papers[paper]``); and the paper that defines each item
+    paper's title (``papers[paper]``) and page (``pages[paper]``); and the paper that defines each item
     (``paper_of[kind][name]``, kind one of :data:`KINDS`)."""
 
     experiments: dict = field(default_factory=dict)
@@ -44,6 +45,7 @@ class Catalogue:
     mutants: dict = field(default_factory=dict)
     source: dict = field(default_factory=dict)
     papers: dict = field(default_factory=dict)
+    pages: dict = field(default_factory=dict)
     paper_of: dict = field(default_factory=lambda: {kind: {} for kind in KINDS})
 
     def add(self, module: ModuleType, paper: str, module_name: str | None = None) -> None:
@@ -73,10 +75,12 @@ class Catalogue:
                 table[item.name] = item
                 self.paper_of[kind][item.name] = paper
         self.papers[paper] = getattr(module, "TITLE", "")
+        self.pages[paper] = getattr(module, "PAGE", "")
+        validate_checks(getattr(module, "CHECKS", []) or [], self.experiments)
 
     def update(self, other: "Catalogue") -> None:
         """Add everything ``other`` holds (its items replace same-named ones)."""
-        for name in (*KINDS, "source", "papers"):
+        for name in (*KINDS, "source", "papers", "pages"):
             getattr(self, name).update(getattr(other, name))
         for kind in KINDS:
             self.paper_of[kind].update(other.paper_of[kind])
@@ -113,10 +117,26 @@ class Catalogue:
         return chosen
 
 
+def validate_checks(checks, experiments) -> None:
+    """Refuse a check that cannot be evaluated whatever the data (``Check.validate``: an
+    unknown method, metric or axis, an axis it would pool), when its paper or study loads:
+    one line, before anything is computed. A check of an experiment not (yet) known is left
+    to ``dpsim verify``, which names it."""
+    from dpsim.experiment.verdicts import grid_table
+    grids = {}
+    for check in checks:
+        experiment = experiments.get(getattr(check, "experiment", None))
+        if experiment is None or not hasattr(check, "validate"):
+            continue
+        if experiment.name not in grids:
+            grids[experiment.name] = grid_table(experiment)
+        check.validate(experiment, grids[experiment.name])
+
+
 @lru_cache(maxsize=None)
 def _entry_points() -> tuple:
     """The entry points of every installed paper, by name (one scan of the installed
-    distributions, ~50 ms, per process)."""
+    distributions per process)."""
     return tuple(sorted(entry_points(group=GROUP), key=lambda p: p.name))
 
 
@@ -138,13 +158,23 @@ def installed() -> Catalogue:
 def paper(name: str) -> Catalogue | None:
     """The one installed paper registered as ``name`` (entry point of ``dpsim.papers``), or
     None. Loading one paper instead of all of them saves a fresh ``dpsim run cai-…`` the
-    import of the other three (measured on the 2-core CPU: 1.0 s instead of 1.7 s)."""
+    import of the other three."""
     points = [p for p in _entry_points() if p.name == name]
     if len(points) != 1:
         return None
     catalogue = Catalogue()
     catalogue.add(points[0].load(), name, points[0].value)
     return catalogue
+
+
+def page_of(name: str) -> str:
+    """The page (``PAGE``) of the installed paper that defines the experiment ``name``: a path
+    in that paper's repository, e.g. ``docs/cai.md``; "" for a study file or a paper without one."""
+    for paper_name in paper_names():
+        found = paper(paper_name)
+        if found is not None and name in found.experiments:
+            return found.pages.get(paper_name, "")
+    return ""
 
 
 def forget_installed() -> None:
@@ -221,16 +251,11 @@ def experiment(target: str) -> tuple[Experiment, str]:
             raise UsageError(f"study file {path!r} defines no experiment {name!r} "
                              f"(it defines {', '.join(found.experiments) or 'none'})")
         return found.experiments[name], f"{path}:{name}"
+    if not found.experiments:
+        raise UsageError(f"study file {path!r} defines no Experiment (it needs a module-level "
+                         f"dpsim.experiment.Experiment(...), or an EXPERIMENTS list of them)")
     if len(found.experiments) != 1:
         raise UsageError(f"study file {path!r} defines {len(found.experiments)} experiments "
                          f"({', '.join(found.experiments) or 'none'}); name one as {path}:NAME")
     (only,) = found.experiments.values()
     return only, f"{path}:{only.name}"
-
-
-def did_you_mean(name: str, known, n: int = 2, cutoff: float = 0.6) -> str:
-    """", did you mean 'x'?" for the (at most ``n``) closest known names, or "" when none is
-    close (``difflib`` similarity ≥ ``cutoff``)."""
-    import difflib
-    close = difflib.get_close_matches(name, list(known), n=n, cutoff=cutoff)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +43,7 @@ from dpsim.results import reasons
 DEFAULT_WATCHDOG_SECONDS = 900.0
 
 __all__ = ["run_experiment", "plan_run", "RunSummary", "watchdog_seconds", "folder_summaries", "study_summary", "unconverged",
+           "nan_metrics",
            # re-exported from their homes, so that earlier imports from the runner keep working
            "Batching", "batching", "default_workers", "chunk_layout", "micro_batch_size", "device_memory_bytes",
            "host_memory_bytes", "memory_limit", "CHUNK_WORK", "MAX_MICRO_BATCH_CPU", "Plan", "size_buckets",
@@ -110,6 +111,8 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise UsageError(f"seed={seed!r} must be an integer in [0, 2^31)")
     part = check_part(part)
+    if out is not None and not str(out).strip():
+        raise UsageError(f"--out {str(out)!r} names no folder (leave --out out for runs/{experiment.name})")
     if accept_code_change and part is not None:
         raise UsageError("--accept-code-change cannot be combined with --part: accept the change with one "
                          "whole-grid run into the folder first (e.g. --reps 1 computes nothing already stored)")
@@ -189,7 +192,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                    source: str | None = None, micro_batch: int | None = None,
                    executor: Executor | None = None, part=None,
                    reps_at: Mapping[int, int] | None = None, accept_code_change: bool = False,
-                   owner: str | None = None) -> RunSummary:
+                   owner: str | None = None, confirm: Callable[[Plan], None] | None = None) -> RunSummary:
     """Run (or resume) ``experiment`` into ``out``; returns what was computed.
 
     All input is validated before anything is written. Re-running into the same directory
@@ -216,7 +219,9 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     and data values) → replicates wanted there, a count R (0 … R − 1) or a range (start, stop);
     only those points are run, each over its own replicates (``reps`` is ignored; ``dpsim solve`` and ``verify --until-decided`` ask for
     replicates where they need them). Keys are unchanged: replicate r of a point is the same
-    draw whichever request computes it.
+    draw whichever request computes it. ``confirm``: called with the plan before anything is
+    computed or written (``dpsim run``'s guard against a run of days or beyond the free disk);
+    it raises UsageError to stop the run.
 
     Code (:mod:`dpsim.experiment.provenance`): a folder whose rows were made by other code is
     refused (:func:`~dpsim.experiment.store.check_code`) unless ``accept_code_change``: then
@@ -241,8 +246,10 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                          micro_batch=micro_batch, part=part, reps_at=reps_at,
                          accept_code_change=accept_code_change, owner=owner)  # writes nothing
     with store.exclusive(request.out, request.part):         # one writer per run directory (or per part)
-        return _run_planned(experiment, _planned(request, executor.calibrates), request, progress, patience, source,
-                            executor)
+        work = _planned(request, executor.calibrates)
+        if confirm is not None:
+            confirm(work)
+        return _run_planned(experiment, work, request, progress, patience, source, executor)
 
 
 def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progress: bool, patience: float,
@@ -256,6 +263,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     if not plan and previous.get("complete") and not settings.code_changed:
         # nothing to compute (e.g. verify judging a finished run): the folder is left as it was
         _warn_unconverged(experiment, previous.get("diagnostics", {}).get("unconverged", []))
+        _warn_nan(experiment, previous.get("diagnostics", {}).get("nan", []))
         return RunSummary(out, 0, 0, 0.0, 0.0)
     if settings.part is None:       # parts of one split write this folder at once: their temporaries stay
         store.remove_temporary(out)
@@ -330,6 +338,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         parts.finish(out, manifest, request, lambda: folder_summaries(out, experiment),
                      lambda stored: not plan_steps(grid, reps, stored))
     _warn_unconverged(experiment, manifest["diagnostics"]["unconverged"])
+    _warn_nan(experiment, manifest["diagnostics"].get("nan", []))
     return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
 
 
@@ -367,6 +376,13 @@ def _warn_unconverged(experiment: Experiment, items: list[dict]) -> None:
              f"({item['where']})")
 
 
+def _warn_nan(experiment: Experiment, items: list[dict]) -> None:
+    """One warning per (method, metric) with NaN values (the manifest's diagnostics, :func:`nan_metrics`)."""
+    for item in items:
+        warn(f"{experiment.name}: {item['metric']} of {item['method']} is NaN in {item['nan']} of {item['rows']} rows "
+             f"(stored as NaN; summaries and figures leave those rows out, the figure's panel says how many)")
+
+
 def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
     """One line per shape point with string values derived on the host (e.g. which data file,
     or which synthetic stand-in, a dataset axis resolved to)."""
@@ -382,11 +398,34 @@ def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
 
 def folder_summaries(out: Path, experiment: Experiment) -> dict:
     """The manifest's ``study`` (:func:`study_summary`) and ``diagnostics`` (:func:`unconverged`)
-    of the study folder ``out``, from one read of the columns they use, in Arrow (pandas
-    spent 15 ms of a 60–77 ms warm cai n = 20 run here, and 0.12–0.45 s on 672 000 rows)."""
-    columns = [*experiment.axes, *experiment.derived_names("shape"), "point", "rep", "method", "converged", "result"]
+    of the study folder ``out``, from one read of the columns they use, in Arrow (through
+    pandas this was a large share of a short run)."""
+    metrics = [m for method in experiment.methods.values() for m in method.metrics]
+    columns = [*experiment.axes, *experiment.derived_names("shape"), "point", "rep", "method", "converged", "result",
+               *metrics]
     table = store.read_arrow_columns(out, list(dict.fromkeys(columns)))
-    return {"study": study_summary(table, experiment), "diagnostics": {"unconverged": unconverged(table, experiment)}}
+    return {"study": study_summary(table, experiment),
+            "diagnostics": {"unconverged": unconverged(table, experiment), "nan": nan_metrics(table, experiment)}}
+
+
+def nan_metrics(table: pa.Table | None, experiment: Experiment) -> list[dict]:
+    """Per method and each metric it declares, how many of its rows hold NaN there
+    (``{"method", "metric", "nan", "rows"}``, only those with some NaN): a method's metric is
+    stored as it returned it, and a NaN is said at run time (:func:`_warn_nan`), not found
+    later by a figure or a check."""
+    if table is None or table.num_rows == 0:
+        return []
+    found = []
+    for name, method in experiment.methods.items():
+        rows = table.filter(pc.equal(table["method"], name))
+        for metric in method.metrics:
+            if metric not in table.column_names or rows.num_rows == 0:
+                continue
+            values = rows[metric]
+            nan = int(pc.sum(pc.is_nan(values.fill_null(float("nan")))).as_py() or 0)
+            if nan:
+                found.append({"method": name, "metric": metric, "nan": nan, "rows": int(rows.num_rows)})
+    return found
 
 
 def study_summary(table: pa.Table | None, experiment: Experiment) -> dict:

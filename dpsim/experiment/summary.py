@@ -62,11 +62,12 @@ def describe_values(values) -> str:
     return text + (f", … ({len(values)} values)" if len(values) > 6 else "")
 
 
-def require_unpooled(rows: pd.DataFrame, mapped: Sequence[str], what: str) -> None:
+def require_unpooled(rows: pd.DataFrame, mapped: Sequence[str], what: str, *, cli: bool = False) -> None:
     """Refuse when a grid axis outside ``mapped`` takes several values within one combination
     of the mapped columns' values (an axis that is a function of mapped ones, such as cai's
     k = round(n/4) beside n, is not pooled). Columns of ``mapped`` absent from ``rows`` (e.g.
-    a metric) are ignored."""
+    a metric) are ignored. ``cli``: advise in ``dpsim summary``'s options (--where, --by,
+    --pool) instead of Python keywords."""
     keys = [c for c in dict.fromkeys(mapped) if c in rows and c in grid_columns(rows)]
     for column in grid_columns(rows):
         if column in mapped:
@@ -76,10 +77,15 @@ def require_unpooled(rows: pd.DataFrame, mapped: Sequence[str], what: str) -> No
             continue
         within = rows.groupby(keys, dropna=False)[column].nunique().max() if keys else len(values)
         if within > 1:
+            grouped = [c for c in keys if c != "method"]
+            advice = (f"select one (--where {column}={_format(values[0])}), or map it: group by it "
+                      f"(--by {' '.join([*grouped, column])}) or average over it deliberately (--pool {column})"
+                      ) if cli else (
+                      f"select one (where={{{column!r}: [{_format(values[0])!s}]}}), or map it: group by it "
+                      f"(summarise(..., by=[..., {column!r}])) or pool it deliberately (pool=[{column!r}], "
+                      f"one intercept per value in a slope)")
             raise UsageError(f"{what} would pool {len(values)} values of {column!r} ({describe_values(values)}); "
-                             f"select one (where={{{column!r}: [{_format(values[0])!s}]}}), or map it: group by it "
-                             f"(summarise(..., by=[..., {column!r}])) or pool it deliberately (pool=[{column!r}], "
-                             f"one intercept per value in a slope)")
+                             f"{advice}")
     if "method" in rows and rows["method"].nunique() > 1 and "method" not in mapped:
         raise UsageError(f"{what} would pool methods {describe_values(rows['method'].unique())}; select one")
 
@@ -242,3 +248,140 @@ def loglog_slope(table: pd.DataFrame, metric: str, x: str, *, log_y: bool = True
     if pooled:
         used += "; one intercept per " + ", ".join(f"{a} ∈ {{{describe_values(frame[a])}}}" for a in pooled)
     return SlopeFit(slope, se, slope - Z95 * se, slope + Z95 * se, n_points, len(ys), used)
+
+
+# ---------------------------------------------------------------------------------------
+# What `dpsim summary` prints, as data (the command only formats it; dpsim.api's
+# Results.summary returns it)
+# ---------------------------------------------------------------------------------------
+def metric_names(table: pd.DataFrame, declared: Sequence[str] | None = None) -> list[str]:
+    """The metrics of a results table, in order: ``declared`` (the experiment's methods'
+    metrics) that the table holds, or, without a declaration, its float method columns other
+    than a solver's diagnostics (``converged``, ``iterations``, ``result``: not floats;
+    ``grad_norm``)."""
+    columns = list(table.attrs.get("method_columns", ()))
+    if declared is not None:
+        return [m for m in dict.fromkeys(declared) if m in table]
+    return [c for c in columns if c in table and c != "grad_norm" and table[c].dtype.kind == "f"]
+
+
+def _option(name: str, values: Sequence[str], cli: bool) -> str:
+    """How the user wrote an option: ``--by eps`` on the command line, ``by=['eps']`` in Python."""
+    return f"--{name} {' '.join(values)}" if cli else f"{name}={list(values)!r}"
+
+
+def _check_axes(table: pd.DataFrame, axes: Sequence[str], option: str, cli: bool, allow_method: bool = False) -> None:
+    """UsageError naming the first of ``axes`` that is neither a grid axis of ``table`` nor a
+    value derived from one (with the closest one, and the axes it has)."""
+    import difflib
+    known = [*grid_columns(table), *table.attrs.get("derived_columns", ()), *(["method"] if allow_method else [])]
+    for axis in axes:
+        if axis not in known:
+            close = difflib.get_close_matches(axis, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {_option(option, [close[0]], cli)}?)" if close else ""
+            raise UsageError(f"{_option(option, [axis], cli)}: {axis!r} is not an axis of this run{hint}; "
+                             f"its axes are {', '.join(known) or 'none'}")
+
+
+def summary_table(table: pd.DataFrame, metric: str | None = None, by: Sequence[str] | None = None, *,
+                  where: Mapping[str, Sequence] | None = None, pool: Sequence[str] = (),
+                  metrics: Sequence[str] | None = None, cli: bool = False) -> pd.DataFrame:
+    """Means with 95% intervals of one metric per method and group: what ``dpsim summary``
+    prints (:func:`summarise` per method and each varying axis, with the fits' failure
+    reasons).
+
+    Args:
+        table: the tidy results rows (:func:`dpsim.experiment.store.load_results`).
+        metric: the metric summarised; None: the first of :func:`metric_names` (``metrics``,
+            the experiment's declared metrics, when known).
+        by: the axes of a group besides ``method`` (default: every axis with several values).
+        where: axis → values, the rows used (as ``dpsim plot --where``).
+        pool: axes averaged over deliberately.
+        cli: word errors in the command's options (``--by``) instead of Python keywords.
+    Returns:
+        One row per group: ``metric``, ``method``, the ``by`` axes, ``mean``, ``sd``, ``n``,
+        ``ci_low``, ``ci_high``, ``unconverged`` (when the rows report ``converged``) and
+        ``why`` (the result codes of the unconverged fits, when any failed);
+        ``attrs["metric"]`` names the metric and ``attrs["metrics"]`` lists all of them.
+    Raises:
+        UsageError: an unknown metric or axis (naming the closest), or an axis with several
+        values that is neither grouped, selected nor pooled.
+    """
+    names = metric_names(table, metrics)
+    if metric is None:
+        if not names:
+            raise UsageError("this run holds no metric to summarise")
+        metric = names[0]
+    if metric not in names:
+        import difflib
+        close = difflib.get_close_matches(str(metric), names, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UsageError(f"unknown metric {metric!r}{hint}; this run has {', '.join(names)}")
+    _check_axes(table, list(by or ()), "by", cli)
+    _check_axes(table, list(pool), "pool", cli)
+    _check_axes(table, list(where or {}), "where", cli, allow_method=True)
+    rows = select(table, where) if where else table
+    rows = rows[rows[metric].notna()]            # methods that do not report it
+    if rows.empty:
+        raise UsageError(f"no rows report {metric!r}" + (f" where {dict(where)}" if where else "")
+                         + " (every value is missing or NaN)")
+    group = ["method", *(by if by is not None else [c for c in grid_columns(rows) if c not in pool
+                                                     and rows[c].nunique() > 1])]
+    what = f"summarising {metric!r} by {list(group)}"
+    require_unpooled(rows, [*group, *pool, metric], what, cli=cli)
+    out = summarise(rows, metric, group, pool=pool)
+    why = failure_reasons(rows, group)
+    if any(why):
+        out["why"] = why              # e.g. "10 max steps, 2 non-finite" (the result codes)
+    out.insert(0, "metric", metric)
+    out.attrs.update(metric=metric, metrics=names)
+    return out
+
+
+def _slope_spec(spec) -> tuple[str, str]:
+    """(metric, axis) from ``"METRIC:AXIS"`` or a pair."""
+    if isinstance(spec, str):
+        metric, _, axis = spec.partition(":")
+        return metric, axis
+    if isinstance(spec, (tuple, list)) and len(spec) == 2:
+        return str(spec[0]), str(spec[1])
+    raise UsageError(f"slope {spec!r}: write 'METRIC:AXIS' or (METRIC, AXIS)")
+
+
+def slope_table(table: pd.DataFrame, slopes, *, where: Mapping[str, Sequence] | None = None,
+                pool: Sequence[str] = (), cli: bool = False) -> pd.DataFrame:
+    """Slopes of log METRIC on log AXIS (:func:`loglog_slope`), per method and per value of
+    every other axis with several values (those pooled excepted): what
+    ``dpsim summary --slope METRIC:AXIS`` prints.
+
+    Args:
+        table: the tidy results rows.
+        slopes: one ``"METRIC:AXIS"`` (or (metric, axis)), or several.
+        where: axis → values, the rows used.  pool: axes averaged over (one intercept each).
+        cli: word errors in the command's options.
+    Returns:
+        One row per fit: ``metric``, ``axis``, ``method``, the other varying axes, ``slope``,
+        ``stderr``, ``ci_low``, ``ci_high``, ``n_points``, ``n_obs``, ``rows`` (which rows it used).
+    Raises:
+        UsageError: a malformed spec, an unknown metric or axis, or a slope that cannot be fitted.
+    """
+    specs = [slopes] if isinstance(slopes, str) or (isinstance(slopes, tuple) and len(slopes) == 2
+                                                    and all(isinstance(s, str) for s in slopes)) else list(slopes)
+    _check_axes(table, list(pool), "pool", cli)
+    _check_axes(table, list(where or {}), "where", cli, allow_method=True)
+    base = select(table, where) if where else table
+    found = []
+    for spec in specs:
+        metric, axis = _slope_spec(spec)
+        if not axis or metric not in base or axis not in base:
+            text = f"--slope {spec!r}" if cli else f"slope={spec!r}"
+            raise UsageError(f"{text}: write METRIC:AXIS with a metric and an axis of this run")
+        rows = base[base[metric].notna() & np.isfinite(base[axis].astype(float))]
+        others = [c for c in grid_columns(rows) if c != axis and c not in pool and rows[c].nunique() > 1]
+        for key, part in rows.groupby(["method", *others], sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            fit = loglog_slope(part, metric, axis, pool=pool)
+            found.append({"metric": metric, "axis": axis, "method": key[0], **dict(zip(others, key[1:])),
+                          "slope": fit.slope, "stderr": fit.stderr, "ci_low": fit.ci_low, "ci_high": fit.ci_high,
+                          "n_points": fit.n_points, "n_obs": fit.n_obs, "rows": fit.rows})
+    return pd.DataFrame(found)

@@ -11,7 +11,13 @@ predicted region. :func:`judge` gives the verdict:
   claims a discrepancy, so it needs family-wise evidence;
 * **INCONCLUSIVE**: neither; the line says roughly how many replicates would decide it;
 * **REFUSED**: more than the check's allowance of fits did not converge (1% by default);
-* **INFO**: a report-only check, never judged.
+* **INFO**: a report-only check, never judged;
+* **ERROR**: the check could not be evaluated (it would pool an axis, names a metric or axis
+  its experiment does not have, its statistic is NaN, e.g. every value of its metric is NaN,
+  or its prediction raised): no claim about the science, never a FAIL, never the killer of
+  a mutant; ``dpsim verify`` exits 4. What can be found without data (an unknown metric,
+  method or axis, an axis the check would pool) is refused when the paper or study loads
+  (:meth:`Check.validate`), before anything is computed.
 
 **Sequential verdicts** (``dpsim verify --until-decided``): a check that is INCONCLUSIVE is
 looked at again with more replicates, at most S times (*stages*, the replicates doubling from
@@ -50,13 +56,14 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from dpsim.errors import UsageError
+from dpsim.errors import UsageError, did_you_mean
+from dpsim.experiment.axes import axis_type
 from dpsim.experiment.deferred import resolved
 from dpsim.experiment.rootfinding import z_quantile
-from dpsim.experiment.summary import Z95, select
+from dpsim.experiment.summary import NOT_AXES, Z95, require_unpooled, select
 
 UNCONVERGED_LIMIT = 0.01
-VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REFUSED", "INFO")
+VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REFUSED", "INFO", "ERROR")
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,8 @@ class CheckResult:
     value: float = math.nan
     low: float = math.nan
     high: float = math.nan
+    region_low: float = math.nan
+    region_high: float = math.nan
 
     @property
     def passed(self) -> bool:
@@ -247,6 +256,61 @@ class Check:
     def estimate(self, rows: pd.DataFrame) -> Estimate:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def names_read(self) -> dict[str, tuple[str, ...]]:
+        """What the check reads, known without data: ``{"columns": metrics, diagnostics or
+        derived values, "axes": grid axes (or derived values) it selects or maps, "methods":
+        …}``. The base: its ``where`` and ``pool`` axes and :attr:`methods`; a check reading
+        more names says so (:mod:`dpsim.experiment.checks`)."""
+        return {"columns": (), "axes": (*self.where, *self.pool), "methods": tuple(self.methods)}
+
+    def mapped(self) -> tuple[str, ...] | None:
+        """The columns its statistic maps (every other grid axis with several values in its rows
+        would be pooled: :func:`~dpsim.experiment.summary.require_unpooled`), or None when only
+        the data tells."""
+        return None
+
+    def validate(self, experiment, grid: pd.DataFrame | None = None) -> None:
+        """Refuse, before anything is computed, what makes this check impossible to evaluate on
+        ``experiment``'s default grid (the one verify runs): a method, metric or axis the
+        experiment does not have (with a did-you-mean), or an axis its rows would pool
+        (:meth:`mapped` on the grid's values, no data needed). ``grid``: the experiment's
+        :func:`grid_table`, when the caller validates several checks of it.
+
+        Raises:
+            UsageError: one line naming the check and the bad name.
+        """
+        names = self.names_read()
+        what = f"check {self.name!r}"
+        for method in names.get("methods", ()):
+            if method not in experiment.methods:
+                raise UsageError(f"{what}: experiment {experiment.name!r} has no method {method!r}"
+                                 f"{did_you_mean(method, experiment.methods)}; its methods are "
+                                 f"{', '.join(experiment.methods)}")
+        derived = [n for d in experiment.derived for n in d.names]
+        axes = [*experiment.axes, *derived, *NOT_AXES]
+        for axis in names.get("axes", ()):
+            if axis not in axes:
+                raise UsageError(f"{what}: experiment {experiment.name!r} has no axis {axis!r}"
+                                 f"{did_you_mean(axis, axes)}; its axes are {', '.join(experiment.axes)}")
+        methods = [experiment.methods[m] for m in names.get("methods", ())] or list(experiment.methods.values())
+        columns = list(dict.fromkeys([*(c for m in methods for c in m.columns), *derived, *experiment.axes]))
+        for column in names.get("columns", ()):
+            if column not in columns:
+                raise UsageError(f"{what}: experiment {experiment.name!r} reports no metric {column!r}"
+                                 f"{did_you_mean(column, columns)}; its metrics are "
+                                 f"{', '.join(c for m in methods for c in m.columns)}")
+        mapped = self.mapped()
+        varying = {a for a, values in experiment.axes.items() if len(values) > 1}
+        if mapped is None or varying <= set(mapped):       # nothing it could pool
+            return
+        grid = grid if grid is not None else grid_table(experiment)
+        if not grid.empty:
+            rows = select(grid, {a: v for a, v in self.where.items() if a in grid})
+            if self.methods:
+                rows = rows[rows["method"].isin(self.methods)]
+            if not rows.empty:
+                require_unpooled(rows, mapped, what)
+
     def used_rows(self, table: pd.DataFrame) -> pd.DataFrame:
         """The rows of ``table`` its statistic reads (its selection of the grid): the grid
         points where ``verify --until-decided`` adds replicates. Default :meth:`rows`; a
@@ -286,11 +350,44 @@ class Check:
                needed: bool = True) -> CheckResult:
         """The verdict on an estimate (:func:`judge`; INFO for a report-only check);
         ``needed=False`` drops the replicate count an INCONCLUSIVE line would suggest."""
+        if not est.verdict and math.isnan(est.value) and not self.report_only:
+            return CheckResult(self.name, "ERROR", est.predicted, est.fitted,
+                               f"cannot be evaluated: its statistic is NaN; {est.evidence}", detail=est.detail)
         verdict, reps = (est.verdict, None) if est.verdict else judge(est, family, stage, stages)
         if self.report_only:
             verdict, reps = "INFO", None
         return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, reps if needed else None,
-                           detail=est.detail, value=est.value, low=est.low, high=est.high)
+                           detail=est.detail, value=est.value, low=est.low, high=est.high,
+                           region_low=est.region_low, region_high=est.region_high)
+
+
+GRID_ROWS_LIMIT = 200_000
+
+
+def grid_table(experiment) -> pd.DataFrame:
+    """One row per point of ``experiment``'s default grid (its axes' values, shape points
+    resolved as the grid resolves them) × method, the columns a results table holds for them:
+    what :meth:`Check.validate` tells pooling from. Empty when the grid is too large to list
+    cheaply or a value does not resolve (verify then finds out from the data)."""
+    import itertools
+    size = len(experiment.methods)
+    for values in experiment.axes.values():
+        size *= max(len(values), 1)
+    if size > GRID_ROWS_LIMIT:
+        return pd.DataFrame()
+    try:
+        axes = {a: [axis_type(a, experiment.axis_types)(a, v) for v in values] for a, values in experiment.axes.items()}
+        shapes = [experiment.resolve_shape(dict(zip(experiment.shape_axes, combo)))
+                  for combo in itertools.product(*(axes[a] for a in experiment.shape_axes))]
+        rest = [a for a in experiment.axes if a not in experiment.shape_axes]
+        rows = [{**shape, **dict(zip(rest, combo)), "method": method}
+                for shape in shapes for combo in itertools.product(*(axes[a] for a in rest))
+                for method in experiment.methods]
+    except Exception:       # a hook that needs more than the grid's values: the data will tell
+        return pd.DataFrame()
+    table = pd.DataFrame(rows)
+    table.attrs["method_columns"], table.attrs["derived_columns"] = (), ()
+    return table
 
 
 def _reps(rows: pd.DataFrame) -> int:

@@ -35,7 +35,8 @@ by what happens to be on disk, so a re-run takes the same decisions and computes
 Mutants (:mod:`dpsim.experiment.mutants`): :func:`verify_mutants` re-runs each mutant's
 experiments into ``RUNS/mutants/<mutant>/<experiment>`` and re-judges the checks on them with
 the same family size; a mutant is *killed* when some check that did not FAIL on the real
-code FAILs under it, and *survives* otherwise.
+code FAILs under it, and *survives* otherwise (a check that cannot be evaluated, ERROR, never
+kills one).
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from dpsim.errors import UsageError, note
+from dpsim.errors import UsageError, note, traceback_wanted
 from dpsim.experiment.checks import CheckResult, stage_share
 from dpsim.experiment.grid import expand_grid
 from dpsim.experiment.runner import run_experiment
@@ -199,10 +200,12 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
             checks that declare a solve (:func:`judged_by_solves`; the command passes
             :func:`dpsim.experiment.solve.solve_experiment`'s).
     Returns:
-        (results, verdict counts). A check whose evaluation raises a UsageError (e.g. it
-        would pool an axis) is reported as a FAIL line with the message.
+        (results, verdict counts). A check that cannot be evaluated (:func:`judge`) is an
+        ERROR line with the reason.
     """
     echo = echo or (lambda line: print(line, flush=True))
+    if reps is not None and (isinstance(reps, bool) or not isinstance(reps, int) or reps < 1):
+        raise UsageError(f"--reps {reps!r} must be an integer ≥ 1")     # before the family's header
     unknown = [n for n in names if n not in checks]
     if unknown:
         raise UsageError(f"unknown check {unknown[0]!r}; see `dpsim list`")
@@ -306,13 +309,13 @@ def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, 
     one solve per distinct ``check.solve``, into RUNS/<experiment>-solve-<axis>[-seedS] (a
     second declaration on the same axis gets a digest suffix), each check judged on its roots
     (``check.evaluate_roots``) and, when it has a ``figure``, drawn there as
-    ``threshold-<check>.png``. Without a ``solver`` each is a FAIL line saying so. A folder is
-    used as :func:`judged_on`'s (:func:`_prepared`); one verify creates is marked ``owner``
+    ``threshold-<check>.png``. Without a ``solver`` each is an ERROR line saying so. A folder
+    is used as :func:`judged_on`'s (:func:`_prepared`); one verify creates is marked ``owner``
     once its solve returns."""
     results, solved = [], {}
     for check, stem in zip(checks, _solve_stems(experiment, checks)):
         if solver is None:
-            results.append(CheckResult(check.name, "FAIL", "-", "-", "cannot be evaluated: it needs a solve and "
+            results.append(CheckResult(check.name, "ERROR", "-", "-", "cannot be evaluated: it needs a solve and "
                                        "no solver was given (dpsim verify passes dpsim solve's)"))
             continue
         solve = check.solve
@@ -326,7 +329,7 @@ def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, 
             roots = solved[stem]
             result = check.evaluate_roots(roots, family)
         except UsageError as exc:
-            results.append(CheckResult(check.name, "FAIL", "-", "-", f"cannot be evaluated: {exc}"))
+            results.append(CheckResult(check.name, "ERROR", "-", "-", f"cannot be evaluated: {exc}"))
             continue
         if hasattr(check, "figure") and not check.report_only:
             try:
@@ -426,7 +429,7 @@ def decided_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fa
 
 def _points(check, table, ids: Mapping[int, int]) -> set[int]:
     """The data point ids of the rows ``check`` reads in ``table`` (:meth:`Check.used_rows`);
-    none when it cannot even select them (its FAIL line says why)."""
+    none when it cannot even select them (its ERROR line says why)."""
     try:
         rows = check.used_rows(table)
     except UsageError:
@@ -443,38 +446,51 @@ def _stage_note(what: str, stage: int, stages: int, reps: int, points: set[int])
 
 def judge(check, table, family: int, stage: int = 1, stages: int = 1) -> CheckResult:
     """``check`` judged on ``table`` in a family of ``family`` tests (at look ``stage`` of
-    ``stages`` of a sequential verify); a check that cannot be evaluated on it (a UsageError,
-    e.g. the table lacks the values it compares) is a FAIL whose line gives the reason. Any
-    other exception is a bug and propagates. A plain verify (one look) calls
-    ``evaluate(table, family)``, so a study's own check written before sequential verify
-    still works; only ``--until-decided`` passes the look."""
+    ``stages`` of a sequential verify). A check that cannot be evaluated on it is an ERROR
+    (never a FAIL: it claims nothing about the science) whose line gives the reason: a
+    UsageError (e.g. the table lacks the values it compares, its prediction failed) or any
+    other exception its code raises (named with its type; ``dpsim --traceback`` re-raises it
+    as it was). A plain verify (one look) calls ``evaluate(table, family)``, so a study's own
+    check written before sequential verify still works; only ``--until-decided`` passes the
+    look."""
     try:
         if stages == 1:
             return check.evaluate(table, family)
         return check.evaluate(table, family, stage=stage, stages=stages)
     except UsageError as exc:
-        return CheckResult(check.name, "FAIL", "-", "-", f"cannot be evaluated: {exc}")
+        return CheckResult(check.name, "ERROR", "-", "-", f"cannot be evaluated: {exc}")
+    except Exception as exc:
+        if traceback_wanted():
+            raise
+        message = " ".join(str(exc).split())[:300]
+        return CheckResult(check.name, "ERROR", "-", "-", f"cannot be evaluated: {type(exc).__name__}: {message} "
+                           f"(dpsim --traceback … shows the whole trace)")
 
 
 @dataclass(frozen=True)
 class MutantOutcome:
-    """One mutant's outcome: the checks that FAIL under it (and did not on the real code)."""
+    """One mutant's outcome: the checks that FAIL under it (and did not on the real code);
+    ``judged``: the checks that gave a verdict under it, ``errors`` those that could not be
+    evaluated (ERROR: they neither kill nor spare it)."""
 
     mutant: str
     description: str
     killed_by: tuple[CheckResult, ...]
     judged: int
     seconds: float
+    errors: int = 0
 
     @property
     def killed(self) -> bool:
         return bool(self.killed_by)
 
     def line(self) -> str:
+        errors = f"; {self.errors} could not be evaluated (ERROR)" if self.errors else ""
         if not self.killed:
-            return f"SURVIVED  {self.mutant:<40} {self.description}  (no FAIL among {self.judged} checks)"
+            return f"SURVIVED  {self.mutant:<40} {self.description}  (no FAIL among {self.judged} checks{errors})"
         names = ", ".join(r.name for r in self.killed_by)
-        return f"KILLED    {self.mutant:<40} {self.description}  by {len(self.killed_by)}/{self.judged}: {names}"
+        return (f"KILLED    {self.mutant:<40} {self.description}  by {len(self.killed_by)}/{self.judged}: "
+                f"{names}" + (f"  ({errors[2:]})" if errors else ""))
 
 
 def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, object], mutants: Sequence,
@@ -505,7 +521,7 @@ def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, objec
     outcomes = []
     for mutant in mutants:
         start = time.monotonic()
-        killers, judged = [], 0
+        killers, judged, errors = [], 0, 0
         for name in mutant.experiments:
             its_checks = [c for c in checks.values() if c.experiment == name]
             if not its_checks or name not in experiments:
@@ -515,11 +531,12 @@ def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, objec
             for result in judged_all(mutated, its_checks, runs=Path(runs) / "mutants" / mutant.name, seed=seed,
                                      reps=reps, family=family, progress=progress, watchdog=watchdog, source=source,
                                      solver=solver, owner=owner):
-                judged += result.verdict != "INFO"
-                if result.verdict == "FAIL" and result.name not in failed_before:
+                judged += result.verdict not in ("INFO", "ERROR")
+                errors += result.verdict == "ERROR"
+                if result.verdict == "FAIL" and result.name not in failed_before:   # an ERROR never kills
                     killers.append(result)
         outcome = MutantOutcome(mutant.name, mutant.description, tuple(killers), judged,
-                                time.monotonic() - start)
+                                time.monotonic() - start, errors)
         echo(outcome.line())
         for result in killers:
             echo("          " + result.line())
@@ -531,10 +548,12 @@ def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, objec
 
 
 def summary_line(counts: Counter) -> str:
-    """``N passed, N failed, N inconclusive`` (and refused and report-only when present)."""
+    """``N passed, N failed, N inconclusive`` (and refused, errors and report-only when present)."""
     parts = [f"{counts['PASS']} passed", f"{counts['FAIL']} failed", f"{counts['INCONCLUSIVE']} inconclusive"]
     if counts["REFUSED"]:
         parts.append(f"{counts['REFUSED']} refused (unconverged fits)")
+    if counts["ERROR"]:
+        parts.append(f"{counts['ERROR']} could not be evaluated (ERROR)")
     if counts["INFO"]:
         parts.append(f"{counts['INFO']} reported only")
     return ", ".join(parts)

@@ -20,7 +20,7 @@ class EdgePerturbation(NamedTuple):
 
 
 def edge_objective_perturbation(eps, n_items, p, c0=2.0, link: Link = LOGISTIC) -> EdgePerturbation:
-    """Algorithm 1 under edge DP (cai Prop 2.1 and Thm 2.1, cai spec §5.1).
+    """Algorithm 1 under edge DP (cai Prop 2.1 and Thm 2.1, cai Algorithm 1, §2.2.1).
 
     λ = 8κ1/ε and γ = max(4κ2/ε, c0·√(n p log n)).  Prop 2.1 needs λ ≥ 8κ1/ε and
     γ ≥ 4κ2/ε for (ε, 0)-edge DP; Thm 2.1 takes γ = c0√(np log n) (the authors' code uses
@@ -36,7 +36,7 @@ def edge_objective_perturbation(eps, n_items, p, c0=2.0, link: Link = LOGISTIC) 
 
 
 def edge_count_noise_scale(eps):
-    """Algorithm 2 (cai §5.3): Laplace(2/ε) on the win counts; 2 is the ℓ1 sensitivity of
+    """Algorithm 2 (cai Algorithm 2, §2.3.1): Laplace(2/ε) on the win counts; 2 is the ℓ1 sensitivity of
     (N_1, …, N_n) when one comparison outcome flips or one edge moves."""
     require_eps(eps)
     return 2.0 / jnp.asarray(eps, jnp.float64)
@@ -44,13 +44,13 @@ def edge_count_noise_scale(eps):
 
 def individual_objective_perturbation(eps, per_user, link: Link = LOGISTIC, *, c0=0.0,
                                       n_items=None, n_users=None) -> EdgePerturbation:
-    """Algorithm 1 under individual DP (cai Prop 3.1 and Thm 3.1, cai spec §5.2, §10.1).
+    """Algorithm 1 under individual DP (cai Prop 3.1 and Thm 3.1, cai Algorithm 1 under individual DP, §3.2; docs/cai.md, Errata and modes (E1)).
 
     λ = 8Lκ1/ε and γ = 8Lκ2/ε (= 8L/ε and 2L/ε for the logistic link; the authors' code).
     Prop 3.1 needs λ ≥ 8Lκ1/ε and γ ≥ 8Lκ2/ε for (ε, 0)-individual DP, L = ``per_user``.
-    Optional (cai spec §10.1, the proof of Thm 3.1): with ``c0`` > 0, γ = max(8Lκ2/ε,
+    Optional (docs/cai.md, Errata and modes (E1), the proof of Thm 3.1): with ``c0`` > 0, γ = max(8Lκ2/ε,
     c0·√(S log n)), S = 2mL/n, which needs ``n_items`` and ``n_users``. At ε = ∞, λ = 0 and
-    γ = 0 (with c0 = 0): the unpenalised MLE of the paper's non-private curve (cai spec §8.4).
+    γ = 0 (with c0 = 0): the unpenalised MLE of the paper's non-private curve (cai §4.2).
     """
     eps = jnp.asarray(eps, jnp.float64)
     per_user = jnp.asarray(per_user, jnp.float64)
@@ -68,7 +68,7 @@ COUNT_NOISE_MODES = {"paper": 1.0, "strict": 2.0}
 
 
 def individual_count_noise_scale(eps, per_user, mode: str = "strict"):
-    """cai Algorithm 3 (cai spec §5.4, §10.3): Laplace scale c·L/ε on the win counts.
+    """cai Algorithm 3 (cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)): Laplace scale c·L/ε on the win counts.
 
     ``mode="paper"``: c = 1, Laplace(L/ε) as published (and in the authors' code). It uses
     the ℓ∞ sensitivity L of (N_1, …, N_n), so it is only 2ε-DP.
@@ -85,7 +85,8 @@ def individual_count_noise_scale(eps, per_user, mode: str = "strict"):
 
 def one_shot_noise_scale(ergodicity, d, k, n_items, eps, per_user=1.0, delta=None):
     """Laplace scale of the one-shot spectral top-k baseline (Qiao, Su & Zhang [40] as coded
-    by cai's authors, cai spec §5.6 steps 5–6, §10.13).
+    by cai's authors, one-shot steps 5–6 of docs/cai.md, Mechanisms and estimators; Errata and
+    modes (E13)).
 
     s = 2/(d·L·(1 − ρ_erg)) (the authors' ℓ∞-sensitivity bound of the stationary
     distribution) and λ_os = 8·s·√(k log(n/δ))/ε with δ = 1/n² by default. ρ_erg is the

@@ -1,8 +1,8 @@
 """Noise on the pairwise differential counts of the private Rasch spectral estimator:
 accounting (how much noise each count needs) and the noising itself (nguyen §4, Lemma 4.1,
-Eq. (4); spec ../shared/papers/nguyen.md §4.3, §4.7, §4.8, §7.2–7.4).
+Eq. (4); nguyen Lemma 4.1, §4.2; docs/nguyen.md, Mechanisms and estimators; Errata and modes (Q2–Q4)).
 
-**Sensitivity** (spec §4.3). One user changing their row changes each Y_ij by at most 1.
+**Sensitivity** (nguyen Lemma 4.1, §4.2). One user changing their row changes each Y_ij by at most 1.
 User l adds 1 to Y_ij exactly when (i, j) goes from the set P_l of items they answered
 correctly to the set N_l of items they answered wrongly, a directed cut of the queried
 graph G; so replacing a row changes the vector of queried counts on at most
@@ -15,7 +15,7 @@ maxcut(K_m) = ⌊m²/4⌋ (attained by x = (1,…,1,0,…,0) against 1 − x).
 
 - ``"paper"``: Δ² = #queried ordered pairs (m(m−1) dense, ΣG = 2|E| sparse): Lemma 4.1's
   composition over every count, and the real-data script. Valid.
-- ``"synthetic_code"``: Δ² = #queried ordered pairs / 2 (the synthetic script, §4.8). **Not
+- ``"synthetic_code"``: Δ² = #queried ordered pairs / 2 (the synthetic script, docs/nguyen.md, Mechanisms and estimators). **Not
   proven private**: at m = 25 it counts 300 queries, below the joint bound 2⌊m²/4⌋ = 312,
   so σ is ~2% short of the claimed ρ. Figure-reproduction only (Fig. 1).
 - ``"tight_joint"`` (default): Δ² = 2·min(|E|, ⌊m²/4⌋) ≥ 2·maxcut(G), the joint L2
@@ -25,10 +25,10 @@ maxcut(K_m) = ⌊m²/4⌋ (attained by x = (1,…,1,0,…,0) against 1 − x).
 For the Laplace mechanism the paper's scale is m(m−1)/ε* (basic composition over every
 count, A16); ``"synthetic_code"`` is the same there (both scripts use it).
 
-**Noising** (§4.7): Ỹ_ij = clip(Y_ij + Z_ij) on queried pairs, 0 off the graph, with
+**Noising** (docs/nguyen.md, Mechanisms and estimators): Ỹ_ij = clip(Y_ij + Z_ij) on queried pairs, 0 off the graph, with
 ``clip="one"`` (max(1, ·), the code's and the default, A15) or ``"zero"`` (max(0, ·)); and
 ``noise="all"`` (default: every queried count, including zeros) or ``"nonzero"`` (the code:
-zero counts are left at 0 un-noised, which leaks which counts are zero, §7.2).
+zero counts are left at 0 un-noised, which leaks which counts are zero, docs/nguyen.md, Errata and modes (Q2)).
 
 Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
 (dpsim.validate); traced values (inside jit/vmap) pass unchecked.
@@ -80,7 +80,7 @@ def count_sensitivity(graph, accounting: str = "tight_joint") -> jax.Array:
 
 def gaussian_count_sigma(rho, graph, accounting: str = "tight_joint") -> jax.Array:
     """σ of the discrete Gaussian on each queried count for ρ-zCDP overall: √(Δ²/(2ρ))
-    (nguyen Lemma 4.1 for ``"paper"``: σ² = m(m−1)/ε₀² with ρ = ε₀²/2; spec §4.8).
+    (nguyen Lemma 4.1 for ``"paper"``: σ² = m(m−1)/ε₀² with ρ = ε₀²/2; docs/nguyen.md, Mechanisms and estimators).
 
     Args: rho: ρ > 0 (traceable; from :func:`dpsim.mechanisms.zcdp.zcdp_rho` on the host);
     graph: (m, m) bool queried pairs; accounting: :data:`ACCOUNTING_MODES`.
@@ -102,7 +102,7 @@ def laplace_count_scale(eps, graph, accounting: str = "tight_joint") -> jax.Arra
 
 
 def count_noise(key, n_items: int, scale, mechanism: str = "gaussian", max_rounds: int = DEFAULT_MAX_ROUNDS):
-    """The noise Z of nguyen Eq. (4), one draw per ordered pair (spec §4.7 step 1).
+    """The noise Z of nguyen Eq. (4), one draw per ordered pair (docs/nguyen.md, Mechanisms and estimators step 1).
 
     Args:
         key: PRNG key.
@@ -131,7 +131,7 @@ def noise_mean_square(z) -> jax.Array:
 
 
 def noised_counts(Y, z, failed, graph, clip: str = "one", noise: str = "all"):
-    """Ỹ = clip(Y + Z) on the queried pairs (spec §4.7 step 2; module docstring).
+    """Ỹ = clip(Y + Z) on the queried pairs (docs/nguyen.md, Mechanisms and estimators step 2; module docstring).
 
     Args:
         Y: (m, m) differential counts; z, failed: :func:`count_noise`'s draw; graph: (m, m)
@@ -152,7 +152,7 @@ def noised_counts(Y, z, failed, graph, clip: str = "one", noise: str = "all"):
 
 def privatise_counts(key, Y, graph, scale, mechanism: str = "gaussian", clip: str = "one",
                      noise: str = "all", max_rounds: int = DEFAULT_MAX_ROUNDS):
-    """The noised counts Ỹ of nguyen Eq. (4) as coded (spec §4.7 steps 1–2):
+    """The noised counts Ỹ of nguyen Eq. (4) as coded (docs/nguyen.md, Mechanisms and estimators steps 1–2):
     :func:`noised_counts` of :func:`count_noise`'s draw with ``key``.
 
     Args:

@@ -2,17 +2,17 @@
 written in JAX (float64), jit- and vmap-compatible, with ``sigma``/``scale`` traceable.
 
 **Discrete Laplace** Lap_ℤ(t) (Ghosh, Roughgarden & Sundararajan 2009; nguyen supp. §4,
-Definition 1; spec ../shared/papers/nguyen.md §4.7): P(Z = z) = ((1 − α)/(1 + α))·α^|z|,
+Definition 1; docs/nguyen.md, Mechanisms and estimators): P(Z = z) = ((1 − α)/(1 + α))·α^|z|,
 α = e^{−1/t}. One 64-bit word per draw: |Z| by inversion of its tail
 P(|Z| ≥ k) = 2α^k/(1 + α) (k ≥ 1) from a uniform U on (0, 1] made of 52 of the bits, the sign
-from another bit (the same law as the spec's G₁ − G₂ of two geometrics, at half the random
+from another bit (the same law as G₁ − G₂ of two geometrics, at half the random
 bits and logarithms). No rejection, so no failure.
 
 **Discrete Gaussian** N_ℤ(0, σ²) (Canonne, Kamath & Steinke 2020, "CKS", Algorithm 3;
 nguyen §4.2, supp. §4): P(Z = z) ∝ exp(−z²/(2σ²)). A proposal Z ~ Lap_ℤ(t), t = ⌊σ⌋ + 1,
 is accepted with probability exp(−(|Z| − σ²/t)²/(2σ²)); since
 e^{−|z|/t}·e^{−(|z| − σ²/t)²/(2σ²)} = e^{−z²/(2σ²)}·e^{−σ²/(2t²)}, an accepted proposal has
-exactly the discrete Gaussian law (the spec's "JAX-friendly equivalent" of CKS's
+exactly the discrete Gaussian law (a vectorisable equivalent of CKS's
 Bernoulli-exp loops). The acceptance probability per proposal is at least 0.445 for every
 σ > 0 (its minimum, at σ ≈ 0.30; 0.518 at σ = 0.5, 0.70 at σ = 3, 0.760 for σ ≥ 100;
 computed from the exact pmfs, :func:`discrete_gaussian_acceptance`).
@@ -84,7 +84,7 @@ def _laplace_from_bits(bits, scale):
 
 def discrete_laplace(key, scale, shape=()) -> jax.Array:
     """I.i.d. draws of the discrete Laplace Lap_ℤ(t), t = ``scale``: P(Z = z) ∝ e^{−|z|/t}
-    (nguyen supp. §4 Definition 1, the noise of the Laplace baseline, spec §4.7–4.8).
+    (nguyen supp. §4 Definition 1, the noise of the Laplace baseline, docs/nguyen.md, Mechanisms and estimators).
 
     Args:
         key: PRNG key.

@@ -1,5 +1,5 @@
 """Gaussian objective perturbation for logistic regression on preference labels (chowdhury
-Algorithm 2, §5.2 Thm 5.2; App. E Thm E.1; spec ../shared/papers/chowdhury.md §3.4–3.5).
+Algorithm 2, §5.2 Thm 5.2; App. E Thm E.1; chowdhury Algorithm 2, Theorem 5.2; App. E, Theorem E.1).
 
 Algorithm 2 minimises (1/n)Σ ℓ(θ; x_i, y_i) + (β/(2n))‖θ‖² + wᵀθ/n over Θ_B with a single
 draw w ~ N(0, σ²I_d). This module holds the calibrations (σ, the β floor), the noise draw,
@@ -15,8 +15,8 @@ mechanism with ℓ2 sensitivity ‖x_j‖ ≤ 2L; the guarantee therefore also h
 *projected* exact minimiser, and for none of the SGD approximations.
 
 Standard DP (Thm E.1, features and labels private): σ ≥ 4L√(8 log(4/δ) + 2ε)/ε and
-β ≥ 4L²/ε. The printed T1 exponent "2Lσ√(8 log(4/δ))" should read 4Lσ√(8 log(4/δ)) (spec §8
-item 20); both are available as modes of :func:`standard_dp_t1_exponent`, and the stated σ is
+β ≥ 4L²/ε. The printed T1 exponent "2Lσ√(8 log(4/δ))" should read 4Lσ√(8 log(4/δ)) (docs/chowdhury.md,
+Errata and modes (E20)); both are available as modes of :func:`standard_dp_t1_exponent`, and the stated σ is
 enough under the corrected (``"strict"``) one.
 
 ε = ∞ gives σ = 0 (no noise) everywhere.
@@ -39,7 +39,7 @@ def _eps_delta(eps, delta):
 
 
 def label_dp_noise_scale(eps, delta, feature_bound=1.0):
-    """σ = L·√(8 log(2/δ) + 4ε)/ε (chowdhury Thm 5.2, Alg. 2 line 1; spec §3.4).
+    """σ = L·√(8 log(2/δ) + 4ε)/ε (chowdhury Thm 5.2, Alg. 2 line 1).
 
     Written as L·√(8 log(2/δ)/ε² + 4/ε) so that ε = ∞ gives 0. P14: at L = 1, δ = 10⁻³,
     σ = 78.235, 15.850, 8.050 for ε = 0.1, 0.5, 1.
@@ -55,7 +55,7 @@ def label_dp_privacy_exponent(eps, delta, feature_bound=1.0, sigma=None):
     """(2Lσa + 4L²)/(2σ²) with a = √(8 log(2/δ)): the bound on the log density ratio of
     Thm 5.2's proof (T1; the Jacobian T2 ratio is 1 under label DP), holding with
     probability ≥ 1 − δ. With σ from :func:`label_dp_noise_scale` it equals
-    εa/s + 2ε²/s² ≤ ε, s = √(a² + 4ε) (spec §3.4 [derived]: 0.099999, 0.49994, 0.99951 at
+    εa/s + 2ε²/s² ≤ ε, s = √(a² + 4ε) (docs/chowdhury.md, Mechanisms and estimators: 0.099999, 0.49994, 0.99951 at
     L = 1, δ = 10⁻³, ε = 0.1, 0.5, 1).
 
     Args: eps, delta; feature_bound: L; sigma: noise std (default Thm 5.2's). Returns: float64."""
@@ -68,7 +68,7 @@ def label_dp_privacy_exponent(eps, delta, feature_bound=1.0, sigma=None):
 
 def standard_dp_noise_scale(eps, delta, feature_bound=1.0):
     """σ = 4L√(8 log(4/δ) + 2ε)/ε, the smallest σ of chowdhury Thm E.1 (standard DP,
-    neighbours differ in a whole (x, y); spec §3.5). ε = ∞ gives 0.
+    neighbours differ in a whole (x, y); chowdhury App. E, Theorem E.1). ε = ∞ gives 0.
 
     Args: eps, delta, feature_bound: L. Returns: σ, float64."""
     eps, delta = _eps_delta(eps, delta)
@@ -88,8 +88,8 @@ def standard_dp_t1_exponent(eps, delta, feature_bound=1.0, sigma=None, mode: str
     """The T1 log-ratio bound of Thm E.1's proof, (cLσa + (4L)²)/(2σ²) with a = √(8 log(4/δ)).
 
     ``mode="strict"`` (default): c = 4, from 2|⟨w, Δ⟩| ≤ 2·4Lσ√(2 log(4/δ)), ‖Δ‖ ≤ 4L; it is
-    ≤ ε/2 at the stated σ (spec §3.5 [derived]). ``mode="paper"``: c = 2 as printed (spec §8
-    item 20), which under-counts the cross term.
+    ≤ ε/2 at the stated σ (docs/chowdhury.md, Mechanisms and estimators). ``mode="paper"``: c = 2 as printed (docs/chowdhury.md,
+    Errata and modes (E20)), which under-counts the cross term.
 
     Args: eps, delta, feature_bound: L; sigma (default :func:`standard_dp_noise_scale`); mode.
     Returns: float64."""
@@ -128,7 +128,7 @@ def perturbation_noise(key, dim: int, sigma) -> jax.Array:
 
 
 def feature_bound_from_data(x) -> jax.Array:
-    """L := max_i ‖x_i‖₂/2 (spec §8 item 6 [rec]): the features are public under label DP, so
+    """L := max_i ‖x_i‖₂/2 (docs/chowdhury.md, Errata and modes (E6)): the features are public under label DP, so
     a data-derived L is legitimate, and 2L = max‖x_i‖ is the exact label sensitivity of the
     gradient. (Not valid under standard DP, where the features are private.)
 

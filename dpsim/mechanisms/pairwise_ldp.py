@@ -1,15 +1,15 @@
-"""Local privacy for pairwise rankings (xu §3; spec ../shared/papers/xu.md §3.2–3.7, §4.4):
+"""Local privacy for pairwise rankings (xu §3; docs/xu.md, Mechanisms and estimators):
 classic randomized response (RR), debiased RR and the Laplace mechanism, applied by each user
 to each of their m(m−1)/2 comparisons, with budget ε_l per comparison.
 
 Mechanisms (names used by :func:`privatise`):
 
-- ``"classic_rr"`` (xu §3.1; spec §3.2): ỹ = y w.p. 1 − p_ε, 1 − y w.p. p_ε = 1/(1 + e^ε). The
+- ``"classic_rr"`` (xu §3.1): ỹ = y w.p. 1 − p_ε, 1 − y w.p. p_ε = 1/(1 + e^ε). The
   analyst sees ỹ̄_e, the mean of ỹ over users, which is shrunk toward ½ (Lemma 1), so
-  the classic-RR MLE is inconsistent (spec §3.7).
-- ``"debiased_rr"`` (xu §3.2 eq. (1), Lemma 2; spec §3.4): z = ((e^ε+1)ỹ − 1)/(e^ε − 1); E z = p*_e,
+  the classic-RR MLE is inconsistent (docs/xu.md, Mechanisms and estimators).
+- ``"debiased_rr"`` (xu §3.2 eq. (1), Lemma 2): z = ((e^ε+1)ỹ − 1)/(e^ε − 1); E z = p*_e,
   Var z = coth²(ε/2)/4 − (p*_e − ½)². The analyst sees z̄_e.
-- ``"laplace"`` (spec §3.6, A6; the paper does not specify it): z = y + Laplace(1/ε),
+- ``"laplace"`` (docs/xu.md, Mechanisms and estimators; Errata and modes (A6); the paper does not specify it): z = y + Laplace(1/ε),
   unclipped; E z = p*_e, Var z = p*(1 − p*) + 2/ε².
 - ``"none"``: the raw mean ȳ_e.
 
@@ -17,7 +17,7 @@ Each is ε_l-LDP per comparison (RR: the likelihood ratio of a released bit is e
 RR is a post-processing of it; Laplace: sensitivity 1, scale 1/ε). A user's whole vector is
 (m(m−1)/2)·ε_l-LDP by composition (:func:`dpsim.mechanisms.privacy_profile.composed_user_budget`).
 
-**Sufficient statistics** (spec §4.4). Everything here starts from the raw wins per privacy
+**Sufficient statistics** (docs/xu.md, Mechanisms and estimators). Everything here starts from the raw wins per privacy
 group and pair, n1_{g,e} (:func:`dpsim.models.complete_btl.sample_pair_wins`), and draws the
 privatised sums directly:
 
@@ -29,7 +29,7 @@ privatised sums directly:
 
 **Common random numbers.** :func:`privatise_all` returns all four views from one key: the
 same raw wins for every mechanism and the **same flipped counts N** for classic and debiased
-RR (so their rankings coincide exactly under homogeneous ε, spec §4.6). :func:`privatise`
+RR (so their rankings coincide exactly under homogeneous ε, docs/xu.md, Mechanisms and estimators). :func:`privatise`
 returns one of them and uses the same sub-keys, so calling it per mechanism with one key gives
 the same draws.
 
@@ -82,7 +82,7 @@ def _require_wins(wins, sizes):
 
 
 def rr_win_probability(p_star, eps):
-    """P(ỹ_ij = 1) = ½ + (p*_ij − ½)·tanh(ε/2) under classic RR (xu §3.1 Lemma 1, Example 1; spec §3.3).
+    """P(ỹ_ij = 1) = ½ + (p*_ij − ½)·tanh(ε/2) under classic RR (xu §3.1 Lemma 1, Example 1).
 
     Args: p_star: BTL probabilities (any shape); eps: ε > 0 (broadcastable).
     Returns: same shape, float64. Example 1: p* = 2/3, ε = log 2 → 5/9; p* = 4/5 → 3/5."""
@@ -101,11 +101,11 @@ def _rr_win(p_star, eps):
 
 
 # ---------------------------------------------------------------------------------------
-# Sufficient-statistic samplers (spec §4.4)
+# Sufficient-statistic samplers (docs/xu.md, Mechanisms and estimators)
 # ---------------------------------------------------------------------------------------
 def rr_pair_counts(key, wins, group_sizes, group_eps) -> jax.Array:
     """Released ones N_{g,e} when each of the L_g users of group g sends each answer through
-    classic RR at ε_g (xu §3.1; spec §3.2, §4.4): Bin(n1, 1 − p_ε) + Bin(L_g − n1, p_ε).
+    classic RR at ε_g (xu §3.1; docs/xu.md, Mechanisms and estimators): Bin(n1, 1 − p_ε) + Bin(L_g − n1, p_ε).
 
     Args:
         key: PRNG key.
@@ -129,7 +129,7 @@ def _group_share(sizes):
 
 
 def classic_rr_mean(counts, group_sizes) -> jax.Array:
-    """ỹ̄_e = L⁻¹ Σ_g N_{g,e}, the mean classic-RR answer per pair (xu §5.3 baseline; spec §3.7, A7).
+    """ỹ̄_e = L⁻¹ Σ_g N_{g,e}, the mean classic-RR answer per pair (xu §5.3 baseline; docs/xu.md, Mechanisms and estimators; Errata and modes (A7)).
 
     Args: counts: (n_groups, M) from :func:`rr_pair_counts`; group_sizes: (n_groups,).
     Returns: (M,) float64 in [0, 1]."""
@@ -144,7 +144,7 @@ def _classic_mean(counts, sizes):
 
 def debiased_rr_mean(counts, group_sizes, group_eps) -> jax.Array:
     """z̄_e = L⁻¹ Σ_g ((e^{ε_g}+1)N_{g,e} − L_g)/(e^{ε_g} − 1), the mean debiased-RR release
-    per pair (xu §3.2 eq. (1); spec §3.4, §4.4): the group mean of ỹ put through
+    per pair (xu §3.2 eq. (1), Lemma 2; docs/xu.md, Mechanisms and estimators): the group mean of ỹ put through
     :func:`~dpsim.mechanisms.randomized_response.debiased_response`, weighted by L_g/L.
 
     Args: counts: (n_groups, M); group_sizes, group_eps: (n_groups,).
@@ -166,7 +166,7 @@ def nonprivate_mean(wins, group_sizes) -> jax.Array:
 
 def laplace_pair_mean(key, wins, group_sizes, group_eps) -> jax.Array:
     """z̄_e = L⁻¹ Σ_l (y^{(l)}_e + Laplace(1/ε_l)) drawn from its sufficient statistic
-    (spec §3.6, §4.4): L⁻¹ (Σ_g n1_{g,e} + Σ_g (Γ_{g,e} − Γ'_{g,e})/ε_g), Γ, Γ' iid
+    (docs/xu.md, Mechanisms and estimators): L⁻¹ (Σ_g n1_{g,e} + Σ_g (Γ_{g,e} − Γ'_{g,e})/ε_g), Γ, Γ' iid
     Gamma(L_g, 1) (exact: Laplace(b) = Exp(b) − Exp(b)). ε = ∞ adds nothing.
 
     Args: key; wins: (n_groups, M); group_sizes, group_eps: (n_groups,).
@@ -203,7 +203,7 @@ def _keys(key):
 
 def privatise_all(key, wins, group_sizes, group_eps) -> PairMeans:
     """Every mechanism's per-pair mean from the same raw wins, with the same RR counts N for
-    classic and debiased RR (spec §6.5 [rec]: common random numbers).
+    classic and debiased RR (docs/xu.md, Experiments as run: common random numbers).
 
     Args: key: the privacy key; wins: (n_groups, M); group_sizes, group_eps: (n_groups,).
     Returns: :class:`PairMeans`."""
@@ -237,7 +237,7 @@ def privatise(key, wins, group_sizes, group_eps, mechanism: str) -> jax.Array:
 
 
 def release_per_user(key, y, user_eps, mechanism: str) -> jax.Array:
-    """Every user's released values (the slow per-user reference of spec §4.4, for tests).
+    """Every user's released values (the slow per-user reference of docs/xu.md, Mechanisms and estimators, for tests).
 
     Args:
         key: PRNG key.
@@ -277,7 +277,7 @@ def pair_mean_expectation(p_star, group_sizes, group_eps, mechanism: str) -> jax
 
 
 def pair_mean_variance(p_star, group_sizes, group_eps, mechanism: str) -> jax.Array:
-    """Var z̄_e = L⁻² Σ_g L_g v_g(p*_e), with the per-answer variance v (spec §3.4, §3.6, P4):
+    """Var z̄_e = L⁻² Σ_g L_g v_g(p*_e), with the per-answer variance v (xu §3.2, eq. (1), Lemma 2; docs/xu.md, Mechanisms and estimators; Predictions (P4)):
 
     - none: p(1 − p);  classic RR: q̃(1 − q̃), q̃ = ½ + (p − ½)tanh(ε/2);
     - debiased RR: coth²(ε/2)/4 − (p − ½)² (Lemma 2);  Laplace: p(1 − p) + 2/ε².

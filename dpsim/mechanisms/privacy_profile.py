@@ -1,14 +1,14 @@
 """Per-user privacy levels of xu (Xu, Sun, Cheng, "Rate-Optimal Rank Aggregation with Private
-Pairwise Rankings"; spec ../shared/papers/xu.md §3.5, §7 A20–A21): heterogeneous ε as groups of
+Pairwise Rankings"; xu §4.1; docs/xu.md, Errata and modes (A20–A21)): heterogeneous ε as groups of
 users, the paper's privacy summaries G(ε), H(ε), K(ε), ρ(ε, κ), and the composed per-user budget.
 
 **Groups.** L users (``n_users``) with personal budgets ε_l are stored as groups of users that
 share a budget: ``group_eps`` (n_groups,) and ``group_sizes`` (n_groups,) with Σ sizes = L. A
-homogeneous ε is one group. Samplers draw one binomial count per group and pair (spec §4.4),
+homogeneous ε is one group. Samplers draw one binomial count per group and pair (docs/xu.md, Mechanisms and estimators),
 so the work does not grow with L. Groups of size 0 are padding (they let profiles with
 different numbers of groups share one array shape) and contribute nothing.
 
-**Named profiles** (an extension, spec A21: the paper's experiments are all homogeneous).
+**Named profiles** (an extension, docs/xu.md, Errata and modes (A21): the paper's experiments are all homogeneous).
 A profile is a tuple of (fraction of users, multiple of the base ε); group sizes are resolved
 on the host for a given L (largest remainder, so they sum to L), the budgets are
 multiplier·ε and may be traced. ``"homogeneous"`` is the paper's setting.
@@ -16,7 +16,7 @@ multiplier·ε and may be traced. ``"homogeneous"`` is the paper's setting.
 **Budgets.** ε is a *per-comparison* budget throughout (the paper's "privacy guarantee for each
 pairwise ranking"): each released comparison is ε_l-LDP. A user releases all m(m−1)/2
 comparisons, so by basic composition the user's whole vector is (m(m−1)/2)·ε_l-LDP
-(:func:`composed_user_budget`, spec §3.4 and A20; reported as metadata only).
+(:func:`composed_user_budget`, xu §3.2, eq. (1), Lemma 2; docs/xu.md, Errata and modes (A20); reported as metadata only).
 
 ε = ∞ (no privacy) is allowed everywhere and gives coth(∞) = tanh(∞) = 1.
 """
@@ -33,7 +33,7 @@ from dpsim.validate import require, require_eps, require_group_sizes, require_in
 # name -> ((fraction of users, multiple of the base ε), ...); fractions sum to 1.
 PROFILES: dict[str, tuple[tuple[float, float], ...]] = {
     "homogeneous": ((1.0, 1.0),),
-    # half of the users at ε, half ten times stricter: G ≫ 1/K (spec §5.1 Thm 3 caveat)
+    # half of the users at ε, half ten times stricter: G ≫ 1/K (xu Theorems 1–6, §4 Thm 3 caveat)
     "half_tenth": ((0.5, 1.0), (0.5, 0.1)),
     # thirds at ε/4, ε and 4ε
     "thirds": ((1 / 3, 0.25), (1 / 3, 1.0), (1 / 3, 4.0)),
@@ -131,7 +131,7 @@ def per_user_eps(group_eps, group_sizes) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------
-# Privacy summaries (xu §4.1; spec §3.5): means over users, written over groups with weights L_g.
+# Privacy summaries (xu §4.1): means over users, written over groups with weights L_g.
 # ---------------------------------------------------------------------------------------
 def coth_half(eps):
     """coth(ε/2) = (e^ε + 1)/(e^ε − 1), written to stay finite at ε = ∞ (→ 1)."""
@@ -159,7 +159,7 @@ def _check(eps, group_sizes):
 
 def privacy_G(eps, group_sizes=None):
     """G(ε) = L⁻¹ Σ_l ((e^{ε_l}+1)/(e^{ε_l}−1))² = mean_l coth²(ε_l/2), the "averaged privacy"
-    (xu §4.1, Thm 1, Thm 2 eqs. (6)–(7); spec §3.5); G ≥ 1, ≈ 4/ε² for small ε, 1 at ε = ∞.
+    (xu §4.1, Thm 1, Thm 2 eqs. (6)–(7); xu §4.1); G ≥ 1, ≈ 4/ε² for small ε, 1 at ε = ∞.
 
     Args:
         eps: a scalar ε (homogeneous), per-user budgets (L,), or group budgets (n_groups,).
@@ -172,7 +172,7 @@ def privacy_G(eps, group_sizes=None):
 
 
 def privacy_H(eps, group_sizes=None):
-    """H(ε) = max_l (e^{ε_l}+1)/(e^{ε_l}−1) = max_l coth(ε_l/2) (xu §4.1 before Thm 1; spec §3.5; not squared).
+    """H(ε) = max_l (e^{ε_l}+1)/(e^{ε_l}−1) = max_l coth(ε_l/2) (xu §4.1 before Thm 1; not squared).
     Empty groups (size 0) are ignored. Args and Returns as :func:`privacy_G`."""
     _check(eps, group_sizes)
     values = coth_half(eps)
@@ -182,7 +182,7 @@ def privacy_H(eps, group_sizes=None):
 
 
 def privacy_K(eps, group_sizes=None):
-    """K(ε) = L⁻¹ Σ_l ((e^{ε_l}−1)/(e^{ε_l}+1))² = mean_l tanh²(ε_l/2) (xu §4.1, proof of Thm 3 in the supplement; spec §3.5; the
+    """K(ε) = L⁻¹ Σ_l ((e^{ε_l}−1)/(e^{ε_l}+1))² = mean_l tanh²(ε_l/2) (xu §4.1, proof of Thm 3 in the supplement; the
     minimax lower bound is 1/√(κ m L K(ε))). By Jensen G ≥ 1/K, equality iff ε is
     homogeneous. Args and Returns as :func:`privacy_G`."""
     _check(eps, group_sizes)
@@ -190,7 +190,7 @@ def privacy_K(eps, group_sizes=None):
 
 
 def privacy_rho(eps, kappa, group_sizes=None):
-    """ρ(ε, κ) = (1 + κ)·max{H(ε), G(ε)} (xu §4.1 Thm 1, eq. (5); spec §3.5). Args: as :func:`privacy_G`, and
+    """ρ(ε, κ) = (1 + κ)·max{H(ε), G(ε)} (xu §4.1 Thm 1, eq. (5); xu §4.1). Args: as :func:`privacy_G`, and
     κ ≥ 1 the condition number. Returns: scalar."""
     require("kappa", kappa, lambda k: k >= 1, "must be ≥ 1")
     return (1.0 + jnp.asarray(kappa, jnp.float64)) * jnp.maximum(privacy_H(eps, group_sizes),
@@ -199,7 +199,7 @@ def privacy_rho(eps, kappa, group_sizes=None):
 
 def composed_user_budget(n_items: int, eps):
     """(m(m−1)/2)·ε, the LDP budget of one user's whole vector of comparisons by basic
-    composition (not in the paper; spec §3.4, A20; the paper's ε is per comparison). Metadata only.
+    composition (not in the paper; xu §3.2, eq. (1), Lemma 2; docs/xu.md, Errata and modes (A20); the paper's ε is per comparison). Metadata only.
 
     Args: n_items: m ≥ 2; eps: per-comparison ε (any shape). Returns: same shape as eps."""
     require_int(n_items, "n_items", 2)

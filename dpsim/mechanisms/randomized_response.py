@@ -1,9 +1,9 @@
 """Randomized response (Warner 1965): binary and K-ary, with the debiased release of xu and
 the sufficient-statistic form used to privatise counts without materialising every answer.
 
-Used by xu (per-comparison RR and its debiased value, xu spec §3.2–3.4, §4.4), nguyen (RR on
-responses before shuffling, nguyen spec §4.9) and chowdhury (label RR and K-ary RR,
-chowdhury spec §3.2–3.3). ε = ∞ (no privacy) keeps every answer.
+Used by xu (per-comparison RR and its debiased value, xu §3; docs/xu.md, Mechanisms and estimators), nguyen (RR on
+responses before shuffling, nguyen supp. §4) and chowdhury (label RR and K-ary RR,
+chowdhury eq. (2); eq. (12), §4.4). ε = ∞ (no privacy) keeps every answer.
 
 Privacy: binary RR that keeps the answer with probability e^ε/(1 + e^ε) is ε-LDP per answer
 (the likelihood ratio of any output under two inputs is at most e^ε); K-ary RR that keeps it
@@ -31,7 +31,7 @@ def keep_probability(eps):
 
 
 def flip_probability(eps):
-    """1/(1 + e^ε) = p_ε, the probability that binary RR flips the answer (xu §3.2)."""
+    """1/(1 + e^ε) = p_ε, the probability that binary RR flips the answer (xu §3.1)."""
     require_eps(eps)
     return _flip(eps)
 
@@ -65,7 +65,7 @@ def _randomized_response(key, y, eps):
 
 def debiased_response(y_released, eps):
     """z = ((e^ε + 1)ỹ − 1)/(e^ε − 1), the unbiased post-processing of a binary RR output
-    (xu eq. (1), Lemma 2; chowdhury's surrogate label ȳ, chowdhury spec §4.3): E[z | y] = y.
+    (xu eq. (1), Lemma 2; chowdhury's surrogate label ȳ, chowdhury eqs. (4)–(6), §4.2): E[z | y] = y.
 
     Args: y_released: RR outputs in {0, 1}; eps: ε > 0 (broadcastable). Returns: float64,
     e^ε/(e^ε − 1) where ỹ = 1 and −1/(e^ε − 1) where ỹ = 0 (ε = ∞: z = ỹ)."""
@@ -84,7 +84,7 @@ def _debiased_response(y_released, eps):
 def randomized_response_counts(key, ones, total, eps):
     """The number of 1s released when ``total`` binary answers, ``ones`` of them 1, each go
     through RR with budget ε: Binomial(ones, 1 − p_ε) + Binomial(total − ones, p_ε), the
-    sufficient statistic of xu spec §4.4 (same law as summing the per-answer outputs).
+    sufficient statistic of docs/xu.md, Mechanisms and estimators (same law as summing the per-answer outputs).
 
     Args:
         key: PRNG key.

@@ -1,5 +1,5 @@
 """Randomized response on a response matrix with shuffle amplification: the baseline of
-nguyen supp. §4 (spec ../shared/papers/nguyen.md §4.9).
+nguyen supp. §4 (nguyen supp. §4).
 
 Each user l reports every observed response through binary RR at ε′ = ε_RR/k_l, k_l = the
 user's number of observed responses, so the whole row is ε_RR-LDP (basic composition); the
@@ -30,7 +30,7 @@ __all__ = ["shuffle_epsilon", "shuffle_ldp_cap", "shuffle_rr_epsilon", "randomiz
 
 def shuffle_epsilon(eps0, delta, n_users):
     """The central ε of n shuffled ε₀-LDP reports at δ (FMT22 Thm III.1 with the
-    +8e^{ε₀}/n term; nguyen supp. Lemma 4.1, spec §4.9). Host (NumPy), vectorised.
+    +8e^{ε₀}/n term; nguyen supp. Lemma 4.1, nguyen supp. §4). Host (NumPy), vectorised.
 
     Args: eps0: ε₀ ≥ 0; delta: δ ∈ (0, 1); n_users: n ≥ 1. Returns: float64 ε (valid only
     for ε₀ ≤ :func:`shuffle_ldp_cap`).
@@ -49,7 +49,7 @@ def shuffle_ldp_cap(delta, n_users):
 
 def shuffle_rr_epsilon(eps, delta, n_users: int, lower: float = 1e-5, tol: float = 1e-8) -> float:
     """ε_RR = max(ShuffleInv(ε*, δ, n), ε*): the per-user LDP budget of the RR baseline
-    (nguyen supp. §4 ``find_effective_epsilon0_rr``, spec §4.9 and A5). Host, Python floats.
+    (nguyen supp. §4 ``find_effective_epsilon0_rr``, docs/nguyen.md, Errata and modes (A5)). Host, Python floats.
 
     The code's bisection, reproduced: upper = :func:`shuffle_ldp_cap`; if upper < 0 return
     ε*; lower (1e-5 in the repository, 1e-6 in the supplement) is halved while
@@ -94,7 +94,7 @@ def per_response_epsilon(observed, eps_rr):
 
 
 def randomize_responses(key, x, observed, eps_rr):
-    """Per-response binary RR with the per-user budget split of nguyen supp. §4 (spec §4.9):
+    """Per-response binary RR with the per-user budget split of nguyen supp. §4 (nguyen supp. §4):
     every observed response of user l is flipped with probability 1/(1 + e^{ε_RR/k_l});
     missing entries stay missing. The row is ε_RR-LDP.
 

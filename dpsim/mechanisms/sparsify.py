@@ -1,5 +1,5 @@
 """Sparsification: the Erdős–Rényi item graph on which the private chain is built
-(nguyen §4.3, Algorithm 2; spec ../shared/papers/nguyen.md §4.5, §7.5, A4).
+(nguyen §4.3, Algorithm 2; docs/nguyen.md, Errata and modes (Q5, A4)).
 
 Only the counts Y_ij, Y_ji of edges {i, j} of G ~ ER(n_items, p₀) are queried and noised;
 the others are set to 0. G does not depend on the data, so it costs no privacy and may be
@@ -90,9 +90,9 @@ def _connected(graph):
 
 def sparsification_graph(key, n_items: int, p0, connect: bool = True,
                          max_tries: int = DEFAULT_MAX_TRIES) -> GraphDraw:
-    """The item graph of the sparse private chain (spec §4.5): ER(n_items, p₀), redrawn
+    """The item graph of the sparse private chain (nguyen §4.3, Algorithm 2): ER(n_items, p₀), redrawn
     (key folded with the try number) until connected, at most ``max_tries`` draws, when
-    ``connect`` (default); one draw, unchecked, otherwise (the authors' code, §7.5).
+    ``connect`` (default); one draw, unchecked, otherwise (the authors' code, docs/nguyen.md, Errata and modes (Q5)).
 
     Args: key; n_items ≥ 2 (static); p0 ∈ (0, 1] (traceable); connect, max_tries: static.
     Returns: :class:`GraphDraw` (``connected`` False when every try failed; the last

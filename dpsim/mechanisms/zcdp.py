@@ -1,5 +1,5 @@
 """Zero-concentrated DP (ρ-zCDP, Bun & Steinke 2016) ↔ (ε, δ)-DP conversions (nguyen §4.1,
-supp. Lemma 4.3; spec ../shared/papers/nguyen.md §4.1, §4.8, §7.4).
+supp. Lemma 4.3; nguyen §4.1; docs/nguyen.md, Mechanisms and estimators; Errata and modes (Q4)).
 
 Three conversions, named by ``conversion``:
 
@@ -72,7 +72,7 @@ def zcdp_to_dp_bun_steinke(rho, delta):
 
 def dp_to_zcdp_bun_steinke(eps, delta):
     """ρ = (√(L + ε) − √L)², L = ln(1/δ): the exact inverse of :func:`zcdp_to_dp_bun_steinke`
-    (nguyen spec §7.4). Written as ε²/(√(L + ε) + √L)² to avoid cancellation. Traceable."""
+    (docs/nguyen.md, Errata and modes (Q4)). Written as ε²/(√(L + ε) + √L)² to avoid cancellation. Traceable."""
     require_eps(eps)
     eps = jnp.asarray(eps, jnp.float64)
     L = _log_inv_delta(delta)
@@ -132,7 +132,7 @@ def _host_scalars(name: str, value):
 
 def zcdp_to_dp_cks(rho, delta):
     """ε(ρ, δ) = inf_{α>1} αρ + log(1 − 1/α) − (log δ + log α)/(α − 1), floored at 0: the
-    tight ρ-zCDP → (ε, δ)-DP conversion (CKS20 Cor. 13; nguyen spec §7.4). Host.
+    tight ρ-zCDP → (ε, δ)-DP conversion (CKS20 Cor. 13; docs/nguyen.md, Errata and modes (Q4)). Host.
 
     Args: rho: ρ > 0; delta: δ ∈ (0, 1) (floats or arrays, concrete).
     Returns: float (or float64 array of the broadcast shape)."""
@@ -154,7 +154,7 @@ def zcdp_delta_cks(rho, eps):
 
 def dp_to_zcdp_cks(eps, delta):
     """The largest ρ with :func:`zcdp_to_dp_cks`(ρ, δ) ≤ ε (bisection on log ρ, relative
-    precision ~1e-15; nguyen spec §7.4). Host. Args: eps > 0; delta ∈ (0, 1).
+    precision ~1e-15; docs/nguyen.md, Errata and modes (Q4)). Host. Args: eps > 0; delta ∈ (0, 1).
     Returns: float (or array)."""
     require_eps(eps)
     require_open_unit(delta, "delta")

@@ -1,6 +1,6 @@
 """BTL-type comparison data on an Erdős–Rényi graph, and θ* designs.
 
-cai §3.1 (edge-DP model): each pair {i, j} is compared once with probability p;
+cai §2.1 (edge-DP model): each pair {i, j} is compared once with probability p;
 the outcome is Y_ij ~ Bernoulli(F(θ_i − θ_j)). The win-count matrix
 W (W_ij = A_ij·Y_ij) is the sufficient statistic of every cai estimator (DESIGN: draw
 sufficient statistics directly); :func:`sample_er_graph` returns A = W + Wᵀ beside it.
@@ -16,7 +16,7 @@ from dpsim.validate import require, require_int, require_probability
 
 
 def top_k_size(n_items: int) -> int:
-    """k = round_half_even(n/4), the paper's top-k size (cai §3.4, R's ``round``)."""
+    """k = round_half_even(n/4), the paper's top-k size (docs/cai.md, Model, R's ``round``)."""
     return int(round(n_items / 4))
 
 
@@ -40,7 +40,7 @@ def real_items(capacity: int, n_items) -> jax.Array:
 
 def theta_cai_design(key: jax.Array, n_items, k=None, top_first: bool = False,
                      capacity: int | None = None) -> jax.Array:
-    """The paper's θ* design (cai §4.1.1 and §3.4), centred.
+    """The paper's θ* design (cai §4.1.1 and docs/cai.md, Model), centred.
 
     e^{θ_i} = 1 for the k top items and e^{θ_i} ~ Unif(0.2, 0.7) otherwise, k = round(n/4).
     The edge-DP code puts the top items last (``top_first=False``); the individual-DP code
@@ -78,7 +78,7 @@ def theta_evenly_spaced(n_items: int, low: float = -1.0, high: float = 1.0) -> j
 
 
 def theta_two_block(n_items: int, k: int, gap: float, link: Link = LOGISTIC) -> jax.Array:
-    """Two-block instance of cai §3.5 realised parametrically: θ = α on the top k items
+    """Two-block instance of docs/cai.md, Model realised parametrically: θ = α on the top k items
     (the last k indices), β elsewhere, with F(α − β) = 1/2 + gap, centred."""
     if link is not LOGISTIC:
         raise ValueError("theta_two_block is implemented for the logistic link only")
@@ -152,7 +152,7 @@ def sample_er_graph(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC,
     """Win counts and comparison graph of one comparison per edge of G(n, p) with BTL-type
     outcomes.
 
-    cai §3.1: A_ij ~ Bernoulli(p) for i < j; Y_ij ~ Bernoulli(F(θ_i − θ_j));
+    cai §2.1: A_ij ~ Bernoulli(p) for i < j; Y_ij ~ Bernoulli(F(θ_i − θ_j));
     W_ij = A_ij Y_ij, W_ji = A_ij (1 − Y_ij). Drawn with one uniform U per pair i < j on the
     2^-32 grid (the edge and its outcome together, as :func:`sample_er_win_counts`): i beats j
     when U < p·F(θ_i − θ_j), j beats i when p·F ≤ U < p, no edge when U ≥ p. A quarter of the
@@ -164,8 +164,7 @@ def sample_er_graph(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC,
     the pair's bits (:func:`pair_draw_bits`) and compare them with p·F(θ_lo − θ_hi), so neither
     W nor A needs a transpose. A is returned because the estimators need W + Wᵀ: formed from
     W, XLA:CPU fused this sampler into that transposed read and hashed every pair again, in
-    transposed order (cai Fig. 3 warm, three alternating runs each: 1.52 s before, with
-    ``i_wins + j_wins.T``, 1.32 s with A passed to the fits; the same W).
+    transposed order; with A passed to the fits the draw is computed once (the same W).
 
     ``n_items`` (may be traced): the real items when θ is padded to a longer static length;
     W and A are then the unpadded ones in their top-left block and 0 elsewhere, drawn from
@@ -224,7 +223,7 @@ def _circulant_pairs(n_items: int):
 
 
 def sample_er_win_counts(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC) -> jax.Array:
-    """Win counts N_i = Σ_j W_ij of one comparison per edge of G(n, p) (cai §3.1), drawn
+    """Win counts N_i = Σ_j W_ij of one comparison per edge of G(n, p) (cai §2.1), drawn
     without forming W: the sufficient statistic of Algorithm 2 (DESIGN: performance).
 
     Same law as ``sample_er_comparisons(key, theta, p, link).sum(axis=1)`` (not the same

@@ -1,15 +1,15 @@
-"""BTL rankings on the complete graph: xu's data-generating process (spec
-../shared/papers/xu.md §2), and its θ* designs.
+"""BTL rankings on the complete graph: xu's data-generating process
+(xu §2), and its θ* designs.
 
 L users (``n_users``) each compare **all** m(m−1)/2 pairs of m items (``n_items``) once; user
 l's answer for the pair i < j is y^{(l)}_ij ~ Bernoulli(p*_ij), p*_ij = σ(θ*_i − θ*_j),
-independent over pairs and users (xu §2, spec §2.2–2.3).
+independent over pairs and users (xu §2).
 
 Pairs are indexed in ``jnp.triu_indices(m, 1)`` order (:func:`dpsim.models.individual.pair_index`);
 a per-pair statistic is an (M,) vector, M = m(m−1)/2, entry e = (i, j) with i < j, "i beat j".
 
 The estimators need only the raw wins per pair, so :func:`sample_pair_wins` draws
-n1_e ~ Binomial(L_g, p*_e) for each privacy group g (spec §4.4; groups: see
+n1_e ~ Binomial(L_g, p*_e) for each privacy group g (docs/xu.md, Mechanisms and estimators; groups: see
 :mod:`dpsim.mechanisms.privacy_profile`) and never loops over users.
 :func:`sample_rankings_per_user` materialises every user's answers; it is the slow reference
 for tests.
@@ -50,7 +50,7 @@ def pair_differences(theta) -> jax.Array:
 
 
 def pair_win_probabilities(theta) -> jax.Array:
-    """p*_ij = e^{θ_i}/(e^{θ_i} + e^{θ_j}) = σ(θ_i − θ_j), i < j (xu §2, BTL; spec §2.3).
+    """p*_ij = e^{θ_i}/(e^{θ_i} + e^{θ_j}) = σ(θ_i − θ_j), i < j (xu §2, BTL).
 
     Args: theta: (n_items,). Returns: (M,) float64, M = n_items(n_items−1)/2."""
     require_theta(theta)
@@ -59,7 +59,7 @@ def pair_win_probabilities(theta) -> jax.Array:
 
 def sample_pair_wins(key, theta, group_sizes) -> jax.Array:
     """Raw wins per privacy group and pair: n1_{g,e} ~ Binomial(L_g, p*_e), independent
-    (xu §2; spec §4.4: the sufficient statistic of L_g users' answers, Σ_l y^{(l)}_e).
+    (xu §2; docs/xu.md, Mechanisms and estimators: the sufficient statistic of L_g users' answers, Σ_l y^{(l)}_e).
 
     Every mechanism of :mod:`dpsim.mechanisms.pairwise_ldp` privatises these counts, so
     passing the same wins to all of them gives common random numbers (the same raw data
@@ -84,7 +84,7 @@ def sample_pair_wins(key, theta, group_sizes) -> jax.Array:
 
 
 def sample_rankings_per_user(key, theta, n_users: int) -> jax.Array:
-    """Every user's answers y^{(l)}_e ~ Bernoulli(p*_e) (xu §2; spec §2.3): the per-user
+    """Every user's answers y^{(l)}_e ~ Bernoulli(p*_e) (xu §2): the per-user
     reference sampler (tests only; :func:`sample_pair_wins` is its sufficient statistic).
 
     Args:
@@ -101,10 +101,10 @@ def sample_rankings_per_user(key, theta, n_users: int) -> jax.Array:
 
 
 # ---------------------------------------------------------------------------------------
-# θ* designs (xu §5.1–5.3, spec §2.4, A2, A3)
+# θ* designs (xu §5.1–5.3, docs/xu.md, Model; Errata and modes (A2, A3))
 # ---------------------------------------------------------------------------------------
 def theta_uniform_centred(key, n_items: int, half_width: float = 2.0) -> jax.Array:
-    """θ*_i iid Uniform(−2, 2), centred (xu §5.1 Scenarios I–II, §5.3 Scenario V; spec §2.4, A2, A14).
+    """θ*_i iid Uniform(−2, 2), centred (xu §5.1 Scenarios I–II, §5.3 Scenario V; docs/xu.md, Model; Errata and modes (A2, A14)).
 
     The paper does not centre; centring is needed because θ̂ always sums to zero (Lemma 3)
     and changes no BTL probability. κ ≤ e^{2·half_width}.
@@ -119,7 +119,7 @@ def theta_uniform_centred(key, n_items: int, half_width: float = 2.0) -> jax.Arr
 
 def theta_evenly_spaced_permuted(key, n_items: int, gap) -> jax.Array:
     """Evenly spaced θ* with gap Δ: θ*_i = Δ(i − (m+1)/2), i = 1..m, then item labels
-    permuted at random (xu §5.2 Scenarios III, IV; spec §2.4, A3).
+    permuted at random (xu §5.2 Scenarios III, IV; docs/xu.md, Model; Errata and modes (A3)).
 
     The permutation keeps index-order tie-breaking from lining up with the truth; it depends
     only on ``key`` and m, so a replicate keeps its permutation across Δ, L and ε. κ = e^{(m−1)Δ}.
@@ -138,7 +138,7 @@ def theta_evenly_spaced_permuted(key, n_items: int, gap) -> jax.Array:
 
 
 def condition_number(theta) -> jax.Array:
-    """κ = max_i e^{θ_i} / min_i e^{θ_i} = exp(max θ − min θ) (xu §4.1; spec §2.1). Returns: scalar."""
+    """κ = max_i e^{θ_i} / min_i e^{θ_i} = exp(max θ − min θ) (xu §4.1; docs/xu.md, Model). Returns: scalar."""
     theta = jnp.asarray(theta, jnp.float64)
     return jnp.exp(jnp.max(theta) - jnp.min(theta))
 

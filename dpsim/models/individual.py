@@ -1,4 +1,4 @@
-"""Per-user BTL comparison data: the individual-DP model of cai §3.2 (Section 3.1).
+"""Per-user BTL comparison data: the individual-DP model of cai §3.1.
 
 m users (``n_users``) each make L draws (``per_user``); in each draw a user picks an
 unordered pair {i, j} uniformly from all C(n, 2) pairs, **with replacement**, and records
@@ -20,7 +20,7 @@ vectorised binomial draw, and the total mL may be a traced value (it enters only
 binomial count), so ``n_users`` and ``per_user`` need not be static.
 
 :func:`sample_user_comparisons_per_user` keeps the per-user draws (static m and L), for
-tests and per-user adjacency audits (cai §10.18).
+tests and per-user adjacency audits (docs/cai.md, Errata and modes (E18)).
 """
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def uniform_multinomial(key: jax.Array, total, n_cells: int) -> jax.Array:
 
 def sample_user_comparisons(key: jax.Array, theta: jax.Array, n_users, per_user,
                             link: Link = LOGISTIC) -> jax.Array:
-    """Aggregated win-count matrix W of the individual-DP model (cai §3.2), drawn directly.
+    """Aggregated win-count matrix W of the individual-DP model (cai §3.1), drawn directly.
 
     M ~ Multinomial(n_users·per_user, uniform over C(n, 2) pairs) and, for i < j,
     W_ij ~ Binomial(M_ij, F(θ_i − θ_j)), W_ji = M_ij − W_ij (module docstring). ``n_users``
@@ -131,7 +131,7 @@ class UserComparisons(NamedTuple):
 
 def sample_user_comparisons_per_user(key: jax.Array, theta: jax.Array, n_users: int,
                                      per_user: int, link: Link = LOGISTIC) -> UserComparisons:
-    """Per-user comparisons of the individual-DP model (cai §3.2), one draw at a time.
+    """Per-user comparisons of the individual-DP model (cai §3.1), one draw at a time.
 
     Each of the m·L draws picks a pair index uniformly from C(n, 2) (with replacement) and
     an outcome Bernoulli(F(θ_i − θ_j)); ``n_users`` and ``per_user`` are static shapes.
@@ -147,7 +147,7 @@ def sample_user_comparisons_per_user(key: jax.Array, theta: jax.Array, n_users: 
 
 
 def aggregate_user_comparisons(data: UserComparisons, n_items: int) -> jax.Array:
-    """W_ij = number of draws (over all users) in which i beat j (cai §3.2, aggregation)."""
+    """W_ij = number of draws (over all users) in which i beat j (cai §3.1, aggregation)."""
     winner = jnp.where(data.first_wins, data.first, data.second).reshape(-1)
     loser = jnp.where(data.first_wins, data.second, data.first).reshape(-1)
     return jnp.zeros((n_items, n_items)).at[winner, loser].add(1.0)

@@ -1,9 +1,9 @@
 """Linear-feature preference models of chowdhury (Chowdhury, Zhou, Natarajan, "Differentially
-Private Reward Estimation with Preference Feedback"; spec ../shared/papers/chowdhury.md):
+Private Reward Estimation with Preference Feedback"; docs/chowdhury.md):
 the linear BTL model on feature differences (eq. (1)), its Thurstone (probit) variant (§4.4),
-Plackett–Luce top-1 choice out of K actions (eq. (11)), and the θ* designs of spec §8 item 4.
+Plackett–Luce top-1 choice out of K actions (eq. (11)), and the θ* designs of docs/chowdhury.md, Errata and modes (E4).
 
-Every draw is per replicate (features included: spec §2.4 "features ϕ are sampled iid"),
+Every draw is per replicate (features included: chowdhury §6 "features ϕ are sampled iid"),
 a pure function of a PRNG key; shapes (n_samples, dim, k) are static Python ints. Labels
 are per sample: the feature differences vary from sample to sample, so there is no count
 statistic to draw instead.
@@ -31,7 +31,7 @@ THETA_DESIGNS = ("faithful", "theory")
 
 
 class PreferenceData(NamedTuple):
-    """Pairwise preference data of the linear model (chowdhury §2.1).
+    """Pairwise preference data of the linear model (chowdhury §2).
 
     Attributes:
         x: (n_samples, dim) feature differences ϕ(s, a¹) − ϕ(s, a⁰) (public).
@@ -68,17 +68,17 @@ class ThetaDraw(NamedTuple):
 
 
 # ---------------------------------------------------------------------------------------
-# θ* designs (spec §8 item 4, §6.2)
+# θ* designs (docs/chowdhury.md, Errata and modes (E4); Experiments as run)
 # ---------------------------------------------------------------------------------------
 def default_radius(dim: int) -> float:
-    """B = 2√d, the faithful design's radius (spec §6.2 [rec]): E‖θ‖² = d under N(0, I_d),
+    """B = 2√d, the faithful design's radius (docs/chowdhury.md, Experiments as run): E‖θ‖² = d under N(0, I_d),
     so the conditioning rejects little (P(χ²_d > 4d) ≤ 0.046 for every d ≥ 1)."""
     require_int(dim, "dim", 1)
     return 2.0 * math.sqrt(dim)
 
 
 def theta_faithful(key, dim: int, radius=None, n_candidates: int = 16) -> ThetaDraw:
-    """θ* ~ N(0, I_d) conditioned on ‖θ*‖ ≤ B (spec §8 item 4, faithful config; the paper's
+    """θ* ~ N(0, I_d) conditioned on ‖θ*‖ ≤ B (docs/chowdhury.md, Errata and modes (E4), faithful config; the paper's
     "θ* ~ N(0, I_d)" of §6 made to satisfy Assumption 2.1's norm bound, no sum-zero).
 
     Fixed-shape rejection: ``n_candidates`` i.i.d. N(0, I_d) draws, the first with norm ≤ B
@@ -106,7 +106,7 @@ def theta_faithful(key, dim: int, radius=None, n_candidates: int = 16) -> ThetaD
 
 
 def theta_theory(key, dim: int, norm=1.0) -> ThetaDraw:
-    """θ* = B₀·Pg/‖Pg‖ with g ~ N(0, I_d) and P the projection onto 1^⊥ (spec §8 item 4,
+    """θ* = B₀·Pg/‖Pg‖ with g ~ N(0, I_d) and P the projection onto 1^⊥ (docs/chowdhury.md, Errata and modes (E4),
     theory config): θ* ∈ Θ_{B₀} with ⟨1, θ*⟩ = 0 and ‖θ*‖ = B₀ exactly (Assumption 2.1(a)).
 
     Args:
@@ -132,7 +132,7 @@ def sample_theta_star(key, dim: int, design: str = "faithful", **options) -> The
 # Features and labels
 # ---------------------------------------------------------------------------------------
 def sample_features(key, n_samples: int, dim: int, features: str = "difference") -> jax.Array:
-    """Feature differences x_i (spec §2.4, §8 item 5).
+    """Feature differences x_i (chowdhury §6; docs/chowdhury.md, Errata and modes (E5)).
 
     ``"difference"`` (default): x = ϕ¹ − ϕ⁰ with ϕ⁰, ϕ¹ ~ N(0, I_d) i.i.d., so x ~ N(0, 2I_d)
     (κ = λ_min(Σ) = 2). ``"direct"``: x ~ N(0, I_d) (κ = 1).
@@ -171,7 +171,7 @@ def sample_labels(key, x, theta, link: str = "logistic") -> jax.Array:
 
 def sample_linear_btl(key, theta, n_samples: int, *, features: str = "difference",
                       link: str = "logistic") -> PreferenceData:
-    """n samples of the linear BTL (or Thurstone) model (chowdhury §2.1 eq. (1), §6):
+    """n samples of the linear BTL (or Thurstone) model (chowdhury §2 eq. (1), §6):
     features from :func:`sample_features`, labels from :func:`sample_labels`.
 
     Args:
@@ -198,7 +198,7 @@ def sample_plackett_luce_labels(key, phi, theta) -> jax.Array:
 
 def sample_plackett_luce(key, theta, n_samples: int, k: int) -> ChoiceData:
     """n Plackett–Luce top-1 samples out of K actions (chowdhury §4.4 eq. (11), App. C.4):
-    ϕ(s, a_j) ~ N(0, I_d) i.i.d. for each sample and action (spec §2.4 features), labels from
+    ϕ(s, a_j) ~ N(0, I_d) i.i.d. for each sample and action (chowdhury §6 features), labels from
     :func:`sample_plackett_luce_labels`.
 
     Args: key; theta: (dim,); n_samples: n ≥ 1; k: K ≥ 2 (static).

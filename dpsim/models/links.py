@@ -1,9 +1,9 @@
 """Link functions F for ρ_ij = F(θ_i − θ_j) and their privacy constants.
 
-cai §3.3 (assumptions A0–A2): Algorithm 1's privacy proof needs
+cai §2.2.1 (assumptions A0–A2): Algorithm 1's privacy proof needs
 sup F'/(F(1−F)) ≤ κ1 and sup (−log F)'' ≤ κ2. For the logistic link κ1 = 1, κ2 = 1/4.
 The probit (Thurstone) link violates (A1): φ/(Φ(1−Φ)) grows like |x|, so κ1 = ∞ and
-Algorithm 1 gives **no DP guarantee** for probit data (cai §10.15).
+Algorithm 1 gives **no DP guarantee** for probit data (docs/cai.md, Errata and modes (E15)).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class Link:
 
 
 LOGISTIC = Link("logistic", jax.nn.sigmoid, kappa1=1.0, kappa2=0.25)
-# (−log Φ)'' is bounded by 1, but κ1 = ∞: no DP guarantee (cai §3.3, §10.15).
+# (−log Φ)'' is bounded by 1, but κ1 = ∞: no DP guarantee (cai §2.2.1; docs/cai.md, Errata and modes (E15)).
 PROBIT = Link("probit", jax.scipy.stats.norm.cdf, kappa1=math.inf, kappa2=1.0)
 
 _LINKS = {link.name: link for link in (LOGISTIC, PROBIT)}

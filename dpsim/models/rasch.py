@@ -1,5 +1,5 @@
 """The Rasch (1PL IRT) model with uniform random missingness, and its θ*/β* designs
-(nguyen §2, eq. (1); spec ../shared/papers/nguyen.md §2).
+(nguyen §2, eq. (1); nguyen §2).
 
 User l (ability θ*_l) answers item i (difficulty β*_i) correctly with probability
 σ(θ*_l − β*_i); each entry is observed independently with probability p. dpsim's names:
@@ -60,15 +60,15 @@ def rasch_difficulties(key, n_items: int, design: str = "normal", *, scale: floa
                        low: float = -1.0, high: float = 1.0, centred: bool = True) -> jax.Array:
     """Item difficulties β*.
 
-    ``design="normal"``: β*_i i.i.d. N(0, scale²), the paper's synthetic design (spec §2.5:
+    ``design="normal"``: β*_i i.i.d. N(0, scale²), the paper's synthetic design (docs/nguyen.md, Experiments as run:
     N(0, 1), drawn once per n_items and fixed across n, ε and trials: pass the same key,
     e.g. ``fold_in(design_key, n_items)``). ``design="uniform"``: i.i.d. Unif[low, high],
-    bounded so that κ and γ stay fixed as n_items grows (the rate checks of spec §5.7, A18).
+    bounded so that κ and γ stay fixed as n_items grows (the rate checks of docs/nguyen.md, Predictions; Errata and modes (A18)).
 
     Args:
         key: PRNG key; n_items: m ≥ 2; design: "normal" or "uniform".
         centred: subtract the mean (default; the identifiability constraint β*ᵀ1 = 0 of
-            spec §2.4). ``False`` keeps the authors' un-centred β* (spec §7.1); score it with
+            nguyen §2). ``False`` keeps the authors' un-centred β* (docs/nguyen.md, Errata and modes (Q1)); score it with
             ``dpsim.metrics.rasch_l2_error(..., mode="paper")`` to reproduce their floor.
     Returns:
         (n_items,) float64.
@@ -80,7 +80,7 @@ def rasch_difficulties(key, n_items: int, design: str = "normal", *, scale: floa
 
 def rasch_abilities(key, n_users: int, design: str = "normal", *, scale: float = 1.0,
                     low: float = -1.0, high: float = 1.0) -> jax.Array:
-    """User abilities θ*: i.i.d. N(0, scale²) (the paper's design, spec §2.5: drawn once per
+    """User abilities θ*: i.i.d. N(0, scale²) (the paper's design, docs/nguyen.md, Experiments as run: drawn once per
     n_users in the authors' code and fixed across ε and trials) or Unif[low, high].
 
     Args: key: PRNG key; n_users ≥ 1; design: "normal" or "uniform".
@@ -92,7 +92,7 @@ def rasch_abilities(key, n_users: int, design: str = "normal", *, scale: float =
 
 def authors_difficulties(n_items: int, seed: int = 119) -> np.ndarray:
     """The authors' β* for a given m (host): ``np.random.seed(119); np.random.normal(0, 1, m)``
-    with NumPy's legacy generator, un-centred (spec §2.5; e.g. mean 0.1367 at m = 25)."""
+    with NumPy's legacy generator, un-centred (docs/nguyen.md, Experiments as run; e.g. mean 0.1367 at m = 25)."""
     require_int(n_items, "n_items", 2)
     return np.random.RandomState(seed).normal(0.0, 1.0, n_items)
 
@@ -105,7 +105,7 @@ def rasch_probabilities(theta, beta) -> jax.Array:
 
 def sample_rasch_responses(key, theta, beta, p=1.0) -> Responses:
     """One Rasch response matrix with each entry observed with probability p (nguyen §2,
-    spec §2.2–2.3).
+    nguyen eq. (1), §2; §2).
 
     One uniform U on the 2⁻³² grid per entry: observed and correct when U < p·σ(θ_l − β_i),
     observed and wrong when p·σ(θ_l − β_i) ≤ U < p, missing otherwise, which is the law of the
@@ -146,7 +146,7 @@ def sample_rasch_responses_per_user(rng: np.random.Generator, theta, beta, p=1.0
 
 def expected_differential_counts(theta, beta, p=1.0) -> jax.Array:
     """E[Y_ij] = p²·Σ_l σ(θ_l − β_i)(1 − σ(θ_l − β_j)) for i ≠ j, 0 on the diagonal (nguyen
-    §3.1: E[Y_ij] = e^{−β_i}·S_ij with S symmetric, so e^{β_i}E[Y_ij] = e^{β_j}E[Y_ji]).
+    eq. (2), §2: E[Y_ij] = e^{−β_i}·S_ij with S symmetric, so e^{β_i}E[Y_ij] = e^{β_j}E[Y_ji]).
     Args: theta: (n_users,); beta: (n_items,); p: observation probability.
     Returns: (n_items, n_items) float64."""
     prob = rasch_probabilities(theta, beta)

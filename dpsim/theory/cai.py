@@ -1,5 +1,5 @@
 """cai (Cai, Chakraborty, Wang, "Optimal Differentially Private Ranking from Pairwise
-Comparisons"; spec ../shared/papers/cai.md): the edge-DP and individual-DP rates, one function
+Comparisons"; docs/cai.md): the edge-DP and individual-DP rates, one function
 per theorem, each citing its theorem and equation.
 
 The rates are written once, with jax.numpy, so the same function serves host-side checks
@@ -17,7 +17,7 @@ def _f64(*values):
     """(namespace, the values as float64 arrays): NumPy when every value is a host number,
     jax.numpy when one is a JAX array or tracer. Host-side checks (the predicted slopes
     computed when a paper module is imported) then dispatch no JAX operation: each one
-    compiled a tiny program, 0.3 s of every ``dpsim run cai-…``."""
+    would compile a tiny program in every ``dpsim run cai-…``."""
     xp = jnp if any(isinstance(v, jax.Array) for v in values) else np
     return xp, tuple(xp.asarray(v, xp.float64) for v in values)
 
@@ -42,7 +42,7 @@ def edge_dp_rate(n_items, p, eps):
 
 
 def edge_dp_crossover_eps(n_items, p):
-    """ε*(n, p) = √(log n/(np)) where the two terms of r_E are equal (cai spec §7 item 1)."""
+    """ε*(n, p) = √(log n/(np)) where the two terms of r_E are equal (docs/cai.md, Predictions (item 1))."""
     return edge_dp_statistical_term(n_items, p)
 
 
@@ -60,7 +60,7 @@ def individual_dp_rate(n_items, n_users, eps):
 
 
 # ---------------------------------------------------------------------------------------
-# Individual DP with L kept explicit (cai spec §6.4, §7 items 8–9; derived from the proof of
+# Individual DP with L kept explicit (docs/cai.md, Predictions (items 8–9); derived from the proof of
 # Thm 3.1, whose form is √(log n/S) + (noise scale)·log n/S with S = 2mL/n). Thm 3.1's
 # statement absorbs the fixed L into its constants: r_I = √(n log n/m) + n log n/(mε).
 # ---------------------------------------------------------------------------------------
@@ -73,31 +73,31 @@ def individual_dp_comparisons_per_item(n_items, n_users, per_user):
 
 def individual_dp_statistical_term(n_items, n_users, eps=None, per_user=1):
     """√(log n/S) = √(n log n/(2mL)): the non-private part of the individual-DP ℓ∞ rate with
-    L explicit (cai spec §6.4; Thm 3.1 with L absorbed reads √(n log n/m)). It improves
-    with L at fixed m like L^{-1/2} (cai spec §7 item 8)."""
+    L explicit (docs/cai.md, Predictions; Thm 3.1 with L absorbed reads √(n log n/m)). It improves
+    with L at fixed m like L^{-1/2} (docs/cai.md, Predictions (item 8))."""
     xp, (n_items, n_users, per_user) = _f64(n_items, n_users, per_user)
     return xp.sqrt(xp.log(n_items) / individual_dp_comparisons_per_item(n_items, n_users, per_user))
 
 
 def individual_dp_privacy_term(n_items, n_users, eps, per_user=1, noise_factor=1.0):
     """c·(L/ε)·log n/S = c·n log n/(2mε): the cost of individual privacy with L explicit (cai
-    cai spec §6.4), for noise of scale c·L/ε (``noise_factor`` c: 1 for Algorithm 1 and
-    Algorithm 3 as published, 2 for the strict ε-DP Algorithm 3, cai spec §10.3). The noise
+    docs/cai.md, Predictions), for noise of scale c·L/ε (``noise_factor`` c: 1 for Algorithm 1 and
+    Algorithm 3 as published, 2 for the strict ε-DP Algorithm 3, docs/cai.md, Errata and modes (E3)). The noise
     scale ∝ L/ε and the information S ∝ L cancel, so the term does **not** depend on L at
-    fixed m (cai spec §7 item 8); Thm 3.1 with L absorbed reads n log n/(mε)."""
+    fixed m (docs/cai.md, Predictions (item 8)); Thm 3.1 with L absorbed reads n log n/(mε)."""
     xp, (n_items, n_users, eps, per_user) = _f64(n_items, n_users, eps, per_user)
     s = individual_dp_comparisons_per_item(n_items, n_users, per_user)
     return noise_factor * per_user * xp.log(n_items) / (s * eps)
 
 
 def individual_dp_rate_explicit_l(n_items, n_users, eps, per_user=1, noise_factor=1.0):
-    """√(log n/S) + c·(L/ε) log n/S with S = 2mL/n (cai spec §6.4): r_I with L explicit."""
+    """√(log n/S) + c·(L/ε) log n/S with S = 2mL/n (docs/cai.md, Predictions): r_I with L explicit."""
     return (individual_dp_statistical_term(n_items, n_users, eps, per_user)
             + individual_dp_privacy_term(n_items, n_users, eps, per_user, noise_factor))
 
 
 def matched_edge_probability(n_items, n_users, per_user):
-    """The edge probability p with np = S = 2mL/n (cai spec §6.4 dictionary, §7 item 9):
+    """The edge probability p with np = S = 2mL/n (docs/cai.md, Predictions dictionary, docs/cai.md, Predictions (item 9)):
     the edge-DP design with as many expected comparisons per item as the individual one."""
     _, (n_items, n_users, per_user) = _f64(n_items, n_users, per_user)
     return individual_dp_comparisons_per_item(n_items, n_users, per_user) / n_items
@@ -105,7 +105,7 @@ def matched_edge_probability(n_items, n_users, per_user):
 
 def individual_to_edge_privacy_ratio(n_items, n_users, eps, per_user):
     """Privacy term of individual DP over that of edge DP at matched comparisons per item
-    (np = S; cai spec §7 item 9): (L log n/(Sε)) / (log n/(npε)) = L.
+    (np = S; docs/cai.md, Predictions (item 9)): (L log n/(Sε)) / (log n/(npε)) = L.
 
     One user's L comparisons are protected jointly, so the noise scale is L times larger
     while the information per item is the same. (With the theorems' stated rates, where L

@@ -1,7 +1,7 @@
 """chowdhury (Chowdhury, Zhou, Natarajan, "Differentially Private Reward Estimation with
-Preference Feedback"; spec ../shared/papers/chowdhury.md §5): the local and central lower and
+Preference Feedback"; chowdhury §3–5): the local and central lower and
 upper bounds, one function per theorem, and the sharp asymptotic constants (A1)–(A3) of
-spec §5.5.
+docs/chowdhury.md, Predictions.
 
 Conventions. n = ``n_samples``, d = ``dim``, L = ``feature_bound`` (‖ϕ‖ ≤ L, so ‖x‖ ≤ 2L), B =
 ``radius``, κ = ``kappa`` (λ_min(Σ)), γ = ``gamma`` (curvature lower bound; :func:`gamma_btl`
@@ -31,7 +31,7 @@ def _f64(*values):
 # ---------------------------------------------------------------------------------------
 def rr_privacy_factor(eps):
     """(e^ε + 1)/(e^ε − 1) = coth(ε/2) = 1/(2σ(ε) − 1), the local-model price of RR
-    (chowdhury Thms 4.2, 4.5; spec §3.2 table: 20.017, 4.083, 2.164 at ε = 0.1, 0.5, 1)."""
+    (chowdhury Thms 4.2, 4.5; 20.017, 4.083, 2.164 at ε = 0.1, 0.5, 1)."""
     (eps,) = _f64(eps)
     return 1.0 / jnp.tanh(eps / 2.0)
 
@@ -44,13 +44,13 @@ def krr_privacy_factor(eps, k):
 
 def rr_excess_variance_factor(eps):
     """e^ε/(e^ε − 1)² = (1 − c²)/(4c²), c = tanh(ε/2): the privacy excess factor of (A2)
-    (spec §5.5; 99.917, 3.918, 0.921 at ε = 0.1, 0.5, 1)."""
+    (docs/chowdhury.md, Predictions; 99.917, 3.918, 0.921 at ε = 0.1, 0.5, 1)."""
     (eps,) = _f64(eps)
     return jnp.exp(eps) / jnp.expm1(eps) ** 2
 
 
 def gamma_btl(feature_bound, radius):
-    """γ = 1/(2 + e^{−2LB} + e^{2LB}) = min_{|z| ≤ 2LB} σ'(z) (chowdhury §4, BTL; spec §2.3)."""
+    """γ = 1/(2 + e^{−2LB} + e^{2LB}) = min_{|z| ≤ 2LB} σ'(z) (chowdhury §4, BTL; docs/chowdhury.md, Model)."""
     L, B = _f64(feature_bound, radius)
     c = 2.0 * L * B
     return 1.0 / (2.0 + jnp.exp(-c) + jnp.exp(c))
@@ -58,7 +58,7 @@ def gamma_btl(feature_bound, radius):
 
 def gamma_thurstone(feature_bound, radius):
     """γ_Th = min_{|z| ≤ c} −(log Φ)''(z) = φ(c)(cΦ(c) + φ(c))/Φ(c)², c = 2LB (chowdhury §4.4
-    gives none; spec §4.5, §8 item 12 [derived]: 0.6366 at c = 0, 0.3703 at 1, 0.1135 at 2)."""
+    gives none; chowdhury §4.4 (Thurstone); docs/chowdhury.md, Errata and modes (E12): 0.6366 at c = 0, 0.3703 at 1, 0.1135 at 2)."""
     L, B = _f64(feature_bound, radius)
     c = 2.0 * L * B
     phi, Phi = norm.pdf(c), norm.cdf(c)
@@ -66,7 +66,7 @@ def gamma_thurstone(feature_bound, radius):
 
 
 def gamma_plackett_luce(feature_bound, radius, mode: str = "appendix"):
-    """γ for Plackett–Luce: e^{−4LB}/2 (Thm C.2, ``mode="appendix"``, spec §8 item 11 [rec]) or
+    """γ for Plackett–Luce: e^{−4LB}/2 (Thm C.2, ``mode="appendix"``, docs/chowdhury.md, Errata and modes (E11)) or
     e^{−4LB} (main text, ``mode="main"``)."""
     if mode not in ("appendix", "main"):
         raise ValueError(f"mode={mode!r} is not one of ['appendix', 'main']")
@@ -77,7 +77,7 @@ def gamma_plackett_luce(feature_bound, radius, mode: str = "appendix"):
 
 def gamma_rr_naive(eps, logit_bound, gamma=None):
     """γ̃_ε = γ(e^ε − 1)(e^ε e^{−2c} − 1)/(e^ε e^c + 1)², the strong-convexity modulus of the
-    naive RR likelihood (chowdhury Thm 4.1 proof; spec §2.3), c = bound on |xᵀθ|; positive only
+    naive RR likelihood (chowdhury Thm 4.1 proof; docs/chowdhury.md, Model), c = bound on |xᵀθ|; positive only
     for ε > 2c. ``gamma`` defaults to 1/(2 + e^{−c} + e^{c})."""
     eps, c = _f64(eps, logit_bound)
     gamma = 1.0 / (2.0 + jnp.exp(-c) + jnp.exp(c)) if gamma is None else gamma
@@ -97,7 +97,7 @@ def local_seminorm_lower_bound(n_samples, dim, eps):
 
 def local_l2_lower_bound_explicit(x, eps):
     """max(d²/(16‖X‖_F²), d²/(32(e^ε − 1)²‖X‖_F²)): the explicit Assouad constants of the proof
-    of chowdhury Thm 3.2 for the fixed design X (spec §5.1; P13, a minimax sanity bound).
+    of chowdhury Thm 3.2 for the fixed design X (chowdhury §3; P13, a minimax sanity bound).
 
     Args: x: (n_samples, dim); eps. Returns: scalar."""
     (eps,) = _f64(eps)
@@ -112,7 +112,7 @@ def local_l2_lower_bound_explicit(x, eps):
 def rr_mle_seminorm_bound(n_samples, dim, eps, feature_bound, radius, *, alpha=0.05, lam=0.0, gamma=1.0):
     """(1/γ)·(e^{ε+2LB} + 1)/(e^{ε−2LB} − 1)·√((d + log(1/α))/n) + √λ·B: chowdhury Thm 4.1, the
     naive RR-MLE's semi-norm bound, valid only for ε > 2LB (NaN otherwise; the proof needs
-    ε > 2c, spec §8 item 10)."""
+    ε > 2c, docs/chowdhury.md, Errata and modes (E10))."""
     n, d, eps, L, B, alpha, lam = _f64(n_samples, dim, eps, feature_bound, radius, alpha, lam)
     c = 2.0 * L * B
     factor = (jnp.exp(eps + c) + 1.0) / jnp.expm1(eps - c)
@@ -130,14 +130,14 @@ def rr_seminorm_bound(n_samples, dim, eps, radius, *, alpha=0.05, lam=0.0, gamma
 
 def rr_seminorm_balanced_lambda(n_samples, dim, eps, radius, *, alpha=0.05, gamma=1.0):
     """λ = ((e^ε + 1)/(e^ε − 1))²(d + log(1/α))/(B²γ²n), which balances the two terms of
-    Thm 4.2 (chowdhury §4.2; spec §8 item 16)."""
+    Thm 4.2 (chowdhury §4.2; docs/chowdhury.md, Errata and modes (E16))."""
     n, d, B, alpha = _f64(n_samples, dim, radius, alpha)
     return rr_privacy_factor(eps) ** 2 * (d + jnp.log(1.0 / alpha)) / (B ** 2 * gamma ** 2 * n)
 
 
 def sgd_rr_l2_bound_explicit(t, n_samples, eps, feature_bound, kappa, *, alpha=0.05, gamma=1.0):
     """√((624 log(log n/α) + 1)·G²/(λ²t)) with G = 4L and λ = γ(2σ(ε) − 1)κ: the explicit bound on
-    ‖θ̂_{t+1} − θ*‖ from the proof of chowdhury Thm 4.5 (App. C.3; spec §4.4), for the proof's
+    ‖θ̂_{t+1} − θ*‖ from the proof of chowdhury Thm 4.5 (App. C.3; chowdhury Algorithm 1, eq. (10), §4.3), for the proof's
     step η_t = 1/(λt)."""
     t, n, L, kappa, alpha = _f64(t, n_samples, feature_bound, kappa, alpha)
     lam = gamma / rr_privacy_factor(eps) * kappa
@@ -149,7 +149,7 @@ def sgd_rr_l2_bound_explicit(t, n_samples, eps, feature_bound, kappa, *, alpha=0
 # ---------------------------------------------------------------------------------------
 def central_l2_lower_bound_private_explicit(n_samples, dim, eps, delta):
     """4·10⁻⁴·d/(n²(ε + δ)²), the private term of Thm 5.1 with the DP-Assouad constants
-    (Δ = 0.04/(n(ε + δ)); spec §5.3 [derived arithmetic])."""
+    (Δ = 0.04/(n(ε + δ)); the proof of chowdhury Thm 5.1)."""
     n, d, eps, delta = _f64(n_samples, dim, eps, delta)
     return 4e-4 * d / (n ** 2 * (eps + delta) ** 2)
 
@@ -169,13 +169,13 @@ def objective_perturbation_l2_rate(n_samples, dim, eps, delta, feature_bound, ka
 
 
 # ---------------------------------------------------------------------------------------
-# Sharp asymptotic constants (spec §5.5 (A1)–(A3), [derived])
+# Sharp asymptotic constants (docs/chowdhury.md, Predictions (A1)–(A3))
 # ---------------------------------------------------------------------------------------
 @functools.cache
 def _quadrature():
     """(grid, weights) of the trapezoid rule for E f(g), g ~ N(0, 1), on [−12, 12] (4801
     points). Computed on first use, concretely even when first called under a trace (an
-    import-time jnp computation cost every ``dpsim`` command 0.3 s)."""
+    import-time jnp computation would slow every ``dpsim`` command)."""
     with jax.ensure_compile_time_eval():
         grid = jnp.linspace(-12.0, 12.0, 4801)
         return grid, norm.pdf(grid) * (grid[1] - grid[0])
@@ -183,7 +183,7 @@ def _quadrature():
 
 def gaussian_design_information(theta, scale=jnp.sqrt(2.0)):
     """(H, Σ) for x ~ N(0, s²I_d): H = E[σ'(xᵀθ)xxᵀ] (per-sample Fisher information at θ) and
-    Σ = E[xxᵀ] = s²I (spec §5.5). With u = θ/‖θ‖ and z = s‖θ‖g, g ~ N(0, 1):
+    Σ = E[xxᵀ] = s²I (docs/chowdhury.md, Predictions). With u = θ/‖θ‖ and z = s‖θ‖g, g ~ N(0, 1):
     H = s²[E σ'(z)·(I − uuᵀ) + E σ'(z)g²·uuᵀ], the two expectations by the trapezoid rule on
     [−12, 12] (4801 points; spectrally accurate for this smooth integrand).
 
@@ -201,14 +201,14 @@ def gaussian_design_information(theta, scale=jnp.sqrt(2.0)):
 
 
 def mle_asymptotic_mse(information, n_samples):
-    """(A1): E‖θ_MLE − θ*‖² ≈ tr(H⁻¹)/n (spec §5.5). Args: information: H (dim, dim)."""
+    """(A1): E‖θ_MLE − θ*‖² ≈ tr(H⁻¹)/n (docs/chowdhury.md, Predictions). Args: information: H (dim, dim)."""
     lam, _ = symmetric_eigh(information)
     return jnp.sum(1.0 / lam) / n_samples
 
 
 def rr_asymptotic_mse(information, covariance, n_samples, eps):
     """(A2): E‖θ̂_RR − θ*‖² ≈ [tr(H⁻¹) + (e^ε/(e^ε − 1)²)·tr(H⁻¹ΣH⁻¹)]/n (M-estimator sandwich;
-    spec §5.5, P3'). Args: information H, covariance Σ (dim, dim); n; eps."""
+    docs/chowdhury.md, Predictions (P3')). Args: information H, covariance Σ (dim, dim); n; eps."""
     lam, q = symmetric_eigh(information)
     sandwich = jnp.sum(jnp.diag(q.T @ covariance @ q) / lam ** 2)
     return (jnp.sum(1.0 / lam) + rr_excess_variance_factor(eps) * sandwich) / n_samples
@@ -217,7 +217,7 @@ def rr_asymptotic_mse(information, covariance, n_samples, eps):
 def objective_perturbation_asymptotic_mse(information, theta, n_samples, sigma, beta):
     """(A3), first order: with H_β = H + (β/n)I,
     E‖θ̂_obj − θ*‖² ≈ tr(H_β⁻¹HH_β⁻¹)/n + σ²tr(H_β⁻²)/n² + (β/n)²‖H_β⁻¹θ*‖² (statistical, privacy
-    and ridge-bias terms; spec §5.5). Args: information H (dim, dim); theta θ* (dim,); n; σ; β."""
+    and ridge-bias terms; docs/chowdhury.md, Predictions). Args: information H (dim, dim); theta θ* (dim,); n; σ; β."""
     n, sigma, beta = _f64(n_samples, sigma, beta)
     lam, q = symmetric_eigh(information)
     lam_b = lam + beta / n
@@ -229,12 +229,12 @@ def objective_perturbation_asymptotic_mse(information, theta, n_samples, sigma, 
 
 # ---------------------------------------------------------------------------------------
 # Closed forms for isotropic Gaussian designs (used per replicate inside experiments, where
-# an eigen-decomposition under vmap would be a batched LAPACK call; spec §5.5)
+# an eigen-decomposition under vmap would be a batched LAPACK call; docs/chowdhury.md, Predictions)
 # ---------------------------------------------------------------------------------------
 def gaussian_design_eigenvalues(theta_norm, scale=jnp.sqrt(2.0)):
     """(a⊥, a∥): for x ~ N(0, s²I_d) the information is H = a⊥(I − uuᵀ) + a∥uuᵀ with
     u = θ/‖θ‖, a⊥ = s²E σ'(z) and a∥ = s²E σ'(z)g², z = s‖θ‖g, g ~ N(0, 1) (the two
-    expectations of :func:`gaussian_design_information`; spec §5.5). Traceable.
+    expectations of :func:`gaussian_design_information`; docs/chowdhury.md, Predictions). Traceable.
 
     Args: theta_norm: ‖θ*‖ ≥ 0; scale: s. Returns: (a⊥, a∥), float64."""
     r, s = _f64(theta_norm, scale)
@@ -246,10 +246,10 @@ def gaussian_design_eigenvalues(theta_norm, scale=jnp.sqrt(2.0)):
 
 def isotropic_design_traces(theta_norm, dim, scale=jnp.sqrt(2.0), *, sum_zero=False, ridge=0.0):
     """The traces (A1)–(A3) need for x ~ N(0, s²I_d), in closed form from
-    :func:`gaussian_design_eigenvalues` (spec §5.5).
+    :func:`gaussian_design_eigenvalues` (docs/chowdhury.md, Predictions).
 
     With ``sum_zero`` the estimation space is V = 1^⊥ (dimension d − 1) and θ* ∈ V: every
-    matrix is restricted to V (the sum-zero constraint of Θ_B, spec §8 item 17), which keeps
+    matrix is restricted to V (the sum-zero constraint of Θ_B, docs/chowdhury.md, Errata and modes (E17)), which keeps
     the same two eigenvalues, a⊥ with multiplicity r − 1 and a∥ once (r = dim V). ``ridge``
     = β/n adds to both (H_β = H + (β/n)I, (A3)).
 
@@ -271,7 +271,7 @@ def isotropic_design_traces(theta_norm, dim, scale=jnp.sqrt(2.0), *, sum_zero=Fa
 def objective_perturbation_asymptotic_shift(tr_inv_sq, bias_norm_sq, n_samples, sigma, beta):
     """E‖θ̂_obj − θ_MLE‖² ≈ (σ²tr(H_β⁻²) + β²‖H_β⁻¹θ*‖²)/n², the first-order shift of the
     objective-perturbation minimiser from the MLE on the same data: one Newton step from θ_MLE
-    against the perturbation's gradient (β/n)θ + w/n (spec §5.5 (A3), P6). The σ² term is the
+    against the perturbation's gradient (β/n)θ + w/n (docs/chowdhury.md, Predictions (A3, P6)). The σ² term is the
     privacy cost (∝ 1/(εn)² in mean square, P6); the β² term the ridge bias.
 
     Args: tr_inv_sq: tr H_β⁻²; bias_norm_sq: ‖H_β⁻¹θ*‖²; n_samples; sigma: σ; beta: β.
@@ -283,7 +283,7 @@ def objective_perturbation_asymptotic_shift(tr_inv_sq, bias_norm_sq, n_samples, 
 def expected_max_norm(n_samples, dim, scale=jnp.sqrt(2.0), *, points: int = 20001):
     """E max_{i≤n} ‖x_i‖ for x_i ~ N(0, s²I_d) i.i.d. (‖x‖/s ~ χ_d):
     ∫₀^∞ 1 − F(t)ⁿ dt with F(t) = P(χ²_d ≤ t²/s²), by the trapezoid rule. Twice the
-    data-derived feature bound L = max‖x_i‖/2 of spec §8 item 6, so that σ of Thm 5.2
+    data-derived feature bound L = max‖x_i‖/2 of docs/chowdhury.md, Errata and modes (E6), so that σ of Thm 5.2
     grows with n like this (P6's prediction with that L).
 
     Args: n_samples: n ≥ 1; dim: d ≥ 1; scale: s; points: quadrature points.
@@ -301,7 +301,7 @@ def sgd_krr_asymptotic_ratio(theta_norm, dim, k, eps, gamma_kappa=0.2, *, sum_ze
                              samples: int = 200_000, seed: int = 0):
     """RMS error ratio of SGD-KRR to non-private SGD on the same Plackett–Luce data, as n → ∞,
     for the step η_t = 1/(λ̂t) with λ̂ = c·γ̂κ̂ (c = (e^ε − 1)/(e^ε + K − 1) for K-RR, 1 without
-    privacy; dpsim.estimators.linear_btl_sgd, spec §4.6, P11).
+    privacy; dpsim.estimators.linear_btl_sgd, chowdhury §4.4, App. C.4; docs/chowdhury.md, Predictions (P11)).
 
     For η_t = 1/(λ̂t) and mean gradient field c·H(θ − θ*), t·Cov(θ̂_t) → S with
     (A S + S A) = V/(c γ̂κ̂)², A = H/(γ̂κ̂) − I/2 (the c of the field and of λ̂ cancel in A), V the

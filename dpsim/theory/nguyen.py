@@ -1,12 +1,12 @@
 """nguyen (Nguyen & Zhang, "Optimal and Private Learning from Human Response Data", AISTATS
-2023; spec ../shared/papers/nguyen.md §5): the rates of Theorems 3.1–3.4, the supplement's
-explicit and private bounds, and the predictions R1–R12 of spec §5.7, one function each.
+2023; nguyen §3): the rates of Theorems 3.1–3.4, the supplement's
+explicit and private bounds, and the predictions R1–R12 of docs/nguyen.md, Predictions, one function each.
 
 Notation: ``n_users`` = the paper's n, ``n_items`` = its m, p = observation probability.
 Rates are written with jax.numpy (traceable; wrap in ``float`` on the host). "≲" hides
 constants: compare rates with simulations through slopes (:mod:`dpsim.theory.slopes`).
 Use bounded parameters (e.g. Unif[−1, 1]) for slope checks, so that κ and γ do not grow
-with m (spec §5.7, A18).
+with m (docs/nguyen.md, Predictions; Errata and modes (A18)).
 """
 from __future__ import annotations
 
@@ -32,15 +32,15 @@ def _f64(*values):
     return tuple(jnp.asarray(v, jnp.float64) for v in values)
 
 
-# --------------------------------------------------------------------- constants of §2.4
+# --------------------------------------------------------------------- constants of nguyen §2
 def rasch_kappa(beta):
-    """κ = β*_max − β*_min (spec §2.4). Args: beta (n_items,). Returns: scalar."""
+    """κ = β*_max − β*_min (nguyen §2). Args: beta (n_items,). Returns: scalar."""
     return jnp.max(beta) - jnp.min(beta)
 
 
 def rasch_gamma(theta, beta):
     """γ = min_{l,i,j} σ(θ_l − β_i)(1 − σ(θ_l − β_j)) = min_l σ(θ_l − β_max)(1 − σ(θ_l − β_min))
-    (spec §2.4; the spectral gap of M* is ≥ γ/(3e^{2κ})). Args: theta (n_users,), beta."""
+    (nguyen §2; the spectral gap of M* is ≥ γ/(3e^{2κ})). Args: theta (n_users,), beta."""
     theta = jnp.asarray(theta, jnp.float64)
     return jnp.min(jax.nn.sigmoid(theta - jnp.max(beta)) * jax.nn.sigmoid(jnp.min(beta) - theta))
 
@@ -68,7 +68,7 @@ def entrywise_conditions(n_users, n_items, p, c1=1.0, c2=1.0):
 
 
 def entrywise_bound_explicit(n_users, n_items, p, kappa, gamma, c=12.0, c1_plus=2.0, c_plus=10.0):
-    """The explicit ℓ∞ bound of Supp. Thm 3.1 (via Thm 1.10 and Lemma 1.6; spec §5.2):
+    """The explicit ℓ∞ bound of Supp. Thm 3.1 (via Thm 1.10 and Lemma 1.6; nguyen Theorem 3.1):
 
         (6e^{2κ}/(γ(1 − α⁺)))·[(1 + α⁺)/(γ/(3e^{2κ}) − 2α⁺)·√(4C₁⁺ log m)
                                + 2√12·√(C⁺ log m)/√γ]·1/√(np),
@@ -179,7 +179,7 @@ def private_crossover_users(n_items, p, eps0):
 
 
 def laplace_gauss_sigma_ratio(n_items, delta):
-    """σ_Lap/σ_Gauss = √(m(m−1)/ln(1/δ)) under the paper's accounting (spec §4.8, R9): 0.81
+    """σ_Lap/σ_Gauss = √(m(m−1)/ln(1/δ)) under the paper's accounting (docs/nguyen.md, Mechanisms and estimators; Predictions (R9)): 0.81
     at m = 3, 1.14 at m = 4, 8.1 at m = 25 (δ = 1e-4); Laplace wins only for m ≲ 3.5."""
     m, delta = _f64(n_items, delta)
     return jnp.sqrt(m * (m - 1.0) / -jnp.log(delta))
@@ -193,7 +193,7 @@ def laplace_excess_l2(n_users, n_items, p, eps):
 
 def rr_flip_probability(eps_rr, responses_per_user):
     """q = 1/(1 + e^{ε_RR/k}): the flip probability of each response under the RR baseline
-    (spec §4.9; k = responses per user, m at p = 1)."""
+    (nguyen supp. §4; k = responses per user, m at p = 1)."""
     eps_rr, k = _f64(eps_rr, responses_per_user)
     return jax.nn.sigmoid(-eps_rr / k)
 
@@ -242,7 +242,7 @@ def rr_floor_l2(eps_rr, n_items: int, n_users: int = 2000, p=1.0):
 def laplace_gauss_shift_ratio(n_items: int, eps: float, delta: float) -> float:
     """R9's Laplace/Gaussian ratio of the privacy shifts ‖β̃ − β̂‖ (RMS) in the linear regime:
     the ratio of the noise standard deviations, both chains being the same linear map of
-    their noise. Paper accounting and conversion (spec §4.8): discrete Gaussian
+    their noise. Paper accounting and conversion (docs/nguyen.md, Mechanisms and estimators): discrete Gaussian
     σ = √(m(m − 1))/ε₀, ε₀ = ε*/√(2 ln(1/δ)); discrete Laplace t = m(m − 1)/ε*; exact discrete
     variances (2α/(1 − α)², α = e^{−1/t}, for Lap_ℤ(t)). ≈ √(m(m − 1)/ln(1/δ))
     (:func:`laplace_gauss_sigma_ratio`) for t ≫ 1. Host; returns a float."""
@@ -290,7 +290,7 @@ def top_k_success_probability(n_items: int, k: int, x: float, s2: float) -> floa
 @jax.jit
 def _spectral_jacobian(counts):
     """∂θ̂/∂Y of the spectral estimate at ``counts`` ((m, m) → (m, m, m)), compiled once per m:
-    traced op by op it compiled ~240 small programs, 7.3 s for R9's four values of m."""
+    traced op by op it would compile hundreds of small programs for R9's values of m."""
     return jax.jacfwd(lambda y: spectral_estimate(y).theta)(counts)
 
 

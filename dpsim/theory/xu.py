@@ -1,7 +1,7 @@
-"""xu (Xu, Sun, Cheng, "Rate-Optimal Rank Aggregation with Private Pairwise Rankings"; spec
-../shared/papers/xu.md §5): the rates of Theorems 1–6, the adaptive privacy schemes of
-Scenario II with Table 1, the sandwich ("oracle") prediction of the error (spec §5.2 P4), and
-the population limit of the classic-RR MLE (spec §3.7).
+"""xu (Xu, Sun, Cheng, "Rate-Optimal Rank Aggregation with Private Pairwise Rankings";
+xu §4): the rates of Theorems 1–6, the adaptive privacy schemes of
+Scenario II with Table 1, the sandwich ("oracle") prediction of the error (docs/xu.md, Predictions (P4)), and
+the population limit of the classic-RR MLE (docs/xu.md, Mechanisms and estimators).
 
 Notation: m = ``n_items``, L = ``n_users``, ε per comparison. A privacy level is a scalar ε
 (homogeneous, as in all the paper's experiments) or group budgets ``eps`` (n_groups,) with
@@ -10,8 +10,8 @@ through G(ε) = mean_l coth²(ε_l/2), H(ε) and K(ε) = mean_l tanh²(ε_l/2).
 
 "≲" in the theorems hides universal constants; compare rates with simulations through slopes
 or ratios, not levels. κ = exp(max θ* − min θ*) enters the upper and lower bounds in opposite
-directions and its powers are inconsistent in the paper (spec A17): do not test κ-dependence.
-The log(mL) of the upper bounds is a proof artefact (the lower bound has none; spec P1).
+directions and its powers are inconsistent in the paper (docs/xu.md, Errata and modes (A17)): do not test κ-dependence.
+The log(mL) of the upper bounds is a proof artefact (the lower bound has none; docs/xu.md, Predictions (P1)).
 
 The rates are written with jax.numpy (traceable); the scheme functions and
 :func:`exact_top_k_users` are host functions (NumPy / Python floats).
@@ -60,11 +60,11 @@ def _require_kappa(kappa):
 
 
 # ---------------------------------------------------------------------------------------
-# Theorems 1–6 (xu §4.1–4.3; spec §5.1)
+# Theorems 1–6 (xu §4.1–4.3)
 # ---------------------------------------------------------------------------------------
 def excess_risk_rate(n_items, n_users, eps, kappa=1.0, group_sizes=None):
     """δ_{m,L} = κ·G(ε)·log(mL)/(mL): the excess-risk level of xu §4.1 Thm 1 (eq. (5)); e_L(θ̂, θ*)
-    exceeds δ ≳ this with probability ≲ exp(−C m² L δ/ρ(ε, κ)). Spec P7: m·L·e_L/G ≈ const.
+    exceeds δ ≳ this with probability ≲ exp(−C m² L δ/ρ(ε, κ)). P7 (docs/xu.md, Predictions): m·L·e_L/G ≈ const.
 
     Args: n_items m ≥ 2; n_users L ≥ 1; eps ε > 0 (scalar, or group budgets with
     ``group_sizes``); kappa κ ≥ 1. Returns: scalar float64."""
@@ -90,7 +90,7 @@ def l2_rate(n_items, n_users, eps, kappa=1.0, group_sizes=None):
 
 def linf_rate(n_items, n_users, eps, kappa=1.0, group_sizes=None):
     """κ²·√(G(ε) log(mL)/(mL)): the bound on ‖θ̂ − θ*‖∞ of xu §4.1 Thm 2(2), eq. (7) (its proof
-    assumes θ*_i bounded away from 0, spec §5.1). Returns: scalar."""
+    assumes θ*_i bounded away from 0, xu Theorems 1–6, §4). Returns: scalar."""
     _require_kappa(kappa)
     return jnp.asarray(kappa, jnp.float64) ** 2 * jnp.sqrt(_statistical_factor(n_items, n_users, eps, group_sizes))
 
@@ -114,7 +114,7 @@ def critical_eps(n_items, n_users):
 def minimax_lower_bound(n_items, n_users, eps, kappa=1.0, group_sizes=None):
     """1/√(κ·m·Σ_l tanh²(ε_l/2)) = 1/√(κ m L K(ε)): the minimax lower bound on
     E m^{−1/2}‖θ̂ − θ*‖₂ (and so on E‖θ̂ − θ*‖∞) of xu §4.1 Thm 3; coth(ε/2)/√(κmL) for homogeneous
-    ε. For heterogeneous ε it is below the upper bound's √G scale (G ≥ 1/K, spec §5.1).
+    ε. For heterogeneous ε it is below the upper bound's √G scale (G ≥ 1/K, xu Theorems 1–6, §4).
     Returns: scalar."""
     _require_sizes(n_items, n_users)
     _require_kappa(kappa)
@@ -150,7 +150,7 @@ def exact_top_k_users(n_items, eps, kappa, gap, group_sizes=None) -> float:
 
 def top_k_error_bound(n_items, n_users, eps, kappa, gap, c0=1.0, group_sizes=None):
     """exp(−C0·m·L·Δ_K²/(G(ε)κ⁴)): the bound on E H_K(θ̂, θ*) of xu §4.2 Thm 5 (C0 unknown; the κ⁴
-    makes it vacuous for large (m−1)Δ, spec P8: test monotonicity, not C0). Returns: scalar."""
+    makes it vacuous for large (m−1)Δ, docs/xu.md, Predictions (P8): test monotonicity, not C0). Returns: scalar."""
     _require_sizes(n_items, n_users)
     _require_kappa(kappa)
     require_positive(gap, "gap")
@@ -174,11 +174,11 @@ def kendall_error_bound(n_items, n_users, eps, kappa, gaps, c0=1.0, group_sizes=
 
 
 # ---------------------------------------------------------------------------------------
-# Adaptive privacy schemes (xu §5.1 Scenario II; spec §6.2, §6.4, P5, A8, A9) and Table 1
+# Adaptive privacy schemes (xu §5.1 Scenario II, §5.2 Scenario IV; docs/xu.md, Predictions (P5); Errata and modes (A8, A9)) and Table 1
 # ---------------------------------------------------------------------------------------
 SCHEMES = ("eps_log_over_sqrt", "eps_inv_sqrt", "eps_inv_sqrt_log")
 # The paper's numbers for the schemes (its Scenario II list). Its text and the Fig. 3 and
-# Fig. 7 discussion describe Schemes 1 and 3 with swapped behaviour (spec §6.2, A8): trust
+# Fig. 7 discussion describe Schemes 1 and 3 with swapped behaviour (xu Scenario II, §5.1; docs/xu.md, Errata and modes (A8)): trust
 # the formulas and Table 1.
 PAPER_SCHEME_NUMBER = {"eps_log_over_sqrt": 1, "eps_inv_sqrt": 2, "eps_inv_sqrt_log": 3}
 # Table 1: the behaviour of E m^{-1/2}‖θ̂ − θ*‖₂ and E‖θ̂ − θ*‖∞ as m or L grows.
@@ -206,7 +206,7 @@ def scheme_shape(n_items, n_users, scheme: str):
 
 def adaptive_eps(n_items, n_users, scheme: str, l0: int = DEFAULT_L0):
     """ε(m, L) = f(mL)/f(m·L0): the adaptive scheme normalised so that ε(m, L0) = 1 (xu
-    Scenario II: "ε1(m,100) = ε2(m,100) = ε3(m,100) = 1"; spec §6.2). Explicitly
+    Scenario II: "ε1(m,100) = ε2(m,100) = ε3(m,100) = 1"; xu Scenario II, §5.1). Explicitly
     ε = √(L0/L)·log(mL)/log(mL0), √(L0/L) and √(L0/L)·log(mL0)/log(mL). Use L0 = 100 for
     Scenario II and L0 = the grid's smallest L for Scenario IV and the real data (A9).
 
@@ -221,7 +221,7 @@ def adaptive_eps(n_items, n_users, scheme: str, l0: int = DEFAULT_L0):
 
 def scheme_error_proxy(n_items, n_users, scheme: str, l0: int = DEFAULT_L0):
     """√(G(ε)/(mL)) at ε = :func:`adaptive_eps` (m, L): the error scale of Thm 2 without its
-    log (spec P1, P5 table), whose trend in L is Table 1's. Host function."""
+    log (docs/xu.md, Predictions (P1, P5)), whose trend in L is Table 1's. Host function."""
     eps = adaptive_eps(n_items, n_users, scheme, l0)
     G = np.asarray(1.0 / np.tanh(eps / 2.0)) ** 2
     return np.sqrt(G / (np.asarray(n_items, np.float64) * np.asarray(n_users, np.float64)))
@@ -229,7 +229,7 @@ def scheme_error_proxy(n_items, n_users, scheme: str, l0: int = DEFAULT_L0):
 
 def table1_trend(scheme: str) -> str:
     """Table 1 of xu (§4.1): "increase", "stable" or "decrease", the behaviour of the ℓ2/√m and ℓ∞
-    errors as m or L grows under the scheme (Cor 1–2; spec §5.2 P5)."""
+    errors as m or L grows under the scheme (Cor 1–2; docs/xu.md, Predictions (P5))."""
     _require_scheme(scheme)
     return TABLE1_TREND[scheme]
 
@@ -237,7 +237,7 @@ def table1_trend(scheme: str) -> str:
 def scheme_proxy_slope(n_items, n_users_grid, scheme: str, l0: int = DEFAULT_L0) -> float:
     """The least-squares slope of log :func:`scheme_error_proxy` on log L over ``n_users_grid``
     at m = ``n_items``: the Table 1 trend of a scheme on a concrete grid, as a number
-    (spec P5: ≈ −33%, −7% and +30% over L = 100 → 1600 at m = 10). Host function.
+    (docs/xu.md, Predictions (P5): ≈ −33%, −7% and +30% over L = 100 → 1600 at m = 10). Host function.
 
     Args: n_items m; n_users_grid: ≥ 2 values of L; scheme; l0. Returns: Python float."""
     Ls = np.asarray(n_users_grid, np.float64)
@@ -247,11 +247,11 @@ def scheme_proxy_slope(n_items, n_users_grid, scheme: str, l0: int = DEFAULT_L0)
 
 
 # ---------------------------------------------------------------------------------------
-# Privacy-level ratios (xu Lemma 2; spec §3.4, §5.2 P3)
+# Privacy-level ratios (xu §3.2, Lemma 2; docs/xu.md, Predictions (P3))
 # ---------------------------------------------------------------------------------------
 def rms_ratio_bounds(g_num: float, g_den: float) -> tuple[float, float]:
     """Bounds on RMS(θ̂ at G_num)/RMS(θ̂ at G_den) for the debiased estimator at one θ*, L and m
-    under the sandwich (spec P3, P4, derived from xu Lemma 2): the per-pair variance of z̄ is
+    under the sandwich (docs/xu.md, Predictions (P3, P4), derived from xu Lemma 2): the per-pair variance of z̄ is
     (G/4 − (p*_e − ½)²)/L, with 0 ≤ (p* − ½)² < 1/4, so the ratio of the error variances
     Σ_e c_e (G_num/4 − d_e)/Σ_e c_e (G_den/4 − d_e) (c_e ≥ 0) lies between G_num/G_den
     (all d_e = 0) and (G_num − 1)/(G_den − 1) (all d_e → 1/4). For homogeneous ε, G = coth²(ε/2)
@@ -269,8 +269,8 @@ def rms_ratio_bounds(g_num: float, g_den: float) -> tuple[float, float]:
 
 def homogeneous_eps_for_G(G: float) -> float:
     """The homogeneous per-comparison ε with coth²(ε/2) = G, i.e. ε = 2·artanh(1/√G): the
-    homogeneous profile with the same averaged privacy G(ε) as a heterogeneous one (spec
-    §3.5, A21). Host function. Args: G ≥ 1 (Python float). Returns: ε (inf for G = 1)."""
+    homogeneous profile with the same averaged privacy G(ε) as a heterogeneous one (xu §4.1;
+    docs/xu.md, Errata and modes (A21)). Host function. Args: G ≥ 1 (Python float). Returns: ε (inf for G = 1)."""
     G = float(G)
     if not G >= 1.0:
         raise ValueError(f"G={G!r} must be ≥ 1")
@@ -278,13 +278,13 @@ def homogeneous_eps_for_G(G: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------
-# Sandwich (oracle) prediction (spec §5.2 P4, derived)
+# Sandwich (oracle) prediction (docs/xu.md, Predictions (P4), derived)
 # ---------------------------------------------------------------------------------------
 ORACLE_MECHANISMS = ("debiased_rr", "laplace", "none")
 
 
 class OracleMoments(NamedTuple):
-    """Gaussian approximation θ̂ − θ* ≈ N(bias, cov) (spec P4).
+    """Gaussian approximation θ̂ − θ* ≈ N(bias, cov) (docs/xu.md, Predictions (P4)).
 
     Attributes: bias: (m,) −(H* + 2λI)⁻¹ 2λθ* (0 at λ = 0); cov: (m, m) (H* + 2λI)⁻¹ V (H* + 2λI)⁻¹,
     with the pseudo-inverse on 1ᵀθ = 0 at λ = 0."""
@@ -311,8 +311,8 @@ def _cholesky(a):
 
 
 def oracle_moments(theta, group_sizes, group_eps, mechanism: str, lam=0.0) -> OracleMoments:
-    """The sandwich moments of θ̂ at θ* (spec §5.2 P4, derived; matched simulation within a few
-    percent at ε ≥ 1 with λ = 0 — the default, which the spec recommends: the ridge's
+    """The sandwich moments of θ̂ at θ* (docs/xu.md, Predictions (P4), derived; matched simulation within a few
+    percent at ε ≥ 1 with λ = 0 — the default: the ridge's
     first-order bias over-predicts by 4–10% at m = 10, L = 100).
 
     H* = Σ_e p*_e(1 − p*_e) a_e a_eᵀ, V = Σ_e Var(z̄_e) a_e a_eᵀ with a_e = e_i − e_j and the exact
@@ -347,7 +347,7 @@ def oracle_moments(theta, group_sizes, group_eps, mechanism: str, lam=0.0) -> Or
 
 def oracle_predictions(key, theta, group_sizes, group_eps, mechanism: str, lam=0.0, k: int | None = None,
                        n_mc: int = 20_000) -> dict:
-    """Predicted errors of the estimator at θ* from θ̂ − θ* ≈ N(bias, cov) (spec §5.2 P4):
+    """Predicted errors of the estimator at θ* from θ̂ − θ* ≈ N(bias, cov) (docs/xu.md, Predictions (P4)):
 
     - ``mse``: E‖θ̂ − θ*‖²/m = (tr cov + ‖bias‖²)/m; ``rmse_l2_rms``: √mse (the RMSE of ℓ2/√m);
     - ``kendall``: E K = mean_{i<j} Φ(−(|d*_ij| + sign(d*_ij)(b_i − b_j))/sd(θ̂_i − θ̂_j)) (eq. (9),
@@ -387,10 +387,10 @@ def oracle_predictions(key, theta, group_sizes, group_eps, mechanism: str, lam=0
 
 
 # ---------------------------------------------------------------------------------------
-# Classic RR: population limit (spec §3.7)
+# Classic RR: population limit (docs/xu.md, Mechanisms and estimators)
 # ---------------------------------------------------------------------------------------
 def classic_rr_population_limit(theta, group_sizes, group_eps) -> Fit:
-    """θ̃, the limit of the classic-RR MLE as L → ∞ and λ → 0 (spec §3.7, derived from xu
+    """θ̃, the limit of the classic-RR MLE as L → ∞ and λ → 0 (docs/xu.md, Mechanisms and estimators, derived from xu
     Lemma 1): the solution of Σ_{j≠i} σ(θ̃_i − θ̃_j) = Σ_{j≠i} q̃_ij with 1ᵀθ̃ = 0, where
     q̃_ij = ½ + (p*_ij − ½)·mean_l tanh(ε_l/2) is the mean classic-RR answer. It is the
     estimator of eq. (3) with z̄ = q̃ and λ = 0 (q̃ ∈ (0, 1), so the minimiser exists and sums to
@@ -404,7 +404,7 @@ def classic_rr_population_limit(theta, group_sizes, group_eps) -> Fit:
 
 
 def classic_rr_floor(theta, group_sizes, group_eps) -> dict:
-    """The classic-RR estimation-error floor at θ* (spec §3.7, P10): ``l2_rms`` ‖θ̃ − θ*‖₂/√m,
+    """The classic-RR estimation-error floor at θ* (docs/xu.md, Mechanisms and estimators; Predictions (P10)): ``l2_rms`` ‖θ̃ − θ*‖₂/√m,
     ``linf`` ‖θ̃ − θ*‖∞ and ``shrink_slope`` (the least-squares slope of θ̃ on centred θ*, < 1),
     with θ̃ from :func:`classic_rr_population_limit`. Returns: dict of scalars
     (plus ``converged``)."""

@@ -1,6 +1,7 @@
 """cai — "Optimal Differentially Private Ranking from Pairwise Comparisons" (T. Tony Cai, Abhinav
-Chakraborty, Yichen Wang); spec ``../shared/papers/cai.md`` (in the repository that holds this
-project, the ``shared/papers`` folder beside the checkout).
+Chakraborty, Yichen Wang); its page in
+the repository, docs/cai.md (``PAGE``), describes the model, the mechanisms and estimators
+as implemented, the predictions checked, and each erratum with the mode chosen for it.
 
 Modules: ``edge`` (edge DP, Figures 1–3, rate checks), ``individual`` (Figure 4 with the one-shot
 baseline, individual DP Figures 5–7, real data Figure 8), ``scaling`` (individual-DP rates in m
@@ -11,7 +12,7 @@ pinning each mechanism's calibration, and the mutants they catch).
 from . import audits, calibrations, edge, individual, scaling, threshold
 
 TITLE = "Optimal Differentially Private Ranking from Pairwise Comparisons (Cai, Chakraborty, Wang)"
-SPEC = "shared/papers/cai.md"
+PAGE = "docs/cai.md"
 
 EXPERIMENTS = [*edge.EXPERIMENTS, *individual.EXPERIMENTS, *scaling.EXPERIMENTS, *threshold.EXPERIMENTS]
 CHECKS = [*edge.CHECKS, *individual.CHECKS, *scaling.CHECKS, *threshold.CHECKS, *calibrations.CHECKS]

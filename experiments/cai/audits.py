@@ -1,4 +1,4 @@
-"""cai's privacy audits (cai spec §10.3, §10.18, §11 "Privacy audits"): Algorithm 2 (edge DP)
+"""cai's privacy audits (docs/cai.md, Errata and modes (E3, E18); Privacy audit "Privacy audits"): Algorithm 2 (edge DP)
 and Algorithm 3 in both modes (individual DP) on worst-case neighbouring datasets, with the
 generic tools of :mod:`dpsim.audits.audit`.
 
@@ -6,7 +6,7 @@ Worst-case neighbours (they maximise ‖N − N'‖₁ under each adjacency):
 - **edge** (Alg. 2): one comparison's outcome flips, i beat j → j beat i: N_i − 1, N_j + 1,
   ‖ΔN‖₁ = 2, so Laplace(2/ε) gives exactly ε;
 - **individual** (Alg. 3): one user's L comparisons, all on {i, j} and all won by i, are
-  replaced by L wins of j (worst-case replacement, cai spec §10.18): ‖ΔN‖₁ = 2L. Laplace(2L/ε)
+  replaced by L wins of j (worst-case replacement, docs/cai.md, Errata and modes (E18)): ‖ΔN‖₁ = 2L. Laplace(2L/ε)
   (``mode="strict"``) gives exactly ε; the published Laplace(L/ε) (``mode="paper"``) 2ε.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ def edge_worst_case_pair(W_others, i: int, j: int):
 def individual_worst_case_pair(W_others, i: int, j: int, per_user: int):
     """Individual-adjacent (W, W'): the others' comparisons plus one user's L comparisons,
     all of {i, j} and all won by i in W, all won by j in W' (cai §3.1, worst-case
-    replacement, cai spec §10.18). ‖N − N'‖₁ = 2L."""
+    replacement, docs/cai.md, Errata and modes (E18)). ‖N − N'‖₁ = 2L."""
     W = W_others.at[i, j].add(float(per_user))
     return W, W_others.at[j, i].add(float(per_user))
 

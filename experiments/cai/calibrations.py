@@ -10,8 +10,8 @@ bugs) they must catch (closed forms and tolerances: :mod:`.levels`).
 | Alg. 3 strict, Laplace(2L/ε) | ``cai-edge-vs-individual`` (unit = individual) | ``cai-level-indiv-counts-noise-strict`` |
 | Alg. 3 paper, Laplace(L/ε) | ``cai-fig7`` (mode = paper) | ``cai-level-indiv-counts-noise-paper`` |
 
-Each mutant re-runs only the experiment whose checks can catch it (``cai-fig3`` about 20 s,
-``cai-edge-vs-individual`` 15 s, ``cai-fig7`` 13 s by ``dpsim show``).
+Each mutant re-runs only the experiment whose checks can catch it (``cai-fig3``,
+``cai-edge-vs-individual`` or ``cai-fig7``; ``dpsim show`` estimates each one's run time).
 """
 from __future__ import annotations
 
@@ -52,19 +52,19 @@ FIG3_CHECKS = [
     level_check("cai-level-edge-counts-noise", FIG3.name, "noise_msq", "counts",
                 lambda pt: edge_count_noise_variance(pt["eps"]), *region(SE_FIG3_SQUARES),
                 where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="8/ε²",
-                description="Alg. 2: mean square of the released count noise = 8/ε² (Laplace(2/ε), spec §5.3); "
+                description="Alg. 2: mean square of the released count noise = 8/ε² (Laplace(2/ε), cai Algorithm 2, §2.3.1); "
                             f"exact, region ±6 expected SE ({SE_FIG3_SQUARES:.4f}: √(5/(n·R)), R = 4 p × 120)"),
     perturbation_noise_check("cai-level-edge-mle-noise", FIG3.name, "mle",
                            lambda pt: perturbation_noise_msq(_edge_lam_gamma(pt)[0]), *region(SE_FIG3_SQUARES),
                            where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="2λ², λ = 8/ε",
                            gamma=lambda pt: _edge_lam_gamma(pt)[1],
                            description="Alg. 1 (edge): mean (r − γθ̃)² = mean w² = 2λ², λ = 8/ε, with r = −∇𝓛(θ̃) "
-                                       "and γ = max(1/ε, c0√(np ln n)) (spec §5.1); exact at the optimum, "
+                                       "and γ = max(1/ε, c0√(np ln n)) (cai Algorithm 1, §2.2.1); exact at the optimum, "
                                        f"region ±6 expected SE ({SE_FIG3_SQUARES:.4f})"),
     level_check("cai-level-edge-mle-mean", FIG3.name, "op_theta_mean_sq", "mle",
                 lambda pt: perturbation_mean_ratio(*_edge_lam_gamma(pt)), *region(SE_FIG3_MEAN),
                 where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="2λ²/γ²",
-                description="Alg. 1 (edge): n·mean(θ̃)² = n·mean(w)²/γ² has mean 2λ²/γ² (1ᵀ∇𝓛 = 0, spec §5.0), "
+                description="Alg. 1 (edge): n·mean(θ̃)² = n·mean(w)²/γ² has mean 2λ²/γ² (1ᵀ∇𝓛 = 0, docs/cai.md, Mechanisms and estimators), "
                             f"pins λ/γ; exact, region ±6 expected SE ({SE_FIG3_MEAN:.3f}: √(2/R), χ²₁)"),
 ]
 
@@ -113,7 +113,7 @@ MATCHED_CHECKS = [
                 *region(SE_M_SQUARES), where=INDIVIDUAL_UNIT, at=("per_user", "eps"),
                 formula="2(2L/ε)²·(1/(np))²",
                 description="Alg. 3 strict on the τ scale: Var(Laplace(2L/ε))·((n−1)/(nS))² at every L and ε "
-                            f"(spec §5.4, §10.3); exact, region ±6 expected SE ({SE_M_SQUARES:.3f})"),
+                            f"(cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)); exact, region ±6 expected SE ({SE_M_SQUARES:.3f})"),
     perturbation_noise_check("cai-level-matched-edge-mle-noise", MATCHED.name, "mle",
                            lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
                            *region(SE_M_SQUARES_POOLED), where=EDGE_UNIT, pool=("per_user",), at=("eps",),
@@ -129,7 +129,7 @@ MATCHED_CHECKS = [
                            lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
                            *region(SE_M_SQUARES), where=INDIVIDUAL_UNIT, at=("per_user", "eps"),
                            formula="2λ², λ = 8L/ε", gamma=lambda pt: _matched_lam_gamma(pt)[1],
-                           description="Alg. 1 (individual, spec §5.2): mean (r − γθ̃)² = 2λ², λ = 8L/ε, "
+                           description="Alg. 1 (individual, cai Algorithm 1 under individual DP, §3.2): mean (r − γθ̃)² = 2λ², λ = 8L/ε, "
                                        "γ = 2L/ε, at every L and ε; exact, region ±6 expected SE "
                                        f"({SE_M_SQUARES:.3f})"),
     level_check("cai-level-indiv-mle-mean", MATCHED.name, "op_theta_mean_sq", "mle",
@@ -151,7 +151,7 @@ FIG7_CHECKS = [
                 lambda pt: individual_count_noise_variance(pt["eps"], pt["per_user"], pt["mode"]),
                 *region(SE_FIG7), where={"eps": FIG7_EPS}, pool=("n_users",), at=("eps",), formula="2(L/ε)²",
                 description="Alg. 3 in the paper's mode: mean square of the released count noise = 2(L/ε)² "
-                            f"(Laplace(L/ε), spec §5.4); exact, region ±6 expected SE ({SE_FIG7:.3f})"),
+                            f"(Laplace(L/ε), cai Algorithm 3, §3.3); exact, region ±6 expected SE ({SE_FIG7:.3f})"),
 ]
 
 CHECKS = [*FIG3_CHECKS, *MATCHED_CHECKS, *FIG7_CHECKS]
@@ -204,7 +204,7 @@ MUTANTS = [
     Mutant("cai-edge-mle-gamma-log10", "Alg. 1 (edge) with γ = c0√(np log₁₀ n) (log base 10 for the natural log)",
            (FIG3.name,), replaced_method("mle", edge.make_mle_fn(edge_fit(log=jnp.log10)))),
     Mutant("cai-indiv-counts-strict-as-paper", "Alg. 3 in strict mode computed with the paper's Laplace(L/ε) "
-           "(the errata's factor 2, spec §10.3)", (MATCHED.name,), wrapped_method("counts", with_mode("paper"))),
+           "(the errata's factor 2, docs/cai.md, Errata and modes (E3))", (MATCHED.name,), wrapped_method("counts", with_mode("paper"))),
     Mutant("cai-indiv-mle-at-2eps", "Alg. 1 (individual) calibrated at 2ε: λ = 4L/ε, γ = L/ε", (MATCHED.name,),
            replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(eps_factor=2.0)))),
     Mutant("cai-indiv-mle-lambda-without-L", "Alg. 1 (individual) with the edge λ = 8/ε (L dropped from the "

@@ -1,17 +1,17 @@
 """cai: "Optimal Differentially Private Ranking from Pairwise Comparisons" (Cai, Chakraborty,
-Wang), edge-DP part: Figures 1–3 and the edge-DP rate checks (spec ../shared/papers/cai.md).
+Wang), edge-DP part: Figures 1–3 and the edge-DP rate checks (docs/cai.md).
 
-Settings follow the authors' code (cai spec §8.1): BTL, k = round(n/4), θ* of §3.4 drawn once
+Settings follow the authors' code (cai §4.1.2): BTL, k = round(n/4), θ* of docs/cai.md, Model drawn once
 per n and held fixed across replicates, p and ε; 120 replicates; Algorithm 1 with
 λ = 8/ε and γ = max(1/ε, c0√(np log n)), c0 = 2; Algorithm 2 with Laplace(2/ε); ε = ∞ is
 the non-private curve (λ = 0, the same γ; no count noise).
 
 Differences from the authors' code, each the correct mechanism or a documented choice:
-- a fresh Laplace vector w per replicate and per ε (the R code reuses one w, cai spec §10.7);
-- Newton to ‖∇‖∞ ≤ 1e-10 from θ = 0, not BFGS started at θ* (§10.8);
-- errors of the *centred* θ̃ (centring is privacy-free post-processing, §5.0); the R code
+- a fresh Laplace vector w per replicate and per ε (the R code reuses one w, docs/cai.md, Errata and modes (E7));
+- Newton to ‖∇‖∞ ≤ 1e-10 from θ = 0, not BFGS started at θ* (docs/cai.md, Errata and modes (E8));
+- errors of the *centred* θ̃ (centring is privacy-free post-processing, docs/cai.md, Mechanisms and estimators); the R code
   scores the uncentred θ̃;
-- ties in top-k broken at random (§10.10), which removes the paper's ε = ∞ counting artefact.
+- ties in top-k broken at random (docs/cai.md, Errata and modes (E10)), which removes the paper's ε = ∞ counting artefact.
 The ``link`` axis changes only the data-generating link (probit data: no DP issue, since
 the estimator's likelihood, and so its calibration, stays logistic).
 
@@ -74,7 +74,7 @@ MAX_ITEMS = MAX_FLAT_ITEMS   # the padded draw's flat indices i·n + j are 32-bi
 
 
 def resolve_shape(shape: dict) -> dict:
-    """Edge DP: k = round(n/4) (cai §3.4, R's round-half-even) when 'auto'; n ≤ 65536."""
+    """Edge DP: k = round(n/4) (docs/cai.md, Model, R's round-half-even) when 'auto'; n ≤ 65536."""
     if shape["n_items"] > MAX_ITEMS:
         raise UsageError(f"n_items={shape['n_items']} is more than the edge-DP sampler's {MAX_ITEMS} items")
     return resolve_k_and_link(shape, top_k_size)
@@ -94,14 +94,14 @@ def real(shape):
 
 
 def truth(key, shape):
-    """θ* of cai §3.4 (top k items last, centred) and its top-k mask; fixed per shape point.
+    """θ* of docs/cai.md, Model (top k items last, centred) and its top-k mask; fixed per shape point.
     Padded to the capacity with zeros (never in the top k)."""
     theta = theta_cai_design(key, shape["n_items"], k=shape["k"], capacity=capacity(shape))
     return {"theta": theta, "top_k": true_top_k_mask(theta, shape["k"], real(shape))}
 
 
 def generate(key, shape, truth, data):
-    """One comparison per edge of G(n, p), outcomes from the chosen link (cai §3.1):
+    """One comparison per edge of G(n, p), outcomes from the chosen link (cai §2.1):
     {"W": win counts, "M": W + Wᵀ, the graph} (:func:`dpsim.models.sample_er_graph`; the fits
     take M so that XLA does not recompute the draw to transpose W). Both are 0 in the padding
     rows and columns."""
@@ -222,8 +222,8 @@ FIG3 = edge_experiment(
                title="cai Fig. 3: edge DP errors vs ε"))
 
 # ---------------------------------------------------------------------------------------
-# Rate checks for the ℓ∞ error of Algorithm 1 (cai spec §7 items 1–2). With the paper's
-# c0 = 2 the ridge bias dominates (cai spec §7 caveat, §10.16), so the checks use c0 = 0.1
+# Rate checks for the ℓ∞ error of Algorithm 1 (docs/cai.md, Predictions (items 1–2)). With the paper's
+# c0 = 2 the ridge bias dominates (docs/cai.md, Predictions, ridge caveat; Errata and modes (E16)), so the checks use c0 = 0.1
 # (γ = max(1/ε, 0.1√(np log n)) still satisfies Prop 2.1's γ ≥ 4κ2/ε) and the paper's
 # c0 = 2 is reported beside them (INFO lines, which cannot fail verify).
 # ---------------------------------------------------------------------------------------
@@ -294,12 +294,12 @@ CHECKS = [
 ]
 
 # ---------------------------------------------------------------------------------------
-# The paper's qualitative observations on Figures 1–3 (cai spec §8.3), as checks that can fail.
+# The paper's qualitative observations on Figures 1–3 (docs/cai.md, Experiments as run), as checks that can fail.
 # ---------------------------------------------------------------------------------------
 def _decreasing(fig, x, metric, method, where, what, log_y=False):
     return trend_check(f"{fig.name}-{what}-decreases-in-{x}", fig.name, metric, method, x, -1,
                        where=where, log_y=log_y,
-                       description=f"{metric} of {method} decreases in {x} ({where}) (cai spec §8.3)")
+                       description=f"{metric} of {method} decreases in {x} ({where}) (docs/cai.md, Experiments as run)")
 
 
 OBSERVATION_CHECKS = [
@@ -315,13 +315,13 @@ OBSERVATION_CHECKS = [
     every_p_comparison("cai-fig3-counting-beats-mle-eps-le-2", FIG3.name, "relative_hamming", "counts", "mle",
                        where={"eps": [0.2, 0.5, 1.0, 2.0]}, pool=("eps",),
                        description="counting beats the MLE for top-k when ε ≤ 2, at every p (each p judged "
-                                   "on its own, ε ≤ 2 pooled; cai spec §8.3)"),
+                                   "on its own, ε ≤ 2 pooled; docs/cai.md, Experiments as run)"),
     comparison_check("cai-fig1-counting-beats-mle-p1", FIG1.name, "relative_hamming", "counts", "mle",
                      where={"eps": [0.5, 1.0, 2.5]}, pool=("n_items",),
-                     description="counting beats the MLE for top-k at p = 1, finite ε (cai spec §8.3)"),
+                     description="counting beats the MLE for top-k at p = 1, finite ε (docs/cai.md, Experiments as run)"),
     comparison_check("cai-fig3-mle-beats-counting-large-eps", FIG3.name, "relative_hamming", "mle", "counts",
                      where={"eps": [5.0, INF], "p": [0.25, 0.5, 0.75]},
-                     description="the MLE beats counting for ε ≥ 5 and p < 1 (cai spec §8.3, §7 item 10)"),
+                     description="the MLE beats counting for ε ≥ 5 and p < 1 (docs/cai.md, Experiments as run; Predictions (item 10))"),
 ]
 CHECKS = CHECKS + OBSERVATION_CHECKS
 

@@ -1,33 +1,33 @@
 """cai: "Optimal Differentially Private Ranking from Pairwise Comparisons" (Cai, Chakraborty,
-Wang), Figures 4–8 (spec ../shared/papers/cai.md §8.2, §8.4, §8.5): the comparison with
+Wang), Figures 4–8 (cai §4.2; §4.3; docs/cai.md, Experiments as run): the comparison with
 the one-shot baseline under edge DP, the individual-DP simulations and the real data.
 
-**Fig. 4** (``cai-fig4``; cai spec §8.2). The paper's figure has two panels with different x
+**Fig. 4** (``cai-fig4``; docs/cai.md, Experiments as run). The paper's figure has two panels with different x
 axes, n at ε = 2 and ε at n = 350; one experiment covers both, on the grid
 n ∈ {150, …, 650} × ε ∈ {0.1, 0.5, 1, 2, 5}, and each panel plots its slice. Edge DP, p = 1,
 45 replicates; methods ``counts`` (Alg. 2, Laplace(2/ε)), ``mle`` (Alg. 1, λ = 8/ε,
-γ = 2√(np log n)), ``one_shot`` (cai spec §5.6: Rank-Centrality stationary distribution plus
+γ = 2√(np log n)), ``one_shot`` (docs/cai.md, Mechanisms and estimators: Rank-Centrality stationary distribution plus
 Laplace(λ_os), λ_os = 8s√(k log(n/δ))/ε, s = 2/(d(1 − ρ_erg)), d = np, δ = 1/n²). Data,
 θ* and the two cai methods are exactly those of the ``edge`` module (θ* fixed per n, top k
 last, centred); the authors redraw θ* per (n, ε) row, here it is shared by all ε of an n
 (common random numbers). The grid also holds ε = 0.1 at every n, which the authors ran
 and did not plot. As in the paper, each panel has one curve per method.
 
-**Figs. 5–7** (``cai-fig5``/``-fig6``/``-fig7``; cai spec §8.4). Individual DP: m users
+**Figs. 5–7** (``cai-fig5``/``-fig6``/``-fig7``; cai §4.2). Individual DP: m users
 (``n_users``) × L = 5 (``per_user``) pairs uniform with replacement, BTL outcomes, drawn
 as counts (:func:`dpsim.models.sample_user_comparisons`); k = n//4; 200 replicates.
 θ* (k zeros, then n − k values log U(0.2, 0.7): top k *first*) is **redrawn every
-replicate** inside ``generate``, as in the authors' code, and **centred** (cai spec §10.6: the
+replicate** inside ``generate``, as in the authors' code, and **centred** (docs/cai.md, Errata and modes (E6): the
 authors' code leaves it uncentred, which adds a constant offset to the log-relative errors;
 the paper says "up to centering"). Alg. 1 with λ = 8L/ε, γ = 2L/ε; ε = ∞ is the
-unpenalised MLE (γ = 0, centred) with the disconnected-graph guard of §10.17 (column
+unpenalised MLE (γ = 0, centred) with the disconnected-graph guard of docs/cai.md, Errata and modes (E17) (column
 ``strongly_connected``; ``gamma`` is the ridge used). Alg. 3 noise has the axis ``mode``: the
 figures use ``mode = paper``
-(Laplace(L/ε), the published scale, which is only 2ε-DP; cai spec §10.3); ``strict``
+(Laplace(L/ε), the published scale, which is only 2ε-DP; docs/cai.md, Errata and modes (E3)); ``strict``
 (Laplace(2L/ε), truly ε-DP) is the default of :func:`individual_experiment` and can be set
 with ``--set mode=strict``. Newton from 0 to ‖∇‖∞ ≤ 1e-10 replaces cvxpy (same minimiser).
 
-**Fig. 8** (``cai-fig8``; cai spec §8.5). The CEMS (n = 6, L = 15) and immigration (n = 4,
+**Fig. 8** (``cai-fig8``; cai §4.3). The CEMS (n = 6, L = 15) and immigration (n = 4,
 L = 6) win matrices shipped in ``dpsim/datasets/data`` (sources in its README), chosen by the
 string shape axis ``dataset`` (``cems``, ``immigration``); ``n_items`` and ``per_user`` are
 derived from it on the host and stored as columns. Per replicate
@@ -65,13 +65,13 @@ from .levels import count_noise_metrics
 INF = math.inf
 
 # ---------------------------------------------------------------------------------------
-# Fig. 4: counting, noisy MLE and the one-shot baseline under edge DP (cai spec §8.2)
+# Fig. 4: counting, noisy MLE and the one-shot baseline under edge DP (docs/cai.md, Experiments as run)
 # ---------------------------------------------------------------------------------------
 FIG4_REPS = 45
 
 
 def one_shot_fn(key, ctx):
-    """The one-shot baseline (cai spec §5.6): Rank-Centrality scores + Laplace(λ_os), top k; also
+    """The one-shot baseline (docs/cai.md, Mechanisms and estimators): Rank-Centrality scores + Laplace(λ_os), top k; also
     reports the data-dependent ergodicity coefficient and the noise scale it implies."""
     k_noise, k_tie = jax.random.split(key)
     k = ctx.shape["k"]
@@ -81,7 +81,7 @@ def one_shot_fn(key, ctx):
 
 
 ONE_SHOT = Method(one_shot_fn, cai.TOPK + ("ergodicity", "noise_scale"), label="One shot",
-                  doc="one-shot Laplace top-k of Qiao, Su & Zhang on Rank-Centrality scores (cai spec §5.6)")
+                  doc="one-shot Laplace top-k of Qiao, Su & Zhang on Rank-Centrality scores (docs/cai.md, Mechanisms and estimators)")
 FIG4_METHODS = {**cai.METHODS, "one_shot": ONE_SHOT}
 
 
@@ -93,7 +93,7 @@ def fig4_experiment(name, title, grid, figure, reps=FIG4_REPS):
     """An edge-DP experiment (:func:`edge.edge_experiment`, p = 1, c0 = 2) with the one-shot method."""
     return cai.edge_experiment(
         name, title, {"n_items": [350], "eps": [2.0], **grid}, figure, reps=reps, methods=FIG4_METHODS,
-        description="cai Fig. 4 (cai spec §8.2): counting vs noisy MLE vs one-shot [40], p = 1")
+        description="cai Fig. 4 (docs/cai.md, Experiments as run): counting vs noisy MLE vs one-shot [40], p = 1")
 
 
 FIG4 = fig4_experiment(
@@ -108,18 +108,18 @@ FIG4 = fig4_experiment(
                title="cai Fig. 4: counting vs noisy MLE vs one-shot"))
 
 # ---------------------------------------------------------------------------------------
-# Figs. 5–7: individual DP (cai spec §8.4)
+# Figs. 5–7: individual DP (cai §4.2)
 # ---------------------------------------------------------------------------------------
 INDIVIDUAL_REPS = 200
 
 
 def individual_top_k_size(n_items: int) -> int:
-    """k = n//4, the individual-DP code's top-k size (cai spec §3.4, §10.5)."""
+    """k = n//4, the individual-DP code's top-k size (docs/cai.md, Model; Errata and modes (E5))."""
     return n_items // 4
 
 
 MODE = axes.choice("strict", "paper", doc="Algorithm 3 noise: strict Laplace(2L/ε), ε-DP; paper "
-                                          "Laplace(L/ε), as published, only 2ε-DP (cai spec §10.3)")
+                                          "Laplace(L/ε), as published, only 2ε-DP (docs/cai.md, Errata and modes (E3))")
 AXIS_TYPES = {**cai.AXIS_TYPES, "mode": MODE}
 
 
@@ -129,13 +129,13 @@ def individual_resolve_shape(shape: dict) -> dict:
 
 
 def individual_truth(key, shape):
-    """Nothing fixed per shape point: θ* is redrawn every replicate (cai spec §8.4)."""
+    """Nothing fixed per shape point: θ* is redrawn every replicate (cai §4.2)."""
     return {}
 
 
 def individual_generate(key, shape, truth, data):
-    """θ* of cai spec §3.4 (top k first, centred), redrawn per replicate, and the aggregated W of
-    m users × L uniform pairs (cai §3.2), drawn as counts."""
+    """θ* of docs/cai.md, Model (top k first, centred), redrawn per replicate, and the aggregated W of
+    m users × L uniform pairs (cai §3.1), drawn as counts."""
     k_theta, k_data = jax.random.split(key)
     theta = theta_cai_design(k_theta, shape["n_items"], k=shape["k"], top_first=True)
     W = sample_user_comparisons(k_data, theta, data["n_users"], data["per_user"], get_link(shape["link"]))
@@ -144,7 +144,7 @@ def individual_generate(key, shape, truth, data):
 
 def individual_mle_fn(key, ctx):
     """Algorithm 1 under individual DP (Prop 3.1, Thm 3.1): λ = 8L/ε, γ = 2L/ε; ε = ∞ is the
-    unpenalised MLE with the strong-connectivity guard of cai spec §10.17 (``strongly_connected``)."""
+    unpenalised MLE with the strong-connectivity guard of docs/cai.md, Errata and modes (E17) (``strongly_connected``)."""
     k_noise, k_tie = jax.random.split(key)
     sample = ctx.sample
     fit = perturbed_mle_individual(k_noise, sample["W"], ctx.analysis["eps"], ctx.data["per_user"])
@@ -154,7 +154,7 @@ def individual_mle_fn(key, ctx):
 
 
 def individual_counts_fn(key, ctx):
-    """Algorithm 3 (cai spec §5.4): win counts + Laplace(c·L/ε), c = 2 (strict) or 1 (paper);
+    """Algorithm 3 (cai Algorithm 3, §3.3): win counts + Laplace(c·L/ε), c = 2 (strict) or 1 (paper);
     and the released noise's mean square ``noise_msq`` (:func:`.levels.count_noise_metrics`)."""
     k_noise, k_tie = jax.random.split(key)
     noisy = noisy_counts_individual(k_noise, ctx.sample["W"], ctx.analysis["eps"], ctx.data["per_user"],
@@ -199,7 +199,7 @@ FIG5 = individual_experiment(
     FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
                x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=cai.PANELS,
                title="cai Fig. 5: individual DP errors vs n"),
-    description="cai spec §8.4, Exp. 5")
+    description="cai §4.2, Exp. 5")
 
 FIG6 = individual_experiment(
     "cai-fig6", "Individual DP errors versus the number of individuals m at various privacy levels",
@@ -207,7 +207,7 @@ FIG6 = individual_experiment(
     FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
                x="n_users", curve="eps", xlabel="$m$", curve_label="$\\epsilon$", panels=cai.PANELS,
                title="cai Fig. 6: individual DP errors vs m"),
-    description="cai spec §8.4, Exp. 6")
+    description="cai §4.2, Exp. 6")
 
 FIG7 = individual_experiment(
     "cai-fig7", "Individual DP errors versus the privacy level ε at various levels of m",
@@ -216,10 +216,10 @@ FIG7 = individual_experiment(
     FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
                x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$m$", panels=cai.PANELS,
                title="cai Fig. 7: individual DP errors vs ε"),
-    description="cai spec §8.4, Exp. 7")
+    description="cai §4.2, Exp. 7")
 
 # ---------------------------------------------------------------------------------------
-# Fig. 8: real data (cai spec §8.5)
+# Fig. 8: real data (cai §4.3)
 # ---------------------------------------------------------------------------------------
 REAL_DATA_REPS = 1000
 REAL_DATA_EPS = [0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0]
@@ -229,7 +229,7 @@ CEMS, IMMIGRATION = cems(), immigration()
 
 
 def real_data_mle_fn(key, ctx):
-    """DP vs non-DP ranks (cai spec §8.5): Alg. 1 against the same objective with w = 0;
+    """DP vs non-DP ranks (cai §4.3): Alg. 1 against the same objective with w = 0;
     metric (1/n)Σ|rank(DP)_i − rank(ref)_i|. Converged when both fits converged; the result
     code is the DP fit's, or the reference's when only that one failed; grad_norm the DP fit's."""
     W, per_user = ctx.sample, ctx.shape["per_user"]
@@ -241,7 +241,7 @@ def real_data_mle_fn(key, ctx):
 
 
 def real_data_counts_fn(key, ctx):
-    """Alg. 3 against the raw counts (cai spec §8.5), same rank-difference metric."""
+    """Alg. 3 against the raw counts (cai §4.3), same rank-difference metric."""
     W = ctx.sample
     noisy = noisy_counts_individual(key, W, ctx.analysis["eps"], ctx.shape["per_user"], ctx.shape["mode"])
     return {"mean_rank_diff": metrics.mean_absolute_rank_difference(noisy, win_counts(W))}
@@ -301,12 +301,12 @@ FIG8 = real_data_experiment(
                               Panel("mean_rank_diff", None, "Mean rank difference",
                                     where={"dataset": ["immigration"]}, title="Immigration data")),
                       title="cai Fig. 8: mean rank difference vs ε"),
-    description="cai spec §8.5: the CEMS (n = 6, L = 15) and immigration (n = 4, L = 6) win matrices")
+    description="cai §4.3: the CEMS (n = 6, L = 15) and immigration (n = 4, L = 6) win matrices")
 
 EXPERIMENTS = [FIG4, FIG5, FIG6, FIG7, FIG8]
 
 # ---------------------------------------------------------------------------------------
-# Trend checks (cai spec §7 item 7, §8.4): the opposite n-monotonicity to edge DP, and
+# Trend checks (cai §4.2; docs/cai.md, Predictions (item 7)): the opposite n-monotonicity to edge DP, and
 # monotone decrease in m and ε. They are fitted on the figure runs (paper count mode).
 # ---------------------------------------------------------------------------------------
 CHECKS = [

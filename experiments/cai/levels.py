@@ -1,24 +1,24 @@
 """cai: level checks that pin each mechanism's calibration, and the mutants they must catch
-(spec ../shared/papers/cai.md §5.1–5.4, §10.3).
+(cai Algorithms 1–3 (§2.2.1, §2.3.1, §3.2, §3.3); docs/cai.md, Errata and modes (E3)).
 
-**Closed forms** (written here from the spec's formulas, on purpose *without* the library's
+**Closed forms** (written here from the paper's formulas, on purpose *without* the library's
 helpers ``dpsim.mechanisms.calibration`` or ``dpsim.theory``, which the mechanisms call: a bug
 there would otherwise move the prediction with the simulation). A Laplace(b) draw has
 variance 2b², so
 
-- Algorithm 2 (edge DP, §5.3): N + Laplace(2/ε)ⁿ (ℓ1 sensitivity 2), E mean_i (Ñ_i − N_i)² = 8/ε²;
-- Algorithm 3 (individual DP, §5.4, §10.3): Laplace(c·L/ε), c = 2 (``mode = strict``, the ℓ1
+- Algorithm 2 (edge DP, cai Algorithm 2, §2.3.1): N + Laplace(2/ε)ⁿ (ℓ1 sensitivity 2), E mean_i (Ñ_i − N_i)² = 8/ε²;
+- Algorithm 3 (individual DP, cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)): Laplace(c·L/ε), c = 2 (``mode = strict``, the ℓ1
   sensitivity 2L) or 1 (``mode = paper``, as published), E mean_i (Ñ_i − N_i)² = 2(cL/ε)²;
-- Algorithm 1 (§5.1, §5.2): θ̃ = argmin 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ, w ~ Laplace(λ)ⁿ, with
+- Algorithm 1 (cai Algorithm 1, §2.2.1; Algorithm 1 under individual DP, §3.2): θ̃ = argmin 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ, w ~ Laplace(λ)ⁿ, with
   λ = 8κ1/ε, γ = max(4κ2/ε, c0√(np ln n)) under edge DP and λ = 8Lκ1/ε, γ = 8Lκ2/ε under
   individual DP (logistic: κ1 = 1, κ2 = 1/4).
 
 **What pins Algorithm 1.** Its output θ̃ and the data W determine r = −∇𝓛(θ̃; W)
-(:func:`perturbation_metrics`, a gradient written here from §5.0, not the solver's), and the
+(:func:`perturbation_metrics`, a gradient written here from docs/cai.md, Mechanisms and estimators, not the solver's), and the
 optimality condition ∇𝓛(θ̃) + γθ̃ + w = 0 gives two exact identities (up to the solver's
 tolerance ‖∇R‖∞ ≤ 1e-10), whatever the data and however non-linear the fit:
 
-1. 1ᵀ∇𝓛 = 0 (𝓛 depends on differences only; §5.0), so γ·mean(θ̃) = −mean(w) and
+1. 1ᵀ∇𝓛 = 0 (𝓛 depends on differences only; docs/cai.md, Mechanisms and estimators), so γ·mean(θ̃) = −mean(w) and
    E[n·mean(θ̃)²] = 2λ²/γ² (metric ``op_theta_mean_sq``; θ̃ uncentred): pins λ/γ;
 2. w = r − γθ̃, so with the predicted γ, mean_i (r_i − γθ̃_i)² has expectation 2λ² exactly
    (:class:`PerturbationNoise`, from the per-fit moments ``op_grad_msq`` = mean r²,
@@ -47,12 +47,12 @@ from dpsim.experiment.checks import At, Claim, Every, Mean, comparison_check
 from dpsim.experiment.statistics import predictions
 
 INF = math.inf
-LOGISTIC_KAPPA1, LOGISTIC_KAPPA2 = 1.0, 0.25      # cai §3.3, spec §5.1 and §10.4
-COUNT_NOISE_FACTOR = {"strict": 2.0, "paper": 1.0}  # Alg. 3's c in Laplace(c·L/ε) (spec §10.3)
+LOGISTIC_KAPPA1, LOGISTIC_KAPPA2 = 1.0, 0.25      # cai (A1)–(A2), §2.2.1; docs/cai.md, Errata and modes (E4)
+COUNT_NOISE_FACTOR = {"strict": 2.0, "paper": 1.0}  # Alg. 3's c in Laplace(c·L/ε) (docs/cai.md, Errata and modes (E3))
 
 
 # ---------------------------------------------------------------------------------------
-# Closed forms (spec §5.1–5.4), from a grid point's values only
+# Closed forms (cai Algorithms 1–3 (§2.2.1, §2.3.1, §3.2, §3.3)), from a grid point's values only
 # ---------------------------------------------------------------------------------------
 def laplace_variance(scale: float) -> float:
     """Var Laplace(b) = 2b²."""
@@ -60,22 +60,22 @@ def laplace_variance(scale: float) -> float:
 
 
 def edge_count_noise_variance(eps: float) -> float:
-    """Algorithm 2 (spec §5.3): Laplace(2/ε) per item, variance 8/ε²."""
+    """Algorithm 2 (cai Algorithm 2, §2.3.1): Laplace(2/ε) per item, variance 8/ε²."""
     return laplace_variance(2.0 / eps)
 
 
 def individual_count_noise_variance(eps: float, per_user: float, mode: str) -> float:
-    """Algorithm 3 (spec §5.4, §10.3): Laplace(c·L/ε), c = 2 (strict) or 1 (paper): 2(cL/ε)²."""
+    """Algorithm 3 (cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)): Laplace(c·L/ε), c = 2 (strict) or 1 (paper): 2(cL/ε)²."""
     return laplace_variance(COUNT_NOISE_FACTOR[mode] * per_user / eps)
 
 
 def edge_perturbation(eps: float, n_items: float, p: float, c0: float) -> tuple[float, float]:
-    """Algorithm 1 under edge DP (spec §5.1): (λ, γ) = (8κ1/ε, max(4κ2/ε, c0√(np ln n)))."""
+    """Algorithm 1 under edge DP (cai Algorithm 1, §2.2.1): (λ, γ) = (8κ1/ε, max(4κ2/ε, c0√(np ln n)))."""
     return 8.0 * LOGISTIC_KAPPA1 / eps, max(4.0 * LOGISTIC_KAPPA2 / eps, c0 * math.sqrt(n_items * p * math.log(n_items)))
 
 
 def individual_perturbation(eps: float, per_user: float) -> tuple[float, float]:
-    """Algorithm 1 under individual DP (spec §5.2): (λ, γ) = (8Lκ1/ε, 8Lκ2/ε)."""
+    """Algorithm 1 under individual DP (cai Algorithm 1 under individual DP, §3.2): (λ, γ) = (8Lκ1/ε, 8Lκ2/ε)."""
     return 8.0 * per_user * LOGISTIC_KAPPA1 / eps, 8.0 * per_user * LOGISTIC_KAPPA2 / eps
 
 
@@ -111,14 +111,13 @@ def region(se: float, widths: float = 6.0) -> tuple[float, float]:
 # Metrics (added to the methods; they read the method's output and its data, no draw)
 # ---------------------------------------------------------------------------------------
 def expected_wins(W, theta):
-    """Σ_j M_ij σ(θ_i − θ_j), M = W + Wᵀ (spec §5.0): the wins item i is expected to have, given
+    """Σ_j M_ij σ(θ_i − θ_j), M = W + Wᵀ (docs/cai.md, Mechanisms and estimators): the wins item i is expected to have, given
     the comparisons W and scores θ; (n,) for (n, n) W and (n,) θ.
 
     With b = exp(θ − c), c the midpoint of θ's range, σ(θ_i − θ_j) = b_i/(b_i + b_j), so the sum
     is b_i Σ_j (W_ij + W_ji) Q_ij with Q_ij = 1/(b_i + b_j) symmetric: the row and the column
     sums of W∘Q, one division per pair and no transpose of W. Writing σ through ``sigmoid``
-    (one exponential per pair) and M = W + Wᵀ took 2.2× as long at n = 300 (214 against
-    91 µs). Exact up to rounding while θ's range is under ≈ 1400 (b then neither overflows
+    (one exponential per pair) and M = W + Wᵀ took twice as long at n = 300. Exact up to rounding while θ's range is under ≈ 1400 (b then neither overflows
     nor underflows to 0 for both items of a pair).
     """
     b = jnp.exp(theta - 0.5 * (jnp.max(theta) + jnp.min(theta)))
@@ -128,7 +127,7 @@ def expected_wins(W, theta):
 
 
 def perturbation_metrics(W, theta, n_items=None) -> dict:
-    """Per-fit moments of r = −∇𝓛(θ̃; W) = W·1 − Σ_j M_ij σ(θ̃_i − θ̃_j) (spec §5.0; M = W + Wᵀ)
+    """Per-fit moments of r = −∇𝓛(θ̃; W) = W·1 − Σ_j M_ij σ(θ̃_i − θ̃_j) (docs/cai.md, Mechanisms and estimators; M = W + Wᵀ)
     and of the *uncentred* θ̃ (module docstring). Padding items (θ̃ = 0, W = 0 there) add 0 to
     every sum, so means over the ``n_items`` real items are sums / n_items.
 

@@ -1,8 +1,7 @@
-"""cai: individual-DP rate checks (spec ../shared/papers/cai.md §6.3, §6.4, §7 items 7–9,
-§11): the error in m, the L-sweep at fixed m, and edge vs individual DP at matched
+"""cai: individual-DP rate checks (cai §3; docs/cai.md, Predictions (items 7–9)): the error in m, the L-sweep at fixed m, and edge vs individual DP at matched
 comparisons per item.
 
-With L kept explicit (cai spec §6.4, from the proof of Thm 3.1) the individual-DP ℓ∞ rate is
+With L kept explicit (docs/cai.md, Predictions, from the proof of Thm 3.1) the individual-DP ℓ∞ rate is
 
     √(log n/S) + (L/ε)·log n/S,   S = 2mL/n (expected comparisons per item),
 
@@ -13,11 +12,11 @@ information ∝ L). At equal S the privacy term is L times that of edge DP, log 
 :mod:`dpsim.theory`.
 
 **Methods.** ``mle``: Algorithm 1 under individual DP (λ = 8L/ε, γ = 2L/ε; ε = ∞ is the
-unpenalised MLE, guarded as in cai spec §10.17). ``counts``: Algorithm 3 in ``mode = strict``
-(Laplace(2L/ε), truly ε-DP; cai spec §10.3); ``--set mode=paper`` gives the published
-Laplace(L/ε). Counts are scored on the scale of τ (the average win probability, cai spec §2)
+unpenalised MLE, guarded as in docs/cai.md, Errata and modes (E17)). ``counts``: Algorithm 3 in ``mode = strict``
+(Laplace(2L/ε), truly ε-DP; docs/cai.md, Errata and modes (E3)); ``--set mode=paper`` gives the published
+Laplace(L/ε). Counts are scored on the scale of τ (the average win probability, docs/cai.md, Model)
 through the unbiased rescaling τ̂_i = (N_i (n − 1)/S + 1/2)/n, S the design's expected
-comparisons per item (E N_i = (S/(n − 1))·(nτ_i − 1/2), cai spec §3.1, §3.2); S is public, so
+comparisons per item (E N_i = (S/(n − 1))·(nτ_i − 1/2), cai §2.1; §3.1); S is public, so
 this is post-processing.
 
 **Metrics** (besides those of Figs 5–7). ``privacy_linf`` = ‖θ̃_ε − θ̂_∞‖∞ and
@@ -53,7 +52,7 @@ edge-DP recipe of the cai package's ``edge`` module (npε ≥ 250 there).
 - ``cai-edge-vs-individual``: n = 200, p = 1 (edge: S = n − 1 = 199 comparisons per item,
   one per pair), individual with mL = C(n, 2)·p comparisons in total, so that
   S = 2mL/n = (n − 1)p exactly (m = 19900/L users: 19900, 9950, 3980, 1990 for L = 1, 2, 5,
-  10). The spec's dictionary writes np = S; (n − 1)p is the exact expected degree (0.5%
+  10). The dictionary between the settings (docs/cai.md, Predictions (item 9)) writes np = S; (n − 1)p is the exact expected degree (0.5%
   apart here). The edge model caps S at n − 1, so keeping the individual estimator linear
   at L = 10 needs Sε/L ≳ 200: hence ε ∈ {10, 20} (the ratio is ε-free in the linear regime;
   measured with 50 replicates: 10.08 at ε = 10, 10.00 at ε = 20, but 12.4 at ε = 5, where
@@ -63,12 +62,12 @@ edge-DP recipe of the cai package's ``edge`` module (npε ≥ 250 there).
   ``unit = edge`` the ``per_user`` column only labels which individual run a block of
   (independent) edge replicates is compared with: edge data do not depend on it.
 
-**Data.** θ* of cai spec §3.4 (top k = n//4 first, centred), redrawn every replicate, as in
+**Data.** θ* of docs/cai.md, Model (top k = n//4 first, centred), redrawn every replicate, as in
 Figs 5–7, for both units. Individual data at n = 16 are drawn as counts
 (:func:`dpsim.models.sample_user_comparisons`); at n = 200 the matched design draws the
 mL comparisons one by one (uniform pair, BTL outcome) and aggregates them — the law of the
-aggregated W depends on the users only through mL (cai spec §3.2), and the binary-splitting
-multinomial over 19900 pairs is ~130× slower here (20 s vs 0.15 s per 50 replicates).
+aggregated W depends on the users only through mL (cai §3.1), and the binary-splitting
+multinomial over 19900 pairs is two orders of magnitude slower.
 """
 from __future__ import annotations
 
@@ -121,7 +120,7 @@ UNITS = ("edge", "individual")
 # Shared pieces
 # ---------------------------------------------------------------------------------------
 def average_win_probability(theta, link=None):
-    """τ_i = (1/n) Σ_j F(θ_i − θ_j), the j = i term 1/2 included (cai spec §2)."""
+    """τ_i = (1/n) Σ_j F(θ_i − θ_j), the j = i term 1/2 included (docs/cai.md, Model)."""
     link = link or get_link("logistic")
     return jnp.mean(link.cdf(theta[:, None] - theta[None, :]), axis=1)
 
@@ -226,7 +225,7 @@ RATE_M = rate_experiment(
     FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
                x="n_users", curve="eps", xlabel="$m$", curve_label="$\\epsilon$", panels=PANELS,
                logx=True, title="Individual DP rate check: error vs m"),
-    description="cai spec §7 item 7: slope in log m −1/2 (ε = ∞) to −1 (privacy term)")
+    description="docs/cai.md, Predictions (item 7): slope in log m −1/2 (ε = ∞) to −1 (privacy term)")
 
 RATE_L_USERS = 32000
 RATE_L = rate_experiment(
@@ -237,11 +236,11 @@ RATE_L = rate_experiment(
                panels=tuple(Panel(p.metric, p.method, p.ylabel, where={"eps": [0.125, INF]})
                             if p.method == "mle" else p for p in PANELS),
                logx=True, title="Individual DP L-sweep at fixed m (Alg. 1 panels at ε = 0.125, ∞)"),
-    description="cai spec §7 item 8, §11: only the statistical term improves with L")
+    description="docs/cai.md, Predictions (item 8): only the statistical term improves with L")
 
 
 # ---------------------------------------------------------------------------------------
-# cai-edge-vs-individual: matched comparisons per item (cai spec §6.4, §7 item 9, §11)
+# cai-edge-vs-individual: matched comparisons per item (docs/cai.md, Predictions (item 9))
 # ---------------------------------------------------------------------------------------
 def matched_total(n_items: int, p: float) -> int:
     """mL = C(n, 2)·p: the individual design's total comparisons with S = 2mL/n = (n − 1)p."""
@@ -267,9 +266,9 @@ def matched_validate_point(point: dict) -> None:
 
 
 def matched_generate(key, shape, truth, data):
-    """Edge: G(n, p) with one BTL comparison per edge (cai spec §3.1). Individual: mL = C(n, 2)p
-    comparisons, each a uniform pair with a BTL outcome (cai spec §3.2), aggregated. Both with
-    θ* of cai spec §3.4 (top k first, centred; per replicate) and the non-private fit."""
+    """Edge: G(n, p) with one BTL comparison per edge (cai §2.1). Individual: mL = C(n, 2)p
+    comparisons, each a uniform pair with a BTL outcome (cai §3.1), aggregated. Both with
+    θ* of docs/cai.md, Model (top k first, centred; per replicate) and the non-private fit."""
     k_theta, k_data = jax.random.split(key)
     n, p = shape["n_items"], shape["p"]
     theta = theta_cai_design(k_theta, n, k=shape["k"], top_first=True)
@@ -340,13 +339,13 @@ MATCHED = Experiment(
         title=f"Edge vs individual DP at matched comparisons per item (S = {MATCHED_N - 1})"),
     resolve_shape=matched_resolve_shape, validate_point=matched_validate_point,
     lane_bytes=individual_lane_bytes,
-    description="cai spec §6.4, §7 item 9, §11: individual/edge privacy cost ≍ L at equal S")
+    description="docs/cai.md, Predictions (item 9): individual/edge privacy cost ≍ L at equal S")
 
 EXPERIMENTS = [RATE_M, RATE_L, MATCHED]
 
 
 # ---------------------------------------------------------------------------------------
-# Checks. Predicted slopes come from dpsim.theory (L explicit, cai spec §6.4).
+# Checks. Predicted slopes come from dpsim.theory (L explicit, docs/cai.md, Predictions).
 # - A slope *between* the two terms' slopes (−1/2 statistical, −1 privacy, in log m) is a
 #   slope_range_check whose whole 95% CI must lie in [−1, −1/2]: the grid is chosen so the
 #   expected slope is mid-range (measured −0.72 at ε = 1), so the CI rule is decisive, not
@@ -376,7 +375,7 @@ RATE_M_CHECKS = [
     slope_range_check("cai-indiv-linf-vs-m-private", RATE_M.name, "linf", "mle", "n_users", *_RANGE,
                       where={"eps": [1.0]},
                       description="individual DP, ε = 1: the slope in log m lies between the "
-                                  "statistical −1/2 and the privacy −1 (95% CI inside; cai spec §7 item 7)"),
+                                  "statistical −1/2 and the privacy −1 (95% CI inside; docs/cai.md, Predictions (item 7))"),
     slope_check("cai-indiv-linf-vs-m-privacy-dominated", RATE_M.name, "linf", "mle", "n_users",
                 PRIVACY_SLOPE_M, 0.15, where={"eps": [0.25], "n_users": [8000, 16000, 32000]},
                 description="individual DP, ε = 0.25, m ≤ 32000 (privacy term ≥ 3× the statistical "

@@ -1,9 +1,9 @@
-"""cai: the top-k phase transition (spec ../shared/papers/cai.md §3.5, §6.2, §6.3, §7 items 5–6,
-§11): on the two-block instance, P(exact top-k recovery) against Δ / r collapses onto one
+"""cai: the top-k phase transition (cai §2.3; §3; docs/cai.md, Model; Predictions (items 5–6),
+docs/cai.md, Predictions): on the two-block instance, P(exact top-k recovery) against Δ / r collapses onto one
 curve across (n, p, ε) for Algorithm 2 (edge DP, r = r_E) and across (n, m, ε) for
 Algorithm 3 (individual DP, r = r_I), failing below and succeeding above a constant.
 
-**Instance** (cai spec §3.5). S = the last k items; ρ_ij = 1/2 within a block, 1/2 + Δ from S to
+**Instance** (docs/cai.md, Model). S = the last k items; ρ_ij = 1/2 within a block, 1/2 + Δ from S to
 its complement, so τ_i = 1/2 + (n − k)Δ/n on S and 1/2 − kΔ/n off S: the τ-gap is Δ (it needs
 Δ < 1/2). It is realised by the logistic θ* of :func:`dpsim.models.theta_two_block`
 (F(α − β) = 1/2 + Δ); since ρ takes only the values 1/2, 1/2 ± Δ, this realisation *is*
@@ -27,8 +27,8 @@ more than the count draw, and the grid needs ~10⁵ lanes.
 
 **Individual DP** (``cai-threshold-individual``). m users × L = 5 uniform pairs (with
 replacement), drawn as counts (:func:`dpsim.models.sample_user_comparisons`); Algorithm 3 in
-``strict`` mode (Laplace(2L/ε), truly ε-DP; cai spec §10.3); k = n//4. ``gap_over_rate`` is
-Δ / r_I with L kept explicit (cai spec §6.4, the proof's form for counting):
+``strict`` mode (Laplace(2L/ε), truly ε-DP; docs/cai.md, Errata and modes (E3)); k = n//4. ``gap_over_rate`` is
+Δ / r_I with L kept explicit (docs/cai.md, Predictions, the proof's form for counting):
 √(log n/S) + (noise scale)·log n/S with S = 2mL/n, i.e. √(n log n/(2mL)) + n log n/(mε) for
 the strict noise 2L/ε (n log n/(2mε) in ``paper`` mode). ``gap_over_stated_rate`` is Δ over
 r_I as Thm 3.3 states it, √(n log n/m) + n log n/(mε): at a fixed L this is the same rate up
@@ -115,13 +115,13 @@ def truth(key, shape):
 # Edge DP: Algorithm 2 on G(n, p)
 # ---------------------------------------------------------------------------------------
 def edge_generate(key, shape, truth, data):
-    """Win counts N of the two-block instance with gap Δ on G(n, p) (cai spec §3.1, §3.5)."""
+    """Win counts N of the two-block instance with gap Δ on G(n, p) (cai §2.1; docs/cai.md, Model)."""
     theta = theta_two_block(shape["n_items"], shape["k"], data["gap"])
     return sample_er_win_counts(key, theta, data["p"])
 
 
 def edge_counts_fn(key, ctx):
-    """Algorithm 2 (cai spec §5.3): N + Laplace(2/ε)^n, top k; and x = Δ / r_E(n, p, ε)."""
+    """Algorithm 2 (cai Algorithm 2, §2.3.1): N + Laplace(2/ε)^n, top k; and x = Δ / r_E(n, p, ε)."""
     k_noise, k_tie = jax.random.split(key)
     eps, n, data, counts = ctx.analysis["eps"], ctx.shape["n_items"], ctx.data, ctx.sample
     noisy = counts + laplace_noise(k_noise, edge_count_noise_scale(eps), counts.shape)
@@ -164,7 +164,7 @@ EDGE = Experiment(
         title="Top-k phase transition, edge DP (Alg. 2, two-block instance, k = n/4)"),
     resolve_shape=lambda shape: resolve_k(shape, top_k_size), validate_point=validate_gap,
     lane_bytes=edge_lane_bytes,
-    description="cai spec §3.5, §7 items 5–6, §11: P(exact recovery) vs Δ / r_E collapses "
+    description="docs/cai.md, Model; Predictions (items 5–6): P(exact recovery) vs Δ / r_E collapses "
                 "across (n, p, ε)")
 
 
@@ -176,13 +176,13 @@ def individual_resolve_shape(shape: dict) -> dict:
 
 
 def individual_generate(key, shape, truth, data):
-    """Aggregated W of m users × L uniform pairs on the two-block instance (cai spec §3.2, §3.5)."""
+    """Aggregated W of m users × L uniform pairs on the two-block instance (cai §3.1; docs/cai.md, Model)."""
     theta = theta_two_block(shape["n_items"], shape["k"], data["gap"])
     return sample_user_comparisons(key, theta, data["n_users"], data["per_user"])
 
 
 def individual_counts_fn(key, ctx):
-    """Algorithm 3 (cai spec §5.4; ``mode``: strict Laplace(2L/ε) or paper Laplace(L/ε)), top k;
+    """Algorithm 3 (cai Algorithm 3, §3.3; ``mode``: strict Laplace(2L/ε) or paper Laplace(L/ε)), top k;
     x = Δ / r_I with L explicit and the mode's noise scale (``gap_over_rate``), with r_I as
     Thm 3.3 states it (``gap_over_stated_rate``) and with its statistical term alone."""
     k_noise, k_tie = jax.random.split(key)
@@ -226,12 +226,12 @@ INDIVIDUAL = Experiment(
         title="Top-k phase transition, individual DP (Alg. 3, two-block instance, k = n/4)"),
     resolve_shape=individual_resolve_shape, validate_point=validate_gap,
     lane_bytes=individual_lane_bytes,
-    description="cai spec §3.5, §6.3, §11: P(exact recovery) vs Δ / r_I collapses across (n, m, ε)")
+    description="cai §3; docs/cai.md, Model; Predictions: P(exact recovery) vs Δ / r_I collapses across (n, m, ε)")
 
 EXPERIMENTS = [EDGE, INDIVIDUAL]
 
 # ---------------------------------------------------------------------------------------
-# Checks (cai spec §7 item 5, §11). Constants: module docstring.
+# Checks (docs/cai.md, Predictions (item 5)). Constants: module docstring.
 # ---------------------------------------------------------------------------------------
 COLLAPSE_FACTOR = 3.0
 
@@ -283,7 +283,7 @@ CHECKS = [
         "cai-threshold-collapse-individual", INDIVIDUAL.name, "exact_recovery", "counts",
         "gap_over_rate", pool=("gap",), configs=("n_items", "n_users", "eps"), max_ratio=COLLAPSE_FACTOR,
         x_low=0.1, p_low=0.05, x_high=2.5, p_high=0.95,
-        description="Alg. 3 (strict): P(exact top-k) vs Δ/r_I (L explicit, cai spec §6.4) fails "
+        description="Alg. 3 (strict): P(exact top-k) vs Δ/r_I (L explicit, docs/cai.md, Predictions) fails "
                     "below 0.1, succeeds above 2.5, and its midpoints agree within a factor 3 "
                     "across n, m, ε (Thm 3.3, 3.4)"),
     ThresholdCollapseCheck(

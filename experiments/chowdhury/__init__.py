@@ -1,10 +1,13 @@
 """chowdhury — "Differentially Private Reward Estimation with Preference Feedback" (Sayak Ray
-Chowdhury, Xingyu Zhou, Nagarajan Natarajan); spec ``../shared/papers/chowdhury.md``.
+Chowdhury, Xingyu Zhou, Nagarajan Natarajan); its page in the repository,
+docs/chowdhury.md (``PAGE``), describes the model, the mechanisms and estimators as implemented,
+the predictions checked, and each erratum with the mode chosen for it.
 
 Modules: ``common`` (axes, θ* designs, data, the exact and SGD methods, per-replicate
-(A1)–(A3) predictions; the optimiser fork of spec §6.2), ``fig1`` (Figure 1 in the exact
-reading, primary, and the SGD reading, secondary; spec §6.4 checks), ``rates`` (the §5.6
-grids: larger n, an ε sweep, a d sweep, K ∈ {2, 4, 8}), ``lower_bound`` (Thm 3.2 on its
+(A1)–(A3) predictions; the optimiser fork of docs/chowdhury.md, Experiments as run), ``fig1`` (Figure 1 in the exact
+reading, primary, and the SGD reading, secondary; the checks of docs/chowdhury.md, Experiments
+as run), ``rates`` (the grids of docs/chowdhury.md,
+Predictions: larger n, an ε sweep, a d sweep, K ∈ {2, 4, 8}), ``lower_bound`` (Thm 3.2 on its
 hypercube instance, P13), ``levels`` (level checks pinning each mechanism's calibration, the
 K-RR release experiment and the mutants), ``audits`` (RR, K-RR and objective
 perturbation).
@@ -12,7 +15,7 @@ perturbation).
 from . import audits, fig1, levels, lower_bound, rates
 
 TITLE = "Differentially Private Reward Estimation with Preference Feedback (Chowdhury, Zhou, Natarajan)"
-SPEC = "shared/papers/chowdhury.md"
+PAGE = "docs/chowdhury.md"
 
 EXPERIMENTS = [*fig1.EXPERIMENTS, *rates.EXPERIMENTS, *lower_bound.EXPERIMENTS, *levels.EXPERIMENTS]
 CHECKS = [*fig1.CHECKS, *rates.CHECKS, *lower_bound.CHECKS, *levels.CHECKS]

@@ -1,4 +1,4 @@
-"""chowdhury's privacy audits (spec ../shared/papers/chowdhury.md §3.2–3.4): binary randomized
+"""chowdhury's privacy audits (chowdhury eq. (2), Algorithm 2, Theorem 5.2): binary randomized
 response on labels (eq. (2)), K-ary RR (eq. (12), K ∈ {2, 4, 8}) and Gaussian objective
 perturbation under label DP (Algorithm 2, Thm 5.2), with the audits of
 :mod:`dpsim.audits.label_audit` on worst-case neighbouring labels.
@@ -34,7 +34,7 @@ OBJPERT_MAX_SAMPLES = 20_000
 
 
 def thm52_sigma(eps, delta, L):
-    """σ = L√(8 log(2/δ) + 4ε)/ε (chowdhury Thm 5.2), written here from the spec (§3.4)."""
+    """σ = L√(8 log(2/δ) + 4ε)/ε (chowdhury Thm 5.2), written here from the theorem."""
     import math
     return L * math.sqrt(8.0 * math.log(2.0 / delta) + 4.0 * eps) / eps
 

@@ -1,21 +1,21 @@
-"""chowdhury: the pieces every experiment of the package shares (spec
-../shared/papers/chowdhury.md §2.4, §6.2, §8): axes, the θ* designs, the data of one
+"""chowdhury: the pieces every experiment of the package shares
+(chowdhury §6; docs/chowdhury.md, Experiments as run; Errata and modes): axes, the θ* designs, the data of one
 replicate, the privatised labels, the exact and SGD methods, their metrics and the per-replicate
 (A1)–(A3) predictions, the paper's symbols and the checks of bad input.
 
 **Pipeline of one replicate** (DESIGN "one pipeline").
 
 * θ* (``truth``, per replicate: ``truth_per_replicate=True``): ``design = faithful`` draws
-  θ* ~ N(0, I_d) conditioned on ‖θ*‖ ≤ B = 2√d (spec §8 item 4, the paper's §6 draw made to
+  θ* ~ N(0, I_d) conditioned on ‖θ*‖ ≤ B = 2√d (docs/chowdhury.md, Errata and modes (E4), the paper's §6 draw made to
   satisfy Assumption 2.1; no sum-zero); ``design = theory`` draws θ* uniformly on the sphere
-  ‖θ*‖ = 1 of 1^⊥ (Assumption 2.1 exactly, with the sum-zero constraint in Θ_B, spec §8
-  items 4 and 17). The draw's ``ok`` flag (16 rejection candidates all refused: probability
+  ‖θ*‖ = 1 of 1^⊥ (Assumption 2.1 exactly, with the sum-zero constraint in Θ_B, docs/chowdhury.md,
+  Errata and modes (E4, E17)). The draw's ``ok`` flag (16 rejection candidates all refused: probability
   < 1e-21) is reported as the diagnostic ``theta_ok`` of every row.
   *Engine limitation:* the runner keys θ* by (seed, shape point, replicate), and n is a shape
   axis (it changes array shapes), so θ* is common to every ε, δ and method of a replicate
-  but redrawn for each n (the paper does not say; spec §2.4). Checks in n are therefore fits
+  but redrawn for each n (the paper does not say; chowdhury §6). Checks in n are therefore fits
   over independent θ* draws; the theory design (‖θ*‖ fixed) removes that variance.
-* data (``generate``): x_i = ϕ¹ − ϕ⁰ ~ N(0, 2I_d) (``features = difference``, spec §8 item 5)
+* data (``generate``): x_i = ϕ¹ − ϕ⁰ ~ N(0, 2I_d) (``features = difference``, docs/chowdhury.md, Errata and modes (E5))
   or x_i ~ N(0, I_d) (``direct``), labels from the link (BTL; probit = Thurstone §4.4). The data
   key leaves out ε and δ, so every privacy level of a replicate sees the same data. The exact
   non-private MLE θ_MLE (eq. (8)) is fitted here, once per replicate, and every method also
@@ -24,9 +24,9 @@ replicate, the privatised labels, the exact and SGD methods, their metrics and t
 * privatised labels (``privatise``, shared by the local methods at one ε: common random
   numbers): ỹ = RR_ε(y) (eq. (2)), or K-ary RR for Plackett–Luce (eq. (12)).
 
-**Optimiser fork** (spec §6.2, §8 items 3, 9). The paper says its three estimators were
+**Optimiser fork** (docs/chowdhury.md, Experiments as run; Errata and modes (E3, E9)). The paper says its three estimators were
 "implemented with SGD updates, η = 0.1". Read literally (one pass, constant η = 0.1, last
-iterate) the errors do not decrease in n (spec §9), contradicting the paper's finding 1. The
+iterate) the errors do not decrease in n (docs/chowdhury.md, Experiments as run), contradicting the paper's finding 1. The
 package therefore has two readings, as separate experiments:
 
 * ``exact`` (the default and the primary Fig. 1 reproduction): each estimator is the exact
@@ -41,10 +41,10 @@ package therefore has two readings, as separate experiments:
   ``averaged`` (η ≡ 0.1, Polyak–Ruppert). SGD objective perturbation is not the exact
   minimiser: ``privacy_certified`` is False.
 
-**Calibrations** (spec §6.2 [rec]). Radius B = 2√d for every design (stored as the shape-level
-column ``radius``). L = max_i‖x_i‖/2 from the public features (spec §8 item 6; legitimate under
+**Calibrations** (docs/chowdhury.md, Experiments as run). Radius B = 2√d for every design (stored as the shape-level
+column ``radius``). L = max_i‖x_i‖/2 from the public features (docs/chowdhury.md, Errata and modes (E6); legitimate under
 label DP, and exactly the label sensitivity). β: ``beta = theory`` is √n/B (Thm 5.3); a number
-is a fixed β (β = 1 isolates the privacy term, spec §8 item 8, (A3)). δ enters only σ.
+is a fixed β (β = 1 isolates the privacy term, docs/chowdhury.md, Errata and modes (E8); Predictions (A3)). δ enters only σ.
 """
 from __future__ import annotations
 
@@ -68,8 +68,8 @@ INF = math.inf
 PAPER_REPS = 100            # "Each sample size is repeated 100 times" (chowdhury §6)
 PAPER_DELTA = 1e-3          # δ = 0.001 for θ̂_obj (chowdhury §6)
 PAPER_EPS = [0.1, 0.5, 1.0]
-PAPER_N = list(range(1000, 10001, 1000))     # 1000 ≤ n ≤ 10000, spec §6.2 [rec] grid
-THEORY_NORM = 1.0           # ‖θ*‖ of the theory design (spec §8 item 4, "e.g. 1")
+PAPER_N = list(range(1000, 10001, 1000))     # 1000 ≤ n ≤ 10000, docs/chowdhury.md, Experiments as run grid
+THEORY_NORM = 1.0           # ‖θ*‖ of the theory design (docs/chowdhury.md, Errata and modes (E4), "e.g. 1")
 FEATURE_SCALE = {"difference": math.sqrt(2.0), "direct": 1.0}   # x ~ N(0, s²I_d)
 
 
@@ -86,12 +86,12 @@ def _beta_value(axis, value):
 
 AXIS_TYPES = {
     "design": axes.choice(*THETA_DESIGNS, doc="θ* design: faithful (N(0, I_d) given ‖θ*‖ ≤ 2√d, no "
-                                              "sum-zero) or theory (‖θ*‖ = 1 on 1^⊥, sum-zero Θ_B); spec §8 item 4"),
+                                              "sum-zero) or theory (‖θ*‖ = 1 on 1^⊥, sum-zero Θ_B); docs/chowdhury.md, Errata and modes (E4)"),
     "features": axes.choice(*FEATURES, doc="x = ϕ¹ − ϕ⁰ ~ N(0, 2I) (difference) or x ~ N(0, I) (direct); "
-                                           "spec §8 item 5"),
+                                           "docs/chowdhury.md, Errata and modes (E5)"),
     "mode": axes.choice(*SCHEDULES, doc="reading of the paper's SGD step sizes: literal η ≡ 0.1 (last "
                                         "iterate, the paper's words), theory 1/(λ̂(t + t0)) (the proof's "
-                                        "schedule), averaged (η ≡ 0.1, Polyak–Ruppert); spec §6.2"),
+                                        "schedule), averaged (η ≡ 0.1, Polyak–Ruppert); docs/chowdhury.md, Experiments as run"),
     "beta": AxisType(_beta_value, "ridge β of objective perturbation: theory (√n/B, Thm 5.3) or a number"),
 }
 
@@ -114,19 +114,19 @@ VALUE_LABELS = {
 
 
 def sum_zero(shape: dict) -> bool:
-    """The sum-zero constraint ⟨1, θ⟩ = 0 in Θ_B: on for the theory design only (spec §8 item 17)."""
+    """The sum-zero constraint ⟨1, θ⟩ = 0 in Θ_B: on for the theory design only (docs/chowdhury.md, Errata and modes (E17))."""
     return shape["design"] == "theory"
 
 
 def radius_of(point: dict) -> dict:
-    """Shape-level derived value: B = 2√d (spec §6.2 [rec]), with the dimension checked."""
+    """Shape-level derived value: B = 2√d (docs/chowdhury.md, Experiments as run), with the dimension checked."""
     d = point["dim"]
     if point.get("design") == "theory" and d < 2:
         raise UsageError(f"dim={d} is too small for design=theory (θ* ∈ 1^⊥ needs dim ≥ 2)")
     return {"radius": default_radius(d)}
 
 
-RADIUS = Derived(("radius",), radius_of, level="shape", doc="radius B = 2√d of Θ_B (spec §6.2)")
+RADIUS = Derived(("radius",), radius_of, level="shape", doc="radius B = 2√d of Θ_B (docs/chowdhury.md, Experiments as run)")
 
 
 def resolve_beta(beta, n_samples: int, radius: float):
@@ -165,7 +165,7 @@ def privatise_rr(key, ctx):
 
 
 # ---------------------------------------------------------------------------------------
-# Per-replicate predictions (spec §5.5 (A1)–(A3)) from the population information at θ*
+# Per-replicate predictions (docs/chowdhury.md, Predictions (A1)–(A3)) from the population information at θ*
 # ---------------------------------------------------------------------------------------
 def design_traces(ctx, ridge=0.0) -> dict:
     """:func:`dpsim.theory.chowdhury.isotropic_design_traces` at this replicate's θ*."""
@@ -212,7 +212,7 @@ CENTRAL_DIAGNOSTICS = {**EXACT_DIAGNOSTICS, "privacy_certified": "bool", "sigma"
 
 
 def errors(ctx, theta_hat) -> dict:
-    """``l2``, ``mse`` (squared ℓ2) and ``seminorm`` ‖θ̂ − θ*‖_{Σ_D} (spec §6.2 metric row)."""
+    """``l2``, ``mse`` (squared ℓ2) and ``seminorm`` ‖θ̂ − θ*‖_{Σ_D} (docs/chowdhury.md, Experiments as run metric row)."""
     return feature_estimation_metrics(theta_hat, ctx.truth["theta"], ctx.sample["x"])
 
 
@@ -251,7 +251,7 @@ def flip_rate(ctx):
 
 
 def public_feature_bound(x):
-    """L = max_i‖x_i‖/2 from the public features (spec §8 item 6), computed here, apart from
+    """L = max_i‖x_i‖/2 from the public features (docs/chowdhury.md, Errata and modes (E6)), computed here, apart from
     the mechanism's own helper, for the noise metrics."""
     return 0.5 * jnp.max(jnp.linalg.norm(x, axis=-1))
 
@@ -340,7 +340,7 @@ def sgd_rr_fn(key, ctx):
 
 def sgd_objpert_fn(key, ctx, feature_bound=None):
     """Objective perturbation approximated by one-pass projected SGD (chowdhury §6), the same σ,
-    β and L as the exact method; **privacy not certified** (spec §8 item 9). Its loss is the
+    β and L as the exact method; **privacy not certified** (docs/chowdhury.md, Errata and modes (E9)). Its loss is the
     logistic one: with ``link = probit`` there is no objective-perturbation estimator in the
     paper (its privacy proof needs a loss linear in the label), and the metrics are NaN.
     ``feature_bound`` overrides L (None: max‖x_i‖/2; the mutants pass a wrong one).

@@ -1,6 +1,6 @@
-"""chowdhury Figure 1 (spec ../shared/papers/chowdhury.md §6): ℓ2 error against n for the
+"""chowdhury Figure 1 (chowdhury §6): ℓ2 error against n for the
 non-private MLE, the local RR estimator and the central objective perturbation, ε ∈ {0.1, 0.5, 1},
-δ = 0.001, 100 replicates, n ∈ {1000, 2000, …, 10000} (spec §6.2 [rec] grid), in both readings
+δ = 0.001, 100 replicates, n ∈ {1000, 2000, …, 10000} (docs/chowdhury.md, Experiments as run grid), in both readings
 of the paper's optimiser (:mod:`.common`):
 
 * ``chowdhury-fig1`` (**primary**, ``exact``): the exact projected minimisers ``mle``,
@@ -14,17 +14,17 @@ of the paper's optimiser (:mod:`.common`):
   SGD settles into a stationary distribution whose spread does not depend on n, so it cannot
   show the paper's finding 1 ("the error decreases with n"); the theory schedule does.
 
-Layout (inferred, spec §6.1): one panel per ε, x = n, one curve per estimator, mean ℓ2 error
+Layout (inferred, chowdhury §6): one panel per ε, x = n, one curve per estimator, mean ℓ2 error
 with its 95% band. One panel per ε that was run (the paper's three by default; ``--set eps=…``
 draws others).
 
-Checks (spec §6.4, "how a reproduction of Fig. 1 should be judged"):
+Checks (docs/chowdhury.md, Experiments as run, "how a reproduction of Fig. 1 should be judged"):
 
 * ordering at **every** n (paired on the replicates, each n's 95% interval): MLE < central
-  < local, for each ε at d = 5 (where §6.4 says it *must* hold; for d = 3, 10 it says "should").
-  The spec's one borderline exception, central vs
+  < local, for each ε at d = 5 (docs/chowdhury.md, Experiments as run: it *must* hold there, and
+  should for d = 3, 10). The one borderline exception, central vs
   local at ε = 0.1 and n ≈ 1000 (comparable, depending on L and β), is left out of that check
-  (it is n ≥ 2000 there), as §6.4 says;
+  (it is n ≥ 2000 there), as that section says;
 * each curve decreases in n (log–log slope < 0), d = 5;
 * SGD: the literal reading's MLE is flat in n (slope 0 ± 0.1: the stationary error of
   constant-step SGD), and every theory-schedule curve decreases (ε = 1, d = 5).
@@ -57,7 +57,7 @@ FIG1 = Experiment(
     truth=c.truth, generate=c.generate_with_mle, privatise=c.privatise_rr, methods=c.EXACT_METHODS,
     reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 (exact minimisers)", c.EXACT_METHODS),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, lane_bytes=c.binary_lane_bytes,
-    description="chowdhury §6 Fig. 1, spec §6, §6.2 'exact' reading (primary): MLE, θ̂_RR, θ̂_obj "
+    description="chowdhury §6 Fig. 1, the 'exact' reading of docs/chowdhury.md, Experiments as run (primary): MLE, θ̂_RR, θ̂_obj "
                 "(β = √n/B, L = max‖x‖/2, B = 2√d)")
 
 FIG1_SGD = Experiment(
@@ -72,14 +72,14 @@ FIG1_SGD = Experiment(
     reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 by one-pass SGD", c.SGD_METHODS),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, lane_bytes=c.binary_lane_bytes,
     stream_names=c.STREAM_NAMES,
-    description="chowdhury §6 read literally (spec §6.2 'sgd-literal', 'sgd-theory', averaged; §9): "
+    description="chowdhury §6 read literally (the readings 'sgd-literal', 'sgd-theory' and averaged of docs/chowdhury.md, Experiments as run): "
                 "one pass, η = 0.1; secondary, shows why the literal reading does not reproduce Fig. 1")
 
 EXPERIMENTS = [FIG1, FIG1_SGD]
 
 
 # ---------------------------------------------------------------------------------------
-# Checks (spec §6.4)
+# Checks (docs/chowdhury.md, Experiments as run)
 # ---------------------------------------------------------------------------------------
 def _ordering_checks():
     checks = []
@@ -89,39 +89,39 @@ def _ordering_checks():
             checks.append(comparison_check(
                 f"chowdhury-fig1-order-mle-central-d{d}-eps{eps:g}", FIG1.name, "l2", "mle", "objpert_central",
                 every="n_samples", where=where,
-                description=f"spec §6.4 item 2, d = {d}, ε = {eps:g}: non-private MLE < central ObjPert in mean "
+                description=f"docs/chowdhury.md, Experiments as run, d = {d}, ε = {eps:g}: non-private MLE < central ObjPert in mean "
                             f"ℓ2 error at every n (paired)"))
             n_values = [n for n in c.PAPER_N if not (eps == 0.1 and n == 1000)]
             checks.append(comparison_check(
                 f"chowdhury-fig1-order-central-local-d{d}-eps{eps:g}", FIG1.name, "l2", "objpert_central",
                 "rr_local", every="n_samples",
                 where={**where, "n_samples": n_values},
-                description=f"spec §6.4 item 2, d = {d}, ε = {eps:g}: central ObjPert < local RR at every n"
-                            + (" ≥ 2000 (§6.4's borderline exception at n ≈ 1000)" if eps == 0.1 else "")))
+                description=f"docs/chowdhury.md, Experiments as run, d = {d}, ε = {eps:g}: central ObjPert < local RR at every n"
+                            + (" ≥ 2000 (docs/chowdhury.md, Experiments as run's borderline exception at n ≈ 1000)" if eps == 0.1 else "")))
     return checks
 
 
 def _decrease_checks():
     checks = [trend_check("chowdhury-fig1-mle-decreases", FIG1.name, "l2", "mle", "n_samples", -1,
                           where={"dim": [5], "eps": [1.0]},
-                          description="spec §6.4 item 1, d = 5: the MLE's ℓ2 error decreases in n (ε-free)")]
+                          description="docs/chowdhury.md, Experiments as run, d = 5: the MLE's ℓ2 error decreases in n (ε-free)")]
     for method in ("rr_local", "objpert_central"):
         for eps in c.PAPER_EPS:
             checks.append(trend_check(
                 f"chowdhury-fig1-{method}-decreases-eps{eps:g}", FIG1.name, "l2", method, "n_samples", -1,
                 where={"dim": [5], "eps": [eps]},
-                description=f"spec §6.4 item 1, d = 5, ε = {eps:g}: {method}'s ℓ2 error decreases in n"))
+                description=f"docs/chowdhury.md, Experiments as run, d = 5, ε = {eps:g}: {method}'s ℓ2 error decreases in n"))
     return checks
 
 
 SGD_CHECKS = [
     slope_check("chowdhury-fig1-sgd-literal-mle-flat", FIG1_SGD.name, "l2", "sgd_mle", "n_samples", 0.0, 0.1,
                 where={"mode": ["literal"], "eps": [1.0]},
-                description="spec §6.2, §9: one-pass SGD with constant η = 0.1 (the literal reading) "
+                description="docs/chowdhury.md, Experiments as run: one-pass SGD with constant η = 0.1 (the literal reading) "
                             "plateaus: its error does not decrease in n (slope 0), unlike the paper's Fig. 1"),
     *[trend_check(f"chowdhury-fig1-sgd-theory-{m}-decreases", FIG1_SGD.name, "l2", m, "n_samples", -1,
                   where={"mode": ["theory"], "eps": [1.0]},
-                  description=f"spec §6.2 'sgd-theory', ε = 1: {m} with η_t = 1/(λ̂(t + t0)) decreases in n")
+                  description=f"docs/chowdhury.md, Experiments as run 'sgd-theory', ε = 1: {m} with η_t = 1/(λ̂(t + t0)) decreases in n")
       for m in c.SGD_METHODS],
 ]
 

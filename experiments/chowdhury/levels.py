@@ -1,14 +1,14 @@
 """chowdhury: level checks that pin each privacy mechanism's calibration, and the mutants
-(plausible bugs) they must catch (spec ../shared/papers/chowdhury.md §3.2–3.4, P12,
+(plausible bugs) they must catch (chowdhury eq. (2), Algorithm 2, Theorem 5.2; docs/chowdhury.md, Predictions (P12),
 P14).
 
-**Closed forms** (written here from the spec's formulas, never through the mechanisms' own
+**Closed forms** (written here from the paper's formulas, never through the mechanisms' own
 helpers, and evaluated from the grid's ε, δ, K at verify time):
 
-* binary RR (eq. (2), spec §3.2): P(ỹ ≠ y) = 1/(1 + e^ε) exactly (:func:`rr_flip_probability`);
-* K-ary RR (eq. (12), spec §3.3): P(ỹ = y) = e^ε/(e^ε + K − 1) and, for each other label,
+* binary RR (eq. (2), chowdhury eq. (2)): P(ỹ ≠ y) = 1/(1 + e^ε) exactly (:func:`rr_flip_probability`);
+* K-ary RR (eq. (12), chowdhury eq. (12), §4.4): P(ỹ = y) = e^ε/(e^ε + K − 1) and, for each other label,
   1/(e^ε + K − 1) exactly (:func:`krr_keep_probability`, :func:`krr_other_probability`);
-* objective perturbation (Thm 5.2, spec §3.4): (σ/L)² = (8 log(2/δ) + 4ε)/ε²
+* objective perturbation (Thm 5.2, chowdhury Algorithm 2, Theorem 5.2): (σ/L)² = (8 log(2/δ) + 4ε)/ε²
   (:func:`thm52_noise_sq_per_l_sq`); the exact method's metric ``noise_sq`` is the noise the
   minimiser actually carries, recovered from its first-order condition
   (:func:`.common.effective_noise_sq`), so E[noise_sq] equals this closed form exactly.
@@ -29,8 +29,8 @@ label ((y + 1) mod K).
 
 **Mutants** (:data:`MUTANTS`): RR released at 2ε and at ε/2 (debiased at ε), the RR
 debiasing removed (logistic MLE on ỹ), K-RR released at ε/2, objective perturbation with
-σ ÷ 1.5 (the reviewers' case) and σ × 2 (L read as a bound on ‖x‖ instead of ‖ϕ‖, spec §8
-item 7), in the exact method (``chowdhury-rates-eps``) and σ ÷ 1.5 in the SGD reading
+σ ÷ 1.5 (the reviewers' case) and σ × 2 (L read as a bound on ‖x‖ instead of ‖ϕ‖, docs/chowdhury.md,
+Errata and modes (E7)), in the exact method (``chowdhury-rates-eps``) and σ ÷ 1.5 in the SGD reading
 (``chowdhury-fig1-sgd``).
 """
 from __future__ import annotations
@@ -51,15 +51,15 @@ SE_REGION = 5.0          # region half-width in relative standard errors (module
 
 
 # ---------------------------------------------------------------------------------------
-# Closed forms (spec §3.2–3.4), from the grid's values
+# Closed forms (chowdhury eq. (2), Algorithm 2, Theorem 5.2), from the grid's values
 # ---------------------------------------------------------------------------------------
 def rr_flip_probability(eps: float) -> float:
-    """P(ỹ ≠ y) = 1/(1 + e^ε) of binary RR (chowdhury eq. (2), spec §3.2; 0 at ε = ∞)."""
+    """P(ỹ ≠ y) = 1/(1 + e^ε) of binary RR (chowdhury eq. (2), chowdhury eq. (2); 0 at ε = ∞)."""
     return 0.0 if math.isinf(eps) else 1.0 / (1.0 + math.exp(eps))
 
 
 def krr_keep_probability(eps: float, k: int) -> float:
-    """P(ỹ = y) = e^ε/(e^ε + K − 1) of K-ary RR (chowdhury eq. (12), spec §3.3)."""
+    """P(ỹ = y) = e^ε/(e^ε + K − 1) of K-ary RR (chowdhury eq. (12), chowdhury eq. (12), §4.4)."""
     return 1.0 / (1.0 + (k - 1) * math.exp(-eps))
 
 
@@ -69,7 +69,7 @@ def krr_other_probability(eps: float, k: int) -> float:
 
 
 def thm52_noise_sq_per_l_sq(eps: float, delta: float) -> float:
-    """(σ/L)² = (8 log(2/δ) + 4ε)/ε², Thm 5.2's noise (chowdhury §5, spec §3.4, P14)."""
+    """(σ/L)² = (8 log(2/δ) + 4ε)/ε², Thm 5.2's noise (chowdhury §5, chowdhury Algorithm 2, Theorem 5.2; docs/chowdhury.md, Predictions (P14))."""
     return (8.0 * math.log(2.0 / delta) + 4.0 * eps) / eps ** 2
 
 
@@ -114,7 +114,7 @@ KRR_RELEASE = Experiment(
                                    doc="keep rate and one wrong label's rate of the K-RR labels")},
     reps=KRR_REPS, axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
     lane_bytes=rates.RATES_K.lane_bytes, stream_names=c.STREAM_NAMES,
-    description="spec §3.3, P12: K-RR keep rate e^ε/(e^ε+K−1) and other-label rate 1/(e^ε+K−1), exactly")
+    description="chowdhury eq. (12), §4.4; docs/chowdhury.md, Predictions (P12): K-RR keep rate e^ε/(e^ε+K−1) and other-label rate 1/(e^ε+K−1), exactly")
 
 EXPERIMENTS = [KRR_RELEASE]
 
@@ -209,7 +209,7 @@ MUTANTS = [
            scaled_analysis({"eps": 0.5}, methods=(), privatise=True)),
     Mutant("chowdhury-objpert-sigma-div1.5", "objective perturbation σ ÷ 1.5 (less noise than Thm 5.2 needs)",
            (EPS_EXP,), replaced_method("objpert_central", noise_scaled(1 / 1.5, c.objpert_central_fn))),
-    Mutant("chowdhury-objpert-sigma-x2", "objective perturbation σ × 2 (L read as a bound on ‖x‖, spec §8 item 7)",
+    Mutant("chowdhury-objpert-sigma-x2", "objective perturbation σ × 2 (L read as a bound on ‖x‖, docs/chowdhury.md, Errata and modes (E7))",
            (EPS_EXP,), replaced_method("objpert_central", noise_scaled(2.0, c.objpert_central_fn))),
     Mutant("chowdhury-sgd-objpert-sigma-div1.5", "SGD objective perturbation σ ÷ 1.5", ("chowdhury-fig1-sgd",),
            chain(replaced_method("sgd_objpert", noise_scaled(1 / 1.5, c.sgd_objpert_fn)))),

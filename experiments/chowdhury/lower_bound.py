@@ -1,4 +1,4 @@
-"""chowdhury Theorem 3.2 on its own hypercube instance (spec ../shared/papers/chowdhury.md §5.1,
+"""chowdhury Theorem 3.2 on its own hypercube instance (chowdhury §3,
 P13): the explicit Assouad constants of the proof (App. B.2).
 
 For a fixed design X (n × d) and θ_e = Δe, e uniform on {±1}^d, the proof bounds the
@@ -15,7 +15,7 @@ replicate (the bound is conditional on X and is computed per replicate), ε ∈ 
 400 replicates. Methods:
 
 * ``bayes``: the posterior mean of θ under the uniform prior on the 2^d vertices given the
-  released labels (exact: the likelihood of every vertex, with the RR law p̃ of spec §3.2).
+  released labels (exact: the likelihood of every vertex, with the RR law p̃ of chowdhury eq. (2)).
   It minimises the hypercube-average risk, so it is the sharpest test of the bound's
   constants: a Bayes risk below the bound would mean the theorem (as read) is false.
 * ``rr_local``: θ̂_RR on the released labels (the MLE at ε = ∞), B = 2√d.
@@ -133,7 +133,7 @@ LOWER_BOUND = Experiment(
                       symbols=c.SYMBOLS, value_labels=c.VALUE_LABELS),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), validate_point=validate_dim,
     lane_bytes=lambda shape: 8 * shape["n_samples"] * (2 ** shape["dim"] * 3 + 6 * shape["dim"]),
-    description="spec §5.1, §5.6 P13: achieved MSE ≥ d²/(16‖X‖_F²) and d²/(32(e^ε−1)²‖X‖_F²)")
+    description="chowdhury §3; docs/chowdhury.md, Predictions (P13): achieved MSE ≥ d²/(16‖X‖_F²) and d²/(32(e^ε−1)²‖X‖_F²)")
 
 EXPERIMENTS = [LOWER_BOUND]
 

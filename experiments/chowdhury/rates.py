@@ -1,20 +1,20 @@
-"""chowdhury rate checks (spec ../shared/papers/chowdhury.md §5.5, §5.6): the exact estimators
+"""chowdhury rate checks (docs/chowdhury.md, Predictions): the exact estimators
 on grids chosen so that each prediction is in its asymptotic regime, and SGD-KRR for
 Plackett–Luce.
 
-All four use the **theory design** (spec §8 item 4): ‖θ*‖ = 1 on 1^⊥, the sum-zero constraint
+All four use the **theory design** (docs/chowdhury.md, Errata and modes (E4)): ‖θ*‖ = 1 on 1^⊥, the sum-zero constraint
 in Θ_B (B = 2√d), and x ~ N(0, I_d) (``features = direct``: κ = 1, the prescription of P4).
 With isotropic features the information H at θ* has two eigenvalues that depend on ‖θ*‖
 only (dpsim.theory.chowdhury.gaussian_design_eigenvalues), so every replicate has the same
 (A1)–(A3) constants: no variance from the θ* draw (which the engine redraws for every n).
 ``--set design=faithful --set features=difference`` runs the paper's configuration.
-Objective perturbation uses β = 1 (spec §8 item 8: with β = √n/B the ridge bias is of the
+Objective perturbation uses β = 1 (docs/chowdhury.md, Errata and modes (E8): with β = √n/B the ridge bias is of the
 same O(1/n) order as the statistical term and hides the privacy term; β = 1 isolates it),
 δ = 10⁻³, L = max‖x_i‖/2.
 
 * ``chowdhury-rates-n``: n ∈ {10³, …, 10⁵}, ε ∈ {0.5, 1}, d = 5, 200 replicates.
-  P1: the MLE's ℓ2 slope in n is −1/2 ± 0.05 (spec P1). P2: θ̂_RR's slope is −1/2 ± 0.1
-  where n(e^ε − 1)²/e^ε ≥ 5·10³ (the spec §6.4 threshold for (A2) to hold within 25%; a
+  P1: the MLE's ℓ2 slope in n is −1/2 ± 0.05 (docs/chowdhury.md, Predictions (P1)). P2: θ̂_RR's slope is −1/2 ± 0.1
+  where n(e^ε − 1)²/e^ε ≥ 5·10³ (the docs/chowdhury.md, Experiments as run threshold for (A2) to hold within 25%; a
   finite-n inflation of that size, decaying like 1/n, moves a one-decade slope by ≤ 0.05 in
   norm; ±0.1 covers it). P6: the central excess ‖θ̂_obj − θ_MLE‖ (same data) falls like
   σ(n)/n: slope −1 up to the growth of the data-derived L = max‖x_i‖/2 with n, i.e. the
@@ -24,10 +24,10 @@ same O(1/n) order as the statistical term and hides the privacy term; β = 1 iso
 * ``chowdhury-rates-eps``: n = 10⁵, ε ∈ {0.25, 0.5, 1, 2, 4} (n(e^ε − 1)²/e^ε ≥ 6300 at every ε),
   200 replicates. P3: RMS(θ̂_RR)/RMS(θ_MLE) tracks (e^ε + 1)/(e^ε − 1): its log-log slope on
   that factor is the (A1)/(A2) value √(1 + C e^ε/(e^ε − 1)²), C = tr(H⁻¹ΣH⁻¹)/tr H⁻¹, fitted
-  on the grid (1.05 here; 1 for C = 4), ±0.1 (spec §6.4's 25% accuracy of (A2) at the
+  on the grid (1.05 here; 1 for C = 4), ±0.1 (the 25% accuracy of (A2) in docs/chowdhury.md, Experiments as run at the
   smallest ε, halved for RMS and spread over the grid's span of the factor). P3': the excess
   n·E‖θ̂_RR − θ_MLE‖² lies on the line e^ε/(e^ε − 1)²·tr(H⁻¹ΣH⁻¹) through the origin: at every
-  ε the simulated/predicted ratio is in [0.8, 1.25] (spec §6.4). (The excess is measured as
+  ε the simulated/predicted ratio is in [0.8, 1.25] (docs/chowdhury.md, Experiments as run). (The excess is measured as
   the shift from the MLE on the same data: to first order its mean square equals
   MSE_RR − MSE_MLE, with far less Monte-Carlo noise.) P6 in ε: the central excess's slope in
   ε is that of σ(ε) ∝ √(8 log(2/δ) + 4ε)/ε (with the β term), fitted on the grid (−0.960),
@@ -102,7 +102,7 @@ RATES_N = rates_experiment(
         Panel(metric, None, label, title=what, each=("eps",))
         for metric, label, what in (("l2", L2, "error"), ("shift", SHIFT, "privacy shift"))),
         "chowdhury rates in n (P1, P2, P6)"),
-    "spec §5.6 P1, P2, P6: slopes in n over [10³, 10⁵]")
+    "docs/chowdhury.md, Predictions (P1, P2, P6): slopes in n over [10³, 10⁵]")
 
 # ---------------------------------------------------------------------------------------
 # chowdhury-rates-eps
@@ -116,7 +116,7 @@ RATES_EPS = rates_experiment(
     _figure("eps", "$\\epsilon$", (Panel("l2", None, L2, title="error"),
                                     Panel("shift", None, SHIFT, title="privacy shift")),
             "chowdhury rates in ε (P3, P3', P6)"),
-    "spec §5.6 P3, P3', P6: ε-dependence at n = 10⁵", reps=EPS_REPS)
+    "docs/chowdhury.md, Predictions (P3, P3', P6): ε-dependence at n = 10⁵", reps=EPS_REPS)
 
 # ---------------------------------------------------------------------------------------
 # chowdhury-rates-dim
@@ -130,7 +130,7 @@ RATES_DIM = rates_experiment(
     {"dim": DIM_GRID, "n_samples": [DIM_N], "eps": DIM_EPS},
     _figure("dim", "$d$", (Panel("mse", None, "$\\|\\hat\\theta-\\theta^*\\|_2^2$", each=("eps",)),),
             "chowdhury rates in d (P4): MSE linear in d", logx=False, labels={m: LABELS[m] for m in LOCAL_METHODS}),
-    "spec §5.6 P4: n·MSE linear in d (κ and ‖θ*‖ fixed)", methods=LOCAL_METHODS)
+    "docs/chowdhury.md, Predictions (P4): n·MSE linear in d (κ and ‖θ*‖ fixed)", methods=LOCAL_METHODS)
 
 # ---------------------------------------------------------------------------------------
 # chowdhury-rates-k: Plackett–Luce top-1 with K-ary RR (chowdhury §4.4, App. C.4)
@@ -187,7 +187,7 @@ RATES_K = Experiment(
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
     lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4,
     stream_names=c.STREAM_NAMES,
-    description="spec §5.6 P11, App. C.4: K-RR error grows with (e^ε + K − 1)/(e^ε − 1)")
+    description="docs/chowdhury.md, Predictions (P11), App. C.4: K-RR error grows with (e^ε + K − 1)/(e^ε − 1)")
 
 EXPERIMENTS = [RATES_N, RATES_EPS, RATES_DIM, RATES_K]
 
@@ -208,7 +208,7 @@ def central_shift_rms(n, eps, dim=5, delta=DELTA, beta=BETA):
 
 def local_excess_sq(n, eps, dim=5):
     """(A2)'s privacy excess E‖θ̂_RR − θ_MLE‖² ≈ e^ε/(e^ε − 1)²·tr(H⁻¹ΣH⁻¹)/n for the theory design
-    (‖θ*‖ = 1, direct features, sum-zero), the factor written from the spec (§5.5, P3')."""
+    (‖θ*‖ = 1, direct features, sum-zero), the factor written from (A2) (docs/chowdhury.md, Predictions (P3'))."""
     tr = th.isotropic_design_traces(c.THEORY_NORM, dim, FEATURE_SCALE, sum_zero=True)
     return math.exp(eps) / math.expm1(eps) ** 2 * float(tr["sandwich"]) / n
 
@@ -253,7 +253,7 @@ P2_WHERE = {1.0: [n for n in N_GRID if n * math.expm1(1.0) ** 2 / math.exp(1.0) 
 CHECKS = [
     slope_check("chowdhury-rates-mle-slope-n", RATES_N.name, "l2", "mle", "n_samples", -0.5, 0.05,
                 where={"eps": [1.0]},
-                description="P1: the non-private MLE's ℓ2 error ∝ n^{-1/2} over n ∈ [10³, 10⁵] (spec §5.6, ±0.05)"),
+                description="P1: the non-private MLE's ℓ2 error ∝ n^{-1/2} over n ∈ [10³, 10⁵] (docs/chowdhury.md, Predictions, ±0.05)"),
     *[slope_check(f"chowdhury-rates-rr-slope-n-eps{e:g}", RATES_N.name, "l2", "rr_local", "n_samples", -0.5, 0.1,
                   where={"eps": [e], "n_samples": ns},
                   description=f"P2: θ̂_RR's ℓ2 error ∝ n^{{-1/2}} at ε = {e:g} where n(e^ε−1)²/e^ε ≥ 5·10³")
@@ -273,7 +273,7 @@ CHECKS = [
                 formula="e^ε/(e^ε−1)²·tr(H⁻¹ΣH⁻¹)/n",
                 description="P3'/(A2): E‖θ̂_RR − θ_MLE‖² / e^ε/(e^ε−1)²·tr(H⁻¹ΣH⁻¹)/n (from the grid's n, ε, d; "
                             "‖θ*‖ = 1) at every ε; region [0.8, 1.25]: the first-order model's error, ≤ 25% once "
-                            "n(e^ε−1)²/e^ε ≥ 5·10³ (spec §6.4, §9), with the MC error (≈ 4% at 400 fits) inside"),
+                            "n(e^ε−1)²/e^ε ≥ 5·10³ (docs/chowdhury.md, Experiments as run), with the MC error (≈ 4% at 400 fits) inside"),
     slope_check("chowdhury-rates-central-excess-slope-eps", RATES_EPS.name, "shift", "objpert_central", "eps",
                 PREDICTED["central_excess_eps"], 0.05,
                 description="P6: the central excess ‖θ̂_obj − θ_MLE‖ ∝ σ(ε) ∝ √(8 log(2/δ)+4ε)/ε, n = 10⁵, β = 1"),
@@ -282,7 +282,7 @@ CHECKS = [
                 0.8, 1.25, at=("eps",), formula="(σ²tr H_β⁻² + β²‖H_β⁻¹θ*‖²)/n²",
                 description="P6/(A3): E‖θ̂_obj − θ_MLE‖² / (σ²tr H_β⁻² + β²‖H_β⁻¹θ*‖²)/n² at every ε, σ from Thm 5.2's "
                             "formula on the grid's ε, δ with L = E max‖x‖/2 (never the fit's σ); region [0.8, 1.25]: "
-                            "the first-order model's error (spec §6.4, ~25%), with the MC error (≈ 4% at 400 fits) "
+                            "the first-order model's error (docs/chowdhury.md, Experiments as run, ~25%), with the MC error (≈ 4% at 400 fits) "
                             "inside"),
     linear_slope_check("chowdhury-rates-mle-linear-in-d", RATES_DIM.name, metric="mse", method="mle", x="dim",
                        scale="n_samples", predicted_slope=PREDICTED["mle_n_mse_per_d"], rel_tol=0.1,

@@ -1,4 +1,4 @@
-"""nguyen's privacy audits (spec ../shared/papers/nguyen.md §4.3, §4.5, §4.8, §4.9, §7.4): every
+"""nguyen's privacy audits (nguyen Lemma 4.1, §4.2; §4.3, Algorithm 2; supp. §4; docs/nguyen.md, Mechanisms and estimators; Errata and modes (Q4)): every
 mechanism on worst-case neighbouring response data, with the exact privacy loss against the
 claimed budget and its estimate from samples of the mechanism alone
 (:mod:`dpsim.audits.audit_responses`).

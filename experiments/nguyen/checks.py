@@ -1,5 +1,5 @@
 """nguyen's one-line claims beyond the engine's (:mod:`dpsim.experiment.checks`), each a
-:class:`~dpsim.experiment.checks.Claim` (spec §5.7):
+:class:`~dpsim.experiment.checks.Claim` (docs/nguyen.md, Predictions):
 
 * :func:`metric_ratio_slope_check`: for one method, the slope in log x of log(mean a/mean b)
   for two metrics of the same fits (R3: ‖·‖∞/‖·‖₂ shrinks like √(log m/m));

@@ -1,4 +1,4 @@
-"""Pieces shared by every nguyen experiment (spec ../shared/papers/nguyen.md §4, §6, §7, §8):
+"""Pieces shared by every nguyen experiment (nguyen §4; §5; docs/nguyen.md, Errata and modes):
 the fidelity modes, the privacy parameters derived on the host, the five methods, their
 metrics and diagnostics, the axis types and the paper's symbols.
 
@@ -9,24 +9,24 @@ data, so the two modes are compared on common random numbers):
 item                 ``paper`` (the authors' code)           ``strict`` (the privacy claim holds)
 ===================  =====================================  ==========================================
 Gaussian accounting  ``synthetic_code`` (Fig. 1, √(#pairs/2),  ``tight_joint`` (Δ₂² = 2·min(|E|, ⌊m²/4⌋),
-                     not proven private, spec §7.4) or       spec §4.3)
+                     not proven private, docs/nguyen.md, Errata and modes (Q4)) or       nguyen Lemma 4.1, §4.2)
                      ``paper`` (Figs 2–3, √#pairs)
 ε → ρ conversion     ``paper``: ε₀ = ε*/√(2 ln(1/δ)),        ``cks``: the tight CKS20 conversion
-                     certifies only ε* + ρ (spec §7.4)
-zero counts          not noised (leaks which are 0, §7.2)    every queried count noised
-sparse graph         one ER(p₀) draw, unchecked (§7.5)       redrawn until connected
-stationary dist.     power iteration, lazy chain (private,   exact null vector (§3.4 equivalence lemma)
+                     certifies only ε* + ρ (docs/nguyen.md, Errata and modes (Q4))
+zero counts          not noised (leaks which are 0, docs/nguyen.md, Errata and modes (Q2))    every queried count noised
+sparse graph         one ER(p₀) draw, unchecked (docs/nguyen.md, Errata and modes (Q5))       redrawn until connected
+stationary dist.     power iteration, lazy chain (private,   exact null vector (docs/nguyen.md, Mechanisms and estimators equivalence lemma)
                      tol 1e-5, ≤ 1000) / jump chain
                      (non-private, RR: tol 1e-6, ≤ 10000)
 synthetic ℓ2         ‖β̂ − β*‖₂ against the un-centred β*    ‖β̂ − β*‖₂ with both centred
-                     (a floor of √m·|mean β*|, §7.1)
+                     (a floor of √m·|mean β*|, docs/nguyen.md, Errata and modes (Q1))
 ===================  =====================================  ==========================================
 
-Clipping is max(1, ·) in both (A15, the code's post-processing); RR is never debiased (§4.9).
+Clipping is max(1, ·) in both (A15, the code's post-processing); RR is never debiased (nguyen supp. §4).
 The axes ``accounting`` and ``conversion`` default to ``auto`` (the mode's choice above) and
 may name any mode of :mod:`dpsim.mechanisms.count_noise` / :mod:`dpsim.mechanisms.zcdp`.
 
-**Methods** (nguyen §4–5, spec §4.7–4.9, §6): ``nonprivate`` (Algorithm 1), ``gaussian``
+**Methods** (nguyen §4–5, nguyen §5): ``nonprivate`` (Algorithm 1), ``gaussian``
 (Algorithm 2, dense), ``gaussian_sparse`` (Algorithm 2 on ER(p₀)), ``laplace`` (the
 discrete-Laplace chain, A16), ``rr`` (per-response randomized response with shuffle
 amplification, then Algorithm 1). The non-private fit does not depend on ε, so it is computed
@@ -65,7 +65,7 @@ from dpsim.results import RESULTS
 
 INF = math.inf
 DELTA = 1e-4
-# The x axes of the paper's figures (spec §6.1–6.3, from the authors' scripts).
+# The x axes of the paper's figures (nguyen §5, from the authors' scripts).
 EPS_SYNTHETIC = [0.01, 0.05, 0.075, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 5.0, 7.5]
 EPS_REAL = EPS_SYNTHETIC[:-1]
 MODES = ("paper", "strict")
@@ -155,10 +155,10 @@ class Fidelity:
 
     Attributes:
         accounting: the paper mode's accounting (``synthetic_code`` in the synthetic
-            script, ``paper`` in the real-data script; spec §4.8).
+            script, ``paper`` in the real-data script; docs/nguyen.md, Mechanisms and estimators).
         p0_rule: the rule of p₀ = "proposed" (``code_synthetic`` 1.1·log₂m/m, ``code_real``
-            2·log₂m/m; spec §4.5).
-        uncentred_truth: paper mode scores ℓ2 against the un-centred β* (Fig. 1, §7.1).
+            2·log₂m/m; nguyen §4.3, Algorithm 2).
+        uncentred_truth: paper mode scores ℓ2 against the un-centred β* (Fig. 1, docs/nguyen.md, Errata and modes (Q1)).
     """
 
     accounting: str
@@ -203,8 +203,8 @@ def resolve(analysis: Mapping, fidelity: Fidelity) -> Settings:
 
 
 def privacy_derived(fidelity: Fidelity) -> Derived:
-    """Host-derived privacy parameters of each analysis point (nguyen §4.1, §4.5, supp. §4;
-    spec §4.1, §4.8, §4.9): ``rho`` (the Gaussian chain's zCDP ρ for (ε*, δ) under the
+    """Host-derived privacy parameters of each analysis point (nguyen §4.1, §4.3, supp. §4;
+    docs/nguyen.md, Mechanisms and estimators): ``rho`` (the Gaussian chain's zCDP ρ for (ε*, δ) under the
     conversion), ``eps0`` = √(2ρ) (the paper's per-mechanism ε of Lemma 4.1), ``eps_rr`` (the
     RR baseline's per-user LDP budget, shuffle-amplified over the data's n users, at least
     ε*) and ``p0_value`` (the sparse chain's edge probability)."""
@@ -347,7 +347,7 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
                                   LABELS["gaussian_sparse"],
                                   "Algorithm 2 on an ER(p₀) item graph (nguyen §4.3)"),
         "laplace": Method(chain("laplace", False), metrics_of("laplace", True), LAPLACE_DIAG, LABELS["laplace"],
-                          "discrete Laplace on every count, pure ε*-DP (spec §4.8, A16)"),
+                          "discrete Laplace on every count, pure ε*-DP (docs/nguyen.md, Mechanisms and estimators; Errata and modes (A16))"),
         "rr": Method(rr, metrics_of("rr", True), RR_DIAG, LABELS["rr"],
                      "randomized response at ε_RR/k per response, shuffled, then Algorithm 1 (supp. §4)"),
     }
@@ -381,7 +381,7 @@ class TruthScore:
 
 
 class ReferenceScore:
-    """Real data (spec §6.2–6.3): against the non-private estimate on the same data by the
+    """Real data (nguyen Fig. 2, §5.2; Fig. 3, §5.2): against the non-private estimate on the same data by the
     mode's solver, ``l2`` = ‖β̃ − β̂‖₂ (the paper's metric) and ``linf``."""
 
     def metrics(self, private: bool) -> tuple[str, ...]:

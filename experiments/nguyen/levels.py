@@ -1,11 +1,11 @@
-"""Level checks that pin the calibration of every nguyen mechanism (spec
-../shared/papers/nguyen.md §4.1–4.3, §4.5, §4.8, §4.9, §7.3–7.4, A2, A3, A5).
+"""Level checks that pin the calibration of every nguyen mechanism
+(nguyen §4; §4.3, Algorithm 2; supp. §4; docs/nguyen.md, Mechanisms and estimators; Errata and modes (Q3–Q4, A2, A3, A5)).
 
 Slopes and paired signs are blind to a constant factor in a noise scale (a discrete-Gaussian σ
 halved still passes every Fig. 2 claim). Each check here is a
 :func:`~dpsim.experiment.checks.level_check`: a metric the method reports
 (:func:`.common.make_methods` with ``calibration=True``) against a closed form written here
-from the spec's formulas and evaluated from the grid's ε*, δ, mode, accounting, conversion,
+from the paper's formulas and evaluated from the grid's ε*, δ, mode, accounting, conversion,
 m and n only: no σ, t, ρ or ε_RR the mechanism or its Derived values computed is read, and
 no helper the mechanism calls is imported (the conversions, the discrete variances and the
 shuffle bound are re-derived below; tests/test_nguyen_levels.py compares them with SciPy
@@ -24,7 +24,7 @@ Metrics and their expectations:
   its expectation over |E| ~ Binomial(m(m − 1)/2, p₀) is summed exactly.
 * ``rr_signal`` (randomized response): 1 − 2·(share of responses flipped), E = tanh(ε′/2)
   with ε′ = ε_RR/m (every response observed, p = 1) and ε_RR = max(FMT22⁻¹(ε*, δ, n), ε*),
-  the inverse capped at ln(n/(16 ln(2/δ))) (spec §4.9, A5).
+  the inverse capped at ln(n/(16 ln(2/δ))) (nguyen supp. §4; docs/nguyen.md, Errata and modes (A5)).
 
 **Regions.** Every closed form is exact for its metric (the discrete sums are summed, not
 approximated; the sparse chain's strict-mode graph is conditioned on being connected, which
@@ -48,25 +48,25 @@ from dpsim.experiment.checks import level_check
 from .real import FIG2, FIG3, REAL_REPS
 from .synthetic import FIG1, FIG1_REPS
 
-# The data sets' shapes (n users, m items), spec §6.2 and §6.6 (the stand-ins share them).
+# The data sets' shapes (n users, m items), nguyen Fig. 2, §5.2; docs/nguyen.md, Experiments as run (the stand-ins share them).
 DATASET_SHAPES = {"lsat": (1000, 5), "uci_student": (131, 4), "three_grades": (649, 3)}
-# What "auto" means in each experiment's paper mode (spec §4.8: the synthetic script counts
-# m(m − 1)/2 queries, the real-data script m(m − 1); spec §4.5: its p₀ rule). Strict mode:
+# What "auto" means in each experiment's paper mode (docs/nguyen.md, Mechanisms and estimators: the synthetic script counts
+# m(m − 1)/2 queries, the real-data script m(m − 1); nguyen §4.3, Algorithm 2: its p₀ rule). Strict mode:
 # tight_joint and the CKS conversion, every experiment.
 PAPER_ACCOUNTING = {"nguyen-fig1": "synthetic_code", "nguyen-fig2": "paper", "nguyen-fig3": "paper"}
 P0_RULE = {"nguyen-fig1": 1.1, "nguyen-fig3": 2.0}          # p₀ = c·log₂(m)/m
 
 
 # ---------------------------------------------------------------------------------------
-# Closed forms (spec §4.1–4.3, §4.8, §4.9)
+# Closed forms (nguyen §4; supp. §4; docs/nguyen.md, Mechanisms and estimators)
 # ---------------------------------------------------------------------------------------
 def rho_paper(eps: float, delta: float) -> float:
-    """ρ = ε₀²/2, ε₀ = ε*/√(2 ln(1/δ)) (nguyen §4.1, spec §4.1: the authors' inversion)."""
+    """ρ = ε₀²/2, ε₀ = ε*/√(2 ln(1/δ)) (nguyen §4.1: the authors' inversion)."""
     return eps * eps / (4.0 * math.log(1.0 / delta))
 
 
 def rho_bun_steinke(eps: float, delta: float) -> float:
-    """ρ with ρ + 2√(ρ ln(1/δ)) = ε* (Bun–Steinke Prop. 1.3 inverted, spec §7.4)."""
+    """ρ with ρ + 2√(ρ ln(1/δ)) = ε* (Bun–Steinke Prop. 1.3 inverted, docs/nguyen.md, Errata and modes (Q4))."""
     L = math.log(1.0 / delta)
     return (math.sqrt(L + eps) - math.sqrt(L)) ** 2
 
@@ -99,7 +99,7 @@ RHO = {"paper": rho_paper, "bun_steinke": rho_bun_steinke, "cks": rho_cks}
 
 
 def sensitivity_squared(m: int, accounting: str) -> float:
-    """Δ² of the dense chain's m(m − 1) counts (spec §4.3, §4.8): the paper's composition over
+    """Δ² of the dense chain's m(m − 1) counts (nguyen Lemma 4.1, §4.2; docs/nguyen.md, Mechanisms and estimators): the paper's composition over
     every count, the synthetic script's half of it, or the joint bound 2⌊m²/4⌋."""
     return {"paper": m * (m - 1), "synthetic_code": m * (m - 1) / 2.0, "tight_joint": 2 * (m * m // 4)}[accounting]
 
@@ -119,7 +119,7 @@ def discrete_gaussian_var(sigma2):
 
 
 def discrete_laplace_var(t: float) -> float:
-    """Var Lap_ℤ(t) = 2α/(1 − α)², α = e^{−1/t} (P(z) ∝ α^{|z|}; spec §4.7)."""
+    """Var Lap_ℤ(t) = 2α/(1 − α)², α = e^{−1/t} (P(z) ∝ α^{|z|}; docs/nguyen.md, Mechanisms and estimators)."""
     a = math.exp(-1.0 / t)
     return 2.0 * a / math.expm1(-1.0 / t) ** 2
 
@@ -159,7 +159,7 @@ def laplace_noise_var(point: dict, experiment: str) -> float:
 
 
 def p0_of(point: dict, experiment: str) -> float:
-    """p₀: a number on the grid, or "proposed" = c·log₂(m)/m (spec §4.5), at most 1."""
+    """p₀: a number on the grid, or "proposed" = c·log₂(m)/m (nguyen §4.3, Algorithm 2), at most 1."""
     m = n_items_of(point)
     p0 = point.get("p0", "proposed")
     return min(1.0, P0_RULE[experiment] * math.log2(m) / m) if p0 == "proposed" else float(p0)
@@ -168,7 +168,7 @@ def p0_of(point: dict, experiment: str) -> float:
 def sparse_gaussian_noise_var(point: dict, experiment: str) -> float:
     """E noise_ms of the sparse chain: E over |E| ~ Binomial(m(m − 1)/2, p₀) of
     Var N_ℤ(0, Δ²(|E|)/(2ρ)), Δ² = 2|E| (``paper``), |E| (``synthetic_code``),
-    2·min(|E|, ⌊m²/4⌋) (``tight_joint``) (spec §4.5, §4.8)."""
+    2·min(|E|, ⌊m²/4⌋) (``tight_joint``) (nguyen §4.3, Algorithm 2; docs/nguyen.md, Mechanisms and estimators)."""
     accounting, conversion = resolved(point, experiment)
     m = n_items_of(point)
     rho = RHO[conversion](float(point["eps"]), float(point["delta"]))
@@ -184,13 +184,13 @@ def sparse_gaussian_noise_var(point: dict, experiment: str) -> float:
 
 def fmt22_epsilon(eps0: float, delta: float, n: int) -> float:
     """Central ε of n shuffled ε₀-LDP reports (Feldman, McMillan, Talwar 2022 Thm III.1, with
-    the +8e^{ε₀}/n term: spec §4.9, A5)."""
+    the +8e^{ε₀}/n term: nguyen supp. §4; docs/nguyen.md, Errata and modes (A5))."""
     e = math.exp(eps0)
     return math.log1p((e - 1.0) / (e + 1.0) * (8.0 * math.sqrt(e * math.log(4.0 / delta)) / math.sqrt(n) + 8.0 * e / n))
 
 
 def shuffled_rr_budget(eps: float, delta: float, n: int) -> float:
-    """ε_RR = max(FMT22⁻¹(ε*), ε*), the inverse capped at ln(n/(16 ln(2/δ))) (spec §4.9; no
+    """ε_RR = max(FMT22⁻¹(ε*), ε*), the inverse capped at ln(n/(16 ln(2/δ))) (nguyen supp. §4; no
     amplification when the cap is negative), by Brent's root on [0, cap]."""
     cap = math.log(n / (16.0 * math.log(2.0 / delta)))
     if cap < 0:
@@ -201,7 +201,7 @@ def shuffled_rr_budget(eps: float, delta: float, n: int) -> float:
 
 
 def rr_expected_signal(point: dict) -> float:
-    """E rr_signal = tanh(ε_RR/(2m)) (per-response budget ε_RR/m, spec §4.9)."""
+    """E rr_signal = tanh(ε_RR/(2m)) (per-response budget ε_RR/m, nguyen supp. §4)."""
     m = n_items_of(point)
     eps_rr = shuffled_rr_budget(float(point["eps"]), float(point["delta"]), n_users_of(point))
     return math.tanh(eps_rr / (2.0 * m))

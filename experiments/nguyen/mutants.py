@@ -1,6 +1,6 @@
 """nguyen's mutants: plausible bugs in the calibration of its three mechanisms
-(spec ../shared/papers/nguyen.md §4.1, §4.3, §4.8, §4.9, §7.3–7.4, A2, A3, A5), each applied
-to Fig. 2 (18 s a run), where the level checks of :mod:`.levels` judge every mechanism in
+(nguyen §4.1; Lemma 4.1, §4.2; supp. §4; docs/nguyen.md, Mechanisms and estimators; Errata and modes (Q3–Q4, A2, A3, A5)), each applied
+to Fig. 2 (the cheapest run that holds all three), where the level checks of :mod:`.levels` judge every mechanism in
 both modes. ``dpsim verify nguyen --mutants`` must kill every one.
 
 Discrete Gaussian (through its host-derived ρ, or the method's analysis values):
@@ -9,8 +9,8 @@ Discrete Gaussian (through its host-derived ρ, or the method's analysis values)
 * the ½ of "½ε₀²-zCDP" dropped: ρ = ε₀² (σ/√2);
 * ε* used as Lemma 4.1's zCDP ε without the (ε*, δ) → ε₀ conversion (A3: ρ = ε*²/2);
 * Lemma 4.1 as printed (A2): variance √(m(m − 1))/ε₀² instead of m(m − 1)/ε₀²;
-* the synthetic script's accounting in the real-data script's paper mode (§7.3: √(#pairs/2));
-* strict mode with the paper's approximate conversion instead of CKS (§7.4: σ × 1.22 at ε* = 1).
+* the synthetic script's accounting in the real-data script's paper mode (docs/nguyen.md, Errata and modes (Q3): √(#pairs/2));
+* strict mode with the paper's approximate conversion instead of CKS (docs/nguyen.md, Errata and modes (Q4): σ × 1.22 at ε* = 1).
 
 Discrete Laplace: released at 2ε* (t/2), and at ε*/2 (t × 2).
 
@@ -60,10 +60,10 @@ MUTANTS = [
            overridden_derived("rho", lambda point, derived: derived["rho"] * math.sqrt(
                point["n_items"] * (point["n_items"] - 1)))),
     Mutant("nguyen-gaussian-synthetic-accounting-on-real-data",
-           "the real-data paper mode with the synthetic script's √(#pairs/2) accounting (§7.3)", EXPERIMENTS,
+           "the real-data paper mode with the synthetic script's √(#pairs/2) accounting (docs/nguyen.md, Errata and modes (Q3))", EXPERIMENTS,
            wrapped_method("gaussian", _paper_mode_accounting("synthetic_code"))),
     Mutant("nguyen-gaussian-strict-paper-conversion",
-           "strict mode with the paper's approximate ε → ρ conversion instead of CKS (§7.4)", EXPERIMENTS,
+           "strict mode with the paper's approximate ε → ρ conversion instead of CKS (docs/nguyen.md, Errata and modes (Q4))", EXPERIMENTS,
            overridden_derived("rho", _strict_rho_paper)),
     Mutant("nguyen-laplace-at-2eps", "discrete Laplace released at 2ε* (t/2)", EXPERIMENTS,
            scaled_analysis({"eps": 2.0}, methods=("laplace",))),

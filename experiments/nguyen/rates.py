@@ -1,4 +1,4 @@
-"""nguyen's rate predictions R1–R10 (spec ../shared/papers/nguyen.md §5.7; the paper has no
+"""nguyen's rate predictions R1–R10 (docs/nguyen.md, Predictions; the paper has no
 experiments on them, §6 "Scope"): each a small grid in ``strict`` mode (valid privacy, exact
 solves, centred errors) on the **bounded design** of A18: θ*, β* i.i.d. Unif[−1, 1] (β*
 centred), drawn afresh per replicate, so that κ and γ stay fixed as m grows (with N(0, 1)
@@ -8,7 +8,7 @@ the grid varies it. ``--set design=normal`` runs the paper's Gaussian design ins
 **What is measured.** ``l2``/``linf``: ‖β̂ − β*‖ (centred). ``privacy_l2``: ‖β̃ − β̂‖₂, the
 private fit's distance to the non-private fit *on the same data*, i.e. the privacy term
 alone (with independent noise E‖β̃ − β*‖² = E‖β̂ − β*‖² + E‖β̃ − β̂‖² to first order, so it
-is the spec's √(err_priv² − err_np²) without the noise of a difference of two errors).
+is √(err_priv² − err_np²) without the noise of a difference of two errors).
 
 **Why the predictions hold (the linear regime).** The noise enters the chain's balance
 equations π_iΣ_jỸ_ij = Σ_jπ_jỸ_ji linearly; while it is small against the counts
@@ -34,8 +34,8 @@ Experiments (reps chosen so that the 95% intervals of the slopes are ≲ ±0.03)
 - ``nguyen-rates-laplace`` (R9): n = 20000, m ∈ {3, 6, 12, 24}, ε* = 5, paper accounting
   and conversion (R9's ratio √(m(m − 1)/ln(1/δ)) is stated for them); t/E Y ≤ 0.03; 2000
   replicates (at m = 3 the shift is a sum of a few noise terms and its spread is large: 1000
-  replicates left the m = 3 ratio check's interval across its boundary). The
-  spec's "+2 in log m" is asymptotic: on m ≤ 24 it is judged against the exact linearisation
+  replicates left the m = 3 ratio check's interval across its boundary). R9's
+  "+2 in log m" is asymptotic: on m ≤ 24 it is judged against the exact linearisation
   of the chain (:func:`dpsim.theory.nguyen.linearised_shift_rms`, slope 2.27 for the RMS
   shift) and reported as stated (the first run measured +2.50 for the mean log shift, outside
   2 ± 0.25, which is what led to the linearised prediction).
@@ -112,7 +112,7 @@ USERS = rate_experiment(
     {"n_items": [USERS_M], "n_users": USERS_N, "eps": USERS_EPS}, ("nonprivate", "gaussian"),
     (Panel("l2", None, ERR_L2, title="error", each=("eps",)),
      Panel("privacy_l2", "gaussian", SHIFT, title="Gaussian privacy shift", each=("eps",))),
-    "n_users", "$n$", "spec §5.7 R1, R2 (n), R7, R8 (n, ε₀)")
+    "n_users", "$n$", "docs/nguyen.md, Predictions (R1, R2) (n), R7, R8 (n, ε₀)")
 
 ITEMS_N = 8000
 ITEMS_M = [10, 20, 40, 80, 160]
@@ -120,21 +120,21 @@ ITEMS = rate_experiment(
     "nguyen-rates-items", "Rates in the number of items m", "n = 8000, bounded design",
     {"n_items": ITEMS_M, "n_users": [ITEMS_N], "eps": [4.0]}, ("nonprivate", "gaussian"),
     (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
-    "n_items", "$m$", "spec §5.7 R1, R2 (m), R3, R8 (m)")
+    "n_items", "$m$", "docs/nguyen.md, Predictions (R1, R2) (m), R3, R8 (m)")
 
 P_GRID = [0.4, 0.55, 0.75, 1.0]
 P_SWEEP = rate_experiment(
     "nguyen-rates-p", "Rates in the observation probability p", "m = 40, n = 16000, bounded design",
     {"n_items": [40], "n_users": [16000], "p": P_GRID, "eps": [4.0]}, ("nonprivate", "gaussian"),
     (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
-    "p", "$p$", "spec §5.7 R2 (p), R8 (p)", reps=100)
+    "p", "$p$", "docs/nguyen.md, Predictions (R2) (p), R8 (p)", reps=100)
 
 FIXED_M_N = [250, 1000, 4000, 16000]
 FIXED_M = rate_experiment(
     "nguyen-rates-fixed-m", "Consistency at a fixed number of items", "m = 3, bounded design",
     {"n_items": [3], "n_users": FIXED_M_N, "eps": [4.0]}, ("nonprivate", "gaussian"),
     (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
-    "n_users", "$n$", "spec §5.7 R5 (Supp. Thm 1.7)", reps=400)
+    "n_users", "$n$", "docs/nguyen.md, Predictions (R5) (Supp. Thm 1.7)", reps=400)
 
 LAPLACE_M = [3, 6, 12, 24]
 LAPLACE_EPS = 5.0
@@ -144,7 +144,7 @@ LAPLACE = rate_experiment(
     {"n_items": LAPLACE_M, "n_users": [20000], "eps": [LAPLACE_EPS], "accounting": ["paper"],
      "conversion": ["paper"]}, ("gaussian", "laplace"),
     (Panel("privacy_l2", None, SHIFT), Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF)),
-    "n_items", "$m$", "spec §5.7 R9, §4.8 (σ_Lap/σ_Gauss)", reps=LAPLACE_REPS)
+    "n_items", "$m$", "docs/nguyen.md, Predictions (R9); Mechanisms and estimators (σ_Lap/σ_Gauss)", reps=LAPLACE_REPS)
 
 RR_N = [500, 1000, 2000, 4000, 8000]
 RR_EPS = 0.5
@@ -152,7 +152,7 @@ RR = rate_experiment(
     "nguyen-rates-rr", "Randomized response's error floor in n", "m = 10, ε* = 0.5, bounded design",
     {"n_items": [10], "n_users": RR_N, "eps": [RR_EPS]}, ("nonprivate", "gaussian", "rr"),
     (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", None, SHIFT)),
-    "n_users", "$n$", "spec §5.7 R10, §4.9")
+    "n_users", "$n$", "nguyen supp. §4; docs/nguyen.md, Predictions (R10)")
 
 EXPERIMENTS = [USERS, ITEMS, P_SWEEP, FIXED_M, LAPLACE, RR]
 
@@ -167,7 +167,7 @@ def _fitted(fn, values) -> float:
 def prediction_thunks() -> dict:
     """Every number the checks below predict, as a function of no arguments each, computed
     from :mod:`dpsim.theory.nguyen` (host) when the first check that uses *that* number is
-    judged (:data:`P`): R9's exact linearisation (``laplace_rms_slope_m``, about 8 s) is only
+    judged (:data:`P`): R9's exact linearisation (``laplace_rms_slope_m``, the costly one) is only
     computed for the checks that use it."""
     eps0 = functools.cache(lambda: {e: math.sqrt(2.0 * zcdp_rho(e, DELTA, "cks")) for e in USERS_EPS})
     laplace_ratio = functools.cache(lambda: {m: rates.laplace_gauss_shift_ratio(m, LAPLACE_EPS, DELTA)
@@ -204,7 +204,7 @@ def prediction_thunks() -> dict:
 
 def predictions() -> dict:
     """Every number the checks below predict (:func:`prediction_thunks`, all computed now;
-    about 20 s, mostly R9's exact linearisation)."""
+    mostly R9's exact linearisation)."""
     return {key: thunk() for key, thunk in prediction_thunks().items()}
 
 
@@ -279,7 +279,7 @@ R9 = [
                                 "(discrete-Laplace sd of t = m(m − 1)/ε* times ‖∂β̂/∂Y‖_F), ± 0.1"),
     rms_slope_check("nguyen-r9-laplace-excess-vs-items-as-stated", LAPLACE.name, "privacy_l2", "laplace",
                     "n_items", LAPLACE_SLOPE_M - 0.25, LAPLACE_SLOPE_M + 0.25, report_only=True,
-                    description="R9 as the spec states it (the heuristic m², slope +2, asymptotic in m), "
+                    description="R9 as stated (the heuristic m², slope +2, asymptotic in m), "
                                 "reported beside the linearised prediction"),
     *[method_ratio_check(f"nguyen-r9-laplace-over-gaussian-m{m}", LAPLACE.name, "privacy_l2", "laplace", "gaussian",
                          0.9 * LAPLACE_RATIO[m], 1.1 * LAPLACE_RATIO[m], where={"n_items": [m]},

@@ -1,6 +1,6 @@
 """nguyen's real-data experiments: Figure 2 (education data), Figure 3 (MovieLens) and
-supplementary Figure 1 (the sparse chain's p₀) (nguyen §5.2, supp. §4; spec
-../shared/papers/nguyen.md §6.2–6.4, §6.6, A13).
+supplementary Figure 1 (the sparse chain's p₀) (nguyen §5.2, supp. §4;
+nguyen §5; docs/nguyen.md, Experiments as run; Errata and modes (A13)).
 
 **Data.** The response matrices are fixed (p = 1), so a trial redraws only the privacy
 noise: the non-private spectral estimate on the same data is the reference β and the
@@ -8,16 +8,16 @@ metric is ‖β̃ − β‖₂ (the paper's; ``linf`` beside it). Data sets are 
 (shape-level, before anything is run or written; which file or stand-in was used is
 printed and recorded in the run's manifest):
 
-- ``lsat``: LSAT section 6, 1000 × 5, rebuilt from its 32 pattern counts (spec §6.6;
+- ``lsat``: LSAT section 6, 1000 × 5, rebuilt from its 32 pattern counts (docs/nguyen.md, Experiments as run;
   A13 flags that the authors' file may be section 7);
-- ``uci_student``: the UCI Student Academic Performance ``.arff`` (131 × 4; spec §6.2),
+- ``uci_student``: the UCI Student Academic Performance ``.arff`` (131 × 4; nguyen Fig. 2, §5.2),
   from ``--set uci_file=PATH``, else a Rasch stand-in of the same shape;
 - ``three_grades``: ``student-por.csv`` (649 × 3, G1–G3 above the item median), from
   ``--set grades_file=PATH``, else a Rasch stand-in;
 - MovieLens (Fig. 3, SF1): ml-latest-small's ``ratings.csv`` (610 users) from
   ``--set ratings_file=PATH``, else the deterministic 610 × 400 stand-in of
   :func:`dpsim.datasets.synthetic_ratings`; rank-30 NMF, binarised per user at the user's
-  mean, m movies drawn with NumPy seed 119 (spec §6.3).
+  mean, m movies drawn with NumPy seed 119 (nguyen Fig. 3, §5.2).
 
 A missing, unreadable or wrongly laid out file stops the run with a one-line error naming
 it, before anything is written.
@@ -30,7 +30,7 @@ it, before anything is written.
 MovieLens at m = 200 (the large-m panel of Fig. 3, where sparsification is recommended),
 p₀ ∈ {proposed = 2·log₂(m)/m, 0.2, 0.3, 0.4, 0.5}.
 
-**Claims** (spec §6.2–6.4) are paired comparisons on the same noise replicates, in
+**Claims** (nguyen §5) are paired comparisons on the same noise replicates, in
 ``paper`` mode, except those on the sparse chain at m = 200: there the authors' lazy power
 iteration (tolerance 1e-5, at most 1000 steps) stops unconverged in 18–45% of the fits at
 every ε* (measured: median 260–780 iterations with p₀ = 2·log₂(m)/m ≈ 0.076, the graph
@@ -150,7 +150,7 @@ FIG2 = Experiment(
                       panels=(Panel("l2", None, PANEL_Y, each=("dataset",)),), columns=2,
                       curve_labels=LABELS, symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen Fig. 2: education data sets",
                       shown_with={"uci_file": ("dataset", "uci_student"), "grades_file": ("dataset", "three_grades")}),
-    description="nguyen §5.2, Fig. 2; spec §6.2, §6.6 (LSAT rebuilt), §6.5 (stand-ins)")
+    description="nguyen §5.2, Fig. 2; docs/nguyen.md, Experiments as run (LSAT rebuilt; stand-ins)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ FIG3 = movielens_experiment(
                # the first row, the same study in strict mode below it
                panels=(Panel("l2", None, PANEL_Y, each=("mode", "n_items")),), columns=2,
                curve_labels=LABELS, symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen Fig. 3: MovieLens"),
-    "nguyen §5.2, Fig. 3; spec §6.3 (pipeline, stand-in), A13, A14", calibration=True)
+    "nguyen §5.2, Fig. 3 (pipeline, stand-in; docs/nguyen.md, Errata and modes (A13, A14))", calibration=True)
 
 P0_VALUES = [PROPOSED, "0.2", "0.3", "0.4", "0.5"]
 P0 = movielens_experiment(
@@ -200,13 +200,13 @@ P0 = movielens_experiment(
                             for metric, norm, label in (("l2", "ℓ2", PANEL_Y),
                                                         ("linf", "ℓ∞", "$\\|\\tilde\\beta-\\hat\\beta\\|_\\infty$"))),
                symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen supp. Fig. 1: the sparse chain's edge probability $p_0$"),
-    "nguyen supp. §4, Fig. 1; spec §6.4")
+    "nguyen supp. §4, Fig. 1")
 
 EXPERIMENTS = [FIG2, FIG3, P0]
 
 
 # ---------------------------------------------------------------------------------------
-# Claims (spec §6.2–6.4)
+# Claims (nguyen §5)
 # ---------------------------------------------------------------------------------------
 def _edu(dataset, eps, mode="paper"):
     return {"dataset": [dataset], "eps": [eps], "mode": [mode]}

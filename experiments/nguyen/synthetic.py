@@ -1,5 +1,5 @@
-"""nguyen Figure 1: the privacy–accuracy trade-off on synthetic Rasch data (nguyen §5.1; spec
-../shared/papers/nguyen.md §2.5, §6.1, §7.1, A14).
+"""nguyen Figure 1: the privacy–accuracy trade-off on synthetic Rasch data (nguyen §5.1;
+nguyen Fig. 1, §5.1; docs/nguyen.md, Experiments as run; Errata and modes (Q1, A14)).
 
 **Data** (the authors' ``synthetic_privacy_experiments.py``): β* = their N(0, 1) draw with
 NumPy seed 119 (:func:`dpsim.models.rasch.authors_difficulties`, un-centred, fixed per m
@@ -8,7 +8,7 @@ drawn once per (m, n) point from the experiment's seed and fixed across ε and t
 trial a fresh full response matrix (p = 1) and, shared by every method, mode and ε (common
 random numbers), its differential counts Y and the non-private fit.
 
-**Grid** (spec §6.1): m ∈ {25, 50, 100, 200}, n ∈ {200, 1000} (Fig. 1(a), (b)), the twelve
+**Grid** (nguyen Fig. 1, §5.1): m ∈ {25, 50, 100, 200}, n ∈ {200, 1000} (Fig. 1(a), (b)), the twelve
 ε* ∈ {0.01, …, 7.5}, δ = 1e-4, 100 trials; both modes (:mod:`.common`): ``paper`` is the
 authors' code (the synthetic script's √(#pairs/2) accounting, the approximate ε → ρ
 inversion, zero counts un-noised, an unchecked sparse graph with p₀ = 1.1·log₂(m)/m, the power
@@ -16,7 +16,7 @@ iterations, ℓ2 against the un-centred β*) and reproduces the figure; ``strict
 study with valid privacy (tight joint accounting, the CKS conversion, every count noised,
 connected sparse graphs, exact solves, centred ℓ2). The figure is drawn once per mode.
 
-**Claims** (spec §6.1) are paired comparisons on the same replicates (``comparison_check``),
+**Claims** (nguyen Fig. 1, §5.1) are paired comparisons on the same replicates (``comparison_check``),
 ratios between slices, and levels against the error of the estimate 0 (R11). They are
 judged in ``paper`` mode (the published figure), except where they involve the sparse
 chain at ε* = 0.01: the authors' truncated lazy power iteration does not converge there
@@ -60,7 +60,7 @@ def fig1_truth(key, shape):
 
 
 def fig1_generate(key, shape, truth, data):
-    """A fresh full response matrix per trial (spec §2.5)."""
+    """A fresh full response matrix per trial (docs/nguyen.md, Experiments as run)."""
     return response_sample(key, truth["theta"], truth["beta"], data["p"])
 
 
@@ -85,13 +85,13 @@ FIG1 = Experiment(
                       panels=_panels(), curve_labels=LABELS, symbols=SYMBOLS,
                       value_labels=SYNTHETIC_VALUE_LABELS,
                       title="nguyen Fig. 1: synthetic data, one panel per (m, n)"),
-    description="nguyen §5.1, Fig. 1; spec §6.1 (grid from the authors' script), §7.1–7.6 (modes)")
+    description="nguyen §5.1, Fig. 1 (grid from the authors' script), docs/nguyen.md, Errata and modes (Q1–Q6) (modes)")
 
 EXPERIMENTS = [FIG1]
 
 
 # ---------------------------------------------------------------------------------------
-# The claims of §5.1 (spec §6.1)
+# The claims of §5.1 (nguyen Fig. 1, §5.1)
 # ---------------------------------------------------------------------------------------
 def zero_estimate_error(n_items: int, uncentred: bool) -> float:
     """‖0 − β*‖₂: the error of an estimate with no information (R11's level), scored as the

@@ -1,11 +1,11 @@
-"""nguyen's top-K phase transition (Theorems 3.2 and 3.4; spec ../shared/papers/nguyen.md §5.4,
-§5.6, §5.7 R6): exact recovery of the top K items by the spectral estimate switches on at
+"""nguyen's top-K phase transition (Theorems 3.2 and 3.4;
+docs/nguyen.md, Predictions (R6)): exact recovery of the top K items by the spectral estimate switches on at
 np ≍ log m/Δ_K², from both sides (Thm 3.2: np ≥ C_K log m/Δ_K² suffices; Thm 3.4: np ≤
 c_K log m/Δ_K² makes every estimator fail w.p. ≥ ½). So P(exact recovery) plotted against
 x = npΔ_K²/log m should collapse onto one curve across m (at fixed K: the constants C_K,
 c_K depend on K).
 
-**Instance.** The top-K construction of the lower bound (spec §5.6): β*_i = Δ for the K
+**Instance.** The top-K construction of the lower bound (nguyen Theorem 3.4): β*_i = Δ for the K
 items of the top set, 0 for the rest (then centred), so Δ_K = Δ exactly; abilities θ* i.i.d.
 Unif[−1, 1] per replicate (bounded, A18); full responses (p = 1); n = 400 users; K = 3;
 m ∈ {10, 30, 100, 300}. The grid axis is x = npΔ_K²/log m itself (``signal``, a data axis
@@ -13,7 +13,7 @@ common to every m, 1 … 64 in 19 steps of 2^{1/3}); the gap Δ = √(x·log m/(
 from it on the host (stored as the column ``gap``), and npΔ² (the negative control's x,
 without the log m) is reported per row as ``topk_signal_nolog``, with ``linf`` and
 ``linf_over_gap`` = ‖β̂ − β*‖∞/Δ_K (Thm 3.2's proof: exact recovery once it is < 1/2, A7).
-Estimator: Algorithm 1 (exact solve), top K of β̂ (spec §3.5; see :func:`topk_fn`).
+Estimator: Algorithm 1 (exact solve), top K of β̂ (docs/nguyen.md, Mechanisms and estimators; see :func:`topk_fn`).
 
 **Predictions and tolerances** (:func:`dpsim.theory.nguyen.top_k_midpoint_factor`). With
 independent N(0, s²/(np)) errors the K top items clear the others iff
@@ -64,7 +64,7 @@ def topk_truth(key, shape):
 
 
 def two_level_difficulties(n_items: int, k: int, gap):
-    """β* = Δ on the first k items, 0 on the others, centred (spec §5.6)."""
+    """β* = Δ on the first k items, 0 on the others, centred (nguyen Theorem 3.4)."""
     beta = jnp.where(jnp.arange(n_items) < k, jnp.asarray(gap, jnp.float64), 0.0)
     return beta - jnp.mean(beta)
 
@@ -133,7 +133,7 @@ TOPK = Experiment(
                 Panel("linf", "nonprivate", "$\\|\\hat\\beta-\\beta^*\\|_\\infty$",
                       title="entrywise error $\\|\\hat\\beta-\\beta^*\\|_\\infty$")),
         symbols=SYMBOLS, title="nguyen Thms 3.2/3.4: top-K phase transition"),      # K and n: the subtitle
-    description="nguyen §3.2–3.3, Thms 3.2, 3.4; spec §5.4, §5.6, §5.7 R6")
+    description="nguyen §3.2–3.3, Thms 3.2, 3.4; docs/nguyen.md, Predictions (R6)")
 
 EXPERIMENTS = [TOPK]
 

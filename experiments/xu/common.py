@@ -1,8 +1,8 @@
-"""The pipeline every xu experiment shares (xu §2–§5; spec ../shared/papers/xu.md §2–§4, §6):
+"""The pipeline every xu experiment shares (xu §2–§5; docs/xu.md, Model; Mechanisms and estimators; Experiments as run):
 axes, θ* designs, data, the released statistics, the estimator and its scores.
 
-**Per replicate** (xu spec §4.4, §4.5). θ* is drawn per (m, replicate) and shared by every L, Δ,
-ε, scheme and mechanism of that replicate (``truth_per_replicate``; xu spec A2, A24): θ*_i ~
+**Per replicate** (docs/xu.md, Mechanisms and estimators). θ* is drawn per (m, replicate) and shared by every L, Δ,
+ε, scheme and mechanism of that replicate (``truth_per_replicate``; docs/xu.md, Errata and modes (A2, A24)): θ*_i ~
 U(−2, 2) centred (Scenarios I, II, V; A2, A14), or the evenly spaced ladder Δ(i − (m+1)/2)
 with its item labels permuted per replicate (Scenarios III, IV; A3), whose permutation is
 drawn once and scaled by the data axis Δ. The raw answers of the L users are drawn as their
@@ -10,39 +10,39 @@ sufficient statistic, the wins per pair n1_e ~ Bin(L, p*_e)
 (:func:`dpsim.models.complete_btl.sample_pair_wins`), keyed by (m, L, Δ, replicate): every
 privacy level and mechanism sees the same raw data (common random numbers).
 
-**Release** (xu §3; xu spec §3.2–3.6). The ``mechanism`` axis names what each user releases per
+**Release** (xu §3.1–3.2). The ``mechanism`` axis names what each user releases per
 comparison, at ε per comparison: ``debiased_rr`` (the paper's z of eq. (1)), ``classic_rr``
-(ỹ, the Scenario V baseline), ``laplace`` (y + Laplace(1/ε), xu spec §3.6, A6) or ``none``.
+(ỹ, the Scenario V baseline), ``laplace`` (y + Laplace(1/ε), docs/xu.md, Mechanisms and estimators; Errata and modes (A6)) or ``none``.
 The analyst sees the per-pair mean z̄ (:func:`dpsim.mechanisms.pairwise_ldp.privatise`).
 The randomness of the release is keyed by (lane, privacy level) and **not** by the
 mechanism: classic and debiased RR at one ε see the *same* flipped counts N, so their
-estimates rank the items identically, ties included (xu spec §4.6, A22), and Laplace sees the
-same raw wins (xu spec §6.5 [rec]). Each experiment declares the analysis axes that key its
+estimates rank the items identically, ties included (docs/xu.md, Mechanisms and estimators; Errata and modes (A22)), and Laplace sees the
+same raw wins (docs/xu.md, Experiments as run). Each experiment declares the analysis axes that key its
 release (``release_axes``: the privacy level, i.e. every analysis axis but ``mechanism`` and
 ``mode``), and the engine passes the release stage that key
 (:mod:`dpsim.experiment.program`, "Keys").
 
-**Estimator** (xu §4.1 eq. (3); xu spec §4.1–4.3). One method, ``m_est``: the debiased
+**Estimator** (xu §4.1 eq. (3); xu §4.1). One method, ``m_est``: the debiased
 M-estimator θ̂ = argmin Σ_{i<j}[z̄_ij(θ_j − θ_i) + log(1 + e^{θ_i − θ_j})] + λ‖θ‖², by
 truncated Newton from 0 (:func:`dpsim.estimators.debiased_m.debiased_m_estimator`); on
-classic-RR data it is the classic-RR MLE of Scenario V (xu spec §3.7, A7), on Laplace data the
+classic-RR data it is the classic-RR MLE of Scenario V (docs/xu.md, Mechanisms and estimators; Errata and modes (A7)), on Laplace data the
 Laplace baseline (A6), on raw data the non-private ridge MLE (eq. (2)). λ follows the
-``mode`` axis, the ridge rule's reading (xu spec §4.2, A4; keyed under its former name
+``mode`` axis, the ridge rule's reading (docs/xu.md, Mechanisms and estimators; Errata and modes (A4); keyed under its former name
 ``lambda_rule``, :data:`STREAM_NAMES`): ``g_over_l`` (default) λ = G(ε)/L, the paper's
 "λ ≍ L⁻¹(e^ε+1)²/(e^ε−1)" with the square restored; ``paper`` the literal formula, which is
 ≈ 19× larger at ε = 3 and reverses the paper's own Fig. 2 ordering (``xu-lambda-rule``).
 λ = 1/L for ``none``. λ changes no privacy guarantee (it acts on released data).
 
-**Scores** (xu §4.7; xu spec §4.7, A15, A16). ``linf`` ‖θ̂ − θ*‖∞, ``l2_rms`` ‖θ̂ − θ*‖₂/√m,
+**Scores** (docs/xu.md, Metrics; docs/xu.md, Metrics; Errata and modes (A15, A16)). ``linf`` ‖θ̂ − θ*‖∞, ``l2_rms`` ‖θ̂ − θ*‖₂/√m,
 ``mse`` = ``l2_rms``², ``kendall`` the Kendall distance K(θ̂, θ*) with tied pairs of θ̂
 counted ½ (its expectation under a random tie-break; A15), ``kendall_strict`` the paper's
 strict "< 0" count, ``top_k_hamming`` H_K with ties at the K-boundary broken uniformly at
 random, reported as its expectation (A15), and ``excess_risk`` e_L of eq. (4), exactly
-(xu spec §4.7). Ties in θ̂ are |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞). K = ``k`` (the ``k`` axis,
+(docs/xu.md, Metrics). Ties in θ̂ are |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞). K = ``k`` (the ``k`` axis,
 stored resolved; "auto": m//2, the paper's K = m/2). Optional metrics: ``oracle_mse``, the sandwich
-prediction (tr Cov)/m of E‖θ̂ − θ*‖²/m at the simulated θ* (xu spec P4, λ = 0, no bias term;
+prediction (tr Cov)/m of E‖θ̂ − θ*‖²/m at the simulated θ* (docs/xu.md, Predictions (P4), λ = 0, no bias term;
 NaN for classic RR, which is biased), and ``floor_mse``, the squared ℓ2/√m error of the
-classic-RR population limit at the simulated θ* (xu spec §3.7). Two metrics of the release
+classic-RR population limit at the simulated θ* (docs/xu.md, Mechanisms and estimators). Two metrics of the release
 alone, for the level checks that pin the mechanisms (``levels``): ``release_slope``
 Σ_e(z̄_e − ½)(ȳ_e − ½)/Σ_e(ȳ_e − ½)², the slope of the released mean on the raw one (E = 2q − 1
 = tanh(ε/2) for classic RR, q the keep probability; 1 for the unbiased releases), and
@@ -50,7 +50,7 @@ alone, for the level checks that pin the mechanisms (``levels``): ``release_slop
 e^ε/(e^ε − 1)² for debiased RR, 2/ε² for Laplace). Both read only the released z̄ and the raw
 ȳ; neither changes a draw.
 
-**Budget** (xu spec §3.4, A20). ε is per comparison, as in the paper; a user's whole vector of
+**Budget** (xu §3.2, eq. (1), Lemma 2; docs/xu.md, Errata and modes (A20)). ε is per comparison, as in the paper; a user's whole vector of
 m(m−1)/2 answers is (m(m−1)/2)·ε-LDP by composition, stored as the metadata column
 ``eps_user`` (homogeneous ε only).
 """
@@ -76,12 +76,12 @@ INF = math.inf
 # Axes of the xu package (the shared vocabulary: n_items = m, n_users = L, eps, gap = Δ, k = K)
 # ---------------------------------------------------------------------------------------
 MECHANISM = axes.choice(*MECHANISMS, doc="what each user releases per comparison: debiased_rr (eq. (1)), "
-                                         "classic_rr, laplace (y + Laplace(1/ε)) or none (xu §3, xu spec §3.2–3.6)")
+                                         "classic_rr, laplace (y + Laplace(1/ε)) or none (xu §3, xu §3.1–3.2)")
 MODE = axes.choice(*LAMBDA_RULES, doc="the ridge λ's reading: g_over_l = G(ε)/L (default) or paper = the "
-                                      "literal (e^ε+1)²/((e^ε−1)L) (xu spec §4.2, A4)")
+                                      "literal (e^ε+1)²/((e^ε−1)L) (docs/xu.md, Mechanisms and estimators; Errata and modes (A4))")
 SCHEME = axes.choice(*theory.SCHEMES, doc="adaptive ε(m, L) ∝ log(mL)/√(mL), 1/√(mL) or 1/(√(mL)·log(mL)), "
-                                          "= 1 at L = L0 (xu §5.1 Scenario II; xu spec §6.2, A8)")
-L0 = axes.integer(1, "L0: the L at which every adaptive scheme gives ε = 1 (xu §5.1; xu spec A9)")
+                                          "= 1 at L = L0 (xu §5.1 Scenario II; docs/xu.md, Errata and modes (A8))")
+L0 = axes.integer(1, "L0: the L at which every adaptive scheme gives ε = 1 (xu §5.1; docs/xu.md, Errata and modes (A9))")
 AXIS_TYPES = {"mechanism": MECHANISM, "mode": MODE, "scheme": SCHEME, "l0": L0}
 
 # the analysis axes that do NOT key the release (common random numbers across them)
@@ -111,7 +111,7 @@ VALUE_LABELS = {
                 "strict_minority": "90% at $\\epsilon$, 10% at $\\epsilon/10$"},
     "ratings_file": {"stand-in": "MovieLens: synthetic stand-in"},
 }
-# the paper's symbols for the metrics (xu §4.7, figure axes)
+# the paper's symbols for the metrics (docs/xu.md, Metrics, figure axes)
 YLABEL = {"linf": "$\\|\\hat\\theta-\\theta^*\\|_\\infty$", "l2_rms": "$m^{-1/2}\\|\\hat\\theta-\\theta^*\\|_2$",
           "kendall": "$K(\\hat\\theta,\\theta^*)$", "top_k_hamming": "$H_K(\\hat\\theta,\\theta^*)$",
           "mse": "$m^{-1}\\|\\hat\\theta-\\theta^*\\|_2^2$", "oracle_mse": "sandwich $m^{-1}E\\|\\hat\\theta-\\theta^*\\|_2^2$",
@@ -126,7 +126,7 @@ OPTIONAL_METRICS = ("oracle_mse", "floor_mse", "release_slope", "excess_var")
 # ---------------------------------------------------------------------------------------
 def resolve_k(shape: dict, auto: Callable[[int], int] = lambda m: m // 2) -> dict:
     """The shape with ``k`` resolved to the integer K ("auto": ``auto(m)``, m//2 = the paper's
-    K = m/2; xu §5.2, xu spec §6.3), checked to lie in [1, m − 1] (xu spec A23). The stored
+    K = m/2; xu §5.2, Scenario III), checked to lie in [1, m − 1] (docs/xu.md, Errata and modes (A23)). The stored
     ``k`` is this integer (the shared rule, :mod:`dpsim.experiment.axes`)."""
     m, k = shape["n_items"], shape.get("k", "auto")
     top_k = auto(m) if k == "auto" else k
@@ -149,12 +149,12 @@ def keyed_as_before(auto: Callable[[int], int] = lambda m: m // 2) -> Callable[[
 
 
 def scheme_eps(point: dict) -> dict:
-    """ε(m, L) of the adaptive scheme, normalised to 1 at L = L0 (xu Scenario II; xu spec §6.2)."""
+    """ε(m, L) of the adaptive scheme, normalised to 1 at L = L0 (xu Scenario II, §5.1)."""
     return {"eps": float(theory.adaptive_eps(point["n_items"], point["n_users"], point["scheme"], point["l0"]))}
 
 
 def user_budget(point: dict) -> dict:
-    """``eps_user`` = m(m−1)/2·ε, the composed per-user LDP budget (metadata; xu spec §3.4, A20)."""
+    """``eps_user`` = m(m−1)/2·ε, the composed per-user LDP budget (metadata; xu §3.2, eq. (1), Lemma 2; docs/xu.md, Errata and modes (A20))."""
     m = point["n_items"]
     return {"eps_user": m * (m - 1) / 2 * point["eps"]}
 
@@ -166,7 +166,7 @@ def release_axes(analysis_axes: Sequence[str]) -> tuple[str, ...]:
 
 
 def validate_lambda(point: dict) -> None:
-    """The literal λ rule is undefined without privacy (it is ∞ at ε = ∞; xu spec §4.2)."""
+    """The literal λ rule is undefined without privacy (it is ∞ at ε = ∞; docs/xu.md, Mechanisms and estimators)."""
     if point.get("mode") == "paper" and math.isinf(point.get("eps", 1.0)) and \
             point.get("mechanism") != "none":
         raise UsageError("mode=paper is undefined at eps=inf ((e^ε+1)²/((e^ε−1)L) → ∞); "
@@ -177,13 +177,13 @@ def validate_lambda(point: dict) -> None:
 # θ*, data, release
 # ---------------------------------------------------------------------------------------
 def truth_uniform(key, shape):
-    """θ*_i ~ U(−2, 2), centred (xu §5.1, §5.3; xu spec §2.4, A2, A14), per (m, replicate)."""
+    """θ*_i ~ U(−2, 2), centred (xu §5.1, §5.3; docs/xu.md, Model; Errata and modes (A2, A14)), per (m, replicate)."""
     theta = theta_uniform_centred(key, shape["n_items"])
     return {"theta": theta}
 
 
 def truth_ladder(key, shape):
-    """The evenly spaced ladder with unit gap, item labels permuted (xu §5.2; xu spec A3), per
+    """The evenly spaced ladder with unit gap, item labels permuted (xu §5.2; docs/xu.md, Errata and modes (A3)), per
     (m, replicate); ``generate`` scales it by the data axis Δ."""
     return {"ladder": theta_evenly_spaced_permuted(key, shape["n_items"], 1.0)}
 
@@ -194,7 +194,7 @@ def theta_of(truth, data):
 
 
 def generate(key, shape, truth, data):
-    """One replicate's raw wins n1_e ~ Bin(L, p*_e) over the m(m−1)/2 pairs (xu §2; xu spec §4.4)
+    """One replicate's raw wins n1_e ~ Bin(L, p*_e) over the m(m−1)/2 pairs (xu §2; docs/xu.md, Mechanisms and estimators)
     and θ*. Returns {"theta": (m,), "wins": (1, M)}."""
     theta = theta_of(truth, data)
     return {"theta": theta, "wins": sample_pair_wins(key, theta, data["n_users"])}
@@ -222,7 +222,7 @@ def make_privatise(groups: Callable = homogeneous_groups):
 # The estimator and its scores
 # ---------------------------------------------------------------------------------------
 def ridge(released, mechanism: str, rule: str):
-    """λ of the estimator (xu spec §4.2, A4): ``rule`` applied to the release's profile; 1/L
+    """λ of the estimator (docs/xu.md, Mechanisms and estimators; Errata and modes (A4)): ``rule`` applied to the release's profile; 1/L
     (G = 1) for the non-private mechanism."""
     eps = released["eps"]
     if mechanism == "none":
@@ -231,7 +231,7 @@ def ridge(released, mechanism: str, rule: str):
 
 
 def scores(theta_hat, theta, top_k: int) -> dict:
-    """The metrics of xu §4.7 (module docstring) of a centred θ̂ against θ*."""
+    """The metrics of docs/xu.md, Metrics (module docstring) of a centred θ̂ against θ*."""
     err = l2_rms_error(theta_hat, theta)
     return {"linf": linf_error(theta_hat, theta), "l2_rms": err, "mse": err ** 2,
             "kendall": kendall_distance(theta_hat, theta, ties="half"),
@@ -241,7 +241,7 @@ def scores(theta_hat, theta, top_k: int) -> dict:
 
 
 def oracle_mse(theta, released, mechanism: str):
-    """(tr Cov)/m of the λ = 0 sandwich at θ* (xu spec P4); NaN for classic RR (biased)."""
+    """(tr Cov)/m of the λ = 0 sandwich at θ* (docs/xu.md, Predictions (P4)); NaN for classic RR (biased)."""
     if mechanism == "classic_rr":
         return jnp.asarray(jnp.nan)
     moments = theory.oracle_moments(theta, released["sizes"], released["eps"], mechanism)
@@ -249,7 +249,7 @@ def oracle_mse(theta, released, mechanism: str):
 
 
 def floor_mse(theta, released):
-    """‖θ̃ − θ*‖²/m, θ̃ the classic-RR population limit at this privacy profile (xu spec §3.7)."""
+    """‖θ̃ − θ*‖²/m, θ̃ the classic-RR population limit at this privacy profile (docs/xu.md, Mechanisms and estimators)."""
     return theory.classic_rr_floor(theta, released["sizes"], released["eps"])["l2_rms"] ** 2
 
 
@@ -327,7 +327,7 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
         derived.append(Derived(("eps",), scheme_eps, level="analysis",
                                doc="ε(m, L) of the scheme, = 1 at L = L0 (xu Scenario II)"))
     derived += [Derived(("eps_user",), user_budget, level="analysis",
-                        doc="m(m−1)/2·ε, the composed per-user budget (metadata, xu spec A20)")]
+                        doc="m(m−1)/2·ε, the composed per-user budget (metadata, docs/xu.md, Errata and modes (A20))")]
 
     def validate_point(point):
         validate_lambda(point)

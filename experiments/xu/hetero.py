@@ -1,4 +1,4 @@
-"""Heterogeneous privacy levels (an extension, spec ../shared/papers/xu.md §3.5, §5.1 Thm 3
+"""Heterogeneous privacy levels (an extension, xu §4.1; Theorems 1–6, §4 Thm 3
 caveat, A21; the paper's theory allows per-user ε_l, its experiments are all homogeneous).
 
 Users are grouped by budget (:mod:`dpsim.mechanisms.privacy_profile`): ``profile`` names a
@@ -19,7 +19,7 @@ tanh²(ε_l/2) instead, which is why optimality is only shown for near-homogeneo
 **Design.** m = 20, L ∈ {4000, 16000}, base ε = 1, debiased RR, λ = G/L (the same for
 ``profile`` and ``same_g``). L is large so that the ridge stays a small
 perturbation even for half_tenth (G ≈ 202: 2λ/(m·min p*(1−p*)) ≲ 0.1 at L = 4000), the
-regime in which the sandwich describes the error (xu spec P4); 500 replicates. θ* ~ U(−2, 2)
+regime in which the sandwich describes the error (docs/xu.md, Predictions (P4)); 500 replicates. θ* ~ U(−2, 2)
 centred, per (m, replicate). The L users' raw wins are drawn per *atom*, the blocks between every group
 boundary of every named profile (5 atoms), so that every profile and match sees the same
 raw data (common random numbers), each profile's groups being unions of atoms.
@@ -43,7 +43,7 @@ HETERO_PROFILES = [name for name in PROFILES if name != "homogeneous"]
 MATCHES = ("profile", "same_g", "same_mean_eps")
 MAX_GROUPS = max(len(groups) for groups in PROFILES.values())
 PROFILE = axes.choice(*HETERO_PROFILES, doc="heterogeneous privacy profile: (fraction of users, multiple of ε) "
-                                            "groups of dpsim.mechanisms.privacy_profile.PROFILES (xu spec A21)")
+                                            "groups of dpsim.mechanisms.privacy_profile.PROFILES (docs/xu.md, Errata and modes (A21))")
 MATCH = axes.choice(*MATCHES, doc="release the profile itself, or every user at the ε with the same G(ε) "
                                   "(same_g), or at the profile's mean ε (same_mean_eps)")
 
@@ -121,14 +121,14 @@ HETERO = Experiment(
         x="n_users", curve="match", xlabel="$L$", curve_label="released", logx=True,
         panels=(Panel("l2_rms", "m_est", YLABEL["l2_rms"], each=("profile",)),),
         title="Heterogeneous $\\epsilon$ against homogeneous $\\epsilon$ with the same $G(\\epsilon)$ or mean $\\epsilon$"),
-    description="xu spec §3.5, A21 (extension): heterogeneous profiles vs homogeneous ε with the same G or mean ε")
+    description="xu §4.1; docs/xu.md, Errata and modes (A21) (extension): heterogeneous profiles vs homogeneous ε with the same G or mean ε")
 
 EXPERIMENTS = [HETERO]
 
 
 def _bounds(name: str, eps: float = 1.0) -> tuple[float, float]:
     """Lemma 2's bounds on RMS(profile)/RMS(same mean ε) over the grid's L, widened by the
-    sandwich's accuracy, MSE within 10% (xu spec §9): [low·√0.9, high·√1.1]."""
+    sandwich's accuracy, MSE within 10% (docs/xu.md, Predictions): [low·√0.9, high·√1.1]."""
     lows, highs = [], []
     for L in HETERO_L:
         point = {"n_users": L, "eps": eps, "profile": name}
@@ -140,7 +140,7 @@ def _bounds(name: str, eps: float = 1.0) -> tuple[float, float]:
     return min(lows) * SANDWICH[0], max(highs) * SANDWICH[1]
 
 
-SANDWICH = (math.sqrt(0.9), math.sqrt(1.1))   # RMS band of "MSE within ~10%" (xu spec §9, P4)
+SANDWICH = (math.sqrt(0.9), math.sqrt(1.1))   # RMS band of "MSE within ~10%" (docs/xu.md, Predictions (P4))
 BOUNDS = deferred_entries({name: functools.partial(_bounds, name) for name in HETERO_PROFILES},
                           "Lemma 2's bounds for profile")
 CHECKS = []
@@ -151,7 +151,7 @@ for _p in HETERO_PROFILES:
         paired_on=("n_users", "rep"),
         description=f"{_p}: RMS ℓ2/√m error over that of the homogeneous ε with the same G(ε) in [√0.9, √1.1] "
                     f"(Thm 2 and Lemma 2: the variance of z̄ depends on ε only through G)"))
-    _band = BOUNDS[_p]          # computed when the check is judged (privacy_G compiles; ~0.2 s a profile)
+    _band = BOUNDS[_p]          # computed when the check is judged (privacy_G compiles once per profile)
     CHECKS.append(ratio_check(
         f"xu-hetero-{_p.replace('_', '-')}-not-mean-eps", HETERO.name, "mse", "m_est", "match", "profile",
         "same_mean_eps", _band[0], _band[1], where={"profile": [_p]}, pool=("n_users",), root=True,

@@ -2,21 +2,21 @@
 from a grid point's values only (m, L, ε, mechanism, λ rule), for
 :func:`~dpsim.experiment.checks.level_check` predictions.
 
-Written here from the paper's formulas (xu §3 eq. (1), Lemmas 1–2, §4.1 eq. (3); spec
-../shared/papers/xu.md §3.2–3.6, §4.1–4.2, P4), on purpose **without** the library's helpers
+Written here from the paper's formulas (xu §3 eq. (1), Lemmas 1–2, §4.1 eq. (3);
+xu §3.1–3.2; §4.1, eq. (3); docs/xu.md, Mechanisms and estimators; Predictions (P4)), on purpose **without** the library's helpers
 (``dpsim.mechanisms``, ``dpsim.estimators.debiased_m.ridge_lambda``, ``dpsim.theory.xu``):
 a bug in those would otherwise move the prediction with the simulation.
 
-Per answer y ∈ {0, 1} with P(y = 1) = p (xu §3; spec §3.2–3.6):
+Per answer y ∈ {0, 1} with P(y = 1) = p (xu §3.1–3.2):
 
 - classic RR keeps y with probability q = e^ε/(1 + e^ε), so E[ỹ − ½ | y] = (2q − 1)(y − ½) and
   the slope of the released mean on the raw mean is 2q − 1 = tanh(ε/2) (:func:`release_slope`);
 - debiased RR z = ((e^ε + 1)ỹ − 1)/(e^ε − 1) has E[z | y] = y (slope 1) and Var(z | y) =
   ((e^ε + 1)/(e^ε − 1))²·q(1 − q) = e^ε/(e^ε − 1)², whatever y: the exact excess variance over
   the raw answer (Lemma 2: Var z = coth²(ε/2)/4 − (p − ½)² = p(1 − p) + e^ε/(e^ε − 1)²);
-- Laplace z = y + Laplace(1/ε) (spec A6): slope 1, excess variance 2/ε² (:func:`excess_variance`).
+- Laplace z = y + Laplace(1/ε) (docs/xu.md, Errata and modes (A6)): slope 1, excess variance 2/ε² (:func:`excess_variance`).
 
-The estimator (xu eq. (3), λ = G(ε)/L with G = coth²(ε/2), spec §4.2, A4) is pinned by the
+The estimator (xu eq. (3), λ = G(ε)/L with G = coth²(ε/2), docs/xu.md, Mechanisms and estimators; Errata and modes (A4)) is pinned by the
 ridge sandwich (:func:`sandwich_mse`): linearising the score at θ*, θ̂ − θ* ≈
 A(Σ_e (z̄_e − p_e)(e_i − e_j) − 2λθ*) with A = (Lap(w) + 2λI)⁻¹, w_e = p_e(1 − p_e), so
 E‖θ̂ − θ*‖²/m ≈ [tr(A V A) + ‖2λ A θ*‖²]/m, V = Lap(v_e/L), v_e the per-answer variance above;
@@ -36,7 +36,7 @@ SANDWICH_SEED = 20_260_527
 
 
 def keep_probability(eps: float) -> float:
-    """q = e^ε/(1 + e^ε), classic RR's keep probability (xu §3.1; spec §3.2)."""
+    """q = e^ε/(1 + e^ε), classic RR's keep probability (xu §3.1)."""
     return 1.0 / (1.0 + math.exp(-eps))
 
 
@@ -49,7 +49,7 @@ def release_slope(eps: float, mechanism: str) -> float:
 def excess_variance(eps: float, mechanism: str) -> float:
     """E of the metric ``excess_var`` = L·mean_e(z̄_e − ȳ_e)², the released noise's variance per
     answer: e^ε/(e^ε − 1)² for debiased RR (eq. (1), module docstring), 2/ε² for Laplace
-    (Laplace(1/ε), spec A6), 0 for ``none``. Classic RR is biased: undefined here."""
+    (Laplace(1/ε), docs/xu.md, Errata and modes (A6)), 0 for ``none``. Classic RR is biased: undefined here."""
     if mechanism == "debiased_rr":
         return math.exp(eps) / math.expm1(eps) ** 2
     if mechanism == "laplace":
@@ -61,12 +61,12 @@ def excess_variance(eps: float, mechanism: str) -> float:
 
 def answer_variance(p: np.ndarray, eps: float, mechanism: str) -> np.ndarray:
     """Var of one released answer at P(y = 1) = p: p(1 − p) + :func:`excess_variance`
-    (Lemma 2 for debiased RR, spec §3.6 for Laplace)."""
+    (Lemma 2 for debiased RR, docs/xu.md, Mechanisms and estimators for Laplace)."""
     return p * (1.0 - p) + excess_variance(eps, mechanism)
 
 
 def ridge_lambda(eps: float, n_users: int, rule: str = "g_over_l") -> float:
-    """λ of xu eq. (3) (spec §4.2, A4): G/L = coth²(ε/2)/L, or the literal
+    """λ of xu eq. (3) (docs/xu.md, Mechanisms and estimators; Errata and modes (A4)): G/L = coth²(ε/2)/L, or the literal
     (e^ε + 1)²/((e^ε − 1)L) of the paper's text (``paper``)."""
     coth = (math.exp(eps) + 1.0) / math.expm1(eps)
     if rule == "g_over_l":

@@ -17,8 +17,8 @@ Mutants (each applied only to the experiments whose checks can see it):
 - ``xu-release-at-half-eps`` / ``xu-release-at-2eps``: the whole release at ε/2 (noise too
   large: a budget split twice) or 2ε (a privacy leak);
 - ``xu-debiasing-removed``: debiased RR releases the classic ỹ̄ (the estimator is then the
-  classic-RR MLE, xu spec §3.7, A7);
-- ``xu-laplace-sensitivity-2``: Laplace noise of scale 2/ε (answers coded ±1, spec A6);
+  classic-RR MLE, docs/xu.md, Mechanisms and estimators; Errata and modes (A7));
+- ``xu-laplace-sensitivity-2``: Laplace noise of scale 2/ε (answers coded ±1, docs/xu.md, Errata and modes (A6));
 - ``xu-lambda-paper-rule``: λ = G/L replaced by the literal (e^ε+1)²/((e^ε−1)L) (errata A4);
   ``xu-lambda-rule-ignored``: the other way round, the literal rule computed as G/L;
 - ``xu-classic-rr-flips-at-2eps``: classic RR's keep probability at 2ε, reported at ε;
@@ -91,7 +91,7 @@ def classic_flips(flip_factor: float) -> Callable:
     return release
 
 
-# the paper's text gives Schemes 1 and 3 each other's behaviour (xu spec A8)
+# the paper's text gives Schemes 1 and 3 each other's behaviour (docs/xu.md, Errata and modes (A8))
 SWAPPED_SCHEMES = {"eps_log_over_sqrt": "eps_inv_sqrt_log", "eps_inv_sqrt_log": "eps_log_over_sqrt"}
 
 
@@ -120,9 +120,9 @@ MUTANTS = [
     Mutant("xu-release-at-2eps", "every mechanism released (and λ computed) at 2ε: a privacy leak",
            (ORACLE,), scaled_analysis({"eps": 2.0}, methods=(), privatise=True)),
     Mutant("xu-debiasing-removed", "debiased RR releases the classic mean ỹ̄ (the M-estimator becomes the "
-           "classic-RR MLE, xu spec §3.7, A7)", (ORACLE, FIG2, FIG3, FIG6, FLOOR),
+           "classic-RR MLE, docs/xu.md, Mechanisms and estimators; Errata and modes (A7))", (ORACLE, FIG2, FIG3, FIG6, FLOOR),
            replaced_release("debiased_rr", rr_not_debiased)),
-    Mutant("xu-laplace-sensitivity-2", "Laplace noise of scale 2/ε (sensitivity 2: answers coded ±1; spec A6)",
+    Mutant("xu-laplace-sensitivity-2", "Laplace noise of scale 2/ε (sensitivity 2: answers coded ±1; docs/xu.md, Errata and modes (A6))",
            (ORACLE,), replaced_release("laplace", laplace_scaled(2.0))),
     Mutant("xu-lambda-paper-rule", "λ = G/L replaced by the literal (e^ε+1)²/((e^ε−1)L) of the paper's text "
            "(errata A4)", (LAMBDA, FIG2), ridge_rule_as("paper")),
@@ -131,5 +131,5 @@ MUTANTS = [
     Mutant("xu-classic-rr-flips-at-2eps", "classic RR keeps answers w.p. e^{2ε}/(1+e^{2ε}) (ε doubled, e.g. by a "
            "±1 coding), reported at ε", (ORACLE, FLOOR), replaced_release("classic_rr", classic_flips(2.0))),
     Mutant("xu-schemes-swapped", "the adaptive schemes log(mL)/√(mL) and 1/(√(mL)·log(mL)) swapped, as the "
-           "paper's text swaps them (xu spec A8)", (FIG3,), schemes_swapped),
+           "paper's text swaps them (docs/xu.md, Errata and modes (A8))", (FIG3,), schemes_swapped),
 ]

@@ -1,8 +1,8 @@
-"""xu's real-data experiment (xu §5.4, Fig. 7; spec ../shared/papers/xu.md §6.6, A18, A19):
+"""xu's real-data experiment (xu §5.4, Fig. 7; docs/xu.md, Errata and modes (A18, A19)):
 pairwise rankings from MovieLens ratings under the adaptive privacy schemes.
 
 **Data.** The paper names "MovieLens 100K" but describes ml-latest-small (100,836 ratings,
-610 users; xu spec A18). The string shape axis ``ratings_file`` names a user-supplied
+610 users; docs/xu.md, Errata and modes (A18)). The string shape axis ``ratings_file`` names a user-supplied
 ``ratings.csv`` in the ml-latest-small layout (``userId,movieId,rating,timestamp``), given as
 ``--set ratings_file=/path/to/ratings.csv`` (a path without commas); its default ``stand-in``
 selects the deterministic synthetic stand-in of the same shape
@@ -18,14 +18,14 @@ beats an unrated one; the coins are drawn once (seed 0) and shared by θ* and ev
 replicate (A19).
 
 **θ*** is the non-private ridge fit of eq. (3) on all users with λ = 1/L_total (1/610),
-centred (xu spec §6.6 [rec]), fixed per shape point. **Replicates**: L users (``n_users``, a
+centred (docs/xu.md, Experiments as run), fixed per shape point. **Replicates**: L users (``n_users``, a
 traced data axis: one compiled program for every L) are subsampled without replacement
 (:func:`dpsim.datasets.subsample_pair_wins`); their raw wins are released like simulated
 data (:mod:`.common`) at ε(m, L) of each scheme, normalised to ε = 1 at L0 = 100, the grid's
-starting point (xu spec §6.6; "the starting point denotes the case ε = 1"). L ∈ {100, 200, …,
-600} (unstated in the paper; xu spec A19), K = 10, 200 replicates. Panels: (a) K, (b) H_10,
+starting point (xu §5.4; "the starting point denotes the case ε = 1"). L ∈ {100, 200, …,
+600} (unstated in the paper; docs/xu.md, Errata and modes (A19)), K = 10, 200 replicates. Panels: (a) K, (b) H_10,
 (c) ℓ2/√m, (d) ℓ∞; curves = schemes (named by formula; the paper's text swaps Schemes 1 and
-3, xu spec A8).
+3, docs/xu.md, Errata and modes (A8)).
 
 **Finding on the stand-in.** Every scheme's error falls over L ∈ [100, 600]: a user's answers
 are correlated across pairs (a rated movie beats every unrated one), so the subsampling
@@ -88,7 +88,7 @@ def truth(key, shape):
 
 
 def generate(key, shape, truth, data):
-    """The raw wins of L users subsampled without replacement (xu spec §6.6), and θ*."""
+    """The raw wins of L users subsampled without replacement (xu §5.4), and θ*."""
     wins = subsample_pair_wins(key, truth["y"], jnp.reshape(data["n_users"], (1,)))
     return {"theta": truth["theta"], "wins": wins}
 
@@ -112,7 +112,7 @@ FIG7 = Experiment(
     derived=(Derived(("source", "n_total"), describe_source, level="shape",
                      doc="the ratings' source and its users"),
              Derived(("eps",), scheme_eps, level="analysis", doc="ε(m, L) of the scheme, = 1 at L = L0"),
-             Derived(("eps_user",), user_budget, level="analysis", doc="m(m−1)/2·ε (metadata, xu spec A20)")),
+             Derived(("eps_user",), user_budget, level="analysis", doc="m(m−1)/2·ε (metadata, docs/xu.md, Errata and modes (A20))")),
     figure=FigureSpec(
         symbols=SYMBOLS, value_labels=VALUE_LABELS,
         x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme",
@@ -122,7 +122,7 @@ FIG7 = Experiment(
                 Panel("linf", "m_est", YLABEL["linf"], title="estimation, $\\ell_\\infty$")),
         title="xu Fig. 7: MovieLens, errors vs $L$ under the $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
     validate_point=validate_point, lane_bytes=lane_bytes,
-    description="xu §5.4, Fig. 7 (xu spec §6.6): ml-latest-small ratings.csv (--set ratings_file=PATH) or its stand-in")
+    description="xu §5.4, Fig. 7 (docs/xu.md, Experiments as run): ml-latest-small ratings.csv (--set ratings_file=PATH) or its stand-in")
 
 EXPERIMENTS = [FIG7]
 

@@ -1,45 +1,45 @@
-"""xu's simulations, Scenarios I–V (xu §5.1–5.3, Figs 2–6; spec ../shared/papers/xu.md §6.1–6.5),
-and three companion experiments that the checks need (xu spec §5.2 P4, §3.7, §4.2).
+"""xu's simulations, Scenarios I–V (xu §5.1–5.3, Figs 2–6),
+and three companion experiments that the checks need (docs/xu.md, Predictions (P4); Mechanisms and estimators).
 
 The pipeline is :mod:`.common` (θ* per (m, replicate), raw wins as sufficient statistics,
 the release keyed so that every mechanism at one privacy level shares its flips, the ridge
-M-estimator of eq. (3) with λ = G(ε)/L, the metrics of §4.7). Paper grids and replicate counts:
+M-estimator of eq. (3) with λ = G(ε)/L, the metrics of docs/xu.md, Metrics). Paper grids and replicate counts:
 
-- ``xu-fig2`` (Scenario I, Fig. 2; xu spec §6.1): θ* ~ U(−2, 2) centred, (L, m) ∈ {100, 200,
+- ``xu-fig2`` (Scenario I, Fig. 2; xu Scenario I, §5.1): θ* ~ U(−2, 2) centred, (L, m) ∈ {100, 200,
   400, 800} × {10, 20, 40}, ε ∈ {1, 2, 3}, 50 replicates. Panels (a)–(c) ℓ∞ at ε = 1, 2, 3,
-  (d)–(f) ℓ2/√m (inferred by analogy with Fig. 3, xu spec §6.1); x = L, one curve per m.
-- ``xu-fig3`` (Scenario II, Fig. 3; xu spec §6.2): (L, m) ∈ {100, …, 1600} × {10, 20, 30}, the
+  (d)–(f) ℓ2/√m (inferred by analogy with Fig. 3, xu Scenario I, §5.1); x = L, one curve per m.
+- ``xu-fig3`` (Scenario II, Fig. 3; xu Scenario II, §5.1): (L, m) ∈ {100, …, 1600} × {10, 20, 30}, the
   three adaptive schemes **named by formula** (``eps_log_over_sqrt``, ``eps_inv_sqrt``,
   ``eps_inv_sqrt_log`` = the paper's Schemes 1, 2, 3), ε(m, 100) = 1. The paper's text gives
-  Schemes 1 and 3 swapped behaviour (xu spec A8); the formulas and Table 1 decide: log/√ falls,
-  1/√ stays flat, 1/(√·log) rises. Replicates: unstated in the paper; 200 (xu spec A10: ≥ 200
+  Schemes 1 and 3 swapped behaviour (docs/xu.md, Errata and modes (A8)); the formulas and Table 1 decide: log/√ falls,
+  1/√ stays flat, 1/(√·log) rises. Replicates: unstated in the paper; 200 (docs/xu.md, Errata and modes (A10): ≥ 200
   for automated trend tests), so that Table 1's directions are decided.
-- ``xu-fig4`` (Scenario III, Fig. 4; xu spec §6.3): evenly spaced θ* (gap Δ, labels permuted
+- ``xu-fig4`` (Scenario III, Fig. 4; xu Scenario III, §5.2): evenly spaced θ* (gap Δ, labels permuted
   per replicate), (L, m, Δ) ∈ {50, 100, 200, 400} × {10, 20, 30} × {0.05, 0.1, 0.15, 0.2},
   ε = 1, K = m/2, 100 replicates. (a)–(c) H_K, (d)–(f) K; curves = Δ.
-- ``xu-fig5`` (Scenario IV, Fig. 5; xu spec §6.4): the schemes on the Scenario III design,
+- ``xu-fig5`` (Scenario IV, Fig. 5; xu Scenario IV, §5.2): the schemes on the Scenario III design,
   (L, m) ∈ {50, …, 400} × {10, 20, 30}, Δ = 0.1 (A13), normalised at the grid's smallest L,
   L0 = 50 (A9; ``--set l0=100`` gives the paper's literal "as in Scenario II"), 100
   replicates (A10). Panels: K for m = 10, 20, 30.
-- ``xu-fig6`` (Scenario V, Fig. 6; xu spec §6.5): θ* ~ U(−2, 2) centred (A14), (L, m) ∈
+- ``xu-fig6`` (Scenario V, Fig. 6; xu Scenario V, §5.3): θ* ~ U(−2, 2) centred (A14), (L, m) ∈
   {50, …, 400} × {10, 20}, ε = 2, mechanisms classic RR, debiased RR and Laplace on the same
   raw data and (for the two RR) the same flips, 100 replicates. Panels (a)–(c) m = 10: ℓ∞,
-  ℓ2/√m, K; (d)–(f) m = 20. Classic and debiased RR rank identically (xu spec §4.6, A22): the
+  ℓ2/√m, K; (d)–(f) m = 20. Classic and debiased RR rank identically (docs/xu.md, Mechanisms and estimators; Errata and modes (A22)): the
   K curves coincide, against the paper's claim that debiasing improves ranking.
 
 Companions:
 
-- ``xu-oracle`` (xu spec §5.2 P4): the simulated mean squared ℓ2/√m error against the sandwich
+- ``xu-oracle`` (docs/xu.md, Predictions (P4)): the simulated mean squared ℓ2/√m error against the sandwich
   prediction at the simulated θ*, m ∈ {10, 20}, L ∈ {100, 400}, ε ∈ {1, 2, 3}, debiased RR
-  and Laplace, 500 replicates (the spec's numerical check used 300), and the ε ratios (P3);
+  and Laplace, 500 replicates, and the ε ratios (P3);
   classic RR too, with the release metrics ``release_slope`` and ``excess_var``, for the level
   checks that pin every mechanism's calibration (:mod:`.levels`).
-- ``xu-classic-floor`` (xu spec §3.7, P10): classic vs debiased RR at ε = 2, m ∈ {10, 20},
+- ``xu-classic-floor`` (docs/xu.md, Mechanisms and estimators; Predictions (P10)): classic vs debiased RR at ε = 2, m ∈ {10, 20},
   L ∈ {400, 1600, 6400, 25600}: the classic-RR error settles on its population floor
   (computed at the simulated θ*, ``floor_mse``) while the debiased error keeps falling like
   L^{-1/2}. L is pushed to 25600 (the sampler draws counts, so L costs nothing) so that the
   variance left at the largest L is < 0.1% of the floor.
-- ``xu-lambda-rule`` (xu spec §4.2, §8.4, A4): both λ rules at the spec's (m, L, ε) points,
+- ``xu-lambda-rule`` (docs/xu.md, Mechanisms and estimators; Predictions; Errata and modes (A4)): both λ rules at the (m, L, ε) points of numerical check (4),
   m ∈ {10, 40}, L ∈ {100, 800}, ε ∈ {1, 3}, 100 replicates: the literal formula makes ε = 3
   worse than ε = 1 at m = 10, L = 100, contradicting the paper's own Fig. 2; λ = G/L does not.
 """
@@ -83,7 +83,7 @@ FIG2 = xu_experiment(
         x="n_users", curve="n_items", xlabel="$L$", curve_label="$m$", logx=True,
         panels=(_panel("linf", ("eps",)), _panel("l2_rms", ("eps",))),
         title="xu Fig. 2 (Scenario I): estimation errors vs $L$"),
-    description="xu §5.1 Scenario I, Fig. 2 (xu spec §6.1): 50 replicates, λ = G(ε)/L")
+    description="xu §5.1 Scenario I, Fig. 2 (docs/xu.md, Experiments as run): 50 replicates, λ = G(ε)/L")
 
 # ---------------------------------------------------------------------------------------
 # Scenario II (Fig. 3)
@@ -98,7 +98,7 @@ FIG3 = xu_experiment(
         x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
         panels=(_panel("linf", ("n_items",)), _panel("l2_rms", ("n_items",))),
         title="xu Fig. 3 (Scenario II): errors vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
-    description="xu §5.1 Scenario II, Fig. 3, Table 1 (xu spec §6.2, P5): schemes named by formula (A8)")
+    description="xu §5.1 Scenario II, Fig. 3, Table 1 (docs/xu.md, Experiments as run; Predictions (P5)): schemes named by formula (A8)")
 
 # ---------------------------------------------------------------------------------------
 # Scenario III (Fig. 4)
@@ -114,7 +114,7 @@ FIG4 = xu_experiment(
         x="n_users", curve="gap", xlabel="$L$", curve_label="$\\Delta$", logx=True,
         panels=(_panel("top_k_hamming", ("n_items",)), _panel("kendall", ("n_items",))),
         title="xu Fig. 4 (Scenario III): top-$K$ and full ranking errors vs $L$"),
-    description="xu §5.2 Scenario III, Fig. 4 (xu spec §6.3): 100 replicates, K = m/2")
+    description="xu §5.2 Scenario III, Fig. 4 (docs/xu.md, Experiments as run): 100 replicates, K = m/2")
 
 # ---------------------------------------------------------------------------------------
 # Scenario IV (Fig. 5)
@@ -130,7 +130,7 @@ FIG5 = xu_experiment(
         x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme", logx=True,
         panels=(_panel("kendall", ("n_items",)),),
         title="xu Fig. 5 (Scenario IV): full ranking error vs $L$, $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
-    description="xu §5.2 Scenario IV, Fig. 5 (xu spec §6.4): Δ = 0.1 (A13), L0 = 50 (A9), 100 replicates (A10)")
+    description="xu §5.2 Scenario IV, Fig. 5 (docs/xu.md, Experiments as run): Δ = 0.1 (A13), L0 = 50 (A9), 100 replicates (A10)")
 
 # ---------------------------------------------------------------------------------------
 # Scenario V (Fig. 6)
@@ -146,7 +146,7 @@ FIG6 = xu_experiment(
         x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
         panels=tuple(_panel(metric, ("n_items",)) for metric in ("linf", "l2_rms", "kendall")),
         title="xu Fig. 6 (Scenario V): classic RR vs debiased RR vs Laplace"),
-    description="xu §5.3 Scenario V, Fig. 6 (xu spec §6.5): same raw data and flips for the three mechanisms")
+    description="xu §5.3 Scenario V, Fig. 6 (docs/xu.md, Experiments as run): same raw data and flips for the three mechanisms")
 
 # ---------------------------------------------------------------------------------------
 # Companions
@@ -162,8 +162,8 @@ ORACLE = xu_experiment(
         x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$L$",
         panels=tuple(Panel(metric, METHOD, YLABEL[metric], title=what, each=("mechanism", "n_items"))
                      for metric, what in (("mse", "simulated"), ("oracle_mse", "sandwich"))),
-        title="Simulated mean squared error vs the sandwich prediction (xu spec P4)"),
-    description="xu spec §5.2 P4: E‖θ̂ − θ*‖²/m against tr((H*)⁺V(H*)⁺)/m at the simulated θ*; classic RR "
+        title="Simulated mean squared error vs the sandwich prediction (docs/xu.md, Predictions (P4))"),
+    description="docs/xu.md, Predictions (P4): E‖θ̂ − θ*‖²/m against tr((H*)⁺V(H*)⁺)/m at the simulated θ*; classic RR "
                 "and the release metrics (release_slope, excess_var) for the level checks of the mechanisms")
 
 FLOOR_M, FLOOR_L = [10, 20], [400, 1600, 6400, 25600]
@@ -175,8 +175,8 @@ FLOOR = xu_experiment(
         symbols=SYMBOLS, value_labels=VALUE_LABELS,
         x="n_users", curve="mechanism", xlabel="$L$", curve_label="mechanism", logx=True,
         panels=tuple(_panel(metric, ("n_items",)) for metric in ("mse", "floor_mse")),
-        title="Classic RR vs debiased RR as $L$ grows: the population floor (xu spec §3.7)"),
-    description="xu spec §3.7, P10: classic-RR error → its population floor, debiased RR → 0")
+        title="Classic RR vs debiased RR as $L$ grows: the population floor (docs/xu.md, Mechanisms and estimators)"),
+    description="docs/xu.md, Mechanisms and estimators; Predictions (P10): classic-RR error → its population floor, debiased RR → 0")
 
 LAMBDA_M, LAMBDA_L, LAMBDA_EPS = [10, 40], [100, 800], [1.0, 3.0]
 LAMBDA = xu_experiment(
@@ -187,28 +187,28 @@ LAMBDA = xu_experiment(
         symbols=SYMBOLS, value_labels=VALUE_LABELS,
         x="eps", curve="mode", xlabel="$\\epsilon$", curve_label="$\\lambda$ rule",
         panels=(_panel("l2_rms", ("n_items", "n_users")),),
-        title="$\\lambda$ = G/L vs the literal $\\lambda$ of xu Scenario I (xu spec §4.2, A4)"),
-    description="xu spec §4.2, §8.4, A4: the λ rules at (m, L, ε) ∈ {10, 40} × {100, 800} × {1, 3}")
+        title="$\\lambda$ = G/L vs the literal $\\lambda$ of xu Scenario I (docs/xu.md, Mechanisms and estimators; Errata and modes (A4))"),
+    description="docs/xu.md, Mechanisms and estimators; Predictions; Errata and modes (A4): the λ rules at (m, L, ε) ∈ {10, 40} × {100, 800} × {1, 3}")
 
 EXPERIMENTS = [FIG2, FIG3, FIG4, FIG5, FIG6, ORACLE, FLOOR, LAMBDA]
 
 # =======================================================================================
 # Checks. Regions come from the theory and the spec, never from the data:
-# - rates: slope −1/2 in log L (Thm 2 without its log factor, xu spec P1, P2), tolerance 0.1
-#   (xu spec §9: "log-log slope of ℓ2/√m vs L ∈ [−0.6, −0.4]");
+# - rates: slope −1/2 in log L (Thm 2 without its log factor, docs/xu.md, Predictions (P1, P2)), tolerance 0.1
+#   (docs/xu.md, Predictions: "log-log slope of ℓ2/√m vs L ∈ [−0.6, −0.4]");
 # - privacy ratios: Lemma 2's variance (G/4 − (p* − ½)²)/L bounds the RMS ratio between two
 #   privacy levels by [√(G_a/G_b), √((G_a − 1)/(G_b − 1))] (theory.rms_ratio_bounds), and the
-#   sandwich at the simulated θ* predicts it (xu spec P3, P4); every sandwich statement gets the
-#   spec's accuracy, "simulated MSE within ~10% of the sandwich prediction" (xu spec §9), i.e.
+#   sandwich at the simulated θ* predicts it (docs/xu.md, Predictions (P3, P4)); every sandwich statement gets the
+#   accuracy "simulated MSE within ~10% of the sandwich prediction" (docs/xu.md, Predictions), i.e.
 #   RMS ratios within [√0.9, √1.1];
-# - Table 1 by formula (xu spec A8) with a paired design (θ* shared across L per replicate, one
+# - Table 1 by formula (docs/xu.md, Errata and modes (A8)) with a paired design (θ* shared across L per replicate, one
 #   intercept per replicate and m): log/√ falls, 1/(√·log) rises, and 1/√ is flat: its slope
 #   lies closer to 0 than to half the proxy slope √(G/(mL)) of either other scheme;
-# - ranking errors decrease (Thms 5–6, xu spec P8): the sign of the slope of the error (not its
+# - ranking errors decrease (Thms 5–6, docs/xu.md, Predictions (P8)): the sign of the slope of the error (not its
 #   log: K can be 0) in log L, m, Δ, with one intercept per cell of the other axes.
 # =======================================================================================
 RATE_TOL = 0.1
-SANDWICH = (math.sqrt(0.9), math.sqrt(1.1))   # RMS ratio band of "MSE within ~10%" (xu spec §9, P4)
+SANDWICH = (math.sqrt(0.9), math.sqrt(1.1))   # RMS ratio band of "MSE within ~10%" (docs/xu.md, Predictions (P4))
 
 
 def lemma2_region(g_num: float, g_den: float) -> tuple[float, float]:
@@ -228,14 +228,14 @@ for _e in FIG2_EPS:
         FIG2_CHECKS.append(slope_check(
             f"xu-fig2-{_metric.replace('_', '')}-vs-L-eps{_e:g}", FIG2.name, _metric, METHOD, "n_users", -0.5, RATE_TOL,
             where={"eps": [_e], "n_items": FIG2_M},
-            description=f"Scenario I, ε = {_e:g}: {_what} error ∝ L^(-1/2) (Thm 2, xu spec P1–P2; one intercept per m)"))
+            description=f"Scenario I, ε = {_e:g}: {_what} error ∝ L^(-1/2) (Thm 2, docs/xu.md, Predictions (P1–P2); one intercept per m)"))
 for _num, _den in ((1.0, 3.0), (1.0, 2.0)):
     _lo, _hi = lemma2_region(_G(_num), _G(_den))
     FIG2_CHECKS.append(ratio_check(
         f"xu-fig2-eps-ratio-{_num:g}-{_den:g}-coth-bounds", FIG2.name, "mse", METHOD, "eps", _num, _den, _lo, _hi,
         pool=("n_items", "n_users"), root=True, paired_on=("n_items", "n_users", "rep"),
         description=f"RMS error ratio ε = {_num:g}/{_den:g} between coth({_num:g}/2)/coth({_den:g}/2) and Lemma 2's "
-                    f"bound, each widened by the sandwich's ±10% MSE: [{_lo:.3f}, {_hi:.3f}] (xu spec P3)"))
+                    f"bound, each widened by the sandwich's ±10% MSE: [{_lo:.3f}, {_hi:.3f}] (docs/xu.md, Predictions (P3))"))
 
 
 def _proxy_slope(scheme):
@@ -251,15 +251,15 @@ for _metric, _what in (("l2_rms", "ℓ2/√m"), ("linf", "ℓ∞")):
         trend_check(f"xu-fig3-table1-{_tag}-log-over-sqrt-decreases", FIG3.name, _metric, METHOD, "n_users", -1,
                     where={**_where, "scheme": ["eps_log_over_sqrt"]}, pool=("rep",),
                     description=f"Table 1: {_what} decreases in L under ε ≍ log(mL)/√(mL) (the paper's Scheme 1; "
-                                "its text says it worsens, xu spec A8); paired design, intercept per (m, replicate)"),
+                                "its text says it worsens, docs/xu.md, Errata and modes (A8)); paired design, intercept per (m, replicate)"),
         slope_range_check(f"xu-fig3-table1-{_tag}-inv-sqrt-stable", FIG3.name, _metric, METHOD, "n_users",
                           *STABLE_REGION, where={**_where, "scheme": ["eps_inv_sqrt"]}, pool=("rep",),
                           description=f"Table 1: {_what} stays stable under ε ≍ 1/√(mL): slope closer to 0 than to "
-                                      "half the other schemes' proxy slopes √(G/(mL)) (xu spec P5)"),
+                                      "half the other schemes' proxy slopes √(G/(mL)) (docs/xu.md, Predictions (P5))"),
         trend_check(f"xu-fig3-table1-{_tag}-inv-sqrt-log-increases", FIG3.name, _metric, METHOD, "n_users", +1,
                     where={**_where, "scheme": ["eps_inv_sqrt_log"]}, pool=("rep",),
                     description=f"Table 1: {_what} increases in L under ε ≍ 1/(√(mL)·log(mL)) (the paper's Scheme 3; "
-                                "its text says it improves, xu spec A8)"),
+                                "its text says it improves, docs/xu.md, Errata and modes (A8))"),
     ]
 
 FIG4_CHECKS = []
@@ -271,7 +271,7 @@ for _metric, _what in (("kendall", "K"), ("top_k_hamming", "H_K")):
         FIG4_CHECKS.append(trend_check(
             f"xu-fig4-{_tag}-falls-in-{_x.replace('n_', '')}", FIG4.name, _metric, METHOD, _x, -1, where=_where,
             log_y=False, report_only=True,
-            description=f"Scenario III: {_what} decreases in {_axis} (Thms 5–6, xu spec P8; slope of the error in "
+            description=f"Scenario III: {_what} decreases in {_axis} (Thms 5–6, docs/xu.md, Predictions (P8); slope of the error in "
                         f"log {_axis}, one intercept per cell of the other axes). Report only: a ranking trend that no "
                         f"calibration error moves (the order of z̄ is the Borda order at any noise scale)"))
 
@@ -280,12 +280,12 @@ FIG5_CHECKS = [
                 where={"n_items": FIG5_M, "scheme": ["eps_log_over_sqrt"]}, pool=("rep",), log_y=False,
                 report_only=True,
                 description="Report only (a ranking trend no calibration error moves). Scenario IV: K decreases in L under ε ≍ log(mL)/√(mL) (exponent mLΔ²/G grows "
-                            "like log²(mL), Thm 6; xu spec P8)"),
+                            "like log²(mL), Thm 6; docs/xu.md, Predictions (P8))"),
     trend_check("xu-fig5-kendall-inv-sqrt-log-increases", FIG5.name, "kendall", METHOD, "n_users", +1,
                 where={"n_items": FIG5_M, "scheme": ["eps_inv_sqrt_log"]}, pool=("rep",), log_y=False,
                 report_only=True,
                 description="Report only (a ranking trend no calibration error moves). Scenario IV: K increases in L under ε ≍ 1/(√(mL)·log(mL)) (exponent shrinks like "
-                            "1/log²(mL), Thm 6; xu spec P8)"),
+                            "1/log²(mL), Thm 6; docs/xu.md, Predictions (P8))"),
 ]
 
 def _fig6_sandwich_ratio() -> float:
@@ -299,7 +299,7 @@ def _fig6_sandwich_ratio() -> float:
 FIG6_SANDWICH_RATIO = Deferred(_fig6_sandwich_ratio, "Fig. 6's sandwich ratio")
 
 
-# a ratio of two MSEs each within ±10% of its sandwich (xu spec §9): RMS ratio within √(0.9/1.1), √(1.1/0.9)
+# a ratio of two MSEs each within ±10% of its sandwich (docs/xu.md, Predictions): RMS ratio within √(0.9/1.1), √(1.1/0.9)
 RATIO_BAND = (math.sqrt(0.9 / 1.1), math.sqrt(1.1 / 0.9))
 FIG6_CHECKS = [
     ratio_check(
@@ -308,13 +308,13 @@ FIG6_CHECKS = [
         pool=("n_items", "n_users"), root=True, paired_on=("n_items", "n_users", "rep"),
         description="Scenario V: RMS ℓ2/√m error of Laplace over debiased RR (same raw data) = the ratio R of their "
                     "expected ridge sandwiches (per-answer variance p(1−p) + 2/ε² vs p(1−p) + e^ε/(e^ε−1)², "
-                    "xu spec §3.6, P11; levels.expected_sandwich), two-sided: R·[√(0.9/1.1), √(1.1/0.9)], each MSE "
-                    "within ±10% of its sandwich (xu spec §9)"),
+                    "docs/xu.md, Mechanisms and estimators; Predictions (P11); levels.expected_sandwich), two-sided: R·[√(0.9/1.1), √(1.1/0.9)], each MSE "
+                    "within ±10% of its sandwich (docs/xu.md, Predictions)"),
     IdenticalAcrossCheck("xu-fig6-classic-debiased-identical-rankings", FIG6.name,
                          ("kendall", "kendall_strict", "top_k_hamming"), METHOD, "mechanism", "classic_rr", "debiased_rr",
                          report_only=True,
                          description="classic and debiased RR rank identically under homogeneous ε (Borda order, "
-                                     "xu spec §4.6, A22): the paper's 'debiasing improves ranking' cannot hold. Report "
+                                     "docs/xu.md, Mechanisms and estimators; Errata and modes (A22)): the paper's 'debiasing improves ranking' cannot hold. Report "
                                      "only: an identity of the shared flips that no calibration error (noise scale, "
                                      "ε, debiasing) can break"),
 ]
@@ -325,7 +325,7 @@ ORACLE_CHECKS = [
     column_ratio_check(f"xu-oracle-m{m}-L{L}-eps{e:g}-{mech.replace('_', '-')}", ORACLE.name, "mse", "oracle_mse", METHOD,
                        *SANDWICH, where={"n_items": [m], "n_users": [L], "eps": [e], "mechanism": [mech]},
                        description=f"simulated RMS ℓ2/√m over the sandwich prediction at the simulated θ* in [√0.9, √1.1] "
-                                   f"(MSE within 10%, xu spec P4, §9), m = {m}, L = {L}, ε = {e:g}, {mech}")
+                                   f"(MSE within 10%, docs/xu.md, Predictions (P4)), m = {m}, L = {L}, ε = {e:g}, {mech}")
     for m, L, e, mech in ORACLE_POINTS]
 for _num, _den in ((1.0, 3.0), (1.0, 2.0)):
     ORACLE_CHECKS.append(predicted_ratio_check(
@@ -333,17 +333,17 @@ for _num, _den in ((1.0, 3.0), (1.0, 2.0)):
         _num, _den, *SANDWICH, where={"mechanism": ["debiased_rr"]}, pool=("n_items", "n_users"),
         paired_on=("n_items", "n_users", "rep"),
         description=f"debiased RR: the RMS error ratio ε = {_num:g} over ε = {_den:g} ÷ the sandwich ratio at the "
-                    f"simulated θ* (exact Lemma 2 variance, ≈ coth ratio; xu spec P3, P4) in [√0.9, √1.1]"))
+                    f"simulated θ* (exact Lemma 2 variance, ≈ coth ratio; docs/xu.md, Predictions (P3, P4)) in [√0.9, √1.1]"))
 
 FLOOR_CHECKS = [
     *[column_ratio_check(f"xu-classic-floor-m{m}", FLOOR.name, "mse", "floor_mse", METHOD, 0.99, 1.01,
                          where={"n_items": [m], "n_users": [FLOOR_L[-1]], "mechanism": ["classic_rr"]},
                          description=f"classic RR, m = {m}, L = {FLOOR_L[-1]}, ε = 2: RMS ℓ2/√m within 1% of its population "
-                                     "floor ‖θ̃ − θ*‖/√m at the simulated θ* (xu spec §3.7; variance left < 0.1%)")
+                                     "floor ‖θ̃ − θ*‖/√m at the simulated θ* (docs/xu.md, Mechanisms and estimators; variance left < 0.1%)")
       for m in FLOOR_M],
     slope_check("xu-classic-floor-plateau", FLOOR.name, "l2_rms", METHOD, "n_users", 0.0, RATE_TOL,
                 where={"n_items": FLOOR_M, "mechanism": ["classic_rr"]},
-                description="classic RR: the ℓ2/√m error plateaus in L (slope 0; inconsistent, xu spec §3.7, P10)"),
+                description="classic RR: the ℓ2/√m error plateaus in L (slope 0; inconsistent, docs/xu.md, Mechanisms and estimators; Predictions (P10))"),
     slope_check("xu-classic-floor-debiased-consistent", FLOOR.name, "l2_rms", METHOD, "n_users", -0.5, RATE_TOL,
                 where={"n_items": FLOOR_M, "mechanism": ["debiased_rr"]},
                 description="debiased RR on the same flips: ℓ2/√m ∝ L^(-1/2) → 0 (Thm 2)"),
@@ -355,11 +355,11 @@ LAMBDA_CHECKS = [
                 1 / _L_HI, 1 / _L_LO, where={"n_items": [10], "n_users": [100], "mode": ["g_over_l"]},
                 root=True, paired_on=("rep",),
                 description="λ = G/L at m = 10, L = 100: RMS error ratio ε = 3 over ε = 1 within Lemma 2's bounds "
-                            "widened by the sandwich's ±10% MSE (xu spec P3, A4)"),
+                            "widened by the sandwich's ±10% MSE (docs/xu.md, Predictions (P3); Errata and modes (A4))"),
     ratio_check("xu-lambda-paper-rule-reverses-eps", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0, 1.0, INF,
                 where={"n_items": [10], "n_users": [100], "mode": ["paper"]}, root=True, paired_on=("rep",),
                 description="the literal λ = (e^ε+1)²/((e^ε−1)L) at m = 10, L = 100 makes ε = 3 worse than ε = 1, "
-                            "contradicting the paper's Fig. 2 (xu spec §4.2, A4): why λ = G/L is the default"),
+                            "contradicting the paper's Fig. 2 (docs/xu.md, Mechanisms and estimators; Errata and modes (A4)): why λ = G/L is the default"),
 ]
 
 # =======================================================================================
@@ -370,7 +370,7 @@ LAMBDA_CHECKS = [
 # of any plausible bug (a factor 2 in ε moves release_slope by ≥ 9% at ε ≤ 3 for classic RR and
 # excess_var by ≥ ×4) and ≥ 5× the Monte-Carlo standard error at the default replicates
 # (≈ 0.1% for release_slope, ≈ 0.5% for excess_var, 2000 rows per point); the sandwich is
-# asymptotic: the spec's "simulated MSE within ~10% of the sandwich prediction" (xu spec §9,
+# asymptotic: the "simulated MSE within ~10% of the sandwich prediction" (docs/xu.md, Predictions,
 # P4) plus 2% for the Monte-Carlo error of the expected sandwich over θ* (2000 draws, relative
 # standard error ≤ 0.52% at m = 10, i.e. 2% ≥ 3.8 standard errors).
 # =======================================================================================
@@ -379,7 +379,7 @@ NOISE_REGION = (0.95, 1.05)
 SANDWICH_LEVEL = (0.9 * 0.98, 1.1 * 1.02)
 # The sandwich drops O(1/L) terms (the logistic's curvature, the ridge's second order): at L = 100
 # they reach 5–15% at m = 10 (measured on seed 7, a seed no verdict uses: Fig. 2 pooled 0.906 at
-# ε = 1), at the edge of the spec's ±10%; at L ≥ 400 they are 4× smaller.
+# ε = 1), at the edge of the ±10%; at L ≥ 400 they are 4× smaller.
 SANDWICH_FIG2_L = [400, 800]
 SANDWICH_L_NOTE = "L ≥ 400: the O(1/L) terms the sandwich drops are 4× smaller than at L = 100"
 _POOL = ("n_items", "n_users")
@@ -394,7 +394,7 @@ LEVEL_CHECKS = [
                 lambda point: levels.release_slope(point["eps"], point["mechanism"]), *SLOPE_REGION,
                 where={"mechanism": ["debiased_rr", "laplace"]}, pool=_POOL, at=("mechanism", "eps"), formula="1",
                 description="debiased RR (eq. (1)) and Laplace are unbiased given the raw answers: slope of z̄ on ȳ "
-                            "exactly 1 at every (mechanism, ε) (Lemma 2, spec §3.6); [0.98, 1.02] (MC se ≤ 0.2%): a "
+                            "exactly 1 at every (mechanism, ε) (Lemma 2, docs/xu.md, Mechanisms and estimators); [0.98, 1.02] (MC se ≤ 0.2%): a "
                             "release debiased at the wrong ε or not at all moves it by ≥ 5%"),
     level_check("xu-oracle-debiased-rr-excess-variance", ORACLE.name, "excess_var", METHOD,
                 lambda point: levels.excess_variance(point["eps"], "debiased_rr"), *NOISE_REGION,
@@ -404,22 +404,22 @@ LEVEL_CHECKS = [
     level_check("xu-oracle-laplace-noise-variance", ORACLE.name, "excess_var", METHOD,
                 lambda point: levels.excess_variance(point["eps"], "laplace"), *NOISE_REGION,
                 where={"mechanism": ["laplace"]}, pool=_POOL, at=("eps",), formula="2/ε²",
-                description="Laplace(1/ε) per answer (sensitivity 1, xu spec §3.6, A6): L·mean_e(z̄_e − ȳ_e)² has "
+                description="Laplace(1/ε) per answer (sensitivity 1, docs/xu.md, Mechanisms and estimators; Errata and modes (A6)): L·mean_e(z̄_e − ȳ_e)² has "
                             "expectation 2/ε² exactly; [0.95, 1.05] at every ε (MC se ≈ 0.5%)"),
     level_check("xu-oracle-mse-level-sandwich", ORACLE.name, "mse", METHOD, levels.expected_sandwich_mse,
                 *SANDWICH_LEVEL, where={"mechanism": ["debiased_rr", "laplace"], "n_users": [400]}, pool=_POOL,
                 at=("mechanism", "eps"), formula="E_θ* ridge sandwich",
                 description="simulated E‖θ̂ − θ*‖²/m over the ridge sandwich averaged over θ* ~ U(−2, 2) centred, "
-                            "evaluated from (m, L, ε, mechanism) (levels.expected_sandwich; xu spec P4), at L = 400 "
-                            f"({SANDWICH_L_NOTE}): [0.882, 1.122] = ±10% (spec §9) widened by 2% for the prediction's "
+                            "evaluated from (m, L, ε, mechanism) (levels.expected_sandwich; docs/xu.md, Predictions (P4)), at L = 400 "
+                            f"({SANDWICH_L_NOTE}): [0.882, 1.122] = ±10% (docs/xu.md, Predictions) widened by 2% for the prediction's "
                             "MC error"),
     level_check("xu-fig2-mse-level-sandwich", FIG2.name, "mse", METHOD, levels.expected_sandwich_mse,
                 *SANDWICH_LEVEL, where={"n_items": FIG2_M, "n_users": SANDWICH_FIG2_L, "eps": FIG2_EPS},
                 pool=(*_POOL, "eps"), formula="E_θ* ridge sandwich",
                 description="Scenario I: simulated E‖θ̂ − θ*‖²/m over the expected ridge sandwich at (m, L, ε), pooled "
                             f"over m, ε and L ∈ {{400, 800}} ({SANDWICH_L_NOTE}; one point: the paper's 50 replicates "
-                            "leave ±7% per ε, the per-ε level is xu-oracle-mse-level-sandwich's, at 500) (xu spec P3, P4): "
-                            "[0.882, 1.122] = ±10% (spec §9) widened by 2% for the prediction's MC error. Pins the "
+                            "leave ±7% per ε, the per-ε level is xu-oracle-mse-level-sandwich's, at 500) (docs/xu.md, Predictions (P3, P4)): "
+                            "[0.882, 1.122] = ±10% (docs/xu.md, Predictions) widened by 2% for the prediction's MC error. Pins the "
                             "debiasing and λ = G/L at the estimator's level"),
 ]
 
