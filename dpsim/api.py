@@ -401,6 +401,34 @@ class Results:
         spec = _figure_spec(self.experiment, self.table, chosen, metric, logy)
         return [drawn.figure for drawn in draw_figures(_rows(self.table, chosen), spec)]
 
+    def report(self, out=None) -> Path:
+        """The folder's page for a coauthor, as ``dpsim report``: :func:`report` of ``self.out``.
+
+        Args:
+            out: the HTML file (default ``out/report.html``).
+        Returns:
+            The path written.
+        """
+        return report(self.out, out)
+
+
+def report(paths, out=None) -> Path:
+    """One self-contained HTML page of run folders or a verify folder (figures, summaries,
+    verdicts with their intervals and regions, the kill matrix, warnings, provenance), read from
+    the folders alone, as ``dpsim report``.
+
+    Args:
+        paths: one folder (str or Path) or several.
+        out: the HTML file (default FOLDER/report.html for one folder; required for several).
+    Returns:
+        The path written.
+    Raises:
+        UsageError: no folder, a folder that holds no run and no verdicts, or a bad ``out``;
+            nothing is written then.
+    """
+    from dpsim.experiment.report import write_report
+    return write_report(paths, out)
+
 
 def _rows(table: pd.DataFrame, where) -> pd.DataFrame:
     from dpsim.experiment.plots import filter_rows
@@ -467,12 +495,16 @@ class Verification:
         counts: verdict → number of checks.
         mutants: with ``mutants``: one row per mutant (name, killed, line); else None.
         lines: what ``dpsim verify`` prints.
+        records: the records of ``RUNS/verdicts.json`` (:func:`dpsim.experiment.report.verdict_records`:
+            per check its claim, statistic, estimate, interval, region, verdict, family-wise rule
+            and replicates).
     """
 
     table: pd.DataFrame
     counts: dict
     mutants: pd.DataFrame | None
     lines: list[str]
+    records: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -505,7 +537,8 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
         UsageError: an unknown name, or a bad option.
     """
     from dpsim.experiment.registry import Catalogue, catalogue, is_study
-    from dpsim.experiment.verify import family_size
+    from dpsim.experiment.report import kill_records, verdict_records, write_verdicts
+    from dpsim.experiment.verify import family_size, sequential_header
     from dpsim.experiment.verify import verify as judge_checks
     from dpsim.experiment.verify import verify_mutants
     sequential = _sequential(until_decided, budget, stages, bool(mutants), cli)
@@ -548,6 +581,10 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
                                    progress=progress, watchdog=watchdog, sources=found.source, family=family,
                                    sequential=sequential, solver=_check_solver, echo=kept)
     table = pd.DataFrame([_verdict_row(r, checks[r.name]) for r in results], columns=VERDICT_COLUMNS)
+    # the verdicts as data beside the runs: RUNS/verdicts.json, verdicts.csv (and the kill matrix)
+    records = verdict_records(results, checks, family)
+    files = dict(rule=None if sequential is None else sequential_header(family, sequential), seed=seed, reps=reps)
+    write_verdicts(Path(runs), records, **files)
     outcome = None
     if chosen is not None:
         outcomes = verify_mutants(checks, found.experiments, chosen, results, runs=Path(runs), seed=seed, reps=reps,
@@ -555,7 +592,9 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
                                   solver=_check_solver, echo=kept)
         outcome = pd.DataFrame([{"name": o.mutant, "killed": o.killed, "line": o.line()} for o in outcomes],
                                columns=["name", "killed", "line"])
-    return Verification(table, dict(Counter(counts)), outcome, lines)
+        write_verdicts(Path(runs), records, **files, outcomes=outcomes,
+                       kills=kill_records(outcomes, chosen, checks, results))
+    return Verification(table, dict(Counter(counts)), outcome, lines, records)
 
 
 def _sequential(until_decided: bool, budget, stages, mutants: bool, cli: bool):

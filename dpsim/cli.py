@@ -1,4 +1,4 @@
-"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, summary, verify, audit.
+"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, summary, verify, report, audit.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """
@@ -328,6 +328,8 @@ def cmd_verify(args) -> int:
                    budget=args.budget, stages=args.stages, mutants=args.mutant or args.mutants,
                    progress=not args.no_progress, echo=lambda line: print(line, flush=True),
                    watchdog=args.watchdog, cli=True)
+    names = ["verdicts.json", "verdicts.csv", *(["kill-matrix.csv"] if found.mutants is not None else [])]
+    print(f"verdicts: {', '.join(str(Path(args.runs) / n) for n in names)}", file=sys.stderr)   # stdout: the verdicts
     survivors = 0 if found.mutants is None else int((~found.mutants["killed"]).sum())
     return verify_status(Counter(found.counts), survivors)
 
@@ -349,6 +351,16 @@ def verify_status(counts, survivors: int = 0) -> int:
         return 4
     return 3 if counts["INCONCLUSIVE"] else 0
 
+
+def cmd_report(args) -> int:
+    """One self-contained HTML page of run folders or verify folders (:mod:`dpsim.experiment.report`)."""
+    from dpsim.experiment.report import write_report
+    path = write_report(args.paths, args.out)
+    print(f"report: {path}")
+    if args.open:
+        import webbrowser
+        webbrowser.open(path.resolve().as_uri())
+    return 0
 
 
 def cmd_audit(args) -> int:
@@ -530,6 +542,15 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--no-progress", action="store_true")
     _add_watchdog(ver)
     ver.set_defaults(func=cmd_verify)
+
+    report = sub.add_parser("report", help="one self-contained HTML page of run folders or a verify folder: "
+                                           "figures, summaries, verdicts, kill matrix, warnings, provenance")
+    report.add_argument("paths", nargs="+", metavar="PATH",
+                        help="a run folder, several, or a verify folder (its run folders and verdicts.json)")
+    report.add_argument("--out", default=None, metavar="FILE.html",
+                        help="the page (default PATH/report.html for one PATH; needed for several)")
+    report.add_argument("--open", action="store_true", help="open the page in the web browser")
+    report.set_defaults(func=cmd_report)
 
     audit = sub.add_parser("audit", help="privacy audits of the papers' mechanisms")
     audit.add_argument("audits", nargs="*", help="audit names or a paper prefix (default: all)")

@@ -28,11 +28,13 @@ for name in "${experiments[@]}"; do
 done
 status=0
 dpsim verify "${experiments[@]}" --runs "$runs" || status=$?
+dpsim report "$runs"      # one page: figures, summaries, verdicts, provenance
 echo "reproduce: done in $(( $(date +%s) - start )) s; the figures written:"
 for name in "${experiments[@]}"; do   # the names each figure has (nguyen-fig2 draws one per mode)
   for figure in "$runs/$name"/figure*.png; do
     if [ -e "$figure" ]; then echo "  $figure"; fi
   done
 done
+echo "  the page: $runs/report.html"
 # verify's exit status: 0 every check passed, 1 a FAIL or REFUSED, 4 an ERROR (a check that cannot be evaluated), 3 some INCONCLUSIVE
 exit $status

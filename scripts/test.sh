@@ -5,6 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test,docs
 bash scripts/docs.sh
+# tests/test_report_browser.py renders `dpsim report`'s page in headless Chromium: install Debian's
+# package when it is missing and apt-get can (as root); without it those tests are skipped.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "scripts/test.sh: chromium could not be installed; the browser tests will be skipped" >&2
+fi
 # Two pytest-xdist workers (the 2-core machine's cores: much of the suite is single-threaded
 # XLA compilation); a test file runs whole on one worker, so its module fixtures are made once.
 # Files are handed out in collection order, the longest first (tests/conftest.py HEAVY_FIRST).

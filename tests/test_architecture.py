@@ -46,6 +46,7 @@ LAYERS: list[list[str]] = [
     ["dpsim.experiment.runner"],
     ["dpsim.experiment.describe", "dpsim.experiment.verify", "dpsim.experiment.plots", "dpsim.experiment.merge",
      "dpsim.experiment.solve"],
+    ["dpsim.experiment.report"],
     ["dpsim.experiment", "dpsim.api"],
     # on top: the papers (engine + science), the command
     ["dpsim.experiments"],

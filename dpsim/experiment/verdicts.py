@@ -68,7 +68,10 @@ VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REFUSED", "INFO", "ERROR")
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check's outcome; :meth:`line` is the one line ``dpsim verify`` prints."""
+    """One check's outcome; :meth:`line` is the one line ``dpsim verify`` prints. ``value``
+    [``low``, ``high``]: the estimate and its 95% interval; [``region_low``, ``region_high``]:
+    the predicted region; ``reps``: the replicates behind it; ``points``: the points it judges
+    (K of the Bonferroni level); NaN / None where the check was not evaluated."""
 
     name: str
     verdict: str
@@ -83,6 +86,8 @@ class CheckResult:
     high: float = math.nan
     region_low: float = math.nan
     region_high: float = math.nan
+    reps: int | None = None
+    points: int = 1
 
     @property
     def passed(self) -> bool:
@@ -358,7 +363,8 @@ class Check:
             verdict, reps = "INFO", None
         return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, reps if needed else None,
                            detail=est.detail, value=est.value, low=est.low, high=est.high,
-                           region_low=est.region_low, region_high=est.region_high)
+                           region_low=est.region_low, region_high=est.region_high, reps=est.reps,
+                           points=max(1, len(est.points)))
 
 
 GRID_ROWS_LIMIT = 200_000
