@@ -87,7 +87,8 @@ def cmd_run(args) -> int:
         experiment, source = resolve(args.experiment)
         plan = plan_run(experiment, reps=args.reps, seed=args.seed, out=args.out, overrides=overrides,
                         chunk=args.chunk, workers=args.workers, micro_batch=args.micro_batch, part=part,
-                        calibrate=args.executor == "local")      # Ray's actors do not calibrate
+                        calibrate=args.executor == "local",      # Ray's actors do not calibrate
+                        accept_code_change=args.accept_code_change)
         print(f"{experiment.name} (dry run, nothing written):")
         for line in plan.describe():
             print(line)
@@ -99,6 +100,7 @@ def cmd_run(args) -> int:
                                  overrides=overrides, chunk=args.chunk, workers=args.workers,
                                  progress=not args.no_progress, watchdog=args.watchdog, source=source,
                                  micro_batch=args.micro_batch, executor=executor, part=part,
+                                 accept_code_change=args.accept_code_change,
                                  confirm=None if args.yes else _confirm_large)
     which = "" if part is None else f" (part {part[0]}/{part[1]})"
     print(f"{experiment.name}{which}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
@@ -483,6 +485,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "shared --out or joined by `dpsim merge`, make the table of one run)")
     run.add_argument("--no-progress", action="store_true")
     run.add_argument("--dry-run", action="store_true", help="print the plan (programs, lanes, chunks); write nothing")
+    run.add_argument("--accept-code-change", action="store_true",
+                     help="extend a folder made by other code: its rows stay, only lanes not stored are computed "
+                          "by this code, and the manifest records the change as a new segment")
     run.add_argument("--yes", action="store_true",
                      help="start a run estimated longer than a day or larger than the free disk without asking "
                           "(without it such a run asks on a terminal and is refused elsewhere)")

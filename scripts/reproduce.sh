@@ -3,11 +3,13 @@
 # paper's size (cai Figures 1-3, xu Figure 3 and Table 1, nguyen Figure 2, chowdhury
 # Figure 1) and the checks that judge them. Results, figures (PNG, PDF and the plotted points
 # as CSV) and manifests go to runs/reproduce-CODE/NAME, CODE a hash of the six experiments'
-# code fingerprints (dpsim.experiment.provenance.fingerprint: the library's files and each
-# experiment's definition, which is what a folder checks): a second run with the same code resumes (and
-# computes nothing when the first finished); after a code change it starts a new folder
-# (a study folder never mixes rows of different code) and the old one stays. Nothing tracked
-# is rewritten. Every check of a paper is `dpsim verify PAPER` (see the README).
+# code fingerprints (dpsim.experiment.provenance.fingerprint: the syntax trees of the modules
+# each experiment's code imports, which is what a folder checks; comments, docstrings and
+# checks do not count): a second run with the same code resumes (and computes nothing when
+# the first finished); after a code change it starts a new folder (a study folder never mixes
+# rows of different code, and `dpsim run` and `verify --runs` refuse, never rewrite, a folder
+# of other code) and the old one stays. Nothing tracked is rewritten. Every check of a paper
+# is `dpsim verify PAPER` (see the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 experiments=(cai-fig1 cai-fig2 cai-fig3 xu-fig3 nguyen-fig2 chowdhury-fig1)

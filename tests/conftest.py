@@ -84,6 +84,7 @@ os.environ.setdefault("DPSIM_FSYNC", "off")
 # tests/test_runner.py::test_cpu_opt_level_is_a_speed_setting runs level 3 against this one.
 # Set $DPSIM_XLA_CPU_OPT_LEVEL to run the suite at another level.
 os.environ.setdefault("DPSIM_CALIBRATION_CACHE", os.path.join(_CACHE_DIR, "batching.json"))
+os.environ.setdefault("DPSIM_CODE_CACHE", os.path.join(_CACHE_DIR, "code"))   # modules' digests (provenance)
 jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
 jax.config.update("jax_compilation_cache_max_size", CACHE_LOCKED_SIZE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)

@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import textwrap
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
 import dpsim
 from dpsim.cli import main
-from dpsim.experiment.provenance import definition_files, describe, fingerprint, library_hash
+from dpsim.experiment.provenance import definition_files, describe, fingerprint, module_digest
 from dpsim.experiment.mutants import scaled_analysis
 from laplace_study import study_text
 
@@ -36,7 +37,8 @@ def test_the_manifest_records_code_and_environment(study):
     assert main(["run", "study.py", "--no-progress"]) == 0
     manifest = json.loads((study.parent / "runs" / "prov" / "manifest.json").read_text())
     code = manifest["code"]
-    assert code["library"] == library_hash() and code["dpsim"] == dpsim.__version__
+    runner = Path(dpsim.__file__).parent / "experiment" / "runner.py"
+    assert code["modules"]["dpsim/experiment/runner.py"] == module_digest(runner) and code["dpsim"] == dpsim.__version__
     assert code["definition_files"] == ["study.py"] and len(code["hash"]) == 16
     run = manifest["history"][0]
     assert run["command"] == ["run", "study.py", "--no-progress"] or run["command"]
@@ -81,9 +83,10 @@ def test_fingerprint_follows_a_paper_package_and_a_mutant():
     from dpsim.experiment.registry import experiment
     fig3, _ = experiment("cai-fig3")
     files = {p.name for p in definition_files(fig3)}
-    assert {"__init__.py", "edge.py"} <= files                   # the whole cai package
+    assert {"edge.py", "levels.py"} <= files and "calibrations.py" not in files  # what fig3's code imports
     mutated = scaled_analysis({"eps": 2.0})(fig3)
-    assert fingerprint(mutated)["hash"] == fingerprint(fig3)["hash"]   # same files; its folder is apart
+    assert fingerprint(mutated)["hash"] != fingerprint(fig3)["hash"]               # the mutant's wiring and factor
+    assert fingerprint(scaled_analysis({"eps": 3.0})(fig3))["hash"] != fingerprint(mutated)["hash"]
     assert describe({"hash": "ab", "dpsim": "1", "commit": "c" * 40, "dirty": True}) == \
         "code ab (dpsim 1, commit cccccccccc + uncommitted changes)"
 

@@ -22,8 +22,8 @@ them where the cost model says padding costs less than a compilation
 (:func:`~dpsim.experiment.batching.reuse_layout`), so the persistent compilation cache hits.
 ``$DPSIM_CALIBRATION``: ``auto`` (default), ``always`` (calibrate every step with enough
 chunks, even when cached), ``off`` (no calibration, no cache read or written). ``--micro-batch``
-(``$DPSIM_MICRO_BATCH``) overrides all of it. The code fingerprint covers dpsim's own files:
-any edit to dpsim starts new entries. Writers (the parts of a split, several runs)
+(``$DPSIM_MICRO_BATCH``) overrides all of it. The code fingerprint covers the modules a run
+imports: any change of what their code does (not a comment) starts new entries. Writers (the parts of a split, several runs)
 merge their entries under a lock and replace the file atomically; an unreadable file is
 ignored with one warning and rewritten.
 """

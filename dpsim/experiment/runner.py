@@ -91,10 +91,13 @@ class _Request:
     code: dict
     part: tuple | None = None
     reps_at: Mapping[int, int] | None = None
+    code_changed: bool = False      # --accept-code-change into a folder of other code: a new segment
+    owner: str | None = None        # the manifest's "owner" when this run creates the folder
 
 
 def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, overrides, chunk: int | None,
-               workers: int | None, micro_batch: int | None, part=None, reps_at=None) -> _Request:
+               workers: int | None, micro_batch: int | None, part=None, reps_at=None,
+               accept_code_change: bool = False, owner: str | None = None) -> _Request:
     """Check every setting and expand the grid, writing nothing (UsageError naming a bad value)."""
     if reps_at is not None:
         reps = _checked_reps_at(reps_at, part)
@@ -110,13 +113,16 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     part = check_part(part)
     if out is not None and not str(out).strip():
         raise UsageError(f"--out {str(out)!r} names no folder (leave --out out for runs/{experiment.name})")
+    if accept_code_change and part is not None:
+        raise UsageError("--accept-code-change cannot be combined with --part: accept the change with one "
+                         "whole-grid run into the folder first (e.g. --reps 1 computes nothing already stored)")
     calibration.mode()       # a bad $DPSIM_CALIBRATION is refused before anything is written
     grid = expand_grid(experiment, overrides)
     method_columns(experiment)
     out = Path(out or Path("runs") / experiment.name)
     store.check_compatible(out, experiment.name, seed)
     code = fingerprint(experiment)
-    store.check_code(out, code)
+    code_changed = store.check_code(out, code, accept=accept_code_change)
     policy = batching(micro_batch=micro_batch)
     if workers is not None:             # that many chunks planned at least, and that many in flight
         policy = dataclasses.replace(policy, workers=workers, in_flight=workers)
@@ -126,7 +132,7 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
         if stray is not None:
             raise UsageError(f"reps_at names data point id {stray}, which is not in the grid of {experiment.name}")
         reps_at = dict(reps_at)
-    return _Request(grid, out, seed, reps, chunk, policy, overrides, code, part, reps_at)
+    return _Request(grid, out, seed, reps, chunk, policy, overrides, code, part, reps_at, code_changed, owner)
 
 
 def _checked_reps_at(reps_at: Mapping[int, int | tuple[int, int]], part) -> int:
@@ -170,12 +176,13 @@ def _planned(request: _Request, calibrate: bool = True) -> Plan:
 
 def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
              chunk: int | None = None, workers: int | None = None, micro_batch: int | None = None,
-             part=None, reps_at=None, calibrate: bool = True) -> Plan:
+             part=None, reps_at=None, calibrate: bool = True, accept_code_change: bool = False) -> Plan:
     """Validate a request and plan it, writing nothing (``--dry-run``; :func:`run_experiment`).
     ``calibrate``: whether the executor that would run it times candidate micro-batches
     (``Executor.calibrates``: the local one does, Ray's does not)."""
     return _planned(_validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
-                               workers=workers, micro_batch=micro_batch, part=part, reps_at=reps_at), calibrate)
+                               workers=workers, micro_batch=micro_batch, part=part, reps_at=reps_at,
+                               accept_code_change=accept_code_change), calibrate)
 
 
 def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int = 0,
@@ -184,8 +191,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
                    workers: int | None = None, watchdog: float | None = None,
                    source: str | None = None, micro_batch: int | None = None,
                    executor: Executor | None = None, part=None,
-                   reps_at: Mapping[int, int] | None = None,
-                   confirm: Callable[[Plan], None] | None = None) -> RunSummary:
+                   reps_at: Mapping[int, int] | None = None, accept_code_change: bool = False,
+                   owner: str | None = None, confirm: Callable[[Plan], None] | None = None) -> RunSummary:
     """Run (or resume) ``experiment`` into ``out``; returns what was computed.
 
     All input is validated before anything is written. Re-running into the same directory
@@ -216,6 +223,15 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     computed or written (``dpsim run``'s guard against a run of days or beyond the free disk);
     it raises UsageError to stop the run.
 
+    Code (:mod:`dpsim.experiment.provenance`): a folder whose rows were made by other code is
+    refused (:func:`~dpsim.experiment.store.check_code`) unless ``accept_code_change``: then
+    the rows stored stay, only the lanes not stored are computed by this code, and the
+    manifest records a new segment (:func:`~dpsim.experiment.store.accepted_segments`: this
+    code, when, the parts stored before it) and the history entry says so; its ``code`` is
+    this code from then on. ``owner``: the manifest's ``owner`` when this run creates the
+    folder (``dpsim verify`` marks its cache :data:`~dpsim.experiment.store.CACHE_OWNER`); an
+    existing folder keeps its own.
+
     Threads: one background thread only *compiles* (the next step's program, while the
     current one computes); programs are executed by daemon threads, one per chunk in flight (chunks;
     each chunk draws θ* itself, :func:`~dpsim.experiment.program.make_chunk_fn`). No
@@ -227,7 +243,8 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     executor = executor or LocalExecutor()
     request = _validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
                          workers=workers if workers is not None else executor.workers,
-                         micro_batch=micro_batch, part=part, reps_at=reps_at)  # writes nothing
+                         micro_batch=micro_batch, part=part, reps_at=reps_at,
+                         accept_code_change=accept_code_change, owner=owner)  # writes nothing
     with store.exclusive(request.out, request.part):         # one writer per run directory (or per part)
         store.set_aside_unreadable(request.out)              # damaged parts: kept aside, their lanes run again
         work = _planned(request, executor.calibrates)
@@ -244,7 +261,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
     overrides, chunk, seed = settings.overrides, settings.chunk, settings.seed
     grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
     previous = store.read_manifest(out) or {}
-    if not plan and previous.get("complete"):
+    if not plan and previous.get("complete") and not settings.code_changed:
         # nothing to compute (e.g. verify judging a finished run): the folder is left as it was
         _warn_unconverged(experiment, previous.get("diagnostics", {}).get("unconverged", []))
         _warn_nan(experiment, previous.get("diagnostics", {}).get("nan", []))
@@ -258,14 +275,21 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                "executor": executor.describe(),
                "grid": grid.axes,
                "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-               **({} if settings.part is None else {"part": "{}/{}".format(*settings.part)}), **environment()}
+               **({} if settings.part is None else {"part": "{}/{}".format(*settings.part)}),
+               **({"accept_code_change": True} if settings.code_changed else {}), **environment()}
+    segments = (store.accepted_segments(previous, settings.code, out, request["started"]) if settings.code_changed
+                else previous.get("segments"))
+    owner = previous.get("owner") if previous else settings.owner
     manifest = {"experiment": experiment.name, "source": source or experiment.name, "code": settings.code,
                 "title": experiment.title, "seed": seed, "shape_axes": list(experiment.shape_axes),
                 "data_axes": list(experiment.data_axes), "analysis_axes": list(experiment.analysis_axes),
                 "derived": list(experiment.derived_names()), "methods": list(experiment.methods),
                 "history": [*previous.get("history", []), request],
                 "study": previous.get("study", {}), "diagnostics": previous.get("diagnostics", {}),
-                "complete": False}
+                "complete": False, **({"owner": owner} if owner else {}), **({"segments": segments} if segments else {})}
+    if segments:
+        note(f"{out}: its rows were made by {len(segments)} versions of the code, accepted with "
+             f"--accept-code-change (the manifest's segments say which parts each made)")
     if settings.part is None:
         store.write_manifest(out, manifest)
     else:

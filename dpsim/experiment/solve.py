@@ -25,7 +25,9 @@ are read from stored rows, so re-running the same solve into the same folder ask
 points, and its runs compute nothing already stored; an interrupted solve (Ctrl-C mid-stage)
 re-run finishes with the roots of an uninterrupted one. ``solve.json`` records the request; a
 different request into the same folder is refused (``budget`` and ``level`` may change: a
-larger budget continues a solve, a level only changes the intervals).
+larger budget continues a solve, a level only changes the intervals), and so is a folder whose
+rows were made by other code (:func:`~dpsim.experiment.store.check_code`), before anything is
+written: a solve never rewrites another code's rows.
 
 **Budget** (``budget``, in replicate lanes asked: the sum of the finder's asked replicates,
 the same on a fresh and on a resumed solve): no stage starts that would exceed it; the roots
@@ -231,6 +233,7 @@ def prepare(experiment: Experiment, *, axis: str, target, within=None, finder=No
     expand_grid(experiment, {**{a: axes[a] for a in config_axes}, axis: lattice})   # validate_point on all
     out = Path(out or Path("runs") / f"{experiment.name}-solve-{axis}")
     store.check_directory(out, "--out")
+    store.check_code(out, fingerprint(experiment))     # rows of other code: refused before any stage runs
     request = {"experiment": experiment.name, "axis": axis, "target": target.text(),
                "within": [search.low, search.high], "integer": search.integer, "log": search.log,
                "points": len(lattice), "finder": finder.name, "overrides": {a: list(axes[a]) for a in config_axes},

@@ -397,11 +397,21 @@ def check_compatible(out: Path, experiment: str, seed: int) -> None:
                          f"seed {manifest['seed']}; choose another directory")
 
 
+CACHE_OWNER = "dpsim-cache"   # a manifest's "owner" when the folder is dpsim's own cache (verify's runs/verify)
+
+
 def recorded_code(out: Path) -> dict | None:
     """The code fingerprint a run directory's manifest records (None: no manifest, or one
     written before dpsim recorded its code: ``{}``)."""
     manifest = read_manifest(out)
     return None if manifest is None else manifest.get("code", {})
+
+
+def owned_by_dpsim(out: Path) -> bool:
+    """Whether ``out`` is a folder of dpsim's own cache (its manifest's ``owner`` is
+    :data:`CACHE_OWNER`), which ``dpsim verify`` may replace; any other folder is its user's."""
+    manifest = read_manifest(out)
+    return bool(manifest) and manifest.get("owner") == CACHE_OWNER
 
 
 def other_code(out: Path, code: dict) -> str | None:
@@ -415,15 +425,57 @@ def other_code(out: Path, code: dict) -> str | None:
     return describe(recorded) if recorded else "code that was not recorded (dpsim before 0.3)"
 
 
-def check_code(out: Path, code: dict) -> None:
+def code_change(out: Path, code: dict) -> str:
+    """What changed between the code that made ``out`` and ``code``: "changed modules: a, b"
+    (at most five named), or why they cannot be named."""
+    from dpsim.experiment.provenance import changed_modules
+    changed = changed_modules(recorded_code(out) or {}, code)
+    if changed is None:
+        return "its manifest names no modules (made before dpsim recorded them)"
+    if not changed:
+        return "no module changed (the file-less code or closure values did)"
+    more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+    return f"changed module{'s' * (len(changed) > 1)}: {', '.join(changed[:5])}{more}"
+
+
+def check_code(out: Path, code: dict, accept: bool = False) -> bool:
     """Refuse to extend a run directory whose rows were made by other code, in one line
-    naming both fingerprints."""
+    naming both fingerprints, the changed modules and the ways back.
+
+    Args:
+        accept: ``--accept-code-change``: allow it (the run records a new segment,
+            :func:`accepted_segments`).
+    Returns:
+        Whether the folder holds rows of other code (only ever True with ``accept``).
+    """
     from dpsim.experiment.provenance import describe
     made = other_code(out, code)
     if made is None:
-        return
-    raise UsageError(f"--out {str(out)!r} holds rows made by {made}; this is {describe(code)}: rows of different "
-                     f"code are never mixed, choose another --out")
+        return False
+    if accept:
+        return True
+    raise UsageError(f"--out {str(out)!r} holds rows made by {made}; this is {describe(code)} "
+                     f"({code_change(out, code)}): rows of different code are never mixed; go back to that code "
+                     f"(`git stash`), choose another --out, or extend it with this code by `dpsim run "
+                     f"--accept-code-change` (recorded in its manifest)")
+
+
+def accepted_segments(previous: dict, code: dict, out: Path, when: str) -> list[dict]:
+    """The manifest's ``segments`` after ``--accept-code-change`` into a folder whose manifest
+    is ``previous``: the folder's segments so far (one for the code that made it, when it has
+    none yet), then a new one for ``code``.
+
+    A segment is {"code": fingerprint, "accepted": when it began, "parts_before": the part
+    files stored when it began}: the rows of a segment are those of the parts its successor
+    found that it did not (the last segment's: every part not listed in its
+    ``parts_before``); every row of a part comes from one code.
+    """
+    from dpsim.experiment.provenance import changed_modules
+    segments = list(previous.get("segments") or [{"code": previous.get("code", {}), "accepted": None,
+                                                   "parts_before": []}])
+    segments.append({"code": code, "accepted": when, "parts_before": [p.name for p in part_files(out)],
+                     "changed_modules": changed_modules(previous.get("code", {}), code)})
+    return segments
 
 
 def write_manifest(out: Path, content: dict) -> None:

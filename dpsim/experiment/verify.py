@@ -6,9 +6,16 @@ Runs go to ``runs/verify/<experiment>`` by default, apart from the ``dpsim run``
 into a check. With ``reps`` = R each check sees replicates 0 … R−1 exactly: missing ones are
 computed, extra ones already on disk are left out (and the line says so).
 
-Code: a folder whose rows were made by other code (its manifest's fingerprint,
-:mod:`dpsim.experiment.provenance`) is recomputed from scratch, with a note: verify's folders
-are its own cache, and a check never judges rows of code other than the one it checks.
+Folders and code: a check never judges rows of code other than the one it checks (the
+manifest's fingerprint, :mod:`dpsim.experiment.provenance`), and verify never deletes or
+rewrites a folder that is not its own. The default ``runs/verify`` is dpsim's cache: the
+folders verify creates there are marked ``"owner": "dpsim-cache"`` in their manifests
+(:data:`~dpsim.experiment.store.CACHE_OWNER`), and such a folder made by other code is
+replaced, with a note. Any other folder made by other code (every folder of a ``--runs DIR``
+the user names, and an unmarked one in the cache, e.g. one made by ``dpsim run --out``) is
+refused in one line naming the changed modules and the ways back, before anything is
+computed (:func:`check_folders`); its files stay byte for byte as they were. Folders of the
+same code are extended with the replicates a check needs.
 
 Family-wise rule: the checks judged in one ``verify`` are one family of m tests (the
 report-only ones excluded); a check FAILs only when its interval at the Bonferroni level
@@ -46,7 +53,8 @@ from dpsim.experiment.checks import CheckResult, stage_share
 from dpsim.experiment.grid import expand_grid
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.provenance import describe, fingerprint
-from dpsim.experiment.store import load_results, other_code
+from dpsim.experiment import store
+from dpsim.experiment.store import CACHE_OWNER, load_results, other_code
 from dpsim.experiment.verdicts import ALPHA
 
 DEFAULT_RUNS = Path("runs") / "verify"
@@ -54,6 +62,84 @@ DEFAULT_RUNS = Path("runs") / "verify"
 
 def run_directory(runs: Path, experiment: str, seed: int) -> Path:
     return Path(runs) / (experiment if seed == 0 else f"{experiment}-seed{seed}")
+
+
+def cache_owner(runs: Path) -> str | None:
+    """The ``owner`` of the folders verify creates under ``runs``: :data:`CACHE_OWNER` when
+    ``runs`` is dpsim's cache (:data:`DEFAULT_RUNS`, from the working directory), else None
+    (a folder the user named is the user's)."""
+    return CACHE_OWNER if Path(runs).resolve() == DEFAULT_RUNS.resolve() else None
+
+
+def refusal(out: Path, code: dict, experiment: str = "EXPERIMENT") -> str | None:
+    """Why verify may not use ``out`` with ``code`` (module docstring), in one line; None when
+    it may: the folder is new, made by ``code``, or one of dpsim's cache (replaced then)."""
+    made = other_code(out, code)
+    if made is None or store.owned_by_dpsim(out):
+        return None
+    in_cache = DEFAULT_RUNS.resolve() in Path(out).resolve().parents
+    unmarked = (" (it lies in the cache but is not marked as dpsim's: made by `dpsim run`, or before verify marked "
+                "its folders; remove it to let verify recompute it)") if in_cache else ""
+    return (f"{str(out)!r} holds rows made by {made}, not by this {describe(code)} "
+            f"({store.code_change(out, code)}); verify replaces only the folders of its own cache and never "
+            f"rewrites yours{unmarked}: go back to that code (`git stash`), extend the folder with this code by "
+            f"`dpsim run {experiment} --out {out} --accept-code-change`, or give verify another --runs")
+
+
+def _prepared(out: Path, code: dict, experiment: str = "EXPERIMENT") -> bool:
+    """Make ``out`` usable by verify with ``code``: refuse a folder that is not dpsim's (a
+    UsageError, :func:`refusal`), replace one of its cache made by other code (with a note).
+    Returns whether the folder is new (verify creates it)."""
+    why = refusal(out, code, experiment)
+    if why is not None:
+        raise UsageError(why)
+    made = other_code(out, code)
+    if made is not None:           # dpsim's cache: rows of other code are recomputed, never judged
+        note(f"{out}: made by {made}; recomputing it with {describe(code)} (a folder of dpsim's cache)")
+        shutil.rmtree(out)
+    return store.read_manifest(out) is None
+
+
+def _solve_stems(experiment, checks) -> list[str]:
+    """The folder stem of each check's declared solve, in order: <experiment>-solve-<axis>, a
+    second declaration on the same axis with a digest suffix (checks sharing a solve share it)."""
+    stems, declared = [], {}
+    for check in checks:
+        solve = check.solve
+        stem = f"{experiment.name}-solve-{solve.axis}"
+        if declared.setdefault(stem, solve) != solve:
+            stem += "-" + hashlib.sha1(repr(solve).encode()).hexdigest()[:6]
+        stems.append(stem)
+    return stems
+
+
+def _mark_owner(out: Path, owner: str) -> None:
+    """Record ``owner`` in the manifest of the folder ``out`` verify has just created."""
+    with store.manifest_lock(out):
+        manifest = store.read_manifest(out)
+        if manifest is not None and "owner" not in manifest:
+            store.write_manifest(out, {**manifest, "owner": owner})
+
+
+def check_folders(experiments: Mapping[str, object], checks, runs: Path, seed: int) -> None:
+    """Refuse, before anything is computed, a verify whose folders under ``runs`` include one
+    it may not use (:func:`refusal`): one UsageError naming the first."""
+    by_experiment: dict[str, list] = {}
+    for check in checks:
+        by_experiment.setdefault(check.experiment, []).append(check)
+    for name, its_checks in by_experiment.items():
+        experiment = experiments.get(name)
+        if experiment is None or not hasattr(experiment, "axes"):
+            continue
+        code = fingerprint(experiment)
+        solved = [c for c in its_checks if getattr(c, "solve", None) is not None]
+        folders = [run_directory(runs, stem, seed) for stem in dict.fromkeys(_solve_stems(experiment, solved))]
+        if len(solved) < len(its_checks):
+            folders.append(run_directory(runs, name, seed))
+        for out in folders:
+            why = refusal(out, code, name)
+            if why is not None:
+                raise UsageError(why)
 
 
 @dataclass(frozen=True)
@@ -128,6 +214,8 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
         if check.experiment not in experiments:
             raise UsageError(f"check {check.name!r} needs experiment {check.experiment!r}, which is not defined")
     family = family if family is not None else family_size(selected)
+    check_folders(experiments, selected, runs, seed)        # a folder verify may not use: refused now
+    owner = cache_owner(runs)
     if sequential is None:
         echo(f"family: {family} judged check{'s' * (family > 1)}; PASS when the 95% interval lies in the region, "
              f"FAIL when the interval at the Bonferroni level 0.05/{family} (per point judged) lies outside it")
@@ -143,7 +231,7 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
     for name, its_checks in by_experiment.items():
         judged = judged_all(experiments[name], its_checks, runs=runs, seed=seed, reps=reps, family=family,
                             progress=progress, watchdog=watchdog, source=(sources or {}).get(name), solver=solver,
-                            sequential=sequential, ledger=ledger)
+                            sequential=sequential, ledger=ledger, owner=owner)
         for result in judged:
             echo(result.line())
             claim = getattr(checks.get(result.name), "description", "")
@@ -179,12 +267,13 @@ def family_size(checks) -> int:
 
 
 def judged_on(experiment, checks, *, out: Path, seed: int, reps: int | None, family: int,
-              progress: bool = True, watchdog: float | None = None, source: str | None = None) -> list[CheckResult]:
+              progress: bool = True, watchdog: float | None = None, source: str | None = None,
+              owner: str | None = None) -> list[CheckResult]:
     """Run ``experiment`` into ``out`` (what is missing) and judge ``checks`` on exactly the
-    requested replicates."""
+    requested replicates. ``owner``: the manifest's owner if verify creates the folder."""
     want = experiment.reps if reps is None else reps
     table = _computed(experiment, out=out, seed=seed, reps=want, progress=progress, watchdog=watchdog,
-                      source=source)
+                      source=source, owner=owner)
     extra = int((table["rep"] >= want).sum())
     table = table[table["rep"] < want]
     results = []
@@ -198,47 +287,45 @@ def judged_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fam
 
 def judged_all(experiment, checks, *, runs: Path, seed: int, reps: int | None, family: int, progress: bool = True,
                watchdog: float | None = None, source: str | None = None, solver=None,
-               sequential: Sequential | None = None, ledger=None) -> list[CheckResult]:
+               sequential: Sequential | None = None, ledger=None, owner: str | None = None) -> list[CheckResult]:
     """``checks`` of ``experiment``: those on its grid (:func:`judged_on`, or with ``sequential``
     :func:`decided_on` spending ``ledger``'s budget, into RUNS/<experiment>[-seedS]), then
-    those that declare a solve (:func:`judged_by_solves`)."""
+    those that declare a solve (:func:`judged_by_solves`). ``owner``: the manifest's owner of
+    the folders verify creates (:func:`cache_owner`)."""
     grid = [c for c in checks if getattr(c, "solve", None) is None]
     solved = [c for c in checks if getattr(c, "solve", None) is not None]
     common = dict(out=run_directory(runs, experiment.name, seed), seed=seed, reps=reps, family=family,
-                  progress=progress, watchdog=watchdog, source=source)
+                  progress=progress, watchdog=watchdog, source=source, owner=owner)
     results = [] if not grid else (
         judged_on(experiment, grid, **common) if sequential is None else
         decided_on(experiment, grid, sequential=sequential, ledger=ledger, **common))
     return results + (judged_by_solves(experiment, solved, runs=runs, seed=seed, family=family, progress=progress,
-                                       solver=solver) if solved else [])
+                                       solver=solver, owner=owner) if solved else [])
 
 
 def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, progress: bool = True,
-                     solver=None) -> list[CheckResult]:
+                     solver=None, owner: str | None = None) -> list[CheckResult]:
     """Checks judged on a solve's roots (:class:`~dpsim.experiment.checks.ThresholdScalingCheck`):
     one solve per distinct ``check.solve``, into RUNS/<experiment>-solve-<axis>[-seedS] (a
     second declaration on the same axis gets a digest suffix), each check judged on its roots
     (``check.evaluate_roots``) and, when it has a ``figure``, drawn there as
-    ``threshold-<check>.png``. Without a ``solver`` each is an ERROR line saying so."""
-    from dpsim.experiment import store
-    results, folders, solved = [], {}, {}
-    for check in checks:
+    ``threshold-<check>.png``. Without a ``solver`` each is an ERROR line saying so. A folder
+    is used as :func:`judged_on`'s (:func:`_prepared`); one verify creates is marked ``owner``
+    once its solve returns."""
+    results, solved = [], {}
+    for check, stem in zip(checks, _solve_stems(experiment, checks)):
         if solver is None:
             results.append(CheckResult(check.name, "ERROR", "-", "-", "cannot be evaluated: it needs a solve and "
                                        "no solver was given (dpsim verify passes dpsim solve's)"))
             continue
         solve = check.solve
-        stem = f"{experiment.name}-solve-{solve.axis}"
-        if folders.setdefault(stem, solve) != solve:
-            stem += "-" + hashlib.sha1(repr(solve).encode()).hexdigest()[:6]
         out = run_directory(runs, stem, seed)
         try:
             if stem not in solved:
-                made = other_code(out, fingerprint(experiment)) if hasattr(experiment, "axes") else None
-                if made is not None:   # as judged_on: verify's folders are its cache, other code's rows are redone
-                    note(f"{out}: made by {made}; recomputing it with {describe(fingerprint(experiment))}")
-                    shutil.rmtree(out)
+                new = _prepared(out, fingerprint(experiment), experiment.name) if hasattr(experiment, "axes") else False
                 solved[stem] = solver(experiment, solve, out=out, seed=seed, progress=progress)
+                if new and owner:
+                    _mark_owner(out, owner)
             roots = solved[stem]
             result = check.evaluate_roots(roots, family)
         except UsageError as exc:
@@ -259,16 +346,14 @@ def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, 
 
 
 def _computed(experiment, *, out: Path, seed: int, reps: int, progress: bool, watchdog: float | None,
-              source: str | None):
+              source: str | None, owner: str | None = None):
     """``experiment`` run into ``out`` to ``reps`` replicates (what is missing; a folder of
-    other code is recomputed from scratch), and its whole table."""
-    code = fingerprint(experiment)
-    made = other_code(out, code)
-    if made is not None:
-        # verify's folders are its own cache: rows of other code are recomputed, never judged
-        note(f"{out}: made by {made}; recomputing it with {describe(code)}")
-        shutil.rmtree(out)
-    run_experiment(experiment, reps=reps, seed=seed, out=out, progress=progress, watchdog=watchdog, source=source)
+    other code is refused, or recomputed from scratch when it is dpsim's cache:
+    :func:`_prepared`), and its whole table. ``owner``: the manifest's owner if the run
+    creates the folder."""
+    _prepared(out, fingerprint(experiment), experiment.name)
+    run_experiment(experiment, reps=reps, seed=seed, out=out, progress=progress, watchdog=watchdog, source=source,
+                   owner=owner)
     return load_results(out)
 
 
@@ -287,7 +372,7 @@ def data_point_ids(experiment) -> dict[int, int]:
 
 def decided_on(experiment, checks, *, out: Path, seed: int, reps: int | None, family: int, sequential: Sequential,
                ledger: _Ledger, progress: bool = True, watchdog: float | None = None,
-               source: str | None = None) -> list[CheckResult]:
+               source: str | None = None, owner: str | None = None) -> list[CheckResult]:
     """``checks`` of ``experiment`` judged until decided (module docstring).
 
     Stage 1 is plain verify's run (``reps`` = R, default the experiment's); at stage s a
@@ -302,7 +387,8 @@ def decided_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fa
     """
     base = experiment.reps if reps is None else reps
     stages = sequential.stages
-    table = _computed(experiment, out=out, seed=seed, reps=base, progress=progress, watchdog=watchdog, source=source)
+    table = _computed(experiment, out=out, seed=seed, reps=base, progress=progress, watchdog=watchdog, source=source,
+                      owner=owner)
     ids = data_point_ids(experiment)
     planned: dict[int, int] = {}           # data point id → replicates the stages so far asked for
     final: dict[str, CheckResult] = {}
@@ -425,6 +511,13 @@ def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, objec
     """
     echo = echo or (lambda line: print(line, flush=True))
     failed_before = {r.name for r in base if r.verdict == "FAIL"}
+    owner = cache_owner(runs)
+    for mutant in mutants:       # a folder verify may not use is refused before any mutant runs
+        for name in mutant.experiments:
+            if name in experiments:
+                check_folders({name: mutant.mutate(experiments[name])},
+                              [c for c in checks.values() if c.experiment == name],
+                              Path(runs) / "mutants" / mutant.name, seed)
     outcomes = []
     for mutant in mutants:
         start = time.monotonic()
@@ -437,7 +530,7 @@ def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, objec
             source = f"{(sources or {}).get(name, name)} + mutant {mutant.name}"
             for result in judged_all(mutated, its_checks, runs=Path(runs) / "mutants" / mutant.name, seed=seed,
                                      reps=reps, family=family, progress=progress, watchdog=watchdog, source=source,
-                                     solver=solver):
+                                     solver=solver, owner=owner):
                 judged += result.verdict not in ("INFO", "ERROR")
                 errors += result.verdict == "ERROR"
                 if result.verdict == "FAIL" and result.name not in failed_before:   # an ERROR never kills
