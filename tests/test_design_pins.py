@@ -39,6 +39,18 @@ def test_cai_degree_moments_against_the_binomial():
     assert cai_design.degree_msq(40, 0.25) == pytest.approx(b.moment(2), rel=1e-14)
 
 
+def test_cai_pair_count_moments_against_the_binomial_and_a_multinomial_draw():
+    total, n = 500, 22
+    pairs = n * (n - 1) // 2
+    assert cai_design.pair_count_msq(total, n) == pytest.approx(stats.binom(total, 1 / pairs).moment(2), rel=1e-12)
+    rng = np.random.default_rng(0)
+    draws = rng.multinomial(total, np.full(pairs, 1 / pairs), size=4000)
+    sim = (draws.astype(float) ** 2).mean(axis=1)
+    se = sim.std(ddof=1) / math.sqrt(len(sim))
+    assert abs(sim.mean() - cai_design.pair_count_msq(total, n)) < 5 * se
+    assert cai_design.individual_k(22) == 5 and cai_design.paper_k(22) == 6
+
+
 def test_cai_random_ranking_laws_by_enumeration():
     n, k = 6, 2
     truth = jnp.asarray([0.0, -1.0, -2.0, -3.0, 0.0, -4.0])       # two tied top items, as the design's
@@ -136,13 +148,15 @@ def test_pins_are_registered_and_mutants_apply_to_the_calibration_experiment_onl
     found = installed()
     assert {m.name for m in module.MUTANTS} <= set(found.mutants)
     assert {ch.name for ch in module.CHECKS} <= set(found.checks)
-    exp = module.DESIGN
-    assert all(ch.experiment == exp.name and not ch.report_only for ch in module.CHECKS)
+    experiments = {e.name: e for e in module.EXPERIMENTS}
+    assert module.DESIGN.name in experiments
+    assert all(ch.experiment in experiments and not ch.report_only for ch in module.CHECKS)
     for mutant in module.MUTANTS:
-        assert mutant.experiments == (exp.name,)
-        mutated = mutant.mutate(exp)
-        assert mutated.name == exp.name and set(mutated.methods) == set(exp.methods)
-        assert mutated != exp
+        (name,) = mutant.experiments                         # one calibration experiment, never a figure's
+        mutated = mutant.mutate(experiments[name])
+        assert mutated.name == name and set(mutated.methods) == set(experiments[name].methods)
+        assert mutated != experiments[name]
+        assert any(ch.experiment == name for ch in module.CHECKS)
     for check in module.CHECKS:
         lo, hi = check.region
         assert 0.5 < lo < 1.0 < hi < 2.0, check.name        # two-sided, about the exact prediction 1

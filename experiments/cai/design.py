@@ -21,6 +21,11 @@ Hamming = 1/(k + 1)); ``oracle_noise`` adds Gaussian noise to θ*: s·Z for ℓ2
 log-relative errors, whose exponentials then have means s·E‖Z‖/√n and s·E max|Z′_i|
 (:class:`ExpMean`).
 
+**Individual DP** (cai §3.1, §4.2): ``cai-design-individual`` pins the individual-DP
+generator the same way: the ⌊n/4⌋ top items first, the strengths, m·L comparisons in all, the
+mean squared pair count of a uniform Multinomial(m·L, C(n, 2)) (the pairs drawn independently,
+not grouped per user), and the logistic outcomes.
+
 **Regions**: each closed form is exact (model error 0), so the region is e^{±6·se}, se the
 relative standard error of the point's mean from the law itself (stated per check); a
 correct generator or metric leaves it with probability < 1e-4 per point.
@@ -41,7 +46,7 @@ from dpsim.experiment import Experiment, Method
 from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean
 from dpsim.experiment.mutants import Mutant, replaced_method
 
-from . import edge
+from . import edge, individual
 
 SE_WIDTHS = 6.0
 STRENGTH_LOW, STRENGTH_HIGH = 0.2, 0.7     # e^{θ_i} ~ Unif(0.2, 0.7) off the top (cai §4.1.1)
@@ -414,4 +419,132 @@ MUTANTS = [
            replaced_method("oracle_noise", make_oracle_noise_fn(_scaled_estimation("linf", 0.5)))),
     Mutant("cai-metric-log10", "log-relative errors in log base 10 for the natural log", EXP,
            replaced_method("oracle_noise", make_oracle_noise_fn(_scaled_estimation("l2", 1.0, log=jnp.log10)))),
+]
+
+
+# ---------------------------------------------------------------------------------------
+# cai-design-individual: the individual-DP generator (cai §3.1, §4.2; docs/cai.md, Model)
+# ---------------------------------------------------------------------------------------
+# m users × L comparisons, each a uniform pair of C(n, 2) with replacement, outcomes σ(θ_i − θ_j);
+# θ* with its k = ⌊n/4⌋ top items first, redrawn every replicate. n = 22 separates ⌊n/4⌋ = 5
+# from round(n/4) = 6.
+IND_N, IND_USERS, IND_L, IND_REPS = 22, 100, 5, 1000
+
+
+def individual_k(n: int) -> int:
+    """k = ⌊n/4⌋ of the individual-DP code (docs/cai.md, Model; Errata and modes (E5))."""
+    return n // 4
+
+
+def pair_count_msq(total: float, n: int) -> float:
+    """E mean_{i<j} M_ij² for M ~ Multinomial(T, uniform over N = C(n, 2) pairs): each M_ij is
+    Binomial(T, 1/N), so E M² = T/N·(1 − 1/N) + (T/N)²."""
+    pairs = n * (n - 1) / 2.0
+    q = total / pairs
+    return q * (1.0 - 1.0 / pairs) + q * q
+
+
+def pair_count_msq_rel_se(total: float, n: int, reps: int) -> float:
+    """Relative standard error of the mean over ``reps`` draws of mean_{i<j} M_ij², from the
+    Binomial(T, 1/N) moments and the N pairs taken as independent (the multinomial's negative
+    correlation only lowers the variance of their mean)."""
+    pairs = n * (n - 1) // 2
+    b = stats.binom(int(total), 1.0 / pairs)
+    m2, m4 = b.moment(2), b.moment(4)
+    return math.sqrt((m4 - m2 * m2) / (pairs * m2 * m2) / reps)
+
+
+def individual_design_fn(key, ctx):
+    """Moments of one draw of the individual-DP θ* and aggregated comparisons."""
+    theta, W = ctx.sample["theta"], ctx.sample["W"]
+    n = theta.shape[0]
+    gap = theta - jnp.max(theta)
+    top = jnp.abs(gap) <= TOP_TOL
+    others = (~top).astype(jnp.float64)
+    M = W + W.T
+    upper = jnp.triu(jnp.ones((n, n), bool), k=1)
+    cross = top[:, None] & ~top[None, :]
+    return {"top_share": jnp.mean(top.astype(jnp.float64)),
+            "top_first_share": jnp.sum(jnp.where(jnp.arange(n) < jnp.sum(top), top, False)) / jnp.sum(top),
+            "other_strength_mean": jnp.sum(others * jnp.exp(gap)) / jnp.sum(others),
+            "comparisons": jnp.sum(W), "pair_count_msq": jnp.sum(jnp.where(upper, M * M, 0.0)) / (n * (n - 1) / 2),
+            "top_wins": jnp.sum(jnp.where(cross, W, 0.0)),
+            "top_wins_expected": jnp.sum(jnp.where(cross, M * logistic(theta[:, None] - theta[None, :]), 0.0))}
+
+
+INDIVIDUAL_METRICS = ("top_share", "top_first_share", "other_strength_mean", "comparisons", "pair_count_msq",
+                      "top_wins", "top_wins_expected")
+
+DESIGN_INDIVIDUAL = individual.individual_experiment(
+    "cai-design-individual", "Calibration: the individual-DP design's moments (m users × L uniform pairs)",
+    {"n_items": [IND_N], "n_users": [IND_USERS], "per_user": [IND_L], "eps": [1.0]}, reps=IND_REPS,
+    methods={"design": Method(individual_design_fn, INDIVIDUAL_METRICS, label="Design moments",
+                              doc="moments of θ*, the pair counts and the wins")},
+    description="cai §3.1, §4.2; docs/cai.md, Pins of the design and the metrics: the individual-DP θ* design "
+                "(⌊n/4⌋ top items first), m·L uniform pairs with replacement and logistic outcomes")
+
+EXPERIMENTS.append(DESIGN_INDIVIDUAL)
+
+IND_K = individual_k(IND_N)
+IND_SE = {
+    "strength": math.sqrt(U_CV2 / ((IND_N - IND_K) * IND_REPS)),
+    "pairs": pair_count_msq_rel_se(IND_USERS * IND_L, IND_N, IND_REPS),
+    # top-vs-other comparisons ≈ T·k(n − k)/N per replicate, Bernoulli variance E F(1 − F) each
+    "wins": math.sqrt(F_VAR_BERN / (IND_USERS * IND_L * IND_K * (IND_N - IND_K) / (IND_N * (IND_N - 1) / 2)
+                                    * IND_REPS)) / F_MEAN,
+}
+
+
+def _ind_text(key: str) -> str:
+    lo, hi = region(IND_SE[key])
+    return f"exact, region [{lo:.4f}, {hi:.4f}] = e^(±6·se), se = {IND_SE[key]:.2g} from the law at R = {IND_REPS}"
+
+
+def _ind_level(name, metric, prediction, key, formula, what, statistic=None):
+    return Claim(name, DESIGN_INDIVIDUAL.name, statistic or Mean(metric, "design"), region(IND_SE[key]),
+                 prediction=prediction, formula=formula, description=f"{what}; {_ind_text(key)}")
+
+
+CHECKS += [
+    _ind_level("cai-pin-individual-top-share", "top_share", lambda pt: individual_k(_n(pt)) / _n(pt), "strength",
+               "⌊n/4⌋/n", "individual-DP θ* design: the share of items at the top score is ⌊n/4⌋/n (n = 22: "
+               "round(n/4) would give 6/22; deterministic, the region is the strength check's)"),
+    _ind_level("cai-pin-individual-top-first", "top_first_share", lambda pt: 1.0, "strength", "1",
+               "individual-DP θ* design: the top items come first (deterministic)"),
+    _ind_level("cai-pin-individual-strength-mean", "other_strength_mean", lambda pt: U_MEAN, "strength", "E U = 0.45",
+               "individual-DP θ* design: mean e^{θ_i − θ_top} over the other items = 0.45"),
+    _ind_level("cai-pin-individual-comparisons", "comparisons", lambda pt: pt["n_users"] * pt["per_user"], "pairs",
+               "m·L", "per-user groups: m users × L comparisons = m·L in all (deterministic)"),
+    _ind_level("cai-pin-individual-pair-counts", "pair_count_msq",
+               lambda pt: pair_count_msq(pt["n_users"] * pt["per_user"], _n(pt)), "pairs", "T/N(1 − 1/N) + (T/N)²",
+               "per-user groups: mean over pairs of M_ij² of a uniform Multinomial(m·L, C(n, 2)) (pins the "
+               "uniform pairs drawn independently, not per user)"),
+    _ind_level("cai-pin-individual-outcomes-logistic", None, None, "wins", "1",
+               "individual-DP outcomes: the top items' wins over the others / Σ M_ij σ(θ_i − θ_j) = 1",
+               statistic=ColumnRatio("top_wins", "top_wins_expected", "design")),
+]
+
+
+def _individual_generate_with(k_rule=None, clumped=False, per_user_dropped=False):
+    """The individual-DP generator with its top-k rule, or its per-user groups, changed."""
+    def apply(experiment):
+        def generate(key, shape, truth, data, inner=experiment.generate):
+            if k_rule is not None:
+                shape = {**shape, "k": k_rule(shape["n_items"])}
+            if clumped or per_user_dropped:
+                out = inner(key, shape, truth, {**data, "per_user": 1})
+                return {**out, "W": out["W"] * (data["per_user"] if clumped else 1.0)}
+            return inner(key, shape, truth, data)
+        return dataclasses.replace(experiment, generate=generate)
+    return apply
+
+
+IND_EXP = (DESIGN_INDIVIDUAL.name,)
+MUTANTS += [
+    Mutant("cai-design-individual-k-round", "individual-DP θ* with k = round(n/4) top items instead of ⌊n/4⌋",
+           IND_EXP, _individual_generate_with(k_rule=lambda n: int(round(n / 4)))),
+    Mutant("cai-design-individual-user-repeats-one-pair", "each user's L comparisons are one pair drawn once "
+           "(its outcome repeated L times)", IND_EXP, _individual_generate_with(clumped=True)),
+    Mutant("cai-design-individual-L-dropped", "one comparison per user (L dropped from the sampler)", IND_EXP,
+           _individual_generate_with(per_user_dropped=True)),
 ]
