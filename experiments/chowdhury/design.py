@@ -22,6 +22,10 @@ one draw, each with a closed form written here from those definitions (never thr
 θ̂ = θ* + sZ (Z ~ N(0, I_d)) with :func:`dpsim.metrics.feature_estimation_metrics`:
 E mse = E l2² = d·s², E seminorm² = s²·E tr(Σ_D) = s²·d·s_x².
 
+**Plackett–Luce** (chowdhury eq. (11), §4.4): ``chowdhury-design-pl`` pins the K-action
+generator of ``chowdhury-rates-k``: mean ϕ² = 1, and the choices of the best action over
+Σ softmax(ϕθ*) at that action (ratio 1).
+
 **Regions**: every closed form is exact, so the region is e^{±6·se}, se the relative standard
 error of the point's mean from the law (stated per check; 1 ± 1e-9 for the theory design's
 deterministic moments).
@@ -41,6 +45,7 @@ from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean
 from dpsim.experiment.mutants import Mutant, replaced_method
 
 from . import common as c
+from . import rates
 
 SE_WIDTHS = 6.0
 DIM, N_SAMPLES, DESIGN_REPS = 5, 2000, 1000
@@ -156,7 +161,8 @@ SE = {
     "x_kurtosis": math.sqrt((105.0 / 9.0 - 1.0) / (N * D * ROWS_PER_FEATURES)),    # E Z⁸/(E Z⁴)² = 105/9
     # bound: Var ≤ ¼ per label, E ≥ ½ per label
     "agree": math.sqrt(0.25 / (N * R)) / 0.5,
-    "mse": 0.5 * math.sqrt(2.0 / (D * R * len(DESIGNS) * len(FEATURES))),
+    "mse": math.sqrt(2.0 / (D * R * len(DESIGNS) * len(FEATURES))),          # s²χ²_d: CV² = 2/d per row
+    "l2": 0.5 * math.sqrt(2.0 / (D * R * len(DESIGNS) * len(FEATURES))),     # its RMS: half the log-scale se
     # seminorm² = s²·ZᵀΣ_D Z: CV² ≤ 2/d + 2/(n·d) (Z and the features' spread)
     "seminorm": 0.5 * math.sqrt((2.0 / D + 2.0 / (N * D)) / (R * len(DESIGNS))),
 }
@@ -193,7 +199,7 @@ CHECKS = [
            "(se bounded with Var ≤ ¼, E ≥ ½ per label)", at=ALL),
     _claim("chowdhury-pin-metric-mse", Mean("mse", "oracle_noise"), "mse", lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2,
            "d·s²", "mse (squared ℓ2) of θ* + sZ = d·s²", pool=ALL),
-    _claim("chowdhury-pin-metric-l2", Mean("l2", "oracle_noise", True, True), "mse",
+    _claim("chowdhury-pin-metric-l2", Mean("l2", "oracle_noise", True, True), "l2",
            lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2, "d·s²", "RMS ℓ2 of θ* + sZ = s√d", pool=ALL),
     _claim("chowdhury-pin-metric-seminorm", Mean("seminorm", "oracle_noise", True, True), "seminorm",
            lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2 * FEATURE_VARIANCE[pt["features"]], "d·s²·s_x²",
@@ -280,4 +286,81 @@ MUTANTS = [
            replaced_method("oracle_noise", make_oracle_noise_fn(_seminorm_without_mean))),
     Mutant("chowdhury-metric-mse-as-mean", "mse as the mean squared coordinate error (÷ d)", EXP,
            replaced_method("oracle_noise", make_oracle_noise_fn(_mse_as_mean))),
+]
+
+
+# ---------------------------------------------------------------------------------------
+# chowdhury-design-pl: the Plackett–Luce top-1 generator (chowdhury eq. (11), §4.4, §6)
+# ---------------------------------------------------------------------------------------
+# ϕ(s, a_j) ~ N(0, I_d) i.i.d. for every sample and action; the top-1 choice y with
+# P(y = j) = exp(ϕ_jᵀθ*)/Σ_l exp(ϕ_lᵀθ*). The method reports mean ϕ² (E = 1) and the choices
+# that pick the best action, over Σ_i softmax(ϕ_iθ*)[argmax] (softmax written here): ratio 1.
+PL_ACTIONS, PL_N, PL_REPS = [2, 4], 2000, 500
+
+
+def pl_design_fn(key, ctx):
+    """Moments of one Plackett–Luce draw (block comment above)."""
+    phi, y, theta = ctx.sample["phi"], ctx.sample["y"], ctx.truth["theta"]
+    u = phi @ theta                                           # (n, K) utilities
+    best = jnp.argmax(u, axis=1)
+    z = jnp.exp(u - jnp.max(u, axis=1, keepdims=True))
+    p_best = 1.0 / jnp.sum(z, axis=1)                         # softmax at the argmax: e^0/Σ e^{u_l − max u}
+    return {"phi_msq": jnp.mean(phi * phi), "picks_best": jnp.sum((y == best).astype(jnp.float64)),
+            "picks_best_expected": jnp.sum(p_best)}
+
+
+DESIGN_PL = Experiment(
+    name="chowdhury-design-pl", title="Calibration: the Plackett–Luce design's moments (features and top-1 choices)",
+    axes={"dim": [DIM], "n_samples": [PL_N], "n_actions": PL_ACTIONS, "design": ["theory"], "features": ["direct"],
+          "eps": [1.0]},
+    shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps",),
+    truth=c.truth, generate=rates.pl_generate,
+    methods={"design": Method(pl_design_fn, ("phi_msq", "picks_best", "picks_best_expected"), label="Design moments",
+                              doc="moments of ϕ and of the top-1 choices")},
+    reps=PL_REPS, axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
+    lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4,
+    stream_names=c.STREAM_NAMES,
+    description="chowdhury eq. (11), §4.4, §6; docs/chowdhury.md, Pins of the design and the metrics: "
+                "ϕ ~ N(0, I_d) per action and the softmax top-1 choice against closed forms")
+
+EXPERIMENTS.append(DESIGN_PL)
+
+PL_SE = {
+    "phi": math.sqrt(2.0 / (PL_N * min(PL_ACTIONS) * DIM * PL_REPS)),
+    # bound: Var ≤ ¼ per choice, E ≥ 1/K per choice (the best action's softmax ≥ 1/K)
+    "choice": math.sqrt(0.25 / (PL_N * PL_REPS)) * max(PL_ACTIONS),
+}
+
+
+def _pl_claim(name, statistic, key, prediction, formula, what):
+    lo, hi = region(PL_SE[key])
+    return Claim(name, DESIGN_PL.name, statistic, (lo, hi), over=Every(("n_actions",)), prediction=prediction,
+                 formula=formula, description=f"{what}; exact, region [{lo:.4f}, {hi:.4f}] = e^(±6·se), "
+                                              f"se = {PL_SE[key]:.2g} from the law at R = {PL_REPS}")
+
+
+CHECKS += [
+    _pl_claim("chowdhury-pin-pl-features", Mean("phi_msq", "design"), "phi", lambda pt: 1.0, "1",
+              "Plackett–Luce features: mean ϕ² = 1 (ϕ ~ N(0, I_d)) at every K"),
+    _pl_claim("chowdhury-pin-pl-choices", ColumnRatio("picks_best", "picks_best_expected", "design"), "choice", None,
+              "1", "Plackett–Luce choices: those picking the best action / Σ softmax(ϕθ*) at the best action = 1 at "
+                   "every K (se bounded with Var ≤ ¼, E ≥ 1/K per choice)"),
+]
+
+
+def _pl_generate_at(theta_scale=1.0, phi_scale=1.0):
+    """The Plackett–Luce generator with θ* or the features scaled (a mutant)."""
+    def apply(experiment):
+        def generate(key, shape, truth, data, inner=experiment.generate):
+            out = inner(key, shape, {**truth, "theta": theta_scale * truth["theta"]}, data)
+            return {**out, "phi": phi_scale * out["phi"]}
+        return dataclasses.replace(experiment, generate=generate)
+    return apply
+
+
+PL_EXP = (DESIGN_PL.name,)
+MUTANTS += [
+    Mutant("chowdhury-pl-choices-theta-half", "top-1 choices drawn at θ*/2", PL_EXP, _pl_generate_at(theta_scale=0.5)),
+    Mutant("chowdhury-pl-features-difference-scale", "Plackett–Luce features at the difference design's "
+           "N(0, 2I) scale, choices drawn on the unscaled ones", PL_EXP, _pl_generate_at(phi_scale=math.sqrt(2.0))),
 ]
