@@ -293,6 +293,7 @@ def _text(se_key: str) -> str:
     lo, hi = region(SE[se_key])
     return f"exact, region [{lo:.4f}, {hi:.4f}] = e^(±6·se), se = {SE[se_key]:.2g} from the law at R = {R} per p"
 
+
 CHECKS = [
     # the generator (cai §2.1, §4.1.1)
     _level("cai-pin-design-top-share", "top_share", "design", lambda pt: paper_k(_n(pt)) / _n(pt), "strength",
@@ -388,6 +389,15 @@ def _scaled_estimation(key, factor=1.0, log=jnp.log):
     return estimation
 
 
+def _hamming_over_2k(mask_hat, mask_true):
+    return 0.5 * metrics.relative_hamming_error(mask_hat, mask_true)
+
+
+def _rank_difference_over_n_minus_1(scores_a, scores_b):
+    n = scores_a.shape[0]
+    return metrics.mean_absolute_rank_difference(scores_a, scores_b) * n / (n - 1)
+
+
 def _share_agreeing(mask_hat, mask_true):
     return {"relative_hamming": metrics.relative_hamming_error(mask_hat, mask_true),
             "exact_recovery": jnp.mean((mask_hat == mask_true).astype(jnp.float64))}
@@ -405,12 +415,11 @@ MUTANTS = [
     Mutant("cai-design-probit-outcomes", "outcomes drawn from the probit link Φ(θ_i − θ_j) instead of the "
            "logistic σ", EXP, generate_changed(shape_change=lambda shape: {**shape, "link": "probit"})),
     Mutant("cai-metric-hamming-over-2k", "relative Hamming error normalised by 2k (|Ŝ ∖ S|/(2k))", EXP,
-           replaced_method("uniform", make_uniform_fn(hamming=lambda a, b: 0.5 * metrics.relative_hamming_error(a, b)))),
+           replaced_method("uniform", make_uniform_fn(hamming=_hamming_over_2k))),
     Mutant("cai-metric-kendall-ordered-pairs", "Kendall distance over the n(n − 1) ordered pairs (÷ 2)", EXP,
            replaced_method("uniform", make_uniform_fn(kendall=lambda a, b: 0.5 * metrics.kendall_distance(a, b)))),
     Mutant("cai-metric-rank-diff-over-n-minus-1", "mean |rank difference| normalised by n − 1", EXP,
-           replaced_method("uniform", make_uniform_fn(
-               rank_difference=lambda a, b: metrics.mean_absolute_rank_difference(a, b) * a.shape[0] / (a.shape[0] - 1)))),
+           replaced_method("uniform", make_uniform_fn(rank_difference=_rank_difference_over_n_minus_1))),
     Mutant("cai-metric-exact-recovery-as-share", "exact recovery as the share of agreeing mask entries", EXP,
            replaced_method("near_oracle", make_near_oracle_fn(topk=_share_agreeing))),
     Mutant("cai-metric-l2-as-rms", "ℓ2 error normalised by √n (the RMS)", EXP,
