@@ -107,27 +107,52 @@ def _log_choose(n: int) -> np.ndarray:
     return out
 
 
-def _one_alias(pmf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(prob, alias) of one law (module docstring's closed-form construction)."""
-    k = pmf.shape[0]
-    scaled = pmf * (k / pmf.sum())
-    prob = np.ones(k)
-    alias = np.arange(k, dtype=np.int32)
-    small = np.flatnonzero(scaled < 1.0)
-    large = np.flatnonzero(scaled >= 1.0)
-    if small.size == 0:                      # the uniform law
+def _count_in_row(key_rows, key_values, query_rows, query_values, inclusive: bool) -> np.ndarray:
+    """For each query, the number of keys of its row with value < its value (≤ when
+    ``inclusive``). Keys and queries are in row order and each row's values nondecreasing
+    (cumulative sums), so it is one binary search per row."""
+    n_rows = int(max(key_rows.max(initial=-1), query_rows.max(initial=-1))) + 1
+    key_start = np.searchsorted(key_rows, np.arange(n_rows + 1))
+    query_start = np.searchsorted(query_rows, np.arange(n_rows + 1))
+    side = "right" if inclusive else "left"
+    counts = np.empty(query_rows.size, np.int64)
+    for row in range(n_rows):
+        q = slice(query_start[row], query_start[row + 1])
+        counts[q] = np.searchsorted(key_values[key_start[row]:key_start[row + 1]], query_values[q], side=side)
+    return counts
+
+
+def _alias_rows(pmf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(prob, alias) of the laws ``pmf`` [R, K] (module docstring's closed-form construction),
+    every row at once."""
+    n_rows, k = pmf.shape
+    scaled = pmf * (k / pmf.sum(axis=1, keepdims=True))
+    prob = np.ones((n_rows, k))
+    alias = np.broadcast_to(np.arange(k, dtype=np.int32), (n_rows, k)).copy()
+    small = scaled < 1.0
+    deficit = np.cumsum(np.where(small, 1.0 - scaled, 0.0), axis=1)       # D_i at small positions
+    excess = np.cumsum(np.where(small, 0.0, scaled - 1.0), axis=1)        # E_t at large positions
+    s_row, s_col = np.nonzero(small)
+    l_row, l_col = np.nonzero(~small)
+    if s_row.size == 0:
         return prob, alias
-    deficit = np.cumsum(1.0 - scaled[small])            # D_i
-    before = np.concatenate([[0.0], deficit[:-1]])      # D_{i−1}
-    excess = np.cumsum(scaled[large] - 1.0)             # E_t
-    donor = np.minimum(np.searchsorted(excess, before, side="left"), large.size - 1)
-    prob[small] = scaled[small]
-    alias[small] = large[donor]
-    served = np.searchsorted(before, excess, side="right")        # smalls with D_{i−1} ≤ E_t
-    given = np.where(served > 0, deficit[np.maximum(served - 1, 0)], 0.0) - excess
-    falls = (given > 0) & (np.arange(large.size) < large.size - 1)
-    prob[large[falls]] = np.clip(1.0 - given[falls], 0.0, 1.0)
-    alias[large[falls]] = large[np.flatnonzero(falls) + 1]
+    before = deficit[s_row, s_col] - (1.0 - scaled[s_row, s_col])         # D_{i−1}
+    e_t = excess[l_row, l_col]
+    l_first = np.searchsorted(l_row, np.arange(n_rows), side="left")      # each row's first large
+    l_count = np.bincount(l_row, minlength=n_rows)
+    # small i → the first large t of its row with E_t ≥ D_{i−1} (clamped to the row's last)
+    t = np.minimum(_count_in_row(l_row, e_t, s_row, before, inclusive=False), l_count[s_row] - 1)
+    prob[s_row, s_col] = scaled[s_row, s_col]
+    alias[s_row, s_col] = l_col[l_first[s_row] + t]
+    # large t: the smalls with D_{i−1} ≤ E_t are served before it falls; it gives D − E_t beyond its excess
+    s_first = np.searchsorted(s_row, np.arange(n_rows), side="left")
+    served = _count_in_row(s_row, before, l_row, e_t, inclusive=True)
+    last = s_first[l_row] + served - 1
+    given = np.where(served > 0, deficit[s_row[np.maximum(last, 0)], s_col[np.maximum(last, 0)]], 0.0) - e_t
+    rank = np.arange(l_row.size) - l_first[l_row]
+    falls = (given > 0) & (rank < l_count[l_row] - 1)
+    prob[l_row[falls], l_col[falls]] = np.clip(1.0 - given[falls], 0.0, 1.0)
+    alias[l_row[falls], l_col[falls]] = l_col[np.flatnonzero(falls) + 1]
     return prob, alias
 
 
@@ -141,10 +166,7 @@ def alias_table(pmf) -> AliasTable:
         raise ValueError(f"pmf must have a last axis of outcomes, got shape {pmf.shape}")
     if not np.all(np.isfinite(pmf)) or np.any(pmf < 0) or np.any(pmf.sum(axis=-1) <= 0):
         raise ValueError("pmf must be finite, nonnegative, with a positive sum per law")
-    flat = pmf.reshape(-1, pmf.shape[-1])
-    prob, alias = np.empty_like(flat), np.empty(flat.shape, np.int32)
-    for row in range(flat.shape[0]):
-        prob[row], alias[row] = _one_alias(flat[row])
+    prob, alias = _alias_rows(pmf.reshape(-1, pmf.shape[-1]))
     threshold = np.rint(prob * _WORD).astype(np.uint64)
     return AliasTable(threshold.reshape(pmf.shape), alias.reshape(pmf.shape))
 
