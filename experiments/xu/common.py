@@ -63,11 +63,14 @@ import jax.numpy as jnp
 
 from dpsim.estimators.debiased_m import (LAMBDA_RULES, debiased_m_estimator, expected_top_k_hamming,
                                          ridge_lambda)
-from dpsim.experiment import Derived, Experiment, FigureSpec, Method, UsageError, axes, solver_diagnostics
-from dpsim.mechanisms.pairwise_ldp import MECHANISMS, privatise
+import numpy as np
+
+from dpsim.experiment import CellArrays, Derived, Experiment, FigureSpec, Method, UsageError, axes, solver_diagnostics
+from dpsim.mechanisms.pairwise_ldp import MECHANISMS, classic_rr_mean, debiased_rr_mean, privatise
 from dpsim.metrics import excess_risk, kendall_distance, l2_rms_error, linf_error
 from dpsim.models.btl import true_top_k_mask
-from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted, theta_uniform_centred
+from dpsim.models.complete_btl import (ladder_count_tables, sample_ladder_pair_counts, sample_pair_wins,
+                                       theta_evenly_spaced_permuted, theta_uniform_centred)
 from dpsim.theory import xu as theory
 
 INF = math.inf
@@ -193,10 +196,52 @@ def theta_of(truth, data):
     return truth["theta"] if "theta" in truth else data["gap"] * truth["ladder"]
 
 
+def ladder_win_laws(point: dict) -> dict:
+    """The cell arrays ``win_law`` of a ladder design (module docstring, "Tables"): alias tables of
+    the raw wins' laws Bin(L, σ(Δk)), k = 1 … m − 1, at (m, L, Δ). Returns {"threshold",
+    "alias"}: (m − 1, L + 1)."""
+    k = np.arange(1, point["n_items"])
+    table = ladder_count_tables(point["n_users"], 1.0 / (1.0 + np.exp(-point["gap"] * k)))
+    return table._asdict()
+
+
+def ladder_release_laws(point: dict) -> dict:
+    """The cell arrays ``release_law`` of a ladder design: alias tables of the laws of the RR
+    release's count, Bin(L, ½ + (σ(Δk) − ½)·tanh(ε/2)) (each answer released as 1 w.p. q̃,
+    xu §3.1 Lemma 1), k = 1 … m − 1, at (m, L, Δ, ε). Returns {"threshold", "alias"}: (m − 1, L + 1)."""
+    k = np.arange(1, point["n_items"])
+    shrink = 1.0 if math.isinf(point["eps"]) else math.tanh(point["eps"] / 2)
+    p_star = 1.0 / (1.0 + np.exp(-point["gap"] * k))
+    return ladder_count_tables(point["n_users"], 0.5 + (p_star - 0.5) * shrink)._asdict()
+
+
+LADDER_CELLS = (
+    CellArrays("win_law", ("n_items", "n_users", "gap"), ladder_win_laws,
+               doc="alias tables of the raw wins' laws Bin(L, σ(Δk)), k = 1 … m − 1 (Scenarios III, IV)"),
+    CellArrays("release_law", ("n_items", "n_users", "gap", "eps"), ladder_release_laws,
+               doc="alias tables of the RR count's laws Bin(L, ½ + (σ(Δk) − ½)tanh(ε/2)) (Scenarios III, IV)"),
+)
+RR_MECHANISMS = ("debiased_rr", "classic_rr")
+
+
+def ladder_counts(key, ladder, cell, n_users):
+    """(1, M) counts per pair of a ladder design drawn through the tables of one cell (a
+    :class:`~dpsim.experiment.Cell` of :data:`LADDER_CELLS`): one 64-bit word per pair."""
+    threshold, alias = cell.tables["threshold"], cell.tables["alias"]
+    laws = threshold.shape[1]
+    rows = (-1, threshold.shape[-1])
+    counts = sample_ladder_pair_counts(key, ladder, threshold.reshape(rows), alias.reshape(rows), n_users,
+                                       cell.index * laws)
+    return counts[None, :]
+
+
 def generate(key, shape, truth, data):
     """One replicate's raw wins n1_e ~ Bin(L, p*_e) over the m(m−1)/2 pairs (xu §2; xu spec §4.4)
-    and θ*. Returns {"theta": (m,), "wins": (1, M)}."""
+    and θ*: through the cell's tables for a ladder design (``win_law``), else by
+    ``jax.random.binomial``. Returns {"theta": (m,), "wins": (1, M)}."""
     theta = theta_of(truth, data)
+    if "win_law" in data:
+        return {"theta": theta, "wins": ladder_counts(key, truth["ladder"], data["win_law"], data["n_users"])}
     return {"theta": theta, "wins": sample_pair_wins(key, theta, data["n_users"])}
 
 
@@ -213,7 +258,13 @@ def make_privatise(groups: Callable = homogeneous_groups):
     profile ``groups(ctx)``."""
     def release(key, ctx):
         wins, sizes, eps = groups(ctx)
-        zbar = privatise(key, wins, sizes, eps, ctx.analysis["mechanism"])
+        mechanism = ctx.analysis["mechanism"]
+        if "release_law" in ctx.analysis and mechanism in RR_MECHANISMS:   # a ladder design: its tables
+            counts = ladder_counts(key, ctx.truth["ladder"], ctx.analysis["release_law"], ctx.data["n_users"])
+            zbar = (classic_rr_mean(counts, sizes) if mechanism == "classic_rr"
+                    else debiased_rr_mean(counts, sizes, eps))
+        else:
+            zbar = privatise(key, wins, sizes, eps, mechanism)
         return {"zbar": zbar, "sizes": sizes, "eps": eps}
     return release
 
@@ -339,4 +390,5 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
         release_axes=release_axes(analysis), truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
         reps=reps, figure=figure, axis_types=AXIS_TYPES, derived=tuple(derived), truth_per_replicate=True,
         resolve_shape=resolve_k, stream_point=keyed_as_before(), stream_names=STREAM_NAMES,
-        validate_point=validate_point, lane_bytes=lane_bytes, description=description)
+        validate_point=validate_point, lane_bytes=lane_bytes, description=description,
+        cell_arrays=LADDER_CELLS if truth is truth_ladder else ())
