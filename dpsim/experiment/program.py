@@ -19,6 +19,11 @@ Keys (DESIGN "Randomness"), from stable integers only, never from batch position
   id(the analysis point's values on the release axes), so analysis points that differ only
   on other axes (a mechanism, an estimator's rule) share one release (common random numbers).
 
+An experiment's :class:`~dpsim.experiment.grid.CellArrays` reach a chunk once
+(``ChunkArguments.cells``: every cell of the step, built when it was planned) with each lane's,
+or analysis point's, cell index (``cell_index``); the lane sees ``Cell(tables, index)`` in its
+data or analysis values, and reads its cell without a copy per lane.
+
 With several devices (:func:`~dpsim.experiment.batching.device_count`) a chunk's lanes are
 sharded across them (:func:`jitted_chunk_fn`, ``shard_map`` over a one-axis mesh
 ``"lanes"``); since no key depends on a lane's position, the draws are the same.

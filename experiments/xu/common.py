@@ -10,6 +10,19 @@ sufficient statistic, the wins per pair n1_e ~ Bin(L, p*_e)
 (:func:`dpsim.models.complete_btl.sample_pair_wins`), keyed by (m, L, Δ, replicate): every
 privacy level and mechanism sees the same raw data (common random numbers).
 
+**Tables** (Scenarios III, IV). On the ladder θ* = Δ·r every pair's law depends only on the rank
+difference k = |r_i − r_j| of its items: the raw wins are Bin(L, σ(Δk)) and the RR count
+Bin(L, ½ + (σ(Δk) − ½)tanh(ε/2)) (Lemma 1), k = 1 … m − 1. Their alias tables are built on the
+host once per cell (the engine's :class:`~dpsim.experiment.CellArrays` ``win_law`` of (m, L, Δ)
+and ``release_law`` of (m, L, Δ, ε), :data:`LADDER_CELLS`) and every pair is drawn with one
+64-bit word (:func:`dpsim.models.complete_btl.sample_ladder_pair_counts`, exact:
+:mod:`dpsim.samplers`). No figure of these scenarios compares raw and released counts, so the
+RR count is drawn from its own law (keyed by the release key), not from the raw wins:
+classic and debiased RR share it, Laplace and ``none`` read the raw wins. The tables' laws
+are computed from the grid's values on the host, so code that changes ε at trace time (a
+mutant's scaled ε) does not reach them. With θ* ~ U(−2, 2) the laws are not known before
+tracing and ``jax.random.binomial`` draws the counts.
+
 **Release** (xu §3; xu spec §3.2–3.6). The ``mechanism`` axis names what each user releases per
 comparison, at ε per comparison: ``debiased_rr`` (the paper's z of eq. (1)), ``classic_rr``
 (ỹ, the Scenario V baseline), ``laplace`` (y + Laplace(1/ε), xu spec §3.6, A6) or ``none``.
