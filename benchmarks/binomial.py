@@ -29,7 +29,13 @@ baseline, far from 5×; but every xu program compiles three sampler calls per me
 branch, so cold runs (compile-bound, and not to get slower: issue 25) would compile several
 seconds longer, and every stored xu draw would change (README, Performance).
 
-Run: ``python -m benchmarks.binomial [--quick] [--sections T,G]``.
+Section A (table samplers, :mod:`dpsim.samplers`): where the laws are known on the host (xu's
+Scenario III, Binomial(L, σ(Δk)) for k = 1 … m − 1), ns per draw of Walker's alias method and
+of a binary-search inverse CDF, both on one 64-bit word per draw and one table per cell,
+beside ``jax.random.binomial`` and NumPy on the same laws, and the host time to build the
+tables of one cell. The engine draws through the faster table (the alias method).
+
+Run: ``python -m benchmarks.binomial [--quick] [--sections T,G,A]``.
 """
 from __future__ import annotations
 
@@ -321,8 +327,67 @@ def section_g(bench: harness.Bench) -> dict:
     return {"draws": bench.cfg.draws, "cases": results}
 
 
+def inverse_cdf_draw(bits, cdf, row, size):
+    """Outcomes by binary search of a word's top 53 bits as a uniform u in the rows ``row`` of
+    ``cdf`` ([R, K], cumulative, last column 1): the first k < size with u < cdf[row, k]."""
+    u = (bits >> 11).astype(jnp.float64) * 2.0 ** -53
+    steps = int(math.ceil(math.log2(cdf.shape[-1]))) + 1
+    lo, hi = jnp.zeros_like(row), jnp.broadcast_to(jnp.asarray(size, row.dtype) - 1, row.shape)
+
+    def step(_, bounds):
+        lo, hi = bounds
+        mid = (lo + hi) // 2
+        right = u >= cdf[row, mid]
+        return jnp.where(right, mid + 1, lo), jnp.where(right, hi, mid)
+
+    return jax.lax.fori_loop(0, steps, step, (lo, hi))[0]
+
+
+def section_a(bench: harness.Bench) -> dict:
+    from dpsim.samplers import alias_draw, binomial_pmf, binomial_table
+    cfg = bench.cfg
+    users, gap = 400, 0.1
+    laws = 1 / (1 + np.exp(-gap * np.arange(1, cfg.m)))
+    start = time.perf_counter()
+    table = binomial_table(users, laws)
+    build_s = time.perf_counter() - start
+    cdf = np.cumsum(np.stack([binomial_pmf(users, float(p)) for p in laws]), axis=1)
+    cdf[:, -1] = 1.0
+    rng = np.random.default_rng(3)
+    pairs = cfg.m * (cfg.m - 1) // 2
+    row = jnp.asarray(rng.integers(0, cfg.m - 1, (cfg.lanes, pairs)), jnp.int32)
+    keys = jax.random.split(jax.random.key(4), cfg.lanes)
+    threshold, alias, cdf_j = jnp.asarray(table.threshold), jnp.asarray(table.alias), jnp.asarray(cdf)
+    p_pair = jnp.asarray(laws)[row]
+
+    def words(key):
+        return jax.random.bits(key, (pairs,), jnp.uint64)
+
+    samplers = {
+        "alias table": jax.jit(jax.vmap(lambda k, r: alias_draw(words(k), threshold, alias, r, users + 1))),
+        "inverse CDF (binary search)": jax.jit(jax.vmap(lambda k, r: inverse_cdf_draw(words(k), cdf_j, r,
+                                                                                       users + 1))),
+        "jax.random.binomial": jax.jit(jax.vmap(lambda k, r: jax.random.binomial(
+            k, jnp.full((pairs,), float(users)), jnp.asarray(laws)[r]))),
+    }
+    out = {}
+    for label, fn in samplers.items():
+        jax.block_until_ready(fn(keys, row))
+        out[label] = 1e9 * harness.best_of(lambda: fn(keys, row), repeats=cfg.repeats) / row.size
+    gen, p_np = np.random.default_rng(5), np.asarray(p_pair)
+    out["NumPy Generator.binomial"] = 1e9 * harness.best_of(lambda: gen.binomial(users, p_np),
+                                                            repeats=cfg.repeats) / row.size
+    harness.print_table(harness.format_table(
+        f"ns per draw, Binomial({users}, σ({gap:g}k)), k = 1 … {cfg.m - 1} (a random law per pair), {cfg.lanes} lanes "
+        f"of {pairs} pairs vmapped in one jitted call (best of {cfg.repeats}); tables of one cell built in "
+        f"{1e3 * build_s:.1f} ms ({table.nbytes / 1024:.0f} KiB)", ("sampler", "ns per draw"),
+        [[label, ns] for label, ns in out.items()], (None, "{:.1f}")))
+    return {"ns_per_draw": out, "build_ms": 1e3 * build_s, "table_bytes": table.nbytes, "n": users, "laws": cfg.m - 1}
+
+
 SECTIONS = (harness.Section("T", "ns per draw and compile time of exact binomial samplers", section_t),
-            harness.Section("G", "goodness of fit against SciPy's pmf", section_g))
+            harness.Section("G", "goodness of fit against SciPy's pmf", section_g),
+            harness.Section("A", "table samplers for laws known on the host (alias, inverse CDF)", section_a))
 
 
 def main(argv=None) -> dict:

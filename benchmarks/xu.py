@@ -30,8 +30,11 @@ A. Scenario III (``xu-fig4``): (L, m, Δ) ∈ {50, 100, 200, 400} × {10, 20, 30
       workload is timed (not extrapolated). Target (issue 25): the compiled engine ≥ 5× it
       (and ≥ 15× the SciPy loop).
 P. Where a replicate's time goes (jitted, 200 replicates vmapped in one call, so that
-   dispatch is not counted, best of 20): the raw wins (one binomial per pair), the RR release (two binomials per pair with
-   per-pair counts), the fit and the six metrics, at (m, L) = (10, 400) and (30, 400), Δ = 0.1;
+   dispatch is not counted, best of 20): the engine's path on the ladder, i.e. the raw wins and the RR
+   count drawn through the cell's alias tables (one 64-bit word per pair, ``common.ladder_counts``),
+   the fit and the six metrics, and beside them (not in "all") the same draws by
+   ``jax.random.binomial`` (the raw wins, one binomial per pair; the RR release, two binomials per pair with
+   per-pair counts), the path of a θ* not known before tracing, at (m, L) = (10, 400) and (30, 400), Δ = 0.1;
    beside each stage the vectorised NumPy baseline's time for the same stage (200 replicates
    of the cell in arrays, best of 5), so the stage that keeps the engine behind it is named.
    Then the binomial samplers per draw (``jax.random.binomial``, NumPy's ``Generator.binomial``
@@ -66,7 +69,8 @@ from benchmarks import binomial
 from benchmarks.vectorised import batched_newton
 from dpsim.estimators.debiased_m import SOLVER_TOL, SUM_PENALTY, debiased_m_estimator, ridge_lambda
 from dpsim.experiments.xu import common, scenarios
-from dpsim.mechanisms.pairwise_ldp import privatise
+from dpsim.experiment import Cell
+from dpsim.mechanisms.pairwise_ldp import debiased_rr_mean, privatise
 from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted
 
 PAPER = "xu"
@@ -310,18 +314,26 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -
     dispatch is not counted)."""
     keys = jax.random.split(jax.random.key(m), micro)
     theta = jax.vmap(lambda k: gap * theta_evenly_spaced_permuted(k, m, 1.0))(keys)
+    ladder = theta / gap
     sizes, eps = jnp.asarray([L]), jnp.asarray([EPS])
     lam = float(ridge_lambda(eps, sizes))
+    cell = {"n_items": m, "n_users": int(L), "gap": gap, "eps": EPS}
+    win_cell, release_cell = (Cell({k: jnp.asarray(v)[None] for k, v in laws(cell).items()}, jnp.int32(0))
+                              for laws in (common.ladder_win_laws, common.ladder_release_laws))
     stages = {
-        "raw wins": jax.jit(jax.vmap(lambda k, t: sample_pair_wins(k, t, L))),
-        "RR release": jax.jit(jax.vmap(lambda k, w: privatise(k, w, sizes, eps, "debiased_rr"))),
+        "raw wins (tables)": jax.jit(jax.vmap(lambda k, r: common.ladder_counts(k, r, win_cell, L))),
+        "RR release (tables)": jax.jit(jax.vmap(lambda k, r: debiased_rr_mean(
+            common.ladder_counts(k, r, release_cell, L), sizes, eps))),
         "fit": jax.jit(jax.vmap(lambda z: debiased_m_estimator(z, lam).theta)),
         "metrics": jax.jit(jax.vmap(lambda e, t: common.scores(e, t, m // 2))),
+        "raw wins": jax.jit(jax.vmap(lambda k, t: sample_pair_wins(k, t, L))),
+        "RR release": jax.jit(jax.vmap(lambda k, w: privatise(k, w, sizes, eps, "debiased_rr"))),
     }
     wins = stages["raw wins"](keys, theta)
     zbar = stages["RR release"](keys, wins)
     est = stages["fit"](zbar)
-    args = {"raw wins": (keys, theta), "RR release": (keys, wins), "fit": (zbar,), "metrics": (est, theta)}
+    args = {"raw wins (tables)": (keys, ladder), "RR release (tables)": (keys, ladder), "raw wins": (keys, theta),
+            "RR release": (keys, wins), "fit": (zbar,), "metrics": (est, theta)}
     out = {}
     for name, fn in stages.items():
         jax.block_until_ready(fn(*args[name]))
@@ -329,6 +341,7 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -
     return {"m": m, "L": L, "micro_batch": micro, "ms_per_replicate": out}
 
 
+BINOMIAL_STAGES = ("raw wins", "RR release")   # P: the draws by jax.random.binomial, beside the tables' path
 PROFILE_REPS = 200     # P: replicates per timed call, engine (vmapped) and vectorised NumPy alike
 
 
@@ -400,10 +413,12 @@ def section_p(bench: harness.Bench) -> dict:
     numpy_rows = [vectorised_profile(m, reps=PROFILE_REPS) for m in (10, 30)]
     table = []
     for r, v in zip(rows, numpy_rows):
-        total, v_total = sum(r["ms_per_replicate"].values()), sum(v["ms_per_replicate"].values())
+        total = sum(ms for stage, ms in r["ms_per_replicate"].items() if stage not in BINOMIAL_STAGES)
+        v_total = sum(v["ms_per_replicate"].values())
         for stage, ms in [*r["ms_per_replicate"].items(), ("all", total)]:
-            v_ms = v_total if stage == "all" else v["ms_per_replicate"][stage]
-            table.append([f"m = {r['m']}, L = {r['L']:g} ({r['micro_batch']} replicates vmapped)", stage, ms, ms / total,
+            v_ms = v_total if stage == "all" else v["ms_per_replicate"][stage.replace(" (tables)", "")]
+            label = f"{stage} (jax.random.binomial, not in all)" if stage in BINOMIAL_STAGES else stage
+            table.append([f"m = {r['m']}, L = {r['L']:g} ({r['micro_batch']} replicates vmapped)", label, ms, ms / total,
                           v_ms, v_ms / ms])
     harness.print_table(harness.format_table(
         f"where a replicate's time goes (compile excluded): engine stages jitted, {PROFILE_REPS} replicates "

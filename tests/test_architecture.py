@@ -27,7 +27,7 @@ LAYERS: list[list[str]] = [
     # foundations: no model, no privacy, no experiment in them
     ["dpsim", "dpsim.errors"],
     ["dpsim.validate", "dpsim.linalg", "dpsim.graph", "dpsim.metrics", "dpsim.results"],
-    ["dpsim.solvers"],
+    ["dpsim.solvers", "dpsim.samplers"],
     # the science library
     ["dpsim.models"],
     ["dpsim.mechanisms"],

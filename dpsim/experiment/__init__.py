@@ -6,7 +6,7 @@ or a researcher's study file) and are found through :mod:`dpsim.experiment.regis
 """
 from dpsim.errors import UsageError
 from dpsim.experiment import axes
-from dpsim.experiment.grid import (Context, Derived, Experiment, FigureSpec, Method, Padding, Panel,
+from dpsim.experiment.grid import (Cell, CellArrays, Context, Derived, Experiment, FigureSpec, Method, Padding, Panel,
                                    solver_diagnostics)
 from dpsim.experiment.checks import (Along, At, Claim, ColumnRatio, Deferred, Difference, Every,
                                      IdenticalAcrossCheck, LinearSlope, Mean, MethodRatio, SliceRatio, Slope, Solve,
@@ -15,7 +15,7 @@ from dpsim.experiment.checks import (Along, At, Claim, ColumnRatio, Deferred, Di
                                      predicted_ratio_check, ratio_check, ratio_slope_check, slope_check,
                                      slope_range_check, trend_check)
 
-__all__ = ["Context", "Derived", "Experiment", "FigureSpec", "Method", "Padding", "Panel", "UsageError", "axes",
+__all__ = ["Cell", "CellArrays", "Context", "Derived", "Experiment", "FigureSpec", "Method", "Padding", "Panel", "UsageError", "axes",
            "solver_diagnostics", "Claim", "At", "Every", "Along", "Mean", "MethodRatio", "ColumnRatio", "SliceRatio",
            "Difference", "Slope", "LinearSlope", "Deferred", "deferred_entries", "deferred_table", "slope_check",
            "slope_range_check",

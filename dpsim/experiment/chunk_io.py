@@ -41,8 +41,9 @@ def chunk_arguments(chunk: Chunk, grid: Grid, step: Step, seed: np.uint32, a_wor
     analysis points' id words ``a_words`` [Q, 2] (the same for every chunk of a run), the
     shape point's θ*-key words and traced shape values, and per lane the data id words,
     replicate, numeric data values and numeric analysis values (derived analysis values may
-    depend on the data point), and the analysis points' release id words when the
-    experiment declares ``release_axes``."""
+    depend on the data point), the analysis points' release id words when the
+    experiment declares ``release_axes``, and the step's cell arrays with each lane's (and
+    analysis point's) cell index when it declares ``cell_arrays``."""
     experiment, s = grid.experiment, chunk.s
     shape = grid.shapes[s]
     padded = list(chunk.lanes) + [chunk.lanes[-1]] * (step.size - len(chunk.lanes))
@@ -58,10 +59,20 @@ def chunk_arguments(chunk: Chunk, grid: Grid, step: Step, seed: np.uint32, a_wor
         rows = [[point[name] if name in point else grid.analysis_derived[s][lane.d][a][name]
                  for a, point in enumerate(grid.analysis_points)] for lane in padded]
         a_vals[name] = _numbers(name, rows)
+    cells, cell_index = None, None
+    if step.cells is not None:
+        cells, cell_index, n_q = step.cells.tables, {}, len(grid.analysis_points)
+        for name, where in step.cells.index.items():
+            if experiment.cell_level(next(c for c in experiment.cell_arrays if c.name == name)) == "data":
+                cell_index[name] = np.asarray([where[(s, lane.d)] for lane in padded], np.int32)
+            else:
+                cell_index[name] = np.asarray([[where[(s, lane.d, a)] for a in range(n_q)] for lane in padded],
+                                              np.int32)
     return ChunkArguments(seed=seed, shape_words=truth_words(experiment, shape),
                           shape_vals=traced_shape_values(experiment, shape), data_words=data_words, reps=reps,
                           data_vals=data_vals, a_words=a_words, a_vals=a_vals,
-                          release_words=release_words(experiment, grid.analysis_points))
+                          release_words=release_words(experiment, grid.analysis_points),
+                          cells=cells, cell_index=cell_index)
 
 
 def _column(values) -> pa.Array:

@@ -23,7 +23,9 @@ are left out of the data key, so every analysis point of a replicate sees the sa
 (common random numbers, DESIGN "Randomness"). Any axis holding a string value is static:
 on a data axis it is compiled per value like a shape axis, on an analysis axis its values
 are unrolled inside the compiled program. Values derived on the host before tracing (σ of
-a discrete Gaussian by bisection, ε from a named scaling scheme) are :class:`Derived`.
+a discrete Gaussian by bisection, ε from a named scaling scheme) are :class:`Derived`;
+arrays built on the host once per cell of a few axes and read by every lane of that cell
+(tables of the laws a sampler draws from) are :class:`CellArrays`.
 """
 from __future__ import annotations
 
@@ -222,6 +224,42 @@ class Derived:
 
 
 @dataclass(frozen=True)
+class CellArrays:
+    """Arrays built on the host once per *cell*, a combination of the values of ``axes``, and
+    handed to every lane (and analysis point) of that cell, e.g. the alias tables of the laws
+    a sampler draws from (:mod:`dpsim.samplers`), the same for every replicate.
+
+    The traced code finds ``Cell(tables, index)`` under ``name`` in ``ctx.data`` (when every
+    one of ``axes`` is a shape or data axis, or a data-level derived value) or else in
+    ``ctx.analysis``: ``tables`` holds the arrays of every cell of the compiled program,
+    stacked on a first axis and zero-padded to one shape per array, ``index`` the lane's (or
+    analysis point's) cell, so that ``tables[k][index, …]`` reads its cell's array without
+    copying it per lane. The engine builds each step's cells once, when it plans the run; the
+    plan (``--dry-run``) shows their count, bytes and build time.
+
+    Attributes:
+        name: the key in ``ctx.data`` or ``ctx.analysis``.
+        axes: the axes (or derived values) the arrays depend on: a cell per combination.
+        fn: ``{axis: value} -> {array name: np.ndarray}``, the same array names and ranks for
+            every cell.
+        doc: one line for ``dpsim show``.
+    """
+
+    name: str
+    axes: tuple[str, ...]
+    fn: Callable[[dict], Mapping[str, Any]]
+    doc: str = ""
+
+
+class Cell(NamedTuple):
+    """What a lane sees of a :class:`CellArrays`: ``tables`` {array name: [cells, …]} of its
+    program and ``index`` (int32 scalar), its own cell among them."""
+
+    tables: Any
+    index: Any
+
+
+@dataclass(frozen=True)
 class Padding:
     """Shape points that differ only in the integer size ``axis`` (and in the shape axes
     ``traced`` that vary with it) may share one compiled program (compiling
@@ -318,6 +356,7 @@ class Experiment:
     stream_names: Mapping[str, str] = field(default_factory=dict)
     stream_point: Callable[[dict], dict] | None = None
     extends: str = ""
+    cell_arrays: tuple[CellArrays, ...] = ()
 
     def __post_init__(self):
         redefined = sorted(set(self.axis_types) & set(VOCABULARY))
@@ -344,6 +383,12 @@ class Experiment:
             outside = [a for a in self.release_axes if a not in self.analysis_axes]
             if outside:
                 raise ValueError(f"experiment {self.name!r}: release_axes {outside} are not analysis axes")
+        for cells in self.cell_arrays:
+            unknown = [a for a in cells.axes if a not in self.axes and a not in self.derived_names()]
+            if unknown or cells.name in self.axes or cells.name in self.derived_names():
+                raise ValueError(f"experiment {self.name!r}: cell arrays {cells.name!r} "
+                                 + (f"depend on {unknown}, which are not axes or derived values" if unknown
+                                    else "are named like an axis or derived value"))
         if self.padding is not None:
             unmasked = [name for name, method in self.methods.items() if not method.masks_padding]
             if unmasked:
@@ -422,6 +467,12 @@ class Experiment:
 
     def derived_names(self, level: str | None = None) -> tuple[str, ...]:
         return tuple(n for d in self.derived if level in (None, d.level) for n in d.names)
+
+    def cell_level(self, cells: CellArrays) -> str:
+        """"analysis" when a :class:`CellArrays` depends on an analysis axis or analysis-level
+        derived value (one cell per analysis point), else "data" (one per lane)."""
+        analysis = set(self.analysis_axes) | set(self.derived_names("analysis"))
+        return "analysis" if analysis & set(cells.axes) else "data"
 
 
 def figure_with_methods(spec: FigureSpec, own: Mapping[str, Method], added: Mapping[str, Method]) -> FigureSpec:

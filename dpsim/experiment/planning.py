@@ -21,10 +21,12 @@ go round-robin over the parts, so every part gets its share of every shape.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+import jax
 import numpy as np
 
 from dpsim.errors import UsageError
@@ -208,10 +210,73 @@ class Step:
     key: str | None = None  # its calibration cache key (:func:`~dpsim.experiment.calibration.step_key`)
     micro_from: str = ""    # where its micro-batch came from (``--dry-run`` shows it)
     calibrate: tuple = ()   # micro-batches to time on its first chunks while it runs (() : none)
+    cells: "StepCells | None" = None   # its CellArrays, built once (:func:`step_cells`), or None
 
     @property
     def lanes(self) -> int:
         return self.chunks.lanes
+
+
+@dataclass(frozen=True)
+class StepCells:
+    """The :class:`~dpsim.experiment.grid.CellArrays` of one step, built once when it is
+    planned: ``tables`` {name: {array: [C, …]}} (device arrays, each cell zero-padded to the
+    largest), ``index`` {name: {(s, d) or (s, d, a): cell}} (shape, data and, for an
+    analysis-level name, analysis indices), ``counts`` {name: C}, their ``nbytes`` and the host
+    ``seconds`` it took to build them."""
+
+    tables: dict
+    index: dict
+    counts: dict
+    nbytes: int
+    seconds: float
+
+
+def _stacked(arrays: list[dict], name: str) -> dict:
+    """{array: [C, …]} of the cells' {array: ndarray}, zero-padded to the largest shape."""
+    keys = sorted(arrays[0])
+    out = {}
+    for key in keys:
+        parts = [np.asarray(a[key]) if set(a) == set(keys) else None for a in arrays]
+        if any(p is None for p in parts) or len({p.ndim for p in parts}) != 1:
+            raise UsageError(f"cell arrays {name!r}: every cell must return the arrays {keys} with one rank each")
+        shape = tuple(max(p.shape[i] for p in parts) for i in range(parts[0].ndim))
+        stack = np.zeros((len(parts), *shape), dtype=np.result_type(*parts))
+        for c, part in enumerate(parts):
+            stack[(c, *(slice(0, n) for n in part.shape))] = part
+        out[key] = stack
+    return out
+
+
+def step_cells(grid: Grid, points: Sequence[int], data_indices: Sequence[int]) -> StepCells | None:
+    """The experiment's cell arrays for the lanes of shape points ``points`` × data points
+    ``data_indices`` (one step): each distinct cell built once, by its ``fn`` on the host.
+    None when the experiment declares none."""
+    experiment = grid.experiment
+    if not experiment.cell_arrays:
+        return None
+    start = time.perf_counter()
+    tables, index, counts, nbytes = {}, {}, {}, 0
+    for cells in experiment.cell_arrays:
+        analysis = experiment.cell_level(cells) == "analysis"
+        built, where, mine = [], {}, {}
+        for s in points:
+            for d in data_indices:
+                base = {**grid.shapes[s], **grid.data_points[d], **grid.data_derived[s][d]}
+                for a in (range(len(grid.analysis_points)) if analysis else (None,)):
+                    values = base if a is None else {**base, **grid.analysis_points[a],
+                                                     **grid.analysis_derived[s][d][a]}
+                    point = {axis: values[axis] for axis in cells.axes}
+                    key = repr(sorted(point.items()))
+                    if key not in where:
+                        where[key] = len(built)
+                        built.append(dict(cells.fn(point)))
+                    mine[(s, d) if a is None else (s, d, a)] = where[key]
+        stacked = _stacked(built, cells.name)
+        nbytes += sum(v.nbytes for v in stacked.values())
+        tables[cells.name] = {k: jax.device_put(v) for k, v in stacked.items()}
+        index[cells.name], counts[cells.name] = mine, len(built)
+    return StepCells(tables, index, counts, nbytes, time.perf_counter() - start)
 
 
 def analysis_groups(grid: Grid) -> list:
@@ -368,7 +433,7 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
             lanes = _Lanes(blocks)
             if len(lanes):
                 key = (repr(sorted(compiled.items())), static)
-                steps.setdefault(key, (compiled, static, []))[2].append((s, lanes))
+                steps.setdefault(key, (compiled, static, [], data_indices))[2].append((s, lanes))
     plan = []
     if cache is not None:
         from dpsim.experiment import calibration
@@ -378,7 +443,7 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
             how = "reuse"        # an executor that cannot time candidates (Ray) only reads the cache
         device = calibration.device_label(policy.backend, policy.devices)
     n_q = len(grid.analysis_points)
-    for compiled, static, members in steps.values():
+    for compiled, static, members, data_indices in steps.values():
         most = max(len(lanes) for _, lanes in members)
         lane_bytes = int(experiment.lane_bytes(lane_shape(experiment, compiled)))
         key, origin, options = None, "", ()
@@ -389,8 +454,9 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
             size, micro, origin, options = calibration.choose(
                 most, sum(len(lanes) for _, lanes in members), lane_bytes, n_q, chunk, workers, policy,
                 cache.get(key), how)
-        plan.append(Step(compiled, dict(static), _Chunks(members, size), size, micro,
-                          tuple(s for s, _ in members), lane_bytes, policy.devices, key, origin, options))
+        points = tuple(s for s, _ in members)
+        plan.append(Step(compiled, dict(static), _Chunks(members, size), size, micro, points, lane_bytes,
+                         policy.devices, key, origin, options, step_cells(grid, points, data_indices)))
     return plan
 
 @dataclass
@@ -426,7 +492,8 @@ class Plan:
         micro-batch of ``micro`` lanes at a time (the experiment's ``lane_bytes`` each) on
         each device; on CPU the devices share the host's memory, so they add up."""
         shared = step.devices if self.policy.backend == "cpu" else 1
-        return min(self.in_flight, len(step.chunks)) * step.micro * step.lane_bytes * shared
+        cells = 0 if step.cells is None else step.cells.nbytes
+        return min(self.in_flight, len(step.chunks)) * step.micro * step.lane_bytes * shared + cells
 
     def compute_seconds(self) -> float:
         """The engine's cost model of this plan (:class:`Batching`: seconds per compiled
@@ -441,7 +508,7 @@ class Plan:
         lane = max(step.lane_bytes for step in self.steps)
         peak = max(self.chunk_bytes(step) for step in self.steps)
         return (f"memory: a lane ≈ {format_bytes(lane)} at most, peak working set ≈ {format_bytes(peak)} "
-                f"(the experiment's lane_bytes estimate × micro-batch × chunks in flight"
+                f"(the experiment's lane_bytes estimate × micro-batch × chunks in flight, plus its cell arrays"
                 f"{' × devices' if self.policy.backend == 'cpu' and self.policy.devices > 1 else ''})"
                 + (f", of {format_bytes(limit)} ({what})" if limit else ""))
 
@@ -461,6 +528,10 @@ class Plan:
                          f"chunk(s) of {step.size}, micro-batch {step.micro}"
                          f"{f' ({step.micro_from})' if step.micro_from else ''}; a lane ≈ "
                          f"{format_bytes(step.lane_bytes)}, chunks in flight ≈ {format_bytes(self.chunk_bytes(step))}")
+            if step.cells is not None:
+                lines.append(f"    cell arrays (built once, shared by its chunks): "
+                             + ", ".join(f"{name} {count} cell(s)" for name, count in step.cells.counts.items())
+                             + f", {format_bytes(step.cells.nbytes)}, built in {1e3 * step.cells.seconds:.0f} ms")
         if self.steps:
             lines.append(self.memory_line())
             lines.append(f"run time ≈ {format_duration(self.compute_seconds())} by the engine's cost model "

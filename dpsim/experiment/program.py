@@ -19,6 +19,11 @@ Keys (DESIGN "Randomness"), from stable integers only, never from batch position
   id(the analysis point's values on the release axes), so analysis points that differ only
   on other axes (a mechanism, an estimator's rule) share one release (common random numbers).
 
+An experiment's :class:`~dpsim.experiment.grid.CellArrays` reach a chunk once
+(``ChunkArguments.cells``: every cell of the step, built when it was planned) with each lane's,
+or analysis point's, cell index (``cell_index``); the lane sees ``Cell(tables, index)`` in its
+data or analysis values, and reads its cell without a copy per lane.
+
 With several devices (:func:`~dpsim.experiment.batching.device_count`) a chunk's lanes are
 sharded across them (:func:`jitted_chunk_fn`, ``shard_map`` over a one-axis mesh
 ``"lanes"``); since no key depends on a lane's position, the draws are the same.
@@ -42,7 +47,7 @@ import numpy as np
 from dpsim.errors import UsageError, call_stage, warn
 from dpsim.experiment.batching import PROGRAM_MEMORY_SHARE_ACCELERATOR, program_memory_limit
 from dpsim.experiment.units import format_bytes
-from dpsim.experiment.grid import Context, Experiment, method_id, stable_id
+from dpsim.experiment.grid import Cell, Context, Experiment, method_id, stable_id
 from dpsim.linalg import batched_lapack_calls
 
 _TRUTH, _DATA, _ANALYSIS = 1, 2, 3
@@ -188,6 +193,8 @@ class ChunkArguments(NamedTuple):
     a_words: np.ndarray             # [Q, 2] uint32: the analysis points' id words (shared)
     a_vals: dict                    # {name: [B, Q]}: numeric analysis values (derived ones may vary by lane)
     release_words: np.ndarray | None = None  # [Q, 2] uint32: release id words (:func:`release_words`), or None
+    cells: dict | None = None       # {name: {array: [C, ...]}}: the step's CellArrays (shared), or None
+    cell_index: dict | None = None  # {name: [B] or [B, Q] int32}: each lane's (analysis point's) cell
 
 
 def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
@@ -217,12 +224,15 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
     """
 
     at = _static_values(shape, static_data)       # the step's point, as an error names it
+    levels = {cells.name: experiment.cell_level(cells) for cells in experiment.cell_arrays}
 
-    def lane(seed, point, truth, design_key, data_words, rep, data_vals, a_words, a_vals, r_words):
+    def lane(seed, point, truth, design_key, data_words, rep, data_vals, a_words, a_vals, r_words, cells, cell_index):
         key = lane_key(seed, data_words, rep)
         if experiment.truth_per_replicate:
             truth = _stage(experiment, "truth", at, experiment.truth, jax.random.fold_in(design_key, rep), point)
-        data = {**static_data, **data_vals}
+        data = {**static_data, **data_vals,
+                **{name: Cell(cells[name], cell_index[name]) for name in levels if levels[name] == "data"}}
+        a_cells = {name: cell_index[name] for name in levels if levels[name] == "analysis"}
         generate_key = jax.random.fold_in(key, _DATA)
         if r_words is not None:   # release_axes: the release's lane key is split off generate's
             generate_key, release_lane_key = jax.random.split(generate_key)
@@ -232,9 +242,10 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
             idx = np.asarray(indices)
 
             def one(args, static_values=static_values, g=g):
-                words, values, release = args
+                words, values, release, own_cells = args
                 a_key = fold_in_words(key, _prefixed(_ANALYSIS, words))
-                analysis = {**static_values, **values}
+                analysis = {**static_values, **values,
+                            **{name: Cell(cells[name], index) for name, index in own_cells.items()}}
                 if reads is not None:
                     analysis = _ReadRecorder(analysis, set(static_values), reads[g])
                 ctx = Context(point, truth, sample, data, analysis)
@@ -242,7 +253,8 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
                 return analyse_point(experiment, a_key, ctx, release_key)
 
             outputs.append(jax.lax.map(one, (a_words[idx], {k: v[idx] for k, v in a_vals.items()},
-                                             None if r_words is None else r_words[idx])))
+                                             None if r_words is None else r_words[idx],
+                                             {k: v[idx] for k, v in a_cells.items()})))
         return jax.tree_util.tree_map(lambda *parts: jnp.concatenate(parts), *outputs)
 
     def chunk(args: ChunkArguments):
@@ -250,9 +262,10 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
         design_key = truth_key(args.seed, args.shape_words)   # once per chunk, not per lane
         truth = None if experiment.truth_per_replicate else _stage(experiment, "truth", at, experiment.truth,
                                                                    design_key, point)
+        cells = args.cells or {}
         return jax.lax.map(lambda per_lane: lane(args.seed, point, truth, design_key, *per_lane[:3], args.a_words,
-                                                 per_lane[3], args.release_words),
-                           (args.data_words, args.reps, args.data_vals, args.a_vals),
+                                                 per_lane[3], args.release_words, cells, per_lane[4]),
+                           (args.data_words, args.reps, args.data_vals, args.a_vals, args.cell_index or {}),
                            batch_size=micro if micro > 1 else None)
 
     return chunk
@@ -322,7 +335,7 @@ LANES_AXIS = "lanes"
 
 # How each field of ChunkArguments is split across devices: per-lane arrays by their first
 # axis, the rest copied to every device.
-_LANE_FIELDS = ("data_words", "reps", "data_vals", "a_vals")
+_LANE_FIELDS = ("data_words", "reps", "data_vals", "a_vals", "cell_index")
 
 
 def _argument_specs() -> ChunkArguments:

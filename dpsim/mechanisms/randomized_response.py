@@ -16,9 +16,13 @@ after checking ε themselves under their own argument's name.
 """
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from dpsim.samplers import binomial_pmf
 from dpsim.validate import require_eps, require_int
 
 
@@ -108,6 +112,25 @@ def _randomized_response_counts(key, ones, total, eps):
     kept = jax.random.binomial(k_keep, jnp.broadcast_to(ones, shape), jnp.broadcast_to(1.0 - q, shape))
     flipped = jax.random.binomial(k_flip, jnp.broadcast_to(total - ones, shape), jnp.broadcast_to(q, shape))
     return kept + flipped
+
+
+def released_count_pmf(total: int, eps) -> np.ndarray:
+    """The law of the released count N of :func:`randomized_response_counts` given each raw
+    count: row w (w = 0 … total) is the law of Bin(w, 1 − p_ε) + Bin(total − w, p_ε) on
+    {0, …, total}, computed on the host in float64 (the convolution of the two binomial
+    laws, :func:`dpsim.samplers.binomial_pmf`). Tabulated (:func:`dpsim.samplers.alias_table`)
+    it draws the release jointly with the raw count, one word per pair: common random
+    numbers between raw and released counts without the two binomials' draws.
+
+    Args: total: answers per pair ≥ 0 (int); eps: ε > 0 (float; ∞ keeps every answer).
+    Returns: (total + 1, total + 1) float64, rows summing to 1."""
+    require_eps(eps)
+    require_int(total, "total", 0)
+    flip = float(1.0 / (1.0 + math.exp(float(eps)))) if math.isfinite(float(eps)) else 0.0
+    kept = [binomial_pmf(w, 1.0 - flip) for w in range(total + 1)]
+    flipped = [binomial_pmf(total - w, flip) for w in range(total + 1)]
+    law = np.stack([np.convolve(a, b) for a, b in zip(kept, flipped)])
+    return law / law.sum(axis=1, keepdims=True)
 
 
 def kary_keep_probability(eps, k):

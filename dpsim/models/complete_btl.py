@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 from dpsim.models.btl import centre, theta_uniform
 from dpsim.models.individual import n_pairs, pair_index
+from dpsim.samplers import alias_draw, binomial_table
 from dpsim.validate import require_group_sizes, require_int, require_positive
 
 
@@ -81,6 +82,39 @@ def sample_pair_wins(key, theta, group_sizes) -> jax.Array:
     shape = (sizes.shape[0], p.shape[0])
     return jax.random.binomial(key, jnp.broadcast_to(sizes[:, None], shape),
                                jnp.broadcast_to(p[None, :], shape)).astype(jnp.float64)
+
+
+def ladder_count_tables(n_users: int, probabilities):
+    """Alias tables (:func:`dpsim.samplers.binomial_table`) of Binomial(L, p_k) for each
+    p_k of ``probabilities`` (k = 1 … K): the per-pair counts of an evenly spaced θ* (xu
+    §5.2), whose pair laws depend only on the rank difference k (p_k = σ(Δk) for the raw
+    wins). Args: n_users: L ≥ 0 (int); probabilities: (K,). Returns: ``AliasTable`` (K, L + 1)."""
+    return binomial_table(int(n_users), probabilities)
+
+
+def sample_ladder_pair_counts(key, ladder, threshold, alias, n_users, first_law=0) -> jax.Array:
+    """Per-pair counts of an evenly spaced θ* drawn through tables of their laws (exact,
+    :mod:`dpsim.samplers`): pair e = (i, j), i < j, whose items are k = |r_i − r_j| steps
+    apart on the ladder r, draws X from law row ``first_law`` + k − 1 and returns X when
+    r_i > r_j, L − X otherwise (the law of a count of "i beat j" under a difference −k is
+    that of L minus the count under +k, for the raw wins Bin(L, σ(Δk)) and for RR releases).
+
+    Args:
+        key: PRNG key (one 64-bit word per pair).
+        ladder: (m,) the ladder positions r (integers up to a common shift: the unit-gap
+            permuted ladder of :func:`theta_evenly_spaced_permuted`).
+        threshold, alias: [R, K] tables, row ``first_law`` + k − 1 the law for difference k,
+            over {0, …, L} (K ≥ L + 1; zero-padded beyond).
+        n_users: L (may be traced). first_law: int (may be traced).
+    Returns:
+        (M,) float64 counts in [0, L].
+    """
+    diff = pair_differences(jnp.asarray(ladder, jnp.float64))
+    steps = jnp.rint(jnp.abs(diff)).astype(jnp.int32)
+    bits = jax.random.bits(key, diff.shape, jnp.uint64)
+    size = jnp.asarray(n_users, jnp.float64).astype(jnp.uint64) + jnp.uint64(1)
+    x = alias_draw(bits, threshold, alias, first_law + steps - 1, size).astype(jnp.float64)
+    return jnp.where(diff > 0, x, jnp.asarray(n_users, jnp.float64) - x)
 
 
 def sample_rankings_per_user(key, theta, n_users: int) -> jax.Array:
@@ -150,5 +184,6 @@ def gaps_sorted(theta) -> jax.Array:
 
 
 __all__ = ["n_pairs", "pair_index", "n_items_of_pairs", "pair_differences", "pair_win_probabilities",
-           "sample_pair_wins", "sample_rankings_per_user", "theta_uniform_centred",
+           "sample_pair_wins", "ladder_count_tables", "sample_ladder_pair_counts", "sample_rankings_per_user",
+           "theta_uniform_centred",
            "theta_evenly_spaced_permuted", "condition_number", "gaps_sorted", "centre"]

@@ -10,6 +10,19 @@ sufficient statistic, the wins per pair n1_e ~ Bin(L, p*_e)
 (:func:`dpsim.models.complete_btl.sample_pair_wins`), keyed by (m, L, Δ, replicate): every
 privacy level and mechanism sees the same raw data (common random numbers).
 
+**Tables** (Scenarios III, IV). On the ladder θ* = Δ·r every pair's law depends only on the rank
+difference k = |r_i − r_j| of its items: the raw wins are Bin(L, σ(Δk)) and the RR count
+Bin(L, ½ + (σ(Δk) − ½)tanh(ε/2)) (Lemma 1), k = 1 … m − 1. Their alias tables are built on the
+host once per cell (the engine's :class:`~dpsim.experiment.CellArrays` ``win_law`` of (m, L, Δ)
+and ``release_law`` of (m, L, Δ, ε), :data:`LADDER_CELLS`) and every pair is drawn with one
+64-bit word (:func:`dpsim.models.complete_btl.sample_ladder_pair_counts`, exact:
+:mod:`dpsim.samplers`). No figure of these scenarios compares raw and released counts, so the
+RR count is drawn from its own law (keyed by the release key), not from the raw wins:
+classic and debiased RR share it, Laplace and ``none`` read the raw wins. The tables' laws
+are computed from the grid's values on the host, so code that changes ε at trace time (a
+mutant's scaled ε) does not reach them. With θ* ~ U(−2, 2) the laws are not known before
+tracing and ``jax.random.binomial`` draws the counts.
+
 **Release** (xu §3.1–3.2). The ``mechanism`` axis names what each user releases per
 comparison, at ε per comparison: ``debiased_rr`` (the paper's z of eq. (1)), ``classic_rr``
 (ỹ, the Scenario V baseline), ``laplace`` (y + Laplace(1/ε), docs/xu.md, Mechanisms and estimators; Errata and modes (A6)) or ``none``.
@@ -63,11 +76,14 @@ import jax.numpy as jnp
 
 from dpsim.estimators.debiased_m import (LAMBDA_RULES, debiased_m_estimator, expected_top_k_hamming,
                                          ridge_lambda)
-from dpsim.experiment import Derived, Experiment, FigureSpec, Method, UsageError, axes, solver_diagnostics
-from dpsim.mechanisms.pairwise_ldp import MECHANISMS, privatise
+import numpy as np
+
+from dpsim.experiment import CellArrays, Derived, Experiment, FigureSpec, Method, UsageError, axes, solver_diagnostics
+from dpsim.mechanisms.pairwise_ldp import MECHANISMS, classic_rr_mean, debiased_rr_mean, privatise
 from dpsim.metrics import excess_risk, kendall_distance, l2_rms_error, linf_error
 from dpsim.models.btl import true_top_k_mask
-from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted, theta_uniform_centred
+from dpsim.models.complete_btl import (ladder_count_tables, sample_ladder_pair_counts, sample_pair_wins,
+                                       theta_evenly_spaced_permuted, theta_uniform_centred)
 from dpsim.theory import xu as theory
 
 INF = math.inf
@@ -193,10 +209,52 @@ def theta_of(truth, data):
     return truth["theta"] if "theta" in truth else data["gap"] * truth["ladder"]
 
 
+def ladder_win_laws(point: dict) -> dict:
+    """The cell arrays ``win_law`` of a ladder design (module docstring, "Tables"): alias tables of
+    the raw wins' laws Bin(L, σ(Δk)), k = 1 … m − 1, at (m, L, Δ). Returns {"threshold",
+    "alias"}: (m − 1, L + 1)."""
+    k = np.arange(1, point["n_items"])
+    table = ladder_count_tables(point["n_users"], 1.0 / (1.0 + np.exp(-point["gap"] * k)))
+    return table._asdict()
+
+
+def ladder_release_laws(point: dict) -> dict:
+    """The cell arrays ``release_law`` of a ladder design: alias tables of the laws of the RR
+    release's count, Bin(L, ½ + (σ(Δk) − ½)·tanh(ε/2)) (each answer released as 1 w.p. q̃,
+    xu §3.1 Lemma 1), k = 1 … m − 1, at (m, L, Δ, ε). Returns {"threshold", "alias"}: (m − 1, L + 1)."""
+    k = np.arange(1, point["n_items"])
+    shrink = 1.0 if math.isinf(point["eps"]) else math.tanh(point["eps"] / 2)
+    p_star = 1.0 / (1.0 + np.exp(-point["gap"] * k))
+    return ladder_count_tables(point["n_users"], 0.5 + (p_star - 0.5) * shrink)._asdict()
+
+
+LADDER_CELLS = (
+    CellArrays("win_law", ("n_items", "n_users", "gap"), ladder_win_laws,
+               doc="alias tables of the raw wins' laws Bin(L, σ(Δk)), k = 1 … m − 1 (Scenarios III, IV)"),
+    CellArrays("release_law", ("n_items", "n_users", "gap", "eps"), ladder_release_laws,
+               doc="alias tables of the RR count's laws Bin(L, ½ + (σ(Δk) − ½)tanh(ε/2)) (Scenarios III, IV)"),
+)
+RR_MECHANISMS = ("debiased_rr", "classic_rr")
+
+
+def ladder_counts(key, ladder, cell, n_users):
+    """(1, M) counts per pair of a ladder design drawn through the tables of one cell (a
+    :class:`~dpsim.experiment.Cell` of :data:`LADDER_CELLS`): one 64-bit word per pair."""
+    threshold, alias = cell.tables["threshold"], cell.tables["alias"]
+    laws = threshold.shape[1]
+    rows = (-1, threshold.shape[-1])
+    counts = sample_ladder_pair_counts(key, ladder, threshold.reshape(rows), alias.reshape(rows), n_users,
+                                       cell.index * laws)
+    return counts[None, :]
+
+
 def generate(key, shape, truth, data):
     """One replicate's raw wins n1_e ~ Bin(L, p*_e) over the m(m−1)/2 pairs (xu §2; docs/xu.md, Mechanisms and estimators)
-    and θ*. Returns {"theta": (m,), "wins": (1, M)}."""
+    and θ*: through the cell's tables for a ladder design (``win_law``), else by
+    ``jax.random.binomial``. Returns {"theta": (m,), "wins": (1, M)}."""
     theta = theta_of(truth, data)
+    if "win_law" in data:
+        return {"theta": theta, "wins": ladder_counts(key, truth["ladder"], data["win_law"], data["n_users"])}
     return {"theta": theta, "wins": sample_pair_wins(key, theta, data["n_users"])}
 
 
@@ -213,7 +271,13 @@ def make_privatise(groups: Callable = homogeneous_groups):
     profile ``groups(ctx)``."""
     def release(key, ctx):
         wins, sizes, eps = groups(ctx)
-        zbar = privatise(key, wins, sizes, eps, ctx.analysis["mechanism"])
+        mechanism = ctx.analysis["mechanism"]
+        if "release_law" in ctx.analysis and mechanism in RR_MECHANISMS:   # a ladder design: its tables
+            counts = ladder_counts(key, ctx.truth["ladder"], ctx.analysis["release_law"], ctx.data["n_users"])
+            zbar = (classic_rr_mean(counts, sizes) if mechanism == "classic_rr"
+                    else debiased_rr_mean(counts, sizes, eps))
+        else:
+            zbar = privatise(key, wins, sizes, eps, mechanism)
         return {"zbar": zbar, "sizes": sizes, "eps": eps}
     return release
 
@@ -339,4 +403,5 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
         release_axes=release_axes(analysis), truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
         reps=reps, figure=figure, axis_types=AXIS_TYPES, derived=tuple(derived), truth_per_replicate=True,
         resolve_shape=resolve_k, stream_point=keyed_as_before(), stream_names=STREAM_NAMES,
-        validate_point=validate_point, lane_bytes=lane_bytes, description=description)
+        validate_point=validate_point, lane_bytes=lane_bytes, description=description,
+        cell_arrays=LADDER_CELLS if truth is truth_ladder else ())
