@@ -75,14 +75,17 @@ def source_of(experiment: Experiment) -> str | None:
             return source
     except UsageError:
         pass
+    holders = []
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None) or ""
         if not path.endswith(".py") or (module.__name__.split(".")[0] == "dpsim"
                                         and not module.__name__.startswith("dpsim_study_")):
             continue
         if any(value is experiment for value in list(vars(module).values())):
-            return f"{path}:{experiment.name}"
-    return None
+            holders.append((module.__name__ in ("__main__", "__mp_main__"), path))
+    # a module the script imported it from before the script itself: loading that module
+    # again later (dpsim plot, dpsim report) does not run the script a second time
+    return f"{min(holders)[1]}:{experiment.name}" if holders else None
 
 
 def checks_for(experiment: Experiment, checks: Sequence | None = None) -> list:

@@ -8,7 +8,9 @@ method added to a paper's experiment leaves the paper's rows bit for bit as they
 import dataclasses
 import math
 import re
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -219,3 +221,19 @@ def test_solve_returns_roots_with_intervals(tmp_path):
     assert abs(np.log(truth) - (np.log(row["high"]) + np.log(row["low"])) / 2) <= half
     with pytest.raises(UsageError, match="did you mean 'gap'"):
         dpsim.solve(found.problem.experiment, axis="gap", target="hit=0.5", out=tmp_path / "never", gapp=1.0)
+
+
+def test_an_experiment_imported_into_a_script_is_found_in_its_own_file(tmp_path):
+    """A script that imports a study's experiment records the study's file as its source, not
+    the script's: loading the source again (dpsim plot, dpsim report) must not run the script."""
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(EXAMPLE.parent)!r})
+        from my_method import EXPERIMENT
+        from dpsim.api import source_of
+        print(source_of(EXPERIMENT))
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == f"{EXAMPLE}:cai-fig3+winrate"
