@@ -284,6 +284,68 @@ def load(folder, experiment: Experiment | None = None) -> "Results":
     return Results(out, experiment)
 
 
+def info(folder) -> dict:
+    """A study folder's provenance and completeness, as ``dpsim info DIR --json`` prints it
+    (:func:`dpsim.experiment.folder.folder_info`): experiment, seed, code fingerprint, commit and
+    dirty flag, versions, requests, replicate lanes stored of planned, damage and warnings."""
+    from dpsim.experiment.folder import folder_info
+    return folder_info(folder)
+
+
+def repair(folder) -> dict:
+    """``dpsim repair DIR``: a killed run's temporary files removed, unreadable parts set aside
+    (``*.corrupt``, kept), a lost or damaged manifest rebuilt from the parts; nothing computed.
+    Returns what was done (:func:`dpsim.experiment.folder.repair_folder`)."""
+    from dpsim.experiment.folder import repair_folder
+    return repair_folder(folder)
+
+
+def merge(out, folders: Sequence) -> "Results":
+    """``dpsim merge OUT DIR...``: run folders of one experiment, seed and code joined into
+    ``out`` (a lane stored twice with the same rows is kept once; different rows, experiments,
+    seeds or code are refused in one line). Returns the merged folder's results."""
+    from dpsim.experiment.merge import merge_folders
+    if not str(out).strip():
+        raise UsageError("the merged folder is empty: name a folder")
+    merge_folders(str(out), [str(f) for f in folders], experiment_of)
+    return Results(Path(out), None)
+
+
+AUDIT_COLUMNS = ("audit", "mechanism", "mode", "eps", "delta", "exact_loss", "empirical_loss", "empirical_se",
+                 "within_budget", "empirically_consistent", "known_violation", "detail")
+
+
+def audit(*names: str, eps: Sequence[float] = (0.5, 1.0, 2.0), samples: int = 200_000, seed: int = 0) -> pd.DataFrame:
+    """``dpsim audit``: each selected privacy audit (a paper's ``AUDITS``; all by default) at
+    each ε: the exact privacy loss on worst-case neighbours against the claimed ε, and its
+    estimate from ``samples`` draws of the mechanism.
+
+    Returns:
+        One row per audit × mechanism × ε, columns :data:`AUDIT_COLUMNS`; ``within_budget``
+        (the exact loss ≤ ε), ``empirically_consistent`` (the sampled loss agrees with it).
+    Raises:
+        UsageError: an unknown audit, ε = inf, or fewer than 1000 samples.
+    """
+    import jax
+
+    from dpsim.experiment.axes import validate_value
+    from dpsim.experiment.registry import installed
+    eps_values = [validate_value("eps", e) for e in eps]
+    if any(e == float("inf") for e in eps_values):
+        raise UsageError("eps=inf has no privacy loss to audit")
+    if samples < 1000:
+        raise UsageError(f"samples={samples} must be ≥ 1000")
+    rows = []
+    for number, chosen in enumerate(installed().select("audits", list(names), "audit")):
+        for r in chosen.run(jax.random.fold_in(jax.random.key(seed), number), eps_values, samples):
+            rows.append({"audit": chosen.name, "mechanism": r.mechanism, "mode": r.mode, "eps": r.eps,
+                         "delta": r.delta, "exact_loss": r.exact_loss, "empirical_loss": r.empirical_loss,
+                         "empirical_se": r.empirical_se, "within_budget": r.within_budget,
+                         "empirically_consistent": r.empirically_consistent,
+                         "known_violation": r.known_violation, "detail": r.detail})
+    return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS))
+
+
 def experiment_of(manifest: Mapping) -> Experiment:
     """The experiment a run folder holds, found again from its manifest's source (a paper
     module or ``path.py:NAME``) or name.

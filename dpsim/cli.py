@@ -215,9 +215,9 @@ def _value_text(value) -> str:
 def cmd_merge(args) -> int:
     """Join run folders of one experiment, seed and code (e.g. the parts of an array job); a
     complete merged folder gets its figure, as the last part of a split into one folder draws it."""
-    from dpsim.experiment.merge import merge_folders
+    from dpsim.api import merge
     _named_folder(args.out, "the merged folder")
-    manifest = merge_folders(args.out, args.dirs, _manifest_experiment)
+    manifest = merge(args.out, args.dirs).manifest
     rows = manifest["study"].get("rows", 0)
     state = "complete" if manifest["complete"] else "incomplete: `dpsim run` into it computes what is missing"
     print(f"{manifest['experiment']}: {len(args.dirs)} folders, {rows} rows -> {args.out} ({state})")
@@ -238,7 +238,8 @@ def _run_directory(path: str) -> Path:
 
 def cmd_info(args) -> int:
     """A study folder's provenance and completeness (dpsim.experiment.folder.folder_info)."""
-    from dpsim.experiment.folder import folder_info, info_lines
+    from dpsim.api import info as folder_info
+    from dpsim.experiment.folder import info_lines
     from dpsim.experiment.store import json_text
     info = folder_info(args.dir)
     print(json_text(info) if args.json else "\n".join(info_lines(info)))
@@ -247,8 +248,8 @@ def cmd_info(args) -> int:
 
 def cmd_repair(args) -> int:
     """Set aside damaged parts and rebuild a lost manifest (dpsim.experiment.folder.repair_folder)."""
-    from dpsim.experiment.folder import repair_folder
-    report = repair_folder(args.dir)
+    from dpsim.api import repair
+    report = repair(args.dir)
     if not report["changed"]:
         print(f"{args.dir}: nothing to repair")
         return 0
@@ -401,27 +402,17 @@ def cmd_report(args) -> int:
 def cmd_audit(args) -> int:
     """Run privacy audits (each paper's ``AUDITS``): the exact privacy loss on worst-case
     neighbours against the claimed ε, and its estimate from samples of the mechanism."""
-    import jax
-
-    from dpsim.experiment.axes import validate_value
-    from dpsim.experiment.registry import installed
-    eps_values = [validate_value("eps", e) for e in args.eps]
-    if any(e == float("inf") for e in eps_values):
-        raise UsageError("eps=inf has no privacy loss to audit")
-    if args.samples < 1000:
-        raise UsageError(f"samples={args.samples} must be ≥ 1000")
-    audits = installed().select("audits", args.audits, "audit")
+    from dpsim.api import audit
+    found = audit(*args.audits, eps=args.eps, samples=args.samples, seed=args.seed)
     print(f"{'mechanism':<22} {'mode':<14} {'eps':>5} {'delta':>7} {'exact loss':>10} {'empirical':>16} "
           f"{'verdict':>12}  detail")
-    ok = True
-    for number, audit in enumerate(audits):
-        for r in audit.run(jax.random.fold_in(jax.random.key(args.seed), number), eps_values, args.samples):
-            verdict = "within ε" if r.within_budget else f"{r.exact_loss / r.eps:.2g}×ε"
-            if not r.empirically_consistent:
-                verdict += " (sampling disagrees)"
-            print(f"{r.mechanism:<22} {r.mode:<14} {r.eps:>5g} {r.delta:>7.2g} {r.exact_loss:>10.4f} "
-                  f"{r.empirical_loss:>9.4f} ± {r.empirical_se:.3f} {verdict:>12}  {r.detail}")
-            ok &= (r.within_budget or r.known_violation) and r.empirically_consistent
+    for r in found.itertuples():
+        verdict = "within ε" if r.within_budget else f"{r.exact_loss / r.eps:.2g}×ε"
+        if not r.empirically_consistent:
+            verdict += " (sampling disagrees)"
+        print(f"{r.mechanism:<22} {r.mode:<14} {r.eps:>5g} {r.delta:>7.2g} {r.exact_loss:>10.4f} "
+              f"{r.empirical_loss:>9.4f} ± {r.empirical_se:.3f} {verdict:>12}  {r.detail}")
+    ok = ((found["within_budget"] | found["known_violation"]) & found["empirically_consistent"]).all()
     return 0 if ok else 1
 
 

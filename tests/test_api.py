@@ -237,3 +237,21 @@ def test_an_experiment_imported_into_a_script_is_found_in_its_own_file(tmp_path)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == f"{EXAMPLE}:cai-fig3+winrate"
+
+
+def test_folder_commands_and_audits_return_data(tmp_path):
+    """dpsim.info / repair / merge / audit: the data the commands print."""
+    small = {"n_items": 20, "p": [1.0], "eps": [1.0]}
+    parts = [dpsim.run("cai-fig2", reps=2, out=tmp_path / f"p{i}", progress=False, **small)
+             for i in (1, 2)]
+    found = dpsim.info(parts[0].out)
+    assert found["experiment"] == "cai-fig2" and found["complete"] is True
+    assert dpsim.repair(parts[0].out)["changed"] is False
+    merged = dpsim.merge(tmp_path / "merged", [p.out for p in parts])   # the same lanes twice: kept once
+    pd.testing.assert_frame_equal(merged.table.sort_values(["point", "rep", "method"]).reset_index(drop=True),
+                                  parts[0].table.sort_values(["point", "rep", "method"]).reset_index(drop=True))
+    audits = dpsim.audit("chowdhury-label-rr", eps=[1.0], samples=1000)
+    assert list(audits.columns) == list(dpsim.api.AUDIT_COLUMNS) and len(audits) >= 1
+    assert audits["within_budget"].all() and (audits["exact_loss"] <= 1.0 + 1e-12).all()
+    with pytest.raises(UsageError, match="eps=inf"):
+        dpsim.audit("chowdhury-label-rr", eps=[float("inf")])
