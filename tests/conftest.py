@@ -98,7 +98,8 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 HEAVY_FIRST = ("test_conformance.py", "test_runner.py", "test_xu_mechanisms.py", "test_benchmarks.py",
                "test_nguyen_experiments.py", "test_padding.py", "test_xu_estimator.py", "test_private_spectral.py",
                "test_ray_executor.py", "test_xu_theory.py", "test_no_hang.py", "test_xu_experiments.py",
-               "test_cai_individual.py", "test_specialised_groups.py", "test_chowdhury_sgd.py")
+               "test_cai_individual.py", "test_specialised_groups.py", "test_chowdhury_sgd.py", "test_api.py",
+               "test_docs_examples.py", "test_faults.py", "test_report_browser.py", "test_folder_safety.py")
 
 
 def pytest_collection_modifyitems(config, items):
