@@ -257,6 +257,20 @@ class Claim(Check):
 # ---------------------------------------------------------------------------------------
 # One-line forms of common claims (each returns a Claim)
 # ---------------------------------------------------------------------------------------
+def ratio_region(rel_se: float, widths: float = 6.0) -> tuple[float, float]:
+    """A two-sided region for a ratio (observed ÷ predicted) whose relative Monte-Carlo
+    standard error is ``rel_se``: e^{±widths·rel_se}, rounded outward to 4 decimals.
+
+    Args:
+        rel_se: the ratio's relative standard error at the check's replicates.
+        widths: how many standard errors on each side (default 6).
+    Returns:
+        (low, high), low < 1 < high.
+    """
+    half = widths * rel_se
+    return math.floor(1e4 * math.exp(-half)) / 1e4, math.ceil(1e4 * math.exp(half)) / 1e4
+
+
 def slope_check(name: str, experiment: str, metric: str, method: str, x: str, predicted: float, tolerance: float,
                 *, log_y: bool = True, **check) -> Claim:
     """The log–log slope of ``metric`` of ``method`` in ``x`` (replicate rows, :class:`Slope`)

@@ -43,7 +43,7 @@ from scipy import integrate, special, stats
 from dpsim import metrics
 from dpsim.estimators import top_k_mask
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean
+from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, ratio_region
 from dpsim.experiment.mutants import Mutant, replaced_method
 
 from . import edge, individual
@@ -135,9 +135,8 @@ def hypergeometric_hamming_var(n: int, k: int) -> float:
 
 
 def region(rel_se: float) -> tuple[float, float]:
-    """e^{±6·se}, rounded outward to 4 decimals."""
-    half = SE_WIDTHS * rel_se
-    return math.floor(1e4 * math.exp(-half)) / 1e4, math.ceil(1e4 * math.exp(half)) / 1e4
+    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.experiment.checks.ratio_region`)."""
+    return ratio_region(rel_se, SE_WIDTHS)
 
 
 # ---------------------------------------------------------------------------------------

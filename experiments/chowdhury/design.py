@@ -41,7 +41,7 @@ from scipy import stats
 
 from dpsim import metrics
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean
+from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, ratio_region
 from dpsim.experiment.mutants import Mutant, replaced_method
 
 from . import common as c
@@ -86,9 +86,8 @@ def perp_share_cv2(dim: int) -> float:
 
 
 def region(rel_se: float) -> tuple[float, float]:
-    """e^{±6·se}, rounded outward to 4 decimals."""
-    half = SE_WIDTHS * rel_se
-    return math.floor(1e4 * math.exp(-half)) / 1e4, math.ceil(1e4 * math.exp(half)) / 1e4
+    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.experiment.checks.ratio_region`)."""
+    return ratio_region(rel_se, SE_WIDTHS)
 
 
 def logistic(x):
