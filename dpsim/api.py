@@ -353,12 +353,9 @@ def experiment_of(manifest: Mapping) -> Experiment:
     Raises:
         UsageError: neither finds it (e.g. it was defined in a notebook: pass it to :func:`load`).
     """
-    from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.registry import is_study
-    source = manifest.get("source") or manifest["experiment"]
-    target = source if is_study(source) else manifest["experiment"]
+    from dpsim.experiment.folder import experiment_of as found_again
     try:
-        return resolve(target)[0]
+        return found_again(manifest)
     except UsageError as exc:
         raise UsageError(f"the experiment of this folder cannot be found again ({exc}); "
                          f"pass it: dpsim.load(folder, experiment=...)") from None
@@ -413,11 +410,11 @@ class Results:
         return self._table
 
     def _declared_metrics(self) -> list[str] | None:
+        from dpsim.experiment.summary import declared_metrics
         try:
-            experiment = self.experiment
+            return declared_metrics(self.experiment)
         except UsageError:
             return None
-        return [m for method in experiment.methods.values() for m in method.metrics]
 
     def summary(self, metric: str | None = None, by: Sequence[str] | None = None,
                 where: Mapping[str, Any] | None = None, slope=None, *, pool: Sequence[str] = (),

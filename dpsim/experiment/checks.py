@@ -271,6 +271,27 @@ def ratio_region(rel_se: float, widths: float = 6.0) -> tuple[float, float]:
     return math.floor(1e4 * math.exp(-half)) / 1e4, math.ceil(1e4 * math.exp(half)) / 1e4
 
 
+def pinned_claim(name: str, experiment: str, statistic, rel_se: float, *, prediction, formula: str,
+                 description: str, reps, at: tuple = (), widths: float = 6.0, **check) -> Claim:
+    """A level check pinned to a closed form: ``statistic`` ÷ ``prediction`` in
+    :func:`ratio_region` (e^{±widths·rel_se}), at every value of the axes ``at`` (one point when
+    empty), its description ending in how the region was made.
+
+    Args:
+        name, experiment, statistic: as :class:`Claim`.  rel_se: the ratio's relative standard
+            error, from the law at ``reps`` replicates (``reps`` is written in the description).
+        prediction, formula: the closed form and how it reads.  description: what is pinned.
+        at: the axes the claim is judged at every value of.  widths: standard errors per side.
+        **check: the rest of :class:`Claim`'s fields (e.g. ``pool``).
+    Returns:
+        The :class:`Claim`.
+    """
+    lo, hi = ratio_region(rel_se, widths)
+    made = f"exact, region [{lo:.4f}, {hi:.4f}] = e^(±{widths:g}·se), se = {rel_se:.2g} from the law at R = {reps}"
+    return Claim(name, experiment, statistic, (lo, hi), over=Every(at) if at else At(), prediction=prediction,
+                 formula=formula, description=f"{description}; {made}", **check)
+
+
 def slope_check(name: str, experiment: str, metric: str, method: str, x: str, predicted: float, tolerance: float,
                 *, log_y: bool = True, **check) -> Claim:
     """The log–log slope of ``metric`` of ``method`` in ``x`` (replicate rows, :class:`Slope`)

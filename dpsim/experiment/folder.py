@@ -180,7 +180,7 @@ def folder_info(path) -> dict:
         warnings.append("a dpsim run is writing this folder now")
     elif not complete:
         warnings.append(f"incomplete: `dpsim run` into it (the same request) computes what is missing")
-    temporaries = [p for folder in (out, out / store.PARTS) if folder.is_dir() for p in folder.glob(".tmp-*")]
+    temporaries = store.temporary_files(out)
     if temporaries and not being_written:
         warnings.append(f"{len(temporaries)} temporary file{'s' if len(temporaries) > 1 else ''} of a killed run "
                         f"(removed by the next run or repair)")

@@ -168,6 +168,20 @@ def wrapped_method(name: str, wrapper: Callable[[Callable], Callable]) -> Transf
     return apply
 
 
+def changed_truth(change: Callable[[Any, dict], Any], *, field: str | None = None) -> Transform:
+    """The experiment's truth changed by ``change(value, shape)``: the whole truth, or only its
+    entry ``field`` (e.g. ``"theta"``, the rest kept), for the generator and the checks alike
+    (e.g. a design drawn at twice its scale)."""
+    def apply(experiment: Experiment) -> Experiment:
+        def truth(key, shape, inner=experiment.truth):
+            drawn = inner(key, shape)
+            if field is None:
+                return change(drawn, shape)
+            return {**drawn, field: change(drawn[field], shape)}
+        return dataclasses.replace(experiment, truth=truth)
+    return apply
+
+
 def chain(*transforms: Transform) -> Transform:
     """The transformations applied in turn."""
     def apply(experiment: Experiment) -> Experiment:

@@ -45,7 +45,7 @@ from dpsim.errors import UsageError  # noqa: E402
 from dpsim.experiment import store  # noqa: E402
 from dpsim.experiment.axes import axis_type  # noqa: E402
 from dpsim.experiment.plots import draw_figures, format_value  # noqa: E402
-from dpsim.experiment.summary import Z95, grid_columns, metric_names, summary_table  # noqa: E402
+from dpsim.experiment.summary import Z95, declared_metrics, grid_columns, metric_names, summary_table  # noqa: E402
 from dpsim.experiment.verdicts import family_z  # noqa: E402
 
 VERDICTS_JSON = "verdicts.json"
@@ -238,13 +238,12 @@ def run_folders(path: Path) -> list[Path]:
 def _installed(manifest: dict):
     """The experiment a manifest names when it is installed here (a paper, or a study file
     found from the manifest's source), else None: the page is then made from the folder alone."""
-    from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.registry import is_study
+    from dpsim.experiment.folder import experiment_of
     source = str(manifest.get("source") or manifest.get("experiment", ""))
     if " + mutant " in source:
         return None
     try:
-        return resolve(source if is_study(source) else str(manifest.get("experiment")))[0]
+        return experiment_of(manifest)
     except Exception:  # noqa: BLE001 - not installed here, or a study file that no longer loads: folder only
         return None
 
@@ -323,9 +322,7 @@ def _summaries(run: Run, table: pd.DataFrame) -> None:
     if table.empty or "method" not in table:
         return
     varying = [c for c in grid_columns(table) if table[c].nunique() > 1]
-    declared = None if run.experiment is None else [m for method in run.experiment.methods.values()
-                                                     for m in method.metrics]
-    metrics = metric_names(table, declared)
+    metrics = metric_names(table, declared_metrics(run.experiment))
     for method in sorted(table["method"].unique(), key=str):
         rows = table[table["method"] == method]
         frames = {}

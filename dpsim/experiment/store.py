@@ -563,11 +563,16 @@ def set_aside_files(out: Path) -> list[Path]:
                   for p in folder.glob(f"*{CORRUPT}*"))
 
 
+def temporary_files(out: Path) -> list[Path]:
+    """The temporary files (``.tmp-*``, :func:`_atomic_write_bytes`) in ``out`` and its parts."""
+    return [p for folder in (Path(out), Path(out) / PARTS) if folder.is_dir() for p in folder.glob(".tmp-*")]
+
+
 def remove_temporary(out: Path) -> list[Path]:
-    """Remove the temporary files (``.tmp-*``, :func:`_atomic_write_bytes`) a killed run left
-    in ``out`` and its parts: call it only while holding the folder (:func:`exclusive`), when
+    """Remove the temporary files a killed run left in ``out`` and its parts
+    (:func:`temporary_files`): call it only while holding the folder (:func:`exclusive`), when
     no other writer can be half-way through one. Returns the files removed."""
-    found = [p for folder in (Path(out), Path(out) / PARTS) if folder.is_dir() for p in folder.glob(".tmp-*")]
+    found = temporary_files(out)
     for path in found:
         path.unlink(missing_ok=True)
     return found

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dpsim.errors import UsageError
+from dpsim.errors import UsageError, did_you_mean
 from dpsim.results import reasons
 
 Z95 = 1.959963984540054
@@ -254,6 +254,13 @@ def loglog_slope(table: pd.DataFrame, metric: str, x: str, *, log_y: bool = True
 # What `dpsim summary` prints, as data (the command only formats it; dpsim.api's
 # Results.summary returns it)
 # ---------------------------------------------------------------------------------------
+def declared_metrics(experiment) -> list[str] | None:
+    """Every metric the methods of ``experiment`` declare, in their order (None without one)."""
+    if experiment is None:
+        return None
+    return [m for method in experiment.methods.values() for m in method.metrics]
+
+
 def metric_names(table: pd.DataFrame, declared: Sequence[str] | None = None) -> list[str]:
     """The metrics of a results table, in order: ``declared`` (the experiment's methods'
     metrics) that the table holds, or, without a declaration, its float method columns other
@@ -313,9 +320,7 @@ def summary_table(table: pd.DataFrame, metric: str | None = None, by: Sequence[s
             raise UsageError("this run holds no metric to summarise")
         metric = names[0]
     if metric not in names:
-        import difflib
-        close = difflib.get_close_matches(str(metric), names, n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(str(metric), names, n=1)
         raise UsageError(f"unknown metric {metric!r}{hint}; this run has {', '.join(names)}")
     _check_axes(table, list(by or ()), "by", cli)
     _check_axes(table, list(pool), "pool", cli)

@@ -43,8 +43,8 @@ from scipy import integrate, special, stats
 from dpsim import metrics
 from dpsim.estimators import top_k_mask
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, ratio_region
-from dpsim.experiment.mutants import Mutant, replaced_method
+from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
+from dpsim.experiment.mutants import Mutant, changed_truth, replaced_method
 
 from . import edge, individual
 
@@ -282,10 +282,9 @@ POOL_P = {"pool": ("p",)}
 def _level(name, metric, method, prediction, se_key, formula, what, *, at=(), root=False, square=False,
            statistic=None, **check):
     """A level check of ``metric`` of ``method`` (or of ``statistic``) against ``prediction``."""
-    lo, hi = region(SE[se_key])
-    statistic = statistic or Mean(metric, method, root, square)
-    return Claim(name, DESIGN.name, statistic, (lo, hi), over=Every(at) if at else At(), prediction=prediction,
-                 formula=formula, description=f"{what}; {_text(se_key)}", **check)
+    return pinned_claim(name, DESIGN.name, statistic or Mean(metric, method, root, square), SE[se_key],
+                        prediction=prediction, formula=formula, description=what, reps=f"{R} per p", at=at,
+                        widths=SE_WIDTHS, **check)
 
 
 def _text(se_key: str) -> str:
@@ -343,16 +342,6 @@ CHECKS = [
 # ---------------------------------------------------------------------------------------
 # Mutants: a generator's scale or law off, a metric's normalisation off
 # ---------------------------------------------------------------------------------------
-def truth_changed(change):
-    """The experiment with ``truth``'s θ* replaced by ``change(θ*, shape)`` (its top-k mask kept)."""
-    def apply(experiment):
-        def truth(key, shape, inner=experiment.truth):
-            t = inner(key, shape)
-            return {**t, "theta": change(t["theta"], shape)}
-        return dataclasses.replace(experiment, truth=truth)
-    return apply
-
-
 def generate_changed(shape_change=None, data_change=None):
     """The experiment with ``generate`` called on a changed shape or data point."""
     def apply(experiment):
@@ -405,10 +394,10 @@ def _share_agreeing(mask_hat, mask_true):
 EXP = (DESIGN.name,)
 MUTANTS = [
     Mutant("cai-design-theta-scale-2", "θ* design with every log-strength doubled (e^{θ_i} = U² off the top)", EXP,
-           truth_changed(lambda theta, shape: 2.0 * theta)),
+           changed_truth(lambda theta, shape: 2.0 * theta, field="theta")),
     Mutant("cai-design-log-uniform-law", "θ* design drawn from the wrong law: θ_i − θ_top ~ Unif(ln 0.2, ln 0.7) "
-           "instead of e^{θ_i − θ_top} ~ Unif(0.2, 0.7)", EXP, truth_changed(_log_uniform_law)),
-    Mutant("cai-design-k-plus-one", "θ* design with k + 1 items at the top score", EXP, truth_changed(_one_more_top)),
+           "instead of e^{θ_i − θ_top} ~ Unif(0.2, 0.7)", EXP, changed_truth(_log_uniform_law, field="theta")),
+    Mutant("cai-design-k-plus-one", "θ* design with k + 1 items at the top score", EXP, changed_truth(_one_more_top, field="theta")),
     Mutant("cai-design-graph-half-p", "G(n, p/2) drawn for G(n, p) (the edge probability's scale off)", EXP,
            generate_changed(data_change=lambda data: {**data, "p": data["p"] * 0.5})),
     Mutant("cai-design-probit-outcomes", "outcomes drawn from the probit link Φ(θ_i − θ_j) instead of the "
@@ -503,14 +492,9 @@ IND_SE = {
 }
 
 
-def _ind_text(key: str) -> str:
-    lo, hi = region(IND_SE[key])
-    return f"exact, region [{lo:.4f}, {hi:.4f}] = e^(±6·se), se = {IND_SE[key]:.2g} from the law at R = {IND_REPS}"
-
-
 def _ind_level(name, metric, prediction, key, formula, what, statistic=None):
-    return Claim(name, DESIGN_INDIVIDUAL.name, statistic or Mean(metric, "design"), region(IND_SE[key]),
-                 prediction=prediction, formula=formula, description=f"{what}; {_ind_text(key)}")
+    return pinned_claim(name, DESIGN_INDIVIDUAL.name, statistic or Mean(metric, "design"), IND_SE[key],
+                        prediction=prediction, formula=formula, description=what, reps=IND_REPS, widths=SE_WIDTHS)
 
 
 CHECKS += [

@@ -41,8 +41,8 @@ from scipy import stats
 
 from dpsim import metrics
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, ratio_region
-from dpsim.experiment.mutants import Mutant, replaced_method
+from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
+from dpsim.experiment.mutants import Mutant, changed_truth, replaced_method
 
 from . import common as c
 from . import rates
@@ -168,14 +168,9 @@ SE = {
 ALL = ("design", "features")
 
 
-def _text(key: str) -> str:
-    lo, hi = region(SE[key])
-    return f"exact, region [{lo:.4f}, {hi:.4f}] = e^(±6·se), se = {SE[key]:.2g} from the law at R = {R}"
-
-
 def _claim(name, statistic, key, prediction, formula, what, at=(), **check):
-    return Claim(name, DESIGN.name, statistic, region(SE[key]), over=Every(at) if at else At(),
-                 prediction=prediction, formula=formula, description=f"{what}; {_text(key)}", **check)
+    return pinned_claim(name, DESIGN.name, statistic, SE[key], prediction=prediction, formula=formula,
+                        description=what, reps=R, at=at, widths=SE_WIDTHS, **check)
 
 
 CHECKS = [
@@ -219,16 +214,6 @@ def generate_changed(change):
     return apply
 
 
-def truth_changed(change):
-    """``truth`` with θ* changed by ``change(theta, shape)`` for the generator and the checks alike."""
-    def apply(experiment):
-        def truth(key, shape, inner=experiment.truth):
-            t = inner(key, shape)
-            return {**t, "theta": change(t["theta"], shape)}
-        return dataclasses.replace(experiment, truth=truth)
-    return apply
-
-
 def _features_uniform(key, sample, truth, shape):
     """Features from Unif[−√3·s, √3·s] (same variance, wrong law), labels redrawn on them."""
     s = math.sqrt(FEATURE_VARIANCE[shape["features"]])
@@ -267,11 +252,11 @@ EXP = (DESIGN.name,)
 MUTANTS = [
     Mutant("chowdhury-design-theta-unnormalised", "theory design without the normalisation ‖θ*‖ = 1 "
            "(θ* = Pg, g ~ N(0, I_d))", EXP,
-           truth_changed(lambda theta, shape: theta * (math.sqrt(shape["dim"] - 1.0) if shape["design"] == "theory"
-                                                       else 1.0))),
+           changed_truth(lambda theta, shape: theta * (math.sqrt(shape["dim"] - 1.0) if shape["design"] == "theory"
+                                                        else 1.0), field="theta")),
     Mutant("chowdhury-design-theta-not-sum-zero", "theory design without the projection onto 1^⊥", EXP,
-           truth_changed(lambda theta, shape: (theta + 0.3) / jnp.linalg.norm(theta + 0.3)
-                         if shape["design"] == "theory" else theta)),
+           changed_truth(lambda theta, shape: (theta + 0.3) / jnp.linalg.norm(theta + 0.3)
+                         if shape["design"] == "theory" else theta, field="theta")),
     Mutant("chowdhury-features-direct-for-difference", "x ~ N(0, I) where ϕ¹ − ϕ⁰ ~ N(0, 2I) is drawn "
            "(the feature covariance off by a factor 2)", EXP,
            generate_changed(lambda key, s, t, shape: _features_direct_for_difference(key, s, t, shape)

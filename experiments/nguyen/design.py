@@ -36,8 +36,8 @@ from scipy import integrate
 
 from dpsim import metrics
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, ratio_region
-from dpsim.experiment.mutants import Mutant, replaced_method
+from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
+from dpsim.experiment.mutants import Mutant, changed_truth, replaced_method
 
 from .common import AXIS_TYPES, lane_bytes
 from .rates import rate_generate, rate_truth
@@ -170,14 +170,9 @@ SE = {
 }
 
 
-def _text(key: str) -> str:
-    lo, hi = region(SE[key])
-    return f"exact, region [{lo:.4f}, {hi:.4f}] = e^(±6·se), se = {SE[key]:.2g} from the law at R = {R}"
-
-
 def _claim(name, statistic, key, prediction, formula, what, at=(), **check):
-    return Claim(name, DESIGN.name, statistic, region(SE[key]), over=Every(at) if at else At(),
-                 prediction=prediction, formula=formula, description=f"{what}; {_text(key)}", **check)
+    return pinned_claim(name, DESIGN.name, statistic, SE[key], prediction=prediction, formula=formula,
+                        description=what, reps=R, at=at, widths=SE_WIDTHS, **check)
 
 
 CHECKS = [
@@ -210,15 +205,6 @@ CHECKS = [
 # ---------------------------------------------------------------------------------------
 # Mutants
 # ---------------------------------------------------------------------------------------
-def truth_changed(change):
-    """``truth`` with its output changed by ``change(truth, shape)``."""
-    def apply(experiment):
-        def truth(key, shape, inner=experiment.truth):
-            return change(inner(key, shape), shape)
-        return dataclasses.replace(experiment, truth=truth)
-    return apply
-
-
 def sample_changed(change):
     """``generate`` with its output changed by ``change(sample, truth, data)``."""
     def apply(experiment):
@@ -255,12 +241,12 @@ def _paper_mode_centred(beta_hat, beta, mode):
 EXP = (DESIGN.name,)
 MUTANTS = [
     Mutant("nguyen-design-theta-scale-2", "abilities θ* drawn at twice the design's scale", EXP,
-           truth_changed(lambda t, shape: {**t, "theta": 2.0 * t["theta"]})),
+           changed_truth(lambda t, shape: {**t, "theta": 2.0 * t["theta"]})),
     Mutant("nguyen-design-beta-uncentred", "difficulties β* not centred (β* + 1)", EXP,
-           truth_changed(lambda t, shape: {**t, "beta": t["beta"] + 1.0})),
+           changed_truth(lambda t, shape: {**t, "beta": t["beta"] + 1.0})),
     Mutant("nguyen-design-uniform-wrong-range", "the bounded design drawn from Unif[−√3, √3] (the unit-variance "
            "uniform) instead of Unif[−1, 1]", EXP,
-           truth_changed(lambda t, shape: {**t, **({"theta": math.sqrt(3.0) * t["theta"],
+           changed_truth(lambda t, shape: {**t, **({"theta": math.sqrt(3.0) * t["theta"],
                                                     "beta": math.sqrt(3.0) * t["beta"]}
                                                    if shape["design"] == "uniform" else {})})),
     Mutant("nguyen-responses-observed-at-p-squared", "entries observed with probability p² (p applied twice)",

@@ -209,22 +209,24 @@ def theta_of(truth, data):
     return truth["theta"] if "theta" in truth else data["gap"] * truth["ladder"]
 
 
+def _ladder_win_probabilities(point: dict) -> np.ndarray:
+    """σ(Δk), k = 1 … m − 1: a pair's win probability on the ladder at rank difference k. (m − 1,)"""
+    return 1.0 / (1.0 + np.exp(-point["gap"] * np.arange(1, point["n_items"])))
+
+
 def ladder_win_laws(point: dict) -> dict:
     """The cell arrays ``win_law`` of a ladder design (module docstring, "Tables"): alias tables of
     the raw wins' laws Bin(L, σ(Δk)), k = 1 … m − 1, at (m, L, Δ). Returns {"threshold",
     "alias"}: (m − 1, L + 1)."""
-    k = np.arange(1, point["n_items"])
-    table = ladder_count_tables(point["n_users"], 1.0 / (1.0 + np.exp(-point["gap"] * k)))
-    return table._asdict()
+    return ladder_count_tables(point["n_users"], _ladder_win_probabilities(point))._asdict()
 
 
 def ladder_release_laws(point: dict) -> dict:
     """The cell arrays ``release_law`` of a ladder design: alias tables of the laws of the RR
     release's count, Bin(L, ½ + (σ(Δk) − ½)·tanh(ε/2)) (each answer released as 1 w.p. q̃,
     xu §3.1 Lemma 1), k = 1 … m − 1, at (m, L, Δ, ε). Returns {"threshold", "alias"}: (m − 1, L + 1)."""
-    k = np.arange(1, point["n_items"])
     shrink = 1.0 if math.isinf(point["eps"]) else math.tanh(point["eps"] / 2)
-    p_star = 1.0 / (1.0 + np.exp(-point["gap"] * k))
+    p_star = _ladder_win_probabilities(point)
     return ladder_count_tables(point["n_users"], 0.5 + (p_star - 0.5) * shrink)._asdict()
 
 
