@@ -4,7 +4,7 @@ learning from pairwise comparisons and human response data.
 ``import dpsim`` gives the Python API of :mod:`dpsim.api` (imported on first use):
 ``dpsim.run``, ``dpsim.load`` (:class:`~dpsim.api.Results`), ``dpsim.verify``, ``dpsim.solve``,
 ``dpsim.show``, ``dpsim.catalog``, ``dpsim.experiment_named``, ``dpsim.checks_for``,
-``dpsim.report``, ``dpsim.info``, ``dpsim.repair``, ``dpsim.merge``, ``dpsim.audit``.
+``dpsim.report``, ``dpsim.info``, ``dpsim.repair``, ``dpsim.merge``, ``dpsim.audit``, ``dpsim.plan``.
 
 Importing dpsim enables float64 in JAX for the whole process (``jax_enable_x64``): the
 estimators are solved to ‖∇‖∞ ≤ 1e-10, far below float32 resolution, so estimators run in
@@ -23,7 +23,7 @@ __version__ = "0.3.0"
 
 # The Python API (dpsim.api), imported on first use so that ``import dpsim`` stays light.
 API = ("run", "load", "Results", "experiment_named", "show", "catalog", "verify", "Verification", "solve",
-       "checks_for", "Method", "Experiment", "report", "info", "repair", "merge", "audit")
+       "checks_for", "Method", "Experiment", "report", "info", "repair", "merge", "audit", "plan")
 
 
 def __getattr__(name):

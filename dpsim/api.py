@@ -143,17 +143,20 @@ def overrides_of(overrides: Mapping[str, Any]) -> dict[str, list]:
     return out
 
 
-def show(target) -> dict:
-    """What ``dpsim show`` prints, as data (without its run-time estimate).
+def show(target, *, estimate: bool = False) -> dict:
+    """What ``dpsim show`` prints, as data.
 
     Args:
         target: a name, ``study.py[:NAME]`` or an :class:`Experiment`.
+        estimate: also time the default grid's largest shape here (compiles it once) for
+            "estimated_seconds" and "estimate_how", as ``dpsim show`` prints them.
     Returns:
         {"name", "title", "description", "source", "page" (the paper's page, or ""), "reps", "axes" (a DataFrame: axis, kind,
         default (the list of values), doc, choices), "derived" (DataFrame: names, level, doc),
         "methods" (DataFrame: method, label, doc, metrics, diagnostics, solver), "figure" (its
         title, x, curve and panels' metrics, or None), "lines" (the text ``dpsim show`` prints),
-        "experiment" (the object)}.
+        "experiment" (the object), "memory" (the default grid's working set against this
+        machine's memory); with ``estimate``, "estimated_seconds" and "estimate_how"}.
     """
     from dpsim.experiment.axes import axis_type
     from dpsim.experiment.describe import describe
@@ -172,9 +175,34 @@ def show(target) -> dict:
     spec = experiment.figure
     figure = None if spec is None else {"title": spec.title, "x": spec.x, "curve": spec.curve,
                                         "panels": [(p.metric, p.method) for p in spec.panels]}
-    return {"name": experiment.name, "title": experiment.title, "description": experiment.description,
+    shown = {"name": experiment.name, "title": experiment.title, "description": experiment.description,
             "source": source, "reps": experiment.reps, "axes": axes, "derived": derived, "methods": methods,
             "figure": figure, "page": page, "lines": describe(experiment, source or "", page), "experiment": experiment}
+    from dpsim.experiment.describe import default_plan, estimate_seconds
+    default = default_plan(experiment)          # planned once, for the memory line and the estimate
+    shown["memory"] = default.memory_line()
+    if estimate:
+        shown["estimated_seconds"], shown["estimate_how"] = estimate_seconds(experiment, plan=default)
+    return shown
+
+
+def plan(experiment_or_name, *, reps: int | None = None, seed: int = 0, out=None, **overrides):
+    """What ``dpsim run --dry-run`` prints, as data: the request validated and planned, nothing
+    written or computed.
+
+    Args:
+        experiment_or_name, reps, seed, out, **overrides: as :func:`run`.
+    Returns:
+        The :class:`~dpsim.experiment.planning.Plan`: its steps, lanes, chunks, micro-batch,
+        memory, ``compute_seconds()`` (the cost model's estimate) and ``describe()`` (the lines
+        ``--dry-run`` prints).
+    Raises:
+        UsageError: a bad name, axis, value or option (one line).
+    """
+    from dpsim.experiment.runner import plan_run
+    experiment, _ = _resolved(experiment_or_name)
+    target = Path(out) if out is not None else Path("runs") / experiment.name
+    return plan_run(experiment, reps=reps, seed=seed, out=target, overrides=overrides_of(overrides) or None)
 
 
 def catalog(target: str | None = None) -> dict[str, pd.DataFrame]:

@@ -61,17 +61,14 @@ def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | No
 
 def cmd_show(args) -> int:
     from dpsim.api import show
-    from dpsim.experiment.describe import default_plan, estimate_seconds
     from dpsim.experiment.units import format_duration
-    shown = show(args.experiment)
+    shown = show(args.experiment, estimate=not args.no_estimate)
     for line in shown["lines"]:
         print(line)
-    experiment = shown["experiment"]
-    plan = default_plan(experiment)             # planned once, for the memory line and the estimate
-    print("  " + plan.memory_line())
+    print("  " + shown["memory"])
     if not args.no_estimate:
-        seconds, how = estimate_seconds(experiment, plan=plan)
-        print(f"  estimated run time of the default grid here: {format_duration(seconds)} ({how})")
+        print(f"  estimated run time of the default grid here: {format_duration(shown['estimated_seconds'])} "
+              f"({shown['estimate_how']})")
     return 0
 
 
@@ -89,7 +86,7 @@ def cmd_run(args) -> int:
                         chunk=args.chunk, workers=args.workers, micro_batch=args.micro_batch, part=part,
                         calibrate=args.executor == "local",      # Ray's actors do not calibrate
                         accept_code_change=args.accept_code_change)
-        print(f"{experiment.name} (dry run, nothing written):")
+        print(f"{experiment.name} (dry run, nothing written):")      # dpsim.plan gives the same Plan
         for line in plan.describe():
             print(line)
         return 0

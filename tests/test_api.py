@@ -255,3 +255,19 @@ def test_folder_commands_and_audits_return_data(tmp_path):
     assert audits["within_budget"].all() and (audits["exact_loss"] <= 1.0 + 1e-12).all()
     with pytest.raises(UsageError, match="eps=inf"):
         dpsim.audit("chowdhury-label-rr", eps=[float("inf")])
+
+
+def test_plan_and_show_give_what_the_dry_run_and_show_print(capsys):
+    """dpsim.plan is ``dpsim run --dry-run`` as data; dpsim.show carries the memory line (and,
+    asked, the estimate) that ``dpsim show`` prints."""
+    planned = dpsim.plan("cai-fig2", reps=3, n_items=20, p=[0.5, 1.0], eps=1.0)
+    assert planned.lanes == 6 and planned.compute_seconds() > 0
+    assert main(["run", "cai-fig2", "--reps", "3", "--set", "n_items=20", "--set", "p=0.5,1", "--set", "eps=1",
+                 "--dry-run"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1:] == planned.describe()
+    shown = dpsim.show("cai-fig2")
+    assert main(["show", "cai-fig2", "--no-estimate"]) == 0
+    assert capsys.readouterr().out.splitlines() == [*shown["lines"], "  " + shown["memory"]]
+    with pytest.raises(UsageError, match="n_itemz"):
+        dpsim.plan("cai-fig2", n_itemz=20)
