@@ -1,0 +1,1 @@
+"""Where a metric's mean meets a target: stochastic root-finders (``rootfinding``) and ``dpsim solve`` (``solve``)."""

@@ -1,0 +1,176 @@
+"""cai's level checks and mutants (experiments/cai/levels.py, calibrations.py,
+threshold.ReachableCollapseCheck): the closed forms against independent computations, the
+two optimality identities of Algorithm 1 on real fits, the mutants' copies of Algorithm 1
+against the library's, and a mutant caught at the level of its metric."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import special, stats
+
+import dpsim  # noqa: F401  (float64)
+from dpsim.estimators import perturbed_mle_edge, perturbed_mle_individual
+from dpsim.estimators.btl_mle import penalised_mle
+from dpsim.engine.definition.grid import Context
+from dpsim.models import sample_er_comparisons, theta_cai_design
+from experiments import cai
+from experiments.cai import calibrations, design, levels, threshold
+
+
+# ---------------------------------------------------------------------------------------
+# Closed forms (cai Algorithms 1–3 (§2.2.1, §2.3.1, §3.2, §3.3))
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("eps", [0.2, 1.0, 5.0])
+def test_count_noise_variances_are_laplace_variances(eps):
+    assert levels.edge_count_noise_variance(eps) == pytest.approx(stats.laplace(scale=2 / eps).var(), rel=1e-12)
+    for mode, c in (("strict", 2.0), ("paper", 1.0)):
+        assert levels.individual_count_noise_variance(eps, 5, mode) == pytest.approx(
+            stats.laplace(scale=c * 5 / eps).var(), rel=1e-12)
+
+
+def test_perturbation_constants_match_the_spec_numbers():
+    # cai Algorithm 1, §2.2.1: λ = 8/ε; γ = 2√(np ln n), "≈ 26 at n = 300, p = 0.1" (c0 = 2); 1/ε when larger
+    lam, gamma = levels.edge_perturbation(1.0, 300, 1.0, 2.0)
+    assert lam == 8.0 and gamma == pytest.approx(2 * math.sqrt(300 * math.log(300)), rel=1e-12)
+    assert levels.edge_perturbation(1.0, 300, 0.1, 2.0)[1] == pytest.approx(26.16, abs=0.01)
+    assert levels.edge_perturbation(10.0, 200, 1.0, 0.0) == (0.8, 0.1)
+    # cai Algorithm 1 under individual DP, §3.2: λ = 8L/ε, γ = 2L/ε (the code's lam = 8·1·L/ε, gamma = 8·0.25·L/ε)
+    assert levels.individual_perturbation(2.0, 5) == (20.0, 5.0)
+    assert levels.perturbation_mean_ratio(*levels.individual_perturbation(0.3, 7)) == pytest.approx(32.0)
+
+
+def test_tau_shift_is_the_noise_over_np():
+    # S = (n − 1)p: τ̂ − τ̂_raw = noise/(np), so its mean square is Var/(np)²
+    assert levels.tau_shift_msq(3.0, 200, 199 * 0.5) == pytest.approx(3.0 / (200 * 0.5) ** 2, rel=1e-12)
+
+
+def test_regions_are_six_standard_errors_rounded_outward():
+    lo, hi = levels.region(0.01)
+    assert lo <= math.exp(-0.06) and hi >= math.exp(0.06) and hi - lo < 0.14
+
+
+# ---------------------------------------------------------------------------------------
+# The identities of Algorithm 1 (levels docstring) on real fits
+# ---------------------------------------------------------------------------------------
+def _edge_data(n=40, p=0.6, seed=3):
+    theta = theta_cai_design(jax.random.key(seed), n)
+    return sample_er_comparisons(jax.random.key(seed + 1), theta, p)
+
+
+def _user_counts(n, seed=7):
+    """An aggregated win matrix of individual data (integer counts, zero diagonal)."""
+    W = np.random.default_rng(seed).integers(0, 30, (n, n)).astype(float)
+    np.fill_diagonal(W, 0.0)
+    return jnp.asarray(W)
+
+
+@jax.jit
+def _fit_theta(W, gamma, w):
+    """θ̃ of the perturbed objective, compiled once for every test of this file that fits."""
+    return penalised_mle(W, gamma, w).theta
+
+
+@pytest.mark.parametrize("gamma", [0.5, 20.0])
+def test_perturbation_metrics_recover_the_noise_exactly(gamma):
+    W = _edge_data()
+    w = 3.0 * jax.random.laplace(jax.random.key(5), (W.shape[0],))
+    m = levels.perturbation_metrics(W, _fit_theta(W, gamma, w))
+    noise_msq = m["op_grad_msq"] - 2 * gamma * m["op_grad_theta"] + gamma ** 2 * m["op_theta_msq"]
+    assert float(noise_msq) == pytest.approx(float(jnp.mean(w ** 2)), rel=1e-8)
+    n = W.shape[0]
+    assert float(m["op_theta_mean_sq"]) == pytest.approx(n * float(jnp.mean(w)) ** 2 / gamma ** 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("spread", [1.0, 60.0, 1200.0])
+def test_expected_wins_match_scipy_expit_over_a_wide_score_range(spread):
+    """Σ_j (W_ij + W_ji) σ(θ_i − θ_j) against SciPy's ``expit``, pair by pair in NumPy, for
+    scores spread over up to 1200 (the b = exp(θ − midpoint) form stays finite there)."""
+    W = np.asarray(_user_counts(30))
+    theta = np.linspace(-spread / 2, spread / 2, 30)[np.random.default_rng(1).permutation(30)]
+    want = ((W + W.T) * special.expit(theta[:, None] - theta[None, :])).sum(axis=1)
+    got = np.asarray(jax.jit(levels.expected_wins)(jnp.asarray(W), jnp.asarray(theta)))
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
+
+
+def test_perturbation_metrics_ignore_padding():
+    W = _edge_data()
+    theta = _fit_theta(W, 2.0, jax.random.laplace(jax.random.key(2), (40,)))
+    padded_W = jnp.zeros((46, 46)).at[:40, :40].set(W)
+    padded_theta = jnp.zeros(46).at[:40].set(theta)
+    a, b = levels.perturbation_metrics(W, theta), levels.perturbation_metrics(padded_W, padded_theta, 40)
+    for key in levels.PERTURBATION_METRICS:
+        assert float(b[key]) == pytest.approx(float(a[key]), rel=1e-12, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------------------
+# Mutants
+# ---------------------------------------------------------------------------------------
+def test_mutants_are_named_for_cai_and_mutate_their_experiments():
+    experiments = {e.name: e for e in cai.EXPERIMENTS}
+    assert cai.MUTANTS and len({m.name for m in cai.MUTANTS}) == len(cai.MUTANTS)
+    checked = {c.experiment for c in [*calibrations.CHECKS, *design.CHECKS]}   # the level checks
+    for mutant in cai.MUTANTS:
+        assert mutant.name.startswith("cai-")
+        for name in mutant.experiments:
+            assert name in checked       # a level check of this experiment can catch it
+            mutated = mutant.mutate(experiments[name])
+            assert mutated.name == name and mutated.methods.keys() == experiments[name].methods.keys()
+
+
+def test_mutant_copies_of_algorithm_1_equal_the_library_at_factor_one():
+    W = _edge_data()
+    Wi = _user_counts(12)
+
+    @jax.jit
+    def thetas(key):
+        return (calibrations.edge_fit()(key, W, 0.7, 0.6, c0=2.0, n_items=40).theta,
+                perturbed_mle_edge(key, W, 0.7, 0.6, c0=2.0, n_items=40).theta,
+                calibrations.individual_fit()(key, Wi, 2.0, 5).theta,
+                perturbed_mle_individual(key, Wi, 2.0, 5).theta)
+
+    ours_edge, library_edge, ours_individual, library_individual = thetas(jax.random.key(9))
+    np.testing.assert_allclose(ours_edge, library_edge, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ours_individual, library_individual, rtol=0, atol=1e-12)
+
+
+def test_paper_as_strict_mutant_quadruples_the_count_noise():
+    """The mutated fig7 counts method, called directly on one W over 400 keys: its noise_msq
+    is 4× the paper-mode prediction 2(L/ε)², the real method's 1×."""
+    fig7 = cai.individual.FIG7
+    mutant = next(m for m in cai.MUTANTS if m.name == "cai-indiv-counts-paper-as-strict")
+    W = _user_counts(16)
+    sample = {"W": W, "theta": jnp.zeros(16), "top_k": jnp.arange(16) < 4}
+    ctx = Context(shape={"n_items": 16, "k": 4, "link": "logistic", "mode": "paper"}, truth={}, sample=sample,
+                  data={"n_users": 250, "per_user": 5}, analysis={"eps": 1.0})
+    keys = jax.random.split(jax.random.key(6), 400)
+    predicted = levels.individual_count_noise_variance(1.0, 5, "paper")
+    for experiment, factor in ((fig7, 1.0), (mutant.mutate(fig7), 4.0)):
+        fn = experiment.methods["counts"].fn
+        msq = jax.jit(jax.vmap(lambda k: fn(k, ctx)["noise_msq"]))(keys)
+        assert float(jnp.mean(msq)) / predicted == pytest.approx(factor, rel=0.15)
+
+
+# ---------------------------------------------------------------------------------------
+# The threshold check keeps the configurations whose grid reaches x_high
+# ---------------------------------------------------------------------------------------
+def test_reachable_collapse_check_leaves_out_configurations_that_cannot_cross():
+    rng = np.random.default_rng(0)
+    rows = []
+    # two configurations whose x reaches 3 (midpoint 1), one whose grid ends at 0.8
+    for n, scale in ((100, 1.0), (200, 1.0), (300, 0.27)):
+        for rep in range(200):
+            for gap in np.geomspace(0.05, 0.48, 12):
+                x = gap / 0.48 * 3.0 * scale
+                rows.append({"n_items": n, "gap": gap, "rep": rep, "method": "counts", "gap_over_rate": x,
+                             "exact_recovery": float(rng.random() < 1 / (1 + (1 / x) ** 6))})
+    table = pd.DataFrame(rows)
+    table.attrs["method_columns"] = ("gap_over_rate", "exact_recovery")
+    check = threshold.ReachableCollapseCheck(
+        "cai-test", "x", "exact_recovery", "counts", "gap_over_rate", pool=("gap",), configs=("n_items",),
+        max_ratio=3.0, x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95)
+    result = check.evaluate(table)
+    assert result.verdict == "PASS", result.line()
+    assert "1 of 3 configurations left out" in result.evidence

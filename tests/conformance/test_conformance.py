@@ -1,0 +1,259 @@
+"""Conformance: every registered experiment gets these tests with no test code of its own.
+
+"Registered": the installed papers' experiments (entry points of ``dpsim.papers``), the example
+study's (``examples/custom_study.py``, a study file given by path) and a fifth, toy paper's
+(``tests/toy_paper``, installed here for this module by its one entry-point line). For each:
+
+* **bad input** through ``dpsim run`` (in this process): an unknown axis, one value of each
+  kind that each of its axes' types refuses (:meth:`AxisType.invalid_examples`) and, where it
+  has the shared axes ``k`` and ``n_items``, a top-k size k = n_items: exit status 2, one line
+  on stderr naming the value, nothing written (neither ``--out`` nor the working directory);
+* a **smoke run** at (at most) the first two values of every axis (of its shape axes, only the
+  first that has two keeps both: at most two shapes to compile), 2 replicates, with the
+  default workers and a watchdog: it finishes (a hang stops as :class:`RunStalled` instead of
+  hanging the suite), with one row per grid point, replicate and method, every declared
+  metric and diagnostic present. This is the suite's one smoke run of every experiment;
+* its **figure** drawn from that run by ``dpsim plot RUN --to FILE`` into non-empty files (or,
+  for an experiment that declares none, a one-line refusal);
+* its **checks** judged on that run as ``dpsim verify`` judges them: a verdict for each (on 2
+  replicates mostly INCONCLUSIVE, or an ERROR line saying why it cannot be evaluated), never an
+  exception.
+
+One smoke run per experiment is shared by its tests (a module-scoped fixture). Two shapes
+where an experiment has them make the background thread compile the next step's program while
+chunks of the previous one compute; every wait has the watchdog's timeout
+(dpsim/engine/execution/threads.py) and worker threads are daemons, so a stuck run cannot hold the
+suite. XLA:CPU's intra-op pool is left at its default (``PJRT_NPROC`` is read when JAX creates
+its CPU client, before this module runs in a whole-suite run).
+
+The console script's exit status and one-line error, end to end in a fresh interpreter, are
+tested once, in tests/engine/test_cli.py.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsim.errors import RunStalled
+from dpsim.engine import registry
+from dpsim.engine.definition.axes import axis_type
+from dpsim.engine.judgement.checks import CheckResult
+from dpsim.engine.definition.grid import expand_grid
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.storage.store import load_results
+from dpsim.engine.judgement.verdicts import VERDICTS
+from dpsim.engine.judgement.verify import family_size, judge
+
+from cli_cases import refused, run_in_process
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = ROOT / "examples" / "custom_study.py"
+TOY_ENTRY_POINT = "[dpsim.papers]\ntoy = toy_paper\n"     # the toy paper's one registration line
+REPS = 2
+SMOKE_VALUES = 2          # the first values of each axis in the smoke run
+WATCHDOG = 240            # seconds without progress before a smoke run stops as RunStalled
+
+
+# ----------------------------------------------------------------------------- the toy paper
+@contextmanager
+def toy_paper_installed(folder: Path):
+    """The toy paper installed while the block runs: a ``toy_paper-0.0.dist-info`` holding its
+    one entry-point line, in ``folder`` put on ``sys.path`` (where importlib.metadata looks
+    for installed distributions; ``toy_paper`` itself is imported from tests/). The registry
+    forgets what it found on entry and on exit, so no other test module sees the toy paper."""
+    info = folder / "toy_paper-0.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_paper\nVersion: 0.0\n")
+    (info / "entry_points.txt").write_text(TOY_ENTRY_POINT)
+    sys.path.append(str(folder))
+    importlib.invalidate_caches()
+    registry.forget_installed()
+    try:
+        yield
+    finally:
+        sys.path.remove(str(folder))
+        importlib.invalidate_caches()
+        registry.forget_installed()
+
+
+def _registered() -> list[str]:
+    """The targets of every registered experiment, as ``dpsim run`` takes them: an installed
+    experiment's name, or ``path.py:NAME`` for the study file's."""
+    with tempfile.TemporaryDirectory() as folder, toy_paper_installed(Path(folder)):
+        found = registry.catalogue(str(STUDY))
+        return [found.source[name] if registry.is_study(found.source[name]) else name for name in found.experiments]
+
+
+TARGETS = _registered()
+IDS = [target.rpartition(":")[2] for target in TARGETS]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toy_paper(tmp_path_factory):
+    """The toy paper installed for this module's tests, as it was when they were collected."""
+    with toy_paper_installed(tmp_path_factory.mktemp("site-packages")):
+        yield
+
+
+# ----------------------------------------------------------------------------- registration
+def test_the_toy_paper_is_found_by_its_entry_point_and_named_by_it(tmp_path, monkeypatch, capsys):
+    """One entry-point line registers the toy paper under its name: `dpsim list toy` lists
+    both its experiments, the one not named after the paper included, and its checks."""
+    found = registry.installed()
+    assert found.papers["toy"].startswith("A toy paper")
+    assert {"toy-noise", "noisy-borda-size"} <= set(found.experiments)
+    assert found.source["noisy-borda-size"] == "toy_paper"
+    code, out, err = run_in_process(["list", "toy"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert "toy-noise" in out and "noisy-borda-size" in out and "toy-noise-variance" in out
+    assert "cai-fig1" not in out
+    assert registry.experiment("noisy-borda-size")[1] == "toy_paper"
+    assert {"cai", "chowdhury", "nguyen", "xu", "toy"} <= set(registry.paper_names())
+
+
+def test_every_experiment_is_tested_here():
+    """Every installed paper's experiments, the study file's and the toy paper's."""
+    names = set(IDS)
+    assert set(registry.installed().experiments) <= names
+    assert {"borda-noise", "toy-noise", "noisy-borda-size", "cai-fig1", "xu-fig2"} <= names
+    assert len(names) == len(IDS)
+
+
+# ----------------------------------------------------------------------------- bad input
+def bad_cases(experiment) -> list[tuple[list[str], list[str]]]:
+    """The bad ``--set`` options for ``experiment``, each with the texts its error line must
+    name: an unknown axis; each axis set to each kind of value its type refuses; and a
+    top-k size ``k`` equal to ``n_items`` (the shared vocabulary's axes), where it has both."""
+    cases = [(["--set", "nosuch=1"], ["nosuch"])]
+    for axis in experiment.axes:
+        for value in axis_type(axis, experiment.axis_types).invalid_examples():
+            cases.append((["--set", f"{axis}={value}"], [axis, str(value)]))
+    if "k" in experiment.axes and "n_items" in experiment.axes:
+        n = min(v for v in experiment.axes["n_items"])
+        cases.append((["--set", f"n_items={n}", "--set", f"k={n}"], [f"k={n}"]))
+    return cases
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=IDS)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(target, tmp_path, monkeypatch, capsys):
+    experiment, _ = registry.experiment(target)
+    for options, names in bad_cases(experiment):
+        line = refused(["run", target, *options, "--out", tmp_path / "out", "--no-progress"], tmp_path,
+                       monkeypatch, capsys)
+        assert all(name in line for name in names), (options, line)
+
+
+# ----------------------------------------------------------------------------- smoke run
+@dataclass(frozen=True)
+class Smoke:
+    """One experiment's smoke run: the experiment, how `dpsim` names it, the axis values it
+    ran ({axis: values}), where the run is, what the runner returned and the stored table."""
+
+    experiment: object
+    target: str
+    axes: dict
+    out: Path
+    summary: object
+    table: pd.DataFrame
+
+    @property
+    def points(self) -> int:
+        """Grid points run: the product of the axes' value counts."""
+        return math.prod(len(values) for values in self.axes.values())
+
+
+def smoke_axes(experiment) -> dict:
+    """The smoke run's values: the first two of every axis, except that only the first shape
+    axis holding two values keeps both (the others keep their first): two shape points at most,
+    each a program to compile (two shape axes of two values each would make four)."""
+    axes, shaped = {}, False
+    for axis, values in experiment.axes.items():
+        values = list(values)[:SMOKE_VALUES]
+        if axis in experiment.shape_axes and len(values) > 1:
+            values, shaped = (values[:1] if shaped else values), True
+        axes[axis] = values
+    return axes
+
+
+@pytest.fixture(scope="module", params=TARGETS, ids=IDS)
+def smoke(request, tmp_path_factory) -> Smoke:
+    """The experiment run at :func:`smoke_axes` (the first two values of every axis, two
+    shapes at most), 2 replicates, with the default workers and the watchdog (its tests share
+    it). A run that stops making progress fails its tests with the watchdog's one-line message."""
+    target = request.param
+    experiment, source = registry.experiment(target)
+    out = tmp_path_factory.mktemp("smoke") / experiment.name
+    axes = smoke_axes(experiment)
+    try:
+        summary = run_experiment(experiment, reps=REPS, out=out, progress=False, source=source,
+                                 overrides=axes, watchdog=WATCHDOG)
+    except RunStalled as exc:
+        pytest.fail(f"{experiment.name} stalled: {exc}")
+    return Smoke(experiment, target, axes, out, summary, load_results(out))
+
+
+def test_smoke_run_finishes_with_a_row_per_point_replicate_and_method(smoke):
+    """The run finishes with the default workers (no hang, no stall) and stores one row per
+    grid point, replicate and method, each axis at the values it was given."""
+    table, methods = smoke.table, smoke.experiment.methods
+    assert len(table) == smoke.points * REPS * len(methods)
+    assert smoke.summary.rows_written == len(table)
+    assert table["point"].nunique() == smoke.points
+    assert set(table["method"]) == set(methods) and set(table["rep"]) == set(range(REPS))
+    assert not table.duplicated(["point", "rep", "method"]).any()
+    grid = expand_grid(smoke.experiment, smoke.axes)
+    for axis in smoke.axes:
+        if axis in table:          # the values given; a shape axis's as resolved (k="auto": a number)
+            shaped = axis in smoke.experiment.shape_axes
+            given = {shape[axis] for shape in grid.shapes} if shaped else set(grid.axes[axis])
+            assert set(table[axis].tolist()) == given, (axis, given, table[axis].unique())
+    for name, method in methods.items():
+        rows = table[table["method"] == name]
+        for column in method.metrics:
+            assert column in table, (name, column)
+        for column in method.diagnostics:
+            assert rows[column].notna().all(), (name, column)
+
+
+def test_smoke_run_metrics_are_numbers(smoke):
+    """Every declared metric is stored as a float, and every method reports a number (NaN is
+    a metric's way of saying "undefined here", e.g. chowdhury's noise_sq for a fit on the
+    boundary, so a method may leave some metrics NaN, but not all of them)."""
+    for name, method in smoke.experiment.methods.items():
+        rows = smoke.table[smoke.table["method"] == name]
+        values = rows[list(method.metrics)].to_numpy(dtype=float)
+        assert all(rows[m].dtype.kind == "f" for m in method.metrics), (name, rows.dtypes)
+        assert not np.isnan(values).all(), (name, "every metric is NaN")
+
+
+# ----------------------------------------------------------------------------- figure
+def test_figure_is_drawn_from_the_run(smoke, tmp_path, monkeypatch, capsys):
+    code, out, err = run_in_process(["plot", smoke.out, "--to", tmp_path / "figure"], tmp_path, monkeypatch, capsys)
+    if smoke.experiment.figure is None:
+        assert code == 2 and err.strip() == f"dpsim: error: experiment {smoke.experiment.name!r} defines no figure"
+        return
+    assert code == 0, err
+    drawn = [Path(line.removeprefix("figure: ")) for line in out.splitlines() if line.startswith("figure: ")]
+    assert any(p.suffix == ".png" for p in drawn), out
+    for path in drawn:
+        assert path.parent == tmp_path and path.stat().st_size > 0, path
+
+
+# ----------------------------------------------------------------------------- checks
+def test_checks_are_judged_on_the_run(smoke):
+    found = registry.catalogue(smoke.target)
+    checks = [c for c in found.checks.values() if c.experiment == smoke.experiment.name]
+    family = family_size(checks)
+    for check in checks:
+        result = judge(check, smoke.table, family)
+        assert isinstance(result, CheckResult) and result.name == check.name
+        assert result.verdict in VERDICTS and "\n" not in result.line(), result.line()
