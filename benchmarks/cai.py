@@ -104,7 +104,7 @@ from dpsim.estimators.btl_mle import (GRADIENT_SCALE_COMPARISONS, btl_objective,
 from dpsim.engine import Context, Method
 from dpsim.engine.execution import chunk_io, planning, program, runner
 from dpsim.engine.execution.batching import default_workers, micro_batch_size
-from dpsim.engine.definition.grid import stable_id
+from dpsim.engine.definition.ids import stable_id
 from dpsim.experiments.cai import edge
 from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.models.btl import sample_er_comparisons, theta_cai_design, top_k_size

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 
 from dpsim.errors import UsageError, did_you_mean  # noqa: F401 (did_you_mean: registry's name for it too)
-from dpsim.engine.definition.grid import Experiment
+from dpsim.engine.definition.experiment import Experiment
 
 GROUP = "dpsim.papers"
 KINDS = ("experiments", "checks", "audits", "mutants")

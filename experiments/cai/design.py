@@ -42,7 +42,7 @@ from scipy import integrate, special, stats
 
 from dpsim import metrics
 from dpsim.estimators import top_k_mask
-from dpsim.engine import Experiment, Method
+from dpsim.engine import Experiment, Tuning, Method
 from dpsim.engine.judgement.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
 from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
@@ -223,8 +223,7 @@ DESIGN = Experiment(
     axes={"n_items": [DESIGN_N], "k": ["auto"], "link": ["logistic"], "p": DESIGN_P, "eps": [1.0]},
     shape_axes=("n_items", "k", "link"), analysis_axes=("eps",),
     truth=edge.truth, generate=edge.generate, methods=METHODS, reps=DESIGN_REPS, truth_per_replicate=True,
-    axis_types=edge.AXIS_TYPES, resolve_shape=edge.resolve_shape, lane_bytes=edge.lane_bytes,
-    description="cai §2.1, §4.1.1; docs/cai.md, Pins of the design and the metrics: θ* design, G(n, p), logistic "
+    axis_types=edge.AXIS_TYPES, resolve_shape=edge.resolve_shape, tuning=Tuning(lane_bytes=edge.lane_bytes), description="cai §2.1, §4.1.1; docs/cai.md, Pins of the design and the metrics: θ* design, G(n, p), logistic "
                 "outcomes and every error metric against closed forms (θ* redrawn per replicate)")
 
 EXPERIMENTS = [DESIGN]

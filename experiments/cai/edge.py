@@ -32,7 +32,7 @@ from dpsim import theory
 from dpsim.theory import cai as cai_theory
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask, win_counts
-from dpsim.engine import (comparison_check, Experiment, FigureSpec, Method, Padding, Panel, slope_check, trend_check,
+from dpsim.engine import (comparison_check, Experiment, Tuning, FigureSpec, Method, Padding, Panel, slope_check, trend_check,
                               UsageError, axes, solver_diagnostics)
 from dpsim.models.btl import MAX_FLAT_ITEMS
 from dpsim.models import (centre, get_link, real_items, sample_er_graph, theta_cai_design, top_k_size,
@@ -194,8 +194,7 @@ def edge_experiment(name, title, grid, figure=None, reps=PAPER_REPS, description
         name=name, title=title, axes=full,
         shape_axes=("n_items", "k", "link"), analysis_axes=("eps", "c0"),
         truth=truth, generate=generate, methods=methods, reps=reps, figure=figure,
-        axis_types=AXIS_TYPES, resolve_shape=resolve_shape, lane_bytes=lane_bytes,
-        padding=PADDING if all(m.masks_padding for m in methods.values()) else None, description=description)
+        axis_types=AXIS_TYPES, resolve_shape=resolve_shape, tuning=Tuning(lane_bytes=lane_bytes, padding=PADDING if all(m.masks_padding for m in methods.values()) else None), description=description)
 
 
 EPS_CURVES = [0.5, 1.0, 2.5, INF]

@@ -31,7 +31,7 @@ Checks (docs/chowdhury.md, Experiments as run, "how a reproduction of Fig. 1 sho
 """
 from __future__ import annotations
 
-from dpsim.engine import Experiment, FigureSpec, Panel, comparison_check, slope_check, trend_check
+from dpsim.engine import Experiment, Keys, Tuning, FigureSpec, Panel, comparison_check, slope_check, trend_check
 
 from . import common as c
 
@@ -56,8 +56,7 @@ FIG1 = Experiment(
     shape_axes=("dim", "n_samples", "design", "features"), analysis_axes=("eps", "delta", "beta"),
     truth=c.truth, generate=c.generate_with_mle, privatise=c.privatise_rr, methods=c.EXACT_METHODS,
     reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 (exact minimisers)", c.EXACT_METHODS),
-    axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, lane_bytes=c.binary_lane_bytes,
-    description="chowdhury §6 Fig. 1, the 'exact' reading of docs/chowdhury.md, Experiments as run (primary): MLE, θ̂_RR, θ̂_obj "
+    axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=c.binary_lane_bytes), description="chowdhury §6 Fig. 1, the 'exact' reading of docs/chowdhury.md, Experiments as run (primary): MLE, θ̂_RR, θ̂_obj "
                 "(β = √n/B, L = max‖x‖/2, B = 2√d)")
 
 FIG1_SGD = Experiment(
@@ -70,9 +69,7 @@ FIG1_SGD = Experiment(
     analysis_axes=("eps", "delta", "beta", "mode"),
     truth=c.truth, generate=c.sgd_generate, privatise=c.privatise_rr, methods=c.SGD_METHODS,
     reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 by one-pass SGD", c.SGD_METHODS),
-    axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, lane_bytes=c.binary_lane_bytes,
-    stream_names=c.STREAM_NAMES,
-    description="chowdhury §6 read literally (the readings 'sgd-literal', 'sgd-theory' and averaged of docs/chowdhury.md, Experiments as run): "
+    axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=c.binary_lane_bytes), keys=Keys(stream_names=c.STREAM_NAMES), description="chowdhury §6 read literally (the readings 'sgd-literal', 'sgd-theory' and averaged of docs/chowdhury.md, Experiments as run): "
                 "one pass, η = 0.1; secondary, shows why the literal reading does not reproduce Fig. 1")
 
 EXPERIMENTS = [FIG1, FIG1_SGD]

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.linear_btl import rr_debiased, rr_naive_log_probabilities
-from dpsim.engine import (ColumnRatio, Claim, Every, Experiment, FigureSpec, Method, Panel, UsageError,
+from dpsim.engine import (ColumnRatio, Claim, Every, Experiment, Tuning, FigureSpec, Method, Panel, UsageError,
                               solver_diagnostics)
 from dpsim.mechanisms.randomized_response import randomized_response
 from dpsim.metrics import l2_error, squared_l2_error
@@ -132,8 +132,7 @@ LOWER_BOUND = Experiment(
                       title="chowdhury Thm 3.2 on its hypercube instance (P13): risk / lower bound",
                       symbols=c.SYMBOLS, value_labels=c.VALUE_LABELS),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), validate_point=validate_dim,
-    lane_bytes=lambda shape: 8 * shape["n_samples"] * (2 ** shape["dim"] * 3 + 6 * shape["dim"]),
-    description="chowdhury §3; docs/chowdhury.md, Predictions (P13): achieved MSE ≥ d²/(16‖X‖_F²) and d²/(32(e^ε−1)²‖X‖_F²)")
+    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * (2 ** shape["dim"] * 3 + 6 * shape["dim"])), description="chowdhury §3; docs/chowdhury.md, Predictions (P13): achieved MSE ≥ d²/(16‖X‖_F²) and d²/(32(e^ε−1)²‖X‖_F²)")
 
 EXPERIMENTS = [LOWER_BOUND]
 

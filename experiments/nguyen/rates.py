@@ -51,7 +51,7 @@ import math
 import jax
 
 from dpsim import theory
-from dpsim.engine import (Experiment, FigureSpec, Panel, deferred_entries, method_ratio_check,
+from dpsim.engine import (Experiment, Tuning, FigureSpec, Panel, deferred_entries, method_ratio_check,
                               method_ratio_slope_check, slope_check, slope_range_check, trend_check)
 from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
 from dpsim.mechanisms.zcdp import zcdp_rho
@@ -93,8 +93,7 @@ def rate_experiment(name, title, setting, grid, methods, panels, x, xlabel, desc
         truth=rate_truth, truth_per_replicate=True, generate=rate_generate,
         methods=make_methods(methods, STRICT_RATES, TruthScore(), lambda ctx: ctx.sample["nonprivate"]),
         reps=reps, axis_types=AXIS_TYPES, derived=(privacy_derived(STRICT_RATES),),
-        lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
-        figure=FigureSpec(x=x, curve="method", xlabel=xlabel, curve_label="method", logx=logx, logy=True,
+        tuning=Tuning(lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"])), figure=FigureSpec(x=x, curve="method", xlabel=xlabel, curve_label="method", logx=logx, logy=True,
                           panels=panels, curve_labels=LABELS, symbols=SYMBOLS,
                           value_labels=VALUE_LABELS, title=title),
         description=description)

@@ -48,7 +48,7 @@ import numpy as np
 from dpsim.datasets import lsat, movielens_responses, three_grades, uci_student
 from dpsim.errors import UsageError
 from dpsim.estimators.spectral import differential_counts
-from dpsim.engine import (Derived, Experiment, FigureSpec, Panel, axes, comparison_check, method_ratio_check,
+from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Panel, axes, comparison_check, method_ratio_check,
                               ratio_check)
 
 from .common import (AXIS_TYPES, PROSE, DELTA, EPS_REAL, LABELS, MODES, PROPOSED, REAL, SYMBOLS, VALUE_LABELS,
@@ -145,8 +145,7 @@ FIG2 = Experiment(
     derived=(Derived(("n_items", "n_users", "source"), lambda shape: _describe_prepared(shape["dataset"], _education_file(shape)),
                      level="shape", doc="the data set's shape and where it came from"),
              privacy_derived(REAL)),
-    lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
-    figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
+    tuning=Tuning(lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"])), figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
                       panels=(Panel("l2", None, PANEL_Y, each=("dataset",)),), columns=2,
                       curve_labels=LABELS, symbols=SYMBOLS, value_labels=VALUE_LABELS, title="nguyen Fig. 2: education data sets",
                       shown_with={"uci_file": ("dataset", "uci_student"), "grades_file": ("dataset", "three_grades")}),
@@ -177,8 +176,7 @@ def movielens_experiment(name, title, grid, methods, figure, description, reps=R
                                         if k != "n_items"},
                          level="shape", doc="the users and where the ratings came from"),
                  privacy_derived(REAL)),
-        lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
-        figure=figure, description=description)
+        tuning=Tuning(lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"])), figure=figure, description=description)
 
 
 FIG3 = movielens_experiment(

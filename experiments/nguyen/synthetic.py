@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.spectral import differential_counts
-from dpsim.engine import (Experiment, FigureSpec, Panel, comparison_check, method_ratio_check, ratio_check,
+from dpsim.engine import (Experiment, Tuning, FigureSpec, Panel, comparison_check, method_ratio_check, ratio_check,
                               trend_check)
 from dpsim.models.rasch import authors_difficulties, rasch_abilities, sample_rasch_responses
 
@@ -80,8 +80,7 @@ FIG1 = Experiment(
     methods=make_methods(METHOD_NAMES, SYNTHETIC, TruthScore(), lambda ctx: ctx.sample["nonprivate"],
                          calibration=True),
     reps=FIG1_REPS, axis_types=AXIS_TYPES, derived=(privacy_derived(SYNTHETIC),),
-    lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
-    figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
+    tuning=Tuning(lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"])), figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon^*$", curve_label="method", logx=True,
                       panels=_panels(), curve_labels=LABELS, symbols=SYMBOLS,
                       value_labels=SYNTHETIC_VALUE_LABELS,
                       title="nguyen Fig. 1: synthetic data, one panel per (m, n)"),

@@ -41,7 +41,7 @@ import numpy as np
 
 from dpsim.estimators import top_k_mask
 from dpsim.estimators.spectral import differential_counts, exact_solve_result, spectral_estimate
-from dpsim.engine import (Derived, Experiment, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
+from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
                               ThresholdScalingCheck, UsageError, axes, deferred_table)
 from dpsim.metrics import linf_error, topk_metrics
 from dpsim.models.btl import true_top_k_mask
@@ -121,8 +121,7 @@ TOPK = Experiment(
     axis_types={**AXIS_TYPES, "signal": axes.positive("x = npΔ_K²/log m, the top-K signal (R6); the gap "
                                                       "Δ_K is derived from it")},
     derived=(Derived(("gap",), derive_gap, level="data", doc="Δ_K = √(x·log m/(np))"),),
-    lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
-    figure=FigureSpec(
+    tuning=Tuning(lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"])), figure=FigureSpec(
         x="signal", curve="n_items", xlabel="$np\\Delta_K^2/\\ln m$", curve_label="$m$", logx=True,
         panels=(Panel("exact_recovery", "nonprivate", "P(exact top-$K$ recovery)",
                       title="exact recovery against $np\\Delta_K^2/\\ln m$"),

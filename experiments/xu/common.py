@@ -78,7 +78,7 @@ from dpsim.estimators.debiased_m import (LAMBDA_RULES, debiased_m_estimator, exp
                                          ridge_lambda)
 import numpy as np
 
-from dpsim.engine import CellArrays, Derived, Experiment, FigureSpec, Method, UsageError, solver_diagnostics
+from dpsim.engine import CellArrays, Derived, Experiment, Keys, Tuning, FigureSpec, Method, UsageError, solver_diagnostics
 from dpsim.engine.definition import axes
 from dpsim.mechanisms.pairwise_ldp import MECHANISMS, classic_rr_mean, debiased_rr_mean, privatise
 from dpsim.metrics import excess_risk, kendall_distance, l2_rms_error, linf_error
@@ -403,8 +403,7 @@ def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth:
 
     return Experiment(
         name=name, title=title, axes=full, shape_axes=("n_items", "k"), analysis_axes=analysis,
-        release_axes=release_axes(analysis), truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
+        keys=Keys(release_axes=release_axes(analysis), stream_point=keyed_as_before(), stream_names=STREAM_NAMES), tuning=Tuning(lane_bytes=lane_bytes), truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
         reps=reps, figure=figure, axis_types=AXIS_TYPES, derived=tuple(derived), truth_per_replicate=True,
-        resolve_shape=resolve_k, stream_point=keyed_as_before(), stream_names=STREAM_NAMES,
-        validate_point=validate_point, lane_bytes=lane_bytes, description=description,
+        resolve_shape=resolve_k, validate_point=validate_point, description=description,
         cell_arrays=LADDER_CELLS if truth is truth_ladder else ())

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from dpsim.engine import Derived, Experiment, FigureSpec, Panel, deferred_entries, ratio_check
+from dpsim.engine import Derived, Experiment, Keys, Tuning, FigureSpec, Panel, deferred_entries, ratio_check
 from dpsim.engine.definition import axes
 from dpsim.mechanisms.privacy_profile import PROFILES, privacy_G, profile_group_sizes
 from dpsim.models.complete_btl import sample_pair_wins
@@ -109,15 +109,13 @@ HETERO = Experiment(
     axes={"n_items": [20], "k": ["auto"], "n_users": HETERO_L, "eps": [1.0], "profile": HETERO_PROFILES,
           "match": list(MATCHES), "mechanism": ["debiased_rr"], "mode": ["g_over_l"]},
     shape_axes=("n_items", "k"), analysis_axes=ANALYSIS,
-    release_axes=release_axes(ANALYSIS), truth=truth_uniform, generate=generate,
+    keys=Keys(release_axes=release_axes(ANALYSIS), stream_point=keyed_as_before(), stream_names=STREAM_NAMES), tuning=Tuning(lane_bytes=lane_bytes), truth=truth_uniform, generate=generate,
     privatise=make_privatise(groups), methods={"m_est": m_estimator_method()}, reps=500,
     axis_types={**AXIS_TYPES, "profile": PROFILE, "match": MATCH},
-    resolve_shape=resolve_k, stream_point=keyed_as_before(), stream_names=STREAM_NAMES,
-    derived=(Derived(("atom_sizes",), atoms, level="data", doc="users per atom (common raw data of all profiles)"),
+    resolve_shape=resolve_k, derived=(Derived(("atom_sizes",), atoms, level="data", doc="users per atom (common raw data of all profiles)"),
              Derived(("group_atoms", "group_eps", "G", "mean_eps"), profile_release, level="analysis",
                      doc="released groups and budgets; G(ε) and the mean ε of what is released")),
-    truth_per_replicate=True, validate_point=validate_lambda, lane_bytes=lane_bytes,
-    figure=FigureSpec(
+    truth_per_replicate=True, validate_point=validate_lambda, figure=FigureSpec(
         symbols=SYMBOLS, value_labels=VALUE_LABELS,
         x="n_users", curve="match", xlabel="$L$", curve_label="released", logx=True,
         panels=(Panel("l2_rms", "m_est", YLABEL["l2_rms"], each=("profile",)),),

@@ -42,7 +42,7 @@ from functools import lru_cache
 import jax.numpy as jnp
 
 from dpsim.datasets import movielens_rankings, movielens_theta, ratings_or_stand_in, subsample_pair_wins
-from dpsim.engine import Derived, Experiment, FigureSpec, Panel, ratio_check, UsageError
+from dpsim.engine import Derived, Experiment, Keys, Tuning, FigureSpec, Panel, ratio_check, UsageError
 from dpsim.engine.definition import axes
 from dpsim.theory import xu as theory
 
@@ -106,10 +106,9 @@ FIG7 = Experiment(
     axes={"ratings_file": [STAND_IN], "n_items": [40], "k": ["auto"], "n_users": REAL_L, "scheme": list(theory.SCHEMES),
           "l0": [REAL_L0], "mechanism": ["debiased_rr"], "mode": ["g_over_l"]},
     shape_axes=("ratings_file", "n_items", "k"), analysis_axes=ANALYSIS,
-    release_axes=release_axes(ANALYSIS), truth=truth, generate=generate,
+    keys=Keys(release_axes=release_axes(ANALYSIS), stream_names={**STREAM_NAMES, "ratings_file": "ratings"}, stream_point=keyed_as_before(real_k)), tuning=Tuning(lane_bytes=lane_bytes), truth=truth, generate=generate,
     privatise=make_privatise(), methods={"m_est": m_estimator_method()}, reps=200,
     axis_types={**AXIS_TYPES, "ratings_file": RATINGS_FILE}, resolve_shape=resolve_shape,
-    stream_names={**STREAM_NAMES, "ratings_file": "ratings"}, stream_point=keyed_as_before(real_k),
     derived=(Derived(("source", "n_total"), describe_source, level="shape",
                      doc="the ratings' source and its users"),
              Derived(("eps",), scheme_eps, level="analysis", doc="ε(m, L) of the scheme, = 1 at L = L0"),
@@ -122,8 +121,7 @@ FIG7 = Experiment(
                 Panel("l2_rms", "m_est", YLABEL["l2_rms"], title="estimation, $\\ell_2$"),
                 Panel("linf", "m_est", YLABEL["linf"], title="estimation, $\\ell_\\infty$")),
         title="xu Fig. 7: MovieLens, errors vs $L$ under the $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
-    validate_point=validate_point, lane_bytes=lane_bytes,
-    description="xu §5.4, Fig. 7 (docs/xu.md, Experiments as run): ml-latest-small ratings.csv (--set ratings_file=PATH) or its stand-in")
+    validate_point=validate_point, description="xu §5.4, Fig. 7 (docs/xu.md, Experiments as run): ml-latest-small ratings.csv (--set ratings_file=PATH) or its stand-in")
 
 EXPERIMENTS = [FIG7]
 

@@ -20,7 +20,7 @@ from dpsim.engine.storage.store import load_results
 from dpsim.models import PROBIT, sample_er_comparisons, theta_two_block
 from dpsim.models.btl import sample_er_win_counts
 from dpsim.engine import Context
-from dpsim.engine.definition.grid import method_id
+from dpsim.engine.definition.ids import method_id
 from dpsim.engine.execution.program import analyse_point, fold_in_words, id_words
 from dpsim.experiments.cai import threshold as ct
 

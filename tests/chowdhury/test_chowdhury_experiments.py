@@ -139,7 +139,7 @@ def test_exact_pipeline_common_random_numbers_and_diagnostics(small_fig1):
 # The lower-bound instance
 # ---------------------------------------------------------------------------------------
 def test_bayes_posterior_mean_against_brute_force():
-    from dpsim.engine.definition.grid import Context
+    from dpsim.engine.definition.experiment import Context
     d, n, eps = 3, 50, 0.5
     shape = {"dim": d, "n_samples": n, "features": "difference", "radius": 2 * math.sqrt(d)}
     key = jax.random.key(3)

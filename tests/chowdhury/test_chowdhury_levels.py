@@ -16,7 +16,7 @@ import pytest
 from scipy import special, stats
 
 from dpsim.estimators.linear_btl import draw_perturbation, objective_perturbation
-from dpsim.engine.definition.grid import Context
+from dpsim.engine.definition.experiment import Context
 from dpsim.engine.registry import installed
 from dpsim.experiments.chowdhury import common as c
 from dpsim.experiments.chowdhury import fig1, levels, rates

@@ -14,7 +14,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from dpsim import metrics
-from dpsim.engine.definition.grid import Context
+from dpsim.engine.definition.experiment import Context
 from dpsim.engine.registry import installed
 from dpsim.experiments.cai import design as cai_design
 from dpsim.experiments.chowdhury import design as ch_design

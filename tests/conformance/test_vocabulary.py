@@ -10,7 +10,8 @@ import pytest
 
 from dpsim.errors import UsageError
 from dpsim.engine.definition.axes import VOCABULARY
-from dpsim.engine.definition.grid import expand_grid, stable_id
+from dpsim.engine.definition.grid import expand_grid
+from dpsim.engine.definition.ids import stable_id
 from dpsim.engine.registry import installed
 
 CATALOGUE = installed()

@@ -92,7 +92,7 @@ def test_with_methods_refuses_bad_additions_and_extends_the_figure():
     assert "Win rate" in example.EXPERIMENT.figure.title
     # where the figure's curves are methods, the new method is one more curve (same panels)
     from dpsim.engine import FigureSpec, Panel
-    from dpsim.engine.definition.grid import figure_with_methods
+    from dpsim.engine.definition.figure import figure_with_methods
     by_method = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="method",
                            panels=(Panel("relative_hamming", None, "Hamming"),), curve_labels={"mle": "MLE"})
     drawn = figure_with_methods(by_method, base.methods, {"winrate": example.WIN_RATE})
@@ -100,7 +100,7 @@ def test_with_methods_refuses_bad_additions_and_extends_the_figure():
     # a method that does not mask padding runs the experiment unpadded (its arrays are then its own size)
     with pytest.warns(UserWarning, match="runs unpadded, one program per n_items value"):
         unpadded = base.with_methods(plain=dataclasses.replace(example.WIN_RATE, masks_padding=False))
-    assert base.padding is not None and unpadded.padding is None
+    assert base.tuning.padding is not None and unpadded.tuning.padding is None
     moved = dpsim.checks_for(example.EXPERIMENT)
     assert moved and all(c.experiment == "cai-fig3+winrate" and c.name.startswith("cai-fig3+winrate") for c in moved)
     assert example.EXPERIMENT.extends == "cai-fig3"

@@ -145,7 +145,7 @@ def test_padded_cai_run_equals_the_unpadded_run(tmp_path):
     overrides = {"n_items": [20, 36, 52], "eps": [0.5, math.inf]}
     padded_plan = runner.plan_run(edge.FIG1, reps=3, overrides=overrides, out=tmp_path / "plan")
     assert len(padded_plan.steps) == 1 and padded_plan.steps[0].shape["capacity"] == 52
-    unpadded = dataclasses.replace(edge.FIG1, padding=None)
+    unpadded = dataclasses.replace(edge.FIG1, tuning=dataclasses.replace(edge.FIG1.tuning, padding=None))
     clear_cache()
     run_experiment(edge.FIG1, reps=3, overrides=overrides, out=tmp_path / "padded", progress=False)
     run_experiment(unpadded, reps=3, overrides=overrides, out=tmp_path / "unpadded", progress=False)
@@ -164,9 +164,9 @@ def test_an_experiment_pads_only_methods_that_mask_padding():
     per n; declaring padding with such a method is refused."""
     from dpsim.experiments.cai import individual
 
-    assert edge.FIG1.padding is edge.PADDING and individual.FIG4.padding is None
+    assert edge.FIG1.tuning.padding is edge.PADDING and individual.FIG4.tuning.padding is None
     with pytest.raises(ValueError, match=r"methods \['one_shot'\] do not mask padding"):
-        dataclasses.replace(individual.FIG4, padding=edge.PADDING)
+        dataclasses.replace(individual.FIG4, tuning=dataclasses.replace(individual.FIG4.tuning, padding=edge.PADDING))
 
 
 def test_more_items_than_the_sampler_indexes_is_a_usage_error():

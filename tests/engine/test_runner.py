@@ -16,7 +16,7 @@ import pandas as pd
 import numpy as np
 import pytest
 
-from dpsim.engine import Derived, Experiment, Method, UsageError
+from dpsim.engine import Derived, Experiment, Keys, Method, UsageError
 from dpsim.engine.definition import axes
 from dpsim.engine.execution import planning, runner
 from dpsim.engine.storage import store
@@ -480,7 +480,7 @@ def test_truth_axes_share_theta_across_the_other_shape_axes(tmp_path, per_replic
     base = dataclasses.replace(crn_experiment(truth_per_replicate=per_replicate, p=[0.7], eps=[1.0], k=[1, 2]),
                                shape_axes=("n_items", "k"))
     sums = {}
-    for label, exp in (("all", base), ("n_only", dataclasses.replace(base, truth_axes=("n_items",)))):
+    for label, exp in (("all", base), ("n_only", dataclasses.replace(base, keys=Keys(truth_axes=("n_items",))))):
         run_experiment(exp, out=tmp_path / label, progress=False, reps=3)
         df = store.load_results(tmp_path / label)
         sums[label] = df.set_index(["k", "rep"])["truth_sum"].unstack("k")
@@ -488,7 +488,7 @@ def test_truth_axes_share_theta_across_the_other_shape_axes(tmp_path, per_replic
     assert (sums["all"][1] != sums["all"][2]).all()                    # one θ* per shape point
     assert sums["n_only"][1].nunique() == (3 if per_replicate else 1)
     with pytest.raises(ValueError, match=r"truth_axes \['p'\] are not shape axes"):
-        dataclasses.replace(base, truth_axes=("n_items", "p"))
+        dataclasses.replace(base, keys=Keys(truth_axes=("n_items", "p")))
 
 
 def test_an_experiment_may_not_redefine_a_shared_axis():

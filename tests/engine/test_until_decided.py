@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.engine import Experiment, Method
+from dpsim.engine import Experiment, Tuning, Method
 from dpsim.engine.definition import axes
 from dpsim.engine.judgement.checks import Claim, Mean
 from dpsim.engine.presentation.summary import Z95
@@ -46,8 +46,7 @@ def known_mean(mus=(1.0,), trials=1, reps=20) -> Experiment:
         name="known-mean", title="normal draws of known mean", axes={"mu": list(mus), "trial": list(range(trials))},
         shape_axes=(), analysis_axes=(), truth=lambda key, shape: {}, generate=generate,
         methods={"draw": Method(draw, ("value",))}, reps=reps,
-        axis_types={"mu": axes.positive("the mean of the draws"), "trial": axes.integer(0, "a repetition")},
-        lane_bytes=lambda shape: 64)
+        axis_types={"mu": axes.positive("the mean of the draws"), "trial": axes.integer(0, "a repetition")}, tuning=Tuning(lane_bytes=lambda shape: 64))
 
 
 def mean_check(name, mu, lo, hi, trial=0):

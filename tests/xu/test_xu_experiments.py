@@ -67,9 +67,9 @@ def test_scheme_eps_top_k_and_user_budget():
 
 def test_the_release_is_keyed_by_every_analysis_axis_but_mechanism_and_mode():
     assert common.release_axes(("eps", "mechanism", "mode")) == ("eps",)
-    assert scenarios.FIG6.release_axes == ("eps",) and scenarios.FIG3.release_axes == ("scheme", "l0")
-    assert hetero.HETERO.release_axes == ("eps", "profile", "match")
-    assert realdata.FIG7.release_axes == ("scheme", "l0")
+    assert scenarios.FIG6.keys.release_axes == ("eps",) and scenarios.FIG3.keys.release_axes == ("scheme", "l0")
+    assert hetero.HETERO.keys.release_axes == ("eps", "profile", "match")
+    assert realdata.FIG7.keys.release_axes == ("scheme", "l0")
     points = [{"eps": 2.0, "mechanism": "classic_rr", "mode": "paper"},
               {"eps": 2.0, "mechanism": "debiased_rr", "mode": "g_over_l"},
               {"eps": 1.0, "mechanism": "debiased_rr", "mode": "g_over_l"}]
@@ -120,7 +120,7 @@ def fig6_tables(tmp_path_factory):
     grid = {"n_items": [6], "n_users": [30, 60], "mechanism": ["classic_rr", "debiased_rr", "laplace"]}
     out = tmp_path_factory.mktemp("xu-fig6")
     run_experiment(_tiny_fig6(), reps=6, out=out / "ok", overrides=grid, progress=False)
-    run_experiment(_tiny_fig6(release_axes=("eps", "mechanism")), reps=6, out=out / "mutated", overrides=grid,
+    run_experiment(_tiny_fig6(keys=dataclasses.replace(scenarios.FIG6.keys, release_axes=("eps", "mechanism"))), reps=6, out=out / "mutated", overrides=grid,
                    progress=False)
     return load_results(out / "ok"), load_results(out / "mutated")
 

@@ -20,7 +20,7 @@ from scipy import special, stats
 
 import dpsim  # noqa: F401
 from dpsim.engine.judgement.deferred import resolved
-from dpsim.engine.definition.grid import Context
+from dpsim.engine.definition.experiment import Context
 from dpsim.experiments.xu import CHECKS, EXPERIMENTS, MUTANTS, levels
 from dpsim.experiments.xu.common import release_metrics
 from dpsim.experiments.xu.scenarios import LEVEL_CHECKS, ORACLE

@@ -13,7 +13,8 @@ import pyarrow as pa
 
 from dpsim.errors import UsageError
 from dpsim.engine.storage import store
-from dpsim.engine.definition.grid import Experiment, Grid
+from dpsim.engine.definition.experiment import Experiment
+from dpsim.engine.definition.grid import Grid
 from dpsim.engine.execution.planning import Chunk, Step
 from dpsim.engine.execution.program import ChunkArguments, id_words, release_words, traced_shape_values, truth_words
 

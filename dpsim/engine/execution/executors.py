@@ -41,7 +41,8 @@ import pyarrow as pa
 from dpsim.errors import UsageError
 from dpsim.engine.execution.calibration import pick
 from dpsim.engine.execution.chunk_io import chunk_arguments, chunk_rows
-from dpsim.engine.definition.grid import Experiment, Grid
+from dpsim.engine.definition.experiment import Experiment
+from dpsim.engine.definition.grid import Grid
 from dpsim.engine.execution.planning import Chunk, Step, analysis_groups, step_label
 from dpsim.engine.execution.program import ChunkArguments, ChunkProgram, compiled_chunk_fn, id_words, program_identity
 from dpsim.engine.execution.threads import DaemonPool, Tasks, in_order, stalled, wait

@@ -328,7 +328,7 @@ def _capacities(grid: Grid, reps: int, policy: Batching) -> list:
     Raises UsageError, before anything is written, for a traced shape value that is not an
     integer."""
     experiment = grid.experiment
-    padding = experiment.padding
+    padding = experiment.tuning.padding
     if padding is None:
         return [program_shape(experiment, shape) for shape in grid.shapes]
     for shape in grid.shapes:
@@ -349,7 +349,7 @@ def _capacities(grid: Grid, reps: int, policy: Batching) -> list:
             count[size] = count.get(size, 0) + 1
 
         def cost(size, capacity, first=first, count=count):
-            working = experiment.lane_bytes(lane_shape(experiment, program_shape(experiment, first, capacity)))
+            working = experiment.tuning.lane_bytes(lane_shape(experiment, program_shape(experiment, first, capacity)))
             return count[size] * lanes_per_point * working * policy.seconds_per_byte
 
         capacity = size_buckets(list(count), cost, policy.compile_seconds)
@@ -445,7 +445,7 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
     n_q = len(grid.analysis_points)
     for compiled, static, members, data_indices in steps.values():
         most = max(len(lanes) for _, lanes in members)
-        lane_bytes = int(experiment.lane_bytes(lane_shape(experiment, compiled)))
+        lane_bytes = int(experiment.tuning.lane_bytes(lane_shape(experiment, compiled)))
         key, origin, options = None, "", ()
         if cache is None:
             size, micro = chunk_layout(most, lane_bytes, n_q, chunk, workers, policy)
@@ -553,7 +553,7 @@ def _describe(shape: Mapping) -> str:
 def step_label(grid: Grid, step: Step) -> str:
     """A step as text: its shape point and static data values, or with padding the program
     shape and the sizes it serves (e.g. ``capacity=475, link=logistic: n_items=400, 475``)."""
-    padding = grid.experiment.padding
+    padding = grid.experiment.tuning.padding
     if padding is None:
         return _describe({**step.shape, **step.static_data})
     sizes = sorted({grid.shapes[s][padding.axis] for s in step.points})

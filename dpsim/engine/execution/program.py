@@ -47,7 +47,8 @@ import numpy as np
 from dpsim.errors import UsageError, call_stage, warn
 from dpsim.engine.execution.batching import PROGRAM_MEMORY_SHARE_ACCELERATOR, program_memory_limit
 from dpsim.engine.presentation.units import format_bytes
-from dpsim.engine.definition.grid import Cell, Context, Experiment, method_id, stable_id
+from dpsim.engine.definition.experiment import Cell, Context, Experiment
+from dpsim.engine.definition.ids import method_id, stable_id
 from dpsim.linalg import batched_lapack_calls
 
 _TRUTH, _DATA, _ANALYSIS = 1, 2, 3
@@ -109,9 +110,9 @@ def release_words(experiment: Experiment, analysis_points) -> np.ndarray | None:
     Returns:
         [Q, 2] uint32, or None.
     """
-    if experiment.release_axes is None:
+    if experiment.keys.release_axes is None:
         return None
-    return id_words([stable_id({a: point[a] for a in experiment.release_axes}) for point in analysis_points])
+    return id_words([stable_id({a: point[a] for a in experiment.keys.release_axes}) for point in analysis_points])
 
 
 def _checked_outputs(experiment: Experiment, name: str, out: Mapping) -> dict:
@@ -402,14 +403,14 @@ def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: lis
 def static_shape(experiment: Experiment, shape: Mapping) -> dict:
     """The shape values a program is specialised on: all of them, or with
     :class:`~dpsim.engine.definition.grid.Padding` all but the traced axes."""
-    padding = experiment.padding
+    padding = experiment.tuning.padding
     return dict(shape) if padding is None else {k: v for k, v in shape.items() if k not in padding.traced_axes}
 
 
 def program_shape(experiment: Experiment, shape: Mapping, capacity: int | None = None) -> dict:
     """The static shape values a program is compiled for: the shape point itself, or with
     padding its :func:`static_shape` plus the ``capacity`` (default: the point's own size)."""
-    padding = experiment.padding
+    padding = experiment.tuning.padding
     if padding is None:
         return dict(shape)
     return {**static_shape(experiment, shape),
@@ -418,7 +419,7 @@ def program_shape(experiment: Experiment, shape: Mapping, capacity: int | None =
 
 def lane_shape(experiment: Experiment, compiled: Mapping) -> dict:
     """A program shape as ``lane_bytes`` reads it: with padding, the padded axis at capacity."""
-    padding = experiment.padding
+    padding = experiment.tuning.padding
     if padding is None:
         return dict(compiled)
     return {**compiled, padding.axis: compiled[padding.capacity]}
@@ -427,7 +428,7 @@ def lane_shape(experiment: Experiment, compiled: Mapping) -> dict:
 def traced_shape_values(experiment: Experiment, shape: Mapping) -> dict:
     """{axis: int64 scalar} of the shape axes a padded program receives traced (empty
     without padding; the runner checks that they are integers when it plans)."""
-    padding = experiment.padding
+    padding = experiment.tuning.padding
     return {} if padding is None else {axis: np.int64(shape[axis]) for axis in padding.traced_axes}
 
 

@@ -34,7 +34,8 @@ from dpsim.engine.execution.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Ba
                                        micro_batch_size)
 from dpsim.engine.execution.chunk_io import method_columns
 from dpsim.engine.execution.executors import Executor, Job, LocalExecutor
-from dpsim.engine.definition.grid import Experiment, Grid, expand_grid
+from dpsim.engine.definition.experiment import Experiment
+from dpsim.engine.definition.grid import Grid, expand_grid
 from dpsim.engine.execution.planning import Plan, check_part, plan_steps, replicate_range, size_buckets, step_label
 from dpsim.engine.storage.provenance import environment, fingerprint
 from dpsim.engine.execution.program import clear_cache, compiler_options, lane_key, truth_key

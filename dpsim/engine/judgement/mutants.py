@@ -26,7 +26,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from dpsim.engine.definition.grid import Context, Derived, Experiment, Method
+from dpsim.engine.definition.experiment import Context, Derived, Experiment, Method
 
 Transform = Callable[[Experiment], Experiment]
 

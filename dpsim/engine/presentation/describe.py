@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dpsim.errors import DpsimNote, DpsimWarning
 from dpsim.engine.definition.axes import axis_type
-from dpsim.engine.definition.grid import Experiment
+from dpsim.engine.definition.experiment import Experiment
 
 
 def _short(value) -> str:
@@ -56,9 +56,9 @@ def describe(experiment: Experiment, source: str = "", page: str = "") -> list[s
         lines.append("  derived on the host (stored as columns):")
         for d in experiment.derived:
             lines.append(f"    {', '.join(d.names):<12} {d.level:<9} {d.doc}")
-    if experiment.padding is not None:
-        traced = ", ".join(experiment.padding.traced_axes)
-        lines.append(f"  padding: {experiment.padding.axis} values share compiled programs sized for the largest "
+    if experiment.tuning.padding is not None:
+        traced = ", ".join(experiment.tuning.padding.traced_axes)
+        lines.append(f"  padding: {experiment.tuning.padding.axis} values share compiled programs sized for the largest "
                      f"of their bucket ({traced} traced; DPSIM_PADDING=off: one program per value)")
     lines.append("  methods:")
     for name, method in experiment.methods.items():
@@ -108,7 +108,7 @@ def estimate_seconds(experiment: Experiment, runs: Path = Path("runs"), plan=Non
     if earlier:
         rate, lanes = earlier
         return rate * total_lanes, f"from {lanes} replicate lanes run earlier on this machine"
-    largest = max(plan.grid.shapes, key=experiment.lane_bytes)
+    largest = max(plan.grid.shapes, key=experiment.tuning.lane_bytes)
     overrides = {a: [largest[a]] for a in experiment.shape_axes}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.time()
@@ -121,8 +121,8 @@ def estimate_seconds(experiment: Experiment, runs: Path = Path("runs"), plan=Non
     per_lane = warm.seconds / max(warm.lanes_run, 1)
     compile_seconds = max(cold_seconds - warm.seconds, 0.0)
     # a lane's work grows with its working set: scale the calibrated cost by lane_bytes
-    scale = experiment.lane_bytes(largest)
-    compute = sum(per_lane * experiment.lane_bytes(lane_shape(experiment, step.shape)) / scale
+    scale = experiment.tuning.lane_bytes(largest)
+    compute = sum(per_lane * experiment.tuning.lane_bytes(lane_shape(experiment, step.shape)) / scale
                   * step.lanes for step in plan.steps)
     where = ", ".join(f"{a}={v}" for a, v in largest.items() if a in experiment.shape_axes)
     return compile_seconds * len(plan.steps) + compute, (

@@ -61,7 +61,8 @@ from dpsim.errors import UsageError
 from dpsim.engine.solving import rootfinding as rf
 from dpsim.engine.storage import store
 from dpsim.engine.definition.axes import axis_type
-from dpsim.engine.definition.grid import Experiment, expand_grid
+from dpsim.engine.definition.experiment import Experiment
+from dpsim.engine.definition.grid import expand_grid
 from dpsim.engine.storage.provenance import fingerprint
 from dpsim.engine.registry import did_you_mean
 from dpsim.engine.execution.runner import run_experiment

@@ -70,7 +70,7 @@ def _functions(experiment) -> list[Any]:
     """Every function an experiment calls from its seams (methods, stages, derived values,
     host hooks)."""
     found = [experiment.truth, experiment.generate, experiment.privatise, experiment.resolve_shape,
-             experiment.validate_point, experiment.lane_bytes, experiment.stream_point]
+             experiment.validate_point, experiment.tuning.lane_bytes, experiment.keys.stream_point]
     found += [m.fn for m in experiment.methods.values()]
     found += [d.fn for d in experiment.derived]
     return [f for f in found if f is not None]
