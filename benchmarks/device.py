@@ -36,7 +36,7 @@ its image), the device ``run`` tool's command from the repository root (timeout_
 section per process so that a section cut short loses only itself (on an H100: X 45 s, M 46
 s, C 29 s, E 160–170 s)::
 
-    ln -sfn ../experiments dpsim/experiments; python3 -m pip install -q --no-deps \
+    python3 -m pip install -q --no-deps \
     --no-build-isolation -e . >/dev/null 2>&1; for s in X:120 M:110 C:120 E:230; do \
     n=${s%%:*}; t=${s##*:}; PYTHONUNBUFFERED=1 timeout $t python3 -m benchmarks.device \
     --sections $n > $OUT/device_$n.log 2>&1; \
