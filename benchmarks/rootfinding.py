@@ -37,7 +37,7 @@ from benchmarks import harness  # first: sets the BLAS threads before NumPy load
 
 import numpy as np
 
-from dpsim.engine.solving import rootfinding as rf
+from dpsim.engine.solving import oracles, rootfinding as rf, search as sr
 
 PAPER = "rootfinding"
 TARGETS = {"coverage": 0.95}
@@ -70,11 +70,11 @@ def finders() -> list:
     return [rf.MonotoneInterpolation(), rf.ProbabilisticBisection(), rf.RobbinsMonro()]
 
 
-def score(roots_list: list[rf.Roots], truth: np.ndarray) -> dict:
+def score(roots_list: list[sr.Roots], truth: np.ndarray) -> dict:
     """Bias, RMSE (of log root), coverage, median width and lanes over repeated solves."""
     err, cov, width, lanes, solved = [], [], [], [], []
     for roots in roots_list:
-        ok = roots.status == rf.SOLVED
+        ok = roots.status == sr.SOLVED
         solved.append(ok)
         err.append(np.log(roots.root[ok] / truth[ok]))
         cov.append((roots.low[ok] <= truth[ok]) & (truth[ok] <= roots.high[ok]))
@@ -91,12 +91,12 @@ def score(roots_list: list[rf.Roots], truth: np.ndarray) -> dict:
             "solved_share": float(np.mean(np.concatenate(solved)))}
 
 
-def repeated(finder, cfg: Config, b: float, seed0: int) -> tuple[list[rf.Roots], float]:
+def repeated(finder, cfg: Config, b: float, seed0: int) -> tuple[list[sr.Roots], float]:
     """R solves of the C configurations at target b; returns the roots and wall seconds."""
     x0, slope = case(cfg)
-    search = rf.Search(cfg.low, cfg.high, b, points=cfg.points)
+    search = sr.Search(cfg.low, cfg.high, b, points=cfg.points)
     t0 = time.perf_counter()
-    out = [rf.solve_with(rf.bernoulli_oracle(lambda x: rf.logistic_rate(x, x0, slope), seed0 + r), finder,
+    out = [rf.solve_with(oracles.bernoulli_oracle(lambda x: oracles.logistic_rate(x, x0, slope), seed0 + r), finder,
                          search, cfg.configs)[0] for r in range(cfg.repeats)]
     return out, time.perf_counter() - t0
 
@@ -112,17 +112,17 @@ class Grid:
     name: str = "grid"
 
     def init(self, search, n_configs):
-        return rf.State.start(search, n_configs)
+        return sr.State.start(search, n_configs)
 
     def ask(self, state):
         if state.stage:
             return None
         cols = list(range(0, len(state.lattice), self.every))
         n = state.done.size
-        return rf.make_ask(state.lattice, [cols] * n, [[self.reps] * len(cols)] * n)
+        return sr.make_ask(state.lattice, [cols] * n, [[self.reps] * len(cols)] * n)
 
     def tell(self, state, ask, obs):
-        return rf.told(state, ask, obs)
+        return sr.told(state, ask, obs)
 
     def result(self, state, level=0.95):
         return replace(rf.MonotoneInterpolation(fit_window=1.5 * self.every).result(state, level), method=self.name)
@@ -135,7 +135,7 @@ def grid_of_precision(cfg: Config, points: int, b: float, width: float, seed0: i
     bisection; the grid's numbers at that r (the same seeds at every r)."""
     every = (cfg.points - 1) // (points - 1)
     x0, slope = case(cfg)
-    truth = rf.logistic_root(x0, slope, b)
+    truth = oracles.logistic_root(x0, slope, b)
     seen: dict[int, dict] = {}
 
     def at(reps: int) -> dict:
@@ -173,7 +173,7 @@ def section_a(bench: harness.Bench) -> dict:
     x0, slope = case(cfg)
     rows = []
     for b in cfg.targets:
-        truth = rf.logistic_root(x0, slope, b)
+        truth = oracles.logistic_root(x0, slope, b)
         for finder in finders():
             roots, seconds = repeated(finder, cfg, b, cfg.seed)
             rows.append({"method": finder.name, "target": b, "budget": finder.budget, "seconds": seconds,

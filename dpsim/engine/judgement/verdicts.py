@@ -59,7 +59,7 @@ import pandas as pd
 from dpsim.errors import UsageError, did_you_mean
 from dpsim.engine.definition.axes import axis_type
 from dpsim.engine.judgement.deferred import resolved
-from dpsim.engine.solving.rootfinding import z_quantile
+from dpsim.engine.solving.search import z_quantile
 from dpsim.engine.presentation.summary import NOT_AXES, Z95, require_unpooled, select
 
 UNCONVERGED_LIMIT = 0.01

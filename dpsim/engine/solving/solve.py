@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.engine.solving import rootfinding as rf
+from dpsim.engine.solving import rootfinding as rf, search as sr
 from dpsim.engine.storage import store
 from dpsim.engine.definition.axes import axis_type
 from dpsim.engine.definition.experiment import Experiment
@@ -153,7 +153,7 @@ class Problem:
         config_axes: every axis but ``axis``, in the experiment's order.
         configs: (C,) dicts of their values, the product in grid order.
         varying: the configuration axes with more than one value.
-        finder: the root-finder (a :class:`~dpsim.engine.solving.rootfinding.RootFinder`).
+        finder: the root-finder (a :class:`~dpsim.engine.solving.sr.RootFinder`).
         out, seed, level, budget: as :func:`solve_experiment` takes them.
         request: what ``solve.json`` records (JSON-able).
     """
@@ -180,7 +180,7 @@ def is_integer_axis(experiment: Experiment, axis: str, value) -> bool:
 
 
 def search_of(experiment: Experiment, axis: str, values: Sequence, within, target: float, points: int):
-    """The :class:`~dpsim.engine.solving.rootfinding.Search` of ``axis``: ``within`` (lo, hi), by
+    """The :class:`~dpsim.engine.solving.sr.Search` of ``axis``: ``within`` (lo, hi), by
     default the smallest and largest of its values; a log lattice when lo > 0; integers when
     the axis's type is an integer type.
 
@@ -198,7 +198,7 @@ def search_of(experiment: Experiment, axis: str, values: Sequence, within, targe
         raise UsageError(f"--within {lo:g}:{hi:g}: need LO < HI" if within is not None else
                          f"--for {axis}: it has the one value {lo:g}; give the interval with --within LO:HI")
     integer = is_integer_axis(experiment, axis, values[0])
-    return rf.Search(float(lo), float(hi), float(target), integer=integer, log=lo > 0, points=points)
+    return sr.Search(float(lo), float(hi), float(target), integer=integer, log=lo > 0, points=points)
 
 
 def _finder(finder):
@@ -223,7 +223,7 @@ def prepare(experiment: Experiment, *, axis: str, target, within=None, finder=No
         raise UsageError(f"seed={seed!r} must be an integer in [0, 2^31)")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise UsageError(f"--budget {budget!r} must be a number of replicate lanes ≥ 1")
-    rf.z_quantile(level)
+    sr.z_quantile(level)
     finder = _finder(finder)
     overrides = {a: list(v) for a, v in (overrides or {}).items()}
     axes = expand_grid(experiment, overrides).axes      # every --set value checked
@@ -288,7 +288,7 @@ class Tally:
 
 
 class EngineOracle:
-    """Evaluates a finder's :class:`~dpsim.engine.solving.rootfinding.Ask` with ONE engine run
+    """Evaluates a finder's :class:`~dpsim.engine.solving.sr.Ask` with ONE engine run
     (module docstring), counting per (configuration, value) the replicates used."""
 
     def __init__(self, problem: Problem, *, progress: bool, source: str | None, watchdog: float | None):
@@ -309,13 +309,13 @@ class EngineOracle:
         p = self.problem
         return tuple({**p.configs[c], p.axis: _axis_value(p.search, x)}.items())
 
-    def __call__(self, ask) -> "rf.Observation":
+    def __call__(self, ask) -> "sr.Observation":
         p = self.problem
         cells = [(c, j) for c, j in zip(*np.nonzero(np.isfinite(ask.x) & (np.asarray(ask.reps) > 0)))]
         shape = np.shape(ask.x)
         mean, var, n = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape, np.int64)
         if not cells:
-            return rf.Observation(mean, var, n)
+            return sr.Observation(mean, var, n)
         active = sorted({c for c, _ in cells})
         new_lanes = int(sum(int(ask.reps[c, j]) for c, j in cells))
         self.stages += 1
@@ -358,7 +358,7 @@ class EngineOracle:
             n[c, j] = len(finite)
             mean[c, j] = finite.mean() if len(finite) else np.nan
             var[c, j] = finite.var(ddof=1) if len(finite) > 1 else np.nan
-        return rf.Observation(mean, var, n)
+        return sr.Observation(mean, var, n)
 
 
 def _rows(out: Path, target: Target, points: set) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -415,7 +415,7 @@ class SolveResult:
     """What a solve found and did.
 
     Attributes:
-        roots: the finder's :class:`~dpsim.engine.solving.rootfinding.Roots` ((C,) arrays).
+        roots: the finder's :class:`~dpsim.engine.solving.sr.Roots` ((C,) arrays).
         table: ``roots.csv`` as a DataFrame (one row per configuration).
         evidence: ``evidence.csv`` as a DataFrame (one row per evaluated point).
         out: the folder; files: the files written besides the runs' (roots, evidence, request, figure).
