@@ -413,6 +413,13 @@ def cmd_audit(args) -> int:
     return 0 if ok else 1
 
 
+def cmd_new_paper(args) -> int:
+    from dpsim.engine.scaffold import new_paper, next_steps
+    package = new_paper(args.name, args.to, title=args.title)
+    print("\n".join(next_steps(args.name, package)))
+    return 0
+
+
 def _add_watchdog(parser) -> None:
     parser.add_argument("--watchdog", type=float, default=None, metavar="SECONDS",
                         help="stop with an error when no chunk finishes for this long "
@@ -424,29 +431,25 @@ metrics, expected run time); then `dpsim run NAME [--set AXIS=V1,V2] [--dry-run]
 `dpsim solve NAME --for AXIS --target METRIC@METHOD=VALUE`."""
 
 
-@functools.lru_cache(maxsize=None)
-def build_parser() -> argparse.ArgumentParser:
-    """The command's parser, built once per process (tests call :func:`main` hundreds of
-    times in one process and would pay the build each time)."""
-    from dpsim import __version__
-    parser = _Parser(prog="dpsim", description="Minimax-rate experiments for differentially private "
-                     "learning from pairwise comparisons and response data.", epilog=EPILOG)
-    parser.add_argument("--version", action="version", version=f"dpsim {__version__}")
-    parser.add_argument("--traceback", action="store_true",
-                        help="show the whole Python trace of an error in a study's own code (truth, generate, "
-                             "derived values, methods, figure, checks; sets DPSIM_TRACEBACK=1)")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+def _list_parser(sub) -> None:
+    """``dpsim list``'s arguments."""
     lister = sub.add_parser("list", help="list experiments, checks and audits")
     lister.add_argument("study", nargs="?", default=None,
                         help="a paper (cai) or name prefix to list only its items, or a study file to add its own "
                              "(path/to/study.py)")
     lister.set_defaults(func=cmd_list)
 
+
+def _show_parser(sub) -> None:
+    """``dpsim show``'s arguments."""
     show = sub.add_parser("show", help="an experiment's axes, methods, metrics and expected run time")
     show.add_argument("experiment", help="a name from `dpsim list`, or path/to/study.py[:NAME]")
     show.add_argument("--no-estimate", action="store_true", help="skip the run-time estimate")
     show.set_defaults(func=cmd_show)
 
+
+def _run_parser(sub) -> None:
+    """``dpsim run``'s arguments."""
     run = sub.add_parser("run", help="run (or resume) an experiment",
                          epilog="experiments: `dpsim list`; an experiment's axes and defaults: `dpsim show NAME`")
     run.add_argument("experiment", help="a name from `dpsim list`, or path/to/study.py[:NAME]")
@@ -482,6 +485,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_watchdog(run)
     run.set_defaults(func=cmd_run)
 
+
+def _solve_parser(sub) -> None:
+    """``dpsim solve``'s arguments."""
     solve = sub.add_parser("solve", help="for every configuration of the other axes, the value of an axis where "
                                          "a metric's mean reaches a target (a stochastic root-finder)",
                            epilog="e.g. dpsim solve cai-threshold --for gap --target exact_recovery@counts=0.5 "
@@ -506,11 +512,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_watchdog(solve)
     solve.set_defaults(func=cmd_solve)
 
+
+def _merge_parser(sub) -> None:
+    """``dpsim merge``'s arguments."""
     merge = sub.add_parser("merge", help="join run folders of one experiment, seed and code into one")
     merge.add_argument("out", help="the new folder")
     merge.add_argument("dirs", nargs="+", help="run folders (e.g. those of `dpsim run --part I/N`)")
     merge.set_defaults(func=cmd_merge)
 
+
+def _plot_parser(sub) -> None:
+    """``dpsim plot``'s arguments."""
     plot = sub.add_parser("plot", help="draw the figure of a run directory")
     plot.add_argument("dir")
     plot.add_argument("--to", default=None, help="file stem for PNG and PDF (default DIR/figure)")
@@ -522,22 +534,34 @@ def build_parser() -> argparse.ArgumentParser:
                       help="draw only the rows whose AXIS (a grid axis or method) takes these values; repeatable")
     plot.set_defaults(func=cmd_plot)
 
+
+def _export_parser(sub) -> None:
+    """``dpsim export``'s arguments."""
     export = sub.add_parser("export", help="write a run directory's tidy table as one file")
     export.add_argument("dir")
     export.add_argument("--to", required=True, help="FILE.csv, FILE.parquet or FILE.feather")
     export.set_defaults(func=cmd_export)
 
+
+def _info_parser(sub) -> None:
+    """``dpsim info``'s arguments."""
     info = sub.add_parser("info", help="what a run directory holds and what made it (code, versions, requests, "
                                        "completeness, damage)")
     info.add_argument("dir")
     info.add_argument("--json", action="store_true", help="print it as JSON")
     info.set_defaults(func=cmd_info)
 
+
+def _repair_parser(sub) -> None:
+    """``dpsim repair``'s arguments."""
     repair = sub.add_parser("repair", help="set aside a run directory's damaged parts and rebuild its manifest from "
                                            "the parts (computes nothing)")
     repair.add_argument("dir")
     repair.set_defaults(func=cmd_repair)
 
+
+def _summary_parser(sub) -> None:
+    """``dpsim summary``'s arguments."""
     summ = sub.add_parser("summary", help="means with 95%% intervals (or log-log slopes) of a run directory")
     summ.add_argument("dir")
     summ.add_argument("--metric", default=None,
@@ -550,6 +574,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print the slope of log METRIC on log AXIS per method instead")
     summ.set_defaults(func=cmd_summary)
 
+
+def _verify_parser(sub) -> None:
+    """``dpsim verify``'s arguments."""
     ver = sub.add_parser("verify", help="run and evaluate rate checks", epilog=VERIFY_STATUS,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     ver.add_argument("checks", nargs="*", help="check names, a paper prefix (cai), experiment names (their checks), or path/to/study.py")
@@ -577,6 +604,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_watchdog(ver)
     ver.set_defaults(func=cmd_verify)
 
+
+def _report_parser(sub) -> None:
+    """``dpsim report``'s arguments."""
     report = sub.add_parser("report", help="one self-contained HTML page of run folders or a verify folder: "
                                            "figures, summaries, verdicts, kill matrix, warnings, provenance")
     report.add_argument("paths", nargs="+", metavar="PATH",
@@ -586,12 +616,44 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--open", action="store_true", help="open the page in the web browser")
     report.set_defaults(func=cmd_report)
 
+
+def _audit_parser(sub) -> None:
+    """``dpsim audit``'s arguments."""
     audit = sub.add_parser("audit", help="privacy audits of the papers' mechanisms")
     audit.add_argument("audits", nargs="*", help="audit names or a paper prefix (default: all)")
     audit.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     audit.add_argument("--samples", type=int, default=200_000)
     audit.add_argument("--seed", type=int, default=0)
     audit.set_defaults(func=cmd_audit)
+
+
+def _new_paper_parser(sub) -> None:
+    """``dpsim new-paper``'s arguments."""
+    new = sub.add_parser("new-paper", help="write a new paper package from the template, in the skeleton every "
+                         "paper follows (model, methods, figures, checks, mutants, audits)")
+    new.add_argument("name", help="the paper's name: a lower-case Python identifier, e.g. smith")
+    new.add_argument("--to", default="experiments", help="the folder holding paper packages (default: experiments)")
+    new.add_argument("--title", default=None, help="the paper's title")
+    new.set_defaults(func=cmd_new_paper)
+
+
+SUBCOMMANDS = (_list_parser, _show_parser, _run_parser, _solve_parser, _merge_parser, _plot_parser, _export_parser, _info_parser, _repair_parser, _summary_parser, _verify_parser, _report_parser, _audit_parser, _new_paper_parser)   # each adds one subcommand, in the order `dpsim --help` lists them
+
+
+@functools.lru_cache(maxsize=None)
+def build_parser() -> argparse.ArgumentParser:
+    """The command's parser, built once per process (tests call :func:`main` hundreds of
+    times in one process and would pay the build each time)."""
+    from dpsim import __version__
+    parser = _Parser(prog="dpsim", description="Minimax-rate experiments for differentially private "
+                     "learning from pairwise comparisons and response data.", epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"dpsim {__version__}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the whole Python trace of an error in a study's own code (truth, generate, "
+                             "derived values, methods, figure, checks; sets DPSIM_TRACEBACK=1)")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    for add in SUBCOMMANDS:
+        add(sub)
     return parser
 
 

@@ -31,7 +31,9 @@ tested once, in tests/engine/test_cli.py.
 """
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.metadata
 import math
 import sys
 import tempfile
@@ -54,10 +56,12 @@ from dpsim.engine.judgement.verdicts import VERDICTS
 from dpsim.engine.judgement.verify import family_size, judge
 
 from cli_cases import refused, run_in_process
+from dpsim.engine.scaffold import SKELETON, new_paper
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "examples" / "custom_study.py"
-TOY_ENTRY_POINT = "[dpsim.papers]\ntoy = toy_paper\n"     # the toy paper's one registration line
+TOY_ENTRY_POINT = "[dpsim.papers]\ntoy = toy_paper\nfifth = fifth\n"   # one registration line each: the toy paper
+# (tests/toy_paper) and a paper written by `dpsim new-paper fifth` into the installed folder
 REPS = 2
 SMOKE_VALUES = 2          # the first values of each axis in the smoke run
 WATCHDOG = 240            # seconds without progress before a smoke run stops as RunStalled
@@ -66,10 +70,12 @@ WATCHDOG = 240            # seconds without progress before a smoke run stops as
 # ----------------------------------------------------------------------------- the toy paper
 @contextmanager
 def toy_paper_installed(folder: Path):
-    """The toy paper installed while the block runs: a ``toy_paper-0.0.dist-info`` holding its
-    one entry-point line, in ``folder`` put on ``sys.path`` (where importlib.metadata looks
+    """The toy paper, and a paper written from the template (``fifth``), installed while the
+    block runs: a ``toy_paper-0.0.dist-info`` holding their entry-point lines, in ``folder`` put on ``sys.path`` (where importlib.metadata looks
     for installed distributions; ``toy_paper`` itself is imported from tests/). The registry
     forgets what it found on entry and on exit, so no other test module sees the toy paper."""
+    if not (folder / "fifth").exists():
+        new_paper("fifth", folder, title="A fifth paper, as dpsim new-paper writes it")
     info = folder / "toy_paper-0.0.dist-info"
     info.mkdir(parents=True, exist_ok=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_paper\nVersion: 0.0\n")
@@ -81,6 +87,8 @@ def toy_paper_installed(folder: Path):
         yield
     finally:
         sys.path.remove(str(folder))
+        for name in [m for m in sys.modules if m == "fifth" or m.startswith("fifth.")]:
+            del sys.modules[name]          # written into this folder: the next install writes it afresh
         importlib.invalidate_caches()
         registry.forget_installed()
 
@@ -124,7 +132,7 @@ def test_every_experiment_is_tested_here():
     """Every installed paper's experiments, the study file's and the toy paper's."""
     names = set(IDS)
     assert set(registry.installed().experiments) <= names
-    assert {"borda-noise", "toy-noise", "noisy-borda-size", "cai-fig1", "xu-fig2"} <= names
+    assert {"borda-noise", "toy-noise", "noisy-borda-size", "fifth-noise", "cai-fig1", "xu-fig2"} <= names
     assert len(names) == len(IDS)
 
 
@@ -257,3 +265,53 @@ def test_checks_are_judged_on_the_run(smoke):
         result = judge(check, smoke.table, family)
         assert isinstance(result, CheckResult) and result.name == check.name
         assert result.verdict in VERDICTS and "\n" not in result.line(), result.line()
+
+
+# ----------------------------------------------------------------------------- the paper skeleton
+# The four papers still in their own layouts; each leaves this set when it moves into the skeleton.
+NOT_YET_IN_THE_SKELETON = {"cai", "chowdhury", "nguyen", "xu"}
+CONTRACT = {"TITLE", "PAGE", "EXPERIMENTS", "CHECKS", "MUTANTS", "AUDITS"}
+
+
+def _package_folder(paper: str) -> Path:
+    """The folder of a registered paper's package (its entry point's module)."""
+    (module,) = [e.value for e in importlib.metadata.entry_points(group="dpsim.papers") if e.name == paper]
+    return Path(importlib.import_module(module).__file__).parent
+
+
+@pytest.mark.parametrize("paper", ["toy", "fifth", "cai", "chowdhury", "nguyen", "xu"])
+def test_every_paper_package_follows_the_skeleton(paper):
+    """Every paper package holds the skeleton's files (docs/architecture.md, "A paper's skeleton"),
+    and its ``__init__.py`` is the contract only: imports and the six names, nothing defined."""
+    if paper in NOT_YET_IN_THE_SKELETON:
+        pytest.skip(f"{paper} is not yet in the skeleton (NOT_YET_IN_THE_SKELETON)")
+    folder = _package_folder(paper)
+    missing = [path for path in SKELETON if not (folder / path).is_file()]
+    assert not missing, f"{paper} lacks {missing}"
+    tree = ast.parse((folder / "__init__.py").read_text())
+    assigned = set()
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):      # the docstring
+            continue
+        assert isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign)), \
+            f"{paper}/__init__.py defines {type(node).__name__} at line {node.lineno}: the contract only"
+        if isinstance(node, ast.Assign):
+            assigned |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    assert assigned == CONTRACT, f"{paper}/__init__.py assigns {sorted(assigned)}"
+
+
+def test_a_new_paper_refuses_a_bad_name_or_an_existing_folder_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """``dpsim new-paper``: a bad name, a --to that is not a folder, or a package already there is
+    refused in one line and writes nothing; otherwise it writes the skeleton and the entry point to add."""
+    papers, cwd = tmp_path / "papers", tmp_path / "cwd"
+    papers.mkdir(), cwd.mkdir()
+    for argv, says in ((["new-paper", "Smith", "--to", str(papers)], "lower-case Python identifier"),
+                       (["new-paper", "smith", "--to", str(tmp_path / "nowhere")], "is not a folder"),
+                       (["new-paper", "class", "--to", str(papers)], "lower-case Python identifier")):
+        assert says in refused(argv, cwd, monkeypatch, capsys)
+        assert not any(papers.iterdir())
+    code, out, err = run_in_process(["new-paper", "smith", "--to", str(papers)], cwd, monkeypatch, capsys)
+    assert code == 0 and 'smith = "dpsim.experiments.smith"' in out, err
+    written = sorted(p.relative_to(papers / "smith").as_posix() for p in (papers / "smith").rglob("*.py"))
+    assert written == sorted([*SKELETON, "figures/noise.py"])
+    assert "already exists" in refused(["new-paper", "smith", "--to", str(papers)], cwd, monkeypatch, capsys)

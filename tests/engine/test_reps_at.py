@@ -9,7 +9,7 @@ import pytest
 from dpsim.errors import UsageError
 from dpsim.engine.execution.runner import run_experiment
 from dpsim.engine.storage.store import load_results
-from tests.toy_paper import SIZE
+from toy_paper.figures.size import SIZE
 
 COLUMNS = ["point", "rep", "method", "n_items", "p", "relative_hamming"]
 

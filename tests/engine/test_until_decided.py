@@ -25,7 +25,7 @@ from dpsim.engine.judgement.verdicts import Estimate, judge, stage_share
 from dpsim.engine.judgement.verify import Sequential, verify
 from dpsim.engine.judgement.verify import judge as judge_check
 from dpsim.engine.storage.store import load_results
-from tests.cli_cases import refused
+from cli_cases import refused
 
 SD = 0.5
 NOMINAL = 0.025        # each error rate of one check: one side of the two-sided 0.05

@@ -38,7 +38,7 @@ LAYERS: list[list[str]] = [
      "dpsim.engine.solving", "dpsim.engine.presentation",
      "dpsim.engine.definition.axes", "dpsim.engine.definition.figure", "dpsim.engine.definition.ids", "dpsim.engine.presentation.units", "dpsim.engine.execution.threads",
      "dpsim.engine.storage.provenance", "dpsim.engine.presentation.summary", "dpsim.engine.judgement.deferred",
-     "dpsim.engine.execution.batching", "dpsim.engine.solving.search"],
+     "dpsim.engine.execution.batching", "dpsim.engine.solving.search", "dpsim.engine.scaffold"],
     ["dpsim.engine.definition.experiment", "dpsim.engine.solving.rootfinding", "dpsim.engine.solving.oracles", "dpsim.engine.storage.store", "dpsim.engine.judgement.statistics", "dpsim.engine.judgement.verdicts"],
     ["dpsim.engine.definition.grid", "dpsim.engine.execution.program", "dpsim.engine.registry", "dpsim.engine.judgement.mutants", "dpsim.engine.judgement.checks",
      "dpsim.engine.storage.parts", "dpsim.engine.execution.calibration"],

@@ -34,6 +34,9 @@ def test_the_wheel_installs_every_paper_under_dpsim_experiments(wheel):
             assert installed in names, installed
     assert not any(n.startswith("experiments/") for n in names)        # never as a top-level package
     assert "dpsim/engine/storage/store.py" in names and "dpsim/datasets/data/cems.csv" in names
+    templates = ROOT / "dpsim" / "engine" / "templates"
+    for template in templates.rglob("*.tmpl"):                      # what `dpsim new-paper` writes from
+        assert "dpsim/engine/templates/" + template.relative_to(templates).as_posix() in names
 
 
 def test_every_entry_point_names_a_paper_package_in_the_wheel(wheel):
