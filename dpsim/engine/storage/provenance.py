@@ -2,7 +2,7 @@
 
 A run directory's manifest records a *code fingerprint* (:func:`fingerprint`): one digest per
 Python module that can change the experiment's rows, and a hash of them all. A module's
-digest is taken from its syntax tree (:func:`module_digest`: ``ast.parse``, docstrings
+digest is taken from its syntax tree (:func:`~dpsim.engine.storage.digests.module_digest`: ``ast.parse``, docstrings
 removed, positions left out), so an edit of a comment, a docstring, a blank line or the
 layout keeps every folder usable, while any change of what the code does changes it. The
 modules are:
@@ -11,7 +11,7 @@ modules are:
   outside the library, the files of the functions it reaches (its seams, closures,
   ``functools.partial``, ``__wrapped__``) and of the statement that makes it (a module of
   the same package binding it), and the study or paper modules their code imports. Such a
-  module counts by its *live* statements (:func:`_live`): those defining the reached
+  module counts by its *live* statements (:func:`live_lines`): those defining the reached
   functions and making the experiment, then every statement binding a name they use,
   followed through imports to the names imported, to a fixed point. So its ``CHECKS``,
   ``MUTANTS`` and ``AUDITS``, and what only they use (regions, predictions, a mutant's
@@ -27,7 +27,7 @@ modules are:
   (:mod:`dpsim.engine.execution.runner`, the modules of the functions reached) import, directly or
   through other modules, followed statically (imports inside functions and the packages
   above a module included); each whole but its docstrings. Their digests are kept between
-  processes (:func:`code_cache`, one file per module content), so a command reads them
+  processes (:func:`~dpsim.engine.storage.digests.code_cache`, one file per module content), so a command reads them
   instead of parsing dpsim again.
 
 The manifest keeps the per-module digests (``code["modules"]``), so a refusal names the
@@ -45,7 +45,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
-import json
 import os
 import platform
 import subprocess
@@ -56,14 +55,14 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import dpsim
+from dpsim.engine.storage.digests import (definition_statements,
+                                          digest_of, live_lines, module_digest)
 
 LIBRARY = Path(dpsim.__file__).resolve().parent
 _LIBRARY_PREFIX = str(LIBRARY) + os.sep
 _PAPERS_PREFIX = str(LIBRARY / "experiments") + os.sep      # papers installed as dpsim.experiments
 ENGINE = ("dpsim.engine.execution.runner",)          # what every run executes, whatever the experiment
 # top-level names whose statements are verification, not the rows' identity
-VERIFICATION_NAMES = ("CHECKS", "MUTANTS", "AUDITS")
-FIGURE_CALLS = ("FigureSpec", "Panel")
 
 
 def _functions(experiment) -> list[Any]:
@@ -226,266 +225,6 @@ def _where(fn) -> str:
     return str(path.relative_to(_anchor(path)))
 
 
-# ----------------------------------------------------------------------------- syntax trees
-
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
-    """``tree`` without the docstrings of its module, classes and functions (in place)."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
-class _FiguresBlanked(ast.NodeTransformer):
-    """Replaces every figure layout (a ``FigureSpec(...)`` or ``Panel(...)`` call, the value
-    of a ``figure=`` argument) by one constant."""
-
-    def visit_Call(self, node):
-        func = node.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        if name in FIGURE_CALLS:
-            return ast.Constant("figure")
-        self.generic_visit(node)
-        node.keywords = [ast.keyword(arg=k.arg, value=ast.Constant("figure")) if k.arg == "figure" else k
-                         for k in node.keywords]
-        return node
-
-
-def _serialised(node) -> str:
-    """A text of a syntax tree that determines it: node types and fields, no positions; a
-    field that is None or empty is left out, so the text does not change when a newer Python
-    adds an empty field (``type_params``)."""
-    if isinstance(node, ast.AST):
-        fields = []
-        for name, value in ast.iter_fields(node):
-            if value is None or value == [] or isinstance(value, ast.expr_context):
-                continue
-            fields.append(f"{name}={_serialised(value)}")
-        return f"{type(node).__name__}({', '.join(fields)})"
-    if isinstance(node, list):
-        return "[" + ", ".join(_serialised(v) for v in node) + "]"
-    return repr(node)
-
-
-def _is_verification_name(name: str) -> bool:
-    return any(name == v or name.endswith("_" + v) for v in VERIFICATION_NAMES)
-
-
-def _verification_only(statement: ast.stmt) -> bool:
-    """Whether a top-level statement only defines verification (:data:`VERIFICATION_NAMES`,
-    alone or as the end of a name: ``LEVEL_CHECKS``): it binds only such names, or calls a
-    method of one (``CHECKS.extend(...)``)."""
-    if isinstance(statement, ast.Assign):
-        targets = statement.targets
-    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
-        targets = [statement.target]
-    elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-        func = statement.value.func
-        return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and _is_verification_name(func.value.id))
-    else:
-        return False
-    names = [t.id for t in targets if isinstance(t, ast.Name)]
-    return len(names) == len(targets) and all(_is_verification_name(n) for n in names)
-
-
-class _Statement:
-    """One top-level statement of a definition module, as liveness needs it: its lines
-    (decorators included), the names it binds and uses, whether it only binds names (a
-    definition, an import, an assignment to names), whether it is verification, and its text
-    (:func:`_serialised`)."""
-
-    def __init__(self, node: ast.stmt):
-        self.node = node
-        self.start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        self.end = node.end_lineno
-        self.binds = _bound_names(node)
-        self.uses = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        targets = getattr(node, "targets", None) or ([node.target] if hasattr(node, "target") and
-                                                     isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
-        self.pure = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
-                                      ast.ImportFrom)) or (
-            isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and all(
-                isinstance(t, ast.Name) or isinstance(t, (ast.Tuple, ast.List)) and
-                all(isinstance(e, ast.Name) for e in t.elts) for t in targets))
-        self.verification = _verification_only(node)
-        self.text = _serialised(node)
-
-
-def _bound_names(node: ast.stmt) -> set[str]:
-    """The module-level names a top-level statement binds (``*`` for a star import)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    if isinstance(node, ast.Import):
-        return {(a.asname or a.name).split(".")[0] for a in node.names}
-    if isinstance(node, ast.ImportFrom):
-        return {a.asname or a.name for a in node.names}
-    found, stack = set(), [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
-            found.add(item.id)
-        elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(item.name)
-        elif isinstance(item, (ast.Import, ast.ImportFrom)):
-            found |= _bound_names(item)
-        elif not isinstance(item, (ast.Lambda, ast.comprehension)):
-            stack.extend(ast.iter_child_nodes(item))
-    return found
-
-
-def _live(statements: tuple, lines: set[int], names: set[str] | None) -> list[int]:
-    """The indices of the statements of a definition module that its rows depend on: those
-    holding a reached function's first line (``lines``) or binding one of ``names`` (None: the
-    whole module but its verification), then, to a fixed point, every statement binding a name
-    a live one uses, and every other statement (not a pure binding) using or binding one;
-    verification (:func:`_verification_only`) only when a live statement uses what it binds."""
-    if names is None:
-        return [i for i, s in enumerate(statements) if not s.verification]
-    live = {i for i, s in enumerate(statements)
-            if any(s.start <= line <= s.end for line in lines) or s.binds & names or "*" in s.binds}
-    needed = set(names).union(*(statements[i].uses for i in live))
-    changed = True
-    while changed:
-        changed = False
-        for i, s in enumerate(statements):
-            if i in live or not (s.binds & needed or (not s.pure and not s.verification and s.uses & needed)):
-                continue
-            live.add(i)
-            needed |= s.uses | s.binds
-            changed = True
-    return sorted(live)
-
-
-@lru_cache(maxsize=1024)
-def _statements(data: bytes, path: str) -> tuple:
-    """The top-level statements of a definition module (:class:`_Statement`), docstrings
-    removed and figure layouts blanked (cached by the file's bytes)."""
-    tree = _FiguresBlanked().visit(_strip_docstrings(ast.parse(data, filename=path)))
-    return tuple(_Statement(node) for node in tree.body)
-
-
-def _definition_statements(path: Path) -> tuple:
-    return _statements(path.read_bytes(), str(path))
-
-
-CODE_CACHE_VARIABLE = "DPSIM_CODE_CACHE"
-
-
-def code_cache() -> Path | None:
-    """The folder of library modules' digests kept between processes (a file per module
-    content and Python version, so an edited file is parsed again): ``$DPSIM_CODE_CACHE``
-    (``off``: none), else ``$XDG_CACHE_HOME/dpsim/code``, else ``~/.cache/dpsim/code``.
-    Parsing dpsim's modules takes about a second; reading their digests, milliseconds."""
-    text = os.environ.get(CODE_CACHE_VARIABLE)
-    if text == "off":
-        return None
-    if text:
-        return Path(text)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dpsim" / "code"
-
-
-def _digest_of(path: str) -> tuple[str, tuple]:
-    """(digest, imports) of one library module as :func:`module_digest` takes it (cached by
-    its bytes, in this process and on disk, :func:`code_cache`: an edited file is parsed again)."""
-    data = Path(path).read_bytes()
-    key = hashlib.sha256(data + b"\0" + sys.version.encode()).hexdigest()
-    folder = code_cache()
-    stored = _stored_digest(folder / f"{key}.json") if folder else None
-    if stored is not None:
-        return stored
-    found = _parsed_digest(data, path)
-    if folder is not None:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = folder / f".tmp-{key}-{os.getpid()}"
-            tmp.write_text(json.dumps([found[0], [list(i) for i in found[1]]]))
-            os.replace(tmp, folder / f"{key}.json")
-        except OSError:                  # a read-only home: the digest is computed again next time
-            pass
-    return found
-
-
-def _stored_digest(path: Path) -> tuple[str, tuple] | None:
-    """A digest :func:`_digest_of` stored (None: none, or one that does not read back)."""
-    try:
-        digest, imports = json.loads(path.read_text())
-        if not (isinstance(digest, str) and len(digest) == 16):
-            return None
-        return digest, tuple((int(level), str(module), tuple(str(n) for n in names))
-                             for level, module, names in imports)
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-@lru_cache(maxsize=4096)
-def _parsed_digest(data: bytes, path: str) -> tuple[str, tuple]:
-    tree = ast.parse(data, filename=path)
-    out, imports = [], []
-    _serialise_fast(tree, out, imports)          # one pass: the same text as _serialised, docstrings out
-    return hashlib.sha256("".join(out).encode()).hexdigest()[:16], tuple(imports)
-
-
-_DOC_OWNERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-_PASS = ast.Pass()
-
-
-def _is_docstring(node) -> bool:
-    return type(node) is ast.Expr and type(node.value) is ast.Constant and type(node.value.value) is str
-
-
-def _serialise_fast(node, out: list, imports: list) -> None:
-    """Append :func:`_serialised` of ``node`` with its docstrings removed
-    (:func:`_strip_docstrings`) to ``out``, and its imports as (level, module, names) to ``imports``,
-    in one walk (a library module's digest is taken in every command)."""
-    kind = type(node)
-    if kind is ast.Import:
-        imports.extend((0, alias.name, ()) for alias in node.names)
-    elif kind is ast.ImportFrom:
-        imports.append((node.level, node.module or "", tuple(a.name for a in node.names)))
-    out.append(kind.__name__)
-    out.append("(")
-    first = True
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if value is None or isinstance(value, ast.expr_context):
-            continue
-        if type(value) is list:
-            if name == "body" and value and isinstance(node, _DOC_OWNERS) and _is_docstring(value[0]):
-                value = value[1:] or [_PASS]
-            if not value:
-                continue
-            out.append(f"{'' if first else ', '}{name}=[")
-            for i, item in enumerate(value):
-                if i:
-                    out.append(", ")
-                if isinstance(item, ast.AST):
-                    _serialise_fast(item, out, imports)
-                else:
-                    out.append(repr(item))
-            out.append("]")
-        elif isinstance(value, ast.AST):
-            out.append(f"{'' if first else ', '}{name}=")
-            _serialise_fast(value, out, imports)
-        else:
-            out.append(f"{'' if first else ', '}{name}={value!r}")
-        first = False
-    out.append(")")
-
-
-def module_digest(path: Path) -> str:
-    """The digest of one library module (16 hex digits): its syntax tree without docstrings
-    or positions (:func:`_serialised`), so comments and layout do not count.
-
-    Raises:
-        SyntaxError: the file does not parse.
-    """
-    return _digest_of(str(Path(path).resolve()))[0]
-
-
 def _module_file(base: Path, parts: list[str]) -> Path | None:
     """The file of module ``parts`` under directory ``base`` (``a/b.py`` or ``a/b/__init__.py``)."""
     if not parts:
@@ -607,7 +346,7 @@ class _Roots:
     """What of one definition module the rows depend on: the top-level names of the
     functions reached there (their own, or the def they are nested in) and the names other
     modules import from it (None: all of it), the first lines of top-level lambdas reached,
-    and the live statements last found (:func:`_live`)."""
+    and the live statements last found (:func:`live_lines`)."""
 
     def __init__(self, anchor: Path):
         self.anchor, self.lines, self.names, self.live = anchor, set(), set(), None
@@ -686,7 +425,7 @@ def _import_targets(path: Path, node, anchor: Path) -> list[tuple[Path, str | No
 def _modules(experiment, functions=None) -> tuple[dict[Path, tuple[Path, str]], set[Path]]:
     """(definition module → (its anchor, its digest), library modules) of ``experiment``.
 
-    A definition module counts by its live statements (:func:`_live`): those holding a
+    A definition module counts by its live statements (:func:`live_lines`): those holding a
     reached function or binding the experiment, those binding names that other live code
     imports from it, and what they need. Its live imports bring in further definition
     modules (with the names imported, or the attributes read from an imported module) and
@@ -705,14 +444,14 @@ def _modules(experiment, functions=None) -> tuple[dict[Path, tuple[Path, str]], 
             code = getattr(fn, "__code__", None)
             # the code's own name (a functools.wraps wrapper's __qualname__ is the wrapped one's)
             head = (getattr(code, "co_qualname", None) or getattr(fn, "__qualname__", None) or "<?>").split(".")[0]
-            if not head.startswith("<") and any(head in st.binds for st in _definition_statements(path)):
+            if not head.startswith("<") and any(head in st.binds for st in definition_statements(path)):
                 entry.add({head})                   # a top-level def or class, or a function inside one
             elif code is not None:                  # a lambda at the top level, or a name not bound there
                 entry.lines.add(code.co_firstlineno)
             else:                                   # a class or object without code: all of its file
                 entry.add(None)
     for path, names in _bindings(experiment, {p.parent for p in roots}).items():
-        statements = _definition_statements(path)
+        statements = definition_statements(path)
         made = {n for n in names if any(n in st.binds and not _alias(st.node) for st in statements)}
         if made and (_is_definition(None, path) or path in roots):
             roots.setdefault(path, _Roots(_anchor(path))).add(made)
@@ -720,8 +459,8 @@ def _modules(experiment, functions=None) -> tuple[dict[Path, tuple[Path, str]], 
     while changed:
         changed = False
         for path, entry in list(roots.items()):
-            statements = _definition_statements(path)
-            live = _live(statements, entry.lines, entry.names)
+            statements = definition_statements(path)
+            live = live_lines(statements, entry.lines, entry.names)
             if live == entry.live:
                 continue
             entry.live, changed = live, True
@@ -741,7 +480,7 @@ def _modules(experiment, functions=None) -> tuple[dict[Path, tuple[Path, str]], 
                                 other.add(_attributes_used(statements, live, bound) if top and bound else None)
     definitions = {}
     for path, entry in roots.items():
-        statements = _definition_statements(path)
+        statements = definition_statements(path)
         text = "\n".join(statements[i].text for i in entry.live or ())
         definitions[path] = (entry.anchor, hashlib.sha256(text.encode()).hexdigest()[:16])
     return definitions, _library_closure(library)
@@ -759,7 +498,7 @@ def _library_closure(roots: set[Path]) -> set[Path]:
             init = LIBRARY.parent.joinpath(*path.relative_to(LIBRARY.parent).parts[:i]) / "__init__.py"
             if init.is_file() and init not in found:
                 stack.append(init)
-        for level, module, names in _digest_of(str(path))[1]:
+        for level, module, names in digest_of(str(path))[1]:
             stack.extend(p for p in _resolved(path, level, module, names, None) if _in_library(p))
     return found
 
