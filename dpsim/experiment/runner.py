@@ -28,26 +28,20 @@ from tqdm.auto import tqdm
 
 from dpsim.errors import UsageError, note, warn
 from dpsim.experiment import calibration, parts, store
-from dpsim.experiment.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
-                                       default_workers, device_memory_bytes, host_memory_bytes, memory_limit,
-                                       micro_batch_size)
+from dpsim.experiment.batching import Batching, batching, default_workers, memory_limit
 from dpsim.experiment.chunk_io import method_columns
 from dpsim.experiment.executors import Executor, Job, LocalExecutor
 from dpsim.experiment.grid import Experiment, Grid, expand_grid
-from dpsim.experiment.planning import Plan, check_part, plan_steps, replicate_range, size_buckets, step_label
+from dpsim.experiment.planning import Plan, check_part, plan_steps, replicate_range, step_label
 from dpsim.experiment.provenance import environment, fingerprint
-from dpsim.experiment.program import clear_cache, compiler_options, lane_key, truth_key
-from dpsim.experiment.units import format_bytes, format_duration
+from dpsim.experiment.program import compiler_options
+from dpsim.experiment.units import format_bytes
 from dpsim.results import reasons
 
 DEFAULT_WATCHDOG_SECONDS = 900.0
 
 __all__ = ["run_experiment", "plan_run", "RunSummary", "watchdog_seconds", "folder_summaries", "study_summary", "unconverged",
-           "nan_metrics",
-           # re-exported from their homes, so that earlier imports from the runner keep working
-           "Batching", "batching", "default_workers", "chunk_layout", "micro_batch_size", "device_memory_bytes",
-           "host_memory_bytes", "memory_limit", "CHUNK_WORK", "MAX_MICRO_BATCH_CPU", "Plan", "size_buckets",
-           "format_bytes", "format_duration", "clear_cache", "lane_key", "truth_key"]
+           "nan_metrics"]
 
 
 @dataclass
