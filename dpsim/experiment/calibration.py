@@ -196,7 +196,8 @@ def seconds_per_lane(entry: Mapping | None) -> float | None:
 
 
 def describe(entry: Mapping, backend: str) -> str:
-    """A calibration as text: ``calibrated DATE on cpu: 1 → 0.41 ms/lane, 32 → 0.29 ms/lane``."""
+    """A calibration as text: ``calibrated DATE on BACKEND: MICRO → TIME ms/lane, …``, one
+    ``MICRO → TIME`` per candidate micro-batch timed (``entry["timings"]``)."""
     timings = ", ".join(f"{m} → {float(s) * 1e3:.3g} ms/lane"
                         for m, s in sorted(entry["timings"].items(), key=lambda kv: int(kv[0])))
     return f"calibrated {entry.get('date', '?')} on {backend}: {timings}"

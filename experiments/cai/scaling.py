@@ -67,7 +67,7 @@ Figs 5–7, for both units. Individual data at n = 16 are drawn as counts
 (:func:`dpsim.models.sample_user_comparisons`); at n = 200 the matched design draws the
 mL comparisons one by one (uniform pair, BTL outcome) and aggregates them — the law of the
 aggregated W depends on the users only through mL (cai §3.1), and the binary-splitting
-multinomial over 19900 pairs is two orders of magnitude slower.
+multinomial over 19900 pairs is far slower.
 """
 from __future__ import annotations
 
