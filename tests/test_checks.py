@@ -16,7 +16,8 @@ import pytest
 from dpsim.errors import UsageError
 from dpsim.experiment import (ColumnRatio, Difference, IdenticalAcrossCheck, column_ratio_check, comparison_check,
                               linear_slope_check, method_ratio_slope_check, predicted_ratio_check, ratio_check)
-from dpsim.experiment.checks import format_region, log_ratio_of_means, paired
+from dpsim.experiment.statistics import log_ratio_of_means, paired
+from dpsim.experiment.verdicts import format_region
 
 Z = 1.959963984540054
 

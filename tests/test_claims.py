@@ -12,9 +12,9 @@ import pytest
 
 from dpsim.errors import UsageError
 from dpsim.experiment import method_ratio_slope_check
-from dpsim.experiment.checks import (Along, At, Claim, Deferred, Difference, Every, Mean, MethodRatio, Slope,
-                                     deferred_entries, deferred_table, level_check, slope_check)
-from dpsim.experiment.deferred import resolved
+from dpsim.experiment.checks import Along, At, Claim, Every, level_check, slope_check
+from dpsim.experiment.deferred import Deferred, deferred_entries, deferred_table, resolved
+from dpsim.experiment.statistics import Difference, Mean, MethodRatio, Slope
 from dpsim.experiment.summary import slope_fit
 
 Z = 1.959963984540054

@@ -46,7 +46,7 @@ import pytest
 from dpsim.errors import RunStalled
 from dpsim.experiment import registry
 from dpsim.experiment.axes import axis_type
-from dpsim.experiment.checks import CheckResult
+from dpsim.experiment.verdicts import CheckResult
 from dpsim.experiment.grid import expand_grid
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.store import load_results

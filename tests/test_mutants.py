@@ -20,7 +20,9 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import Estimate, level_check, family_z, judge, predictions, widened
+from dpsim.experiment.checks import level_check
+from dpsim.experiment.statistics import predictions
+from dpsim.experiment.verdicts import Estimate, family_z, judge, widened
 from dpsim.experiment.mutants import (Mutant, chain, mutants_of, replaced_method, scaled_analysis,
                                       scaled_derived)
 from dpsim.experiment.summary import Z95

@@ -18,7 +18,8 @@ import pytest
 
 from dpsim.errors import UsageError
 from dpsim.experiment import Experiment, Method, axes
-from dpsim.experiment.checks import Claim, Mean
+from dpsim.experiment.checks import Claim
+from dpsim.experiment.statistics import Mean
 from dpsim.experiment.summary import Z95
 from dpsim.experiment.verdicts import Estimate, judge, stage_share
 from dpsim.experiment.verify import Sequential, verify

@@ -16,7 +16,8 @@ import pytest
 from dpsim.cli import main, verify_status
 from dpsim.errors import UsageError
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import Check, level_check, slope_check
+from dpsim.experiment.checks import level_check, slope_check
+from dpsim.experiment.verdicts import Check
 from dpsim.experiment.verify import judge, summary_line
 from laplace_study import study_text
 

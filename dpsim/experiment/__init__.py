@@ -8,12 +8,14 @@ from dpsim.errors import UsageError
 from dpsim.experiment import axes
 from dpsim.experiment.grid import (Cell, CellArrays, Context, Derived, Experiment, FigureSpec, Method, Padding, Panel,
                                    solver_diagnostics)
-from dpsim.experiment.checks import (Along, At, Claim, ColumnRatio, Deferred, Difference, Every,
-                                     IdenticalAcrossCheck, LinearSlope, Mean, MethodRatio, SliceRatio, Slope, Solve,
-                                     ThresholdCollapseCheck, ThresholdScalingCheck, column_ratio_check, comparison_check,
-                                     deferred_entries, deferred_table, level_check, linear_slope_check, method_ratio_check, method_ratio_slope_check,
-                                     predicted_ratio_check, ratio_check, ratio_slope_check, slope_check,
-                                     slope_range_check, trend_check)
+from dpsim.experiment.checks import (Along, At, Claim, Every, IdenticalAcrossCheck, Solve,
+                                     ThresholdCollapseCheck, ThresholdScalingCheck, column_ratio_check,
+                                     comparison_check, level_check, linear_slope_check, method_ratio_check,
+                                     method_ratio_slope_check, predicted_ratio_check, ratio_check,
+                                     ratio_slope_check, slope_check, slope_range_check, trend_check)
+from dpsim.experiment.deferred import Deferred, deferred_entries, deferred_table
+from dpsim.experiment.statistics import (ColumnRatio, Difference, LinearSlope, Mean, MethodRatio, SliceRatio,
+                                         Slope)
 
 __all__ = ["Cell", "CellArrays", "Context", "Derived", "Experiment", "FigureSpec", "Method", "Padding", "Panel", "UsageError", "axes",
            "solver_diagnostics", "Claim", "At", "Every", "Along", "Mean", "MethodRatio", "ColumnRatio", "SliceRatio",

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from dpsim.errors import UsageError, note, warn
 from dpsim.experiment import calibration, parts, store
-from dpsim.experiment.batching import Batching, batching, default_workers, memory_limit
+from dpsim.experiment.batching import Batching, batching, memory_limit
 from dpsim.experiment.chunk_io import method_columns
 from dpsim.experiment.executors import Executor, Job, LocalExecutor
 from dpsim.experiment.grid import Experiment, Grid, expand_grid

@@ -57,13 +57,12 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 
-from dpsim.errors import UsageError
+from dpsim.errors import UsageError, did_you_mean
 from dpsim.experiment import rootfinding as rf
 from dpsim.experiment import store
 from dpsim.experiment.axes import axis_type
 from dpsim.experiment.grid import Experiment, expand_grid
 from dpsim.experiment.provenance import fingerprint
-from dpsim.experiment.registry import did_you_mean
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.summary import Z95
 

@@ -1,8 +1,8 @@
 """The statistics checks are built from: the one pairing helper (:func:`paired`), the one
 delta-method ratio helper (:func:`log_ratio_of_means`), predictions evaluated from the grid
 at verify time (:func:`predictions`), ratios between two slices of an axis
-(:func:`log_ratio_between`), the phase-transition helpers (isotonic regression, Wilson
-bands, crossing points), and the composable statistics a
+(:func:`log_ratio_between`), the phase-transition helpers (Wilson bands, crossing points;
+the isotonic regression is :func:`dpsim.experiment.rootfinding.isotonic`), and the composable statistics a
 :class:`~dpsim.experiment.checks.Claim` judges, each one number with its standard error
 (:class:`Value`):
 
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.rootfinding import STATUS, isotonic, z_quantile  # noqa: F401  (isotonic: the one PAVA, used by checks)
+from dpsim.experiment.rootfinding import STATUS, z_quantile
 from dpsim.experiment.summary import (Z95, describe_values, grid_columns, loglog_slope, select, slope_fit,
                                       wilson_interval)
 

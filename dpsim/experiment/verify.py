@@ -20,7 +20,7 @@ same code are extended with the replicates a check needs.
 Family-wise rule: the checks judged in one ``verify`` are one family of m tests (the
 report-only ones excluded); a check FAILs only when its interval at the Bonferroni level
 0.05/m lies outside its region, PASSes when its 95% interval lies inside
-(:func:`dpsim.experiment.checks.judge`).
+(:func:`dpsim.experiment.verdicts.judge`).
 
 Until decided (``--until-decided``, :class:`Sequential`, :func:`decided_on`): a check
 INCONCLUSIVE at stage s gets the replicates of stage s + 1 (twice as many: R, 2R, 4R, …, at
@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from dpsim.errors import UsageError, note, traceback_wanted
-from dpsim.experiment.checks import CheckResult, stage_share
+from dpsim.experiment.verdicts import CheckResult, stage_share
 from dpsim.experiment.grid import expand_grid
 from dpsim.experiment.runner import run_experiment
 from dpsim.experiment.provenance import describe, fingerprint

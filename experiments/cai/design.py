@@ -43,7 +43,8 @@ from scipy import integrate, special, stats
 from dpsim import metrics
 from dpsim.estimators import top_k_mask
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
+from dpsim.experiment.checks import At, Claim, Every, pinned_claim, ratio_region
+from dpsim.experiment.statistics import ColumnRatio, Mean
 from dpsim.experiment.mutants import Mutant, changed_truth, replaced_method
 
 from . import edge, individual

@@ -43,8 +43,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from dpsim.experiment.checks import At, Claim, Every, Mean, comparison_check
-from dpsim.experiment.statistics import predictions
+from dpsim.experiment.checks import At, Claim, Every, comparison_check
+from dpsim.experiment.statistics import Mean, predictions
 
 INF = math.inf
 LOGISTIC_KAPPA1, LOGISTIC_KAPPA2 = 1.0, 0.25      # cai (A1)–(A2), §2.2.1; docs/cai.md, Errata and modes (E4)

@@ -41,7 +41,8 @@ from scipy import stats
 
 from dpsim import metrics
 from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
+from dpsim.experiment.checks import At, Claim, Every, pinned_claim, ratio_region
+from dpsim.experiment.statistics import ColumnRatio, Mean
 from dpsim.experiment.mutants import Mutant, changed_truth, replaced_method
 
 from . import common as c

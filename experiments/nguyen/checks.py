@@ -14,7 +14,8 @@ The private/non-private ratios (R7, R9) are the engine's
 """
 from __future__ import annotations
 
-from dpsim.experiment.checks import Along, Claim, ColumnRatio, Mean, level_check
+from dpsim.experiment.checks import Along, Claim, level_check
+from dpsim.experiment.statistics import ColumnRatio, Mean
 
 
 def metric_ratio_slope_check(name: str, experiment: str, method: str, numerator: str, denominator: str, x: str,
