@@ -321,13 +321,15 @@ class Experiment:
             (:class:`Padding`); None: one program per shape point.
         description: what it reproduces (the paper's sections), shown by ``dpsim show``.
         stream_names: renamed axis → the name its values are keyed under (the axis's name
-            when its random streams were fixed; names of axes it lacks are ignored). A rename
-            then changes no key, so no stored number: e.g. chowdhury's ``{"n_actions": "k"}``.
-            ``dpsim run --set OLD=…`` is answered "did you mean NEW". See :meth:`point_id`.
+            when its results were published; names of axes it lacks are ignored). A rename
+            then changes no key, so no published number: e.g. chowdhury's ``{"n_actions": "k"}``.
+            ``dpsim run --set OLD=…`` is answered "did you mean NEW". See :meth:`point_id`
+            and docs/concepts.md, "Lanes, chunks and keys". Published streams only: a new
+            experiment leaves it empty.
         stream_point: a grid point → the point its random streams are keyed by, where a
-            change of stored values (not only of names) would otherwise change them: e.g. xu
-            stores the resolved ``k`` and keys it as the ``k = auto`` and ``top_k`` it stored
-            before. None: the point itself. Applied before ``stream_names``.
+            change of stored values (not only of names) would otherwise change the published
+            streams: e.g. xu stores the resolved ``k`` and keys it as the ``k = auto`` and
+            ``top_k`` it once stored. None: the point itself. Applied before ``stream_names``.
         extends: the experiment this one adds methods to (:meth:`with_methods`; "" for
             none), whose checks :func:`dpsim.api.checks_for` judges on this one.
     """
