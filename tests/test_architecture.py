@@ -1,18 +1,10 @@
 """The import graph of dpsim: one module per concept, no back-arrow, no cycle.
-
-Every module under dpsim/ (and the paper packages of experiments/, installed as
-``dpsim.experiments``) is parsed with ``ast``; every import counts, function-local ones and
-``TYPE_CHECKING`` ones included. ``from package import name`` is an import of the module
-``package.name`` when there is one, else of ``package``; importing a submodule is not counted
-as importing its parent package's ``__init__``.
-
-:data:`LAYERS` (bottom first) is the intended layering, also written out in
-docs/architecture.md. An entry is a module or a package; a package whose submodules are
-listed themselves (``dpsim``, ``dpsim.experiment``) stands for its ``__init__`` alone, and
-then every one of its direct submodules must be listed. A module may import modules of its
-own entry and of entries on lower layers only: never a peer on its own layer, never a higher
-layer. A new module goes on the lowest layer above everything it imports, here and in
-docs/architecture.md.
+Every module under dpsim/ and experiments/ is parsed with ``ast`` and every import counts
+(function-local and ``TYPE_CHECKING`` ones too; ``from package import name`` is an import of
+the module ``package.name`` when there is one). :data:`LAYERS` (bottom first) is the layering
+of docs/architecture.md, whose rules it enforces ("Modules and layers"): a module imports its
+own entry and lower layers only; a package whose submodules are listed stands for its
+``__init__`` alone, and then every one of its direct submodules must be listed.
 """
 from __future__ import annotations
 

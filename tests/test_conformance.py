@@ -1,34 +1,11 @@
-"""Conformance: every registered experiment gets these tests with no test code of its own.
-
-"Registered": the installed papers' experiments (entry points of ``dpsim.papers``), the example
-study's (``examples/custom_study.py``, a study file given by path) and a fifth, toy paper's
-(``tests/toy_paper``, installed here for this module by its one entry-point line). For each:
-
-* **bad input** through ``dpsim run`` (in this process): an unknown axis, one value of each
-  kind that each of its axes' types refuses (:meth:`AxisType.invalid_examples`) and, where it
-  has the shared axes ``k`` and ``n_items``, a top-k size k = n_items: exit status 2, one line
-  on stderr naming the value, nothing written (neither ``--out`` nor the working directory);
-* a **smoke run** at (at most) the first two values of every axis (of its shape axes, only the
-  first that has two keeps both: at most two shapes to compile), 2 replicates, with the
-  default workers and a watchdog: it finishes (a hang stops as :class:`RunStalled` instead of
-  hanging the suite), with one row per grid point, replicate and method, every declared
-  metric and diagnostic present. This is the suite's one smoke run of every experiment;
-* its **figure** drawn from that run by ``dpsim plot RUN --to FILE`` into non-empty files (or,
-  for an experiment that declares none, a one-line refusal);
-* its **checks** judged on that run as ``dpsim verify`` judges them: a verdict for each (on 2
-  replicates mostly INCONCLUSIVE, or an ERROR line saying why it cannot be evaluated), never an
-  exception.
-
-One smoke run per experiment is shared by its tests (a module-scoped fixture). Two shapes
-where an experiment has them make the background thread compile the next step's program while
-chunks of the previous one compute; every wait has the watchdog's timeout
-(dpsim/experiment/threads.py) and worker threads are daemons, so a stuck run cannot hold the
-suite. XLA:CPU's intra-op pool is left at its default (``PJRT_NPROC`` is read when JAX creates
-its CPU client, before this module runs in a whole-suite run).
-
-The console script's exit status and one-line error, end to end in a fresh interpreter, are
-tested once, in tests/test_cli.py.
-"""
+"""Conformance: every registered experiment (the installed papers', ``examples/custom_study.py``'s
+and the toy paper's in ``tests/toy_paper``) gets these tests with no test code of its own: bad
+input through ``dpsim run`` refused in one line with nothing written (an unknown axis, each value
+its axes' types refuse, k = n_items); one smoke run (at most two values of each axis, 2
+replicates, under the watchdog) with every row, metric and diagnostic; its figure drawn by
+``dpsim plot``; its checks judged as ``dpsim verify`` judges them, a verdict each, never an
+exception. The smoke run is a module-scoped fixture: the suite's one run of every experiment
+(tests/README.md, "What every experiment gets for free")."""
 from __future__ import annotations
 
 import importlib

@@ -1,19 +1,10 @@
 """Several devices in one process: a chunk's lanes sharded across the visible devices
-(``shard_map`` over a one-axis mesh, :func:`dpsim.experiment.program.jitted_chunk_fn`), the
-chunk padded to a multiple of the device count (:func:`dpsim.experiment.batching.chunk_layout`),
-``$DPSIM_DEVICES`` to keep to fewer.
-
-Four CPU devices are forced with ``XLA_FLAGS=--xla_force_host_platform_device_count=4``,
-which XLA reads when JAX starts: so the sharded runs happen in a fresh interpreter, and their
-tables are compared with runs on this process's one device.
-
-The tables must be equal to the last bit. Keys come from (seed, grid point, replicate,
-method), never from a lane's place in a batch; and the per-lane program computes each lane
-with the same shapes whatever the sharding: on CPU lanes go one at a time (micro-batch 1)
-on one device or four, and with ``micro_batch=2`` both layouts vmap micro-batches of exactly
-2 lanes. Only the number of micro-batches per ``lax.map`` differs, which changes no
-arithmetic. (A layout whose vmapped micro-batch differs would be equal only up to float
-rounding; none is tested here.)
+(:func:`dpsim.experiment.program.jitted_chunk_fn`), the chunk padded to a multiple of the device
+count (:func:`dpsim.experiment.batching.chunk_layout`), ``$DPSIM_DEVICES`` to keep to fewer.
+Four CPU devices are forced (``XLA_FLAGS=--xla_force_host_platform_device_count=4``, read when
+JAX starts, so in a fresh interpreter) and their tables must equal this process's one-device
+runs to the last bit: keys come from stable ids, and both layouts compute each lane with the
+same shapes (micro-batch 1, or exactly 2 with ``micro_batch=2``).
 """
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """No run hangs: a multi-shape experiment with concurrent chunks and background compilation
 finishes 10 times out of 10 with results identical to one worker, and a stalled run is
-stopped by the watchdog with a one-line error and resumes when run again.
-
-That every registered experiment finishes with the default workers (at most two values of
-each axis, 2 replicates, under the watchdog) is tested by its smoke run in
-tests/test_conformance.py, the suite's one smoke run of every experiment.
-
-Everything here that could hang runs in a subprocess with a time limit, so a hang fails the
-test instead of hanging the suite. XLA:CPU's intra-op pool is forced to 2 threads
-(``PJRT_NPROC=2``), the size on the 2-core machine where the deadlock was seen, so the
+stopped by the watchdog with a one-line error and resumes when run again (every registered
+experiment's own smoke run is in tests/test_conformance.py). Whatever could hang runs in a
+subprocess with a time limit, and XLA:CPU's intra-op pool is forced to 2 threads
+(``PJRT_NPROC=2``, the pool size at which the deadlock of dpsim/linalg.py shows), so the
 tests are as strict on a larger machine.
 """
 from __future__ import annotations

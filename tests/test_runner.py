@@ -517,7 +517,7 @@ def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
 # ----------------------------------------------------------------------------- batching by device
 
 @pytest.mark.parametrize("n_lanes, lane_bytes, memory, want", [
-    (48_000, 8 * 300**2, 80e9, (8000, 2000)),  # H100-size memory: 2048-lane cap, balanced to 2000
+    (48_000, 8 * 300**2, 80e9, (8000, 2000)),  # an 80 GB device: 2048-lane cap, balanced to 2000
     (120, 8 * 40**2, 80e9, (120, 120)),        # few lanes: one micro-batch
     (48_000, 8 * 1000**2, 1e9, (64, 16)),      # small memory: a quarter of it bounds the micro-batch
 ])
