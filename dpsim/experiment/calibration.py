@@ -45,7 +45,7 @@ MODE_VARIABLE = "DPSIM_CALIBRATION"
 CACHE_VARIABLE = "DPSIM_CALIBRATION_CACHE"
 MODES = ("auto", "always", "off")
 CANDIDATES_CPU = (1, 8, 32)
-CANDIDATES_ACCELERATOR = (64, 512, 2048)   # the memory-bound fallback, the old cap, the cap (batching)
+CANDIDATES_ACCELERATOR = (64, 512, 2048)   # the memory-bound fallback, a middle size, the cap (batching)
 # A step is calibrated when calibrating costs at most this share of its estimated wall time
 # (the cost model): (candidates − 1) extra compilations, plus the calibration chunks computed
 # one at a time instead of ``workers`` at a time. One chunk per candidate is a noisy

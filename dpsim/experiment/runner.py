@@ -395,7 +395,7 @@ def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
 def folder_summaries(out: Path, experiment: Experiment) -> dict:
     """The manifest's ``study`` (:func:`study_summary`) and ``diagnostics`` (:func:`unconverged`)
     of the study folder ``out``, from one read of the columns they use, in Arrow (through
-    pandas this was a large share of a short run)."""
+    pandas it would be a large share of a short run)."""
     metrics = [m for method in experiment.methods.values() for m in method.metrics]
     columns = [*experiment.axes, *experiment.derived_names("shape"), "point", "rep", "method", "converged", "result",
                *metrics]
