@@ -597,7 +597,7 @@ def test_a_program_shares_the_accelerators_memory_with_the_chunks_in_flight(monk
 
 
 def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypatch):
-    cpu = batching("cpu")                   # lanes one at a time (measured)
+    cpu = batching("cpu")                   # lanes one at a time (benchmarks/cai.py sections Q and W)
     assert cpu.max_micro == MAX_MICRO_BATCH_CPU == 1 and cpu.chunk_work == CHUNK_WORK
     assert chunk_layout(480, 8 * 300**2, 7, None, 2, cpu) == (240, 1)
     assert chunk_layout(120, 8 * 40**2, 10, None, 2, cpu) == (60, 1)
