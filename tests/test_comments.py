@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 FOLDERS = ("dpsim", "experiments")
 _UNIT = r"(?:ms|µs|us|ns|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?)"
 RUN_TIME = re.compile(
