@@ -29,7 +29,7 @@ RUN_TIME = re.compile(
     r"|\b(?:[AHV]100|H200|B200|GH200)\b", re.I)
 # comments that may name a duration: format examples of the helpers that write one
 ALLOWED = {
-    ("dpsim/experiment/units.py", '"""Seconds as "42 s", "3.5 min", "2.1 h" or "3.2 days"."""'),
+    ("dpsim/engine/presentation/units.py", '"""Seconds as "42 s", "3.5 min", "2.1 h" or "3.2 days"."""'),
 }
 
 

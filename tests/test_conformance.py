@@ -21,14 +21,14 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import RunStalled
-from dpsim.experiment import registry
-from dpsim.experiment.axes import axis_type
-from dpsim.experiment.verdicts import CheckResult
-from dpsim.experiment.grid import expand_grid
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.store import load_results
-from dpsim.experiment.verdicts import VERDICTS
-from dpsim.experiment.verify import family_size, judge
+from dpsim.engine import registry
+from dpsim.engine.definition.axes import axis_type
+from dpsim.engine.judgement.verdicts import CheckResult
+from dpsim.engine.definition.grid import expand_grid
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.storage.store import load_results
+from dpsim.engine.judgement.verdicts import VERDICTS
+from dpsim.engine.judgement.verify import family_size, judge
 
 from cli_cases import refused, run_in_process
 

@@ -1,7 +1,7 @@
 """No run hangs: a multi-shape experiment with concurrent chunks and background compilation
 finishes 10 times out of 10 with results identical to one worker, and a stalled run is
 stopped by the watchdog with a one-line error and resumes when run again (every registered
-experiment's own smoke run is in tests/test_conformance.py). Whatever could hang runs in a
+experiment's own smoke run is in tests/conformance/test_conformance.py). Whatever could hang runs in a
 subprocess with a time limit, and XLA:CPU's intra-op pool is forced to 2 threads
 (``PJRT_NPROC=2``, the pool size at which the deadlock of dpsim/linalg.py shows), so the
 tests are as strict on a larger machine.
@@ -34,8 +34,9 @@ STRESS = textwrap.dedent("""
     import hashlib, json, sys, tempfile
     import jax
     import dpsim
-    from dpsim.experiment import program, runner, store
-    from dpsim.experiment.registry import installed
+    from dpsim.engine.execution import program, runner
+    from dpsim.engine.storage import store
+    from dpsim.engine.registry import installed
     jax.config.update("jax_compilation_cache_dir", sys.argv[1])
     fig4 = installed().experiments["cai-fig4"]
     overrides = {"n_items": [48, 64, 96], "eps": [1.0, 2.0]}
@@ -82,7 +83,8 @@ WATCHDOG = textwrap.dedent("""
     import os, sys, tempfile, time
     import jax, jax.numpy as jnp, numpy as np
     import dpsim
-    from dpsim.experiment import Experiment, Method, runner
+    from dpsim.engine import Experiment, Method
+    from dpsim.engine.execution import runner
     from dpsim.errors import RunStalled
     from dpsim.models import sample_er_comparisons
 
