@@ -4,8 +4,9 @@
 The NumPy/SciPy/choix baselines run with one OpenBLAS thread: this must be set before NumPy
 is first imported, which is why it is done here (every ``benchmarks.*`` module is imported
 through this package first). With OpenBLAS's default threads, L-BFGS-B's tiny BLAS calls
-were measured 60× slower per fit (n = 40, busy 2-core machine). XLA's CPU backend does not
-use OpenBLAS, so the engine is unaffected. A caller's explicit setting wins.
+run far slower per fit than on one thread, and the baselines would be timed at their worst.
+XLA's CPU backend does not use OpenBLAS, so the engine is unaffected. A caller's explicit
+setting wins.
 """
 import os
 
@@ -13,10 +14,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # On a GPU, a benchmark's fresh processes (cold runs: harness.cold_call) share the device with
 # the benchmark's own process. JAX's default preallocation (75 % of the device's memory per
-# process) left the child too little to load its kernels: on an H100 (80 GB), 2026-11-26,
-# `benchmarks.device --sections C` died with CUDA_ERROR_OUT_OF_MEMORY in cai Fig. 1's first
-# chunk, whose program needs 2.4 GB (XLA's buffer assignment); alone, the same run took 7.3 s.
-# Memory is allocated as needed instead (a caller's explicit setting wins).
+# process) leaves the child too little to load its kernels (CUDA_ERROR_OUT_OF_MEMORY in a
+# cold run's first chunk), so memory is allocated as needed instead (a caller's explicit
+# setting wins).
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 # The engine's batching choices (calibrated micro-batches, chunk layouts compiled before:

@@ -20,14 +20,13 @@ each vmapped over 200 lanes with a key per lane, as the engine runs them; the co
 and a χ² goodness-of-fit test of both JAX samplers against SciPy's exact pmf (section G):
 "exact" is a claim this benchmark checks, not assumes.
 
-The prototype is not the engine's sampler. Measured 2026-11-26 (2-core AMD EPYC, a key per
-lane): 1.4–2.4× faster per draw than JAX's in these regimes (raw wins 121 against 251 ns),
-still 1.5–2.7× slower than NumPy's (80–95 ns), and 3.5 s to compile one call against JAX's
-1.04 s. Priced into section P's stage times (binomial draws about half as costly) it would
-take xu's warm engine from 0.56× (section A, measured) to about parity with the vectorised
-baseline, far from 5×; but every xu program compiles three sampler calls per mechanism
-branch, so cold runs (compile-bound, and not to get slower: issue 25) would compile several
-seconds longer, and every stored xu draw would change (README, Performance).
+The prototype is not the engine's sampler: faster per draw than JAX's in these regimes but
+slower than NumPy's, and longer to compile (section T; numbers in
+``benchmarks/results/binomial.json``). Priced into ``benchmarks/xu.py`` section P's stage
+times it would bring xu's warm engine about level with the vectorised baseline, far from the
+5× target; but every xu program compiles three sampler calls per mechanism branch, so cold
+runs (compile-bound, and not to get slower: issue 25) would compile longer, and every stored
+xu draw would change (README, Performance).
 
 Section A (table samplers, :mod:`dpsim.samplers`): where the laws are known on the host (xu's
 Scenario III, Binomial(L, σ(Δk)) for k = 1 … m − 1), ns per draw of Walker's alias method and
@@ -116,7 +115,7 @@ def _one_round(key, n, q):
 def _compact(flags, size: int):
     """Indices of the first ``size`` True entries of ``flags`` (1-D), padded with len(flags):
     ``jnp.nonzero(flags, size=size, fill_value=len)``, with the prefix sum as an associative
-    scan (2.6 against 7.9 ns an element for ``jnp.cumsum`` on this CPU)."""
+    scan (faster than ``jnp.cumsum`` on CPU)."""
     n = flags.shape[0]
     position = jax.lax.associative_scan(jnp.add, flags.astype(jnp.int32)) - 1
     return jnp.full(size, n, jnp.int32).at[jnp.where(flags, position, size)].set(

@@ -29,8 +29,7 @@ A. Figure 3 of cai (n = 300, p ∈ {0.25, 0.5, 0.75, 1}, its 7 ε values, 120 re
       replicate and the Laplace perturbations drawn in one call each, the perturbed MLEs by
       one batched damped Newton from θ = 0 to the engine's tolerance
       (:mod:`benchmarks.vectorised`; the Newton step by a batched LU solve up to n = 100,
-      by batched conjugate gradients above, the faster at n = 300: 12.6 against 90 ms/fit
-      measured on a loaded machine), plus the noisy counts. A subset of replicates is timed
+      by batched conjugate gradients above, the faster at n = 300), plus the noisy counts. A subset of replicates is timed
       and the time per fit extrapolated. Target (issue 25): the compiled engine ahead of it.
    4. choix: ``choix.opt_pairwise`` (Newton-CG, its default tol) on the same comparisons,
       alpha = γ/2 (choix's penalty is alpha·‖θ‖², ours γ/2·‖θ‖²); it has no linear term, so

@@ -33,8 +33,8 @@ few (about a minute on a 2-core CPU; CI runs it): its numbers are not representa
 
 On a lent GPU machine (JAX with CUDA installed, no internet; the other dependencies are in
 its image), the device ``run`` tool's command from the repository root (timeout_s 590), one
-section per process so that a section cut short loses only itself (on an H100: X 45 s, M 46
-s, C 29 s, E 160–170 s)::
+section per process so that a section cut short loses only itself (each section's limit
+leaves room over its time in ``benchmarks/results/device/``)::
 
     python3 -m pip install -q --no-deps \
     --no-build-isolation -e . >/dev/null 2>&1; for s in X:120 M:110 C:120 E:230; do \

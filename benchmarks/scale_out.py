@@ -74,8 +74,8 @@ class Config:
     devices: int          # S: forced host devices
 
 
-# FULL: about 3 minutes in one process on a quiet 2-core machine (cai-fig3 computes ≈ 310
-# lanes/s warm there, benchmarks/results/cai.json: 480 lanes in 1.55 s; 4 × 13 000 lanes).
+# FULL: 4 × 13 000 lanes of cai-fig3, a few minutes in one process on a 2-core machine (its
+# warm lanes per second: benchmarks/results/cai.json).
 FULL = Config(study="cai-fig3", reps=13_000, sets=(), seed=0, ray_workers=2, devices=2)
 QUICK = Config(study="cai-fig3", reps=12, sets=(), seed=0, ray_workers=2, devices=2)
 

@@ -14,7 +14,7 @@ import threading
 import warnings
 from pathlib import Path
 
-from dpsim.errors import DpsimNote, DpsimWarning, RunStalled, UsageError, stage_failed, traceback_wanted
+from dpsim.errors import DpsimNote, DpsimWarning, RunStalled, UsageError
 
 
 class _Parser(argparse.ArgumentParser):

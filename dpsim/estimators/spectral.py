@@ -88,8 +88,8 @@ def differential_counts(x, observed=None):
         observed: (n_users, n_items) bool mask A (None: every entry observed).
     Returns:
         (n_items, n_items) float64 integer counts. The 0/1 product is exact: it is taken in
-        float32 when a count cannot exceed 2²⁴ (fewer users; 2–4× faster than float64 on the
-        2-core CPU at 1000 × 200, with identical counts), else in float64 (exact below 2⁵³),
+        float32 when a count cannot exceed 2²⁴ (fewer users; faster than float64 on CPU, with
+        identical counts), else in float64 (exact below 2⁵³),
         at HIGHEST precision in both, so that no backend rounds it through TF32.
     """
     x = jnp.asarray(x).astype(bool)

@@ -60,13 +60,12 @@ def tie_broken_ranks(scores, jitter, real=None):
     integer comparisons are cheaper than four float keys (jitter, −score, NaN, padding), whose
     comparator canonicalises zeros and NaNs (``benchmarks.cai`` section T times the sort).
 
-    Always a sort. Counting ranks pairwise (``s[None, :] > s[:, None]``) was 7× faster at
-    n = 40 but is wrong inside compiled code on XLA:CPU (jaxlib 0.10.2): when ``scores`` is
+    Always a sort. Counting ranks pairwise (``s[None, :] > s[:, None]``) is faster at small
+    n but wrong inside compiled code on XLA:CPU (jaxlib 0.10.2): when ``scores`` is
     computed in the same program, the new CPU fusion emitters may evaluate its two broadcast
     copies with different roundings (one ulp), so an item can count itself, or both members
     of a tie each other, as ranked before it, and a top-k mask then holds k − 1 items
-    (found in nguyen's top-K experiment: 40% of the m = 100 replicates; reproduced with
-    ``s = log(x); s - s.mean()`` inside ``lax.map``; ``optimization_barrier`` does not
+    (reproduced with ``s = log(x); s - s.mean()`` inside ``lax.map``; ``optimization_barrier`` does not
     prevent it, ``XLA_FLAGS=--xla_cpu_use_fusion_emitters=false`` does). A sort reads each
     score once. ``tests/library/test_metrics.py`` keeps that reproduction.
 

@@ -27,10 +27,8 @@ sampler's, and an element fails exactly when its 3 + ``max_rounds`` proposals we
 rejected: probability at most 0.555⁶⁷ < 1e-17 per draw at the default ``max_rounds = 64``
 (a study of 10¹⁰ draws meets a failure with probability < 1e-7). A failed element is
 returned as 0 and flagged (:func:`discrete_gaussian_with_flag`). The buffer is filled from
-a lane's own arrays, so under ``vmap`` a lane's draws depend only on its key. Measured on a
-shared 2-core CPU (vmap of 32 × 40 000 draws, best of 5): 11–14 M draws/s at σ = 0.5–1000,
-2.8–4.5× the first version (one full-array round per loop iteration, run until the slowest
-element accepted: ≈ 10 rounds), ~100× OpenDP's discrete Gaussian (≈ 0.1 M draws/s).
+a lane's own arrays, so under ``vmap`` a lane's draws depend only on its key. Draws per
+second against OpenDP's samplers and the authors': ``benchmarks/nguyen.py``, section A.
 
 **Exactness in floating point.** Both samplers are exact in exact arithmetic. In float64 the
 uniform U lies on the grid 2⁻⁵²·{1, …, 2⁵²}, so every tail probability P(|Z| ≥ k) of the

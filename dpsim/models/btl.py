@@ -109,7 +109,8 @@ def pair_bits(key: jax.Array, n_items, capacity: int) -> jax.Array:
     Entries outside the block hold other bits (mask them). Needs the threefry2x32 key
     implementation and ``jax_threefry_partitionable`` (both JAX's defaults); raises
     ValueError otherwise. Hashed by :func:`dpsim.models.threefry.counter_bits` (one fused
-    kernel; JAX's CPU lowering was 11× slower at n = 300). Returns uint32 of shape
+    kernel, where JAX's CPU lowering copies the draw's arrays every round: the module
+    docstring of :mod:`dpsim.models.threefry`). Returns uint32 of shape
     (capacity, capacity).
     """
     _require_flat_indices(capacity)

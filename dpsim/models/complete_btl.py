@@ -21,8 +21,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from dpsim.models.btl import centre, theta_uniform
-from dpsim.models.individual import n_pairs, pair_index
+from dpsim.models.btl import theta_uniform
+from dpsim.models.individual import pair_index
 from dpsim.samplers import alias_draw, binomial_table
 from dpsim.validate import require_group_sizes, require_int, require_positive
 
@@ -183,7 +183,7 @@ def gaps_sorted(theta) -> jax.Array:
     return ordered[:-1] - ordered[1:]
 
 
-__all__ = ["n_pairs", "pair_index", "n_items_of_pairs", "pair_differences", "pair_win_probabilities",
+__all__ = ["n_items_of_pairs", "pair_differences", "pair_win_probabilities",
            "sample_pair_wins", "ladder_count_tables", "sample_ladder_pair_counts", "sample_rankings_per_user",
            "theta_uniform_centred",
-           "theta_evenly_spaced_permuted", "condition_number", "gaps_sorted", "centre"]
+           "theta_evenly_spaced_permuted", "condition_number", "gaps_sorted"]

@@ -38,8 +38,8 @@ weights F'(θ_i − θ_j) do not change; with λ = 8L/ε the privacy shift of Al
 mean of the ℓ∞ shift, 100 replicates): m = 1000 → 2000 → 4000 → 8000 → 16000 gives 4.87,
 1.99, 0.82, 0.39, 0.20, local slopes −1.29, −1.27, −1.06, −1.00: the slope is steeper than
 −1 while the shift is O(1).
-That is why the ε = 1 slope over the paper's m ∈ [250, 2000] (Fig. 6) was −1.18, outside
-[−1, −1/2]. The grids below keep the shift ≲ 0.4 (mε ≥ 2000 at n = 16), exactly the
+That is why the ε = 1 slope over the paper's m ∈ [250, 2000] (Fig. 6) is steeper than −1,
+outside [−1, −1/2]. The grids below keep the shift ≲ 0.4 (mε ≥ 2000 at n = 16), exactly the
 edge-DP recipe of the cai package's ``edge`` module (npε ≥ 250 there).
 
 - ``cai-rate-m``: n = 16, L = 5, m ∈ {8000, …, 128000}, ε ∈ {0.25, 1, ∞}.
@@ -67,7 +67,7 @@ Figs 5–7, for both units. Individual data at n = 16 are drawn as counts
 (:func:`dpsim.models.sample_user_comparisons`); at n = 200 the matched design draws the
 mL comparisons one by one (uniform pair, BTL outcome) and aggregates them — the law of the
 aggregated W depends on the users only through mL (cai §3.1), and the binary-splitting
-multinomial over 19900 pairs is two orders of magnitude slower.
+multinomial over 19900 pairs is far slower.
 """
 from __future__ import annotations
 

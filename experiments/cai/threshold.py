@@ -47,8 +47,8 @@ non-private rate alone (privacy ignored) spreads by more than 3 (the negative co
 factor on the whole rate leaves the spread unchanged.
 
 **Reach.** With Δ < 1/2, the strongly privacy-dominated edge regime
-(log n/(npε) ≫ √(log n/(np))) needs np/log n ≳ 250 (n ≈ 2000 at p = 1), beyond this grid's
-CPU budget (~1 minute): the edge grid reaches a privacy term about equal to the statistical
+(log n/(npε) ≫ √(log n/(np))) needs np/log n ≳ 250 (n ≈ 2000 at p = 1), beyond a grid a
+CPU computes in reasonable time: the edge grid reaches a privacy term about equal to the statistical
 one (n = 800, p = 1, ε = 0.1); the individual grid, where privacy dominates at small Δ, goes
 much further (privacy term up to ≈ 5× the statistical one, L explicit, among the curves
 that cross 1/2).

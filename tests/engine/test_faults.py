@@ -1,20 +1,11 @@
 """Fault injection: whatever happens to a run or to its folder, the table it ends with is an
 uninterrupted run's table, or the command refuses in one line; no row is lost or duplicated.
-
-One small study (Laplace noise on win counts, 2 × 2 data points × 4 replicates, one lane per
-chunk, so a run writes 16 parts one after another) is run once without interruption (the
-reference); then, seeded:
-
-- runs into one folder killed at random moments (SIGKILL, SIGTERM, SIGINT, in a random order),
-  then re-run;
-- parts garbled, truncated, bit-flipped or deleted, the manifest truncated, garbled or
-  deleted, then re-run (and read by ``dpsim summary`` before, which warns in one line);
-- a run with a file-size limit (``RLIMIT_FSIZE``, SIGXFSZ ignored: every write past it fails
-  with EFBIG, as on a full disk), then re-run without it;
-- ``--part 1/2``, ``--part 2/2`` and a whole-grid run started into one folder at once.
-
-Every run that can be killed runs in a subprocess (the CLI), with a time limit; the damaged
-folders are re-run in this process. The whole file takes well under a minute on 2 cores.
+One small study (16 parts written one after another) is run once as the reference; then,
+seeded: runs killed at random moments (SIGKILL, SIGTERM, SIGINT) and re-run; parts and the
+manifest garbled, truncated or deleted, then read and re-run; a file-size limit
+(``RLIMIT_FSIZE``: every write past it fails as on a full disk); ``--part 1/2``, ``--part 2/2``
+and a whole-grid run started into one folder at once. Whatever can be killed runs in a
+subprocess with a time limit.
 """
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""``dpsim report``'s page rendered by a real browser: headless Chromium (the Debian package
-``chromium``; ``scripts/test.sh`` installs it where it can) loads the page from a file.
-
-* no console message at all: Chromium prints every console message, a JavaScript error and a
-  Content-Security-Policy violation included (any request to leave the file is one), to
-  stderr with ``--enable-logging=stderr``; a control page with an external image and a
-  script error shows that such messages are seen;
-* the DOM after the scripts ran (``--dump-dom``) has every figure and table, each laid out
-  with a non-zero size and visible (measured by a script added to a copy of the page), the
-  sortable headers made focusable by the page's script, and a click on a header sorts its rows;
-* a screenshot is taken and is not blank (its pixels vary, and some are not background).
-
-Skipped, saying why, only where no Chromium is installed.
+"""``dpsim report``'s page rendered by headless Chromium (the Debian package ``chromium``;
+skipped, saying why, where none is installed): no console message at all (a JavaScript error
+or a Content-Security-Policy violation, shown by a control page to be seen); after the scripts
+ran (``--dump-dom``) every figure and table laid out visible with a non-zero size, the sortable
+headers focusable and a click on one sorting its rows; a screenshot that is not blank.
 """
 from __future__ import annotations
 

@@ -519,7 +519,7 @@ def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
 # ----------------------------------------------------------------------------- batching by device
 
 @pytest.mark.parametrize("n_lanes, lane_bytes, memory, want", [
-    (48_000, 8 * 300**2, 80e9, (8000, 2000)),  # H100-size memory: 2048-lane cap, balanced to 2000
+    (48_000, 8 * 300**2, 80e9, (8000, 2000)),  # an 80 GB device: 2048-lane cap, balanced to 2000
     (120, 8 * 40**2, 80e9, (120, 120)),        # few lanes: one micro-batch
     (48_000, 8 * 1000**2, 1e9, (64, 16)),      # small memory: a quarter of it bounds the micro-batch
 ])
@@ -599,7 +599,7 @@ def test_a_program_shares_the_accelerators_memory_with_the_chunks_in_flight(monk
 
 
 def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypatch):
-    cpu = batching("cpu")                   # lanes one at a time (measured)
+    cpu = batching("cpu")                   # lanes one at a time (benchmarks/cai.py sections Q and W)
     assert cpu.max_micro == MAX_MICRO_BATCH_CPU == 1 and cpu.chunk_work == CHUNK_WORK
     assert chunk_layout(480, 8 * 300**2, 7, None, 2, cpu) == (240, 1)
     assert chunk_layout(120, 8 * 40**2, 10, None, 2, cpu) == (60, 1)

@@ -83,7 +83,7 @@ def test_verify_recomputes_a_folder_made_by_other_code(study, capsys):
 def test_fingerprint_follows_a_paper_package_and_a_mutant():
     from dpsim.engine.registry import experiment
     fig3, _ = experiment("cai-fig3")
-    files = {p.name for p in definition_files(fig3)}
+    files = {p.name for p in definition_modules(fig3)}
     assert {"edge.py", "levels.py"} <= files and "calibrations.py" not in files  # what fig3's code imports
     mutated = scaled_analysis({"eps": 2.0})(fig3)
     assert fingerprint(mutated)["hash"] != fingerprint(fig3)["hash"]               # the mutant's wiring and factor

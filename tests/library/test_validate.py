@@ -35,7 +35,8 @@ def test_good_and_traced_values_pass():
 
 
 def test_public_cai_functions_validate_concrete_inputs():
-    """perturbed_mle_edge(key, W, -1.0, 0.5) used to return converged=True and a finite θ."""
+    """Bad concrete inputs are refused in one line naming the value (e.g. ε = −1 is not a
+    converged fit with a finite θ)."""
     import jax.numpy as jnp
 
     from dpsim.estimators import noisy_counts_edge, noisy_counts_individual, perturbed_mle_edge, top_k_mask

@@ -1,19 +1,9 @@
 """Every example in the README and the documentation runs, so the documents cannot drift from
-the code.
-
-The code blocks of README.md and docs/*.md are read as they are written:
-
-* every line of a ```bash block that starts with ``dpsim `` is a command; each must parse
-  (all of them, cluster commands and those of unlabelled blocks included), and each of a
-  bash block not marked otherwise is run,
-  in the page's order, in one temporary folder shared by the pages (in this process, through
-  ``dpsim.cli.main``), with at most 4 replicates (``--reps``) and a small ``--budget`` for
-  ``solve``, so the whole file stays quick;
-* the ```python blocks of a page run in order in one namespace, in that folder: they
-  use the Python API (``dpsim.run`` …) and are skipped while it is not there.
-
-A block preceded by ``<!-- not-run: reason -->`` is not run (an installation, a cluster);
-one preceded by ``<!-- needs-api -->`` runs only with the Python API.
+the code. Each ``dpsim …`` line of a ```bash block must parse, and those of a block not marked
+otherwise run in page order in one shared temporary folder (``dpsim.cli.main``, at most 4
+replicates, a small ``--budget`` for ``solve``); the ```python blocks of a page run in order in
+one namespace there. A block after ``<!-- not-run: reason -->`` is not run (an installation, a
+cluster); one after ``<!-- needs-api -->`` runs only with the Python API.
 """
 from __future__ import annotations
 

@@ -26,8 +26,8 @@ Rules every paper follows:
 * A file the user supplies is ``<what>_file`` (``ratings_file``, ``uci_file``, …), with
   ``stand-in`` for the synthetic stand-in.
 * An axis renamed after its results were published keeps its random streams through
-  ``Experiment.stream_names`` (and ``stream_point`` where a stored value changed, as xu's
-  resolved ``k``); ``--set OLD=…`` is then answered with the new name.
+  ``Experiment.stream_names`` and ``stream_point`` (docs/concepts.md, "Lanes, chunks and
+  keys"); ``--set OLD=…`` is then answered with the new name.
 """
 from __future__ import annotations
 

@@ -177,8 +177,8 @@ class Cell(NamedTuple):
 @dataclass(frozen=True)
 class Padding:
     """Shape points that differ only in the integer size ``axis`` (and in the shape axes
-    ``traced`` that vary with it) may share one compiled program (compiling
-    dominated a first run). The program is sized for the largest of them, its *capacity*,
+    ``traced`` that vary with it) may share one compiled program (compiling dominates a
+    cold run of many sizes). The program is sized for the largest of them, its *capacity*,
     which the experiment's functions read as ``shape[capacity]`` (a Python int: arrays have
     that length); ``shape[axis]`` and ``shape[t]`` for t in ``traced`` are then traced int64
     scalars. The functions must mask the padding so that the real entries' results equal

@@ -2,9 +2,9 @@
 
 A *lane* is one (data point, replicate) pair (:mod:`dpsim.engine.execution.program`). A chunk's
 lanes are processed by ``lax.map``, in vmapped micro-batches of several lanes on an
-accelerator and one lane at a time on CPU (:func:`batching`: on the 2-core CPU, vmapping
-lanes made programs slower to compile and, for iterative solvers, slower to run, since
-every lane of a micro-batch waits for the slowest one's while-loop). On CPU several chunks
+accelerator and one lane at a time on CPU (:func:`batching`: on CPU, vmapping large lanes
+makes programs slower to compile and, for iterative solvers, slower to run, since every
+lane of a micro-batch waits for the slowest one's while-loop). On CPU several chunks
 are computed at the same time (:func:`default_workers`); on an accelerator, one chunk computes
 while the next waits queued behind it (:data:`ACCELERATOR_CHUNKS_IN_FLIGHT`), so the host
 turns a finished chunk into rows and writes it while the device computes. The policy also holds the cost
@@ -41,7 +41,7 @@ import jax
 
 from dpsim.errors import UsageError
 
-# CPU: lanes one at a time: on a CPU a vmapped micro-batch of large lanes ran slower and took
+# CPU: lanes one at a time: on a CPU a vmapped micro-batch of large lanes runs slower and takes
 # longer to compile than one lane at a time (benchmarks/cai.py sections Q and W; timings in
 # benchmarks/results/cai.json). --micro-batch N (or $DPSIM_MICRO_BATCH) vmaps N lanes again.
 MAX_MICRO_BATCH_CPU = 1
@@ -50,7 +50,8 @@ MAX_MICRO_BATCH_CPU = 1
 # SMALL_LANE_BYTES_CPU and the step has at least SMALL_LANE_MIN_WORK_CPU lane × analysis
 # points: a vmapped program costs a fixed extra trace and compile, which only a step with
 # that many small lanes earns back; lanes above the byte bound (cai n ≥ 300) run slower
-# vmapped (measured with `dpsim run xu-fig4` at several --reps and benchmarks/cai.py section Q).
+# vmapped (benchmarks/cai.py section Q times lanes at several micro-batches; benchmarks/xu.py
+# section C a whole `dpsim run xu-fig4`).
 SMALL_LANE_MICRO_CPU = 32
 SMALL_LANE_BYTES_CPU = 128e3
 SMALL_LANE_MIN_WORK_CPU = 32_000
@@ -335,8 +336,7 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
 # 1/MAX_REUSE_CHUNKS of the own layout's (each chunk is a program call and a Parquet part:
 # a 2-replicate run's tiny chunks, e.g. `dpsim show`'s calibration, are not reused by a big
 # run), whatever the cost model says: within these bounds a reused layout skips compiling
-# and costs less than it pads (measured by running `--reps 200` then `--reps 300` of xu-fig4
-# and cai-fig3; the tables are identical either way).
+# and costs less than it pads; the table is the same either way (keys come from stable ids).
 MAX_REUSE_WORK = 1.5
 MAX_REUSE_CHUNKS = 4
 

@@ -45,7 +45,7 @@ MODE_VARIABLE = "DPSIM_CALIBRATION"
 CACHE_VARIABLE = "DPSIM_CALIBRATION_CACHE"
 MODES = ("auto", "always", "off")
 CANDIDATES_CPU = (1, 8, 32)
-CANDIDATES_ACCELERATOR = (64, 512, 2048)   # the memory-bound fallback, the old cap, the cap (batching)
+CANDIDATES_ACCELERATOR = (64, 512, 2048)   # the memory-bound fallback, a middle size, the cap (batching)
 # A step is calibrated when calibrating costs at most this share of its estimated wall time
 # (the cost model): (candidates − 1) extra compilations, plus the calibration chunks computed
 # one at a time instead of ``workers`` at a time. One chunk per candidate is a noisy
@@ -196,7 +196,8 @@ def seconds_per_lane(entry: Mapping | None) -> float | None:
 
 
 def describe(entry: Mapping, backend: str) -> str:
-    """A calibration as text: ``calibrated DATE on cpu: 1 → 0.41 ms/lane, 32 → 0.29 ms/lane``."""
+    """A calibration as text: ``calibrated DATE on BACKEND: MICRO → TIME ms/lane, …``, one
+    ``MICRO → TIME`` per candidate micro-batch timed (``entry["timings"]``)."""
     timings = ", ".join(f"{m} → {float(s) * 1e3:.3g} ms/lane"
                         for m, s in sorted(entry["timings"].items(), key=lambda kv: int(kv[0])))
     return f"calibrated {entry.get('date', '?')} on {backend}: {timings}"

@@ -102,8 +102,9 @@ def chunk_rows(output, chunk: Chunk, grid: Grid, order: np.ndarray, done: set) -
     method), leaving out the (point, rep) pairs in ``done`` (a re-run lane may hold stored
     points). ``order[q]`` is the analysis index of output position q.
 
-    Built as an Arrow table straight from NumPy columns (no pandas on the hot path: at
-    n = 40 it was a third of the host time per chunk). Columns: the grid values and derived
+    Built as an Arrow table straight from NumPy columns (no pandas on the hot path: with
+    small lanes a chunk's rows are a large share of its host time, ``benchmarks/cai.py``
+    section Q). Columns: the grid values and derived
     values, rep, point, method, then every method column; a float column a method does not
     report is NaN there, a bool or int column is null (a method without a solver has a null
     ``converged``, never a made-up True)."""

@@ -68,9 +68,8 @@ def id_words(ids) -> np.ndarray:
 def fold_in_words(key, words):
     """``fold_in(… fold_in(key, words[0]) …, words[-1])``: the words folded in turn, as one
     loop, so the program holds one threefry hash for the whole chain instead of one per
-    word. The key is the same as the nested calls'; the program is smaller (cai Fig. 3's
-    chunk program: 304 instead of 335 fused kernels), and XLA:CPU compile time grows with
-    the kernel count. ``words``: uint32 values, shape (w,); traceable."""
+    word. The key is the same as the nested calls'; the program holds fewer fused kernels,
+    and XLA:CPU compile time grows with the kernel count. ``words``: uint32 values, shape (w,); traceable."""
     words = jnp.asarray(words, jnp.uint32)
     return jax.lax.fori_loop(0, words.shape[0], lambda i, k: jax.random.fold_in(k, words[i]), key)
 
@@ -568,8 +567,8 @@ def _describe(value, seen: set) -> str:
 
 # XLA:CPU options of the chunk programs: XLA's defaults, unless $DPSIM_XLA_CPU_OPT_LEVEL sets
 # the LLVM optimisation level. No other level, preset or pass option shortened Figures 1–3
-# end to end (benchmarks/compare.py), and each moved float results; level 0 compiles much
-# faster and runs several times slower, which suits smoke runs that are all compilation
+# end to end (benchmarks/compare.py), and each moved float results; level 0 trades run time
+# for compile time, which suits smoke runs that are all compilation
 # (the conformance suite). YNNPACK fusions stay on: the BTL evaluate is slower without them.
 CPU_OPT_LEVEL_VARIABLE = "DPSIM_XLA_CPU_OPT_LEVEL"
 

@@ -45,11 +45,7 @@ from dpsim.results import reasons
 DEFAULT_WATCHDOG_SECONDS = 900.0
 
 __all__ = ["run_experiment", "plan_run", "RunSummary", "watchdog_seconds", "folder_summaries", "study_summary", "unconverged",
-           "nan_metrics",
-           # re-exported from their homes, so that earlier imports from the runner keep working
-           "Batching", "batching", "default_workers", "chunk_layout", "micro_batch_size", "device_memory_bytes",
-           "host_memory_bytes", "memory_limit", "CHUNK_WORK", "MAX_MICRO_BATCH_CPU", "Plan", "size_buckets",
-           "format_bytes", "format_duration", "clear_cache", "lane_key", "truth_key"]
+           "nan_metrics"]
 
 
 @dataclass
@@ -403,7 +399,7 @@ def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
 def folder_summaries(out: Path, experiment: Experiment) -> dict:
     """The manifest's ``study`` (:func:`study_summary`) and ``diagnostics`` (:func:`unconverged`)
     of the study folder ``out``, from one read of the columns they use, in Arrow (through
-    pandas this was a large share of a short run)."""
+    pandas it would be a large share of a short run)."""
     metrics = [m for method in experiment.methods.values() for m in method.metrics]
     columns = [*experiment.axes, *experiment.derived_names("shape"), "point", "rep", "method", "converged", "result",
                *metrics]

@@ -43,15 +43,10 @@ from dpsim.engine.presentation.summary import (Z95, SlopeFit, describe_values, g
 from dpsim.engine.judgement.verdicts import (UNCONVERGED_LIMIT, VERDICTS, Check, CheckResult, Estimate,  # noqa: F401
                                        _interval, _reps, family_z, format_region, judge, stage_share, widened)
 
-__all__ = ["UNCONVERGED_LIMIT", "VERDICTS", "Check", "CheckResult", "Estimate", "family_z", "format_region", "judge",
-           "stage_share",
-           "widened", "Deferred", "deferred_entries", "deferred_table", "crossing", "isotonic", "log_ratio_between",
-           "log_ratio_of_means", "exp_interval", "paired", "predictions", "wilson",
-           "Claim", "At", "Every", "Along", "Value", "Mean", "MethodRatio", "ColumnRatio", "SliceRatio", "Difference",
-           "Slope", "LinearSlope", "slope_check", "slope_range_check", "trend_check", "linear_slope_check",
+__all__ = ["Claim", "At", "Every", "Along", "slope_check", "slope_range_check", "trend_check", "linear_slope_check",
            "comparison_check", "level_check", "ratio_check", "ratio_slope_check", "column_ratio_check",
            "predicted_ratio_check", "method_ratio_check", "method_ratio_slope_check", "IdenticalAcrossCheck",
-           "ThresholdCollapseCheck", "Solve", "ThresholdScalingCheck"]
+           "ThresholdCollapseCheck", "Solve", "ThresholdScalingCheck", "pinned_claim", "ratio_region"]
 
 
 # ---------------------------------------------------------------------------------------

@@ -390,7 +390,7 @@ def _warnings(run: Run, table: pd.DataFrame) -> None:
                             f"converge{why}; most at {item.get('where')}")
     diagnostics = manifest.get("diagnostics") or {}
     found = ([(d["method"], d["metric"], d["nan"], d["rows"]) for d in diagnostics["nan"]] if "nan" in diagnostics
-             else nan_counts(table))       # the run's own count; a folder of an older dpsim: from the table
+             else nan_counts(table))       # the run's own count; none yet (an interrupted run): from the table
     for method, metric, missing, rows in found:
         run.warnings.append(f"{missing} of {rows} rows of {method} have a NaN {metric}")
     if run.experiment is not None:

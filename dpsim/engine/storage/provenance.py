@@ -337,11 +337,6 @@ def definition_modules(experiment, functions=None) -> list[Path]:
     return sorted(modules)
 
 
-def definition_files(experiment, functions=None) -> list[Path]:
-    """:func:`definition_modules` (the name it had when whole files counted)."""
-    return definition_modules(experiment, functions)
-
-
 class _Roots:
     """What of one definition module the rows depend on: the top-level names of the
     functions reached there (their own, or the def they are nested in) and the names other
