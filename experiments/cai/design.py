@@ -43,7 +43,7 @@ from scipy import integrate, special, stats
 from dpsim import metrics
 from dpsim.estimators import top_k_mask
 from dpsim.engine import Experiment, Tuning, Method
-from dpsim.engine.judgement.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
+from dpsim.engine.judgement.checks import Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
 from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
 from . import edge, individual

@@ -40,7 +40,6 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-import jax
 import jax.numpy as jnp
 
 from dpsim.engine.judgement.checks import At, Claim, Every, Mean, comparison_check

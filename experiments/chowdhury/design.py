@@ -41,7 +41,7 @@ from scipy import stats
 
 from dpsim import metrics
 from dpsim.engine import Experiment, Keys, Tuning, Method
-from dpsim.engine.judgement.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
+from dpsim.engine.judgement.checks import Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
 from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
 from . import common as c

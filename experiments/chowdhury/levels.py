@@ -40,7 +40,7 @@ import math
 import jax.numpy as jnp
 
 from dpsim.estimators.linear_btl import mle
-from dpsim.engine import Experiment, Keys, Tuning, Method
+from dpsim.engine import Experiment, Keys, Method
 from dpsim.engine.judgement.checks import level_check
 from dpsim.engine.judgement.mutants import Mutant, chain, replaced_method, scaled_analysis
 

@@ -36,7 +36,7 @@ from scipy import integrate
 
 from dpsim import metrics
 from dpsim.engine import Experiment, Tuning, Method
-from dpsim.engine.judgement.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
+from dpsim.engine.judgement.checks import ColumnRatio, Mean, pinned_claim, ratio_region
 from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
 from .common import AXIS_TYPES, lane_bytes

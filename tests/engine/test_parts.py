@@ -5,7 +5,6 @@ last bit; a whole-grid run resumes a folder whose parts did not all run; bad --p
 bad merges are one-line errors that write nothing."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import textwrap

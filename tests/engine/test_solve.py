@@ -11,7 +11,6 @@ gets disjoint replicates per value; bad input is refused in one line, writing no
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 

@@ -14,7 +14,7 @@ import pytest
 import dpsim
 from dpsim.cli import main
 from dpsim.engine.storage.digests import module_digest
-from dpsim.engine.storage.provenance import definition_files, describe, fingerprint
+from dpsim.engine.storage.provenance import definition_modules, describe, fingerprint
 from dpsim.engine.judgement.mutants import scaled_analysis
 from laplace_study import study_text
 

@@ -29,17 +29,15 @@ from tqdm.auto import tqdm
 from dpsim.errors import UsageError, note, warn
 from dpsim.engine.execution import calibration
 from dpsim.engine.storage import parts, store
-from dpsim.engine.execution.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
-                                       default_workers, device_memory_bytes, host_memory_bytes, memory_limit,
-                                       micro_batch_size)
+from dpsim.engine.execution.batching import (Batching, batching, memory_limit)
 from dpsim.engine.execution.chunk_io import method_columns
 from dpsim.engine.execution.executors import Executor, Job, LocalExecutor
 from dpsim.engine.definition.experiment import Experiment
 from dpsim.engine.definition.grid import Grid, expand_grid
-from dpsim.engine.execution.planning import Plan, check_part, plan_steps, replicate_range, size_buckets, step_label
+from dpsim.engine.execution.planning import Plan, check_part, plan_steps, replicate_range, step_label
 from dpsim.engine.storage.provenance import environment, fingerprint
-from dpsim.engine.execution.program import clear_cache, compiler_options, lane_key, truth_key
-from dpsim.engine.presentation.units import format_bytes, format_duration
+from dpsim.engine.execution.program import compiler_options
+from dpsim.engine.presentation.units import format_bytes
 from dpsim.results import reasons
 
 DEFAULT_WATCHDOG_SECONDS = 900.0
