@@ -25,7 +25,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 
-from dpsim.errors import UsageError, did_you_mean  # noqa: F401 (did_you_mean: registry's name for it too)
+from dpsim.errors import UsageError, did_you_mean
 from dpsim.engine.definition.experiment import Experiment
 
 GROUP = "dpsim.papers"

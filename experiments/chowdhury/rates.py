@@ -52,7 +52,8 @@ import math
 from dpsim.estimators.linear_btl_sgd import sgd_krr
 from dpsim.engine import (Experiment, Keys, Tuning, FigureSpec, linear_slope_check, Method, method_ratio_slope_check, Panel,
                               slope_check)
-from dpsim.engine.judgement.checks import deferred_table, level_check
+from dpsim.engine.judgement.deferred import deferred_table
+from dpsim.engine.judgement.checks import level_check
 from dpsim.mechanisms.randomized_response import kary_randomized_response
 from dpsim.metrics import l2_error, squared_l2_error
 from dpsim.models.linear_btl import sample_plackett_luce

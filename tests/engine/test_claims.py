@@ -12,8 +12,9 @@ import pytest
 
 from dpsim.errors import UsageError
 from dpsim.engine import method_ratio_slope_check
-from dpsim.engine.judgement.checks import (Along, At, Claim, Deferred, Difference, Every, Mean, MethodRatio, Slope,
-                                     deferred_entries, deferred_table, level_check, slope_check)
+from dpsim.engine.judgement.checks import Along, At, Claim, Every, level_check, slope_check
+from dpsim.engine.judgement.deferred import Deferred, deferred_entries, deferred_table
+from dpsim.engine.judgement.statistics import Difference, Mean, MethodRatio, Slope
 from dpsim.engine.judgement.deferred import resolved
 from dpsim.engine.presentation.summary import slope_fit
 

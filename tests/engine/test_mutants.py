@@ -20,7 +20,9 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.engine import Experiment, Method
-from dpsim.engine.judgement.checks import Estimate, level_check, family_z, judge, predictions, widened
+from dpsim.engine.judgement.verdicts import Estimate, family_z, judge, widened
+from dpsim.engine.judgement.checks import level_check
+from dpsim.engine.judgement.statistics import predictions
 from dpsim.engine.judgement.mutants import (Mutant, chain, mutants_of, replaced_method, scaled_analysis,
                                       scaled_derived)
 from dpsim.engine.presentation.summary import Z95

@@ -33,15 +33,12 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.engine.judgement.deferred import Deferred, deferred_entries, deferred_table, resolved  # noqa: F401
-from dpsim.engine.judgement.statistics import (ColumnRatio, Difference, LinearSlope, Mean, MethodRatio,  # noqa: F401
-                                         SliceRatio, Slope, Value, crossing, exp_interval, isotonic,
-                                         log_ratio_between, log_ratio_of_means, paired, predictions,
-                                         threshold_observations, threshold_slope, wilson)
+from dpsim.engine.judgement.statistics import ColumnRatio, Difference, LinearSlope, Mean, MethodRatio, SliceRatio, Slope, Value, crossing, paired, threshold_observations, threshold_slope, wilson
+from dpsim.engine.solving.search import isotonic
 from dpsim.engine.presentation.summary import (Z95, SlopeFit, describe_values, grid_columns, require_unpooled, select,
                                       slope_fit)
-from dpsim.engine.judgement.verdicts import (UNCONVERGED_LIMIT, VERDICTS, Check, CheckResult, Estimate,  # noqa: F401
-                                       _interval, _reps, family_z, format_region, judge, stage_share, widened)
+from dpsim.engine.judgement.verdicts import (Check, CheckResult, Estimate,
+                                       _interval, _reps, format_region)
 
 __all__ = ["Claim", "At", "Every", "Along", "slope_check", "slope_range_check", "trend_check", "linear_slope_check",
            "comparison_check", "level_check", "ratio_check", "ratio_slope_check", "column_ratio_check",

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.engine.solving.search import STATUS, isotonic, z_quantile  # noqa: F401  (isotonic: the one PAVA, used by checks)
+from dpsim.engine.solving.search import STATUS, z_quantile
 from dpsim.engine.presentation.summary import (Z95, describe_values, grid_columns, loglog_slope, select, slope_fit,
                                       wilson_interval)
 

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from dpsim.errors import UsageError, note, traceback_wanted
-from dpsim.engine.judgement.checks import CheckResult, stage_share
+from dpsim.engine.judgement.verdicts import CheckResult, stage_share
 from dpsim.engine.definition.grid import expand_grid
 from dpsim.engine.execution.runner import run_experiment
 from dpsim.engine.storage.provenance import describe, fingerprint
