@@ -215,6 +215,9 @@ def test_xu_design_fn_and_hetero_design_fn_against_numpy():
     assert float(out["better_wins_expected"]) == pytest.approx(
         10 * sum(special.expit(abs(theta[a] - theta[b])) for a, b in zip(i, j)), rel=1e-12)
     assert float(out["theta_range"]) == pytest.approx(2.5)
+    p_star = special.expit(theta[i] - theta[j])            # P(i beats j), the stored orientation
+    assert float(out["wins_dev2"]) == pytest.approx(np.sum((wins - 10 * p_star) ** 2), rel=1e-12)
+    assert float(out["wins_dev2_expected"]) == pytest.approx(np.sum(10 * p_star * (1 - p_star)), rel=1e-12)
     # two atoms (sizes 3 and 7) released as two groups at ε and ε/10
     atom_wins = np.stack([wins * 0.3, wins * 0.7])
     analysis = {"group_atoms": jnp.asarray([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]),

@@ -11,7 +11,8 @@ definitions (xu §2, §4.2–4.3, §5; docs/xu.md, Model; Metrics), never throug
 mean θ*_i² of the centred draw = (m − 1)/m·4/3 (scale and centring); max θ* − min θ* =
 4(m − 1)/(m + 1) (the range of m uniforms: pins the law, a normal of the same variance has a
 range 8.6% wider); the wins of the better item of each pair over L·Σ σ(|θ*_i − θ*_j|) (σ
-written here): ratio 1. The metrics on data-free estimators whose law is known exactly:
+written here): ratio 1; their squared deviations from Lp*_e over the binomial variances
+Σ Lp*_e(1 − p*_e): ratio 1 (the law's spread). The metrics on data-free estimators whose law is known exactly:
 ``uniform`` ranks by a uniformly random permutation (E Kendall distance ½: m(m − 1)/4 of the
 C(m, 2) pairs discordant, both tie rules; E H_K = 1 − K/m, its spread hypergeometric);
 ``coin`` scores every item by a fair coin, so most pairs are tied (E ``kendall`` = ½, a tie
@@ -259,8 +260,10 @@ def design_fn(key, ctx):
     """Moments of one draw of the uniform design and its wins (module docstring)."""
     theta, L = ctx.sample["theta"], ctx.data["n_users"]
     better, p = better_wins(theta, ctx.sample["wins"][0], L)
+    v = L * p * (1.0 - p)
     return {"theta_msq": jnp.mean(theta * theta), "theta_range": jnp.max(theta) - jnp.min(theta),
-            "better_wins": jnp.sum(better), "better_wins_expected": L * jnp.sum(p)}
+            "better_wins": jnp.sum(better), "better_wins_expected": L * jnp.sum(p),
+            "wins_dev2": jnp.sum((better - L * p) ** 2), "wins_dev2_expected": jnp.sum(v)}
 
 
 def make_ranking_fn(draw, score=scores):
@@ -293,7 +296,8 @@ def make_oracle_noise_fn(score=scores):
 
 RANKING = ("kendall", "kendall_strict", "top_k_hamming")
 METHODS = {
-    "design": Method(design_fn, ("theta_msq", "theta_range", "better_wins", "better_wins_expected"),
+    "design": Method(design_fn, ("theta_msq", "theta_range", "better_wins", "better_wins_expected", "wins_dev2",
+                                 "wins_dev2_expected"),
                      label="Design moments", doc="moments of θ* ~ U(−2, 2) centred and of the raw wins"),
     "uniform": Method(make_ranking_fn(permutation_scores), RANKING, label="Uniform ranking",
                       doc="data-free: a uniformly random ranking"),
@@ -415,6 +419,7 @@ ROWS = R * len(DESIGN_L)                           # independent rows of a data-
 COIN = coin_laws(M, K)
 MAX_Z, MAX_Z2 = expected_max_abs_normal(M), expected_max_abs_normal(M, 2)
 HAMMING_MEAN = 1.0 - K / M
+PQ_MIN = float(np_logistic(2 * HALF_WIDTH) * np_logistic(-2 * HALF_WIDTH))   # the smallest p(1 − p) of a pair
 
 
 def _ladder_se(stat: str) -> float:
@@ -434,6 +439,9 @@ SE = {
     "range": math.sqrt(uniform_range_cv2(M) / R),
     # bound: Var ≤ L/4 per pair, E ≥ L/2 per pair (the better item wins w.p. ≥ ½)
     "better": math.sqrt(0.25 / (min(DESIGN_L) * PAIRS * R)) / 0.5,
+    # bound: Var Σ_e (X_e − Lp_e)² = Σ_e 2v_e² + v_e(1 − 6p_eq_e), v = Lpq, ≤ (Σ v)²·(2·(L/4)/Σv + 1/Σv), Σv ≥ M·L·σ(4)σ(−4)
+    # (|θ_i − θ_j| < 4)
+    "wins_spread": math.sqrt((2.0 * 0.25 + 1.0 / min(DESIGN_L)) / (PAIRS * PQ_MIN * R)),
     "kendall": math.sqrt(kendall_random_var(M) / ROWS) / 0.5,
     "hamming": math.sqrt(hamming_random_var(M, K) / ROWS) / HAMMING_MEAN,
     "coin_kendall": math.sqrt(COIN["kendall"][1] / ROWS) / COIN["kendall"][0],
@@ -478,6 +486,9 @@ CHECKS = [
     _claim("xu-pin-wins-binomial-mean", DESIGN.name, ColumnRatio("better_wins", "better_wins_expected", "design"),
            "better", None, "1", "raw wins n1_e ~ Bin(L, σ(θ_i − θ_j)): the better item's wins / L·Σ σ(|θ_i − θ_j|) "
            "(σ written here) = 1 at every L (se bounded with Var ≤ L/4, E ≥ L/2 per pair)", at=("n_users",)),
+    _claim("xu-pin-wins-binomial-spread", DESIGN.name, ColumnRatio("wins_dev2", "wins_dev2_expected", "design"),
+           "wins_spread", None, "1", "raw wins: Σ_e (n1_e − Lp*_e)² / Σ_e Lp*_e(1 − p*_e) = 1 at every L (the binomial "
+           "spread; se bounded with p*(1 − p*) ≥ σ(4)σ(−4))", at=("n_users",)),
     # the metrics on data-free estimators (docs/xu.md, Metrics)
     _claim("xu-pin-metric-kendall", DESIGN.name, Mean("kendall", "uniform"), "kendall", lambda pt: 0.5, "½",
            "Kendall distance (ties ½) of a uniformly random ranking = ½: m(m − 1)/4 of the C(m, 2) pairs", **POOL_L),
@@ -577,6 +588,15 @@ def _wins_at_half_theta(key, sample, shape, truth, data, inner):
     return {**inner(key, shape, {"theta": 0.5 * sample["theta"]}, data), "theta": sample["theta"]}
 
 
+def _wins_poisson(key, sample, shape, truth, data, inner):
+    """Wins drawn from Poisson(Lp*) (the binomial's approximation), capped at L."""
+    theta = sample["theta"]
+    i, j = _pairs(theta.shape[0])
+    lam = data["n_users"] * logistic(theta[i] - theta[j])
+    wins = jnp.minimum(jax.random.poisson(jax.random.fold_in(key, 1), lam).astype(jnp.float64), data["n_users"])
+    return {**sample, "wins": wins[None, :]}
+
+
 def _ladder_theta_at_2gap(key, sample, shape, truth, data, inner):
     return {**sample, "theta": 2.0 * sample["theta"]}
 
@@ -666,6 +686,8 @@ MUTANTS = [
     Mutant("xu-design-uniform-uncentred", "θ* ~ U(−2, 2) not centred (the draw's mean kept)", U,
            lambda experiment: dataclasses.replace(experiment, truth=_truth_uncentred)),
     Mutant("xu-wins-at-half-theta", "raw wins drawn at σ((θ_i − θ_j)/2)", U, generate_changed(_wins_at_half_theta)),
+    Mutant("xu-wins-poisson-law", "raw wins drawn from the wrong law, Poisson(Lp*) capped at L", U,
+           generate_changed(_wins_poisson)),
     Mutant("xu-design-ladder-gap-2", "the ladder θ* at twice its gap Δ (the wins' tables at Δ)", LAD,
            generate_changed(_ladder_theta_at_2gap)),
     Mutant("xu-design-ladder-tables-at-2gap", "the ladder's win tables built at 2Δ (θ* at Δ)", LAD, _tables_at_2gap),
