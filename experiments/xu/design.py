@@ -60,9 +60,10 @@ import numpy as np
 from scipy import integrate, special, stats
 
 from dpsim import metrics
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import ColumnRatio, Mean, pinned_claim
-from dpsim.experiment.mutants import Mutant, chain, changed_truth, replaced_method
+from dpsim.engine import Experiment, Tuning, Method
+from dpsim.engine.judgement.statistics import ColumnRatio, Mean
+from dpsim.engine.judgement.checks import pinned_claim
+from dpsim.engine.judgement.mutants import Mutant, chain, changed_truth, replaced_method
 
 from . import hetero, realdata
 from .common import (AXIS_TYPES, LADDER_CELLS, generate, lane_bytes, ladder_win_laws, release_metrics, resolve_k,
@@ -311,8 +312,7 @@ DESIGN = Experiment(
     name="xu-design", title="Calibration: the uniform θ* design, its raw wins and the metrics on data-free estimators",
     axes={"n_items": [M_ITEMS], "k": ["auto"], "n_users": DESIGN_L, "eps": [1.0]},
     shape_axes=("n_items", "k"), analysis_axes=("eps",), truth=truth_uniform, generate=generate, methods=METHODS,
-    reps=DESIGN_REPS, truth_per_replicate=True, axis_types=AXIS_TYPES, resolve_shape=resolve_k, lane_bytes=lane_bytes,
-    description="xu §2, §4.2–4.3, §5.1; docs/xu.md, Pins of the design and the metrics: θ* ~ U(−2, 2) centred, the "
+    reps=DESIGN_REPS, truth_per_replicate=True, axis_types=AXIS_TYPES, resolve_shape=resolve_k, tuning=Tuning(lane_bytes=lane_bytes), description="xu §2, §4.2–4.3, §5.1; docs/xu.md, Pins of the design and the metrics: θ* ~ U(−2, 2) centred, the "
                 "binomial wins and the ranking and estimation metrics against closed forms")
 
 
@@ -351,8 +351,7 @@ DESIGN_LADDER = Experiment(
                               label="Design moments", doc="moments of the permuted ladder and of the raw wins"),
              "metrics": Method(make_ladder_metrics_fn(), LADDER_METRICS, label="Data-free scores",
                                doc="excess risk of 2θ*; release metrics of a shrunk and a noisy release")},
-    reps=DESIGN_REPS, truth_per_replicate=True, axis_types=AXIS_TYPES, resolve_shape=resolve_k, lane_bytes=lane_bytes,
-    cell_arrays=LADDER_CELLS[:1],
+    reps=DESIGN_REPS, truth_per_replicate=True, axis_types=AXIS_TYPES, resolve_shape=resolve_k, tuning=Tuning(lane_bytes=lane_bytes), cell_arrays=LADDER_CELLS[:1],
     description="xu §2, §4, §5.2; docs/xu.md, Pins of the design and the metrics: the permuted ladder, its raw wins "
                 "drawn through alias tables, e_L and the release metrics against closed forms")
 
@@ -379,8 +378,7 @@ DESIGN_HETERO = Experiment(
     generate=hetero.generate, methods={"design": Method(hetero_design_fn, ("G", "share_0", "share_1"),
                                                         label="Group moments", doc="G and the groups' shares")},
     reps=HETERO_REPS, truth_per_replicate=True, axis_types=hetero.HETERO.axis_types, derived=hetero.HETERO.derived,
-    resolve_shape=resolve_k, lane_bytes=lane_bytes,
-    description="xu §4.1; docs/xu.md, Errata and modes (A21), Pins of the design and the metrics: the released groups "
+    resolve_shape=resolve_k, tuning=Tuning(lane_bytes=lane_bytes), description="xu §4.1; docs/xu.md, Errata and modes (A21), Pins of the design and the metrics: the released groups "
                 "of every profile and match against their definitions")
 
 
@@ -402,8 +400,7 @@ DESIGN_MOVIELENS = Experiment(
                                                           label="Subsample spread",
                                                           doc="squared deviations of the wins from L·ȳ")},
     reps=REAL_REPS, axis_types=realdata.FIG7.axis_types, resolve_shape=realdata.resolve_shape,
-    derived=realdata.FIG7.derived[:1], validate_point=realdata.validate_point, lane_bytes=lane_bytes,
-    description="xu §5.4; docs/xu.md, Experiments as run, Pins of the design and the metrics: the subsample's "
+    derived=realdata.FIG7.derived[:1], validate_point=realdata.validate_point, tuning=Tuning(lane_bytes=lane_bytes), description="xu §5.4; docs/xu.md, Experiments as run, Pins of the design and the metrics: the subsample's "
                 "hypergeometric spread")
 
 EXPERIMENTS = [DESIGN, DESIGN_LADDER, DESIGN_HETERO, DESIGN_MOVIELENS]
