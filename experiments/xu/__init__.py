@@ -7,16 +7,17 @@ Modules: ``common`` (the shared pipeline: θ* designs, raw wins, the release key
 every mechanism at one ε shares its flips, the ridge M-estimator of eq. (3), the metrics of
 docs/xu.md, Metrics), ``scenarios`` (Scenarios I–V, Figs 2–6, and the oracle, classic-RR floor and λ-rule
 companions), ``realdata`` (MovieLens, Fig. 7), ``hetero`` (heterogeneous ε, an extension),
-``levels`` (closed forms of the level checks, evaluated from the grid, and a ratio check with a
+``design`` (calibration experiments pinning the θ* designs, the raw wins, the heterogeneous groups, the
+MovieLens subsample and every metric against closed forms, with their mutants), ``levels`` (closed forms of the level checks, evaluated from the grid, and a ratio check with a
 predicted region), ``mutants`` (plausible bugs the checks must kill), ``audits``
 (per-comparison LDP audits).
 """
-from . import audits, hetero, mutants, realdata, scenarios
+from . import audits, design, hetero, mutants, realdata, scenarios
 
 TITLE = "Rate-Optimal Rank Aggregation with Private Pairwise Rankings (Xu, Sun, Cheng)"
 PAGE = "docs/xu.md"
 
-EXPERIMENTS = [*scenarios.EXPERIMENTS, *realdata.EXPERIMENTS, *hetero.EXPERIMENTS]
-CHECKS = [*scenarios.CHECKS, *realdata.CHECKS, *hetero.CHECKS]
+EXPERIMENTS = [*scenarios.EXPERIMENTS, *realdata.EXPERIMENTS, *hetero.EXPERIMENTS, *design.EXPERIMENTS]
+CHECKS = [*scenarios.CHECKS, *realdata.CHECKS, *hetero.CHECKS, *design.CHECKS]
 AUDITS = audits.AUDITS
-MUTANTS = mutants.MUTANTS
+MUTANTS = [*mutants.MUTANTS, *design.MUTANTS]

@@ -183,3 +183,69 @@ def test_random_estimator_expectations_by_enumeration():
         rank.append(float(metrics.mean_absolute_rank_difference(scores, truth)))
     assert np.mean(kd) == pytest.approx(0.5, abs=1e-14)
     assert np.mean(rank) == pytest.approx((n * n - 1) / (3 * n), abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# xu's recorded scores (experiments/xu/common.py: scores, release_metrics; docs/xu.md, Metrics)
+# ---------------------------------------------------------------------------------------
+def _xu_scores(theta_hat, theta, k):
+    import jax
+    from dpsim.experiments.xu.common import scores
+    scored = jax.jit(scores, static_argnums=2)(jnp.asarray(theta_hat, jnp.float64), jnp.asarray(theta, jnp.float64), k)
+    return {name: float(v) for name, v in scored.items()}
+
+
+@pytest.mark.parametrize("m", [4, 10, 31])
+def test_xu_scores_without_ties_against_scipy_and_set_arithmetic(m):
+    a, b = _pair(m)
+    k = m // 2
+    got = _xu_scores(a, b, k)
+    d = a - b
+    tau = stats.kendalltau(a, b).statistic                    # no ties: K = (1 − τ)/2 of the C(m, 2) pairs
+    assert got["kendall"] == pytest.approx((1.0 - tau) / 2.0, abs=1e-12)
+    assert got["kendall_strict"] == pytest.approx((1.0 - tau) / 2.0, abs=1e-12)
+    s_hat, s = set(np.argsort(-a)[:k].tolist()), set(np.argsort(-b)[:k].tolist())
+    assert got["top_k_hamming"] == pytest.approx(len(s_hat ^ s) / (2 * k), abs=1e-15)   # H_K = |Ŝ Δ S|/(2K)
+    assert got["linf"] == pytest.approx(np.max(np.abs(d)), rel=1e-12)
+    assert got["l2_rms"] == pytest.approx(math.sqrt(np.sum(d * d) / m), rel=1e-12)
+    assert got["mse"] == pytest.approx(np.sum(d * d) / m, rel=1e-12)
+    kl = 0.0
+    for i, j in itertools.combinations(range(m), 2):
+        p, q = special.expit(b[i] - b[j]), special.expit(a[i] - a[j])
+        kl += p * math.log(p / q) + (1 - p) * math.log((1 - p) / (1 - q))
+    assert got["excess_risk"] == pytest.approx(kl / m ** 2, rel=1e-10)
+
+
+def test_xu_scores_with_ties_against_pair_counts_and_every_tie_break():
+    rng = np.random.default_rng(RNG_SEED)
+    m, k = 6, 3
+    for _ in range(8):
+        a = rng.integers(0, 3, size=m).astype(float)          # θ̂ with ties
+        b = rng.normal(size=m)                                # θ* without
+        got = _xu_scores(a, b, k)
+        assert got["kendall"] == pytest.approx(_kendall_brute(a, b, "half"), abs=1e-14)
+        assert got["kendall_strict"] == pytest.approx(_kendall_brute(a, b, "strict"), abs=1e-14)
+        # H_K averaged over every order of the tied items (a uniform tie-break), by set arithmetic
+        s = set(np.argsort(-b)[:k].tolist())
+        values = []
+        for perm in itertools.permutations(range(m)):
+            order = sorted(range(m), key=lambda i: (-a[i], perm[i]))
+            values.append(len(set(order[:k]) ^ s) / (2 * k))
+        assert got["top_k_hamming"] == pytest.approx(np.mean(values), abs=1e-12)
+    perfect = _xu_scores(b, b, k)
+    assert {name: perfect[name] for name in ("kendall", "kendall_strict", "top_k_hamming", "linf", "mse")} == \
+        {"kendall": 0.0, "kendall_strict": 0.0, "top_k_hamming": 0.0, "linf": 0.0, "mse": 0.0}
+    assert perfect["excess_risk"] == pytest.approx(0.0, abs=1e-15)
+
+
+def test_xu_release_metrics_against_numpy():
+    from dpsim.experiments.xu.common import release_metrics
+    rng = np.random.default_rng(RNG_SEED)
+    sizes = np.asarray([30.0, 70.0])
+    wins = rng.binomial(sizes[:, None].astype(int), 0.6, size=(2, 15)).astype(float)
+    zbar = rng.uniform(size=15)
+    got = release_metrics({"zbar": jnp.asarray(zbar), "sizes": jnp.asarray(sizes)}, jnp.asarray(wins))
+    ybar = wins.sum(axis=0) / 100.0
+    through = np.sum((zbar - 0.5) * (ybar - 0.5)) / np.sum((ybar - 0.5) ** 2)   # least squares through (½, ½)
+    assert float(got["release_slope"]) == pytest.approx(through, rel=1e-12)
+    assert float(got["excess_var"]) == pytest.approx(100.0 * np.mean((zbar - ybar) ** 2), rel=1e-12)
