@@ -9,10 +9,11 @@ from dpsim.experiment import axes
 from dpsim.experiment.grid import (Cell, CellArrays, Context, Derived, Experiment, FigureSpec, Method, Padding, Panel,
                                    solver_diagnostics)
 from dpsim.experiment.checks import (Along, At, Claim, ColumnRatio, Deferred, Difference, Every,
-                                     IdenticalAcrossCheck, LinearSlope, Mean, MethodRatio, SliceRatio, Slope, Solve,
+                                     IdenticalAcrossCheck, LinearSlope, Mean, MethodRatio, Published, PublishedCheck,
+                                     SliceRatio, Slope, Solve,
                                      ThresholdCollapseCheck, ThresholdScalingCheck, column_ratio_check, comparison_check,
                                      deferred_entries, deferred_table, level_check, linear_slope_check, method_ratio_check, method_ratio_slope_check,
-                                     predicted_ratio_check, ratio_check, ratio_slope_check, slope_check,
+                                     predicted_ratio_check, published_check, ratio_check, ratio_slope_check, slope_check,
                                      slope_range_check, trend_check)
 
 __all__ = ["Cell", "CellArrays", "Context", "Derived", "Experiment", "FigureSpec", "Method", "Padding", "Panel", "UsageError", "axes",
@@ -21,4 +22,5 @@ __all__ = ["Cell", "CellArrays", "Context", "Derived", "Experiment", "FigureSpec
            "slope_range_check",
            "trend_check", "linear_slope_check", "comparison_check", "level_check", "ratio_check", "ratio_slope_check",
            "column_ratio_check", "predicted_ratio_check", "method_ratio_check", "method_ratio_slope_check",
-           "IdenticalAcrossCheck", "ThresholdCollapseCheck", "Solve", "ThresholdScalingCheck"]
+           "IdenticalAcrossCheck", "ThresholdCollapseCheck", "Solve", "ThresholdScalingCheck", "Published",
+           "PublishedCheck", "published_check"]
