@@ -510,18 +510,18 @@ def published_points(rows: pd.DataFrame, published: pd.DataFrame, keys: Sequence
         keys: the grid axes the table is keyed on.
         metric: the column compared.
     Returns:
-        One row per point held by both: keys, ``mean``, ``se_mean`` (sd/√n), ``n``, ``value``,
+        One row per point held by both: keys, ``mean``, ``se_mean`` (sd/√obs), ``obs``, ``value``,
         ``se_value``, ``log_ratio`` = log(mean/value) and ``se`` (delta method, both
         Monte-Carlo errors: √((se_mean/mean)² + (se_value/value)²)); points where either mean
         is not positive are left out (a log ratio needs both).
     """
     grouped = rows.groupby(list(keys), sort=True)[metric]
-    mine = pd.DataFrame({"mean": grouped.mean(), "sd": grouped.std(ddof=1), "n": grouped.count()}).reset_index()
+    mine = pd.DataFrame({"mean": grouped.mean(), "sd": grouped.std(ddof=1), "obs": grouped.count()}).reset_index()
     mine["key"] = _key_values(mine, keys)
     theirs = published.copy()
     theirs["key"] = _key_values(theirs, keys)
     joined = mine.merge(theirs.drop(columns=list(keys)), on="key", how="inner")
-    joined["se_mean"] = joined["sd"] / np.sqrt(joined["n"])
+    joined["se_mean"] = joined["sd"] / np.sqrt(joined["obs"])
     if "se" in joined and joined["se"].notna().all():
         joined["se_value"] = joined["se"].astype(float)
     else:
@@ -604,13 +604,18 @@ class PublishedCheck(Check):
         worst = int(np.argmax(np.abs(z)))
         at = ", ".join(f"{k}={_fmt(points[k].iloc[worst])}" for k in self.keys)
         grouped = f" in {len(clusters)} clusters of {', '.join(self.cluster)}" if self.cluster else ""
-        evidence = (f"{what}, {len(points)} points{grouped}, {int(points['n'].sum())} obs; χ²/dof {chi2:.1f}/{dof}"
+        evidence = (f"{what}, {len(points)} points{grouped}, {int(points['obs'].sum())} obs; χ²/dof {chi2:.1f}/{dof}"
                     + (f", interval × {inflation:.2g}" if inflation > 1 else "")
                     + f"; largest |z| {abs(z[worst]):.1f} at {at} ({points['mean'].iloc[worst]:.4g} vs "
                       f"{points['value'].iloc[worst]:.4g}); region e^(±{self.widths:g}·{rel_published:.2g})")
         predicted = f"ratio in [{lo:.4f}, {hi:.4f}] ({self.published.source})"
         return Estimate(math.exp(mean_r), low, high, lo, hi, predicted, f"{math.exp(mean_r):.4f} [{low:.4f}, {high:.4f}]",
                         evidence, _reps(rows), detail=points)
+
+    def result(self, est, family=1, stage=1, stages=1, needed=True):
+        """:meth:`Check.result` without a replicate count to suggest: the published numbers'
+        own error does not shrink with the reproduction's replicates."""
+        return super().result(est, family, stage, stages, needed=False)
 
 
 def published_check(name: str, experiment: str, metric: str, method: str, value: float, *, at: Mapping, source: str,
