@@ -15,14 +15,14 @@ import argparse
 import sys
 import urllib.request
 
-from dpsim.datasets.authors import (CAI_COMMIT, CAI_EDGE_FILES, CAI_EDGE_FOLDERS, CAI_REPOSITORY, authors_dir,
-                                    cai_edge_path)
+from dpsim.datasets.authors import (CAI_CHECKED, CAI_COMMIT, CAI_EDGE_FILES, CAI_EDGE_FOLDERS, CAI_REPOSITORY,
+                                    authors_dir, cai_edge_path)
 
 
 def wanted() -> list[tuple[str, str, object]]:
     """(repository, path in it, local path) of every file the checks read."""
     return [(CAI_REPOSITORY, f"{CAI_EDGE_FOLDERS[fig]}/{CAI_EDGE_FILES[method]}", cai_edge_path(fig, method))
-            for fig in sorted(CAI_EDGE_FOLDERS) for method in sorted(CAI_EDGE_FILES)]
+            for fig, method in CAI_CHECKED]
 
 
 def main(argv=None) -> int:

@@ -4,6 +4,7 @@ without the fetched files the check is INCONCLUSIVE and names the script that fe
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -65,3 +66,13 @@ def test_the_cai_check_reads_the_fetched_file(tmp_path, monkeypatch):
     assert CHECK.evaluate(_reproduction(1.0)).verdict == "PASS"
     assert CHECK.evaluate(_reproduction(0.85), family=60).verdict == "FAIL"
     assert PUBLISHED_FIG1.truth_per_replicate            # its mean is over θ*, as the authors' θ* is one draw
+
+
+def test_the_fetch_script_lists_what_the_checks_read(tmp_path, monkeypatch, capsys):
+    import runpy
+    monkeypatch.setenv("DPSIM_AUTHORS_DATA", str(tmp_path))
+    script = runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "fetch_authors_data.py"))
+    assert script["main"](["--list"]) == 0
+    out = capsys.readouterr().out
+    assert "raw.githubusercontent.com/abhinavc3/DP-Ranking/2c90b07" in out
+    assert str(cai_edge_path(1, "counts")) in out and not any(tmp_path.iterdir())   # nothing fetched

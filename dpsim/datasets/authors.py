@@ -22,6 +22,8 @@ CAI_COMMIT = "2c90b07e670964a7ba6e23856964052eb65f8717"
 CAI_EDGE_FOLDERS = {1: "Edge-DP/accuracy-vs-n", 2: "Edge-DP/accuracy-vs-p", 3: "Edge-DP/accuracy-vs-epsilon"}
 #: dpsim's method → the file of its relative Hamming errors (Alg. 2 "count", Alg. 1 "est")
 CAI_EDGE_FILES = {"counts": "hamming-error-count-priv.csv", "mle": "hamming-error-est-priv.csv"}
+#: (figure, method) of the files the checks read (cai-published-fig1-counts)
+CAI_CHECKED = ((1, "counts"),)
 #: the R code's stand-in for ε = ∞ (docs/cai.md, Errata and modes (E10))
 CAI_NON_PRIVATE_EPS = 1000.0
 
