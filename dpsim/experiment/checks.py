@@ -18,7 +18,10 @@ one-line forms of common claims; each returns a :class:`Claim`. Two checks judge
 of another kind: :class:`IdenticalAcrossCheck` (an exact identity, counted) and
 :class:`ThresholdCollapseCheck` (the spread of phase-transition midpoints); one is judged on
 a solve's roots instead of a grid's rows: :class:`ThresholdScalingCheck` (how solved
-thresholds scale against a theorem's rate). Verdicts are
+thresholds scale against a theorem's rate); and one compares the grid's means with numbers a
+paper or its authors published: :class:`PublishedCheck` (:func:`published_check` for one
+printed value; the numbers, their source and their own Monte-Carlo errors in a
+:class:`Published`). Verdicts are
 :mod:`dpsim.experiment.verdicts`' (PASS / FAIL family-wise / INCONCLUSIVE / REFUSED / INFO / ERROR,
 :func:`~dpsim.experiment.verdicts.judge`).
 """
