@@ -446,3 +446,8 @@ def test_published_check_of_one_printed_value():
                            source="x").evaluate(table).verdict == "INCONCLUSIVE"
     with pytest.raises(UsageError, match="one of them"):
         published_check("t", "e", "err", "m", 0.12, at={"n": 300}, source="x")
+
+
+def test_published_check_clusters_are_keys():
+    with pytest.raises(UsageError, match="must be among the keys"):
+        PublishedCheck("t", "e", "err", "m", _published(), ("n",), cluster=("eps",))

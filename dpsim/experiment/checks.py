@@ -570,6 +570,11 @@ class PublishedCheck(Check):
     widths: float = 6.0
     cluster: tuple[str, ...] = ()
 
+    def __post_init__(self):
+        if not set(self.cluster) <= set(self.keys):
+            raise UsageError(f"check {self.name!r}: cluster axes {list(self.cluster)} must be among the keys "
+                             f"{list(self.keys)}")
+
     @property
     def methods(self):
         return (self.method,)
@@ -591,7 +596,8 @@ class PublishedCheck(Check):
         require_unpooled(rows, self.mapped(), f"check {self.name!r}")
         points = published_points(rows, table, self.keys, self.metric)
         if points.empty:
-            raise UsageError(f"check {self.name!r}: no grid point of {', '.join(self.keys)} is in {self.published.source}")
+            raise UsageError(f"check {self.name!r}: no grid point of {', '.join(self.keys)} is in "
+                             f"{self.published.source}")
         clusters = pooled_clusters(points, self.cluster)
         w = 1.0 / clusters["se"].to_numpy(float) ** 2
         r = clusters["log_ratio"].to_numpy(float)
@@ -612,8 +618,8 @@ class PublishedCheck(Check):
                     + f"; largest |z| {abs(z[worst]):.1f} at {at} ({points['mean'].iloc[worst]:.4g} vs "
                       f"{points['value'].iloc[worst]:.4g}); region e^(±{self.widths:g}·{rel_published:.2g})")
         predicted = f"ratio in [{lo:.4f}, {hi:.4f}] ({self.published.source})"
-        return Estimate(math.exp(mean_r), low, high, lo, hi, predicted, f"{math.exp(mean_r):.4f} [{low:.4f}, {high:.4f}]",
-                        evidence, _reps(rows), detail=points)
+        fitted = f"{math.exp(mean_r):.4f} [{low:.4f}, {high:.4f}]"
+        return Estimate(math.exp(mean_r), low, high, lo, hi, predicted, fitted, evidence, _reps(rows), detail=points)
 
     def result(self, est, family=1, stage=1, stages=1, needed=True):
         """:meth:`Check.result` without a replicate count to suggest: the published numbers'

@@ -3,8 +3,8 @@
 The paper prints no table and states no result as a number (§4 describes Figs 1–8 in
 words); its authors released the per-replicate results behind Figs 1–3 (edge DP, 120
 replicates per point) in their repository, which carries no licence, so dpsim does not ship
-them: ``python scripts/fetch_authors_data.py`` downloads them (:mod:`dpsim.datasets.authors`)
-and without them these checks are INCONCLUSIVE.
+them: ``python scripts/fetch_authors_data.py`` downloads the file the check reads
+(:mod:`dpsim.datasets.authors`), and without it the check is INCONCLUSIVE.
 
 Compared: the relative Hamming error of the top-k set of Algorithm 2 (noisy win counts,
 Laplace(2/ε)) at every finite ε and n of Fig. 1's released grid, on an experiment of the
@@ -13,12 +13,13 @@ mean is over θ*, the design's law); the check is a :class:`~dpsim.experiment.Pu
 (the mean ratio reproduction ÷ authors, both Monte-Carlo errors, region e^{±6 s} with s the
 authors' pooled relative standard error). The authors drew θ* once per n (their
 Experiment-1-2-3.R), so their points of one n share one θ* draw: the check pools them per n
-and widens its interval by the spread of the 9 n about one ratio (√(χ²/dof)). Figs 2 and 3
-are not compared: every released point of theirs shares the one θ* drawn at n = 300, an
-offset common to all that no Monte-Carlo error of theirs measures. Left out, a stated deviation: the
-non-private rows (ε = ∞, coded 1000), whose ties the R code breaks against the top items
-(docs/cai.md, Errata and modes (E10)). The counting method is the one compared because the authors' MLE differs from
-dpsim's in its optimiser (BFGS started at θ*, E8), not only in Monte-Carlo error.
+and widens its interval by the spread of the 9 n about one ratio (√(χ²/dof)).
+
+Not compared, each a stated deviation: the non-private rows (ε = ∞, coded 1000), whose ties
+the R code breaks against the top items (docs/cai.md, Errata and modes (E10)); Figs 2 and 3,
+whose released points all share the one θ* drawn at n = 300 (an offset common to all that no
+Monte-Carlo error of theirs measures); the MLE's errors, since the authors' optimiser (BFGS
+started at θ*, E8) differs from dpsim's by more than Monte-Carlo error.
 """
 from __future__ import annotations
 
