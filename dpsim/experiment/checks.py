@@ -55,7 +55,7 @@ __all__ = ["UNCONVERGED_LIMIT", "VERDICTS", "Check", "CheckResult", "Estimate", 
            "comparison_check", "level_check", "ratio_check", "ratio_slope_check", "column_ratio_check",
            "predicted_ratio_check", "method_ratio_check", "method_ratio_slope_check", "IdenticalAcrossCheck",
            "ThresholdCollapseCheck", "Solve", "ThresholdScalingCheck", "Published", "PublishedCheck",
-           "published_check", "published_points", "pooled_clusters"]
+           "published_check", "published_points", "pooled_clusters", "relative_points"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -514,8 +514,8 @@ def published_points(rows: pd.DataFrame, published: pd.DataFrame, keys: Sequence
         metric: the column compared.
     Returns:
         One row per point held by both: keys, ``mean``, ``se_mean`` (sd/√obs), ``obs``, ``value``,
-        ``se_value``, ``log_ratio`` = log(mean/value) and ``se`` (delta method, both
-        Monte-Carlo errors: √((se_mean/mean)² + (se_value/value)²)); points where either mean
+        ``se_value``, ``rel_se_value`` = se_value/value, ``log_ratio`` = log(mean/value) and ``se``
+        (delta method, both Monte-Carlo errors: √((se_mean/mean)² + rel_se_value²)); points where either mean
         is not positive are left out (a log ratio needs both).
     """
     grouped = rows.groupby(list(keys), sort=True)[metric]
@@ -531,8 +531,32 @@ def published_points(rows: pd.DataFrame, published: pd.DataFrame, keys: Sequence
         joined["se_value"] = joined["sd"] / np.sqrt(joined["reps"].astype(float))
     joined = joined[(joined["mean"] > 0) & (joined["value"] > 0)].reset_index(drop=True)
     joined["log_ratio"] = np.log(joined["mean"] / joined["value"])
-    joined["se"] = np.sqrt((joined["se_mean"] / joined["mean"]) ** 2 + (joined["se_value"] / joined["value"]) ** 2)
+    joined["rel_se_value"] = joined["se_value"] / joined["value"]
+    joined["se"] = np.sqrt((joined["se_mean"] / joined["mean"]) ** 2 + joined["rel_se_value"] ** 2)
     return joined.drop(columns=["key"])
+
+
+def relative_points(points: pd.DataFrame, keys: Sequence[str], axis: str, reference) -> pd.DataFrame:
+    """:func:`published_points` taken relative to the point at ``axis`` = ``reference`` with the
+    same other keys: ``log_ratio`` − its ``log_ratio`` (the reproduction's ratio mean(x)/mean(ref)
+    over the published one), the standard errors combined as independent (conservative where
+    both sides reuse one sample across ``axis``, which correlates them positively), and
+    ``rel_se_value`` likewise. The reference points themselves are dropped.
+
+    Args:
+        points: :func:`published_points`' output.  keys: its key axes.
+        axis, reference: the axis and the value every other value is compared with.
+    Returns:
+        The non-reference points with their relative ``log_ratio``, ``se``, ``rel_se_value``.
+    """
+    others = [k for k in keys if k != axis]
+    at_ref = np.isclose(points[axis].astype(float), float(reference))
+    ref = points.loc[at_ref, [*others, "log_ratio", "se", "rel_se_value"]]
+    rest = points.loc[~at_ref].merge(ref, on=others, suffixes=("", "_ref"), how="inner") if others else \
+        points.loc[~at_ref].assign(**{f"{c}_ref": ref[c].iloc[0] for c in ("log_ratio", "se", "rel_se_value")})
+    return rest.assign(log_ratio=rest["log_ratio"] - rest["log_ratio_ref"],
+                       se=np.hypot(rest["se"], rest["se_ref"]),
+                       rel_se_value=np.hypot(rest["rel_se_value"], rest["rel_se_value_ref"]))
 
 
 def pooled_clusters(points: pd.DataFrame, cluster: Sequence[str]) -> pd.DataFrame:
@@ -556,8 +580,12 @@ class PublishedCheck(Check):
     then across clusters; the judged number is the pooled ratio e^r̄. Its interval is widened by
     √(χ²/dof) of the clusters about r̄ when they disagree beyond Monte-Carlo error (the
     publisher's design draw is then part of its error); without ``cluster`` every point is its
-    own cluster. The region is e^{±widths·s}, s the relative standard error of the published
-    values alone pooled over the points (1/√Σ(value/se_value)²): fixed by what was published,
+    own cluster. With ``relative_to`` = (axis, value) each point is first taken relative to the
+    point at that value of the axis with the same other keys (:func:`relative_points`): the
+    reproduction's profile along the axis against the published one, in which an offset
+    common to a cluster (its design draw) cancels. The region is e^{±widths·s}, s the relative
+    standard error of the published values alone pooled over the points
+    (1/√Σ(value/se_value)², or of their relative values): fixed by what was published,
     before the reproduction is looked at. When the numbers are not on this machine
     (``published.table`` gives None) the check is INCONCLUSIVE and says what to run.
     """
@@ -569,11 +597,15 @@ class PublishedCheck(Check):
     _: KW_ONLY
     widths: float = 6.0
     cluster: tuple[str, ...] = ()
+    relative_to: tuple = ()
 
     def __post_init__(self):
         if not set(self.cluster) <= set(self.keys):
             raise UsageError(f"check {self.name!r}: cluster axes {list(self.cluster)} must be among the keys "
                              f"{list(self.keys)}")
+        if self.relative_to and (len(self.relative_to) != 2 or self.relative_to[0] not in self.keys):
+            raise UsageError(f"check {self.name!r}: relative_to must be (axis, value) with the axis among the keys "
+                             f"{list(self.keys)}, got {self.relative_to!r}")
 
     @property
     def methods(self):
@@ -598,6 +630,13 @@ class PublishedCheck(Check):
         if points.empty:
             raise UsageError(f"check {self.name!r}: no grid point of {', '.join(self.keys)} is in "
                              f"{self.published.source}")
+        if self.relative_to:
+            points = relative_points(points, self.keys, *self.relative_to)
+            if points.empty:
+                raise UsageError(f"check {self.name!r}: no point has a partner at {self.relative_to[0]}="
+                                 f"{self.relative_to[1]!r}")
+            what = (f"{self.metric} of {self.method} relative to {self.relative_to[0]}={_fmt(self.relative_to[1])} "
+                    f"÷ the same in {self.published.source}")
         clusters = pooled_clusters(points, self.cluster)
         w = 1.0 / clusters["se"].to_numpy(float) ** 2
         r = clusters["log_ratio"].to_numpy(float)
@@ -606,7 +645,7 @@ class PublishedCheck(Check):
         dof = len(clusters) - 1
         chi2 = float(np.sum(w * (r - mean_r) ** 2))
         inflation = max(1.0, math.sqrt(chi2 / dof)) if dof > 0 else 1.0
-        rel_published = 1.0 / math.sqrt(float(np.sum((points["value"] / points["se_value"]) ** 2)))
+        rel_published = 1.0 / math.sqrt(float(np.sum(1.0 / points["rel_se_value"] ** 2)))
         lo, hi = ratio_region(rel_published, self.widths)
         low, high = math.exp(mean_r - Z95 * se * inflation), math.exp(mean_r + Z95 * se * inflation)
         z = points["log_ratio"].to_numpy(float) / points["se"].to_numpy(float)
@@ -615,8 +654,8 @@ class PublishedCheck(Check):
         grouped = f" in {len(clusters)} clusters of {', '.join(self.cluster)}" if self.cluster else ""
         evidence = (f"{what}, {len(points)} points{grouped}, {int(points['obs'].sum())} obs; χ²/dof {chi2:.1f}/{dof}"
                     + (f", interval × {inflation:.2g}" if inflation > 1 else "")
-                    + f"; largest |z| {abs(z[worst]):.1f} at {at} ({points['mean'].iloc[worst]:.4g} vs "
-                      f"{points['value'].iloc[worst]:.4g}); region e^(±{self.widths:g}·{rel_published:.2g})")
+                    + f"; largest |z| {abs(z[worst]):.1f} at {at} (log ratio {points['log_ratio'].iloc[worst]:+.3f}); "
+                      f"region e^(±{self.widths:g}·{rel_published:.2g})")
         predicted = f"ratio in [{lo:.4f}, {hi:.4f}] ({self.published.source})"
         fitted = f"{math.exp(mean_r):.4f} [{low:.4f}, {high:.4f}]"
         return Estimate(math.exp(mean_r), low, high, lo, hi, predicted, fitted, evidence, _reps(rows), detail=points)
