@@ -18,7 +18,8 @@ from dpsim.errors import UsageError
 from dpsim.experiment import (ColumnRatio, Difference, IdenticalAcrossCheck, Published, PublishedCheck,
                               column_ratio_check, comparison_check, linear_slope_check, method_ratio_slope_check,
                               predicted_ratio_check, published_check, ratio_check)
-from dpsim.experiment.checks import format_region, log_ratio_of_means, paired, pooled_clusters, published_points
+from dpsim.experiment.checks import (format_region, log_ratio_of_means, paired, pooled_clusters, published_points,
+                                    relative_points)
 
 Z = 1.959963984540054
 
@@ -451,3 +452,41 @@ def test_published_check_of_one_printed_value():
 def test_published_check_clusters_are_keys():
     with pytest.raises(UsageError, match="must be among the keys"):
         PublishedCheck("t", "e", "err", "m", _published(), ("n",), cluster=("eps",))
+
+
+def _profile_table(scale_at_half: float, seed: int) -> pd.DataFrame:
+    """Replicate rows at n × ε ∈ {0.5, 2.5}: err ~ Normal(μ, 0.04), μ = 0.3·(100/n) at ε = 0.5
+    (× ``scale_at_half``) and half of it at ε = 2.5."""
+    rng = np.random.default_rng(seed)
+    rows, point = [], 0
+    for n in (100, 200, 300, 400):
+        for eps, mu in ((0.5, 0.3 * 100 / n * scale_at_half), (2.5, 0.15 * 100 / n)):
+            rows += [{"n": n, "eps": eps, "point": point, "rep": r, "method": "m", "err": float(x)}
+                     for r, x in enumerate(rng.normal(mu, 0.04, 400))]
+            point += 1
+    return _table(rows, ["err"])
+
+
+def test_published_profile_cancels_an_offset_per_cluster():
+    """Published means with one offset per n (a design draw shared by its ε): the level check
+    cannot pass them, the profile along ε relative to ε = 2.5 does, and fails a reproduction
+    whose ε = 0.5 error alone is 20% off."""
+    offsets = {100: 1.15, 200: 0.87, 300: 1.12, 400: 0.9}
+    published = Published("Fig. 9", pd.DataFrame(
+        [{"n": n, "eps": eps, "value": f * (0.3 if eps == 0.5 else 0.15) * 100 / n, "se": 0.002}
+         for n, f in offsets.items() for eps in (0.5, 2.5)]))
+    level = PublishedCheck("t", "e", "err", "m", published, ("n", "eps"), cluster=("n",))
+    profile = PublishedCheck("t", "e", "err", "m", published, ("n", "eps"), cluster=("n",), relative_to=("eps", 2.5))
+    right = _profile_table(1.0, seed=5)
+    assert level.evaluate(right).verdict != "PASS"
+    result = profile.evaluate(right)
+    assert result.verdict == "PASS", result
+    assert "4 points in 4 clusters" in result.evidence and "relative to eps=2.5" in result.evidence
+    for scale in (0.8, 1.2):
+        assert profile.evaluate(_profile_table(scale, seed=5), family=50).verdict == "FAIL", scale
+    points = relative_points(published_points(right, published.table, ["n", "eps"], "err"), ["n", "eps"], "eps", 2.5)
+    assert list(points["eps"]) == [0.5] * 4
+    np.testing.assert_allclose(points["rel_se_value"], [math.hypot(0.002 / v, 0.002 / (v / 2)) for v in
+                                                        (0.345, 0.1305, 0.112, 0.0675)], rtol=1e-9)
+    with pytest.raises(UsageError, match="relative_to"):
+        PublishedCheck("t", "e", "err", "m", published, ("n", "eps"), relative_to=("p", 1.0))
