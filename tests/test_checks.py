@@ -490,3 +490,14 @@ def test_published_profile_cancels_an_offset_per_cluster():
                                                         (0.345, 0.1305, 0.112, 0.0675)], rtol=1e-9)
     with pytest.raises(UsageError, match="relative_to"):
         PublishedCheck("t", "e", "err", "m", published, ("n", "eps"), relative_to=("p", 1.0))
+
+
+def test_published_check_lines_say_why_they_are_open():
+    absent = Published("x", lambda: None, missing="run it")
+    line = PublishedCheck("t", "e", "err", "m", absent, ("n", "eps")).evaluate(
+        _reproduction(PUBLISHED_MEANS, 0.04, 10, seed=3)).line()
+    assert "once they are here" in line and "boundary" not in line
+    wide = PublishedCheck("t", "e", "err", "m", _published(se=0.01), ("n", "eps"))     # their error: ±17% region
+    result = wide.evaluate(_reproduction(PUBLISHED_MEANS, 0.04, 400, seed=1, scale=1.17))   # on its edge
+    assert result.verdict == "INCONCLUSIVE" and "own error keeps it open" in result.line()
+    assert result.needed_reps is None

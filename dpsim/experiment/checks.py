@@ -662,8 +662,13 @@ class PublishedCheck(Check):
 
     def result(self, est, family=1, stage=1, stages=1, needed=True):
         """:meth:`Check.result` without a replicate count to suggest: the published numbers'
-        own error does not shrink with the reproduction's replicates."""
-        return super().result(est, family, stage, stages, needed=False)
+        own error does not shrink with the reproduction's replicates (an INCONCLUSIVE line says so)."""
+        result = super().result(est, family, stage, stages, needed=False)
+        if result.verdict != "INCONCLUSIVE":
+            return result
+        why = ("  the published numbers decide it once they are here" if math.isnan(est.value) else
+               "  the published numbers' own error keeps it open: more replicates here alone do not decide it")
+        return dataclasses.replace(result, note=why)
 
 
 def published_check(name: str, experiment: str, metric: str, method: str, value: float, *, at: Mapping, source: str,
