@@ -9,7 +9,7 @@ them: ``python scripts/fetch_authors_data.py`` downloads the file the check read
 Compared: the relative Hamming error of the top-k set of Algorithm 2 (noisy win counts,
 Laplace(2/ε)) at every finite ε and n of Fig. 1's released grid, on an experiment of the
 counting method alone at that grid and replicate count, θ* drawn per replicate (so that its
-mean is over θ*, the design's law); the check is a :class:`~dpsim.experiment.PublishedCheck`
+mean is over θ*, the design's law); the check is a :class:`~dpsim.engine.PublishedCheck`
 (the mean ratio reproduction ÷ authors, both Monte-Carlo errors, region e^{±6 s} with s the
 authors' pooled relative standard error). The authors drew θ* once per n (their
 Experiment-1-2-3.R), so their points of one n share one θ* draw: the check pools them per n
@@ -31,7 +31,7 @@ import dataclasses
 import pandas as pd
 
 from dpsim.datasets.authors import CAI_COMMIT, CAI_REPOSITORY, FETCH, cai_edge_path, cai_edge_results
-from dpsim.experiment import Published, PublishedCheck
+from dpsim.engine import Published, PublishedCheck
 
 from .edge import COUNTS, PAPER_REPS, edge_experiment
 

@@ -40,9 +40,9 @@ import math
 import jax.numpy as jnp
 
 from dpsim.estimators.linear_btl import mle
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import level_check
-from dpsim.experiment.mutants import Mutant, chain, replaced_method, scaled_analysis
+from dpsim.engine import Experiment, Method
+from dpsim.engine.judgement.checks import level_check
+from dpsim.engine.judgement.mutants import Mutant, chain, replaced_method, scaled_analysis
 
 from . import common as c
 from . import rates
