@@ -2,7 +2,8 @@
 synthetic tables whose answers are computed here by hand: the one pairing helper, the paired
 difference (Difference, comparison_check, at one point and at every value of an axis), the
 delta-method ratio of means (ColumnRatio, column_ratio_check, predicted_ratio_check, ratio_check, method_ratio_slope_check and its options),
-linear_slope_check, IdenticalAcrossCheck and the printed region (format_region). (Log–log
+linear_slope_check, IdenticalAcrossCheck, the printed region (format_region) and the
+comparison with published numbers (PublishedCheck, published_check). (Log–log
 slopes: test_summary.py; ratio_check and ratio_slope_check against a bootstrap: test_cai_scaling.py;
 the phase-transition check: test_cai_threshold.py.)"""
 from __future__ import annotations
@@ -352,3 +353,150 @@ def test_identical_across_check_counts_mismatches():
     result = check.evaluate(table)
     assert result.verdict == "FAIL" and result.value == 2
     assert result.detail["k"] == pytest.approx(1e-9, rel=1e-3)
+
+
+# ---------------------------------------------------------------------------------------
+# Published numbers (PublishedCheck, published_check)
+# ---------------------------------------------------------------------------------------
+def _reproduction(means: dict, sd: float, reps: int, seed: int, scale: float = 1.0) -> pd.DataFrame:
+    """Replicate rows of method m at each n, err ~ Normal(scale·mean_n, sd) (a reproduction
+    off by the factor ``scale``)."""
+    rng = np.random.default_rng(seed)
+    rows = [{"n": n, "eps": 1.0, "point": i, "rep": r, "method": "m", "err": float(x)}
+            for i, (n, mu) in enumerate(means.items()) for r, x in enumerate(rng.normal(scale * mu, sd, reps))]
+    return _table(rows, ["err"])
+
+
+PUBLISHED_MEANS = {100: 0.30, 200: 0.20, 300: 0.12, 400: 0.08}
+
+
+def _published(se: float = 0.002) -> Published:
+    table = pd.DataFrame([{"n": n, "eps": 1.0, "value": v, "se": se} for n, v in PUBLISHED_MEANS.items()])
+    return Published("Table 9 of a paper, p. 1", table)
+
+
+def test_published_points_by_hand():
+    table = _table([{"n": 1, "point": 0, "rep": r, "method": "m", "err": x} for r, x in enumerate([1.0, 2.0, 3.0])]
+                   + [{"n": 2, "point": 1, "rep": r, "method": "m", "err": x} for r, x in enumerate([4.0, 6.0])],
+                   ["err"])
+    published = pd.DataFrame({"n": [1, 2, 3], "value": [2.5, 5.0, 1.0], "se": [0.5, 0.0, 0.1]})
+    points = published_points(table, published, ["n"], "err")
+    assert list(points["n"]) == [1, 2]                         # n = 3 is not reproduced
+    se_1, se_2 = 1 / math.sqrt(3), math.sqrt(2) / math.sqrt(2)   # sd/√n: sd 1 and √2
+    np.testing.assert_allclose(points["log_ratio"], [math.log(2 / 2.5), 0.0])
+    np.testing.assert_allclose(points["se"], [math.hypot(se_1 / 2, 0.5 / 2.5), se_2 / 5])
+    by_reps = published_points(table, published.drop(columns="se").assign(reps=4), ["n"], "err")
+    np.testing.assert_allclose(by_reps["se_value"], [1 / 2, math.sqrt(2) / 2])   # the reproduction's sd / √4
+    clusters = pooled_clusters(points.assign(c=[7, 7]), ["c"])
+    w = 1 / points["se"] ** 2
+    np.testing.assert_allclose(clusters["log_ratio"], [float((w * points["log_ratio"]).sum() / w.sum())])
+    np.testing.assert_allclose(clusters["se"], [1 / math.sqrt(w.sum())])
+
+
+def test_published_check_passes_the_right_reproduction_and_fails_one_off_by_10_to_20_percent():
+    check = PublishedCheck("t", "e", "err", "m", _published(), ("n", "eps"))
+    # region: e^(±6 s), s = 1/√Σ(value/se)² from the published numbers alone
+    s = 1 / math.sqrt(sum((v / 0.002) ** 2 for v in PUBLISHED_MEANS.values()))
+    right = check.evaluate(_reproduction(PUBLISHED_MEANS, 0.04, 400, seed=1))
+    assert right.verdict == "PASS", right
+    assert (right.region_low, right.region_high) == pytest.approx((math.exp(-6 * s), math.exp(6 * s)), abs=1e-4)
+    assert "Table 9 of a paper, p. 1" in right.predicted and "4 points" in right.evidence
+    for scale in (0.8, 0.9, 1.1, 1.2):
+        off = check.evaluate(_reproduction(PUBLISHED_MEANS, 0.04, 400, seed=1, scale=scale), family=50)
+        assert off.verdict == "FAIL", (scale, off)
+        assert off.value == pytest.approx(scale, rel=0.03)
+
+
+def test_published_check_widens_by_the_spread_of_clusters():
+    """Points sharing one draw of the publisher's design (a cluster) that disagree beyond
+    Monte-Carlo error widen the interval by √(χ²/dof) of the clusters."""
+    wobbly = {n: v * f for (n, v), f in zip(PUBLISHED_MEANS.items(), (1.15, 0.87, 1.12, 0.9))}
+    table = _reproduction(wobbly, 0.04, 400, seed=2)
+    plain = PublishedCheck("t", "e", "err", "m", _published(), ("n", "eps")).evaluate(table)
+    clustered = PublishedCheck("t", "e", "err", "m", _published(), ("n", "eps"), cluster=("n",)).evaluate(table)
+    assert clustered.value == pytest.approx(plain.value)        # one point per cluster: the same pooling
+    assert "interval ×" in plain.evidence
+    assert plain.verdict != "PASS"                              # a wobble of ±13% is no agreement
+
+
+def test_published_check_without_the_numbers_is_inconclusive():
+    absent = Published("the authors' CSV", lambda: None, missing="run `python scripts/fetch.py` to fetch them")
+    result = PublishedCheck("t", "e", "err", "m", absent, ("n", "eps")).evaluate(
+        _reproduction(PUBLISHED_MEANS, 0.04, 10, seed=3))
+    assert result.verdict == "INCONCLUSIVE"
+    assert "not here" in result.evidence and "scripts/fetch.py" in result.evidence
+    with pytest.raises(UsageError, match="'value'"):
+        PublishedCheck("t", "e", "err", "m", Published("x", pd.DataFrame({"n": [1]})), ("n",)).evaluate(
+            _reproduction(PUBLISHED_MEANS, 0.04, 10, seed=3))
+
+
+def test_published_check_of_one_printed_value():
+    table = _reproduction(PUBLISHED_MEANS, 0.04, 400, seed=4)
+    one = published_check("t", "e", "err", "m", 0.12, at={"n": 300}, reps=1000, source="Table 2, p. 7")
+    assert one.where == {"n": [300]}
+    result = one.evaluate(table)
+    assert result.verdict == "PASS" and "Table 2, p. 7" in result.predicted
+    # se from the reproduction's sd over the paper's 1000 replicates: region e^(±6·(0.04/√1000)/0.12)
+    assert result.region_high == pytest.approx(math.exp(6 * 0.04 / math.sqrt(1000) / 0.12), rel=0.02)
+    for off in (0.8, 1.2):
+        assert published_check("t", "e", "err", "m", 0.12 * off, at={"n": 300}, reps=1000,
+                               source="x").evaluate(table).verdict == "FAIL"
+    # at the paper's 100 replicates its own error (±20% region) cannot tell 20% apart
+    assert published_check("t", "e", "err", "m", 0.12 * 1.2, at={"n": 300}, reps=100,
+                           source="x").evaluate(table).verdict == "INCONCLUSIVE"
+    with pytest.raises(UsageError, match="one of them"):
+        published_check("t", "e", "err", "m", 0.12, at={"n": 300}, source="x")
+
+
+def test_published_check_clusters_are_keys():
+    with pytest.raises(UsageError, match="must be among the keys"):
+        PublishedCheck("t", "e", "err", "m", _published(), ("n",), cluster=("eps",))
+
+
+def _profile_table(scale_at_half: float, seed: int) -> pd.DataFrame:
+    """Replicate rows at n × ε ∈ {0.5, 2.5}: err ~ Normal(μ, 0.04), μ = 0.3·(100/n) at ε = 0.5
+    (× ``scale_at_half``) and half of it at ε = 2.5."""
+    rng = np.random.default_rng(seed)
+    rows, point = [], 0
+    for n in (100, 200, 300, 400):
+        for eps, mu in ((0.5, 0.3 * 100 / n * scale_at_half), (2.5, 0.15 * 100 / n)):
+            rows += [{"n": n, "eps": eps, "point": point, "rep": r, "method": "m", "err": float(x)}
+                     for r, x in enumerate(rng.normal(mu, 0.04, 400))]
+            point += 1
+    return _table(rows, ["err"])
+
+
+def test_published_profile_cancels_an_offset_per_cluster():
+    """Published means with one offset per n (a design draw shared by its ε): the level check
+    cannot pass them, the profile along ε relative to ε = 2.5 does, and fails a reproduction
+    whose ε = 0.5 error alone is 20% off."""
+    offsets = {100: 1.15, 200: 0.87, 300: 1.12, 400: 0.9}
+    published = Published("Fig. 9", pd.DataFrame(
+        [{"n": n, "eps": eps, "value": f * (0.3 if eps == 0.5 else 0.15) * 100 / n, "se": 0.002}
+         for n, f in offsets.items() for eps in (0.5, 2.5)]))
+    level = PublishedCheck("t", "e", "err", "m", published, ("n", "eps"), cluster=("n",))
+    profile = PublishedCheck("t", "e", "err", "m", published, ("n", "eps"), cluster=("n",), relative_to=("eps", 2.5))
+    right = _profile_table(1.0, seed=5)
+    assert level.evaluate(right).verdict != "PASS"
+    result = profile.evaluate(right)
+    assert result.verdict == "PASS", result
+    assert "4 points in 4 clusters" in result.evidence and "relative to eps=2.5" in result.evidence
+    for scale in (0.8, 1.2):
+        assert profile.evaluate(_profile_table(scale, seed=5), family=50).verdict == "FAIL", scale
+    points = relative_points(published_points(right, published.table, ["n", "eps"], "err"), ["n", "eps"], "eps", 2.5)
+    assert list(points["eps"]) == [0.5] * 4
+    np.testing.assert_allclose(points["rel_se_value"], [math.hypot(0.002 / v, 0.002 / (v / 2)) for v in
+                                                        (0.345, 0.1305, 0.112, 0.0675)], rtol=1e-9)
+    with pytest.raises(UsageError, match="relative_to"):
+        PublishedCheck("t", "e", "err", "m", published, ("n", "eps"), relative_to=("p", 1.0))
+
+
+def test_published_check_lines_say_why_they_are_open():
+    absent = Published("x", lambda: None, missing="run it")
+    line = PublishedCheck("t", "e", "err", "m", absent, ("n", "eps")).evaluate(
+        _reproduction(PUBLISHED_MEANS, 0.04, 10, seed=3)).line()
+    assert "once they are here" in line and "boundary" not in line
+    wide = PublishedCheck("t", "e", "err", "m", _published(se=0.01), ("n", "eps"))     # their error: ±17% region
+    result = wide.evaluate(_reproduction(PUBLISHED_MEANS, 0.04, 400, seed=1, scale=1.17))   # on its edge
+    assert result.verdict == "INCONCLUSIVE" and "own error keeps it open" in result.line()
+    assert result.needed_reps is None

@@ -95,7 +95,7 @@ class CheckResult:
 
     def line(self) -> str:
         extra = self.note
-        if self.verdict == "INCONCLUSIVE":
+        if self.verdict == "INCONCLUSIVE" and (self.needed_reps or not extra):   # a note may say why instead
             extra = (f"  needs about {self.needed_reps} replicates to decide" if self.needed_reps
                      else "  the estimate sits on the boundary: no replicate count decides it") + extra
         return (f"{self.verdict:<12} {self.name:<48} predicted {self.predicted:<16} fitted {self.fitted}  "
