@@ -15,10 +15,12 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.engine import (ColumnRatio, Difference, IdenticalAcrossCheck, column_ratio_check, comparison_check,
-                              linear_slope_check, method_ratio_slope_check, predicted_ratio_check, ratio_check)
+from dpsim.engine import (ColumnRatio, Difference, IdenticalAcrossCheck, Published, PublishedCheck,
+                              column_ratio_check, comparison_check, linear_slope_check, method_ratio_slope_check,
+                              predicted_ratio_check, published_check, ratio_check)
 from dpsim.engine.judgement.verdicts import format_region
 from dpsim.engine.judgement.statistics import log_ratio_of_means, paired
+from dpsim.engine.judgement.checks import pooled_clusters, published_points, relative_points
 
 Z = 1.959963984540054
 
