@@ -200,7 +200,7 @@ def test_one_path_variance_mutants_leave_the_other_unit_alone():
         wrapped(None, Context(shape={"unit": unit}, truth={}, sample={}, data={}, analysis={"eps": 2.0}))
     assert seen == [2.0, 1.0]
     names = {m.name for m in cai.MUTANTS if m.name.endswith("-variance-1.1")}
-    assert len(names) == 6
+    assert len(names) == 7
 
 
 # ---------------------------------------------------------------------------------------

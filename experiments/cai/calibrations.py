@@ -6,9 +6,15 @@ bugs) they must catch (closed forms and tolerances: :mod:`.levels`).
 | Alg. 2, edge counts, Laplace(2/ε) | ``cai-fig3``; ``cai-edge-vs-individual`` (unit = edge) | ``cai-level-edge-counts-noise``, ``cai-level-matched-edge-counts-noise`` |
 | Alg. 1, edge DP, λ = 8/ε, γ = max(1/ε, c0√(np ln n)) | ``cai-fig3`` (c0 = 2: the c0 branch) | ``cai-level-edge-mle-noise``, ``cai-level-edge-mle-mean`` |
 | Alg. 1, edge DP, γ = 1/ε branch (c0 = 0) | ``cai-edge-vs-individual`` (unit = edge) | ``cai-level-matched-edge-mle-noise``, ``-mean`` |
-| Alg. 1, individual DP, λ = 8L/ε, γ = 2L/ε | ``cai-edge-vs-individual`` (unit = individual, L = 1, 2, 5, 10) | ``cai-level-indiv-mle-noise``, ``cai-level-indiv-mle-mean`` |
-| Alg. 3 strict, Laplace(2L/ε) | ``cai-edge-vs-individual`` (unit = individual) | ``cai-level-indiv-counts-noise-strict`` |
-| Alg. 3 paper, Laplace(L/ε) | ``cai-fig7`` (mode = paper) | ``cai-level-indiv-counts-noise-paper`` |
+| Alg. 1, individual DP, λ = 8L/ε, γ = 2L/ε | ``cai-edge-vs-individual`` (unit = individual, L = 1, 2, 5, 10) | ``cai-level-indiv-mle-noise``, ``-noise-pooled``, ``cai-level-indiv-mle-mean`` |
+| Alg. 3 strict, Laplace(2L/ε) | ``cai-edge-vs-individual`` (unit = individual) | ``cai-level-indiv-counts-noise-strict``, ``-strict-pooled`` |
+| Alg. 3 paper, Laplace(L/ε) | ``cai-fig7`` (mode = paper) | ``cai-level-indiv-counts-noise-paper``, ``-paper-pooled`` |
+
+On every path one check FAILs a noise variance off by 10% at the default replicates (the
+``*-variance-1.1`` mutants, one path each): the per-point checks of the individual paths
+(100–200 rows per point) cannot, so the ``-pooled`` checks judge all of a path's rows at once,
+each divided by its own point's closed form (:class:`.levels.PerRowRatio`; docs/cai.md,
+Mutants and level checks, lists each check's power).
 
 Each mutant re-runs only the experiment whose checks can catch it (``cai-fig3``,
 ``cai-edge-vs-individual`` or ``cai-fig7``; ``dpsim show`` estimates each one's run time).
@@ -238,7 +244,7 @@ def eps_scaled_where(factor: float, **shape):
 
 # A noise variance off by 10% on one path alone (noise scale × √1.1: ε ÷ √1.1 where the scale
 # is ∝ 1/ε, or λ × √1.1): the smallest error the level checks must FAIL at the default
-# replicates (docs/cai.md, Level checks).
+# replicates (docs/cai.md, Mutants and level checks).
 VARIANCE_ERROR = 1.1
 SCALE_ERROR = math.sqrt(VARIANCE_ERROR)
 
@@ -271,6 +277,9 @@ MUTANTS = [
     Mutant("cai-matched-edge-counts-variance-1.1", "Alg. 2 in the matched design with Laplace(2√1.1/ε) "
            "(unit = edge only)", (MATCHED.name,),
            wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="edge"))),
+    Mutant("cai-matched-edge-mle-variance-1.1", "Alg. 1 (edge, γ = 1/ε branch) calibrated at ε/√1.1: w's variance "
+           "× 1.1, γ × √1.1 (unit = edge only)", (MATCHED.name,),
+           wrapped_method("mle", eps_scaled_where(1 / SCALE_ERROR, unit="edge"))),
     Mutant("cai-indiv-counts-strict-variance-1.1", "Alg. 3 strict with Laplace(2√1.1·L/ε) (unit = individual only)",
            (MATCHED.name,), wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="individual"))),
     Mutant("cai-indiv-mle-variance-1.1", "Alg. 1 (individual) with λ = 8√1.1·L/ε: w's variance × 1.1 (γ kept)",
