@@ -126,7 +126,7 @@ OBJPERT_REPS = 6000      # se √(2/(4·6000)) = 0.0091: a 10% error in σ² lie
 OBJPERT_RELEASE = rates.rates_experiment(
     "chowdhury-objpert-release", "Objective perturbation's noise level by the exact minimiser (n = 10³, ε = 1, "
     "6000 fits)", {"n_samples": [OBJPERT_N], "eps": [OBJPERT_EPS]}, None,
-    "chowdhury Algorithm 2, Theorem 5.2; docs/chowdhury.md, Level checks: the noise ‖P_V w‖²/(rL²) the exact "
+    "chowdhury Algorithm 2, Theorem 5.2; docs/chowdhury.md, Mutants and level checks: the noise ‖P_V w‖²/(rL²) the exact "
     "minimiser carries, at enough fits that a 10% error in Thm 5.2's σ² FAILs",
     methods={"objpert_central": c.EXACT_METHODS["objpert_central"]}, reps=OBJPERT_REPS)
 
@@ -227,7 +227,7 @@ MUTANTS = [
            (EPS_EXP,), replaced_method("objpert_central", noise_scaled(1 / 1.5, c.objpert_central_fn))),
     Mutant("chowdhury-objpert-sigma-x2", "objective perturbation σ × 2 (L read as a bound on ‖x‖, docs/chowdhury.md, Errata and modes (E7))",
            (EPS_EXP,), replaced_method("objpert_central", noise_scaled(2.0, c.objpert_central_fn))),
-    # a noise variance off by 10% on one path alone (σ × √1.1; docs/chowdhury.md, Level checks)
+    # a noise variance off by 10% on one path alone (σ × √1.1; docs/chowdhury.md, Mutants and level checks)
     Mutant("chowdhury-objpert-variance-1.1", "objective perturbation (exact minimiser) with σ × √1.1: σ² × 1.1",
            (OBJPERT_RELEASE.name,), replaced_method("objpert_central", noise_scaled(math.sqrt(1.1), c.objpert_central_fn))),
     Mutant("chowdhury-sgd-objpert-variance-1.1", "SGD objective perturbation with σ × √1.1: σ² × 1.1",
