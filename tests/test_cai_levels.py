@@ -14,7 +14,7 @@ from scipy import special, stats
 import dpsim  # noqa: F401  (float64)
 from dpsim.estimators import perturbed_mle_edge, perturbed_mle_individual
 from dpsim.estimators.btl_mle import penalised_mle
-from dpsim.experiment.grid import Context
+from dpsim.engine.definition.experiment import Context
 from dpsim.models import sample_er_comparisons, theta_cai_design
 from experiments import cai
 from experiments.cai import calibrations, design, levels, threshold
@@ -182,7 +182,7 @@ def test_noise_checks_fail_a_ten_percent_variance_error_with_95_percent_power(na
     """A variance × 1.1 (or ÷ 1.1) lies outside the region by at least the family-wise
     half-width of ``dpsim verify cai`` plus 1.645 standard errors (the verdicts' FAIL rule), so
     it FAILs with probability ≥ 95%, while the region stays ±6 expected standard errors."""
-    from dpsim.experiment.verdicts import family_z
+    from dpsim.engine.judgement.verdicts import family_z
     check = {c.name: c for c in calibrations.CHECKS}[name]
     lo, hi = check.region
     family = sum(1 for c in cai.CHECKS if not c.report_only)

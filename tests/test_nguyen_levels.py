@@ -21,7 +21,7 @@ import pytest
 import dpsim  # noqa: F401
 from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spectral_estimate
 from dpsim.estimators.spectral import differential_counts, spectral_estimate
-from dpsim.experiment.mutants import Mutant, overridden_derived
+from dpsim.engine.judgement.mutants import Mutant, overridden_derived
 from dpsim.mechanisms.count_noise import count_noise, gaussian_count_sigma, laplace_count_scale, noise_mean_square
 from dpsim.mechanisms.discrete import discrete_gaussian_variance
 from dpsim.mechanisms.shuffle import randomize_responses, shuffle_rr_epsilon

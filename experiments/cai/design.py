@@ -42,9 +42,9 @@ from scipy import integrate, special, stats
 
 from dpsim import metrics
 from dpsim.estimators import top_k_mask
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
-from dpsim.experiment.mutants import Mutant, changed_truth, replaced_method
+from dpsim.engine import Experiment, Method
+from dpsim.engine.judgement.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
+from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
 from . import edge, individual
 
@@ -135,7 +135,7 @@ def hypergeometric_hamming_var(n: int, k: int) -> float:
 
 
 def region(rel_se: float) -> tuple[float, float]:
-    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.experiment.checks.ratio_region`)."""
+    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.engine.judgement.checks.ratio_region`)."""
     return ratio_region(rel_se, SE_WIDTHS)
 
 

@@ -89,8 +89,9 @@ from dpsim.estimators import (
     unpenalised_mle,
     win_counts,
 )
-from dpsim.experiment import Experiment, FigureSpec, Method, Panel, slope_check, UsageError, axes, solver_diagnostics
-from dpsim.experiment.checks import ratio_check, ratio_slope_check, slope_range_check
+from dpsim.engine import Experiment, FigureSpec, Method, Panel, slope_check, UsageError, solver_diagnostics
+from dpsim.engine.definition import axes
+from dpsim.engine.judgement.checks import ratio_check, ratio_slope_check, slope_range_check
 from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import (

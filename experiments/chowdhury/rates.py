@@ -50,9 +50,9 @@ from __future__ import annotations
 import math
 
 from dpsim.estimators.linear_btl_sgd import sgd_krr
-from dpsim.experiment import (Experiment, FigureSpec, linear_slope_check, Method, method_ratio_slope_check, Panel,
+from dpsim.engine import (Experiment, FigureSpec, linear_slope_check, Method, method_ratio_slope_check, Panel,
                               slope_check)
-from dpsim.experiment.checks import deferred_table, level_check
+from dpsim.engine.judgement.checks import deferred_table, level_check
 from dpsim.mechanisms.randomized_response import kary_randomized_response
 from dpsim.metrics import l2_error, squared_l2_error
 from dpsim.models.linear_btl import sample_plackett_luce
@@ -241,7 +241,7 @@ def predicted_slopes() -> dict:
     }
 
 
-# computed when the first check that uses one is judged (dpsim.experiment.deferred)
+# computed when the first check that uses one is judged (dpsim.engine.judgement.deferred)
 PREDICTED = deferred_table(predicted_slopes, "chowdhury's rate predictions")
 
 # ---------------------------------------------------------------------------------------

@@ -35,9 +35,9 @@ import jax.numpy as jnp
 from scipy import integrate
 
 from dpsim import metrics
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
-from dpsim.experiment.mutants import Mutant, changed_truth, replaced_method
+from dpsim.engine import Experiment, Method
+from dpsim.engine.judgement.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
+from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
 from .common import AXIS_TYPES, lane_bytes
 from .rates import rate_generate, rate_truth
@@ -86,7 +86,7 @@ def pair_term(design: str) -> float:
 
 
 def region(rel_se: float) -> tuple[float, float]:
-    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.experiment.checks.ratio_region`)."""
+    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.engine.judgement.checks.ratio_region`)."""
     return ratio_region(rel_se, SE_WIDTHS)
 
 
