@@ -6,9 +6,15 @@ bugs) they must catch (closed forms and tolerances: :mod:`.levels`).
 | Alg. 2, edge counts, Laplace(2/ε) | ``cai-fig3``; ``cai-edge-vs-individual`` (unit = edge) | ``cai-level-edge-counts-noise``, ``cai-level-matched-edge-counts-noise`` |
 | Alg. 1, edge DP, λ = 8/ε, γ = max(1/ε, c0√(np ln n)) | ``cai-fig3`` (c0 = 2: the c0 branch) | ``cai-level-edge-mle-noise``, ``cai-level-edge-mle-mean`` |
 | Alg. 1, edge DP, γ = 1/ε branch (c0 = 0) | ``cai-edge-vs-individual`` (unit = edge) | ``cai-level-matched-edge-mle-noise``, ``-mean`` |
-| Alg. 1, individual DP, λ = 8L/ε, γ = 2L/ε | ``cai-edge-vs-individual`` (unit = individual, L = 1, 2, 5, 10) | ``cai-level-indiv-mle-noise``, ``cai-level-indiv-mle-mean`` |
-| Alg. 3 strict, Laplace(2L/ε) | ``cai-edge-vs-individual`` (unit = individual) | ``cai-level-indiv-counts-noise-strict`` |
-| Alg. 3 paper, Laplace(L/ε) | ``cai-fig7`` (mode = paper) | ``cai-level-indiv-counts-noise-paper`` |
+| Alg. 1, individual DP, λ = 8L/ε, γ = 2L/ε | ``cai-edge-vs-individual`` (unit = individual, L = 1, 2, 5, 10) | ``cai-level-indiv-mle-noise``, ``-noise-pooled``, ``cai-level-indiv-mle-mean`` |
+| Alg. 3 strict, Laplace(2L/ε) | ``cai-edge-vs-individual`` (unit = individual) | ``cai-level-indiv-counts-noise-strict``, ``-strict-pooled`` |
+| Alg. 3 paper, Laplace(L/ε) | ``cai-fig7`` (mode = paper) | ``cai-level-indiv-counts-noise-paper``, ``-paper-pooled`` |
+
+On every path one check FAILs a noise variance off by 10% at the default replicates (the
+``*-variance-1.1`` mutants, one path each): the per-point checks of the individual paths
+(100–200 rows per point) cannot, so the ``-pooled`` checks judge all of a path's rows at once,
+each divided by its own point's closed form (:class:`.levels.PerRowRatio`; docs/cai.md,
+Mutants and level checks, lists each check's power).
 
 Each mutant re-runs only the experiment whose checks can catch it (``cai-fig3``,
 ``cai-edge-vs-individual`` or ``cai-fig7``; ``dpsim show`` estimates each one's run time).
@@ -27,9 +33,12 @@ from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import real_items
 
 from . import edge, individual, scaling
-from .levels import (edge_count_noise_variance, edge_perturbation, perturbation_noise_check,
+from dpsim.engine.judgement.statistics import Mean
+
+from .levels import (NOISE_COLUMN, PerturbationNoise, edge_count_noise_variance, edge_perturbation,
                      expected_cv_se, individual_count_noise_variance, individual_perturbation,
-                     perturbation_mean_ratio, perturbation_noise_msq, region, tau_shift_msq)
+                     perturbation_mean_ratio, perturbation_noise_check, perturbation_noise_msq,
+                     pooled_level_check, region, tau_shift_msq)
 
 INF = math.inf
 
@@ -77,6 +86,8 @@ SE_M_SQUARES_POOLED = expected_cv_se(5.0 / M_N, M_REPS * M_L)       # 0.0079 (ed
 SE_M_SQUARES = expected_cv_se(5.0 / M_N, M_REPS)                     # 0.016 (one (L, ε) point)
 SE_M_MEAN_POOLED = expected_cv_se(2.0, M_REPS * M_L)                 # 0.071 (edge: per_user labels pooled)
 SE_M_MEAN = expected_cv_se(2.0, M_REPS * len(MATCHED.axes["eps"]))  # 0.10 (individual: ε pooled)
+M_POINTS = M_L * len(MATCHED.axes["eps"])                           # individual (L, ε) points
+SE_M_SQUARES_ALL = expected_cv_se(5.0 / M_N, M_REPS * M_POINTS)     # 0.0056 (individual: every (L, ε) pooled)
 MATCHED_EDGE_C0 = 0.0   # the matched design's edge Alg. 1 uses the privacy-minimal ridge (scaling docstring)
 
 
@@ -132,6 +143,22 @@ MATCHED_CHECKS = [
                            description="Alg. 1 (individual, cai Algorithm 1 under individual DP, §3.2): mean (r − γθ̃)² = 2λ², λ = 8L/ε, "
                                        "γ = 2L/ε, at every L and ε; exact, region ±6 expected SE "
                                        f"({SE_M_SQUARES:.3f})"),
+    pooled_level_check("cai-level-indiv-counts-noise-strict-pooled", MATCHED.name, Mean("privacy_msq", "counts"),
+                       _count_shift, SE_M_SQUARES_ALL, where=INDIVIDUAL_UNIT, pool=("per_user", "eps"),
+                       formula="1 = mean of (τ̂ − τ̂_raw)²/(2(2L/ε)²·(1/(np))²)",
+                       description="Alg. 3 strict on the τ scale, every (L, ε) pooled: mean over the rows of "
+                                   "(τ̂ − τ̂_raw)² ÷ its own point's Var(Laplace(2L/ε))·((n−1)/(nS))² = 1 (each row "
+                                   "weighted alike; a 10% error in the noise variance lies ≥ 10 SE outside, where the "
+                                   "per-point check's ±6 SE of 0.016 cannot reach it); exact, region ±6 expected SE "
+                                   f"({SE_M_SQUARES_ALL:.4f}: √(5/(n·R)), R = {M_POINTS} points × {M_REPS})"),
+    pooled_level_check("cai-level-indiv-mle-noise-pooled", MATCHED.name,
+                       PerturbationNoise(NOISE_COLUMN, "mle", gamma=lambda pt: _matched_lam_gamma(pt)[1]),
+                       lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]), SE_M_SQUARES_ALL,
+                       where=INDIVIDUAL_UNIT, pool=("per_user", "eps"), formula="1 = mean of (r − γθ̃)²/2λ², λ = 8L/ε",
+                       description="Alg. 1 (individual), every (L, ε) pooled: mean over the rows of mean (r − γθ̃)² "
+                                   "÷ its own point's 2λ², λ = 8L/ε, γ = 2L/ε = 1 (a 10% error in the noise variance "
+                                   "lies ≥ 10 SE outside); exact, region ±6 expected SE "
+                                   f"({SE_M_SQUARES_ALL:.4f})"),
     level_check("cai-level-indiv-mle-mean", MATCHED.name, "op_theta_mean_sq", "mle",
                 lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)), *region(SE_M_MEAN),
                 where=INDIVIDUAL_UNIT, pool=("eps",), at=("per_user",), formula="2λ²/γ² = 32",
@@ -145,6 +172,8 @@ MATCHED_CHECKS = [
 FIG7 = individual.FIG7
 FIG7_EPS = [e for e in FIG7.axes["eps"] if math.isfinite(e)]
 SE_FIG7 = expected_cv_se(5.0 / FIG7.axes["n_items"][0], FIG7.reps * len(FIG7.axes["n_users"]))   # 0.020
+SE_FIG7_ALL = expected_cv_se(5.0 / FIG7.axes["n_items"][0],
+                            FIG7.reps * len(FIG7.axes["n_users"]) * len(FIG7_EPS))             # 0.0081
 
 FIG7_CHECKS = [
     level_check("cai-level-indiv-counts-noise-paper", FIG7.name, "noise_msq", "counts",
@@ -152,6 +181,15 @@ FIG7_CHECKS = [
                 *region(SE_FIG7), where={"eps": FIG7_EPS}, pool=("n_users",), at=("eps",), formula="2(L/ε)²",
                 description="Alg. 3 in the paper's mode: mean square of the released count noise = 2(L/ε)² "
                             f"(Laplace(L/ε), cai Algorithm 3, §3.3); exact, region ±6 expected SE ({SE_FIG7:.3f})"),
+    pooled_level_check("cai-level-indiv-counts-noise-paper-pooled", FIG7.name, Mean("noise_msq", "counts"),
+                       lambda pt: individual_count_noise_variance(pt["eps"], pt["per_user"], pt["mode"]),
+                       SE_FIG7_ALL, where={"eps": FIG7_EPS}, pool=("n_users", "eps"),
+                       formula="1 = mean of (Ñ − N)²/2(L/ε)²",
+                       description="Alg. 3 in the paper's mode, every (m, ε) pooled: mean over the rows of the "
+                                   "released count noise's mean square ÷ its own point's 2(L/ε)² = 1 (a 10% error in "
+                                   "the noise variance lies ≥ 5.8 SE outside the region, where the per-ε check's "
+                                   f"±6 SE of {SE_FIG7:.3f} cannot reach it); exact, region ±6 expected SE "
+                                   f"({SE_FIG7_ALL:.4f}: √(5/(n·R)), R = {len(FIG7_EPS)} ε × 4 m × {FIG7.reps})"),
 ]
 
 CHECKS = [*FIG3_CHECKS, *MATCHED_CHECKS, *FIG7_CHECKS]
@@ -174,12 +212,12 @@ def edge_fit(lam_factor: float = 1.0, log=jnp.log):
     return fit
 
 
-def individual_fit(*, eps_factor: float = 1.0, lam_l: bool = True, gamma_l: bool = True):
-    """A miscalibrated Algorithm 1 (individual DP) with the library's draws: λ = 8L/ε and
-    γ = 2L/ε at ε·``eps_factor``, L dropped from λ or γ when asked."""
+def individual_fit(*, eps_factor: float = 1.0, lam_l: bool = True, gamma_l: bool = True, lam_factor: float = 1.0):
+    """A miscalibrated Algorithm 1 (individual DP) with the library's draws: λ = ``lam_factor``·8L/ε
+    and γ = 2L/ε at ε·``eps_factor``, L dropped from λ or γ when asked."""
     def fit(key, W, eps, per_user):
         e = eps * eps_factor
-        lam = 8.0 * (per_user if lam_l else 1.0) / e
+        lam = lam_factor * 8.0 * (per_user if lam_l else 1.0) / e
         gamma = 2.0 * (per_user if gamma_l else 1.0) / e
         return guarded_penalised_mle(W, gamma, laplace_noise(key, lam, (W.shape[0],)))
     return fit
@@ -191,6 +229,24 @@ def with_mode(mode: str):
         return lambda key, ctx: fn(key, ctx._replace(shape={**ctx.shape, "mode": mode}))
     return wrapper
 
+
+def eps_scaled_where(factor: float, **shape):
+    """A method wrapper: the method sees ε·``factor`` on the paths whose shape values are
+    ``shape`` (e.g. ``unit="individual"``), the true ε elsewhere: one path miscalibrated alone."""
+    def wrapper(fn):
+        def mutated(key, ctx):
+            if all(ctx.shape[axis] == value for axis, value in shape.items()):
+                ctx = ctx._replace(analysis={**ctx.analysis, "eps": ctx.analysis["eps"] * factor})
+            return fn(key, ctx)
+        return mutated
+    return wrapper
+
+
+# A noise variance off by 10% on one path alone (noise scale × √1.1: ε ÷ √1.1 where the scale
+# is ∝ 1/ε, or λ × √1.1): the smallest error the level checks must FAIL at the default
+# replicates (docs/cai.md, Mutants and level checks).
+VARIANCE_ERROR = 1.1
+SCALE_ERROR = math.sqrt(VARIANCE_ERROR)
 
 MUTANTS = [
     # also on cai-published-fig1, where the ε profile against the authors' results must see them
@@ -215,4 +271,20 @@ MUTANTS = [
            (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(gamma_l=False)))),
     Mutant("cai-indiv-counts-paper-as-strict", "Alg. 3 in the paper's mode computed with Laplace(2L/ε) "
            "(the errata's factor 2 the other way)", (FIG7.name,), wrapped_method("counts", with_mode("strict"))),
+    Mutant("cai-edge-counts-variance-1.1", "Alg. 2 with Laplace(2√1.1/ε): the count noise's variance × 1.1",
+           (FIG3.name,), scaled_analysis({"eps": 1 / SCALE_ERROR}, methods=["counts"])),
+    Mutant("cai-edge-mle-variance-1.1", "Alg. 1 (edge) with λ = 8√1.1/ε: w's variance × 1.1 (γ kept)", (FIG3.name,),
+           replaced_method("mle", edge.make_mle_fn(edge_fit(lam_factor=SCALE_ERROR)))),
+    Mutant("cai-matched-edge-counts-variance-1.1", "Alg. 2 in the matched design with Laplace(2√1.1/ε) "
+           "(unit = edge only)", (MATCHED.name,),
+           wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="edge"))),
+    Mutant("cai-matched-edge-mle-variance-1.1", "Alg. 1 (edge, γ = 1/ε branch) calibrated at ε/√1.1: w's variance "
+           "× 1.1, γ × √1.1 (unit = edge only)", (MATCHED.name,),
+           wrapped_method("mle", eps_scaled_where(1 / SCALE_ERROR, unit="edge"))),
+    Mutant("cai-indiv-counts-strict-variance-1.1", "Alg. 3 strict with Laplace(2√1.1·L/ε) (unit = individual only)",
+           (MATCHED.name,), wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="individual"))),
+    Mutant("cai-indiv-mle-variance-1.1", "Alg. 1 (individual) with λ = 8√1.1·L/ε: w's variance × 1.1 (γ kept)",
+           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(lam_factor=SCALE_ERROR)))),
+    Mutant("cai-indiv-counts-paper-variance-1.1", "Alg. 3 in the paper's mode with Laplace(√1.1·L/ε)", (FIG7.name,),
+           scaled_analysis({"eps": 1 / SCALE_ERROR}, methods=["counts"])),
 ]

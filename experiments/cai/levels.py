@@ -173,6 +173,36 @@ class PerturbationNoise(Mean):
                 + g * g * rows["op_theta_msq"].to_numpy(float))
 
 
+@dataclass(frozen=True)
+class PerRowRatio(Mean):
+    """``inner``'s per-row value over the closed form ``reference(point)`` of the row's grid
+    point, averaged over rows pooled across points (judged against 1).
+
+    Each row then has expectation 1 and the same coefficient of variation whatever its point,
+    so the pooled mean has the standard error of all its rows, √(CV²/rows). A ratio of pooled
+    means (:class:`~dpsim.engine.judgement.statistics.Mean` with a prediction) weights each row by its
+    prediction instead: rows of points whose variances differ by (L/ε)² would leave the
+    largest point alone to decide. ``inner``: a :class:`Mean` (its ``metric`` column) or
+    :class:`PerturbationNoise`; ``metric`` and ``method`` are ``inner``'s."""
+
+    inner: Mean | None = None
+    reference: Callable[[dict], float] | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (self.inner.metric,) if type(self.inner) is Mean else PERTURBATION_METRICS[:3]
+
+    def metric_values(self, rows):
+        return self.inner.metric_values(rows) / predictions(rows, self.reference)
+
+
+def pooled_level_check(name, experiment, inner, reference, rel_se, *, formula="", **check):
+    """A level check of :class:`PerRowRatio` (``inner`` over ``reference``, rows pooled over
+    every selected point) in :func:`region` (±6 ``rel_se``)."""
+    return Claim(name, experiment, PerRowRatio(inner.metric, inner.method, inner=inner, reference=reference),
+                 region(rel_se), over=At(), formula=formula, **check)
+
+
 def perturbation_noise_check(name, experiment, method, prediction, lo, hi, *, gamma, at=(), formula="", **check):
     """A level check (:func:`~dpsim.engine.judgement.checks.level_check`) of
     :class:`PerturbationNoise` against ``prediction`` (2λ²)."""

@@ -115,7 +115,21 @@ KRR_RELEASE = Experiment(
     reps=KRR_REPS, axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
     tuning=rates.RATES_K.tuning, keys=Keys(stream_names=c.STREAM_NAMES), description="chowdhury eq. (12), §4.4; docs/chowdhury.md, Predictions (P12): K-RR keep rate e^ε/(e^ε+K−1) and other-label rate 1/(e^ε+K−1), exactly")
 
-EXPERIMENTS = [KRR_RELEASE]
+# ---------------------------------------------------------------------------------------
+# chowdhury-objpert-release: the exact objective perturbation alone, many cheap fits
+# ---------------------------------------------------------------------------------------
+OBJPERT_N = 1000         # small n: cheap exact fits; noise_sq is exact at any n (first-order condition)
+OBJPERT_EPS = 1.0
+OBJPERT_REPS = 6000      # se √(2/(4·6000)) = 0.0091: a 10% error in σ² lies ≥ 5.5 se outside the region
+
+OBJPERT_RELEASE = rates.rates_experiment(
+    "chowdhury-objpert-release", "Objective perturbation's noise level by the exact minimiser (n = 10³, ε = 1, "
+    "6000 fits)", {"n_samples": [OBJPERT_N], "eps": [OBJPERT_EPS]}, None,
+    "chowdhury Algorithm 2, Theorem 5.2; docs/chowdhury.md, Mutants and level checks: the noise ‖P_V w‖²/(rL²) the exact "
+    "minimiser carries, at enough fits that a 10% error in Thm 5.2's σ² FAILs",
+    methods={"objpert_central": c.EXACT_METHODS["objpert_central"]}, reps=OBJPERT_REPS)
+
+EXPERIMENTS = [KRR_RELEASE, OBJPERT_RELEASE]
 
 
 # ---------------------------------------------------------------------------------------
@@ -166,6 +180,8 @@ CHECKS = [
                  rates.RATES_EPS.reps, THEORY_DOF),
     _noise_check("chowdhury-level-objpert-noise-rates-n", rates.RATES_N.name, rates.N_EPS,
                  rates.RATE_REPS * len(rates.N_GRID), THEORY_DOF, pool=("n_samples",)),
+    _noise_check("chowdhury-level-objpert-noise-release", OBJPERT_RELEASE.name, [OBJPERT_EPS], OBJPERT_REPS,
+                 THEORY_DOF),
     level_check("chowdhury-level-sgd-objpert-sigma-fig1-sgd", "chowdhury-fig1-sgd", "sigma_sq_per_l_sq",
                 "sgd_objpert", lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), 1 - 1e-6, 1 + 1e-6,
                 at=("eps",), where={"mode": ["theory"]}, pool=("n_samples",), formula="(8 log(2/δ)+4ε)/ε²",
@@ -210,6 +226,11 @@ MUTANTS = [
            (EPS_EXP,), replaced_method("objpert_central", noise_scaled(1 / 1.5, c.objpert_central_fn))),
     Mutant("chowdhury-objpert-sigma-x2", "objective perturbation σ × 2 (L read as a bound on ‖x‖, docs/chowdhury.md, Errata and modes (E7))",
            (EPS_EXP,), replaced_method("objpert_central", noise_scaled(2.0, c.objpert_central_fn))),
+    # a noise variance off by 10% on one path alone (σ × √1.1; docs/chowdhury.md, Mutants and level checks)
+    Mutant("chowdhury-objpert-variance-1.1", "objective perturbation (exact minimiser) with σ × √1.1: σ² × 1.1",
+           (OBJPERT_RELEASE.name,), replaced_method("objpert_central", noise_scaled(math.sqrt(1.1), c.objpert_central_fn))),
+    Mutant("chowdhury-sgd-objpert-variance-1.1", "SGD objective perturbation with σ × √1.1: σ² × 1.1",
+           ("chowdhury-fig1-sgd",), replaced_method("sgd_objpert", noise_scaled(math.sqrt(1.1), c.sgd_objpert_fn))),
     Mutant("chowdhury-sgd-objpert-sigma-div1.5", "SGD objective perturbation σ ÷ 1.5", ("chowdhury-fig1-sgd",),
            chain(replaced_method("sgd_objpert", noise_scaled(1 / 1.5, c.sgd_objpert_fn)))),
 ]

@@ -23,6 +23,9 @@ Mutants (each applied only to the experiments whose checks can see it):
   ``xu-lambda-rule-ignored``: the other way round, the literal rule computed as G/L;
 - ``xu-classic-rr-flips-at-2eps``: classic RR's keep probability at 2ε, reported at ε;
 - ``xu-schemes-swapped``: the adaptive schemes log/√ and 1/(√·log) exchanged (errata A8).
+- ``xu-laplace-variance-1.1``, ``xu-debiased-rr-variance-1.1``, ``xu-classic-rr-variance-1.1``:
+  one mechanism's noise variance off by 10% (Laplace scale × √1.1; RR at the ε′ whose
+  e^ε′/(e^ε′ − 1)² is 1.1× that at ε), the others exact.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import dataclasses
 from typing import Callable
 
 import jax
+import jax.numpy as jnp
 
 from dpsim.engine import Experiment
 from dpsim.engine.judgement.mutants import Mutant, scaled_analysis, wrapped_method
@@ -91,6 +95,24 @@ def classic_flips(flip_factor: float) -> Callable:
     return release
 
 
+def variance_matched_eps(eps, variance_factor: float):
+    """ε′ whose RR noise variance e^ε′/(e^ε′ − 1)² = 1/(4 sinh²(ε′/2)) is ``variance_factor``
+    times that at ε (xu eq. (1), Lemma 2): ε′ = 2 asinh(sinh(ε/2)/√factor)."""
+    return 2.0 * jnp.arcsinh(jnp.sinh(eps / 2.0) / jnp.sqrt(variance_factor))
+
+
+def rr_variance_scaled(variance_factor: float, debiased: bool) -> Callable:
+    """RR whose flips (and, when ``debiased``, eq. (1)'s debiasing) use the ε′ of
+    :func:`variance_matched_eps`: a consistent release whose noise variance is off by
+    ``variance_factor``, reported at ε."""
+    def release(key, ctx):
+        wins, sizes, eps = homogeneous_groups(ctx)
+        eps_v = variance_matched_eps(eps, variance_factor)
+        counts = rr_pair_counts(_rr_keys(key)[0], wins, sizes, eps_v)
+        return debiased_rr_mean(counts, sizes, eps_v) if debiased else counts.sum(axis=0) / sizes.sum()
+    return release
+
+
 # the paper's text gives Schemes 1 and 3 each other's behaviour (docs/xu.md, Errata and modes (A8))
 SWAPPED_SCHEMES = {"eps_log_over_sqrt": "eps_inv_sqrt_log", "eps_inv_sqrt_log": "eps_log_over_sqrt"}
 
@@ -112,6 +134,8 @@ def ridge_rule_as(rule: str) -> Callable[[Experiment], Experiment]:
     return wrapped_method("m_est", wrapper)
 
 
+VARIANCE_ERROR = 1.1      # the smallest noise-variance error the level checks must FAIL
+
 MUTANTS = [
     Mutant("xu-rr-flips-at-2eps-debiased-at-eps", "debiased RR: answers flipped at 2ε, debiased with eq. (1) at ε",
            (ORACLE,), replaced_release("debiased_rr", rr_mismatched(2.0))),
@@ -130,6 +154,15 @@ MUTANTS = [
            (LAMBDA,), ridge_rule_as("g_over_l")),
     Mutant("xu-classic-rr-flips-at-2eps", "classic RR keeps answers w.p. e^{2ε}/(1+e^{2ε}) (ε doubled, e.g. by a "
            "±1 coding), reported at ε", (ORACLE, FLOOR), replaced_release("classic_rr", classic_flips(2.0))),
+    # a noise variance off by 10% on one mechanism alone (docs/xu.md, Mutants and level checks)
+    Mutant("xu-laplace-variance-1.1", "Laplace noise of scale √1.1/ε: its variance × 1.1", (ORACLE,),
+           replaced_release("laplace", laplace_scaled(VARIANCE_ERROR ** 0.5))),
+    Mutant("xu-debiased-rr-variance-1.1", "debiased RR flipped and debiased at the ε′ whose excess variance "
+           "e^ε′/(e^ε′−1)² is 1.1× that at ε", (ORACLE,),
+           replaced_release("debiased_rr", rr_variance_scaled(VARIANCE_ERROR, debiased=True))),
+    Mutant("xu-classic-rr-variance-1.1", "classic RR flipped at the same ε′ (the debiased release's noise "
+           "variance × 1.1), reported at ε", (ORACLE,),
+           replaced_release("classic_rr", rr_variance_scaled(VARIANCE_ERROR, debiased=False))),
     Mutant("xu-schemes-swapped", "the adaptive schemes log(mL)/√(mL) and 1/(√(mL)·log(mL)) swapped, as the "
            "paper's text swaps them (docs/xu.md, Errata and modes (A8))", (FIG3,), schemes_swapped),
 ]

@@ -155,6 +155,56 @@ def test_paper_as_strict_mutant_quadruples_the_count_noise():
 
 
 # ---------------------------------------------------------------------------------------
+# Every path FAILs a 10% error in its noise variance at the default replicates
+# ---------------------------------------------------------------------------------------
+def test_per_row_ratio_weights_every_row_alike():
+    """Rows of two points whose predictions differ 100-fold: the pooled statistic is the mean
+    of the per-row ratios (1.2 and 0.8 → 1), where a ratio of pooled means would be ≈ 0.804."""
+    rows = pd.DataFrame({"eps": [1.0, 1.0, 10.0, 10.0], "rep": [0, 1, 0, 1], "method": "counts",
+                         "noise_msq": [100 * 1.2, 100 * 1.2, 0.8, 0.8]})
+    rows.attrs["method_columns"] = ["noise_msq"]
+    stat = levels.PerRowRatio("noise_msq", "counts", inner=levels.Mean("noise_msq", "counts"),
+                              reference=lambda point: 100.0 / point["eps"] ** 2)
+    assert math.exp(stat.estimate(rows).value) == pytest.approx(1.0, rel=1e-12)
+
+
+# (check, its expected standard error from the law, the points it judges)
+POWERED = [("cai-level-edge-counts-noise", calibrations.SE_FIG3_SQUARES, 6),
+           ("cai-level-edge-mle-noise", calibrations.SE_FIG3_SQUARES, 6),
+           ("cai-level-matched-edge-counts-noise", calibrations.SE_M_SQUARES_POOLED, 2),
+           ("cai-level-matched-edge-mle-noise", calibrations.SE_M_SQUARES_POOLED, 2),
+           ("cai-level-indiv-counts-noise-strict-pooled", calibrations.SE_M_SQUARES_ALL, 1),
+           ("cai-level-indiv-mle-noise-pooled", calibrations.SE_M_SQUARES_ALL, 1),
+           ("cai-level-indiv-counts-noise-paper-pooled", calibrations.SE_FIG7_ALL, 1)]
+
+
+@pytest.mark.parametrize("name, se, points", POWERED)
+def test_noise_checks_fail_a_ten_percent_variance_error_with_95_percent_power(name, se, points):
+    """A variance × 1.1 (or ÷ 1.1) lies outside the region by at least the family-wise
+    half-width of ``dpsim verify cai`` plus 1.645 standard errors (the verdicts' FAIL rule), so
+    it FAILs with probability ≥ 95%, while the region stays ±6 expected standard errors."""
+    from dpsim.engine.judgement.verdicts import family_z
+    check = {c.name: c for c in calibrations.CHECKS}[name]
+    lo, hi = check.region
+    family = sum(1 for c in cai.CHECKS if not c.report_only)
+    z = family_z(family * points)
+    assert math.log(1.1) - math.log(hi) >= (z + 1.645) * se
+    assert math.log(1.1) + math.log(lo) >= (z + 1.645) * se
+    assert (lo, hi) == levels.region(se)
+
+
+def test_one_path_variance_mutants_leave_the_other_unit_alone():
+    """eps_scaled_where scales ε only on the named unit: the other unit's method sees the true ε."""
+    seen = []
+    wrapped = calibrations.eps_scaled_where(0.5, unit="individual")(lambda key, ctx: seen.append(ctx.analysis["eps"]))
+    for unit in ("edge", "individual"):
+        wrapped(None, Context(shape={"unit": unit}, truth={}, sample={}, data={}, analysis={"eps": 2.0}))
+    assert seen == [2.0, 1.0]
+    names = {m.name for m in cai.MUTANTS if m.name.endswith("-variance-1.1")}
+    assert len(names) == 7
+
+
+# ---------------------------------------------------------------------------------------
 # The threshold check keeps the configurations whose grid reaches x_high
 # ---------------------------------------------------------------------------------------
 def test_reachable_collapse_check_leaves_out_configurations_that_cannot_cross():

@@ -21,7 +21,8 @@ import pytest
 import dpsim  # noqa: F401
 from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spectral_estimate
 from dpsim.estimators.spectral import differential_counts, spectral_estimate
-from dpsim.mechanisms.count_noise import count_noise, gaussian_count_sigma, noise_mean_square
+from dpsim.engine.judgement.mutants import Mutant, overridden_derived
+from dpsim.mechanisms.count_noise import count_noise, gaussian_count_sigma, laplace_count_scale, noise_mean_square
 from dpsim.mechanisms.discrete import discrete_gaussian_variance
 from dpsim.mechanisms.shuffle import randomize_responses, shuffle_rr_epsilon
 from dpsim.mechanisms.sparsify import dense_item_graph
@@ -29,6 +30,7 @@ from dpsim.mechanisms.zcdp import zcdp_rho
 from dpsim.experiments.nguyen import CHECKS, EXPERIMENTS, MUTANTS, levels
 from dpsim.experiments.nguyen.common import REAL, resolve, rr_signal
 from dpsim.experiments.nguyen.real import FIG2, load
+from dpsim.experiments.nguyen.synthetic import FIG1, SYNTHETIC
 
 DELTA = 1e-4
 
@@ -266,3 +268,62 @@ def test_level_check_passes_on_the_code_and_fails_under_mutants():
     for name in ("nguyen-gaussian-sigma-half", "nguyen-gaussian-zcdp-half-dropped",
                  "nguyen-gaussian-strict-paper-conversion"):
         assert check.evaluate(_noise_table(mutants[name].mutate(FIG2)), family=60).verdict == "FAIL", name
+
+
+# ---------------------------------------------------------------------------------------
+# A noise variance off by 10% on one path (chain × mode) alone FAILs Fig. 1's level check at
+# its default replicates (docs/nguyen.md, Mutants and level checks). Fig. 1 runs for tens of minutes, so
+# these mutants are judged here, on the noise drawn through Fig. 1's derived ρ and the
+# library's σ and t at the points the check reads, not re-run by `dpsim verify --mutants`.
+# ---------------------------------------------------------------------------------------
+VARIANCE_ERROR = 1.1
+
+
+def _one_mode_rho(mode: str) -> Mutant:
+    """Fig. 1's discrete-Gaussian ρ ÷ 1.1 (σ² × 1.1) in ``mode`` only."""
+    return Mutant(f"nguyen-gaussian-{mode}-variance-1.1", "σ² × 1.1 in one mode", (FIG1.name,),
+                  overridden_derived("rho", lambda point, derived: derived["rho"] / VARIANCE_ERROR
+                                     if point["mode"] == mode else derived["rho"]))
+
+
+@functools.partial(jax.jit, static_argnames=("n_items", "mechanism"))
+def _fig1_noise(keys, scale, n_items, mechanism):
+    return jax.vmap(lambda key: noise_mean_square(count_noise(key, n_items, scale, mechanism)[0]))(keys)
+
+
+def _fig1_noise_table(experiment, mechanism: str, scaled_mode: str | None = None):
+    """noise_ms rows of Fig. 1 at the points its level check reads (n = 1000) with its two
+    smallest m (the larger m only add power: their standard errors are 2–8× smaller, and they
+    would take minutes to draw), R = its default replicates; ``scaled_mode``: the
+    discrete-Laplace t × √1.1 in that mode (Laplace's variance × 1.1, its t ≥ 80 here)."""
+    rows = []
+    keys = jax.random.split(jax.random.PRNGKey(12), FIG1.reps)
+    for m in sorted(FIG1.axes["n_items"])[:2]:
+        for eps in levels.FIG1_EPS:
+            for mode in ("paper", "strict"):
+                point = {"n_items": m, "n_users": 1000, "eps": eps, "delta": FIG1.axes["delta"][0], "mode": mode,
+                         "accounting": "auto", "conversion": "auto", "p0": "proposed"}
+                accounting = resolve(point, SYNTHETIC).accounting
+                if mechanism == "gaussian":
+                    scale = gaussian_count_sigma(_derived(experiment, point)["rho"], dense_item_graph(m), accounting)
+                else:
+                    scale = laplace_count_scale(eps, dense_item_graph(m), accounting)
+                    scale = scale * math.sqrt(VARIANCE_ERROR) if mode == scaled_mode else scale
+                for rep, v in enumerate(np.asarray(_fig1_noise(keys, scale, m, mechanism))):
+                    rows.append({**point, "rep": rep, "method": mechanism, "noise_ms": float(v)})
+    table = pd.DataFrame(rows)
+    table.attrs["method_columns"] = ["noise_ms"]
+    return table
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "laplace"])
+def test_fig1_level_check_fails_a_ten_percent_variance_error_on_one_mode(mechanism):
+    check = {c.name: c for c in CHECKS}[f"nguyen-fig1-{mechanism}-noise-level"]
+    family = sum(1 for c in CHECKS if not c.report_only)
+    assert check.evaluate(_fig1_noise_table(FIG1, mechanism), family=family).verdict == "PASS"
+    for mode in ("paper", "strict"):
+        if mechanism == "gaussian":
+            table = _fig1_noise_table(_one_mode_rho(mode).mutate(FIG1), mechanism)
+        else:
+            table = _fig1_noise_table(FIG1, mechanism, scaled_mode=mode)
+        assert check.evaluate(table, family=family).verdict == "FAIL", mode

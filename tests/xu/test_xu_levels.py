@@ -101,7 +101,8 @@ def test_expected_sandwich_is_precise_and_scales_like_one_over_l():
 # ---------------------------------------------------------------------------------------
 M_ITEMS, N_USERS, REPS = 10, 100, 1000
 MUTATED_MECHANISM = {"xu-laplace-sensitivity-2": "laplace",      # the others change debiased RR (at least)
-                     "xu-classic-rr-flips-at-2eps": "classic_rr"}
+                     "xu-classic-rr-flips-at-2eps": "classic_rr", "xu-laplace-variance-1.1": "laplace",
+                     "xu-classic-rr-variance-1.1": "classic_rr"}
 MECHANISMS = ("debiased_rr", "laplace", "classic_rr")
 RELEASE_CHECKS = [c for c in LEVEL_CHECKS if c.statistic.metric in ("release_slope", "excess_var")]
 
