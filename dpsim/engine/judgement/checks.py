@@ -18,7 +18,10 @@ one-line forms of common claims; each returns a :class:`Claim`. Two checks judge
 of another kind: :class:`IdenticalAcrossCheck` (an exact identity, counted) and
 :class:`ThresholdCollapseCheck` (the spread of phase-transition midpoints); one is judged on
 a solve's roots instead of a grid's rows: :class:`ThresholdScalingCheck` (how solved
-thresholds scale against a theorem's rate). Verdicts are
+thresholds scale against a theorem's rate); and one compares the grid's means with numbers a
+paper or its authors published: :class:`PublishedCheck` (:func:`published_check` for one
+printed value; the numbers, their source and their own Monte-Carlo errors in a
+:class:`Published`). Verdicts are
 :mod:`dpsim.engine.judgement.verdicts`' (PASS / FAIL family-wise / INCONCLUSIVE / REFUSED / INFO / ERROR,
 :func:`~dpsim.engine.judgement.verdicts.judge`).
 """
@@ -43,7 +46,8 @@ from dpsim.engine.judgement.verdicts import (Check, CheckResult, Estimate,
 __all__ = ["Claim", "At", "Every", "Along", "slope_check", "slope_range_check", "trend_check", "linear_slope_check",
            "comparison_check", "level_check", "ratio_check", "ratio_slope_check", "column_ratio_check",
            "predicted_ratio_check", "method_ratio_check", "method_ratio_slope_check", "IdenticalAcrossCheck",
-           "ThresholdCollapseCheck", "Solve", "ThresholdScalingCheck", "pinned_claim", "ratio_region"]
+           "ThresholdCollapseCheck", "Solve", "ThresholdScalingCheck", "pinned_claim", "ratio_region", "Published",
+           "PublishedCheck", "published_check", "published_points", "pooled_clusters", "relative_points"]
 
 
 # ---------------------------------------------------------------------------------------
