@@ -10,7 +10,7 @@ Compared: the relative Hamming error of the top-k set of Algorithm 2 (noisy win 
 Laplace(2/ε)) at every finite ε and n of Fig. 1's released grid, on an experiment of the
 counting method alone at that grid and replicate count, θ* drawn per replicate (so that its
 mean is over θ*, the design's law); the check is a :class:`~dpsim.engine.PublishedCheck`
-(the mean ratio reproduction ÷ authors, both Monte-Carlo errors, region e^{±6 s} with s the
+(the mean ratio reproduction ÷ authors, both Monte-Carlo errors, region e^{±6·s} with s the
 authors' pooled relative standard error). The authors drew θ* once per n (their
 Experiment-1-2-3.R), so their points of one n share one θ* draw: the check pools them per n
 and widens its interval by the spread of the 9 n about one ratio (√(χ²/dof)). That spread
