@@ -6,8 +6,10 @@
   ``dpsim list NAME``, ``dpsim verify NAME`` and ``dpsim audit NAME`` select what that module
   defines, whatever its items are called. A paper module exposes ``EXPERIMENTS``, ``CHECKS``
   and ``AUDITS`` (lists) and may expose ``MUTANTS`` (plausible bugs its checks must catch,
-  :mod:`dpsim.experiment.mutants`), ``TITLE`` and ``PAGE`` (the paper's page in its
-  repository, printed by ``dpsim show``).
+  :mod:`dpsim.experiment.mutants`), ``TITLE``, ``PAGE`` (the paper's page in its
+  repository, printed by ``dpsim show``) and ``COMPONENTS`` (what it simulates and scores,
+  ``"KIND:NAME" → one line``, KIND one of :data:`COMPONENT_KINDS`; each check names those it
+  pins in ``pins``, each mutant those it breaks in ``breaks``: ``dpsim list PAPER --pins``).
 * **Study files**: ``path/to/study.py`` or ``path/to/study.py:NAME``, a researcher's own file
   (no installation, no edit of dpsim): its module-level :class:`Experiment` objects (or its
   ``EXPERIMENTS`` list), ``CHECKS``, ``AUDITS`` and ``MUTANTS``. Its path is its paper name.
@@ -30,13 +32,15 @@ from dpsim.experiment.grid import Experiment
 
 GROUP = "dpsim.papers"
 KINDS = ("experiments", "checks", "audits", "mutants")
+COMPONENT_KINDS = ("generator", "mechanism", "metric")
 
 
 @dataclass
 class Catalogue:
     """Experiments, checks, audits and mutants by name; where each experiment came from
     (``source[name]``: a paper module's name, or ``path.py:NAME`` for a study file); each
-    paper's title (``papers[paper]``) and page (``pages[paper]``); and the paper that defines each item
+    paper's title (``papers[paper]``), page (``pages[paper]``) and components
+    (``components[paper]``: ``"KIND:NAME"`` → one line); and the paper that defines each item
     (``paper_of[kind][name]``, kind one of :data:`KINDS`)."""
 
     experiments: dict = field(default_factory=dict)
@@ -46,6 +50,7 @@ class Catalogue:
     source: dict = field(default_factory=dict)
     papers: dict = field(default_factory=dict)
     pages: dict = field(default_factory=dict)
+    components: dict = field(default_factory=dict)
     paper_of: dict = field(default_factory=lambda: {kind: {} for kind in KINDS})
 
     def add(self, module: ModuleType, paper: str, module_name: str | None = None) -> None:
@@ -76,11 +81,14 @@ class Catalogue:
                 self.paper_of[kind][item.name] = paper
         self.papers[paper] = getattr(module, "TITLE", "")
         self.pages[paper] = getattr(module, "PAGE", "")
+        self.components[paper] = dict(getattr(module, "COMPONENTS", None) or {})
         validate_checks(getattr(module, "CHECKS", []) or [], self.experiments)
+        validate_components(self.components[paper], getattr(module, "CHECKS", []) or [],
+                            getattr(module, "MUTANTS", []) or [], paper)
 
     def update(self, other: "Catalogue") -> None:
         """Add everything ``other`` holds (its items replace same-named ones)."""
-        for name in (*KINDS, "source", "papers", "pages"):
+        for name in (*KINDS, "source", "papers", "pages", "components"):
             getattr(self, name).update(getattr(other, name))
         for kind in KINDS:
             self.paper_of[kind].update(other.paper_of[kind])
@@ -131,6 +139,29 @@ def validate_checks(checks, experiments) -> None:
         if experiment.name not in grids:
             grids[experiment.name] = grid_table(experiment)
         check.validate(experiment, grids[experiment.name])
+
+
+def named_components(names) -> tuple[str, ...]:
+    """A check's ``pins`` or a mutant's ``breaks`` as a tuple of component names (one name
+    given as a string counts as one)."""
+    return (names,) if isinstance(names, str) else tuple(names or ())
+
+
+def validate_components(components, checks, mutants, paper: str) -> None:
+    """Refuse, when a paper or study loads, a component not named ``KIND:NAME`` (KIND one of
+    :data:`COMPONENT_KINDS`) and a check's ``pins`` or a mutant's ``breaks`` naming a component
+    its paper does not declare in ``COMPONENTS`` (one line, with a did-you-mean)."""
+    for name in components:
+        kind, _, rest = str(name).partition(":")
+        if kind not in COMPONENT_KINDS or not rest:
+            raise UsageError(f"{paper}: component {name!r} is not KIND:NAME with KIND one of "
+                             f"{', '.join(COMPONENT_KINDS)}")
+    for what, items, attribute in (("check", checks, "pins"), ("mutant", mutants, "breaks")):
+        for item in items:
+            for name in named_components(getattr(item, attribute, ())):
+                if name not in components:
+                    raise UsageError(f"{what} {item.name!r}: {attribute} {name!r}, which {paper} does not declare in "
+                                     f"COMPONENTS{did_you_mean(name, components)}")
 
 
 @lru_cache(maxsize=None)
