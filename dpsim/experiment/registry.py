@@ -32,7 +32,7 @@ from dpsim.experiment.grid import Experiment
 
 GROUP = "dpsim.papers"
 KINDS = ("experiments", "checks", "audits", "mutants")
-COMPONENT_KINDS = ("generator", "mechanism", "metric")
+COMPONENT_KINDS = ("generator", "mechanism", "estimator", "metric")
 
 
 @dataclass
