@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import dpsim
 from dpsim.experiment import store
 
 from cli_cases import refused, run_in_process
@@ -81,6 +82,22 @@ def test_list(tmp_path, monkeypatch, capsys):
     assert "n_items=100…700 (9) eps=0.5,1,2.5,inf" in out          # cai-fig1
     assert "audits:" in out and "cai-counts" in out
     assert "cai-edge-linf-vs-eps-private" in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_list_pins(tmp_path, monkeypatch, capsys):
+    """`dpsim list PAPER --pins`: each component with the checks that pin it and the mutants
+    that break it, a GAP line for each component no check pins, the count; nothing written."""
+    code, out, err = run_in_process(["list", "cai", "--pins"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert "mechanism:edge-counts" in out and "cai-level-edge-counts-noise" in out
+    assert "cai-edge-counts-noise-double" in out
+    table = dpsim.pins("cai")
+    assert out.strip().splitlines()[-1].strip() == f"{len(table)} components, {int(table['gap'].sum())} without a check (GAP)"
+    code, out, err = run_in_process(["list", "xu", "--pins"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    gaps = dpsim.pins("xu")
+    assert len([line for line in out.splitlines() if line.strip().startswith("GAP ")]) == int(gaps["gap"].sum())
     assert list(tmp_path.iterdir()) == []
 
 
