@@ -181,10 +181,12 @@ CHECKS = [
     _claim("chowdhury-pin-design-theta-perp", Mean("theta_perp_share", "design"), "perp",
            lambda pt: perp_share(int(pt["dim"]), pt["design"]), "1 or (d − 1)/d",
            "θ* designs: ‖Pθ*‖²/‖θ*‖² (P onto 1^⊥) = 1 (theory: sum-zero, exact per draw) or (d − 1)/d "
-           "(faithful: isotropic) for each design", at=("design",), pool=("features",), pins=("generator:theta-design",)),
+           "(faithful: isotropic) for each design", at=("design",), pool=("features",),
+           pins=("generator:theta-design",)),
     _claim("chowdhury-pin-features-variance", Mean("x_msq", "design"), "x_msq",
            lambda pt: FEATURE_VARIANCE[pt["features"]], "2 or 1",
-           "features: mean x_ij² = 2 (x = ϕ¹ − ϕ⁰) or 1 (direct) for each kind", at=("features",), pool=("design",), pins=("generator:features",)),
+           "features: mean x_ij² = 2 (x = ϕ¹ − ϕ⁰) or 1 (direct) for each kind", at=("features",), pool=("design",),
+           pins=("generator:features",)),
     _claim("chowdhury-pin-features-gaussian", Mean("x_kurtosis", "design"), "x_kurtosis", lambda pt: 1.0, "1",
            "features: mean x_ij⁴/(3s⁴) = 1 (Gaussian fourth moment) for each kind", at=("features",),
            pool=("design",), pins=("generator:features",)),
@@ -194,7 +196,8 @@ CHECKS = [
     _claim("chowdhury-pin-metric-mse", Mean("mse", "oracle_noise"), "mse", lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2,
            "d·s²", "mse (squared ℓ2) of θ* + sZ = d·s²", pool=ALL, pins=("metric:mse",)),
     _claim("chowdhury-pin-metric-l2", Mean("l2", "oracle_noise", True, True), "l2",
-           lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2, "d·s²", "RMS ℓ2 of θ* + sZ = s√d", pool=ALL, pins=("metric:l2",)),
+           lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2, "d·s²", "RMS ℓ2 of θ* + sZ = s√d", pool=ALL,
+           pins=("metric:l2",)),
     _claim("chowdhury-pin-metric-seminorm", Mean("seminorm", "oracle_noise", True, True), "seminorm",
            lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2 * FEATURE_VARIANCE[pt["features"]], "d·s²·s_x²",
            "RMS ‖θ̂ − θ*‖_{Σ_D} of θ* + sZ = s·√(d·s_x²) (E tr Σ_D = d·s_x²) for each feature kind",
@@ -265,7 +268,8 @@ MUTANTS = [
            generate_changed(_features_uniform), breaks=("generator:features",)),
     Mutant("chowdhury-labels-probit", "labels from the probit link Φ(xᵀθ*) instead of σ(xᵀθ*)", EXP,
            generate_changed(_labels_from("probit")), breaks=("generator:logistic-labels",)),
-    Mutant("chowdhury-labels-theta-half", "labels drawn at θ*/2", EXP, generate_changed(_labels_from("logistic", 0.5)), breaks=("generator:logistic-labels",)),
+    Mutant("chowdhury-labels-theta-half", "labels drawn at θ*/2", EXP, generate_changed(_labels_from("logistic", 0.5)),
+           breaks=("generator:logistic-labels",)),
     Mutant("chowdhury-metric-seminorm-without-1-over-n", "‖·‖_{Σ_D} with Σ_D = Σ x xᵀ (the 1/n dropped)", EXP,
            replaced_method("oracle_noise", make_oracle_noise_fn(_seminorm_without_mean)), breaks=("metric:seminorm",)),
     Mutant("chowdhury-metric-mse-as-mean", "mse as the mean squared coordinate error (÷ d)", EXP,
@@ -344,7 +348,9 @@ def _pl_generate_at(theta_scale=1.0, phi_scale=1.0):
 
 PL_EXP = (DESIGN_PL.name,)
 MUTANTS += [
-    Mutant("chowdhury-pl-choices-theta-half", "top-1 choices drawn at θ*/2", PL_EXP, _pl_generate_at(theta_scale=0.5), breaks=("generator:pl-choices",)),
+    Mutant("chowdhury-pl-choices-theta-half", "top-1 choices drawn at θ*/2", PL_EXP, _pl_generate_at(theta_scale=0.5),
+           breaks=("generator:pl-choices",)),
     Mutant("chowdhury-pl-features-difference-scale", "Plackett–Luce features at the difference design's "
-           "N(0, 2I) scale, choices drawn on the unscaled ones", PL_EXP, _pl_generate_at(phi_scale=math.sqrt(2.0)), breaks=("generator:pl-features",)),
+           "N(0, 2I) scale, choices drawn on the unscaled ones", PL_EXP, _pl_generate_at(phi_scale=math.sqrt(2.0)),
+           breaks=("generator:pl-features",)),
 ]

@@ -162,20 +162,25 @@ CHECKS = [
     _rr_flip_check("chowdhury-level-rr-flip-fig1", "chowdhury-fig1", "rr_local", c.PAPER_EPS,
                    sum(c.PAPER_N) * c.PAPER_REPS, pool=("n_samples",), pins=("mechanism:rr-labels",)),
     _rr_flip_check("chowdhury-level-sgd-rr-flip-fig1-sgd", "chowdhury-fig1-sgd", "sgd_rr", c.PAPER_EPS,
-                   sum(c.PAPER_N) * c.PAPER_REPS, where={"mode": ["theory"]}, pool=("n_samples",), pins=("mechanism:rr-labels",)),
+                   sum(c.PAPER_N) * c.PAPER_REPS, where={"mode": ["theory"]}, pool=("n_samples",),
+                       pins=("mechanism:rr-labels",)),
     _noise_check("chowdhury-level-objpert-noise-rates-eps", rates.RATES_EPS.name, rates.EPS_GRID,
                  rates.RATES_EPS.reps, THEORY_DOF, pins=("mechanism:objective-perturbation",)),
     _noise_check("chowdhury-level-objpert-noise-rates-n", rates.RATES_N.name, rates.N_EPS,
-                 rates.RATE_REPS * len(rates.N_GRID), THEORY_DOF, pool=("n_samples",), pins=("mechanism:objective-perturbation",)),
+                 rates.RATE_REPS * len(rates.N_GRID), THEORY_DOF, pool=("n_samples",),
+                 pins=("mechanism:objective-perturbation",)),
     level_check("chowdhury-level-sgd-objpert-sigma-fig1-sgd", "chowdhury-fig1-sgd", "sigma_sq_per_l_sq",
                 "sgd_objpert", lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), 1 - 1e-6, 1 + 1e-6,
                 at=("eps",), where={"mode": ["theory"]}, pool=("n_samples",), formula="(8 log(2/δ)+4ε)/ε²",
                 description="SGD objective perturbation (§6 reading): (σ/L)² of the σ the fit reports, L = max‖x‖/2 "
                             "computed apart, / Thm 5.2's (8 log(2/δ)+4ε)/ε² at every ε; deterministic per fit, so "
                             "region 1 ± 1e-6 (float rounding). The one-pass SGD does not return its w, so this pins "
-                            "the calibration, not the draw (the exact method's noise check pins the draw)", pins=("mechanism:sgd-objective-perturbation",)),
-    _krr_check("chowdhury-level-krr-keep", "keep_rate", krr_keep_probability, "e^ε/(e^ε+K−1)", pins=("mechanism:krr-labels",)),
-    _krr_check("chowdhury-level-krr-other", "next_rate", krr_other_probability, "1/(e^ε+K−1)", pins=("mechanism:krr-labels",)),
+                            "the calibration, not the draw (the exact method's noise check pins the draw)",
+                pins=("mechanism:sgd-objective-perturbation",)),
+    _krr_check("chowdhury-level-krr-keep", "keep_rate", krr_keep_probability, "e^ε/(e^ε+K−1)",
+               pins=("mechanism:krr-labels",)),
+    _krr_check("chowdhury-level-krr-other", "next_rate", krr_other_probability, "1/(e^ε+K−1)",
+               pins=("mechanism:krr-labels",)),
 ]
 
 
@@ -208,9 +213,12 @@ MUTANTS = [
     Mutant("chowdhury-krr-release-half-eps", "K-ary RR released at ε/2", (KRR_RELEASE.name,),
            scaled_analysis({"eps": 0.5}, methods=(), privatise=True), breaks=("mechanism:krr-labels",)),
     Mutant("chowdhury-objpert-sigma-div1.5", "objective perturbation σ ÷ 1.5 (less noise than Thm 5.2 needs)",
-           (EPS_EXP,), replaced_method("objpert_central", noise_scaled(1 / 1.5, c.objpert_central_fn)), breaks=("mechanism:objective-perturbation",)),
+           (EPS_EXP,), replaced_method("objpert_central", noise_scaled(1 / 1.5, c.objpert_central_fn)),
+           breaks=("mechanism:objective-perturbation",)),
     Mutant("chowdhury-objpert-sigma-x2", "objective perturbation σ × 2 (L read as a bound on ‖x‖, docs/chowdhury.md, Errata and modes (E7))",
-           (EPS_EXP,), replaced_method("objpert_central", noise_scaled(2.0, c.objpert_central_fn)), breaks=("mechanism:objective-perturbation",)),
+           (EPS_EXP,), replaced_method("objpert_central", noise_scaled(2.0, c.objpert_central_fn)),
+           breaks=("mechanism:objective-perturbation",)),
     Mutant("chowdhury-sgd-objpert-sigma-div1.5", "SGD objective perturbation σ ÷ 1.5", ("chowdhury-fig1-sgd",),
-           chain(replaced_method("sgd_objpert", noise_scaled(1 / 1.5, c.sgd_objpert_fn))), breaks=("mechanism:sgd-objective-perturbation",)),
+           chain(replaced_method("sgd_objpert", noise_scaled(1 / 1.5, c.sgd_objpert_fn))),
+                 breaks=("mechanism:sgd-objective-perturbation",)),
 ]

@@ -273,7 +273,8 @@ CHECKS = [
                 formula="e^ε/(e^ε−1)²·tr(H⁻¹ΣH⁻¹)/n",
                 description="P3'/(A2): E‖θ̂_RR − θ_MLE‖² / e^ε/(e^ε−1)²·tr(H⁻¹ΣH⁻¹)/n (from the grid's n, ε, d; "
                             "‖θ*‖ = 1) at every ε; region [0.8, 1.25]: the first-order model's error, ≤ 25% once "
-                            "n(e^ε−1)²/e^ε ≥ 5·10³ (docs/chowdhury.md, Experiments as run), with the MC error (≈ 4% at 400 fits) inside", pins=("mechanism:rr-labels", "mechanism:rr-debiased-loss")),
+                            "n(e^ε−1)²/e^ε ≥ 5·10³ (docs/chowdhury.md, Experiments as run), with the MC error (≈ 4% at 400 fits) inside",
+                pins=("mechanism:rr-labels", "mechanism:rr-debiased-loss")),
     slope_check("chowdhury-rates-central-excess-slope-eps", RATES_EPS.name, "shift", "objpert_central", "eps",
                 PREDICTED["central_excess_eps"], 0.05,
                 description="P6: the central excess ‖θ̂_obj − θ_MLE‖ ∝ σ(ε) ∝ √(8 log(2/δ)+4ε)/ε, n = 10⁵, β = 1"),

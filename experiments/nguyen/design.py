@@ -182,12 +182,15 @@ CHECKS = [
            pool=("p",), pins=("generator:ability-design",)),
     _claim("nguyen-pin-design-beta-msq", Mean("beta_msq", "design"), "beta",
            lambda pt: centred_msq(int(pt["n_items"]), pt["design"]), "(m − 1)/m·E β²",
-           "difficulties β* (centred): mean β_i² = (m − 1)/m·E β² for each design", at=("design",), pool=("p",), pins=("generator:difficulty-design",)),
+           "difficulties β* (centred): mean β_i² = (m − 1)/m·E β² for each design", at=("design",), pool=("p",),
+           pins=("generator:difficulty-design",)),
     _claim("nguyen-pin-missingness", Mean("observed_share", "design"), "observed", lambda pt: pt["p"], "p",
-           "missingness: the share of observed entries = p at every p", at=("p",), pool=("design",), pins=("generator:missingness",)),
+           "missingness: the share of observed entries = p at every p", at=("p",), pool=("design",),
+           pins=("generator:missingness",)),
     _claim("nguyen-pin-responses-logistic", ColumnRatio("agree", "agree_expected", "design"), "agree", None, "1",
            "Rasch responses: observed responses agreeing with sign(θ_l − β_i) / Σ A_li σ(|θ_l − β_i|) = 1 at "
-           "every (design, p) (se bounded with Var ≤ ¼, E ≥ ½ per response)", at=("design", "p"), pins=("generator:rasch-responses",)),
+           "every (design, p) (se bounded with Var ≤ ¼, E ≥ ½ per response)", at=("design", "p"),
+           pins=("generator:rasch-responses",)),
     _claim("nguyen-pin-differential-counts", ColumnRatio("y_total", "y_expected", "design"), "y", None, "1",
            "differential counts: Σ_{i≠j} Y_ij / p²·Σ_l Σ_{i≠j} σ_li(1 − σ_lj) = 1 at every (design, p) "
            "(eq. (2); se a bound)", at=("design", "p"), pins=("generator:differential-counts",)),
@@ -248,7 +251,8 @@ MUTANTS = [
            "uniform) instead of Unif[−1, 1]", EXP,
            changed_truth(lambda t, shape: {**t, **({"theta": math.sqrt(3.0) * t["theta"],
                                                     "beta": math.sqrt(3.0) * t["beta"]}
-                                                   if shape["design"] == "uniform" else {})}), breaks=("generator:ability-design", "generator:difficulty-design")),
+                                                   if shape["design"] == "uniform" else {})}),
+                                                   breaks=("generator:ability-design", "generator:difficulty-design")),
     Mutant("nguyen-responses-observed-at-p-squared", "entries observed with probability p² (p applied twice)",
            EXP, _generate_with(p_scale=0.5), breaks=("generator:missingness",)),
     Mutant("nguyen-responses-theta-half-scale", "responses drawn with the abilities at half their scale, σ(θ/2 − β)",
@@ -258,8 +262,10 @@ MUTANTS = [
     Mutant("nguyen-counts-unobserved-as-wrong", "Y counts an unobserved response as wrong", EXP,
            sample_changed(_y_unobserved_as_wrong), breaks=("generator:differential-counts",)),
     Mutant("nguyen-metric-paper-mode-centred", "the paper mode's ℓ2 scored centred (the un-centred floor dropped)",
-           EXP, replaced_method("oracle_noise", make_oracle_noise_fn(_paper_mode_centred)), breaks=("metric:rasch_l2_error",)),
+           EXP, replaced_method("oracle_noise", make_oracle_noise_fn(_paper_mode_centred)),
+           breaks=("metric:rasch_l2_error",)),
     Mutant("nguyen-metric-l2-over-root-m", "the ℓ2 error normalised by √m", EXP,
            replaced_method("oracle_noise", make_oracle_noise_fn(
-               lambda a, b, mode: metrics.rasch_l2_error(a, b, mode) / jnp.sqrt(a.shape[0]))), breaks=("metric:rasch_l2_error",)),
+               lambda a, b, mode: metrics.rasch_l2_error(a, b, mode) / jnp.sqrt(a.shape[0]))),
+               breaks=("metric:rasch_l2_error",)),
 ]

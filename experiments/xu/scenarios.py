@@ -309,7 +309,8 @@ FIG6_CHECKS = [
         description="Scenario V: RMS ℓ2/√m error of Laplace over debiased RR (same raw data) = the ratio R of their "
                     "expected ridge sandwiches (per-answer variance p(1−p) + 2/ε² vs p(1−p) + e^ε/(e^ε−1)², "
                     "docs/xu.md, Mechanisms and estimators; Predictions (P11); levels.expected_sandwich), two-sided: R·[√(0.9/1.1), √(1.1/0.9)], each MSE "
-                    "within ±10% of its sandwich (docs/xu.md, Predictions)", pins=("mechanism:laplace", "mechanism:debiased-rr")),
+                    "within ±10% of its sandwich (docs/xu.md, Predictions)",
+        pins=("mechanism:laplace", "mechanism:debiased-rr")),
     IdenticalAcrossCheck("xu-fig6-classic-debiased-identical-rankings", FIG6.name,
                          ("kendall", "kendall_strict", "top_k_hamming"), METHOD, "mechanism", "classic_rr", "debiased_rr",
                          report_only=True,
@@ -358,11 +359,13 @@ LAMBDA_CHECKS = [
                 1 / _L_HI, 1 / _L_LO, where={"n_items": [10], "n_users": [100], "mode": ["g_over_l"]},
                 root=True, paired_on=("rep",),
                 description="λ = G/L at m = 10, L = 100: RMS error ratio ε = 3 over ε = 1 within Lemma 2's bounds "
-                            "widened by the sandwich's ±10% MSE (docs/xu.md, Predictions (P3); Errata and modes (A4))", pins=("estimator:ridge-m-estimator",)),
+                            "widened by the sandwich's ±10% MSE (docs/xu.md, Predictions (P3); Errata and modes (A4))",
+                pins=("estimator:ridge-m-estimator",)),
     ratio_check("xu-lambda-paper-rule-reverses-eps", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0, 1.0, INF,
                 where={"n_items": [10], "n_users": [100], "mode": ["paper"]}, root=True, paired_on=("rep",),
                 description="the literal λ = (e^ε+1)²/((e^ε−1)L) at m = 10, L = 100 makes ε = 3 worse than ε = 1, "
-                            "contradicting the paper's Fig. 2 (docs/xu.md, Mechanisms and estimators; Errata and modes (A4)): why λ = G/L is the default", pins=("estimator:ridge-m-estimator",)),
+                            "contradicting the paper's Fig. 2 (docs/xu.md, Mechanisms and estimators; Errata and modes (A4)): why λ = G/L is the default",
+                pins=("estimator:ridge-m-estimator",)),
 ]
 
 # =======================================================================================
@@ -398,24 +401,28 @@ LEVEL_CHECKS = [
                 where={"mechanism": ["debiased_rr", "laplace"]}, pool=_POOL, at=("mechanism", "eps"), formula="1",
                 description="debiased RR (eq. (1)) and Laplace are unbiased given the raw answers: slope of z̄ on ȳ "
                             "exactly 1 at every (mechanism, ε) (Lemma 2, docs/xu.md, Mechanisms and estimators); [0.98, 1.02] (MC se ≤ 0.2%): a "
-                            "release debiased at the wrong ε or not at all moves it by ≥ 5%", pins=("mechanism:debiased-rr", "mechanism:laplace")),
+                            "release debiased at the wrong ε or not at all moves it by ≥ 5%",
+                pins=("mechanism:debiased-rr", "mechanism:laplace")),
     level_check("xu-oracle-debiased-rr-excess-variance", ORACLE.name, "excess_var", METHOD,
                 lambda point: levels.excess_variance(point["eps"], "debiased_rr"), *NOISE_REGION,
                 where={"mechanism": ["debiased_rr"]}, pool=_POOL, at=("eps",), formula="e^ε/(e^ε−1)²",
                 description="debiased RR: L·mean_e(z̄_e − ȳ_e)² has expectation e^ε/(e^ε−1)² exactly (Var(z | y), "
-                            "eq. (1), Lemma 2 minus p(1−p)); [0.95, 1.05] at every ε (exact formula; MC se ≈ 0.5%)", pins=("mechanism:debiased-rr",)),
+                            "eq. (1), Lemma 2 minus p(1−p)); [0.95, 1.05] at every ε (exact formula; MC se ≈ 0.5%)",
+                pins=("mechanism:debiased-rr",)),
     level_check("xu-oracle-laplace-noise-variance", ORACLE.name, "excess_var", METHOD,
                 lambda point: levels.excess_variance(point["eps"], "laplace"), *NOISE_REGION,
                 where={"mechanism": ["laplace"]}, pool=_POOL, at=("eps",), formula="2/ε²",
                 description="Laplace(1/ε) per answer (sensitivity 1, docs/xu.md, Mechanisms and estimators; Errata and modes (A6)): L·mean_e(z̄_e − ȳ_e)² has "
-                            "expectation 2/ε² exactly; [0.95, 1.05] at every ε (MC se ≈ 0.5%)", pins=("mechanism:laplace",)),
+                            "expectation 2/ε² exactly; [0.95, 1.05] at every ε (MC se ≈ 0.5%)",
+                pins=("mechanism:laplace",)),
     level_check("xu-oracle-mse-level-sandwich", ORACLE.name, "mse", METHOD, levels.expected_sandwich_mse,
                 *SANDWICH_LEVEL, where={"mechanism": ["debiased_rr", "laplace"], "n_users": [400]}, pool=_POOL,
                 at=("mechanism", "eps"), formula="E_θ* ridge sandwich",
                 description="simulated E‖θ̂ − θ*‖²/m over the ridge sandwich averaged over θ* ~ U(−2, 2) centred, "
                             "evaluated from (m, L, ε, mechanism) (levels.expected_sandwich; docs/xu.md, Predictions (P4)), at L = 400 "
                             f"({SANDWICH_L_NOTE}): [0.882, 1.122] = ±10% (docs/xu.md, Predictions) widened by 2% for the prediction's "
-                            "MC error", pins=("estimator:ridge-m-estimator", "mechanism:debiased-rr", "mechanism:laplace")),
+                            "MC error",
+                pins=("estimator:ridge-m-estimator", "mechanism:debiased-rr", "mechanism:laplace")),
     level_check("xu-fig2-mse-level-sandwich", FIG2.name, "mse", METHOD, levels.expected_sandwich_mse,
                 *SANDWICH_LEVEL, where={"n_items": FIG2_M, "n_users": SANDWICH_FIG2_L, "eps": FIG2_EPS},
                 pool=(*_POOL, "eps"), formula="E_θ* ridge sandwich",
@@ -423,7 +430,8 @@ LEVEL_CHECKS = [
                             f"over m, ε and L ∈ {{400, 800}} ({SANDWICH_L_NOTE}; one point: the paper's 50 replicates "
                             "leave ±7% per ε, the per-ε level is xu-oracle-mse-level-sandwich's, at 500) (docs/xu.md, Predictions (P3, P4)): "
                             "[0.882, 1.122] = ±10% (docs/xu.md, Predictions) widened by 2% for the prediction's MC error. Pins the "
-                            "debiasing and λ = G/L at the estimator's level", pins=("estimator:ridge-m-estimator", "mechanism:debiased-rr")),
+                            "debiasing and λ = G/L at the estimator's level",
+                pins=("estimator:ridge-m-estimator", "mechanism:debiased-rr")),
 ]
 
 CHECKS = [*FIG2_CHECKS, *FIG3_CHECKS, *FIG4_CHECKS, *FIG5_CHECKS, *FIG6_CHECKS, *ORACLE_CHECKS, *FLOOR_CHECKS,
