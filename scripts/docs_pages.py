@@ -337,7 +337,7 @@ def _kill_section(paper: str, table, mutants) -> list[str]:
     for r in records:
         judged.setdefault(r["mutant"], 0)
         judged[r["mutant"]] += 1
-        if r["killed"] in ("True", "true", "1"):
+        if r["state"] == "killed":
             killers.setdefault(r["mutant"], []).append(r["check"])
     lines += [f"Read from `docs/data/kill-matrix-{paper}.csv`, written by `bash scripts/kill_matrix.sh {paper}` "
               f"(`dpsim verify {paper} --mutants`, the report's `kill-matrix.csv`). A mutant is killed when a check "
