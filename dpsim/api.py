@@ -251,7 +251,7 @@ def catalog(target: str | None = None) -> dict[str, pd.DataFrame]:
 
 def pins(target: str | None = None) -> pd.DataFrame:
     """What ``dpsim list PAPER --pins`` prints, as data: each component a paper declares
-    (``COMPONENTS``: the generators, mechanisms and metrics it simulates and scores) with the
+    (``COMPONENTS``: the generators, mechanisms, estimators and metrics it simulates and scores) with the
     checks that pin it and the mutants that break it, so a component no check pins shows.
 
     Args:

@@ -357,7 +357,7 @@ def _kill_section(paper: str, table, mutants) -> list[str]:
         lines.append(f"| `{mutant.name}` | {_names(mutant.breaks)} | {'KILLED' if by else 'SURVIVED'} "
                      f"| {_names(by)} | {'✓' if pinned else ''} |")
     lines += ["", f"{killed} of {len(mutants) - missing} mutants in the matrix killed"
-              + (f"; {missing} declared since it was written (rerun `bash scripts/kill_matrix.sh {paper}`)"
+              + (f"; {missing} declared mutants are not in it (`bash scripts/kill_matrix.sh {paper}` judges them all)"
                  if missing else "") + ".", ""]
     return lines
 
