@@ -458,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a paper (cai) or name prefix to list only its items, or a study file to add its own "
                              "(path/to/study.py)")
     lister.add_argument("--pins", action="store_true",
-                        help="instead: each generator, mechanism and metric the paper declares, the checks that pin "
+                        help="instead: each generator, mechanism, estimator and metric the paper declares, the checks that pin "
                              "it and the mutants that break it; GAP where no check pins it")
     lister.set_defaults(func=cmd_list)
 
