@@ -340,8 +340,9 @@ def _kill_section(paper: str, table, mutants) -> list[str]:
         if r["state"] == "killed":
             killers.setdefault(r["mutant"], []).append(r["check"])
     lines += [f"Read from `docs/data/kill-matrix-{paper}.csv`, written by `bash scripts/kill_matrix.sh {paper}` "
-              f"(`dpsim verify {paper} --mutants`, the report's `kill-matrix.csv`). A mutant is killed when a check "
-              "that did not FAIL on the real code FAILs under it; *by a pin*: some check that pins a component "
+              f"(the `kill-matrix.csv` of `dpsim verify {paper} --mutants`, or with `--mutated-only` of `dpsim verify` "
+              "on the experiments the mutants change: the same checks judge each mutant). A mutant is killed when a "
+              "check that did not FAIL on the real code FAILs under it; *by a pin*: some check that pins a component "
               "the mutant breaks is among them.", "",
               "| mutant | breaks | outcome | killed by | by a pin |", "|---|---|---|---|---|"]
     killed = missing = 0
