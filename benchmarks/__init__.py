@@ -20,7 +20,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 # The engine's batching choices (calibrated micro-batches, chunk layouts compiled before:
-# dpsim.experiment.calibration) are cached on disk across runs. A benchmark starts from an
+# dpsim.engine.execution.calibration) are cached on disk across runs. A benchmark starts from an
 # empty cache of its own, so its numbers do not depend on what ran on the machine before
 # (a caller's explicit $DPSIM_CALIBRATION_CACHE wins); its fresh processes inherit it.
 if "DPSIM_CALIBRATION_CACHE" not in os.environ:      # made here: removed when this process ends

@@ -101,9 +101,10 @@ from dpsim.estimators import topk
 from benchmarks.vectorised import batched_newton
 from dpsim.estimators.btl_mle import (GRADIENT_SCALE_COMPARISONS, btl_objective, objective_perturbation_edge,
                                       penalised_mle)
-from dpsim.experiment import Context, Method, chunk_io, planning, program, runner
-from dpsim.experiment.batching import default_workers, micro_batch_size
-from dpsim.experiment.grid import stable_id
+from dpsim.engine import Context, Method
+from dpsim.engine.execution import chunk_io, planning, program, runner
+from dpsim.engine.execution.batching import default_workers, micro_batch_size
+from dpsim.engine.definition.grid import stable_id
 from dpsim.experiments.cai import edge
 from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.models.btl import sample_er_comparisons, theta_cai_design, top_k_size

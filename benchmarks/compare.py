@@ -50,8 +50,8 @@ spec = importlib.util.spec_from_file_location("dpsim.experiments", root + "/expe
 module = importlib.util.module_from_spec(spec)
 sys.modules["dpsim.experiments"] = module
 spec.loader.exec_module(module)
-from dpsim.experiment.registry import experiment
-from dpsim.experiment.runner import run_experiment
+from dpsim.engine.registry import experiment
+from dpsim.engine.execution.runner import run_experiment
 run_experiment(experiment(name)[0], reps=reps, out=out, progress=False)
 """
 
@@ -86,7 +86,7 @@ def run_once(root: Path, name: str, reps: int, out: Path) -> tuple[float, float]
 
 
 def frame_difference(a, b) -> str:
-    """How two result tables (pandas, rows in :func:`~dpsim.experiment.store.load_results`' order) differ: "identical", "float columns within
+    """How two result tables (pandas, rows in :func:`~dpsim.engine.storage.store.load_results`' order) differ: "identical", "float columns within
     X relative, the rest identical", or what differs (layout, NaN positions, and for each
     non-float column whose values moved, how many rows moved and by how much at most,
     followed by the float columns' largest relative change)."""
@@ -119,7 +119,7 @@ def frame_difference(a, b) -> str:
 
 def table_difference(a_dir: Path, b_dir: Path) -> str:
     """:func:`frame_difference` of the result tables in two run folders."""
-    from dpsim.experiment import store
+    from dpsim.engine.storage import store
     return frame_difference(store.load_results(a_dir), store.load_results(b_dir))
 
 

@@ -25,7 +25,7 @@ X. The cai Fig. 3 workload at 100× the paper's replicates (12 000 reps, 336 000
 M. The micro-batch on this device: the cai Fig. 3 workload at 10× the paper's replicates (1200
    reps, 33 600 fits), one warm run per micro-batch (``micro_batch``, the setting
    ``--micro-batch`` gives; each compiled by a cold run first), beside the micro-batch that
-   calibration picks (:mod:`dpsim.experiment.calibration`) in section X.
+   calibration picks (:mod:`dpsim.engine.execution.calibration`) in section X.
 
 Targets (issue 25) are judged only on a GPU at full size: MET / MISSED there, "n.a." on CPU
 or in a quick run. ``--quick`` shrinks every grid to a point or two and the replicates to a
@@ -55,8 +55,8 @@ from benchmarks import harness  # first: sets the BLAS threads before NumPy load
 import jax
 
 from benchmarks import cai, chowdhury, nguyen, xu
-from dpsim.experiment.batching import device_memory_stats
-from dpsim.experiment.registry import installed
+from dpsim.engine.execution.batching import device_memory_stats
+from dpsim.engine.registry import installed
 
 # issue 25, on an H100: the Fig. 3 workload ≥ 30 000 fits/s warm; cai Figs 1–3 at paper size,
 # cold, under 2 minutes in all

@@ -61,7 +61,7 @@ from benchmarks import harness  # first: sets the BLAS threads before NumPy load
 import jax
 import numpy as np
 
-from dpsim.experiment.registry import installed
+from dpsim.engine.registry import installed
 from dpsim.mechanisms import discrete
 from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
 from dpsim.mechanisms.sparsify import sparsification_p0

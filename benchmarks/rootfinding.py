@@ -1,4 +1,4 @@
-"""Benchmark: the stochastic root-finders of :mod:`dpsim.experiment.rootfinding` on a case
+"""Benchmark: the stochastic root-finders of :mod:`dpsim.engine.solving.rootfinding` on a case
 with a known answer, side by side, and against a grid of equal precision.
 
 Run ``python -m benchmarks.rootfinding [--quick] [--sections A,B]`` from the repository
@@ -37,7 +37,7 @@ from benchmarks import harness  # first: sets the BLAS threads before NumPy load
 
 import numpy as np
 
-from dpsim.experiment import rootfinding as rf
+from dpsim.engine.solving import rootfinding as rf
 
 PAPER = "rootfinding"
 TARGETS = {"coverage": 0.95}
@@ -104,7 +104,7 @@ def repeated(finder, cfg: Config, b: float, seed0: int) -> tuple[list[rf.Roots],
 @dataclass(frozen=True)
 class Grid:
     """A fixed grid as a one-stage "finder": every ``every``-th lattice point with ``reps``
-    replicates, read by :class:`~dpsim.experiment.rootfinding.MonotoneInterpolation`'s result
+    replicates, read by :class:`~dpsim.engine.solving.rootfinding.MonotoneInterpolation`'s result
     (the same isotonic crossing and local linear fit, its window 1.5 grid steps)."""
 
     every: int

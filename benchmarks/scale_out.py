@@ -54,8 +54,8 @@ from benchmarks import harness  # first: sets the BLAS threads before NumPy load
 import numpy as np
 
 from benchmarks.compare import frame_difference
-from dpsim.experiment.store import load_results, read_manifest
-from dpsim.experiment.units import format_duration
+from dpsim.engine.storage.store import load_results, read_manifest
+from dpsim.engine.presentation.units import format_duration
 
 PAPER = "scale_out"
 TARGETS: dict = {}                 # no target is set: speed-ups and overheads are reported

@@ -69,7 +69,7 @@ from benchmarks import binomial
 from benchmarks.vectorised import batched_newton
 from dpsim.estimators.debiased_m import SOLVER_TOL, SUM_PENALTY, debiased_m_estimator, ridge_lambda
 from dpsim.experiments.xu import common, scenarios
-from dpsim.experiment import Cell
+from dpsim.engine import Cell
 from dpsim.mechanisms.pairwise_ldp import debiased_rr_mean, privatise
 from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted
 

@@ -15,8 +15,8 @@
 An *override* is a scalar or a sequence: ``eps=0.5`` runs one value, ``eps=[0.5, 1]`` two; a
 string is one value (``link="probit"``), never iterated letter by letter. An experiment is
 named as on the command line (``"cai-fig3"``, ``"study.py"``, ``"study.py:NAME"``) or given as
-an :class:`~dpsim.experiment.Experiment` object, e.g. a paper's with a method of your own
-(:meth:`~dpsim.experiment.Experiment.with_methods`, ``examples/my_method.py``).
+an :class:`~dpsim.engine.Experiment` object, e.g. a paper's with a method of your own
+(:meth:`~dpsim.engine.Experiment.with_methods`, ``examples/my_method.py``).
 
 Bad input raises the one-line :class:`~dpsim.errors.UsageError` the command prints, before
 anything is written. The command's subcommands call these functions and only format what
@@ -34,7 +34,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from dpsim.errors import UsageError, did_you_mean, note, stage_failed, traceback_wanted
-from dpsim.experiment.grid import Experiment, Method
+from dpsim.engine.definition.experiment import Experiment, Method
 
 __all__ = ["run", "load", "Results", "experiment_named", "show", "catalog", "pins", "verify", "Verification", "solve",
            "checks_for", "Method", "Experiment"]
@@ -55,7 +55,7 @@ def _resolved(experiment_or_name) -> tuple[Experiment, str | None]:
     """(experiment, source): the source recorded in a run's manifest, by which ``dpsim plot``
     and :func:`load` find the experiment again (a paper module or ``path.py:NAME``; None for
     an experiment defined where no file holds it, e.g. a notebook cell)."""
-    from dpsim.experiment.registry import experiment as resolve
+    from dpsim.engine.registry import experiment as resolve
     if isinstance(experiment_or_name, Experiment):
         return experiment_or_name, source_of(experiment_or_name)
     if isinstance(experiment_or_name, (str, Path)):
@@ -69,7 +69,7 @@ def source_of(experiment: Experiment) -> str | None:
     or other Python file whose module holds it as a global (a script run as ``__main__``
     included: guard its own run with ``if __name__ == "__main__":``, since ``dpsim plot``
     imports the file again), else None (defined in a notebook or an interactive session)."""
-    from dpsim.experiment.registry import experiment as resolve
+    from dpsim.engine.registry import experiment as resolve
     try:
         found, source = resolve(experiment.name)
         if found is experiment:
@@ -107,7 +107,7 @@ def checks_for(experiment: Experiment, checks: Sequence | None = None) -> list:
     """
     import dataclasses
 
-    from dpsim.experiment.registry import installed
+    from dpsim.engine.registry import installed
     base = experiment.extends
     if checks is None:
         if not base:
@@ -159,9 +159,9 @@ def show(target, *, estimate: bool = False) -> dict:
         "experiment" (the object), "memory" (the default grid's working set against this
         machine's memory); with ``estimate``, "estimated_seconds" and "estimate_how"}.
     """
-    from dpsim.experiment.axes import axis_type
-    from dpsim.experiment.describe import describe
-    from dpsim.experiment.registry import page_of
+    from dpsim.engine.definition.axes import axis_type
+    from dpsim.engine.presentation.describe import describe
+    from dpsim.engine.registry import page_of
     experiment, source = _resolved(target)
     axes = pd.DataFrame([{"axis": a, "kind": experiment.kind(a), "default": list(values),
                           "doc": axis_type(a, experiment.axis_types).doc,
@@ -179,7 +179,7 @@ def show(target, *, estimate: bool = False) -> dict:
     shown = {"name": experiment.name, "title": experiment.title, "description": experiment.description,
             "source": source, "reps": experiment.reps, "axes": axes, "derived": derived, "methods": methods,
             "figure": figure, "page": page, "lines": describe(experiment, source or "", page), "experiment": experiment}
-    from dpsim.experiment.describe import default_plan, estimate_seconds
+    from dpsim.engine.presentation.describe import default_plan, estimate_seconds
     default = default_plan(experiment)          # planned once, for the memory line and the estimate
     shown["memory"] = default.memory_line()
     if estimate:
@@ -194,13 +194,13 @@ def plan(experiment_or_name, *, reps: int | None = None, seed: int = 0, out=None
     Args:
         experiment_or_name, reps, seed, out, **overrides: as :func:`run`.
     Returns:
-        The :class:`~dpsim.experiment.planning.Plan`: its steps, lanes, chunks, micro-batch,
+        The :class:`~dpsim.engine.execution.planning.Plan`: its steps, lanes, chunks, micro-batch,
         memory, ``compute_seconds()`` (the cost model's estimate) and ``describe()`` (the lines
         ``--dry-run`` prints).
     Raises:
         UsageError: a bad name, axis, value or option (one line).
     """
-    from dpsim.experiment.runner import plan_run
+    from dpsim.engine.execution.runner import plan_run
     experiment, _ = _resolved(experiment_or_name)
     target = Path(out) if out is not None else Path("runs") / experiment.name
     return plan_run(experiment, reps=reps, seed=seed, out=target, overrides=overrides_of(overrides) or None)
@@ -220,8 +220,8 @@ def catalog(target: str | None = None) -> dict[str, pd.DataFrame]:
     Raises:
         UsageError: an unknown name (with the closest ones).
     """
-    from dpsim.experiment.describe import compact_grid
-    from dpsim.experiment.registry import catalogue, is_study
+    from dpsim.engine.presentation.describe import compact_grid
+    from dpsim.engine.registry import catalogue, is_study
     found = catalogue(target if target and is_study(target) else None)
     name = target if target and not is_study(target) else None
     if name:
@@ -263,8 +263,8 @@ def pins(target: str | None = None) -> pd.DataFrame:
     Raises:
         UsageError: an unknown paper (with the closest names).
     """
-    from dpsim.experiment.describe import PIN_FIELDS, pin_rows
-    from dpsim.experiment.registry import catalogue, is_study
+    from dpsim.engine.presentation.describe import PIN_FIELDS, pin_rows
+    from dpsim.engine.registry import catalogue, is_study
     study = bool(target) and is_study(target)
     found = catalogue(target if study else None)
     if study:
@@ -299,7 +299,7 @@ def run(experiment_or_name, *, reps: int | None = None, seed: int = 0, out=None,
         out: the folder (default ``runs/<experiment name>``, as the command); a folder holding
             a finished run of the same experiment, seed and code is extended or left as is.
         executor: None or ``"local"`` (this process), ``"ray"`` (Ray actors), or an executor
-            object (:mod:`dpsim.experiment.executors`).
+            object (:mod:`dpsim.engine.execution.executors`).
         progress: show a progress bar.
         overrides: axis=value or axis=[values] (module docstring), e.g. ``eps=[0.5, 1]``.
     Returns:
@@ -307,9 +307,9 @@ def run(experiment_or_name, *, reps: int | None = None, seed: int = 0, out=None,
     Raises:
         UsageError: a bad value, before anything is written.
     """
-    from dpsim.experiment.executors import Executor
-    from dpsim.experiment.executors import executor as make_executor
-    from dpsim.experiment.runner import run_experiment
+    from dpsim.engine.execution.executors import Executor
+    from dpsim.engine.execution.executors import executor as make_executor
+    from dpsim.engine.execution.runner import run_experiment
     experiment, source = _resolved(experiment_or_name)
     values = overrides_of(overrides)
     if isinstance(out, str) and not out.strip():
@@ -342,7 +342,7 @@ def load(folder, experiment: Experiment | None = None) -> "Results":
     Raises:
         UsageError: the folder holds no dpsim run.
     """
-    from dpsim.experiment.store import read_manifest
+    from dpsim.engine.storage.store import read_manifest
     out = Path(folder)
     if not out.is_dir() or read_manifest(out) is None:
         raise UsageError(f"{str(folder)!r} holds no dpsim run (no manifest.json)")
@@ -351,17 +351,17 @@ def load(folder, experiment: Experiment | None = None) -> "Results":
 
 def info(folder) -> dict:
     """A study folder's provenance and completeness, as ``dpsim info DIR --json`` prints it
-    (:func:`dpsim.experiment.folder.folder_info`): experiment, seed, code fingerprint, commit and
+    (:func:`dpsim.engine.storage.folder.folder_info`): experiment, seed, code fingerprint, commit and
     dirty flag, versions, requests, replicate lanes stored of planned, damage and warnings."""
-    from dpsim.experiment.folder import folder_info
+    from dpsim.engine.storage.folder import folder_info
     return folder_info(folder)
 
 
 def repair(folder) -> dict:
     """``dpsim repair DIR``: a killed run's temporary files removed, unreadable parts set aside
     (``*.corrupt``, kept), a lost or damaged manifest rebuilt from the parts; nothing computed.
-    Returns what was done (:func:`dpsim.experiment.folder.repair_folder`)."""
-    from dpsim.experiment.folder import repair_folder
+    Returns what was done (:func:`dpsim.engine.storage.folder.repair_folder`)."""
+    from dpsim.engine.storage.folder import repair_folder
     return repair_folder(folder)
 
 
@@ -369,7 +369,7 @@ def merge(out, folders: Sequence) -> "Results":
     """``dpsim merge OUT DIR...``: run folders of one experiment, seed and code joined into
     ``out`` (a lane stored twice with the same rows is kept once; different rows, experiments,
     seeds or code are refused in one line). Returns the merged folder's results."""
-    from dpsim.experiment.merge import merge_folders
+    from dpsim.engine.storage.merge import merge_folders
     if not str(out).strip():
         raise UsageError("the merged folder is empty: name a folder")
     merge_folders(str(out), [str(f) for f in folders], experiment_of)
@@ -393,8 +393,8 @@ def audit(*names: str, eps: Sequence[float] = (0.5, 1.0, 2.0), samples: int = 20
     """
     import jax
 
-    from dpsim.experiment.axes import validate_value
-    from dpsim.experiment.registry import installed
+    from dpsim.engine.definition.axes import validate_value
+    from dpsim.engine.registry import installed
     eps_values = [validate_value("eps", e) for e in eps]
     if any(e == float("inf") for e in eps_values):
         raise UsageError("eps=inf has no privacy loss to audit")
@@ -418,7 +418,7 @@ def experiment_of(manifest: Mapping) -> Experiment:
     Raises:
         UsageError: neither finds it (e.g. it was defined in a notebook: pass it to :func:`load`).
     """
-    from dpsim.experiment.folder import experiment_of as found_again
+    from dpsim.engine.storage.folder import experiment_of as found_again
     try:
         return found_again(manifest)
     except UsageError as exc:
@@ -451,7 +451,7 @@ class Results:
 
     @property
     def manifest(self) -> dict:
-        from dpsim.experiment.store import read_manifest
+        from dpsim.engine.storage.store import read_manifest
         return read_manifest(self.out) or {}
 
     @property
@@ -466,7 +466,7 @@ class Results:
 
     @property
     def table(self) -> pd.DataFrame:
-        from dpsim.experiment.store import load_results
+        from dpsim.engine.storage.store import load_results
         if self._table is None:
             if not self.complete:
                 note(f"{self.out} holds an incomplete run (interrupted or still running): its rows so far; "
@@ -475,7 +475,7 @@ class Results:
         return self._table
 
     def _declared_metrics(self) -> list[str] | None:
-        from dpsim.experiment.summary import declared_metrics
+        from dpsim.engine.presentation.summary import declared_metrics
         try:
             return declared_metrics(self.experiment)
         except UsageError:
@@ -485,8 +485,8 @@ class Results:
                 where: Mapping[str, Any] | None = None, slope=None, *, pool: Sequence[str] = (),
                 cli: bool = False) -> pd.DataFrame:
         """Means with 95% intervals per method and group, or log–log slopes: the numbers
-        ``dpsim summary`` prints (:func:`dpsim.experiment.summary.summary_table`,
-        :func:`~dpsim.experiment.summary.slope_table`).
+        ``dpsim summary`` prints (:func:`dpsim.engine.presentation.summary.summary_table`,
+        :func:`~dpsim.engine.presentation.summary.slope_table`).
 
         Args:
             metric: the metric (default: the experiment's first; ``attrs["metric"]`` names it).
@@ -497,7 +497,7 @@ class Results:
             pool: axes averaged over deliberately (a name or a list).
             cli: word errors in ``dpsim summary``'s options.
         """
-        from dpsim.experiment.summary import slope_table, summary_table
+        from dpsim.engine.presentation.summary import slope_table, summary_table
         chosen = overrides_of(where) if where else None
         pool = (pool,) if isinstance(pool, str) else tuple(pool)
         if slope is not None:
@@ -524,7 +524,7 @@ class Results:
         if to is not None or save:
             return draw_folder(self.out, self.experiment, None if to is None else Path(to), where=chosen,
                                metric=metric, logy=logy, table=self.table)
-        from dpsim.experiment.plots import draw_figures
+        from dpsim.engine.presentation.plots import draw_figures
         spec = _figure_spec(self.experiment, self.table, chosen, metric, logy)
         return [drawn.figure for drawn in draw_figures(_rows(self.table, chosen), spec)]
 
@@ -553,20 +553,20 @@ def report(paths, out=None) -> Path:
         UsageError: no folder, a folder that holds no run and no verdicts, or a bad ``out``;
             nothing is written then.
     """
-    from dpsim.experiment.report import write_report
+    from dpsim.engine.presentation.report import write_report
     return write_report(paths, out)
 
 
 def _rows(table: pd.DataFrame, where) -> pd.DataFrame:
-    from dpsim.experiment.plots import filter_rows
+    from dpsim.engine.presentation.plots import filter_rows
     return filter_rows(table, where) if where else table
 
 
 def _figure_spec(experiment: Experiment, table: pd.DataFrame, where, metric, logy):
-    from dpsim.experiment.plots import metric_spec, with_logy
+    from dpsim.engine.presentation.plots import metric_spec, with_logy
     if experiment.figure is None:
         raise UsageError(f"experiment {experiment.name!r} defines no figure")
-    from dpsim.experiment.plots import titled
+    from dpsim.engine.presentation.plots import titled
     rows = _rows(table, where)
     declared = titled(experiment.figure, experiment.title)
     spec = metric_spec(rows, declared, metric) if metric else declared
@@ -582,8 +582,8 @@ def draw_folder(out: Path, experiment: Experiment, to: Path | None = None, *, wh
     every row into the folder removes the folder's figures of an earlier split that are no
     longer drawn. Returns the paths written ([] when the experiment defines no figure); a bad
     option is a UsageError raised before anything is written."""
-    from dpsim.experiment.plots import draw_figures, save_figure
-    from dpsim.experiment.store import load_results
+    from dpsim.engine.presentation.plots import draw_figures, save_figure
+    from dpsim.engine.storage.store import load_results
     if experiment.figure is None:
         return []
     table = load_results(out) if table is None else table
@@ -622,7 +622,7 @@ class Verification:
         counts: verdict → number of checks.
         mutants: with ``mutants``: one row per mutant (name, killed, line); else None.
         lines: what ``dpsim verify`` prints.
-        records: the records of ``RUNS/verdicts.json`` (:func:`dpsim.experiment.report.verdict_records`:
+        records: the records of ``RUNS/verdicts.json`` (:func:`dpsim.engine.presentation.report.verdict_records`:
             per check its claim, statistic, estimate, interval, region, verdict, family-wise rule
             and replicates).
     """
@@ -663,11 +663,11 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
     Raises:
         UsageError: an unknown name, or a bad option.
     """
-    from dpsim.experiment.registry import Catalogue, catalogue, is_study
-    from dpsim.experiment.report import kill_records, verdict_records, write_verdicts
-    from dpsim.experiment.verify import family_size, sequential_header
-    from dpsim.experiment.verify import verify as judge_checks
-    from dpsim.experiment.verify import verify_mutants
+    from dpsim.engine.registry import Catalogue, catalogue, is_study
+    from dpsim.engine.presentation.report import kill_records, verdict_records, write_verdicts
+    from dpsim.engine.judgement.verify import family_size, sequential_header
+    from dpsim.engine.judgement.verify import verify as judge_checks
+    from dpsim.engine.judgement.verify import verify_mutants
     sequential = _sequential(until_decided, budget, stages, bool(mutants), cli)
     names = [str(t) for t in targets if isinstance(t, (str, Path))]
     given = [t for t in targets if isinstance(t, Experiment)]
@@ -725,9 +725,9 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
 
 
 def _sequential(until_decided: bool, budget, stages, mutants: bool, cli: bool):
-    """The :class:`~dpsim.experiment.verify.Sequential` rule asked for, or None; UsageError for
+    """The :class:`~dpsim.engine.judgement.verify.Sequential` rule asked for, or None; UsageError for
     a bad value or a combination it refuses (worded in the command's options with ``cli``)."""
-    from dpsim.experiment.verify import Sequential
+    from dpsim.engine.judgement.verify import Sequential
     word = (lambda name: f"--{name.replace('_', '-')}") if cli else (lambda name: name)
     if not until_decided:
         extra = "budget" if budget is not None else "stages" if stages is not None else None
@@ -743,7 +743,7 @@ def _sequential(until_decided: bool, budget, stages, mutants: bool, cli: bool):
 def _selected_mutants(found, checks: Mapping, mutants):
     """The mutants asked for: every mutant of the checks' experiments (``mutants`` True), the
     named ones (a name or names), or None (False)."""
-    from dpsim.experiment.mutants import mutants_of
+    from dpsim.engine.judgement.mutants import mutants_of
     if not mutants:
         return None
     relevant = mutants_of(found.mutants.values(), {c.experiment for c in checks.values()})
@@ -787,7 +787,7 @@ def _checks_of_experiments(found, names: list[str]) -> list[str]:
 
 def _check_solver(experiment, solve, *, out, seed, progress):
     """The roots table of a check's declared solve, computed (or replayed) by ``dpsim solve``'s back end."""
-    from dpsim.experiment.solve import solve_experiment
+    from dpsim.engine.solving.solve import solve_experiment
     return solve_experiment(experiment, axis=solve.axis, target=solve.target, within=solve.within,
                             overrides=solve.override_dict() or None, seed=seed, out=out, progress=progress).table
 
@@ -807,11 +807,11 @@ def solve(experiment_or_name, *, axis: str, target: str, within: tuple[float, fl
         watchdog: seconds without progress before a run stops (``--watchdog``).
         overrides: the other axes' values (each combination is one configuration).
     Returns:
-        :class:`~dpsim.experiment.solve.SolveResult`: ``.table`` has one row per configuration
+        :class:`~dpsim.engine.solving.solve.SolveResult`: ``.table`` has one row per configuration
         (its axes, ``root``, ``low``, ``high``, ``status``, ``lanes``), ``.evidence`` every
         evaluated point, ``.out`` the folder.
     """
-    from dpsim.experiment.solve import solve_experiment
+    from dpsim.engine.solving.solve import solve_experiment
     experiment, source = _resolved(experiment_or_name)
     return solve_experiment(experiment, axis=axis, target=target, within=within, finder=finder,
                             overrides=overrides_of(overrides) or None, seed=seed, out=out, level=level, budget=budget,

@@ -35,7 +35,7 @@ and each threshold from prob by at most 2⁻³³ + K·2⁻⁵², so by (*) the l
 
 of π in total variation: 2.0e-7 at K = 401, 5e-6 at K = 10⁴ + 1. A goodness-of-fit test
 would need ~1/TV² ≫ 10¹¹ draws to see it; the tests' χ² at 10⁶ draws detects an error of
-2 % in p (tests/test_table_sampler.py).
+2 % in p (tests/library/test_table_sampler.py).
 
 **Tables of several laws** share one array: (prob, alias) of shape [..., K]; a law with a
 smaller support is padded with zero probabilities (columns that its own K, passed to the

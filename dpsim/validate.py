@@ -4,7 +4,7 @@ A generator, mechanism or estimator called with Python or NumPy values (or concr
 arrays) checks them and raises :class:`~dpsim.errors.UsageError` (a ``ValueError``) naming
 the bad value in one line, ``{name}={value!r} {requirement}``; inside ``jit``/``vmap`` the
 values are tracers, which cannot be inspected, and are passed through unchecked. The grid's
-axis types (:mod:`dpsim.experiment.axes`) validate every grid value on the host before
+axis types (:mod:`dpsim.engine.definition.axes`) validate every grid value on the host before
 tracing with the same :class:`Requirement` s, so a bad ``--set eps=0`` and a bad
 ``privatise(…, eps=0)`` say the same thing (the CLI prints it and exits 2).
 """

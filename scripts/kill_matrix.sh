@@ -30,7 +30,7 @@ for paper in "${papers[@]}"; do
   if [ $mutated_only = 1 ]; then
     read -r -a targets <<< "$(.venv/bin/python -c '
 import sys
-from dpsim.experiment.registry import paper
+from dpsim.engine.registry import paper
 found = paper(sys.argv[1])
 print(" ".join(sorted({e for m in found.mutants.values() for e in m.experiments})))' "$paper")"
   fi

@@ -3,7 +3,7 @@
 # paper's size (cai Figures 1-3, xu Figure 3 and Table 1, nguyen Figure 2, chowdhury
 # Figure 1) and the checks that judge them. Results, figures (PNG, PDF and the plotted points
 # as CSV) and manifests go to runs/reproduce-CODE/NAME, CODE a hash of the six experiments'
-# code fingerprints (dpsim.experiment.provenance.fingerprint: the syntax trees of the modules
+# code fingerprints (dpsim.engine.storage.provenance.fingerprint: the syntax trees of the modules
 # each experiment's code imports, which is what a folder checks; comments, docstrings and
 # checks do not count): a second run with the same code resumes (and computes nothing when
 # the first finished); after a code change it starts a new folder (a study folder never mixes
@@ -19,8 +19,8 @@ bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 runs="runs/reproduce-$(python -c '
 import hashlib, sys
-from dpsim.experiment import registry
-from dpsim.experiment.provenance import fingerprint
+from dpsim.engine import registry
+from dpsim.engine.storage.provenance import fingerprint
 codes = " ".join(fingerprint(registry.experiment(name)[0])["hash"] for name in sys.argv[1:])
 print(hashlib.sha256(codes.encode()).hexdigest()[:16])' "${experiments[@]}")"
 for name in "${experiments[@]}"; do

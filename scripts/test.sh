@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test,docs
 bash scripts/docs.sh
-# tests/test_report_browser.py renders `dpsim report`'s page in headless Chromium: install Debian's
+# tests/engine/test_report_browser.py renders `dpsim report`'s page in headless Chromium: install Debian's
 # package when it is missing and apt-get can (as root); without it those tests are skipped.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \

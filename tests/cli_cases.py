@@ -1,7 +1,7 @@
 """Running ``dpsim`` commands in this process for the tests: ``main`` is what the console script
 calls, so a command's exit status, output and errors are the user's, without the
 imports of a fresh interpreter. The console script itself, end to end in a fresh interpreter,
-is tested once (tests/test_cli.py).
+is tested once (tests/engine/test_cli.py).
 
 The one bad-input harness: :func:`refused` asserts the contract of every bad input (exit
 status 2, one line on stderr naming the problem, nothing written) and returns the line."""

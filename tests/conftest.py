@@ -27,7 +27,7 @@ OPT_LEVEL_FLAG = "--xla_backend_optimization_level"
 
 def suite_opt_level() -> str:
     """The XLA:CPU LLVM level the suite compiles at: ``$DPSIM_XLA_CPU_OPT_LEVEL`` (0 unless set),
-    for the engine's chunk programs (dpsim.experiment.program.compiler_options) and, through
+    for the engine's chunk programs (dpsim.engine.execution.program.compiler_options) and, through
     ``$XLA_FLAGS``, for every other program of this process and of the processes it starts (a
     library function jitted in a test, a benchmark's or CLI test's fresh interpreter), unless
     ``$XLA_FLAGS`` already names a level. JAX reads it when it makes its CPU client, so it is
@@ -35,7 +35,7 @@ def suite_opt_level() -> str:
     os.environ.setdefault("DPSIM_XLA_CPU_OPT_LEVEL", "0")
     # the engine's own reading of the variable (a bad value: its one-line UsageError, before XLA
     # would abort on it); importing dpsim loads JAX but does not start its backend
-    from dpsim.experiment.program import cpu_opt_level
+    from dpsim.engine.execution.program import cpu_opt_level
     level = str(cpu_opt_level())
     flags = os.environ.get("XLA_FLAGS", "")
     if OPT_LEVEL_FLAG not in flags:
@@ -71,17 +71,17 @@ def session_cache() -> tuple[str, bool]:
 
 
 _CACHE_DIR, _OWN_CACHE = session_cache()
-# Batching from measurement (dpsim.experiment.calibration) is off in the suite, so that no test's
-# chunk layout depends on what earlier tests cached; tests/test_batching.py turns it on where
+# Batching from measurement (dpsim.engine.execution.calibration) is off in the suite, so that no test's
+# chunk layout depends on what earlier tests cached; tests/engine/test_batching.py turns it on where
 # it tests it, with its own cache file. The cache file is never the user's.
 os.environ.setdefault("DPSIM_CALIBRATION", "off")
 # Written files are not flushed to disk (fsync) in the suite: its folders are temporary, and an
-# fsync per Parquet part costs milliseconds each (tests/test_repair.py tests the flush itself).
+# fsync per Parquet part costs milliseconds each (tests/engine/test_repair.py tests the flush itself).
 os.environ.setdefault("DPSIM_FSYNC", "off")
 # Every program is compiled at XLA:CPU's LLVM level 0 in the suite (suite_opt_level above;
 # it compiles much faster, and most of the suite is compilation of small programs).
 # Results agree with XLA's default level (3) to float rounding;
-# tests/test_runner.py::test_cpu_opt_level_is_a_speed_setting runs level 3 against this one.
+# tests/engine/test_runner.py::test_cpu_opt_level_is_a_speed_setting runs level 3 against this one.
 # Set $DPSIM_XLA_CPU_OPT_LEVEL to run the suite at another level.
 os.environ.setdefault("DPSIM_CALIBRATION_CACHE", os.path.join(_CACHE_DIR, "batching.json"))
 os.environ.setdefault("DPSIM_CODE_CACHE", os.path.join(_CACHE_DIR, "code"))   # modules' digests (provenance)
@@ -94,7 +94,7 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 # --no-loadscope-reorder, so files are handed out in collection order): the files that took
 # longest in a measured whole-suite run start first, so that what a worker picks up last is
 # short and neither waits long for the other at the end (xdist's own order, by test count,
-# handed out the two-test, half-minute tests/test_no_hang.py last). Order only: every test runs.
+# handed out the two-test, half-minute tests/engine/test_no_hang.py last). Order only: every test runs.
 HEAVY_FIRST = ("test_conformance.py", "test_runner.py", "test_xu_mechanisms.py", "test_benchmarks.py",
                "test_nguyen_experiments.py", "test_padding.py", "test_xu_estimator.py", "test_private_spectral.py",
                "test_ray_executor.py", "test_xu_theory.py", "test_no_hang.py", "test_xu_experiments.py",

@@ -1,4 +1,4 @@
-"""Folders that tests/test_report.py and tests/test_report_browser.py build their pages from:
+"""Folders that tests/engine/test_report.py and tests/engine/test_report_browser.py build their pages from:
 a small study file (Laplace noise of scale 2/ε on win counts, a level check against 8/ε² and
 two mutants: one its check kills, one too small to be seen), verified with ``--mutants``, and
 run once with ``dpsim run`` (which draws the figure's PNG beside the table)."""

@@ -1,4 +1,4 @@
-"""A study file for tests/test_solve.py: Bernoulli outcomes whose rate is known in closed form,
+"""A study file for tests/engine/test_solve.py: Bernoulli outcomes whose rate is known in closed form,
 p(x) = logistic(SLOPE · log(x / x0)), so the root of p(x) = b is x0 · (b / (1 − b))^(1/SLOPE).
 
 ``solve-data``: x is the data axis ``gap``, x0 the data axis ``p`` (each configuration's own
@@ -12,7 +12,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from dpsim.experiment import Experiment, Method
+from dpsim.engine import Experiment, Method
 
 SLOPE = 2.0
 

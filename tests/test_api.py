@@ -20,7 +20,7 @@ import pytest
 import dpsim
 from dpsim.cli import main
 from dpsim.errors import UsageError
-from dpsim.experiment.registry import load_study
+from dpsim.engine.registry import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "my_method.py"
@@ -103,8 +103,8 @@ def test_with_methods_refuses_bad_additions_and_extends_the_figure():
     assert [p.method for p in panels] == ["mle", "mle", "mle", "counts", "winrate"]
     assert "Win rate" in example.EXPERIMENT.figure.title
     # where the figure's curves are methods, the new method is one more curve (same panels)
-    from dpsim.experiment import FigureSpec, Panel
-    from dpsim.experiment.grid import figure_with_methods
+    from dpsim.engine import FigureSpec, Panel
+    from dpsim.engine.definition.figure import figure_with_methods
     by_method = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="method",
                            panels=(Panel("relative_hamming", None, "Hamming"),), curve_labels={"mle": "MLE"})
     drawn = figure_with_methods(by_method, base.methods, {"winrate": example.WIN_RATE})
@@ -178,7 +178,7 @@ def test_plot_returns_figures_and_saves_them(runs, tmp_path):
 
 def test_verify_returns_verdicts_with_intervals_and_regions(runs, tmp_path):
     """verify on an experiment object and a check of one's own (both defined here)."""
-    from dpsim.experiment import comparison_check
+    from dpsim.engine import comparison_check
     example = load_study(str(EXAMPLE))
     small = dataclasses.replace(dpsim.experiment_named("cai-fig3"), name="cai-fig3-small", reps=REPS,
                                 axes={**dpsim.experiment_named("cai-fig3").axes, **{"n_items": [20], "p": [0.25],

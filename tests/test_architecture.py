@@ -8,7 +8,7 @@ as importing its parent package's ``__init__``.
 
 :data:`LAYERS` (bottom first) is the intended layering, also written out in
 docs/architecture.md. An entry is a module or a package; a package whose submodules are
-listed themselves (``dpsim``, ``dpsim.experiment``) stands for its ``__init__`` alone, and
+listed themselves (``dpsim``, ``dpsim.engine``) stands for its ``__init__`` alone, and
 then every one of its direct submodules must be listed. A module may import modules of its
 own entry and of entries on lower layers only: never a peer on its own layer, never a higher
 layer. A new module goes on the lowest layer above everything it imports, here and in
@@ -34,26 +34,26 @@ LAYERS: list[list[str]] = [
     ["dpsim.estimators"],
     ["dpsim.audits", "dpsim.theory", "dpsim.datasets"],
     # the experiment engine (no science module: see test_the_engine_knows_no_science)
-    ["dpsim.experiment.axes", "dpsim.experiment.units", "dpsim.experiment.threads",
-     "dpsim.experiment.provenance", "dpsim.experiment.summary", "dpsim.experiment.deferred",
-     "dpsim.experiment.batching", "dpsim.experiment.rootfinding"],
-    ["dpsim.experiment.grid", "dpsim.experiment.store", "dpsim.experiment.statistics", "dpsim.experiment.verdicts"],
-    ["dpsim.experiment.program", "dpsim.experiment.registry", "dpsim.experiment.mutants", "dpsim.experiment.checks",
-     "dpsim.experiment.parts", "dpsim.experiment.calibration"],
-    ["dpsim.experiment.planning"],
-    ["dpsim.experiment.chunk_io"],
-    ["dpsim.experiment.executors"],
-    ["dpsim.experiment.runner"],
-    ["dpsim.experiment.describe", "dpsim.experiment.verify", "dpsim.experiment.plots", "dpsim.experiment.merge",
-     "dpsim.experiment.solve",
-     "dpsim.experiment.folder"],
-    ["dpsim.experiment.report"],
-    ["dpsim.experiment", "dpsim.api"],
+    ["dpsim.engine.definition.axes", "dpsim.engine.presentation.units", "dpsim.engine.execution.threads",
+     "dpsim.engine.storage.provenance", "dpsim.engine.presentation.summary", "dpsim.engine.judgement.deferred",
+     "dpsim.engine.execution.batching", "dpsim.engine.solving.rootfinding"],
+    ["dpsim.engine.definition.grid", "dpsim.engine.storage.store", "dpsim.engine.judgement.statistics", "dpsim.engine.judgement.verdicts"],
+    ["dpsim.engine.execution.program", "dpsim.engine.registry", "dpsim.engine.judgement.mutants", "dpsim.engine.judgement.checks",
+     "dpsim.engine.storage.parts", "dpsim.engine.execution.calibration"],
+    ["dpsim.engine.execution.planning"],
+    ["dpsim.engine.execution.chunk_io"],
+    ["dpsim.engine.execution.executors"],
+    ["dpsim.engine.execution.runner"],
+    ["dpsim.engine.presentation.describe", "dpsim.engine.judgement.verify", "dpsim.engine.presentation.plots", "dpsim.engine.storage.merge",
+     "dpsim.engine.solving.solve",
+     "dpsim.engine.storage.folder"],
+    ["dpsim.engine.presentation.report"],
+    ["dpsim.engine", "dpsim.api"],
     # on top: the papers (engine + science), the command
     ["dpsim.experiments"],
     ["dpsim.cli"],
 ]
-ENGINE = ("dpsim.experiment", "dpsim.api", "dpsim.cli")
+ENGINE = ("dpsim.engine", "dpsim.api", "dpsim.cli")
 SCIENCE = ("dpsim.models", "dpsim.mechanisms", "dpsim.estimators", "dpsim.audits", "dpsim.theory", "dpsim.datasets",
            "dpsim.experiments")
 
@@ -180,9 +180,9 @@ def _inside(module: str, packages) -> bool:
 
 def test_the_parser_sees_function_local_imports_and_resolves_modules():
     graph = import_graph()
-    assert "dpsim.experiment.runner" in graph["dpsim.experiment.describe"]          # inside estimate_seconds
-    assert "dpsim.experiment.store" in graph["dpsim.experiment.runner"]             # from dpsim.experiment import store
-    assert "dpsim.experiment" not in graph["dpsim.experiment.runner"]               # ... is not the package facade
+    assert "dpsim.engine.execution.runner" in graph["dpsim.engine.presentation.describe"]          # inside estimate_seconds
+    assert "dpsim.engine.storage.store" in graph["dpsim.engine.execution.runner"]             # from dpsim.engine import store
+    assert "dpsim.engine" not in graph["dpsim.engine.execution.runner"]               # ... is not the package facade
     assert "dpsim.audits.audit" in graph["dpsim.experiments.cai.audits"]            # papers are read from experiments/
 
 
@@ -191,8 +191,8 @@ def test_the_rules_catch_a_back_arrow_and_a_cycle():
     are all reported."""
     assert back_arrows({"dpsim.models.btl": {"dpsim.mechanisms.laplace"}})
     assert back_arrows({"dpsim.theory.cai": {"dpsim.audits.audit"}})
-    assert back_arrows({"dpsim.experiment.planning": {"dpsim.experiment.runner"}})
-    assert not back_arrows({"dpsim.experiment.runner": {"dpsim.experiment.planning"}})
+    assert back_arrows({"dpsim.engine.execution.planning": {"dpsim.engine.execution.runner"}})
+    assert not back_arrows({"dpsim.engine.execution.runner": {"dpsim.engine.execution.planning"}})
     assert not back_arrows({"dpsim.models.btl": {"dpsim.models.links"}})             # inside one package
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

@@ -14,7 +14,7 @@ from scipy import special, stats
 import dpsim  # noqa: F401  (float64)
 from dpsim.estimators import perturbed_mle_edge, perturbed_mle_individual
 from dpsim.estimators.btl_mle import penalised_mle
-from dpsim.experiment.grid import Context
+from dpsim.engine.definition.grid import Context
 from dpsim.models import sample_er_comparisons, theta_cai_design
 from experiments import cai
 from experiments.cai import calibrations, design, levels, threshold

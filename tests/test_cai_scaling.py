@@ -15,12 +15,12 @@ import pytest
 import dpsim  # noqa: F401  (float64)
 from dpsim import theory
 from dpsim.theory import cai as cai_theory
-from dpsim.experiment import UsageError
-from dpsim.experiment.checks import ratio_check, ratio_slope_check, slope_range_check
-from dpsim.experiment.grid import expand_grid
+from dpsim.engine import UsageError
+from dpsim.engine.judgement.checks import ratio_check, ratio_slope_check, slope_range_check
+from dpsim.engine.definition.grid import expand_grid
 from dpsim.models import theta_cai_design
-from dpsim.experiment import Context
-from dpsim.experiment.program import analyse_point
+from dpsim.engine import Context
+from dpsim.engine.execution.program import analyse_point
 from dpsim.experiments.cai import scaling as cs
 
 

@@ -1,4 +1,4 @@
-"""The engine's paired, ratio and identity checks (dpsim/experiment/checks.py) on small
+"""The engine's paired, ratio and identity checks (dpsim/engine/judgement/checks.py) on small
 synthetic tables whose answers are computed here by hand: the one pairing helper, the paired
 difference (Difference, comparison_check, at one point and at every value of an axis), the
 delta-method ratio of means (ColumnRatio, column_ratio_check, predicted_ratio_check, ratio_check, method_ratio_slope_check and its options),
@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment import (ColumnRatio, Difference, IdenticalAcrossCheck, column_ratio_check, comparison_check,
+from dpsim.engine import (ColumnRatio, Difference, IdenticalAcrossCheck, column_ratio_check, comparison_check,
                               linear_slope_check, method_ratio_slope_check, predicted_ratio_check, ratio_check)
-from dpsim.experiment.checks import format_region, log_ratio_of_means, paired
+from dpsim.engine.judgement.checks import format_region, log_ratio_of_means, paired
 
 Z = 1.959963984540054
 

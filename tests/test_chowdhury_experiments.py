@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsim.experiment import Claim, ColumnRatio, Every, comparison_check, linear_slope_check, method_ratio_slope_check
-from dpsim.experiment.registry import installed
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.store import load_results
+from dpsim.engine import Claim, ColumnRatio, Every, comparison_check, linear_slope_check, method_ratio_slope_check
+from dpsim.engine.registry import installed
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.storage.store import load_results
 from dpsim.experiments.chowdhury import common as c
 from dpsim.experiments.chowdhury import fig1, lower_bound, rates
 from dpsim.theory import chowdhury as th
@@ -39,7 +39,7 @@ def test_registered():
 def test_predicted_slopes_are_computed_when_judged():
     """The checks hold deferred predictions (no rounded literal), resolved to
     predicted_slopes() when judged; 1/a⊥ is the (A1) slope's closed form."""
-    from dpsim.experiment.deferred import resolved
+    from dpsim.engine.judgement.deferred import resolved
     computed = rates.predicted_slopes()
     a_perp, _ = th.gaussian_design_eigenvalues(c.THEORY_NORM, rates.FEATURE_SCALE)
     assert computed["mle_n_mse_per_d"] == pytest.approx(1 / float(a_perp), rel=1e-12)
@@ -139,7 +139,7 @@ def test_exact_pipeline_common_random_numbers_and_diagnostics(small_fig1):
 # The lower-bound instance
 # ---------------------------------------------------------------------------------------
 def test_bayes_posterior_mean_against_brute_force():
-    from dpsim.experiment.grid import Context
+    from dpsim.engine.definition.grid import Context
     d, n, eps = 3, 50, 0.5
     shape = {"dim": d, "n_samples": n, "features": "difference", "radius": 2 * math.sqrt(d)}
     key = jax.random.key(3)
@@ -164,7 +164,7 @@ def test_bayes_posterior_mean_against_brute_force():
 # ---------------------------------------------------------------------------------------
 # Bad input: one line naming the value, exit 2, nothing written. An unknown axis and one bad
 # value of each kind of every axis (eps=0, dim=0, n_samples=0, an unknown mode, link or
-# design, …) are tried on every experiment by tests/test_conformance.py; here: the bounds that
+# design, …) are tried on every experiment by tests/conformance/test_conformance.py; here: the bounds that
 # its one value per kind does not reach and chowdhury's own rules on whole grid points.
 # ---------------------------------------------------------------------------------------
 BAD = [

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment import method_ratio_slope_check
-from dpsim.experiment.checks import (Along, At, Claim, Deferred, Difference, Every, Mean, MethodRatio, Slope,
+from dpsim.engine import method_ratio_slope_check
+from dpsim.engine.judgement.checks import (Along, At, Claim, Deferred, Difference, Every, Mean, MethodRatio, Slope,
                                      deferred_entries, deferred_table, level_check, slope_check)
-from dpsim.experiment.deferred import resolved
-from dpsim.experiment.summary import slope_fit
+from dpsim.engine.judgement.deferred import resolved
+from dpsim.engine.presentation.summary import slope_fit
 
 Z = 1.959963984540054
 

@@ -5,7 +5,7 @@ script in a fresh interpreter.
 Bad input must exit 2 with a single-line error on stderr that names the bad value, and write
 nothing (neither --out nor anything in the working directory). Bad values of an experiment's
 axes (an unknown axis, each kind of value its axis types refuse, k = n_items) are tried on
-every experiment by tests/test_conformance.py; here: the command's options and the bounds of
+every experiment by tests/conformance/test_conformance.py; here: the command's options and the bounds of
 an interval that the conformance suite's one bad value per kind does not reach.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import dpsim
-from dpsim.experiment import store
+from dpsim.engine.storage import store
 
 from cli_cases import refused, run_in_process
 

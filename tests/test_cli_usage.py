@@ -3,9 +3,9 @@ file run from another directory (run, show, verify, plot, list), the audit regis
 verify output, warnings for unconverged fits, and one-line errors for path problems and for a
 too small n_items under the automatic k. Each command runs in this process as the console
 script runs it (``dpsim.cli.main``, from the given working directory, tests/cli_cases.py);
-the console script itself, in a fresh interpreter, is tested once in tests/test_cli.py.
-(`dpsim list` and the command's own bad options: tests/test_cli.py; bad axis values of every
-experiment: tests/test_conformance.py.)"""
+the console script itself, in a fresh interpreter, is tested once in tests/engine/test_cli.py.
+(`dpsim list` and the command's own bad options: tests/engine/test_cli.py; bad axis values of every
+experiment: tests/conformance/test_conformance.py.)"""
 from __future__ import annotations
 
 import json

@@ -22,12 +22,12 @@ study's (``examples/custom_study.py``, a study file given by path) and a fifth, 
 One smoke run per experiment is shared by its tests (a module-scoped fixture). Two shapes
 where an experiment has them make the background thread compile the next step's program while
 chunks of the previous one compute; every wait has the watchdog's timeout
-(dpsim/experiment/threads.py) and worker threads are daemons, so a stuck run cannot hold the
+(dpsim/engine/execution/threads.py) and worker threads are daemons, so a stuck run cannot hold the
 suite. XLA:CPU's intra-op pool is left at its default (``PJRT_NPROC`` is read when JAX creates
 its CPU client, before this module runs in a whole-suite run).
 
 The console script's exit status and one-line error, end to end in a fresh interpreter, are
-tested once, in tests/test_cli.py.
+tested once, in tests/engine/test_cli.py.
 """
 from __future__ import annotations
 
@@ -44,14 +44,14 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import RunStalled
-from dpsim.experiment import registry
-from dpsim.experiment.axes import axis_type
-from dpsim.experiment.checks import CheckResult
-from dpsim.experiment.grid import expand_grid
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.store import load_results
-from dpsim.experiment.verdicts import VERDICTS
-from dpsim.experiment.verify import family_size, judge
+from dpsim.engine import registry
+from dpsim.engine.definition.axes import axis_type
+from dpsim.engine.judgement.checks import CheckResult
+from dpsim.engine.definition.grid import expand_grid
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.storage.store import load_results
+from dpsim.engine.judgement.verdicts import VERDICTS
+from dpsim.engine.judgement.verify import family_size, judge
 
 from cli_cases import refused, run_in_process
 

@@ -14,8 +14,8 @@ import pytest
 from scipy import integrate, special, stats
 
 from dpsim import metrics
-from dpsim.experiment.grid import Context
-from dpsim.experiment.registry import installed
+from dpsim.engine.definition.grid import Context
+from dpsim.engine.registry import installed
 from dpsim.experiments.cai import design as cai_design
 from dpsim.experiments.chowdhury import design as ch_design
 from dpsim.experiments.nguyen import design as ng_design

@@ -1,6 +1,6 @@
 """Several devices in one process: a chunk's lanes sharded across the visible devices
-(``shard_map`` over a one-axis mesh, :func:`dpsim.experiment.program.jitted_chunk_fn`), the
-chunk padded to a multiple of the device count (:func:`dpsim.experiment.batching.chunk_layout`),
+(``shard_map`` over a one-axis mesh, :func:`dpsim.engine.execution.program.jitted_chunk_fn`), the
+chunk padded to a multiple of the device count (:func:`dpsim.engine.execution.batching.chunk_layout`),
 ``$DPSIM_DEVICES`` to keep to fewer.
 
 Four CPU devices are forced with ``XLA_FLAGS=--xla_force_host_platform_device_count=4``,
@@ -27,10 +27,10 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment import batching as batching_module
-from dpsim.experiment import store
-from dpsim.experiment.batching import Batching, batching, chunk_layout, device_count
-from dpsim.experiment.runner import run_experiment
+from dpsim.engine.execution import batching as batching_module
+from dpsim.engine.storage import store
+from dpsim.engine.execution.batching import Batching, batching, chunk_layout, device_count
+from dpsim.engine.execution.runner import run_experiment
 from toy import toy_experiment
 
 DEVICES = 4
@@ -46,9 +46,9 @@ CASES = {
 SCRIPT = r"""
 import json, os, sys
 import jax
-from dpsim.experiment import executors, runner
-from dpsim.experiment.batching import batching
-from dpsim.experiment.runner import plan_run, run_experiment
+from dpsim.engine.execution import executors, runner
+from dpsim.engine.execution.batching import batching
+from dpsim.engine.execution.runner import plan_run, run_experiment
 from toy import toy_experiment
 
 out, reps, grid, cases = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])

@@ -20,8 +20,8 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.errors import DpsimNote
-from dpsim.experiment import FigureSpec, Panel
-from dpsim.experiment.plots import draw_figures
+from dpsim.engine import FigureSpec, Panel
+from dpsim.engine.presentation.plots import draw_figures
 from laplace_study import study_text
 
 STUDY = study_text("errs", n_items=8, reps=4, region=(0.5, 2.0), figure=True)
@@ -38,7 +38,7 @@ def study(tmp_path, monkeypatch):
     return path
 
 
-DERIVED = STUDY.replace("from dpsim.experiment import", "from dpsim.experiment import Derived,").replace(
+DERIVED = STUDY.replace("from dpsim.engine import", "from dpsim.engine import Derived,").replace(
     "reps=4,", 'reps=4, derived=(Derived(("s",), lambda p: {"s": 1 / (p["eps"] - 1)}),),')
 GENERATE = STUDY.replace('    return {"W": sample_er', '    raise KeyError("no W here")\n    return {"W": sample_er')
 
@@ -98,7 +98,7 @@ def test_a_figure_marks_nan_rows_and_draws_a_panel_without_values_empty():
 
 
 def test_a_figure_without_its_own_title_takes_the_experiments(study, monkeypatch):
-    from dpsim.experiment import plots
+    from dpsim.engine.presentation import plots
     titles, save = [], plots.save_figure
 
     def saved(drawn, stem):

@@ -32,7 +32,7 @@ import pandas as pd
 import pytest
 
 from dpsim.cli import main
-from dpsim.experiment import store
+from dpsim.engine.storage import store
 from laplace_study import study_text
 
 KEY = ["point", "rep", "method"]

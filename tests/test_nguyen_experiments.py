@@ -3,7 +3,7 @@ input through the command line, the check classes it adds (PASS and FAIL on cons
 tables), the predictions it takes from dpsim.theory.nguyen, the sparse-chain audit, and two
 tiny runs (synthetic data in both modes; a Three Grades file read from disk).
 
-The experiments' default grids are run at 2 replicates by tests/test_conformance.py (two values per axis) and in full
+The experiments' default grids are run at 2 replicates by tests/conformance/test_conformance.py (two values per axis) and in full
 by ``dpsim verify nguyen``."""
 from __future__ import annotations
 
@@ -19,15 +19,15 @@ import pytest
 import dpsim  # noqa: F401
 from dpsim.errors import UsageError
 from dpsim.estimators.spectral import count_chain_stationary, regularise_counts, stationary_distribution
-from dpsim.experiment import store
-from dpsim.experiment.grid import expand_grid
-from dpsim.experiment.registry import installed
+from dpsim.engine.storage import store
+from dpsim.engine.definition.grid import expand_grid
+from dpsim.engine.registry import installed
 from dpsim.linalg import batched_lapack_calls
 from dpsim.audits.audit_responses import audit_sparse_gaussian, cycle_graph, max_cut_rows
 from dpsim.theory import nguyen as theory
 from dpsim.experiments.nguyen import CHECKS, EXPERIMENTS
-from dpsim.experiment import method_ratio_slope_check
-from dpsim.experiment.checks import method_ratio_check
+from dpsim.engine import method_ratio_slope_check
+from dpsim.engine.judgement.checks import method_ratio_check
 from dpsim.experiments.nguyen.checks import metric_ratio_slope_check, relative_level_check, rms_slope_check
 from dpsim.experiments.nguyen.common import resolve, SYNTHETIC, REAL
 
@@ -90,7 +90,7 @@ def test_p0_values_are_normalised_names():
 # ----------------------------------------------------------------------------- CLI bad input
 
 # An unknown axis and one bad value of each kind of every axis (eps=0, p0=0, an unknown
-# accounting, …) are tried on every experiment by tests/test_conformance.py; here: the bounds
+# accounting, …) are tried on every experiment by tests/conformance/test_conformance.py; here: the bounds
 # its one value per kind does not reach, and bad data files.
 BAD = [
     ("delta", ["run", "nguyen-fig1", "--set", "delta=1.5"], "delta=1.5"),
@@ -239,7 +239,7 @@ def test_sparse_audit_flags_the_synthetic_accounting_on_a_bipartite_graph():
 # ----------------------------------------------------------------------------- tiny runs
 
 def test_tiny_synthetic_run_both_modes(tmp_path):
-    from dpsim.experiment.runner import run_experiment
+    from dpsim.engine.execution.runner import run_experiment
     exp = BY_NAME["nguyen-fig1"]
     run_experiment(exp, reps=3, out=tmp_path / "run", progress=False,
                    overrides={"n_items": [12], "n_users": [300], "eps": [1.0, math.inf]})
@@ -262,7 +262,7 @@ def test_tiny_synthetic_run_both_modes(tmp_path):
 
 
 def test_tiny_real_run_reads_the_file(tmp_path):
-    from dpsim.experiment.runner import run_experiment
+    from dpsim.engine.execution.runner import run_experiment
     rng = np.random.default_rng(1)
     grades = rng.integers(0, 21, size=(60, 3))
     lines = ['"school";"G1";"G2";"G3"'] + [f'"GP";{a};{b};{c}' for a, b, c in grades]
@@ -282,7 +282,7 @@ def test_tiny_topk_run(tmp_path):
     """Top-K: linf_over_gap = linf/Δ, and exactly where ‖β̂ − β*‖∞ < Δ/2 is the top K
     certainly recovered (Thm 3.2's proof; a top-k mask that held K − 1 items, the engine bug
     fixed on main, would fail there)."""
-    from dpsim.experiment.runner import run_experiment
+    from dpsim.engine.execution.runner import run_experiment
     exp = BY_NAME["nguyen-topk"]
     run_experiment(exp, reps=20, out=tmp_path / "run", progress=False,
                    overrides={"n_items": [10, 100], "signal": [1.0, 40.0]})
@@ -297,7 +297,7 @@ def test_tiny_topk_run(tmp_path):
 def test_predictions_are_computed_when_judged_and_match_the_closed_forms():
     """No rounded literal: the checks hold deferred predictions, resolved to predictions()
     when judged; the slopes the theorems state exactly come out exactly."""
-    from dpsim.experiment.deferred import resolved
+    from dpsim.engine.judgement.deferred import resolved
     from dpsim.experiments.nguyen import rates, topk
     computed = rates.predictions()
     for key, exact in (("stat_slope_n", -0.5), ("stat_slope_m", 0.5), ("stat_slope_p", -0.5),

@@ -4,7 +4,7 @@ stopped by the watchdog with a one-line error and resumes when run again.
 
 That every registered experiment finishes with the default workers (at most two values of
 each axis, 2 replicates, under the watchdog) is tested by its smoke run in
-tests/test_conformance.py, the suite's one smoke run of every experiment.
+tests/conformance/test_conformance.py, the suite's one smoke run of every experiment.
 
 Everything here that could hang runs in a subprocess with a time limit, so a hang fails the
 test instead of hanging the suite. XLA:CPU's intra-op pool is forced to 2 threads
@@ -39,8 +39,9 @@ STRESS = textwrap.dedent("""
     import hashlib, json, sys, tempfile
     import jax
     import dpsim
-    from dpsim.experiment import program, runner, store
-    from dpsim.experiment.registry import installed
+    from dpsim.engine.execution import program, runner
+    from dpsim.engine.storage import store
+    from dpsim.engine.registry import installed
     jax.config.update("jax_compilation_cache_dir", sys.argv[1])
     fig4 = installed().experiments["cai-fig4"]
     overrides = {"n_items": [48, 64, 96], "eps": [1.0, 2.0]}
@@ -87,7 +88,8 @@ WATCHDOG = textwrap.dedent("""
     import os, sys, tempfile, time
     import jax, jax.numpy as jnp, numpy as np
     import dpsim
-    from dpsim.experiment import Experiment, Method, runner
+    from dpsim.engine import Experiment, Method
+    from dpsim.engine.execution import runner
     from dpsim.errors import RunStalled
     from dpsim.models import sample_er_comparisons
 

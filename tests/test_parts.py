@@ -17,10 +17,10 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.errors import UsageError
-from dpsim.experiment import store
-from dpsim.experiment.grid import expand_grid
-from dpsim.experiment.planning import check_part, lane_part, parse_part, plan_steps
-from dpsim.experiment.runner import plan_run
+from dpsim.engine.storage import store
+from dpsim.engine.definition.grid import expand_grid
+from dpsim.engine.execution.planning import check_part, lane_part, parse_part, plan_steps
+from dpsim.engine.execution.runner import plan_run
 from laplace_study import study_text
 from toy import toy_experiment
 
@@ -151,7 +151,7 @@ def test_parts_into_one_folder_equal_one_run(folder, capsys):
 
 
 def store_experiment(folder):
-    from dpsim.experiment.registry import experiment
+    from dpsim.engine.registry import experiment
     return experiment(str(folder / "study.py"))[0]
 
 

@@ -15,8 +15,8 @@ import pytest
 
 import dpsim
 from dpsim.errors import UsageError
-from dpsim.experiment import registry
-from dpsim.experiment.describe import pin_lines, pin_rows
+from dpsim.engine import registry
+from dpsim.engine.presentation.describe import pin_lines, pin_rows
 
 # Components no check pins yet, each with why. An entry that is no longer a gap fails
 # test_known_gaps_are_gaps, so that it is removed here.
@@ -108,7 +108,7 @@ def test_pin_rows_of_a_small_paper():
 
 
 STUDY = textwrap.dedent('''
-    from dpsim.experiment import Experiment, Method, level_check
+    from dpsim.engine import Experiment, Method, level_check
 
     def generate(key, shape, truth, data):
         return {}

@@ -1,4 +1,4 @@
-"""Executors (dpsim/experiment/executors.py): a run computed by Ray actors (a local Ray
+"""Executors (dpsim/engine/execution/executors.py): a run computed by Ray actors (a local Ray
 instance, 2 workers) gives the table of a local run to the last bit; a Ray worker that dies
 mid-run loses and duplicates no row; a resumed run removes the temporary files a killed run
 left; without Ray, ``--executor ray`` is one line saying how to install it, and writes
@@ -15,10 +15,10 @@ import textwrap
 import pytest
 
 from dpsim.cli import main
-from dpsim.experiment import store
-from dpsim.experiment.executors import EXIT_ONCE_VARIABLE, INSTALL_RAY, actor_resources, worker_target
-from dpsim.experiment.registry import experiment as resolve
-from dpsim.experiment.runner import run_experiment
+from dpsim.engine.storage import store
+from dpsim.engine.execution.executors import EXIT_ONCE_VARIABLE, INSTALL_RAY, actor_resources, worker_target
+from dpsim.engine.registry import experiment as resolve
+from dpsim.engine.execution.runner import run_experiment
 from laplace_study import study_text
 
 # two shape points (two steps), 8 chunks of 5 lanes each: more chunks than the driver sends ahead
@@ -84,7 +84,7 @@ def test_a_ray_worker_killed_mid_run_loses_and_duplicates_no_row(ray_instance, s
                                                                    monkeypatch):
     """The first chunk an actor takes kills its process (os._exit): Ray restarts the actor and
     retries its chunks; the table equals the local run."""
-    from dpsim.experiment.executors import RayExecutor
+    from dpsim.engine.execution.executors import RayExecutor
     marker = tmp_path / "exited"
     monkeypatch.setenv(EXIT_ONCE_VARIABLE, str(marker))   # actors copy the driver's DPSIM_* variables
     experiment, source = resolve(str(study))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dpsim.experiment import registry
+from dpsim.engine import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 THIS = Path(__file__).resolve()
@@ -147,7 +147,7 @@ def test_a_citation_of_a_missing_label_is_caught():
 
 
 def test_dpsim_show_prints_the_papers_page(capsys):
-    from dpsim.experiment.describe import describe
+    from dpsim.engine.presentation.describe import describe
     experiment, source = registry.experiment("cai-fig3")
     lines = describe(experiment, source, registry.page_of("cai-fig3"))
     assert any("docs/cai.md" in line for line in lines)

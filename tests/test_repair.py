@@ -2,7 +2,7 @@
 lost or damaged manifest is rebuilt from the parts (`dpsim repair`, or the next run); parts
 that cannot be read are set aside, kept, and their lanes counted as missing; `dpsim info`
 reports provenance, completeness and damage; writes are whole or absent (temporary file,
-fsync, rename), figures included. The faults themselves are tests/test_faults.py."""
+fsync, rename), figures included. The faults themselves are tests/engine/test_faults.py."""
 from __future__ import annotations
 
 import json
@@ -16,8 +16,8 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.errors import UsageError
-from dpsim.experiment import store
-from dpsim.experiment.folder import folder_info, info_lines, repair_folder
+from dpsim.engine.storage import store
+from dpsim.engine.storage.folder import folder_info, info_lines, repair_folder
 from laplace_study import study_text
 
 KEY = ["point", "rep", "method"]

@@ -1,7 +1,7 @@
 """``dpsim verify``'s verdict files and ``dpsim report``'s page, read without a browser: the
 records against the verify's own results, the kill matrix, and the page parsed with
 ``html.parser`` (no URL leaves it, every figure has alt text, every table a header row, text
-escaped, each estimate drawn on the right side of its region). tests/test_report_browser.py
+escaped, each estimate drawn on the right side of its region). tests/engine/test_report_browser.py
 renders the same page in Chromium."""
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.errors import UsageError
-from dpsim.experiment import store
-from dpsim.experiment.report import (CSP, estimate_bar, kill_records, nan_counts, verdict_records, write_report,
+from dpsim.engine.storage import store
+from dpsim.engine.presentation.report import (CSP, estimate_bar, kill_records, nan_counts, verdict_records, write_report,
                                      plain_text, write_verdicts)
-from dpsim.experiment.verdicts import CheckResult, family_z
+from dpsim.engine.judgement.verdicts import CheckResult, family_z
 from report_folders import build
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpsim.experiment.report import CSP, write_report
+from dpsim.engine.presentation.report import CSP, write_report
 from report_folders import build
 
 BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)

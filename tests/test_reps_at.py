@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.store import load_results
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.storage.store import load_results
 from tests.toy_paper import SIZE
 
 COLUMNS = ["point", "rep", "method", "n_items", "p", "relative_hamming"]

@@ -1,4 +1,4 @@
-"""Stochastic root-finders (dpsim.experiment.rootfinding) on synthetic oracles whose root is
+"""Stochastic root-finders (dpsim.engine.solving.rootfinding) on synthetic oracles whose root is
 known in closed form. Tolerances are derived from Monte Carlo error: an interval covers the
 truth with probability ≈ 0.95, so over m intervals the covered fraction is within
 3·sqrt(0.95·0.05/m) of 0.95 except with probability ≈ 0.003; all seeds are fixed."""
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment import rootfinding as rf
+from dpsim.engine.solving import rootfinding as rf
 
 C = 40
 X0 = np.geomspace(3.0, 40.0, C)            # C configurations with different roots

@@ -16,12 +16,14 @@ import pandas as pd
 import numpy as np
 import pytest
 
-from dpsim.experiment import Derived, Experiment, Method, UsageError, axes
-from dpsim.experiment import planning, runner, store
-from dpsim.experiment.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
+from dpsim.engine import Derived, Experiment, Method, UsageError
+from dpsim.engine.definition import axes
+from dpsim.engine.execution import planning, runner
+from dpsim.engine.storage import store
+from dpsim.engine.execution.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
                                        micro_batch_size)
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.units import format_bytes, format_duration
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.presentation.units import format_bytes, format_duration
 from dpsim.models import sample_er_comparisons
 from toy import METHODS, toy_experiment
 
@@ -537,8 +539,8 @@ def test_an_accelerator_keeps_a_second_chunk_in_flight(tmp_path, monkeypatch):
     so that their overlap shows; ``workers=1`` (one chunk in flight) is the control."""
     import threading
     import time
-    from dpsim.experiment import executors
-    from dpsim.experiment.batching import ACCELERATOR_CHUNKS_IN_FLIGHT
+    from dpsim.engine.execution import executors
+    from dpsim.engine.execution.batching import ACCELERATOR_CHUNKS_IN_FLIGHT
     assert batching("gpu", memory=80e9).in_flight == ACCELERATOR_CHUNKS_IN_FLIGHT == 2
     assert batching("cpu").in_flight == batching("cpu").workers
     real_batching, real_compiled = runner.batching, executors.compiled_chunk_fn
@@ -587,7 +589,7 @@ def test_an_accelerator_keeps_a_second_chunk_in_flight(tmp_path, monkeypatch):
 def test_a_program_shares_the_accelerators_memory_with_the_chunks_in_flight(monkeypatch):
     """program_memory_limit: half the device's memory, shared by the chunks in flight (their
     buffers may be live together); no limit on the CPU. Batching.in_flight defaults to workers."""
-    from dpsim.experiment import batching as batching_module
+    from dpsim.engine.execution import batching as batching_module
     assert batching_module.program_memory_limit(2) is None           # the CPU: lanes run in host memory
     monkeypatch.setattr(batching_module.jax, "default_backend", lambda: "gpu")
     monkeypatch.setattr(batching_module, "memory_limit", lambda backend: (80e9, "the gpu device's memory"))
@@ -626,7 +628,7 @@ def test_cpu_opt_level_is_a_speed_setting(reference, tmp_path, monkeypatch):
     set) give the same results up to float rounding; a bad value is a one-line error before
     anything is written. (The suite's $XLA_FLAGS make its own level every program's default in
     this process, so level 3, what users run, is asked for by name.)"""
-    from dpsim.experiment import program
+    from dpsim.engine.execution import program
     level = os.environ["DPSIM_XLA_CPU_OPT_LEVEL"]                # the reference run's level (tests/conftest.py)
     assert program.compiler_options() == {"xla_backend_optimization_level": int(level)}
     monkeypatch.delenv("DPSIM_XLA_CPU_OPT_LEVEL")
@@ -646,7 +648,7 @@ def test_compiled_programs_of_old_experiments_are_released(tmp_path):
     only: every XLA:CPU executable holds memory mappings, and keeping them all exhausted the
     per-process limit (LLVM "Cannot allocate memory", then a segfault) after ~27 experiments.
     A re-run of a recent experiment still compiles nothing."""
-    from dpsim.experiment import program
+    from dpsim.engine.execution import program
     program.clear_cache()
     exps = [dataclasses.replace(crn_experiment(p=[0.7], eps=[1.0]), name=f"crn-{i}") for i in range(3)]
     for i, exp in enumerate(exps):
@@ -671,7 +673,7 @@ def test_load_results_orders_rows_the_same_whatever_the_order_of_the_parts(tmp_p
     summary, figure CSV and check computed from it) must not depend on it."""
     import pyarrow as pa
 
-    from dpsim.experiment import store
+    from dpsim.engine.storage import store
     parts = [pa.table({"point": [7, 7, 3], "rep": [1, 0, 0], "method": ["b", "a", "a"], "x": [0.1, 0.2, 0.3]}),
              pa.table({"point": [3, 3], "rep": [1, 0], "method": ["a", "b"], "x": [0.4, 0.5]})]
     for name, order in (("forward", parts), ("backward", parts[::-1])):
@@ -685,10 +687,10 @@ def test_load_results_orders_rows_the_same_whatever_the_order_of_the_parts(tmp_p
 
 def test_key_chains_equal_nested_fold_ins():
     """fold_in_words (one loop in the program) gives the keys of the nested fold_in calls
-    the keys were defined by (module docstring of dpsim.experiment.program), and the
+    the keys were defined by (module docstring of dpsim.engine.execution.program), and the
     method and privatise keys of analyse_point, folded by one vmapped fold_in_words, equal
     the nested fold_ins one by one."""
-    from dpsim.experiment import program
+    from dpsim.engine.execution import program
     fold = jax.random.fold_in
     seed, words, rep = np.uint32(7), np.asarray([0x89ABCDEF, 0x1234567], np.uint32), np.uint32(41)
     nested_lane = fold(fold(fold(fold(jax.random.key(seed), 2), words[0]), words[1]), rep)
@@ -767,7 +769,7 @@ def test_a_program_too_big_for_the_device_runs_at_fewer_lanes(reference, tmp_pat
     is compiled again at half the micro-batch, and half again, with one warning naming the
     sizes; the table is the same, and the manifest records the micro-batch it ran at.
     Simulated on the CPU (no limit there) with a limit no program meets: 4 lanes → 1."""
-    from dpsim.experiment import program
+    from dpsim.engine.execution import program
     program.clear_cache()
     assert program.memory_needed(jax.jit(lambda x: x * 2).lower(jnp.ones(1000)).compile()) >= 8000
     asked = []          # the chunks in flight each limit was asked for (they share the device's memory)
@@ -787,7 +789,7 @@ def test_a_run_with_other_chunks_in_flight_reuses_the_compiled_programs(tmp_path
     """The memory limit depends on the chunks in flight, but it is checked on each call, not
     part of the compiled program's cache key: a warm re-run with ``workers=1`` after the
     default compiles nothing (it recompiled every program before)."""
-    from dpsim.experiment import program
+    from dpsim.engine.execution import program
     program.clear_cache()
     monkeypatch.setattr(program, "program_memory_limit", lambda in_flight=1: 1e15 / in_flight)
     lowered = []
@@ -808,7 +810,7 @@ def test_a_program_that_fits_one_chunk_in_flight_is_cut_for_more(reference, tmp_
     one warning; a second such run goes straight to fewer lanes without a warning, and a run
     with one chunk in flight again gets the full micro-batch. Results are the same in all."""
     import warnings
-    from dpsim.experiment import program
+    from dpsim.engine.execution import program
     program.clear_cache()
     monkeypatch.setattr(program, "program_memory_limit", lambda in_flight=1: 1e15 if in_flight == 1 else 1.0)
 

@@ -1,9 +1,9 @@
-"""``dpsim solve`` on the engine (dpsim/experiment/solve.py): Bernoulli outcomes whose rate is a
+"""``dpsim solve`` on the engine (dpsim/engine/solving/solve.py): Bernoulli outcomes whose rate is a
 known function of the axis (tests/solve_study.py), so every root is known in closed form.
 
 Asserted: each true root lies within its 95% interval widened to the 99.9% level (×3.29/1.96: a
 false alarm once in 1000 roots at any seed; the nominal coverage itself is measured over 2400
-intervals in tests/test_rootfinding.py and benchmarks/rootfinding.py); a second solve into the same
+intervals in tests/engine/test_rootfinding.py and benchmarks/rootfinding.py); a second solve into the same
 folder computes nothing and gives identical roots; a solve interrupted mid-stage and re-run
 gives the roots of an uninterrupted one; the budget is never exceeded; a target the interval
 never reaches is reported as not bracketed with the interval searched; an analysis axis (ε)
@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment import runner
-from dpsim.experiment.solve import parse_target, solve_experiment
-from dpsim.experiment.store import load_results
+from dpsim.engine.execution import runner
+from dpsim.engine.solving.solve import parse_target, solve_experiment
+from dpsim.engine.storage.store import load_results
 
 sys.path.insert(0, str(Path(__file__).parent))
 from cli_cases import refused, run_in_process  # noqa: E402
@@ -77,10 +77,10 @@ def test_an_interrupted_solve_finishes_with_the_same_roots(tmp_path, monkeypatch
             real(*args, **kw)
             raise KeyboardInterrupt
         return real(*args, **kw)
-    monkeypatch.setattr("dpsim.experiment.solve.run_experiment", stopping)
+    monkeypatch.setattr("dpsim.engine.solving.solve.run_experiment", stopping)
     with pytest.raises(KeyboardInterrupt):
         solve(tmp_path, "cut", figure=False)
-    monkeypatch.setattr("dpsim.experiment.solve.run_experiment", real)
+    monkeypatch.setattr("dpsim.engine.solving.solve.run_experiment", real)
     resumed = solve(tmp_path, "cut", figure=False)
     assert 0 < resumed.lanes_run < whole.lanes_run
     pd.testing.assert_frame_equal(resumed.table, whole.table)

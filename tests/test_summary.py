@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment.checks import slope_check, trend_check
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.summary import loglog_slope, slope_fit, summarise
-from dpsim.experiment.verify import summary_line, verify
+from dpsim.engine.judgement.checks import slope_check, trend_check
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.presentation.summary import loglog_slope, slope_fit, summarise
+from dpsim.engine.judgement.verify import summary_line, verify
 from toy import toy_experiment
 
 INF = math.inf

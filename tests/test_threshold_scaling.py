@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment.checks import Solve, ThresholdScalingCheck
-from dpsim.experiment.statistics import threshold_observations, threshold_slope
-from dpsim.experiment.summary import Z95
+from dpsim.engine.judgement.checks import Solve, ThresholdScalingCheck
+from dpsim.engine.judgement.statistics import threshold_observations, threshold_slope
+from dpsim.engine.presentation.summary import Z95
 
 N = [100, 200, 400, 800]
 
@@ -159,7 +159,7 @@ def test_a_threshold_check_is_not_judged_on_grid_rows():
 def test_verify_judges_a_solve_check_on_its_roots_and_draws_the_figure(tmp_path):
     from types import SimpleNamespace
 
-    from dpsim.experiment.verify import verify
+    from dpsim.engine.judgement.verify import verify
     calls = []
 
     def solver(experiment, solve, *, out, seed, progress):
@@ -194,7 +194,7 @@ def test_the_papers_threshold_checks_are_listed(capsys):
 
 
 def test_the_papers_regions_separate_the_right_and_the_wrong_rates():
-    from dpsim.experiment.deferred import resolved
+    from dpsim.engine.judgement.deferred import resolved
     from experiments.cai import threshold as ct
     from experiments.nguyen import topk
     checks = {c.name: resolved(c) for c in [*ct.THRESHOLD_CHECKS, *topk.CHECKS] if hasattr(c, "solve")}

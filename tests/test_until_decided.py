@@ -6,7 +6,7 @@ independent ``trial`` index are data axes), and a check compares mean(x) with a
 region [lo, hi]. With μ = 1 = hi the truth lies ON the boundary: a FAIL ("outside the
 region") is wrong, and it is the limit of truths just outside the region, where a PASS is
 wrong. The sequential rule promises P(wrong PASS) ≤ 0.025 and P(wrong FAIL) ≤ 0.025 for one
-check (its two-sided 0.05, one side of it; :mod:`dpsim.experiment.verdicts`).
+check (its two-sided 0.05, one side of it; :mod:`dpsim.engine.judgement.verdicts`).
 """
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ import numpy as np
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment import Experiment, Method, axes
-from dpsim.experiment.checks import Claim, Mean
-from dpsim.experiment.summary import Z95
-from dpsim.experiment.verdicts import Estimate, judge, stage_share
-from dpsim.experiment.verify import Sequential, verify
-from dpsim.experiment.verify import judge as judge_check
-from dpsim.experiment.store import load_results
+from dpsim.engine import Experiment, Method
+from dpsim.engine.definition import axes
+from dpsim.engine.judgement.checks import Claim, Mean
+from dpsim.engine.presentation.summary import Z95
+from dpsim.engine.judgement.verdicts import Estimate, judge, stage_share
+from dpsim.engine.judgement.verify import Sequential, verify
+from dpsim.engine.judgement.verify import judge as judge_check
+from dpsim.engine.storage.store import load_results
 from tests.cli_cases import refused
 
 SD = 0.5

@@ -15,9 +15,9 @@ import pytest
 
 from dpsim.cli import main, verify_status
 from dpsim.errors import UsageError
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import Check, level_check, slope_check
-from dpsim.experiment.verify import judge, summary_line
+from dpsim.engine import Experiment, Method
+from dpsim.engine.judgement.checks import Check, level_check, slope_check
+from dpsim.engine.judgement.verify import judge, summary_line
 from laplace_study import study_text
 
 STUDY = study_text("errs", n_items=8, reps=6, region=(0.5, 2.0))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment.axes import VOCABULARY
-from dpsim.experiment.grid import expand_grid, stable_id
-from dpsim.experiment.registry import installed
+from dpsim.engine.definition.axes import VOCABULARY
+from dpsim.engine.definition.grid import expand_grid, stable_id
+from dpsim.engine.registry import installed
 
 CATALOGUE = installed()
 EXPERIMENTS = CATALOGUE.experiments

@@ -15,12 +15,12 @@ import pytest
 import dpsim  # noqa: F401
 import jax
 from dpsim.errors import UsageError
-from dpsim.experiment import IdenticalAcrossCheck, column_ratio_check, predicted_ratio_check
-from dpsim.experiment.grid import expand_grid
-from dpsim.experiment.program import release_words
-from dpsim.experiment.registry import installed
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.store import load_results
+from dpsim.engine import IdenticalAcrossCheck, column_ratio_check, predicted_ratio_check
+from dpsim.engine.definition.grid import expand_grid
+from dpsim.engine.execution.program import release_words
+from dpsim.engine.registry import installed
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.storage.store import load_results
 from dpsim.experiments import xu
 from dpsim.experiments.xu import common, hetero, realdata, scenarios
 from dpsim.mechanisms.privacy_profile import privacy_G, profile_group_sizes
@@ -220,7 +220,7 @@ def files(tmp_path_factory):
 
 # An unknown axis and one bad value of each kind of every axis (eps=0, n_users=0, gap=0, l0=0,
 # an unknown scheme, mechanism, profile or mode, k = n_items, …) are tried on every
-# experiment by tests/test_conformance.py; here: the bounds its one value per kind does not
+# experiment by tests/conformance/test_conformance.py; here: the bounds its one value per kind does not
 # reach, xu's own rules on whole grid points, and bad ratings files.
 BAD = [
     ("eps=-1", ["xu-fig6", "--set", "eps=-1"], "eps=-1"),

@@ -19,8 +19,8 @@ import pytest
 from scipy import special, stats
 
 import dpsim  # noqa: F401
-from dpsim.experiment.deferred import resolved
-from dpsim.experiment.grid import Context
+from dpsim.engine.judgement.deferred import resolved
+from dpsim.engine.definition.grid import Context
 from dpsim.experiments.xu import CHECKS, EXPERIMENTS, MUTANTS, levels
 from dpsim.experiments.xu.common import release_metrics
 from dpsim.experiments.xu.scenarios import LEVEL_CHECKS, ORACLE
@@ -212,7 +212,7 @@ def test_fig6_ratio_region_is_two_sided_around_the_sandwich_ratio():
 
 
 def test_schemes_swapped_mutant_exchanges_the_scheme_formulas():
-    from dpsim.experiment.grid import expand_grid
+    from dpsim.engine.definition.grid import expand_grid
     from dpsim.experiments.xu.mutants import schemes_swapped
     from dpsim.experiments.xu.scenarios import FIG3
 

@@ -7,8 +7,9 @@ import numpy as np
 from scipy import stats
 
 import dpsim  # noqa: F401
-from dpsim.experiment import Cell, store
-from dpsim.experiment.runner import run_experiment
+from dpsim.engine import Cell
+from dpsim.engine.storage import store
+from dpsim.engine.execution.runner import run_experiment
 from dpsim.experiments.xu.common import ladder_counts, ladder_release_laws, ladder_win_laws
 from dpsim.experiments.xu.scenarios import FIG4
 

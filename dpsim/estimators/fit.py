@@ -57,7 +57,7 @@ class Fit(NamedTuple):
 
     def solver_diagnostics(self) -> dict:
         """{"converged", "iterations", "result", "grad_norm"} (the columns of
-        :func:`dpsim.experiment.solver_diagnostics`); {} for a closed form."""
+        :func:`dpsim.engine.solver_diagnostics`); {} for a closed form."""
         if self.result is None:
             return {}
         return {"converged": self.converged, "iterations": self.iterations, "result": self.result,

@@ -68,7 +68,7 @@ def tie_broken_ranks(scores, jitter, real=None):
     (found in nguyen's top-K experiment: 40% of the m = 100 replicates; reproduced with
     ``s = log(x); s - s.mean()`` inside ``lax.map``; ``optimization_barrier`` does not
     prevent it, ``XLA_FLAGS=--xla_cpu_use_fusion_emitters=false`` does). A sort reads each
-    score once. ``tests/test_metrics.py`` keeps that reproduction.
+    score once. ``tests/library/test_metrics.py`` keeps that reproduction.
 
     Args:
         scores: ``(n,)`` scores (larger is better), any real dtype.

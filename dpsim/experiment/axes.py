@@ -62,7 +62,7 @@ class AxisType:
         ["nosuch", 0] for ε (not a number; not > 0), ["nosuch"] for a choice axis (every value
         outside its names is refused alike), [0] for a name. Found by asking the validator
         itself, so that tests can try them on every experiment's axes
-        (tests/test_conformance.py).
+        (tests/conformance/test_conformance.py).
 
         Returns:
             values as ``--set AXIS=VALUE`` parses them (str(value) is the text to pass)."""

@@ -2,7 +2,7 @@
 
 One check, :class:`Claim`, composes a **statistic** × an **aggregation** × a **region**:
 
-* statistics (:mod:`dpsim.experiment.statistics`), each one number with its standard
+* statistics (:mod:`dpsim.engine.judgement.statistics`), each one number with its standard
   error: a mean or RMS (:class:`Mean`, optionally relative to a closed form of the grid), a
   paired difference (:class:`Difference`), ratios (:class:`MethodRatio`,
   :class:`ColumnRatio`, :class:`SliceRatio`) and slopes (:class:`Slope`,
@@ -11,7 +11,7 @@ One check, :class:`Claim`, composes a **statistic** × an **aggregation** × a *
   every value of some axes, each judged), :class:`Along` (the slope of the statistic along
   an axis, or a known function of it);
 * a region (low, high) for the judged number, with predictions computed from the grid at
-  verify time (``prediction``, or a :class:`~dpsim.experiment.deferred.Deferred` number).
+  verify time (``prediction``, or a :class:`~dpsim.engine.judgement.deferred.Deferred` number).
 
 The functions below (:func:`slope_check`, :func:`level_check`, :func:`ratio_check`, …) are
 one-line forms of common claims; each returns a :class:`Claim`. Two checks judge statistics
@@ -19,8 +19,8 @@ of another kind: :class:`IdenticalAcrossCheck` (an exact identity, counted) and
 :class:`ThresholdCollapseCheck` (the spread of phase-transition midpoints); one is judged on
 a solve's roots instead of a grid's rows: :class:`ThresholdScalingCheck` (how solved
 thresholds scale against a theorem's rate). Verdicts are
-:mod:`dpsim.experiment.verdicts`' (PASS / FAIL family-wise / INCONCLUSIVE / REFUSED / INFO / ERROR,
-:func:`~dpsim.experiment.verdicts.judge`).
+:mod:`dpsim.engine.judgement.verdicts`' (PASS / FAIL family-wise / INCONCLUSIVE / REFUSED / INFO / ERROR,
+:func:`~dpsim.engine.judgement.verdicts.judge`).
 """
 from __future__ import annotations
 
@@ -33,14 +33,14 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.deferred import Deferred, deferred_entries, deferred_table, resolved  # noqa: F401
-from dpsim.experiment.statistics import (ColumnRatio, Difference, LinearSlope, Mean, MethodRatio,  # noqa: F401
+from dpsim.engine.judgement.deferred import Deferred, deferred_entries, deferred_table, resolved  # noqa: F401
+from dpsim.engine.judgement.statistics import (ColumnRatio, Difference, LinearSlope, Mean, MethodRatio,  # noqa: F401
                                          SliceRatio, Slope, Value, crossing, exp_interval, isotonic,
                                          log_ratio_between, log_ratio_of_means, paired, predictions,
                                          threshold_observations, threshold_slope, wilson)
-from dpsim.experiment.summary import (Z95, SlopeFit, describe_values, grid_columns, require_unpooled, select,
+from dpsim.engine.presentation.summary import (Z95, SlopeFit, describe_values, grid_columns, require_unpooled, select,
                                       slope_fit)
-from dpsim.experiment.verdicts import (UNCONVERGED_LIMIT, VERDICTS, Check, CheckResult, Estimate,  # noqa: F401
+from dpsim.engine.judgement.verdicts import (UNCONVERGED_LIMIT, VERDICTS, Check, CheckResult, Estimate,  # noqa: F401
                                        _interval, _reps, family_z, format_region, judge, stage_share, widened)
 
 __all__ = ["UNCONVERGED_LIMIT", "VERDICTS", "Check", "CheckResult", "Estimate", "family_z", "format_region", "judge",
@@ -124,23 +124,23 @@ class Claim(Check):
               prediction=lambda point: 8 / point["eps"] ** 2)
 
     Attributes:
-        statistic: a statistic of :mod:`dpsim.experiment.statistics` (anything with
+        statistic: a statistic of :mod:`dpsim.engine.judgement.statistics` (anything with
             ``methods``, ``describe()`` and ``estimate(rows, prediction) → Value``; one with
             ``spans`` names the axes it varies over itself, e.g. a slope's x).
         region: (low, high) on the natural scale of what is judged: the statistic (a ratio,
             a difference, a slope; relative to the prediction when one is given) for
             :class:`At` and :class:`Every`, the slope for :class:`Along`. Its ends may be
-            :class:`~dpsim.experiment.deferred.Deferred` (computed when judged).
+            :class:`~dpsim.engine.judgement.deferred.Deferred` (computed when judged).
         over: :class:`At` (default), :class:`Every` or :class:`Along`.
         prediction: ``point → number``, a closed form evaluated from the grid's axis values
-            when the check is judged (:func:`~dpsim.experiment.statistics.predictions`); the
+            when the check is judged (:func:`~dpsim.engine.judgement.statistics.predictions`); the
             statistic is then taken relative to it (a ratio on the log scale, a difference on
             the linear one).
         formula: the prediction as printed.
         center: printed as "center ± half-width" instead of the region (a predicted slope
             with its tolerance).
 
-    Verdict: :func:`~dpsim.experiment.verdicts.judge` on every point (Along: on the slope).
+    Verdict: :func:`~dpsim.engine.judgement.verdicts.judge` on every point (Along: on the slope).
     """
 
     statistic: object
@@ -297,7 +297,7 @@ def slope_check(name: str, experiment: str, metric: str, method: str, x: str, pr
     """The log–log slope of ``metric`` of ``method`` in ``x`` (replicate rows, :class:`Slope`)
     lies within ``tolerance`` of ``predicted``: the tolerance covers the rate's lower-order
     terms over the grid region; the interval is the Monte-Carlo error (HC1). ``check``: the
-    :class:`~dpsim.experiment.verdicts.Check` keywords (where, pool, description, …); the
+    :class:`~dpsim.engine.judgement.verdicts.Check` keywords (where, pool, description, …); the
     axes in ``where`` and ``pool`` get one intercept per value."""
     return Claim(name, experiment, _slope(metric, method, x, log_y, check), (predicted - tolerance,
                  predicted + tolerance), center=predicted, **check)
@@ -599,7 +599,7 @@ class ThresholdCollapseCheck(Check):
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Solve:
-    """The solve a check needs (``dpsim solve``, :mod:`dpsim.experiment.solve`): the value of
+    """The solve a check needs (``dpsim solve``, :mod:`dpsim.engine.solving.solve`): the value of
     ``axis`` where mean(METRIC of METHOD) = VALUE (``target`` 'METRIC@METHOD=VALUE') for every
     configuration of the other axes, searched in ``within`` (default: the axis's values),
     with ``overrides`` of the experiment's axes; ``increasing``: the metric grows along the
@@ -624,7 +624,7 @@ class Solve:
 class ThresholdScalingCheck(Check):
     """Solved thresholds scale as a theorem's rate: the slope of log(threshold / rate) on log
     ``x`` (one intercept per group of the other configuration axes ``by``; weighted least
-    squares with each root's interval, :func:`~dpsim.experiment.statistics.threshold_slope`)
+    squares with each root's interval, :func:`~dpsim.engine.judgement.statistics.threshold_slope`)
     lies in ``region``. "Threshold ≍ rate" says the ratio is constant up to constants, so the
     predicted slope is 0, within a tolerance the check states from the lower-order terms the
     "≍" hides over the range of ``x`` (chosen before the data). A negative control uses a
@@ -698,7 +698,7 @@ class ThresholdScalingCheck(Check):
     def evaluate_roots(self, roots: pd.DataFrame, family: int = 1, *,
                        search: tuple[float, float] | None = None) -> CheckResult:
         """The check's result on a solve's roots table (one row per configuration; see
-        :func:`~dpsim.experiment.statistics.threshold_observations`); ``search``: the interval
+        :func:`~dpsim.engine.judgement.statistics.threshold_observations`); ``search``: the interval
         searched when the table has no search columns (default ``solve.within``)."""
         est = self.with_predictions().estimate_roots(roots, search)
         fit = est.detail["slope"]

@@ -1,7 +1,7 @@
 """A chunk's way through its compiled program: the arguments in, the Arrow rows out.
 
-:func:`chunk_arguments` turns a planned chunk (:class:`~dpsim.experiment.planning.Chunk`)
-into the program's :class:`~dpsim.experiment.program.ChunkArguments` (host arrays, the lanes
+:func:`chunk_arguments` turns a planned chunk (:class:`~dpsim.engine.execution.planning.Chunk`)
+into the program's :class:`~dpsim.engine.execution.program.ChunkArguments` (host arrays, the lanes
 padded to the step's chunk size); :func:`chunk_rows` flattens the program's output
 {method: {column: [lanes, Q]}} into the tidy rows of one Parquet part, whose schema is
 :func:`method_columns` after the grid and derived values.
@@ -12,10 +12,10 @@ import numpy as np
 import pyarrow as pa
 
 from dpsim.errors import UsageError
-from dpsim.experiment import store
-from dpsim.experiment.grid import Experiment, Grid
-from dpsim.experiment.planning import Chunk, Step
-from dpsim.experiment.program import ChunkArguments, id_words, release_words, traced_shape_values, truth_words
+from dpsim.engine.storage import store
+from dpsim.engine.definition.grid import Experiment, Grid
+from dpsim.engine.execution.planning import Chunk, Step
+from dpsim.engine.execution.program import ChunkArguments, id_words, release_words, traced_shape_values, truth_words
 
 
 def _numbers(name: str, values) -> np.ndarray:

@@ -4,7 +4,7 @@ A check's prediction is often a closed form that takes seconds to evaluate (an e
 linearisation, an extreme-value model, a sandwich variance). Rounding it into a literal kept
 in step by a test is fragile; computing it at import makes ``dpsim list`` slow. A
 :class:`Deferred` is the number itself, evaluated once, the first time a check that holds it
-is judged (:meth:`dpsim.experiment.verdicts.Check.evaluate` calls :func:`resolved`)::
+is judged (:meth:`dpsim.engine.judgement.verdicts.Check.evaluate` calls :func:`resolved`)::
 
     THEORY = deferred_table(predictions)          # predictions() → {"slope": …, "ratio": {3: …}}
     slope_check(…, predicted=THEORY["slope"], tolerance=0.1)

@@ -11,8 +11,8 @@ import warnings
 from pathlib import Path
 
 from dpsim.errors import DpsimNote, DpsimWarning
-from dpsim.experiment.axes import axis_type
-from dpsim.experiment.grid import Experiment
+from dpsim.engine.definition.axes import axis_type
+from dpsim.engine.definition.experiment import Experiment
 
 
 def _short(value) -> str:
@@ -89,7 +89,7 @@ def _earlier_rate(experiment: Experiment, runs: Path) -> tuple[float, int] | Non
 
 def default_plan(experiment: Experiment):
     """The plan of the default grid into an empty folder (nothing written)."""
-    from dpsim.experiment.runner import plan_run
+    from dpsim.engine.execution.runner import plan_run
 
     with tempfile.TemporaryDirectory() as tmp:
         return plan_run(experiment, out=Path(tmp) / "plan")
@@ -100,8 +100,8 @@ def estimate_seconds(experiment: Experiment, runs: Path = Path("runs"), plan=Non
     from earlier runs under ``runs``, else by a small calibration run (2 replicates at the
     largest shape point: one compilation and one warm run). ``plan``: the default grid's plan
     when the caller has it (:func:`default_plan`)."""
-    from dpsim.experiment.program import lane_shape
-    from dpsim.experiment.runner import run_experiment
+    from dpsim.engine.execution.program import lane_shape
+    from dpsim.engine.execution.runner import run_experiment
 
     plan = plan or default_plan(experiment)
     total_lanes = plan.lanes
@@ -146,7 +146,7 @@ def pin_rows(paper: str, components, checks, mutants) -> list[dict]:
     Returns:
         Dicts with the keys :data:`PIN_FIELDS` (``checks`` and ``mutants``: tuples of names).
     """
-    from dpsim.experiment.registry import named_components
+    from dpsim.engine.registry import named_components
     rows = []
     for component, description in components.items():
         pinned = tuple(c.name for c in checks if component in named_components(getattr(c, "pins", ())))

@@ -1,21 +1,21 @@
 """Who computes a run's chunks: this process (:class:`LocalExecutor`, the default) or the
 actors of a Ray cluster (:class:`RayExecutor`, ``dpsim run … --executor ray``).
 
-The runner (:mod:`dpsim.experiment.runner`) plans a run, then asks its executor for the
+The runner (:mod:`dpsim.engine.execution.runner`) plans a run, then asks its executor for the
 chunks of each step in turn (:meth:`Executor.chunks`) and writes each returned Arrow table
 as one atomic Parquet part: the driver is the only writer, whatever the executor. A chunk's
 rows depend only on (seed, grid point, replicate, method) and on the chunk's shape
-(:mod:`dpsim.experiment.program`), so every executor gives the same table, to the last bit,
+(:mod:`dpsim.engine.execution.program`), so every executor gives the same table, to the last bit,
 for the same plan.
 
 * :class:`LocalExecutor`: one background thread compiles the steps' programs ahead, daemon
   threads compute ``in_flight`` chunks at a time (an accelerator: one computing, one queued
   behind it), every wait has the run's watchdog
-  (:mod:`dpsim.experiment.threads`).
+  (:mod:`dpsim.engine.execution.threads`).
 * :class:`RayExecutor`: long-lived actors (one per GPU, or per group of CPU cores), each
   loading the experiment by name or study path (the manifest's ``source``) and keeping its
   compiled programs under the experiment's stable identity
-  (:func:`~dpsim.experiment.program.program_identity`). A chunk travels as (step, lanes,
+  (:func:`~dpsim.engine.execution.program.program_identity`). A chunk travels as (step, lanes,
   the stored rows among them); its Arrow table comes back. A worker that dies is restarted
   and its chunks retried (Ray's ``max_restarts``/``max_task_retries``), or resubmitted to
   another worker; the driver writes a chunk only once it has its whole table, so no row is
@@ -39,12 +39,12 @@ import numpy as np
 import pyarrow as pa
 
 from dpsim.errors import UsageError
-from dpsim.experiment.calibration import pick
-from dpsim.experiment.chunk_io import chunk_arguments, chunk_rows
-from dpsim.experiment.grid import Experiment, Grid
-from dpsim.experiment.planning import Chunk, Step, analysis_groups, step_label
-from dpsim.experiment.program import ChunkArguments, ChunkProgram, compiled_chunk_fn, id_words, program_identity
-from dpsim.experiment.threads import DaemonPool, Tasks, in_order, stalled, wait
+from dpsim.engine.execution.calibration import pick
+from dpsim.engine.execution.chunk_io import chunk_arguments, chunk_rows
+from dpsim.engine.definition.grid import Experiment, Grid
+from dpsim.engine.execution.planning import Chunk, Step, analysis_groups, step_label
+from dpsim.engine.execution.program import ChunkArguments, ChunkProgram, compiled_chunk_fn, id_words, program_identity
+from dpsim.engine.execution.threads import DaemonPool, Tasks, in_order, stalled, wait
 
 EXECUTORS = ("local", "ray")
 INSTALL_RAY = "--executor ray needs Ray, which is not installed: pip install 'dpsim[ray]'"
@@ -68,8 +68,8 @@ class Job:
         experiment, grid, steps: what to compute (the planned steps, in order).
         done: the (point id, rep) pairs already stored (their rows are left out).
         seed: the run's seed; in_flight: chunks computing or queued at once (local threads;
-            :attr:`~dpsim.experiment.planning.Plan.in_flight`).
-        patience: the watchdog's seconds (:func:`~dpsim.experiment.runner.watchdog_seconds`).
+            :attr:`~dpsim.engine.execution.planning.Plan.in_flight`).
+        patience: the watchdog's seconds (:func:`~dpsim.engine.execution.runner.watchdog_seconds`).
         source: where the experiment is defined (a name, or ``study.py:NAME``).
         overrides: the ``--set`` values the grid was expanded with.
     """
@@ -89,7 +89,7 @@ class ChunkComputer:
     """Computes the chunks of one run's grid: its compiled programs and its Arrow rows. The
     same code runs in the driver's threads and in a Ray actor (which computes one chunk at a
     time). ``in_flight``: the chunks this process has on its device at once, whose programs
-    share the device's memory (:func:`~dpsim.experiment.batching.program_memory_limit`)."""
+    share the device's memory (:func:`~dpsim.engine.execution.batching.program_memory_limit`)."""
 
     def __init__(self, experiment: Experiment, grid: Grid, seed: int, in_flight: int = 1):
         self.experiment, self.grid, self.in_flight = experiment, grid, in_flight
@@ -98,7 +98,7 @@ class ChunkComputer:
         self.seed = np.uint32(seed)
 
     def arguments(self, step: Step, chunk: Chunk) -> ChunkArguments:
-        """``chunk``'s program arguments (:func:`~dpsim.experiment.chunk_io.chunk_arguments`)."""
+        """``chunk``'s program arguments (:func:`~dpsim.engine.execution.chunk_io.chunk_arguments`)."""
         return chunk_arguments(chunk, self.grid, step, self.seed, self.a_words)
 
     def program(self, step: Step, arguments: ChunkArguments, micro: int | None = None) -> ChunkProgram:
@@ -166,7 +166,7 @@ class Executor:
 
     def in_flight(self, planned: int) -> int:
         """Chunks sent and not yet returned at once, for the manifest (``planned``: the plan's
-        :attr:`~dpsim.experiment.planning.Plan.in_flight`, which the local executor keeps)."""
+        :attr:`~dpsim.engine.execution.planning.Plan.in_flight`, which the local executor keeps)."""
         return planned
 
     def __enter__(self):
@@ -182,13 +182,13 @@ class LocalExecutor(Executor):
     (on an accelerator: one chunk computes while the next is queued behind it),
     and a wait longer than ``job.patience`` raises :class:`~dpsim.errors.RunStalled`.
 
-    A step with candidate micro-batches (``step.calibrate``, :mod:`dpsim.experiment.calibration`)
+    A step with candidate micro-batches (``step.calibrate``, :mod:`dpsim.engine.execution.calibration`)
     has one program compiled per candidate; its first chunks are computed one at a time, one
     per candidate, timed (the rows are the step's own, written like any), and the fastest
     per lane computes the rest; ``calibrations`` records {step index: {micro-batch: seconds
     per lane}}, and ``micros`` {step index: micro-batch} the micro-batch each step's
     program was compiled at (fewer lanes than planned where the planned ones did not fit the
-    device's memory, :func:`~dpsim.experiment.program.compiled_chunk_fn`; candidates that
+    device's memory, :func:`~dpsim.engine.execution.program.compiled_chunk_fn`; candidates that
     came down to one micro-batch are timed once). The compile thread may be compiling the
     next step meanwhile, which the timings then share the cores with."""
 
@@ -319,11 +319,11 @@ def actor_resources(cluster: Mapping[str, float], largest_node_cpus: float, work
 
 
 def worker_target(source: str, name: str) -> str:
-    """What an actor loads (:func:`dpsim.experiment.registry.experiment`): the experiment's
+    """What an actor loads (:func:`dpsim.engine.registry.experiment`): the experiment's
     ``name`` for an installed paper (whose ``source`` is its module), else the study file of
     ``source`` with its path made absolute (actors may run in another folder; on a cluster
     the path must exist on every node, e.g. a shared file system)."""
-    from dpsim.experiment.registry import is_study
+    from dpsim.engine.registry import is_study
     if not is_study(source):
         return name
     path, colon, member = source.partition(":")
@@ -352,7 +352,7 @@ class ChunkWorker:
     """A Ray actor's state (:class:`RayExecutor` makes it a Ray actor class): the driver's
     JAX settings, then per run (:class:`RunSpec`) the experiment loaded by name or study
     path and its grid; the compiled programs stay in the process's cache
-    (:func:`~dpsim.experiment.program.compiled_chunk_fn`) under the experiment's stable
+    (:func:`~dpsim.engine.execution.program.compiled_chunk_fn`) under the experiment's stable
     identity."""
 
     def __init__(self, settings: dict):
@@ -369,8 +369,8 @@ class ChunkWorker:
         names, refused unless its code fingerprint is the driver's."""
         found = self.runs.get(run)
         if found is None:
-            from dpsim.experiment.grid import expand_grid
-            from dpsim.experiment.registry import experiment
+            from dpsim.engine.definition.grid import expand_grid
+            from dpsim.engine.registry import experiment
             loaded, _ = experiment(run.source)
             identity = program_identity(loaded)
             if identity[1] != run.code:
@@ -454,7 +454,7 @@ class RayExecutor(Executor):
         return self.actors
 
     def start(self, job: Job) -> None:
-        from dpsim.experiment.registry import experiment as resolve
+        from dpsim.engine.registry import experiment as resolve
         source = worker_target(job.source, job.experiment.name)
         identity = program_identity(job.experiment)
         try:

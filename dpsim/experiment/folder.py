@@ -1,7 +1,7 @@
 """A study folder as a whole: what it holds and what made it (``dpsim info``, :func:`folder_info`),
 and its repair after damage (``dpsim repair``, :func:`repair_folder`).
 
-The parts and manifest themselves are :mod:`dpsim.experiment.store`: a part that cannot be
+The parts and manifest themselves are :mod:`dpsim.engine.storage.store`: a part that cannot be
 read is left out of reads with a warning and set aside (``NAME.corrupt``) by the next run; a
 missing or damaged manifest is read back from the parts' metadata. :func:`repair_folder`
 does all of it at once, without computing anything, and writes the manifest again with the
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from dpsim.errors import UsageError
-from dpsim.experiment import store
+from dpsim.engine.storage import store
 
 
 def _folder(path) -> Path:
@@ -29,8 +29,8 @@ def _folder(path) -> Path:
 def experiment_of(manifest: dict):
     """The experiment a folder holds, found again from its manifest's source (a paper's
     experiment name, or ``study.py:NAME``). Raises UsageError when it cannot be found."""
-    from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.registry import is_study
+    from dpsim.engine.registry import experiment as resolve
+    from dpsim.engine.registry import is_study
     source = manifest.get("source") or manifest["experiment"]
     return resolve(source if is_study(source) else manifest["experiment"])[0]
 
@@ -57,8 +57,8 @@ def completeness(experiment, manifest: dict, done: set) -> dict:
     (:func:`request_grids`), and how many of those are stored whole (every analysis point's
     rows). Returns {"stored": S, "planned": P, "grids": [{"overrides", "reps", "stored",
     "planned"}]}."""
-    from dpsim.experiment.grid import expand_grid
-    from dpsim.experiment.planning import plan_steps
+    from dpsim.engine.definition.grid import expand_grid
+    from dpsim.engine.execution.planning import plan_steps
     grids = []
     for grid in request_grids(manifest):
         expanded = expand_grid(experiment, grid["overrides"] or None)
@@ -76,7 +76,7 @@ def repair_folder(path) -> dict:
     kept as ``manifest.json.corrupt``), and write the manifest again with the study summary
     and completeness of the rows that remain, recording the repair in its history. A
     folder with nothing to repair is left as it is. The folder is held while it is repaired
-    (:func:`~dpsim.experiment.store.exclusive`): a folder a run is writing now is refused.
+    (:func:`~dpsim.engine.storage.store.exclusive`): a folder a run is writing now is refused.
 
     Returns:
         {"folder", "temporaries": [names removed], "set_aside": [[part name, why]],
@@ -87,7 +87,7 @@ def repair_folder(path) -> dict:
         UsageError: one line: not a folder, being written, or a manifest that cannot be
             rebuilt (no part records it, or they disagree).
     """
-    from dpsim.experiment.runner import folder_summaries
+    from dpsim.engine.execution.runner import folder_summaries
     out = _folder(path)
     report = {"folder": str(out), "temporaries": [], "set_aside": [], "manifest": "kept", "changed": False,
               "complete": None, "lanes": None, "experiment_missing": None}

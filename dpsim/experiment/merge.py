@@ -2,12 +2,12 @@
 job, each written into its own folder with ``dpsim run --part I/N``) into one folder that
 ``dpsim summary``, ``plot``, ``export`` and ``verify`` read as one run's.
 
-Folders of different experiments, seeds or code (:mod:`dpsim.experiment.provenance`) are
+Folders of different experiments, seeds or code (:mod:`dpsim.engine.storage.provenance`) are
 refused, as is a (point, rep) stored in two folders with different rows; one stored twice
 with the same rows is kept once, so no row is ever duplicated. A part that cannot be read is
 left out with a warning (the merged folder is then incomplete, and `dpsim run` into it
 computes the missing lanes); a folder whose manifest was lost is merged from its parts'
-metadata (:func:`~dpsim.experiment.store.read_manifest`). Everything is checked before
+metadata (:func:`~dpsim.engine.storage.store.read_manifest`). Everything is checked before
 anything is written, and OUT appears whole (built beside it, then renamed) or not at all.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from dpsim.errors import UsageError
-from dpsim.experiment import store
+from dpsim.engine.storage import store
 
 
 def source_manifests(sources: Sequence[Path]) -> list[dict]:
@@ -128,10 +128,10 @@ def merge_folders(out, sources: Sequence, experiment_of: Callable[[dict], object
     Raises:
         UsageError: one line, before anything is written.
     """
-    from dpsim.experiment.grid import expand_grid
-    from dpsim.experiment.planning import plan_steps
-    from dpsim.experiment.provenance import environment
-    from dpsim.experiment.runner import folder_summaries
+    from dpsim.engine.definition.grid import expand_grid
+    from dpsim.engine.execution.planning import plan_steps
+    from dpsim.engine.storage.provenance import environment
+    from dpsim.engine.execution.runner import folder_summaries
     out, sources = Path(out), [Path(s) for s in sources]
     store.check_directory(out, "OUT")
     if out.exists() and any(out.iterdir()):

@@ -2,7 +2,7 @@
 so that ``dpsim verify PAPER --mutants`` can show that the checks would catch them (a check
 that cannot fail is not a check).
 
-A :class:`Mutant` is a function from an :class:`~dpsim.experiment.grid.Experiment` to a
+A :class:`Mutant` is a function from an :class:`~dpsim.engine.definition.grid.Experiment` to a
 mutated one, applied to the experiments it names; nothing in the library knows about it (no
 test hook enters library code). The transformations below build the usual ones from the
 seams every experiment already has:
@@ -17,7 +17,7 @@ seams every experiment already has:
 
 A paper module lists its mutants in ``MUTANTS``; a study file may too. A mutant must change
 the *data a check judges*, never the prediction: the checks' predictions are evaluated from
-the grid's values at verify time (:func:`~dpsim.experiment.checks.level_check`), so a
+the grid's values at verify time (:func:`~dpsim.engine.judgement.checks.level_check`), so a
 mutant's wrong calibration shows as a discrepancy.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from dpsim.experiment.grid import Context, Derived, Experiment, Method
+from dpsim.engine.definition.experiment import Context, Derived, Experiment, Method
 
 Transform = Callable[[Experiment], Experiment]
 

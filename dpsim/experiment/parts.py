@@ -1,10 +1,10 @@
 """Runs of one part of a grid (``dpsim run --part I/N``) that share one folder.
 
-Which lanes a part computes is :func:`dpsim.experiment.planning.lane_part`. This module is
+Which lanes a part computes is :func:`dpsim.engine.execution.planning.lane_part`. This module is
 how the parts of a split write one folder at the same time (a Slurm array on a shared
 filesystem): each holds its own part lock and writes only its own Parquet parts
-(:func:`dpsim.experiment.store.exclusive`); the manifest is read and rewritten under
-:func:`dpsim.experiment.store.manifest_lock`, each part adding its own history entry, and it
+(:func:`dpsim.engine.storage.store.exclusive`); the manifest is read and rewritten under
+:func:`dpsim.engine.storage.store.manifest_lock`, each part adding its own history entry, and it
 is marked complete only when every lane of the grid is stored, by whichever part finishes
 last. A later whole-grid ``dpsim run`` into the folder computes whatever is still missing.
 """
@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from dpsim.experiment import store
+from dpsim.engine.storage import store
 
 
 def start(out: Path, manifest: dict, request: dict) -> None:

@@ -19,12 +19,12 @@ Keys (DESIGN "Randomness"), from stable integers only, never from batch position
   id(the analysis point's values on the release axes), so analysis points that differ only
   on other axes (a mechanism, an estimator's rule) share one release (common random numbers).
 
-An experiment's :class:`~dpsim.experiment.grid.CellArrays` reach a chunk once
+An experiment's :class:`~dpsim.engine.definition.grid.CellArrays` reach a chunk once
 (``ChunkArguments.cells``: every cell of the step, built when it was planned) with each lane's,
 or analysis point's, cell index (``cell_index``); the lane sees ``Cell(tables, index)`` in its
 data or analysis values, and reads its cell without a copy per lane.
 
-With several devices (:func:`~dpsim.experiment.batching.device_count`) a chunk's lanes are
+With several devices (:func:`~dpsim.engine.execution.batching.device_count`) a chunk's lanes are
 sharded across them (:func:`jitted_chunk_fn`, ``shard_map`` over a one-axis mesh
 ``"lanes"``); since no key depends on a lane's position, the draws are the same.
 """
@@ -45,9 +45,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.errors import UsageError, call_stage, warn
-from dpsim.experiment.batching import PROGRAM_MEMORY_SHARE_ACCELERATOR, program_memory_limit
-from dpsim.experiment.units import format_bytes
-from dpsim.experiment.grid import Cell, Context, Experiment, method_id, stable_id
+from dpsim.engine.execution.batching import PROGRAM_MEMORY_SHARE_ACCELERATOR, program_memory_limit
+from dpsim.engine.presentation.units import format_bytes
+from dpsim.engine.definition.grid import Cell, Context, Experiment, method_id, stable_id
 from dpsim.linalg import batched_lapack_calls
 
 _TRUTH, _DATA, _ANALYSIS = 1, 2, 3
@@ -181,7 +181,7 @@ def _static_values(*points) -> dict:
 class ChunkArguments(NamedTuple):
     """The arguments of one call of a chunk program (:func:`make_chunk_fn`): host arrays, or
     ``ShapeDtypeStruct`` s to compile without executing (:func:`spec`). Built for a planned
-    chunk by :func:`dpsim.experiment.chunk_io.chunk_arguments`; B lanes (the step's chunk
+    chunk by :func:`dpsim.engine.execution.chunk_io.chunk_arguments`; B lanes (the step's chunk
     size), Q analysis points."""
 
     seed: np.uint32                 # the run's seed
@@ -206,7 +206,7 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
     a step is one compiled program, not a θ*-program and a chunk program (one compilation
     fewer per shape point; the θ*-design is a few O(n) operations, negligible per chunk).
     Every lane of a chunk belongs to one shape point, whose θ*-key words and traced shape
-    values are arguments: with :class:`~dpsim.experiment.grid.Padding` one program serves
+    values are arguments: with :class:`~dpsim.engine.definition.grid.Padding` one program serves
     every shape point of a size bucket.
 
     Args:
@@ -355,7 +355,7 @@ def jitted_chunk_fn(chunk: Callable, devices: int = 1):
     device computing its contiguous share of the lanes with the same per-lane code, the
     scalars, θ*-key words and analysis words copied to every device (θ* is drawn on each).
     The chunk's lane count must be a multiple of ``devices`` × micro-batch
-    (:func:`~dpsim.experiment.batching.chunk_layout`). Keys come from each lane's ids, never
+    (:func:`~dpsim.engine.execution.batching.chunk_layout`). Keys come from each lane's ids, never
     from its position, so sharding changes no draw."""
     if devices <= 1:
         return jax.jit(chunk)
@@ -384,7 +384,7 @@ def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: lis
     analysis values recording what is read (:class:`_ReadRecorder`); if some groups can be
     merged (:func:`merge_groups`) it is lowered again with fewer copies of the methods.
 
-    A string analysis axis that only host-side :class:`~dpsim.experiment.Derived` functions
+    A string analysis axis that only host-side :class:`~dpsim.engine.Derived` functions
     read (xu-hetero's ``profile`` and ``match``, xu's ``scheme``, nguyen's ``p0``) would
     otherwise compile one copy of every method per value (xu-hetero's program would hold nine
     copies). When nothing merges, the first
@@ -401,7 +401,7 @@ def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: lis
 
 def static_shape(experiment: Experiment, shape: Mapping) -> dict:
     """The shape values a program is specialised on: all of them, or with
-    :class:`~dpsim.experiment.grid.Padding` all but the traced axes."""
+    :class:`~dpsim.engine.definition.grid.Padding` all but the traced axes."""
     padding = experiment.padding
     return dict(shape) if padding is None else {k: v for k, v in shape.items() if k not in padding.traced_axes}
 
@@ -498,7 +498,7 @@ _IDENTITIES: dict = {}   # id(experiment) -> (weak reference, identity): compute
 def program_identity(experiment: Experiment) -> tuple[str, str, str]:
     """What a compiled program of ``experiment`` is keyed by, instead of the object's
     ``id()``: its name, its code fingerprint's hash
-    (:func:`~dpsim.experiment.provenance.fingerprint`) and a digest of its definition
+    (:func:`~dpsim.engine.storage.provenance.fingerprint`) and a digest of its definition
     (:func:`_definition_digest`: every field, the bytecode and closure values of every
     function it reaches). The same experiment loaded again, or in another process (a Ray
     worker), has the same identity; a mutant (same name and files, another closure) has
@@ -506,7 +506,7 @@ def program_identity(experiment: Experiment) -> tuple[str, str, str]:
     entry = _IDENTITIES.get(id(experiment))
     if entry is not None and entry[0]() is experiment:
         return entry[1]
-    from dpsim.experiment.provenance import fingerprint
+    from dpsim.engine.storage.provenance import fingerprint
     identity = (experiment.name, fingerprint(experiment)["hash"], _definition_digest(experiment))
     try:
         _IDENTITIES[id(experiment)] = (weakref.ref(experiment), identity)
@@ -601,7 +601,7 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     executes nothing). ``devices``: the lanes are sharded across the first ``devices``
     devices (:func:`jitted_chunk_fn`; the chunk's lanes a multiple of ``devices`` × ``micro``).
     On an accelerator a program whose buffers exceed
-    :func:`~dpsim.experiment.batching.program_memory_limit` for ``in_flight`` chunks at once
+    :func:`~dpsim.engine.execution.batching.program_memory_limit` for ``in_flight`` chunks at once
     (:func:`memory_overrun`) is released and replaced by the program at fewer lanes
     (:func:`_fewer_lanes`, each one compiled through the cache), with one warning naming the
     sizes (``_nested``: no warning, for those calls). The limit is checked on every call and
@@ -710,7 +710,7 @@ def _fewer_lanes(micro: int, lanes: int, devices: int) -> int:
 
 def memory_overrun(compiled, limit: float | None) -> int | None:
     """The bytes ``compiled`` needs (:func:`memory_needed`) when they exceed ``limit``
-    (:func:`~dpsim.experiment.batching.program_memory_limit`), else None (no limit: the CPU;
+    (:func:`~dpsim.engine.execution.batching.program_memory_limit`), else None (no limit: the CPU;
     or the backend does not say)."""
     need = None if limit is None else memory_needed(compiled)
     return need if need is not None and need > limit else None

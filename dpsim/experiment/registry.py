@@ -6,7 +6,7 @@
   ``dpsim list NAME``, ``dpsim verify NAME`` and ``dpsim audit NAME`` select what that module
   defines, whatever its items are called. A paper module exposes ``EXPERIMENTS``, ``CHECKS``
   and ``AUDITS`` (lists) and may expose ``MUTANTS`` (plausible bugs its checks must catch,
-  :mod:`dpsim.experiment.mutants`), ``TITLE``, ``PAGE`` (the paper's page in its
+  :mod:`dpsim.engine.judgement.mutants`), ``TITLE``, ``PAGE`` (the paper's page in its
   repository, printed by ``dpsim show``) and ``COMPONENTS`` (what it simulates and scores,
   ``"KIND:NAME" → one line``, KIND one of :data:`COMPONENT_KINDS`; each check names those it
   pins in ``pins``, each mutant those it breaks in ``breaks``: ``dpsim list PAPER --pins``).
@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 
 from dpsim.errors import UsageError, did_you_mean  # noqa: F401 (did_you_mean: registry's name for it too)
-from dpsim.experiment.grid import Experiment
+from dpsim.engine.definition.experiment import Experiment
 
 GROUP = "dpsim.papers"
 KINDS = ("experiments", "checks", "audits", "mutants")
@@ -130,7 +130,7 @@ def validate_checks(checks, experiments) -> None:
     unknown method, metric or axis, an axis it would pool), when its paper or study loads:
     one line, before anything is computed. A check of an experiment not (yet) known is left
     to ``dpsim verify``, which names it."""
-    from dpsim.experiment.verdicts import grid_table
+    from dpsim.engine.judgement.verdicts import grid_table
     grids = {}
     for check in checks:
         experiment = experiments.get(getattr(check, "experiment", None))
@@ -284,7 +284,7 @@ def experiment(target: str) -> tuple[Experiment, str]:
         return found.experiments[name], f"{path}:{name}"
     if not found.experiments:
         raise UsageError(f"study file {path!r} defines no Experiment (it needs a module-level "
-                         f"dpsim.experiment.Experiment(...), or an EXPERIMENTS list of them)")
+                         f"dpsim.engine.Experiment(...), or an EXPERIMENTS list of them)")
     if len(found.experiments) != 1:
         raise UsageError(f"study file {path!r} defines {len(found.experiments)} experiments "
                          f"({', '.join(found.experiments) or 'none'}); name one as {path}:NAME")

@@ -12,9 +12,9 @@ killed or not), written as ``kill-matrix.csv`` too.
 it: figures are inline SVG or data URIs, styles and the few lines of script are inline, and a
 Content-Security-Policy forbids anything else) for run folders or a verify folder (a folder of
 run folders, with ``verdicts.json``): per run its description and axes, its figures drawn as
-vector graphics from the stored table (:mod:`dpsim.experiment.plots`, when the experiment is
+vector graphics from the stored table (:mod:`dpsim.engine.presentation.plots`, when the experiment is
 installed here; else the figure images the run wrote), a summary per metric with 95%
-intervals (:func:`dpsim.experiment.summary.summary_table`, what ``dpsim summary`` prints),
+intervals (:func:`dpsim.engine.presentation.summary.summary_table`, what ``dpsim summary`` prints),
 warnings (an incomplete folder, unconverged fits, NaN metrics) and its provenance (the
 manifest: code fingerprint, commit, versions, machine, commands, run times); per verify
 folder its verdicts, each estimate drawn against its region, and the kill matrix. It reads
@@ -42,11 +42,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpsim.errors import UsageError  # noqa: E402
-from dpsim.experiment import store  # noqa: E402
-from dpsim.experiment.axes import axis_type  # noqa: E402
-from dpsim.experiment.plots import draw_figures, format_value  # noqa: E402
-from dpsim.experiment.summary import Z95, declared_metrics, grid_columns, metric_names, summary_table  # noqa: E402
-from dpsim.experiment.verdicts import family_z  # noqa: E402
+from dpsim.engine.storage import store  # noqa: E402
+from dpsim.engine.definition.axes import axis_type  # noqa: E402
+from dpsim.engine.presentation.plots import draw_figures, format_value  # noqa: E402
+from dpsim.engine.presentation.summary import Z95, declared_metrics, grid_columns, metric_names, summary_table  # noqa: E402
+from dpsim.engine.judgement.verdicts import family_z  # noqa: E402
 
 VERDICTS_JSON = "verdicts.json"
 VERDICTS_CSV = "verdicts.csv"
@@ -76,7 +76,7 @@ def verdict_records(results: Sequence, checks: Mapping[str, object] | None = Non
     """One record per check result of ``dpsim verify``, in order.
 
     Args:
-        results: :class:`~dpsim.experiment.verdicts.CheckResult` objects.
+        results: :class:`~dpsim.engine.judgement.verdicts.CheckResult` objects.
         checks: name → check (its ``experiment`` and ``description``, the claim); without it
             those fields are None and "".
         family: the family size m of the verify (default: the results less the INFO ones).
@@ -110,7 +110,7 @@ def kill_records(outcomes: Sequence, mutants: Sequence, checks: Mapping[str, obj
     under it), in order.
 
     Args:
-        outcomes: :class:`~dpsim.experiment.verify.MutantOutcome` objects (``mutant``, ``killed_by``).
+        outcomes: :class:`~dpsim.engine.judgement.verify.MutantOutcome` objects (``mutant``, ``killed_by``).
         mutants: the mutants judged (``name``, ``experiments``).
         checks: name → check judged in the base run.
         base: the base run's results (a check that FAILed there cannot kill, a report-only
@@ -238,7 +238,7 @@ def run_folders(path: Path) -> list[Path]:
 def _installed(manifest: dict):
     """The experiment a manifest names when it is installed here (a paper, or a study file
     found from the manifest's source), else None: the page is then made from the folder alone."""
-    from dpsim.experiment.folder import experiment_of
+    from dpsim.engine.storage.folder import experiment_of
     source = str(manifest.get("source") or manifest.get("experiment", ""))
     if " + mutant " in source:
         return None
@@ -317,7 +317,7 @@ def _figures(run: Run, table: pd.DataFrame, salt: str) -> None:
 
 def _summaries(run: Run, table: pd.DataFrame) -> None:
     """Per method, every metric it reports summarised as ``dpsim summary --metric M`` does
-    (:func:`~dpsim.experiment.summary.summary_table`: mean and 95% interval per combination
+    (:func:`~dpsim.engine.presentation.summary.summary_table`: mean and 95% interval per combination
     of the axes that vary), one row per combination and one column per metric."""
     if table.empty or "method" not in table:
         return
@@ -361,7 +361,7 @@ def _joined(frames: Mapping[str, pd.DataFrame], axes: Sequence[str]) -> pd.DataF
 def nan_counts(table: pd.DataFrame) -> list[tuple[str, str, int, int]]:
     """(method, metric, NaN rows, rows) for every metric a method reports (some finite or
     infinite value in its rows) that is NaN in some of them: for a folder whose manifest does
-    not count them (``diagnostics.nan``, :func:`dpsim.experiment.runner.nan_metrics`)."""
+    not count them (``diagnostics.nan``, :func:`dpsim.engine.execution.runner.nan_metrics`)."""
     found = []
     if "method" not in table:
         return found
@@ -394,7 +394,7 @@ def _warnings(run: Run, table: pd.DataFrame) -> None:
     for method, metric, missing, rows in found:
         run.warnings.append(f"{missing} of {rows} rows of {method} have a NaN {metric}")
     if run.experiment is not None:
-        from dpsim.experiment.provenance import describe, fingerprint
+        from dpsim.engine.storage.provenance import describe, fingerprint
         recorded = manifest.get("code") or {}
         here = fingerprint(run.experiment)
         if recorded.get("hash") and recorded["hash"] != here["hash"]:
@@ -409,7 +409,7 @@ def gather_run(path: Path, salt: str) -> Run:
     run = Run(Path(path), manifest)
     run.experiment = _installed(manifest)
     if run.experiment is not None:
-        from dpsim.experiment.describe import describe
+        from dpsim.engine.presentation.describe import describe
         run.shown = describe(run.experiment, str(manifest.get("source", "")))
     try:
         table = store.load_results(path)

@@ -1,13 +1,13 @@
 """Run an experiment's grid: validate, plan, compile per step, compute chunks concurrently,
 write parts and the manifest, resume.
 
-The run loop only: the device batching policy is :mod:`dpsim.experiment.batching`, the plan
-(which lanes, in which programs and chunks) :mod:`dpsim.experiment.planning`, a chunk's
-program arguments and Arrow rows :mod:`dpsim.experiment.chunk_io`, the compiled programs
-:mod:`dpsim.experiment.program`, who computes the chunks :mod:`dpsim.experiment.executors`
+The run loop only: the device batching policy is :mod:`dpsim.engine.execution.batching`, the plan
+(which lanes, in which programs and chunks) :mod:`dpsim.engine.execution.planning`, a chunk's
+program arguments and Arrow rows :mod:`dpsim.engine.execution.chunk_io`, the compiled programs
+:mod:`dpsim.engine.execution.program`, who computes the chunks :mod:`dpsim.engine.execution.executors`
 (in this process by default: each step's program is compiled in a background thread while
 the previous step computes, and on CPU several chunks are computed at the same time,
-:func:`~dpsim.experiment.batching.default_workers`; or by Ray actors). Each chunk is written
+:func:`~dpsim.engine.execution.batching.default_workers`; or by Ray actors). Each chunk is written
 as one atomic Parquet part, by the main thread of the driver only.
 """
 from __future__ import annotations
@@ -27,17 +27,18 @@ import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
 from dpsim.errors import UsageError, note, warn
-from dpsim.experiment import calibration, parts, store
-from dpsim.experiment.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
+from dpsim.engine.execution import calibration
+from dpsim.engine.storage import parts, store
+from dpsim.engine.execution.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
                                        default_workers, device_memory_bytes, host_memory_bytes, memory_limit,
                                        micro_batch_size)
-from dpsim.experiment.chunk_io import method_columns
-from dpsim.experiment.executors import Executor, Job, LocalExecutor
-from dpsim.experiment.grid import Experiment, Grid, expand_grid
-from dpsim.experiment.planning import Plan, check_part, plan_steps, replicate_range, size_buckets, step_label
-from dpsim.experiment.provenance import environment, fingerprint
-from dpsim.experiment.program import clear_cache, compiler_options, lane_key, truth_key
-from dpsim.experiment.units import format_bytes, format_duration
+from dpsim.engine.execution.chunk_io import method_columns
+from dpsim.engine.execution.executors import Executor, Job, LocalExecutor
+from dpsim.engine.definition.grid import Experiment, Grid, expand_grid
+from dpsim.engine.execution.planning import Plan, check_part, plan_steps, replicate_range, size_buckets, step_label
+from dpsim.engine.storage.provenance import environment, fingerprint
+from dpsim.engine.execution.program import clear_cache, compiler_options, lane_key, truth_key
+from dpsim.engine.presentation.units import format_bytes, format_duration
 from dpsim.results import reasons
 
 DEFAULT_WATCHDOG_SECONDS = 900.0
@@ -199,7 +200,7 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     computes only the (grid point, replicate) pairs that are missing. ``chunk``: lanes per
     chunk (one Parquet part each); ``workers``: chunks computed at the same time (default
     :func:`default_workers`; on an accelerator, one computing and one queued behind it,
-    :data:`~dpsim.experiment.batching.ACCELERATOR_CHUNKS_IN_FLIGHT`; ``workers`` given: that
+    :data:`~dpsim.engine.execution.batching.ACCELERATOR_CHUNKS_IN_FLIGHT`; ``workers`` given: that
     many in flight). Neither changes the results. ``watchdog``: seconds without
     progress after which the run stops with :class:`~dpsim.errors.RunStalled`
     (:func:`watchdog_seconds`); the chunks written so far are kept, so re-running resumes.
@@ -207,15 +208,15 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     recorded in the manifest so that ``dpsim plot`` finds it again. ``micro_batch``: at most
     this many lanes vmapped together (default :func:`batching` of the backend); it changes
     no result beyond float rounding. ``executor``: who computes the chunks
-    (:mod:`dpsim.experiment.executors`; default :class:`~dpsim.experiment.executors.LocalExecutor`,
-    in this process); with a :class:`~dpsim.experiment.executors.RayExecutor` and no
+    (:mod:`dpsim.engine.execution.executors`; default :class:`~dpsim.engine.execution.executors.LocalExecutor`,
+    in this process); with a :class:`~dpsim.engine.execution.executors.RayExecutor` and no
     ``workers``, each step gets at least as many chunks as it has actors. ``part`` (I, N):
-    only that part of the lanes (:func:`~dpsim.experiment.planning.lane_part`; array jobs);
+    only that part of the lanes (:func:`~dpsim.engine.execution.planning.lane_part`; array jobs);
     the parts of one split may write one directory at the same time
-    (:mod:`dpsim.experiment.parts`), which is marked complete when all its lanes are stored.
+    (:mod:`dpsim.engine.storage.parts`), which is marked complete when all its lanes are stored.
     Otherwise one run at a time writes into a directory
-    (:func:`~dpsim.experiment.store.exclusive`); the plan is made once it is held.
-    ``reps_at``: data point id (:meth:`~dpsim.experiment.grid.Experiment.point_id` of its shape
+    (:func:`~dpsim.engine.storage.store.exclusive`); the plan is made once it is held.
+    ``reps_at``: data point id (:meth:`~dpsim.engine.definition.grid.Experiment.point_id` of its shape
     and data values) → replicates wanted there, a count R (0 … R − 1) or a range (start, stop);
     only those points are run, each over its own replicates (``reps`` is ignored; ``dpsim solve`` and ``verify --until-decided`` ask for
     replicates where they need them). Keys are unchanged: replicate r of a point is the same
@@ -223,18 +224,18 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     computed or written (``dpsim run``'s guard against a run of days or beyond the free disk);
     it raises UsageError to stop the run.
 
-    Code (:mod:`dpsim.experiment.provenance`): a folder whose rows were made by other code is
-    refused (:func:`~dpsim.experiment.store.check_code`) unless ``accept_code_change``: then
+    Code (:mod:`dpsim.engine.storage.provenance`): a folder whose rows were made by other code is
+    refused (:func:`~dpsim.engine.storage.store.check_code`) unless ``accept_code_change``: then
     the rows stored stay, only the lanes not stored are computed by this code, and the
-    manifest records a new segment (:func:`~dpsim.experiment.store.accepted_segments`: this
+    manifest records a new segment (:func:`~dpsim.engine.storage.store.accepted_segments`: this
     code, when, the parts stored before it) and the history entry says so; its ``code`` is
     this code from then on. ``owner``: the manifest's ``owner`` when this run creates the
-    folder (``dpsim verify`` marks its cache :data:`~dpsim.experiment.store.CACHE_OWNER`); an
+    folder (``dpsim verify`` marks its cache :data:`~dpsim.engine.storage.store.CACHE_OWNER`); an
     existing folder keeps its own.
 
     Threads: one background thread only *compiles* (the next step's program, while the
     current one computes); programs are executed by daemon threads, one per chunk in flight (chunks;
-    each chunk draws θ* itself, :func:`~dpsim.experiment.program.make_chunk_fn`). No
+    each chunk draws θ* itself, :func:`~dpsim.engine.execution.program.make_chunk_fn`). No
     batched LAPACK call is ever executed on CPU (:mod:`dpsim.linalg`), which is what
     deadlocked concurrent chunks.
     """
@@ -257,7 +258,7 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
                  source: str | None, executor: Executor) -> RunSummary:
     """:func:`run_experiment` once the directory is held: ``work`` was planned under the
     lock, so it sees every part another run finished before, and no other run writes, so
-    temporary files a killed run left are removed (:func:`~dpsim.experiment.store.remove_temporary`)."""
+    temporary files a killed run left are removed (:func:`~dpsim.engine.storage.store.remove_temporary`)."""
     overrides, chunk, seed = settings.overrides, settings.chunk, settings.seed
     grid, plan, done, out, workers = work.grid, work.steps, work.done, work.out, work.workers
     previous = store.read_manifest(out) or {}
@@ -348,7 +349,7 @@ def _record_batching(grid: Grid, plan: list, calibrations: Mapping, backend: str
     """Each step's batching as the manifest's history records it ({step, chunk, micro, from}),
     and, for steps with a calibration cache key, the cache updated (the layout compiled, and
     the calibration a step made: ``calibrations``, step index → {micro-batch: seconds per
-    lane}, :class:`~dpsim.experiment.executors.LocalExecutor`). ``micros``: step
+    lane}, :class:`~dpsim.engine.execution.executors.LocalExecutor`). ``micros``: step
     index → the micro-batch its program was compiled at, where the executor says (it may be
     fewer lanes than planned, to fit the device's memory; a calibrated step's is the one
     chosen)."""

@@ -2,9 +2,9 @@
 the mean of a metric equals a target, found by a stochastic root-finder on the engine.
 
 A *configuration* is one combination of the values of every axis but the solved one (AXIS);
-all of them advance together. Each *stage* of the finder (:mod:`dpsim.experiment.rootfinding`)
+all of them advance together. Each *stage* of the finder (:mod:`dpsim.engine.solving.rootfinding`)
 asks, per configuration, for new replicates at a few values of AXIS on its lattice; the stage
-is ONE :func:`~dpsim.experiment.runner.run_experiment` call over all of them (the union of the
+is ONE :func:`~dpsim.engine.execution.runner.run_experiment` call over all of them (the union of the
 asked values, ``reps_at`` naming each asked data point and its replicate count), so each
 shape compiles once per stage, and every evaluated point is stored as ordinary rows with the
 keys of ``dpsim run``: replicate r of a point is the same draw whichever solve or run made it.
@@ -26,7 +26,7 @@ points, and its runs compute nothing already stored; an interrupted solve (Ctrl-
 re-run finishes with the roots of an uninterrupted one. ``solve.json`` records the request; a
 different request into the same folder is refused (``budget`` and ``level`` may change: a
 larger budget continues a solve, a level only changes the intervals), and so is a folder whose
-rows were made by other code (:func:`~dpsim.experiment.store.check_code`), before anything is
+rows were made by other code (:func:`~dpsim.engine.storage.store.check_code`), before anything is
 written: a solve never rewrites another code's rows.
 
 **Budget** (``budget``, in replicate lanes asked: the sum of the finder's asked replicates,
@@ -58,14 +58,14 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment import rootfinding as rf
-from dpsim.experiment import store
-from dpsim.experiment.axes import axis_type
-from dpsim.experiment.grid import Experiment, expand_grid
-from dpsim.experiment.provenance import fingerprint
-from dpsim.experiment.registry import did_you_mean
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.summary import Z95
+from dpsim.engine.solving import rootfinding as rf
+from dpsim.engine.storage import store
+from dpsim.engine.definition.axes import axis_type
+from dpsim.engine.definition.grid import Experiment, expand_grid
+from dpsim.engine.storage.provenance import fingerprint
+from dpsim.engine.registry import did_you_mean
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.presentation.summary import Z95
 
 SOLVE_FILE = "solve.json"
 ROOTS_FILE = "roots.csv"
@@ -152,7 +152,7 @@ class Problem:
         config_axes: every axis but ``axis``, in the experiment's order.
         configs: (C,) dicts of their values, the product in grid order.
         varying: the configuration axes with more than one value.
-        finder: the root-finder (a :class:`~dpsim.experiment.rootfinding.RootFinder`).
+        finder: the root-finder (a :class:`~dpsim.engine.solving.rootfinding.RootFinder`).
         out, seed, level, budget: as :func:`solve_experiment` takes them.
         request: what ``solve.json`` records (JSON-able).
     """
@@ -179,7 +179,7 @@ def is_integer_axis(experiment: Experiment, axis: str, value) -> bool:
 
 
 def search_of(experiment: Experiment, axis: str, values: Sequence, within, target: float, points: int):
-    """The :class:`~dpsim.experiment.rootfinding.Search` of ``axis``: ``within`` (lo, hi), by
+    """The :class:`~dpsim.engine.solving.rootfinding.Search` of ``axis``: ``within`` (lo, hi), by
     default the smallest and largest of its values; a log lattice when lo > 0; integers when
     the axis's type is an integer type.
 
@@ -267,7 +267,7 @@ def _axis_value(search, x: float):
 
 def point_ids(experiment: Experiment, items: tuple) -> tuple[int, int]:
     """(data point id, grid point id) of one grid point given as (axis, value) pairs: the ids
-    the engine keys its lanes and rows by (:func:`~dpsim.experiment.planning.plan_steps`)."""
+    the engine keys its lanes and rows by (:func:`~dpsim.engine.execution.planning.plan_steps`)."""
     grid = expand_grid(experiment, {a: [v] for a, v in items})
     shape, data, analysis = grid.shapes[0], grid.data_points[0], grid.analysis_points[0]
     return experiment.point_id({**shape, **data}), experiment.point_id({**shape, **data, **analysis})
@@ -287,7 +287,7 @@ class Tally:
 
 
 class EngineOracle:
-    """Evaluates a finder's :class:`~dpsim.experiment.rootfinding.Ask` with ONE engine run
+    """Evaluates a finder's :class:`~dpsim.engine.solving.rootfinding.Ask` with ONE engine run
     (module docstring), counting per (configuration, value) the replicates used."""
 
     def __init__(self, problem: Problem, *, progress: bool, source: str | None, watchdog: float | None):
@@ -414,7 +414,7 @@ class SolveResult:
     """What a solve found and did.
 
     Attributes:
-        roots: the finder's :class:`~dpsim.experiment.rootfinding.Roots` ((C,) arrays).
+        roots: the finder's :class:`~dpsim.engine.solving.rootfinding.Roots` ((C,) arrays).
         table: ``roots.csv`` as a DataFrame (one row per configuration).
         evidence: ``evidence.csv`` as a DataFrame (one row per evaluated point).
         out: the folder; files: the files written besides the runs' (roots, evidence, request, figure).
@@ -450,9 +450,9 @@ def solve_experiment(experiment: Experiment, *, axis: str, target, within=None, 
         experiment: the experiment.  axis: the axis solved for (shape, data or analysis;
             numeric).  target: ``'METRIC[@METHOD]=VALUE'`` or a :class:`Target`.
         within: (lo, hi) searched (default: the smallest and largest of the axis's values).
-        finder: a finder, a finder's name, or None (:data:`~dpsim.experiment.rootfinding.DEFAULT_FINDER`).
+        finder: a finder, a finder's name, or None (:data:`~dpsim.engine.solving.rootfinding.DEFAULT_FINDER`).
         overrides: ``--set`` values of the other axes (their defaults otherwise).
-        seed, out, source, watchdog: as :func:`~dpsim.experiment.runner.run_experiment`.
+        seed, out, source, watchdog: as :func:`~dpsim.engine.execution.runner.run_experiment`.
         level: the roots' confidence level.  budget: replicate lanes asked, at most.
         progress: a line per stage and the runs' progress bars.  points: lattice size.
         max_stages: stage cap.  figure: draw ``solve.png`` / ``solve.pdf``.

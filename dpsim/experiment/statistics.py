@@ -3,7 +3,7 @@ delta-method ratio helper (:func:`log_ratio_of_means`), predictions evaluated fr
 at verify time (:func:`predictions`), ratios between two slices of an axis
 (:func:`log_ratio_between`), the phase-transition helpers (isotonic regression, Wilson
 bands, crossing points), and the composable statistics a
-:class:`~dpsim.experiment.checks.Claim` judges, each one number with its standard error
+:class:`~dpsim.engine.judgement.checks.Claim` judges, each one number with its standard error
 (:class:`Value`):
 
 * levels and ratios (log scale): :class:`Mean` (of a metric, or of its square: an RMS),
@@ -13,7 +13,7 @@ bands, crossing points), and the composable statistics a
 * slopes (linear): :class:`Slope` (log–log over replicate rows), :class:`LinearSlope` (of
   grid means, on the axis itself).
 
-Judging an estimate against a region is :mod:`dpsim.experiment.verdicts`' job.
+Judging an estimate against a region is :mod:`dpsim.engine.judgement.verdicts`' job.
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.experiment.rootfinding import STATUS, isotonic, z_quantile  # noqa: F401  (isotonic: the one PAVA, used by checks)
-from dpsim.experiment.summary import (Z95, describe_values, grid_columns, loglog_slope, select, slope_fit,
+from dpsim.engine.solving.rootfinding import STATUS, isotonic, z_quantile  # noqa: F401  (isotonic: the one PAVA, used by checks)
+from dpsim.engine.presentation.summary import (Z95, describe_values, grid_columns, loglog_slope, select, slope_fit,
                                       wilson_interval)
 
 
@@ -104,7 +104,7 @@ def exp_interval(log_r: float, se: float) -> tuple[float, float, float]:
 def predictions(rows: pd.DataFrame, prediction: Callable[[dict], float]) -> np.ndarray:
     """``prediction`` evaluated at each row's grid point (one call per distinct point).
 
-    The function sees only the grid axes of the table (:func:`~dpsim.experiment.summary.grid_columns`:
+    The function sees only the grid axes of the table (:func:`~dpsim.engine.presentation.summary.grid_columns`:
     the axes' values, never a method's output or a host-derived value such as a σ the
     mechanism computed), so a bug in the mechanism or in a helper it calls cannot move the
     prediction with the simulation.
@@ -154,7 +154,7 @@ def log_ratio_between(rows: pd.DataFrame, metric: str, axis: str, numerator, den
 # Phase transitions
 def wilson(successes, n):
     """95% Wilson score interval of a binomial proportion (elementwise; the one helper is
-    :func:`dpsim.experiment.summary.wilson_interval`)."""
+    :func:`dpsim.engine.presentation.summary.wilson_interval`)."""
     return wilson_interval(successes, n)
 
 
@@ -173,7 +173,7 @@ def crossing(x, y, level=0.5):
     return value, value
 
 
-# Composable statistics (for :class:`dpsim.experiment.checks.Claim`): each estimates one
+# Composable statistics (for :class:`dpsim.engine.judgement.checks.Claim`): each estimates one
 # number and its standard error on its own scale, optionally relative to a prediction
 # evaluated from the grid (:func:`predictions`).
 class _OfOneMethod:
@@ -391,7 +391,7 @@ class SliceRatio(_OfOneMethod):
 class Slope(_OfOneMethod):
     """The slope of log ``metric`` (``metric`` itself with ``log_y=False``) on log ``x`` over
     the replicate-level rows of ``method``, with one intercept per value of each axis in
-    ``per`` that varies (:func:`~dpsim.experiment.summary.loglog_slope`; HC1 standard
+    ``per`` that varies (:func:`~dpsim.engine.presentation.summary.loglog_slope`; HC1 standard
     error). Linear scale. ``per`` None (default): the axes of the Claim's ``where`` and
     ``pool`` (:meth:`pooled`)."""
 
@@ -423,7 +423,7 @@ class Slope(_OfOneMethod):
 class LinearSlope(_OfOneMethod):
     """The slope in ``x`` itself (not its log) of the grid means of ``scale``·``metric`` of
     ``method`` (``scale`` a column, e.g. n_samples for n·MSE; None: 1), weighted least squares
-    with the means' standard errors (:func:`~dpsim.experiment.summary.slope_fit`), divided
+    with the means' standard errors (:func:`~dpsim.engine.presentation.summary.slope_fit`), divided
     by ``per`` (a predicted slope, so the region is relative to it). Linear scale."""
 
     metric: str
@@ -464,7 +464,7 @@ def _label(value) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
-# Solved thresholds (a solve's roots, :mod:`dpsim.experiment.solve`) against a theorem's rate
+# Solved thresholds (a solve's roots, :mod:`dpsim.engine.solving.solve`) against a theorem's rate
 ROOT_STATUS = tuple(STATUS.values())          # the root finders' status names
 
 

@@ -12,7 +12,7 @@ moves it aside (``NAME.corrupt``, kept) and computes its lanes again
 it (experiment, seed, code fingerprint, the request: :func:`part_metadata`), so a missing
 or damaged ``manifest.json`` is read back from the parts (:func:`manifest_from_parts`) when
 they all agree; a damaged manifest is moved aside (``manifest.json.corrupt``) before a new
-one is written. ``dpsim repair`` and ``dpsim info`` are :mod:`dpsim.experiment.folder`.
+one is written. ``dpsim repair`` and ``dpsim info`` are :mod:`dpsim.engine.storage.folder`.
 """
 from __future__ import annotations
 
@@ -416,9 +416,9 @@ def owned_by_dpsim(out: Path) -> bool:
 
 def other_code(out: Path, code: dict) -> str | None:
     """How the rows of a run directory were made when that is not by ``code`` (a different
-    fingerprint, :mod:`dpsim.experiment.provenance`), as a description; None when the folder
+    fingerprint, :mod:`dpsim.engine.storage.provenance`), as a description; None when the folder
     holds no run or one made by ``code``."""
-    from dpsim.experiment.provenance import describe
+    from dpsim.engine.storage.provenance import describe
     recorded = recorded_code(out)
     if recorded is None or recorded.get("hash") == code["hash"]:
         return None
@@ -428,7 +428,7 @@ def other_code(out: Path, code: dict) -> str | None:
 def code_change(out: Path, code: dict) -> str:
     """What changed between the code that made ``out`` and ``code``: "changed modules: a, b"
     (at most five named), or why they cannot be named."""
-    from dpsim.experiment.provenance import changed_modules
+    from dpsim.engine.storage.provenance import changed_modules
     changed = changed_modules(recorded_code(out) or {}, code)
     if changed is None:
         return "its manifest names no modules (made before dpsim recorded them)"
@@ -448,7 +448,7 @@ def check_code(out: Path, code: dict, accept: bool = False) -> bool:
     Returns:
         Whether the folder holds rows of other code (only ever True with ``accept``).
     """
-    from dpsim.experiment.provenance import describe
+    from dpsim.engine.storage.provenance import describe
     made = other_code(out, code)
     if made is None:
         return False
@@ -470,7 +470,7 @@ def accepted_segments(previous: dict, code: dict, out: Path, when: str) -> list[
     found that it did not (the last segment's: every part not listed in its
     ``parts_before``); every row of a part comes from one code.
     """
-    from dpsim.experiment.provenance import changed_modules
+    from dpsim.engine.storage.provenance import changed_modules
     segments = list(previous.get("segments") or [{"code": previous.get("code", {}), "accepted": None,
                                                    "parts_before": []}])
     segments.append({"code": code, "accepted": when, "parts_before": [p.name for p in part_files(out)],
@@ -677,7 +677,7 @@ def manifest_from_parts(out: Path) -> dict | None:
     fields they share, the history of the requests that wrote them (in the order they
     started; each marked ``from_parts``: what it computed is not recorded) and an entry
     saying it was rebuilt; no study summary, and marked incomplete
-    until a run or ``dpsim repair`` (:mod:`dpsim.experiment.folder`) recounts it. None when
+    until a run or ``dpsim repair`` (:mod:`dpsim.engine.storage.folder`) recounts it. None when
     no readable part records it.
 
     Raises:
@@ -724,7 +724,7 @@ DERIVED_COLUMNS_KEY = b"dpsim.derived_columns"
 
 def mark_columns(table: pa.Table, method_columns, derived_columns=()) -> pa.Table:
     """Record in the schema which columns are method outputs (metrics and diagnostics) and
-    which are values derived on the host from the grid (:class:`~dpsim.experiment.Derived`)."""
+    which are values derived on the host from the grid (:class:`~dpsim.engine.Derived`)."""
     meta = dict(table.schema.metadata or {})
     meta[METHOD_COLUMNS_KEY] = json.dumps(list(method_columns)).encode()
     meta[DERIVED_COLUMNS_KEY] = json.dumps(list(derived_columns)).encode()

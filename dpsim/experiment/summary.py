@@ -298,7 +298,7 @@ def summary_table(table: pd.DataFrame, metric: str | None = None, by: Sequence[s
     reasons).
 
     Args:
-        table: the tidy results rows (:func:`dpsim.experiment.store.load_results`).
+        table: the tidy results rows (:func:`dpsim.engine.storage.store.load_results`).
         metric: the metric summarised; None: the first of :func:`metric_names` (``metrics``,
             the experiment's declared metrics, when known).
         by: the axes of a group besides ``method`` (default: every axis with several values).

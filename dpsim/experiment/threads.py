@@ -1,7 +1,7 @@
 """Threads of a run: a pool of daemon threads and waits that give up (the watchdog).
 
 A run compiles in one background thread and computes chunks in one thread per chunk in flight
-(:attr:`~dpsim.experiment.planning.Plan.in_flight`) while the main thread writes finished
+(:attr:`~dpsim.engine.execution.planning.Plan.in_flight`) while the main thread writes finished
 chunks. Every wait has a limit: a run that makes no progress for that long stops with
 :class:`~dpsim.errors.RunStalled` naming what it waited for, instead of hanging silently.
 """

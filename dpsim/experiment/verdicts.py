@@ -42,11 +42,11 @@ level): the price of the later looks. It is spent there because most checks are 
 stage 1, where replicates are cheapest. A stage that a check cannot afford in full is not
 taken (a partial stage would make the replicate count depend on the data): the check stays
 INCONCLUSIVE, "budget spent". The union bound is conservative (nested looks are positively
-correlated); tests/test_until_decided.py measures the error rates.
+correlated); tests/engine/test_until_decided.py measures the error rates.
 
 Every result prints through one formatter, :meth:`CheckResult.line`. The statistics the
-checks compute live in :mod:`dpsim.experiment.statistics`, the checks themselves in
-:mod:`dpsim.experiment.checks`.
+checks compute live in :mod:`dpsim.engine.judgement.statistics`, the checks themselves in
+:mod:`dpsim.engine.judgement.checks`.
 """
 from __future__ import annotations
 
@@ -57,10 +57,10 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from dpsim.errors import UsageError, did_you_mean
-from dpsim.experiment.axes import axis_type
-from dpsim.experiment.deferred import resolved
-from dpsim.experiment.rootfinding import z_quantile
-from dpsim.experiment.summary import NOT_AXES, Z95, require_unpooled, select
+from dpsim.engine.definition.axes import axis_type
+from dpsim.engine.judgement.deferred import resolved
+from dpsim.engine.solving.search import z_quantile
+from dpsim.engine.presentation.summary import NOT_AXES, Z95, require_unpooled, select
 
 UNCONVERGED_LIMIT = 0.01
 VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REFUSED", "INFO", "ERROR")
@@ -271,12 +271,12 @@ class Check:
         """What the check reads, known without data: ``{"columns": metrics, diagnostics or
         derived values, "axes": grid axes (or derived values) it selects or maps, "methods":
         …}``. The base: its ``where`` and ``pool`` axes and :attr:`methods`; a check reading
-        more names says so (:mod:`dpsim.experiment.checks`)."""
+        more names says so (:mod:`dpsim.engine.judgement.checks`)."""
         return {"columns": (), "axes": (*self.where, *self.pool), "methods": tuple(self.methods)}
 
     def mapped(self) -> tuple[str, ...] | None:
         """The columns its statistic maps (every other grid axis with several values in its rows
-        would be pooled: :func:`~dpsim.experiment.summary.require_unpooled`), or None when only
+        would be pooled: :func:`~dpsim.engine.presentation.summary.require_unpooled`), or None when only
         the data tells."""
         return None
 
@@ -332,7 +332,7 @@ class Check:
         """The check's result on ``table``; ``family``: the number of judged checks in the run
         (the Bonferroni factor of a FAIL, :func:`judge`); ``stage`` of ``stages``: the look of
         a sequential verify (:func:`judge`, :func:`stage_share`). Deferred predictions
-        (:mod:`dpsim.experiment.deferred`) are computed first; one that fails to compute
+        (:mod:`dpsim.engine.judgement.deferred`) are computed first; one that fails to compute
         is a UsageError naming the check (verify reports it on the check's line and goes
         on)."""
         self = self.with_predictions()

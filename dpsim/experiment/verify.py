@@ -7,10 +7,10 @@ into a check. With ``reps`` = R each check sees replicates 0 … R−1 exactly: 
 computed, extra ones already on disk are left out (and the line says so).
 
 Folders and code: a check never judges rows of code other than the one it checks (the
-manifest's fingerprint, :mod:`dpsim.experiment.provenance`), and verify never deletes or
+manifest's fingerprint, :mod:`dpsim.engine.storage.provenance`), and verify never deletes or
 rewrites a folder that is not its own. The default ``runs/verify`` is dpsim's cache: the
 folders verify creates there are marked ``"owner": "dpsim-cache"`` in their manifests
-(:data:`~dpsim.experiment.store.CACHE_OWNER`), and such a folder made by other code is
+(:data:`~dpsim.engine.storage.store.CACHE_OWNER`), and such a folder made by other code is
 replaced, with a note. Any other folder made by other code (every folder of a ``--runs DIR``
 the user names, and an unmarked one in the cache, e.g. one made by ``dpsim run --out``) is
 refused in one line naming the changed modules and the ways back, before anything is
@@ -20,19 +20,19 @@ same code are extended with the replicates a check needs.
 Family-wise rule: the checks judged in one ``verify`` are one family of m tests (the
 report-only ones excluded); a check FAILs only when its interval at the Bonferroni level
 0.05/m lies outside its region, PASSes when its 95% interval lies inside
-(:func:`dpsim.experiment.checks.judge`).
+(:func:`dpsim.engine.judgement.checks.judge`).
 
 Until decided (``--until-decided``, :class:`Sequential`, :func:`decided_on`): a check
 INCONCLUSIVE at stage s gets the replicates of stage s + 1 (twice as many: R, 2R, 4R, …, at
-most ``stages`` stages) at the data points it reads (:meth:`~dpsim.experiment.verdicts.Check.used_rows`;
+most ``stages`` stages) at the data points it reads (:meth:`~dpsim.engine.judgement.verdicts.Check.used_rows`;
 points shared by checks of one experiment are computed once) and is judged again on exactly
 the first 2^s·R replicates there, at the stage's levels
-(:func:`~dpsim.experiment.verdicts.stage_share`: the sequential rule that keeps both error
+(:func:`~dpsim.engine.judgement.verdicts.stage_share`: the sequential rule that keeps both error
 rates), until it is decided, its stages are used up, or the budget (lanes beyond stage 1,
 over the whole verify) cannot pay its next stage. The budget is charged by the schedule, not
 by what happens to be on disk, so a re-run takes the same decisions and computes nothing.
 
-Mutants (:mod:`dpsim.experiment.mutants`): :func:`verify_mutants` re-runs each mutant's
+Mutants (:mod:`dpsim.engine.judgement.mutants`): :func:`verify_mutants` re-runs each mutant's
 experiments into ``RUNS/mutants/<mutant>/<experiment>`` and re-judges the checks on them with
 the same family size; a mutant is *killed* when some check that did not FAIL on the real
 code FAILs under it, and *survives* otherwise (a check that cannot be evaluated, ERROR, never
@@ -49,13 +49,13 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from dpsim.errors import UsageError, note, traceback_wanted
-from dpsim.experiment.checks import CheckResult, stage_share
-from dpsim.experiment.grid import expand_grid
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.provenance import describe, fingerprint
-from dpsim.experiment import store
-from dpsim.experiment.store import CACHE_OWNER, load_results, other_code
-from dpsim.experiment.verdicts import ALPHA
+from dpsim.engine.judgement.checks import CheckResult, stage_share
+from dpsim.engine.definition.grid import expand_grid
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.storage.provenance import describe, fingerprint
+from dpsim.engine.storage import store
+from dpsim.engine.storage.store import CACHE_OWNER, load_results, other_code
+from dpsim.engine.judgement.verdicts import ALPHA
 
 DEFAULT_RUNS = Path("runs") / "verify"
 
@@ -198,7 +198,7 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
             then says at which stage, on how many replicates, its check was decided.
         solver: ``solver(experiment, solve, *, out, seed, progress) → roots table`` for the
             checks that declare a solve (:func:`judged_by_solves`; the command passes
-            :func:`dpsim.experiment.solve.solve_experiment`'s).
+            :func:`dpsim.engine.solving.solve.solve_experiment`'s).
     Returns:
         (results, verdict counts). A check that cannot be evaluated (:func:`judge`) is an
         ERROR line with the reason.
@@ -305,7 +305,7 @@ def judged_all(experiment, checks, *, runs: Path, seed: int, reps: int | None, f
 
 def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, progress: bool = True,
                      solver=None, owner: str | None = None) -> list[CheckResult]:
-    """Checks judged on a solve's roots (:class:`~dpsim.experiment.checks.ThresholdScalingCheck`):
+    """Checks judged on a solve's roots (:class:`~dpsim.engine.judgement.checks.ThresholdScalingCheck`):
     one solve per distinct ``check.solve``, into RUNS/<experiment>-solve-<axis>[-seedS] (a
     second declaration on the same axis gets a digest suffix), each check judged on its roots
     (``check.evaluate_roots``) and, when it has a ``figure``, drawn there as
@@ -502,7 +502,7 @@ def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, objec
     Args:
         checks: the checks judged in the base run (name → check); a mutant is judged by those
             on the experiments it changes.
-        mutants: :class:`~dpsim.experiment.mutants.Mutant` objects.
+        mutants: :class:`~dpsim.engine.judgement.mutants.Mutant` objects.
         base: the base run's results: a check that FAILed there cannot kill a mutant.
         family: the base run's family size (the same Bonferroni level).
     Returns:

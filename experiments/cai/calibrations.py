@@ -21,8 +21,8 @@ import jax.numpy as jnp
 
 from dpsim.estimators import guarded_penalised_mle
 from dpsim.estimators.btl_mle import penalised_mle
-from dpsim.experiment.checks import level_check
-from dpsim.experiment.mutants import Mutant, replaced_method, scaled_analysis, wrapped_method
+from dpsim.engine.judgement.checks import level_check
+from dpsim.engine.judgement.mutants import Mutant, replaced_method, scaled_analysis, wrapped_method
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import real_items
 

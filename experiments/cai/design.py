@@ -42,9 +42,10 @@ from scipy import integrate, special, stats
 
 from dpsim import metrics
 from dpsim.estimators import top_k_mask
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
-from dpsim.experiment.mutants import Mutant, changed_truth, replaced_method
+from dpsim.engine import Experiment, Tuning, Method
+from dpsim.engine.judgement.checks import At, Claim, Every, pinned_claim, ratio_region
+from dpsim.engine.judgement.statistics import ColumnRatio, Mean
+from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
 from . import edge, individual
 
@@ -135,7 +136,7 @@ def hypergeometric_hamming_var(n: int, k: int) -> float:
 
 
 def region(rel_se: float) -> tuple[float, float]:
-    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.experiment.checks.ratio_region`)."""
+    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.engine.judgement.checks.ratio_region`)."""
     return ratio_region(rel_se, SE_WIDTHS)
 
 
@@ -223,8 +224,7 @@ DESIGN = Experiment(
     axes={"n_items": [DESIGN_N], "k": ["auto"], "link": ["logistic"], "p": DESIGN_P, "eps": [1.0]},
     shape_axes=("n_items", "k", "link"), analysis_axes=("eps",),
     truth=edge.truth, generate=edge.generate, methods=METHODS, reps=DESIGN_REPS, truth_per_replicate=True,
-    axis_types=edge.AXIS_TYPES, resolve_shape=edge.resolve_shape, lane_bytes=edge.lane_bytes,
-    description="cai §2.1, §4.1.1; docs/cai.md, Pins of the design and the metrics: θ* design, G(n, p), logistic "
+    axis_types=edge.AXIS_TYPES, resolve_shape=edge.resolve_shape, tuning=Tuning(lane_bytes=edge.lane_bytes), description="cai §2.1, §4.1.1; docs/cai.md, Pins of the design and the metrics: θ* design, G(n, p), logistic "
                 "outcomes and every error metric against closed forms (θ* redrawn per replicate)")
 
 EXPERIMENTS = [DESIGN]

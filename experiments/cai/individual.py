@@ -55,7 +55,7 @@ from dpsim.estimators import (
     top_k_mask,
     win_counts,
 )
-from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, trend_check, UsageError, axes,
+from dpsim.engine import (Derived, Experiment, FigureSpec, Method, Panel, trend_check, UsageError, axes,
                               solver_diagnostics)
 from dpsim.models import get_link, sample_user_comparisons, theta_cai_design, true_top_k_mask
 from dpsim.results import first_failure

@@ -43,8 +43,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from dpsim.experiment.checks import At, Claim, Every, Mean, comparison_check
-from dpsim.experiment.statistics import predictions
+from dpsim.engine.judgement.checks import At, Claim, Every, Mean, comparison_check
+from dpsim.engine.judgement.statistics import predictions
 
 INF = math.inf
 LOGISTIC_KAPPA1, LOGISTIC_KAPPA2 = 1.0, 0.25      # cai (A1)–(A2), §2.2.1; docs/cai.md, Errata and modes (E4)
@@ -175,13 +175,13 @@ class PerturbationNoise(Mean):
 
 
 def perturbation_noise_check(name, experiment, method, prediction, lo, hi, *, gamma, at=(), formula="", **check):
-    """A level check (:func:`~dpsim.experiment.checks.level_check`) of
+    """A level check (:func:`~dpsim.engine.judgement.checks.level_check`) of
     :class:`PerturbationNoise` against ``prediction`` (2λ²)."""
     return Claim(name, experiment, PerturbationNoise(NOISE_COLUMN, method, gamma=gamma), (lo, hi),
                  over=Every(at) if at else At(), prediction=prediction, formula=formula, **check)
 
 
 def every_p_comparison(name, experiment, metric, better, worse, where, pool, description):
-    """A paired comparison at every value of p (:func:`~dpsim.experiment.checks.comparison_check`)."""
+    """A paired comparison at every value of p (:func:`~dpsim.engine.judgement.checks.comparison_check`)."""
     return comparison_check(name, experiment, metric, better, worse, every="p", where=where, pool=pool,
                             description=description)

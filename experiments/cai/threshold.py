@@ -74,10 +74,10 @@ import numpy as np
 
 from dpsim.theory import cai as cai_theory
 from dpsim.estimators import noisy_counts_individual, top_k_mask
-from dpsim.experiment import (Experiment, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
+from dpsim.engine import (Experiment, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
                               ThresholdScalingCheck, UsageError)
-from dpsim.experiment.mutants import Mutant, wrapped_method
-from dpsim.experiment.summary import select
+from dpsim.engine.judgement.mutants import Mutant, wrapped_method
+from dpsim.engine.presentation.summary import select
 from dpsim.mechanisms.calibration import COUNT_NOISE_MODES, edge_count_noise_scale
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import sample_user_comparisons, theta_two_block, top_k_size

@@ -40,9 +40,10 @@ import jax.numpy as jnp
 from scipy import stats
 
 from dpsim import metrics
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
-from dpsim.experiment.mutants import Mutant, changed_truth, replaced_method
+from dpsim.engine import Experiment, Keys, Tuning, Method
+from dpsim.engine.judgement.checks import At, Claim, Every, pinned_claim, ratio_region
+from dpsim.engine.judgement.statistics import ColumnRatio, Mean
+from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
 from . import common as c
 from . import rates
@@ -86,7 +87,7 @@ def perp_share_cv2(dim: int) -> float:
 
 
 def region(rel_se: float) -> tuple[float, float]:
-    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.experiment.checks.ratio_region`)."""
+    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.engine.judgement.checks.ratio_region`)."""
     return ratio_region(rel_se, SE_WIDTHS)
 
 
@@ -140,8 +141,7 @@ DESIGN = Experiment(
     axes={"dim": [DIM], "n_samples": [N_SAMPLES], "design": DESIGNS, "features": FEATURES, "eps": [1.0]},
     shape_axes=("dim", "n_samples", "design", "features"), analysis_axes=("eps",),
     truth=c.truth, generate=generate, methods=METHODS, reps=DESIGN_REPS, axis_types=c.AXIS_TYPES,
-    derived=(c.RADIUS,), truth_per_replicate=True, lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["dim"] * 4,
-    description="chowdhury §2, eq. (1), §6; docs/chowdhury.md, Pins of the design and the metrics: θ* designs, "
+    derived=(c.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["dim"] * 4), description="chowdhury §2, eq. (1), §6; docs/chowdhury.md, Pins of the design and the metrics: θ* designs, "
                 "feature covariance and law, logistic labels and the l2/mse/seminorm metrics against closed forms")
 
 EXPERIMENTS = [DESIGN]
@@ -306,9 +306,7 @@ DESIGN_PL = Experiment(
     methods={"design": Method(pl_design_fn, ("phi_msq", "picks_best", "picks_best_expected"), label="Design moments",
                               doc="moments of ϕ and of the top-1 choices")},
     reps=PL_REPS, axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
-    lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4,
-    stream_names=c.STREAM_NAMES,
-    description="chowdhury eq. (11), §4.4, §6; docs/chowdhury.md, Pins of the design and the metrics: "
+    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4), keys=Keys(stream_names=c.STREAM_NAMES), description="chowdhury eq. (11), §4.4, §6; docs/chowdhury.md, Pins of the design and the metrics: "
                 "ϕ ~ N(0, I_d) per action and the softmax top-1 choice against closed forms")
 
 EXPERIMENTS.append(DESIGN_PL)

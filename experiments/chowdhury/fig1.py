@@ -31,7 +31,7 @@ Checks (docs/chowdhury.md, Experiments as run, "how a reproduction of Fig. 1 sho
 """
 from __future__ import annotations
 
-from dpsim.experiment import Experiment, FigureSpec, Panel, comparison_check, slope_check, trend_check
+from dpsim.engine import Experiment, FigureSpec, Panel, comparison_check, slope_check, trend_check
 
 from . import common as c
 

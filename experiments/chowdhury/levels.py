@@ -40,9 +40,9 @@ import math
 import jax.numpy as jnp
 
 from dpsim.estimators.linear_btl import mle
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import level_check
-from dpsim.experiment.mutants import Mutant, chain, replaced_method, scaled_analysis
+from dpsim.engine import Experiment, Keys, Tuning, Method
+from dpsim.engine.judgement.checks import level_check
+from dpsim.engine.judgement.mutants import Mutant, chain, replaced_method, scaled_analysis
 
 from . import common as c
 from . import rates
@@ -113,8 +113,7 @@ KRR_RELEASE = Experiment(
     methods={"krr_release": Method(krr_release_fn, ("keep_rate", "next_rate"), label="K-RR release",
                                    doc="keep rate and one wrong label's rate of the K-RR labels")},
     reps=KRR_REPS, axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
-    lane_bytes=rates.RATES_K.lane_bytes, stream_names=c.STREAM_NAMES,
-    description="chowdhury eq. (12), §4.4; docs/chowdhury.md, Predictions (P12): K-RR keep rate e^ε/(e^ε+K−1) and other-label rate 1/(e^ε+K−1), exactly")
+    tuning=Tuning(lane_bytes=rates.RATES_K.lane_bytes), keys=Keys(stream_names=c.STREAM_NAMES), description="chowdhury eq. (12), §4.4; docs/chowdhury.md, Predictions (P12): K-RR keep rate e^ε/(e^ε+K−1) and other-label rate 1/(e^ε+K−1), exactly")
 
 EXPERIMENTS = [KRR_RELEASE]
 

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.linear_btl import rr_debiased, rr_naive_log_probabilities
-from dpsim.experiment import (ColumnRatio, Claim, Every, Experiment, FigureSpec, Method, Panel, UsageError,
+from dpsim.engine import (ColumnRatio, Claim, Every, Experiment, FigureSpec, Method, Panel, UsageError,
                               solver_diagnostics)
 from dpsim.mechanisms.randomized_response import randomized_response
 from dpsim.metrics import l2_error, squared_l2_error

@@ -50,9 +50,10 @@ from __future__ import annotations
 import math
 
 from dpsim.estimators.linear_btl_sgd import sgd_krr
-from dpsim.experiment import (Experiment, FigureSpec, linear_slope_check, Method, method_ratio_slope_check, Panel,
+from dpsim.engine import (Experiment, Keys, Tuning, FigureSpec, linear_slope_check, Method, method_ratio_slope_check, Panel,
                               slope_check)
-from dpsim.experiment.checks import deferred_table, level_check
+from dpsim.engine.judgement.deferred import deferred_table
+from dpsim.engine.judgement.checks import level_check
 from dpsim.mechanisms.randomized_response import kary_randomized_response
 from dpsim.metrics import l2_error, squared_l2_error
 from dpsim.models.linear_btl import sample_plackett_luce
@@ -77,8 +78,7 @@ def rates_experiment(name, title, grid, figure, description, methods=None, reps=
         name=name, title=title, axes=axes, shape_axes=("dim", "n_samples", "design", "features"),
         analysis_axes=("eps", "delta", "beta"), truth=c.truth, generate=c.generate_with_mle,
         privatise=c.privatise_rr, methods=methods or c.EXACT_METHODS, reps=reps, figure=figure,
-        axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, lane_bytes=c.binary_lane_bytes,
-        description=description)
+        axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=c.binary_lane_bytes), description=description)
 
 
 def _figure(x, xlabel, panels, title, logx=True, labels=LABELS):
@@ -185,9 +185,7 @@ RATES_K = Experiment(
     figure=_figure("n_actions", "$K$", (Panel("l2", None, L2, each=("eps",)),), "chowdhury K-ary RR (P11)",
                    labels={m: PL_METHODS[m].label for m in PL_METHODS}),
     axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
-    lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4,
-    stream_names=c.STREAM_NAMES,
-    description="docs/chowdhury.md, Predictions (P11), App. C.4: K-RR error grows with (e^ε + K − 1)/(e^ε − 1)")
+    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4), keys=Keys(stream_names=c.STREAM_NAMES), description="docs/chowdhury.md, Predictions (P11), App. C.4: K-RR error grows with (e^ε + K − 1)/(e^ε − 1)")
 
 EXPERIMENTS = [RATES_N, RATES_EPS, RATES_DIM, RATES_K]
 
@@ -241,7 +239,7 @@ def predicted_slopes() -> dict:
     }
 
 
-# computed when the first check that uses one is judged (dpsim.experiment.deferred)
+# computed when the first check that uses one is judged (dpsim.engine.judgement.deferred)
 PREDICTED = deferred_table(predicted_slopes, "chowdhury's rate predictions")
 
 # ---------------------------------------------------------------------------------------

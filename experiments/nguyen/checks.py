@@ -1,5 +1,5 @@
-"""nguyen's one-line claims beyond the engine's (:mod:`dpsim.experiment.checks`), each a
-:class:`~dpsim.experiment.checks.Claim` (docs/nguyen.md, Predictions):
+"""nguyen's one-line claims beyond the engine's (:mod:`dpsim.engine.judgement.checks`), each a
+:class:`~dpsim.engine.judgement.checks.Claim` (docs/nguyen.md, Predictions):
 
 * :func:`metric_ratio_slope_check`: for one method, the slope in log x of log(mean a/mean b)
   for two metrics of the same fits (R3: ‖·‖∞/‖·‖₂ shrinks like √(log m/m));
@@ -9,12 +9,12 @@
   inaccurate" means an error at least that of the estimate 0, ‖β*‖₂).
 
 The private/non-private ratios (R7, R9) are the engine's
-:func:`~dpsim.experiment.checks.method_ratio_check` and
-:func:`~dpsim.experiment.checks.method_ratio_slope_check`.
+:func:`~dpsim.engine.judgement.checks.method_ratio_check` and
+:func:`~dpsim.engine.judgement.checks.method_ratio_slope_check`.
 """
 from __future__ import annotations
 
-from dpsim.experiment.checks import Along, Claim, ColumnRatio, Mean, level_check
+from dpsim.engine.judgement.checks import Along, Claim, ColumnRatio, Mean, level_check
 
 
 def metric_ratio_slope_check(name: str, experiment: str, method: str, numerator: str, denominator: str, x: str,

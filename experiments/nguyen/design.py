@@ -35,9 +35,10 @@ import jax.numpy as jnp
 from scipy import integrate
 
 from dpsim import metrics
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import At, Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
-from dpsim.experiment.mutants import Mutant, changed_truth, replaced_method
+from dpsim.engine import Experiment, Tuning, Method
+from dpsim.engine.judgement.checks import At, Claim, Every, pinned_claim, ratio_region
+from dpsim.engine.judgement.statistics import ColumnRatio, Mean
+from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
 from .common import AXIS_TYPES, lane_bytes
 from .rates import rate_generate, rate_truth
@@ -86,7 +87,7 @@ def pair_term(design: str) -> float:
 
 
 def region(rel_se: float) -> tuple[float, float]:
-    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.experiment.checks.ratio_region`)."""
+    """e^{±SE_WIDTHS·se}, rounded outward (:func:`dpsim.engine.judgement.checks.ratio_region`)."""
     return ratio_region(rel_se, SE_WIDTHS)
 
 
@@ -139,8 +140,7 @@ DESIGN = Experiment(
     axes={"n_items": [N_ITEMS], "n_users": [N_USERS], "design": DESIGNS, "p": DESIGN_P, "eps": [1.0]},
     shape_axes=("n_items", "n_users", "design"), analysis_axes=("eps",),
     truth=rate_truth, truth_per_replicate=True, generate=rate_generate, methods=METHODS, reps=DESIGN_REPS,
-    axis_types=AXIS_TYPES, lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"]),
-    description="nguyen §2, eq. (1), eq. (2); docs/nguyen.md, Pins of the design and the metrics: θ*, β* designs, "
+    axis_types=AXIS_TYPES, tuning=Tuning(lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"])), description="nguyen §2, eq. (1), eq. (2); docs/nguyen.md, Pins of the design and the metrics: θ*, β* designs, "
                 "missingness, Rasch responses, differential counts and the ℓ2 modes against closed forms")
 
 EXPERIMENTS = [DESIGN]

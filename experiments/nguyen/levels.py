@@ -3,12 +3,12 @@
 
 Slopes and paired signs are blind to a constant factor in a noise scale (a discrete-Gaussian σ
 halved still passes every Fig. 2 claim). Each check here is a
-:func:`~dpsim.experiment.checks.level_check`: a metric the method reports
+:func:`~dpsim.engine.judgement.checks.level_check`: a metric the method reports
 (:func:`.common.make_methods` with ``calibration=True``) against a closed form written here
 from the paper's formulas and evaluated from the grid's ε*, δ, mode, accounting, conversion,
 m and n only: no σ, t, ρ or ε_RR the mechanism or its Derived values computed is read, and
 no helper the mechanism calls is imported (the conversions, the discrete variances and the
-shuffle bound are re-derived below; tests/test_nguyen_levels.py compares them with SciPy
+shuffle bound are re-derived below; tests/nguyen/test_nguyen_levels.py compares them with SciPy
 sums and with the library's values).
 
 Metrics and their expectations:
@@ -43,7 +43,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import optimize, stats
 
-from dpsim.experiment.checks import level_check
+from dpsim.engine.judgement.checks import level_check
 
 from .real import FIG2, FIG3, REAL_REPS
 from .synthetic import FIG1, FIG1_REPS

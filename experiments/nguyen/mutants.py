@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from dpsim.experiment.mutants import Mutant, overridden_derived, scaled_analysis, scaled_derived, wrapped_method
+from dpsim.engine.judgement.mutants import Mutant, overridden_derived, scaled_analysis, scaled_derived, wrapped_method
 
 from .real import FIG2
 

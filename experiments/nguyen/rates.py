@@ -51,7 +51,7 @@ import math
 import jax
 
 from dpsim import theory
-from dpsim.experiment import (Experiment, FigureSpec, Panel, deferred_entries, method_ratio_check,
+from dpsim.engine import (Experiment, FigureSpec, Panel, deferred_entries, method_ratio_check,
                               method_ratio_slope_check, slope_check, slope_range_check, trend_check)
 from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
 from dpsim.mechanisms.zcdp import zcdp_rho
@@ -209,7 +209,7 @@ def predictions() -> dict:
 
 
 # Every prediction is computed from dpsim.theory.nguyen when the first check that uses it is
-# judged (dpsim.experiment.deferred): never a rounded literal
+# judged (dpsim.engine.judgement.deferred): never a rounded literal
 P = deferred_entries(prediction_thunks(), "nguyen's rate prediction")
 STAT_SLOPE_N, STAT_SLOPE_M, STAT_SLOPE_P = P["stat_slope_n"], P["stat_slope_m"], P["stat_slope_p"]
 LINF_SLOPE_M, RATIO_SLOPE_M = P["linf_slope_m"], P["ratio_slope_m"]

@@ -48,7 +48,7 @@ import numpy as np
 from dpsim.datasets import lsat, movielens_responses, three_grades, uci_student
 from dpsim.errors import UsageError
 from dpsim.estimators.spectral import differential_counts
-from dpsim.experiment import (Derived, Experiment, FigureSpec, Panel, axes, comparison_check, method_ratio_check,
+from dpsim.engine import (Derived, Experiment, FigureSpec, Panel, axes, comparison_check, method_ratio_check,
                               ratio_check)
 
 from .common import (AXIS_TYPES, PROSE, DELTA, EPS_REAL, LABELS, MODES, PROPOSED, REAL, SYMBOLS, VALUE_LABELS,

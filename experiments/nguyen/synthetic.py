@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.spectral import differential_counts
-from dpsim.experiment import (Experiment, FigureSpec, Panel, comparison_check, method_ratio_check, ratio_check,
+from dpsim.engine import (Experiment, FigureSpec, Panel, comparison_check, method_ratio_check, ratio_check,
                               trend_check)
 from dpsim.models.rasch import authors_difficulties, rasch_abilities, sample_rasch_responses
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from dpsim.estimators import top_k_mask
 from dpsim.estimators.spectral import differential_counts, exact_solve_result, spectral_estimate
-from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
+from dpsim.engine import (Derived, Experiment, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
                               ThresholdScalingCheck, UsageError, axes, deferred_table)
 from dpsim.metrics import linf_error, topk_metrics
 from dpsim.models.btl import true_top_k_mask
@@ -156,7 +156,7 @@ def predictions() -> dict:
             "p_low_bound": max(rates.top_k_success_probability(m, TOPK_K, 2.0, FISHER_S2) for m in TOPK_ITEMS)}
 
 
-# computed from the model when the first check that uses them is judged (dpsim.experiment.deferred)
+# computed from the model when the first check that uses them is judged (dpsim.engine.judgement.deferred)
 PREDICTED = deferred_table(predictions, "nguyen's top-K predictions")
 # the collapse bound: the geometric mean of the predicted spreads with and without log m
 # (1.17 and 2.90 on this grid), so the right scaling passes and the wrong one fails by the

@@ -13,7 +13,7 @@ privacy level and mechanism sees the same raw data (common random numbers).
 **Tables** (Scenarios III, IV). On the ladder θ* = Δ·r every pair's law depends only on the rank
 difference k = |r_i − r_j| of its items: the raw wins are Bin(L, σ(Δk)) and the RR count
 Bin(L, ½ + (σ(Δk) − ½)tanh(ε/2)) (Lemma 1), k = 1 … m − 1. Their alias tables are built on the
-host once per cell (the engine's :class:`~dpsim.experiment.CellArrays` ``win_law`` of (m, L, Δ)
+host once per cell (the engine's :class:`~dpsim.engine.CellArrays` ``win_law`` of (m, L, Δ)
 and ``release_law`` of (m, L, Δ, ε), :data:`LADDER_CELLS`) and every pair is drawn with one
 64-bit word (:func:`dpsim.models.complete_btl.sample_ladder_pair_counts`, exact:
 :mod:`dpsim.samplers`). No figure of these scenarios compares raw and released counts, so the
@@ -33,7 +33,7 @@ estimates rank the items identically, ties included (docs/xu.md, Mechanisms and 
 same raw wins (docs/xu.md, Experiments as run). Each experiment declares the analysis axes that key its
 release (``release_axes``: the privacy level, i.e. every analysis axis but ``mechanism`` and
 ``mode``), and the engine passes the release stage that key
-(:mod:`dpsim.experiment.program`, "Keys").
+(:mod:`dpsim.engine.execution.program`, "Keys").
 
 **Estimator** (xu §4.1 eq. (3); xu §4.1). One method, ``m_est``: the debiased
 M-estimator θ̂ = argmin Σ_{i<j}[z̄_ij(θ_j − θ_i) + log(1 + e^{θ_i − θ_j})] + λ‖θ‖², by
@@ -78,7 +78,8 @@ from dpsim.estimators.debiased_m import (LAMBDA_RULES, debiased_m_estimator, exp
                                          ridge_lambda)
 import numpy as np
 
-from dpsim.experiment import CellArrays, Derived, Experiment, FigureSpec, Method, UsageError, axes, solver_diagnostics
+from dpsim.engine import CellArrays, Derived, Experiment, FigureSpec, Method, UsageError, solver_diagnostics
+from dpsim.engine.definition import axes
 from dpsim.mechanisms.pairwise_ldp import MECHANISMS, classic_rr_mean, debiased_rr_mean, privatise
 from dpsim.metrics import excess_risk, kendall_distance, l2_rms_error, linf_error
 from dpsim.models.btl import true_top_k_mask
@@ -143,7 +144,7 @@ OPTIONAL_METRICS = ("oracle_mse", "floor_mse", "release_slope", "excess_var")
 def resolve_k(shape: dict, auto: Callable[[int], int] = lambda m: m // 2) -> dict:
     """The shape with ``k`` resolved to the integer K ("auto": ``auto(m)``, m//2 = the paper's
     K = m/2; xu §5.2, Scenario III), checked to lie in [1, m − 1] (docs/xu.md, Errata and modes (A23)). The stored
-    ``k`` is this integer (the shared rule, :mod:`dpsim.experiment.axes`)."""
+    ``k`` is this integer (the shared rule, :mod:`dpsim.engine.definition.axes`)."""
     m, k = shape["n_items"], shape.get("k", "auto")
     top_k = auto(m) if k == "auto" else k
     if not 1 <= top_k <= m - 1:
@@ -241,7 +242,7 @@ RR_MECHANISMS = ("debiased_rr", "classic_rr")
 
 def ladder_counts(key, ladder, cell, n_users):
     """(1, M) counts per pair of a ladder design drawn through the tables of one cell (a
-    :class:`~dpsim.experiment.Cell` of :data:`LADDER_CELLS`): one 64-bit word per pair."""
+    :class:`~dpsim.engine.Cell` of :data:`LADDER_CELLS`): one 64-bit word per pair."""
     threshold, alias = cell.tables["threshold"], cell.tables["alias"]
     laws = threshold.shape[1]
     rows = (-1, threshold.shape[-1])

@@ -31,7 +31,8 @@ import math
 
 import numpy as np
 
-from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, axes, deferred_entries, ratio_check
+from dpsim.engine import Derived, Experiment, FigureSpec, Panel, deferred_entries, ratio_check
+from dpsim.engine.definition import axes
 from dpsim.mechanisms.privacy_profile import PROFILES, privacy_G, profile_group_sizes
 from dpsim.models.complete_btl import sample_pair_wins
 from dpsim.theory import xu as theory

@@ -1,6 +1,6 @@
 """Closed forms that pin xu's mechanisms and estimator at their level, evaluated
 from a grid point's values only (m, L, ε, mechanism, λ rule), for
-:func:`~dpsim.experiment.checks.level_check` predictions.
+:func:`~dpsim.engine.judgement.checks.level_check` predictions.
 
 Written here from the paper's formulas (xu §3 eq. (1), Lemmas 1–2, §4.1 eq. (3);
 xu §3.1–3.2; §4.1, eq. (3); docs/xu.md, Mechanisms and estimators; Predictions (P4)), on purpose **without** the library's helpers

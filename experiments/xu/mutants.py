@@ -1,11 +1,11 @@
 """xu's mutants: plausible bugs of its release and estimator that
-``dpsim verify xu --mutants`` must kill (:mod:`dpsim.experiment.mutants`).
+``dpsim verify xu --mutants`` must kill (:mod:`dpsim.engine.judgement.mutants`).
 
 xu's release (:mod:`.common`, "Release") is keyed by its privacy level, not its mechanism (the
 experiment's ``release_axes``): the ``privatise`` stage reads ε and the
 mechanism from ``ctx.analysis`` and returns the profile (sizes, ε) that the estimator's λ then
 reads. A consistent release at a wrong ε is therefore the engine's
-:func:`~dpsim.experiment.mutants.scaled_analysis` on the privatise stage (the release and
+:func:`~dpsim.engine.judgement.mutants.scaled_analysis` on the privatise stage (the release and
 λ both see the wrong ε, the estimator believes it); the mismatched releases below rebuild the
 stage from the same sub-keys as :func:`dpsim.mechanisms.pairwise_ldp.privatise` (one
 ``jax.random.split`` of the stage's release key: RR first, Laplace second), so every draw but the
@@ -31,8 +31,8 @@ from typing import Callable
 
 import jax
 
-from dpsim.experiment import Experiment
-from dpsim.experiment.mutants import Mutant, scaled_analysis, wrapped_method
+from dpsim.engine import Experiment
+from dpsim.engine.judgement.mutants import Mutant, scaled_analysis, wrapped_method
 from dpsim.mechanisms.pairwise_ldp import debiased_rr_mean, laplace_pair_mean, rr_pair_counts
 
 from .common import homogeneous_groups

@@ -42,7 +42,8 @@ from functools import lru_cache
 import jax.numpy as jnp
 
 from dpsim.datasets import movielens_rankings, movielens_theta, ratings_or_stand_in, subsample_pair_wins
-from dpsim.experiment import Derived, Experiment, FigureSpec, Panel, ratio_check, UsageError, axes
+from dpsim.engine import Derived, Experiment, FigureSpec, Panel, ratio_check, UsageError
+from dpsim.engine.definition import axes
 from dpsim.theory import xu as theory
 
 from .common import (AXIS_TYPES, STREAM_NAMES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes,

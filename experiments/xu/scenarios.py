@@ -49,11 +49,11 @@ import math
 
 import numpy as np
 
-from dpsim.experiment import (Deferred, FigureSpec, IdenticalAcrossCheck, column_ratio_check,  # noqa: F401
+from dpsim.engine import (Deferred, FigureSpec, IdenticalAcrossCheck, column_ratio_check,  # noqa: F401
                               Panel, predicted_ratio_check, ratio_check, slope_check, slope_range_check, trend_check)
 from dpsim.theory import xu as theory
 
-from dpsim.experiment.checks import level_check
+from dpsim.engine.judgement.checks import level_check
 
 from . import levels
 from .common import INF, SYMBOLS, VALUE_LABELS, YLABEL, truth_ladder, truth_uniform, xu_experiment

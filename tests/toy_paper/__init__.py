@@ -1,6 +1,6 @@
 """toy — a fifth paper that exists only for the tests: a paper package as an outside author
 writes one, from dpsim's public API alone, registered by ONE entry-point line
-(``toy = toy_paper`` in the ``dpsim.papers`` group; tests/test_conformance.py writes that line
+(``toy = toy_paper`` in the ``dpsim.papers`` group; tests/conformance/test_conformance.py writes that line
 into a ``toy_paper-0.0.dist-info`` for its tests). It has no test code of its own: the
 conformance suite finds it like any installed paper and runs its bad-input cases, a smoke run,
 its figures and its checks.
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from dpsim.errors import UsageError
 from dpsim.estimators import top_k_mask, win_counts
-from dpsim.experiment import Derived, Experiment, FigureSpec, Method, Panel, level_check, trend_check
+from dpsim.engine import Derived, Experiment, FigureSpec, Method, Panel, level_check, trend_check
 from dpsim.metrics import topk_metrics
 from dpsim.models import sample_er_comparisons, true_top_k_mask
 
