@@ -3,7 +3,7 @@ learning from pairwise comparisons and human response data.
 
 ``import dpsim`` gives the Python API of :mod:`dpsim.api` (imported on first use):
 ``dpsim.run``, ``dpsim.load`` (:class:`~dpsim.api.Results`), ``dpsim.verify``, ``dpsim.solve``,
-``dpsim.show``, ``dpsim.catalog``, ``dpsim.experiment_named``, ``dpsim.checks_for``,
+``dpsim.show``, ``dpsim.catalog``, ``dpsim.pins``, ``dpsim.experiment_named``, ``dpsim.checks_for``,
 ``dpsim.report``, ``dpsim.info``, ``dpsim.repair``, ``dpsim.merge``, ``dpsim.audit``, ``dpsim.plan``.
 
 Importing dpsim enables float64 in JAX for the whole process (``jax_enable_x64``): the
@@ -22,7 +22,7 @@ jax.config.update("jax_enable_x64", True)
 __version__ = "0.3.0"
 
 # The Python API (dpsim.api), imported on first use so that ``import dpsim`` stays light.
-API = ("run", "load", "Results", "experiment_named", "show", "catalog", "verify", "Verification", "solve",
+API = ("run", "load", "Results", "experiment_named", "show", "catalog", "pins", "verify", "Verification", "solve",
        "checks_for", "Method", "Experiment", "report", "info", "repair", "merge", "audit", "plan")
 
 

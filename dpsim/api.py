@@ -4,6 +4,7 @@
 
     import dpsim
     dpsim.catalog()["experiments"]                    # what can be run (a DataFrame)
+    dpsim.pins("cai")                                 # each component and the checks that pin it
     dpsim.show("cai-fig3")["axes"]                    # its axes, kinds and defaults
     results = dpsim.run("cai-fig3", reps=20, n_items=100, eps=[0.5, float("inf")])
     results.table                                     # the tidy rows (pandas)
@@ -35,7 +36,7 @@ import pandas as pd
 from dpsim.errors import UsageError, note, stage_failed, traceback_wanted
 from dpsim.engine.definition.experiment import Experiment, Method
 
-__all__ = ["run", "load", "Results", "experiment_named", "show", "catalog", "verify", "Verification", "solve",
+__all__ = ["run", "load", "Results", "experiment_named", "show", "catalog", "pins", "verify", "Verification", "solve",
            "checks_for", "Method", "Experiment"]
 
 
@@ -246,6 +247,42 @@ def catalog(target: str | None = None) -> dict[str, pd.DataFrame]:
                                   "description": m.description} for m in chosen("mutants")],
                                 columns=["name", "paper", "experiments", "description"]),
     }
+
+
+def pins(target: str | None = None) -> pd.DataFrame:
+    """What ``dpsim list PAPER --pins`` prints, as data: each component a paper declares
+    (``COMPONENTS``: the generators, mechanisms, estimators and metrics it simulates and scores) with the
+    checks that pin it and the mutants that break it, so a component no check pins shows.
+
+    Args:
+        target: a paper's name (``"cai"``), None (every installed paper) or a study file
+            (its own ``COMPONENTS``).
+    Returns:
+        One row per component: paper, component (``KIND:NAME``), kind, description, checks
+        and mutants (tuples of names), gap (True when no check pins it).
+    Raises:
+        UsageError: an unknown paper (with the closest names).
+    """
+    from dpsim.engine.presentation.describe import PIN_FIELDS, pin_rows
+    from dpsim.engine.registry import catalogue, is_study
+    study = bool(target) and is_study(target)
+    found = catalogue(target if study else None)
+    if study:
+        papers = [target.split(":")[0]]
+    elif target:
+        if target not in found.papers:
+            raise UsageError(f"unknown paper {target!r}{did_you_mean(target, found.papers)}; "
+                             f"the papers are {', '.join(found.papers)}")
+        papers = [target]
+    else:
+        papers = list(found.papers)
+
+    def of(kind, paper):
+        return [item for name, item in getattr(found, kind).items() if found.paper_of[kind].get(name) == paper]
+
+    rows = [row for paper in papers for row in pin_rows(paper, found.components.get(paper, {}), of("checks", paper),
+                                                         of("mutants", paper))]
+    return pd.DataFrame(rows, columns=list(PIN_FIELDS))
 
 
 # ------------------------------------------------------------------------------------- run and load

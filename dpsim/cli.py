@@ -24,6 +24,8 @@ class _Parser(argparse.ArgumentParser):
 
 def cmd_list(args) -> int:
     from dpsim.api import catalog
+    if args.pins:
+        return cmd_list_pins(args)
     found = catalog(args.study)
     print("experiments (details: dpsim show NAME):")
     for e in found["experiments"].itertuples():
@@ -38,6 +40,21 @@ def cmd_list(args) -> int:
     print("mutants (plausible bugs `dpsim verify --mutants` must catch):")
     for m in found["mutants"].itertuples():
         print(f"  {m.name:<40} ({', '.join(m.experiments)}) {m.description}")
+    return 0
+
+
+def cmd_list_pins(args) -> int:
+    """`dpsim list PAPER --pins`: each component the paper declares, the checks that pin it and
+    the mutants that break it; GAP where no check pins it (:func:`dpsim.api.pins`)."""
+    from dpsim.api import pins
+    from dpsim.engine.presentation.describe import pin_lines
+    table = pins(args.study)
+    for paper, rows in table.groupby("paper", sort=False):
+        print(f"{paper}: components and the checks that pin them (mutants: those declared to break it)")
+        for line in pin_lines(rows.to_dict("records")):
+            print("  " + line)
+    if table.empty:
+        print(f"{args.study or 'no paper'} declares no COMPONENTS")
     return 0
 
 
@@ -437,6 +454,9 @@ def _list_parser(sub) -> None:
     lister.add_argument("study", nargs="?", default=None,
                         help="a paper (cai) or name prefix to list only its items, or a study file to add its own "
                              "(path/to/study.py)")
+    lister.add_argument("--pins", action="store_true",
+                        help="instead: each generator, mechanism, estimator and metric the paper declares, the checks that pin "
+                             "it and the mutants that break it; GAP where no check pins it")
     lister.set_defaults(func=cmd_list)
 
 

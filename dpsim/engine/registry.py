@@ -30,13 +30,15 @@ from dpsim.engine.definition.experiment import Experiment
 
 GROUP = "dpsim.papers"
 KINDS = ("experiments", "checks", "audits", "mutants")
+COMPONENT_KINDS = ("generator", "mechanism", "estimator", "metric")
 
 
 @dataclass
 class Catalogue:
     """Experiments, checks, audits and mutants by name; where each experiment came from
     (``source[name]``: a paper module's name, or ``path.py:NAME`` for a study file); each
-    paper's title (``papers[paper]``) and page (``pages[paper]``); and the paper that defines each item
+    paper's title (``papers[paper]``), page (``pages[paper]``) and components
+    (``components[paper]``: ``"KIND:NAME"`` → one line); and the paper that defines each item
     (``paper_of[kind][name]``, kind one of :data:`KINDS`)."""
 
     experiments: dict = field(default_factory=dict)
@@ -46,6 +48,7 @@ class Catalogue:
     source: dict = field(default_factory=dict)
     papers: dict = field(default_factory=dict)
     pages: dict = field(default_factory=dict)
+    components: dict = field(default_factory=dict)
     paper_of: dict = field(default_factory=lambda: {kind: {} for kind in KINDS})
 
     def add(self, module: ModuleType, paper: str, module_name: str | None = None) -> None:
@@ -76,11 +79,14 @@ class Catalogue:
                 self.paper_of[kind][item.name] = paper
         self.papers[paper] = getattr(module, "TITLE", "")
         self.pages[paper] = getattr(module, "PAGE", "")
+        self.components[paper] = dict(getattr(module, "COMPONENTS", None) or {})
         validate_checks(getattr(module, "CHECKS", []) or [], self.experiments)
+        validate_components(self.components[paper], getattr(module, "CHECKS", []) or [],
+                            getattr(module, "MUTANTS", []) or [], paper)
 
     def update(self, other: "Catalogue") -> None:
         """Add everything ``other`` holds (its items replace same-named ones)."""
-        for name in (*KINDS, "source", "papers", "pages"):
+        for name in (*KINDS, "source", "papers", "pages", "components"):
             getattr(self, name).update(getattr(other, name))
         for kind in KINDS:
             self.paper_of[kind].update(other.paper_of[kind])
@@ -131,6 +137,29 @@ def validate_checks(checks, experiments) -> None:
         if experiment.name not in grids:
             grids[experiment.name] = grid_table(experiment)
         check.validate(experiment, grids[experiment.name])
+
+
+def named_components(names) -> tuple[str, ...]:
+    """A check's ``pins`` or a mutant's ``breaks`` as a tuple of component names (one name
+    given as a string counts as one)."""
+    return (names,) if isinstance(names, str) else tuple(names or ())
+
+
+def validate_components(components, checks, mutants, paper: str) -> None:
+    """Refuse, when a paper or study loads, a component not named ``KIND:NAME`` (KIND one of
+    :data:`COMPONENT_KINDS`) and a check's ``pins`` or a mutant's ``breaks`` naming a component
+    its paper does not declare in ``COMPONENTS`` (one line, with a did-you-mean)."""
+    for name in components:
+        kind, _, rest = str(name).partition(":")
+        if kind not in COMPONENT_KINDS or not rest:
+            raise UsageError(f"{paper}: component {name!r} is not KIND:NAME with KIND one of "
+                             f"{', '.join(COMPONENT_KINDS)}")
+    for what, items, attribute in (("check", checks, "pins"), ("mutant", mutants, "breaks")):
+        for item in items:
+            for name in named_components(getattr(item, attribute, ())):
+                if name not in components:
+                    raise UsageError(f"{what} {item.name!r}: {attribute} {name!r}, which {paper} does not declare in "
+                                     f"COMPONENTS{did_you_mean(name, components)}")
 
 
 @lru_cache(maxsize=None)

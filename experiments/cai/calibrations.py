@@ -62,19 +62,22 @@ FIG3_CHECKS = [
                 lambda pt: edge_count_noise_variance(pt["eps"]), *region(SE_FIG3_SQUARES),
                 where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="8/ε²",
                 description="Alg. 2: mean square of the released count noise = 8/ε² (Laplace(2/ε), cai Algorithm 2, §2.3.1); "
-                            f"exact, region ±6 expected SE ({SE_FIG3_SQUARES:.4f}: √(5/(n·R)), R = 4 p × 120)"),
+                            f"exact, region ±6 expected SE ({SE_FIG3_SQUARES:.4f}: √(5/(n·R)), R = 4 p × 120)",
+                pins=("mechanism:edge-counts",)),
     perturbation_noise_check("cai-level-edge-mle-noise", FIG3.name, "mle",
                            lambda pt: perturbation_noise_msq(_edge_lam_gamma(pt)[0]), *region(SE_FIG3_SQUARES),
                            where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="2λ², λ = 8/ε",
                            gamma=lambda pt: _edge_lam_gamma(pt)[1],
                            description="Alg. 1 (edge): mean (r − γθ̃)² = mean w² = 2λ², λ = 8/ε, with r = −∇𝓛(θ̃) "
                                        "and γ = max(1/ε, c0√(np ln n)) (cai Algorithm 1, §2.2.1); exact at the optimum, "
-                                       f"region ±6 expected SE ({SE_FIG3_SQUARES:.4f})"),
+                                       f"region ±6 expected SE ({SE_FIG3_SQUARES:.4f})",
+                           pins=("mechanism:edge-objective-perturbation",)),
     level_check("cai-level-edge-mle-mean", FIG3.name, "op_theta_mean_sq", "mle",
                 lambda pt: perturbation_mean_ratio(*_edge_lam_gamma(pt)), *region(SE_FIG3_MEAN),
                 where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="2λ²/γ²",
                 description="Alg. 1 (edge): n·mean(θ̃)² = n·mean(w)²/γ² has mean 2λ²/γ² (1ᵀ∇𝓛 = 0, docs/cai.md, Mechanisms and estimators), "
-                            f"pins λ/γ; exact, region ±6 expected SE ({SE_FIG3_MEAN:.3f}: √(2/R), χ²₁)"),
+                            f"pins λ/γ; exact, region ±6 expected SE ({SE_FIG3_MEAN:.3f}: √(2/R), χ²₁)",
+                pins=("mechanism:edge-objective-perturbation",)),
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -119,23 +122,26 @@ MATCHED_CHECKS = [
                 *region(SE_M_SQUARES_POOLED), where=EDGE_UNIT, pool=("per_user",), at=("eps",),
                 formula="8/ε²·(1/(np))²",
                 description="Alg. 2 on the τ scale: mean (τ̂ − τ̂_raw)² = Var(Laplace(2/ε))·((n−1)/(nS))², "
-                            f"S = (n − 1)p; exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})"),
+                            f"S = (n − 1)p; exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})",
+                pins=("mechanism:edge-counts",)),
     level_check("cai-level-indiv-counts-noise-strict", MATCHED.name, "privacy_msq", "counts", _count_shift,
                 *region(SE_M_SQUARES), where=INDIVIDUAL_UNIT, at=("per_user", "eps"),
                 formula="2(2L/ε)²·(1/(np))²",
                 description="Alg. 3 strict on the τ scale: Var(Laplace(2L/ε))·((n−1)/(nS))² at every L and ε "
-                            f"(cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)); exact, region ±6 expected SE ({SE_M_SQUARES:.3f})"),
+                            f"(cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)); exact, region ±6 expected SE ({SE_M_SQUARES:.3f})",
+                pins=("mechanism:individual-counts-strict",)),
     perturbation_noise_check("cai-level-matched-edge-mle-noise", MATCHED.name, "mle",
                            lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
                            *region(SE_M_SQUARES_POOLED), where=EDGE_UNIT, pool=("per_user",), at=("eps",),
                            formula="2λ², λ = 8/ε", gamma=lambda pt: _matched_lam_gamma(pt)[1],
                            description="Alg. 1 (edge, γ = 4κ2/ε = 1/ε branch): mean (r − γθ̃)² = 2λ², λ = 8/ε; "
-                                       f"exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})"),
+                                       f"exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})",
+                           pins=("mechanism:edge-objective-perturbation",)),
     level_check("cai-level-matched-edge-mle-mean", MATCHED.name, "op_theta_mean_sq", "mle",
                 lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)), *region(SE_M_MEAN_POOLED),
                 where=EDGE_UNIT, pool=("per_user",), at=("eps",), formula="2λ²/γ² = 128",
                 description="Alg. 1 (edge, γ = 1/ε): n·mean(θ̃)² has mean 2λ²/γ² = 128; exact, region ±6 "
-                            f"expected SE ({SE_M_MEAN_POOLED:.3f})"),
+                            f"expected SE ({SE_M_MEAN_POOLED:.3f})", pins=("mechanism:edge-objective-perturbation",)),
     perturbation_noise_check("cai-level-indiv-mle-noise", MATCHED.name, "mle",
                            lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
                            *region(SE_M_SQUARES), where=INDIVIDUAL_UNIT, at=("per_user", "eps"),
@@ -163,7 +169,8 @@ MATCHED_CHECKS = [
                 lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)), *region(SE_M_MEAN),
                 where=INDIVIDUAL_UNIT, pool=("eps",), at=("per_user",), formula="2λ²/γ² = 32",
                 description="Alg. 1 (individual): n·mean(θ̃)² has mean 2λ²/γ² = 2·4² = 32 at every L (λ/γ = 4); "
-                            f"exact, region ±6 expected SE ({SE_M_MEAN:.2f})"),
+                            f"exact, region ±6 expected SE ({SE_M_MEAN:.2f})",
+                pins=("mechanism:individual-objective-perturbation",)),
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -255,20 +262,27 @@ MUTANTS = [
     Mutant("cai-edge-counts-noise-double", "Alg. 2 with Laplace(4/ε) (noise × 2)", (FIG3.name, "cai-published-fig1"),
            scaled_analysis({"eps": 0.5}, methods=["counts"])),
     Mutant("cai-edge-mle-lambda-half", "Alg. 1 (edge) with λ = 4/ε (κ1 taken as ½)", (FIG3.name,),
-           replaced_method("mle", edge.make_mle_fn(edge_fit(lam_factor=0.5)))),
+           replaced_method("mle", edge.make_mle_fn(edge_fit(lam_factor=0.5))),
+                           breaks=("mechanism:edge-objective-perturbation",)),
     Mutant("cai-edge-mle-at-half-eps", "Alg. 1 (edge) calibrated at ε/2: λ = 16/ε (γ's c0 branch unchanged)",
-           (FIG3.name,), scaled_analysis({"eps": 0.5}, methods=["mle"])),
+           (FIG3.name,), scaled_analysis({"eps": 0.5}, methods=["mle"]),
+           breaks=("mechanism:edge-objective-perturbation",)),
     Mutant("cai-edge-mle-gamma-log10", "Alg. 1 (edge) with γ = c0√(np log₁₀ n) (log base 10 for the natural log)",
-           (FIG3.name,), replaced_method("mle", edge.make_mle_fn(edge_fit(log=jnp.log10)))),
+           (FIG3.name,), replaced_method("mle", edge.make_mle_fn(edge_fit(log=jnp.log10))),
+           breaks=("mechanism:edge-objective-perturbation",)),
     Mutant("cai-indiv-counts-strict-as-paper", "Alg. 3 in strict mode computed with the paper's Laplace(L/ε) "
-           "(the errata's factor 2, docs/cai.md, Errata and modes (E3))", (MATCHED.name,), wrapped_method("counts", with_mode("paper"))),
+           "(the errata's factor 2, docs/cai.md, Errata and modes (E3))", (MATCHED.name,), wrapped_method("counts", with_mode("paper")),
+           breaks=("mechanism:individual-counts-strict",)),
     Mutant("cai-indiv-mle-at-2eps", "Alg. 1 (individual) calibrated at 2ε: λ = 4L/ε, γ = L/ε", (MATCHED.name,),
-           replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(eps_factor=2.0)))),
+           replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(eps_factor=2.0))),
+                           breaks=("mechanism:individual-objective-perturbation",)),
     Mutant("cai-indiv-mle-lambda-without-L", "Alg. 1 (individual) with the edge λ = 8/ε (L dropped from the "
            "sensitivity), γ = 2L/ε", (MATCHED.name,),
-           replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(lam_l=False)))),
+           replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(lam_l=False))),
+                           breaks=("mechanism:individual-objective-perturbation",)),
     Mutant("cai-indiv-mle-gamma-without-L", "Alg. 1 (individual) with γ = 2/ε (L dropped), λ = 8L/ε",
-           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(gamma_l=False)))),
+           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(gamma_l=False))),
+           breaks=("mechanism:individual-objective-perturbation",)),
     Mutant("cai-indiv-counts-paper-as-strict", "Alg. 3 in the paper's mode computed with Laplace(2L/ε) "
            "(the errata's factor 2 the other way)", (FIG7.name,), wrapped_method("counts", with_mode("strict"))),
     Mutant("cai-edge-counts-variance-1.1", "Alg. 2 with Laplace(2√1.1/ε): the count noise's variance × 1.1",

@@ -295,46 +295,53 @@ CHECKS = [
     # the generator (cai §2.1, §4.1.1)
     _level("cai-pin-design-top-share", "top_share", "design", lambda pt: paper_k(_n(pt)) / _n(pt), "strength",
            "round(n/4)/n", "θ* design: the share of items at the top score is k/n, k = round(n/4) (deterministic; "
-           "the region is the strength check's)", **POOL_P),
+           "the region is the strength check's)", **POOL_P, pins=("generator:theta-design",)),
     _level("cai-pin-design-strength-mean", "other_strength_mean", "design", lambda pt: U_MEAN, "strength",
-           "E U = 0.45", "θ* design: mean e^{θ_i − θ_top} over the other items = E Unif(0.2, 0.7) = 0.45", **POOL_P),
+           "E U = 0.45", "θ* design: mean e^{θ_i − θ_top} over the other items = E Unif(0.2, 0.7) = 0.45", **POOL_P,
+           pins=("generator:theta-design",)),
     _level("cai-pin-design-log-strength-msq", "other_log_strength_msq", "design", lambda pt: LN2, "log_strength",
            "E ln²U", f"θ* design: mean (θ_i − θ_top)² over the other items = E ln²U = {LN2:.4f}, U ~ Unif(0.2, 0.7)",
-           **POOL_P),
+           **POOL_P, pins=("generator:theta-design",)),
     _level("cai-pin-graph-degree-mean", "degree_mean", "design", lambda pt: degree_mean(_n(pt), pt["p"]), "degree",
-           "(n − 1)p", "G(n, p): mean degree = (n − 1)p at every p", at=("p",)),
+           "(n − 1)p", "G(n, p): mean degree = (n − 1)p at every p", at=("p",), pins=("generator:er-graph",)),
     _level("cai-pin-graph-degree-msq", "degree_msq", "design", lambda pt: degree_msq(_n(pt), pt["p"]), "degree_msq",
            "(n−1)p(1−p) + ((n−1)p)²", "G(n, p): mean squared degree of Binomial(n − 1, p) degrees at every p "
-           "(pins the edges' independence; se bounded by the degree's and the items' spread)", at=("p",)),
+           "(pins the edges' independence; se bounded by the degree's and the items' spread)", at=("p",),
+           pins=("generator:er-graph",)),
     Claim("cai-pin-outcomes-logistic", DESIGN.name, ColumnRatio("top_wins", "top_wins_expected", "design"),
           region(SE["wins"]), over=Every(("p",)), formula="1",
           description="BTL outcomes: the top items' wins against the others / Σ A_ij σ(θ_i − θ_j) over the same "
-                      f"compared pairs (σ written here) = 1 at every p; {_text('wins')}"),
+                      f"compared pairs (σ written here) = 1 at every p; {_text('wins')}",
+          pins=("generator:btl-outcomes",)),
     # the metrics (cai §4.1.1; docs/xu.md, Metrics)
     _level("cai-pin-metric-relative-hamming", "relative_hamming", "uniform", lambda pt: 1.0 - paper_k(_n(pt)) / _n(pt),
-           "hamming", "1 − k/n", "relative Hamming error of a uniformly random top-k set = 1 − k/n", **POOL_P),
+           "hamming", "1 − k/n", "relative Hamming error of a uniformly random top-k set = 1 − k/n", **POOL_P,
+           pins=("metric:relative_hamming",)),
     _level("cai-pin-metric-kendall", "kendall", "uniform", lambda pt: kendall_random_mean(_n(pt), paper_k(_n(pt))),
            "kendall", "½(1 − C(k,2)/C(n,2))", "Kendall distance of a uniformly random ranking = ½ of the pairs θ* "
-           "orders (its k top items are tied, and pairs tied in θ* count 0)", **POOL_P),
+           "orders (its k top items are tied, and pairs tied in θ* count 0)", **POOL_P, pins=("metric:kendall",)),
     _level("cai-pin-metric-mean-rank-diff", "mean_rank_diff", "uniform", lambda pt: footrule_mean(_n(pt)), "footrule",
-           "(n² − 1)/(3n)", "mean |rank difference| of a uniformly random ranking = (n² − 1)/(3n)", **POOL_P),
+           "(n² − 1)/(3n)", "mean |rank difference| of a uniformly random ranking = (n² − 1)/(3n)", **POOL_P,
+           pins=("metric:mean_rank_diff",)),
     _level("cai-pin-metric-exact-recovery", "exact_recovery", "near_oracle", lambda pt: 1.0 / (paper_k(_n(pt)) + 1),
-           "near", "1/(k + 1)", "exact recovery of k items drawn from the k + 1 best = 1/(k + 1)", **POOL_P),
+           "near", "1/(k + 1)", "exact recovery of k items drawn from the k + 1 best = 1/(k + 1)", **POOL_P,
+           pins=("metric:exact_recovery",)),
     _level("cai-pin-metric-relative-hamming-near", "relative_hamming", "near_oracle",
            lambda pt: 1.0 / (paper_k(_n(pt)) + 1), "near", "1/(k + 1)",
-           "relative Hamming error of k items drawn from the k + 1 best = (1/k)·k/(k + 1)", **POOL_P),
+           "relative Hamming error of k items drawn from the k + 1 best = (1/k)·k/(k + 1)", **POOL_P,
+           pins=("metric:relative_hamming",)),
     _level("cai-pin-metric-l2", "l2", "oracle_noise", lambda pt: _n(pt) * NOISE_SCALE ** 2, "l2", "n·s²",
-           "RMS ℓ2 error of θ* + sZ = s√n (mean square n·s²)", root=True, square=True, **POOL_P),
+           "RMS ℓ2 error of θ* + sZ = s√n (mean square n·s²)", root=True, square=True, **POOL_P, pins=("metric:l2",)),
     _level("cai-pin-metric-linf", "linf", "oracle_noise", lambda pt: NOISE_SCALE * expected_max_abs_normal(_n(pt)),
-           "linf", "s·E max|Z_i|", "ℓ∞ error of θ* + sZ = s·E max_i |Z_i|", **POOL_P),
+           "linf", "s·E max|Z_i|", "ℓ∞ error of θ* + sZ = s·E max_i |Z_i|", **POOL_P, pins=("metric:linf",)),
     _level("cai-pin-metric-log-rel-l2", "log_rel_l2", "oracle_noise",
            lambda pt: NOISE_SCALE * expected_chi_over_root_n(_n(pt)), "rel_l2", "s·E‖Z‖/√n",
            "exp(log-relative ℓ2 error) of θ* + s‖θ*‖₂Z/√n = s·E‖Z‖₂/√n (natural log)",
-           statistic=ExpMean("log_rel_l2", "oracle_noise"), **POOL_P),
+           statistic=ExpMean("log_rel_l2", "oracle_noise"), **POOL_P, pins=("metric:log_rel_l2",)),
     _level("cai-pin-metric-log-rel-linf", "log_rel_linf", "oracle_noise",
            lambda pt: NOISE_SCALE * expected_max_abs_normal(_n(pt)), "linf", "s·E max|Z_i|",
            "exp(log-relative ℓ∞ error) of θ* + s‖θ*‖∞Z = s·E max_i |Z_i| (natural log)",
-           statistic=ExpMean("log_rel_linf", "oracle_noise"), **POOL_P),
+           statistic=ExpMean("log_rel_linf", "oracle_noise"), **POOL_P, pins=("metric:log_rel_linf",)),
 ]
 
 
@@ -393,28 +400,37 @@ def _share_agreeing(mask_hat, mask_true):
 EXP = (DESIGN.name,)
 MUTANTS = [
     Mutant("cai-design-theta-scale-2", "θ* design with every log-strength doubled (e^{θ_i} = U² off the top)", EXP,
-           changed_truth(lambda theta, shape: 2.0 * theta, field="theta")),
+           changed_truth(lambda theta, shape: 2.0 * theta, field="theta"), breaks=("generator:theta-design",)),
     Mutant("cai-design-log-uniform-law", "θ* design drawn from the wrong law: θ_i − θ_top ~ Unif(ln 0.2, ln 0.7) "
-           "instead of e^{θ_i − θ_top} ~ Unif(0.2, 0.7)", EXP, changed_truth(_log_uniform_law, field="theta")),
-    Mutant("cai-design-k-plus-one", "θ* design with k + 1 items at the top score", EXP, changed_truth(_one_more_top, field="theta")),
+           "instead of e^{θ_i − θ_top} ~ Unif(0.2, 0.7)", EXP, changed_truth(_log_uniform_law, field="theta"),
+           breaks=("generator:theta-design",)),
+    Mutant("cai-design-k-plus-one", "θ* design with k + 1 items at the top score", EXP, changed_truth(_one_more_top, field="theta"),
+           breaks=("generator:theta-design",)),
     Mutant("cai-design-graph-half-p", "G(n, p/2) drawn for G(n, p) (the edge probability's scale off)", EXP,
-           generate_changed(data_change=lambda data: {**data, "p": data["p"] * 0.5})),
+           generate_changed(data_change=lambda data: {**data, "p": data["p"] * 0.5}), breaks=("generator:er-graph",)),
     Mutant("cai-design-probit-outcomes", "outcomes drawn from the probit link Φ(θ_i − θ_j) instead of the "
-           "logistic σ", EXP, generate_changed(shape_change=lambda shape: {**shape, "link": "probit"})),
+           "logistic σ", EXP, generate_changed(shape_change=lambda shape: {**shape, "link": "probit"}),
+           breaks=("generator:btl-outcomes",)),
     Mutant("cai-metric-hamming-over-2k", "relative Hamming error normalised by 2k (|Ŝ ∖ S|/(2k))", EXP,
-           replaced_method("uniform", make_uniform_fn(hamming=_hamming_over_2k))),
+           replaced_method("uniform", make_uniform_fn(hamming=_hamming_over_2k)), breaks=("metric:relative_hamming",)),
     Mutant("cai-metric-kendall-ordered-pairs", "Kendall distance over the n(n − 1) ordered pairs (÷ 2)", EXP,
-           replaced_method("uniform", make_uniform_fn(kendall=lambda a, b: 0.5 * metrics.kendall_distance(a, b)))),
+           replaced_method("uniform", make_uniform_fn(kendall=lambda a, b: 0.5 * metrics.kendall_distance(a, b))),
+                           breaks=("metric:kendall",)),
     Mutant("cai-metric-rank-diff-over-n-minus-1", "mean |rank difference| normalised by n − 1", EXP,
-           replaced_method("uniform", make_uniform_fn(rank_difference=_rank_difference_over_n_minus_1))),
+           replaced_method("uniform", make_uniform_fn(rank_difference=_rank_difference_over_n_minus_1)),
+                           breaks=("metric:mean_rank_diff",)),
     Mutant("cai-metric-exact-recovery-as-share", "exact recovery as the share of agreeing mask entries", EXP,
-           replaced_method("near_oracle", make_near_oracle_fn(topk=_share_agreeing))),
+           replaced_method("near_oracle", make_near_oracle_fn(topk=_share_agreeing)),
+                           breaks=("metric:exact_recovery",)),
     Mutant("cai-metric-l2-as-rms", "ℓ2 error normalised by √n (the RMS)", EXP,
-           replaced_method("oracle_noise", make_oracle_noise_fn(_scaled_estimation("l2", 1.0 / math.sqrt(DESIGN_N))))),
+           replaced_method("oracle_noise", make_oracle_noise_fn(_scaled_estimation("l2", 1.0 / math.sqrt(DESIGN_N)))),
+                           breaks=("metric:l2",)),
     Mutant("cai-metric-linf-halved", "ℓ∞ error halved (a half-width for the max)", EXP,
-           replaced_method("oracle_noise", make_oracle_noise_fn(_scaled_estimation("linf", 0.5)))),
+           replaced_method("oracle_noise", make_oracle_noise_fn(_scaled_estimation("linf", 0.5))),
+                           breaks=("metric:linf",)),
     Mutant("cai-metric-log10", "log-relative errors in log base 10 for the natural log", EXP,
-           replaced_method("oracle_noise", make_oracle_noise_fn(_scaled_estimation("l2", 1.0, log=jnp.log10)))),
+           replaced_method("oracle_noise", make_oracle_noise_fn(_scaled_estimation("l2", 1.0, log=jnp.log10))),
+                           breaks=("metric:log_rel_l2", "metric:log_rel_linf")),
 ]
 
 
@@ -491,28 +507,34 @@ IND_SE = {
 }
 
 
-def _ind_level(name, metric, prediction, key, formula, what, statistic=None):
+def _ind_level(name, metric, prediction, key, formula, what, statistic=None, **check):
     return pinned_claim(name, DESIGN_INDIVIDUAL.name, statistic or Mean(metric, "design"), IND_SE[key],
-                        prediction=prediction, formula=formula, description=what, reps=IND_REPS, widths=SE_WIDTHS)
+                        prediction=prediction, formula=formula, description=what, reps=IND_REPS, widths=SE_WIDTHS,
+                        **check)
 
 
 CHECKS += [
     _ind_level("cai-pin-individual-top-share", "top_share", lambda pt: individual_k(_n(pt)) / _n(pt), "strength",
                "⌊n/4⌋/n", "individual-DP θ* design: the share of items at the top score is ⌊n/4⌋/n (n = 22: "
-               "round(n/4) would give 6/22; deterministic, the region is the strength check's)"),
+               "round(n/4) would give 6/22; deterministic, the region is the strength check's)",
+               pins=("generator:individual-design",)),
     _ind_level("cai-pin-individual-top-first", "top_first_share", lambda pt: 1.0, "strength", "1",
-               "individual-DP θ* design: the top items come first (deterministic)"),
+               "individual-DP θ* design: the top items come first (deterministic)",
+               pins=("generator:individual-design",)),
     _ind_level("cai-pin-individual-strength-mean", "other_strength_mean", lambda pt: U_MEAN, "strength", "E U = 0.45",
-               "individual-DP θ* design: mean e^{θ_i − θ_top} over the other items = 0.45"),
+               "individual-DP θ* design: mean e^{θ_i − θ_top} over the other items = 0.45",
+               pins=("generator:individual-design",)),
     _ind_level("cai-pin-individual-comparisons", "comparisons", lambda pt: pt["n_users"] * pt["per_user"], "pairs",
-               "m·L", "per-user groups: m users × L comparisons = m·L in all (deterministic)"),
+               "m·L", "per-user groups: m users × L comparisons = m·L in all (deterministic)",
+               pins=("generator:individual-comparisons",)),
     _ind_level("cai-pin-individual-pair-counts", "pair_count_msq",
                lambda pt: pair_count_msq(pt["n_users"] * pt["per_user"], _n(pt)), "pairs", "T/N(1 − 1/N) + (T/N)²",
                "per-user groups: mean over pairs of M_ij² of a uniform Multinomial(m·L, C(n, 2)) (pins the "
-               "uniform pairs drawn independently, not per user)"),
+               "uniform pairs drawn independently, not per user)", pins=("generator:individual-comparisons",)),
     _ind_level("cai-pin-individual-outcomes-logistic", None, None, "wins", "1",
                "individual-DP outcomes: the top items' wins over the others / Σ M_ij σ(θ_i − θ_j) = 1",
-               statistic=ColumnRatio("top_wins", "top_wins_expected", "design")),
+               statistic=ColumnRatio("top_wins", "top_wins_expected", "design"),
+               pins=("generator:individual-comparisons",)),
 ]
 
 
@@ -533,9 +555,11 @@ def _individual_generate_with(k_rule=None, clumped=False, per_user_dropped=False
 IND_EXP = (DESIGN_INDIVIDUAL.name,)
 MUTANTS += [
     Mutant("cai-design-individual-k-round", "individual-DP θ* with k = round(n/4) top items instead of ⌊n/4⌋",
-           IND_EXP, _individual_generate_with(k_rule=lambda n: int(round(n / 4)))),
+           IND_EXP, _individual_generate_with(k_rule=lambda n: int(round(n / 4))),
+           breaks=("generator:individual-design",)),
     Mutant("cai-design-individual-user-repeats-one-pair", "each user's L comparisons are one pair drawn once "
-           "(its outcome repeated L times)", IND_EXP, _individual_generate_with(clumped=True)),
+           "(its outcome repeated L times)", IND_EXP, _individual_generate_with(clumped=True),
+           breaks=("generator:individual-comparisons",)),
     Mutant("cai-design-individual-L-dropped", "one comparison per user (L dropped from the sampler)", IND_EXP,
-           _individual_generate_with(per_user_dropped=True)),
+           _individual_generate_with(per_user_dropped=True), breaks=("generator:individual-comparisons",)),
 ]

@@ -382,7 +382,8 @@ RATE_M_CHECKS = [
                             "one): ℓ∞ error ∝ 1/m"),
     slope_check("cai-indiv-privacy-shift-vs-m", RATE_M.name, "privacy_linf", "mle", "n_users",
                 PRIVACY_SLOPE_M, 0.1, where={"eps": [0.25, 1.0]},
-                description="individual DP: the privacy shift ‖θ̃_ε − θ̂_∞‖∞ ∝ n log n/(mε): slope −1"),
+                description="individual DP: the privacy shift ‖θ̃_ε − θ̂_∞‖∞ ∝ n log n/(mε): slope −1",
+                pins=("mechanism:individual-objective-perturbation",)),
     slope_check("cai-indiv-counts-vs-m-nonprivate", RATE_M.name, "tau_linf", "counts", "n_users",
                 STAT_SLOPE_M, 0.1, where={"eps": [INF]},
                 description="raw counts: ‖τ̂ − τ‖∞ ∝ m^{-1/2}"),
@@ -401,7 +402,8 @@ RATE_L_CHECKS = [
                             "improve with L (slope 0; −1/2 if privacy scaled like the statistical term)"),
     slope_check("cai-indiv-privacy-shift-vs-L", RATE_L.name, "privacy_linf", "mle", "per_user",
                 PRIVACY_SLOPE_L, 0.1, where={"eps": [0.125]},
-                description="Alg. 1: the privacy shift (L/ε)·log n/S = n log n/(2mε) is flat in L"),
+                description="Alg. 1: the privacy shift (L/ε)·log n/S = n log n/(2mε) is flat in L",
+                pins=("mechanism:individual-objective-perturbation",)),
     slope_check("cai-indiv-counts-vs-L-nonprivate", RATE_L.name, "tau_linf", "counts", "per_user",
                 STAT_SLOPE_L, 0.1, where={"eps": [INF]},
                 description="raw counts, fixed m: ‖τ̂ − τ‖∞ falls like L^{-1/2}"),
@@ -411,7 +413,7 @@ RATE_L_CHECKS = [
 ]
 
 
-def _ratio_checks(method, lo_factor, hi_factor, what):
+def _ratio_checks(method, lo_factor, hi_factor, what, pins):
     """The ratio at each L > 1 and its slope in log L. A band [lo·L, hi·L] that contains √L
     (the alternative it exists to exclude, and for the MLE at L = 2 also 1, i.e. L dropped
     from the calibration) cannot fail under those bugs: it is reported only (no
@@ -424,7 +426,7 @@ def _ratio_checks(method, lo_factor, hi_factor, what):
         checks.append(ratio_check(
             f"cai-indiv-over-edge-privacy-{method}-L{L}", MATCHED.name, "privacy_msq", method, "unit",
             "individual", "edge", lo_factor * L, hi_factor * L,
-            where={"per_user": [L], "eps": [MATCHED_EPS[0]]}, root=True, report_only=vacuous,
+            where={"per_user": [L], "eps": [MATCHED_EPS[0]]}, root=True, report_only=vacuous, pins=pins,
             description=f"{what}, L = {L}, ε = {MATCHED_EPS[0]:g}, S = {MATCHED_N - 1}: the individual/edge "
                         f"privacy cost (RMS privacy shift) lies in [{lo_factor:g}L, {hi_factor:g}L]"
                         + (f" (reported only: the band contains √L = {math.sqrt(L):.2f} and 1, the bugs it "
@@ -432,7 +434,7 @@ def _ratio_checks(method, lo_factor, hi_factor, what):
     for eps in MATCHED_EPS:
         checks.append(ratio_slope_check(
             f"cai-indiv-over-edge-privacy-{method}-vs-L-eps{eps:g}", MATCHED.name, "privacy_msq", method, "unit",
-            "individual", "edge", "per_user", RATIO_SLOPE_L, 0.1, where={"eps": [eps]}, root=True,
+            "individual", "edge", "per_user", RATIO_SLOPE_L, 0.1, where={"eps": [eps]}, root=True, pins=pins,
             description=f"{what}, ε = {eps:g}: the individual/edge privacy-cost ratio grows like L "
                         f"(slope 1 in log L; √L would give 1/2)"))
     return checks
@@ -442,7 +444,7 @@ def _ratio_checks(method, lo_factor, hi_factor, what):
 # 1/ε), so the ratio is ≈ L up to the (tiny) ridge bias and the nonlinearity; band [L/2, 2L]
 # excludes √L for L ≥ 5. Counts (strict): Laplace(2L/ε) vs Laplace(2/ε) on the same S, a
 # ratio of exactly L in expectation; band [0.8L, 1.25L] (paper mode, L/ε, would give L/2).
-MATCHED_CHECKS = [*_ratio_checks("mle", 0.5, 2.0, "Alg. 1"),
-                  *_ratio_checks("counts", 0.8, 1.25, "Algs 3/2 (strict)")]
+MATCHED_CHECKS = [*_ratio_checks("mle", 0.5, 2.0, "Alg. 1", ("mechanism:individual-objective-perturbation",)),
+                  *_ratio_checks("counts", 0.8, 1.25, "Algs 3/2 (strict)", ("mechanism:individual-counts-strict",))]
 
 CHECKS = [*RATE_M_CHECKS, *RATE_L_CHECKS, *MATCHED_CHECKS]

@@ -176,28 +176,31 @@ CHECKS = [
     _claim("chowdhury-pin-design-theta-norm", Mean("theta_norm_sq", "design"), "norm",
            lambda pt: theta_norm_sq(int(pt["dim"]), pt["design"]), "1 or d·F_{d+2}(4d)/F_d(4d)",
            "θ* designs: E‖θ*‖² = 1 (theory, exact per draw) or E[χ²_d | χ²_d ≤ 4d] (faithful) for each design",
-           at=("design",), pool=("features",)),
+           at=("design",), pool=("features",), pins=("generator:theta-design",)),
     _claim("chowdhury-pin-design-theta-perp", Mean("theta_perp_share", "design"), "perp",
            lambda pt: perp_share(int(pt["dim"]), pt["design"]), "1 or (d − 1)/d",
            "θ* designs: ‖Pθ*‖²/‖θ*‖² (P onto 1^⊥) = 1 (theory: sum-zero, exact per draw) or (d − 1)/d "
-           "(faithful: isotropic) for each design", at=("design",), pool=("features",)),
+           "(faithful: isotropic) for each design", at=("design",), pool=("features",),
+           pins=("generator:theta-design",)),
     _claim("chowdhury-pin-features-variance", Mean("x_msq", "design"), "x_msq",
            lambda pt: FEATURE_VARIANCE[pt["features"]], "2 or 1",
-           "features: mean x_ij² = 2 (x = ϕ¹ − ϕ⁰) or 1 (direct) for each kind", at=("features",), pool=("design",)),
+           "features: mean x_ij² = 2 (x = ϕ¹ − ϕ⁰) or 1 (direct) for each kind", at=("features",), pool=("design",),
+           pins=("generator:features",)),
     _claim("chowdhury-pin-features-gaussian", Mean("x_kurtosis", "design"), "x_kurtosis", lambda pt: 1.0, "1",
            "features: mean x_ij⁴/(3s⁴) = 1 (Gaussian fourth moment) for each kind", at=("features",),
-           pool=("design",)),
+           pool=("design",), pins=("generator:features",)),
     _claim("chowdhury-pin-labels-logistic", ColumnRatio("agree", "agree_expected", "design"), "agree", None, "1",
            "labels: those agreeing with sign(x_iᵀθ*) / Σ σ(|x_iᵀθ*|) = 1 at every (design, features) "
-           "(se bounded with Var ≤ ¼, E ≥ ½ per label)", at=ALL),
+           "(se bounded with Var ≤ ¼, E ≥ ½ per label)", at=ALL, pins=("generator:logistic-labels",)),
     _claim("chowdhury-pin-metric-mse", Mean("mse", "oracle_noise"), "mse", lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2,
-           "d·s²", "mse (squared ℓ2) of θ* + sZ = d·s²", pool=ALL),
+           "d·s²", "mse (squared ℓ2) of θ* + sZ = d·s²", pool=ALL, pins=("metric:mse",)),
     _claim("chowdhury-pin-metric-l2", Mean("l2", "oracle_noise", True, True), "l2",
-           lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2, "d·s²", "RMS ℓ2 of θ* + sZ = s√d", pool=ALL),
+           lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2, "d·s²", "RMS ℓ2 of θ* + sZ = s√d", pool=ALL,
+           pins=("metric:l2",)),
     _claim("chowdhury-pin-metric-seminorm", Mean("seminorm", "oracle_noise", True, True), "seminorm",
            lambda pt: int(pt["dim"]) * NOISE_SCALE ** 2 * FEATURE_VARIANCE[pt["features"]], "d·s²·s_x²",
            "RMS ‖θ̂ − θ*‖_{Σ_D} of θ* + sZ = s·√(d·s_x²) (E tr Σ_D = d·s_x²) for each feature kind",
-           at=("features",), pool=("design",)),
+           at=("features",), pool=("design",), pins=("metric:seminorm",)),
 ]
 
 
@@ -252,23 +255,24 @@ MUTANTS = [
     Mutant("chowdhury-design-theta-unnormalised", "theory design without the normalisation ‖θ*‖ = 1 "
            "(θ* = Pg, g ~ N(0, I_d))", EXP,
            changed_truth(lambda theta, shape: theta * (math.sqrt(shape["dim"] - 1.0) if shape["design"] == "theory"
-                                                        else 1.0), field="theta")),
+                                                        else 1.0), field="theta"), breaks=("generator:theta-design",)),
     Mutant("chowdhury-design-theta-not-sum-zero", "theory design without the projection onto 1^⊥", EXP,
            changed_truth(lambda theta, shape: (theta + 0.3) / jnp.linalg.norm(theta + 0.3)
-                         if shape["design"] == "theory" else theta, field="theta")),
+                         if shape["design"] == "theory" else theta, field="theta"), breaks=("generator:theta-design",)),
     Mutant("chowdhury-features-direct-for-difference", "x ~ N(0, I) where ϕ¹ − ϕ⁰ ~ N(0, 2I) is drawn "
            "(the feature covariance off by a factor 2)", EXP,
            generate_changed(lambda key, s, t, shape: _features_direct_for_difference(key, s, t, shape)
-                            if shape["features"] == "difference" else s)),
+                            if shape["features"] == "difference" else s), breaks=("generator:features",)),
     Mutant("chowdhury-features-uniform-law", "features from a uniform law of the same variance", EXP,
-           generate_changed(_features_uniform)),
+           generate_changed(_features_uniform), breaks=("generator:features",)),
     Mutant("chowdhury-labels-probit", "labels from the probit link Φ(xᵀθ*) instead of σ(xᵀθ*)", EXP,
-           generate_changed(_labels_from("probit"))),
-    Mutant("chowdhury-labels-theta-half", "labels drawn at θ*/2", EXP, generate_changed(_labels_from("logistic", 0.5))),
+           generate_changed(_labels_from("probit")), breaks=("generator:logistic-labels",)),
+    Mutant("chowdhury-labels-theta-half", "labels drawn at θ*/2", EXP, generate_changed(_labels_from("logistic", 0.5)),
+           breaks=("generator:logistic-labels",)),
     Mutant("chowdhury-metric-seminorm-without-1-over-n", "‖·‖_{Σ_D} with Σ_D = Σ x xᵀ (the 1/n dropped)", EXP,
-           replaced_method("oracle_noise", make_oracle_noise_fn(_seminorm_without_mean))),
+           replaced_method("oracle_noise", make_oracle_noise_fn(_seminorm_without_mean)), breaks=("metric:seminorm",)),
     Mutant("chowdhury-metric-mse-as-mean", "mse as the mean squared coordinate error (÷ d)", EXP,
-           replaced_method("oracle_noise", make_oracle_noise_fn(_mse_as_mean))),
+           replaced_method("oracle_noise", make_oracle_noise_fn(_mse_as_mean)), breaks=("metric:mse",)),
 ]
 
 
@@ -313,19 +317,19 @@ PL_SE = {
 }
 
 
-def _pl_claim(name, statistic, key, prediction, formula, what):
+def _pl_claim(name, statistic, key, prediction, formula, what, **check):
     lo, hi = region(PL_SE[key])
     return Claim(name, DESIGN_PL.name, statistic, (lo, hi), over=Every(("n_actions",)), prediction=prediction,
                  formula=formula, description=f"{what}; exact, region [{lo:.4f}, {hi:.4f}] = e^(±6·se), "
-                                              f"se = {PL_SE[key]:.2g} from the law at R = {PL_REPS}")
+                                              f"se = {PL_SE[key]:.2g} from the law at R = {PL_REPS}", **check)
 
 
 CHECKS += [
     _pl_claim("chowdhury-pin-pl-features", Mean("phi_msq", "design"), "phi", lambda pt: 1.0, "1",
-              "Plackett–Luce features: mean ϕ² = 1 (ϕ ~ N(0, I_d)) at every K"),
+              "Plackett–Luce features: mean ϕ² = 1 (ϕ ~ N(0, I_d)) at every K", pins=("generator:pl-features",)),
     _pl_claim("chowdhury-pin-pl-choices", ColumnRatio("picks_best", "picks_best_expected", "design"), "choice", None,
               "1", "Plackett–Luce choices: those picking the best action / Σ softmax(ϕθ*) at the best action = 1 at "
-                   "every K (se bounded with Var ≤ ¼, E ≥ 1/K per choice)"),
+                   "every K (se bounded with Var ≤ ¼, E ≥ 1/K per choice)", pins=("generator:pl-choices",)),
 ]
 
 
@@ -341,7 +345,9 @@ def _pl_generate_at(theta_scale=1.0, phi_scale=1.0):
 
 PL_EXP = (DESIGN_PL.name,)
 MUTANTS += [
-    Mutant("chowdhury-pl-choices-theta-half", "top-1 choices drawn at θ*/2", PL_EXP, _pl_generate_at(theta_scale=0.5)),
+    Mutant("chowdhury-pl-choices-theta-half", "top-1 choices drawn at θ*/2", PL_EXP, _pl_generate_at(theta_scale=0.5),
+           breaks=("generator:pl-choices",)),
     Mutant("chowdhury-pl-features-difference-scale", "Plackett–Luce features at the difference design's "
-           "N(0, 2I) scale, choices drawn on the unscaled ones", PL_EXP, _pl_generate_at(phi_scale=math.sqrt(2.0))),
+           "N(0, 2I) scale, choices drawn on the unscaled ones", PL_EXP, _pl_generate_at(phi_scale=math.sqrt(2.0)),
+           breaks=("generator:pl-features",)),
 ]

@@ -135,35 +135,35 @@ EXPERIMENTS = [KRR_RELEASE, OBJPERT_RELEASE]
 # ---------------------------------------------------------------------------------------
 # Level checks
 # ---------------------------------------------------------------------------------------
-def _rr_flip_check(name, experiment, method, eps_values, labels_per_point, where=None, pool=()):
+def _rr_flip_check(name, experiment, method, eps_values, labels_per_point, where=None, pool=(), pins=()):
     se = max(binomial_rel_se(rr_flip_probability(e), labels_per_point) for e in eps_values)
     lo, hi = mc_region(se)
     return level_check(
         name, experiment, "flip_rate", method, lambda p: rr_flip_probability(p["eps"]), lo, hi, at=("eps",),
-        where=where or {}, pool=pool, formula="1/(1+e^ε)",
+        where=where or {}, pool=pool, formula="1/(1+e^ε)", pins=pins,
         description=f"binary RR (eq. (2)): mean flip rate of the released labels / 1/(1+e^ε) at every ε; "
                     + _region_text(lo, hi, f"{se:.2g} (binomial, {labels_per_point:.3g} labels at the worst ε)"))
 
 
-def _noise_check(name, experiment, eps_values, rows_per_point, dof, pool=()):
+def _noise_check(name, experiment, eps_values, rows_per_point, dof, pool=(), pins=()):
     se = chi2_rel_se(dof, rows_per_point)
     lo, hi = mc_region(se)
     return level_check(
         name, experiment, "noise_sq", "objpert_central",
-        lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), lo, hi, at=("eps",), pool=pool,
+        lambda p: thm52_noise_sq_per_l_sq(p["eps"], p["delta"]), lo, hi, at=("eps",), pool=pool, pins=pins,
         formula="(8 log(2/δ)+4ε)/ε²",
         description="objective perturbation (Alg. 2, Thm 5.2): mean ‖P_V w‖²/(r L²) of the noise the exact "
                     "minimiser carries (first-order condition) / Thm 5.2's (σ/L)² at every ε; "
                     + _region_text(lo, hi, f"{se:.2g} (χ²_{dof}/{dof} over {rows_per_point} fits)"))
 
 
-def _krr_check(name, metric, law, formula):
+def _krr_check(name, metric, law, formula, pins=()):
     points = [(e, k) for e in rates.K_EPS for k in rates.K_GRID]
     se = max(binomial_rel_se(law(e, k), rates.K_N * KRR_REPS) for e, k in points)
     lo, hi = mc_region(se)
     return level_check(
         name, KRR_RELEASE.name, metric, "krr_release", lambda p: law(p["eps"], p["n_actions"]), lo, hi,
-        at=("eps", "n_actions"), formula=formula,
+        at=("eps", "n_actions"), formula=formula, pins=pins,
         description=f"K-ary RR (eq. (12)): mean {metric} / {formula} at every (ε, K); "
                     + _region_text(lo, hi, f"{se:.2g} (binomial, {rates.K_N * KRR_REPS:.3g} labels per point)"))
 
@@ -171,13 +171,14 @@ def _krr_check(name, metric, law, formula):
 THEORY_DOF = 4           # theory design: V = 1^⊥ in d = 5
 CHECKS = [
     _rr_flip_check("chowdhury-level-rr-flip-rates-eps", rates.RATES_EPS.name, "rr_local", rates.EPS_GRID,
-                   rates.EPS_N * rates.RATES_EPS.reps),
+                   rates.EPS_N * rates.RATES_EPS.reps, pins=("mechanism:rr-labels",)),
     _rr_flip_check("chowdhury-level-rr-flip-fig1", "chowdhury-fig1", "rr_local", c.PAPER_EPS,
-                   sum(c.PAPER_N) * c.PAPER_REPS, pool=("n_samples",)),
+                   sum(c.PAPER_N) * c.PAPER_REPS, pool=("n_samples",), pins=("mechanism:rr-labels",)),
     _rr_flip_check("chowdhury-level-sgd-rr-flip-fig1-sgd", "chowdhury-fig1-sgd", "sgd_rr", c.PAPER_EPS,
-                   sum(c.PAPER_N) * c.PAPER_REPS, where={"mode": ["theory"]}, pool=("n_samples",)),
+                   sum(c.PAPER_N) * c.PAPER_REPS, where={"mode": ["theory"]}, pool=("n_samples",),
+                       pins=("mechanism:rr-labels",)),
     _noise_check("chowdhury-level-objpert-noise-rates-eps", rates.RATES_EPS.name, rates.EPS_GRID,
-                 rates.RATES_EPS.reps, THEORY_DOF),
+                 rates.RATES_EPS.reps, THEORY_DOF, pins=("mechanism:objective-perturbation",)),
     _noise_check("chowdhury-level-objpert-noise-rates-n", rates.RATES_N.name, rates.N_EPS,
                  rates.RATE_REPS * len(rates.N_GRID), THEORY_DOF, pool=("n_samples",)),
     _noise_check("chowdhury-level-objpert-noise-release", OBJPERT_RELEASE.name, [OBJPERT_EPS], OBJPERT_REPS,
@@ -188,9 +189,12 @@ CHECKS = [
                 description="SGD objective perturbation (§6 reading): (σ/L)² of the σ the fit reports, L = max‖x‖/2 "
                             "computed apart, / Thm 5.2's (8 log(2/δ)+4ε)/ε² at every ε; deterministic per fit, so "
                             "region 1 ± 1e-6 (float rounding). The one-pass SGD does not return its w, so this pins "
-                            "the calibration, not the draw (the exact method's noise check pins the draw)"),
-    _krr_check("chowdhury-level-krr-keep", "keep_rate", krr_keep_probability, "e^ε/(e^ε+K−1)"),
-    _krr_check("chowdhury-level-krr-other", "next_rate", krr_other_probability, "1/(e^ε+K−1)"),
+                            "the calibration, not the draw (the exact method's noise check pins the draw)",
+                pins=("mechanism:sgd-objective-perturbation",)),
+    _krr_check("chowdhury-level-krr-keep", "keep_rate", krr_keep_probability, "e^ε/(e^ε+K−1)",
+               pins=("mechanism:krr-labels",)),
+    _krr_check("chowdhury-level-krr-other", "next_rate", krr_other_probability, "1/(e^ε+K−1)",
+               pins=("mechanism:krr-labels",)),
 ]
 
 
@@ -215,15 +219,16 @@ def noise_scaled(factor: float, method_fn):
 EPS_EXP = rates.RATES_EPS.name
 MUTANTS = [
     Mutant("chowdhury-rr-release-2eps", "binary RR released at 2ε, debiased at ε", (EPS_EXP,),
-           scaled_analysis({"eps": 2.0}, methods=(), privatise=True)),
+           scaled_analysis({"eps": 2.0}, methods=(), privatise=True), breaks=("mechanism:rr-labels",)),
     Mutant("chowdhury-rr-release-half-eps", "binary RR released at ε/2 (flips × ≈2 at small ε), debiased at ε",
-           (EPS_EXP,), scaled_analysis({"eps": 0.5}, methods=(), privatise=True)),
+           (EPS_EXP,), scaled_analysis({"eps": 0.5}, methods=(), privatise=True), breaks=("mechanism:rr-labels",)),
     Mutant("chowdhury-rr-debias-removed", "θ̂_RR without the de-biased loss: logistic MLE on ỹ", (EPS_EXP,),
-           replaced_method("rr_local", naive_rr_fn)),
+           replaced_method("rr_local", naive_rr_fn), breaks=("mechanism:rr-debiased-loss",)),
     Mutant("chowdhury-krr-release-half-eps", "K-ary RR released at ε/2", (KRR_RELEASE.name,),
-           scaled_analysis({"eps": 0.5}, methods=(), privatise=True)),
+           scaled_analysis({"eps": 0.5}, methods=(), privatise=True), breaks=("mechanism:krr-labels",)),
     Mutant("chowdhury-objpert-sigma-div1.5", "objective perturbation σ ÷ 1.5 (less noise than Thm 5.2 needs)",
-           (EPS_EXP,), replaced_method("objpert_central", noise_scaled(1 / 1.5, c.objpert_central_fn))),
+           (EPS_EXP,), replaced_method("objpert_central", noise_scaled(1 / 1.5, c.objpert_central_fn)),
+           breaks=("mechanism:objective-perturbation",)),
     Mutant("chowdhury-objpert-sigma-x2", "objective perturbation σ × 2 (L read as a bound on ‖x‖, docs/chowdhury.md, Errata and modes (E7))",
            (EPS_EXP,), replaced_method("objpert_central", noise_scaled(2.0, c.objpert_central_fn))),
     # a noise variance off by 10% on one path alone (σ × √1.1; docs/chowdhury.md, Mutants and level checks)
@@ -232,5 +237,6 @@ MUTANTS = [
     Mutant("chowdhury-sgd-objpert-variance-1.1", "SGD objective perturbation with σ × √1.1: σ² × 1.1",
            ("chowdhury-fig1-sgd",), replaced_method("sgd_objpert", noise_scaled(math.sqrt(1.1), c.sgd_objpert_fn))),
     Mutant("chowdhury-sgd-objpert-sigma-div1.5", "SGD objective perturbation σ ÷ 1.5", ("chowdhury-fig1-sgd",),
-           chain(replaced_method("sgd_objpert", noise_scaled(1 / 1.5, c.sgd_objpert_fn)))),
+           chain(replaced_method("sgd_objpert", noise_scaled(1 / 1.5, c.sgd_objpert_fn))),
+                 breaks=("mechanism:sgd-objective-perturbation",)),
 ]

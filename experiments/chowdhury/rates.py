@@ -271,7 +271,8 @@ CHECKS = [
                 formula="e^ε/(e^ε−1)²·tr(H⁻¹ΣH⁻¹)/n",
                 description="P3'/(A2): E‖θ̂_RR − θ_MLE‖² / e^ε/(e^ε−1)²·tr(H⁻¹ΣH⁻¹)/n (from the grid's n, ε, d; "
                             "‖θ*‖ = 1) at every ε; region [0.8, 1.25]: the first-order model's error, ≤ 25% once "
-                            "n(e^ε−1)²/e^ε ≥ 5·10³ (docs/chowdhury.md, Experiments as run), with the MC error (≈ 4% at 400 fits) inside"),
+                            "n(e^ε−1)²/e^ε ≥ 5·10³ (docs/chowdhury.md, Experiments as run), with the MC error (≈ 4% at 400 fits) inside",
+                pins=("mechanism:rr-labels", "mechanism:rr-debiased-loss")),
     slope_check("chowdhury-rates-central-excess-slope-eps", RATES_EPS.name, "shift", "objpert_central", "eps",
                 PREDICTED["central_excess_eps"], 0.05,
                 description="P6: the central excess ‖θ̂_obj − θ_MLE‖ ∝ σ(ε) ∝ √(8 log(2/δ)+4ε)/ε, n = 10⁵, β = 1"),
@@ -281,7 +282,7 @@ CHECKS = [
                 description="P6/(A3): E‖θ̂_obj − θ_MLE‖² / (σ²tr H_β⁻² + β²‖H_β⁻¹θ*‖²)/n² at every ε, σ from Thm 5.2's "
                             "formula on the grid's ε, δ with L = E max‖x‖/2 (never the fit's σ); region [0.8, 1.25]: "
                             "the first-order model's error (docs/chowdhury.md, Experiments as run, ~25%), with the MC error (≈ 4% at 400 fits) "
-                            "inside"),
+                            "inside", pins=("mechanism:objective-perturbation",)),
     linear_slope_check("chowdhury-rates-mle-linear-in-d", RATES_DIM.name, metric="mse", method="mle", x="dim",
                        scale="n_samples", predicted_slope=PREDICTED["mle_n_mse_per_d"], rel_tol=0.1,
                        where={"eps": [2.0]},

@@ -19,3 +19,21 @@ EXPERIMENTS = [*synthetic.EXPERIMENTS, *real.EXPERIMENTS, *rates.EXPERIMENTS, *t
 CHECKS = [*synthetic.CHECKS, *real.CHECKS, *rates.CHECKS, *topk.CHECKS, *levels.CHECKS, *design.CHECKS]
 MUTANTS = [*mutants.MUTANTS, *design.MUTANTS]
 AUDITS = audits.AUDITS
+
+# What the paper's experiments simulate and score; each check names those it pins (``pins``)
+# and each mutant those it breaks (``breaks``): `dpsim list nguyen --pins`.
+COMPONENTS = {
+    "generator:ability-design": "abilities θ*: N(0, 1) or Unif[−1, 1] (docs/nguyen.md, Model)",
+    "generator:difficulty-design": "difficulties β*, centred (docs/nguyen.md, Model)",
+    "generator:missingness": "each response observed with probability p (§2)",
+    "generator:rasch-responses": "Rasch responses, P(user l answers item i correctly) = σ(θ_l − β_i) (§2, eq. (1))",
+    "generator:differential-counts": "the differential counts Y_ij the estimators read (eq. (2))",
+    "mechanism:discrete-gaussian": "discrete-Gaussian noise on the counts, σ² = Δ²/(2ρ) by the accounting mode "
+                                   "(§4.2, Lemma 4.1)",
+    "mechanism:discrete-laplace": "discrete-Laplace noise on the counts, scale Δ₁/ε* (docs/nguyen.md, Mechanisms and "
+                                  "estimators)",
+    "mechanism:sparse-discrete-gaussian": "the discrete Gaussian on an ER(p₀) item graph, Δ² from its edges (docs/nguyen.md, Mechanisms and estimators)",
+    "mechanism:shuffled-rr": "randomized response per response at ε_RR/m, ε_RR from the shuffle amplification "
+                             "(docs/nguyen.md, Mechanisms and estimators)",
+    "metric:rasch_l2_error": "‖β̂ − β*‖₂ in its centred and paper modes (docs/nguyen.md, Errata and modes)",
+}

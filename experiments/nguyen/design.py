@@ -178,26 +178,29 @@ CHECKS = [
     _claim("nguyen-pin-design-theta-msq", Mean("theta_msq", "design"), "theta",
            lambda pt: design_second_moment(pt["design"]), "E θ² (1 or 1/3)",
            "abilities θ*: mean θ_l² = 1 (N(0, 1)) or 1/3 (Unif[−1, 1]) for each design", at=("design",),
-           pool=("p",)),
+           pool=("p",), pins=("generator:ability-design",)),
     _claim("nguyen-pin-design-beta-msq", Mean("beta_msq", "design"), "beta",
            lambda pt: centred_msq(int(pt["n_items"]), pt["design"]), "(m − 1)/m·E β²",
-           "difficulties β* (centred): mean β_i² = (m − 1)/m·E β² for each design", at=("design",), pool=("p",)),
+           "difficulties β* (centred): mean β_i² = (m − 1)/m·E β² for each design", at=("design",), pool=("p",),
+           pins=("generator:difficulty-design",)),
     _claim("nguyen-pin-missingness", Mean("observed_share", "design"), "observed", lambda pt: pt["p"], "p",
-           "missingness: the share of observed entries = p at every p", at=("p",), pool=("design",)),
+           "missingness: the share of observed entries = p at every p", at=("p",), pool=("design",),
+           pins=("generator:missingness",)),
     _claim("nguyen-pin-responses-logistic", ColumnRatio("agree", "agree_expected", "design"), "agree", None, "1",
            "Rasch responses: observed responses agreeing with sign(θ_l − β_i) / Σ A_li σ(|θ_l − β_i|) = 1 at "
-           "every (design, p) (se bounded with Var ≤ ¼, E ≥ ½ per response)", at=("design", "p")),
+           "every (design, p) (se bounded with Var ≤ ¼, E ≥ ½ per response)", at=("design", "p"),
+           pins=("generator:rasch-responses",)),
     _claim("nguyen-pin-differential-counts", ColumnRatio("y_total", "y_expected", "design"), "y", None, "1",
            "differential counts: Σ_{i≠j} Y_ij / p²·Σ_l Σ_{i≠j} σ_li(1 − σ_lj) = 1 at every (design, p) "
-           "(eq. (2); se a bound)", at=("design", "p")),
+           "(eq. (2); se a bound)", at=("design", "p"), pins=("generator:differential-counts",)),
     _claim("nguyen-pin-metric-l2-centred", Mean("l2_centred", "oracle_noise", True, True), "l2_centred",
            lambda pt: (int(pt["n_items"]) - 1.0) * NOISE_SCALE ** 2, "(m − 1)s²",
            "rasch_l2_error, centred mode: RMS of ‖(β̂ − mean) − (β* − mean)‖ for β̂ = β*_c + sZ = s√(m − 1) "
-           "(mean square (m − 1)s², an offset of β* removed)", pool=("design", "p")),
+           "(mean square (m − 1)s², an offset of β* removed)", pool=("design", "p"), pins=("metric:rasch_l2_error",)),
     _claim("nguyen-pin-metric-l2-paper", Mean("l2_paper", "oracle_noise", True, True), "l2_paper",
            lambda pt: int(pt["n_items"]) * (NOISE_SCALE ** 2 + OFFSET ** 2), "m(s² + c²)",
            "rasch_l2_error, paper mode: mean square of ‖β̂ − (β* + c)‖ = m(s² + c²), the un-centred floor "
-           "(docs/nguyen.md, Errata and modes (Q1))", pool=("design", "p")),
+           "(docs/nguyen.md, Errata and modes (Q1))", pool=("design", "p"), pins=("metric:rasch_l2_error",)),
 ]
 
 
@@ -240,25 +243,28 @@ def _paper_mode_centred(beta_hat, beta, mode):
 EXP = (DESIGN.name,)
 MUTANTS = [
     Mutant("nguyen-design-theta-scale-2", "abilities θ* drawn at twice the design's scale", EXP,
-           changed_truth(lambda t, shape: {**t, "theta": 2.0 * t["theta"]})),
+           changed_truth(lambda t, shape: {**t, "theta": 2.0 * t["theta"]}), breaks=("generator:ability-design",)),
     Mutant("nguyen-design-beta-uncentred", "difficulties β* not centred (β* + 1)", EXP,
-           changed_truth(lambda t, shape: {**t, "beta": t["beta"] + 1.0})),
+           changed_truth(lambda t, shape: {**t, "beta": t["beta"] + 1.0}), breaks=("generator:difficulty-design",)),
     Mutant("nguyen-design-uniform-wrong-range", "the bounded design drawn from Unif[−√3, √3] (the unit-variance "
            "uniform) instead of Unif[−1, 1]", EXP,
            changed_truth(lambda t, shape: {**t, **({"theta": math.sqrt(3.0) * t["theta"],
                                                     "beta": math.sqrt(3.0) * t["beta"]}
-                                                   if shape["design"] == "uniform" else {})})),
+                                                   if shape["design"] == "uniform" else {})}),
+                                                   breaks=("generator:ability-design", "generator:difficulty-design")),
     Mutant("nguyen-responses-observed-at-p-squared", "entries observed with probability p² (p applied twice)",
-           EXP, _generate_with(p_scale=0.5)),
+           EXP, _generate_with(p_scale=0.5), breaks=("generator:missingness",)),
     Mutant("nguyen-responses-theta-half-scale", "responses drawn with the abilities at half their scale, σ(θ/2 − β)",
-           EXP, _generate_with(theta_scale=0.5)),
+           EXP, _generate_with(theta_scale=0.5), breaks=("generator:rasch-responses",)),
     Mutant("nguyen-responses-sign-flipped", "responses drawn with σ(β − θ) (correct and wrong swapped)", EXP,
-           _generate_with(flip=True)),
+           _generate_with(flip=True), breaks=("generator:rasch-responses",)),
     Mutant("nguyen-counts-unobserved-as-wrong", "Y counts an unobserved response as wrong", EXP,
-           sample_changed(_y_unobserved_as_wrong)),
+           sample_changed(_y_unobserved_as_wrong), breaks=("generator:differential-counts",)),
     Mutant("nguyen-metric-paper-mode-centred", "the paper mode's ℓ2 scored centred (the un-centred floor dropped)",
-           EXP, replaced_method("oracle_noise", make_oracle_noise_fn(_paper_mode_centred))),
+           EXP, replaced_method("oracle_noise", make_oracle_noise_fn(_paper_mode_centred)),
+           breaks=("metric:rasch_l2_error",)),
     Mutant("nguyen-metric-l2-over-root-m", "the ℓ2 error normalised by √m", EXP,
            replaced_method("oracle_noise", make_oracle_noise_fn(
-               lambda a, b, mode: metrics.rasch_l2_error(a, b, mode) / jnp.sqrt(a.shape[0])))),
+               lambda a, b, mode: metrics.rasch_l2_error(a, b, mode) / jnp.sqrt(a.shape[0]))),
+               breaks=("metric:rasch_l2_error",)),
 ]

@@ -258,6 +258,7 @@ def _fig2_checks() -> list[level_check]:
                 f"nguyen-fig2-{method}-noise-level-{d}", FIG2.name, "noise_ms", method,
                 lambda point, fn=fn: fn(point, FIG2.name), 1.0 - a, 1.0 + a, at=("eps", "mode"), root=True,
                 where={"dataset": [d], "eps": FIG2_EPS}, formula=formula, unconverged_limit=1.0,
+                pins=(f"mechanism:discrete-{method}",),
                 description=f"Fig. 2, {d} (m = {m}): the {method} chain's RMS noise per count equals the closed "
                             f"form's sd at every ε* ∈ {FIG2_EPS} in both modes (paper: Δ² = m(m − 1) or Δ₁ = "
                             f"m(m − 1), the paper's ρ = ε*²/4ln(1/δ); strict: 2⌊m²/4⌋ and CKS); exact, so "
@@ -268,7 +269,7 @@ def _fig2_checks() -> list[level_check]:
         out.append(level_check(
             f"nguyen-fig2-rr-flip-level-{d}", FIG2.name, "rr_signal", "rr", rr_expected_signal, 1.0 - a, 1.0 + a,
             at=("eps", "mode"), where={"dataset": [d], "eps": rr_eps}, formula="tanh(ε_RR/2m)",
-            unconverged_limit=1.0,
+            unconverged_limit=1.0, pins=("mechanism:shuffled-rr",),
             description=f"Fig. 2, {d} (n = {n}, m = {m}): randomized response keeps each response with "
                         f"probability e^ε′/(1 + e^ε′), ε′ = ε_RR/m, ε_RR = max(FMT22⁻¹(ε*, δ, n), ε*): "
                         f"1 − 2·flip share = tanh(ε′/2) at ε* ∈ {rr_eps}; exact, ± {a:.2f} = 6 MC "
@@ -286,6 +287,7 @@ def _fig1_checks() -> list[level_check]:
             f"nguyen-fig1-{method}-noise-level", FIG1.name, "noise_ms", method,
             lambda point, fn=fn: fn(point, FIG1.name), 1.0 - a, 1.0 + a, at=("n_items", "eps", "mode"), root=True,
             where={"n_users": [1000], "eps": FIG1_EPS}, formula=formula, unconverged_limit=1.0,
+            pins=(f"mechanism:discrete-{method}",),
             description=f"Fig. 1 (n = 1000): the {method} chain's RMS noise per count equals the closed form's "
                         f"sd at every m and ε* ∈ {FIG1_EPS}, both modes (paper: the synthetic script's "
                         f"Δ² = m(m − 1)/2, Laplace Δ₁ = m(m − 1), the paper's ρ; strict: 2⌊m²/4⌋ and CKS); "
@@ -301,6 +303,7 @@ def _fig3_checks() -> list[level_check]:
         "nguyen-fig3-sparse-noise-level", FIG3.name, "noise_ms", "gaussian_sparse",
         lambda point: sparse_gaussian_noise_var(point, FIG3.name), 1.0 - a, 1.0 + a, at=("n_items", "eps", "mode"),
         root=True, where={"eps": FIG3_EPS}, formula="E Var N_ℤ(0, Δ²(G)/2ρ)", unconverged_limit=1.0,
+        pins=("mechanism:sparse-discrete-gaussian",),
         description=f"Fig. 3: the sparse chain's RMS noise per count equals the closed form's sd averaged over "
                     f"its ER(p₀ = 2 log₂m/m) graph (Δ² = 2|E| paper, 2 min(|E|, ⌊m²/4⌋) strict) at m ∈ "
                     f"{{25, 200}}, ε* ∈ {FIG3_EPS}; model error < 1e-3 (strict mode's connected graphs), "

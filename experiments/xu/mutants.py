@@ -138,20 +138,22 @@ VARIANCE_ERROR = 1.1      # the smallest noise-variance error the level checks m
 
 MUTANTS = [
     Mutant("xu-rr-flips-at-2eps-debiased-at-eps", "debiased RR: answers flipped at 2ε, debiased with eq. (1) at ε",
-           (ORACLE,), replaced_release("debiased_rr", rr_mismatched(2.0))),
+           (ORACLE,), replaced_release("debiased_rr", rr_mismatched(2.0)), breaks=("mechanism:debiased-rr",)),
     Mutant("xu-release-at-half-eps", "every mechanism released (and λ computed) at ε/2: noise too large",
-           (ORACLE,), scaled_analysis({"eps": 0.5}, methods=(), privatise=True)),
+           (ORACLE,), scaled_analysis({"eps": 0.5}, methods=(), privatise=True),
+           breaks=("mechanism:classic-rr", "mechanism:debiased-rr", "mechanism:laplace")),
     Mutant("xu-release-at-2eps", "every mechanism released (and λ computed) at 2ε: a privacy leak",
-           (ORACLE,), scaled_analysis({"eps": 2.0}, methods=(), privatise=True)),
+           (ORACLE,), scaled_analysis({"eps": 2.0}, methods=(), privatise=True),
+           breaks=("mechanism:classic-rr", "mechanism:debiased-rr", "mechanism:laplace")),
     Mutant("xu-debiasing-removed", "debiased RR releases the classic mean ỹ̄ (the M-estimator becomes the "
            "classic-RR MLE, docs/xu.md, Mechanisms and estimators; Errata and modes (A7))", (ORACLE, FIG2, FIG3, FIG6, FLOOR),
-           replaced_release("debiased_rr", rr_not_debiased)),
+           replaced_release("debiased_rr", rr_not_debiased), breaks=("mechanism:debiased-rr",)),
     Mutant("xu-laplace-sensitivity-2", "Laplace noise of scale 2/ε (sensitivity 2: answers coded ±1; docs/xu.md, Errata and modes (A6))",
-           (ORACLE,), replaced_release("laplace", laplace_scaled(2.0))),
+           (ORACLE,), replaced_release("laplace", laplace_scaled(2.0)), breaks=("mechanism:laplace",)),
     Mutant("xu-lambda-paper-rule", "λ = G/L replaced by the literal (e^ε+1)²/((e^ε−1)L) of the paper's text "
-           "(errata A4)", (LAMBDA, FIG2), ridge_rule_as("paper")),
+           "(errata A4)", (LAMBDA, FIG2), ridge_rule_as("paper"), breaks=("estimator:ridge-m-estimator",)),
     Mutant("xu-lambda-rule-ignored", "the mode axis (λ rule) ignored: λ = G/L for the literal rule too",
-           (LAMBDA,), ridge_rule_as("g_over_l")),
+           (LAMBDA,), ridge_rule_as("g_over_l"), breaks=("estimator:ridge-m-estimator",)),
     Mutant("xu-classic-rr-flips-at-2eps", "classic RR keeps answers w.p. e^{2ε}/(1+e^{2ε}) (ε doubled, e.g. by a "
            "±1 coding), reported at ε", (ORACLE, FLOOR), replaced_release("classic_rr", classic_flips(2.0))),
     # a noise variance off by 10% on one mechanism alone (docs/xu.md, Mutants and level checks)

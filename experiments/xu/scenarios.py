@@ -309,7 +309,8 @@ FIG6_CHECKS = [
         description="Scenario V: RMS ℓ2/√m error of Laplace over debiased RR (same raw data) = the ratio R of their "
                     "expected ridge sandwiches (per-answer variance p(1−p) + 2/ε² vs p(1−p) + e^ε/(e^ε−1)², "
                     "docs/xu.md, Mechanisms and estimators; Predictions (P11); levels.expected_sandwich), two-sided: R·[√(0.9/1.1), √(1.1/0.9)], each MSE "
-                    "within ±10% of its sandwich (docs/xu.md, Predictions)"),
+                    "within ±10% of its sandwich (docs/xu.md, Predictions)",
+        pins=("mechanism:laplace", "mechanism:debiased-rr")),
     IdenticalAcrossCheck("xu-fig6-classic-debiased-identical-rankings", FIG6.name,
                          ("kendall", "kendall_strict", "top_k_hamming"), METHOD, "mechanism", "classic_rr", "debiased_rr",
                          report_only=True,
@@ -325,7 +326,8 @@ ORACLE_CHECKS = [
     column_ratio_check(f"xu-oracle-m{m}-L{L}-eps{e:g}-{mech.replace('_', '-')}", ORACLE.name, "mse", "oracle_mse", METHOD,
                        *SANDWICH, where={"n_items": [m], "n_users": [L], "eps": [e], "mechanism": [mech]},
                        description=f"simulated RMS ℓ2/√m over the sandwich prediction at the simulated θ* in [√0.9, √1.1] "
-                                   f"(MSE within 10%, docs/xu.md, Predictions (P4)), m = {m}, L = {L}, ε = {e:g}, {mech}")
+                                   f"(MSE within 10%, docs/xu.md, Predictions (P4)), m = {m}, L = {L}, ε = {e:g}, {mech}",
+                       pins=("estimator:ridge-m-estimator", f"mechanism:{mech.replace('_', '-')}"))
     for m, L, e, mech in ORACLE_POINTS]
 for _num, _den in ((1.0, 3.0), (1.0, 2.0)):
     ORACLE_CHECKS.append(predicted_ratio_check(
@@ -333,13 +335,15 @@ for _num, _den in ((1.0, 3.0), (1.0, 2.0)):
         _num, _den, *SANDWICH, where={"mechanism": ["debiased_rr"]}, pool=("n_items", "n_users"),
         paired_on=("n_items", "n_users", "rep"),
         description=f"debiased RR: the RMS error ratio ε = {_num:g} over ε = {_den:g} ÷ the sandwich ratio at the "
-                    f"simulated θ* (exact Lemma 2 variance, ≈ coth ratio; docs/xu.md, Predictions (P3, P4)) in [√0.9, √1.1]"))
+                    f"simulated θ* (exact Lemma 2 variance, ≈ coth ratio; docs/xu.md, Predictions (P3, P4)) in [√0.9, √1.1]",
+        pins=("mechanism:debiased-rr",)))
 
 FLOOR_CHECKS = [
     *[column_ratio_check(f"xu-classic-floor-m{m}", FLOOR.name, "mse", "floor_mse", METHOD, 0.99, 1.01,
                          where={"n_items": [m], "n_users": [FLOOR_L[-1]], "mechanism": ["classic_rr"]},
                          description=f"classic RR, m = {m}, L = {FLOOR_L[-1]}, ε = 2: RMS ℓ2/√m within 1% of its population "
-                                     "floor ‖θ̃ − θ*‖/√m at the simulated θ* (docs/xu.md, Mechanisms and estimators; variance left < 0.1%)")
+                                     "floor ‖θ̃ − θ*‖/√m at the simulated θ* (docs/xu.md, Mechanisms and estimators; variance left < 0.1%)",
+                         pins=("mechanism:classic-rr",))
       for m in FLOOR_M],
     slope_check("xu-classic-floor-plateau", FLOOR.name, "l2_rms", METHOD, "n_users", 0.0, RATE_TOL,
                 where={"n_items": FLOOR_M, "mechanism": ["classic_rr"]},
@@ -355,11 +359,13 @@ LAMBDA_CHECKS = [
                 1 / _L_HI, 1 / _L_LO, where={"n_items": [10], "n_users": [100], "mode": ["g_over_l"]},
                 root=True, paired_on=("rep",),
                 description="λ = G/L at m = 10, L = 100: RMS error ratio ε = 3 over ε = 1 within Lemma 2's bounds "
-                            "widened by the sandwich's ±10% MSE (docs/xu.md, Predictions (P3); Errata and modes (A4))"),
+                            "widened by the sandwich's ±10% MSE (docs/xu.md, Predictions (P3); Errata and modes (A4))",
+                pins=("estimator:ridge-m-estimator",)),
     ratio_check("xu-lambda-paper-rule-reverses-eps", LAMBDA.name, "mse", METHOD, "eps", 3.0, 1.0, 1.0, INF,
                 where={"n_items": [10], "n_users": [100], "mode": ["paper"]}, root=True, paired_on=("rep",),
                 description="the literal λ = (e^ε+1)²/((e^ε−1)L) at m = 10, L = 100 makes ε = 3 worse than ε = 1, "
-                            "contradicting the paper's Fig. 2 (docs/xu.md, Mechanisms and estimators; Errata and modes (A4)): why λ = G/L is the default"),
+                            "contradicting the paper's Fig. 2 (docs/xu.md, Mechanisms and estimators; Errata and modes (A4)): why λ = G/L is the default",
+                pins=("estimator:ridge-m-estimator",)),
 ]
 
 # =======================================================================================
@@ -389,30 +395,34 @@ LEVEL_CHECKS = [
                 where={"mechanism": ["classic_rr"]}, pool=_POOL, at=("eps",), formula="2q−1 = tanh(ε/2)",
                 description="classic RR keeps each answer w.p. q = e^ε/(1+e^ε) (xu §3.1, Lemma 1): the slope of the "
                             "released mean on the raw mean is exactly 2q − 1 = tanh(ε/2); ratio in [0.98, 1.02] at "
-                            "every ε (exact formula; ±2% ≫ MC se ≈ 0.1%)"),
+                            "every ε (exact formula; ±2% ≫ MC se ≈ 0.1%)", pins=("mechanism:classic-rr",)),
     level_check("xu-oracle-unbiased-release-slope", ORACLE.name, "release_slope", METHOD,
                 lambda point: levels.release_slope(point["eps"], point["mechanism"]), *SLOPE_REGION,
                 where={"mechanism": ["debiased_rr", "laplace"]}, pool=_POOL, at=("mechanism", "eps"), formula="1",
                 description="debiased RR (eq. (1)) and Laplace are unbiased given the raw answers: slope of z̄ on ȳ "
                             "exactly 1 at every (mechanism, ε) (Lemma 2, docs/xu.md, Mechanisms and estimators); [0.98, 1.02] (MC se ≤ 0.2%): a "
-                            "release debiased at the wrong ε or not at all moves it by ≥ 5%"),
+                            "release debiased at the wrong ε or not at all moves it by ≥ 5%",
+                pins=("mechanism:debiased-rr", "mechanism:laplace")),
     level_check("xu-oracle-debiased-rr-excess-variance", ORACLE.name, "excess_var", METHOD,
                 lambda point: levels.excess_variance(point["eps"], "debiased_rr"), *NOISE_REGION,
                 where={"mechanism": ["debiased_rr"]}, pool=_POOL, at=("eps",), formula="e^ε/(e^ε−1)²",
                 description="debiased RR: L·mean_e(z̄_e − ȳ_e)² has expectation e^ε/(e^ε−1)² exactly (Var(z | y), "
-                            "eq. (1), Lemma 2 minus p(1−p)); [0.95, 1.05] at every ε (exact formula; MC se ≈ 0.5%)"),
+                            "eq. (1), Lemma 2 minus p(1−p)); [0.95, 1.05] at every ε (exact formula; MC se ≈ 0.5%)",
+                pins=("mechanism:debiased-rr",)),
     level_check("xu-oracle-laplace-noise-variance", ORACLE.name, "excess_var", METHOD,
                 lambda point: levels.excess_variance(point["eps"], "laplace"), *NOISE_REGION,
                 where={"mechanism": ["laplace"]}, pool=_POOL, at=("eps",), formula="2/ε²",
                 description="Laplace(1/ε) per answer (sensitivity 1, docs/xu.md, Mechanisms and estimators; Errata and modes (A6)): L·mean_e(z̄_e − ȳ_e)² has "
-                            "expectation 2/ε² exactly; [0.95, 1.05] at every ε (MC se ≈ 0.5%)"),
+                            "expectation 2/ε² exactly; [0.95, 1.05] at every ε (MC se ≈ 0.5%)",
+                pins=("mechanism:laplace",)),
     level_check("xu-oracle-mse-level-sandwich", ORACLE.name, "mse", METHOD, levels.expected_sandwich_mse,
                 *SANDWICH_LEVEL, where={"mechanism": ["debiased_rr", "laplace"], "n_users": [400]}, pool=_POOL,
                 at=("mechanism", "eps"), formula="E_θ* ridge sandwich",
                 description="simulated E‖θ̂ − θ*‖²/m over the ridge sandwich averaged over θ* ~ U(−2, 2) centred, "
                             "evaluated from (m, L, ε, mechanism) (levels.expected_sandwich; docs/xu.md, Predictions (P4)), at L = 400 "
                             f"({SANDWICH_L_NOTE}): [0.882, 1.122] = ±10% (docs/xu.md, Predictions) widened by 2% for the prediction's "
-                            "MC error"),
+                            "MC error",
+                pins=("estimator:ridge-m-estimator", "mechanism:debiased-rr", "mechanism:laplace")),
     level_check("xu-fig2-mse-level-sandwich", FIG2.name, "mse", METHOD, levels.expected_sandwich_mse,
                 *SANDWICH_LEVEL, where={"n_items": FIG2_M, "n_users": SANDWICH_FIG2_L, "eps": FIG2_EPS},
                 pool=(*_POOL, "eps"), formula="E_θ* ridge sandwich",
@@ -420,7 +430,8 @@ LEVEL_CHECKS = [
                             f"over m, ε and L ∈ {{400, 800}} ({SANDWICH_L_NOTE}; one point: the paper's 50 replicates "
                             "leave ±7% per ε, the per-ε level is xu-oracle-mse-level-sandwich's, at 500) (docs/xu.md, Predictions (P3, P4)): "
                             "[0.882, 1.122] = ±10% (docs/xu.md, Predictions) widened by 2% for the prediction's MC error. Pins the "
-                            "debiasing and λ = G/L at the estimator's level"),
+                            "debiasing and λ = G/L at the estimator's level",
+                pins=("estimator:ridge-m-estimator", "mechanism:debiased-rr")),
 ]
 
 CHECKS = [*FIG2_CHECKS, *FIG3_CHECKS, *FIG4_CHECKS, *FIG5_CHECKS, *FIG6_CHECKS, *ORACLE_CHECKS, *FLOOR_CHECKS,

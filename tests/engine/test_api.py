@@ -66,6 +66,18 @@ def test_catalog_and_show_return_data():
     assert shown["lines"][0].startswith("cai-fig3: ")
 
 
+def test_pins_return_data():
+    """`dpsim.pins`: what `dpsim list PAPER --pins` prints, one row per declared component;
+    every paper's without a name; an unknown paper is the one-line error."""
+    table = dpsim.pins("cai")
+    assert list(table.columns) == ["paper", "component", "kind", "description", "checks", "mutants", "gap"]
+    row = table.set_index("component").loc["mechanism:edge-counts"]
+    assert "cai-level-edge-counts-noise" in row["checks"] and "cai-edge-counts-noise-double" in row["mutants"]
+    assert set(dpsim.pins()["paper"]) >= {"cai", "chowdhury", "nguyen", "xu"}
+    with pytest.raises(UsageError, match=r"unknown paper 'cia'.*did you mean 'cai'"):
+        dpsim.pins("cia")
+
+
 def test_a_method_beside_the_paper_leaves_its_rows_bit_for_bit(runs):
     """Common random numbers: the paper's methods' rows of the extended run are those of the
     paper's run to the last bit; the added method has rows at every grid point."""

@@ -84,6 +84,22 @@ def test_list(tmp_path, monkeypatch, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_list_pins(tmp_path, monkeypatch, capsys):
+    """`dpsim list PAPER --pins`: each component with the checks that pin it and the mutants
+    that break it, a GAP line for each component no check pins, the count; nothing written."""
+    code, out, err = run_in_process(["list", "cai", "--pins"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert "mechanism:edge-counts" in out and "cai-level-edge-counts-noise" in out
+    assert "cai-edge-counts-noise-double" in out
+    table = dpsim.pins("cai")
+    assert out.strip().splitlines()[-1].strip() == f"{len(table)} components, {int(table['gap'].sum())} without a check (GAP)"
+    code, out, err = run_in_process(["list", "xu", "--pins"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    gaps = dpsim.pins("xu")
+    assert len([line for line in out.splitlines() if line.strip().startswith("GAP ")]) == int(gaps["gap"].sum())
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.fixture
 def tiny_run(tmp_path, monkeypatch, capsys):
     """A tiny cai-fig1 run by `dpsim run`: (its arguments, (exit status, stdout, stderr), the

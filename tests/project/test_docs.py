@@ -108,3 +108,26 @@ def test_user_pages_state_no_dates_times_or_commits(page):
     for pattern, what in ((DATE, "a date"), (TIME_OF_DAY, "a time of day"), (COMMIT, "a commit hash")):
         found = pattern.search(text)
         assert found is None, f"{page} states {what}: {found.group(0)!r}"
+
+
+def test_pins_page_reads_the_kill_matrix(tmp_path, monkeypatch):
+    """docs/PAPER-pins.md: each component's checks from the code; each declared mutant's outcome
+    from the committed kill matrix, ✓ where a check pinning what it breaks killed it, and the
+    mutants the matrix does not hold named as such."""
+    (tmp_path / "kill-matrix-cai.csv").write_text(
+        "mutant,check,experiment,killed,state\n"
+        "cai-edge-counts-noise-half,cai-level-edge-counts-noise,cai-fig3,True,killed\n"
+        "cai-edge-counts-noise-half,cai-fig3-linf-p0.25-decreases-in-eps,cai-fig3,False,not killed\n"
+        "cai-edge-counts-noise-double,cai-fig3-counting-beats-mle-eps-le-2,cai-fig3,True,killed\n"
+        "cai-edge-mle-lambda-half,cai-level-edge-mle-noise,cai-fig3,False,not killed\n")
+    monkeypatch.setattr(PAGES, "KILL_MATRICES", tmp_path)
+    page = PAGES.pins_page("cai")
+    assert "| `mechanism:edge-counts` |" in page and "`cai-level-edge-counts-noise`" in page
+    rows = {line.split(" | ")[0].strip("| `"): line for line in page.splitlines() if line.startswith("| `cai-")}
+    assert rows["cai-edge-counts-noise-half"].endswith("| KILLED | `cai-level-edge-counts-noise` | ✓ |")
+    assert rows["cai-edge-counts-noise-double"].endswith("| KILLED | `cai-fig3-counting-beats-mle-eps-le-2` |  |")
+    assert "| SURVIVED |" in rows["cai-edge-mle-lambda-half"]
+    assert "not in the committed matrix" in rows["cai-metric-log10"]
+    assert "2 of 3 mutants in the matrix killed" in page
+    monkeypatch.setattr(PAGES, "KILL_MATRICES", tmp_path / "none")
+    assert "No kill matrix of cai is committed yet" in PAGES.pins_page("cai")

@@ -41,16 +41,22 @@ class Mutant:
         experiments: the experiments it changes; every other experiment keeps its table, and
             only the checks judged on these are re-evaluated.
         apply: ``Experiment -> Experiment`` (the transformations of this module).
+        breaks: the components of its paper it breaks (names of the paper's ``COMPONENTS``,
+            e.g. ``"mechanism:cai-edge-counts"``), so ``dpsim list PAPER --pins`` shows beside
+            each component the checks that pin it and the mutants that break it.
     """
 
     name: str
     description: str
     experiments: tuple[str, ...]
     apply: Transform
+    breaks: tuple[str, ...] = ()
 
     def __post_init__(self):
         if isinstance(self.experiments, str):
             object.__setattr__(self, "experiments", (self.experiments,))
+        if isinstance(self.breaks, str):
+            object.__setattr__(self, "breaks", (self.breaks,))
         if not self.experiments:
             raise ValueError(f"mutant {self.name!r} names no experiment")
 

@@ -230,6 +230,11 @@ class Check:
         pool: axes it deliberately averages over (any other axis with several values in its
             rows is refused: nothing is pooled silently).
         description: one line; ``report_only``: print as INFO, never judge.
+        pins: the components of its paper it pins (``"generator:…"``, ``"mechanism:…"``,
+            ``"estimator:…"``, ``"metric:…"``, declared in the paper's ``COMPONENTS``): a level
+            check of a mechanism's calibration pins that mechanism, a design check its
+            generator, a metric's reference value that metric; a slope or trend usually pins
+            none (``dpsim list PAPER --pins``).
         unconverged_limit: the largest share of unconverged fits it judges (default 1%;
             above it the check is REFUSED). A check of a method whose non-convergence is the
             paper's own (e.g. the authors' capped power iteration) states a larger allowance
@@ -244,6 +249,7 @@ class Check:
     description: str = ""
     report_only: bool = False
     unconverged_limit: float = UNCONVERGED_LIMIT
+    pins: tuple[str, ...] = ()
 
     @property
     def methods(self) -> tuple[str, ...]:

@@ -1,5 +1,6 @@
 """What ``dpsim list`` and ``dpsim show`` print: an experiment's axes (values, kinds, what they
-are), methods and metrics, and an estimate of its run time on this machine."""
+are), methods and metrics, and an estimate of its run time on this machine; and what
+``dpsim list PAPER --pins`` prints: each declared component and the checks that pin it."""
 from __future__ import annotations
 
 import json
@@ -129,3 +130,42 @@ def estimate_seconds(experiment: Experiment, runs: Path = Path("runs"), plan=Non
         f"calibrated at the largest shape ({where}): {compile_seconds:.1f} s to compile each of "
         f"{len(plan.steps)} programs, {per_lane * 1000:.1f} ms per replicate lane there, scaled by "
         f"working set for the other shapes; {total_lanes} lanes")
+
+
+PIN_FIELDS = ("paper", "component", "kind", "description", "checks", "mutants", "gap")
+
+
+def pin_rows(paper: str, components, checks, mutants) -> list[dict]:
+    """The pins table of one paper: one row per declared component (in declaration order),
+    with the checks that pin it (their ``pins``) and the mutants that break it (their
+    ``breaks``); ``gap`` is True when no check pins it (nothing would catch a bug there).
+
+    Args:
+        paper: the paper's name.  components: its ``COMPONENTS`` (``"KIND:NAME"`` → one line).
+        checks, mutants: its checks and mutants.
+    Returns:
+        Dicts with the keys :data:`PIN_FIELDS` (``checks`` and ``mutants``: tuples of names).
+    """
+    from dpsim.engine.registry import named_components
+    rows = []
+    for component, description in components.items():
+        pinned = tuple(c.name for c in checks if component in named_components(getattr(c, "pins", ())))
+        broken = tuple(m.name for m in mutants if component in named_components(getattr(m, "breaks", ())))
+        rows.append({"paper": paper, "component": component, "kind": component.partition(":")[0],
+                     "description": description, "checks": pinned, "mutants": broken, "gap": not pinned})
+    return rows
+
+
+def pin_lines(rows) -> list[str]:
+    """The lines of ``dpsim list PAPER --pins`` from :func:`pin_rows`' rows (or the API's
+    DataFrame of them): each component, its checks, and its mutants; GAP where no check pins it."""
+    lines = []
+    for row in rows:
+        flag = "GAP " if row["gap"] else "    "
+        lines.append(f"{flag}{row['component']:<44} {row['description']}")
+        lines.append(f"      checks ({len(row['checks'])}): {', '.join(row['checks']) or 'none: a bug here goes unseen'}")
+        if len(row["mutants"]):
+            lines.append(f"      mutants ({len(row['mutants'])}): {', '.join(row['mutants'])}")
+    gaps = sum(bool(row["gap"]) for row in rows)
+    lines.append(f"{len(rows)} components, {gaps} without a check (GAP)")
+    return lines
