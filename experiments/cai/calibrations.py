@@ -148,7 +148,7 @@ MATCHED_CHECKS = [
                            formula="2λ², λ = 8L/ε", gamma=lambda pt: _matched_lam_gamma(pt)[1],
                            description="Alg. 1 (individual, cai Algorithm 1 under individual DP, §3.2): mean (r − γθ̃)² = 2λ², λ = 8L/ε, "
                                        "γ = 2L/ε, at every L and ε; exact, region ±6 expected SE "
-                                       f"({SE_M_SQUARES:.3f})"),
+                                       f"({SE_M_SQUARES:.3f})", pins=("mechanism:individual-objective-perturbation",)),
     pooled_level_check("cai-level-indiv-counts-noise-strict-pooled", MATCHED.name, Mean("privacy_msq", "counts"),
                        _count_shift, SE_M_SQUARES_ALL, where=INDIVIDUAL_UNIT, pool=("per_user", "eps"),
                        formula="1 = mean of (τ̂ − τ̂_raw)²/(2(2L/ε)²·(1/(np))²)",
@@ -156,7 +156,7 @@ MATCHED_CHECKS = [
                                    "(τ̂ − τ̂_raw)² ÷ its own point's Var(Laplace(2L/ε))·((n−1)/(nS))² = 1 (each row "
                                    "weighted alike; a 10% error in the noise variance lies ≥ 10 SE outside, where the "
                                    "per-point check's ±6 SE of 0.016 cannot reach it); exact, region ±6 expected SE "
-                                   f"({SE_M_SQUARES_ALL:.4f}: √(5/(n·R)), R = {M_POINTS} points × {M_REPS})"),
+                                   f"({SE_M_SQUARES_ALL:.4f}: √(5/(n·R)), R = {M_POINTS} points × {M_REPS})", pins=("mechanism:individual-counts-strict",)),
     pooled_level_check("cai-level-indiv-mle-noise-pooled", MATCHED.name,
                        PerturbationNoise(NOISE_COLUMN, "mle", gamma=lambda pt: _matched_lam_gamma(pt)[1]),
                        lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]), SE_M_SQUARES_ALL,
@@ -164,7 +164,7 @@ MATCHED_CHECKS = [
                        description="Alg. 1 (individual), every (L, ε) pooled: mean over the rows of mean (r − γθ̃)² "
                                    "÷ its own point's 2λ², λ = 8L/ε, γ = 2L/ε = 1 (a 10% error in the noise variance "
                                    "lies ≥ 10 SE outside); exact, region ±6 expected SE "
-                                   f"({SE_M_SQUARES_ALL:.4f})"),
+                                   f"({SE_M_SQUARES_ALL:.4f})", pins=("mechanism:individual-objective-perturbation",)),
     level_check("cai-level-indiv-mle-mean", MATCHED.name, "op_theta_mean_sq", "mle",
                 lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)), *region(SE_M_MEAN),
                 where=INDIVIDUAL_UNIT, pool=("eps",), at=("per_user",), formula="2λ²/γ² = 32",
@@ -187,7 +187,7 @@ FIG7_CHECKS = [
                 lambda pt: individual_count_noise_variance(pt["eps"], pt["per_user"], pt["mode"]),
                 *region(SE_FIG7), where={"eps": FIG7_EPS}, pool=("n_users",), at=("eps",), formula="2(L/ε)²",
                 description="Alg. 3 in the paper's mode: mean square of the released count noise = 2(L/ε)² "
-                            f"(Laplace(L/ε), cai Algorithm 3, §3.3); exact, region ±6 expected SE ({SE_FIG7:.3f})"),
+                            f"(Laplace(L/ε), cai Algorithm 3, §3.3); exact, region ±6 expected SE ({SE_FIG7:.3f})", pins=("mechanism:individual-counts-paper",)),
     pooled_level_check("cai-level-indiv-counts-noise-paper-pooled", FIG7.name, Mean("noise_msq", "counts"),
                        lambda pt: individual_count_noise_variance(pt["eps"], pt["per_user"], pt["mode"]),
                        SE_FIG7_ALL, where={"eps": FIG7_EPS}, pool=("n_users", "eps"),
@@ -196,7 +196,7 @@ FIG7_CHECKS = [
                                    "released count noise's mean square ÷ its own point's 2(L/ε)² = 1 (a 10% error in "
                                    "the noise variance lies ≥ 5.8 SE outside the region, where the per-ε check's "
                                    f"±6 SE of {SE_FIG7:.3f} cannot reach it); exact, region ±6 expected SE "
-                                   f"({SE_FIG7_ALL:.4f}: √(5/(n·R)), R = {len(FIG7_EPS)} ε × 4 m × {FIG7.reps})"),
+                                   f"({SE_FIG7_ALL:.4f}: √(5/(n·R)), R = {len(FIG7_EPS)} ε × 4 m × {FIG7.reps})", pins=("mechanism:individual-counts-paper",)),
 ]
 
 CHECKS = [*FIG3_CHECKS, *MATCHED_CHECKS, *FIG7_CHECKS]
@@ -258,9 +258,9 @@ SCALE_ERROR = math.sqrt(VARIANCE_ERROR)
 MUTANTS = [
     # also on cai-published-fig1, where the ε profile against the authors' results must see them
     Mutant("cai-edge-counts-noise-half", "Alg. 2 with Laplace(1/ε): the ℓ∞ sensitivity 1 for the ℓ1 sensitivity 2 "
-           "(released at 2ε)", (FIG3.name, "cai-published-fig1"), scaled_analysis({"eps": 2.0}, methods=["counts"])),
+           "(released at 2ε)", (FIG3.name, "cai-published-fig1"), scaled_analysis({"eps": 2.0}, methods=["counts"]), breaks=("mechanism:edge-counts",)),
     Mutant("cai-edge-counts-noise-double", "Alg. 2 with Laplace(4/ε) (noise × 2)", (FIG3.name, "cai-published-fig1"),
-           scaled_analysis({"eps": 0.5}, methods=["counts"])),
+           scaled_analysis({"eps": 0.5}, methods=["counts"]), breaks=("mechanism:edge-counts",)),
     Mutant("cai-edge-mle-lambda-half", "Alg. 1 (edge) with λ = 4/ε (κ1 taken as ½)", (FIG3.name,),
            replaced_method("mle", edge.make_mle_fn(edge_fit(lam_factor=0.5))),
                            breaks=("mechanism:edge-objective-perturbation",)),
@@ -284,21 +284,21 @@ MUTANTS = [
            (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(gamma_l=False))),
            breaks=("mechanism:individual-objective-perturbation",)),
     Mutant("cai-indiv-counts-paper-as-strict", "Alg. 3 in the paper's mode computed with Laplace(2L/ε) "
-           "(the errata's factor 2 the other way)", (FIG7.name,), wrapped_method("counts", with_mode("strict"))),
+           "(the errata's factor 2 the other way)", (FIG7.name,), wrapped_method("counts", with_mode("strict")), breaks=("mechanism:individual-counts-paper",)),
     Mutant("cai-edge-counts-variance-1.1", "Alg. 2 with Laplace(2√1.1/ε): the count noise's variance × 1.1",
-           (FIG3.name,), scaled_analysis({"eps": 1 / SCALE_ERROR}, methods=["counts"])),
+           (FIG3.name,), scaled_analysis({"eps": 1 / SCALE_ERROR}, methods=["counts"]), breaks=("mechanism:edge-counts",)),
     Mutant("cai-edge-mle-variance-1.1", "Alg. 1 (edge) with λ = 8√1.1/ε: w's variance × 1.1 (γ kept)", (FIG3.name,),
-           replaced_method("mle", edge.make_mle_fn(edge_fit(lam_factor=SCALE_ERROR)))),
+           replaced_method("mle", edge.make_mle_fn(edge_fit(lam_factor=SCALE_ERROR))), breaks=("mechanism:edge-objective-perturbation",)),
     Mutant("cai-matched-edge-counts-variance-1.1", "Alg. 2 in the matched design with Laplace(2√1.1/ε) "
            "(unit = edge only)", (MATCHED.name,),
-           wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="edge"))),
+           wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="edge")), breaks=("mechanism:edge-counts",)),
     Mutant("cai-matched-edge-mle-variance-1.1", "Alg. 1 (edge, γ = 1/ε branch) calibrated at ε/√1.1: w's variance "
            "× 1.1, γ × √1.1 (unit = edge only)", (MATCHED.name,),
-           wrapped_method("mle", eps_scaled_where(1 / SCALE_ERROR, unit="edge"))),
+           wrapped_method("mle", eps_scaled_where(1 / SCALE_ERROR, unit="edge")), breaks=("mechanism:edge-objective-perturbation",)),
     Mutant("cai-indiv-counts-strict-variance-1.1", "Alg. 3 strict with Laplace(2√1.1·L/ε) (unit = individual only)",
-           (MATCHED.name,), wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="individual"))),
+           (MATCHED.name,), wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="individual")), breaks=("mechanism:individual-counts-strict",)),
     Mutant("cai-indiv-mle-variance-1.1", "Alg. 1 (individual) with λ = 8√1.1·L/ε: w's variance × 1.1 (γ kept)",
-           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(lam_factor=SCALE_ERROR)))),
+           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(lam_factor=SCALE_ERROR))), breaks=("mechanism:individual-objective-perturbation",)),
     Mutant("cai-indiv-counts-paper-variance-1.1", "Alg. 3 in the paper's mode with Laplace(√1.1·L/ε)", (FIG7.name,),
-           scaled_analysis({"eps": 1 / SCALE_ERROR}, methods=["counts"])),
+           scaled_analysis({"eps": 1 / SCALE_ERROR}, methods=["counts"]), breaks=("mechanism:individual-counts-paper",)),
 ]

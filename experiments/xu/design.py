@@ -718,3 +718,37 @@ MUTANTS = [
     Mutant("xu-movielens-with-replacement", "MovieLens users subsampled with replacement", REAL,
            generate_changed(_with_replacement)),
 ]
+
+# What each pin pins and each mutant breaks (the paper's COMPONENTS; `dpsim list xu --pins`).
+_UNIFORM, _LADDER, _ANSWERS = "generator:uniform-theta", "generator:ladder-theta", "generator:pairwise-answers"
+PINS = {
+    "xu-pin-design-uniform-msq": (_UNIFORM,), "xu-pin-design-uniform-range": (_UNIFORM,),
+    "xu-pin-wins-binomial-mean": (_ANSWERS,), "xu-pin-wins-binomial-spread": (_ANSWERS,),
+    "xu-pin-metric-kendall": ("metric:kendall",), "xu-pin-metric-kendall-ties-half": ("metric:kendall",),
+    "xu-pin-metric-kendall-strict": ("metric:kendall_strict",), "xu-pin-metric-kendall-strict-ties": ("metric:kendall_strict",),
+    "xu-pin-metric-top-k-hamming": ("metric:top_k_hamming",), "xu-pin-metric-top-k-hamming-ties": ("metric:top_k_hamming",),
+    "xu-pin-metric-mse": ("metric:mse",), "xu-pin-metric-l2-rms": ("metric:l2_rms",), "xu-pin-metric-linf": ("metric:linf",),
+    "xu-pin-design-ladder-msq": (_LADDER,), "xu-pin-design-ladder-permuted": (_LADDER,),
+    "xu-pin-wins-ladder-mean": (_LADDER, _ANSWERS), "xu-pin-wins-ladder-spread": (_ANSWERS,),
+    "xu-pin-metric-excess-risk": ("metric:excess_risk",), "xu-pin-metric-release-slope": ("metric:release_slope",),
+    "xu-pin-metric-excess-var": ("metric:excess_var",),
+    "xu-pin-hetero-G": ("generator:hetero-groups",), "xu-pin-hetero-first-group": ("generator:hetero-groups",),
+    "xu-pin-hetero-second-group": ("generator:hetero-groups",),
+    "xu-pin-movielens-without-replacement": ("generator:movielens-subsample",),
+}
+BREAKS = {
+    "xu-design-uniform-scale-2": (_UNIFORM,), "xu-design-uniform-normal-law": (_UNIFORM,),
+    "xu-design-uniform-uncentred": (_UNIFORM,), "xu-wins-at-half-theta": (_ANSWERS,), "xu-wins-poisson-law": (_ANSWERS,),
+    "xu-design-ladder-gap-2": (_LADDER,), "xu-design-ladder-tables-at-2gap": (_ANSWERS,),
+    "xu-design-ladder-unpermuted": (_LADDER,), "xu-wins-ladder-mirror-dropped": (_ANSWERS,),
+    "xu-metric-kendall-over-ordered-pairs": ("metric:kendall",),
+    "xu-metric-kendall-strict-counts-ties-half": ("metric:kendall_strict",),
+    "xu-metric-top-k-hamming-over-k": ("metric:top_k_hamming",), "xu-metric-mse-not-over-m": ("metric:mse",),
+    "xu-metric-l2-not-over-root-m": ("metric:l2_rms",), "xu-metric-linf-as-l2-rms": ("metric:linf",),
+    "xu-metric-excess-risk-over-pairs": ("metric:excess_risk",), "xu-metric-excess-var-without-l": ("metric:excess_var",),
+    "xu-metric-release-slope-reversed": ("metric:release_slope",),
+    "xu-hetero-atoms-at-one-size": ("generator:hetero-groups",), "xu-hetero-budgets-reversed": ("generator:hetero-groups",),
+    "xu-movielens-with-replacement": ("generator:movielens-subsample",),
+}
+CHECKS = [dataclasses.replace(c, pins=PINS[c.name]) for c in CHECKS]
+MUTANTS = [dataclasses.replace(m, breaks=BREAKS[m.name]) for m in MUTANTS]

@@ -155,16 +155,16 @@ MUTANTS = [
     Mutant("xu-lambda-rule-ignored", "the mode axis (λ rule) ignored: λ = G/L for the literal rule too",
            (LAMBDA,), ridge_rule_as("g_over_l"), breaks=("estimator:ridge-m-estimator",)),
     Mutant("xu-classic-rr-flips-at-2eps", "classic RR keeps answers w.p. e^{2ε}/(1+e^{2ε}) (ε doubled, e.g. by a "
-           "±1 coding), reported at ε", (ORACLE, FLOOR), replaced_release("classic_rr", classic_flips(2.0))),
+           "±1 coding), reported at ε", (ORACLE, FLOOR), replaced_release("classic_rr", classic_flips(2.0)), breaks=("mechanism:classic-rr",)),
     # a noise variance off by 10% on one mechanism alone (docs/xu.md, Mutants and level checks)
     Mutant("xu-laplace-variance-1.1", "Laplace noise of scale √1.1/ε: its variance × 1.1", (ORACLE,),
-           replaced_release("laplace", laplace_scaled(VARIANCE_ERROR ** 0.5))),
+           replaced_release("laplace", laplace_scaled(VARIANCE_ERROR ** 0.5)), breaks=("mechanism:laplace",)),
     Mutant("xu-debiased-rr-variance-1.1", "debiased RR flipped and debiased at the ε′ whose excess variance "
            "e^ε′/(e^ε′−1)² is 1.1× that at ε", (ORACLE,),
-           replaced_release("debiased_rr", rr_variance_scaled(VARIANCE_ERROR, debiased=True))),
+           replaced_release("debiased_rr", rr_variance_scaled(VARIANCE_ERROR, debiased=True)), breaks=("mechanism:debiased-rr",)),
     Mutant("xu-classic-rr-variance-1.1", "classic RR flipped at the same ε′ (the debiased release's noise "
            "variance × 1.1), reported at ε", (ORACLE,),
-           replaced_release("classic_rr", rr_variance_scaled(VARIANCE_ERROR, debiased=False))),
+           replaced_release("classic_rr", rr_variance_scaled(VARIANCE_ERROR, debiased=False)), breaks=("mechanism:classic-rr",)),
     Mutant("xu-schemes-swapped", "the adaptive schemes log(mL)/√(mL) and 1/(√(mL)·log(mL)) swapped, as the "
            "paper's text swaps them (docs/xu.md, Errata and modes (A8))", (FIG3,), schemes_swapped),
 ]

@@ -20,19 +20,7 @@ from dpsim.engine.presentation.describe import pin_lines, pin_rows
 
 # Components no check pins yet, each with why. An entry that is no longer a gap fails
 # test_known_gaps_are_gaps, so that it is removed here.
-KNOWN_GAPS = {
-    "xu": {
-        "generator:uniform-theta": "xu's design checks (θ*, answers, metrics on data-free estimators) are not "
-                                   "written yet",
-        "generator:ladder-theta": "as above",
-        "generator:pairwise-answers": "as above",
-        "metric:l2_rms": "as above",
-        "metric:linf": "as above",
-        "metric:mse": "as above (the sandwich levels judge mse jointly with the estimator, not the metric alone)",
-        "metric:kendall": "as above",
-        "metric:top_k_hamming": "as above",
-    },
-}
+KNOWN_GAPS: dict[str, dict[str, str]] = {}
 
 
 def _papers():
