@@ -270,7 +270,7 @@ def test_checks_are_judged_on_the_run(smoke):
 # ----------------------------------------------------------------------------- the paper skeleton
 # The four papers still in their own layouts; each leaves this set when it moves into the skeleton.
 NOT_YET_IN_THE_SKELETON = {"cai", "chowdhury", "nguyen", "xu"}
-CONTRACT = {"TITLE", "PAGE", "EXPERIMENTS", "CHECKS", "MUTANTS", "AUDITS"}
+CONTRACT = {"TITLE", "PAGE", "EXPERIMENTS", "CHECKS", "MUTANTS", "AUDITS", "COMPONENTS"}
 
 
 def _package_folder(paper: str) -> Path:
@@ -297,7 +297,7 @@ def test_every_paper_package_follows_the_skeleton(paper):
             f"{paper}/__init__.py defines {type(node).__name__} at line {node.lineno}: the contract only"
         if isinstance(node, ast.Assign):
             assigned |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    assert assigned == CONTRACT, f"{paper}/__init__.py assigns {sorted(assigned)}"
+    assert assigned <= CONTRACT and CONTRACT - {"COMPONENTS"} <= assigned, f"{paper}/__init__.py assigns {sorted(assigned)}"
 
 
 def test_a_new_paper_refuses_a_bad_name_or_an_existing_folder_and_writes_nothing(tmp_path, monkeypatch, capsys):

@@ -22,3 +22,9 @@ EXPERIMENTS = figures.EXPERIMENTS
 CHECKS = checks.CHECKS
 MUTANTS = mutants.MUTANTS
 AUDITS = audits.AUDITS
+
+# What the experiments simulate and score; each check names those it pins (``pins``), each mutant
+# those it breaks (``breaks``): ``dpsim list toy --pins``.
+COMPONENTS = {
+    "mechanism:laplace-counts": "Laplace(2/ε) on every item's win count (methods.privatise)",
+}

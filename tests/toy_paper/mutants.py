@@ -8,5 +8,5 @@ from .figures.noise import NOISE
 
 MUTANTS = [
     Mutant("toy-sensitivity-1", "the counts released with Laplace(1/ε): sensitivity 1, not 2",
-           (NOISE.name,), scaled_derived({"scale": 0.5})),
+           (NOISE.name,), scaled_derived({"scale": 0.5}), breaks=("mechanism:laplace-counts",)),
 ]
