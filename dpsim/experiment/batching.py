@@ -54,6 +54,16 @@ MAX_MICRO_BATCH_CPU = 1
 SMALL_LANE_MICRO_CPU = 32
 SMALL_LANE_BYTES_CPU = 128e3
 SMALL_LANE_MIN_WORK_CPU = 32_000
+# CPU, small lanes in short steps (:func:`small_lane_layout`): the wide program's compile against
+# the run it saves. A vmapped program of small lanes compiles VMAP_COMPILE_FACTOR_CPU times as long
+# as the one-lane program (cai n = 20: 2.4× the StableHLO, 2.5–3× the XLA compile) and computes a
+# lane in (1 − SMALL_LANE_SAVING_CPU) of the time (cai n = 20: 0.051 → 0.021–0.026 ms per lane at
+# 8–200 lanes, n = 40: 0.079 → 0.048–0.060 ms; benchmarks/cai.py section Q and
+# benchmarks/cold.py section R). So a short step is vmapped only where the wide program was
+# compiled before (the calibration cache's layouts; the persistent compilation cache holds it):
+# one run of a short step never earns the extra compile back, each later one saves that share.
+VMAP_COMPILE_FACTOR_CPU = 2.5
+SMALL_LANE_SAVING_CPU = 0.3
 MAX_WORKERS = 4
 CHUNK_WORK = 2e8
 # Accelerators: many lanes per vmapped micro-batch, bounded by a share of the device's
@@ -248,6 +258,39 @@ def cpu_small_lane_micro(n_lanes: int, lane_bytes: int, n_analysis: int, policy:
         lanes vmapped together (≥ 1)."""
     small = lane_bytes <= policy.small_lane_bytes and n_lanes * max(n_analysis, 1) >= policy.small_min_work
     return max(1, policy.small_micro) if small else 1
+
+
+def small_lane_layout(n_lanes: int, workers: int, one: tuple[int, int], wide: tuple[int, int], earlier,
+                      compile_seconds: float, seconds_per_lane: float) -> tuple[int, int]:
+    """The (chunk size, micro-batch) of a step of small lanes (:func:`cpu_small_lane_micro`'s
+    bytes bound) that the small-lane rule leaves one lane at a time: ``wide`` (vmapped
+    lanes) or a wide layout compiled before, where its wall time by the cost model is less
+    than that of ``one``: a layout costs :func:`layout_lanes` × its seconds per lane (vmapped:
+    × (1 − :data:`SMALL_LANE_SAVING_CPU`)), plus its compilation where it is not among the
+    ``earlier`` layouts (a wide program: :data:`VMAP_COMPILE_FACTOR_CPU` × ``compile_seconds``).
+    A wide layout compiled before is taken within :func:`reuse_layout`'s bounds.
+
+    Args:
+        n_lanes: lanes of the step's largest shape point; workers: chunks at a time.
+        one: (size, 1) by :func:`chunk_layout`; wide: (size, micro) at the small-lane micro-batch.
+        earlier: (size, micro) layouts the step's program was compiled with, newest first.
+        compile_seconds: the backend's compile time of a one-lane program.
+        seconds_per_lane: one lane's compute time, one lane at a time.
+    Returns:
+        (size, micro).
+    """
+    earlier = [tuple(map(int, l)) for l in earlier]
+    wide_seconds = seconds_per_lane * (1 - SMALL_LANE_SAVING_CPU)
+    wide_compile = VMAP_COMPILE_FACTOR_CPU * compile_seconds
+    compiled_wide = [l for l in earlier if l[1] > 1]
+    best_wide = reuse_layout(n_lanes, workers, wide, compiled_wide, wide_compile, wide_seconds)
+
+    def seconds(layout, per_lane, compile_):
+        return layout_lanes(n_lanes, layout[0], workers) * per_lane + (0.0 if layout in earlier else compile_)
+
+    if seconds(best_wide, wide_seconds, wide_compile) < seconds(one, seconds_per_lane, compile_seconds):
+        return best_wide
+    return one
 
 
 def visible_devices(backend: str | None = None) -> int:
