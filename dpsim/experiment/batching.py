@@ -4,7 +4,9 @@ A *lane* is one (data point, replicate) pair (:mod:`dpsim.experiment.program`). 
 lanes are processed by ``lax.map``, in vmapped micro-batches of several lanes on an
 accelerator and one lane at a time on CPU (:func:`batching`: on the 2-core CPU, vmapping
 lanes made programs slower to compile and, for iterative solvers, slower to run, since
-every lane of a micro-batch waits for the slowest one's while-loop). On CPU several chunks
+every lane of a micro-batch waits for the slowest one's while-loop), except small lanes: vmapped
+in a big step (:func:`cpu_small_lane_micro`) or in a short one whose vmapped program was compiled
+before (:func:`small_lane_layout`, weighing the wide program's compile against the run it saves). On CPU several chunks
 are computed at the same time (:func:`default_workers`); on an accelerator, one chunk computes
 while the next waits queued behind it (:data:`ACCELERATOR_CHUNKS_IN_FLIGHT`), so the host
 turns a finished chunk into rows and writes it while the device computes. The policy also holds the cost
