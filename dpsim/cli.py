@@ -59,6 +59,22 @@ def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | No
     return draw_folder(out, experiment, to, where=where, metric=metric, logy=logy)
 
 
+def _prepare_figures() -> threading.Thread:
+    """Load the plotting libraries, fonts and mathtext parser in a daemon thread
+    (:func:`dpsim.experiment.plots.prepare`) while a run computes: most of that time is spent
+    while the run's compilation and chunks hold no Python lock, so the figure drawn after the
+    run starts at once. A failure here is left to the drawing, which loads them itself."""
+    def load():
+        try:
+            from dpsim.experiment.plots import prepare
+            prepare()
+        except Exception:      # noqa: BLE001 - drawing says what fails
+            pass
+    thread = threading.Thread(target=load, name="dpsim-prepare-figures", daemon=True)
+    thread.start()
+    return thread
+
+
 def cmd_show(args) -> int:
     from dpsim.api import show
     from dpsim.experiment.units import format_duration
@@ -93,6 +109,7 @@ def cmd_run(args) -> int:
     # Ray (when chosen) starts before this process's first JAX computation
     with make_executor(args.executor, address=args.address, workers=args.ray_workers) as executor:
         experiment, source = resolve(args.experiment)
+        figures = _prepare_figures() if experiment.figure is not None else None
         summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
                                  overrides=overrides, chunk=args.chunk, workers=args.workers,
                                  progress=not args.no_progress, watchdog=args.watchdog, source=source,
@@ -104,6 +121,8 @@ def cmd_run(args) -> int:
           f"in {summary.seconds:.1f} s -> {summary.out}")
     from dpsim.experiment.store import read_manifest
     if part is None or read_manifest(summary.out).get("complete"):    # the last part of a shared folder draws
+        if figures is not None:
+            figures.join()
         for path in _plot_dir(summary.out, experiment):
             print(f"figure: {path}")
     return 0

@@ -902,6 +902,18 @@ def figure_stem(stem: Path, split: dict) -> Path:
     return Path(stem).with_name(f"{Path(stem).name}-{suffix}")
 
 
+def prepare() -> None:
+    """Load what a process's first figure otherwise loads while it draws: the font list (built
+    afresh under an empty home folder, then kept in matplotlib's cache folder), the default
+    font, and the mathtext parser with the symbols the papers' labels use. ``dpsim run`` calls
+    it in a background thread while the run computes (:func:`dpsim.cli.cmd_run`), and waits for
+    it before drawing, so the figure after a run does not wait for them. Draws nothing."""
+    from matplotlib import font_manager, mathtext
+    font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
+    parser = mathtext.MathTextParser("path")
+    parser.parse(r"$\ln(\|\hat\theta-\theta^*\|_\infty) \epsilon \ell_2 c_0 \mathdefault{10^{-1}}$", dpi=72)
+
+
 def save_figure(drawn: Drawn, stem: Path) -> list[Path]:
     """Write one figure as PNG and PDF, and its plotted points as CSV, then close it.
 
