@@ -120,9 +120,14 @@ def save(path: Path | None, updates: Mapping[str, object]) -> dict:
     file nor lose each other's entries. A value is an entry, or a function of the entry
     stored now (None if none) returning the new one (:func:`updated_entry`), applied under
     the lock. Returns the merged entries ({} and nothing written when ``path`` is None or
-    there is nothing to write)."""
+    there is nothing to write; the entries read, and nothing written, when no update changes
+    its entry, e.g. a re-run of a step whose layout is the newest cached)."""
     if path is None or not updates:
         return {}
+    entries = load(path)            # nothing changes (a re-run of a step as cached): no lock, no write
+    if all((value(entries.get(key)) if callable(value) else value) == entries.get(key)
+           for key, value in updates.items()):
+        return entries
     with store.file_lock(path.with_name(path.name + ".lock")):
         entries = load(path)
         for key, value in updates.items():
