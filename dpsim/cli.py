@@ -59,11 +59,20 @@ def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | No
     return draw_folder(out, experiment, to, where=where, metric=metric, logy=logy)
 
 
-def _prepare_figures() -> threading.Thread:
+def _prepare_figures(experiment) -> threading.Thread:
     """Load the plotting libraries, fonts and mathtext parser in a daemon thread
     (:func:`dpsim.experiment.plots.prepare`) while a run computes: most of that time is spent
     while the run's compilation and chunks hold no Python lock, so the figure drawn after the
-    run starts at once. A failure here is left to the drawing, which loads them itself."""
+    run starts at once. A failure here is left to the drawing, which loads them itself.
+
+    The experiment's code fingerprint is taken first, in this thread: it parses the code with
+    ``ast.parse``, which CPython 3.11 does not make safe against another thread building
+    syntax trees at the same time (SystemError "AST constructor recursion depth mismatch");
+    the run then finds it kept in the process (:mod:`dpsim.experiment.provenance`) and parses
+    nothing more."""
+    from dpsim.experiment.provenance import fingerprint
+    fingerprint(experiment)
+
     def load():
         try:
             from dpsim.experiment.plots import prepare
@@ -109,7 +118,7 @@ def cmd_run(args) -> int:
     # Ray (when chosen) starts before this process's first JAX computation
     with make_executor(args.executor, address=args.address, workers=args.ray_workers) as executor:
         experiment, source = resolve(args.experiment)
-        figures = _prepare_figures() if experiment.figure is not None else None
+        figures = _prepare_figures(experiment) if experiment.figure is not None else None
         summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
                                  overrides=overrides, chunk=args.chunk, workers=args.workers,
                                  progress=not args.no_progress, watchdog=args.watchdog, source=source,
