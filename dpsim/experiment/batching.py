@@ -57,14 +57,14 @@ SMALL_LANE_MICRO_CPU = 32
 SMALL_LANE_BYTES_CPU = 128e3
 SMALL_LANE_MIN_WORK_CPU = 32_000
 # CPU, small lanes in short steps (:func:`small_lane_layout`): the wide program's compile against
-# the run it saves. A vmapped program of small lanes compiles VMAP_COMPILE_FACTOR_CPU times as long
-# as the one-lane program (cai n = 20: 2.4× the StableHLO, 2.5–3× the XLA compile) and computes a
-# lane in (1 − SMALL_LANE_SAVING_CPU) of the time (cai n = 20: 0.051 → 0.021–0.026 ms per lane at
-# 8–200 lanes, n = 40: 0.079 → 0.048–0.060 ms; benchmarks/cai.py section Q and
-# benchmarks/cold.py section R). So a short step is vmapped only where the wide program was
-# compiled before (the calibration cache's layouts; the persistent compilation cache holds it):
-# one run of a short step never earns the extra compile back, each later one saves that share.
-VMAP_COMPILE_FACTOR_CPU = 2.5
+# the run it saves. A vmapped program of small lanes compiles about VMAP_COMPILE_FACTOR_CPU times as
+# long as the one-lane program (its StableHLO is over twice the size) and computes a lane in about
+# (1 − SMALL_LANE_SAVING_CPU) of the time (measured at cai n = 20 and 40: benchmarks/cai.py section Q,
+# the per-lane times at several micro-batches; benchmarks/cold.py section R, both programs' compile
+# seconds and warm runs; numbers in benchmarks/results/). So a short step is vmapped only where the
+# wide program was compiled before (the calibration cache's layouts; the persistent compilation cache
+# holds it): one run of a short step does not earn the longer compile back, each later one saves.
+VMAP_COMPILE_FACTOR_CPU = 2.0
 SMALL_LANE_SAVING_CPU = 0.3
 MAX_WORKERS = 4
 CHUNK_WORK = 2e8
