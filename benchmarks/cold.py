@@ -26,7 +26,7 @@ R. cai at small n (n = 20 and 40, p = 1, the ten ε of benchmarks/cai.py, 120 re
    the machine's load weighs on both; medians per contender, ratio = engine fits per second ÷
    the baseline's. Engine designs, each timed in every round: *one lane at a time* (the
    default policy's choice while no vmapped program of the step was compiled: its wider
-   program's compile does not pay within one run, :func:`dpsim.experiment.batching.small_lane_layout`),
+   program's compile does not pay within one run, :func:`dpsim.engine.execution.batching.small_lane_layout`),
    and *default policy, wide program compiled before* (after one run at ``--micro-batch 32``
    recorded its layout in the calibration cache: the policy then vmaps). Each design's cold
    run is recorded (its compile seconds) and, per design, where a warm run's time goes: chunk
@@ -52,7 +52,7 @@ from pathlib import Path
 from benchmarks import harness  # first: sets the BLAS threads before NumPy loads
 
 from benchmarks import cai
-from dpsim.experiment import calibration, program
+from dpsim.engine.execution import calibration, program
 
 PAPER = "cold"
 TARGETS = {"figs_cold_total_s": 20.0, "n20_vs_vectorised": 2.0, "n40_vs_vectorised": 5.0}

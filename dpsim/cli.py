@@ -42,7 +42,7 @@ def cmd_list(args) -> int:
 
 
 def _parse_sets(options):
-    from dpsim.experiment.axes import parse_set_option
+    from dpsim.engine.definition.axes import parse_set_option
     overrides = {}
     for option in options or []:
         axis, values = parse_set_option(option)
@@ -61,21 +61,21 @@ def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | No
 
 def _prepare_figures(experiment) -> threading.Thread:
     """Load the plotting libraries, fonts and mathtext parser in a daemon thread
-    (:func:`dpsim.experiment.plots.prepare`) while a run computes: most of that time is spent
+    (:func:`dpsim.engine.presentation.plots.prepare`) while a run computes: most of that time is spent
     while the run's compilation and chunks hold no Python lock, so the figure drawn after the
     run starts at once. A failure here is left to the drawing, which loads them itself.
 
     The experiment's code fingerprint is taken first, in this thread: it parses the code with
     ``ast.parse``, which CPython 3.11 does not make safe against another thread building
     syntax trees at the same time (SystemError "AST constructor recursion depth mismatch");
-    the run then finds it kept in the process (:mod:`dpsim.experiment.provenance`) and parses
+    the run then finds it kept in the process (:mod:`dpsim.engine.storage.provenance`) and parses
     nothing more."""
-    from dpsim.experiment.provenance import fingerprint
+    from dpsim.engine.storage.provenance import fingerprint
     fingerprint(experiment)
 
     def load():
         try:
-            from dpsim.experiment.plots import prepare
+            from dpsim.engine.presentation.plots import prepare
             prepare()
         except Exception:      # noqa: BLE001 - drawing says what fails
             pass
@@ -86,7 +86,7 @@ def _prepare_figures(experiment) -> threading.Thread:
 
 def cmd_show(args) -> int:
     from dpsim.api import show
-    from dpsim.experiment.units import format_duration
+    from dpsim.engine.presentation.units import format_duration
     shown = show(args.experiment, estimate=not args.no_estimate)
     for line in shown["lines"]:
         print(line)
@@ -98,10 +98,10 @@ def cmd_show(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from dpsim.experiment.executors import executor as make_executor
-    from dpsim.experiment.planning import parse_part
-    from dpsim.experiment.registry import experiment as resolve
-    from dpsim.experiment.runner import plan_run, run_experiment
+    from dpsim.engine.execution.executors import executor as make_executor
+    from dpsim.engine.execution.planning import parse_part
+    from dpsim.engine.registry import experiment as resolve
+    from dpsim.engine.execution.runner import plan_run, run_experiment
     part = None if args.part is None else parse_part(args.part)
     overrides = _parse_sets(args.set)
     if args.dry_run:
@@ -128,7 +128,7 @@ def cmd_run(args) -> int:
     which = "" if part is None else f" (part {part[0]}/{part[1]})"
     print(f"{experiment.name}{which}: {summary.lanes_run} replicate lanes, {summary.rows_written} rows "
           f"in {summary.seconds:.1f} s -> {summary.out}")
-    from dpsim.experiment.store import read_manifest
+    from dpsim.engine.storage.store import read_manifest
     if part is None or read_manifest(summary.out).get("complete"):    # the last part of a shared folder draws
         if figures is not None:
             figures.join()
@@ -164,7 +164,7 @@ def _confirm_large(plan) -> None:
     (the engine's cost model, as --dry-run prints it) or larger than the free disk asks
     "start it? [y/N]" on a terminal, and is refused in one line elsewhere (stdin not a tty):
     --yes starts it without asking."""
-    from dpsim.experiment.units import format_bytes, format_duration
+    from dpsim.engine.presentation.units import format_bytes, format_duration
     seconds, size, free = plan.compute_seconds(), estimated_bytes(plan), _free_bytes(plan.out)
     reasons = ([f"about {format_duration(seconds)} by the engine's cost model"] if seconds > LARGE_RUN_SECONDS
                else []) + ([f"about {format_bytes(size)} of rows, more than the {format_bytes(free)} free "
@@ -190,7 +190,7 @@ def _named_folder(value: str | None, option: str) -> None:
 def cmd_solve(args) -> int:
     """For every configuration of the other axes, the value of --for where mean METRIC = VALUE."""
     from dpsim.api import solve
-    from dpsim.experiment.solve import parse_within
+    from dpsim.engine.solving.solve import parse_within
     _named_folder(args.out, "--out")
     overrides = _parse_sets(args.set)
     within = None if args.within is None else parse_within(args.within)
@@ -254,7 +254,7 @@ def cmd_merge(args) -> int:
 
 def _run_directory(path: str) -> Path:
     """A folder whose rows can be read: a manifest, or parts alone (a lost manifest)."""
-    from dpsim.experiment.store import MANIFEST, part_files
+    from dpsim.engine.storage.store import MANIFEST, part_files
     out = Path(path)
     if not out.is_dir() or not ((out / MANIFEST).exists() or part_files(out)):
         raise UsageError(f"{path!r} holds no dpsim run (no manifest.json)")
@@ -262,17 +262,17 @@ def _run_directory(path: str) -> Path:
 
 
 def cmd_info(args) -> int:
-    """A study folder's provenance and completeness (dpsim.experiment.folder.folder_info)."""
+    """A study folder's provenance and completeness (dpsim.engine.storage.folder.folder_info)."""
     from dpsim.api import info as folder_info
-    from dpsim.experiment.folder import info_lines
-    from dpsim.experiment.store import json_text
+    from dpsim.engine.storage.folder import info_lines
+    from dpsim.engine.storage.store import json_text
     info = folder_info(args.dir)
     print(json_text(info) if args.json else "\n".join(info_lines(info)))
     return 0
 
 
 def cmd_repair(args) -> int:
-    """Set aside damaged parts and rebuild a lost manifest (dpsim.experiment.folder.repair_folder)."""
+    """Set aside damaged parts and rebuild a lost manifest (dpsim.engine.storage.folder.repair_folder)."""
     from dpsim.api import repair
     report = repair(args.dir)
     if not report["changed"]:
@@ -300,7 +300,7 @@ EXPORT_FORMATS = (".csv", ".parquet", ".feather")
 
 def cmd_export(args) -> int:
     """The tidy table of a run directory as one file (CSV, Parquet or Feather, by suffix)."""
-    from dpsim.experiment.store import check_directory, load_results, write_file
+    from dpsim.engine.storage.store import check_directory, load_results, write_file
     out = _run_directory(args.dir)
     target = Path(args.to)
     if target.suffix not in EXPORT_FORMATS:
@@ -324,7 +324,7 @@ def cmd_summary(args) -> int:
     import pandas as pd
 
     from dpsim.api import load
-    from dpsim.experiment.plots import parse_where
+    from dpsim.engine.presentation.plots import parse_where
     where = parse_where(args.where or [])
     results = load(_run_directory(args.dir))
     pool = tuple(args.pool or ())
@@ -351,8 +351,8 @@ SLOPE_COLUMNS = ("metric", "axis", "method", "slope", "stderr", "ci_low", "ci_hi
 
 
 def cmd_plot(args) -> int:
-    from dpsim.experiment.store import check_directory, read_manifest
-    from dpsim.experiment.plots import parse_where
+    from dpsim.engine.storage.store import check_directory, read_manifest
+    from dpsim.engine.presentation.plots import parse_where
     where = parse_where(args.where or [])
     out = Path(args.dir)
     if args.to:
@@ -414,8 +414,8 @@ def verify_status(counts, survivors: int = 0) -> int:
 
 
 def cmd_report(args) -> int:
-    """One self-contained HTML page of run folders or verify folders (:mod:`dpsim.experiment.report`)."""
-    from dpsim.experiment.report import write_report
+    """One self-contained HTML page of run folders or verify folders (:mod:`dpsim.engine.presentation.report`)."""
+    from dpsim.engine.presentation.report import write_report
     path = write_report(args.paths, args.out)
     print(f"report: {path}")
     if args.open:
@@ -660,7 +660,7 @@ def main(argv=None) -> int:
 
 
 def _main(argv) -> int:
-    from dpsim.experiment.store import forget_said
+    from dpsim.engine.storage.store import forget_said
     forget_said()
     warnings.showwarning = _show_warning
     try:

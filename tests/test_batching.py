@@ -1,13 +1,13 @@
-"""The CPU's small-lane rule (:func:`dpsim.experiment.batching.cpu_small_lane_micro`): small
+"""The CPU's small-lane rule (:func:`dpsim.engine.execution.batching.cpu_small_lane_micro`): small
 lanes in a big step are vmapped in micro-batches of 32, everything else runs one lane at a
 time, except a short step whose vmapped program was compiled before
-(:func:`dpsim.experiment.batching.small_lane_layout`: the wide program's compile against the run
+(:func:`dpsim.engine.execution.batching.small_lane_layout`: the wide program's compile against the run
 it saves), ``--micro-batch`` overrides, and ``--dry-run`` shows the choice. That results do not
-depend on the micro-batch beyond float rounding is tested in tests/test_runner.py
+depend on the micro-batch beyond float rounding is tested in tests/engine/test_runner.py
 (``test_results_do_not_depend_on_micro_batch_size``), and here for a calibrated run, whose
 first chunks are computed at several micro-batches.
 
-Batching from measurement (:mod:`dpsim.experiment.calibration`, off in the rest of the suite):
+Batching from measurement (:mod:`dpsim.engine.execution.calibration`, off in the rest of the suite):
 a calibration is cached per (program, device) and reused, ``--micro-batch`` overrides it, a
 corrupted cache is ignored with one warning and rewritten, and a run at other ``--reps``
 reuses the chunk layout compiled before. Calibration timings come from an injected clock."""
@@ -20,11 +20,13 @@ import jax
 import pytest
 
 from dpsim.errors import DpsimWarning, UsageError
-from dpsim.experiment import calibration, program, registry, runner, store
-from dpsim.experiment.batching import (SMALL_LANE_BYTES_CPU, SMALL_LANE_MICRO_CPU, SMALL_LANE_MIN_WORK_CPU,
+from dpsim.engine.execution import calibration, program, runner
+from dpsim.engine import registry
+from dpsim.engine.storage import store
+from dpsim.engine.execution.batching import (SMALL_LANE_BYTES_CPU, SMALL_LANE_MICRO_CPU, SMALL_LANE_MIN_WORK_CPU,
                                        SMALL_LANE_SAVING_CPU, VMAP_COMPILE_FACTOR_CPU, batching, chunk_layout,
                                        cpu_small_lane_micro, layout_lanes, reuse_layout, small_lane_layout)
-from dpsim.experiment.executors import LocalExecutor
+from dpsim.engine.execution.executors import LocalExecutor
 from test_runner import assert_same_results, table
 from toy import toy_experiment
 

@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.experiment import FigureSpec, Panel
-from dpsim.experiment.plots import draw_figures, save_figure, sort_key
+from dpsim.engine import FigureSpec, Panel
+from dpsim.engine.presentation.plots import draw_figures, save_figure, sort_key
 
 INF = math.inf
 
@@ -190,7 +190,7 @@ def test_a_panel_at_a_value_uses_the_nearest_value_the_run_holds():
     """cai Fig. 4's panel "vs ε at n = 350" after `--set n_items=200,300` failed with "has no
     data"; ``Panel.at`` slices at the value asked for when present, else at the nearest one,
     and says which in the title."""
-    from dpsim.experiment.plots import expand_panels
+    from dpsim.engine.presentation.plots import expand_panels
 
     spec = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="", symbols={"n_items": "n"},
                       panels=(Panel("err", None, "error", at={"n_items": 350}, title="vs ε"),))
@@ -213,7 +213,7 @@ def test_a_panel_at_values_the_run_does_not_hold_is_left_out_with_a_note():
     import warnings
 
     from dpsim.errors import DpsimNote, UsageError
-    from dpsim.experiment.plots import expand_panels
+    from dpsim.engine.presentation.plots import expand_panels
 
     spec = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="",
                       panels=(Panel("err", None, "error", where={"dataset": ["cems"]}, title="CEMS"),
@@ -284,7 +284,7 @@ def test_crowded_tick_labels_alternate_rows_so_that_every_value_is_labelled():
 
 
 def test_labels_too_crowded_for_two_rows_are_left_blank_but_the_last_is_kept():
-    from dpsim.experiment.plots import _spaced_labels
+    from dpsim.engine.presentation.plots import _spaced_labels
 
     present = [(1.0 + i * 0.001, 1.0 + i * 0.001) for i in range(10)] + [(100.0, 100.0)]
     labels = _spaced_labels(present, logx=True)
@@ -329,7 +329,8 @@ def test_a_long_title_is_broken_into_lines_that_fit_a_one_panel_figure():
 # dpsim plot --where, --metric, --logy / --no-logy
 # ---------------------------------------------------------------------------------------
 STUDY = '''
-from dpsim.experiment import Experiment, FigureSpec, Method, Panel, axes
+from dpsim.engine import Experiment, FigureSpec, Method, Panel
+from dpsim.engine.definition import axes
 
 
 def _fn(key, ctx):
@@ -358,7 +359,7 @@ def run_dir(tmp_path):
 
     import pyarrow as pa
 
-    from dpsim.experiment import store
+    from dpsim.engine.storage import store
 
     study = tmp_path / "study.py"
     study.write_text(STUDY)
@@ -448,7 +449,7 @@ def test_plot_metric_unknown_is_a_one_line_error_and_writes_nothing(run_dir, cap
 def test_metric_spec_keeps_the_declared_slices_as_repeated_panels():
     """A one-metric figure repeats its panels over the axes the declared panels slice (ε
     here), so that it is split no more than the declared figure."""
-    from dpsim.experiment.plots import metric_spec
+    from dpsim.engine.presentation.plots import metric_spec
 
     spec = FigureSpec(x="p", curve="method", xlabel="p", curve_label="", curve_labels={"mle": "MLE"},
                       panels=(Panel("err", None, "error", where={"eps": [0.5]}),
@@ -463,7 +464,7 @@ def test_metric_spec_keeps_the_declared_slices_as_repeated_panels():
 
 
 def test_plot_logy_and_no_logy_override_every_panel(run_dir, capsys, monkeypatch):
-    from dpsim.experiment.plots import with_logy
+    from dpsim.engine.presentation.plots import with_logy
 
     spec = FigureSpec(x="p", curve="eps", xlabel="p", curve_label="eps", logy=True,
                       panels=(Panel("err", "mle", "a"), Panel("err", "mle", "b", logy=False)))
@@ -522,7 +523,7 @@ def test_a_legend_too_wide_for_the_figure_takes_more_rows():
 
 def test_points_a_log_y_axis_cannot_show_are_named_in_a_note():
     from dpsim.errors import DpsimNote
-    from dpsim.experiment.plots import with_logy
+    from dpsim.engine.presentation.plots import with_logy
 
     frame = table()
     frame["err"] = frame["err"] - 3.0                         # some means ≤ 0
@@ -534,7 +535,7 @@ def test_prepare_loads_the_mathtext_parser_and_draws_nothing():
     """plots.prepare (what `dpsim run` calls in a background thread while it computes) leaves
     the mathtext parser built and no figure open; calling it again is harmless."""
     from matplotlib import mathtext
-    from dpsim.experiment.plots import prepare
+    from dpsim.engine.presentation.plots import prepare
     before = plt.get_fignums()
     prepare()
     prepare()

@@ -13,8 +13,9 @@ import pytest
 
 import dpsim
 from dpsim.cli import main
-from dpsim.experiment.provenance import definition_files, describe, fingerprint, module_digest
-from dpsim.experiment.mutants import scaled_analysis
+from dpsim.engine.storage.provenance import definition_files, describe, fingerprint
+from dpsim.engine.storage.digests import module_digest
+from dpsim.engine.judgement.mutants import scaled_analysis
 from laplace_study import study_text
 
 STUDY = study_text("prov", n_items=20, reps=4, region=(0.5, 2.0), figure=True)
@@ -38,7 +39,7 @@ def test_the_manifest_records_code_and_environment(study):
     manifest = json.loads((study.parent / "runs" / "prov" / "manifest.json").read_text())
     code = manifest["code"]
     runner = Path(dpsim.__file__).parent / "experiment" / "runner.py"
-    assert code["modules"]["dpsim/experiment/runner.py"] == module_digest(runner) and code["dpsim"] == dpsim.__version__
+    assert code["modules"]["dpsim/engine/execution/runner.py"] == module_digest(runner) and code["dpsim"] == dpsim.__version__
     assert code["definition_files"] == ["study.py"] and len(code["hash"]) == 16
     run = manifest["history"][0]
     assert run["command"] == ["run", "study.py", "--no-progress"] or run["command"]
@@ -80,7 +81,7 @@ def test_verify_recomputes_a_folder_made_by_other_code(study, capsys):
 
 
 def test_fingerprint_follows_a_paper_package_and_a_mutant():
-    from dpsim.experiment.registry import experiment
+    from dpsim.engine.registry import experiment
     fig3, _ = experiment("cai-fig3")
     files = {p.name for p in definition_files(fig3)}
     assert {"edge.py", "levels.py"} <= files and "calibrations.py" not in files  # what fig3's code imports
@@ -95,7 +96,7 @@ def test_fingerprint_kept_in_the_process_follows_an_edited_file(study):
     """The import closure is kept per experiment object while its files are unchanged
     (``provenance._MODULES_MEMO``): the same object's fingerprint is the same, and an edit of a
     reached function in its file changes it without a new object (a noise scale ×2)."""
-    from dpsim.experiment import registry
+    from dpsim.engine import registry
     experiment, _ = registry.experiment(f"{study}:prov")
     first = fingerprint(experiment)
     assert fingerprint(experiment) == first
@@ -119,7 +120,7 @@ def test_manifest_is_json_and_reads_back_infinity(study):
     out = study.parent / "runs" / "prov"
     raw = json.loads((out / "manifest.json").read_text(), parse_constant=_no_bare_constants)
     assert raw["study"]["axes"]["eps"] == [1.0, "inf"] and raw["complete"] is True
-    from dpsim.experiment.store import read_manifest
+    from dpsim.engine.storage.store import read_manifest
     assert read_manifest(out)["study"]["axes"]["eps"] == [1.0, float("inf")]
 
 
@@ -182,7 +183,7 @@ def test_proportions_get_wilson_intervals_and_slopes_refuse_an_unidentified_desi
     import numpy as np
     import pandas as pd
     from dpsim.errors import UsageError
-    from dpsim.experiment.summary import loglog_slope, summarise
+    from dpsim.engine.presentation.summary import loglog_slope, summarise
     table = pd.DataFrame({"eps": [1.0] * 100 + [2.0] * 100, "rep": list(range(100)) * 2, "method": "m",
                           "exact": [0.0] * 100 + [1.0] * 99 + [0.0]})
     table.attrs["method_columns"] = ["exact"]

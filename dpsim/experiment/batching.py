@@ -1,6 +1,6 @@
 """The device batching policy: how many lanes a device computes together.
 
-A *lane* is one (data point, replicate) pair (:mod:`dpsim.experiment.program`). A chunk's
+A *lane* is one (data point, replicate) pair (:mod:`dpsim.engine.execution.program`). A chunk's
 lanes are processed by ``lax.map``, in vmapped micro-batches of several lanes on an
 accelerator and one lane at a time on CPU (:func:`batching`: on the 2-core CPU, vmapping
 lanes made programs slower to compile and, for iterative solvers, slower to run, since
@@ -11,20 +11,20 @@ are computed at the same time (:func:`default_workers`); on an accelerator, one 
 while the next waits queued behind it (:data:`ACCELERATOR_CHUNKS_IN_FLIGHT`), so the host
 turns a finished chunk into rows and writes it while the device computes. The policy also holds the cost
 model that decides which sizes of a padded experiment share a program
-(:func:`dpsim.experiment.planning.size_buckets`), and the memory one lane must fit in
+(:func:`dpsim.engine.execution.planning.size_buckets`), and the memory one lane must fit in
 (:func:`memory_limit`). ``$DPSIM_MICRO_BATCH``, ``$DPSIM_PADDING`` and ``$DPSIM_DEVICES`` are
 read here.
 
 Several devices in one process (:func:`device_count`): when the default backend shows more
 than one device (several GPUs, or host devices forced with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N``), each chunk's lanes are sharded
-across all of them (:func:`dpsim.experiment.program.compiled_chunk_fn`), a chunk holding a
+across all of them (:func:`dpsim.engine.execution.program.compiled_chunk_fn`), a chunk holding a
 multiple of the device count (:func:`chunk_layout`); ``$DPSIM_DEVICES=1`` keeps to the first
 device. Sharding then replaces the chunk threads of the CPU (one chunk at a time, its
 devices computing in parallel; several accelerators keep their two chunks in flight,
 :func:`batching`).
 
-The rule here is the default; :mod:`dpsim.experiment.calibration` replaces a step's
+The rule here is the default; :mod:`dpsim.engine.execution.calibration` replaces a step's
 micro-batch by one measured on the device (cached per program and device) and reuses a chunk
 layout its program was compiled with before (:func:`reuse_layout`), so that a run at other
 ``--reps`` hits the compilation cache.
@@ -81,11 +81,11 @@ ACCELERATOR_MICRO_BATCHES_PER_CHUNK = 4
 # done (the chunks of one step are the same as with one in flight: one worker plans them, so
 # the rows are the same to the last bit). While the driver writes chunk k, chunk k + 1 is in
 # flight and chunk k + 2 is dispatched once the write returns
-# (:func:`~dpsim.experiment.threads.in_order`), so the device stays busy as long as a chunk's
+# (:func:`~dpsim.engine.execution.threads.in_order`), so the device stays busy as long as a chunk's
 # device time exceeds its rows and write (benchmarks/device.py section X times one chunk in
 # flight against two).
 ACCELERATOR_CHUNKS_IN_FLIGHT = 2
-# Size buckets of padded experiments (:func:`~dpsim.experiment.planning.size_buckets`): the cost model of one program.
+# Size buckets of padded experiments (:func:`~dpsim.engine.execution.planning.size_buckets`): the cost model of one program.
 # A program costs a fixed compile time plus a time per lane-analysis byte; the CPU constants
 # were fitted to cai Fig. 1's nine programs (benchmarks/cai.py section C) and checked by
 # running Figure 1 with fewer and more buckets; the accelerator's are estimates (a longer
@@ -113,7 +113,7 @@ class Batching:
     (CPU: ``workers``; an accelerator: :data:`ACCELERATOR_CHUNKS_IN_FLIGHT`, one worker).
     With a padded experiment, sizes share a program where the cost model says it pays:
     ``compile_seconds`` per program against ``seconds_per_byte`` per lane-analysis byte of
-    padded work (:func:`~dpsim.experiment.planning.size_buckets`; ``compile_seconds`` 0: one program per size).
+    padded work (:func:`~dpsim.engine.execution.planning.size_buckets`; ``compile_seconds`` 0: one program per size).
     ``devices``: the devices each chunk's lanes are sharded across (:func:`device_count`).
     ``small_micro``, ``small_lane_bytes``, ``small_min_work``: the CPU's micro-batch for
     small lanes in big steps (:func:`cpu_small_lane_micro`; 1: none).
@@ -346,7 +346,7 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
     """(chunk size, micro-batch size) for ``n_lanes`` lanes of one step, under ``policy``
     (default: the CPU's).
 
-    The micro-batch: ``micro`` (a calibrated one, :mod:`dpsim.experiment.calibration`), else
+    The micro-batch: ``micro`` (a calibrated one, :mod:`dpsim.engine.execution.calibration`), else
     :func:`micro_batch_size`, or the small-lane rule's (:func:`cpu_small_lane_micro`) where
     that is larger. Chunks: ``requested`` lanes each, else about ``chunk_work`` bytes of work (CPU) or
     ``micro_per_chunk`` full micro-batches (accelerators) per device, and at least
@@ -395,7 +395,7 @@ def layout_lanes(n_lanes: int, size: int, workers: int) -> int:
 def reuse_layout(n_lanes: int, workers: int, own: tuple[int, int], earlier, compile_seconds: float,
                  seconds_per_lane: float) -> tuple[int, int]:
     """The (chunk size, micro-batch) of a step: one of the ``earlier`` layouts its program was
-    compiled with (:mod:`dpsim.experiment.calibration`'s cache), when its extra wall time
+    compiled with (:mod:`dpsim.engine.execution.calibration`'s cache), when its extra wall time
     (:func:`layout_lanes` × ``seconds_per_lane``) is less than ``compile_seconds``, its work at
     most :data:`MAX_REUSE_WORK` × the ``own`` layout's (:func:`chunk_layout`) and its chunks at
     least 1/:data:`MAX_REUSE_CHUNKS` of the own size; else ``own``.

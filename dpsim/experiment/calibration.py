@@ -1,8 +1,8 @@
 """Batching from measurement: a step's micro-batch and chunk size per (program, device), cached.
 
-A step (one compiled program, :mod:`dpsim.experiment.planning`) whose run time by the cost
-model (:class:`~dpsim.experiment.batching.Batching`) is long enough is *calibrated* while it
-runs (:class:`~dpsim.experiment.executors.LocalExecutor`): its first chunks are computed by
+A step (one compiled program, :mod:`dpsim.engine.execution.planning`) whose run time by the cost
+model (:class:`~dpsim.engine.execution.batching.Batching`) is long enough is *calibrated* while it
+runs (:class:`~dpsim.engine.execution.executors.LocalExecutor`): its first chunks are computed by
 programs compiled at each candidate micro-batch (:func:`candidates`: CPU 1, 8, 32;
 accelerators 64, 512, 2048 within the policy's memory bound), one real chunk each, timed,
 and the fastest per lane computes the rest. The calibration chunks are the step's own: their
@@ -13,13 +13,13 @@ most :data:`CALIBRATION_SHARE` of the step's estimated wall time.
 
 The choice is cached on disk (:func:`cache_path`: ``$DPSIM_CALIBRATION_CACHE``, else
 ``$XDG_CACHE_HOME/dpsim/batching.json``, else ``~/.cache/dpsim/batching.json``), one entry per
-:func:`step_key` (the experiment's :func:`~dpsim.experiment.program.program_identity`, i.e. code
+:func:`step_key` (the experiment's :func:`~dpsim.engine.execution.program.program_identity`, i.e. code
 fingerprint and definition digest, the step's program shape and string data values, the
 device platform, kind and count, and the JAX version). An entry holds the micro-batch, where
 it came from, the calibration timings, and the (chunk size, micro-batch) layouts the program
 was compiled with before: a later plan of the same program, at any ``--reps``, reuses one of
 them where the cost model says padding costs less than a compilation
-(:func:`~dpsim.experiment.batching.reuse_layout`), so the persistent compilation cache hits.
+(:func:`~dpsim.engine.execution.batching.reuse_layout`), so the persistent compilation cache hits.
 ``$DPSIM_CALIBRATION``: ``auto`` (default), ``always`` (calibrate every step with enough
 chunks, even when cached), ``off`` (no calibration, no cache read or written). ``--micro-batch``
 (``$DPSIM_MICRO_BATCH``) overrides all of it. The code fingerprint covers the modules a run
@@ -39,7 +39,7 @@ from typing import Mapping
 import jax
 
 from dpsim.errors import UsageError, warn
-from dpsim.experiment import store
+from dpsim.engine.storage import store
 
 MODE_VARIABLE = "DPSIM_CALIBRATION"
 CACHE_VARIABLE = "DPSIM_CALIBRATION_CACHE"
@@ -88,7 +88,7 @@ def step_key(identity: tuple, shape: Mapping, static_data: Mapping, device: str)
     """The cache key of one step's program on one device (16 hex digits).
 
     Args:
-        identity: the experiment's :func:`~dpsim.experiment.program.program_identity`.
+        identity: the experiment's :func:`~dpsim.engine.execution.program.program_identity`.
         shape: the step's program shape; static_data: its string data values.
         device: :func:`device_label`.
     """
@@ -115,7 +115,7 @@ def load(path: Path | None) -> dict:
 
 
 def save(path: Path | None, updates: Mapping[str, object]) -> dict:
-    """Merge ``updates`` into the cache file under its lock (:func:`~dpsim.experiment.store.file_lock`):
+    """Merge ``updates`` into the cache file under its lock (:func:`~dpsim.engine.storage.store.file_lock`):
     re-read, merge, replace the file atomically, so concurrent writers never leave a torn
     file nor lose each other's entries. A value is an entry, or a function of the entry
     stored now (None if none) returning the new one (:func:`updated_entry`), applied under
@@ -213,11 +213,11 @@ def choose(n_lanes: int, total_lanes: int, lane_bytes: int, n_analysis: int, req
     candidate micro-batches to calibrate at run time or ()).
 
     ``--micro-batch`` (``policy.override``) wins; else a calibrated micro-batch cached in
-    ``entry``; else the policy's rule (:func:`~dpsim.experiment.batching.chunk_layout`). A
+    ``entry``; else the policy's rule (:func:`~dpsim.engine.execution.batching.chunk_layout`). A
     step without a cached calibration is calibrated when :func:`should_calibrate` says so
     (its chunks then a multiple of every candidate; not when ``--chunk`` is not one). Without
     ``requested`` (``--chunk``), a layout the program was compiled with before
-    (``entry['layouts']``) is reused where :func:`~dpsim.experiment.batching.reuse_layout`
+    (``entry['layouts']``) is reused where :func:`~dpsim.engine.execution.batching.reuse_layout`
     says it pays.
 
     Args:
@@ -226,7 +226,7 @@ def choose(n_lanes: int, total_lanes: int, lane_bytes: int, n_analysis: int, req
         requested: ``--chunk``; workers: chunks at a time; policy: the device's :class:`Batching`.
         entry: the step's cache entry (None: none); how: :func:`mode`.
     """
-    from dpsim.experiment.batching import chunk_layout, reuse_layout, small_lane_layout
+    from dpsim.engine.execution.batching import chunk_layout, reuse_layout, small_lane_layout
     own = chunk_layout(n_lanes, lane_bytes, n_analysis, requested, workers, policy)
     if policy.override:
         return *own, "--micro-batch", ()

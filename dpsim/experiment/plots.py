@@ -42,10 +42,10 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from dpsim.errors import UsageError, note  # noqa: E402
-from dpsim.experiment import store  # noqa: E402
-from dpsim.experiment.axes import parse_value  # noqa: E402
-from dpsim.experiment.grid import FigureSpec, Panel  # noqa: E402
-from dpsim.experiment.summary import grid_columns, select, summarise  # noqa: E402
+from dpsim.engine.storage import store  # noqa: E402
+from dpsim.engine.definition.axes import parse_value  # noqa: E402
+from dpsim.engine.definition.figure import FigureSpec, Panel  # noqa: E402
+from dpsim.engine.presentation.summary import grid_columns, select, summarise  # noqa: E402
 
 PNG_DPI = 130                 # the PNG's resolution (dots per inch)
 PANEL_SIZE = (5.2, 3.8)       # inches per panel column and row, its titles and labels included,
