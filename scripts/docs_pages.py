@@ -232,6 +232,39 @@ def _scale_out_section(doc: dict) -> list[str]:
                     "busy: these rows measure each way's cost and that the tables agree to the last bit.", ""]
 
 
+def _cold_section(doc: dict) -> list[str]:
+    """benchmarks/results/cold.json: Figures 1–3 as a user runs them, and cai small n beside
+    the vectorised baseline (both batching designs)."""
+    r, lines = doc["results"], []
+    lines += [f"`python -m benchmarks.cold` → [`benchmarks/results/cold.json`](../benchmarks/results/cold.json); "
+              f"{_machine(doc)}; load average {doc['machine']['loadavg'][0]:.1f} at the start, "
+              f"{(doc.get('loadavg_end') or [0])[0]:.1f} at the end.", ""]
+    c = r.get("C")
+    if c:
+        lines += ["cai Figures 1–3 as a user runs them: `dpsim run NAME` as three fresh processes under one empty "
+                  "home folder, figures drawn.", "",
+                  "| figure | wall s | CPU s | start s | run s | figure s | CSV = `figures/` |", "|---|---|---|---|---|---|---|"]
+        for run in c["runs"]:
+            lines.append(f"| {run['figure']} | {run['wall_s']:.1f} | {run['cpu_s']:.1f} | {run['start_s']:.1f} "
+                         f"| {run['run_s']:.1f} | {run['figure_s']:.1f} | {run['csv_identical_to_committed']} |")
+        target = f" (target {c['target_s']:.0f} s on a quiet machine: {c['verdict']})" if c.get("target_s") else ""
+        lines += ["", f"In all **{c['total_s']:.1f} s** of wall time, {c['total_cpu_s']:.1f} s of CPU{target}.", ""]
+    small = r.get("R")
+    if small:
+        lines += ["cai at small n (p = 1, 10 ε, 120 replicates), warm engine runs against the vectorised NumPy "
+                  "baseline, interleaved rounds, medians:", "",
+                  "| n | engine design | micro-batch | engine ms | chunk calls ms | host ms | vectorised ms | ratio | target |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for key, entry in small.items():
+            for name, d in entry["designs"].items():
+                verdict = f"{_ratio(d['target'])} {d.get('verdict', '')}".strip() if d.get("target") else ""
+                lines.append(f"| {entry['n']} | {name} | {d['batching'][0]['micro']} | {d['wall_s'] * 1e3:.1f} "
+                             f"| {d['busy_s'] * 1e3:.1f} | {d['host_s'] * 1e3:.1f} "
+                             f"| {entry['vectorised']['wall_s'] * 1e3:.1f} | {_ratio(d['ratio'])} | {verdict} |")
+        lines.append("")
+    return lines
+
+
 def _device_section() -> list[str]:
     """GPU measurements: per device kind, the range over the files of each headline number."""
     folder = RESULTS / "device"
@@ -293,6 +326,9 @@ def performance_page() -> str:
         if c:
             lines += [f"cai Figures 1–3 at the paper's size, three fresh processes, compilation included: "
                       f"**{c['total_s']:.1f} s** in all (target {c['target_s']:.0f} s: {c['verdict']}).", ""]
+    path = RESULTS / "cold.json"
+    if path.is_file():
+        lines += ["## Cold runs and short runs", ""] + _cold_section(_load(path))
     path = RESULTS / "scale_out.json"
     if path.is_file():
         lines += ["## Scaling out", ""] + _scale_out_section(_load(path))

@@ -444,3 +444,24 @@ def test_compacted_btrs_prototype_is_exact_and_the_test_has_power(bench_module):
     biased = binomial.goodness_of_fit(lambda k, n, p: binomial.compacted_binomial(k, n, 1.02 * p), 400_000,
                                       ((400, 0.2),), seed=11)[0]
     assert biased["chi2_p"] < 1e-6, biased
+
+
+def test_cold_benchmark_times_a_user_process(bench_module, tmp_path, monkeypatch):
+    """benchmarks/cold.py: a fresh user's environment keeps no cache variable and has the empty
+    home; a process's phases come from its lines' arrival times (a script that prints dpsim
+    run's lines with pauses between them); the run line is read as `dpsim run` prints it."""
+    cold = bench_module("cold")
+    for name in cold.CLEARED:
+        monkeypatch.setenv(name, "/somewhere")
+    env = cold.user_env(str(tmp_path))
+    assert env["HOME"] == str(tmp_path) and not set(cold.CLEARED) & set(env)
+    line = "cai-fig3: 480 replicate lanes, 6720 rows in 12.5 s -> runs/cai-fig3"
+    assert float(cold.RUN_LINE.search(line).group(1)) == 12.5
+    script = ("import time, sys; print('start', flush=True); time.sleep(0.3); "
+              f"print({line!r}, flush=True); time.sleep(0.3); print('figure: x.png', flush=True)")
+    done = cold.timed_process([sys.executable, "-c", script], env)
+    (t0, first), (t1, run), (t2, fig) = done["lines"]
+    assert (first, run, fig) == ("start", line, "figure: x.png")
+    assert t1 - t0 >= 0.29 and t2 - t1 >= 0.29 and done["wall_s"] >= t2 and done["cpu_s"] >= 0
+    with pytest.raises(RuntimeError, match="exit 3"):
+        cold.timed_process([sys.executable, "-c", "raise SystemExit(3)"], env)
