@@ -1,4 +1,4 @@
-"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, summary, info, repair, verify, report, audit.
+"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, info, repair, summary, verify, report, audit, new-paper.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """
