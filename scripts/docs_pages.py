@@ -39,6 +39,8 @@ API_MODULES = [
     ("dpsim.engine.definition.grid", "The expanded grid"),
     ("dpsim.engine.definition.axes", "Axes and their values"),
     ("dpsim.engine.judgement.checks", "Checks: statistic × aggregation × region"),
+    ("dpsim.engine.judgement.published", "Checks against published numbers"),
+    ("dpsim.engine.judgement.thresholds", "Checks on thresholds and phase transitions"),
     ("dpsim.engine.judgement.statistics", "The statistics checks are built from"),
     ("dpsim.engine.judgement.deferred", "Predictions computed when a check is judged"),
     ("dpsim.engine.judgement.verdicts", "What a check measured and its verdict"),
