@@ -51,6 +51,7 @@ import platform
 import subprocess
 import sys
 import sysconfig
+import weakref
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -792,8 +793,24 @@ def git_state() -> dict:
     return {"commit": commit, "dirty": bool(status.strip())}
 
 
+_FINGERPRINTS: dict = {}   # id(experiment) -> (weak reference, {file: sha256 of its bytes}, fingerprint)
+
+
+def _contents(paths: Iterable[Path]) -> dict[Path, str]:
+    """{path: sha256 of its bytes} ("" for a file that cannot be read)."""
+    out = {}
+    for path in paths:
+        try:
+            out[path] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            out[path] = ""
+    return out
+
+
 def fingerprint(experiment) -> dict:
-    """The code fingerprint recorded in a manifest (module docstring).
+    """The code fingerprint recorded in a manifest (module docstring), computed once per
+    experiment object and process and computed again when the bytes of any file it digested
+    change (a re-run of the same experiment reads its files but parses nothing).
 
     Returns:
         ``{"hash": …, "library": …, "definition": …, "modules": {key: digest},
@@ -805,8 +822,12 @@ def fingerprint(experiment) -> dict:
         the plain closure values); ``hash`` combines both and is what must match to extend
         a folder.
     """
+    entry = _FINGERPRINTS.get(id(experiment))
+    if entry is not None and entry[0]() is experiment and _contents(entry[1]) == entry[1]:
+        return json.loads(entry[2])
     functions = _reachable(_functions(experiment))
     definitions, library = _modules(experiment, functions)
+    read = _contents([*definitions, *library])
     lib = {str(p.relative_to(LIBRARY.parent)): module_digest(p) for p in library}
     own = {str(p.relative_to(anchor)): digest for p, (anchor, digest) in definitions.items()}
     wiring = hashlib.sha256(_structure(experiment).encode()).hexdigest()[:16]
@@ -814,9 +835,14 @@ def fingerprint(experiment) -> dict:
     definition = _combined(own, _fileless_code(functions) + b"\0" + _closure_values(functions))
     library_digest = _combined(lib)
     combined = hashlib.sha256(f"{library_digest}:{definition}".encode()).hexdigest()[:16]
-    return {"hash": combined, "library": library_digest, "definition": definition, "modules": {**lib, **own},
-            "definition_files": sorted(k for k in own if not k.startswith("<")), "dpsim": dpsim.__version__,
-            **git_state()}
+    out = {"hash": combined, "library": library_digest, "definition": definition, "modules": {**lib, **own},
+           "definition_files": sorted(k for k in own if not k.startswith("<")), "dpsim": dpsim.__version__,
+           **git_state()}
+    try:
+        _FINGERPRINTS[id(experiment)] = (weakref.ref(experiment), read, json.dumps(out))
+    except TypeError:     # an object without weak references: computed each time
+        pass
+    return out
 
 
 def changed_modules(recorded: dict, code: dict) -> list[str] | None:
