@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import dpsim  # noqa: F401  (enables float64 in JAX before anything is traced)
 import jax
 
-from dpsim.experiment import executors, planning, program, runner
+from dpsim.experiment import executors, planning, program, provenance, runner
 from dpsim.experiment.store import load_results, read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -199,14 +199,16 @@ def engine_rates(cold: dict, warm: dict | None = None) -> dict:
 
 
 def measure_engine(experiment, reps: int, *, warm_runs: int = WARM_RUNS, **kwargs) -> dict:
-    """An engine workload: a cold run (the process's compiled programs and cell arrays
-    forgotten first, so compilation and the cells' tables are included), then the best (least
-    wall time) of ``warm_runs`` re-runs, which compile nothing and reuse the cells the cold
-    run built (:func:`dpsim.experiment.planning.step_cells`). ``kwargs`` go to
+    """An engine workload: a cold run (the process's compiled programs, cell arrays and code
+    fingerprints forgotten first, so compilation, the cells' tables and the fingerprint's
+    parsing are included), then the best (least wall time) of ``warm_runs`` re-runs, which
+    compile nothing and reuse the cells and fingerprint the cold run made
+    (:func:`dpsim.experiment.planning.step_cells`, :func:`dpsim.experiment.provenance.fingerprint`). ``kwargs`` go to
     :func:`run_engine`. Returns ``cold``, ``warm`` (None when ``warm_runs`` is 0) and
     :func:`engine_rates`."""
     program.clear_cache()
     planning.clear_cell_cache()
+    provenance.clear_fingerprints()
     cold = run_engine(experiment, reps, **kwargs)
     warm = min((run_engine(experiment, reps, **kwargs) for _ in range(warm_runs)),
                key=lambda r: r["wall_s"], default=None)

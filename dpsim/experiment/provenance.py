@@ -796,6 +796,11 @@ def git_state() -> dict:
 _FINGERPRINTS: dict = {}   # id(experiment) -> (weak reference, {file: sha256 of its bytes}, fingerprint)
 
 
+def clear_fingerprints() -> None:
+    """Forget the fingerprints computed in this process (the next run computes its own again)."""
+    _FINGERPRINTS.clear()
+
+
 def _contents(paths: Iterable[Path]) -> dict[Path, str]:
     """{path: sha256 of its bytes} ("" for a file that cannot be read)."""
     out = {}
