@@ -80,7 +80,10 @@ import scipy.optimize  # imported here, outside every timing
 
 from benchmarks import binomial
 from benchmarks.vectorised import batched_newton
-from dpsim.estimators.debiased_m import SOLVER_TOL, SUM_PENALTY, debiased_m_estimator, ridge_lambda
+from dpsim.estimators.debiased_m import (SOLVER_TOL, SUM_PENALTY, _with_sum_penalty, debiased_m_estimator,
+                                         ridge_lambda, win_value_matrix)
+from dpsim.estimators.btl_mle import btl_objective
+from dpsim.solvers import _backtrack
 from dpsim.experiments.xu import common, scenarios
 from dpsim.experiment import Cell, planning, runner, store
 from dpsim.mechanisms.pairwise_ldp import debiased_rr_mean, privatise
@@ -396,6 +399,30 @@ def section_a(bench: harness.Bench) -> dict:
             "vectorised_cpu_s": cpu, "cpu_ratio_vectorised_over_engine_warm": cpu_ratios, "comparison": rows}
 
 
+def dense_newton_fit(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = 50):
+    """A design tried for the fit (section P; not the engine's): eq. (3) with the engine's sum
+    penalty by Newton with a dense Cholesky solve of the (m, m) Hessian per step (formed from
+    the objective's Hessian–vector products) instead of conjugate gradients, the engine's
+    backtracking line search and tolerance ‖∇‖∞ ≤ tol·max(1, m), from θ = 0. Returns θ̂ centred (m,)."""
+    m = int(round((1 + math.sqrt(1 + 8 * zbar.shape[0])) / 2))
+    objective = _with_sum_penalty(btl_objective(win_value_matrix(zbar), 2.0 * lam, 0.0))
+    eye = jnp.eye(m)
+
+    def cond(state):
+        return (jnp.max(jnp.abs(state[1])) > tol * max(1, m)) & (state[3] < max_iter)
+
+    def body(state):
+        x, g, curv, it = state
+        hessian = jax.vmap(lambda v: objective.hvp(curv, v))(eye)
+        step = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(hessian), -g)
+        x, g, curv = _backtrack(objective, x, g, curv, step, 30)
+        return x, g, curv, it + 1
+
+    g0, c0 = objective.evaluate(jnp.zeros(m))
+    x = jax.lax.while_loop(cond, body, (jnp.zeros(m), g0, c0, jnp.asarray(0)))[0]
+    return x - jnp.mean(x)
+
+
 def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -> dict:
     """ms per replicate of each stage, vmapped over ``micro`` replicates in one call (so that
     dispatch is not counted), and, for the engine's own stages, the same ``micro`` replicates
@@ -412,6 +439,7 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -
         "raw wins (tables)": lambda k, r: common.ladder_counts(k, r, win_cell, L),
         "RR release (tables)": lambda k, r: debiased_rr_mean(common.ladder_counts(k, r, release_cell, L), sizes, eps),
         "fit": lambda z: debiased_m_estimator(z, lam).theta,
+        DENSE_FIT: lambda z: dense_newton_fit(z, lam),
         "metrics": lambda e, t: common.scores(e, t, m // 2),
         "raw wins": lambda k, t: sample_pair_wins(k, t, L),
         "RR release": lambda k, w: privatise(k, w, sizes, eps, "debiased_rr"),
@@ -421,7 +449,7 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -
     zbar = stages["RR release"](keys, wins)
     est = stages["fit"](zbar)
     args = {"raw wins (tables)": (keys, ladder), "RR release (tables)": (keys, ladder), "raw wins": (keys, theta),
-            "RR release": (keys, wins), "fit": (zbar,), "metrics": (est, theta)}
+            "RR release": (keys, wins), "fit": (zbar,), DENSE_FIT: (zbar,), "metrics": (est, theta)}
     out, one_lane = {}, {}
     for name, fn in stages.items():
         jax.block_until_ready(fn(*args[name]))
@@ -434,6 +462,8 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -
 
 
 BINOMIAL_STAGES = ("raw wins", "RR release")   # P: the draws by jax.random.binomial, beside the tables' path
+DENSE_FIT = "fit (dense Cholesky Newton, a design tried)"
+ASIDE_STAGES = (*BINOMIAL_STAGES, DENSE_FIT)      # P: timed beside the engine's path, not in "all"
 PROFILE_REPS = 200     # P: replicates per timed call, engine (vmapped) and vectorised NumPy alike
 
 
@@ -505,13 +535,15 @@ def section_p(bench: harness.Bench) -> dict:
     numpy_rows = [vectorised_profile(m, reps=PROFILE_REPS) for m in (10, 30)]
     table = []
     for r, v in zip(rows, numpy_rows):
-        total = sum(ms for stage, ms in r["ms_per_replicate"].items() if stage not in BINOMIAL_STAGES)
+        total = sum(ms for stage, ms in r["ms_per_replicate"].items() if stage not in ASIDE_STAGES)
         v_total = sum(v["ms_per_replicate"].values())
         for stage, ms in [*r["ms_per_replicate"].items(), ("all", total)]:
-            v_ms = v_total if stage == "all" else v["ms_per_replicate"][stage.replace(" (tables)", "")]
-            label = f"{stage} (jax.random.binomial, not in all)" if stage in BINOMIAL_STAGES else stage
-            one = (sum(r["ms_per_replicate_one_lane"].values()) if stage == "all"
-                   else r["ms_per_replicate_one_lane"].get(stage))
+            v_ms = v_total if stage == "all" else v["ms_per_replicate"][
+                "fit" if stage == DENSE_FIT else stage.replace(" (tables)", "")]
+            label = (f"{stage} (jax.random.binomial, not in all)" if stage in BINOMIAL_STAGES
+                     else f"{stage}, not in all" if stage == DENSE_FIT else stage)
+            one = (sum(ms for k, ms in r["ms_per_replicate_one_lane"].items() if k not in ASIDE_STAGES)
+                   if stage == "all" else r["ms_per_replicate_one_lane"].get(stage))
             table.append([f"m = {r['m']}, L = {r['L']:g} ({r['micro_batch']} replicates vmapped)", label, ms, ms / total,
                           one, v_ms, v_ms / ms])
     harness.print_table(harness.format_table(
