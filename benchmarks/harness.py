@@ -50,8 +50,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import dpsim  # noqa: F401  (enables float64 in JAX before anything is traced)
 import jax
 
-from dpsim.experiment import executors, planning, program, provenance, runner
-from dpsim.experiment.store import load_results, read_manifest
+from dpsim.engine.execution import executors, planning, program, runner
+from dpsim.engine.storage import provenance
+from dpsim.engine.storage.store import load_results, read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
@@ -174,7 +175,7 @@ def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, worke
     size and micro-batch, and where it came from) and ``in_flight`` (chunks in flight), as the
     manifest records them, plus ``describe(table)``
     of the results table (e.g. solver iterations). ``micro_batch``: lanes vmapped together
-    (default: the device's choice, :func:`dpsim.experiment.batching.batching`). Compiled
+    (default: the device's choice, :func:`dpsim.engine.execution.batching.batching`). Compiled
     programs cached in this process are reused: see :func:`measure_engine` for a cold run."""
     with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp:
         with instrumented_runner() as chunks, measured() as m:
@@ -203,7 +204,7 @@ def measure_engine(experiment, reps: int, *, warm_runs: int = WARM_RUNS, **kwarg
     fingerprints forgotten first, so compilation, the cells' tables and the fingerprint's
     parsing are included), then the best (least wall time) of ``warm_runs`` re-runs, which
     compile nothing and reuse the cells and fingerprint the cold run made
-    (:func:`dpsim.experiment.planning.step_cells`, :func:`dpsim.experiment.provenance.fingerprint`). ``kwargs`` go to
+    (:func:`dpsim.engine.execution.planning.step_cells`, :func:`dpsim.engine.storage.provenance.fingerprint`). ``kwargs`` go to
     :func:`run_engine`. Returns ``cold``, ``warm`` (None when ``warm_runs`` is 0) and
     :func:`engine_rates`."""
     program.clear_cache()

@@ -85,7 +85,9 @@ from dpsim.estimators.debiased_m import (SOLVER_TOL, SUM_PENALTY, _with_sum_pena
 from dpsim.estimators.btl_mle import btl_objective
 from dpsim.solvers import _backtrack
 from dpsim.experiments.xu import common, scenarios
-from dpsim.experiment import Cell, planning, runner, store
+from dpsim.engine import Cell
+from dpsim.engine.execution import planning, runner
+from dpsim.engine.storage import store
 from dpsim.mechanisms.pairwise_ldp import debiased_rr_mean, privatise
 from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted
 

@@ -246,7 +246,7 @@ def test_scale_out_float_difference(scale_out):
 def test_scale_out_quick_sections_give_the_local_table(scale_out, tmp_path, monkeypatch):
     """The quick benchmark's local, two-parts and sharded runs (fresh processes): every table equals the local one to the last bit, and the numbers
     the README's extrapolation needs are recorded. Section R (Ray) is left out here: starting
-    a local Ray instance is costly, and tests/test_ray_executor.py already
+    a local Ray instance is costly, and tests/engine/test_ray_executor.py already
     checks that Ray's table equals a local run's."""
     monkeypatch.setattr(scale_out.harness, "RESULTS_DIR", tmp_path)
     doc = scale_out.main(["--quick", "--sections", "L,P,S,E"])

@@ -7,8 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dpsim.experiment import CellArrays, Experiment, Method, axes, planning, store
-from dpsim.experiment.runner import plan_run, run_experiment
+from dpsim.engine import CellArrays, Experiment, Method
+from dpsim.engine.definition import axes
+from dpsim.engine.execution import planning
+from dpsim.engine.storage import store
+from dpsim.engine.execution.runner import plan_run, run_experiment
 
 BUILT: list = []
 

@@ -15,7 +15,8 @@ import textwrap
 import pytest
 
 from dpsim.cli import main
-from dpsim.experiment.provenance import changed_modules, fingerprint, module_digest
+from dpsim.engine.storage.provenance import changed_modules, fingerprint
+from dpsim.engine.storage.digests import module_digest
 from laplace_study import study_text
 
 STUDY = textwrap.dedent(study_text("safe", n_items=20, reps=3, region=(0.5, 2.0), figure=True))
@@ -26,7 +27,7 @@ CHANGED = STUDY.replace("(2.0 / ctx.analysis", "(2.0 / (0.01 * ctx.analysis").re
 
 # a mutant, with a method and an import only it uses: not the rows' identity
 MUTANT = """
-from dpsim.experiment.mutants import replaced_method
+from dpsim.engine.judgement.mutants import replaced_method
 
 def silent(key, ctx):
     return {"noise_ms": jnp.zeros(())}
@@ -55,7 +56,7 @@ def _manifest(out):
 
 
 def _experiment(path):
-    from dpsim.experiment.registry import catalogue
+    from dpsim.engine.registry import catalogue
     return catalogue(str(path)).experiments["safe"]
 
 
@@ -101,7 +102,7 @@ def test_the_cache_is_marked_and_only_it_is_replaced(study, capsys):
 def test_a_fingerprint_is_computed_once_per_experiment_until_a_file_changes(study, monkeypatch):
     """A re-run of the same experiment object reuses its fingerprint (nothing parsed again;
     the caller's copy is its own), and any change to a digested file's bytes recomputes it."""
-    from dpsim.experiment import provenance
+    from dpsim.engine.storage import provenance
     experiment = _experiment(study)
     first = fingerprint(experiment)
     first["modules"].clear()                                         # the caller's copy only
@@ -185,8 +186,8 @@ def test_the_fingerprint_is_the_same_in_another_process(study):
     the fingerprint names functions by file, so a folder stays usable by the next command."""
     import subprocess
     import sys
-    script = ("from dpsim.experiment.registry import catalogue\n"
-              "from dpsim.experiment.provenance import fingerprint\n"
+    script = ("from dpsim.engine.registry import catalogue\n"
+              "from dpsim.engine.storage.provenance import fingerprint\n"
               "print(fingerprint(catalogue('study.py').experiments['safe'])['hash'])")
     other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                            cwd=study.parent).stdout.strip()
@@ -226,7 +227,7 @@ def test_a_function_without_a_file_counts_by_its_code_not_its_bytes():
     """A method defined by ``exec`` (a notebook cell, a documentation block) has no file: it
     counts by its code's text, which (unlike ``marshal.dumps``, whose bytes follow reference
     counts) stays the same while other objects come to refer to its constants."""
-    from dpsim.experiment.provenance import _fileless_code
+    from dpsim.engine.storage.provenance import _fileless_code
     namespace = {}
     exec(compile("def f(x):\n    return x * 2.5 + len('abc')\n", "<block>", "exec"), namespace)
     f = namespace["f"]

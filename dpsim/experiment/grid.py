@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from dpsim.experiment.axes import VOCABULARY, AxisType, axis_type
+from dpsim.engine.definition.axes import VOCABULARY, AxisType, axis_type
 from dpsim.errors import UsageError, call_stage, note
 
 KINDS = ("shape", "data", "analysis")
@@ -85,7 +85,7 @@ class FigureSpec:
     """A figure in the paper's layout: panels × (x axis, one curve per value of ``curve``,
     a grid axis or ``"method"``). It filters nothing: the figure draws every value in the
     table (the paper's plotted subset is the experiment's default grid), and an axis it does
-    not map splits it into one figure per value (:mod:`dpsim.experiment.plots`).
+    not map splits it into one figure per value (:mod:`dpsim.engine.presentation.plots`).
 
     Attributes:
         x, xlabel, logx: the x axis; ``logy``: a log y axis (every panel unless it says
@@ -236,7 +236,7 @@ class CellArrays:
     analysis point's) cell, so that ``tables[k][index, …]`` reads its cell's array without
     copying it per lane. The engine builds each step's cells once, when it plans the run, and
     keeps them for the process's later plans of the same cells (a bounded cache,
-    :func:`dpsim.experiment.planning.step_cells`; ``fn`` must be a pure function of the
+    :func:`dpsim.engine.execution.planning.step_cells`; ``fn`` must be a pure function of the
     cell's values); the plan (``--dry-run``) shows their count, bytes and build time.
 
     Attributes:
@@ -271,7 +271,7 @@ class Padding:
     scalars. The functions must mask the padding so that the real entries' results equal
     the unpadded program's up to float rounding, random draws included (e.g.
     :func:`dpsim.models.pair_bits`, prefix-stable 1-D draws); the runner chooses which sizes
-    share a program (:func:`dpsim.experiment.planning.size_buckets`), so results never depend
+    share a program (:func:`dpsim.engine.execution.planning.size_buckets`), so results never depend
     on that choice beyond rounding.
 
     Attributes:
@@ -312,7 +312,7 @@ class Experiment:
         release_axes: the analysis axes that key the privatised release; analysis points that
             differ only on the other analysis axes (a mechanism, an estimator's rule) share one
             release, drawn once per lane (common random numbers). The engine builds the key
-            and passes it to ``privatise`` (:mod:`dpsim.experiment.program`); ``generate``
+            and passes it to ``privatise`` (:mod:`dpsim.engine.execution.program`); ``generate``
             then gets the other half of the lane's split key. None (default): the release
             is keyed by the whole analysis point, like a method.
         resolve_shape: host hook filling rule-based shape values (e.g. k = "auto").

@@ -1,11 +1,11 @@
 """Planning a run: which lanes are still missing, in which compiled programs, in which chunks.
 
-A *lane* is one (data point, replicate) pair (:mod:`dpsim.experiment.program`). A *step* is
+A *lane* is one (data point, replicate) pair (:mod:`dpsim.engine.execution.program`). A *step* is
 one compiled program's worth of lanes: one shape point with one combination of string data
-values, or with :class:`~dpsim.experiment.grid.Padding` a bucket of shape points of several
+values, or with :class:`~dpsim.engine.definition.grid.Padding` a bucket of shape points of several
 sizes (:func:`size_buckets`), each chunk holding lanes of one of them. Chunks of lanes have
 a fixed size per step (the last one is padded), so each step compiles once; their size and
-micro-batch come from the device's policy (:mod:`dpsim.experiment.batching`).
+micro-batch come from the device's policy (:mod:`dpsim.engine.execution.batching`).
 
 Lanes are listed lazily (:class:`_MissingReps`, :class:`_Lanes`, :class:`_Chunks`): a
 plan's size and the time to make it grow with the grid and the stored rows, not with the
@@ -32,10 +32,10 @@ import jax
 import numpy as np
 
 from dpsim.errors import UsageError
-from dpsim.experiment.batching import Batching, batching, chunk_layout, memory_limit
-from dpsim.experiment.grid import Grid
-from dpsim.experiment.program import lane_shape, program_shape, static_shape
-from dpsim.experiment.units import format_bytes, format_duration
+from dpsim.engine.execution.batching import Batching, batching, chunk_layout, memory_limit
+from dpsim.engine.definition.grid import Grid
+from dpsim.engine.execution.program import lane_shape, program_shape, static_shape
+from dpsim.engine.presentation.units import format_bytes, format_duration
 
 
 @dataclass(frozen=True)
@@ -197,9 +197,9 @@ class _Chunks:
 @dataclass
 class Step:
     """One compiled program's worth of lanes: the program's static ``shape``
-    (:func:`~dpsim.experiment.program.program_shape`) with static data values; its chunks
+    (:func:`~dpsim.engine.execution.program.program_shape`) with static data values; its chunks
     may belong to several shape points (``points``: their indices) when the experiment pads
-    sizes (:class:`~dpsim.experiment.grid.Padding`)."""
+    sizes (:class:`~dpsim.engine.definition.grid.Padding`)."""
 
     shape: dict
     static_data: dict
@@ -209,7 +209,7 @@ class Step:
     points: tuple = ()
     lane_bytes: int = 0
     devices: int = 1        # the devices its chunks' lanes are sharded across (Batching.devices)
-    key: str | None = None  # its calibration cache key (:func:`~dpsim.experiment.calibration.step_key`)
+    key: str | None = None  # its calibration cache key (:func:`~dpsim.engine.execution.calibration.step_key`)
     micro_from: str = ""    # where its micro-batch came from (``--dry-run`` shows it)
     calibrate: tuple = ()   # micro-batches to time on its first chunks while it runs (() : none)
     cells: "StepCells | None" = None   # its CellArrays, built once (:func:`step_cells`), or None
@@ -221,7 +221,7 @@ class Step:
 
 @dataclass(frozen=True)
 class StepCells:
-    """The :class:`~dpsim.experiment.grid.CellArrays` of one step, built once when it is
+    """The :class:`~dpsim.engine.definition.grid.CellArrays` of one step, built once when it is
     planned: ``tables`` {name: {array: [C, …]}} (device arrays, each cell zero-padded to the
     largest), ``index`` {name: {(s, d) or (s, d, a): cell}} (shape, data and, for an
     analysis-level name, analysis indices), ``counts`` {name: C}, their ``nbytes`` and the host
@@ -447,8 +447,8 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
     replicates wanted there, a count R (replicates 0 … R − 1) or a range (start, stop); only
     those data points are planned, each over its own replicates (``dpsim solve``, ``verify
     --until-decided``); ``reps`` is then their largest stop.
-    ``cache``: the calibration cache's entries (:mod:`dpsim.experiment.calibration`): each
-    step's micro-batch and chunk size then come from :func:`~dpsim.experiment.calibration.choose`
+    ``cache``: the calibration cache's entries (:mod:`dpsim.engine.execution.calibration`): each
+    step's micro-batch and chunk size then come from :func:`~dpsim.engine.execution.calibration.choose`
     (a cached calibration, a layout compiled before, or a calibration at run time); None:
     the policy's rule alone (:func:`chunk_layout`). ``calibrate`` False: cached choices
     are used but no step is calibrated (the executor cannot time candidates)."""
@@ -476,8 +476,8 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
                 steps.setdefault(key, (compiled, static, [], data_indices))[2].append((s, lanes))
     plan = []
     if cache is not None:
-        from dpsim.experiment import calibration
-        from dpsim.experiment.program import program_identity
+        from dpsim.engine.execution import calibration
+        from dpsim.engine.execution.program import program_identity
         identity, how = program_identity(experiment), calibration.mode()
         if not calibrate and how != "off":
             how = "reuse"        # an executor that cannot time candidates (Ray) only reads the cache
@@ -580,7 +580,7 @@ class Plan:
         return lines
 
 def _devices(policy: Batching) -> str:
-    """The device count of a plan as text (``$DPSIM_DEVICES``, :func:`~dpsim.experiment.batching.device_count`)."""
+    """The device count of a plan as text (``$DPSIM_DEVICES``, :func:`~dpsim.engine.execution.batching.device_count`)."""
     if policy.devices == 1:
         return f"1 {policy.backend} device"
     return f"{policy.devices} {policy.backend} devices (each chunk's lanes sharded across them)"

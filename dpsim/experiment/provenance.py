@@ -24,7 +24,7 @@ modules are:
   function named by module and name (which truth, which methods, which axes are shape or
   analysis axes, padding, derived values);
 * the *library modules* (``dpsim/…``) that the definition modules and the engine
-  (:mod:`dpsim.experiment.runner`, the modules of the functions reached) import, directly or
+  (:mod:`dpsim.engine.execution.runner`, the modules of the functions reached) import, directly or
   through other modules, followed statically (imports inside functions and the packages
   above a module included); each whole but its docstrings. Their digests are kept between
   processes (:func:`code_cache`, one file per module content), so a command reads them
@@ -32,10 +32,10 @@ modules are:
 
 The manifest keeps the per-module digests (``code["modules"]``), so a refusal names the
 modules that changed (:func:`changed_modules`). Rows made by different code are never mixed:
-extending a folder whose fingerprint differs is refused (:func:`dpsim.experiment.store.check_code`)
+extending a folder whose fingerprint differs is refused (:func:`dpsim.engine.storage.store.check_code`)
 unless the run says ``--accept-code-change``, which the manifest records as a new segment
-(:func:`dpsim.experiment.store.accepted_segments`); ``dpsim verify`` replaces only the folders
-of its own cache (:data:`dpsim.experiment.store.CACHE_OWNER`) and refuses any other.
+(:func:`dpsim.engine.storage.store.accepted_segments`); ``dpsim verify`` replaces only the folders
+of its own cache (:data:`dpsim.engine.storage.store.CACHE_OWNER`) and refuses any other.
 
 :func:`environment` records where it ran: the command line, host, CPU or device, and the
 versions of Python, jax, jaxlib, numpy, pandas, pyarrow and matplotlib.
@@ -61,7 +61,7 @@ import dpsim
 LIBRARY = Path(dpsim.__file__).resolve().parent
 _LIBRARY_PREFIX = str(LIBRARY) + os.sep
 _PAPERS_PREFIX = str(LIBRARY / "experiments") + os.sep      # papers installed as dpsim.experiments
-ENGINE = ("dpsim.experiment.runner",)          # what every run executes, whatever the experiment
+ENGINE = ("dpsim.engine.execution.runner",)          # what every run executes, whatever the experiment
 # top-level names whose statements are verification, not the rows' identity
 VERIFICATION_NAMES = ("CHECKS", "MUTANTS", "AUDITS")
 FIGURE_CALLS = ("FigureSpec", "Panel")
