@@ -314,6 +314,8 @@ def test_xu_vectorised_fit_equals_the_engine_on_the_same_zbar(bench_module):
     scores = xu.vectorised_scores(est, np.tile(theta, (3, 1)), m // 2)
     assert scores["kendall"][0] == pytest.approx(xu.kendall_half(est[0], theta))
     assert scores["top_k_hamming"][0] == pytest.approx(xu.expected_hamming(est[0], theta, m // 2))
+    dense = np.stack([np.asarray(xu.dense_newton_fit(z, lam)) for z in zbar])   # section P's design tried
+    assert np.abs(dense - engine).max() < 1e-8
 
 
 def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, monkeypatch):

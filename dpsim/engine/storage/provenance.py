@@ -50,6 +50,7 @@ import platform
 import subprocess
 import sys
 import sysconfig
+import weakref
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -534,6 +535,15 @@ _MODULES_MEMO: dict = {}
 _MEMO_SIZE = 64
 
 
+def clear_fingerprints() -> None:
+    """Forget what this process keeps of fingerprints (the import closures and the library
+    digests): the next run walks and reads them again, as a fresh process would (the
+    benchmarks' cold runs)."""
+    from dpsim.engine.storage import digests
+    _MODULES_MEMO.clear()
+    digests._DIGESTS.clear()
+
+
 def _file_stats(paths) -> tuple:
     """(path, modification time in ns, size) of each file, sorted; (path, None, None) for one gone."""
     out = []
@@ -563,7 +573,9 @@ def _modules_memoised(experiment, functions) -> tuple[dict[Path, tuple[Path, str
 
 
 def fingerprint(experiment) -> dict:
-    """The code fingerprint recorded in a manifest (module docstring).
+    """The code fingerprint recorded in a manifest (module docstring). Its import closure and
+    library digests are kept in this process while the files they read are unchanged
+    (:func:`_modules_memoised`, :func:`dpsim.engine.storage.digests.digest_of`).
 
     Returns:
         ``{"hash": …, "library": …, "definition": …, "modules": {key: digest},
@@ -584,9 +596,10 @@ def fingerprint(experiment) -> dict:
     definition = _combined(own, _fileless_code(functions) + b"\0" + _closure_values(functions))
     library_digest = _combined(lib)
     combined = hashlib.sha256(f"{library_digest}:{definition}".encode()).hexdigest()[:16]
-    return {"hash": combined, "library": library_digest, "definition": definition, "modules": {**lib, **own},
-            "definition_files": sorted(k for k in own if not k.startswith("<")), "dpsim": dpsim.__version__,
-            **git_state()}
+    out = {"hash": combined, "library": library_digest, "definition": definition, "modules": {**lib, **own},
+           "definition_files": sorted(k for k in own if not k.startswith("<")), "dpsim": dpsim.__version__,
+           **git_state()}
+    return out
 
 
 def changed_modules(recorded: dict, code: dict) -> list[str] | None:
