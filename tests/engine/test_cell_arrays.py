@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from dpsim.engine import CellArrays, Experiment, Method
-from dpsim.engine.definition import axes
 from dpsim.engine.execution import planning
 from dpsim.engine.storage import store
 from dpsim.engine.execution.runner import plan_run, run_experiment

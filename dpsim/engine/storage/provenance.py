@@ -50,7 +50,6 @@ import platform
 import subprocess
 import sys
 import sysconfig
-import weakref
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
