@@ -25,8 +25,7 @@ from dpsim.experiment.mutants import (Mutant, chain, mutants_of, replaced_method
                                       scaled_derived)
 from dpsim.experiment.summary import Z95
 from dpsim.experiment.verify import verify, verify_mutants
-from dpsim.estimators import win_counts
-from dpsim.models import sample_er_comparisons
+from dpsim.models import sample_er_comparisons, win_counts
 from laplace_study import study_text
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.estimators import (debiased_m_estimator, exact_solve_result, mle, penalised_mle, sgd_mle,
-                              spectral_estimate, win_counts)
+                              spectral_estimate)
 from dpsim.experiment import Method, solver_diagnostics
 from dpsim.experiment.runner import run_experiment
 from dpsim.results import NAMES, RESULTS, describe, first_failure, reasons, solver_result, where_disconnected

@@ -69,7 +69,9 @@ from dpsim.mechanisms.count_noise import (
     privatise_counts,
 )
 from dpsim.mechanisms.objective_perturbation import (
+    GaussianPerturbation,
     feature_bound_from_data,
+    gaussian_objective_perturbation,
     gaussian_mechanism_delta,
     gaussian_mechanism_epsilon,
     label_dp_noise_scale,
@@ -80,7 +82,15 @@ from dpsim.mechanisms.objective_perturbation import (
     standard_dp_noise_scale,
     standard_dp_t1_exponent,
     standard_dp_t2_exponent,
+    theory_ridge,
 )
+from dpsim.mechanisms.btl_perturbation import (
+    LaplacePerturbation,
+    objective_perturbation_edge,
+    objective_perturbation_individual,
+)
+from dpsim.mechanisms.noisy_counts import noisy_counts_edge, noisy_counts_individual
+from dpsim.mechanisms.one_shot import OneShotScores, one_shot_scores
 
 __all__ = ["laplace_noise", "EdgePerturbation", "edge_count_noise_scale",
            "edge_objective_perturbation", "individual_count_noise_scale",
@@ -100,4 +110,7 @@ __all__ = ["laplace_noise", "EdgePerturbation", "edge_count_noise_scale",
            "feature_bound_from_data", "gaussian_mechanism_delta", "gaussian_mechanism_epsilon",
            "label_dp_noise_scale", "label_dp_privacy_exponent", "perturbation_noise",
            "perturbation_noise_scale", "standard_dp_min_ridge", "standard_dp_noise_scale",
-           "standard_dp_t1_exponent", "standard_dp_t2_exponent"]
+           "standard_dp_t1_exponent", "standard_dp_t2_exponent", "theory_ridge",
+           "GaussianPerturbation", "gaussian_objective_perturbation", "LaplacePerturbation",
+           "objective_perturbation_edge", "objective_perturbation_individual", "noisy_counts_edge",
+           "noisy_counts_individual", "OneShotScores", "one_shot_scores"]

@@ -73,7 +73,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.theory import cai as cai_theory
-from dpsim.estimators import noisy_counts_individual, top_k_mask
+from dpsim.estimators import top_k_mask
+from dpsim.mechanisms import noisy_counts_individual
 from dpsim.experiment import (Experiment, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
                               ThresholdScalingCheck, UsageError)
 from dpsim.experiment.mutants import Mutant, wrapped_method

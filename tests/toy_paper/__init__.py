@@ -20,10 +20,10 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.errors import UsageError
-from dpsim.estimators import top_k_mask, win_counts
+from dpsim.estimators import top_k_mask
 from dpsim.experiment import Derived, Experiment, FigureSpec, Method, Panel, level_check, trend_check
 from dpsim.metrics import topk_metrics
-from dpsim.models import sample_er_comparisons, true_top_k_mask
+from dpsim.models import sample_er_comparisons, true_top_k_mask, win_counts
 
 TITLE = "A toy paper: Laplace-noised win counts (tests only)"
 
