@@ -1,4 +1,5 @@
-"""Estimators: maps from (privatised) sufficient statistics to θ̂ or a top-k set."""
+"""Estimators: maps from a mechanism's release (:mod:`dpsim.mechanisms`) or non-private sufficient
+statistics to θ̂ or a top-k set. No estimator draws privacy noise."""
 from dpsim.estimators.fit import Fit
 from dpsim.estimators.btl_mle import (
     SCORE_TIE_TOL,

@@ -1,4 +1,5 @@
-"""Noise samplers, privacy calibrations and accounting."""
+"""Every release, with its noise samplers, privacy calibrations and accounting: a mechanism draws
+the noise and returns the release (a value or a small NamedTuple) that an estimator takes as input."""
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.mechanisms.calibration import (
     EdgePerturbation,

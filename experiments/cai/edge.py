@@ -114,6 +114,17 @@ ESTIMATION = ("l2", "linf", "log_rel_l2", "log_rel_linf")
 TOPK = ("relative_hamming", "exact_recovery")
 
 
+def mle_scores(k_tie, ctx, fit):
+    """The ``mle`` method's row from an Algorithm 1 fit: its centred estimate against θ*, its top k
+    (ties broken from ``k_tie``), the moments that pin λ and γ (:func:`.levels.perturbation_metrics`)
+    and the solver's diagnostics."""
+    items = real(ctx.shape)
+    mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL, real=items)
+    return {**estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
+            **topk_metrics(mask, ctx.truth["top_k"]),
+            **perturbation_metrics(ctx.sample["W"], fit.theta, ctx.shape["n_items"]), **fit.diagnostics()}
+
+
 def make_mle_fn(release_edge=objective_perturbation_edge):
     """The ``mle`` method's function with Algorithm 1's release drawn by ``release_edge`` (the library's
     :func:`~dpsim.mechanisms.objective_perturbation_edge`; a mutant passes a miscalibrated one), called
@@ -121,18 +132,12 @@ def make_mle_fn(release_edge=objective_perturbation_edge):
     :func:`~dpsim.estimators.perturbed_mle` with the sample's W and M = W + Wᵀ."""
     def mle_fn(key, ctx):
         """Algorithm 1 (cai §2.2, Prop 2.1, Thm 2.1): the objective-perturbed penalised MLE with
-        λ = 8/ε, γ = max(1/ε, c0√(np log n)); its centred estimate against θ*, its top k, and
-        the moments that pin λ and γ (:func:`.levels.perturbation_metrics`)."""
+        λ = 8/ε, γ = max(1/ε, c0√(np log n)), scored by :func:`mle_scores`."""
         k_noise, k_tie = jax.random.split(key)
-        items = real(ctx.shape)
         W = ctx.sample["W"]
         release = release_edge(k_noise, ctx.analysis["eps"], ctx.data["p"], W.shape[0], c0=ctx.analysis["c0"],
                                n_items=ctx.shape["n_items"])
-        fit = perturbed_mle(W, release, M=ctx.sample["M"])
-        mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL, real=items)
-        return {**estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
-                **topk_metrics(mask, ctx.truth["top_k"]),
-                **perturbation_metrics(W, fit.theta, ctx.shape["n_items"]), **fit.diagnostics()}
+        return mle_scores(k_tie, ctx, perturbed_mle(W, release, M=ctx.sample["M"]))
     return mle_fn
 
 
