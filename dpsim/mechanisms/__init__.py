@@ -67,6 +67,8 @@ from dpsim.mechanisms.count_noise import (
     count_sensitivity,
     gaussian_count_sigma,
     laplace_count_scale,
+    PrivateCounts,
+    private_differential_counts,
     privatise_counts,
 )
 from dpsim.mechanisms.objective_perturbation import (
@@ -108,6 +110,7 @@ __all__ = ["laplace_noise", "EdgePerturbation", "edge_count_noise_scale",
            "shuffle_epsilon", "shuffle_rr_epsilon", "GraphDraw", "dense_item_graph",
            "er_item_graph", "sparsification_graph", "sparsification_p0", "ACCOUNTING_MODES",
            "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale", "privatise_counts",
+           "PrivateCounts", "private_differential_counts",
            "feature_bound_from_data", "gaussian_mechanism_delta", "gaussian_mechanism_epsilon",
            "label_dp_noise_scale", "label_dp_privacy_exponent", "perturbation_noise",
            "perturbation_noise_scale", "standard_dp_min_ridge", "standard_dp_noise_scale",
