@@ -23,7 +23,6 @@ import jax.numpy as jnp
 
 from dpsim.estimators.fit import Fit
 from dpsim.mechanisms.btl_perturbation import LaplacePerturbation
-from dpsim.models.links import LOGISTIC, Link
 from dpsim.solvers import SmoothObjective, SolverResult, newton_cg
 from dpsim.validate import require, require_counts_matrix, require_pair_totals
 
