@@ -100,9 +100,10 @@ import numpy as np
 from dpsim.estimators import topk
 from benchmarks.vectorised import batched_newton
 from dpsim.estimators.btl_mle import GRADIENT_SCALE_COMPARISONS, btl_objective, penalised_mle
-from dpsim.experiment import Context, Method, chunk_io, planning, program, runner
-from dpsim.experiment.batching import default_workers, micro_batch_size
-from dpsim.experiment.grid import stable_id
+from dpsim.engine import Context, Method
+from dpsim.engine.execution import chunk_io, planning, program, runner
+from dpsim.engine.execution.batching import default_workers, micro_batch_size
+from dpsim.engine.definition.ids import stable_id
 from dpsim.experiments.cai import edge
 from dpsim.mechanisms.btl_perturbation import objective_perturbation_edge
 from dpsim.mechanisms.calibration import edge_objective_perturbation

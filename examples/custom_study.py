@@ -32,10 +32,10 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.estimators import penalised_mle, top_k_mask
-from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, trend_check, axes,
+from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Method, Panel, trend_check, axes,
                               solver_diagnostics)
-from dpsim.experiment.checks import level_check
-from dpsim.experiment.mutants import Mutant, scaled_derived
+from dpsim.engine.judgement.checks import level_check
+from dpsim.engine.judgement.mutants import Mutant, scaled_derived
 from dpsim.metrics import topk_metrics
 from dpsim.models import sample_er_comparisons, true_top_k_mask, win_counts
 
@@ -107,8 +107,7 @@ STUDY = Experiment(
                 Panel("exact_recovery", "borda", "P(exact top-k)", title="noisy Borda")),
         title="Noisy Borda top-k (custom study)",
         symbols={"n_items": "$n$", "spread": "spread", "delta": "$\\delta$"}),
-    lane_bytes=lambda shape: 8 * shape["n_items"] ** 2,
-    description="a study outside dpsim (examples/custom_study.py)")
+    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_items"] ** 2), description="a study outside dpsim (examples/custom_study.py)")
 
 def noise_variance(point: dict) -> float:
     """The variance the release must have, written from the mechanisms' definitions (not by

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 
 import dpsim
 from dpsim.estimators import top_k_mask
-from dpsim.experiment import Method, comparison_check
+from dpsim.engine import Method, comparison_check
 from dpsim.metrics import topk_metrics
 from dpsim.models import real_items, win_counts
 
@@ -46,7 +46,7 @@ def win_rate(key, ctx):
     top k of the rates (random tie-break), scored as cai scores Algorithm 2.
 
     Args:
-        key: this method's own key.  ctx: the analysis point's :class:`~dpsim.experiment.Context`:
+        key: this method's own key.  ctx: the analysis point's :class:`~dpsim.engine.Context`:
             ``ctx.sample["W"]`` (capacity, capacity) win counts, ``ctx.sample["M"]`` = W + Wᵀ (the
             public graph's comparison counts), ``ctx.truth["top_k"]`` the true top-k mask.
     Returns:

@@ -9,8 +9,8 @@ import textwrap
 
 HEAD = '''
 import jax, jax.numpy as jnp
-from dpsim.experiment import Experiment, FigureSpec, level_check, Method, Panel
-from dpsim.experiment.mutants import Mutant, scaled_analysis
+from dpsim.engine import Experiment, FigureSpec, level_check, Method, Panel
+from dpsim.engine.judgement.mutants import Mutant, scaled_analysis
 from dpsim.models import sample_er_comparisons, win_counts
 
 def generate(key, shape, truth, data):

@@ -350,7 +350,7 @@ def test_mle_top_k_breaks_exact_ties_at_random():
     SE √(Var/R), Var = (1/4)²·(1/4) → SE = 0.00625; tolerance 4.5 SE. The bug gives 1/4
     (or 0) in every replicate: 20 SE away.
     """
-    from dpsim.experiment import Context
+    from dpsim.engine import Context
     from dpsim.experiments.cai import edge
 
     W = jnp.asarray([[float(c) for c in row] for row in _TIE_W])

@@ -303,9 +303,9 @@ def test_bundled_win_matrices_match_the_spec():
 
 
 def test_load_user_win_matrix(tmp_path):
-    from dpsim.experiment import UsageError
+    from dpsim.engine import UsageError
     from dpsim.datasets import load_win_matrix
-    from dpsim.experiment.grid import expand_grid
+    from dpsim.engine.definition.grid import expand_grid
     from dpsim.experiments.cai.individual import real_data_experiment
     plain = tmp_path / "plain.csv"
     plain.write_text("0,3,1\n2,0,4\n5,1,0\n")
@@ -324,7 +324,7 @@ def test_load_user_win_matrix(tmp_path):
 
 
 def test_experiments_are_registered():
-    from dpsim.experiment.registry import installed
+    from dpsim.engine.registry import installed
     found = installed()
     for name in ("cai-fig4", "cai-fig5", "cai-fig6", "cai-fig7", "cai-fig8"):
         assert name in found.experiments

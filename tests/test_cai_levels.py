@@ -13,7 +13,7 @@ from scipy import special, stats
 
 import dpsim  # noqa: F401  (float64)
 from dpsim.estimators.btl_mle import penalised_mle
-from dpsim.experiment.grid import Context
+from dpsim.engine.definition.experiment import Context
 from dpsim.mechanisms import objective_perturbation_edge, objective_perturbation_individual
 from dpsim.models import sample_er_comparisons, theta_cai_design
 from experiments import cai

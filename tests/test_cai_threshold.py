@@ -13,15 +13,15 @@ import pandas as pd
 import pytest
 
 from dpsim.theory import cai as cai_theory
-from dpsim.experiment import ThresholdCollapseCheck, UsageError
-from dpsim.experiment.grid import expand_grid
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.store import load_results
+from dpsim.engine import ThresholdCollapseCheck, UsageError
+from dpsim.engine.definition.grid import expand_grid
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.storage.store import load_results
 from dpsim.models import PROBIT, sample_er_comparisons, theta_two_block
 from dpsim.models.btl import sample_er_win_counts
-from dpsim.experiment import Context
-from dpsim.experiment.grid import method_id
-from dpsim.experiment.program import analyse_point, fold_in_words, id_words
+from dpsim.engine import Context
+from dpsim.engine.definition.ids import method_id
+from dpsim.engine.execution.program import analyse_point, fold_in_words, id_words
 from dpsim.experiments.cai import threshold as ct
 
 INF = math.inf
@@ -315,7 +315,7 @@ def test_individual_run_collapses(tmp_path):
 def test_threshold_figures_draw_one_panel_per_pair_the_run_holds(experiment, axes):
     """After `--set n_items=100` the edge figure stopped with "panel '(c) n = 200, p = 0.5' has
     no data": its panels listed the default grid. They now follow the run's values."""
-    from dpsim.experiment.plots import expand_panels
+    from dpsim.engine.presentation.plots import expand_panels
 
     first, second = axes
     table = pd.DataFrame({first: [100, 100, 300], second: [0.5, 1.0, 0.5], "method": ["counts"] * 3,

@@ -16,8 +16,8 @@ import pytest
 from scipy import special, stats
 
 from dpsim.estimators.linear_btl import objective_perturbation
-from dpsim.experiment.grid import Context
-from dpsim.experiment.registry import installed
+from dpsim.engine.definition.experiment import Context
+from dpsim.engine.registry import installed
 from dpsim.experiments.chowdhury import common as c
 from dpsim.experiments.chowdhury import fig1, levels, rates
 from dpsim.mechanisms.objective_perturbation import gaussian_objective_perturbation

@@ -19,12 +19,14 @@ import pandas as pd
 import pytest
 
 from dpsim.cli import main
-from dpsim.experiment import Experiment, Method
-from dpsim.experiment.checks import Estimate, level_check, family_z, judge, predictions, widened
-from dpsim.experiment.mutants import (Mutant, chain, mutants_of, replaced_method, scaled_analysis,
+from dpsim.engine import Experiment, Method
+from dpsim.engine.judgement.verdicts import Estimate, family_z, widened
+from dpsim.engine.judgement.checks import level_check, judge
+from dpsim.engine.judgement.statistics import predictions
+from dpsim.engine.judgement.mutants import (Mutant, chain, mutants_of, replaced_method, scaled_analysis,
                                       scaled_derived)
-from dpsim.experiment.summary import Z95
-from dpsim.experiment.verify import verify, verify_mutants
+from dpsim.engine.presentation.summary import Z95
+from dpsim.engine.judgement.verify import verify, verify_mutants
 from dpsim.models import sample_er_comparisons, win_counts
 from laplace_study import study_text
 
@@ -165,8 +167,8 @@ def test_transformations():
 
 def test_overridden_derived_computes_the_host_value_otherwise():
     from toy import toy_experiment
-    from dpsim.experiment.grid import expand_grid
-    from dpsim.experiment.mutants import overridden_derived
+    from dpsim.engine.definition.grid import expand_grid
+    from dpsim.engine.judgement.mutants import overridden_derived
     experiment = toy_experiment()
     constant = expand_grid(overridden_derived("noise_scale", lambda point, derived: 7.0)(experiment))
     assert {d["noise_scale"] for d in constant.analysis_derived[0][0]} == {7.0}
@@ -177,7 +179,7 @@ def test_overridden_derived_computes_the_host_value_otherwise():
 def test_scaled_derived_scales_the_host_value():
     from toy import toy_experiment
     experiment = toy_experiment()
-    from dpsim.experiment.grid import expand_grid
+    from dpsim.engine.definition.grid import expand_grid
     base = expand_grid(experiment).analysis_derived[0][0]
     half = expand_grid(scaled_derived({"noise_scale": 0.5})(experiment)).analysis_derived[0][0]
     assert [h["noise_scale"] for h in half] == pytest.approx([0.5 * b["noise_scale"] for b in base])

@@ -18,10 +18,11 @@ import pytest
 import dpsim  # noqa: F401  (float64)
 from dpsim.estimators import SCORE_TIE_TOL, top_k_mask
 from dpsim.mechanisms import noisy_counts_edge
-from dpsim.experiment import runner, store
-from dpsim.experiment.planning import size_buckets
-from dpsim.experiment.runner import run_experiment
-from dpsim.experiment.program import clear_cache
+from dpsim.engine.execution import runner
+from dpsim.engine.storage import store
+from dpsim.engine.execution.planning import size_buckets
+from dpsim.engine.execution.runner import run_experiment
+from dpsim.engine.execution.program import clear_cache
 from dpsim.models.btl import pair_draw_bits
 from dpsim.models import (centre, pair_bits, real_items, sample_er_comparisons, theta_cai_design,
                           true_top_k_mask)
@@ -171,8 +172,8 @@ def test_an_experiment_pads_only_methods_that_mask_padding():
 
 
 def test_more_items_than_the_sampler_indexes_is_a_usage_error():
-    from dpsim.experiment import UsageError
-    from dpsim.experiment.grid import expand_grid
+    from dpsim.engine import UsageError
+    from dpsim.engine.definition.grid import expand_grid
 
     with pytest.raises(UsageError, match="n_items=70000 is more than the edge-DP sampler's 65536 items"):
         expand_grid(edge.FIG1, {"n_items": [300, 70000]})

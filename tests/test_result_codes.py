@@ -19,8 +19,8 @@ import pytest
 from dpsim.cli import main
 from dpsim.estimators import (debiased_m_estimator, exact_solve_result, mle, penalised_mle, sgd_mle,
                               spectral_estimate)
-from dpsim.experiment import Method, solver_diagnostics
-from dpsim.experiment.runner import run_experiment
+from dpsim.engine import Method, solver_diagnostics
+from dpsim.engine.execution.runner import run_experiment
 from dpsim.results import NAMES, RESULTS, describe, first_failure, reasons, solver_result, where_disconnected
 from toy import toy_experiment
 
@@ -204,7 +204,7 @@ def test_rows_store_result_and_grad_norm_and_the_warning_names_the_reasons(tmp_p
     out = tmp_path / "run"
     with pytest.warns(UserWarning, match=r"4 of 4 mle fits did not converge: 2 max steps, 2 non-finite"):
         run_experiment(experiment, out=out, progress=False)
-    from dpsim.experiment.store import load_results
+    from dpsim.engine.storage.store import load_results
     df = load_results(out)
     assert {"result", "grad_norm"} <= set(df.columns)
     by_n = df.groupby("n_items")

@@ -1,5 +1,5 @@
 """A step's program is specialised only on the string analysis values its traced code reads
-(dpsim.experiment.program.compiled_chunk_fn): a string axis that only host-side derived
+(dpsim.engine.execution.program.compiled_chunk_fn): a string axis that only host-side derived
 values read shares one copy of the methods, and the results are those of running each value
 on its own."""
 from __future__ import annotations
@@ -13,9 +13,12 @@ import pytest
 
 from dpsim.errors import UsageError
 
-from dpsim.experiment import Derived, Method, axes, executors, store
-from dpsim.experiment.program import merge_groups
-from dpsim.experiment.runner import run_experiment
+from dpsim.engine import Derived, Method
+from dpsim.engine.definition import axes
+from dpsim.engine.execution import executors
+from dpsim.engine.storage import store
+from dpsim.engine.execution.program import merge_groups
+from dpsim.engine.execution.runner import run_experiment
 from dpsim.errors import DpsimWarning
 from dpsim.estimators import top_k_mask
 from dpsim.metrics import topk_metrics

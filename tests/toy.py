@@ -14,7 +14,8 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.estimators import penalised_mle, top_k_mask
-from dpsim.experiment import Derived, Experiment, Method, axes, solver_diagnostics
+from dpsim.engine import Derived, Experiment, Tuning, Method, solver_diagnostics
+from dpsim.engine.definition import axes
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.models import sample_er_comparisons, true_top_k_mask, win_counts
 
@@ -78,5 +79,4 @@ def toy_experiment(name: str = "toy", reps: int = 6, methods=None, **grid) -> Ex
         shape_axes=("n_items",), analysis_axes=("eps", "mechanism", "delta"),
         truth=lambda key, shape: {}, generate=generate, methods=methods or METHODS, reps=reps,
         axis_types=AXIS_TYPES,
-        derived=(Derived(("noise_scale",), noise_scale, level="analysis", doc="mechanism noise scale"),),
-        lane_bytes=lambda shape: 8 * shape["n_items"] ** 2)
+        derived=(Derived(("noise_scale",), noise_scale, level="analysis", doc="mechanism noise scale"),), tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_items"] ** 2))

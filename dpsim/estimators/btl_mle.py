@@ -70,7 +70,7 @@ def btl_objective(W, gamma, w, M=None) -> SmoothObjective:
     invariant under θ + c·1 (for w = 0), so 1ᵀ∇R = 0 exactly and its computed value is
     rounding, which the Newton–CG step cannot remove (∇²R is singular along 1). Left in, it
     made CG run to its cap and the line search stall at ‖∇R‖∞ ≈ 1.1e-10 in one of cai
-    Fig. 6's unpenalised fits (n = 16, m = 1000, L = 5; tests/test_btl_mle.py). The
+    Fig. 6's unpenalised fits (n = 16, m = 1000, L = 5; tests/library/test_btl_mle.py). The
     minimiser found is the one of R on 1^⊥ up to a shift, i.e. the sum-zero MLE after
     centring (docs/cai.md, Mechanisms and estimators).
     """

@@ -19,8 +19,8 @@ import math
 
 import jax.numpy as jnp
 
-from dpsim.experiment.checks import level_check
-from dpsim.experiment.mutants import Mutant, replaced_method, scaled_analysis, wrapped_method
+from dpsim.engine.judgement.checks import level_check
+from dpsim.engine.judgement.mutants import Mutant, replaced_method, scaled_analysis, wrapped_method
 from dpsim.mechanisms.btl_perturbation import LaplacePerturbation
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import real_items

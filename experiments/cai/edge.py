@@ -20,7 +20,7 @@ Several n share one compiled program (``Padding``): arrays have the bucket's
 are 0 there, the Laplace vector too, so the padded Newton solve decouples; top-k and
 centring see the real items only). The random draws are the unpadded program's
 (:func:`dpsim.models.pair_bits`; prefix-stable 1-D draws), so results equal the unpadded
-program's up to float rounding (tests/test_padding.py).
+program's up to float rounding (tests/engine/test_padding.py).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from dpsim.theory import cai as cai_theory
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import SCORE_TIE_TOL, perturbed_mle, top_k_mask
 from dpsim.mechanisms import noisy_counts_edge, objective_perturbation_edge
-from dpsim.experiment import (comparison_check, Experiment, FigureSpec, Method, Padding, Panel, slope_check, trend_check,
+from dpsim.engine import (comparison_check, Experiment, Tuning, FigureSpec, Method, Padding, Panel, slope_check, trend_check,
                               UsageError, axes, solver_diagnostics)
 from dpsim.models.btl import MAX_FLAT_ITEMS
 from dpsim.models import (centre, get_link, real_items, sample_er_graph, theta_cai_design, top_k_size,
@@ -166,7 +166,7 @@ AXIS_TYPES = {"c0": axes.positive("ridge constant c0 of γ = max(4κ2/ε, c0√(
 def lane_bytes(shape):
     """Working set of one replicate, counted as one (n, n) float64 matrix, W (n at the capacity
     when padded). The sample's M = W + Wᵀ and a fit's curvature are more such matrices, left
-    out as batching's bound says (``dpsim.experiment.batching``): the accelerator's memory
+    out as batching's bound says (``dpsim.engine.execution.batching``): the accelerator's memory
     guard reads XLA's own buffer sizes."""
     return 8 * shape["n_items"] ** 2
 
@@ -202,8 +202,7 @@ def edge_experiment(name, title, grid, figure=None, reps=PAPER_REPS, description
         name=name, title=title, axes=full,
         shape_axes=("n_items", "k", "link"), analysis_axes=("eps", "c0"),
         truth=truth, generate=generate, methods=methods, reps=reps, figure=figure,
-        axis_types=AXIS_TYPES, resolve_shape=resolve_shape, lane_bytes=lane_bytes,
-        padding=PADDING if all(m.masks_padding for m in methods.values()) else None, description=description)
+        axis_types=AXIS_TYPES, resolve_shape=resolve_shape, tuning=Tuning(lane_bytes=lane_bytes, padding=PADDING if all(m.masks_padding for m in methods.values()) else None), description=description)
 
 
 EPS_CURVES = [0.5, 1.0, 2.5, INF]

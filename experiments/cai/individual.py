@@ -54,7 +54,7 @@ from dpsim.estimators import (
     top_k_mask,
 )
 from dpsim.mechanisms import noisy_counts_individual, objective_perturbation_individual, one_shot_scores
-from dpsim.experiment import (Derived, Experiment, FigureSpec, Method, Panel, trend_check, UsageError, axes,
+from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Method, Panel, trend_check, UsageError, axes,
                               solver_diagnostics)
 from dpsim.models import get_link, sample_user_comparisons, theta_cai_design, true_top_k_mask, win_counts
 from dpsim.results import first_failure
@@ -189,7 +189,7 @@ def individual_experiment(name, title, grid, figure=None, reps=INDIVIDUAL_REPS, 
         shape_axes=("n_items", "k", "link", "mode"), analysis_axes=("eps",),
         truth=individual_truth, generate=generate, methods=methods or INDIVIDUAL_METHODS,
         reps=reps, figure=figure, axis_types=AXIS_TYPES, resolve_shape=individual_resolve_shape,
-        lane_bytes=individual_lane_bytes, description=description)
+        tuning=Tuning(lane_bytes=individual_lane_bytes), description=description)
 
 
 EPS_CURVES = [0.5, 1.0, 2.5, INF]

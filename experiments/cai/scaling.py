@@ -85,8 +85,9 @@ from dpsim.estimators import (
     top_k_mask,
     unpenalised_mle,
 )
-from dpsim.experiment import Experiment, FigureSpec, Method, Panel, slope_check, UsageError, axes, solver_diagnostics
-from dpsim.experiment.checks import ratio_check, ratio_slope_check, slope_range_check
+from dpsim.engine import Experiment, Tuning, FigureSpec, Method, Panel, slope_check, UsageError, solver_diagnostics
+from dpsim.engine.definition import axes
+from dpsim.engine.judgement.checks import ratio_check, ratio_slope_check, slope_range_check
 from dpsim.mechanisms import (noisy_counts_edge, noisy_counts_individual, objective_perturbation_edge,
                               objective_perturbation_individual)
 from dpsim.models import (
@@ -338,8 +339,7 @@ MATCHED = Experiment(
                 Panel("privacy_msq", "counts", "mean sq. privacy shift of $\\hat\\tau$ (Algs 2/3)")),
         title=f"Edge vs individual DP at matched comparisons per item (S = {MATCHED_N - 1})"),
     resolve_shape=matched_resolve_shape, validate_point=matched_validate_point,
-    lane_bytes=individual_lane_bytes,
-    description="docs/cai.md, Predictions (item 9): individual/edge privacy cost ≍ L at equal S")
+    tuning=Tuning(lane_bytes=individual_lane_bytes), description="docs/cai.md, Predictions (item 9): individual/edge privacy cost ≍ L at equal S")
 
 EXPERIMENTS = [RATE_M, RATE_L, MATCHED]
 

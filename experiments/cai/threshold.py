@@ -75,10 +75,10 @@ import numpy as np
 from dpsim.theory import cai as cai_theory
 from dpsim.estimators import top_k_mask
 from dpsim.mechanisms import noisy_counts_individual
-from dpsim.experiment import (Experiment, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
+from dpsim.engine import (Experiment, Tuning, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
                               ThresholdScalingCheck, UsageError)
-from dpsim.experiment.mutants import Mutant, wrapped_method
-from dpsim.experiment.summary import select
+from dpsim.engine.judgement.mutants import Mutant, wrapped_method
+from dpsim.engine.presentation.summary import select
 from dpsim.mechanisms.calibration import COUNT_NOISE_MODES, edge_count_noise_scale
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import sample_user_comparisons, theta_two_block, top_k_size
@@ -164,8 +164,7 @@ EDGE = Experiment(
         panels=_panels("n_items", "p"),
         title="Top-k phase transition, edge DP (Alg. 2, two-block instance, k = n/4)"),
     resolve_shape=lambda shape: resolve_k(shape, top_k_size), validate_point=validate_gap,
-    lane_bytes=edge_lane_bytes,
-    description="docs/cai.md, Model; Predictions (items 5–6): P(exact recovery) vs Δ / r_E collapses "
+    tuning=Tuning(lane_bytes=edge_lane_bytes), description="docs/cai.md, Model; Predictions (items 5–6): P(exact recovery) vs Δ / r_E collapses "
                 "across (n, p, ε)")
 
 
@@ -226,8 +225,7 @@ INDIVIDUAL = Experiment(
         panels=_panels("n_items", "n_users"),
         title="Top-k phase transition, individual DP (Alg. 3, two-block instance, k = n/4)"),
     resolve_shape=individual_resolve_shape, validate_point=validate_gap,
-    lane_bytes=individual_lane_bytes,
-    description="cai §3; docs/cai.md, Model; Predictions: P(exact recovery) vs Δ / r_I collapses across (n, m, ε)")
+    tuning=Tuning(lane_bytes=individual_lane_bytes), description="cai §3; docs/cai.md, Model; Predictions: P(exact recovery) vs Δ / r_I collapses across (n, m, ε)")
 
 EXPERIMENTS = [EDGE, INDIVIDUAL]
 

@@ -55,8 +55,9 @@ import jax.numpy as jnp
 
 from dpsim.estimators.linear_btl import mle, objective_perturbation, rr_debiased
 from dpsim.estimators.linear_btl_sgd import SCHEDULES, feature_coverage, sgd_mle, sgd_objective_perturbation, sgd_rr
-from dpsim.experiment import Derived, Method, UsageError, axes, solver_diagnostics
-from dpsim.experiment.axes import AxisType
+from dpsim.engine import Derived, Method, UsageError, solver_diagnostics
+from dpsim.engine.definition import axes
+from dpsim.engine.definition.axes import AxisType
 from dpsim.mechanisms.objective_perturbation import gaussian_objective_perturbation, theory_ridge
 from dpsim.mechanisms.randomized_response import randomized_response
 from dpsim.metrics import feature_estimation_metrics

@@ -54,7 +54,8 @@ import jax.numpy as jnp
 from dpsim.errors import UsageError
 from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spectral_estimate
 from dpsim.estimators.spectral import exact_solve_result, spectral_estimate
-from dpsim.experiment import Derived, Method, axes
+from dpsim.engine import Derived, Method
+from dpsim.engine.definition import axes
 from dpsim.mechanisms.count_noise import ACCOUNTING_MODES, private_differential_counts
 from dpsim.mechanisms.shuffle import randomize_responses, shuffle_rr_epsilon
 from dpsim.mechanisms.sparsify import sparsification_p0

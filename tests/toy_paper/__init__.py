@@ -1,6 +1,6 @@
 """toy — a fifth paper that exists only for the tests: a paper package as an outside author
 writes one, from dpsim's public API alone, registered by ONE entry-point line
-(``toy = toy_paper`` in the ``dpsim.papers`` group; tests/test_conformance.py writes that line
+(``toy = toy_paper`` in the ``dpsim.papers`` group; tests/conformance/test_conformance.py writes that line
 into a ``toy_paper-0.0.dist-info`` for its tests). It has no test code of its own: the
 conformance suite finds it like any installed paper and runs its bad-input cases, a smoke run,
 its figures and its checks.
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from dpsim.errors import UsageError
 from dpsim.estimators import top_k_mask
-from dpsim.experiment import Derived, Experiment, FigureSpec, Method, Panel, level_check, trend_check
+from dpsim.engine import Derived, Experiment, Tuning, FigureSpec, Method, Panel, level_check, trend_check
 from dpsim.metrics import topk_metrics
 from dpsim.models import sample_er_comparisons, true_top_k_mask, win_counts
 
@@ -75,8 +75,7 @@ NOISE = Experiment(
     figure=FigureSpec(x="eps", curve="method", xlabel="$\\epsilon$", curve_label="method", logx=True,
                       panels=(Panel("relative_hamming", None, "relative Hamming error"),),
                       title="toy: top-k error against ε"),
-    lane_bytes=lambda shape: 8 * shape["n_items"] ** 2,
-    description="a toy paper's experiment (tests/toy_paper)")
+    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_items"] ** 2), description="a toy paper's experiment (tests/toy_paper)")
 
 SIZE = Experiment(
     name="noisy-borda-size", title="toy: noisy and raw win counts against n",
@@ -87,8 +86,7 @@ SIZE = Experiment(
     figure=FigureSpec(x="n_items", curve="method", xlabel="$n$", curve_label="method",
                       panels=(Panel("relative_hamming", None, "relative Hamming error", each=("p",)),),
                       title="toy: top-k error against n"),
-    lane_bytes=lambda shape: 8 * shape["n_items"] ** 2,
-    description="a toy paper's experiment not named after its paper (tests/toy_paper)")
+    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_items"] ** 2), description="a toy paper's experiment not named after its paper (tests/toy_paper)")
 
 EXPERIMENTS = [NOISE, SIZE]
 CHECKS = [
