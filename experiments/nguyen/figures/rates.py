@@ -58,9 +58,9 @@ from dpsim.mechanisms.zcdp import zcdp_rho
 from dpsim.models.rasch import rasch_abilities, rasch_difficulties
 from dpsim.theory import nguyen as rates
 
-from .checks import metric_ratio_slope_check, rms_slope_check
-from .common import (AXIS_TYPES, DELTA, LABELS, STRICT_RATES, SYMBOLS, VALUE_LABELS, TruthScore, lane_bytes,
-                     make_methods, privacy_derived)
+from ..methods import STRICT_RATES, TruthScore, make_methods, privacy_derived
+from ..model import AXIS_TYPES, DELTA, LABELS, SYMBOLS, VALUE_LABELS, lane_bytes
+from .claims import metric_ratio_slope_check, rms_slope_check
 from .synthetic import response_sample
 
 RATE_REPS = 200

@@ -1,5 +1,5 @@
 """nguyen: level checks that pin the data-generating design and the ℓ2 scoring (not the
-mechanisms: :mod:`.levels` pins those), on a calibration experiment of their own,
+mechanisms: :mod:`..checks` pins those), on a calibration experiment of their own,
 ``nguyen-design`` (the figures' committed tables are untouched).
 
 **Generator** (nguyen §2, eq. (1), eq. (2); docs/nguyen.md, Experiments as run): abilities θ*_l and
@@ -39,7 +39,7 @@ from dpsim.engine import Experiment, Tuning, Method
 from dpsim.engine.judgement.checks import ColumnRatio, Mean, pinned_claim, ratio_region
 from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
-from .common import AXIS_TYPES, lane_bytes
+from ..model import AXIS_TYPES, lane_bytes
 from .rates import rate_generate, rate_truth
 
 SE_WIDTHS = 6.0

@@ -46,7 +46,7 @@ from dpsim.models.rasch import rasch_abilities, sample_rasch_responses
 from dpsim.results import RESULTS
 from dpsim.theory import nguyen as rates
 
-from .common import AXIS_TYPES, SYMBOLS, lane_bytes
+from ..model import AXIS_TYPES, SYMBOLS, lane_bytes
 
 TOPK_ITEMS = [10, 30, 100, 300]
 TOPK_USERS = 400
