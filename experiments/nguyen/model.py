@@ -1,16 +1,24 @@
 """nguyen's model (nguyen §2; §5; docs/nguyen.md, Model): the privacy parameters and x axes of
 the paper's figures, the methods' names, the axis types of its experiments, the paper's symbols and
-the labels every figure shares, and the working set of one replicate.
+the labels every figure shares, the working set of one replicate, and the θ*, β* designs and
+generators (Fig. 1's, the rate experiments', the top-K experiment's). The response generators
+that also fit the non-private reference once per replicate (shared by every method) are their
+figures' (:func:`.figures.synthetic.response_sample`, :mod:`.figures.real`).
 """
 from __future__ import annotations
 
 import math
 
+import jax
+import jax.numpy as jnp
+
 from dpsim.engine.definition import axes
 from dpsim.errors import UsageError
+from dpsim.estimators.spectral import differential_counts
 from dpsim.mechanisms.count_noise import ACCOUNTING_MODES
 from dpsim.mechanisms.zcdp import CONVERSIONS
-from dpsim.models.rasch import DESIGNS
+from dpsim.models.rasch import (DESIGNS, authors_difficulties, rasch_abilities, rasch_difficulties,
+                                sample_rasch_responses)
 
 INF = math.inf
 DELTA = 1e-4
@@ -99,3 +107,51 @@ def lane_bytes(n_users: int, n_items: int) -> int:
     """Working set of one replicate: the response matrix and its two float copies, the
     m × m counts, chain and solve (about ten of them)."""
     return 24 * n_users * n_items + 80 * n_items * n_items
+
+
+# ---------------------------------------------------------------------------------------
+# θ* designs and generators (the response generators that also fit the non-private
+# reference once per replicate are their figures': figures.synthetic.response_sample, figures.real)
+# ---------------------------------------------------------------------------------------
+def fig1_truth(key, shape):
+    """β* = the authors' seed-119 draw for m (un-centred); θ* ~ N(0, 1), per (m, n)."""
+    return {"beta": jnp.asarray(authors_difficulties(shape["n_items"])),
+            "theta": rasch_abilities(key, shape["n_users"])}
+
+
+
+def rate_truth(key, shape):
+    """θ* (n_users,) and β* (n_items,, centred) of the design, per replicate."""
+    k_theta, k_beta = jax.random.split(key)
+    return {"theta": rasch_abilities(k_theta, shape["n_users"], shape["design"]),
+            "beta": rasch_difficulties(k_beta, shape["n_items"], shape["design"])}
+
+
+
+def topk_truth(key, shape):
+    """θ* ~ Unif[−1, 1] (n_users,), per replicate."""
+    return {"theta": rasch_abilities(key, shape["n_users"], "uniform")}
+
+
+
+def two_level_difficulties(n_items: int, k: int, gap):
+    """β* = Δ on the first k items, 0 on the others, centred (nguyen Theorem 3.4)."""
+    beta = jnp.where(jnp.arange(n_items) < k, jnp.asarray(gap, jnp.float64), 0.0)
+    return beta - jnp.mean(beta)
+
+
+
+def topk_generate(key, shape, truth, data):
+    """The two-level β* (:func:`two_level_difficulties`, gap Δ derived per point) and the
+    differential counts of one draw of responses (nguyen eq. (2))."""
+    beta = two_level_difficulties(shape["n_items"], shape["k"], data["gap"])
+    r = sample_rasch_responses(key, truth["theta"], beta, data["p"])
+    return {"Y": differential_counts(r.x, r.observed), "beta": beta}
+
+
+
+def resolve_k(shape: dict) -> dict:
+    """The shape, refused unless 1 ≤ k < n_items."""
+    if not 1 <= shape["k"] < shape["n_items"]:
+        raise UsageError(f"k={shape['k']} must lie in [1, n_items − 1] for n_items={shape['n_items']}")
+    return shape

@@ -27,17 +27,16 @@ from __future__ import annotations
 
 import math
 
-import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.spectral import differential_counts
 from dpsim.engine import (Experiment, Tuning, FigureSpec, Panel, comparison_check, method_ratio_check, ratio_check,
                               trend_check)
-from dpsim.models.rasch import authors_difficulties, rasch_abilities, sample_rasch_responses
+from dpsim.models.rasch import authors_difficulties, sample_rasch_responses
 
 from ..methods import SYNTHETIC, TruthScore, make_methods, nonprivate_fits, privacy_derived
 from ..model import (AXIS_TYPES, DELTA, EPS_SYNTHETIC, LABELS, METHOD_NAMES, MODES, PROPOSED, PROSE, SYMBOLS,
-                     SYNTHETIC_VALUE_LABELS, lane_bytes)
+                     SYNTHETIC_VALUE_LABELS, fig1_truth, lane_bytes)
 from .claims import relative_level_check
 
 FIG1_ITEMS = [25, 50, 100, 200]
@@ -52,12 +51,6 @@ def response_sample(key, theta, beta, p) -> dict:
     r = sample_rasch_responses(key, theta, beta, p)
     Y = differential_counts(r.x, r.observed)
     return {"x": r.x, "observed": r.observed, "Y": Y, "beta": beta, "nonprivate": nonprivate_fits(Y)}
-
-
-def fig1_truth(key, shape):
-    """β* = the authors' seed-119 draw for m (un-centred); θ* ~ N(0, 1), per (m, n)."""
-    return {"beta": jnp.asarray(authors_difficulties(shape["n_items"])),
-            "theta": rasch_abilities(key, shape["n_users"])}
 
 
 def fig1_generate(key, shape, truth, data):
