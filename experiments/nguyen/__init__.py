@@ -3,21 +3,24 @@ Zhang, AISTATS 2023); its page in
 the repository, docs/nguyen.md (``PAGE``), describes the model, the mechanisms and estimators
 as implemented, the predictions checked, and each erratum with the mode chosen for it.
 
-Modules: ``common`` (modes, privacy parameters, the five methods), ``checks`` (check classes
-the engine lacks), ``synthetic`` (Figure 1), ``real`` (Figures 2–3 and supplementary Figure
-1), ``rates`` (the rate predictions R1–R10 of docs/nguyen.md, Predictions), ``topk`` (the top-K phase transition,
-R6), ``levels`` (level checks that pin every mechanism's calibration), ``mutants`` (plausible
-calibration bugs the checks must catch), ``audits`` (privacy audits of every mechanism), ``design`` (level checks pinning the
-Rasch design, its sampling and the ℓ2 scoring modes, their calibration experiment and mutants).
+The package follows the paper skeleton (docs/architecture.md, "A paper's skeleton"): ``model``
+(the modes' privacy parameters, axis types, symbols and labels), ``methods`` (the fidelity modes,
+the privacy parameters derived on the host, the five methods and their scoring), ``figures`` (one
+module per figure or group: ``synthetic`` Figure 1, ``real`` Figures 2–3 and supplementary Figure 1,
+``rates`` the rate predictions R1–R10 of docs/nguyen.md, Predictions, ``topk`` the top-K phase
+transition R6, ``design`` the calibration of the Rasch design, its sampling and the ℓ2 scoring
+modes), ``checks`` (every check: the figures' and the level checks that pin every mechanism's
+calibration), ``mutants`` (plausible calibration bugs the checks must catch), ``audits`` (privacy
+audits of every mechanism).
 """
-from . import audits, design, levels, mutants, rates, real, synthetic, topk
+from . import audits, checks, figures, mutants
 
 TITLE = "Optimal and Private Learning from Human Response Data (Nguyen, Zhang)"
 PAGE = "docs/nguyen.md"
 
-EXPERIMENTS = [*synthetic.EXPERIMENTS, *real.EXPERIMENTS, *rates.EXPERIMENTS, *topk.EXPERIMENTS, *design.EXPERIMENTS]
-CHECKS = [*synthetic.CHECKS, *real.CHECKS, *rates.CHECKS, *topk.CHECKS, *levels.CHECKS, *design.CHECKS]
-MUTANTS = [*mutants.MUTANTS, *design.MUTANTS]
+EXPERIMENTS = figures.EXPERIMENTS
+CHECKS = checks.CHECKS
+MUTANTS = mutants.MUTANTS
 AUDITS = audits.AUDITS
 
 # What the paper's experiments simulate and score; each check names those it pins (``pins``)

@@ -1,6 +1,6 @@
 """nguyen's mutants: plausible bugs in the calibration of its three mechanisms
 (nguyen §4.1; Lemma 4.1, §4.2; supp. §4; docs/nguyen.md, Mechanisms and estimators; Errata and modes (Q3–Q4, A2, A3, A5)), each applied
-to Fig. 2 (the cheapest run that holds all three), where the level checks of :mod:`.levels` judge every mechanism in
+to Fig. 2 (the cheapest run that holds all three), where the level checks of :mod:`.checks` judge every mechanism in
 both modes. ``dpsim verify nguyen --mutants`` must kill every one.
 
 Discrete Gaussian (through its host-derived ρ, or the method's analysis values):
@@ -23,7 +23,8 @@ import math
 
 from dpsim.engine.judgement.mutants import Mutant, overridden_derived, scaled_analysis, scaled_derived, wrapped_method
 
-from .real import FIG2
+from .figures.design import MUTANTS as DESIGN_MUTANTS
+from .figures.real import FIG2
 
 EXPERIMENTS = (FIG2.name,)
 
@@ -79,4 +80,5 @@ MUTANTS = [
     Mutant("nguyen-rr-no-shuffle-amplification", "ε_RR = ε* (the shuffle amplification forgotten, A5)",
            EXPERIMENTS, overridden_derived("eps_rr", lambda point, derived: point["eps"]),
            breaks=("mechanism:shuffled-rr",)),
+    *DESIGN_MUTANTS,
 ]

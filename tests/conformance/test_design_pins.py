@@ -18,7 +18,7 @@ from dpsim.engine.definition.experiment import Context
 from dpsim.engine.registry import installed
 from dpsim.experiments.cai import design as cai_design
 from dpsim.experiments.chowdhury import design as ch_design
-from dpsim.experiments.nguyen import design as ng_design
+from dpsim.experiments.nguyen.figures import design as ng_design
 from dpsim.experiments.xu import design as xu_design
 
 MODULES = (cai_design, ng_design, ch_design, xu_design)

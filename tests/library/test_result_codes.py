@@ -180,7 +180,7 @@ def test_spectral_codes_disconnected_nonfinite_and_max_steps_under_vmap():
 
 def test_nguyen_rows_report_disconnected():
     """The nguyen methods' report: converged False and result disconnected for a reducible chain."""
-    from dpsim.experiments.nguyen.common import _solver_report
+    from dpsim.experiments.nguyen.methods import _solver_report
     fit = spectral_estimate(two_classes(), lam=0.0)
     report = _solver_report(fit, "solve")
     assert int(report["result"]) == DISCONNECTED and not bool(report["converged"])

@@ -28,8 +28,8 @@ from dpsim.theory import nguyen as theory
 from dpsim.experiments.nguyen import CHECKS, EXPERIMENTS
 from dpsim.engine import method_ratio_slope_check
 from dpsim.engine.judgement.checks import method_ratio_check
-from dpsim.experiments.nguyen.checks import metric_ratio_slope_check, relative_level_check, rms_slope_check
-from dpsim.experiments.nguyen.common import resolve, SYNTHETIC, REAL
+from dpsim.experiments.nguyen.figures.claims import metric_ratio_slope_check, relative_level_check, rms_slope_check
+from dpsim.experiments.nguyen.methods import resolve, SYNTHETIC, REAL
 
 from cli_cases import refused
 
@@ -298,7 +298,7 @@ def test_predictions_are_computed_when_judged_and_match_the_closed_forms():
     """No rounded literal: the checks hold deferred predictions, resolved to predictions()
     when judged; the slopes the theorems state exactly come out exactly."""
     from dpsim.engine.judgement.deferred import resolved
-    from dpsim.experiments.nguyen import rates, topk
+    from dpsim.experiments.nguyen.figures import rates, topk
     computed = rates.predictions()
     for key, exact in (("stat_slope_n", -0.5), ("stat_slope_m", 0.5), ("stat_slope_p", -0.5),
                        ("excess_slope_n", -1.0), ("excess_slope_m", 1.0), ("excess_slope_p", -2.0),

@@ -1,4 +1,4 @@
-"""nguyen's level checks and mutants (experiments/nguyen/levels.py, mutants.py):
+"""nguyen's level checks and mutants (experiments/nguyen/checks.py, mutants.py):
 
 * the closed forms the level checks predict from, against independent references (reference
   values, SciPy/NumPy sums, the library's own conversions as a cross-check);
@@ -28,10 +28,11 @@ from dpsim.mechanisms.discrete import discrete_gaussian_variance
 from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
 from dpsim.mechanisms.sparsify import dense_item_graph
 from dpsim.mechanisms.zcdp import zcdp_rho
-from dpsim.experiments.nguyen import CHECKS, EXPERIMENTS, MUTANTS, levels
-from dpsim.experiments.nguyen.common import REAL, resolve, rr_signal
-from dpsim.experiments.nguyen.real import FIG2, load
-from dpsim.experiments.nguyen.synthetic import FIG1, SYNTHETIC
+from dpsim.experiments.nguyen import CHECKS, EXPERIMENTS, MUTANTS
+from dpsim.experiments.nguyen import checks as levels
+from dpsim.experiments.nguyen.figures.real import FIG2, load
+from dpsim.experiments.nguyen.figures.synthetic import FIG1
+from dpsim.experiments.nguyen.methods import REAL, SYNTHETIC, resolve, rr_signal
 
 DELTA = 1e-4
 
@@ -123,7 +124,7 @@ def test_dataset_shapes_are_the_loaded_ones_and_fully_observed():
 def test_regions_follow_the_monte_carlo_error():
     assert levels.relative_se("gaussian", 100, 5) == pytest.approx(0.5 * math.sqrt(2 / 2000))
     assert levels.half_width(0.0158) == 0.10
-    for check in levels.CHECKS:
+    for check in levels.LEVEL_CHECKS:
         lo, hi = check.region
         assert lo < 1.0 < hi and hi - 1.0 == pytest.approx(1.0 - lo)
         assert hi - 1.0 <= 0.3
@@ -182,7 +183,7 @@ def test_rr_signal_is_of_the_released_responses():
 
 def test_calibrated_experiments_report_the_metrics():
     by_name = {e.name: e for e in EXPERIMENTS}
-    for check in levels.CHECKS:
+    for check in levels.LEVEL_CHECKS:
         assert check.statistic.metric in by_name[check.experiment].methods[check.statistic.method].metrics
     assert "noise_ms" not in by_name["nguyen-p0"].methods["gaussian_sparse"].metrics
 

@@ -48,29 +48,20 @@ from __future__ import annotations
 import functools
 import math
 
-import jax
 
 from dpsim import theory
 from dpsim.engine import (Experiment, Tuning, FigureSpec, Panel, deferred_entries, method_ratio_check,
                               method_ratio_slope_check, slope_check, slope_range_check, trend_check)
 from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
 from dpsim.mechanisms.zcdp import zcdp_rho
-from dpsim.models.rasch import rasch_abilities, rasch_difficulties
 from dpsim.theory import nguyen as rates
 
-from .checks import metric_ratio_slope_check, rms_slope_check
-from .common import (AXIS_TYPES, DELTA, LABELS, STRICT_RATES, SYMBOLS, VALUE_LABELS, TruthScore, lane_bytes,
-                     make_methods, privacy_derived)
+from ..methods import STRICT_RATES, TruthScore, make_methods, privacy_derived
+from ..model import AXIS_TYPES, DELTA, LABELS, SYMBOLS, VALUE_LABELS, lane_bytes, rate_truth
+from .claims import metric_ratio_slope_check, rms_slope_check
 from .synthetic import response_sample
 
 RATE_REPS = 200
-
-
-def rate_truth(key, shape):
-    """θ* (n_users,) and β* (n_items,, centred) of the design, per replicate."""
-    k_theta, k_beta = jax.random.split(key)
-    return {"theta": rasch_abilities(k_theta, shape["n_users"], shape["design"]),
-            "beta": rasch_difficulties(k_beta, shape["n_items"], shape["design"])}
 
 
 def rate_generate(key, shape, truth, data):

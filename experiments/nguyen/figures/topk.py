@@ -37,39 +37,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators import top_k_mask
-from dpsim.estimators.spectral import differential_counts, exact_solve_result, spectral_estimate
+from dpsim.estimators.spectral import exact_solve_result, spectral_estimate
 from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
-                              ThresholdScalingCheck, UsageError, axes, deferred_table)
+                              ThresholdScalingCheck, axes, deferred_table)
 from dpsim.metrics import linf_error, topk_metrics
 from dpsim.models.btl import true_top_k_mask
-from dpsim.models.rasch import rasch_abilities, sample_rasch_responses
 from dpsim.results import RESULTS
 from dpsim.theory import nguyen as rates
 
-from .common import AXIS_TYPES, SYMBOLS, lane_bytes
+from ..model import AXIS_TYPES, SYMBOLS, lane_bytes, resolve_k, topk_generate, topk_truth
 
 TOPK_ITEMS = [10, 30, 100, 300]
 TOPK_USERS = 400
 TOPK_K = 3
 TOPK_SIGNAL = [float(f"{x:.4g}") for x in np.geomspace(1.0, 64.0, 19)]
 TOPK_REPS = 200
-
-
-def topk_truth(key, shape):
-    """θ* ~ Unif[−1, 1] (n_users,), per replicate."""
-    return {"theta": rasch_abilities(key, shape["n_users"], "uniform")}
-
-
-def two_level_difficulties(n_items: int, k: int, gap):
-    """β* = Δ on the first k items, 0 on the others, centred (nguyen Theorem 3.4)."""
-    beta = jnp.where(jnp.arange(n_items) < k, jnp.asarray(gap, jnp.float64), 0.0)
-    return beta - jnp.mean(beta)
-
-
-def topk_generate(key, shape, truth, data):
-    beta = two_level_difficulties(shape["n_items"], shape["k"], data["gap"])
-    r = sample_rasch_responses(key, truth["theta"], beta, data["p"])
-    return {"Y": differential_counts(r.x, r.observed), "beta": beta}
 
 
 def derive_gap(point: dict) -> dict:
@@ -95,12 +77,6 @@ def topk_fn(key, ctx):
     return {**topk_metrics(mask, truth), "topk_signal_nolog": signal, "linf": linf,
             "linf_over_gap": linf / data["gap"],
             "converged": result == RESULTS.successful, "iterations": jnp.asarray(0, jnp.int64), "result": result}
-
-
-def resolve_k(shape: dict) -> dict:
-    if not 1 <= shape["k"] < shape["n_items"]:
-        raise UsageError(f"k={shape['k']} must lie in [1, n_items − 1] for n_items={shape['n_items']}")
-    return shape
 
 
 TOPK = Experiment(

@@ -1,6 +1,7 @@
-"""Pieces shared by every nguyen experiment (nguyen §4; §5; docs/nguyen.md, Errata and modes):
-the fidelity modes, the privacy parameters derived on the host, the five methods, their
-metrics and diagnostics, the axis types and the paper's symbols.
+"""nguyen's methods, shared by every nguyen experiment (nguyen §4; §5; docs/nguyen.md, Errata and
+modes): the fidelity modes, the privacy parameters derived on the host, the five methods (the
+releases drawn through :mod:`dpsim.mechanisms`, and the estimators), their metrics and
+diagnostics. The axis types, the paper's symbols and labels are the model's (:mod:`.model`).
 
 **Modes** (string analysis axis ``mode``; every analysis point of a replicate sees the same
 data, so the two modes are compared on common random numbers):
@@ -51,100 +52,17 @@ from typing import Callable, Mapping
 import jax
 import jax.numpy as jnp
 
-from dpsim.errors import UsageError
 from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spectral_estimate
 from dpsim.estimators.spectral import exact_solve_result, spectral_estimate
 from dpsim.engine import Derived, Method
-from dpsim.engine.definition import axes
-from dpsim.mechanisms.count_noise import ACCOUNTING_MODES, private_differential_counts
+from dpsim.mechanisms.count_noise import private_differential_counts
 from dpsim.mechanisms.shuffle import randomize_responses, shuffle_rr_epsilon
 from dpsim.mechanisms.sparsify import sparsification_p0
-from dpsim.mechanisms.zcdp import CONVERSIONS, zcdp_rho
+from dpsim.mechanisms.zcdp import zcdp_rho
 from dpsim.metrics import l2_error, linf_error, rasch_l2_error
-from dpsim.models.rasch import DESIGNS
 from dpsim.results import RESULTS
 
-INF = math.inf
-DELTA = 1e-4
-# The x axes of the paper's figures (nguyen §5, from the authors' scripts).
-EPS_SYNTHETIC = [0.01, 0.05, 0.075, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 5.0, 7.5]
-EPS_REAL = EPS_SYNTHETIC[:-1]
-MODES = ("paper", "strict")
-METHOD_NAMES = ("nonprivate", "gaussian", "gaussian_sparse", "laplace", "rr")
-PROPOSED = "proposed"
-
-SYMBOLS = {"n_items": "$m$", "n_users": "$n$", "eps": "$\\epsilon^*$", "delta": "$\\delta$", "p": "$p$",
-           "p0": "$p_0$", "k": "$K$", "gap": "$\\Delta_K$", "eps0": "$\\epsilon_0$"}
-# what the figures write for the named values of the axes (FigureSpec.value_labels)
-MODE_LABELS = {"paper": "paper mode (the authors' code)", "strict": "strict mode (the privacy claim holds)"}
-P0_LABELS = {"code_synthetic": "$p_0 = 1.1\\,\\log_2 m\\,/\\,m$ (proposed)",
-             "code_real": "$p_0 = 2\\,\\log_2 m\\,/\\,m$ (proposed)"}
-VALUE_LABELS = {
-    "mode": MODE_LABELS,
-    "accounting": {"auto": "the mode's accounting", "paper": "accounting $\\Delta_2 = \\sqrt{\\#\\mathrm{pairs}}$",
-                   "synthetic_code": "accounting $\\Delta_2 = \\sqrt{\\#\\mathrm{pairs}/2}$",
-                   "tight_joint": "accounting $\\Delta_2^2 = 2\\min(|E|, \\lfloor m^2/4 \\rfloor)$"},
-    "conversion": {"auto": "the mode's $(\\epsilon^*, \\delta) \\to \\rho$ conversion",
-                   "paper": "$\\epsilon_0 = \\epsilon^*/\\sqrt{2\\ln(1/\\delta)}$",
-                   "cks": "CKS20 $(\\epsilon^*, \\delta) \\to \\rho$ conversion",
-                   "bun_steinke": "Bun–Steinke $(\\epsilon^*, \\delta) \\to \\rho$ conversion"},
-    "design": {"normal": "$\\theta^*, \\beta^* \\sim N(0, 1)$", "uniform": "$\\theta^*, \\beta^* \\sim U[-1, 1]$"},
-    "dataset": {"lsat": "LSAT", "uci_student": "UCI student performance", "three_grades": "Three Grades",
-                "movielens": "MovieLens"},
-    "uci_file": {"stand-in": "UCI student: synthetic stand-in"},
-    "grades_file": {"stand-in": "Three Grades: synthetic stand-in"},
-    "ratings_file": {"stand-in": "MovieLens: synthetic stand-in"},
-    "p0": {"proposed": P0_LABELS["code_real"]},
-}
-SYNTHETIC_VALUE_LABELS = {**VALUE_LABELS, "p0": {"proposed": P0_LABELS["code_synthetic"]}}
-PROSE = {"nonprivate": "the non-private estimate", "gaussian": "the discrete-Gaussian chain",
-         "gaussian_sparse": "the sparse discrete-Gaussian chain", "laplace": "the discrete-Laplace chain",
-         "rr": "randomized response"}
-LABELS = {"nonprivate": "Non-private", "gaussian": "Discrete Gaussian", "gaussian_sparse": "Sparse discrete Gaussian",
-          "laplace": "Discrete Laplace", "rr": "Randomized response"}
-
-
-# ---------------------------------------------------------------------------------------
-# Axis types
-# ---------------------------------------------------------------------------------------
-def _p0_value(axis, value):
-    if value == PROPOSED:
-        return value
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise UsageError(f"{axis}={value!r} must be '{PROPOSED}' or a probability in (0, 1]") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise UsageError(f"{axis}={value!r} must be '{PROPOSED}' or a probability in (0, 1]")
-    if not 0 < value <= 1:
-        raise UsageError(f"{axis}={value!r} must lie in (0, 1] (or be '{PROPOSED}')")
-    return f"{float(value):g}"    # stored as a name: one column type with 'proposed'
-
-
-
-def file_axis(what: str) -> axes.AxisType:
-    """A data file given by path, or ``stand-in`` for the deterministic synthetic stand-in."""
-    return axes.name(f"{what}: a path, or 'stand-in' (the shape-matched synthetic stand-in)")
-
-
-AXIS_TYPES = {
-    "mode": axes.choice(*MODES, doc="paper: the authors' code (figures); strict: the privacy claim "
-                                    "holds (module dpsim.experiments.nguyen.common)"),
-    # accounting and conversion are not other names for the paper-vs-correct reading: that is
-    # `mode`, which picks both; each overrides one ingredient of the reading alone (auto: the
-    # mode's), so that its effect can be measured apart from the other (nguyen-rates-laplace fixes
-    # both to the paper's under the strict mode)
-    "accounting": axes.choice("auto", *ACCOUNTING_MODES, doc="discrete-Gaussian/Laplace accounting, one "
-                                                             "ingredient of the mode's reading varied alone "
-                                                             "(auto: the mode's)"),
-    "conversion": axes.choice("auto", *CONVERSIONS, doc="(ε*, δ) → ρ-zCDP conversion, one ingredient of the "
-                                                        "mode's reading varied alone (auto: the mode's)"),
-    "p0": axes.AxisType(_p0_value, f"edge probability of the sparse chain's item graph, in (0, 1], or "
-                                   f"'{PROPOSED}' (the authors' rule); stored as a name"),
-    "design": axes.choice(*DESIGNS, doc="θ*, β* design: normal N(0, 1) (the paper's) or uniform "
-                                        "Unif[−1, 1] (bounded, for rate checks)"),
-}
+from .model import INF, LABELS, METHOD_NAMES, PROPOSED
 
 
 # ---------------------------------------------------------------------------------------
@@ -295,7 +213,7 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
         score: ``(ctx, beta_hat, settings, private: bool) -> {metric: scalar}``.
         reference: ``ctx -> {solver: non-private fit dict}`` (from ``generate`` or ``truth``).
         calibration: also report what pins each mechanism's calibration (the level checks of
-            :mod:`.levels`): ``noise_ms`` (the noise chains: the mean square of the noise
+            :mod:`.checks`): ``noise_ms`` (the noise chains: the mean square of the noise
             drawn, the estimate's ``info["noise_mean_square"]``,
             :func:`~dpsim.mechanisms.count_noise.noise_mean_square`) and ``rr_signal`` (RR: :func:`rr_signal` of the released
             responses). Off by default: adding them changes no draw.
@@ -394,9 +312,3 @@ class ReferenceScore:
         ref = ref - jnp.mean(ref)
         hat = beta_hat - jnp.mean(beta_hat)
         return {"l2": l2_error(hat, ref), "linf": linf_error(hat, ref)}
-
-
-def lane_bytes(n_users: int, n_items: int) -> int:
-    """Working set of one replicate: the response matrix and its two float copies, the
-    m × m counts, chain and solve (about ten of them)."""
-    return 24 * n_users * n_items + 80 * n_items * n_items

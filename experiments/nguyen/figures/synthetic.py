@@ -9,7 +9,7 @@ trial a fresh full response matrix (p = 1) and, shared by every method, mode and
 random numbers), its differential counts Y and the non-private fit.
 
 **Grid** (nguyen Fig. 1, §5.1): m ∈ {25, 50, 100, 200}, n ∈ {200, 1000} (Fig. 1(a), (b)), the twelve
-ε* ∈ {0.01, …, 7.5}, δ = 1e-4, 100 trials; both modes (:mod:`.common`): ``paper`` is the
+ε* ∈ {0.01, …, 7.5}, δ = 1e-4, 100 trials; both modes (:mod:`..methods`): ``paper`` is the
 authors' code (the synthetic script's √(#pairs/2) accounting, the approximate ε → ρ
 inversion, zero counts un-noised, an unchecked sparse graph with p₀ = 1.1·log₂(m)/m, the power
 iterations, ℓ2 against the un-centred β*) and reproduces the figure; ``strict`` is the same
@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import math
 
-import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.spectral import differential_counts
 from dpsim.engine import (Experiment, Tuning, FigureSpec, Panel, comparison_check, method_ratio_check, ratio_check,
                               trend_check)
-from dpsim.models.rasch import authors_difficulties, rasch_abilities, sample_rasch_responses
+from dpsim.models.rasch import authors_difficulties, sample_rasch_responses
 
-from .checks import relative_level_check
-from .common import (AXIS_TYPES, PROSE, DELTA, EPS_SYNTHETIC, LABELS, METHOD_NAMES, MODES, PROPOSED, SYMBOLS,
-                     SYNTHETIC, SYNTHETIC_VALUE_LABELS, TruthScore, lane_bytes, make_methods, nonprivate_fits, privacy_derived)
+from ..methods import SYNTHETIC, TruthScore, make_methods, nonprivate_fits, privacy_derived
+from ..model import (AXIS_TYPES, DELTA, EPS_SYNTHETIC, LABELS, METHOD_NAMES, MODES, PROPOSED, PROSE, SYMBOLS,
+                     SYNTHETIC_VALUE_LABELS, fig1_truth, lane_bytes)
+from .claims import relative_level_check
 
 FIG1_ITEMS = [25, 50, 100, 200]
 FIG1_USERS = [200, 1000]
@@ -51,12 +51,6 @@ def response_sample(key, theta, beta, p) -> dict:
     r = sample_rasch_responses(key, theta, beta, p)
     Y = differential_counts(r.x, r.observed)
     return {"x": r.x, "observed": r.observed, "Y": Y, "beta": beta, "nonprivate": nonprivate_fits(Y)}
-
-
-def fig1_truth(key, shape):
-    """β* = the authors' seed-119 draw for m (un-centred); θ* ~ N(0, 1), per (m, n)."""
-    return {"beta": jnp.asarray(authors_difficulties(shape["n_items"])),
-            "theta": rasch_abilities(key, shape["n_users"])}
 
 
 def fig1_generate(key, shape, truth, data):

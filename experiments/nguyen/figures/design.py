@@ -1,12 +1,12 @@
 """nguyen: level checks that pin the data-generating design and the ℓ2 scoring (not the
-mechanisms: :mod:`.levels` pins those), on a calibration experiment of their own,
+mechanisms: :mod:`..checks` pins those), on a calibration experiment of their own,
 ``nguyen-design`` (the figures' committed tables are untouched).
 
 **Generator** (nguyen §2, eq. (1), eq. (2); docs/nguyen.md, Experiments as run): abilities θ*_l and
 difficulties β*_i i.i.d. N(0, 1) (``normal``) or Unif[−1, 1] (``uniform``), β* centred;
 each response observed with probability p and, when observed, correct with probability
 σ(θ*_l − β*_i); the differential counts Y_ij = #{users who answered i correctly and j wrongly}.
-The experiment draws them exactly as the rate experiments do (:func:`.rates.rate_truth`,
+The experiment draws them exactly as the rate experiments do (:func:`..model.rate_truth`,
 :func:`.rates.rate_generate`); the method ``design`` reports moments of one draw, each with a
 closed form written here from those definitions (never through ``dpsim.models``):
 
@@ -39,8 +39,8 @@ from dpsim.engine import Experiment, Tuning, Method
 from dpsim.engine.judgement.checks import ColumnRatio, Mean, pinned_claim, ratio_region
 from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
-from .common import AXIS_TYPES, lane_bytes
-from .rates import rate_generate, rate_truth
+from ..model import AXIS_TYPES, lane_bytes, rate_truth
+from .rates import rate_generate
 
 SE_WIDTHS = 6.0
 N_ITEMS, N_USERS = 10, 200

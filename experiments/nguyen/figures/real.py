@@ -23,7 +23,7 @@ A missing, unreadable or wrongly laid out file stops the run with a one-line err
 it, before anything is written.
 
 **Grids** (the authors' ``real_privacy_experiments.py``): the eleven ε* ∈ {0.01, …, 5},
-δ = 1e-4, 100 trials, both modes (:mod:`.common`; ``paper`` uses the real-data script's
+δ = 1e-4, 100 trials, both modes (:mod:`..methods`; ``paper`` uses the real-data script's
 √#pairs accounting and p₀ = 2·log₂(m)/m). Fig. 3's "small m" and "large m" are not stated
 (A14): m ∈ {25, 200}, the ends of the authors' m grid {25, 50, 75, 100, 125, 150, 200}
 (``--set n_items=25,50,75,100,125,150,200`` runs it all). SF1's data set is not stated:
@@ -51,8 +51,9 @@ from dpsim.estimators.spectral import differential_counts
 from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Panel, axes, comparison_check, method_ratio_check,
                               ratio_check)
 
-from .common import (AXIS_TYPES, PROSE, DELTA, EPS_REAL, LABELS, MODES, PROPOSED, REAL, SYMBOLS, VALUE_LABELS,
-                     ReferenceScore, file_axis, lane_bytes, make_methods, nonprivate_fits, privacy_derived)
+from ..methods import REAL, ReferenceScore, make_methods, nonprivate_fits, privacy_derived
+from ..model import (AXIS_TYPES, DELTA, EPS_REAL, LABELS, MODES, PROPOSED, PROSE, SYMBOLS, VALUE_LABELS, file_axis,
+                     lane_bytes)
 
 STAND_IN = "stand-in"
 EDUCATION = ("lsat", "uci_student", "three_grades")
@@ -158,7 +159,7 @@ FIG2 = Experiment(
 def movielens_experiment(name, title, grid, methods, figure, description, reps=REAL_REPS,
                          calibration=False) -> Experiment:
     """A MovieLens experiment (defaults: m ∈ {25, 200}, the stand-in ratings, both modes;
-    ``calibration``: the methods also report their calibration metrics, :func:`.common.make_methods`)."""
+    ``calibration``: the methods also report their calibration metrics, :func:`..methods.make_methods`)."""
     base = {"n_items": [25, 200], "ratings_file": [STAND_IN], "eps": EPS_REAL, "delta": [DELTA],
             "mode": list(MODES), "accounting": ["auto"], "conversion": ["auto"], "p0": [PROPOSED]}
     return Experiment(
