@@ -21,7 +21,8 @@ import pytest
 from dpsim.cli import main
 from dpsim.engine import Experiment, Method
 from dpsim.engine.judgement.verdicts import Estimate, family_z, widened
-from dpsim.engine.judgement.checks import level_check, judge
+from dpsim.engine.judgement.checks import level_check
+from dpsim.engine.judgement.verdicts import judge
 from dpsim.engine.judgement.statistics import predictions
 from dpsim.engine.judgement.mutants import (Mutant, chain, mutants_of, replaced_method, scaled_analysis,
                                       scaled_derived)
