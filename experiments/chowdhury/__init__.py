@@ -6,8 +6,9 @@ the predictions checked, and each erratum with the mode chosen for it.
 The package's contract, and nothing else: what the paper declares, gathered from the modules of
 its skeleton (docs/architecture.md, "A paper's skeleton"):
 
-* ``model``: axes, θ* designs, the data of one replicate and its exact MLE, the paper's grid and symbols;
-* ``methods``: the releases (RR, objective perturbation) and the exact and SGD estimators
+* ``model``: axes, θ* designs, the data of one replicate (linear BTL with its exact MLE, Plackett–Luce),
+  the paper's grid and symbols;
+* ``methods``: the releases (RR, K-RR, objective perturbation) and the exact and SGD estimators
   as Methods, their metrics and per-replicate (A1)–(A3) predictions (the optimiser fork of
   docs/chowdhury.md, Experiments as run);
 * ``figures``: one module per figure or calibration experiment (``fig1``, ``rates``,

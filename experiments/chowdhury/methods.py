@@ -28,14 +28,16 @@ is a fixed β (β = 1 isolates the privacy term, docs/chowdhury.md, Errata and m
 """
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
 from dpsim.estimators.linear_btl import objective_perturbation, rr_debiased, theory_ridge
-from dpsim.estimators.linear_btl_sgd import sgd_mle, sgd_objective_perturbation, sgd_rr
+from dpsim.estimators.linear_btl_sgd import sgd_krr, sgd_mle, sgd_objective_perturbation, sgd_rr
 from dpsim.engine import Method, solver_diagnostics
-from dpsim.mechanisms.randomized_response import randomized_response
-from dpsim.metrics import feature_estimation_metrics
+from dpsim.mechanisms.randomized_response import kary_randomized_response, randomized_response
+from dpsim.metrics import feature_estimation_metrics, l2_error, squared_l2_error
 from dpsim.results import RESULTS
 from dpsim.theory import chowdhury as th
 
@@ -259,3 +261,38 @@ SGD_METHODS = {
                           label="ObjPert by SGD (central, not certified)",
                           doc="Algorithm 2's objective by one-pass projected SGD (privacy not certified)"),
 }
+
+
+# ---------------------------------------------------------------------------------------
+# Plackett–Luce top-1 with K-ary RR (chowdhury §4.4, App. C.4; ``chowdhury-rates-k``)
+# ---------------------------------------------------------------------------------------
+def privatise_krr(key, ctx):
+    """K-ary RR of the top-1 labels (eq. (12)), shared at one ε."""
+    return {"y_tilde": kary_randomized_response(key, ctx.sample["y"], ctx.analysis["eps"], ctx.shape["n_actions"])}
+
+
+def _pl_row(ctx, fit):
+    theta = ctx.truth["theta"]
+    return {"l2": l2_error(fit.theta, theta), "mse": squared_l2_error(fit.theta, theta),
+            "converged": fit.converged, "iterations": fit.iterations, "result": fit.result,
+            "theta_ok": ctx.truth["theta_ok"]}
+
+
+def sgd_krr_fn(key, ctx):
+    """θ̂_SGD-KRR (chowdhury §4.4, App. C.4, Thm C.2) on the K-RR labels."""
+    fit = sgd_krr(ctx.sample["phi"], ctx.released["y_tilde"], ctx.analysis["eps"], ctx.shape["radius"],
+                  schedule=ctx.analysis["mode"], sum_zero=sum_zero(ctx.shape))
+    return _pl_row(ctx, fit)
+
+
+def sgd_pl_fn(key, ctx):
+    """The same one-pass SGD on the clear labels (ε = ∞: ĝ = −∇log p_y, λ̂ = γ̂κ̂)."""
+    fit = sgd_krr(ctx.sample["phi"], ctx.sample["y"], math.inf, ctx.shape["radius"],
+                  schedule=ctx.analysis["mode"], sum_zero=sum_zero(ctx.shape))
+    return _pl_row(ctx, fit)
+
+
+PL_METHODS = {"sgd_pl": Method(sgd_pl_fn, ("l2", "mse"), SGD_DIAGNOSTICS, label="non-private (SGD)",
+                               doc="one-pass projected SGD on clear Plackett–Luce labels"),
+              "sgd_krr": Method(sgd_krr_fn, ("l2", "mse"), SGD_DIAGNOSTICS, label="SGD-KRR (local)",
+                                doc="App. C.4: one-pass projected SGD on K-ary RR labels")}

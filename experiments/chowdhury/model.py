@@ -1,6 +1,7 @@
 """chowdhury's model (chowdhury §2, §6; docs/chowdhury.md, Model; Experiments as run; Errata and
 modes): the package's axes, the θ* designs, the data of one replicate and its exact non-private
-MLE, the shape-level radius, the paper's grid and symbols and the checks of bad input.
+MLE, the Plackett–Luce data, the shape-level radius, the paper's grid and symbols and the checks of
+bad input.
 
 **Pipeline of one replicate** (DESIGN "one pipeline").
 
@@ -34,7 +35,7 @@ from dpsim.engine import Derived, UsageError
 from dpsim.engine.definition import axes
 from dpsim.engine.definition.axes import AxisType
 from dpsim.models.linear_btl import (FEATURES, THETA_DESIGNS, default_radius, sample_linear_btl,
-                                     sample_theta_star)
+                                     sample_plackett_luce, sample_theta_star)
 
 INF = math.inf
 PAPER_REPS = 100            # "Each sample size is repeated 100 times" (chowdhury §6)
@@ -126,6 +127,11 @@ def generate_with_mle(key, shape, truth, data):
             "mle_on_boundary": fit.info["on_boundary"]}
 
 
+def pl_generate(key, shape, truth, data):
+    """n top-1 choices out of K actions with ϕ(s, a_j) ~ N(0, I_d) (chowdhury eq. (11), §4.4): the
+    Plackett–Luce data of ``chowdhury-rates-k``."""
+    sample = sample_plackett_luce(key, truth["theta"], shape["n_samples"], shape["n_actions"])
+    return {"phi": sample.phi, "y": sample.y}
 
 
 def sgd_generate(key, shape, truth, data):

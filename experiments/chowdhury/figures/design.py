@@ -45,7 +45,6 @@ from dpsim.engine.judgement.checks import Claim, ColumnRatio, Every, Mean, pinne
 from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
 from .. import methods, model
-from . import rates
 
 SE_WIDTHS = 6.0
 DIM, N_SAMPLES, DESIGN_REPS = 5, 2000, 1000
@@ -301,7 +300,7 @@ DESIGN_PL = Experiment(
     axes={"dim": [DIM], "n_samples": [PL_N], "n_actions": PL_ACTIONS, "design": ["theory"], "features": ["direct"],
           "eps": [1.0]},
     shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps",),
-    truth=model.truth, generate=rates.pl_generate,
+    truth=model.truth, generate=model.pl_generate,
     methods={"design": Method(pl_design_fn, ("phi_msq", "picks_best", "picks_best_expected"), label="Design moments",
                               doc="moments of ϕ and of the top-1 choices")},
     reps=PL_REPS, axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), truth_per_replicate=True,

@@ -49,19 +49,15 @@ from __future__ import annotations
 
 import math
 
-from dpsim.estimators.linear_btl_sgd import sgd_krr
-from dpsim.engine import (Experiment, Keys, Tuning, FigureSpec, linear_slope_check, Method, method_ratio_slope_check, Panel,
+from dpsim.engine import (Experiment, Keys, Tuning, FigureSpec, linear_slope_check, method_ratio_slope_check, Panel,
                               slope_check)
 from dpsim.engine.judgement.deferred import deferred_table
 from dpsim.engine.judgement.checks import level_check
-from dpsim.mechanisms.randomized_response import kary_randomized_response
-from dpsim.metrics import l2_error, squared_l2_error
-from dpsim.models.linear_btl import sample_plackett_luce
 from dpsim.theory import chowdhury as th
 from dpsim.theory.slopes import loglog_fit
 
 from .. import model
-from ..methods import EXACT_METHODS, SGD_DIAGNOSTICS, privatise_rr
+from ..methods import EXACT_METHODS, PL_METHODS, privatise_krr, privatise_rr
 
 RATE_REPS = 200
 DELTA = model.PAPER_DELTA
@@ -141,48 +137,11 @@ K_N = 50_000
 K_EPS = [0.5, 1.0]
 
 
-def pl_generate(key, shape, truth, data):
-    """n top-1 choices out of K actions with ϕ(s, a_j) ~ N(0, I_d) (eq. (11))."""
-    sample = sample_plackett_luce(key, truth["theta"], shape["n_samples"], shape["n_actions"])
-    return {"phi": sample.phi, "y": sample.y}
-
-
-def privatise_krr(key, ctx):
-    """K-ary RR of the top-1 labels (eq. (12)), shared at one ε."""
-    return {"y_tilde": kary_randomized_response(key, ctx.sample["y"], ctx.analysis["eps"], ctx.shape["n_actions"])}
-
-
-def _pl_row(ctx, fit):
-    theta = ctx.truth["theta"]
-    return {"l2": l2_error(fit.theta, theta), "mse": squared_l2_error(fit.theta, theta),
-            "converged": fit.converged, "iterations": fit.iterations, "result": fit.result,
-            "theta_ok": ctx.truth["theta_ok"]}
-
-
-def sgd_krr_fn(key, ctx):
-    """θ̂_SGD-KRR (chowdhury §4.4, App. C.4, Thm C.2) on the K-RR labels."""
-    fit = sgd_krr(ctx.sample["phi"], ctx.released["y_tilde"], ctx.analysis["eps"], ctx.shape["radius"],
-                  schedule=ctx.analysis["mode"], sum_zero=model.sum_zero(ctx.shape))
-    return _pl_row(ctx, fit)
-
-
-def sgd_pl_fn(key, ctx):
-    """The same one-pass SGD on the clear labels (ε = ∞: ĝ = −∇log p_y, λ̂ = γ̂κ̂)."""
-    fit = sgd_krr(ctx.sample["phi"], ctx.sample["y"], math.inf, ctx.shape["radius"],
-                  schedule=ctx.analysis["mode"], sum_zero=model.sum_zero(ctx.shape))
-    return _pl_row(ctx, fit)
-
-
-PL_METHODS = {"sgd_pl": Method(sgd_pl_fn, ("l2", "mse"), SGD_DIAGNOSTICS, label="non-private (SGD)",
-                               doc="one-pass projected SGD on clear Plackett–Luce labels"),
-              "sgd_krr": Method(sgd_krr_fn, ("l2", "mse"), SGD_DIAGNOSTICS, label="SGD-KRR (local)",
-                                doc="App. C.4: one-pass projected SGD on K-ary RR labels")}
-
 RATES_K = Experiment(
     name="chowdhury-rates-k", title="Plackett–Luce top-1 with K-ary RR: error vs K (n = 5·10⁴)",
     axes={"dim": [5], "n_samples": [K_N], "n_actions": K_GRID, **THEORY, "eps": K_EPS, "mode": ["theory"]},
     shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps", "mode"),
-    truth=model.truth, generate=pl_generate, privatise=privatise_krr, methods=PL_METHODS, reps=800,
+    truth=model.truth, generate=model.pl_generate, privatise=privatise_krr, methods=PL_METHODS, reps=800,
     figure=_figure("n_actions", "$K$", (Panel("l2", None, L2, each=("eps",)),), "chowdhury K-ary RR (P11)",
                    labels={m: PL_METHODS[m].label for m in PL_METHODS}),
     axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), truth_per_replicate=True,

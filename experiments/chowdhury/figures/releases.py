@@ -37,7 +37,7 @@ KRR_RELEASE = Experiment(
     name="chowdhury-krr-release", title="K-ary RR release of the Plackett–Luce top-1 labels (eq. (12))",
     axes={"dim": [5], "n_samples": [rates.K_N], "n_actions": rates.K_GRID, **rates.THEORY, "eps": rates.K_EPS},
     shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps",),
-    truth=model.truth, generate=rates.pl_generate, privatise=rates.privatise_krr,
+    truth=model.truth, generate=model.pl_generate, privatise=methods.privatise_krr,
     methods={"krr_release": Method(krr_release_fn, ("keep_rate", "next_rate"), label="K-RR release",
                                    doc="keep rate and one wrong label's rate of the K-RR labels")},
     reps=KRR_REPS, axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), truth_per_replicate=True,
