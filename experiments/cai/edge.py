@@ -31,12 +31,13 @@ import jax
 from dpsim import theory
 from dpsim.theory import cai as cai_theory
 from dpsim.metrics import estimation_metrics, topk_metrics
-from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask, win_counts
+from dpsim.estimators import SCORE_TIE_TOL, perturbed_mle, top_k_mask
+from dpsim.mechanisms import noisy_counts_edge, objective_perturbation_edge
 from dpsim.engine import (comparison_check, Experiment, Tuning, FigureSpec, Method, Padding, Panel, slope_check, trend_check,
                               UsageError, axes, solver_diagnostics)
 from dpsim.models.btl import MAX_FLAT_ITEMS
 from dpsim.models import (centre, get_link, real_items, sample_er_graph, theta_cai_design, top_k_size,
-                          true_top_k_mask)
+                          true_top_k_mask, win_counts)
 
 from .levels import PERTURBATION_METRICS, count_noise_metrics, every_p_comparison, perturbation_metrics
 
@@ -113,23 +114,30 @@ ESTIMATION = ("l2", "linf", "log_rel_l2", "log_rel_linf")
 TOPK = ("relative_hamming", "exact_recovery")
 
 
-def make_mle_fn(fit_edge=perturbed_mle_edge):
-    """The ``mle`` method's function with Algorithm 1 computed by ``fit_edge`` (the library's
-    :func:`~dpsim.estimators.perturbed_mle_edge`; a mutant passes a miscalibrated one), called
-    as ``fit_edge(key, W, eps, p, c0=, n_items=, M=)`` with the sample's W and M = W + Wᵀ."""
+def mle_scores(k_tie, ctx, fit):
+    """The ``mle`` method's row from an Algorithm 1 fit: its centred estimate against θ*, its top k
+    (ties broken from ``k_tie``), the moments that pin λ and γ (:func:`.levels.perturbation_metrics`)
+    and the solver's diagnostics."""
+    items = real(ctx.shape)
+    mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL, real=items)
+    return {**estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
+            **topk_metrics(mask, ctx.truth["top_k"]),
+            **perturbation_metrics(ctx.sample["W"], fit.theta, ctx.shape["n_items"]), **fit.diagnostics()}
+
+
+def make_mle_fn(release_edge=objective_perturbation_edge):
+    """The ``mle`` method's function with Algorithm 1's release drawn by ``release_edge`` (the library's
+    :func:`~dpsim.mechanisms.objective_perturbation_edge`; a mutant passes a miscalibrated one), called
+    as ``release_edge(key, eps, p, capacity, c0=, n_items=)``, and fitted by
+    :func:`~dpsim.estimators.perturbed_mle` with the sample's W and M = W + Wᵀ."""
     def mle_fn(key, ctx):
         """Algorithm 1 (cai §2.2, Prop 2.1, Thm 2.1): the objective-perturbed penalised MLE with
-        λ = 8/ε, γ = max(1/ε, c0√(np log n)); its centred estimate against θ*, its top k, and
-        the moments that pin λ and γ (:func:`.levels.perturbation_metrics`)."""
+        λ = 8/ε, γ = max(1/ε, c0√(np log n)), scored by :func:`mle_scores`."""
         k_noise, k_tie = jax.random.split(key)
-        items = real(ctx.shape)
         W = ctx.sample["W"]
-        fit = fit_edge(k_noise, W, ctx.analysis["eps"], ctx.data["p"], c0=ctx.analysis["c0"],
-                       n_items=ctx.shape["n_items"], M=ctx.sample["M"])
-        mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL, real=items)
-        return {**estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
-                **topk_metrics(mask, ctx.truth["top_k"]),
-                **perturbation_metrics(W, fit.theta, ctx.shape["n_items"]), **fit.diagnostics()}
+        release = release_edge(k_noise, ctx.analysis["eps"], ctx.data["p"], W.shape[0], c0=ctx.analysis["c0"],
+                               n_items=ctx.shape["n_items"])
+        return mle_scores(k_tie, ctx, perturbed_mle(W, release, M=ctx.sample["M"]))
     return mle_fn
 
 

@@ -49,15 +49,14 @@ from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import (
     SCORE_TIE_TOL,
     guarded_penalised_mle,
-    noisy_counts_individual,
-    one_shot_scores,
-    perturbed_mle_individual,
+    guarded_perturbed_mle,
+    one_shot_statistics,
     top_k_mask,
-    win_counts,
 )
+from dpsim.mechanisms import noisy_counts_individual, objective_perturbation_individual, one_shot_scores
 from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Method, Panel, trend_check, UsageError, axes,
                               solver_diagnostics)
-from dpsim.models import get_link, sample_user_comparisons, theta_cai_design, true_top_k_mask
+from dpsim.models import get_link, sample_user_comparisons, theta_cai_design, true_top_k_mask, win_counts
 from dpsim.results import first_failure
 from . import edge as cai
 from .levels import count_noise_metrics
@@ -75,7 +74,8 @@ def one_shot_fn(key, ctx):
     reports the data-dependent ergodicity coefficient and the noise scale it implies."""
     k_noise, k_tie = jax.random.split(key)
     k = ctx.shape["k"]
-    os = one_shot_scores(k_noise, ctx.sample["W"], ctx.analysis["eps"], k, ctx.data["p"])
+    stats = one_shot_statistics(ctx.sample["W"], ctx.data["p"])
+    os = one_shot_scores(k_noise, stats.stationary, stats.ergodicity, stats.degree, k, ctx.analysis["eps"])
     return {**topk_metrics(top_k_mask(k_tie, os.scores, k), ctx.truth["top_k"]),
             "ergodicity": os.ergodicity, "noise_scale": os.noise_scale}
 
@@ -147,7 +147,9 @@ def individual_mle_fn(key, ctx):
     unpenalised MLE with the strong-connectivity guard of docs/cai.md, Errata and modes (E17) (``strongly_connected``)."""
     k_noise, k_tie = jax.random.split(key)
     sample = ctx.sample
-    fit = perturbed_mle_individual(k_noise, sample["W"], ctx.analysis["eps"], ctx.data["per_user"])
+    W = sample["W"]
+    fit = guarded_perturbed_mle(W, objective_perturbation_individual(k_noise, ctx.analysis["eps"], ctx.data["per_user"],
+                                                                     W.shape[0]))
     mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL)
     return {**estimation_metrics(fit.theta_centred, sample["theta"]), **topk_metrics(mask, sample["top_k"]),
             **fit.diagnostics()}
@@ -233,7 +235,7 @@ def real_data_mle_fn(key, ctx):
     metric (1/n)Σ|rank(DP)_i − rank(ref)_i|. Converged when both fits converged; the result
     code is the DP fit's, or the reference's when only that one failed; grad_norm the DP fit's."""
     W, per_user = ctx.sample, ctx.shape["per_user"]
-    fit = perturbed_mle_individual(key, W, ctx.analysis["eps"], per_user)
+    fit = guarded_perturbed_mle(W, objective_perturbation_individual(key, ctx.analysis["eps"], per_user, W.shape[0]))
     ref = guarded_penalised_mle(W, fit.info["gamma"])
     return {"mean_rank_diff": metrics.mean_absolute_rank_difference(fit.theta, ref.theta),
             **fit.solver_diagnostics(), "converged": fit.converged & ref.converged,
