@@ -52,12 +52,13 @@ import numpy as np
 
 from benchmarks.vectorised import batched_newton, batched_sphere_newton
 from dpsim.estimators.linear_btl import mle, objective_perturbation, rr_debiased
-from dpsim.experiments.chowdhury import common, fig1
+from dpsim.experiments.chowdhury import model
+from dpsim.experiments.chowdhury.figures import fig1
 from dpsim.mechanisms.objective_perturbation import gaussian_objective_perturbation
 
 PAPER = "chowdhury"
-EPS = common.PAPER_EPS
-DELTA = common.PAPER_DELTA
+EPS = model.PAPER_EPS
+DELTA = model.PAPER_DELTA
 D = 5
 B = 2 * math.sqrt(D)
 SCIPY, SKLEARN, NUMPY_SGD = "SciPy trust-exact loop", "sklearn LogisticRegression (MLE only)", "NumPy SGD loop"
@@ -77,8 +78,8 @@ class Config:
     vectorised_sizes: int    # how many n of the grid it is timed at
 
 
-FULL = Config(reps=common.PAPER_REPS, warm_runs=1, scipy_lanes=30, sklearn_fits=100, numpy_sgd_passes=27,
-              agreement_reps=3, vectorised_reps=10, vectorised_sizes=len(common.PAPER_N))
+FULL = Config(reps=model.PAPER_REPS, warm_runs=1, scipy_lanes=30, sklearn_fits=100, numpy_sgd_passes=27,
+              agreement_reps=3, vectorised_reps=10, vectorised_sizes=len(model.PAPER_N))
 QUICK = Config(reps=4, warm_runs=0, scipy_lanes=3, sklearn_fits=10, numpy_sgd_passes=3, agreement_reps=1,
                vectorised_reps=2, vectorised_sizes=3)
 
@@ -179,7 +180,7 @@ def numpy_sgd_pass(item):
 
 def _items(count: int, seed: int = 0):
     """``count`` (seed, n) pairs spread over the Fig. 1 n grid."""
-    return [(seed * 10_007 + i, common.PAPER_N[i % len(common.PAPER_N)]) for i in range(count)]
+    return [(seed * 10_007 + i, model.PAPER_N[i % len(model.PAPER_N)]) for i in range(count)]
 
 
 # ----------------------------------------------------------------------------- vectorised NumPy
@@ -266,7 +267,7 @@ def vectorised_batch(item) -> int:
 
 def vectorised_items(reps: int, sizes: int, seed: int = 4) -> list:
     """(seed, n, reps) batches at the first ``sizes`` n of the Fig. 1 grid."""
-    return [(seed * 10_007 + i, n, reps) for i, n in enumerate(common.PAPER_N[:sizes])]
+    return [(seed * 10_007 + i, n, reps) for i, n in enumerate(model.PAPER_N[:sizes])]
 
 
 # ----------------------------------------------------------------------------- sections
@@ -287,7 +288,7 @@ def section_a(bench: harness.Bench) -> dict:
             run["fits"] = total
     scipy_stats, _ = harness.time_baseline(harness.Baseline(SCIPY, scipy_lane, fits_per_item=7), _items(cfg.scipy_lanes))
     sk_stats, _ = harness.time_baseline(harness.Baseline(SKLEARN, sklearn_fit, note="MLE only"), _items(cfg.sklearn_fits, 1))
-    vectorised_batch((0, common.PAPER_N[0], 1))   # warm-up, untimed
+    vectorised_batch((0, model.PAPER_N[0], 1))   # warm-up, untimed
     vec_stats, fallbacks = harness.time_baseline(
         harness.Baseline(VECTORISED, vectorised_batch, fits_per_item=7 * cfg.vectorised_reps,
                          note="replicates × 7 fits batched; constrained fits by SciPy"),

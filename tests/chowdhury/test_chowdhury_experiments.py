@@ -19,8 +19,8 @@ from dpsim.engine import Claim, ColumnRatio, Every, comparison_check, linear_slo
 from dpsim.engine.registry import installed
 from dpsim.engine.execution.runner import run_experiment
 from dpsim.engine.storage.store import load_results
-from dpsim.experiments.chowdhury import common as c
-from dpsim.experiments.chowdhury import fig1, lower_bound, rates
+from dpsim.experiments.chowdhury import model
+from dpsim.experiments.chowdhury.figures import fig1, lower_bound, rates
 from dpsim.theory import chowdhury as th
 
 from cli_cases import refused
@@ -41,7 +41,7 @@ def test_predicted_slopes_are_computed_when_judged():
     predicted_slopes() when judged; 1/a⊥ is the (A1) slope's closed form."""
     from dpsim.engine.judgement.deferred import resolved
     computed = rates.predicted_slopes()
-    a_perp, _ = th.gaussian_design_eigenvalues(c.THEORY_NORM, rates.FEATURE_SCALE)
+    a_perp, _ = th.gaussian_design_eigenvalues(model.THEORY_NORM, rates.FEATURE_SCALE)
     assert computed["mle_n_mse_per_d"] == pytest.approx(1 / float(a_perp), rel=1e-12)
     check = next(k for k in rates.CHECKS if k.name == "chowdhury-rates-central-excess-slope-n")
     assert resolved(check).region == pytest.approx((computed["central_excess_n"] - 0.05,

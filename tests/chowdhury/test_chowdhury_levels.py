@@ -1,4 +1,4 @@
-"""chowdhury's level checks and mutants (experiments/chowdhury/levels.py): the closed
+"""chowdhury's level checks and mutants (experiments/chowdhury/checks.py): the closed
 forms against independent numbers (SciPy, reference constants, exact sums), the
 effective-noise metric against the noise actually drawn, the regions, and the declared mutants
 (they apply, and a mutated release or noise moves the level check's statistic outside its
@@ -18,30 +18,30 @@ from scipy import special, stats
 from dpsim.estimators.linear_btl import objective_perturbation
 from dpsim.engine.definition.experiment import Context
 from dpsim.engine.registry import installed
-from dpsim.experiments.chowdhury import common as c
-from dpsim.experiments.chowdhury import fig1, levels, rates
+from dpsim.experiments.chowdhury import checks, methods, mutants
+from dpsim.experiments.chowdhury.figures import fig1, rates, releases
 from dpsim.mechanisms.objective_perturbation import gaussian_objective_perturbation
 
 
 @pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 2.0, 4.0])
 def test_rr_flip_probability_is_the_logistic_tail(eps):
-    assert levels.rr_flip_probability(eps) == pytest.approx(float(special.expit(-eps)), rel=1e-14)
-    assert levels.rr_flip_probability(math.inf) == 0.0
+    assert checks.rr_flip_probability(eps) == pytest.approx(float(special.expit(-eps)), rel=1e-14)
+    assert checks.rr_flip_probability(math.inf) == 0.0
 
 
 @pytest.mark.parametrize("k", [2, 4, 8])
 @pytest.mark.parametrize("eps", [0.5, 1.0])
 def test_krr_law_sums_to_one_and_is_binary_rr_at_k2(eps, k):
-    keep, other = levels.krr_keep_probability(eps, k), levels.krr_other_probability(eps, k)
+    keep, other = checks.krr_keep_probability(eps, k), checks.krr_other_probability(eps, k)
     assert keep + (k - 1) * other == pytest.approx(1.0, abs=1e-15)
     assert keep / other == pytest.approx(math.exp(eps), rel=1e-12)          # likelihood ratio e^ε (pure ε-LDP)
     if k == 2:
-        assert other == pytest.approx(levels.rr_flip_probability(eps), rel=1e-14)
+        assert other == pytest.approx(checks.rr_flip_probability(eps), rel=1e-14)
 
 
 @pytest.mark.parametrize("eps, sigma", [(0.1, 78.235), (0.5, 15.850), (1.0, 8.050)])
 def test_thm52_noise_matches_the_spec_p14_table(eps, sigma):
-    assert math.sqrt(levels.thm52_noise_sq_per_l_sq(eps, 1e-3)) == pytest.approx(sigma, abs=5e-4)
+    assert math.sqrt(checks.thm52_noise_sq_per_l_sq(eps, 1e-3)) == pytest.approx(sigma, abs=5e-4)
 
 
 @pytest.mark.parametrize("eps, factor", [(0.5, 3.918), (1.0, 0.921), (2.0, 0.181)])
@@ -52,10 +52,10 @@ def test_local_excess_uses_the_spec_factor(eps, factor):
 
 
 def test_standard_errors_and_regions():
-    assert levels.binomial_rel_se(0.25, 300) == pytest.approx(math.sqrt(0.75 / 75))
+    assert checks.binomial_rel_se(0.25, 300) == pytest.approx(math.sqrt(0.75 / 75))
     # χ²_r/r has variance 2/r: compare with SciPy's χ² law
-    assert levels.chi2_rel_se(4, 50) == pytest.approx(math.sqrt(stats.chi2(4).var() / 16 / 50))
-    lo, hi = levels.mc_region(0.01)
+    assert checks.chi2_rel_se(4, 50) == pytest.approx(math.sqrt(stats.chi2(4).var() / 16 / 50))
+    lo, hi = checks.mc_region(0.01)
     assert lo * hi == pytest.approx(1.0) and hi == pytest.approx(math.exp(0.05))
 
 
@@ -89,32 +89,32 @@ def test_effective_noise_recovers_the_drawn_noise(design):
         w = w - w.mean()
     L = 0.5 * np.max(np.linalg.norm(np.asarray(x), axis=1))
     expected = float(w @ w) / ((3 if sum_zero else 4) * L ** 2)
-    got = float(c.effective_noise_sq(_ctx(x, y, design), fit.theta, 1.0, jnp.asarray(True)))
+    got = float(methods.effective_noise_sq(_ctx(x, y, design), fit.theta, 1.0, jnp.asarray(True)))
     assert got == pytest.approx(expected, rel=1e-6)
-    assert math.isnan(float(c.effective_noise_sq(_ctx(x, y, design), fit.theta, 1.0, jnp.asarray(False))))
+    assert math.isnan(float(methods.effective_noise_sq(_ctx(x, y, design), fit.theta, 1.0, jnp.asarray(False))))
     # the σ ÷ 1.5 mutant's fit carries exactly (1/1.5)² of that noise
     small = objective_perturbation(x, y, gaussian_objective_perturbation(key, x, 1.0, 1e-3, 4.0, beta=1.0,
                                                                         feature_bound=L / 1.5), 4.0, sum_zero=sum_zero)
-    ratio = float(c.effective_noise_sq(_ctx(x, y, design), small.theta, 1.0, jnp.asarray(True))) / got
+    ratio = float(methods.effective_noise_sq(_ctx(x, y, design), small.theta, 1.0, jnp.asarray(True))) / got
     assert ratio == pytest.approx(1 / 2.25, rel=1e-6)
 
 
 def test_mutants_are_declared_and_apply():
     found = installed()
-    assert {m.name for m in levels.MUTANTS} <= set(found.mutants)
-    experiments = {e.name: e for e in [*rates.EXPERIMENTS, *levels.EXPERIMENTS, *fig1.EXPERIMENTS]}
-    assert len(levels.MUTANTS) >= 6
-    for mutant in levels.MUTANTS:
+    assert {m.name for m in mutants.MECHANISM_MUTANTS} <= set(found.mutants)
+    experiments = {e.name: e for e in [*rates.EXPERIMENTS, *releases.EXPERIMENTS, *fig1.EXPERIMENTS]}
+    assert len(mutants.MECHANISM_MUTANTS) >= 6
+    for mutant in mutants.MECHANISM_MUTANTS:
         assert mutant.name.startswith("chowdhury-")
         for name in mutant.experiments:
             mutated = mutant.mutate(experiments[name])
             assert mutated.name == name and set(mutated.methods) == set(experiments[name].methods)
-            checks = [ch for ch in levels.CHECKS + rates.CHECKS if ch.experiment == name and not ch.report_only]
-            assert checks, f"{mutant.name}: no judged check on {name}"
+            judged = [ch for ch in checks.LEVEL_CHECKS + rates.CHECKS if ch.experiment == name and not ch.report_only]
+            assert judged, f"{mutant.name}: no judged check on {name}"
 
 
 def test_lower_bound_checks_are_report_only():
-    from dpsim.experiments.chowdhury import lower_bound
+    from dpsim.experiments.chowdhury.figures import lower_bound
     assert lower_bound.CHECKS and all(ch.report_only for ch in lower_bound.CHECKS)
 
 
@@ -129,27 +129,27 @@ def test_krr_level_check_sees_the_half_eps_mutant(k):
     """The release at ε/2 (the mutant's privatise) moves the keep rate out of the check's region;
     the real release stays inside a 5-se band of the same law."""
     eps, n = 1.0, 100_000
-    real, mutated = levels.KRR_RELEASE, levels.MUTANTS[3].mutate(levels.KRR_RELEASE)
-    assert levels.MUTANTS[3].name == "chowdhury-krr-release-half-eps"
+    real, mutated = releases.KRR_RELEASE, mutants.MECHANISM_MUTANTS[3].mutate(releases.KRR_RELEASE)
+    assert mutants.MECHANISM_MUTANTS[3].name == "chowdhury-krr-release-half-eps"
     ctx = _krr_ctx(eps, k, n)
-    law = levels.krr_keep_probability(eps, k)
-    band = 5 * levels.binomial_rel_se(law, n)
+    law = checks.krr_keep_probability(eps, k)
+    band = 5 * checks.binomial_rel_se(law, n)
     rates_seen = []
     for experiment in (real, mutated):
         released = experiment.privatise(jax.random.key(9), ctx)
-        row = levels.krr_release_fn(None, ctx._replace(released=released))
+        row = releases.krr_release_fn(None, ctx._replace(released=released))
         rates_seen.append(float(row["keep_rate"]) / law)
     assert abs(rates_seen[0] - 1) < band
-    assert abs(rates_seen[1] - levels.krr_keep_probability(eps / 2, k) / law) < band
+    assert abs(rates_seen[1] - checks.krr_keep_probability(eps / 2, k) / law) < band
     assert abs(rates_seen[1] - 1) > 10 * band
 
 
 def test_level_check_fails_on_a_synthetic_halved_noise():
-    check = next(ch for ch in levels.CHECKS if ch.name == "chowdhury-level-objpert-noise-rates-eps")
+    check = next(ch for ch in checks.LEVEL_CHECKS if ch.name == "chowdhury-level-objpert-noise-rates-eps")
     rng = np.random.default_rng(0)
     rows = []
     for eps in rates.EPS_GRID:
-        truth = levels.thm52_noise_sq_per_l_sq(eps, 1e-3)
+        truth = checks.thm52_noise_sq_per_l_sq(eps, 1e-3)
         for rep in range(rates.RATES_EPS.reps):
             for scale, method in ((1.0, "objpert_central"),):
                 rows.append({"n_samples": 100_000, "dim": 5, "design": "theory", "features": "direct", "eps": eps,

@@ -1,4 +1,4 @@
-"""The design and metric pins of cai, nguyen, chowdhury and xu (experiments/*/design.py): their
+"""The design and metric pins of cai, nguyen, chowdhury and xu (experiments/*/design.py; chowdhury's figures/design.py): their
 closed forms against independent numbers (enumeration, SciPy's distributions and quadrature),
 the declared mutants (registered, applied to their calibration experiment only), and the
 method functions on one hand-built replicate against direct NumPy formulas."""
@@ -17,7 +17,7 @@ from dpsim import metrics
 from dpsim.engine.definition.experiment import Context
 from dpsim.engine.registry import installed
 from dpsim.experiments.cai import design as cai_design
-from dpsim.experiments.chowdhury import design as ch_design
+from dpsim.experiments.chowdhury.figures import design as ch_design
 from dpsim.experiments.nguyen.figures import design as ng_design
 from dpsim.experiments.xu import design as xu_design
 

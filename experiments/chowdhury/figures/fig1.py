@@ -1,7 +1,7 @@
 """chowdhury Figure 1 (chowdhury §6): ℓ2 error against n for the
 non-private MLE, the local RR estimator and the central objective perturbation, ε ∈ {0.1, 0.5, 1},
 δ = 0.001, 100 replicates, n ∈ {1000, 2000, …, 10000} (docs/chowdhury.md, Experiments as run grid), in both readings
-of the paper's optimiser (:mod:`.common`):
+of the paper's optimiser (:mod:`..methods`):
 
 * ``chowdhury-fig1`` (**primary**, ``exact``): the exact projected minimisers ``mle``,
   ``rr_local`` (θ̂_RR) and ``objpert_central`` (θ̂_obj, β = √n/B), d = 5 as in the paper's
@@ -33,10 +33,11 @@ from __future__ import annotations
 
 from dpsim.engine import Experiment, Keys, Tuning, FigureSpec, Panel, comparison_check, slope_check, trend_check
 
-from . import common as c
+from .. import model
+from ..methods import EXACT_METHODS, SGD_METHODS, privatise_rr
 
 FIG1_DIMS = [5]                       # the paper shows d = 5; --set dim=3,5,10 adds its other two
-LABELS = {name: m.label for name, m in {**c.EXACT_METHODS, **c.SGD_METHODS}.items()}
+LABELS = {name: m.label for name, m in {**EXACT_METHODS, **SGD_METHODS}.items()}
 
 
 def fig1_figure(title: str, methods) -> FigureSpec:
@@ -44,32 +45,32 @@ def fig1_figure(title: str, methods) -> FigureSpec:
         x="n_samples", curve="method", xlabel="$n$", curve_label="estimator",
         curve_labels={m: LABELS[m] for m in methods},
         panels=(Panel("l2", None, "$\\|\\hat\\theta-\\theta^*\\|_2$", each=("eps",)),),
-        title=title, symbols=c.SYMBOLS, value_labels=c.VALUE_LABELS)
+        title=title, symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS)
 
 
 FIG1 = Experiment(
     name="chowdhury-fig1",
     title="Fig. 1: ℓ2 error vs n of the non-private MLE, local RR and central objective perturbation "
           "(exact minimisers)",
-    axes={"dim": FIG1_DIMS, "n_samples": c.PAPER_N, "design": ["faithful"], "features": ["difference"],
-          "eps": c.PAPER_EPS, "delta": [c.PAPER_DELTA], "beta": ["theory"]},
+    axes={"dim": FIG1_DIMS, "n_samples": model.PAPER_N, "design": ["faithful"], "features": ["difference"],
+          "eps": model.PAPER_EPS, "delta": [model.PAPER_DELTA], "beta": ["theory"]},
     shape_axes=("dim", "n_samples", "design", "features"), analysis_axes=("eps", "delta", "beta"),
-    truth=c.truth, generate=c.generate_with_mle, privatise=c.privatise_rr, methods=c.EXACT_METHODS,
-    reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 (exact minimisers)", c.EXACT_METHODS),
-    axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=c.binary_lane_bytes), description="chowdhury §6 Fig. 1, the 'exact' reading of docs/chowdhury.md, Experiments as run (primary): MLE, θ̂_RR, θ̂_obj "
+    truth=model.truth, generate=model.generate_with_mle, privatise=privatise_rr, methods=EXACT_METHODS,
+    reps=model.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 (exact minimisers)", EXACT_METHODS),
+    axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=model.binary_lane_bytes), description="chowdhury §6 Fig. 1, the 'exact' reading of docs/chowdhury.md, Experiments as run (primary): MLE, θ̂_RR, θ̂_obj "
                 "(β = √n/B, L = max‖x‖/2, B = 2√d)")
 
 FIG1_SGD = Experiment(
     name="chowdhury-fig1-sgd",
     title="Fig. 1 read literally: the three estimators by one-pass projected SGD (η = 0.1 in the paper), per step-size reading (mode)",
-    axes={"dim": [5], "n_samples": c.PAPER_N, "design": ["faithful"], "features": ["difference"],
-          "link": ["logistic"], "eps": c.PAPER_EPS, "delta": [c.PAPER_DELTA], "beta": ["theory"],
+    axes={"dim": [5], "n_samples": model.PAPER_N, "design": ["faithful"], "features": ["difference"],
+          "link": ["logistic"], "eps": model.PAPER_EPS, "delta": [model.PAPER_DELTA], "beta": ["theory"],
           "mode": ["literal", "theory", "averaged"]},
     shape_axes=("dim", "n_samples", "design", "features", "link"),
     analysis_axes=("eps", "delta", "beta", "mode"),
-    truth=c.truth, generate=c.sgd_generate, privatise=c.privatise_rr, methods=c.SGD_METHODS,
-    reps=c.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 by one-pass SGD", c.SGD_METHODS),
-    axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=c.binary_lane_bytes), keys=Keys(stream_names=c.STREAM_NAMES), description="chowdhury §6 read literally (the readings 'sgd-literal', 'sgd-theory' and averaged of docs/chowdhury.md, Experiments as run): "
+    truth=model.truth, generate=model.sgd_generate, privatise=privatise_rr, methods=SGD_METHODS,
+    reps=model.PAPER_REPS, figure=fig1_figure("chowdhury Fig. 1 by one-pass SGD", SGD_METHODS),
+    axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=model.binary_lane_bytes), keys=Keys(stream_names=model.STREAM_NAMES), description="chowdhury §6 read literally (the readings 'sgd-literal', 'sgd-theory' and averaged of docs/chowdhury.md, Experiments as run): "
                 "one pass, η = 0.1; secondary, shows why the literal reading does not reproduce Fig. 1")
 
 EXPERIMENTS = [FIG1, FIG1_SGD]
@@ -81,14 +82,14 @@ EXPERIMENTS = [FIG1, FIG1_SGD]
 def _ordering_checks():
     checks = []
     for d in FIG1_DIMS:
-        for eps in c.PAPER_EPS:
+        for eps in model.PAPER_EPS:
             where = {"dim": [d], "eps": [eps]}
             checks.append(comparison_check(
                 f"chowdhury-fig1-order-mle-central-d{d}-eps{eps:g}", FIG1.name, "l2", "mle", "objpert_central",
                 every="n_samples", where=where,
                 description=f"docs/chowdhury.md, Experiments as run, d = {d}, ε = {eps:g}: non-private MLE < central ObjPert in mean "
                             f"ℓ2 error at every n (paired)"))
-            n_values = [n for n in c.PAPER_N if not (eps == 0.1 and n == 1000)]
+            n_values = [n for n in model.PAPER_N if not (eps == 0.1 and n == 1000)]
             checks.append(comparison_check(
                 f"chowdhury-fig1-order-central-local-d{d}-eps{eps:g}", FIG1.name, "l2", "objpert_central",
                 "rr_local", every="n_samples",
@@ -103,7 +104,7 @@ def _decrease_checks():
                           where={"dim": [5], "eps": [1.0]},
                           description="docs/chowdhury.md, Experiments as run, d = 5: the MLE's ℓ2 error decreases in n (ε-free)")]
     for method in ("rr_local", "objpert_central"):
-        for eps in c.PAPER_EPS:
+        for eps in model.PAPER_EPS:
             checks.append(trend_check(
                 f"chowdhury-fig1-{method}-decreases-eps{eps:g}", FIG1.name, "l2", method, "n_samples", -1,
                 where={"dim": [5], "eps": [eps]},
@@ -119,7 +120,7 @@ SGD_CHECKS = [
     *[trend_check(f"chowdhury-fig1-sgd-theory-{m}-decreases", FIG1_SGD.name, "l2", m, "n_samples", -1,
                   where={"mode": ["theory"], "eps": [1.0]},
                   description=f"docs/chowdhury.md, Experiments as run 'sgd-theory', ε = 1: {m} with η_t = 1/(λ̂(t + t0)) decreases in n")
-      for m in c.SGD_METHODS],
+      for m in SGD_METHODS],
 ]
 
 CHECKS = [*_ordering_checks(), *_decrease_checks(), *SGD_CHECKS]

@@ -49,25 +49,22 @@ from __future__ import annotations
 
 import math
 
-from dpsim.estimators.linear_btl_sgd import sgd_krr
-from dpsim.engine import (Experiment, Keys, Tuning, FigureSpec, linear_slope_check, Method, method_ratio_slope_check, Panel,
+from dpsim.engine import (Experiment, Keys, Tuning, FigureSpec, linear_slope_check, method_ratio_slope_check, Panel,
                               slope_check)
 from dpsim.engine.judgement.deferred import deferred_table
 from dpsim.engine.judgement.checks import level_check
-from dpsim.mechanisms.randomized_response import kary_randomized_response
-from dpsim.metrics import l2_error, squared_l2_error
-from dpsim.models.linear_btl import sample_plackett_luce
 from dpsim.theory import chowdhury as th
 from dpsim.theory.slopes import loglog_fit
 
-from . import common as c
+from .. import model
+from ..methods import EXACT_METHODS, PL_METHODS, privatise_krr, privatise_rr
 
 RATE_REPS = 200
-DELTA = c.PAPER_DELTA
+DELTA = model.PAPER_DELTA
 BETA = 1.0
 THEORY = {"design": ["theory"], "features": ["direct"]}
 FEATURE_SCALE = 1.0                  # features = direct
-LABELS = {name: m.label for name, m in c.EXACT_METHODS.items()}
+LABELS = {name: m.label for name, m in EXACT_METHODS.items()}
 
 
 def rates_experiment(name, title, grid, figure, description, methods=None, reps=RATE_REPS):
@@ -76,15 +73,15 @@ def rates_experiment(name, title, grid, figure, description, methods=None, reps=
     axes.update(grid)
     return Experiment(
         name=name, title=title, axes=axes, shape_axes=("dim", "n_samples", "design", "features"),
-        analysis_axes=("eps", "delta", "beta"), truth=c.truth, generate=c.generate_with_mle,
-        privatise=c.privatise_rr, methods=methods or c.EXACT_METHODS, reps=reps, figure=figure,
-        axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=c.binary_lane_bytes), description=description)
+        analysis_axes=("eps", "delta", "beta"), truth=model.truth, generate=model.generate_with_mle,
+        privatise=privatise_rr, methods=methods or EXACT_METHODS, reps=reps, figure=figure,
+        axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=model.binary_lane_bytes), description=description)
 
 
 def _figure(x, xlabel, panels, title, logx=True, labels=LABELS):
     return FigureSpec(x=x, curve="method", xlabel=xlabel, curve_label="estimator", curve_labels=labels,
-                      panels=panels, logx=logx, title=title, symbols=c.SYMBOLS,
-                      value_labels=c.VALUE_LABELS)
+                      panels=panels, logx=logx, title=title, symbols=model.SYMBOLS,
+                      value_labels=model.VALUE_LABELS)
 
 
 L2 = "$\\|\\hat\\theta-\\theta^*\\|_2$"
@@ -124,7 +121,7 @@ RATES_EPS = rates_experiment(
 DIM_GRID = [2, 4, 8, 16, 32]
 DIM_N = 20_000
 DIM_EPS = [1.0, 2.0]
-LOCAL_METHODS = {m: c.EXACT_METHODS[m] for m in ("mle", "rr_local")}
+LOCAL_METHODS = {m: EXACT_METHODS[m] for m in ("mle", "rr_local")}
 RATES_DIM = rates_experiment(
     "chowdhury-rates-dim", "Rates in d at n = 2·10⁴: n·MSE of the MLE and local RR",
     {"dim": DIM_GRID, "n_samples": [DIM_N], "eps": DIM_EPS},
@@ -140,52 +137,15 @@ K_N = 50_000
 K_EPS = [0.5, 1.0]
 
 
-def pl_generate(key, shape, truth, data):
-    """n top-1 choices out of K actions with ϕ(s, a_j) ~ N(0, I_d) (eq. (11))."""
-    sample = sample_plackett_luce(key, truth["theta"], shape["n_samples"], shape["n_actions"])
-    return {"phi": sample.phi, "y": sample.y}
-
-
-def privatise_krr(key, ctx):
-    """K-ary RR of the top-1 labels (eq. (12)), shared at one ε."""
-    return {"y_tilde": kary_randomized_response(key, ctx.sample["y"], ctx.analysis["eps"], ctx.shape["n_actions"])}
-
-
-def _pl_row(ctx, fit):
-    theta = ctx.truth["theta"]
-    return {"l2": l2_error(fit.theta, theta), "mse": squared_l2_error(fit.theta, theta),
-            "converged": fit.converged, "iterations": fit.iterations, "result": fit.result,
-            "theta_ok": ctx.truth["theta_ok"]}
-
-
-def sgd_krr_fn(key, ctx):
-    """θ̂_SGD-KRR (chowdhury §4.4, App. C.4, Thm C.2) on the K-RR labels."""
-    fit = sgd_krr(ctx.sample["phi"], ctx.released["y_tilde"], ctx.analysis["eps"], ctx.shape["radius"],
-                  schedule=ctx.analysis["mode"], sum_zero=c.sum_zero(ctx.shape))
-    return _pl_row(ctx, fit)
-
-
-def sgd_pl_fn(key, ctx):
-    """The same one-pass SGD on the clear labels (ε = ∞: ĝ = −∇log p_y, λ̂ = γ̂κ̂)."""
-    fit = sgd_krr(ctx.sample["phi"], ctx.sample["y"], math.inf, ctx.shape["radius"],
-                  schedule=ctx.analysis["mode"], sum_zero=c.sum_zero(ctx.shape))
-    return _pl_row(ctx, fit)
-
-
-PL_METHODS = {"sgd_pl": Method(sgd_pl_fn, ("l2", "mse"), c.SGD_DIAGNOSTICS, label="non-private (SGD)",
-                               doc="one-pass projected SGD on clear Plackett–Luce labels"),
-              "sgd_krr": Method(sgd_krr_fn, ("l2", "mse"), c.SGD_DIAGNOSTICS, label="SGD-KRR (local)",
-                                doc="App. C.4: one-pass projected SGD on K-ary RR labels")}
-
 RATES_K = Experiment(
     name="chowdhury-rates-k", title="Plackett–Luce top-1 with K-ary RR: error vs K (n = 5·10⁴)",
     axes={"dim": [5], "n_samples": [K_N], "n_actions": K_GRID, **THEORY, "eps": K_EPS, "mode": ["theory"]},
     shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps", "mode"),
-    truth=c.truth, generate=pl_generate, privatise=privatise_krr, methods=PL_METHODS, reps=800,
+    truth=model.truth, generate=model.pl_generate, privatise=privatise_krr, methods=PL_METHODS, reps=800,
     figure=_figure("n_actions", "$K$", (Panel("l2", None, L2, each=("eps",)),), "chowdhury K-ary RR (P11)",
                    labels={m: PL_METHODS[m].label for m in PL_METHODS}),
-    axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
-    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4), keys=Keys(stream_names=c.STREAM_NAMES), description="docs/chowdhury.md, Predictions (P11), App. C.4: K-RR error grows with (e^ε + K − 1)/(e^ε − 1)")
+    axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), truth_per_replicate=True,
+    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4), keys=Keys(stream_names=model.STREAM_NAMES), description="docs/chowdhury.md, Predictions (P11), App. C.4: K-RR error grows with (e^ε + K − 1)/(e^ε − 1)")
 
 EXPERIMENTS = [RATES_N, RATES_EPS, RATES_DIM, RATES_K]
 
@@ -198,8 +158,8 @@ def central_shift_rms(n, eps, dim=5, delta=DELTA, beta=BETA):
     excess of (A3) for the theory design (‖θ*‖ = 1, direct features)."""
     L = 0.5 * float(th.expected_max_norm(n, dim, FEATURE_SCALE))
     sigma = L * math.sqrt(8 * math.log(2 / delta) + 4 * eps) / eps        # Thm 5.2
-    tr = th.isotropic_design_traces(c.THEORY_NORM, dim, FEATURE_SCALE, sum_zero=True, ridge=beta / n)
-    msq = float(th.objective_perturbation_asymptotic_shift(tr["tr_inv_sq"], c.THEORY_NORM ** 2 * tr["bias_factor"],
+    tr = th.isotropic_design_traces(model.THEORY_NORM, dim, FEATURE_SCALE, sum_zero=True, ridge=beta / n)
+    msq = float(th.objective_perturbation_asymptotic_shift(tr["tr_inv_sq"], model.THEORY_NORM ** 2 * tr["bias_factor"],
                                                            n, sigma, beta))
     return math.sqrt(msq)
 
@@ -207,13 +167,13 @@ def central_shift_rms(n, eps, dim=5, delta=DELTA, beta=BETA):
 def local_excess_sq(n, eps, dim=5):
     """(A2)'s privacy excess E‖θ̂_RR − θ_MLE‖² ≈ e^ε/(e^ε − 1)²·tr(H⁻¹ΣH⁻¹)/n for the theory design
     (‖θ*‖ = 1, direct features, sum-zero), the factor written from (A2) (docs/chowdhury.md, Predictions (P3'))."""
-    tr = th.isotropic_design_traces(c.THEORY_NORM, dim, FEATURE_SCALE, sum_zero=True)
+    tr = th.isotropic_design_traces(model.THEORY_NORM, dim, FEATURE_SCALE, sum_zero=True)
     return math.exp(eps) / math.expm1(eps) ** 2 * float(tr["sandwich"]) / n
 
 
 def local_ratio(eps, dim=5):
     """(A1)/(A2): RMS(θ̂_RR)/RMS(θ_MLE) = √(1 + e^ε/(e^ε − 1)²·tr(H⁻¹ΣH⁻¹)/tr H⁻¹), theory design."""
-    tr = th.isotropic_design_traces(c.THEORY_NORM, dim, FEATURE_SCALE, sum_zero=True)
+    tr = th.isotropic_design_traces(model.THEORY_NORM, dim, FEATURE_SCALE, sum_zero=True)
     return math.sqrt(1 + float(th.rr_excess_variance_factor(eps)) * float(tr["sandwich"] / tr["tr_inv"]))
 
 
@@ -223,7 +183,7 @@ P6_N = [n for n in N_GRID if n >= 5000]
 def predicted_slopes() -> dict:
     """Every predicted slope of this module, from dpsim.theory.chowdhury (host), computed when
     the first check that uses one is judged (:data:`PREDICTED`)."""
-    a_perp, _ = th.gaussian_design_eigenvalues(c.THEORY_NORM, FEATURE_SCALE)
+    a_perp, _ = th.gaussian_design_eigenvalues(model.THEORY_NORM, FEATURE_SCALE)
     a_perp = float(a_perp)
     coth = [1 / math.tanh(e / 2) for e in EPS_GRID]
     return {
@@ -233,9 +193,9 @@ def predicted_slopes() -> dict:
         "mle_n_mse_per_d": 1 / a_perp,
         "rr_n_mse_per_d_eps2": 1 / a_perp + float(th.rr_excess_variance_factor(2.0)) * FEATURE_SCALE ** 2 / a_perp ** 2,
         "krr_eps0.5": loglog_fit([float(th.krr_privacy_factor(0.5, k)) for k in K_GRID],
-                                    [th.sgd_krr_asymptotic_ratio(c.THEORY_NORM, 5, k, 0.5) for k in K_GRID]),
+                                    [th.sgd_krr_asymptotic_ratio(model.THEORY_NORM, 5, k, 0.5) for k in K_GRID]),
         "krr_eps1": loglog_fit([float(th.krr_privacy_factor(1.0, k)) for k in K_GRID],
-                                  [th.sgd_krr_asymptotic_ratio(c.THEORY_NORM, 5, k, 1.0) for k in K_GRID]),
+                                  [th.sgd_krr_asymptotic_ratio(model.THEORY_NORM, 5, k, 1.0) for k in K_GRID]),
     }
 
 

@@ -1,12 +1,12 @@
 """chowdhury: level checks that pin the data-generating design and the error metrics (not the
-mechanisms: :mod:`.levels` pins those), on a calibration experiment of their own,
+mechanisms: :mod:`..checks` pins those), on a calibration experiment of their own,
 ``chowdhury-design`` (the figures' committed tables are untouched).
 
 **Generator** (chowdhury §2, eq. (1), §6; docs/chowdhury.md, Errata and modes (E4), (E5)): θ* from
 the ``faithful`` design (N(0, I_d) conditioned on ‖θ*‖ ≤ B = 2√d) or the ``theory`` design
 (‖θ*‖ = 1 on 1^⊥); features x = ϕ¹ − ϕ⁰ ~ N(0, 2I_d) (``difference``) or x ~ N(0, I_d)
 (``direct``); labels y ~ Bernoulli(σ(xᵀθ*)). The experiment draws them as the figures do
-(:func:`.common.truth`, :func:`.common.binary_data`); the method ``design`` reports moments of
+(:func:`..model.truth`, :func:`..model.binary_data`); the method ``design`` reports moments of
 one draw, each with a closed form written here from those definitions (never through
 ``dpsim.models`` or ``dpsim.theory``):
 
@@ -44,8 +44,7 @@ from dpsim.engine import Experiment, Keys, Tuning, Method
 from dpsim.engine.judgement.checks import Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
 from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
-from . import common as c
-from . import rates
+from .. import methods, model
 
 SE_WIDTHS = 6.0
 DIM, N_SAMPLES, DESIGN_REPS = 5, 2000, 1000
@@ -125,13 +124,13 @@ def make_oracle_noise_fn(score=metrics.feature_estimation_metrics):
 
 
 def generate(key, shape, truth, data):
-    """The figures' features and labels (:func:`.common.binary_data`), without their MLE fit."""
-    return c.binary_data(key, shape, truth)
+    """The figures' features and labels (:func:`..model.binary_data`), without their MLE fit."""
+    return model.binary_data(key, shape, truth)
 
 
 METHODS = {
     "design": Method(design_fn, DESIGN_METRICS, label="Design moments", doc="moments of θ*, x and y"),
-    "oracle_noise": Method(make_oracle_noise_fn(), c.ERRORS, label="Noisy oracle",
+    "oracle_noise": Method(make_oracle_noise_fn(), methods.ERRORS, label="Noisy oracle",
                            doc="data-free: θ* plus Gaussian noise, scored by l2, mse and seminorm"),
 }
 
@@ -139,8 +138,8 @@ DESIGN = Experiment(
     name="chowdhury-design", title="Calibration: the linear-BTL design's moments and the error metrics",
     axes={"dim": [DIM], "n_samples": [N_SAMPLES], "design": DESIGNS, "features": FEATURES, "eps": [1.0]},
     shape_axes=("dim", "n_samples", "design", "features"), analysis_axes=("eps",),
-    truth=c.truth, generate=generate, methods=METHODS, reps=DESIGN_REPS, axis_types=c.AXIS_TYPES,
-    derived=(c.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["dim"] * 4), description="chowdhury §2, eq. (1), §6; docs/chowdhury.md, Pins of the design and the metrics: θ* designs, "
+    truth=model.truth, generate=generate, methods=METHODS, reps=DESIGN_REPS, axis_types=model.AXIS_TYPES,
+    derived=(model.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["dim"] * 4), description="chowdhury §2, eq. (1), §6; docs/chowdhury.md, Pins of the design and the metrics: θ* designs, "
                 "feature covariance and law, logistic labels and the l2/mse/seminorm metrics against closed forms")
 
 EXPERIMENTS = [DESIGN]
@@ -227,14 +226,14 @@ def _features_uniform(key, sample, truth, shape):
 
 def _labels_from(link: str, scale: float = 1.0):
     def change(key, sample, truth, shape):
-        data = c.binary_data(key, shape, {**truth, "theta": scale * truth["theta"]}, link=link)
+        data = model.binary_data(key, shape, {**truth, "theta": scale * truth["theta"]}, link=link)
         return {"x": data["x"], "y": data["y"]}
     return change
 
 
 def _features_direct_for_difference(key, sample, truth, shape):
     """x ~ N(0, I) where the difference design needs ϕ¹ − ϕ⁰ ~ N(0, 2I)."""
-    data = c.binary_data(key, {**shape, "features": "direct"}, truth)
+    data = model.binary_data(key, {**shape, "features": "direct"}, truth)
     return {"x": data["x"], "y": data["y"]}
 
 
@@ -301,11 +300,11 @@ DESIGN_PL = Experiment(
     axes={"dim": [DIM], "n_samples": [PL_N], "n_actions": PL_ACTIONS, "design": ["theory"], "features": ["direct"],
           "eps": [1.0]},
     shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps",),
-    truth=c.truth, generate=rates.pl_generate,
+    truth=model.truth, generate=model.pl_generate,
     methods={"design": Method(pl_design_fn, ("phi_msq", "picks_best", "picks_best_expected"), label="Design moments",
                               doc="moments of ϕ and of the top-1 choices")},
-    reps=PL_REPS, axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), truth_per_replicate=True,
-    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4), keys=Keys(stream_names=c.STREAM_NAMES), description="chowdhury eq. (11), §4.4, §6; docs/chowdhury.md, Pins of the design and the metrics: "
+    reps=PL_REPS, axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), truth_per_replicate=True,
+    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4), keys=Keys(stream_names=model.STREAM_NAMES), description="chowdhury eq. (11), §4.4, §6; docs/chowdhury.md, Pins of the design and the metrics: "
                 "ϕ ~ N(0, I_d) per action and the softmax top-1 choice against closed forms")
 
 EXPERIMENTS.append(DESIGN_PL)

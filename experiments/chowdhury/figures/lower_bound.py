@@ -41,7 +41,7 @@ from dpsim.mechanisms.randomized_response import randomized_response
 from dpsim.metrics import l2_error, squared_l2_error
 from dpsim.models.linear_btl import sample_features, sample_labels
 
-from . import common as c
+from .. import model
 
 MAX_DIM = 10
 LB_EPS = [0.1, 0.25, 0.5, 1.0, math.inf]
@@ -130,8 +130,8 @@ LOWER_BOUND = Experiment(
                       panels=tuple(Panel("risk_ratio", m, "$\\|\\hat\\theta-\\theta_e\\|^2$ / bound",
                                          title=METHODS[m].label) for m in METHODS),
                       title="chowdhury Thm 3.2 on its hypercube instance (P13): risk / lower bound",
-                      symbols=c.SYMBOLS, value_labels=c.VALUE_LABELS),
-    axis_types=c.AXIS_TYPES, derived=(c.RADIUS,), validate_point=validate_dim,
+                      symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS),
+    axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), validate_point=validate_dim,
     tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * (2 ** shape["dim"] * 3 + 6 * shape["dim"])), description="chowdhury §3; docs/chowdhury.md, Predictions (P13): achieved MSE ≥ d²/(16‖X‖_F²) and d²/(32(e^ε−1)²‖X‖_F²)")
 
 EXPERIMENTS = [LOWER_BOUND]

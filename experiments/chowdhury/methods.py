@@ -1,26 +1,7 @@
-"""chowdhury: the pieces every experiment of the package shares
-(chowdhury §6; docs/chowdhury.md, Experiments as run; Errata and modes): axes, the θ* designs, the data of one
-replicate, the privatised labels, the exact and SGD methods, their metrics and the per-replicate
-(A1)–(A3) predictions, the paper's symbols and the checks of bad input.
+"""chowdhury's releases and estimators (chowdhury §4–§6; docs/chowdhury.md, Experiments as run;
+Errata and modes): the privatised labels, the exact and SGD methods, their metrics and the
+per-replicate (A1)–(A3) predictions, on the model of :mod:`.model`.
 
-**Pipeline of one replicate** (DESIGN "one pipeline").
-
-* θ* (``truth``, per replicate: ``truth_per_replicate=True``): ``design = faithful`` draws
-  θ* ~ N(0, I_d) conditioned on ‖θ*‖ ≤ B = 2√d (docs/chowdhury.md, Errata and modes (E4), the paper's §6 draw made to
-  satisfy Assumption 2.1; no sum-zero); ``design = theory`` draws θ* uniformly on the sphere
-  ‖θ*‖ = 1 of 1^⊥ (Assumption 2.1 exactly, with the sum-zero constraint in Θ_B, docs/chowdhury.md,
-  Errata and modes (E4, E17)). The draw's ``ok`` flag (16 rejection candidates all refused: probability
-  < 1e-21) is reported as the diagnostic ``theta_ok`` of every row.
-  *Engine limitation:* the runner keys θ* by (seed, shape point, replicate), and n is a shape
-  axis (it changes array shapes), so θ* is common to every ε, δ and method of a replicate
-  but redrawn for each n (the paper does not say; chowdhury §6). Checks in n are therefore fits
-  over independent θ* draws; the theory design (‖θ*‖ fixed) removes that variance.
-* data (``generate``): x_i = ϕ¹ − ϕ⁰ ~ N(0, 2I_d) (``features = difference``, docs/chowdhury.md, Errata and modes (E5))
-  or x_i ~ N(0, I_d) (``direct``), labels from the link (BTL; probit = Thurstone §4.4). The data
-  key leaves out ε and δ, so every privacy level of a replicate sees the same data. The exact
-  non-private MLE θ_MLE (eq. (8)) is fitted here, once per replicate, and every method also
-  reports its ``shift`` = ‖θ̂ − θ_MLE‖ on the same data (the privacy cost alone, as the cai
-  package does; far less Monte-Carlo noise than a difference of errors).
 * privatised labels (``privatise``, shared by the local methods at one ε: common random
   numbers): ỹ = RR_ε(y) (eq. (2)), or K-ary RR for Plackett–Luce (eq. (12)).
 
@@ -41,8 +22,7 @@ package therefore has two readings, as separate experiments:
   ``averaged`` (η ≡ 0.1, Polyak–Ruppert). SGD objective perturbation is not the exact
   minimiser: ``privacy_certified`` is False.
 
-**Calibrations** (docs/chowdhury.md, Experiments as run). Radius B = 2√d for every design (stored as the shape-level
-column ``radius``). L = max_i‖x_i‖/2 from the public features (docs/chowdhury.md, Errata and modes (E6); legitimate under
+**Calibrations** (docs/chowdhury.md, Experiments as run). L = max_i‖x_i‖/2 from the public features (docs/chowdhury.md, Errata and modes (E6); legitimate under
 label DP, and exactly the label sensitivity). β: ``beta = theory`` is √n/B (Thm 5.3); a number
 is a fixed β (β = 1 isolates the privacy term, docs/chowdhury.md, Errata and modes (E8); Predictions (A3)). δ enters only σ.
 """
@@ -53,112 +33,21 @@ import math
 import jax
 import jax.numpy as jnp
 
-from dpsim.estimators.linear_btl import mle, objective_perturbation, rr_debiased
-from dpsim.estimators.linear_btl_sgd import SCHEDULES, feature_coverage, sgd_mle, sgd_objective_perturbation, sgd_rr
-from dpsim.engine import Derived, Method, UsageError, solver_diagnostics
-from dpsim.engine.definition import axes
-from dpsim.engine.definition.axes import AxisType
+from dpsim.estimators.linear_btl import objective_perturbation, rr_debiased
+from dpsim.estimators.linear_btl_sgd import sgd_krr, sgd_mle, sgd_objective_perturbation, sgd_rr
+from dpsim.engine import Method, solver_diagnostics
 from dpsim.mechanisms.objective_perturbation import gaussian_objective_perturbation, theory_ridge
-from dpsim.mechanisms.randomized_response import randomized_response
-from dpsim.metrics import feature_estimation_metrics
+from dpsim.mechanisms.randomized_response import kary_randomized_response, randomized_response
+from dpsim.metrics import feature_estimation_metrics, l2_error, squared_l2_error
 from dpsim.results import RESULTS
-from dpsim.models.linear_btl import (FEATURES, THETA_DESIGNS, default_radius, sample_linear_btl,
-                                     sample_theta_star)
 from dpsim.theory import chowdhury as th
 
-INF = math.inf
-PAPER_REPS = 100            # "Each sample size is repeated 100 times" (chowdhury §6)
-PAPER_DELTA = 1e-3          # δ = 0.001 for θ̂_obj (chowdhury §6)
-PAPER_EPS = [0.1, 0.5, 1.0]
-PAPER_N = list(range(1000, 10001, 1000))     # 1000 ≤ n ≤ 10000, docs/chowdhury.md, Experiments as run grid
-THEORY_NORM = 1.0           # ‖θ*‖ of the theory design (docs/chowdhury.md, Errata and modes (E4), "e.g. 1")
-FEATURE_SCALE = {"difference": math.sqrt(2.0), "direct": 1.0}   # x ~ N(0, s²I_d)
-
-
-# ---------------------------------------------------------------------------------------
-# Axes of the package (the vocabulary's n_samples, dim, eps, delta, n_actions, link are shared)
-# ---------------------------------------------------------------------------------------
-def _beta_value(axis, value):
-    if value == "theory":
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < math.inf):
-        raise UsageError(f"{axis}={value!r}: use 'theory' (β = √n/B, Thm 5.3) or a finite number > 0")
-    return float(value)
-
-
-AXIS_TYPES = {
-    "design": axes.choice(*THETA_DESIGNS, doc="θ* design: faithful (N(0, I_d) given ‖θ*‖ ≤ 2√d, no "
-                                              "sum-zero) or theory (‖θ*‖ = 1 on 1^⊥, sum-zero Θ_B); docs/chowdhury.md, Errata and modes (E4)"),
-    "features": axes.choice(*FEATURES, doc="x = ϕ¹ − ϕ⁰ ~ N(0, 2I) (difference) or x ~ N(0, I) (direct); "
-                                           "docs/chowdhury.md, Errata and modes (E5)"),
-    "mode": axes.choice(*SCHEDULES, doc="reading of the paper's SGD step sizes: literal η ≡ 0.1 (last "
-                                        "iterate, the paper's words), theory 1/(λ̂(t + t0)) (the proof's "
-                                        "schedule), averaged (η ≡ 0.1, Polyak–Ruppert); docs/chowdhury.md, Experiments as run"),
-    "beta": AxisType(_beta_value, "ridge β of objective perturbation: theory (√n/B, Thm 5.3) or a number"),
-}
-
-# axes renamed after their random streams were fixed → the name they are keyed under
-# (Experiment.stream_names): results are unchanged by the rename
-STREAM_NAMES = {"n_actions": "k", "mode": "schedule"}
-
-SYMBOLS = {"n_samples": "$n$", "dim": "$d$", "eps": "$\\epsilon$", "delta": "$\\delta$", "n_actions": "$K$",
-           "beta": "$\\beta$", "radius": "$B$", "design": "θ* design", "features": "features",
-           "mode": "schedule", "link": "link"}
-# what the figures write for the named values of the axes (FigureSpec.value_labels)
-VALUE_LABELS = {
-    "design": {"faithful": "$\\theta^* \\sim N(0, I_d)$ given $\\|\\theta^*\\|_2 \\leq 2\\sqrt{d}$",
-               "theory": "$\\|\\theta^*\\|_2 = 1$, $\\theta^* \\perp \\mathbf{1}$"},
-    "features": {"difference": "$x = \\phi^1 - \\phi^0 \\sim N(0, 2I_d)$", "direct": "$x \\sim N(0, I_d)$"},
-    "beta": {"theory": "$\\beta = \\sqrt{n}/B$ (Thm 5.3)"},
-    "mode": {"literal": "$\\eta \\equiv 0.1$, last iterate", "theory": "$\\eta_t = 1/(\\hat\\lambda(t + t_0))$",
-                 "averaged": "$\\eta \\equiv 0.1$, Polyak–Ruppert average"},
-}
-
-
-def sum_zero(shape: dict) -> bool:
-    """The sum-zero constraint ⟨1, θ⟩ = 0 in Θ_B: on for the theory design only (docs/chowdhury.md, Errata and modes (E17))."""
-    return shape["design"] == "theory"
-
-
-def radius_of(point: dict) -> dict:
-    """Shape-level derived value: B = 2√d (docs/chowdhury.md, Experiments as run), with the dimension checked."""
-    d = point["dim"]
-    if point.get("design") == "theory" and d < 2:
-        raise UsageError(f"dim={d} is too small for design=theory (θ* ∈ 1^⊥ needs dim ≥ 2)")
-    return {"radius": default_radius(d)}
-
-
-RADIUS = Derived(("radius",), radius_of, level="shape", doc="radius B = 2√d of Θ_B (docs/chowdhury.md, Experiments as run)")
+from .model import FEATURE_SCALE, sum_zero
 
 
 def resolve_beta(beta, n_samples: int, radius: float):
     """β for one analysis point: √n/B for 'theory' (Thm 5.3), else the number given."""
     return theory_ridge(n_samples, radius) if beta == "theory" else jnp.asarray(beta, jnp.float64)
-
-
-# ---------------------------------------------------------------------------------------
-# Truth and data
-# ---------------------------------------------------------------------------------------
-def truth(key, shape):
-    """θ* of one replicate from the shape's design (module docstring)."""
-    options = {"norm": THEORY_NORM} if shape["design"] == "theory" else {"radius": shape["radius"]}
-    draw = sample_theta_star(key, shape["dim"], shape["design"], **options)
-    return {"theta": draw.theta, "theta_ok": draw.ok}
-
-
-def binary_data(key, shape, truth, link: str = "logistic") -> dict:
-    """One replicate's features and labels (chowdhury eq. (1), §6): x (n, d), y (n,)."""
-    data = sample_linear_btl(key, truth["theta"], shape["n_samples"], features=shape["features"], link=link)
-    return {"x": data.x, "y": data.y}
-
-
-def generate_with_mle(key, shape, truth, data):
-    """:func:`binary_data` (logistic link) plus the exact non-private MLE on it (eq. (8)),
-    shared by every method and ε of the replicate."""
-    sample = binary_data(key, shape, truth)
-    fit = mle(sample["x"], sample["y"], shape["radius"], sum_zero=sum_zero(shape))
-    return {**sample, "mle_theta": fit.theta, **{f"mle_{k}": v for k, v in fit.solver_diagnostics().items()},
-            "mle_on_boundary": fit.info["on_boundary"]}
 
 
 def privatise_rr(key, ctx):
@@ -283,7 +172,7 @@ def objpert_central_fn(key, ctx, feature_bound=None):
     L = max‖x_i‖/2, then the exact projected minimiser of the perturbed, β-regularised loss;
     (ε, δ)-label DP in the central model when the solve converged (``privacy_certified``).
     ``feature_bound`` overrides L (None: the library's max‖x_i‖/2; the mutants of
-    :mod:`.levels` pass a wrong one). ``noise_sq``: :func:`effective_noise_sq`."""
+    :mod:`.mutants` pass a wrong one). ``noise_sq``: :func:`effective_noise_sq`."""
     shape = ctx.shape
     beta = resolve_beta(ctx.analysis["beta"], shape["n_samples"], shape["radius"])
     release = gaussian_objective_perturbation(key, ctx.sample["x"], ctx.analysis["eps"], ctx.analysis["delta"],
@@ -375,14 +264,36 @@ SGD_METHODS = {
 }
 
 
-def sgd_generate(key, shape, truth, data):
-    """:func:`binary_data` with the shape's link (logistic: BTL; probit: Thurstone), and the
-    feature coverage κ̂ = λ_min(Σ_D) of the theory schedule, computed once per replicate
-    (it depends on the features only) rather than by every SGD fit."""
-    sample = binary_data(key, shape, truth, link=shape["link"])
-    return {**sample, "kappa": feature_coverage(sample["x"])}
+# ---------------------------------------------------------------------------------------
+# Plackett–Luce top-1 with K-ary RR (chowdhury §4.4, App. C.4; ``chowdhury-rates-k``)
+# ---------------------------------------------------------------------------------------
+def privatise_krr(key, ctx):
+    """K-ary RR of the top-1 labels (eq. (12)), shared at one ε."""
+    return {"y_tilde": kary_randomized_response(key, ctx.sample["y"], ctx.analysis["eps"], ctx.shape["n_actions"])}
 
 
-def binary_lane_bytes(shape) -> int:
-    """Working set of one replicate: a few copies of the (n, d) design and (n,) vectors."""
-    return 8 * shape["n_samples"] * (6 * shape["dim"] + 12)
+def _pl_row(ctx, fit):
+    theta = ctx.truth["theta"]
+    return {"l2": l2_error(fit.theta, theta), "mse": squared_l2_error(fit.theta, theta),
+            "converged": fit.converged, "iterations": fit.iterations, "result": fit.result,
+            "theta_ok": ctx.truth["theta_ok"]}
+
+
+def sgd_krr_fn(key, ctx):
+    """θ̂_SGD-KRR (chowdhury §4.4, App. C.4, Thm C.2) on the K-RR labels."""
+    fit = sgd_krr(ctx.sample["phi"], ctx.released["y_tilde"], ctx.analysis["eps"], ctx.shape["radius"],
+                  schedule=ctx.analysis["mode"], sum_zero=sum_zero(ctx.shape))
+    return _pl_row(ctx, fit)
+
+
+def sgd_pl_fn(key, ctx):
+    """The same one-pass SGD on the clear labels (ε = ∞: ĝ = −∇log p_y, λ̂ = γ̂κ̂)."""
+    fit = sgd_krr(ctx.sample["phi"], ctx.sample["y"], math.inf, ctx.shape["radius"],
+                  schedule=ctx.analysis["mode"], sum_zero=sum_zero(ctx.shape))
+    return _pl_row(ctx, fit)
+
+
+PL_METHODS = {"sgd_pl": Method(sgd_pl_fn, ("l2", "mse"), SGD_DIAGNOSTICS, label="non-private (SGD)",
+                               doc="one-pass projected SGD on clear Plackett–Luce labels"),
+              "sgd_krr": Method(sgd_krr_fn, ("l2", "mse"), SGD_DIAGNOSTICS, label="SGD-KRR (local)",
+                                doc="App. C.4: one-pass projected SGD on K-ary RR labels")}
