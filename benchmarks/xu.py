@@ -40,7 +40,7 @@ A. Scenario III (``xu-fig4``): (L, m, Δ) ∈ {50, 100, 200, 400} × {10, 20, 30
       machine the CPU seconds of a warm run and of the vectorised baseline are compared too.
 P. Where a replicate's time goes (jitted, 200 replicates vmapped in one call, so that
    dispatch is not counted, best of 20): the engine's path on the ladder, i.e. the raw wins and the RR
-   count drawn through the cell's alias tables (one 64-bit word per pair, ``common.ladder_counts``),
+   count drawn through the cell's alias tables (one 64-bit word per pair, ``model.ladder_counts``),
    the fit and the six metrics, and beside them (not in "all") the same draws by
    ``jax.random.binomial`` (the raw wins, one binomial per pair; the RR release, two binomials per pair with
    per-pair counts), the path of a θ* not known before tracing, at (m, L) = (10, 400) and (30, 400), Δ = 0.1;
@@ -84,7 +84,8 @@ from dpsim.estimators.debiased_m import (SOLVER_TOL, SUM_PENALTY, _with_sum_pena
                                          ridge_lambda, win_value_matrix)
 from dpsim.estimators.btl_mle import btl_objective
 from dpsim.solvers import _backtrack
-from dpsim.experiments.xu import common, scenarios
+from dpsim.experiments.xu import methods, model
+from dpsim.experiments.xu.figures import scenarios
 from dpsim.engine import Cell
 from dpsim.engine.execution import planning, runner
 from dpsim.engine.storage import store
@@ -436,13 +437,13 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -
     lam = float(ridge_lambda(eps, sizes))
     cell = {"n_items": m, "n_users": int(L), "gap": gap, "eps": EPS}
     win_cell, release_cell = (Cell({k: jnp.asarray(v)[None] for k, v in laws(cell).items()}, jnp.int32(0))
-                              for laws in (common.ladder_win_laws, common.ladder_release_laws))
+                              for laws in (model.ladder_win_laws, model.ladder_release_laws))
     lanes = {
-        "raw wins (tables)": lambda k, r: common.ladder_counts(k, r, win_cell, L),
-        "RR release (tables)": lambda k, r: debiased_rr_mean(common.ladder_counts(k, r, release_cell, L), sizes, eps),
+        "raw wins (tables)": lambda k, r: model.ladder_counts(k, r, win_cell, L),
+        "RR release (tables)": lambda k, r: debiased_rr_mean(model.ladder_counts(k, r, release_cell, L), sizes, eps),
         "fit": lambda z: debiased_m_estimator(z, lam).theta,
         DENSE_FIT: lambda z: dense_newton_fit(z, lam),
-        "metrics": lambda e, t: common.scores(e, t, m // 2),
+        "metrics": lambda e, t: methods.scores(e, t, m // 2),
         "raw wins": lambda k, t: sample_pair_wins(k, t, L),
         "RR release": lambda k, w: privatise(k, w, sizes, eps, "debiased_rr"),
     }

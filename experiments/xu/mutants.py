@@ -1,7 +1,7 @@
 """xu's mutants: plausible bugs of its release and estimator that
 ``dpsim verify xu --mutants`` must kill (:mod:`dpsim.engine.judgement.mutants`).
 
-xu's release (:mod:`.common`, "Release") is keyed by its privacy level, not its mechanism (the
+xu's release (:mod:`.methods`, "Release") is keyed by its privacy level, not its mechanism (the
 experiment's ``release_axes``): the ``privatise`` stage reads ε and the
 mechanism from ``ctx.analysis`` and returns the profile (sizes, ε) that the estimator's λ then
 reads. A consistent release at a wrong ε is therefore the engine's
@@ -26,6 +26,9 @@ Mutants (each applied only to the experiments whose checks can see it):
 - ``xu-laplace-variance-1.1``, ``xu-debiased-rr-variance-1.1``, ``xu-classic-rr-variance-1.1``:
   one mechanism's noise variance off by 10% (Laplace scale × √1.1; RR at the ε′ whose
   e^ε′/(e^ε′ − 1)² is 1.1× that at ε), the others exact.
+
+``MUTANTS`` gathers these (``RELEASE_MUTANTS``) and the calibration experiments' mutants of the
+θ* designs, raw wins and metrics (:mod:`.figures.design`).
 """
 from __future__ import annotations
 
@@ -39,7 +42,8 @@ from dpsim.engine import Experiment
 from dpsim.engine.judgement.mutants import Mutant, scaled_analysis, wrapped_method
 from dpsim.mechanisms.pairwise_ldp import debiased_rr_mean, laplace_pair_mean, rr_pair_counts
 
-from .common import homogeneous_groups
+from .figures import design
+from .methods import homogeneous_groups
 
 ORACLE, FIG2, FIG3, FIG6, FLOOR, LAMBDA = ("xu-oracle", "xu-fig2", "xu-fig3", "xu-fig6", "xu-classic-floor",
                                           "xu-lambda-rule")
@@ -136,7 +140,7 @@ def ridge_rule_as(rule: str) -> Callable[[Experiment], Experiment]:
 
 VARIANCE_ERROR = 1.1      # the smallest noise-variance error the level checks must FAIL
 
-MUTANTS = [
+RELEASE_MUTANTS = [
     Mutant("xu-rr-flips-at-2eps-debiased-at-eps", "debiased RR: answers flipped at 2ε, debiased with eq. (1) at ε",
            (ORACLE,), replaced_release("debiased_rr", rr_mismatched(2.0)), breaks=("mechanism:debiased-rr",)),
     Mutant("xu-release-at-half-eps", "every mechanism released (and λ computed) at ε/2: noise too large",
@@ -168,3 +172,7 @@ MUTANTS = [
     Mutant("xu-schemes-swapped", "the adaptive schemes log(mL)/√(mL) and 1/(√(mL)·log(mL)) swapped, as the "
            "paper's text swaps them (docs/xu.md, Errata and modes (A8))", (FIG3,), schemes_swapped),
 ]
+
+# every mutant of the paper: the release's and estimator's above, then the calibration
+# experiments' (their definitions live beside the closed forms they break, :mod:`.figures.design`)
+MUTANTS = [*RELEASE_MUTANTS, *design.MUTANTS]

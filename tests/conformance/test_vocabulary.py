@@ -18,7 +18,7 @@ CATALOGUE = installed()
 EXPERIMENTS = CATALOGUE.experiments
 WITH_K = sorted(name for name, e in EXPERIMENTS.items() if "k" in e.axes)
 XU = sorted(name for name, paper in CATALOGUE.paper_of["experiments"].items() if paper == "xu")
-# xu's experiments with its estimator (the calibration experiments of experiments/xu/design.py have no λ rule)
+# xu's experiments with its estimator (the calibration experiments of experiments/xu/figures/design.py have no λ rule)
 XU_ESTIMATING = [name for name in XU if "m_est" in EXPERIMENTS[name].methods]
 
 

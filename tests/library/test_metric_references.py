@@ -202,11 +202,11 @@ def test_random_estimator_expectations_by_enumeration():
 
 
 # ---------------------------------------------------------------------------------------
-# xu's recorded scores (experiments/xu/common.py: scores, release_metrics; docs/xu.md, Metrics)
+# xu's recorded scores (experiments/xu/methods.py: scores, release_metrics; docs/xu.md, Metrics)
 # ---------------------------------------------------------------------------------------
 def _xu_scores(theta_hat, theta, k):
     import jax
-    from dpsim.experiments.xu.common import scores
+    from dpsim.experiments.xu.methods import scores
     scored = jax.jit(scores, static_argnums=2)(jnp.asarray(theta_hat, jnp.float64), jnp.asarray(theta, jnp.float64), k)
     return {name: float(v) for name, v in scored.items()}
 
@@ -255,7 +255,7 @@ def test_xu_scores_with_ties_against_pair_counts_and_every_tie_break():
 
 
 def test_xu_release_metrics_against_numpy():
-    from dpsim.experiments.xu.common import release_metrics
+    from dpsim.experiments.xu.methods import release_metrics
     rng = np.random.default_rng(RNG_SEED)
     sizes = np.asarray([30.0, 70.0])
     wins = rng.binomial(sizes[:, None].astype(int), 0.6, size=(2, 15)).astype(float)

@@ -22,7 +22,8 @@ from dpsim.engine.registry import installed
 from dpsim.engine.execution.runner import run_experiment
 from dpsim.engine.storage.store import load_results
 from dpsim.experiments import xu
-from dpsim.experiments.xu import common, hetero, realdata, scenarios
+from dpsim.experiments.xu import model
+from dpsim.experiments.xu.figures import hetero, realdata, scenarios
 from dpsim.mechanisms.privacy_profile import privacy_G, profile_group_sizes
 from dpsim.theory import xu as theory
 
@@ -59,14 +60,14 @@ def test_scheme_eps_top_k_and_user_budget():
     assert eps[(1600, "eps_log_over_sqrt")] > 0.25 > eps[(1600, "eps_inv_sqrt_log")]
     assert grid.shapes[0]["k"] == 5 and "top_k" not in grid.shapes[0]   # stored resolved, one column
     assert grid.analysis_derived[0][0][0]["eps_user"] == pytest.approx(45 * eps[(100, theory.SCHEMES[0])])
-    assert common.resolve_k({"n_items": 7, "k": "auto"}) == {"n_items": 7, "k": 3}
-    assert common.resolve_k({"n_items": 7, "k": 6}) == {"n_items": 7, "k": 6}
+    assert model.resolve_k({"n_items": 7, "k": "auto"}) == {"n_items": 7, "k": 3}
+    assert model.resolve_k({"n_items": 7, "k": 6}) == {"n_items": 7, "k": 6}
     with pytest.raises(UsageError, match="k=7"):
-        common.resolve_k({"n_items": 7, "k": 7})
+        model.resolve_k({"n_items": 7, "k": 7})
 
 
 def test_the_release_is_keyed_by_every_analysis_axis_but_mechanism_and_mode():
-    assert common.release_axes(("eps", "mechanism", "mode")) == ("eps",)
+    assert model.release_axes(("eps", "mechanism", "mode")) == ("eps",)
     assert scenarios.FIG6.keys.release_axes == ("eps",) and scenarios.FIG3.keys.release_axes == ("scheme", "l0")
     assert hetero.HETERO.keys.release_axes == ("eps", "profile", "match")
     assert realdata.FIG7.keys.release_axes == ("scheme", "l0")

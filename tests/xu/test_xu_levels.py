@@ -1,4 +1,4 @@
-"""xu's level checks and mutants (experiments/xu/levels.py, mutants.py):
+"""xu's level checks and mutants (experiments/xu/figures/levels.py, mutants.py):
 
 * the closed forms the level checks predict from, against independent references (SciPy's
   distributions, exact sums over the released bit, the pseudo-inverse sandwich at λ = 0, the
@@ -21,9 +21,10 @@ from scipy import special, stats
 import dpsim  # noqa: F401
 from dpsim.engine.judgement.deferred import resolved
 from dpsim.engine.definition.experiment import Context
-from dpsim.experiments.xu import CHECKS, EXPERIMENTS, MUTANTS, levels
-from dpsim.experiments.xu.common import release_metrics
-from dpsim.experiments.xu.scenarios import LEVEL_CHECKS, ORACLE
+from dpsim.experiments.xu import CHECKS, EXPERIMENTS, MUTANTS
+from dpsim.experiments.xu.figures import levels
+from dpsim.experiments.xu.methods import release_metrics
+from dpsim.experiments.xu.figures.scenarios import LEVEL_CHECKS, ORACLE
 
 EPS = (0.5, 1.0, 2.0, 3.0)
 
@@ -215,7 +216,7 @@ def test_fig6_ratio_region_is_two_sided_around_the_sandwich_ratio():
 def test_schemes_swapped_mutant_exchanges_the_scheme_formulas():
     from dpsim.engine.definition.grid import expand_grid
     from dpsim.experiments.xu.mutants import schemes_swapped
-    from dpsim.experiments.xu.scenarios import FIG3
+    from dpsim.experiments.xu.figures.scenarios import FIG3
 
     def eps(experiment):
         grid = expand_grid(experiment, {"n_items": [10], "n_users": [1600]})

@@ -10,8 +10,8 @@ import dpsim  # noqa: F401
 from dpsim.engine import Cell
 from dpsim.engine.storage import store
 from dpsim.engine.execution.runner import run_experiment
-from dpsim.experiments.xu.common import ladder_counts, ladder_release_laws, ladder_win_laws
-from dpsim.experiments.xu.scenarios import FIG4
+from dpsim.experiments.xu.model import ladder_counts, ladder_release_laws, ladder_win_laws
+from dpsim.experiments.xu.figures.scenarios import FIG4
 
 M_ITEMS, USERS, GAP, EPS, REPS = 6, 40, 0.3, 1.0, 200_000
 

@@ -21,7 +21,7 @@ replicate (A19).
 centred (docs/xu.md, Experiments as run), fixed per shape point. **Replicates**: L users (``n_users``, a
 traced data axis: one compiled program for every L) are subsampled without replacement
 (:func:`dpsim.datasets.subsample_pair_wins`); their raw wins are released like simulated
-data (:mod:`.common`) at ε(m, L) of each scheme, normalised to ε = 1 at L0 = 100, the grid's
+data (:mod:`..methods`) at ε(m, L) of each scheme, normalised to ε = 1 at L0 = 100, the grid's
 starting point (xu §5.4; "the starting point denotes the case ε = 1"). L ∈ {100, 200, …,
 600} (unstated in the paper; docs/xu.md, Errata and modes (A19)), K = 10, 200 replicates. Panels: (a) K, (b) H_10,
 (c) ℓ2/√m, (d) ℓ∞; curves = schemes (named by formula; the paper's text swaps Schemes 1 and
@@ -46,8 +46,9 @@ from dpsim.engine import Derived, Experiment, Keys, Tuning, FigureSpec, Panel, r
 from dpsim.engine.definition import axes
 from dpsim.theory import xu as theory
 
-from .common import (AXIS_TYPES, STREAM_NAMES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes,
-                     m_estimator_method, make_privatise, release_axes, resolve_k, scheme_eps, user_budget, validate_lambda)
+from ..methods import m_estimator_method, make_privatise, validate_lambda
+from ..model import (AXIS_TYPES, STREAM_NAMES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes,
+                     release_axes, resolve_k, scheme_eps, user_budget)
 
 STAND_IN = "stand-in"
 REAL_K = 10          # H_10 (xu §5.4)

@@ -37,8 +37,9 @@ from dpsim.mechanisms.privacy_profile import PROFILES, privacy_G, profile_group_
 from dpsim.models.complete_btl import sample_pair_wins
 from dpsim.theory import xu as theory
 
-from .common import (AXIS_TYPES, STREAM_NAMES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes,
-                     m_estimator_method, make_privatise, release_axes, resolve_k, theta_of, truth_uniform, validate_lambda)
+from ..methods import m_estimator_method, make_privatise, validate_lambda
+from ..model import (AXIS_TYPES, STREAM_NAMES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes,
+                     release_axes, resolve_k, theta_of, truth_uniform)
 
 HETERO_PROFILES = [name for name in PROFILES if name != "homogeneous"]
 MATCHES = ("profile", "same_g", "same_mean_eps")

@@ -3,9 +3,9 @@
 tables are untouched). Every prediction is a closed form written here from the paper's
 definitions (xu §2, §4.2–4.3, §5; docs/xu.md, Model; Metrics), never through ``dpsim.models``,
 ``dpsim.mechanisms`` or ``dpsim.theory``; the draws are the experiments' own
-(:func:`.common.truth_uniform`, :func:`.common.truth_ladder`, :func:`.common.generate`,
+(:func:`..model.truth_uniform`, :func:`..model.truth_ladder`, :func:`..model.generate`,
 :func:`.hetero.generate`, :func:`.realdata.generate`) and the scores the experiments' own
-(:func:`.common.scores`, :func:`.common.release_metrics`).
+(:func:`..methods.scores`, :func:`..methods.release_metrics`).
 
 **``xu-design``** (θ*_i ~ U(−2, 2) centred, Scenarios I, II, V; m = 10, K = 5, L ∈ {50, 200}):
 mean θ*_i² of the centred draw = (m − 1)/m·4/3 (scale and centring); max θ* − min θ* =
@@ -66,8 +66,8 @@ from dpsim.engine.judgement.checks import pinned_claim
 from dpsim.engine.judgement.mutants import Mutant, chain, changed_truth, replaced_method
 
 from . import hetero, realdata
-from .common import (AXIS_TYPES, LADDER_CELLS, generate, lane_bytes, ladder_win_laws, release_metrics, resolve_k,
-                     scores, truth_ladder, truth_uniform)
+from ..methods import release_metrics, scores
+from ..model import AXIS_TYPES, LADDER_CELLS, generate, lane_bytes, ladder_win_laws, resolve_k, truth_ladder, truth_uniform
 
 SE_WIDTHS = 6.0
 EXACT = 1e-9                     # se of a deterministic value (region 1 ± 1e-4 after rounding)

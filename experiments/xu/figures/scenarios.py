@@ -1,7 +1,7 @@
 """xu's simulations, Scenarios I–V (xu §5.1–5.3, Figs 2–6),
 and three companion experiments that the checks need (docs/xu.md, Predictions (P4); Mechanisms and estimators).
 
-The pipeline is :mod:`.common` (θ* per (m, replicate), raw wins as sufficient statistics,
+The pipeline is :mod:`..model` and :mod:`..methods`, wired by :func:`xu_experiment` (θ* per (m, replicate), raw wins as sufficient statistics,
 the release keyed so that every mechanism at one privacy level shares its flips, the ridge
 M-estimator of eq. (3) with λ = G(ε)/L, the metrics of docs/xu.md, Metrics). Paper grids and replicate counts:
 
@@ -46,22 +46,71 @@ Companions:
 from __future__ import annotations
 
 import math
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from dpsim.engine import (Deferred, FigureSpec, IdenticalAcrossCheck, column_ratio_check,  # noqa: F401
-                              Panel, predicted_ratio_check, ratio_check, slope_check, slope_range_check, trend_check)
+from dpsim.engine import (Deferred, Derived, Experiment, FigureSpec, IdenticalAcrossCheck, Keys,  # noqa: F401
+                          Panel, Tuning, column_ratio_check, predicted_ratio_check, ratio_check, slope_check,
+                          slope_range_check, trend_check)
 from dpsim.theory import xu as theory
 
 from dpsim.engine.judgement.checks import level_check
 
 from . import levels
-from .common import INF, SYMBOLS, VALUE_LABELS, YLABEL, truth_ladder, truth_uniform, xu_experiment
+from ..methods import m_estimator_method, make_privatise, validate_lambda
+from ..model import (AXIS_TYPES, INF, LADDER_CELLS, STREAM_NAMES, SYMBOLS, VALUE_LABELS, YLABEL, generate,
+                     keyed_as_before, lane_bytes, release_axes, resolve_k, scheme_eps, truth_ladder, truth_uniform,
+                     user_budget)
 
 METHOD = "m_est"
 SCHEMES = theory.SCHEMES
 SCHEME_TEXT = {"eps_log_over_sqrt": "log(mL)/√(mL)", "eps_inv_sqrt": "1/√(mL)",
                "eps_inv_sqrt_log": "1/(√(mL)·log(mL))"}
+
+
+# ---------------------------------------------------------------------------------------
+# The experiment factory
+# ---------------------------------------------------------------------------------------
+def xu_experiment(name: str, title: str, grid: Mapping[str, Sequence], *, truth: Callable, reps: int,
+                  figure: FigureSpec | None = None, description: str = "", extra: Sequence[str] = (),
+                  validate: Callable[[dict], None] | None = None) -> Experiment:
+    """A synthetic xu experiment (:mod:`..model`, :mod:`..methods`). ``grid`` gives the axis values; the
+    defaults are m = 10, K auto, L = 100, ε = 1, debiased RR, λ = G/L. A grid with ``scheme``
+    derives ε from (m, L, scheme, L0) instead of an ``eps`` axis. ``truth``: :func:`truth_uniform`
+    or :func:`truth_ladder` (then ``gap`` is a data axis)."""
+    adaptive = "scheme" in grid
+    full: dict = {"n_items": [10], "k": ["auto"], "n_users": [100]}
+    if truth is truth_ladder:
+        full["gap"] = [0.1]
+    if adaptive:
+        full.update({"scheme": list(theory.SCHEMES), "l0": [theory.DEFAULT_L0]})
+    else:
+        full["eps"] = [1.0]
+    full.update({"mechanism": ["debiased_rr"], "mode": ["g_over_l"]})
+    unknown = set(grid) - set(full)
+    if unknown:
+        raise ValueError(f"experiment {name!r}: axes {sorted(unknown)} are not xu axes here")
+    full.update(grid)
+    analysis = tuple(a for a in ("eps", "scheme", "l0", "mechanism", "mode") if a in full)
+    derived = []
+    if adaptive:
+        derived.append(Derived(("eps",), scheme_eps, level="analysis",
+                               doc="ε(m, L) of the scheme, = 1 at L = L0 (xu Scenario II)"))
+    derived += [Derived(("eps_user",), user_budget, level="analysis",
+                        doc="m(m−1)/2·ε, the composed per-user budget (metadata, docs/xu.md, Errata and modes (A20))")]
+
+    def validate_point(point):
+        validate_lambda(point)
+        if validate is not None:
+            validate(point)
+
+    return Experiment(
+        name=name, title=title, axes=full, shape_axes=("n_items", "k"), analysis_axes=analysis,
+        keys=Keys(release_axes=release_axes(analysis), stream_point=keyed_as_before(), stream_names=STREAM_NAMES), tuning=Tuning(lane_bytes=lane_bytes), truth=truth, generate=generate, privatise=make_privatise(), methods={"m_est": m_estimator_method(extra)},
+        reps=reps, figure=figure, axis_types=AXIS_TYPES, derived=tuple(derived), truth_per_replicate=True,
+        resolve_shape=resolve_k, validate_point=validate_point, description=description,
+        cell_arrays=LADDER_CELLS if truth is truth_ladder else ())
 
 
 def _panel(metric, each):
