@@ -534,7 +534,7 @@ def fingerprint(experiment) -> dict:
         ``{"hash": …, "library": …, "definition": …, "modules": {key: digest},
         "definition_files": [...], "dpsim": version, "commit"?, "dirty"?}``; ``modules`` maps
         each module's key (``dpsim/metrics.py`` for the library, the path from its top
-        folder for a definition module: ``experiments/cai/edge.py``, ``study.py``) to its
+        folder for a definition module: ``experiments/cai/figures/edge.py``, ``study.py``) to its
         :func:`module_digest`; ``library`` and ``definition`` (16 hex digits each) combine
         those of each kind (the definition's with the bytecode of file-less functions and
         the plain closure values); ``hash`` combines both and is what must match to extend
