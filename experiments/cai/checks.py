@@ -30,7 +30,7 @@ variance 2b², so
   individual DP (logistic: κ1 = 1, κ2 = 1/4).
 
 **What pins Algorithm 1.** Its output θ̃ and the data W determine r = −∇𝓛(θ̃; W)
-(:func:`perturbation_metrics`, a gradient written here from docs/cai.md, Mechanisms and estimators, not the solver's), and the
+(:func:`.methods.perturbation_metrics`, a gradient written there from docs/cai.md, Mechanisms and estimators, not the solver's), and the
 optimality condition ∇𝓛(θ̃) + γθ̃ + w = 0 gives two exact identities (up to the solver's
 tolerance ‖∇R‖∞ ≤ 1e-10), whatever the data and however non-linear the fit:
 
