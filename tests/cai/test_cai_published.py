@@ -71,7 +71,7 @@ def test_the_cai_check_reads_the_fetched_file(tmp_path, monkeypatch):
 def test_the_fetch_script_lists_what_the_checks_read(tmp_path, monkeypatch, capsys):
     import runpy
     monkeypatch.setenv("DPSIM_AUTHORS_DATA", str(tmp_path))
-    script = runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "fetch_authors_data.py"))
+    script = runpy.run_path(str(Path(__file__).resolve().parents[2] / "scripts" / "fetch_authors_data.py"))
     assert script["main"](["--list"]) == 0
     out = capsys.readouterr().out
     assert "raw.githubusercontent.com/abhinavc3/DP-Ranking/2c90b07" in out
