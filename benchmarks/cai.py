@@ -48,8 +48,8 @@ B. Small n (n = 40 and n = 20, p = 1, the same ε set, 120 replicates): engine v
 Q. Where a small-n replicate's time goes (n = 20 and 40, p = 1, ε = 2, the middle of Fig. 3's
    ε set; 200 replicates): each stage of the pipeline jitted from the experiment's own
    functions (data: ``model.truth`` + ``model.generate``; mechanism: Algorithm 1's calibration
-   and Laplace vector, ``objective_perturbation_edge``; fit: ``penalised_mle``; metrics: the
-   rest of ``methods.mle_fn``; counts: ``methods.counts_fn`` whole), vmapped over the replicates in
+   and Laplace vector, ``objective_perturbation_edge``; fit: ``penalised_mle``; metrics:
+   ``methods.mle_scores``; counts: ``methods.counts_fn`` whole), vmapped over the replicates in
    one call (dispatch excluded), best of 20; beside each, the vectorised baseline's same stage
    (A.3's functions on the same number of replicates; it computes no metrics). Then the fit and
    a whole lane under the runner's ``lax.map`` at micro-batches 1, 8, 64, 200, and
@@ -98,14 +98,14 @@ import numpy as np
 
 from dpsim.estimators import topk
 from benchmarks.vectorised import batched_newton
-from dpsim.estimators.btl_mle import (GRADIENT_SCALE_COMPARISONS, btl_objective, objective_perturbation_edge,
-                                      penalised_mle)
+from dpsim.estimators.btl_mle import GRADIENT_SCALE_COMPARISONS, btl_objective, penalised_mle
 from dpsim.engine import Context, Method
 from dpsim.engine.execution import chunk_io, planning, program, runner
 from dpsim.engine.execution.batching import default_workers, micro_batch_size
 from dpsim.engine.definition.ids import stable_id
 from dpsim.experiments.cai import methods, model
 from dpsim.experiments.cai.figures import edge
+from dpsim.mechanisms.btl_perturbation import objective_perturbation_edge
 from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.models.btl import sample_er_comparisons, theta_cai_design, top_k_size
 from dpsim.solvers import SmoothObjective, newton_cg
@@ -621,11 +621,12 @@ def engine_stages(n: int, c0: float = C0) -> dict:
       the sample of every replicate (:func:`model.generate`: W and M = W + Wᵀ, (R, n, n) each);
       (design key, keys (R,), data) → (truth, sample);
     - ``mechanism``: Algorithm 1's calibration and Laplace vector
-      (:func:`~dpsim.estimators.btl_mle.objective_perturbation_edge`, with the noise half of
+      (:func:`~dpsim.mechanisms.btl_perturbation.objective_perturbation_edge`, with the noise half of
       the method key as ``mle_fn`` splits it); (keys, data, analysis) → (γ (R,), w (R, n));
     - ``fit``: :func:`~dpsim.estimators.btl_mle.penalised_mle` (sample, γ, w) → Fit of R;
     - ``metrics``: the rest of ``methods.mle_fn`` (centring, top-k with random tie-break,
-      errors, perturbation moments, diagnostics), by :func:`methods.make_mle_fn` given the fit;
+      errors, perturbation moments, diagnostics): :func:`methods.mle_scores` of the fit, with the
+      tie-break half of the method key;
     - ``counts``: Algorithm 2 whole (``methods.counts_fn``: noise, top-k, its metrics);
     - ``mle method``: ``methods.mle_fn`` whole (mechanism + fit + metrics), the check on the split.
 
@@ -645,7 +646,7 @@ def engine_stages(n: int, c0: float = C0) -> dict:
             jax.random.split(k)[0], analysis["eps"], data["p"], n, c0=analysis["c0"]))(keys)
 
     def metrics(keys, truth, sample, fits, data, analysis):
-        return jax.vmap(lambda k, s, fit: methods.make_mle_fn(lambda *_, **__: fit)(k, ctx(truth, s, data, analysis)))(
+        return jax.vmap(lambda k, s, fit: methods.mle_scores(jax.random.split(k)[1], ctx(truth, s, data, analysis), fit))(
             keys, sample, fits)
 
     def method(fn):

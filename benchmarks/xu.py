@@ -29,12 +29,23 @@ A. Scenario III (``xu-fig4``): (L, m, Δ) ∈ {50, 100, 200, 400} × {10, 20, 30
       ‖∇‖∞ ≤ 1e-10·m; :mod:`benchmarks.vectorised`) and the metrics batched. The whole
       workload is timed (not extrapolated). Target (issue 25): the compiled engine ≥ 5× it
       (and ≥ 15× the SciPy loop).
+   4. the engine again at micro-batch 32 (what ``$DPSIM_MICRO_BATCH=32`` gives: lanes vmapped
+      instead of one at a time, the CPU policy's choice for this workload), cold and warm,
+      beside the same baselines (no target).
+   5. where a warm run's wall time goes, at the policy's micro-batch and at 32: the code
+      fingerprint, the cell tables, the files' flushes (fsync; these may overlap chunks), the
+      chunk calls (busy) and the rest of the host (keys, rows, Parquet, summaries, manifest),
+      with the process's CPU seconds (:func:`engine_split`). A warm run reuses the process's
+      compiled programs, cells and fingerprint; the cold run makes all three. On a shared
+      machine the CPU seconds of a warm run and of the vectorised baseline are compared too.
 P. Where a replicate's time goes (jitted, 200 replicates vmapped in one call, so that
    dispatch is not counted, best of 20): the engine's path on the ladder, i.e. the raw wins and the RR
    count drawn through the cell's alias tables (one 64-bit word per pair, ``common.ladder_counts``),
    the fit and the six metrics, and beside them (not in "all") the same draws by
    ``jax.random.binomial`` (the raw wins, one binomial per pair; the RR release, two binomials per pair with
    per-pair counts), the path of a θ* not known before tracing, at (m, L) = (10, 400) and (30, 400), Δ = 0.1;
+   the engine's stages also one lane at a time (``lax.map`` over the same replicates in one
+   call, as the runner maps lanes on CPU at micro-batch 1);
    beside each stage the vectorised NumPy baseline's time for the same stage (200 replicates
    of the cell in arrays, best of 5), so the stage that keeps the engine behind it is named.
    Then the binomial samplers per draw (``jax.random.binomial``, NumPy's ``Generator.binomial``
@@ -56,6 +67,8 @@ from __future__ import annotations
 
 import math
 import tempfile
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from benchmarks import harness  # first: sets the BLAS threads before NumPy loads
@@ -67,9 +80,14 @@ import scipy.optimize  # imported here, outside every timing
 
 from benchmarks import binomial
 from benchmarks.vectorised import batched_newton
-from dpsim.estimators.debiased_m import SOLVER_TOL, SUM_PENALTY, debiased_m_estimator, ridge_lambda
+from dpsim.estimators.debiased_m import (SOLVER_TOL, SUM_PENALTY, _with_sum_penalty, debiased_m_estimator,
+                                         ridge_lambda, win_value_matrix)
+from dpsim.estimators.btl_mle import btl_objective
+from dpsim.solvers import _backtrack
 from dpsim.experiments.xu import common, scenarios
 from dpsim.engine import Cell
+from dpsim.engine.execution import planning, runner
+from dpsim.engine.storage import store
 from dpsim.mechanisms.pairwise_ldp import debiased_rr_mean, privatise
 from dpsim.models.complete_btl import sample_pair_wins, theta_evenly_spaced_permuted
 
@@ -272,10 +290,76 @@ def engine_diagnostics(rows) -> dict:
             "newton_iterations_max": int(rows["iterations"].max())}
 
 
+SPLIT_MICRO = 32   # A: the micro-batch of the vmapped warm run (what $DPSIM_MICRO_BATCH=32 gives)
+
+
+@contextmanager
+def timed_host_stages():
+    """Time a run's host stages: the code fingerprint of the folder's manifest
+    (``runner.fingerprint``), the cell arrays' alias tables (``planning.step_cells``, on the
+    host once per step, or reused from an earlier plan of the process) and the files' flushes
+    to disk (``store._fsync``). Yields a dict that holds, once the block ends,
+    ``fingerprint_s``, ``cell_tables_s`` and ``fsync_s``."""
+    found = {"fingerprint_s": 0.0, "cell_tables_s": 0.0, "fsync_s": 0.0}
+    originals = (runner.fingerprint, planning.step_cells, store._fsync)
+
+    def timed(fn, name):
+        def call(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                found[name] += time.perf_counter() - t0
+        return call
+
+    runner.fingerprint = timed(originals[0], "fingerprint_s")
+    planning.step_cells = timed(originals[1], "cell_tables_s")
+    store._fsync = timed(originals[2], "fsync_s")
+    try:
+        yield found
+    finally:
+        runner.fingerprint, planning.step_cells, store._fsync = originals
+
+
+def engine_split(reps: int, micro_batch: int | None = None) -> dict:
+    """One warm run (programs compiled before) split into where its wall time goes: the
+    fingerprint, cell tables and flushes (:func:`timed_host_stages`), the chunk calls
+    (``busy_s``: a chunk computing), and the rest of the host's work (``other_host_s``: keys,
+    rows, Parquet parts, summaries, manifest), with the process's CPU seconds beside the wall."""
+    with timed_host_stages() as host:
+        run = harness.run_engine(FIG4, reps, fits_method="m_est", micro_batch=micro_batch)
+    other = run["wall_s"] - run["busy_s"] - sum(host.values())
+    return {"micro_batch": micro_batch, "wall_s": run["wall_s"], "cpu_s": run["cpu_s"], **host,
+            "chunks_busy_s": run["busy_s"], "chunks_compute_s": run["compute_s"], "other_host_s": max(0.0, other),
+            "batching": run["batching"]}
+
+
+def vectorised_cpu_seconds(reps: int) -> float:
+    """The process's CPU seconds of one more vectorised run of the workload (the baseline
+    runs on one thread, so this is about its wall time on an idle machine)."""
+    start = time.process_time()
+    vectorised_workload(reps, seed=2)
+    return time.process_time() - start
+
+
+def split_table(splits: list[dict], vectorised_s: float) -> str:
+    return harness.format_table(
+        "where the engine's warm run goes (one more warm run each, wall seconds; CPU: all threads)",
+        ("micro-batch", "wall s", "CPU s", "fingerprint s", "cell tables s", "fsync s", "chunks busy s",
+         "other host s", "vectorised ÷ engine wall"),
+        [[s["micro_batch"] or "policy", s["wall_s"], s["cpu_s"], s["fingerprint_s"], s["cell_tables_s"], s["fsync_s"],
+          s["chunks_busy_s"], s["other_host_s"], vectorised_s / s["wall_s"]] for s in splits],
+        (None, "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}×"))
+
+
 def section_a(bench: harness.Bench) -> dict:
     cfg = bench.cfg
     engine = harness.measure_engine(FIG4, cfg.reps, warm_runs=cfg.warm_runs, fits_method="m_est",
                                     describe=engine_diagnostics)
+    splits = [engine_split(cfg.reps)]         # right after the runs that compiled its programs
+    micro = harness.measure_engine(FIG4, cfg.reps, warm_runs=cfg.warm_runs, fits_method="m_est",
+                                   micro_batch=SPLIT_MICRO)
+    splits.append(engine_split(cfg.reps, SPLIT_MICRO))
     lanes = scipy_lanes(cfg.scipy_lanes)
     scipy_lane(lanes[-1])   # warm-up, untimed (first calls of NumPy's generator and SciPy)
     stats, outputs = harness.time_baseline(harness.Baseline(SCIPY, scipy_lane, note="one replicate per item"),
@@ -293,9 +377,16 @@ def section_a(bench: harness.Bench) -> dict:
         runs, {SCIPY: stats, VECTORISED: vec}, total))
     targets = {(mode, name): value for name, key in ((SCIPY, "engine_vs_scipy"), (VECTORISED, "engine_vs_vectorised"))
                for mode, value in TARGETS[key].items()}
-    rows = harness.compare({"cold": engine["fits_per_s"], "compiled": engine["fits_per_s_excl_compile"]},
+    rows = harness.compare({"cold": engine["fits_per_s"], "compiled": engine["fits_per_s_excl_compile"],
+                            f"compiled, micro-batch {SPLIT_MICRO}": micro["fits_per_s_excl_compile"]},
                            {SCIPY: stats["fits_per_s"], VECTORISED: vec["fits_per_s"]}, targets=targets)
     harness.print_table(harness.comparison_table("engine ÷ baselines (replicates per second)", rows))
+    harness.print_table(split_table(splits, vec["wall_s"]))
+    cpu = vectorised_cpu_seconds(cfg.reps)
+    cpu_ratios = {"policy": cpu / engine["warm"]["cpu_s"] if engine["warm"] else None,
+                  f"micro-batch {SPLIT_MICRO}": cpu / micro["warm"]["cpu_s"] if micro["warm"] else None}
+    print(f"CPU seconds (all threads; the wall ratio's counterpart on a shared machine): vectorised NumPy {cpu:.3f} "
+          f"s; vectorised ÷ engine warm: " + ", ".join(f"{k} {v:.2f}×" for k, v in cpu_ratios.items() if v))
     nit = [o["nit"] for o in outputs]
     grads = [o["grad_inf"] for o in outputs]
     print(f"SciPy: L-BFGS-B iterations mean {np.mean(nit):.1f}, final ‖∇‖∞ median {np.median(grads):.1e}, max "
@@ -306,12 +397,38 @@ def section_a(bench: harness.Bench) -> dict:
             "scipy_lbfgs_iterations_mean": float(np.mean(nit)), "scipy_grad_inf_max": float(np.max(grads)),
             "vectorised": {**vec, "newton_iterations_mean": float(vec_iters.mean()),
                            "newton_iterations_max": int(vec_iters.max()), "grad_inf_max": float(vec_grads.max())},
-            "comparison": rows}
+            "engine_micro_batch": {"micro_batch": SPLIT_MICRO, **micro}, "split": splits,
+            "vectorised_cpu_s": cpu, "cpu_ratio_vectorised_over_engine_warm": cpu_ratios, "comparison": rows}
+
+
+def dense_newton_fit(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = 50):
+    """A design tried for the fit (section P; not the engine's): eq. (3) with the engine's sum
+    penalty by Newton with a dense Cholesky solve of the (m, m) Hessian per step (formed from
+    the objective's Hessian–vector products) instead of conjugate gradients, the engine's
+    backtracking line search and tolerance ‖∇‖∞ ≤ tol·max(1, m), from θ = 0. Returns θ̂ centred (m,)."""
+    m = int(round((1 + math.sqrt(1 + 8 * zbar.shape[0])) / 2))
+    objective = _with_sum_penalty(btl_objective(win_value_matrix(zbar), 2.0 * lam, 0.0))
+    eye = jnp.eye(m)
+
+    def cond(state):
+        return (jnp.max(jnp.abs(state[1])) > tol * max(1, m)) & (state[3] < max_iter)
+
+    def body(state):
+        x, g, curv, it = state
+        hessian = jax.vmap(lambda v: objective.hvp(curv, v))(eye)
+        step = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(hessian), -g)
+        x, g, curv = _backtrack(objective, x, g, curv, step, 30)
+        return x, g, curv, it + 1
+
+    g0, c0 = objective.evaluate(jnp.zeros(m))
+    x = jax.lax.while_loop(cond, body, (jnp.zeros(m), g0, c0, jnp.asarray(0)))[0]
+    return x - jnp.mean(x)
 
 
 def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -> dict:
     """ms per replicate of each stage, vmapped over ``micro`` replicates in one call (so that
-    dispatch is not counted)."""
+    dispatch is not counted), and, for the engine's own stages, the same ``micro`` replicates
+    one lane at a time in one call (``lax.map``, as the runner maps lanes on CPU at micro-batch 1)."""
     keys = jax.random.split(jax.random.key(m), micro)
     theta = jax.vmap(lambda k: gap * theta_evenly_spaced_permuted(k, m, 1.0))(keys)
     ladder = theta / gap
@@ -320,28 +437,35 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -
     cell = {"n_items": m, "n_users": int(L), "gap": gap, "eps": EPS}
     win_cell, release_cell = (Cell({k: jnp.asarray(v)[None] for k, v in laws(cell).items()}, jnp.int32(0))
                               for laws in (common.ladder_win_laws, common.ladder_release_laws))
-    stages = {
-        "raw wins (tables)": jax.jit(jax.vmap(lambda k, r: common.ladder_counts(k, r, win_cell, L))),
-        "RR release (tables)": jax.jit(jax.vmap(lambda k, r: debiased_rr_mean(
-            common.ladder_counts(k, r, release_cell, L), sizes, eps))),
-        "fit": jax.jit(jax.vmap(lambda z: debiased_m_estimator(z, lam).theta)),
-        "metrics": jax.jit(jax.vmap(lambda e, t: common.scores(e, t, m // 2))),
-        "raw wins": jax.jit(jax.vmap(lambda k, t: sample_pair_wins(k, t, L))),
-        "RR release": jax.jit(jax.vmap(lambda k, w: privatise(k, w, sizes, eps, "debiased_rr"))),
+    lanes = {
+        "raw wins (tables)": lambda k, r: common.ladder_counts(k, r, win_cell, L),
+        "RR release (tables)": lambda k, r: debiased_rr_mean(common.ladder_counts(k, r, release_cell, L), sizes, eps),
+        "fit": lambda z: debiased_m_estimator(z, lam).theta,
+        DENSE_FIT: lambda z: dense_newton_fit(z, lam),
+        "metrics": lambda e, t: common.scores(e, t, m // 2),
+        "raw wins": lambda k, t: sample_pair_wins(k, t, L),
+        "RR release": lambda k, w: privatise(k, w, sizes, eps, "debiased_rr"),
     }
+    stages = {name: jax.jit(jax.vmap(fn)) for name, fn in lanes.items()}
     wins = stages["raw wins"](keys, theta)
     zbar = stages["RR release"](keys, wins)
     est = stages["fit"](zbar)
     args = {"raw wins (tables)": (keys, ladder), "RR release (tables)": (keys, ladder), "raw wins": (keys, theta),
-            "RR release": (keys, wins), "fit": (zbar,), "metrics": (est, theta)}
-    out = {}
+            "RR release": (keys, wins), "fit": (zbar,), DENSE_FIT: (zbar,), "metrics": (est, theta)}
+    out, one_lane = {}, {}
     for name, fn in stages.items():
         jax.block_until_ready(fn(*args[name]))
         out[name] = 1e3 * harness.best_of(lambda: fn(*args[name]), repeats=20) / micro
-    return {"m": m, "L": L, "micro_batch": micro, "ms_per_replicate": out}
+        if name not in BINOMIAL_STAGES:
+            single = jax.jit(lambda *a, f=lanes[name]: jax.lax.map(lambda x: f(*x), a))
+            jax.block_until_ready(single(*args[name]))
+            one_lane[name] = 1e3 * harness.best_of(lambda: single(*args[name]), repeats=5) / micro
+    return {"m": m, "L": L, "micro_batch": micro, "ms_per_replicate": out, "ms_per_replicate_one_lane": one_lane}
 
 
 BINOMIAL_STAGES = ("raw wins", "RR release")   # P: the draws by jax.random.binomial, beside the tables' path
+DENSE_FIT = "fit (dense Cholesky Newton, a design tried)"
+ASIDE_STAGES = (*BINOMIAL_STAGES, DENSE_FIT)      # P: timed beside the engine's path, not in "all"
 PROFILE_REPS = 200     # P: replicates per timed call, engine (vmapped) and vectorised NumPy alike
 
 
@@ -413,19 +537,24 @@ def section_p(bench: harness.Bench) -> dict:
     numpy_rows = [vectorised_profile(m, reps=PROFILE_REPS) for m in (10, 30)]
     table = []
     for r, v in zip(rows, numpy_rows):
-        total = sum(ms for stage, ms in r["ms_per_replicate"].items() if stage not in BINOMIAL_STAGES)
+        total = sum(ms for stage, ms in r["ms_per_replicate"].items() if stage not in ASIDE_STAGES)
         v_total = sum(v["ms_per_replicate"].values())
         for stage, ms in [*r["ms_per_replicate"].items(), ("all", total)]:
-            v_ms = v_total if stage == "all" else v["ms_per_replicate"][stage.replace(" (tables)", "")]
-            label = f"{stage} (jax.random.binomial, not in all)" if stage in BINOMIAL_STAGES else stage
+            v_ms = v_total if stage == "all" else v["ms_per_replicate"][
+                "fit" if stage == DENSE_FIT else stage.replace(" (tables)", "")]
+            label = (f"{stage} (jax.random.binomial, not in all)" if stage in BINOMIAL_STAGES
+                     else f"{stage}, not in all" if stage == DENSE_FIT else stage)
+            one = (sum(ms for k, ms in r["ms_per_replicate_one_lane"].items() if k not in ASIDE_STAGES)
+                   if stage == "all" else r["ms_per_replicate_one_lane"].get(stage))
             table.append([f"m = {r['m']}, L = {r['L']:g} ({r['micro_batch']} replicates vmapped)", label, ms, ms / total,
-                          v_ms, v_ms / ms])
+                          one, v_ms, v_ms / ms])
     harness.print_table(harness.format_table(
         f"where a replicate's time goes (compile excluded): engine stages jitted, {PROFILE_REPS} replicates "
         f"vmapped in one call, against the vectorised NumPy baseline's same stages ({PROFILE_REPS} replicates of "
         "a cell in arrays)",
-        ("workload", "stage", "engine ms", "share", "vectorised ms", "vectorised ÷ engine time"),
-        table, (None, None, "{:.4f}", "{:.0%}", "{:.4f}", "{:.2f}")))
+        ("workload", "stage", "engine ms", "share", "engine ms, one lane at a time", "vectorised ms",
+         "vectorised ÷ engine time"),
+        table, (None, None, "{:.4f}", "{:.0%}", "{:.4f}", "{:.4f}", "{:.2f}")))
     costs = sampler_costs()
     harness.print_table(harness.format_table(
         f"binomial samplers on section P's m = {costs['m']} raw-win array ({costs['draws']} draws, count "

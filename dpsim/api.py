@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from dpsim.errors import UsageError, note, stage_failed, traceback_wanted
+from dpsim.errors import UsageError, did_you_mean, note, stage_failed, traceback_wanted
 from dpsim.engine.definition.experiment import Experiment, Method
 
 __all__ = ["run", "load", "Results", "experiment_named", "show", "catalog", "pins", "verify", "Verification", "solve",

@@ -1,4 +1,4 @@
-"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, summary, info, repair, verify, report, audit.
+"""The ``dpsim`` command: list, show, run, solve, merge, plot, export, info, repair, summary, verify, report, audit, new-paper.
 
 Bad input gives a one-line error naming the bad value, exit status 2, and writes nothing.
 """
@@ -76,6 +76,31 @@ def _plot_dir(out: Path, experiment, to: Path | None = None, *, where: dict | No
     return draw_folder(out, experiment, to, where=where, metric=metric, logy=logy)
 
 
+def _prepare_figures(experiment) -> threading.Thread:
+    """Load the plotting libraries, fonts and mathtext parser in a daemon thread
+    (:func:`dpsim.engine.presentation.plots.prepare`) while a run computes: most of that time is spent
+    while the run's compilation and chunks hold no Python lock, so the figure drawn after the
+    run starts at once. A failure here is left to the drawing, which loads them itself.
+
+    The experiment's code fingerprint is taken first, in this thread: it parses the code with
+    ``ast.parse``, which CPython 3.11 does not make safe against another thread building
+    syntax trees at the same time (SystemError "AST constructor recursion depth mismatch");
+    the run then finds it kept in the process (:mod:`dpsim.engine.storage.provenance`) and parses
+    nothing more."""
+    from dpsim.engine.storage.provenance import fingerprint
+    fingerprint(experiment)
+
+    def load():
+        try:
+            from dpsim.engine.presentation.plots import prepare
+            prepare()
+        except Exception:      # noqa: BLE001 - drawing says what fails
+            pass
+    thread = threading.Thread(target=load, name="dpsim-prepare-figures", daemon=True)
+    thread.start()
+    return thread
+
+
 def cmd_show(args) -> int:
     from dpsim.api import show
     from dpsim.engine.presentation.units import format_duration
@@ -110,6 +135,7 @@ def cmd_run(args) -> int:
     # Ray (when chosen) starts before this process's first JAX computation
     with make_executor(args.executor, address=args.address, workers=args.ray_workers) as executor:
         experiment, source = resolve(args.experiment)
+        figures = _prepare_figures(experiment) if experiment.figure is not None else None
         summary = run_experiment(experiment, reps=args.reps, seed=args.seed, out=args.out,
                                  overrides=overrides, chunk=args.chunk, workers=args.workers,
                                  progress=not args.no_progress, watchdog=args.watchdog, source=source,
@@ -121,6 +147,8 @@ def cmd_run(args) -> int:
           f"in {summary.seconds:.1f} s -> {summary.out}")
     from dpsim.engine.storage.store import read_manifest
     if part is None or read_manifest(summary.out).get("complete"):    # the last part of a shared folder draws
+        if figures is not None:
+            figures.join()
         for path in _plot_dir(summary.out, experiment):
             print(f"figure: {path}")
     return 0

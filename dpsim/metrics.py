@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def l2_error(theta_hat, theta):
@@ -104,16 +105,18 @@ def excess_risk(theta_hat, theta):
     excess pairwise loss (1/(m²L)) Σ_{i<j,l} E[L_ij(θ̂, Z) − L_ij(θ*, Z)] is this KL sum; it does
     not depend on ε or L). Written with log-sigmoids, so it is finite for any finite θ.
 
+    With log σ(x) = −softplus(−x) and log(1 − σ(x)) = −softplus(−x) − x, the KL of a pair with
+    d = θ*_i − θ*_j, d̂ = θ̂_i − θ̂_j is softplus(−d̂) − softplus(−d) + (1 − p)(d̂ − d): two
+    softplus per pair instead of four (the metric's cost in a replicate is these transcendentals).
+
     Args: theta_hat, theta: (m,) (any shift: only differences enter). Returns: scalar ≥ 0.
     """
     m = theta.shape[0]
-    i, j = jnp.triu_indices(m, 1)
+    i, j = np.triu_indices(m, 1)
     d_true = theta[i] - theta[j]
     d_hat = theta_hat[i] - theta_hat[j]
     p = jax.nn.sigmoid(d_true)
-    # KL = p(log p − log q) + (1 − p)(log(1 − p) − log(1 − q)), log σ(x) = −softplus(−x)
-    kl = (p * (jax.nn.softplus(-d_hat) - jax.nn.softplus(-d_true))
-          + (1.0 - p) * (jax.nn.softplus(d_hat) - jax.nn.softplus(d_true)))
+    kl = jax.nn.softplus(-d_hat) - jax.nn.softplus(-d_true) + (1.0 - p) * (d_hat - d_true)
     return jnp.sum(kl) / m ** 2
 
 

@@ -31,13 +31,13 @@ import math
 import jax
 import jax.numpy as jnp
 
-from dpsim.estimators import penalised_mle, top_k_mask, win_counts
+from dpsim.estimators import penalised_mle, top_k_mask
 from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Method, Panel, trend_check, axes,
                               solver_diagnostics)
 from dpsim.engine.judgement.checks import level_check
 from dpsim.engine.judgement.mutants import Mutant, scaled_derived
 from dpsim.metrics import topk_metrics
-from dpsim.models import sample_er_comparisons, true_top_k_mask
+from dpsim.models import sample_er_comparisons, true_top_k_mask, win_counts
 
 K = 5
 

@@ -35,10 +35,10 @@ import jax
 import jax.numpy as jnp
 
 import dpsim
-from dpsim.estimators import top_k_mask, win_counts
+from dpsim.estimators import top_k_mask
 from dpsim.engine import Method, comparison_check
 from dpsim.metrics import topk_metrics
-from dpsim.models import real_items
+from dpsim.models import real_items, win_counts
 
 
 def win_rate(key, ctx):

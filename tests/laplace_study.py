@@ -11,8 +11,7 @@ HEAD = '''
 import jax, jax.numpy as jnp
 from dpsim.engine import Experiment, FigureSpec, level_check, Method, Panel
 from dpsim.engine.judgement.mutants import Mutant, scaled_analysis
-from dpsim.estimators import win_counts
-from dpsim.models import sample_er_comparisons
+from dpsim.models import sample_er_comparisons, win_counts
 
 def generate(key, shape, truth, data):
     return {"W": sample_er_comparisons(key, jnp.linspace(-1.0, 1.0, shape["n_items"]), data["p"])}

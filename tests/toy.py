@@ -13,11 +13,11 @@ import math
 import jax
 import jax.numpy as jnp
 
-from dpsim.estimators import penalised_mle, top_k_mask, win_counts
+from dpsim.estimators import penalised_mle, top_k_mask
 from dpsim.engine import Derived, Experiment, Tuning, Method, solver_diagnostics
 from dpsim.engine.definition import axes
 from dpsim.metrics import estimation_metrics, topk_metrics
-from dpsim.models import sample_er_comparisons, true_top_k_mask
+from dpsim.models import sample_er_comparisons, true_top_k_mask, win_counts
 
 K = 3
 

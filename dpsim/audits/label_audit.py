@@ -32,7 +32,8 @@ import numpy as np
 
 from dpsim.estimators.linear_btl import objective_perturbation
 from dpsim.audits.audit import AuditResult, empirical_epsilon_for_delta, histogram_epsilon
-from dpsim.mechanisms.objective_perturbation import gaussian_mechanism_epsilon, label_dp_noise_scale
+from dpsim.mechanisms.objective_perturbation import (gaussian_mechanism_epsilon, gaussian_objective_perturbation,
+                                                   label_dp_noise_scale)
 from dpsim.mechanisms.randomized_response import (
     flip_probability,
     kary_keep_probability,
@@ -100,8 +101,12 @@ def audit_objective_perturbation(key, eps_values=(0.5, 1.0, 2.0), n_samples: int
     is conservative: ε' ≈ 0.59 at ε = 1, δ = 10⁻³)."""
     x, y, y_prime = _worst_case_data(dim, n_data, jax.random.fold_in(key, 10_000))
     L = float(0.5 * jnp.max(jnp.linalg.norm(x, axis=1)))
-    fit = jax.jit(jax.vmap(lambda k, labels, e: objective_perturbation(
-        k, x, labels, e, delta, jnp.inf, beta=beta, feature_bound=L).theta, in_axes=(0, None, None)))
+
+    def release(k, e):
+        return gaussian_objective_perturbation(k, x, e, delta, jnp.inf, beta=beta, feature_bound=L)
+
+    fit = jax.jit(jax.vmap(lambda k, labels, e: objective_perturbation(x, labels, release(k, e), jnp.inf).theta,
+                           in_axes=(0, None, None)))
 
     def w_of(theta, labels):
         return -((jax.nn.sigmoid(theta @ x.T) - labels) @ x + beta * theta)

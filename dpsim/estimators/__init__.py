@@ -1,4 +1,5 @@
-"""Estimators: maps from (privatised) sufficient statistics to θ̂ or a top-k set."""
+"""Estimators: maps from a mechanism's release (:mod:`dpsim.mechanisms`) or non-private sufficient
+statistics to θ̂ or a top-k set. No estimator draws privacy noise."""
 from dpsim.estimators.fit import Fit
 from dpsim.estimators.btl_mle import (
     SCORE_TIE_TOL,
@@ -6,7 +7,7 @@ from dpsim.estimators.btl_mle import (
     btl_neg_log_likelihood,
     btl_objective,
     penalised_mle,
-    perturbed_mle_edge,
+    perturbed_mle,
 )
 from dpsim.estimators.debiased_m import (
     borda_scores,
@@ -17,28 +18,21 @@ from dpsim.estimators.debiased_m import (
     tied_ranks,
     win_value_matrix,
 )
-from dpsim.estimators.counts import noisy_counts_edge, win_counts
 from dpsim.estimators.topk import top_k_mask
-from dpsim.graph import strongly_connected
 from dpsim.estimators.individual import (
     guarded_penalised_mle,
-    noisy_counts_individual,
-    perturbed_mle_individual,
+    guarded_perturbed_mle,
     unpenalised_mle,
 )
 from dpsim.estimators.linear_btl import (
-    Perturbation,
-    draw_perturbation,
     logistic_loss,
     mle,
     objective_perturbation,
-    objective_perturbation_minimiser,
     rr_debiased,
     rr_debiased_loss,
     rr_debiased_loss_label_form,
     rr_naive_loss,
     rr_naive_mle,
-    theory_ridge,
 )
 from dpsim.estimators.linear_btl_sgd import (
     SCHEDULES,
@@ -51,7 +45,7 @@ from dpsim.estimators.linear_btl_sgd import (
     sgd_rr,
     step_size_schedule,
 )
-from dpsim.estimators.one_shot import OneShotScores, one_shot_scores
+from dpsim.estimators.one_shot import RankCentrality, one_shot_statistics
 from dpsim.estimators.spectral import (
     SPECTRAL_SOLVERS,
     count_chain_stationary,
@@ -69,18 +63,15 @@ from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spec
 
 __all__ = [
     "Fit", "SCORE_TIE_TOL", "btl_gradient", "btl_neg_log_likelihood", "btl_objective", "penalised_mle",
-    "perturbed_mle_edge", "noisy_counts_edge", "win_counts", "top_k_mask",
-    "strongly_connected", "guarded_penalised_mle", "noisy_counts_individual",
-    "perturbed_mle_individual", "unpenalised_mle", "OneShotScores", "ergodicity_coefficient",
-    "one_shot_scores", "rank_centrality_transition", "stationary_distribution",
+    "perturbed_mle", "top_k_mask", "guarded_penalised_mle", "guarded_perturbed_mle",
+    "unpenalised_mle", "RankCentrality", "ergodicity_coefficient", "one_shot_statistics", "rank_centrality_transition", "stationary_distribution",
     "borda_scores", "classic_rr_mle", "debiased_m_estimator", "estimated_top_k_mask", "ridge_lambda",
     "tied_ranks", "win_value_matrix",
     "SPECTRAL_SOLVERS", "count_chain_stationary", "differential_counts", "exact_solve_result", "power_iteration",
     "regularise_counts", "spectral_estimate", "support_connected", "private_spectral_estimate",
     "rr_spectral_estimate",
-    "Perturbation", "draw_perturbation", "logistic_loss", "mle", "objective_perturbation",
-    "objective_perturbation_minimiser", "rr_debiased", "rr_debiased_loss",
-    "rr_debiased_loss_label_form", "rr_naive_loss", "rr_naive_mle", "theory_ridge",
+    "logistic_loss", "mle", "objective_perturbation", "rr_debiased", "rr_debiased_loss",
+    "rr_debiased_loss_label_form", "rr_naive_loss", "rr_naive_mle",
     "SCHEDULES", "feature_coverage", "krr_sgd_gradient", "rr_sgd_gradient", "sgd_krr", "sgd_mle",
     "sgd_objective_perturbation", "sgd_rr", "step_size_schedule",
 ]

@@ -22,12 +22,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from dpsim.estimators.fit import Fit
-from dpsim.mechanisms.calibration import edge_objective_perturbation
-from dpsim.mechanisms.laplace import laplace_noise
-from dpsim.models.btl import real_items
-from dpsim.models.links import LOGISTIC, Link
+from dpsim.mechanisms.btl_perturbation import LaplacePerturbation
 from dpsim.solvers import SmoothObjective, SolverResult, newton_cg
-from dpsim.validate import require, require_counts_matrix, require_eps, require_pair_totals, require_probability
+from dpsim.validate import require, require_counts_matrix, require_pair_totals
 
 
 def _pairwise(theta):
@@ -162,55 +159,20 @@ def penalised_mle(W, gamma, w=None, *, M=None, tol: float = 1e-10, max_iter: int
     return _fit(result)
 
 
-def perturbed_mle_edge(key, W, eps, p, *, c0: float = 2.0, link: Link = LOGISTIC,
-                       tol: float = 1e-10, max_iter: int = 50, n_items=None, M=None) -> Fit:
-    """Algorithm 1 of cai (edge DP): objective-perturbed ℓ2-penalised MLE.
-
-    λ = 8κ1/ε, γ = max(4κ2/ε, c0√(np log n)) (Prop 2.1, Thm 2.1); w ~ Laplace(λ)^n;
-    θ̃ = argmin 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ is (ε, 0)-edge DP for links with finite κ1, κ2.
-    At ε = ∞, w = 0 and γ = c0√(np log n): the non-private penalised MLE.
+def perturbed_mle(W, release: LaplacePerturbation, *, M=None, tol: float = 1e-10, max_iter: int = 50) -> Fit:
+    """The estimate of cai Algorithm 1: θ̃ = argmin 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ for a release
+    (γ, w) of the mechanism (:func:`dpsim.mechanisms.btl_perturbation.objective_perturbation_edge`:
+    (ε, 0)-edge DP for links with finite κ1, κ2; at ε = ∞ the non-private penalised MLE).
 
     Args:
-        key: PRNG key of the Laplace vector w.
-        W: (n, n) win counts on G(n, p).
-        eps: ε > 0 (inf: non-private); p: edge probability in (0, 1]; c0: ridge constant > 0.
-        n_items: the real items when W is padded: W is 0 outside its top-left
-            (n_items, n_items) block; n_items may be traced. The padding entries of w are 0,
-            so they decouple (gradient γθ_i, θ_i = 0) and the real entries of θ̃ equal the
-            unpadded fit's up to float rounding; the Laplace draws are the unpadded ones
-            (prefix-stable).
+        W: (n, n) win counts (0 in the padding rows and columns when padded: the padding
+            entries of w are 0 too, so they decouple, with θ_i = 0 there).
+        release: :class:`~dpsim.mechanisms.btl_perturbation.LaplacePerturbation` (γ, w (n,)).
         M: (n, n) W + Wᵀ when the caller has it (:func:`comparisons_per_pair`), or None.
     Returns:
         :class:`~dpsim.estimators.Fit` (uncentred θ̃; ``theta_centred`` for the estimate,
         or :func:`dpsim.models.centre` with the real items when padded).
     Raises:
-        ValueError naming a bad concrete ε, p, c0 or W (traced values are not checked).
+        ValueError naming a bad concrete W (traced values are not checked).
     """
-    require_eps(eps)
-    require_counts_matrix(W)
-    gamma, w = objective_perturbation_edge(key, eps, p, W.shape[0], c0=c0, link=link, n_items=n_items)
-    return penalised_mle(W, gamma, w, M=M, tol=tol, max_iter=max_iter)
-
-
-def objective_perturbation_edge(key, eps, p, capacity: int, *, c0=2.0, link: Link = LOGISTIC, n_items=None):
-    """The mechanism of Algorithm 1 (edge DP): the calibration λ = 8κ1/ε, γ = max(4κ2/ε,
-    c0√(np log n)) and the Laplace vector w ~ Laplace(λ)^n (:func:`perturbed_mle_edge` fits
-    with them; benchmarks time the two apart).
-
-    Args:
-        key: PRNG key of w; eps, p, c0, link: as :func:`perturbed_mle_edge` (traced or not).
-        capacity: the length of w (n, or the padded capacity).
-        n_items: the real items when padded (may be traced); w is 0 in the padding.
-    Returns:
-        (γ scalar, w (capacity,)).
-    Raises:
-        ValueError: p outside (0, 1] or c0 < 0 (concrete values).
-    """
-    require_probability(p)
-    require("c0", c0, lambda c: c >= 0, "must be ≥ 0")
-    n = capacity if n_items is None else n_items
-    cal = edge_objective_perturbation(eps, n, p, c0=c0, link=link)
-    w = laplace_noise(key, cal.lam, (capacity,))
-    if n_items is not None:
-        w = jnp.where(real_items(capacity, n_items), w, 0.0)
-    return cal.gamma, w
+    return penalised_mle(W, release.gamma, release.w, M=M, tol=tol, max_iter=max_iter)

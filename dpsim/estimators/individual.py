@@ -1,5 +1,6 @@
-"""Estimators under individual DP (cai §3): Algorithm 1 with the individual calibration,
-the unpenalised MLE of the non-private curve, and Algorithm 3 (noisy counts).
+"""Estimators under individual DP (cai §3): Algorithm 1's fit of the individual-DP release
+(:func:`dpsim.mechanisms.btl_perturbation.objective_perturbation_individual`) and the unpenalised
+MLE of the non-private curve, with the existence guard.
 
 Adjacency: two datasets are neighbours when they differ in all L comparisons of one of
 the m users (cai §3.1; worst-case replacement, docs/cai.md, Errata and modes (E18)).
@@ -9,16 +10,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from dpsim.estimators.btl_mle import penalised_mle
-from dpsim.estimators.counts import win_counts
 from dpsim.estimators.fit import Fit
 from dpsim.graph import strongly_connected
-from dpsim.mechanisms.calibration import (
-    individual_count_noise_scale,
-    individual_objective_perturbation,
-)
-from dpsim.mechanisms.laplace import laplace_noise
-from dpsim.models.links import LOGISTIC, Link
-from dpsim.validate import require_counts_matrix, require_eps, require_int
+from dpsim.mechanisms.btl_perturbation import LaplacePerturbation
 
 FALLBACK_GAMMA = 1e-8
 
@@ -50,37 +44,16 @@ def unpenalised_mle(W, *, M=None, tol: float = 1e-10, max_iter: int = 50) -> Fit
     return guarded_penalised_mle(W, 0.0, M=M, tol=tol, max_iter=max_iter)
 
 
-def perturbed_mle_individual(key, W, eps, per_user, *, link: Link = LOGISTIC, c0: float = 0.0,
-                             n_users=None, tol: float = 1e-10, max_iter: int = 50) -> Fit:
-    """Algorithm 1 of cai under individual DP (Prop 3.1, Thm 3.1).
+def guarded_perturbed_mle(W, release: LaplacePerturbation, *, M=None, tol: float = 1e-10,
+                          max_iter: int = 50) -> Fit:
+    """The estimate of cai Algorithm 1 under individual DP (Prop 3.1, Thm 3.1): θ̃ = argmin
+    𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ for a release (γ, w) of
+    :func:`dpsim.mechanisms.btl_perturbation.objective_perturbation_individual`, with the guard
+    of :func:`guarded_penalised_mle` (at ε = ∞, γ = 0: the unpenalised MLE, cai §4.2; docs/cai.md,
+    Errata and modes (E17)).
 
-    λ = 8Lκ1/ε, γ = 8Lκ2/ε (L = ``per_user``); w ~ Laplace(λ)^n;
-    θ̃ = argmin 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ is (ε, 0)-individual DP for links with finite
-    κ1, κ2. At ε = ∞: λ = γ = 0, the unpenalised MLE (cai §4.2), with the guard of docs/cai.md, Errata and modes (E17).
-    ``c0`` > 0 uses γ = max(8Lκ2/ε, c0√(S log n)), S = 2mL/n (docs/cai.md, Errata and modes (E1); needs ``n_users``).
-
-    Raises: ValueError naming a bad concrete ε, L or W (traced values are not checked).
+    Args: W: (n, n) win counts; release: :class:`~dpsim.mechanisms.btl_perturbation.LaplacePerturbation`
+    (γ, w (n,)); M: W + Wᵀ when the caller has it. Returns: :class:`Fit` as :func:`guarded_penalised_mle`.
+    Raises: ValueError naming a bad concrete W (traced values are not checked).
     """
-    require_eps(eps)
-    require_int(per_user, "per_user", 1)
-    require_counts_matrix(W)
-    n = W.shape[0]
-    cal = individual_objective_perturbation(eps, per_user, link, c0=c0, n_items=n, n_users=n_users)
-    w = laplace_noise(key, cal.lam, (n,))
-    return guarded_penalised_mle(W, cal.gamma, w, tol=tol, max_iter=max_iter)
-
-
-def noisy_counts_individual(key, W, eps, per_user, mode: str = "strict"):
-    """Algorithm 3 of cai (individual DP): N + Laplace(c·L/ε)^n (cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)).
-
-    ``mode="strict"`` (default, c = 2: the ℓ1 sensitivity 2L) is (ε, 0)-individual DP;
-    ``mode="paper"`` (c = 1, as published) is only 2ε-DP. ``mode`` must be a Python string.
-
-    Args: key; W: (n, n) win counts; eps: ε > 0; per_user: L ≥ 1. Returns: (n,) noisy counts.
-    Raises: ValueError naming a bad concrete ε, L, W or mode (traced values are not checked).
-    """
-    require_eps(eps)
-    require_int(per_user, "per_user", 1)
-    require_counts_matrix(W)
-    counts = win_counts(W)
-    return counts + laplace_noise(key, individual_count_noise_scale(eps, per_user, mode), counts.shape)
+    return guarded_penalised_mle(W, release.gamma, release.w, M=M, tol=tol, max_iter=max_iter)

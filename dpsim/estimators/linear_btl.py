@@ -24,18 +24,11 @@ pass unchecked.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import jax.numpy as jnp
 
 from dpsim.estimators.fit import Fit
-from dpsim.mechanisms.objective_perturbation import (
-    feature_bound_from_data,
-    perturbation_noise,
-    perturbation_noise_scale,
-    standard_dp_min_ridge,
-)
+from dpsim.mechanisms.objective_perturbation import GaussianPerturbation
 from dpsim.mechanisms.randomized_response import debiased_response, keep_probability
 from dpsim.solvers import symmetric_eigh, ConstrainedResult, DenseObjective, projected_gradient, projected_newton
 from dpsim.validate import require_eps, require_positive
@@ -279,84 +272,27 @@ def rr_naive_mle(x, y_tilde, eps, radius, *, solver: str = "newton", sum_zero: b
     return _fit(result, start_converged=start.converged)
 
 
-def theory_ridge(n_samples, radius):
-    """β = √n/B, the ridge of chowdhury Thm 5.3 (ℓ2 bound; the default of docs/chowdhury.md, Errata and modes (E8))."""
-    return jnp.sqrt(jnp.asarray(n_samples, jnp.float64)) / radius
+def objective_perturbation(x, y, release: GaussianPerturbation, radius, *, sum_zero: bool = False,
+                           tol: float = 1e-10, max_iter: int = 50) -> Fit:
+    """θ̂_obj, the estimate of chowdhury Algorithm 2 (line 4, App. D): the exact projected minimiser
+    argmin_{θ∈Θ_B} (1/n)Σ softplus(x_iᵀθ) − y_i x_iᵀθ + (β/(2n))‖θ‖² + wᵀθ/n for a release
+    (w, σ, β, L) of :func:`dpsim.mechanisms.objective_perturbation.gaussian_objective_perturbation`.
 
-
-def objective_perturbation_minimiser(x, y, w, beta, radius, *, sum_zero: bool = False,
-                                     tol: float = 1e-10, max_iter: int = 50) -> Fit:
-    """argmin_{θ∈Θ_B} (1/n)Σ softplus(x_iᵀθ) − y_i x_iᵀθ + (β/(2n))‖θ‖² + wᵀθ/n for a given
-    noise vector w (chowdhury Alg. 2 line 4, App. D): the deterministic part of θ̂_obj.
-
-    Args: x (n, dim); y (n,) clear labels; w (dim,); beta: β > 0; radius: B; sum_zero, tol,
-    max_iter as in :func:`mle`. Returns: :class:`Fit` (theta (dim,))."""
-    check_design(x, y)
-    require_positive(beta, "beta")
-    n = x.shape[0]
-    objective = logistic_objective(x, y, ridge=beta / n, shift=w / n)
-    return _fit(_solve(objective, x.shape[1], radius, sum_zero, tol, max_iter))
-
-
-class Perturbation(NamedTuple):
-    """The calibrated pieces of one objective-perturbation fit (Alg. 2).
-
-    Attributes: w: (dim,) noise; sigma: its std σ; beta: the ridge β; feature_bound: L."""
-
-    w: jax.Array
-    sigma: jax.Array
-    beta: jax.Array
-    feature_bound: jax.Array
-
-
-def draw_perturbation(key, x, eps, delta, radius, *, beta=None, feature_bound=None,
-                      privacy: str = "label") -> Perturbation:
-    """The calibrated pieces of Alg. 2 for one fit: (w, σ, β, L).
-
-    L: ``feature_bound`` (a bound on ‖ϕ‖, ‖x‖ ≤ 2L) or, when None, max_i‖x_i‖/2 from the
-    public features (docs/chowdhury.md, Errata and modes (E6); label DP only). σ: Thm 5.2 (``privacy="label"``)
-    or Thm E.1 (``"standard"``). β: ``beta`` or, when None, √n/B (Thm 5.3); under standard DP
-    raised to at least 4L²/ε (Thm E.1). w ~ N(0, σ²I_d) from ``key``.
-
-    Returns: :class:`Perturbation` (float64).
-    """
-    if privacy == "standard" and feature_bound is None:
-        raise ValueError("privacy='standard' needs feature_bound: under standard DP the features "
-                         "are private, so L cannot be read from them")
-    L = feature_bound_from_data(x) if feature_bound is None else jnp.asarray(feature_bound, jnp.float64)
-    sigma = perturbation_noise_scale(eps, delta, L, privacy)
-    beta = theory_ridge(x.shape[0], radius) if beta is None else jnp.asarray(beta, jnp.float64)
-    if privacy == "standard":
-        beta = jnp.maximum(beta, standard_dp_min_ridge(eps, L))
-    return Perturbation(perturbation_noise(key, x.shape[1], sigma), sigma, beta, L)
-
-
-def objective_perturbation(key, x, y, eps, delta, radius, *, beta=None, feature_bound=None,
-                           privacy: str = "label", sum_zero: bool = False, tol: float = 1e-10,
-                           max_iter: int = 50) -> Fit:
-    """θ̂_obj, Gaussian objective perturbation (chowdhury Algorithm 2, Thm 5.2; App. E Thm E.1;
-    chowdhury Algorithm 2, Theorem 5.2; Algorithm 2, §5, App. D): w ~ N(0, σ²I_d) drawn once from ``key``, then the exact projected
-    minimiser (:func:`objective_perturbation_minimiser`).
-
-    Privacy: (ε, δ)-label DP (``privacy="label"``, σ = L√(8 log(2/δ) + 4ε)/ε) or (ε, δ)-DP
-    (``"standard"``, σ = 4L√(8 log(4/δ) + 2ε)/ε and β ≥ 4L²/ε), for the exact minimiser
-    (including over Θ_B: dpsim.mechanisms.objective_perturbation). ``info["privacy_certified"]``
+    Privacy ((ε, δ)-label DP, Thm 5.2, or (ε, δ)-DP, Thm E.1) holds for the exact minimiser
+    (including over Θ_B: dpsim.mechanisms.objective_perturbation); ``info["privacy_certified"]``
     is the solver's convergence flag: an unconverged solve is not the exact minimiser.
 
     Args:
-        key: PRNG key of the noise. x (n, dim); y (n,) clear labels.
-        eps: ε > 0; delta: δ ∈ (0, 1) (both may be traced). radius: B.
-        beta: β > 0 (default √n/B, Thm 5.3; docs/chowdhury.md, Errata and modes (E8)). feature_bound: L (default
-            max‖x_i‖/2, docs/chowdhury.md, Errata and modes (E6)). privacy: ``"label"`` or ``"standard"``.
-        sum_zero, tol, max_iter: as in :func:`mle`.
+        x (n, dim); y (n,) clear labels; release: :class:`~dpsim.mechanisms.objective_perturbation.GaussianPerturbation`
+        (w (dim,), β > 0); radius: B; sum_zero, tol, max_iter: as in :func:`mle`.
     Returns:
         :class:`Fit` (theta (dim,)); info adds sigma, beta, feature_bound, privacy_certified.
     """
     check_design(x, y)
     require_radius(radius)
-    w, sigma, beta, L = draw_perturbation(key, x, eps, delta, radius, beta=beta,
-                                          feature_bound=feature_bound, privacy=privacy)
-    fit = objective_perturbation_minimiser(x, y, w, beta, radius, sum_zero=sum_zero, tol=tol,
-                                           max_iter=max_iter)
-    return fit._replace(info={**fit.info, "sigma": sigma, "beta": beta, "feature_bound": L,
-                              "privacy_certified": fit.converged})
+    require_positive(release.beta, "beta")
+    n = x.shape[0]
+    objective = logistic_objective(x, y, ridge=release.beta / n, shift=release.w / n)
+    fit = _fit(_solve(objective, x.shape[1], radius, sum_zero, tol, max_iter))
+    return fit._replace(info={**fit.info, "sigma": release.sigma, "beta": release.beta,
+                              "feature_bound": release.feature_bound, "privacy_certified": fit.converged})

@@ -32,7 +32,8 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.estimators.fit import Fit
-from dpsim.estimators.linear_btl import check_design, draw_perturbation, require_radius
+from dpsim.estimators.linear_btl import check_design, require_radius
+from dpsim.mechanisms.objective_perturbation import GaussianPerturbation
 from dpsim.mechanisms.randomized_response import kary_keep_probability
 from dpsim.models.linear_btl import LINKS, link_scores
 from dpsim.validate import require_choice
@@ -184,29 +185,27 @@ def sgd_krr(phi, y_tilde, eps, radius, *, schedule: str = "theory", gamma_hat=DE
     return _run(grad, (phi, y_tilde), phi.shape[2], radius, sum_zero, schedule, lam_hat, eta, eta_max, {})
 
 
-def sgd_objective_perturbation(key, x, y, eps, delta, radius, *, beta=None, feature_bound=None,
-                               privacy: str = "label", schedule: str = "theory",
+def sgd_objective_perturbation(x, y, release: GaussianPerturbation, radius, *, schedule: str = "theory",
                                gamma_hat=DEFAULT_GAMMA_HAT, kappa=None, eta=DEFAULT_ETA,
                                eta_max=DEFAULT_ETA, sum_zero: bool = False) -> Fit:
     """Objective perturbation (chowdhury Alg. 2) approximated by one-pass projected SGD, as
-    in the paper's §6: the same noise w, σ, β and L as
-    :func:`dpsim.estimators.linear_btl.objective_perturbation` with the same key, per-sample
+    in the paper's §6: for a release (w, σ, β, L) of
+    :func:`dpsim.mechanisms.objective_perturbation.gaussian_objective_perturbation` (the one
+    :func:`dpsim.estimators.linear_btl.objective_perturbation` minimises exactly), per-sample
     gradient (σ(x_tᵀθ) − y_t)x_t + (β/n)θ + w/n, λ̂ = γ̂κ̂.
 
     **Privacy not certified**: Thm 5.2 covers the exact minimiser only (docs/chowdhury.md, Errata and modes (E9));
     ``info["privacy_certified"]`` is False.
 
-    Args: key, x, y, eps, delta, radius, beta, feature_bound, privacy: as the exact version;
-    schedule, gamma_hat, kappa, eta, eta_max, sum_zero: as :func:`sgd_rr`.
+    Args: x (n, dim); y (n,) clear labels; release; radius: B; schedule, gamma_hat, kappa, eta,
+    eta_max, sum_zero: as :func:`sgd_rr`.
     Returns: :class:`Fit` (theta (dim,)); info adds sigma, beta, feature_bound, privacy_certified.
     """
     check_design(x, y)
     require_radius(radius)
-    pert = draw_perturbation(key, x, eps, delta, radius, beta=beta, feature_bound=feature_bound,
-                             privacy=privacy)
     n = x.shape[0]
     lam_hat = _lam_hat(schedule, x, gamma_hat, kappa, 1.0)
-    grad = lambda theta, s: objective_perturbation_sgd_gradient(theta, s[0], s[1], pert.w, pert.beta, n)  # noqa: E731
-    info = {"sigma": pert.sigma, "beta": pert.beta, "feature_bound": pert.feature_bound,
+    grad = lambda theta, s: objective_perturbation_sgd_gradient(theta, s[0], s[1], release.w, release.beta, n)  # noqa: E731
+    info = {"sigma": release.sigma, "beta": release.beta, "feature_bound": release.feature_bound,
             "privacy_certified": jnp.asarray(False)}
     return _run(grad, (x, y), x.shape[1], radius, sum_zero, schedule, lam_hat, eta, eta_max, info)

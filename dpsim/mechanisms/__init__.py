@@ -1,4 +1,5 @@
-"""Noise samplers, privacy calibrations and accounting."""
+"""Every release, with its noise samplers, privacy calibrations and accounting: a mechanism draws
+the noise and returns the release (a value or a small NamedTuple) that an estimator takes as input."""
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.mechanisms.calibration import (
     EdgePerturbation,
@@ -66,10 +67,14 @@ from dpsim.mechanisms.count_noise import (
     count_sensitivity,
     gaussian_count_sigma,
     laplace_count_scale,
+    PrivateCounts,
+    private_differential_counts,
     privatise_counts,
 )
 from dpsim.mechanisms.objective_perturbation import (
+    GaussianPerturbation,
     feature_bound_from_data,
+    gaussian_objective_perturbation,
     gaussian_mechanism_delta,
     gaussian_mechanism_epsilon,
     label_dp_noise_scale,
@@ -80,7 +85,15 @@ from dpsim.mechanisms.objective_perturbation import (
     standard_dp_noise_scale,
     standard_dp_t1_exponent,
     standard_dp_t2_exponent,
+    theory_ridge,
 )
+from dpsim.mechanisms.btl_perturbation import (
+    LaplacePerturbation,
+    objective_perturbation_edge,
+    objective_perturbation_individual,
+)
+from dpsim.mechanisms.noisy_counts import noisy_counts_edge, noisy_counts_individual
+from dpsim.mechanisms.one_shot import OneShotScores, one_shot_scores
 
 __all__ = ["laplace_noise", "EdgePerturbation", "edge_count_noise_scale",
            "edge_objective_perturbation", "individual_count_noise_scale",
@@ -97,7 +110,11 @@ __all__ = ["laplace_noise", "EdgePerturbation", "edge_count_noise_scale",
            "shuffle_epsilon", "shuffle_rr_epsilon", "GraphDraw", "dense_item_graph",
            "er_item_graph", "sparsification_graph", "sparsification_p0", "ACCOUNTING_MODES",
            "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale", "privatise_counts",
+           "PrivateCounts", "private_differential_counts",
            "feature_bound_from_data", "gaussian_mechanism_delta", "gaussian_mechanism_epsilon",
            "label_dp_noise_scale", "label_dp_privacy_exponent", "perturbation_noise",
            "perturbation_noise_scale", "standard_dp_min_ridge", "standard_dp_noise_scale",
-           "standard_dp_t1_exponent", "standard_dp_t2_exponent"]
+           "standard_dp_t1_exponent", "standard_dp_t2_exponent", "theory_ridge",
+           "GaussianPerturbation", "gaussian_objective_perturbation", "LaplacePerturbation",
+           "objective_perturbation_edge", "objective_perturbation_individual", "noisy_counts_edge",
+           "noisy_counts_individual", "OneShotScores", "one_shot_scores"]

@@ -35,10 +35,13 @@ Validation: concrete inputs are checked and a bad one raises ``ValueError`` nami
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
 from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS, discrete_gaussian_with_flag, discrete_laplace
+from dpsim.mechanisms.sparsify import DEFAULT_MAX_TRIES, dense_item_graph, sparsification_graph
 from dpsim.validate import require_choice, require_eps, require_positive
 
 ACCOUNTING_MODES = ("paper", "synthetic_code", "tight_joint")
@@ -48,7 +51,8 @@ NOISE_MODES = ("all", "nonzero")
 
 __all__ = ["ACCOUNTING_MODES", "MECHANISMS", "CLIP_MODES", "NOISE_MODES",
            "queried_pairs", "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale",
-           "count_noise", "noise_mean_square", "noised_counts", "privatise_counts", "max_cut_complete"]
+           "count_noise", "noise_mean_square", "noised_counts", "privatise_counts", "max_cut_complete",
+           "PrivateCounts", "private_differential_counts"]
 
 
 def max_cut_complete(n_items: int) -> int:
@@ -169,3 +173,72 @@ def privatise_counts(key, Y, graph, scale, mechanism: str = "gaussian", clip: st
     """
     z, failed = count_noise(key, jnp.shape(Y)[0], scale, mechanism, max_rounds)
     return noised_counts(Y, z, failed, graph, clip, noise)
+
+
+class PrivateCounts(NamedTuple):
+    """The release of nguyen Algorithm 2's privatisation step: the noised, clipped counts Ỹ and
+    what the release reports.
+
+    Attributes: counts: (n_items, n_items) Ỹ; info: ``noise_scale`` (σ or t), ``sampler_failures``,
+    ``noise_mean_square`` (:func:`noise_mean_square` of the noise drawn), ``queried_pairs``, and for
+    the sparse chain ``graph_connected`` and ``graph_rejections``."""
+
+    counts: jax.Array
+    info: dict
+
+
+def private_differential_counts(key, Y, *, mechanism: str = "gaussian", rho=None, eps=None, p0=None,
+                                connect: bool = True, max_tries: int = DEFAULT_MAX_TRIES,
+                                accounting: str = "tight_joint", clip: str = "one", noise: str = "all",
+                                max_rounds: int = DEFAULT_MAX_ROUNDS) -> PrivateCounts:
+    """nguyen Algorithm 2's release (Eq. (4), Lemma 4.1; docs/nguyen.md, Mechanisms and estimators): the
+    queried item graph (dense, or ER(p₀) sparsified), the noise scale of the whole release, and every
+    queried differential count noised and clipped (:func:`privatise_counts`).
+
+    Args:
+        key: PRNG key (split into the graph's and the noise's).
+        Y: (n_items, n_items) exact differential counts.
+        mechanism: ``"gaussian"`` (discrete Gaussian, ρ-zCDP; needs ``rho``) or
+            ``"laplace"`` (discrete Laplace, ε-DP; needs ``eps``).
+        rho: ρ > 0 of the whole release (traceable; host: ``zcdp_rho(eps, delta, conversion)``).
+        eps: ε > 0 of the whole release for ``"laplace"`` (traceable).
+        p0: None (default) for the dense graph (every ordered pair queried), or the
+            sparsification edge probability p₀ ∈ (0, 1] (traceable; host: ``sparsification_p0``).
+        connect, max_tries: redraw the sparse graph until connected (default) or not (the
+            code); static.
+        accounting, clip, noise: the modes of the module docstring; max_rounds: the discrete
+            Gaussian sampler's cap.
+    Returns:
+        :class:`PrivateCounts`.
+    Raises:
+        ValueError naming a bad mode, a missing ρ or ε, or fewer than 2 items.
+    """
+    require_choice("mechanism", mechanism, MECHANISMS)
+    require_choice("accounting", accounting, ACCOUNTING_MODES)
+    require_choice("clip", clip, CLIP_MODES)
+    require_choice("noise", noise, NOISE_MODES)
+    if mechanism == "gaussian" and rho is None:
+        raise ValueError("mechanism='gaussian' needs rho (host: zcdp_rho(eps, delta, conversion))")
+    if mechanism == "laplace" and eps is None:
+        raise ValueError("mechanism='laplace' needs eps")
+    Y = jnp.asarray(Y, jnp.float64)
+    n = Y.shape[0]
+    if n < 2:
+        raise ValueError(f"n_items={n} must be at least 2")
+    k_graph, k_noise = jax.random.split(key)
+    info = {}
+    if p0 is None:
+        graph = dense_item_graph(n)
+    else:
+        draw = sparsification_graph(k_graph, n, p0, connect, max_tries)
+        graph = draw.graph
+        info.update(graph_connected=draw.connected, graph_rejections=draw.rejections)
+    if mechanism == "gaussian":
+        scale = gaussian_count_sigma(rho, graph, accounting)
+    else:
+        scale = laplace_count_scale(eps, graph, accounting)
+    z, failed = count_noise(k_noise, n, scale, mechanism, max_rounds)
+    noisy, failures = noised_counts(Y, z, failed, graph, clip, noise)
+    info.update(noise_scale=scale, sampler_failures=failures, noise_mean_square=noise_mean_square(z),
+                queried_pairs=queried_pairs(graph))
+    return PrivateCounts(noisy, info)

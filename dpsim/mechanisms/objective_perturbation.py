@@ -2,9 +2,10 @@
 Algorithm 2, §5.2 Thm 5.2; App. E Thm E.1; chowdhury Algorithm 2, Theorem 5.2; App. E, Theorem E.1).
 
 Algorithm 2 minimises (1/n)Σ ℓ(θ; x_i, y_i) + (β/(2n))‖θ‖² + wᵀθ/n over Θ_B with a single
-draw w ~ N(0, σ²I_d). This module holds the calibrations (σ, the β floor), the noise draw,
-the privacy-loss exponents of the two proofs (for tests and audits) and the data-derived
-feature bound L; the minimiser itself is in dpsim.estimators.linear_btl.
+draw w ~ N(0, σ²I_d). This module holds the calibrations (σ, the β floor, the default β), the
+release (:func:`gaussian_objective_perturbation`: w, σ, β, L), the privacy-loss exponents of
+the two proofs (for tests and audits) and the data-derived feature bound L; the minimiser of
+a release is :func:`dpsim.estimators.linear_btl.objective_perturbation`.
 
 Label DP (Thm 5.2): σ = L√(8 log(2/δ) + 4ε)/ε gives (ε, δ)-label DP for any β > 0 when
 ‖ϕ‖ ≤ L (so ‖x‖ ≤ 2L, the sensitivity of the gradient to one label). Post-processing view
@@ -22,6 +23,8 @@ enough under the corrected (``"strict"``) one.
 ε = ∞ gives σ = 0 (no noise) everywhere.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -134,6 +137,55 @@ def feature_bound_from_data(x) -> jax.Array:
 
     Args: x: (n_samples, dim). Returns: scalar float64."""
     return 0.5 * jnp.max(jnp.linalg.norm(x, axis=-1))
+
+
+def theory_ridge(n_samples, radius):
+    """β = √n/B, the ridge of chowdhury Thm 5.3 (ℓ2 bound; the default of docs/chowdhury.md, Errata and modes (E8))."""
+    return jnp.sqrt(jnp.asarray(n_samples, jnp.float64)) / radius
+
+
+class GaussianPerturbation(NamedTuple):
+    """The release of chowdhury Algorithm 2 for one fit.
+
+    Attributes: w: (dim,) noise; sigma: its std σ; beta: the ridge β; feature_bound: L."""
+
+    w: jax.Array
+    sigma: jax.Array
+    beta: jax.Array
+    feature_bound: jax.Array
+
+
+def gaussian_objective_perturbation(key, x, eps, delta, radius, *, beta=None, feature_bound=None,
+                                    privacy: str = "label") -> GaussianPerturbation:
+    """The release of chowdhury Algorithm 2 (Thm 5.2; App. E Thm E.1) for one fit: (w, σ, β, L).
+
+    L: ``feature_bound`` (a bound on ‖ϕ‖, ‖x‖ ≤ 2L) or, when None, max_i‖x_i‖/2 from the
+    public features (:func:`feature_bound_from_data`; label DP only). σ: Thm 5.2
+    (``privacy="label"``: (ε, δ)-label DP) or Thm E.1 (``"standard"``: (ε, δ)-DP). β: ``beta`` or,
+    when None, √n/B (:func:`theory_ridge`); under standard DP raised to at least 4L²/ε (Thm E.1).
+    w ~ N(0, σ²I_d) from ``key`` (:func:`perturbation_noise`). The guarantee holds for the exact
+    minimiser of the perturbed objective (module docstring).
+
+    Args:
+        key: PRNG key of w. x: (n, dim) features (public under label DP).
+        eps: ε > 0; delta: δ ∈ (0, 1) (both may be traced). radius: B (the default β's).
+        beta: β > 0 or None. feature_bound: L or None. privacy: ``"label"`` or ``"standard"``.
+    Returns:
+        :class:`GaussianPerturbation` (float64).
+    Raises:
+        ValueError naming a bad concrete ε, δ, β, L or privacy, or standard DP without L.
+    """
+    if privacy == "standard" and feature_bound is None:
+        raise ValueError("privacy='standard' needs feature_bound: under standard DP the features "
+                         "are private, so L cannot be read from them")
+    if beta is not None:
+        require_positive(beta, "beta")
+    L = feature_bound_from_data(x) if feature_bound is None else jnp.asarray(feature_bound, jnp.float64)
+    sigma = perturbation_noise_scale(eps, delta, L, privacy)
+    beta = theory_ridge(x.shape[0], radius) if beta is None else jnp.asarray(beta, jnp.float64)
+    if privacy == "standard":
+        beta = jnp.maximum(beta, standard_dp_min_ridge(eps, L))
+    return GaussianPerturbation(perturbation_noise(key, x.shape[1], sigma), sigma, beta, L)
 
 
 def gaussian_mechanism_delta(eps, sensitivity, sigma):

@@ -18,6 +18,7 @@ from dpsim.models.btl import (
     theta_uniform,
     top_k_size,
     true_top_k_mask,
+    win_counts,
 )
 from dpsim.models.complete_btl import (
     condition_number,
@@ -66,7 +67,7 @@ from dpsim.models.individual import (
 __all__ = [
     "LOGISTIC", "PROBIT", "Link", "get_link",
     "centre", "pair_bits", "real_items", "sample_er_comparisons", "sample_er_graph", "sample_er_win_counts", "theta_cai_design", "theta_evenly_spaced",
-    "theta_two_block", "theta_uniform", "top_k_size", "true_top_k_mask",
+    "theta_two_block", "theta_uniform", "top_k_size", "true_top_k_mask", "win_counts",
     "UserComparisons", "aggregate_user_comparisons", "sample_user_comparisons",
     "sample_user_comparisons_per_user", "uniform_multinomial",
     "condition_number", "gaps_sorted", "n_items_of_pairs", "pair_win_probabilities", "sample_pair_wins",

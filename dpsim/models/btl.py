@@ -223,6 +223,14 @@ def _circulant_pairs(n_items: int):
     return second, valid, back
 
 
+def win_counts(W: jax.Array) -> jax.Array:
+    """N_i = Σ_j W_ij, the number of comparisons item i won: the sufficient statistic of cai's
+    counting estimators (cai Algorithm 2, §2.3.1 step 1; Algorithm 3, §3.3).
+
+    Args: W: (n, n) win counts, W[i, j] = times i beat j. Returns: (n,) win counts."""
+    return W.sum(axis=1)
+
+
 def sample_er_win_counts(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC) -> jax.Array:
     """Win counts N_i = Σ_j W_ij of one comparison per edge of G(n, p) (cai §2.1), drawn
     without forming W: the sufficient statistic of Algorithm 2 (DESIGN: performance).

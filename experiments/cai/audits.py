@@ -14,10 +14,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from dpsim.estimators.counts import noisy_counts_edge, win_counts
-from dpsim.estimators.individual import noisy_counts_individual
 from dpsim.audits.audit import Audit, AuditResult, audit_count_mechanism
 from dpsim.mechanisms.calibration import edge_count_noise_scale, individual_count_noise_scale
+from dpsim.mechanisms.noisy_counts import noisy_counts_edge, noisy_counts_individual
+from dpsim.models.btl import win_counts
 
 
 def edge_worst_case_pair(W_others, i: int, j: int):

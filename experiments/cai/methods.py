@@ -1,6 +1,6 @@
 """cai's methods (docs/cai.md, Mechanisms and estimators): Algorithms 1–3 wired as Methods, each
-drawing its release through the library (``dpsim.estimators``, whose noise comes from
-``dpsim.mechanisms``), and the metrics they report.
+drawing its release through the library (``dpsim.mechanisms``, fitted by ``dpsim.estimators``),
+and the metrics they report.
 
 Besides the errors (``dpsim.metrics``), the methods report moments that pin each mechanism's
 calibration without its code (read by the level checks, ``checks.py``):
@@ -16,10 +16,11 @@ import jax
 import jax.numpy as jnp
 
 from dpsim.engine import Method, solver_diagnostics
-from dpsim.estimators import (SCORE_TIE_TOL, noisy_counts_edge, noisy_counts_individual, perturbed_mle_edge,
-                              perturbed_mle_individual, top_k_mask, win_counts)
+from dpsim.estimators import SCORE_TIE_TOL, guarded_perturbed_mle, perturbed_mle, top_k_mask
+from dpsim.mechanisms import (noisy_counts_edge, noisy_counts_individual, objective_perturbation_edge,
+                              objective_perturbation_individual)
 from dpsim.metrics import estimation_metrics, topk_metrics
-from dpsim.models import centre
+from dpsim.models import centre, win_counts
 
 from .model import real
 
@@ -77,23 +78,30 @@ ESTIMATION = ("l2", "linf", "log_rel_l2", "log_rel_linf")
 TOPK = ("relative_hamming", "exact_recovery")
 
 
-def make_mle_fn(fit_edge=perturbed_mle_edge):
-    """The ``mle`` method's function with Algorithm 1 computed by ``fit_edge`` (the library's
-    :func:`~dpsim.estimators.perturbed_mle_edge`; a mutant passes a miscalibrated one), called
-    as ``fit_edge(key, W, eps, p, c0=, n_items=, M=)`` with the sample's W and M = W + Wᵀ."""
+def mle_scores(k_tie, ctx, fit):
+    """The ``mle`` method's row from an Algorithm 1 fit: its centred estimate against θ*, its top k
+    (ties broken from ``k_tie``), the moments that pin λ and γ (:func:`perturbation_metrics`)
+    and the solver's diagnostics."""
+    items = real(ctx.shape)
+    mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL, real=items)
+    return {**estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
+            **topk_metrics(mask, ctx.truth["top_k"]),
+            **perturbation_metrics(ctx.sample["W"], fit.theta, ctx.shape["n_items"]), **fit.diagnostics()}
+
+
+def make_mle_fn(release_edge=objective_perturbation_edge):
+    """The ``mle`` method's function with Algorithm 1's release drawn by ``release_edge`` (the library's
+    :func:`~dpsim.mechanisms.objective_perturbation_edge`; a mutant passes a miscalibrated one), called
+    as ``release_edge(key, eps, p, capacity, c0=, n_items=)``, and fitted by
+    :func:`~dpsim.estimators.perturbed_mle` with the sample's W and M = W + Wᵀ."""
     def mle_fn(key, ctx):
         """Algorithm 1 (cai §2.2, Prop 2.1, Thm 2.1): the objective-perturbed penalised MLE with
-        λ = 8/ε, γ = max(1/ε, c0√(np log n)); its centred estimate against θ*, its top k, and
-        the moments that pin λ and γ (:func:`perturbation_metrics`)."""
+        λ = 8/ε, γ = max(1/ε, c0√(np log n)), scored by :func:`mle_scores`."""
         k_noise, k_tie = jax.random.split(key)
-        items = real(ctx.shape)
         W = ctx.sample["W"]
-        fit = fit_edge(k_noise, W, ctx.analysis["eps"], ctx.data["p"], c0=ctx.analysis["c0"],
-                       n_items=ctx.shape["n_items"], M=ctx.sample["M"])
-        mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL, real=items)
-        return {**estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
-                **topk_metrics(mask, ctx.truth["top_k"]),
-                **perturbation_metrics(W, fit.theta, ctx.shape["n_items"]), **fit.diagnostics()}
+        release = release_edge(k_noise, ctx.analysis["eps"], ctx.data["p"], W.shape[0], c0=ctx.analysis["c0"],
+                               n_items=ctx.shape["n_items"])
+        return mle_scores(k_tie, ctx, perturbed_mle(W, release, M=ctx.sample["M"]))
     return mle_fn
 
 
@@ -126,7 +134,9 @@ def individual_mle_fn(key, ctx):
     unpenalised MLE with the strong-connectivity guard of docs/cai.md, Errata and modes (E17) (``strongly_connected``)."""
     k_noise, k_tie = jax.random.split(key)
     sample = ctx.sample
-    fit = perturbed_mle_individual(k_noise, sample["W"], ctx.analysis["eps"], ctx.data["per_user"])
+    W = sample["W"]
+    fit = guarded_perturbed_mle(W, objective_perturbation_individual(k_noise, ctx.analysis["eps"], ctx.data["per_user"],
+                                                                     W.shape[0]))
     mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL)
     return {**estimation_metrics(fit.theta_centred, sample["theta"]), **topk_metrics(mask, sample["top_k"]),
             **fit.diagnostics()}

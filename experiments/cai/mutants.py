@@ -10,9 +10,8 @@ import math
 
 import jax.numpy as jnp
 
-from dpsim.estimators import guarded_penalised_mle
-from dpsim.estimators.btl_mle import penalised_mle
 from dpsim.engine.judgement.mutants import Mutant, replaced_method, scaled_analysis, wrapped_method
+from dpsim.mechanisms.btl_perturbation import LaplacePerturbation
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import real_items
 
@@ -27,28 +26,28 @@ from .figures.scaling import MATCHED
 # Mutants: miscalibrated versions of the mechanisms (each declared on the one experiment
 # whose level checks can catch it)
 # ---------------------------------------------------------------------------------------
-def edge_fit(lam_factor: float = 1.0, log=jnp.log):
-    """A miscalibrated Algorithm 1 (edge DP) with the library's draws: λ = ``lam_factor``·8/ε,
+def edge_release(lam_factor: float = 1.0, log=jnp.log):
+    """A miscalibrated Algorithm 1 release (edge DP) with the library's draws: λ = ``lam_factor``·8/ε,
     γ = max(1/ε, c0√(np·log n)) with the given ``log``."""
-    def fit(key, W, eps, p, *, c0, n_items, M=None):
-        capacity = W.shape[0]
+    def release(key, eps, p, capacity, *, c0, n_items):
         n = jnp.asarray(n_items, jnp.float64)
         lam = lam_factor * 8.0 / eps
         gamma = jnp.maximum(1.0 / eps, c0 * jnp.sqrt(n * p * log(n)))
         w = jnp.where(real_items(capacity, n_items), laplace_noise(key, lam, (capacity,)), 0.0)
-        return penalised_mle(W, gamma, w, M=M)
-    return fit
+        return LaplacePerturbation(gamma, w)
+    return release
 
 
-def individual_fit(*, eps_factor: float = 1.0, lam_l: bool = True, gamma_l: bool = True, lam_factor: float = 1.0):
-    """A miscalibrated Algorithm 1 (individual DP) with the library's draws: λ = ``lam_factor``·8L/ε
-    and γ = 2L/ε at ε·``eps_factor``, L dropped from λ or γ when asked."""
-    def fit(key, W, eps, per_user):
+def individual_release(*, eps_factor: float = 1.0, lam_l: bool = True, gamma_l: bool = True,
+                       lam_factor: float = 1.0):
+    """A miscalibrated Algorithm 1 release (individual DP) with the library's draws: λ = ``lam_factor``·8L/ε and
+    γ = 2L/ε at ε·``eps_factor``, L dropped from λ or γ when asked."""
+    def release(key, eps, per_user, n_items):
         e = eps * eps_factor
         lam = lam_factor * 8.0 * (per_user if lam_l else 1.0) / e
         gamma = 2.0 * (per_user if gamma_l else 1.0) / e
-        return guarded_penalised_mle(W, gamma, laplace_noise(key, lam, (W.shape[0],)))
-    return fit
+        return LaplacePerturbation(gamma, laplace_noise(key, lam, (n_items,)))
+    return release
 
 
 def with_mode(mode: str):
@@ -83,33 +82,33 @@ LEVEL_MUTANTS = [
     Mutant("cai-edge-counts-noise-double", "Alg. 2 with Laplace(4/ε) (noise × 2)", (FIG3.name, "cai-published-fig1"),
            scaled_analysis({"eps": 0.5}, methods=["counts"]), breaks=("mechanism:edge-counts",)),
     Mutant("cai-edge-mle-lambda-half", "Alg. 1 (edge) with λ = 4/ε (κ1 taken as ½)", (FIG3.name,),
-           replaced_method("mle", methods.make_mle_fn(edge_fit(lam_factor=0.5))),
+           replaced_method("mle", methods.make_mle_fn(edge_release(lam_factor=0.5))),
                            breaks=("mechanism:edge-objective-perturbation",)),
     Mutant("cai-edge-mle-at-half-eps", "Alg. 1 (edge) calibrated at ε/2: λ = 16/ε (γ's c0 branch unchanged)",
            (FIG3.name,), scaled_analysis({"eps": 0.5}, methods=["mle"]),
            breaks=("mechanism:edge-objective-perturbation",)),
     Mutant("cai-edge-mle-gamma-log10", "Alg. 1 (edge) with γ = c0√(np log₁₀ n) (log base 10 for the natural log)",
-           (FIG3.name,), replaced_method("mle", methods.make_mle_fn(edge_fit(log=jnp.log10))),
+           (FIG3.name,), replaced_method("mle", methods.make_mle_fn(edge_release(log=jnp.log10))),
            breaks=("mechanism:edge-objective-perturbation",)),
     Mutant("cai-indiv-counts-strict-as-paper", "Alg. 3 in strict mode computed with the paper's Laplace(L/ε) "
            "(the errata's factor 2, docs/cai.md, Errata and modes (E3))", (MATCHED.name,), wrapped_method("counts", with_mode("paper")),
            breaks=("mechanism:individual-counts-strict",)),
     Mutant("cai-indiv-mle-at-2eps", "Alg. 1 (individual) calibrated at 2ε: λ = 4L/ε, γ = L/ε", (MATCHED.name,),
-           replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(eps_factor=2.0))),
+           replaced_method("mle", scaling.make_matched_mle_fn(individual_release(eps_factor=2.0))),
                            breaks=("mechanism:individual-objective-perturbation",)),
     Mutant("cai-indiv-mle-lambda-without-L", "Alg. 1 (individual) with the edge λ = 8/ε (L dropped from the "
            "sensitivity), γ = 2L/ε", (MATCHED.name,),
-           replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(lam_l=False))),
+           replaced_method("mle", scaling.make_matched_mle_fn(individual_release(lam_l=False))),
                            breaks=("mechanism:individual-objective-perturbation",)),
     Mutant("cai-indiv-mle-gamma-without-L", "Alg. 1 (individual) with γ = 2/ε (L dropped), λ = 8L/ε",
-           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(gamma_l=False))),
+           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_release(gamma_l=False))),
            breaks=("mechanism:individual-objective-perturbation",)),
     Mutant("cai-indiv-counts-paper-as-strict", "Alg. 3 in the paper's mode computed with Laplace(2L/ε) "
            "(the errata's factor 2 the other way)", (FIG7.name,), wrapped_method("counts", with_mode("strict")), breaks=("mechanism:individual-counts-paper",)),
     Mutant("cai-edge-counts-variance-1.1", "Alg. 2 with Laplace(2√1.1/ε): the count noise's variance × 1.1",
            (FIG3.name,), scaled_analysis({"eps": 1 / SCALE_ERROR}, methods=["counts"]), breaks=("mechanism:edge-counts",)),
     Mutant("cai-edge-mle-variance-1.1", "Alg. 1 (edge) with λ = 8√1.1/ε: w's variance × 1.1 (γ kept)", (FIG3.name,),
-           replaced_method("mle", methods.make_mle_fn(edge_fit(lam_factor=SCALE_ERROR))), breaks=("mechanism:edge-objective-perturbation",)),
+           replaced_method("mle", methods.make_mle_fn(edge_release(lam_factor=SCALE_ERROR))), breaks=("mechanism:edge-objective-perturbation",)),
     Mutant("cai-matched-edge-counts-variance-1.1", "Alg. 2 in the matched design with Laplace(2√1.1/ε) "
            "(unit = edge only)", (MATCHED.name,),
            wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="edge")), breaks=("mechanism:edge-counts",)),
@@ -119,7 +118,7 @@ LEVEL_MUTANTS = [
     Mutant("cai-indiv-counts-strict-variance-1.1", "Alg. 3 strict with Laplace(2√1.1·L/ε) (unit = individual only)",
            (MATCHED.name,), wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="individual")), breaks=("mechanism:individual-counts-strict",)),
     Mutant("cai-indiv-mle-variance-1.1", "Alg. 1 (individual) with λ = 8√1.1·L/ε: w's variance × 1.1 (γ kept)",
-           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_fit(lam_factor=SCALE_ERROR))), breaks=("mechanism:individual-objective-perturbation",)),
+           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_release(lam_factor=SCALE_ERROR))), breaks=("mechanism:individual-objective-perturbation",)),
     Mutant("cai-indiv-counts-paper-variance-1.1", "Alg. 3 in the paper's mode with Laplace(√1.1·L/ε)", (FIG7.name,),
            scaled_analysis({"eps": 1 / SCALE_ERROR}, methods=["counts"]), breaks=("mechanism:individual-counts-paper",)),
 ]

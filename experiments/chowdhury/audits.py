@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from dpsim.estimators.linear_btl import objective_perturbation
 from dpsim.audits.audit import Audit, AuditResult, empirical_epsilon_for_delta
 from dpsim.audits.label_audit import _worst_case_data, audit_label_krr, audit_label_rr
-from dpsim.mechanisms.objective_perturbation import gaussian_mechanism_epsilon
+from dpsim.mechanisms.objective_perturbation import gaussian_mechanism_epsilon, gaussian_objective_perturbation
 
 OBJPERT_MAX_SAMPLES = 20_000
 
@@ -50,8 +50,12 @@ def audit_objective_perturbation_actual_noise(key, eps_values=(0.5, 1.0, 2.0), n
     (1: the real mechanism; the tests pass 1/1.5 to see the audit catch a σ ÷ 1.5)."""
     x, y, y_prime = _worst_case_data(dim, n_data, jax.random.fold_in(key, 10_000))
     L = float(0.5 * jnp.max(jnp.linalg.norm(x, axis=1)))
-    fit = jax.jit(jax.vmap(lambda k, labels, e: objective_perturbation(
-        k, x, labels, e, delta, jnp.inf, beta=beta, feature_bound=noise_factor * L).theta, in_axes=(0, None, None)))
+
+    def release(k, e):
+        return gaussian_objective_perturbation(k, x, e, delta, jnp.inf, beta=beta, feature_bound=noise_factor * L)
+
+    fit = jax.jit(jax.vmap(lambda k, labels, e: objective_perturbation(x, labels, release(k, e), jnp.inf).theta,
+                           in_axes=(0, None, None)))
 
     def w_of(theta, labels):
         return -((jax.nn.sigmoid(theta @ x.T) - labels) @ x + beta * theta)

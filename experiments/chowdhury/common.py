@@ -53,11 +53,12 @@ import math
 import jax
 import jax.numpy as jnp
 
-from dpsim.estimators.linear_btl import mle, objective_perturbation, rr_debiased, theory_ridge
+from dpsim.estimators.linear_btl import mle, objective_perturbation, rr_debiased
 from dpsim.estimators.linear_btl_sgd import SCHEDULES, feature_coverage, sgd_mle, sgd_objective_perturbation, sgd_rr
 from dpsim.engine import Derived, Method, UsageError, solver_diagnostics
 from dpsim.engine.definition import axes
 from dpsim.engine.definition.axes import AxisType
+from dpsim.mechanisms.objective_perturbation import gaussian_objective_perturbation, theory_ridge
 from dpsim.mechanisms.randomized_response import randomized_response
 from dpsim.metrics import feature_estimation_metrics
 from dpsim.results import RESULTS
@@ -285,9 +286,9 @@ def objpert_central_fn(key, ctx, feature_bound=None):
     :mod:`.levels` pass a wrong one). ``noise_sq``: :func:`effective_noise_sq`."""
     shape = ctx.shape
     beta = resolve_beta(ctx.analysis["beta"], shape["n_samples"], shape["radius"])
-    fit = objective_perturbation(key, ctx.sample["x"], ctx.sample["y"], ctx.analysis["eps"],
-                                 ctx.analysis["delta"], shape["radius"], beta=beta, feature_bound=feature_bound,
-                                 sum_zero=sum_zero(shape))
+    release = gaussian_objective_perturbation(key, ctx.sample["x"], ctx.analysis["eps"], ctx.analysis["delta"],
+                                              shape["radius"], beta=beta, feature_bound=feature_bound)
+    fit = objective_perturbation(ctx.sample["x"], ctx.sample["y"], release, shape["radius"], sum_zero=sum_zero(shape))
     info = fit.info
     usable = fit.converged & ~info["on_boundary"]
     return {**exact_row(ctx, fit.theta, fit.solver_diagnostics(), info["on_boundary"]),
@@ -355,9 +356,9 @@ def sgd_objpert_fn(key, ctx, feature_bound=None):
                 "iterations": jnp.asarray(0), "result": jnp.asarray(RESULTS.nonfinite, jnp.int8), "theta_ok": ctx.truth["theta_ok"], "privacy_certified": jnp.asarray(False),
                 "sigma_sq_per_l_sq": nan}
     beta = resolve_beta(ctx.analysis["beta"], shape["n_samples"], shape["radius"])
-    fit = sgd_objective_perturbation(key, ctx.sample["x"], ctx.sample["y"], ctx.analysis["eps"],
-                                     ctx.analysis["delta"], shape["radius"], beta=beta, feature_bound=feature_bound,
-                                     **sgd_options(ctx))
+    release = gaussian_objective_perturbation(key, ctx.sample["x"], ctx.analysis["eps"], ctx.analysis["delta"],
+                                              shape["radius"], beta=beta, feature_bound=feature_bound)
+    fit = sgd_objective_perturbation(ctx.sample["x"], ctx.sample["y"], release, shape["radius"], **sgd_options(ctx))
     sigma_per_l = fit.info["sigma"] / public_feature_bound(ctx.sample["x"])
     return {**sgd_row(ctx, fit), "privacy_certified": fit.info["privacy_certified"],
             "sigma_sq_per_l_sq": sigma_per_l ** 2}

@@ -56,7 +56,7 @@ from dpsim.estimators.private_spectral import private_spectral_estimate, rr_spec
 from dpsim.estimators.spectral import exact_solve_result, spectral_estimate
 from dpsim.engine import Derived, Method
 from dpsim.engine.definition import axes
-from dpsim.mechanisms.count_noise import ACCOUNTING_MODES
+from dpsim.mechanisms.count_noise import ACCOUNTING_MODES, private_differential_counts
 from dpsim.mechanisms.shuffle import randomize_responses, shuffle_rr_epsilon
 from dpsim.mechanisms.sparsify import sparsification_p0
 from dpsim.mechanisms.zcdp import CONVERSIONS, zcdp_rho
@@ -313,14 +313,15 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
         def fn(key, ctx):
             s = settings(ctx)
             a = ctx.analysis
-            kwargs = dict(accounting=s.accounting, noise=s.noise, clip="one", solver=s.private_solver)
+            kwargs = dict(accounting=s.accounting, noise=s.noise, clip="one")
             if mechanism == "gaussian":
                 kwargs["rho"] = a["rho"]
             else:
                 kwargs["eps"] = a["eps"]
             if sparse:
                 kwargs.update(p0=a["p0_value"], connect=s.connect)
-            fit = private_spectral_estimate(key, ctx.sample["Y"], mechanism=mechanism, **kwargs)
+            release = private_differential_counts(key, ctx.sample["Y"], mechanism=mechanism, **kwargs)
+            fit = private_spectral_estimate(release, solver=s.private_solver)
             keys = SPARSE_DIAG if sparse else GAUSSIAN_DIAG if mechanism == "gaussian" else LAPLACE_DIAG
             extra = {"noise_ms": fit.info["noise_mean_square"]} if calibration else {}
             return {**score(ctx, fit.theta, s, True), **extra,
@@ -330,9 +331,9 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
     def rr(key, ctx):
         s = settings(ctx)
         x, observed, eps_rr = ctx.sample["x"], ctx.sample["observed"], ctx.analysis["eps_rr"]
-        fit = rr_spectral_estimate(key, x, observed, eps_rr, solver=s.nonprivate_solver)
-        extra = {"rr_signal": rr_signal(randomize_responses(key, x, observed, eps_rr), x, observed)} \
-            if calibration else {}
+        released = randomize_responses(key, x, observed, eps_rr)
+        fit = rr_spectral_estimate(released, observed, solver=s.nonprivate_solver)
+        extra = {"rr_signal": rr_signal(released, x, observed)} if calibration else {}
         return {**score(ctx, fit.theta, s, True), **extra, "connected": fit.info["connected"],
                 **_solver_report(fit, s.nonprivate_solver)}
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dpsim  # noqa: F401
-from dpsim.estimators import win_counts
+from dpsim.models import win_counts
 from dpsim.experiments.cai.audits import audit_counts, edge_worst_case_pair, individual_worst_case_pair
 from dpsim.audits.audit import histogram_epsilon, laplace_privacy_loss, max_laplace_privacy_loss
 

@@ -14,20 +14,19 @@ import dpsim  # noqa: F401  (float64)
 from dpsim.estimators import (
     ergodicity_coefficient,
     guarded_penalised_mle,
-    noisy_counts_individual,
-    one_shot_scores,
-    perturbed_mle_individual,
+    one_shot_statistics,
     rank_centrality_transition,
     stationary_distribution,
-    strongly_connected,
     unpenalised_mle,
-    win_counts,
 )
+from dpsim.graph import strongly_connected
 from dpsim.mechanisms import (
     individual_count_noise_scale,
     individual_objective_perturbation,
     laplace_noise,
+    noisy_counts_individual,
     one_shot_noise_scale,
+    one_shot_scores,
 )
 from dpsim.models import (
     PROBIT,
@@ -37,7 +36,9 @@ from dpsim.models import (
     sample_user_comparisons_per_user,
     theta_cai_design,
     uniform_multinomial,
+    win_counts,
 )
+from cai_fits import alg1_individual
 
 Z = 4.5  # Monte-Carlo tolerance in standard errors (many comparisons per test)
 
@@ -200,7 +201,7 @@ def test_penalised_individual_mle_matches_choix():
 def test_perturbed_individual_mle_is_algorithm_1():
     _, W = _user_data()
     key, eps, L = jax.random.key(5), 0.8, 5
-    fit = jax.jit(perturbed_mle_individual)(key, W, eps, L)
+    fit = jax.jit(alg1_individual)(key, W, eps, L)
     cal = individual_objective_perturbation(eps, L)
     w = laplace_noise(key, cal.lam, (W.shape[0],))
     assert float(fit.info["gamma"]) == pytest.approx(2 * L / eps) and bool(fit.converged)
@@ -212,7 +213,7 @@ def test_perturbed_individual_mle_is_algorithm_1():
     assert np.max(np.abs(grad)) < 1e-8
     assert theta.sum() == pytest.approx(-float(w.sum()) / float(cal.gamma), abs=1e-8)
     # ε = ∞: no noise, γ = 0: the unpenalised MLE
-    inf_fit = perturbed_mle_individual(key, W, math.inf, L)
+    inf_fit = alg1_individual(key, W, math.inf, L)
     np.testing.assert_allclose(inf_fit.theta_centred, unpenalised_mle(W).theta_centred, atol=1e-12)
 
 
@@ -275,7 +276,10 @@ def test_ergodicity_coefficient_and_one_shot_scale():
     brute = 0.5 * np.abs(Pn[:, None, :] - Pn[None, :, :]).sum(-1).max()
     rho = float(ergodicity_coefficient(P))
     assert rho == pytest.approx(brute, abs=1e-14) and 0 < rho < 1
-    out = jax.jit(one_shot_scores, static_argnums=(3,))(jax.random.key(0), W, eps, k, 1.0)
+    stats = one_shot_statistics(W, 1.0)
+    assert float(stats.ergodicity) == pytest.approx(brute, abs=1e-14) and float(stats.degree) == n
+    out = jax.jit(one_shot_scores, static_argnums=(4,))(jax.random.key(0), stats.stationary, stats.ergodicity,
+                                                         stats.degree, k, eps)
     s = 2.0 / (n * (1 - brute))
     expected = 8 * s * math.sqrt(k * math.log(n / (1 / n ** 2))) / eps
     assert float(out.noise_scale) == pytest.approx(expected)

@@ -12,9 +12,9 @@ import pytest
 from scipy import special, stats
 
 import dpsim  # noqa: F401  (float64)
-from dpsim.estimators import perturbed_mle_edge, perturbed_mle_individual
 from dpsim.estimators.btl_mle import penalised_mle
 from dpsim.engine.definition.experiment import Context
+from dpsim.mechanisms import objective_perturbation_edge, objective_perturbation_individual
 from dpsim.models import sample_er_comparisons, theta_cai_design
 from experiments import cai
 from experiments.cai import checks, methods, mutants
@@ -123,19 +123,21 @@ def test_mutants_are_named_for_cai_and_mutate_their_experiments():
 
 
 def test_mutant_copies_of_algorithm_1_equal_the_library_at_factor_one():
-    W = _edge_data()
-    Wi = _user_counts(12)
+    """The mutants' Algorithm 1 releases at factor one are the library's (γ and w), from the same key."""
+    capacity = _edge_data().shape[0]
 
     @jax.jit
-    def thetas(key):
-        return (mutants.edge_fit()(key, W, 0.7, 0.6, c0=2.0, n_items=40).theta,
-                perturbed_mle_edge(key, W, 0.7, 0.6, c0=2.0, n_items=40).theta,
-                mutants.individual_fit()(key, Wi, 2.0, 5).theta,
-                perturbed_mle_individual(key, Wi, 2.0, 5).theta)
+    def releases(key):
+        return (mutants.edge_release()(key, 0.7, 0.6, capacity, c0=2.0, n_items=40),
+                objective_perturbation_edge(key, 0.7, 0.6, capacity, c0=2.0, n_items=40),
+                mutants.individual_release()(key, 2.0, 5, 12),
+                objective_perturbation_individual(key, 2.0, 5, 12))
 
-    ours_edge, library_edge, ours_individual, library_individual = thetas(jax.random.key(9))
-    np.testing.assert_allclose(ours_edge, library_edge, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(ours_individual, library_individual, rtol=0, atol=1e-12)
+    ours_edge, library_edge, ours_individual, library_individual = releases(jax.random.key(9))
+    for ours, library in ((ours_edge, library_edge), (ours_individual, library_individual)):
+        np.testing.assert_allclose(ours.gamma, library.gamma, rtol=1e-15, atol=0)
+        np.testing.assert_allclose(ours.w, library.w, rtol=1e-15, atol=0)
+        assert float(jnp.max(jnp.abs(library.w))) > 0
 
 
 def test_paper_as_strict_mutant_quadruples_the_count_noise():

@@ -118,7 +118,7 @@ def test_theory_rates_are_traceable():
 
 def test_edge_analysis_is_algorithm_2():
     """The experiment adds the Laplace(2/ε) noise of :func:`noisy_counts_edge` to the counts."""
-    from dpsim.estimators import noisy_counts_edge
+    from dpsim.mechanisms import noisy_counts_edge
 
     theta = theta_two_block(40, 10, 0.2)
     W = sample_er_comparisons(jax.random.key(5), theta, 0.7)

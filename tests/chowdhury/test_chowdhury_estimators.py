@@ -15,8 +15,9 @@ import pytest
 from scipy import optimize
 
 import dpsim  # noqa: F401
-from dpsim.estimators.linear_btl import draw_perturbation, objective_perturbation_minimiser
-from chowdhury_fits import D, draw_data, draw_rr, mle, objective_perturbation, rr_debiased, rr_naive_mle
+from dpsim.estimators.linear_btl import objective_perturbation
+from dpsim.mechanisms.objective_perturbation import gaussian_objective_perturbation
+from chowdhury_fits import D, alg2, draw_data, draw_rr, mle, rr_debiased, rr_naive_mle
 
 
 # ---------------------------------------------------------------------------------------
@@ -231,24 +232,24 @@ def test_naive_rr_reference_rejects_a_perturbed_estimator(eps, radius):
 def test_objective_perturbation_matches_scipy_with_the_same_noise(radius, beta):
     data = draw_data(1500, seed=12)
     key = jax.random.key(13)
-    fit = objective_perturbation(key, data.x, data.y, 0.5, 1e-3, radius, beta=beta)
-    pert = draw_perturbation(key, data.x, 0.5, 1e-3, radius, beta=beta)
+    fit = alg2(key, data.x, data.y, 0.5, 1e-3, radius, beta=beta)
+    pert = gaussian_objective_perturbation(key, data.x, 0.5, 1e-3, radius, beta=beta)
     X, n = np.asarray(data.x), 1500
     assert float(pert.beta) == pytest.approx(math.sqrt(n) / radius if beta is None else beta)
     assert float(pert.feature_bound) == pytest.approx(np.linalg.norm(X, axis=1).max() / 2)
     f, g, h = _np_objective(X, np.asarray(data.y), ridge=float(pert.beta) / n, shift=np.asarray(pert.w) / n)
     np.testing.assert_allclose(fit.theta, _scipy_ball_minimiser(f, g, h, D, radius), atol=1e-6)
     assert bool(fit.info["privacy_certified"]) and float(fit.info["sigma"]) == pytest.approx(float(pert.sigma))
-    same = objective_perturbation_minimiser(data.x, data.y, pert.w, pert.beta, radius)
+    same = objective_perturbation(data.x, data.y, pert, radius)     # the same release, unjitted
     np.testing.assert_allclose(same.theta, fit.theta, atol=0)
 
 
 def test_standard_dp_raises_the_ridge_and_needs_an_explicit_bound():
     data = draw_data(100, seed=14)
     with pytest.raises(ValueError, match="feature_bound"):
-        draw_perturbation(jax.random.key(0), data.x, 1.0, 1e-3, 5.0, privacy="standard")
-    pert = draw_perturbation(jax.random.key(0), data.x, 0.5, 1e-3, 5.0, beta=0.1, feature_bound=2.0,
-                             privacy="standard")
+        gaussian_objective_perturbation(jax.random.key(0), data.x, 1.0, 1e-3, 5.0, privacy="standard")
+    pert = gaussian_objective_perturbation(jax.random.key(0), data.x, 0.5, 1e-3, 5.0, beta=0.1, feature_bound=2.0,
+                                           privacy="standard")
     assert float(pert.beta) == pytest.approx(4 * 2.0 ** 2 / 0.5)
     assert float(pert.sigma) == pytest.approx(4 * 2.0 * math.sqrt(8 * math.log(4e3) + 1.0) / 0.5)
 

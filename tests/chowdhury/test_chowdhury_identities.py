@@ -27,11 +27,12 @@ from dpsim.estimators.linear_btl import (
 )
 from dpsim.estimators import linear_btl as unjitted
 from dpsim.linalg import batched_lapack_calls
+from dpsim.mechanisms.objective_perturbation import gaussian_objective_perturbation
 from dpsim.mechanisms.randomized_response import randomized_response
 from dpsim.metrics import feature_estimation_metrics, seminorm_error, squared_l2_error
 from dpsim.models.linear_btl import sample_linear_btl, theta_faithful
 from dpsim.solvers import project_ball
-from chowdhury_fits import D, THETA, draw_data, draw_rr, mle, objective_perturbation, rr_debiased, rr_naive_mle
+from chowdhury_fits import D, THETA, alg2, draw_data, draw_rr, mle, rr_debiased, rr_naive_mle
 
 
 # ---------------------------------------------------------------------------------------
@@ -157,11 +158,15 @@ def test_seminorm_and_squared_error_against_the_matrix_form():
     (lambda x, y: unjitted.mle(x, y, 0.0), "radius=0.0"),
     (lambda x, y: unjitted.mle(x, y[:-1], 1.0), r"y must have shape \(50,\)"),
     (lambda x, y: unjitted.mle(x[:, :0], y, 1.0), r"shape \(50, 0\)"),
-    (lambda x, y: unjitted.objective_perturbation(jax.random.key(0), x, y, 1.0, 1.0, 1.0), "delta=1.0"),
-    (lambda x, y: unjitted.objective_perturbation(jax.random.key(0), x, y, 1.0, 0.0, 1.0), "delta=0.0"),
-    (lambda x, y: unjitted.objective_perturbation(jax.random.key(0), x, y, 0.0, 0.1, 1.0), "eps=0.0"),
-    (lambda x, y: unjitted.objective_perturbation(jax.random.key(0), x, y, 1.0, 0.1, 1.0, beta=-1.0), "beta=-1.0"),
-    (lambda x, y: unjitted.objective_perturbation(jax.random.key(0), x, y, 1.0, 0.1, 1.0, privacy="local"), "privacy='local'"),
+    (lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 1.0, 1.0), "delta=1.0"),
+    (lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.0, 1.0), "delta=0.0"),
+    (lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 0.0, 0.1, 1.0), "eps=0.0"),
+    (lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.1, 1.0, beta=-1.0), "beta=-1.0"),
+    (lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.1, 1.0, privacy="local"), "privacy='local'"),
+    (lambda x, y: unjitted.objective_perturbation(
+        x, y, gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.1, 1.0)._replace(beta=-1.0), 1.0), "beta=-1.0"),
+    (lambda x, y: unjitted.objective_perturbation(
+        x, y[:-1], gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.1, 1.0), 1.0), r"y must have shape \(50,\)"),
 ])
 def test_bad_inputs_raise_naming_the_value(call, message):
     data = draw_data(50)
@@ -181,7 +186,7 @@ def test_vmap_over_replicates_and_traced_privacy_without_batched_lapack():
         radius = 2 * math.sqrt(d)
         fits = [mle(data.x, data.y, radius), rr_debiased(data.x, yt, eps, radius),
                 rr_naive_mle(data.x, yt, eps, radius),
-                objective_perturbation(k_obj, data.x, data.y, eps, delta, radius)]
+                alg2(k_obj, data.x, data.y, eps, delta, radius)]
         return (jnp.stack([f.theta for f in fits]), jnp.stack([f.converged for f in fits]),
                 jnp.stack([squared_l2_error(f.theta, theta) for f in fits]))
 

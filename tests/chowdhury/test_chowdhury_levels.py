@@ -15,11 +15,12 @@ import pandas as pd
 import pytest
 from scipy import special, stats
 
-from dpsim.estimators.linear_btl import draw_perturbation, objective_perturbation
+from dpsim.estimators.linear_btl import objective_perturbation
 from dpsim.engine.definition.experiment import Context
 from dpsim.engine.registry import installed
 from dpsim.experiments.chowdhury import common as c
 from dpsim.experiments.chowdhury import fig1, levels, rates
+from dpsim.mechanisms.objective_perturbation import gaussian_objective_perturbation
 
 
 @pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 2.0, 4.0])
@@ -80,9 +81,10 @@ def test_effective_noise_recovers_the_drawn_noise(design):
     y = (jax.random.uniform(jax.random.key(2), (1500,)) < jax.nn.sigmoid(x @ jnp.asarray([0.5, -0.3, 0.2, -0.4])))
     y = y.astype(jnp.float64)
     sum_zero = design == "theory"
-    fit = objective_perturbation(key, x, y, 1.0, 1e-3, 4.0, beta=1.0, sum_zero=sum_zero)
+    release = gaussian_objective_perturbation(key, x, 1.0, 1e-3, 4.0, beta=1.0)
+    fit = objective_perturbation(x, y, release, 4.0, sum_zero=sum_zero)
     assert bool(fit.converged) and not bool(fit.info["on_boundary"])
-    w = np.asarray(draw_perturbation(key, x, 1.0, 1e-3, 4.0, beta=1.0).w)      # the same draw (same key)
+    w = np.asarray(release.w)
     if sum_zero:
         w = w - w.mean()
     L = 0.5 * np.max(np.linalg.norm(np.asarray(x), axis=1))
@@ -91,7 +93,8 @@ def test_effective_noise_recovers_the_drawn_noise(design):
     assert got == pytest.approx(expected, rel=1e-6)
     assert math.isnan(float(c.effective_noise_sq(_ctx(x, y, design), fit.theta, 1.0, jnp.asarray(False))))
     # the σ ÷ 1.5 mutant's fit carries exactly (1/1.5)² of that noise
-    small = objective_perturbation(key, x, y, 1.0, 1e-3, 4.0, beta=1.0, sum_zero=sum_zero, feature_bound=L / 1.5)
+    small = objective_perturbation(x, y, gaussian_objective_perturbation(key, x, 1.0, 1e-3, 4.0, beta=1.0,
+                                                                        feature_bound=L / 1.5), 4.0, sum_zero=sum_zero)
     ratio = float(c.effective_noise_sq(_ctx(x, y, design), small.theta, 1.0, jnp.asarray(True))) / got
     assert ratio == pytest.approx(1 / 2.25, rel=1e-6)
 

@@ -21,13 +21,13 @@ from scipy.stats import norm
 
 import dpsim  # noqa: F401
 from dpsim.estimators import linear_btl_sgd as unjitted
-from dpsim.estimators.linear_btl import draw_perturbation
 from dpsim.estimators.linear_btl_sgd import (
     krr_sgd_gradient,
     rr_sgd_gradient,
     step_size_schedule,
 )
 from dpsim.linalg import batched_lapack_calls
+from dpsim.mechanisms.objective_perturbation import gaussian_objective_perturbation
 from dpsim.mechanisms.randomized_response import kary_randomized_response, randomized_response
 from dpsim.models.linear_btl import sample_linear_btl, sample_plackett_luce
 from dpsim.solvers import project_ball, projected_sgd_optimizer
@@ -36,7 +36,7 @@ THETA = np.asarray([1.0, -0.5, 0.3])
 N = 400
 sgd_rr = jax.jit(unjitted.sgd_rr, static_argnames=("schedule", "link", "sum_zero"))
 sgd_krr = jax.jit(unjitted.sgd_krr, static_argnames=("schedule", "sum_zero"))
-sgd_obj = jax.jit(unjitted.sgd_objective_perturbation, static_argnames=("schedule", "privacy", "sum_zero"))
+sgd_obj = jax.jit(unjitted.sgd_objective_perturbation, static_argnames=("schedule", "sum_zero"))
 
 
 def _np_project(v, radius, sum_zero):
@@ -124,8 +124,8 @@ def test_sgd_krr_matches_a_numpy_loop(schedule):
 def test_sgd_objective_perturbation_matches_a_numpy_loop_and_is_flagged_uncertified():
     data = sample_linear_btl(jax.random.key(6), jnp.asarray(THETA), N)
     key = jax.random.key(7)
-    fit = sgd_obj(key, data.x, data.y, 1.0, 1e-3, 3.0, schedule="literal")
-    pert = draw_perturbation(key, data.x, 1.0, 1e-3, 3.0)
+    pert = gaussian_objective_perturbation(key, data.x, 1.0, 1e-3, 3.0)
+    fit = sgd_obj(data.x, data.y, pert, 3.0, schedule="literal")
     X, Y, w, beta = np.asarray(data.x), np.asarray(data.y), np.asarray(pert.w), float(pert.beta)
     ref = _np_sgd(lambda t, th: (1 / (1 + np.exp(-X[t] @ th)) - Y[t]) * X[t] + (beta * th + w) / N,
                   N, 3, _np_steps("literal", N, None), 3.0, False, "literal")
@@ -202,7 +202,10 @@ def test_optax_chain_lands_on_the_projection():
     (lambda d: unjitted.sgd_rr(d.x, d.y, 1.0, -2.0), "radius=-2.0"),
     (lambda d: unjitted.sgd_rr(d.x, d.y, 1.0, 1.0, gamma_hat=0.0), "gamma_hat=0.0"),
     (lambda d: unjitted.sgd_krr(d.x[:, None, :], d.y.astype(int), 1.0, 1.0), r"k ≥ 2"),
-    (lambda d: unjitted.sgd_objective_perturbation(jax.random.key(0), d.x, d.y, 1.0, 1.5, 1.0), "delta=1.5"),
+    (lambda d: unjitted.sgd_objective_perturbation(
+        d.x, d.y, gaussian_objective_perturbation(jax.random.key(0), d.x, 1.0, 0.5, 1.0), -1.0), "radius=-1.0"),
+    (lambda d: unjitted.sgd_objective_perturbation(
+        d.x, d.y[:-1], gaussian_objective_perturbation(jax.random.key(0), d.x, 1.0, 0.5, 1.0), 1.0), "y must have shape"),
 ])
 def test_bad_inputs_raise(call, message):
     data = sample_linear_btl(jax.random.key(0), jnp.asarray(THETA), 20)
@@ -219,7 +222,8 @@ def test_vmap_over_replicates_and_eps_without_batched_lapack():
         ykt = kary_randomized_response(k_krr, pl.y, eps, 3)
         return jnp.stack([unjitted.sgd_rr(data.x, yt, eps, 3.0).theta,
                           unjitted.sgd_krr(pl.phi, ykt, eps, 3.0).theta,
-                          unjitted.sgd_objective_perturbation(k_obj, data.x, data.y, eps, 1e-3, 3.0).theta])
+                          unjitted.sgd_objective_perturbation(
+                              data.x, data.y, gaussian_objective_perturbation(k_obj, data.x, eps, 1e-3, 3.0), 3.0).theta])
 
     keys = jax.random.split(jax.random.key(30), 3)
     eps = jnp.asarray([0.5, 1.0, 4.0])

@@ -1,6 +1,8 @@
 """The CPU's small-lane rule (:func:`dpsim.engine.execution.batching.cpu_small_lane_micro`): small
 lanes in a big step are vmapped in micro-batches of 32, everything else runs one lane at a
-time, ``--micro-batch`` overrides, and ``--dry-run`` shows the choice. That results do not
+time, except a short step whose vmapped program was compiled before
+(:func:`dpsim.engine.execution.batching.small_lane_layout`: the wide program's compile against the run
+it saves), ``--micro-batch`` overrides, and ``--dry-run`` shows the choice. That results do not
 depend on the micro-batch beyond float rounding is tested in tests/engine/test_runner.py
 (``test_results_do_not_depend_on_micro_batch_size``), and here for a calibrated run, whose
 first chunks are computed at several micro-batches.
@@ -22,7 +24,8 @@ from dpsim.engine.execution import calibration, program, runner
 from dpsim.engine import registry
 from dpsim.engine.storage import store
 from dpsim.engine.execution.batching import (SMALL_LANE_BYTES_CPU, SMALL_LANE_MICRO_CPU, SMALL_LANE_MIN_WORK_CPU,
-                                       batching, chunk_layout, cpu_small_lane_micro, reuse_layout)
+                                       SMALL_LANE_SAVING_CPU, VMAP_COMPILE_FACTOR_CPU, batching, chunk_layout,
+                                       cpu_small_lane_micro, layout_lanes, reuse_layout, small_lane_layout)
 from dpsim.engine.execution.executors import LocalExecutor
 from test_runner import assert_same_results, table
 from toy import toy_experiment
@@ -187,6 +190,51 @@ def test_reuse_layout():
     assert reuse_layout(4800, 2, (2400, 1), [(65536, 1)], 1e9, 1e-9) == (2400, 1)       # 27× the work
     assert reuse_layout(4800, 2, (2400, 1), [(2400, 1), (1600, 1)], 2.0, 1e-4) == (2400, 1)
     assert reuse_layout(4800, 2, (2400, 1), [(2, 1)], 1e9, 1e-9) == (2400, 1)           # 1200× the chunks
+
+
+def test_small_lane_layout_weighs_the_wide_compile_against_the_run():
+    """A short step of small lanes is vmapped where its wide program was compiled before (no
+    compile to pay, each lane cheaper), not where the wide program would compile first: one
+    run does not earn the longer compile back. A wide layout compiled before that pads beyond
+    reuse_layout's bounds is not taken."""
+    one, wide = (60, 1), (60, 30)
+    assert small_lane_layout(120, 2, one, wide, [], 2.0, 4e-4) == one                   # nothing compiled
+    assert small_lane_layout(120, 2, one, wide, [[60, 1]], 2.0, 4e-4) == one            # the one-lane program
+    assert small_lane_layout(120, 2, one, wide, [[60, 30]], 2.0, 4e-4) == wide          # the wide one
+    assert small_lane_layout(120, 2, one, wide, [[60, 1], [64, 32]], 2.0, 4e-4) == (64, 32)   # 128 ≤ 1.5 × 120 lanes
+    assert small_lane_layout(120, 2, one, wide, [[4096, 32]], 2.0, 4e-4) == one         # 34× the work
+    # long enough, the wide program pays for its own compile: the break-even by the constants
+    extra = (VMAP_COMPILE_FACTOR_CPU - 1) * 2.0
+    lanes_even = extra / (SMALL_LANE_SAVING_CPU * 4e-4)            # lane-computations on the critical path
+    big = int(2.2 * lanes_even)
+    own = chunk_layout(big, 1000, 1, None, 2, batching("cpu", micro_batch=1))
+    assert small_lane_layout(big, 2, own, (own[0], 32), [], 2.0, 4e-4) == (own[0], 32)
+    assert layout_lanes(big, own[0], 2) * SMALL_LANE_SAVING_CPU * 4e-4 > extra
+    small = int(1.8 * lanes_even)
+    own = chunk_layout(small, 1000, 1, None, 2, batching("cpu", micro_batch=1))
+    assert small_lane_layout(small, 2, own, (own[0], 32), [], 2.0, 4e-4) == own
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the rule is the CPU's")
+def test_a_short_step_uses_its_wide_program_compiled_before(monkeypatch, tmp_path):
+    """The plan of a short step of small lanes: one lane at a time while only that program is
+    cached; vmapped once the calibration cache records its wide layout (e.g. a run at
+    --micro-batch 32 compiled it, or a big run); ``off`` reads no cache; --micro-batch wins."""
+    path = tmp_path / "batching.json"
+    monkeypatch.setenv(calibration.MODE_VARIABLE, "auto")
+    monkeypatch.setenv(calibration.CACHE_VARIABLE, str(path))
+    experiment = toy_experiment("short", reps=120, **TOY)       # 2 data points: 240 lanes, 2 chunks
+    first = runner.plan_run(experiment, out=tmp_path / "a", workers=2).steps[0]
+    assert (first.size, first.micro) == (120, 1) and first.micro_from == "rule: one lane at a time on CPU"
+    calibration.save(path, {first.key: {"what": "toy", "layouts": [[120, 1]]}})
+    assert runner.plan_run(experiment, out=tmp_path / "a", workers=2).steps[0].micro == 1
+    calibration.save(path, {first.key: {"what": "toy", "layouts": [[120, 30], [120, 1]]}})
+    plan = runner.plan_run(experiment, out=tmp_path / "a", workers=2)
+    assert (plan.steps[0].size, plan.steps[0].micro) == (120, 30)
+    assert "micro-batch 30 (rule: small lanes, their vmapped program compiled before)" in plan.describe()[1]
+    assert runner.plan_run(experiment, out=tmp_path / "a", workers=2, micro_batch=1).steps[0].micro == 1
+    monkeypatch.setenv(calibration.MODE_VARIABLE, "off")
+    assert runner.plan_run(experiment, out=tmp_path / "a", workers=2).steps[0].micro == 1
 
 
 def test_other_reps_reuse_the_compiled_chunk_layout(cache_file, monkeypatch, tmp_path):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dpsim.engine import CellArrays, Experiment, Method
+from dpsim.engine.execution import planning
 from dpsim.engine.storage import store
 from dpsim.engine.execution.runner import plan_run, run_experiment
 
@@ -45,6 +46,7 @@ def cell_experiment() -> Experiment:
 
 def test_each_lane_reads_its_own_cell(tmp_path):
     BUILT.clear()
+    planning.clear_cell_cache()
     run_experiment(cell_experiment(), out=tmp_path / "a", progress=False)
     df = store.load_results(tmp_path / "a")
     assert len(df) == 3 * 2 * 3
@@ -62,6 +64,32 @@ def test_each_lane_reads_its_own_cell(tmp_path):
     key = ["n_users", "eps", "rep"]
     np.testing.assert_array_equal(df.sort_values(key)[["scaled", "ramp_sum"]].to_numpy(),
                                   other.sort_values(key)[["scaled", "ramp_sum"]].to_numpy())
+
+
+def test_a_process_builds_a_cell_once_within_the_cache_bound(tmp_path, monkeypatch):
+    """A second run of the same grid in one process reuses the cells built by the first (the
+    same rows); past CELL_CACHE_BYTES the least recently used cells are built again."""
+    planning.clear_cell_cache()
+    BUILT.clear()
+    run_experiment(cell_experiment(), out=tmp_path / "a", progress=False)
+    first = len(BUILT)
+    assert first == 3 + 6
+    run_experiment(cell_experiment(), out=tmp_path / "b", progress=False)
+    assert len(BUILT) == first                       # nothing built again
+    key = ["n_users", "eps", "rep"]
+    a, b = (store.load_results(tmp_path / n).sort_values(key) for n in "ab")
+    np.testing.assert_array_equal(a[["ramp_sum", "scaled", "scaled_neg"]].to_numpy(),
+                                  b[["ramp_sum", "scaled", "scaled_neg"]].to_numpy())
+    # a bound of 40 bytes holds at most 2 of the 16-byte "scaled" cells (and no 56-byte ramp):
+    # the next plan builds every ramp cell and at least 4 of the 6 scaled cells again
+    monkeypatch.setattr(planning, "CELL_CACHE_BYTES", 40)
+    planning.clear_cell_cache()
+    plan_run(cell_experiment())
+    BUILT.clear()
+    plan_run(cell_experiment())
+    assert sum(b[0] == "ramp" for b in BUILT) == 3 and sum(b[0] == "scaled" for b in BUILT) >= 4
+    assert sum(v.nbytes for cell in planning._CELL_CACHE.values() for v in cell.values()) <= 40
+    planning.clear_cell_cache()
 
 
 def test_the_plan_shows_the_cells():

@@ -20,7 +20,7 @@ from dpsim.engine import (ColumnRatio, Difference, IdenticalAcrossCheck, Publish
                               predicted_ratio_check, published_check, ratio_check)
 from dpsim.engine.judgement.verdicts import format_region
 from dpsim.engine.judgement.statistics import log_ratio_of_means, paired
-from dpsim.engine.judgement.checks import pooled_clusters, published_points, relative_points
+from dpsim.engine.judgement.published import pooled_clusters, published_points, relative_points
 
 Z = 1.959963984540054
 

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dpsim
+
 import pytest
 
 from dpsim.engine.storage import store

@@ -99,6 +99,25 @@ def test_the_cache_is_marked_and_only_it_is_replaced(study, capsys):
     assert _hashes(cache) == before
 
 
+def test_a_fingerprint_is_computed_once_per_experiment_until_a_file_changes(study, monkeypatch):
+    """A re-run of the same experiment object reuses its fingerprint (nothing parsed again;
+    the caller's copy is its own), and any change to a digested file's bytes recomputes it."""
+    from dpsim.engine.storage import provenance
+    experiment = _experiment(study)
+    first = fingerprint(experiment)
+    first["modules"].clear()                                         # the caller's copy only
+    real = provenance._modules
+
+    def refused(*args, **kwargs):
+        raise AssertionError("parsed again")
+    monkeypatch.setattr(provenance, "_modules", refused)
+    again = fingerprint(experiment)
+    assert again["hash"] == first["hash"] and "study.py" in again["modules"]
+    study.write_text(CHANGED)
+    monkeypatch.setattr(provenance, "_modules", real)
+    assert fingerprint(experiment)["hash"] != first["hash"]
+
+
 def test_comments_docstrings_and_checks_do_not_change_the_fingerprint(study, tmp_path):
     experiment = _experiment(study)
     first = fingerprint(experiment)

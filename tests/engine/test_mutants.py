@@ -20,15 +20,14 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.engine import Experiment, Method
-from dpsim.engine.judgement.verdicts import Estimate, family_z, judge, widened
-from dpsim.engine.judgement.checks import level_check
+from dpsim.engine.judgement.verdicts import Estimate, family_z, widened
+from dpsim.engine.judgement.checks import level_check, judge
 from dpsim.engine.judgement.statistics import predictions
 from dpsim.engine.judgement.mutants import (Mutant, chain, mutants_of, replaced_method, scaled_analysis,
                                       scaled_derived)
 from dpsim.engine.presentation.summary import Z95
 from dpsim.engine.judgement.verify import verify, verify_mutants
-from dpsim.estimators import win_counts
-from dpsim.models import sample_er_comparisons
+from dpsim.models import sample_er_comparisons, win_counts
 from laplace_study import study_text
 
 

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import dpsim  # noqa: F401  (float64)
-from dpsim.estimators import SCORE_TIE_TOL, noisy_counts_edge, perturbed_mle_edge, top_k_mask
+from dpsim.estimators import SCORE_TIE_TOL, top_k_mask
+from dpsim.mechanisms import noisy_counts_edge
 from dpsim.engine.execution import runner
 from dpsim.engine.storage import store
 from dpsim.engine.execution.planning import size_buckets
@@ -27,6 +28,7 @@ from dpsim.models import (centre, pair_bits, real_items, sample_er_comparisons, 
                           true_top_k_mask)
 from dpsim.experiments.cai import model
 from dpsim.experiments.cai.figures import edge
+from cai_fits import alg1_edge
 
 CAPACITY = 64
 
@@ -86,8 +88,8 @@ def test_padded_perturbed_mle_and_top_k_equal_the_unpadded(n, eps):
     W = sample_er_comparisons(jax.random.fold_in(key, 1), theta, 0.7)
     W_padded = jnp.zeros((CAPACITY, CAPACITY)).at[:n, :n].set(W)
     real = real_items(CAPACITY, n)
-    fit = perturbed_mle_edge(key, W, eps, 0.7)
-    padded = _traced(lambda key, W, n: perturbed_mle_edge(key, W, eps, 0.7, n_items=n))(key, W_padded, jnp.int64(n))
+    fit = alg1_edge(key, W, eps, 0.7)
+    padded = _traced(lambda key, W, n: alg1_edge(key, W, eps, 0.7, n_items=n))(key, W_padded, jnp.int64(n))
     np.testing.assert_allclose(centre(padded.theta, real)[:n], fit.theta_centred, rtol=0, atol=1e-12)
     assert np.all(padded.theta[n:] == 0) and np.all(centre(padded.theta, real)[n:] == 0)
     assert bool(padded.converged) and int(padded.iterations) == int(fit.iterations)

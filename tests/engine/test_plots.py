@@ -529,3 +529,14 @@ def test_points_a_log_y_axis_cannot_show_are_named_in_a_note():
     frame["err"] = frame["err"] - 3.0                         # some means ≤ 0
     with pytest.warns(DpsimNote, match=r"panel '\(a\) estimation': \d+ points ≤ 0 are not drawn on its log y axis"):
         list(draw_figures(frame, with_logy(SPEC, True)))
+
+
+def test_prepare_loads_the_mathtext_parser_and_draws_nothing():
+    """plots.prepare (what `dpsim run` calls in a background thread while it computes) leaves
+    the mathtext parser built and no figure open; calling it again is harmless."""
+    from matplotlib import mathtext
+    from dpsim.engine.presentation.plots import prepare
+    before = plt.get_fignums()
+    prepare()
+    prepare()
+    assert mathtext.MathTextParser._parser is not None and plt.get_fignums() == before

@@ -20,9 +20,9 @@ from dpsim.engine.storage import store
 from dpsim.engine.execution.program import merge_groups
 from dpsim.engine.execution.runner import run_experiment
 from dpsim.errors import DpsimWarning
-from dpsim.estimators import top_k_mask, win_counts
+from dpsim.estimators import top_k_mask
 from dpsim.metrics import topk_metrics
-from dpsim.models import true_top_k_mask
+from dpsim.models import true_top_k_mask, win_counts
 from toy import AXIS_TYPES, K, METHODS, borda, noise_scale, toy_experiment
 
 KEY = ["point", "rep", "method"]

@@ -92,6 +92,21 @@ def test_fingerprint_follows_a_paper_package_and_a_mutant():
         "code ab (dpsim 1, commit cccccccccc + uncommitted changes)"
 
 
+def test_fingerprint_kept_in_the_process_follows_an_edited_file(study):
+    """The import closure is kept per experiment object while its files are unchanged
+    (``provenance._MODULES_MEMO``): the same object's fingerprint is the same, and an edit of a
+    reached function in its file changes it without a new object (a noise scale ×2)."""
+    from dpsim.engine import registry
+    experiment, _ = registry.experiment(f"{study}:prov")
+    first = fingerprint(experiment)
+    assert fingerprint(experiment) == first
+    text = study.read_text()
+    study.write_text(text.replace("(2.0 / ctx.analysis", "(4.0 / ctx.analysis"))
+    assert fingerprint(experiment)["definition"] != first["definition"]
+    study.write_text(text)
+    assert fingerprint(experiment)["hash"] == first["hash"]
+
+
 def test_one_version_number():
     assert version("dpsim") == dpsim.__version__
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dpsim.errors import UsageError
-from dpsim.engine.judgement.checks import Solve, ThresholdScalingCheck
+from dpsim.engine.judgement.thresholds import Solve, ThresholdScalingCheck
 from dpsim.engine.judgement.statistics import threshold_observations, threshold_slope
 from dpsim.engine.presentation.summary import Z95
 

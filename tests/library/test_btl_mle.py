@@ -22,10 +22,10 @@ from dpsim.estimators import (
     btl_neg_log_likelihood,
     btl_objective,
     penalised_mle,
-    perturbed_mle_edge,
 )
 from dpsim.mechanisms import edge_objective_perturbation
 from dpsim.models import sample_er_comparisons, theta_cai_design
+from cai_fits import alg1_edge
 
 
 # ----------------------------------------------------------------------------- references
@@ -160,9 +160,9 @@ def test_hessian_does_not_depend_on_outcomes(small_W):
 # ----------------------------------------------------------------------------- solver vs choix
 # Compiled once and shared (an un-jitted call re-compiles its while_loops every time).
 _pmle = jax.jit(penalised_mle, static_argnames=("max_iter",))
-_alg1 = jax.jit(perturbed_mle_edge)
+_alg1 = jax.jit(alg1_edge)
 # One batched program for every vmap test: B = 64 lanes of n = 20, ε and p per lane.
-_alg1_batched = jax.jit(jax.vmap(perturbed_mle_edge, in_axes=(0, 0, 0, 0)))
+_alg1_batched = jax.jit(jax.vmap(alg1_edge, in_axes=(0, 0, 0, 0)))
 B = 64
 
 
@@ -199,8 +199,8 @@ def test_a_given_graph_changes_no_fit_and_a_wrong_one_is_refused():
     theta = theta_cai_design(jax.random.key(4), 30)
     W, M = sample_er_graph(jax.random.key(9), theta, 0.6)
     w = 2.0 * jax.random.laplace(jax.random.key(1), (30,))
-    with_graph = jax.jit(lambda W, M: perturbed_mle_edge(jax.random.key(3), W, 1.0, 0.6, M=M).theta)(W, M)
-    without = jax.jit(lambda W: perturbed_mle_edge(jax.random.key(3), W, 1.0, 0.6).theta)(W)
+    with_graph = jax.jit(lambda W, M: alg1_edge(jax.random.key(3), W, 1.0, 0.6, M=M).theta)(W, M)
+    without = jax.jit(lambda W: alg1_edge(jax.random.key(3), W, 1.0, 0.6).theta)(W)
     np.testing.assert_array_equal(np.asarray(with_graph), np.asarray(without))
     np.testing.assert_array_equal(np.asarray(penalised_mle(W, 2.0, w, M=M).theta),
                                   np.asarray(penalised_mle(W, 2.0, w).theta))

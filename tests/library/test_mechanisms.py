@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 import scipy.stats as st
 
-from dpsim.estimators import noisy_counts_edge, win_counts
-from dpsim.mechanisms import edge_count_noise_scale, edge_objective_perturbation, laplace_noise
-from dpsim.models import LOGISTIC, Link, sample_er_comparisons, theta_cai_design
+from dpsim.mechanisms import edge_count_noise_scale, edge_objective_perturbation, laplace_noise, noisy_counts_edge
+from dpsim.models import LOGISTIC, Link, sample_er_comparisons, theta_cai_design, win_counts
 
 INF = math.inf
 

@@ -131,6 +131,22 @@ def test_excess_risk_against_the_kl_sum_by_loops():
     assert float(metrics.excess_risk(jnp.asarray(th + 3.0), jnp.asarray(th))) == pytest.approx(0.0, abs=1e-15)
 
 
+def test_excess_risk_stays_finite_and_exact_at_large_differences():
+    """Differences of ±60 and more (σ underflows to 0 in float64): the KL sum by loops in
+    log-sigmoids (scipy's log_expit) still matches."""
+    rng = np.random.default_rng(RNG_SEED)
+    m = 8
+    th_hat, th = rng.normal(size=m) * 40, rng.normal(size=m) * 30
+    total = 0.0
+    for i, j in itertools.combinations(range(m), 2):
+        d, dh = th[i] - th[j], th_hat[i] - th_hat[j]
+        p = special.expit(d)
+        total += (p * (special.log_expit(d) - special.log_expit(dh))
+                  + (1 - p) * (special.log_expit(-d) - special.log_expit(-dh)))
+    value = float(metrics.excess_risk(jnp.asarray(th_hat), jnp.asarray(th)))
+    assert math.isfinite(value) and value == pytest.approx(total / m ** 2, rel=1e-10)
+
+
 def test_rasch_l2_error_modes():
     rng = np.random.default_rng(RNG_SEED)
     b_hat, b = rng.normal(size=6), rng.normal(size=6) + 0.7

@@ -20,8 +20,10 @@ from dpsim.mechanisms.count_noise import (
     count_sensitivity,
     gaussian_count_sigma,
     laplace_count_scale,
+    private_differential_counts,
     privatise_counts,
 )
+from dpsim.mechanisms.shuffle import randomize_responses
 from dpsim.mechanisms.sparsify import (
     dense_item_graph,
     er_item_graph,
@@ -193,10 +195,10 @@ def test_private_estimators_reduce_to_the_non_private_one_at_huge_budgets():
     non-private estimate; the same for RR at ε_RR = 1e4 (flip probability e^{−833})."""
     beta, r, Y = _setup()
     base = np.asarray(spectral_estimate(Y).theta)
-    for fit in (private_spectral_estimate(jax.random.key(0), Y, rho=1e8),
-                private_spectral_estimate(jax.random.key(0), Y, rho=1e8, p0=1.0),
-                private_spectral_estimate(jax.random.key(0), Y, mechanism="laplace", eps=1e6),
-                rr_spectral_estimate(jax.random.key(0), r.x, r.observed, 1e4)):
+    for fit in (private_spectral_estimate(private_differential_counts(jax.random.key(0), Y, rho=1e8)),
+                private_spectral_estimate(private_differential_counts(jax.random.key(0), Y, rho=1e8, p0=1.0)),
+                private_spectral_estimate(private_differential_counts(jax.random.key(0), Y, mechanism="laplace", eps=1e6)),
+                rr_spectral_estimate(randomize_responses(jax.random.key(0), r.x, r.observed, 1e4), r.observed)):
         np.testing.assert_allclose(np.asarray(fit.theta), base, atol=1e-12)
 
 
@@ -205,10 +207,11 @@ def test_private_estimator_diagnostics_faithful_mode_and_vmap():
     rho = zcdp_rho(1.0, 1e-4)
 
     def run(key, rho_):
-        dense = private_spectral_estimate(key, Y, rho=rho_)
-        sparse = private_spectral_estimate(key, Y, rho=rho_, p0=0.4)
-        faithful = private_spectral_estimate(key, Y, rho=rho_, accounting="synthetic_code", noise="nonzero",
-                                             solver="power_lazy", p0=0.4, connect=False)
+        dense = private_spectral_estimate(private_differential_counts(key, Y, rho=rho_))
+        sparse = private_spectral_estimate(private_differential_counts(key, Y, rho=rho_, p0=0.4))
+        faithful = private_spectral_estimate(
+            private_differential_counts(key, Y, rho=rho_, accounting="synthetic_code", noise="nonzero", p0=0.4,
+                                        connect=False), solver="power_lazy")
         return dense, sparse, faithful
 
     f = jax.jit(jax.vmap(run, in_axes=(0, None)))
@@ -239,12 +242,12 @@ def test_private_estimator_diagnostics_faithful_mode_and_vmap():
 def test_bad_input_names_the_value(kwargs, message):
     Y = jnp.ones((4, 4)) - jnp.eye(4)
     with pytest.raises(ValueError, match=message):
-        private_spectral_estimate(jax.random.key(0), Y, **kwargs)
+        private_differential_counts(jax.random.key(0), Y, **kwargs)
 
 
 def test_bad_sizes_and_rules():
     with pytest.raises(ValueError, match="n_items=1"):
-        private_spectral_estimate(jax.random.key(0), jnp.zeros((1, 1)), rho=1.0)
+        private_differential_counts(jax.random.key(0), jnp.zeros((1, 1)), rho=1.0)
     with pytest.raises(ValueError, match="n_items=1"):
         sparsification_p0(1)
     with pytest.raises(ValueError, match="rule='paper'"):
@@ -252,4 +255,4 @@ def test_bad_sizes_and_rules():
     with pytest.raises(ValueError, match="p0=0.0"):
         sparsification_p0(10, "fixed", value=0.0)
     with pytest.raises(ValueError, match="eps_rr=0.0"):
-        rr_spectral_estimate(jax.random.key(0), jnp.zeros((3, 4), bool), jnp.ones((3, 4), bool), 0.0)
+        randomize_responses(jax.random.key(0), jnp.zeros((3, 4), bool), jnp.ones((3, 4), bool), 0.0)

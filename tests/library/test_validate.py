@@ -39,14 +39,17 @@ def test_public_cai_functions_validate_concrete_inputs():
     converged fit with a finite θ)."""
     import jax.numpy as jnp
 
-    from dpsim.estimators import noisy_counts_edge, noisy_counts_individual, perturbed_mle_edge, top_k_mask
+    from dpsim.estimators import perturbed_mle, top_k_mask
+    from dpsim.mechanisms import noisy_counts_edge, noisy_counts_individual, objective_perturbation_edge
     from dpsim.models import sample_er_comparisons, theta_cai_design, theta_two_block
     key = jax.random.key(0)
     W = jnp.ones((4, 4)) - jnp.eye(4)
-    cases = [(lambda: perturbed_mle_edge(key, W, -1.0, 0.5), "eps=-1.0"),
-             (lambda: perturbed_mle_edge(key, W, 1.0, 1.5), "p=1.5"),
-             (lambda: perturbed_mle_edge(key, jnp.ones((4, 3)), 1.0, 0.5), r"shape \(4, 3\)"),
-             (lambda: perturbed_mle_edge(key, -W, 1.0, 0.5), "W entry=-1.0"),
+    release = objective_perturbation_edge(key, 1.0, 0.5, 4)
+    cases = [(lambda: objective_perturbation_edge(key, -1.0, 0.5, 4), "eps=-1.0"),
+             (lambda: objective_perturbation_edge(key, 1.0, 1.5, 4), "p=1.5"),
+             (lambda: objective_perturbation_edge(key, 1.0, 0.5, 4, c0=-1.0), "c0=-1.0"),
+             (lambda: perturbed_mle(jnp.ones((4, 3)), release), r"shape \(4, 3\)"),
+             (lambda: perturbed_mle(-W, release), "W entry=-1.0"),
              (lambda: noisy_counts_edge(key, W, 0.0), "eps=0.0"),
              (lambda: noisy_counts_individual(key, W, 1.0, 0), "per_user=0"),
              (lambda: top_k_mask(key, jnp.ones(4), 5), r"k=5 must be an integer in \[0, 4\]"),

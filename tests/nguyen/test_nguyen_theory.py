@@ -12,6 +12,7 @@ import pytest
 
 import dpsim  # noqa: F401
 from dpsim.estimators.private_spectral import rr_spectral_estimate
+from dpsim.mechanisms.shuffle import randomize_responses
 from dpsim.models.rasch import rasch_abilities, rasch_difficulties, rasch_probabilities, sample_rasch_responses
 from dpsim.theory import log_slope
 from dpsim.theory import nguyen as th
@@ -97,7 +98,7 @@ def test_rr_population_limit():
     def one(key):
         k_x, k_rr = jax.random.split(key)
         r = sample_rasch_responses(k_x, theta, beta, 1.0)
-        return rr_spectral_estimate(k_rr, r.x, r.observed, 5.0).theta
+        return rr_spectral_estimate(randomize_responses(k_rr, r.x, r.observed, 5.0), r.observed).theta
 
     est = np.asarray(jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(4), 8))).mean(axis=0)
     assert np.max(np.abs(est - limit)) < 0.05

@@ -43,7 +43,7 @@ LAYERS: list[list[str]] = [
     ["dpsim.engine.definition.experiment", "dpsim.engine.solving.rootfinding", "dpsim.engine.solving.oracles", "dpsim.engine.storage.store", "dpsim.engine.judgement.statistics", "dpsim.engine.judgement.verdicts"],
     ["dpsim.engine.definition.grid", "dpsim.engine.execution.program", "dpsim.engine.registry", "dpsim.engine.judgement.mutants", "dpsim.engine.judgement.checks",
      "dpsim.engine.storage.parts", "dpsim.engine.execution.calibration"],
-    ["dpsim.engine.execution.planning"],
+    ["dpsim.engine.execution.planning", "dpsim.engine.judgement.published", "dpsim.engine.judgement.thresholds"],
     ["dpsim.engine.execution.chunk_io"],
     ["dpsim.engine.execution.executors"],
     ["dpsim.engine.execution.runner"],

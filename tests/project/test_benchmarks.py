@@ -314,6 +314,8 @@ def test_xu_vectorised_fit_equals_the_engine_on_the_same_zbar(bench_module):
     scores = xu.vectorised_scores(est, np.tile(theta, (3, 1)), m // 2)
     assert scores["kendall"][0] == pytest.approx(xu.kendall_half(est[0], theta))
     assert scores["top_k_hamming"][0] == pytest.approx(xu.expected_hamming(est[0], theta, m // 2))
+    dense = np.stack([np.asarray(xu.dense_newton_fit(z, lam)) for z in zbar])   # section P's design tried
+    assert np.abs(dense - engine).max() < 1e-8
 
 
 def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, monkeypatch):
@@ -444,3 +446,24 @@ def test_compacted_btrs_prototype_is_exact_and_the_test_has_power(bench_module):
     biased = binomial.goodness_of_fit(lambda k, n, p: binomial.compacted_binomial(k, n, 1.02 * p), 400_000,
                                       ((400, 0.2),), seed=11)[0]
     assert biased["chi2_p"] < 1e-6, biased
+
+
+def test_cold_benchmark_times_a_user_process(bench_module, tmp_path, monkeypatch):
+    """benchmarks/cold.py: a fresh user's environment keeps no cache variable and has the empty
+    home; a process's phases come from its lines' arrival times (a script that prints dpsim
+    run's lines with pauses between them); the run line is read as `dpsim run` prints it."""
+    cold = bench_module("cold")
+    for name in cold.CLEARED:
+        monkeypatch.setenv(name, "/somewhere")
+    env = cold.user_env(str(tmp_path))
+    assert env["HOME"] == str(tmp_path) and not set(cold.CLEARED) & set(env)
+    line = "cai-fig3: 480 replicate lanes, 6720 rows in 12.5 s -> runs/cai-fig3"
+    assert float(cold.RUN_LINE.search(line).group(1)) == 12.5
+    script = ("import time, sys; print('start', flush=True); time.sleep(0.3); "
+              f"print({line!r}, flush=True); time.sleep(0.3); print('figure: x.png', flush=True)")
+    done = cold.timed_process([sys.executable, "-c", script], env)
+    (t0, first), (t1, run), (t2, fig) = done["lines"]
+    assert (first, run, fig) == ("start", line, "figure: x.png")
+    assert t1 - t0 >= 0.29 and t2 - t1 >= 0.29 and done["wall_s"] >= t2 and done["cpu_s"] >= 0
+    with pytest.raises(RuntimeError, match="exit 3"):
+        cold.timed_process([sys.executable, "-c", "raise SystemExit(3)"], env)

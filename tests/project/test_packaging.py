@@ -4,6 +4,7 @@ no link from dpsim/experiments to experiments/, holds every paper package under
 from __future__ import annotations
 
 import configparser
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,9 +17,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
-    out = tmp_path_factory.mktemp("wheel")
+    """The wheel built from a copy of the tracked files (a build leaves its build/ folder there,
+    not in the checkout)."""
+    out, tree = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("tree")
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in tracked.decode().split("\0"):
+        if name and (ROOT / name).is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, tree / name)
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                            "--no-index", str(ROOT), "-w", str(out)], capture_output=True, text=True, timeout=300)
+                            "--no-index", str(tree), "-w", str(out)], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-2000:]
     (path,) = out.glob("dpsim-*.whl")
     return zipfile.ZipFile(path)

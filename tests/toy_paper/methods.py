@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 
 from dpsim.engine import Derived, Method
 from dpsim.estimators import top_k_mask
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.metrics import topk_metrics
-from dpsim.estimators import win_counts
+from dpsim.models import win_counts
 
 SENSITIVITY = 2.0      # ℓ1 change of the win counts when one comparison flips
 TOPK = ("relative_hamming", "exact_recovery")

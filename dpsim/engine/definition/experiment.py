@@ -149,8 +149,10 @@ class CellArrays:
     ``ctx.analysis``: ``tables`` holds the arrays of every cell of the compiled program,
     stacked on a first axis and zero-padded to one shape per array, ``index`` the lane's (or
     analysis point's) cell, so that ``tables[k][index, …]`` reads its cell's array without
-    copying it per lane. The engine builds each step's cells once, when it plans the run; the
-    plan (``--dry-run``) shows their count, bytes and build time.
+    copying it per lane. The engine builds each step's cells once, when it plans the run, and
+    keeps them for the process's later plans of the same cells (a bounded cache,
+    :func:`dpsim.engine.execution.planning.step_cells`; ``fn`` must be a pure function of the
+    cell's values); the plan (``--dry-run``) shows their count, bytes and build time.
 
     Attributes:
         name: the key in ``ctx.data`` or ``ctx.analysis``.

@@ -2,9 +2,11 @@
 
 A *lane* is one (data point, replicate) pair (:mod:`dpsim.engine.execution.program`). A chunk's
 lanes are processed by ``lax.map``, in vmapped micro-batches of several lanes on an
-accelerator and one lane at a time on CPU (:func:`batching`: on CPU, vmapping large lanes
-makes programs slower to compile and, for iterative solvers, slower to run, since every
-lane of a micro-batch waits for the slowest one's while-loop). On CPU several chunks
+accelerator and one lane at a time on CPU (:func:`batching`: on CPU, vmapping large
+lanes makes programs slower to compile and, for iterative solvers, slower to run, since
+every lane of a micro-batch waits for the slowest one's while-loop), except small lanes: vmapped
+in a big step (:func:`cpu_small_lane_micro`) or in a short one whose vmapped program was compiled
+before (:func:`small_lane_layout`, weighing the wide program's compile against the run it saves). On CPU several chunks
 are computed at the same time (:func:`default_workers`); on an accelerator, one chunk computes
 while the next waits queued behind it (:data:`ACCELERATOR_CHUNKS_IN_FLIGHT`), so the host
 turns a finished chunk into rows and writes it while the device computes. The policy also holds the cost
@@ -55,6 +57,16 @@ MAX_MICRO_BATCH_CPU = 1
 SMALL_LANE_MICRO_CPU = 32
 SMALL_LANE_BYTES_CPU = 128e3
 SMALL_LANE_MIN_WORK_CPU = 32_000
+# CPU, small lanes in short steps (:func:`small_lane_layout`): the wide program's compile against
+# the run it saves. A vmapped program of small lanes compiles about VMAP_COMPILE_FACTOR_CPU times as
+# long as the one-lane program (its StableHLO is over twice the size) and computes a lane in about
+# (1 − SMALL_LANE_SAVING_CPU) of the time (measured at cai n = 20 and 40: benchmarks/cai.py section Q,
+# the per-lane times at several micro-batches; benchmarks/cold.py section R, both programs' compile
+# seconds and warm runs; numbers in benchmarks/results/). So a short step is vmapped only where the
+# wide program was compiled before (the calibration cache's layouts; the persistent compilation cache
+# holds it): one run of a short step does not earn the longer compile back, each later one saves.
+VMAP_COMPILE_FACTOR_CPU = 2.0
+SMALL_LANE_SAVING_CPU = 0.3
 MAX_WORKERS = 4
 CHUNK_WORK = 2e8
 # Accelerators: many lanes per vmapped micro-batch, bounded by a share of the device's
@@ -249,6 +261,39 @@ def cpu_small_lane_micro(n_lanes: int, lane_bytes: int, n_analysis: int, policy:
         lanes vmapped together (≥ 1)."""
     small = lane_bytes <= policy.small_lane_bytes and n_lanes * max(n_analysis, 1) >= policy.small_min_work
     return max(1, policy.small_micro) if small else 1
+
+
+def small_lane_layout(n_lanes: int, workers: int, one: tuple[int, int], wide: tuple[int, int], earlier,
+                      compile_seconds: float, seconds_per_lane: float) -> tuple[int, int]:
+    """The (chunk size, micro-batch) of a step of small lanes (:func:`cpu_small_lane_micro`'s
+    bytes bound) that the small-lane rule leaves one lane at a time: ``wide`` (vmapped
+    lanes) or a wide layout compiled before, where its wall time by the cost model is less
+    than that of ``one``: a layout costs :func:`layout_lanes` × its seconds per lane (vmapped:
+    × (1 − :data:`SMALL_LANE_SAVING_CPU`)), plus its compilation where it is not among the
+    ``earlier`` layouts (a wide program: :data:`VMAP_COMPILE_FACTOR_CPU` × ``compile_seconds``).
+    A wide layout compiled before is taken within :func:`reuse_layout`'s bounds.
+
+    Args:
+        n_lanes: lanes of the step's largest shape point; workers: chunks at a time.
+        one: (size, 1) by :func:`chunk_layout`; wide: (size, micro) at the small-lane micro-batch.
+        earlier: (size, micro) layouts the step's program was compiled with, newest first.
+        compile_seconds: the backend's compile time of a one-lane program.
+        seconds_per_lane: one lane's compute time, one lane at a time.
+    Returns:
+        (size, micro).
+    """
+    earlier = [tuple(map(int, l)) for l in earlier]
+    wide_seconds = seconds_per_lane * (1 - SMALL_LANE_SAVING_CPU)
+    wide_compile = VMAP_COMPILE_FACTOR_CPU * compile_seconds
+    compiled_wide = [l for l in earlier if l[1] > 1]
+    best_wide = reuse_layout(n_lanes, workers, wide, compiled_wide, wide_compile, wide_seconds)
+
+    def seconds(layout, per_lane, compile_):
+        return layout_lanes(n_lanes, layout[0], workers) * per_lane + (0.0 if layout in earlier else compile_)
+
+    if seconds(best_wide, wide_seconds, wide_compile) < seconds(one, seconds_per_lane, compile_seconds):
+        return best_wide
+    return one
 
 
 def visible_devices(backend: str | None = None) -> int:

@@ -120,9 +120,14 @@ def save(path: Path | None, updates: Mapping[str, object]) -> dict:
     file nor lose each other's entries. A value is an entry, or a function of the entry
     stored now (None if none) returning the new one (:func:`updated_entry`), applied under
     the lock. Returns the merged entries ({} and nothing written when ``path`` is None or
-    there is nothing to write)."""
+    there is nothing to write; the entries read, and nothing written, when no update changes
+    its entry, e.g. a re-run of a step whose layout is the newest cached)."""
     if path is None or not updates:
         return {}
+    entries = load(path)            # nothing changes (a re-run of a step as cached): no lock, no write
+    if all((value(entries.get(key)) if callable(value) else value) == entries.get(key)
+           for key, value in updates.items()):
+        return entries
     with store.file_lock(path.with_name(path.name + ".lock")):
         entries = load(path)
         for key, value in updates.items():
@@ -222,7 +227,7 @@ def choose(n_lanes: int, total_lanes: int, lane_bytes: int, n_analysis: int, req
         requested: ``--chunk``; workers: chunks at a time; policy: the device's :class:`Batching`.
         entry: the step's cache entry (None: none); how: :func:`mode`.
     """
-    from dpsim.engine.execution.batching import chunk_layout, reuse_layout
+    from dpsim.engine.execution.batching import chunk_layout, reuse_layout, small_lane_layout
     own = chunk_layout(n_lanes, lane_bytes, n_analysis, requested, workers, policy)
     if policy.override:
         return *own, "--micro-batch", ()
@@ -247,6 +252,13 @@ def choose(n_lanes: int, total_lanes: int, lane_bytes: int, n_analysis: int, req
                                        math.ceil(total_lanes / size), len(options), how, micro is not None):
         micro = max([c for c in options if c <= own[1]] or [min(options)])   # a candidate: it divides the size
         return size, micro, origin + f"; calibrated while it runs at {', '.join(map(str, options))}", options
+    if (requested is None and entry and how != "off" and micro is None and own[1] == 1 and policy.backend == "cpu"
+            and policy.small_micro > 1 and lane_bytes <= policy.small_lane_bytes):
+        wide = chunk_layout(n_lanes, lane_bytes, n_analysis, None, workers, policy, micro=policy.small_micro)
+        layout = small_lane_layout(n_lanes, workers, own, wide, entry.get("layouts", []), policy.compile_seconds,
+                                   model_seconds)
+        if layout != own:
+            return *layout, "rule: small lanes, their vmapped program compiled before", ()
     if requested is None and entry and how != "off":
         earlier = [tuple(l) for l in entry.get("layouts", []) if int(l[1]) == own[1]]
         layout = reuse_layout(n_lanes, workers, own, earlier, policy.compile_seconds,

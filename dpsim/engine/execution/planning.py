@@ -21,7 +21,9 @@ go round-robin over the parts, so every part gets its share of every shape.
 from __future__ import annotations
 
 import math
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -248,10 +250,48 @@ def _stacked(arrays: list[dict], name: str) -> dict:
     return out
 
 
+# Cells built in this process, kept for the next plan that needs them (a run of the same grid
+# again: verify's seeds and mutants, a notebook's re-run): {(fn, cell key): read-only arrays},
+# least recently used first, at most CELL_CACHE_BYTES. A CellArrays fn is a pure function of
+# its cell's values (its contract), so a cell is the same arrays whenever it is built.
+CELL_CACHE_BYTES = 256 * 2**20
+_CELL_CACHE: "OrderedDict[tuple, dict]" = OrderedDict()
+_CELL_CACHE_LOCK = threading.Lock()
+
+
+def clear_cell_cache() -> None:
+    """Forget the cells built in this process (the next plan builds them again)."""
+    with _CELL_CACHE_LOCK:
+        _CELL_CACHE.clear()
+
+
+def _cell(fn: Callable, key: str, point: dict) -> dict:
+    """``fn(point)`` (the arrays of one cell, read-only), from this process's cache when it
+    built the cell before (:data:`CELL_CACHE_BYTES`)."""
+    try:
+        with _CELL_CACHE_LOCK:
+            found = _CELL_CACHE.get((fn, key))
+            if found is not None:
+                _CELL_CACHE.move_to_end((fn, key))
+                return found
+    except TypeError:                      # an unhashable fn: built each time
+        return dict(fn(point))
+    built = {name: np.array(value) for name, value in dict(fn(point)).items()}
+    for value in built.values():
+        value.setflags(write=False)
+    if sum(v.nbytes for v in built.values()) <= CELL_CACHE_BYTES:
+        with _CELL_CACHE_LOCK:
+            _CELL_CACHE[(fn, key)] = built
+            while sum(v.nbytes for arrays in _CELL_CACHE.values() for v in arrays.values()) > CELL_CACHE_BYTES:
+                _CELL_CACHE.popitem(last=False)
+    return built
+
+
 def step_cells(grid: Grid, points: Sequence[int], data_indices: Sequence[int]) -> StepCells | None:
     """The experiment's cell arrays for the lanes of shape points ``points`` × data points
-    ``data_indices`` (one step): each distinct cell built once, by its ``fn`` on the host.
-    None when the experiment declares none."""
+    ``data_indices`` (one step): each distinct cell built once, by its ``fn`` on the host, or
+    taken from this process's earlier plans (:func:`_cell`). None when the experiment
+    declares none."""
     experiment = grid.experiment
     if not experiment.cell_arrays:
         return None
@@ -270,7 +310,7 @@ def step_cells(grid: Grid, points: Sequence[int], data_indices: Sequence[int]) -
                     key = repr(sorted(point.items()))
                     if key not in where:
                         where[key] = len(built)
-                        built.append(dict(cells.fn(point)))
+                        built.append(_cell(cells.fn, key, point))
                     mine[(s, d) if a is None else (s, d, a)] = where[key]
         stacked = _stacked(built, cells.name)
         nbytes += sum(v.nbytes for v in stacked.values())

@@ -47,6 +47,7 @@ from dpsim.engine.definition.axes import parse_value  # noqa: E402
 from dpsim.engine.definition.figure import FigureSpec, Panel  # noqa: E402
 from dpsim.engine.presentation.summary import grid_columns, select, summarise  # noqa: E402
 
+PNG_DPI = 130                 # the PNG's resolution (dots per inch)
 PANEL_SIZE = (5.2, 3.8)       # inches per panel column and row, its titles and labels included,
 MARGINS = 0.85                # less this in all (the outer margins the rows share)
 TITLE_BAND = (0.45, 0.7)      # inches above the panels: title only, title and subtitle
@@ -855,7 +856,9 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
     panels = expand_panels(table, spec)
     cols = min(_columns(table, spec), len(panels))
     rows_n = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows_n, cols, figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1]), squeeze=False)
+    # laid out at the PNG's resolution: text measured while laying out (its mathtext parsed and
+    # cached per resolution) is the PNG's, so only the PDF parses it again
+    fig, axes = plt.subplots(rows_n, cols, figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1]), squeeze=False, dpi=PNG_DPI)
     curves = _curves(table, spec)
     colours = dict(zip(curves, plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(curves), 1)))))
     drawn = _Panelled()
@@ -902,6 +905,18 @@ def figure_stem(stem: Path, split: dict) -> Path:
     return Path(stem).with_name(f"{Path(stem).name}-{suffix}")
 
 
+def prepare() -> None:
+    """Load what a process's first figure otherwise loads while it draws: the font list (built
+    afresh under an empty home folder, then kept in matplotlib's cache folder), the default
+    font, and the mathtext parser with the symbols the papers' labels use. ``dpsim run`` calls
+    it in a background thread while the run computes (:func:`dpsim.cli.cmd_run`), and waits for
+    it before drawing, so the figure after a run does not wait for them. Draws nothing."""
+    from matplotlib import font_manager, mathtext
+    font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
+    parser = mathtext.MathTextParser("path")
+    parser.parse(r"$\ln(\|\hat\theta-\theta^*\|_\infty) \epsilon \ell_2 c_0 \mathdefault{10^{-1}}$", dpi=PNG_DPI)
+
+
 def save_figure(drawn: Drawn, stem: Path) -> list[Path]:
     """Write one figure as PNG and PDF, and its plotted points as CSV, then close it.
 
@@ -916,7 +931,7 @@ def save_figure(drawn: Drawn, stem: Path) -> list[Path]:
     # appended, not Path.with_suffix: a split value such as gap=0.02 has a dot of its own
     paths = [stem.with_name(f"{stem.name}.{ext}") for ext in ("png", "pdf", "csv")]
     # each file whole or not at all (a temporary file, fsync, rename): a killed run never leaves half a figure
-    store.write_file(paths[0], lambda tmp: drawn.figure.savefig(tmp, dpi=130, format="png"))
+    store.write_file(paths[0], lambda tmp: drawn.figure.savefig(tmp, dpi=PNG_DPI, format="png"))
     store.write_file(paths[1], lambda tmp: drawn.figure.savefig(tmp, format="pdf"))
     store.write_text(paths[2], drawn.points.to_csv(index=False))
     plt.close(drawn.figure)

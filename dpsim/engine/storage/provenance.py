@@ -527,8 +527,55 @@ def git_state() -> dict:
     return {"commit": commit, "dirty": bool(status.strip())}
 
 
+# The import closure of an experiment (:func:`_modules`) walks and parses its definition
+# modules: tens of milliseconds a run, more than a short run computes. It is kept in this process
+# per experiment object (at most _MEMO_SIZE) while none of the files it read changed (their
+# modification time and size), so that a notebook's or a benchmark's re-runs do not walk again.
+_MODULES_MEMO: dict = {}
+_MEMO_SIZE = 64
+
+
+def clear_fingerprints() -> None:
+    """Forget what this process keeps of fingerprints (the import closures and the library
+    digests): the next run walks and reads them again, as a fresh process would (the
+    benchmarks' cold runs)."""
+    from dpsim.engine.storage import digests
+    _MODULES_MEMO.clear()
+    digests._DIGESTS.clear()
+
+
+def _file_stats(paths) -> tuple:
+    """(path, modification time in ns, size) of each file, sorted; (path, None, None) for one gone."""
+    out = []
+    for path in sorted(paths, key=str):
+        try:
+            st = os.stat(path)
+            out.append((str(path), st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((str(path), None, None))
+    return tuple(out)
+
+
+def _modules_memoised(experiment, functions) -> tuple[dict[Path, tuple[Path, str]], set[Path]]:
+    """:func:`_modules` of ``experiment``, kept in this process while the files it read are
+    unchanged (:data:`_MODULES_MEMO`)."""
+    key, functions_key = id(experiment), tuple(id(f) for f in functions)
+    held = _MODULES_MEMO.get(key)
+    if held is not None and held[0] is experiment and held[1] == functions_key and _file_stats(held[2]) == held[3]:
+        return held[4]
+    definitions, library = _modules(experiment, functions)
+    paths = set(definitions) | set(library)
+    _MODULES_MEMO.pop(key, None)
+    while len(_MODULES_MEMO) >= _MEMO_SIZE:
+        _MODULES_MEMO.pop(next(iter(_MODULES_MEMO)))
+    _MODULES_MEMO[key] = (experiment, functions_key, paths, _file_stats(paths), (definitions, library))
+    return definitions, library
+
+
 def fingerprint(experiment) -> dict:
-    """The code fingerprint recorded in a manifest (module docstring).
+    """The code fingerprint recorded in a manifest (module docstring). Its import closure and
+    library digests are kept in this process while the files they read are unchanged
+    (:func:`_modules_memoised`, :func:`dpsim.engine.storage.digests.digest_of`).
 
     Returns:
         ``{"hash": …, "library": …, "definition": …, "modules": {key: digest},
@@ -541,7 +588,7 @@ def fingerprint(experiment) -> dict:
         a folder.
     """
     functions = _reachable(_functions(experiment))
-    definitions, library = _modules(experiment, functions)
+    definitions, library = _modules_memoised(experiment, functions)
     lib = {str(p.relative_to(LIBRARY.parent)): module_digest(p) for p in library}
     own = {str(p.relative_to(anchor)): digest for p, (anchor, digest) in definitions.items()}
     wiring = hashlib.sha256(_structure(experiment).encode()).hexdigest()[:16]
@@ -549,9 +596,10 @@ def fingerprint(experiment) -> dict:
     definition = _combined(own, _fileless_code(functions) + b"\0" + _closure_values(functions))
     library_digest = _combined(lib)
     combined = hashlib.sha256(f"{library_digest}:{definition}".encode()).hexdigest()[:16]
-    return {"hash": combined, "library": library_digest, "definition": definition, "modules": {**lib, **own},
-            "definition_files": sorted(k for k in own if not k.startswith("<")), "dpsim": dpsim.__version__,
-            **git_state()}
+    out = {"hash": combined, "library": library_digest, "definition": definition, "modules": {**lib, **own},
+           "definition_files": sorted(k for k in own if not k.startswith("<")), "dpsim": dpsim.__version__,
+           **git_state()}
+    return out
 
 
 def changed_modules(recorded: dict, code: dict) -> list[str] | None:

@@ -48,14 +48,14 @@ from dpsim.datasets import cems, immigration
 from dpsim.metrics import topk_metrics
 from dpsim.estimators import (
     guarded_penalised_mle,
-    noisy_counts_individual,
-    one_shot_scores,
-    perturbed_mle_individual,
+    guarded_perturbed_mle,
+    one_shot_statistics,
     top_k_mask,
-    win_counts,
 )
+from dpsim.mechanisms import noisy_counts_individual, objective_perturbation_individual, one_shot_scores
 from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Method, Panel, trend_check, UsageError, axes,
                               solver_diagnostics)
+from dpsim.models import win_counts
 from dpsim.results import first_failure
 from .. import methods, model
 from ..methods import INDIVIDUAL_METHODS
@@ -75,7 +75,8 @@ def one_shot_fn(key, ctx):
     reports the data-dependent ergodicity coefficient and the noise scale it implies."""
     k_noise, k_tie = jax.random.split(key)
     k = ctx.shape["k"]
-    os = one_shot_scores(k_noise, ctx.sample["W"], ctx.analysis["eps"], k, ctx.data["p"])
+    stats = one_shot_statistics(ctx.sample["W"], ctx.data["p"])
+    os = one_shot_scores(k_noise, stats.stationary, stats.ergodicity, stats.degree, k, ctx.analysis["eps"])
     return {**topk_metrics(top_k_mask(k_tie, os.scores, k), ctx.truth["top_k"]),
             "ergodicity": os.ergodicity, "noise_scale": os.noise_scale}
 
@@ -171,7 +172,7 @@ def real_data_mle_fn(key, ctx):
     metric (1/n)Σ|rank(DP)_i − rank(ref)_i|. Converged when both fits converged; the result
     code is the DP fit's, or the reference's when only that one failed; grad_norm the DP fit's."""
     W, per_user = ctx.sample, ctx.shape["per_user"]
-    fit = perturbed_mle_individual(key, W, ctx.analysis["eps"], per_user)
+    fit = guarded_perturbed_mle(W, objective_perturbation_individual(key, ctx.analysis["eps"], per_user, W.shape[0]))
     ref = guarded_penalised_mle(W, fit.info["gamma"])
     return {"mean_rank_diff": metrics.mean_absolute_rank_difference(fit.theta, ref.theta),
             **fit.solver_diagnostics(), "converged": fit.converged & ref.converged,

@@ -81,19 +81,15 @@ from dpsim.theory import cai as cai_theory
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.estimators import (
     SCORE_TIE_TOL,
-    guarded_penalised_mle,
-    noisy_counts_edge,
-    noisy_counts_individual,
-    perturbed_mle_individual,
+    guarded_perturbed_mle,
     top_k_mask,
     unpenalised_mle,
-    win_counts,
 )
 from dpsim.engine import Experiment, Tuning, FigureSpec, Method, Panel, slope_check, UsageError, solver_diagnostics
 from dpsim.engine.definition import axes
 from dpsim.engine.judgement.checks import ratio_check, ratio_slope_check, slope_range_check
-from dpsim.mechanisms.calibration import edge_objective_perturbation
-from dpsim.mechanisms.laplace import laplace_noise
+from dpsim.mechanisms import (noisy_counts_edge, noisy_counts_individual, objective_perturbation_edge,
+                              objective_perturbation_individual)
 from dpsim.models import (
     aggregate_user_comparisons,
     get_link,
@@ -101,6 +97,7 @@ from dpsim.models import (
     sample_user_comparisons_per_user,
     theta_cai_design,
     true_top_k_mask,
+    win_counts,
 )
 from .. import methods, model
 from ..methods import PERTURBATION_METRICS, perturbation_metrics
@@ -181,7 +178,9 @@ def rate_generate(key, shape, truth, data):
 def rate_mle_fn(key, ctx):
     """Algorithm 1 under individual DP at one ε (λ = 8L/ε, γ = 2L/ε)."""
     k_noise, k_tie = jax.random.split(key)
-    fit = perturbed_mle_individual(k_noise, ctx.sample["W"], ctx.analysis["eps"], ctx.data["per_user"])
+    W = ctx.sample["W"]
+    fit = guarded_perturbed_mle(W, objective_perturbation_individual(k_noise, ctx.analysis["eps"], ctx.data["per_user"],
+                                                                     W.shape[0]))
     return mle_metrics(k_tie, ctx, fit)
 
 
@@ -278,18 +277,19 @@ def matched_generate(key, shape, truth, data):
     return {**sample, **_reference(sample)}
 
 
-def make_matched_mle_fn(fit_individual=perturbed_mle_individual):
-    """The ``mle`` method of ``cai-edge-vs-individual``, the individual unit's Algorithm 1
-    computed by ``fit_individual`` (the library's; a mutant passes a miscalibrated one)."""
+def make_matched_mle_fn(release_individual=objective_perturbation_individual):
+    """The ``mle`` method of ``cai-edge-vs-individual``, the individual unit's Algorithm 1 release
+    drawn by ``release_individual`` (the library's; a mutant passes a miscalibrated one), called as
+    ``release_individual(key, eps, per_user, n_items)``."""
     def matched_mle_fn(key, ctx):
         """Edge: Alg. 1 with λ = 8/ε, γ = 1/ε. Individual: Alg. 1 with λ = 8L/ε, γ = 2L/ε."""
         k_noise, k_tie = jax.random.split(key)
         W, eps, n = ctx.sample["W"], ctx.analysis["eps"], ctx.shape["n_items"]
         if ctx.shape["unit"] == "edge":
-            cal = edge_objective_perturbation(eps, n, ctx.shape["p"], c0=0.0)
-            fit = guarded_penalised_mle(W, cal.gamma, laplace_noise(k_noise, cal.lam, (n,)), M=ctx.sample["M"])
+            fit = guarded_perturbed_mle(W, objective_perturbation_edge(k_noise, eps, ctx.shape["p"], n, c0=0.0),
+                                        M=ctx.sample["M"])
         else:
-            fit = fit_individual(k_noise, W, eps, ctx.data["per_user"])
+            fit = guarded_perturbed_mle(W, release_individual(k_noise, eps, ctx.data["per_user"], W.shape[0]))
         return mle_metrics(k_tie, ctx, fit)
     return matched_mle_fn
 

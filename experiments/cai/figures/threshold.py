@@ -73,7 +73,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.theory import cai as cai_theory
-from dpsim.estimators import noisy_counts_individual, top_k_mask
+from dpsim.estimators import top_k_mask
+from dpsim.mechanisms import noisy_counts_individual
 from dpsim.engine import (Experiment, Tuning, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
                               ThresholdScalingCheck, UsageError)
 from dpsim.engine.judgement.mutants import Mutant, wrapped_method
