@@ -48,7 +48,7 @@ import pytest
 from dpsim.errors import RunStalled
 from dpsim.engine import registry
 from dpsim.engine.definition.axes import axis_type
-from dpsim.engine.judgement.checks import CheckResult
+from dpsim.engine.judgement.verdicts import CheckResult
 from dpsim.engine.definition.grid import expand_grid
 from dpsim.engine.execution.runner import run_experiment
 from dpsim.engine.storage.store import load_results
