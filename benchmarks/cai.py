@@ -47,9 +47,9 @@ B. Small n (n = 40 and n = 20, p = 1, the same ε set, 120 replicates): engine v
    vs choix, as in A.
 Q. Where a small-n replicate's time goes (n = 20 and 40, p = 1, ε = 2, the middle of Fig. 3's
    ε set; 200 replicates): each stage of the pipeline jitted from the experiment's own
-   functions (data: ``edge.truth`` + ``edge.generate``; mechanism: Algorithm 1's calibration
+   functions (data: ``model.truth`` + ``model.generate``; mechanism: Algorithm 1's calibration
    and Laplace vector, ``objective_perturbation_edge``; fit: ``penalised_mle``; metrics:
-   ``edge.mle_scores``; counts: ``edge.counts_fn`` whole), vmapped over the replicates in
+   ``methods.mle_scores``; counts: ``methods.counts_fn`` whole), vmapped over the replicates in
    one call (dispatch excluded), best of 20; beside each, the vectorised baseline's same stage
    (A.3's functions on the same number of replicates; it computes no metrics). Then the fit and
    a whole lane under the runner's ``lax.map`` at micro-batches 1, 8, 64, 200, and
@@ -103,7 +103,8 @@ from dpsim.engine import Context, Method
 from dpsim.engine.execution import chunk_io, planning, program, runner
 from dpsim.engine.execution.batching import default_workers, micro_batch_size
 from dpsim.engine.definition.ids import stable_id
-from dpsim.experiments.cai import edge
+from dpsim.experiments.cai import methods, model
+from dpsim.experiments.cai.figures import edge
 from dpsim.mechanisms.btl_perturbation import objective_perturbation_edge
 from dpsim.mechanisms.calibration import edge_objective_perturbation
 from dpsim.models.btl import sample_er_comparisons, theta_cai_design, top_k_size
@@ -604,7 +605,7 @@ def q_experiment(n: int, eps: float = Q_EPS):
 
 def q_shape(n: int) -> dict:
     """The cai edge experiment's shape point at n items (k and the link at their defaults)."""
-    return edge.resolve_shape({"n_items": n, "k": "auto", "link": "logistic"})
+    return model.resolve_shape({"n_items": n, "k": "auto", "link": "logistic"})
 
 
 def lax_map_batch(micro: int) -> int | None:
@@ -616,18 +617,18 @@ def engine_stages(n: int, c0: float = C0) -> dict:
     """The stages of one replicate of the cai edge pipeline, each a jitted function of R
     replicates (vmapped), built from the experiment's own functions as its lane calls them:
 
-    - ``data``: θ* (:func:`edge.truth`, once per call, as once per chunk in the runner) and
-      the sample of every replicate (:func:`edge.generate`: W and M = W + Wᵀ, (R, n, n) each);
+    - ``data``: θ* (:func:`model.truth`, once per call, as once per chunk in the runner) and
+      the sample of every replicate (:func:`model.generate`: W and M = W + Wᵀ, (R, n, n) each);
       (design key, keys (R,), data) → (truth, sample);
     - ``mechanism``: Algorithm 1's calibration and Laplace vector
       (:func:`~dpsim.mechanisms.btl_perturbation.objective_perturbation_edge`, with the noise half of
       the method key as ``mle_fn`` splits it); (keys, data, analysis) → (γ (R,), w (R, n));
     - ``fit``: :func:`~dpsim.estimators.btl_mle.penalised_mle` (sample, γ, w) → Fit of R;
-    - ``metrics``: the rest of ``edge.mle_fn`` (centring, top-k with random tie-break,
-      errors, perturbation moments, diagnostics): :func:`edge.mle_scores` of the fit, with the
+    - ``metrics``: the rest of ``methods.mle_fn`` (centring, top-k with random tie-break,
+      errors, perturbation moments, diagnostics): :func:`methods.mle_scores` of the fit, with the
       tie-break half of the method key;
-    - ``counts``: Algorithm 2 whole (``edge.counts_fn``: noise, top-k, its metrics);
-    - ``mle method``: ``edge.mle_fn`` whole (mechanism + fit + metrics), the check on the split.
+    - ``counts``: Algorithm 2 whole (``methods.counts_fn``: noise, top-k, its metrics);
+    - ``mle method``: ``methods.mle_fn`` whole (mechanism + fit + metrics), the check on the split.
 
     Data and analysis values (p, ε, c0) are traced arguments, as in the runner's program.
     Returns {name: (jitted function, argument names)} (see :func:`profile_engine_stages`)."""
@@ -637,15 +638,15 @@ def engine_stages(n: int, c0: float = C0) -> dict:
         return Context(shape, truth, sample, data, analysis)
 
     def data_stage(design_key, keys, data):
-        truth = edge.truth(design_key, shape)
-        return truth, jax.vmap(lambda k: edge.generate(k, shape, truth, data))(keys)
+        truth = model.truth(design_key, shape)
+        return truth, jax.vmap(lambda k: model.generate(k, shape, truth, data))(keys)
 
     def mechanism(keys, data, analysis):
         return jax.vmap(lambda k: objective_perturbation_edge(
             jax.random.split(k)[0], analysis["eps"], data["p"], n, c0=analysis["c0"]))(keys)
 
     def metrics(keys, truth, sample, fits, data, analysis):
-        return jax.vmap(lambda k, s, fit: edge.mle_scores(jax.random.split(k)[1], ctx(truth, s, data, analysis), fit))(
+        return jax.vmap(lambda k, s, fit: methods.mle_scores(jax.random.split(k)[1], ctx(truth, s, data, analysis), fit))(
             keys, sample, fits)
 
     def method(fn):
@@ -656,12 +657,12 @@ def engine_stages(n: int, c0: float = C0) -> dict:
             "mechanism": (jax.jit(mechanism), ("keys", "data", "analysis")),
             "fit": (jax.jit(jax.vmap(sample_fit)), ("sample", "gamma", "w")),
             "metrics": (jax.jit(metrics), ("keys", "truth", "sample", "fits", "data", "analysis")),
-            "counts": (jax.jit(method(edge.counts_fn)), ("keys", "truth", "sample", "data", "analysis")),
-            "mle method": (jax.jit(method(edge.mle_fn)), ("keys", "truth", "sample", "data", "analysis"))}
+            "counts": (jax.jit(method(methods.counts_fn)), ("keys", "truth", "sample", "data", "analysis")),
+            "mle method": (jax.jit(method(methods.mle_fn)), ("keys", "truth", "sample", "data", "analysis"))}
 
 
 def sample_fit(sample, gamma, w):
-    """:func:`penalised_mle` of one :func:`edge.generate` sample, as ``edge.mle_fn`` calls it."""
+    """:func:`penalised_mle` of one :func:`model.generate` sample, as ``methods.mle_fn`` calls it."""
     return penalised_mle(sample["W"], gamma, w, M=sample["M"])
 
 
@@ -673,18 +674,18 @@ def mapped_fit(micro: int):
 
 
 def mapped_lane(n: int, micro: int, c0: float = C0):
-    """A whole lane (the sample, then ``edge.mle_fn`` and ``edge.counts_fn``) of R replicates under
+    """A whole lane (the sample, then ``methods.mle_fn`` and ``methods.counts_fn``) of R replicates under
     ``lax.map`` in micro-batches of ``micro``, θ* drawn once: the runner's chunk without its
     keys, analysis loop and output packing. (design key, keys (R,), data, analysis) → outputs."""
     shape = q_shape(n)
 
     def chunk(design_key, keys, data, analysis):
-        truth = edge.truth(design_key, shape)
+        truth = model.truth(design_key, shape)
 
         def lane(key):
             k_data, k_mle, k_counts = jax.random.split(key, 3)
-            c = Context(shape, truth, edge.generate(k_data, shape, truth, data), data, analysis)
-            return edge.mle_fn(k_mle, c), edge.counts_fn(k_counts, c)
+            c = Context(shape, truth, model.generate(k_data, shape, truth, data), data, analysis)
+            return methods.mle_fn(k_mle, c), methods.counts_fn(k_counts, c)
 
         return jax.lax.map(lane, keys, batch_size=lax_map_batch(micro))
 
@@ -893,7 +894,7 @@ def solver_design(n: int, copies: int, micro: int, seed: int = 5) -> dict:
 
 
 def section_s(bench: harness.Bench) -> dict:
-    rows = [solver_design(n, copies, micro_batch_size(edge.lane_bytes({"n_items": n})))
+    rows = [solver_design(n, copies, micro_batch_size(model.lane_bytes({"n_items": n})))
             for n, copies in bench.cfg.solver_design]
     table = []
     for r in rows:
@@ -1045,12 +1046,12 @@ def compile_breakdown(n: int) -> list[dict]:
     base = dataclasses.replace(edge.FIG3, axes={**edge.FIG3.axes, "n_items": [n]})
     probe = Method(lambda key, ctx: {"s": jnp.sum(ctx.sample["W"]) + jnp.sum(ctx.sample["M"])}, ("s",),
                    masks_padding=True)  # W and M are 0 there
-    variants = [("data generation only", {"probe": probe}), ("counts (Alg. 2 + top-k)", {"counts": edge.COUNTS}),
-                ("MLE (Alg. 1 + top-k)", {"mle": edge.MLE}), ("both (the real program)", edge.METHODS)]
+    variants = [("data generation only", {"probe": probe}), ("counts (Alg. 2 + top-k)", {"counts": methods.COUNTS}),
+                ("MLE (Alg. 1 + top-k)", {"mle": methods.MLE}), ("both (the real program)", methods.METHODS)]
     rows = []
-    for label, methods in variants:
+    for label, chosen in variants:
         program.clear_cache()
-        lower_s, compile_s, kb = _compile_seconds(dataclasses.replace(base, methods=methods))
+        lower_s, compile_s, kb = _compile_seconds(dataclasses.replace(base, methods=chosen))
         rows.append({"n": n, "program": label, "lower_s": lower_s, "compile_s": compile_s, "stablehlo_kb": kb})
     return rows
 

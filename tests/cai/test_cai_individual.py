@@ -292,7 +292,7 @@ def test_ergodicity_coefficient_and_one_shot_scale():
 # --------------------------------------------------------------------------- real data (Fig. 8)
 
 def test_bundled_win_matrices_match_the_spec():
-    from dpsim.experiments.cai.individual import CEMS, IMMIGRATION
+    from dpsim.experiments.cai.figures.individual import CEMS, IMMIGRATION
     assert CEMS.items[1] == "London" and CEMS.per_user == 15
     np.testing.assert_array_equal(CEMS.W.sum(1), [614, 1082, 511, 737, 631, 392])
     assert CEMS.W.sum() == 3967
@@ -306,7 +306,7 @@ def test_load_user_win_matrix(tmp_path):
     from dpsim.engine import UsageError
     from dpsim.datasets import load_win_matrix
     from dpsim.engine.definition.grid import expand_grid
-    from dpsim.experiments.cai.individual import real_data_experiment
+    from dpsim.experiments.cai.figures.individual import real_data_experiment
     plain = tmp_path / "plain.csv"
     plain.write_text("0,3,1\n2,0,4\n5,1,0\n")
     wm = load_win_matrix(plain, per_user=2)

@@ -12,7 +12,7 @@ import pytest
 
 from dpsim.datasets.authors import cai_edge_path, cai_edge_results, replicate_summary
 from dpsim.errors import UsageError
-from dpsim.experiments.cai.published import CHECKS, PUBLISHED_FIG1
+from dpsim.experiments.cai.figures.published import CHECKS, PUBLISHED_FIG1
 
 CHECK = CHECKS[0]
 

@@ -21,7 +21,7 @@ from dpsim.engine.definition.grid import expand_grid
 from dpsim.models import theta_cai_design
 from dpsim.engine import Context
 from dpsim.engine.execution.program import analyse_point
-from dpsim.experiments.cai import scaling as cs
+from dpsim.experiments.cai.figures import scaling as cs
 
 
 # ---------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from dpsim.models.btl import sample_er_win_counts
 from dpsim.engine import Context
 from dpsim.engine.definition.ids import method_id
 from dpsim.engine.execution.program import analyse_point, fold_in_words, id_words
-from dpsim.experiments.cai import threshold as ct
+from dpsim.experiments.cai.figures import threshold as ct
 
 INF = math.inf
 

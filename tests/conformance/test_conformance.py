@@ -268,8 +268,6 @@ def test_checks_are_judged_on_the_run(smoke):
 
 
 # ----------------------------------------------------------------------------- the paper skeleton
-# The four papers still in their own layouts; each leaves this set when it moves into the skeleton.
-NOT_YET_IN_THE_SKELETON = {"cai"}
 CONTRACT = {"TITLE", "PAGE", "EXPERIMENTS", "CHECKS", "MUTANTS", "AUDITS", "COMPONENTS"}
 
 
@@ -283,8 +281,6 @@ def _package_folder(paper: str) -> Path:
 def test_every_paper_package_follows_the_skeleton(paper):
     """Every paper package holds the skeleton's files (docs/architecture.md, "A paper's skeleton"),
     and its ``__init__.py`` is the contract only: imports and the six names, nothing defined."""
-    if paper in NOT_YET_IN_THE_SKELETON:
-        pytest.skip(f"{paper} is not yet in the skeleton (NOT_YET_IN_THE_SKELETON)")
     folder = _package_folder(paper)
     missing = [path for path in SKELETON if not (folder / path).is_file()]
     assert not missing, f"{paper} lacks {missing}"

@@ -16,7 +16,7 @@ from scipy import integrate, special, stats
 from dpsim import metrics
 from dpsim.engine.definition.experiment import Context
 from dpsim.engine.registry import installed
-from dpsim.experiments.cai import design as cai_design
+from dpsim.experiments.cai.figures import design as cai_design
 from dpsim.experiments.chowdhury.figures import design as ch_design
 from dpsim.experiments.nguyen.figures import design as ng_design
 from dpsim.experiments.xu.figures import design as xu_design

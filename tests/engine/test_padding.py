@@ -26,7 +26,8 @@ from dpsim.engine.execution.program import clear_cache
 from dpsim.models.btl import pair_draw_bits
 from dpsim.models import (centre, pair_bits, real_items, sample_er_comparisons, theta_cai_design,
                           true_top_k_mask)
-from dpsim.experiments.cai import edge
+from dpsim.experiments.cai import model
+from dpsim.experiments.cai.figures import edge
 from cai_fits import alg1_edge
 
 CAPACITY = 64
@@ -164,11 +165,11 @@ def test_padded_cai_run_equals_the_unpadded_run(tmp_path):
 def test_an_experiment_pads_only_methods_that_mask_padding():
     """cai Fig. 4 adds the one-shot method, which does not mask padding: it keeps one program
     per n; declaring padding with such a method is refused."""
-    from dpsim.experiments.cai import individual
+    from dpsim.experiments.cai.figures import individual
 
-    assert edge.FIG1.tuning.padding is edge.PADDING and individual.FIG4.tuning.padding is None
+    assert edge.FIG1.tuning.padding is model.PADDING and individual.FIG4.tuning.padding is None
     with pytest.raises(ValueError, match=r"methods \['one_shot'\] do not mask padding"):
-        dataclasses.replace(individual.FIG4, tuning=dataclasses.replace(individual.FIG4.tuning, padding=edge.PADDING))
+        dataclasses.replace(individual.FIG4, tuning=dataclasses.replace(individual.FIG4.tuning, padding=model.PADDING))
 
 
 def test_more_items_than_the_sampler_indexes_is_a_usage_error():

@@ -84,7 +84,7 @@ def test_fingerprint_follows_a_paper_package_and_a_mutant():
     from dpsim.engine.registry import experiment
     fig3, _ = experiment("cai-fig3")
     files = {p.name for p in definition_modules(fig3)}
-    assert {"edge.py", "levels.py"} <= files and "calibrations.py" not in files  # what fig3's code imports
+    assert {"edge.py", "model.py", "methods.py"} <= files and "mutants.py" not in files  # what fig3's code reaches
     mutated = scaled_analysis({"eps": 2.0})(fig3)
     assert fingerprint(mutated)["hash"] != fingerprint(fig3)["hash"]               # the mutant's wiring and factor
     assert fingerprint(scaled_analysis({"eps": 3.0})(fig3))["hash"] != fingerprint(mutated)["hash"]

@@ -195,7 +195,7 @@ def test_the_papers_threshold_checks_are_listed(capsys):
 
 def test_the_papers_regions_separate_the_right_and_the_wrong_rates():
     from dpsim.engine.judgement.deferred import resolved
-    from experiments.cai import threshold as ct
+    from experiments.cai.figures import threshold as ct
     from experiments.nguyen.figures import topk
     checks = {c.name: resolved(c) for c in [*ct.THRESHOLD_CHECKS, *topk.CHECKS] if hasattr(c, "solve")}
     for right, wrong in (("cai-threshold-scaling-edge", "cai-threshold-scaling-edge-wrong-rate"),

@@ -351,7 +351,7 @@ def test_mle_top_k_breaks_exact_ties_at_random():
     (or 0) in every replicate: 20 SE away.
     """
     from dpsim.engine import Context
-    from dpsim.experiments.cai import edge
+    from dpsim.experiments.cai import methods
 
     W = jnp.asarray([[float(c) for c in row] for row in _TIE_W])
     n, k = 16, 4
@@ -363,7 +363,7 @@ def test_mle_top_k_breaks_exact_ties_at_random():
     shape = {"n_items": n, "k": k, "link": "logistic"}
     # one replicate at a time, as the runner does with micro-batches of one lane
     ctx = Context(shape, truth, {"W": W, "M": W + W.T}, {"p": 1.0}, {"eps": jnp.inf, "c0": 2.0})
-    one = jax.jit(lambda key: (edge.mle_fn(key, ctx), edge.counts_fn(key, ctx)))
+    one = jax.jit(lambda key: (methods.mle_fn(key, ctx), methods.counts_fn(key, ctx)))
     outs = [one(key) for key in jax.random.split(jax.random.key(77), 400)]
     ham = np.array([float(o[0]["relative_hamming"]) for o in outs])
     # the counts method (integer scores) does break this tie at random

@@ -354,16 +354,17 @@ class _Roots:
 
 
 def _bindings(experiment, folders: set[Path]) -> dict[Path, set[str]]:
-    """The modules loaded from ``folders`` (the packages of the reached functions' files) that
-    bind ``experiment`` (the object, or one of its class and name: a mutant of it), with the
-    names they bind it to: where its wiring is written (xu's ``scenarios.py``)."""
+    """The modules loaded from ``folders`` (the packages of the reached functions' files) and
+    their sub-packages (a paper's ``figures/``) that bind ``experiment`` (the object, or one of
+    its class and name: a mutant of it), with the names they bind it to: where its wiring is
+    written (xu's ``scenarios.py``, cai's ``figures/edge.py``)."""
     name, found = getattr(experiment, "name", None), {}
-    folder_names = {f.name for f in folders}
     for module in list(sys.modules.values()):
         origin = getattr(module, "__file__", None)
-        if not isinstance(origin, str) or not origin.endswith(".py") or \
-                os.path.basename(os.path.dirname(origin)) not in folder_names or \
-                Path(origin).parent.resolve() not in folders:
+        if not isinstance(origin, str) or not origin.endswith(".py"):
+            continue
+        parent = Path(origin).parent.resolve()
+        if parent not in folders and not any(folder in parent.parents for folder in folders):
             continue
         names = {key for key, value in list(vars(module).items())
                  if value is experiment or (type(value) is type(experiment) and getattr(value, "name", None) == name)}
@@ -580,7 +581,7 @@ def fingerprint(experiment) -> dict:
         ``{"hash": …, "library": …, "definition": …, "modules": {key: digest},
         "definition_files": [...], "dpsim": version, "commit"?, "dirty"?}``; ``modules`` maps
         each module's key (``dpsim/metrics.py`` for the library, the path from its top
-        folder for a definition module: ``experiments/cai/edge.py``, ``study.py``) to its
+        folder for a definition module: ``experiments/cai/figures/edge.py``, ``study.py``) to its
         :func:`module_digest`; ``library`` and ``definition`` (16 hex digits each) combine
         those of each kind (the definition's with the bytecode of file-less functions and
         the plain closure values); ``hash`` combines both and is what must match to extend

@@ -1,5 +1,6 @@
-"""cai: the level checks that pin every mechanism's calibration, and the mutants (plausible
-bugs) they must catch (closed forms and tolerances: :mod:`.levels`).
+"""cai's checks: ``CHECKS``, every figure's checks (``figures``) and the level checks that pin
+each mechanism's calibration (cai Algorithms 1–3 (§2.2.1, §2.3.1, §3.2, §3.3); docs/cai.md,
+Errata and modes (E3)); the mutants they must catch are in ``mutants.py``.
 
 | mechanism | experiment | check(s) |
 |---|---|---|
@@ -13,33 +14,173 @@ bugs) they must catch (closed forms and tolerances: :mod:`.levels`).
 On every path one check FAILs a noise variance off by 10% at the default replicates (the
 ``*-variance-1.1`` mutants, one path each): the per-point checks of the individual paths
 (100–200 rows per point) cannot, so the ``-pooled`` checks judge all of a path's rows at once,
-each divided by its own point's closed form (:class:`.levels.PerRowRatio`; docs/cai.md,
+each divided by its own point's closed form (:class:`PerRowRatio`; docs/cai.md,
 Mutants and level checks, lists each check's power).
 
-Each mutant re-runs only the experiment whose checks can catch it (``cai-fig3``,
-``cai-edge-vs-individual`` or ``cai-fig7``; ``dpsim show`` estimates each one's run time).
+**Closed forms** (written here from the paper's formulas, on purpose *without* the library's
+helpers ``dpsim.mechanisms.calibration`` or ``dpsim.theory``, which the mechanisms call: a bug
+there would otherwise move the prediction with the simulation). A Laplace(b) draw has
+variance 2b², so
+
+- Algorithm 2 (edge DP, cai Algorithm 2, §2.3.1): N + Laplace(2/ε)ⁿ (ℓ1 sensitivity 2), E mean_i (Ñ_i − N_i)² = 8/ε²;
+- Algorithm 3 (individual DP, cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)): Laplace(c·L/ε), c = 2 (``mode = strict``, the ℓ1
+  sensitivity 2L) or 1 (``mode = paper``, as published), E mean_i (Ñ_i − N_i)² = 2(cL/ε)²;
+- Algorithm 1 (cai Algorithm 1, §2.2.1; Algorithm 1 under individual DP, §3.2): θ̃ = argmin 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ, w ~ Laplace(λ)ⁿ, with
+  λ = 8κ1/ε, γ = max(4κ2/ε, c0√(np ln n)) under edge DP and λ = 8Lκ1/ε, γ = 8Lκ2/ε under
+  individual DP (logistic: κ1 = 1, κ2 = 1/4).
+
+**What pins Algorithm 1.** Its output θ̃ and the data W determine r = −∇𝓛(θ̃; W)
+(:func:`.methods.perturbation_metrics`, a gradient written there from docs/cai.md, Mechanisms and estimators, not the solver's), and the
+optimality condition ∇𝓛(θ̃) + γθ̃ + w = 0 gives two exact identities (up to the solver's
+tolerance ‖∇R‖∞ ≤ 1e-10), whatever the data and however non-linear the fit:
+
+1. 1ᵀ∇𝓛 = 0 (𝓛 depends on differences only; docs/cai.md, Mechanisms and estimators), so γ·mean(θ̃) = −mean(w) and
+   E[n·mean(θ̃)²] = 2λ²/γ² (metric ``op_theta_mean_sq``; θ̃ uncentred): pins λ/γ;
+2. w = r − γθ̃, so with the predicted γ, mean_i (r_i − γθ̃_i)² has expectation 2λ² exactly
+   (:class:`PerturbationNoise`, from the per-fit moments ``op_grad_msq`` = mean r²,
+   ``op_grad_theta`` = mean r·θ̃, ``op_theta_msq`` = mean θ̃²): pins λ, and γ too where γθ̃
+   is not small against w.
+
+**Tolerances.** Every prediction above is exact (model error 0), so each region is set from
+the Monte-Carlo error alone, at about 6 expected standard errors of one point's ratio
+(``Region``): a 95% interval then lies inside with probability > 0.999 per point, while a
+factor 2 on a noise scale (4 on a variance) lies ≥ 10 standard errors outside. The
+expected standard errors, from the replicate counts and the per-row coefficient of
+variation (CV² = 5/n for a mean of n squared Laplace draws, since E X⁴ = 24b⁴ = 6(EX²)²;
+CV² = 2 for n·mean(θ̃)², a scaled χ²₁ as mean(w) is nearly normal), are stated beside each
+check.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
-import jax.numpy as jnp
+from dpsim.engine.judgement.checks import At, Claim, Every, Mean, level_check
+from dpsim.engine.judgement.statistics import predictions
 
-from dpsim.engine.judgement.checks import level_check
-from dpsim.engine.judgement.mutants import Mutant, replaced_method, scaled_analysis, wrapped_method
-from dpsim.mechanisms.btl_perturbation import LaplacePerturbation
-from dpsim.mechanisms.laplace import laplace_noise
-from dpsim.models import real_items
-
-from . import edge, individual, scaling
-from dpsim.engine.judgement.statistics import Mean
-
-from .levels import (NOISE_COLUMN, PerturbationNoise, edge_count_noise_variance, edge_perturbation,
-                     expected_cv_se, individual_count_noise_variance, individual_perturbation,
-                     perturbation_mean_ratio, perturbation_noise_check, perturbation_noise_msq,
-                     pooled_level_check, region, tau_shift_msq)
+from .figures import design, edge, individual, published, scaling, threshold
+from .methods import PERTURBATION_METRICS
 
 INF = math.inf
+LOGISTIC_KAPPA1, LOGISTIC_KAPPA2 = 1.0, 0.25      # cai (A1)–(A2), §2.2.1; docs/cai.md, Errata and modes (E4)
+COUNT_NOISE_FACTOR = {"strict": 2.0, "paper": 1.0}  # Alg. 3's c in Laplace(c·L/ε) (docs/cai.md, Errata and modes (E3))
+
+
+# ---------------------------------------------------------------------------------------
+# Closed forms (cai Algorithms 1–3 (§2.2.1, §2.3.1, §3.2, §3.3)), from a grid point's values only
+# ---------------------------------------------------------------------------------------
+def laplace_variance(scale: float) -> float:
+    """Var Laplace(b) = 2b²."""
+    return 2.0 * scale ** 2
+
+
+def edge_count_noise_variance(eps: float) -> float:
+    """Algorithm 2 (cai Algorithm 2, §2.3.1): Laplace(2/ε) per item, variance 8/ε²."""
+    return laplace_variance(2.0 / eps)
+
+
+def individual_count_noise_variance(eps: float, per_user: float, mode: str) -> float:
+    """Algorithm 3 (cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)): Laplace(c·L/ε), c = 2 (strict) or 1 (paper): 2(cL/ε)²."""
+    return laplace_variance(COUNT_NOISE_FACTOR[mode] * per_user / eps)
+
+
+def edge_perturbation(eps: float, n_items: float, p: float, c0: float) -> tuple[float, float]:
+    """Algorithm 1 under edge DP (cai Algorithm 1, §2.2.1): (λ, γ) = (8κ1/ε, max(4κ2/ε, c0√(np ln n)))."""
+    return 8.0 * LOGISTIC_KAPPA1 / eps, max(4.0 * LOGISTIC_KAPPA2 / eps, c0 * math.sqrt(n_items * p * math.log(n_items)))
+
+
+def individual_perturbation(eps: float, per_user: float) -> tuple[float, float]:
+    """Algorithm 1 under individual DP (cai Algorithm 1 under individual DP, §3.2): (λ, γ) = (8Lκ1/ε, 8Lκ2/ε)."""
+    return 8.0 * per_user * LOGISTIC_KAPPA1 / eps, 8.0 * per_user * LOGISTIC_KAPPA2 / eps
+
+
+def perturbation_noise_msq(lam: float) -> float:
+    """E mean_i w_i² = 2λ² (identity 2 of the module docstring)."""
+    return laplace_variance(lam)
+
+
+def perturbation_mean_ratio(lam: float, gamma: float) -> float:
+    """E[n·mean(θ̃)²] = n·Var(mean w)/γ² = 2λ²/γ² (identity 1 of the module docstring)."""
+    return laplace_variance(lam) / gamma ** 2
+
+
+def tau_shift_msq(noise_variance: float, n_items: float, per_item: float) -> float:
+    """E of ``privacy_msq`` for counts (:mod:`.scaling`): τ̂ − τ̂_ref = noise·(n − 1)/(S·n), so
+    its mean square has expectation Var(noise)·((n − 1)/(S n))²."""
+    return noise_variance * ((n_items - 1.0) / (per_item * n_items)) ** 2
+
+
+def expected_cv_se(cv2: float, rows: int) -> float:
+    """The standard error of a log ratio of means over ``rows`` rows with per-row CV² ``cv2``."""
+    return math.sqrt(cv2 / rows)
+
+
+def region(se: float, widths: float = 6.0) -> tuple[float, float]:
+    """A two-sided region exp(±``widths``·se) about the exact prediction 1, rounded outward to
+    two decimals (module docstring, "Tolerances")."""
+    half = widths * se
+    return math.floor(100 * math.exp(-half)) / 100, math.ceil(100 * math.exp(half)) / 100
+
+
+# ---------------------------------------------------------------------------------------
+# The check of identity 2
+# ---------------------------------------------------------------------------------------
+NOISE_COLUMN = "op_noise_msq"
+
+
+@dataclass(frozen=True)
+class PerturbationNoise(Mean):
+    """The statistic of identity 2 (module docstring): mean_i (r_i − γθ̃_i)² = mean w² of
+    ``method``, γ = ``gamma(point)`` the closed form at the row's grid point; the per-row value
+    is formed from the moments ``op_grad_msq − 2γ·op_grad_theta + γ²·op_theta_msq`` (``metric``
+    names it in the verdict line)."""
+
+    gamma: Callable[[dict], float] | None = None
+
+    def metric_values(self, rows):
+        g = predictions(rows, self.gamma)
+        return (rows["op_grad_msq"].to_numpy(float) - 2.0 * g * rows["op_grad_theta"].to_numpy(float)
+                + g * g * rows["op_theta_msq"].to_numpy(float))
+
+
+@dataclass(frozen=True)
+class PerRowRatio(Mean):
+    """``inner``'s per-row value over the closed form ``reference(point)`` of the row's grid
+    point, averaged over rows pooled across points (judged against 1).
+
+    Each row then has expectation 1 and the same coefficient of variation whatever its point,
+    so the pooled mean has the standard error of all its rows, √(CV²/rows). A ratio of pooled
+    means (:class:`~dpsim.engine.judgement.statistics.Mean` with a prediction) weights each row by its
+    prediction instead: rows of points whose variances differ by (L/ε)² would leave the
+    largest point alone to decide. ``inner``: a :class:`Mean` (its ``metric`` column) or
+    :class:`PerturbationNoise`; ``metric`` and ``method`` are ``inner``'s."""
+
+    inner: Mean | None = None
+    reference: Callable[[dict], float] | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (self.inner.metric,) if type(self.inner) is Mean else PERTURBATION_METRICS[:3]
+
+    def metric_values(self, rows):
+        return self.inner.metric_values(rows) / predictions(rows, self.reference)
+
+
+def pooled_level_check(name, experiment, inner, reference, rel_se, *, formula="", **check):
+    """A level check of :class:`PerRowRatio` (``inner`` over ``reference``, rows pooled over
+    every selected point) in :func:`region` (±6 ``rel_se``)."""
+    return Claim(name, experiment, PerRowRatio(inner.metric, inner.method, inner=inner, reference=reference),
+                 region(rel_se), over=At(), formula=formula, **check)
+
+
+def perturbation_noise_check(name, experiment, method, prediction, lo, hi, *, gamma, at=(), formula="", **check):
+    """A level check (:func:`~dpsim.engine.judgement.checks.level_check`) of
+    :class:`PerturbationNoise` against ``prediction`` (2λ²)."""
+    return Claim(name, experiment, PerturbationNoise(NOISE_COLUMN, method, gamma=gamma), (lo, hi),
+                 over=Every(at) if at else At(), prediction=prediction, formula=formula, **check)
+
+
 
 # ---------------------------------------------------------------------------------------
 # cai-fig3: edge DP, n = 300, p ∈ {0.25, 0.5, 0.75, 1}, c0 = 2, 120 replicates
@@ -198,106 +339,8 @@ FIG7_CHECKS = [
                                    f"({SE_FIG7_ALL:.4f}: √(5/(n·R)), R = {len(FIG7_EPS)} ε × 4 m × {FIG7.reps})", pins=("mechanism:individual-counts-paper",)),
 ]
 
-CHECKS = [*FIG3_CHECKS, *MATCHED_CHECKS, *FIG7_CHECKS]
+LEVEL_CHECKS = [*FIG3_CHECKS, *MATCHED_CHECKS, *FIG7_CHECKS]
 
-
-# ---------------------------------------------------------------------------------------
-# Mutants: miscalibrated versions of the mechanisms (each declared on the one experiment
-# whose level checks can catch it)
-# ---------------------------------------------------------------------------------------
-def edge_release(lam_factor: float = 1.0, log=jnp.log):
-    """A miscalibrated Algorithm 1 release (edge DP) with the library's draws: λ = ``lam_factor``·8/ε,
-    γ = max(1/ε, c0√(np·log n)) with the given ``log``."""
-    def release(key, eps, p, capacity, *, c0, n_items):
-        n = jnp.asarray(n_items, jnp.float64)
-        lam = lam_factor * 8.0 / eps
-        gamma = jnp.maximum(1.0 / eps, c0 * jnp.sqrt(n * p * log(n)))
-        w = jnp.where(real_items(capacity, n_items), laplace_noise(key, lam, (capacity,)), 0.0)
-        return LaplacePerturbation(gamma, w)
-    return release
-
-
-def individual_release(*, eps_factor: float = 1.0, lam_l: bool = True, gamma_l: bool = True,
-                       lam_factor: float = 1.0):
-    """A miscalibrated Algorithm 1 release (individual DP) with the library's draws: λ = ``lam_factor``·8L/ε and
-    γ = 2L/ε at ε·``eps_factor``, L dropped from λ or γ when asked."""
-    def release(key, eps, per_user, n_items):
-        e = eps * eps_factor
-        lam = lam_factor * 8.0 * (per_user if lam_l else 1.0) / e
-        gamma = 2.0 * (per_user if gamma_l else 1.0) / e
-        return LaplacePerturbation(gamma, laplace_noise(key, lam, (n_items,)))
-    return release
-
-
-def with_mode(mode: str):
-    """A method wrapper: Algorithm 3 computed in ``mode`` whatever the grid's ``mode`` says."""
-    def wrapper(fn):
-        return lambda key, ctx: fn(key, ctx._replace(shape={**ctx.shape, "mode": mode}))
-    return wrapper
-
-
-def eps_scaled_where(factor: float, **shape):
-    """A method wrapper: the method sees ε·``factor`` on the paths whose shape values are
-    ``shape`` (e.g. ``unit="individual"``), the true ε elsewhere: one path miscalibrated alone."""
-    def wrapper(fn):
-        def mutated(key, ctx):
-            if all(ctx.shape[axis] == value for axis, value in shape.items()):
-                ctx = ctx._replace(analysis={**ctx.analysis, "eps": ctx.analysis["eps"] * factor})
-            return fn(key, ctx)
-        return mutated
-    return wrapper
-
-
-# A noise variance off by 10% on one path alone (noise scale × √1.1: ε ÷ √1.1 where the scale
-# is ∝ 1/ε, or λ × √1.1): the smallest error the level checks must FAIL at the default
-# replicates (docs/cai.md, Mutants and level checks).
-VARIANCE_ERROR = 1.1
-SCALE_ERROR = math.sqrt(VARIANCE_ERROR)
-
-MUTANTS = [
-    # also on cai-published-fig1, where the ε profile against the authors' results must see them
-    Mutant("cai-edge-counts-noise-half", "Alg. 2 with Laplace(1/ε): the ℓ∞ sensitivity 1 for the ℓ1 sensitivity 2 "
-           "(released at 2ε)", (FIG3.name, "cai-published-fig1"), scaled_analysis({"eps": 2.0}, methods=["counts"]), breaks=("mechanism:edge-counts",)),
-    Mutant("cai-edge-counts-noise-double", "Alg. 2 with Laplace(4/ε) (noise × 2)", (FIG3.name, "cai-published-fig1"),
-           scaled_analysis({"eps": 0.5}, methods=["counts"]), breaks=("mechanism:edge-counts",)),
-    Mutant("cai-edge-mle-lambda-half", "Alg. 1 (edge) with λ = 4/ε (κ1 taken as ½)", (FIG3.name,),
-           replaced_method("mle", edge.make_mle_fn(edge_release(lam_factor=0.5))),
-                           breaks=("mechanism:edge-objective-perturbation",)),
-    Mutant("cai-edge-mle-at-half-eps", "Alg. 1 (edge) calibrated at ε/2: λ = 16/ε (γ's c0 branch unchanged)",
-           (FIG3.name,), scaled_analysis({"eps": 0.5}, methods=["mle"]),
-           breaks=("mechanism:edge-objective-perturbation",)),
-    Mutant("cai-edge-mle-gamma-log10", "Alg. 1 (edge) with γ = c0√(np log₁₀ n) (log base 10 for the natural log)",
-           (FIG3.name,), replaced_method("mle", edge.make_mle_fn(edge_release(log=jnp.log10))),
-           breaks=("mechanism:edge-objective-perturbation",)),
-    Mutant("cai-indiv-counts-strict-as-paper", "Alg. 3 in strict mode computed with the paper's Laplace(L/ε) "
-           "(the errata's factor 2, docs/cai.md, Errata and modes (E3))", (MATCHED.name,), wrapped_method("counts", with_mode("paper")),
-           breaks=("mechanism:individual-counts-strict",)),
-    Mutant("cai-indiv-mle-at-2eps", "Alg. 1 (individual) calibrated at 2ε: λ = 4L/ε, γ = L/ε", (MATCHED.name,),
-           replaced_method("mle", scaling.make_matched_mle_fn(individual_release(eps_factor=2.0))),
-                           breaks=("mechanism:individual-objective-perturbation",)),
-    Mutant("cai-indiv-mle-lambda-without-L", "Alg. 1 (individual) with the edge λ = 8/ε (L dropped from the "
-           "sensitivity), γ = 2L/ε", (MATCHED.name,),
-           replaced_method("mle", scaling.make_matched_mle_fn(individual_release(lam_l=False))),
-                           breaks=("mechanism:individual-objective-perturbation",)),
-    Mutant("cai-indiv-mle-gamma-without-L", "Alg. 1 (individual) with γ = 2/ε (L dropped), λ = 8L/ε",
-           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_release(gamma_l=False))),
-           breaks=("mechanism:individual-objective-perturbation",)),
-    Mutant("cai-indiv-counts-paper-as-strict", "Alg. 3 in the paper's mode computed with Laplace(2L/ε) "
-           "(the errata's factor 2 the other way)", (FIG7.name,), wrapped_method("counts", with_mode("strict")), breaks=("mechanism:individual-counts-paper",)),
-    Mutant("cai-edge-counts-variance-1.1", "Alg. 2 with Laplace(2√1.1/ε): the count noise's variance × 1.1",
-           (FIG3.name,), scaled_analysis({"eps": 1 / SCALE_ERROR}, methods=["counts"]), breaks=("mechanism:edge-counts",)),
-    Mutant("cai-edge-mle-variance-1.1", "Alg. 1 (edge) with λ = 8√1.1/ε: w's variance × 1.1 (γ kept)", (FIG3.name,),
-           replaced_method("mle", edge.make_mle_fn(edge_release(lam_factor=SCALE_ERROR))), breaks=("mechanism:edge-objective-perturbation",)),
-    Mutant("cai-matched-edge-counts-variance-1.1", "Alg. 2 in the matched design with Laplace(2√1.1/ε) "
-           "(unit = edge only)", (MATCHED.name,),
-           wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="edge")), breaks=("mechanism:edge-counts",)),
-    Mutant("cai-matched-edge-mle-variance-1.1", "Alg. 1 (edge, γ = 1/ε branch) calibrated at ε/√1.1: w's variance "
-           "× 1.1, γ × √1.1 (unit = edge only)", (MATCHED.name,),
-           wrapped_method("mle", eps_scaled_where(1 / SCALE_ERROR, unit="edge")), breaks=("mechanism:edge-objective-perturbation",)),
-    Mutant("cai-indiv-counts-strict-variance-1.1", "Alg. 3 strict with Laplace(2√1.1·L/ε) (unit = individual only)",
-           (MATCHED.name,), wrapped_method("counts", eps_scaled_where(1 / SCALE_ERROR, unit="individual")), breaks=("mechanism:individual-counts-strict",)),
-    Mutant("cai-indiv-mle-variance-1.1", "Alg. 1 (individual) with λ = 8√1.1·L/ε: w's variance × 1.1 (γ kept)",
-           (MATCHED.name,), replaced_method("mle", scaling.make_matched_mle_fn(individual_release(lam_factor=SCALE_ERROR))), breaks=("mechanism:individual-objective-perturbation",)),
-    Mutant("cai-indiv-counts-paper-variance-1.1", "Alg. 3 in the paper's mode with Laplace(√1.1·L/ε)", (FIG7.name,),
-           scaled_analysis({"eps": 1 / SCALE_ERROR}, methods=["counts"]), breaks=("mechanism:individual-counts-paper",)),
-]
+# the figures' checks, with the level checks in their place after the threshold checks (``dpsim list cai``)
+CHECKS = [*edge.CHECKS, *individual.CHECKS, *scaling.CHECKS, *threshold.CHECKS, *LEVEL_CHECKS, *design.CHECKS,
+          *published.CHECKS]

@@ -26,160 +26,16 @@ from __future__ import annotations
 
 import math
 
-import jax
-
 from dpsim import theory
 from dpsim.theory import cai as cai_theory
-from dpsim.metrics import estimation_metrics, topk_metrics
-from dpsim.estimators import SCORE_TIE_TOL, perturbed_mle, top_k_mask
-from dpsim.mechanisms import noisy_counts_edge, objective_perturbation_edge
-from dpsim.engine import (comparison_check, Experiment, Tuning, FigureSpec, Method, Padding, Panel, slope_check, trend_check,
-                              UsageError, axes, solver_diagnostics)
-from dpsim.models.btl import MAX_FLAT_ITEMS
-from dpsim.models import (centre, get_link, real_items, sample_er_graph, theta_cai_design, top_k_size,
-                          true_top_k_mask, win_counts)
+from dpsim.engine import comparison_check, Experiment, Tuning, FigureSpec, Panel, slope_check, trend_check
 
-from .levels import PERTURBATION_METRICS, count_noise_metrics, every_p_comparison, perturbation_metrics
+from ..methods import METHODS
+from ..model import AXIS_TYPES, PADDING, SYMBOLS, VALUE_LABELS, generate, lane_bytes, resolve_shape, truth
 
 INF = math.inf
 PAPER_REPS = 120
 
-
-def resolve_k(shape: dict, default_k) -> dict:
-    """Fill k = default_k(n) when k is 'auto'; check k ∈ [1, n − 1]. An automatic k that
-    falls outside (small n) is reported with its rule, ``default_k.__doc__``'s first line."""
-    n = shape["n_items"]
-    if shape.get("k", "auto") == "auto":
-        k = default_k(n)
-        if not 1 <= k <= n - 1:
-            rule = (default_k.__doc__ or "the paper's rule").strip().splitlines()[0].rstrip(".")
-            raise UsageError(f"n_items={n} is too small for the automatic top-k size ({rule}: k = {k}); "
-                             f"set k explicitly (--set k=1) or use more items")
-        return {**shape, "k": k}
-    k = shape["k"]
-    if not 1 <= k <= n - 1:
-        raise UsageError(f"k={k} must lie in [1, n_items − 1] = [1, {n - 1}] for n_items={n}")
-    return {**shape, "k": k}
-
-
-def resolve_k_and_link(shape: dict, default_k) -> dict:
-    """:func:`resolve_k`, and check the link name."""
-    try:
-        get_link(shape["link"])
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    return resolve_k(shape, default_k)
-
-
-MAX_ITEMS = MAX_FLAT_ITEMS   # the padded draw's flat indices i·n + j are 32-bit (dpsim.models.btl)
-
-
-def resolve_shape(shape: dict) -> dict:
-    """Edge DP: k = round(n/4) (docs/cai.md, Model, R's round-half-even) when 'auto'; n ≤ 65536."""
-    if shape["n_items"] > MAX_ITEMS:
-        raise UsageError(f"n_items={shape['n_items']} is more than the edge-DP sampler's {MAX_ITEMS} items")
-    return resolve_k_and_link(shape, top_k_size)
-
-
-PADDING = Padding("n_items", traced=("k",), capacity="capacity")
-
-
-def capacity(shape) -> int:
-    """The static length of the program's arrays: the bucket's capacity (PADDING), else n."""
-    return shape.get(PADDING.capacity, shape["n_items"])
-
-
-def real(shape):
-    """(capacity,) bool mask of the real items (all True without padding)."""
-    return real_items(capacity(shape), shape["n_items"])
-
-
-def truth(key, shape):
-    """θ* of docs/cai.md, Model (top k items last, centred) and its top-k mask; fixed per shape point.
-    Padded to the capacity with zeros (never in the top k)."""
-    theta = theta_cai_design(key, shape["n_items"], k=shape["k"], capacity=capacity(shape))
-    return {"theta": theta, "top_k": true_top_k_mask(theta, shape["k"], real(shape))}
-
-
-def generate(key, shape, truth, data):
-    """One comparison per edge of G(n, p), outcomes from the chosen link (cai §2.1):
-    {"W": win counts, "M": W + Wᵀ, the graph} (:func:`dpsim.models.sample_er_graph`; the fits
-    take M so that XLA does not recompute the draw to transpose W). Both are 0 in the padding
-    rows and columns."""
-    W, M = sample_er_graph(key, truth["theta"], data["p"], get_link(shape["link"]), n_items=shape["n_items"])
-    return {"W": W, "M": M}
-
-
-ESTIMATION = ("l2", "linf", "log_rel_l2", "log_rel_linf")
-TOPK = ("relative_hamming", "exact_recovery")
-
-
-def mle_scores(k_tie, ctx, fit):
-    """The ``mle`` method's row from an Algorithm 1 fit: its centred estimate against θ*, its top k
-    (ties broken from ``k_tie``), the moments that pin λ and γ (:func:`.levels.perturbation_metrics`)
-    and the solver's diagnostics."""
-    items = real(ctx.shape)
-    mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL, real=items)
-    return {**estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
-            **topk_metrics(mask, ctx.truth["top_k"]),
-            **perturbation_metrics(ctx.sample["W"], fit.theta, ctx.shape["n_items"]), **fit.diagnostics()}
-
-
-def make_mle_fn(release_edge=objective_perturbation_edge):
-    """The ``mle`` method's function with Algorithm 1's release drawn by ``release_edge`` (the library's
-    :func:`~dpsim.mechanisms.objective_perturbation_edge`; a mutant passes a miscalibrated one), called
-    as ``release_edge(key, eps, p, capacity, c0=, n_items=)``, and fitted by
-    :func:`~dpsim.estimators.perturbed_mle` with the sample's W and M = W + Wᵀ."""
-    def mle_fn(key, ctx):
-        """Algorithm 1 (cai §2.2, Prop 2.1, Thm 2.1): the objective-perturbed penalised MLE with
-        λ = 8/ε, γ = max(1/ε, c0√(np log n)), scored by :func:`mle_scores`."""
-        k_noise, k_tie = jax.random.split(key)
-        W = ctx.sample["W"]
-        release = release_edge(k_noise, ctx.analysis["eps"], ctx.data["p"], W.shape[0], c0=ctx.analysis["c0"],
-                               n_items=ctx.shape["n_items"])
-        return mle_scores(k_tie, ctx, perturbed_mle(W, release, M=ctx.sample["M"]))
-    return mle_fn
-
-
-mle_fn = make_mle_fn()
-
-
-def counts_fn(key, ctx):
-    """Algorithm 2 (cai §2.3): win counts + Laplace(2/ε), top k with random tie-break; and the
-    released noise's mean square ``noise_msq`` (:func:`.levels.count_noise_metrics`)."""
-    k_noise, k_tie = jax.random.split(key)
-    items = real(ctx.shape)
-    W = ctx.sample["W"]
-    noisy = noisy_counts_edge(k_noise, W, ctx.analysis["eps"])
-    return {**topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"], real=items), ctx.truth["top_k"]),
-            **count_noise_metrics(noisy, win_counts(W), items, ctx.shape["n_items"])}
-
-
-MLE = Method(mle_fn, ESTIMATION + TOPK + PERTURBATION_METRICS, solver_diagnostics(), label="Noisy MLE",
-             doc="Algorithm 1: objective-perturbed penalised MLE (truncated Newton), centred", masks_padding=True)
-COUNTS = Method(counts_fn, TOPK + ("noise_msq",), label="Counting", doc="Algorithm 2: noisy win counts, Laplace(2/ε)",
-                masks_padding=True)
-METHODS = {"mle": MLE, "counts": COUNTS}
-AXIS_TYPES = {"c0": axes.positive("ridge constant c0 of γ = max(4κ2/ε, c0√(np log n)) (cai Thm 2.1)")}
-
-
-def lane_bytes(shape):
-    """Working set of one replicate, counted as one (n, n) float64 matrix, W (n at the capacity
-    when padded). The sample's M = W + Wᵀ and a fit's curvature are more such matrices, left
-    out as batching's bound says (``dpsim.engine.execution.batching``): the accelerator's memory
-    guard reads XLA's own buffer sizes."""
-    return 8 * shape["n_items"] ** 2
-
-
-SYMBOLS = {"n_items": "$n$", "n_users": "$m$", "per_user": "$L$", "p": "$p$", "eps": "$\\epsilon$",
-           "c0": "$c_0$", "k": "$k$", "gap": "$\\Delta$"}
-# what the figures write for the named values of the axes (FigureSpec.value_labels)
-VALUE_LABELS = {
-    "mode": {"strict": "Laplace($2L/\\epsilon$) noise, $\\epsilon$-DP",
-             "paper": "Laplace($L/\\epsilon$) noise as published (only $2\\epsilon$-DP)"},
-    "unit": {"edge": "edge DP", "individual": "individual DP"},
-    "dataset": {"cems": "CEMS", "immigration": "Immigration"},
-}
 
 # "Log" is the natural log (dpsim.metrics.log_relative_l2_error)
 PANELS = (
@@ -303,6 +159,12 @@ CHECKS = [
 # ---------------------------------------------------------------------------------------
 # The paper's qualitative observations on Figures 1–3 (docs/cai.md, Experiments as run), as checks that can fail.
 # ---------------------------------------------------------------------------------------
+def every_p_comparison(name, experiment, metric, better, worse, where, pool, description):
+    """A paired comparison at every value of p (:func:`~dpsim.engine.judgement.checks.comparison_check`)."""
+    return comparison_check(name, experiment, metric, better, worse, every="p", where=where, pool=pool,
+                            description=description)
+
+
 def _decreasing(fig, x, metric, method, where, what, log_y=False):
     return trend_check(f"{fig.name}-{what}-decreases-in-{x}", fig.name, metric, method, x, -1,
                        where=where, log_y=log_y,

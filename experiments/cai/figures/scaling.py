@@ -99,16 +99,10 @@ from dpsim.models import (
     true_top_k_mask,
     win_counts,
 )
-from . import edge as cai
-from .levels import PERTURBATION_METRICS, perturbation_metrics
-from .individual import (
-    AXIS_TYPES,
-    individual_experiment,
-    individual_generate,
-    individual_lane_bytes,
-    individual_top_k_size,
-    individual_truth,
-)
+from .. import methods, model
+from ..methods import PERTURBATION_METRICS, perturbation_metrics
+from ..model import individual_generate, individual_lane_bytes, individual_top_k_size, individual_truth
+from .individual import AXIS_TYPES, individual_experiment
 
 INF = math.inf
 UNITS = ("edge", "individual")
@@ -165,9 +159,9 @@ def counts_metrics(key, ctx, noisy, per_item) -> dict:
 
 
 SHIFT = ("privacy_linf", "privacy_msq")
-MLE_COLUMNS = dict(metrics=cai.ESTIMATION + cai.TOPK + SHIFT + PERTURBATION_METRICS,
+MLE_COLUMNS = dict(metrics=methods.ESTIMATION + methods.TOPK + SHIFT + PERTURBATION_METRICS,
                    diagnostics=solver_diagnostics(ref_strongly_connected="bool", ref_converged="bool"))
-COUNTS_COLUMNS = dict(metrics=("tau_linf",) + cai.TOPK + SHIFT)
+COUNTS_COLUMNS = dict(metrics=("tau_linf",) + methods.TOPK + SHIFT)
 
 
 # ---------------------------------------------------------------------------------------
@@ -222,7 +216,7 @@ RATE_M_USERS = [8000, 16000, 32000, 64000, 128000]
 RATE_M = rate_experiment(
     "cai-rate-m", "Individual DP: ℓ∞ error vs the number of users m (n = 16, L = 5)",
     {"n_users": RATE_M_USERS, "eps": [0.25, 1.0, INF]},
-    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+    FigureSpec(symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS,
                x="n_users", curve="eps", xlabel="$m$", curve_label="$\\epsilon$", panels=PANELS,
                logx=True, title="Individual DP rate check: error vs m"),
     description="docs/cai.md, Predictions (item 7): slope in log m −1/2 (ε = ∞) to −1 (privacy term)")
@@ -231,7 +225,7 @@ RATE_L_USERS = 32000
 RATE_L = rate_experiment(
     "cai-rate-L", "Individual DP: error vs comparisons per user L at fixed m (n = 16, m = 32000)",
     {"n_users": [RATE_L_USERS], "per_user": [1, 2, 5, 10, 20], "eps": [0.02, 0.125, INF]},
-    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+    FigureSpec(symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS,
                x="per_user", curve="eps", xlabel="$L$", curve_label="$\\epsilon$",
                panels=tuple(Panel(p.metric, p.method, p.ylabel, where={"eps": [0.125, INF]})
                             if p.method == "mle" else p for p in PANELS),
@@ -249,7 +243,7 @@ def matched_total(n_items: int, p: float) -> int:
 
 def matched_resolve_shape(shape: dict) -> dict:
     """k = n//4 when 'auto'."""
-    return cai.resolve_k_and_link({**shape, "link": "logistic"}, individual_top_k_size)
+    return model.resolve_k_and_link({**shape, "link": "logistic"}, individual_top_k_size)
 
 
 def matched_validate_point(point: dict) -> None:
@@ -333,7 +327,7 @@ MATCHED = Experiment(
     truth=individual_truth, generate=matched_generate, methods=MATCHED_METHODS, reps=100,
     axis_types={**AXIS_TYPES, "unit": axes.choice(*UNITS, doc="privacy unit: one comparison (edge) or one "
                                                                "user's L comparisons (individual)")},
-    figure=FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+    figure=FigureSpec(symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS,
         x="per_user", curve="unit", xlabel="$L$", curve_label="unit", logx=True,
         panels=(Panel("privacy_msq", "mle", "mean sq. privacy shift (Alg. 1)"),
                 Panel("privacy_msq", "counts", "mean sq. privacy shift of $\\hat\\tau$ (Algs 2/3)")),

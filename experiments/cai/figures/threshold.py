@@ -84,8 +84,9 @@ from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models import sample_user_comparisons, theta_two_block, top_k_size
 from dpsim.models.btl import sample_er_win_counts
 from dpsim.metrics import topk_metrics
-from .edge import SYMBOLS, TOPK, VALUE_LABELS, resolve_k
-from .individual import AXIS_TYPES, individual_top_k_size
+from ..methods import TOPK
+from ..model import SYMBOLS, VALUE_LABELS, individual_top_k_size, resolve_k
+from .individual import AXIS_TYPES
 
 INF = math.inf
 EPS = [0.1, 0.25, 0.5, 1.0, 2.0, INF]

@@ -33,7 +33,8 @@ import pandas as pd
 from dpsim.datasets.authors import CAI_COMMIT, CAI_REPOSITORY, FETCH, cai_edge_path, cai_edge_results
 from dpsim.engine import Published, PublishedCheck
 
-from .edge import COUNTS, PAPER_REPS, edge_experiment
+from ..methods import COUNTS
+from .edge import PAPER_REPS, edge_experiment
 
 # the authors' simulated grids (Edge-DP/script/Experiment-1-2-3.R), finite ε only
 FIG1_GRID = {"n_items": list(range(100, 701, 75)), "p": [1.0], "eps": [0.5, 1.0, 2.5]}

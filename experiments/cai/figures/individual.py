@@ -45,9 +45,8 @@ import jax.numpy as jnp
 
 from dpsim import metrics
 from dpsim.datasets import cems, immigration
-from dpsim.metrics import estimation_metrics, topk_metrics
+from dpsim.metrics import topk_metrics
 from dpsim.estimators import (
-    SCORE_TIE_TOL,
     guarded_penalised_mle,
     guarded_perturbed_mle,
     one_shot_statistics,
@@ -56,10 +55,12 @@ from dpsim.estimators import (
 from dpsim.mechanisms import noisy_counts_individual, objective_perturbation_individual, one_shot_scores
 from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Method, Panel, trend_check, UsageError, axes,
                               solver_diagnostics)
-from dpsim.models import get_link, sample_user_comparisons, theta_cai_design, true_top_k_mask, win_counts
+from dpsim.models import win_counts
 from dpsim.results import first_failure
+from .. import methods, model
+from ..methods import INDIVIDUAL_METHODS
+from ..model import (MODE, individual_generate, individual_lane_bytes, individual_resolve_shape, individual_truth)
 from . import edge as cai
-from .levels import count_noise_metrics
 
 INF = math.inf
 
@@ -80,9 +81,9 @@ def one_shot_fn(key, ctx):
             "ergodicity": os.ergodicity, "noise_scale": os.noise_scale}
 
 
-ONE_SHOT = Method(one_shot_fn, cai.TOPK + ("ergodicity", "noise_scale"), label="One shot",
+ONE_SHOT = Method(one_shot_fn, methods.TOPK + ("ergodicity", "noise_scale"), label="One shot",
                   doc="one-shot Laplace top-k of Qiao, Su & Zhang on Rank-Centrality scores (docs/cai.md, Mechanisms and estimators)")
-FIG4_METHODS = {**cai.METHODS, "one_shot": ONE_SHOT}
+FIG4_METHODS = {**methods.METHODS, "one_shot": ONE_SHOT}
 
 
 HAMMING_PANELS = (Panel("relative_hamming", None, "Relative Hamming error"),)
@@ -99,7 +100,7 @@ def fig4_experiment(name, title, grid, figure, reps=FIG4_REPS):
 FIG4 = fig4_experiment(
     "cai-fig4", "Comparison with the one-shot method: relative Hamming error versus n (ε = 2) and ε (n = 350)",
     {"n_items": [150, 250, 350, 450, 550, 650], "eps": [0.1, 0.5, 1.0, 2.0, 5.0]},
-    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+    FigureSpec(symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS,
                x="n_items", curve="method", xlabel="$n$", curve_label="", curve_labels=FIG4_LABELS,
                panels=(Panel("relative_hamming", None, "Relative Hamming error", at={"eps": 2.0},
                              title="vs $n$"),
@@ -111,71 +112,7 @@ FIG4 = fig4_experiment(
 # Figs. 5–7: individual DP (cai §4.2)
 # ---------------------------------------------------------------------------------------
 INDIVIDUAL_REPS = 200
-
-
-def individual_top_k_size(n_items: int) -> int:
-    """k = n//4, the individual-DP code's top-k size (docs/cai.md, Model; Errata and modes (E5))."""
-    return n_items // 4
-
-
-MODE = axes.choice("strict", "paper", doc="Algorithm 3 noise: strict Laplace(2L/ε), ε-DP; paper "
-                                          "Laplace(L/ε), as published, only 2ε-DP (docs/cai.md, Errata and modes (E3))")
-AXIS_TYPES = {**cai.AXIS_TYPES, "mode": MODE}
-
-
-def individual_resolve_shape(shape: dict) -> dict:
-    """Fill k = n//4 when 'auto'; check k ∈ [1, n − 1] and the link."""
-    return cai.resolve_k_and_link(shape, individual_top_k_size)
-
-
-def individual_truth(key, shape):
-    """Nothing fixed per shape point: θ* is redrawn every replicate (cai §4.2)."""
-    return {}
-
-
-def individual_generate(key, shape, truth, data):
-    """θ* of docs/cai.md, Model (top k first, centred), redrawn per replicate, and the aggregated W of
-    m users × L uniform pairs (cai §3.1), drawn as counts."""
-    k_theta, k_data = jax.random.split(key)
-    theta = theta_cai_design(k_theta, shape["n_items"], k=shape["k"], top_first=True)
-    W = sample_user_comparisons(k_data, theta, data["n_users"], data["per_user"], get_link(shape["link"]))
-    return {"W": W, "theta": theta, "top_k": true_top_k_mask(theta, shape["k"])}
-
-
-def individual_mle_fn(key, ctx):
-    """Algorithm 1 under individual DP (Prop 3.1, Thm 3.1): λ = 8L/ε, γ = 2L/ε; ε = ∞ is the
-    unpenalised MLE with the strong-connectivity guard of docs/cai.md, Errata and modes (E17) (``strongly_connected``)."""
-    k_noise, k_tie = jax.random.split(key)
-    sample = ctx.sample
-    W = sample["W"]
-    fit = guarded_perturbed_mle(W, objective_perturbation_individual(k_noise, ctx.analysis["eps"], ctx.data["per_user"],
-                                                                     W.shape[0]))
-    mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL)
-    return {**estimation_metrics(fit.theta_centred, sample["theta"]), **topk_metrics(mask, sample["top_k"]),
-            **fit.diagnostics()}
-
-
-def individual_counts_fn(key, ctx):
-    """Algorithm 3 (cai Algorithm 3, §3.3): win counts + Laplace(c·L/ε), c = 2 (strict) or 1 (paper);
-    and the released noise's mean square ``noise_msq`` (:func:`.levels.count_noise_metrics`)."""
-    k_noise, k_tie = jax.random.split(key)
-    noisy = noisy_counts_individual(k_noise, ctx.sample["W"], ctx.analysis["eps"], ctx.data["per_user"],
-                                    ctx.shape["mode"])
-    return {**topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.sample["top_k"]),
-            **count_noise_metrics(noisy, win_counts(ctx.sample["W"]))}
-
-
-MLE_DIAGNOSTICS = solver_diagnostics(strongly_connected="bool", gamma="float")
-INDIVIDUAL_METHODS = {
-    "mle": Method(individual_mle_fn, cai.ESTIMATION + cai.TOPK, MLE_DIAGNOSTICS,
-                  label="Noisy MLE", doc="Algorithm 1 under individual DP (λ = 8L/ε, γ = 2L/ε)"),
-    "counts": Method(individual_counts_fn, cai.TOPK + ("noise_msq",), label="Counting",
-                     doc="Algorithm 3: noisy win counts, Laplace(2L/ε) strict or L/ε paper"),
-}
-
-
-def individual_lane_bytes(shape):
-    return 8 * shape["n_items"] ** 2 * 8
+AXIS_TYPES = {**model.AXIS_TYPES, "mode": MODE}
 
 
 def individual_experiment(name, title, grid, figure=None, reps=INDIVIDUAL_REPS, description="",
@@ -198,7 +135,7 @@ PAPER_MODE = ["paper"]
 FIG5 = individual_experiment(
     "cai-fig5", "Individual DP errors versus the number of items n at various privacy levels",
     {"n_items": [12, 16, 20, 24, 28, 32], "n_users": [1000], "eps": EPS_CURVES, "mode": PAPER_MODE},
-    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+    FigureSpec(symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS,
                x="n_items", curve="eps", xlabel="$n$", curve_label="$\\epsilon$", panels=cai.PANELS,
                title="cai Fig. 5: individual DP errors vs n"),
     description="cai §4.2, Exp. 5")
@@ -206,7 +143,7 @@ FIG5 = individual_experiment(
 FIG6 = individual_experiment(
     "cai-fig6", "Individual DP errors versus the number of individuals m at various privacy levels",
     {"n_items": [16], "n_users": [250, 500, 750, 1000, 1500, 2000], "eps": EPS_CURVES, "mode": PAPER_MODE},
-    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+    FigureSpec(symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS,
                x="n_users", curve="eps", xlabel="$m$", curve_label="$\\epsilon$", panels=cai.PANELS,
                title="cai Fig. 6: individual DP errors vs m"),
     description="cai §4.2, Exp. 6")
@@ -215,7 +152,7 @@ FIG7 = individual_experiment(
     "cai-fig7", "Individual DP errors versus the privacy level ε at various levels of m",
     {"n_items": [16], "n_users": [250, 500, 1000, 2000], "eps": [0.25, 1.0, 2.0, 4.0, 8.0, 10.0],
      "mode": PAPER_MODE},
-    FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+    FigureSpec(symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS,
                x="eps", curve="n_users", xlabel="$\\epsilon$", curve_label="$m$", panels=cai.PANELS,
                title="cai Fig. 7: individual DP errors vs ε"),
     description="cai §4.2, Exp. 7")
@@ -279,7 +216,7 @@ def real_data_experiment(name: str, title: str, datasets, *, reps: int = REAL_DA
     def generate(key, shape, truth, data):
         return truth["W"]
 
-    figure = figure or FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+    figure = figure or FigureSpec(symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS,
         x="eps", curve="method", xlabel="$\\epsilon$", curve_label="", curve_labels=RANK_LABELS,
         panels=tuple(Panel("mean_rank_diff", None, "Mean rank difference", where={"dataset": [d.name]},
                            title=d.name) for d in datasets), title=title)
@@ -296,7 +233,7 @@ def real_data_experiment(name: str, title: str, datasets, *, reps: int = REAL_DA
 FIG8 = real_data_experiment(
     "cai-fig8", "Mean rank difference versus ε (CEMS: n = 6, immigration: n = 4)",
     [CEMS, IMMIGRATION],
-    figure=FigureSpec(symbols=cai.SYMBOLS, value_labels=cai.VALUE_LABELS,
+    figure=FigureSpec(symbols=model.SYMBOLS, value_labels=model.VALUE_LABELS,
                x="eps", curve="method", xlabel="$\\epsilon$", curve_label="", curve_labels=RANK_LABELS,
                       panels=(Panel("mean_rank_diff", None, "Mean rank difference", where={"dataset": ["cems"]},
                                     title="CEMS data"),

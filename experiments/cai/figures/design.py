@@ -46,7 +46,8 @@ from dpsim.engine import Experiment, Tuning, Method
 from dpsim.engine.judgement.checks import Claim, ColumnRatio, Every, Mean, pinned_claim, ratio_region
 from dpsim.engine.judgement.mutants import Mutant, changed_truth, replaced_method
 
-from . import edge, individual
+from .. import methods, model
+from . import individual
 
 SE_WIDTHS = 6.0
 STRENGTH_LOW, STRENGTH_HIGH = 0.2, 0.7     # e^{θ_i} ~ Unif(0.2, 0.7) off the top (cai §4.1.1)
@@ -212,9 +213,9 @@ METHODS = {
     "design": Method(design_fn, DESIGN_METRICS, label="Design moments", doc="moments of θ*, the graph and the wins"),
     "uniform": Method(make_uniform_fn(), ("relative_hamming", "kendall", "mean_rank_diff"), label="Uniform ranking",
                       doc="data-free: a uniformly random ranking"),
-    "near_oracle": Method(make_near_oracle_fn(), edge.TOPK, label="Near oracle",
+    "near_oracle": Method(make_near_oracle_fn(), methods.TOPK, label="Near oracle",
                           doc="data-free: k of the k + 1 best items, uniformly"),
-    "oracle_noise": Method(make_oracle_noise_fn(), edge.ESTIMATION, label="Noisy oracle",
+    "oracle_noise": Method(make_oracle_noise_fn(), methods.ESTIMATION, label="Noisy oracle",
                            doc="data-free: θ* plus Gaussian noise"),
 }
 
@@ -222,8 +223,8 @@ DESIGN = Experiment(
     name="cai-design", title="Calibration: the edge-DP design's moments and the error metrics on data-free estimators",
     axes={"n_items": [DESIGN_N], "k": ["auto"], "link": ["logistic"], "p": DESIGN_P, "eps": [1.0]},
     shape_axes=("n_items", "k", "link"), analysis_axes=("eps",),
-    truth=edge.truth, generate=edge.generate, methods=METHODS, reps=DESIGN_REPS, truth_per_replicate=True,
-    axis_types=edge.AXIS_TYPES, resolve_shape=edge.resolve_shape, tuning=Tuning(lane_bytes=edge.lane_bytes), description="cai §2.1, §4.1.1; docs/cai.md, Pins of the design and the metrics: θ* design, G(n, p), logistic "
+    truth=model.truth, generate=model.generate, methods=METHODS, reps=DESIGN_REPS, truth_per_replicate=True,
+    axis_types=model.AXIS_TYPES, resolve_shape=model.resolve_shape, tuning=Tuning(lane_bytes=model.lane_bytes), description="cai §2.1, §4.1.1; docs/cai.md, Pins of the design and the metrics: θ* design, G(n, p), logistic "
                 "outcomes and every error metric against closed forms (θ* redrawn per replicate)")
 
 EXPERIMENTS = [DESIGN]
