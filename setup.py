@@ -13,13 +13,16 @@ copies the folder under its installed name, and an editable install (``pip insta
 also ``--no-deps --no-build-isolation`` offline) maps ``dpsim.experiments`` to the folder
 through setuptools' editable finder. pyproject.toml uses no field newer than setuptools 64.
 Everything else is in pyproject.toml."""
+
 from setuptools import find_namespace_packages, find_packages, setup
 
 
 def packages() -> list[str]:
     """dpsim's packages and data folders, and ``dpsim.experiments`` with every paper package."""
-    own = find_namespace_packages(include=["dpsim", "dpsim.*"], exclude=["dpsim.experiments", "dpsim.experiments.*",
-                                                                      "*__pycache__*"])
+    own = find_namespace_packages(
+        include=["dpsim", "dpsim.*"],
+        exclude=["dpsim.experiments", "dpsim.experiments.*", "*__pycache__*"],
+    )
     papers = [f"dpsim.experiments.{name}" for name in find_packages("experiments")]
     return sorted({*own, "dpsim.experiments", *papers})
 

@@ -8,6 +8,7 @@ run far slower per fit than on one thread, and the baselines would be timed at t
 XLA's CPU backend does not use OpenBLAS, so the engine is unaffected. A caller's explicit
 setting wins.
 """
+
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -23,7 +24,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # dpsim.engine.execution.calibration) are cached on disk across runs. A benchmark starts from an
 # empty cache of its own, so its numbers do not depend on what ran on the machine before
 # (a caller's explicit $DPSIM_CALIBRATION_CACHE wins); its fresh processes inherit it.
-if "DPSIM_CALIBRATION_CACHE" not in os.environ:      # made here: removed when this process ends
+if "DPSIM_CALIBRATION_CACHE" not in os.environ:  # made here: removed when this process ends
     import atexit
     import shutil
     import tempfile

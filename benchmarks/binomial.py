@@ -36,6 +36,7 @@ tables of one cell. The engine draws through the faster table (the alias method)
 
 Run: ``python -m benchmarks.binomial [--quick] [--sections T,G,A]``.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,24 +56,41 @@ PAPER = "binomial"
 
 # log k! − [(k + ½) log(k + 1) − (k + 1) + ½ log 2π] for k = 0…9 (Hörmann 1993, Table 1; the
 # same values as TensorFlow's and JAX's BTRS); the series below is used above 9.
-STIRLING_TAIL = np.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
-                          0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
-                          0.00925546218271273, 0.00833056343336287])
-INVERSION_BELOW = 10.0           # n·min(p, 1 − p) under which the inversion algorithm is used (as JAX)
-FIRST_BUFFER = 0.75              # share of elements the full test's buffer holds (the squeeze accepts ≥ 26 %)
-LATER_BUFFERS = (0.45, 0.45)     # each further round's buffer, as a share of the previous one (the full
-                                 # test rejects up to ~37 % of its buffer near n·q = 10)
-SMALLEST_BUFFER = 64             # below this, rounds run on the whole buffer until all are accepted
+STIRLING_TAIL = np.array(
+    [
+        0.0810614667953272,
+        0.0413406959554092,
+        0.0276779256849983,
+        0.02079067210376509,
+        0.0166446911898211,
+        0.0138761288230707,
+        0.0118967099458917,
+        0.0104112652619720,
+        0.00925546218271273,
+        0.00833056343336287,
+    ]
+)
+INVERSION_BELOW = 10.0  # n·min(p, 1 − p) under which the inversion algorithm is used (as JAX)
+FIRST_BUFFER = 0.75  # share of elements the full test's buffer holds (the squeeze accepts ≥ 26 %)
+LATER_BUFFERS = (
+    0.45,
+    0.45,
+)  # each further round's buffer, as a share of the previous one (the full
+# test rejects up to ~37 % of its buffer near n·q = 10)
+SMALLEST_BUFFER = 64  # below this, rounds run on the whole buffer until all are accepted
 
 
 # ----------------------------------------------------------------------------- the prototype
+
 
 def stirling_tail(k):
     """log k! minus its Stirling approximation, elementwise (table to 9, series above)."""
     t = 1.0 / (k + 1.0)
     t2 = t * t
     series = (1.0 / 12 - (1.0 / 360 - t2 / 1260) * t2) * t
-    return jnp.where(k <= 9, jnp.asarray(STIRLING_TAIL)[jnp.clip(k, 0, 9).astype(jnp.int32)], series)
+    return jnp.where(
+        k <= 9, jnp.asarray(STIRLING_TAIL)[jnp.clip(k, 0, 9).astype(jnp.int32)], series
+    )
 
 
 def _hat(n, q):
@@ -99,9 +117,15 @@ def _full_test(n, q, k, us, v):
     m = jnp.floor((n + 1) * q)
     us2 = us * us
     log_v = jnp.log(v * alpha * us2 / (a + b * us2))
-    bound = ((m + 0.5) * jnp.log((m + 1) / (r * (n - m + 1))) + (n + 1) * jnp.log((n - m + 1) / (n - k + 1))
-             + (k + 0.5) * jnp.log(r * (n - k + 1) / (k + 1)) + stirling_tail(m) + stirling_tail(n - m)
-             - stirling_tail(k) - stirling_tail(n - k))
+    bound = (
+        (m + 0.5) * jnp.log((m + 1) / (r * (n - m + 1)))
+        + (n + 1) * jnp.log((n - m + 1) / (n - k + 1))
+        + (k + 0.5) * jnp.log(r * (n - k + 1) / (k + 1))
+        + stirling_tail(m)
+        + stirling_tail(n - m)
+        - stirling_tail(k)
+        - stirling_tail(n - k)
+    )
     return (k >= 0) & (k <= n) & (log_v <= bound)
 
 
@@ -118,16 +142,21 @@ def _compact(flags, size: int):
     scan (faster than ``jnp.cumsum`` on CPU)."""
     n = flags.shape[0]
     position = jax.lax.associative_scan(jnp.add, flags.astype(jnp.int32)) - 1
-    return jnp.full(size, n, jnp.int32).at[jnp.where(flags, position, size)].set(
-        jnp.arange(n, dtype=jnp.int32), mode="drop")
+    return (
+        jnp.full(size, n, jnp.int32)
+        .at[jnp.where(flags, position, size)]
+        .set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+    )
 
 
 def _until_accepted(key, n, q, k, ok):
     """Fresh BTRS rounds on every element not yet accepted, until all are."""
+
     def body(carry):
         i, k, ok = carry
         k_new, ok_new = _one_round(jax.random.fold_in(key, i), n, q)
         return i + 1, jnp.where(ok, k, k_new), ok | ok_new
+
     return jax.lax.while_loop(lambda c: jnp.any(~c[2]), body, (0, k, ok))[1:]
 
 
@@ -160,14 +189,14 @@ def compacted_btrs(key, n, q, first=FIRST_BUFFER, later=LATER_BUFFERS):
     k, us, ok = _candidate(n, q, uv[0], uv[1])
     index = _compact(~ok, int(math.ceil(first * size)) + 4)
     padding = index >= size
-    gather = lambda x: jnp.take(x, index, mode="clip")               # noqa: E731
+    gather = lambda x: jnp.take(x, index, mode="clip")  # noqa: E731
     n_b, q_b, k_b = gather(n), gather(q), gather(k)
     ok_b = _full_test(n_b, q_b, k_b, gather(us), gather(uv[1])) | padding
     k_b, ok_b = _later_rounds(k_later, n_b, q_b, k_b, ok_b, tuple(later))
     k, ok = k.at[index].set(k_b, mode="drop"), ok.at[index].set(ok_b, mode="drop")
     judged = ok | jnp.zeros(size, bool).at[index].set(True, mode="drop")
 
-    def judge_rest(carry):                      # overflow of the first buffer only (0 rounds otherwise)
+    def judge_rest(carry):  # overflow of the first buffer only (0 rounds otherwise)
         ok, judged = carry
         return ok | (~judged & _full_test(n, q, k, us, uv[1])), jnp.ones_like(judged)
 
@@ -189,9 +218,15 @@ def inversion(key, n, q):
         k, pk, cdf = carry
         go = active(k, pk, cdf)
         pk_next = pk * (n - k) / (k + 1) * ratio
-        return jnp.where(go, k + 1, k), jnp.where(go, pk_next, pk), jnp.where(go, cdf + pk_next, cdf)
+        return (
+            jnp.where(go, k + 1, k),
+            jnp.where(go, pk_next, pk),
+            jnp.where(go, cdf + pk_next, cdf),
+        )
 
-    return jax.lax.while_loop(lambda c: jnp.any(active(*c)), body, (jnp.zeros_like(n), first, first))[0]
+    return jax.lax.while_loop(
+        lambda c: jnp.any(active(*c)), body, (jnp.zeros_like(n), first, first)
+    )[0]
 
 
 def compacted_binomial(key, n, p, first=FIRST_BUFFER, later=LATER_BUFFERS):
@@ -201,22 +236,29 @@ def compacted_binomial(key, n, p, first=FIRST_BUFFER, later=LATER_BUFFERS):
     q = jnp.minimum(p, 1 - p)
     small = n * q < INVERSION_BELOW
     key_inversion, key_btrs = jax.random.split(key)
-    x = jnp.where(small, inversion(key_inversion, jnp.where(small, n, 0.0), q),
-                  compacted_btrs(key_btrs, jnp.where(small, 1e4, n), jnp.where(small, 0.5, q), first, later))
+    x = jnp.where(
+        small,
+        inversion(key_inversion, jnp.where(small, n, 0.0), q),
+        compacted_btrs(key_btrs, jnp.where(small, 1e4, n), jnp.where(small, 0.5, q), first, later),
+    )
     return jnp.where(p > 0.5, n - x, x)
 
 
-SAMPLERS = {"jax.random.binomial": jax.random.binomial, "compacted BTRS (prototype)": compacted_binomial}
+SAMPLERS = {
+    "jax.random.binomial": jax.random.binomial,
+    "compacted BTRS (prototype)": compacted_binomial,
+}
 
 
 # ----------------------------------------------------------------------------- sections
 
+
 @dataclass(frozen=True)
 class Config:
-    lanes: int = 200               # T: lanes vmapped in one call (the engine's CPU micro-batch for xu)
-    m: int = 30                    # T: items, so m(m − 1)/2 pairs a lane
-    repeats: int = 10              # T: best of
-    draws: int = 2_000_000         # G: draws per (n, p)
+    lanes: int = 200  # T: lanes vmapped in one call (the engine's CPU micro-batch for xu)
+    m: int = 30  # T: items, so m(m − 1)/2 pairs a lane
+    repeats: int = 10  # T: best of
+    draws: int = 2_000_000  # G: draws per (n, p)
 
 
 FULL, QUICK = Config(), Config(lanes=40, repeats=3, draws=200_000)
@@ -229,10 +271,12 @@ def regimes(lanes: int, m: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     shape = (lanes, m * (m - 1) // 2)
     ones = rng.binomial(400, 0.5, shape).astype(float)
-    return {"raw wins (L = 400, p ∈ (0.2, 0.8))": (np.full(shape, 400.0), rng.uniform(0.2, 0.8, shape)),
-            "RR kept (n₁, 1 − q, ε = 1)": (ones, np.full(shape, 1 - 1 / (1 + math.e))),
-            "RR flipped (n₁, q, ε = 3)": (ones, np.full(shape, 1 / (1 + math.e ** 3))),
-            "L = 400, p ∈ (0, 1)": (np.full(shape, 400.0), rng.uniform(0.0, 1.0, shape))}
+    return {
+        "raw wins (L = 400, p ∈ (0.2, 0.8))": (np.full(shape, 400.0), rng.uniform(0.2, 0.8, shape)),
+        "RR kept (n₁, 1 − q, ε = 1)": (ones, np.full(shape, 1 - 1 / (1 + math.e))),
+        "RR flipped (n₁, q, ε = 3)": (ones, np.full(shape, 1 / (1 + math.e**3))),
+        "L = 400, p ∈ (0, 1)": (np.full(shape, 400.0), rng.uniform(0.0, 1.0, shape)),
+    }
 
 
 def per_lane(sampler):
@@ -261,43 +305,73 @@ def ns_per_draw(samplers, n: np.ndarray, p: np.ndarray, repeats: int, seed: int 
         jax.block_until_ready(fn(keys, n_j, p_j))
         out[label] = 1e9 * harness.best_of(lambda: fn(keys, n_j, p_j), repeats=repeats) / n.size
     rng, counts = np.random.default_rng(seed), n.astype(np.int64)
-    out["NumPy Generator.binomial"] = 1e9 * harness.best_of(lambda: rng.binomial(counts, p), repeats=repeats) / n.size
+    out["NumPy Generator.binomial"] = (
+        1e9 * harness.best_of(lambda: rng.binomial(counts, p), repeats=repeats) / n.size
+    )
     return out
 
 
 def section_t(bench: harness.Bench) -> dict:
     cfg = bench.cfg
     cases = regimes(cfg.lanes, cfg.m)
-    rows = [{"regime": name, "draws": int(n.size), "ns_per_draw": ns_per_draw(SAMPLERS, n, p, cfg.repeats)}
-            for name, (n, p) in cases.items()]
+    rows = [
+        {
+            "regime": name,
+            "draws": int(n.size),
+            "ns_per_draw": ns_per_draw(SAMPLERS, n, p, cfg.repeats),
+        }
+        for name, (n, p) in cases.items()
+    ]
     n, p = next(iter(cases.values()))
-    compile_s = {label: compile_seconds(sampler, jnp.asarray(n), jnp.asarray(p)) for label, sampler in SAMPLERS.items()}
+    compile_s = {
+        label: compile_seconds(sampler, jnp.asarray(n), jnp.asarray(p))
+        for label, sampler in SAMPLERS.items()
+    }
     labels = [*SAMPLERS, "NumPy Generator.binomial"]
-    harness.print_table(harness.format_table(
-        f"ns per draw, {cfg.lanes} lanes of {cfg.m * (cfg.m - 1) // 2} pairs vmapped in one jitted call, a key per lane (best of "
-        f"{cfg.repeats}); NumPy one call on the same array", ("regime", *labels),
-        [[r["regime"], *(r["ns_per_draw"][label] for label in labels)] for r in rows],
-        (None, *["{:.1f}"] * len(labels))))
-    harness.print_table(harness.format_table(
-        "seconds to compile one sampler call (vmapped over the lanes, XLA's default level)", ("sampler", "compile s"),
-        [[label, s] for label, s in compile_s.items()], (None, "{:.2f}")))
+    harness.print_table(
+        harness.format_table(
+            f"ns per draw, {cfg.lanes} lanes of {cfg.m * (cfg.m - 1) // 2} pairs vmapped in one jitted call, a key per lane (best of "
+            f"{cfg.repeats}); NumPy one call on the same array",
+            ("regime", *labels),
+            [[r["regime"], *(r["ns_per_draw"][label] for label in labels)] for r in rows],
+            (None, *["{:.1f}"] * len(labels)),
+        )
+    )
+    harness.print_table(
+        harness.format_table(
+            "seconds to compile one sampler call (vmapped over the lanes, XLA's default level)",
+            ("sampler", "compile s"),
+            [[label, s] for label, s in compile_s.items()],
+            (None, "{:.2f}"),
+        )
+    )
     return {"rows": rows, "compile_s": compile_s}
 
 
-GOF_CASES = ((400, 0.5), (400, 0.2), (200, 1 - 1 / (1 + math.e)), (25, 0.41), (40, 0.26), (11, 0.95),
-             (1000, 0.011), (100_000, 0.3), (7, 0.5), (3000, 0.999))
+GOF_CASES = (
+    (400, 0.5),
+    (400, 0.2),
+    (200, 1 - 1 / (1 + math.e)),
+    (25, 0.41),
+    (40, 0.26),
+    (11, 0.95),
+    (1000, 0.011),
+    (100_000, 0.3),
+    (7, 0.5),
+    (3000, 0.999),
+)
 
 
 def chi_square_pvalue(draws: np.ndarray, n: int, p: float) -> float:
     """χ² goodness of fit of integer draws to SciPy's Binomial(n, p) pmf, cells with expected
     count < 5 pooled into one."""
     pmf = stats.binom.pmf(np.arange(n + 1), n, p)
-    observed = np.bincount(draws.astype(np.int64), minlength=n + 1)[:n + 1]
+    observed = np.bincount(draws.astype(np.int64), minlength=n + 1)[: n + 1]
     expected = pmf * draws.size
     big = expected >= 5
     obs = np.append(observed[big], observed[~big].sum())
     exp = np.append(expected[big], expected[~big].sum())
-    if exp[-1] < 5:                                 # pool a small remainder into the last cell
+    if exp[-1] < 5:  # pool a small remainder into the last cell
         obs, exp = np.append(obs[:-2], obs[-2:].sum()), np.append(exp[:-2], exp[-2:].sum())
     return float(stats.chi2.sf(((obs - exp) ** 2 / exp).sum(), obs.size - 1))
 
@@ -309,27 +383,47 @@ def goodness_of_fit(sampler, draws: int, cases=GOF_CASES, seed: int = 0) -> list
     out = []
     for i, (n, p) in enumerate(cases):
         x = np.asarray(fn(jax.random.key(seed + i), jnp.full(draws, float(n)), jnp.full(draws, p)))
-        out.append({"n": n, "p": p, "chi2_p": chi_square_pvalue(x, n, p),
-                    "var_z": float((x.var() / (n * p * (1 - p)) - 1) / math.sqrt(2 / draws))})
+        out.append(
+            {
+                "n": n,
+                "p": p,
+                "chi2_p": chi_square_pvalue(x, n, p),
+                "var_z": float((x.var() / (n * p * (1 - p)) - 1) / math.sqrt(2 / draws)),
+            }
+        )
     return out
 
 
 def section_g(bench: harness.Bench) -> dict:
-    results = {label: goodness_of_fit(sampler, bench.cfg.draws) for label, sampler in SAMPLERS.items()}
+    results = {
+        label: goodness_of_fit(sampler, bench.cfg.draws) for label, sampler in SAMPLERS.items()
+    }
     labels = list(results)
-    harness.print_table(harness.format_table(
-        f"χ² goodness of fit against SciPy's pmf, {bench.cfg.draws} draws per (n, p): p-value (variance z-score)",
-        ("n", "p", *labels),
-        [[c["n"], c["p"], *(f"{results[label][i]['chi2_p']:.3f} ({results[label][i]['var_z']:+.1f})"
-                            for label in labels)] for i, c in enumerate(results[labels[0]])],
-        ("{}", "{:.3f}", *[None] * len(labels))))
+    harness.print_table(
+        harness.format_table(
+            f"χ² goodness of fit against SciPy's pmf, {bench.cfg.draws} draws per (n, p): p-value (variance z-score)",
+            ("n", "p", *labels),
+            [
+                [
+                    c["n"],
+                    c["p"],
+                    *(
+                        f"{results[label][i]['chi2_p']:.3f} ({results[label][i]['var_z']:+.1f})"
+                        for label in labels
+                    ),
+                ]
+                for i, c in enumerate(results[labels[0]])
+            ],
+            ("{}", "{:.3f}", *[None] * len(labels)),
+        )
+    )
     return {"draws": bench.cfg.draws, "cases": results}
 
 
 def inverse_cdf_draw(bits, cdf, row, size):
     """Outcomes by binary search of a word's top 53 bits as a uniform u in the rows ``row`` of
     ``cdf`` ([R, K], cumulative, last column 1): the first k < size with u < cdf[row, k]."""
-    u = (bits >> 11).astype(jnp.float64) * 2.0 ** -53
+    u = (bits >> 11).astype(jnp.float64) * 2.0**-53
     steps = int(math.ceil(math.log2(cdf.shape[-1]))) + 1
     lo, hi = jnp.zeros_like(row), jnp.broadcast_to(jnp.asarray(size, row.dtype) - 1, row.shape)
 
@@ -344,6 +438,7 @@ def inverse_cdf_draw(bits, cdf, row, size):
 
 def section_a(bench: harness.Bench) -> dict:
     from dpsim.samplers import alias_draw, binomial_pmf, binomial_table
+
     cfg = bench.cfg
     users, gap = 400, 0.1
     laws = 1 / (1 + np.exp(-gap * np.arange(1, cfg.m)))
@@ -356,41 +451,71 @@ def section_a(bench: harness.Bench) -> dict:
     pairs = cfg.m * (cfg.m - 1) // 2
     row = jnp.asarray(rng.integers(0, cfg.m - 1, (cfg.lanes, pairs)), jnp.int32)
     keys = jax.random.split(jax.random.key(4), cfg.lanes)
-    threshold, alias, cdf_j = jnp.asarray(table.threshold), jnp.asarray(table.alias), jnp.asarray(cdf)
+    threshold, alias, cdf_j = (
+        jnp.asarray(table.threshold),
+        jnp.asarray(table.alias),
+        jnp.asarray(cdf),
+    )
     p_pair = jnp.asarray(laws)[row]
 
     def words(key):
         return jax.random.bits(key, (pairs,), jnp.uint64)
 
     samplers = {
-        "alias table": jax.jit(jax.vmap(lambda k, r: alias_draw(words(k), threshold, alias, r, users + 1))),
-        "inverse CDF (binary search)": jax.jit(jax.vmap(lambda k, r: inverse_cdf_draw(words(k), cdf_j, r,
-                                                                                       users + 1))),
-        "jax.random.binomial": jax.jit(jax.vmap(lambda k, r: jax.random.binomial(
-            k, jnp.full((pairs,), float(users)), jnp.asarray(laws)[r]))),
+        "alias table": jax.jit(
+            jax.vmap(lambda k, r: alias_draw(words(k), threshold, alias, r, users + 1))
+        ),
+        "inverse CDF (binary search)": jax.jit(
+            jax.vmap(lambda k, r: inverse_cdf_draw(words(k), cdf_j, r, users + 1))
+        ),
+        "jax.random.binomial": jax.jit(
+            jax.vmap(
+                lambda k, r: jax.random.binomial(
+                    k, jnp.full((pairs,), float(users)), jnp.asarray(laws)[r]
+                )
+            )
+        ),
     }
     out = {}
     for label, fn in samplers.items():
         jax.block_until_ready(fn(keys, row))
         out[label] = 1e9 * harness.best_of(lambda: fn(keys, row), repeats=cfg.repeats) / row.size
     gen, p_np = np.random.default_rng(5), np.asarray(p_pair)
-    out["NumPy Generator.binomial"] = 1e9 * harness.best_of(lambda: gen.binomial(users, p_np),
-                                                            repeats=cfg.repeats) / row.size
-    harness.print_table(harness.format_table(
-        f"ns per draw, Binomial({users}, σ({gap:g}k)), k = 1 … {cfg.m - 1} (a random law per pair), {cfg.lanes} lanes "
-        f"of {pairs} pairs vmapped in one jitted call (best of {cfg.repeats}); tables of one cell built in "
-        f"{1e3 * build_s:.1f} ms ({table.nbytes / 1024:.0f} KiB)", ("sampler", "ns per draw"),
-        [[label, ns] for label, ns in out.items()], (None, "{:.1f}")))
-    return {"ns_per_draw": out, "build_ms": 1e3 * build_s, "table_bytes": table.nbytes, "n": users, "laws": cfg.m - 1}
+    out["NumPy Generator.binomial"] = (
+        1e9 * harness.best_of(lambda: gen.binomial(users, p_np), repeats=cfg.repeats) / row.size
+    )
+    harness.print_table(
+        harness.format_table(
+            f"ns per draw, Binomial({users}, σ({gap:g}k)), k = 1 … {cfg.m - 1} (a random law per pair), {cfg.lanes} lanes "
+            f"of {pairs} pairs vmapped in one jitted call (best of {cfg.repeats}); tables of one cell built in "
+            f"{1e3 * build_s:.1f} ms ({table.nbytes / 1024:.0f} KiB)",
+            ("sampler", "ns per draw"),
+            [[label, ns] for label, ns in out.items()],
+            (None, "{:.1f}"),
+        )
+    )
+    return {
+        "ns_per_draw": out,
+        "build_ms": 1e3 * build_s,
+        "table_bytes": table.nbytes,
+        "n": users,
+        "laws": cfg.m - 1,
+    }
 
 
-SECTIONS = (harness.Section("T", "ns per draw and compile time of exact binomial samplers", section_t),
-            harness.Section("G", "goodness of fit against SciPy's pmf", section_g),
-            harness.Section("A", "table samplers for laws known on the host (alias, inverse CDF)", section_a))
+SECTIONS = (
+    harness.Section("T", "ns per draw and compile time of exact binomial samplers", section_t),
+    harness.Section("G", "goodness of fit against SciPy's pmf", section_g),
+    harness.Section(
+        "A", "table samplers for laws known on the host (alias, inverse CDF)", section_a
+    ),
+)
 
 
 def main(argv=None) -> dict:
-    return harness.main(PAPER, SECTIONS, full=FULL, quick=QUICK, argv=argv, description=__doc__.splitlines()[0])
+    return harness.main(
+        PAPER, SECTIONS, full=FULL, quick=QUICK, argv=argv, description=__doc__.splitlines()[0]
+    )
 
 
 if __name__ == "__main__":

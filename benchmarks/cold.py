@@ -35,6 +35,7 @@ R. cai at small n (n = 20 and 40, p = 1, the ten ε of benchmarks/cai.py, 120 re
 
 ``--quick`` runs Fig. 3 alone at 2 replicates in C and 2 rounds at n = 20 in R: a smoke run.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,26 +57,39 @@ from dpsim.engine.execution import calibration, program
 
 PAPER = "cold"
 TARGETS = {"figs_cold_total_s": 20.0, "n20_vs_vectorised": 2.0, "n40_vs_vectorised": 5.0}
-WIDE = 32                 # the micro-batch of the run that compiles the wide program (the small-lane rule's)
+WIDE = 32  # the micro-batch of the run that compiles the wide program (the small-lane rule's)
 # Variables a fresh user's process would not have: every cache starts empty under the new home.
-CLEARED = ("XDG_CACHE_HOME", "MPLCONFIGDIR", "DPSIM_JAX_CACHE", "DPSIM_CODE_CACHE", "DPSIM_CALIBRATION_CACHE",
-           "JAX_COMPILATION_CACHE_DIR")
+CLEARED = (
+    "XDG_CACHE_HOME",
+    "MPLCONFIGDIR",
+    "DPSIM_JAX_CACHE",
+    "DPSIM_CODE_CACHE",
+    "DPSIM_CALIBRATION_CACHE",
+    "JAX_COMPILATION_CACHE_DIR",
+)
 
 
 @dataclass(frozen=True)
 class Config:
-    figures: tuple          # C: the experiments run as fresh processes
+    figures: tuple  # C: the experiments run as fresh processes
     figure_reps: int | None  # C: --reps (None: the experiment's own)
-    small_ns: tuple         # R: item counts
-    reps: int               # R: replicates per run
-    rounds: int             # R: interleaved rounds (medians over them)
+    small_ns: tuple  # R: item counts
+    reps: int  # R: replicates per run
+    rounds: int  # R: interleaved rounds (medians over them)
 
 
-FULL = Config(figures=("cai-fig1", "cai-fig2", "cai-fig3"), figure_reps=None, small_ns=(20, 40), reps=120, rounds=7)
+FULL = Config(
+    figures=("cai-fig1", "cai-fig2", "cai-fig3"),
+    figure_reps=None,
+    small_ns=(20, 40),
+    reps=120,
+    rounds=7,
+)
 QUICK = Config(figures=("cai-fig3",), figure_reps=2, small_ns=(20,), reps=120, rounds=2)
 
 
 # ----------------------------------------------------------------------------- C
+
 
 def user_env(home: str) -> dict:
     """A fresh user's environment: this one's without the cache variables, ``HOME`` = ``home``."""
@@ -95,7 +109,9 @@ def timed_process(cmd: list[str], env: dict) -> dict:
     seconds since the start at which it arrived."""
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=harness.ROOT)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=harness.ROOT
+    )
     lines = [(time.perf_counter() - t0, line.rstrip("\n")) for line in proc.stdout]
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -103,8 +119,13 @@ def timed_process(cmd: list[str], env: dict) -> dict:
     stderr = proc.stderr.read()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{stderr[-2000:]}")
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "lines": lines,
-            "loadavg_before": list(load_before), "loadavg_after": list(os.getloadavg())}
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "lines": lines,
+        "loadavg_before": list(load_before),
+        "loadavg_after": list(os.getloadavg()),
+    }
 
 
 RUN_LINE = re.compile(r"replicate lanes, .* rows in ([0-9.]+) s -> ")
@@ -116,23 +137,43 @@ def figure_process(name: str, reps: int | None, home: str, out: Path) -> dict:
     cmd = [*dpsim_command(), "run", name, "--out", str(out), "--no-progress"]
     cmd += [] if reps is None else ["--reps", str(reps)]
     done = timed_process(cmd, user_env(home))
-    run_at, run_s = next((t, float(m.group(1))) for t, line in done["lines"] if (m := RUN_LINE.search(line)))
+    run_at, run_s = next(
+        (t, float(m.group(1))) for t, line in done["lines"] if (m := RUN_LINE.search(line))
+    )
     figure_at = max((t for t, line in done["lines"] if line.startswith("figure: ")), default=run_at)
     csv = out / "figure.csv"
     committed = harness.ROOT / "figures" / f"{name}.csv"
-    same = (reps is None and csv.is_file() and committed.is_file()
-            and hashlib.sha256(csv.read_bytes()).digest() == hashlib.sha256(committed.read_bytes()).digest())
-    return {"figure": name, "reps": reps, "wall_s": done["wall_s"], "cpu_s": done["cpu_s"], "run_s": run_s,
-            "start_s": run_at - run_s, "figure_s": figure_at - run_at, "exit_s": done["wall_s"] - figure_at,
-            "csv_identical_to_committed": same if reps is None else None,
-            "loadavg_before": done["loadavg_before"], "loadavg_after": done["loadavg_after"]}
+    same = (
+        reps is None
+        and csv.is_file()
+        and committed.is_file()
+        and hashlib.sha256(csv.read_bytes()).digest()
+        == hashlib.sha256(committed.read_bytes()).digest()
+    )
+    return {
+        "figure": name,
+        "reps": reps,
+        "wall_s": done["wall_s"],
+        "cpu_s": done["cpu_s"],
+        "run_s": run_s,
+        "start_s": run_at - run_s,
+        "figure_s": figure_at - run_at,
+        "exit_s": done["wall_s"] - figure_at,
+        "csv_identical_to_committed": same if reps is None else None,
+        "loadavg_before": done["loadavg_before"],
+        "loadavg_after": done["loadavg_after"],
+    }
 
 
 def section_c(bench: harness.Bench) -> dict:
     cfg = bench.cfg
-    with tempfile.TemporaryDirectory(prefix="dpsim-cold-home-") as home, \
-            tempfile.TemporaryDirectory(prefix="dpsim-cold-out-") as out:
-        runs = [figure_process(name, cfg.figure_reps, home, Path(out) / name) for name in cfg.figures]
+    with (
+        tempfile.TemporaryDirectory(prefix="dpsim-cold-home-") as home,
+        tempfile.TemporaryDirectory(prefix="dpsim-cold-out-") as out,
+    ):
+        runs = [
+            figure_process(name, cfg.figure_reps, home, Path(out) / name) for name in cfg.figures
+        ]
     with tempfile.TemporaryDirectory(prefix="dpsim-cold-home-") as home:
         imports = timed_process([sys.executable, "-c", "import dpsim.cli"], user_env(home))
     with tempfile.TemporaryDirectory(prefix="dpsim-cold-home-") as home:
@@ -140,33 +181,91 @@ def section_c(bench: harness.Bench) -> dict:
     for r in (imports, bare):
         r.pop("lines")
     total = sum(r["wall_s"] for r in runs)
-    target = TARGETS["figs_cold_total_s"] if set(cfg.figures) == set(FULL.figures) and cfg.figure_reps is None else None
-    harness.print_table(harness.format_table(
-        "`dpsim run NAME` as three fresh processes under one empty home folder, figures drawn",
-        ("figure", "wall s", "CPU s", "start s", "run s", "figure s", "exit s", "CSV = committed", "load before"),
-        [[r["figure"], r["wall_s"], r["cpu_s"], r["start_s"], r["run_s"], r["figure_s"], r["exit_s"],
-          r["csv_identical_to_committed"], r["loadavg_before"][0]] for r in runs]
-        + [["total", total, sum(r["cpu_s"] for r in runs), sum(r["start_s"] for r in runs),
-            sum(r["run_s"] for r in runs), sum(r["figure_s"] for r in runs), sum(r["exit_s"] for r in runs), None,
-            None]],
-        (None, "{:.1f}", "{:.1f}", "{:.2f}", "{:.1f}", "{:.2f}", "{:.2f}", "{}", "{:.1f}")))
-    print(f"fresh `python -c 'import dpsim.cli'`: {imports['wall_s']:.2f} s wall, {imports['cpu_s']:.2f} s CPU; "
-          f"`python -c pass`: {bare['wall_s']:.2f} s wall")
+    target = (
+        TARGETS["figs_cold_total_s"]
+        if set(cfg.figures) == set(FULL.figures) and cfg.figure_reps is None
+        else None
+    )
+    harness.print_table(
+        harness.format_table(
+            "`dpsim run NAME` as three fresh processes under one empty home folder, figures drawn",
+            (
+                "figure",
+                "wall s",
+                "CPU s",
+                "start s",
+                "run s",
+                "figure s",
+                "exit s",
+                "CSV = committed",
+                "load before",
+            ),
+            [
+                [
+                    r["figure"],
+                    r["wall_s"],
+                    r["cpu_s"],
+                    r["start_s"],
+                    r["run_s"],
+                    r["figure_s"],
+                    r["exit_s"],
+                    r["csv_identical_to_committed"],
+                    r["loadavg_before"][0],
+                ]
+                for r in runs
+            ]
+            + [
+                [
+                    "total",
+                    total,
+                    sum(r["cpu_s"] for r in runs),
+                    sum(r["start_s"] for r in runs),
+                    sum(r["run_s"] for r in runs),
+                    sum(r["figure_s"] for r in runs),
+                    sum(r["exit_s"] for r in runs),
+                    None,
+                    None,
+                ]
+            ],
+            (None, "{:.1f}", "{:.1f}", "{:.2f}", "{:.1f}", "{:.2f}", "{:.2f}", "{}", "{:.1f}"),
+        )
+    )
+    print(
+        f"fresh `python -c 'import dpsim.cli'`: {imports['wall_s']:.2f} s wall, {imports['cpu_s']:.2f} s CPU; "
+        f"`python -c pass`: {bare['wall_s']:.2f} s wall"
+    )
     ok = harness.verdict(total, target, lower_is_better=True)
-    print(f"total {total:.1f} s" + (f" (target < {target:.0f} s on a quiet machine: {ok}; load average "
-                                    f"{runs[0]['loadavg_before'][0]:.1f} at the start)" if target else
-                                    " (no target: not Figs 1–3 at paper size)"))
-    return {"runs": runs, "total_s": total, "total_cpu_s": sum(r["cpu_s"] for r in runs), "target_s": target,
-            "verdict": ok, "import_dpsim_cli": imports, "bare_python": bare}
+    print(
+        f"total {total:.1f} s"
+        + (
+            f" (target < {target:.0f} s on a quiet machine: {ok}; load average "
+            f"{runs[0]['loadavg_before'][0]:.1f} at the start)"
+            if target
+            else " (no target: not Figs 1–3 at paper size)"
+        )
+    )
+    return {
+        "runs": runs,
+        "total_s": total,
+        "total_cpu_s": sum(r["cpu_s"] for r in runs),
+        "target_s": target,
+        "verdict": ok,
+        "import_dpsim_cli": imports,
+        "bare_python": bare,
+    }
 
 
 # ----------------------------------------------------------------------------- R
+
 
 @contextmanager
 def calibration_cache(path: Path):
     """The engine's calibration cache at ``path`` (empty) and in ``auto`` mode, for the block."""
     saved = {k: os.environ.get(k) for k in (calibration.CACHE_VARIABLE, calibration.MODE_VARIABLE)}
-    os.environ[calibration.CACHE_VARIABLE], os.environ[calibration.MODE_VARIABLE] = str(path), "auto"
+    os.environ[calibration.CACHE_VARIABLE], os.environ[calibration.MODE_VARIABLE] = (
+        str(path),
+        "auto",
+    )
     try:
         yield
     finally:
@@ -185,34 +284,68 @@ def _run(experiment, reps: int, micro_batch: int | None) -> dict:
 
 def _summary(runs: list[dict]) -> dict:
     """Medians of a design's warm runs: wall, chunk calls (busy), host, lead, tail; fits per second."""
-    med = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "busy_s", "host_s", "lead_s", "tail_s")}
-    return {**med, "fits": runs[0]["fits"], "fits_per_s": runs[0]["fits"] / med["wall_s"],
-            "batching": runs[0]["batching"], "walls_s": [r["wall_s"] for r in runs]}
+    med = {
+        k: statistics.median(r[k] for r in runs)
+        for k in ("wall_s", "busy_s", "host_s", "lead_s", "tail_s")
+    }
+    return {
+        **med,
+        "fits": runs[0]["fits"],
+        "fits_per_s": runs[0]["fits"] / med["wall_s"],
+        "batching": runs[0]["batching"],
+        "walls_s": [r["wall_s"] for r in runs],
+    }
 
 
 def small_n_ratios(n: int, cfg: Config) -> dict:
     """Section R at ``n`` items: both engine designs and the baseline, interleaved."""
     experiment = cai.small_n_experiment(n)
-    with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp, calibration_cache(Path(tmp) / "batching.json"):
+    with (
+        tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp,
+        calibration_cache(Path(tmp) / "batching.json"),
+    ):
         program.clear_cache()
-        cold_one = _run(experiment, cfg.reps, None)             # the policy's first choice, compiled
-        cold_wide = _run(experiment, cfg.reps, WIDE)             # compiles the wide program, records its layout
-        chosen = _run(experiment, cfg.reps, None)               # the policy's choice now
-        designs = {"one lane at a time": (1, []), "default policy, wide program compiled before": (None, [])}
+        cold_one = _run(experiment, cfg.reps, None)  # the policy's first choice, compiled
+        cold_wide = _run(
+            experiment, cfg.reps, WIDE
+        )  # compiles the wide program, records its layout
+        chosen = _run(experiment, cfg.reps, None)  # the policy's choice now
+        designs = {
+            "one lane at a time": (1, []),
+            "default policy, wide program compiled before": (None, []),
+        }
         vectorised = []
         for _ in range(cfg.rounds):
             for micro, runs in designs.values():
                 runs.append(_run(experiment, cfg.reps, micro))
-            vectorised.append({**cai.time_vectorised(n, [1.0], cfg.reps), "loadavg": list(os.getloadavg())})
-    vec = {"wall_s": statistics.median(v["wall_s"] for v in vectorised), "fits": vectorised[0]["fits_timed"],
-           "walls_s": [v["wall_s"] for v in vectorised], "loadavg": [v["loadavg"][0] for v in vectorised]}
+            vectorised.append(
+                {**cai.time_vectorised(n, [1.0], cfg.reps), "loadavg": list(os.getloadavg())}
+            )
+    vec = {
+        "wall_s": statistics.median(v["wall_s"] for v in vectorised),
+        "fits": vectorised[0]["fits_timed"],
+        "walls_s": [v["wall_s"] for v in vectorised],
+        "loadavg": [v["loadavg"][0] for v in vectorised],
+    }
     vec["fits_per_s"] = vec["fits"] / vec["wall_s"]
-    out = {"n": n, "reps": cfg.reps, "rounds": cfg.rounds, "vectorised": vec,
-           "first_choice": {"batching": cold_one["batching"], "compile_s": cold_one["compile_s"],
-                            "wall_s": cold_one["wall_s"]},
-           "wide_compile": {"batching": cold_wide["batching"], "compile_s": cold_wide["compile_s"],
-                            "wall_s": cold_wide["wall_s"]},
-           "choice_after_wide_compiled": chosen["batching"], "designs": {}}
+    out = {
+        "n": n,
+        "reps": cfg.reps,
+        "rounds": cfg.rounds,
+        "vectorised": vec,
+        "first_choice": {
+            "batching": cold_one["batching"],
+            "compile_s": cold_one["compile_s"],
+            "wall_s": cold_one["wall_s"],
+        },
+        "wide_compile": {
+            "batching": cold_wide["batching"],
+            "compile_s": cold_wide["compile_s"],
+            "wall_s": cold_wide["wall_s"],
+        },
+        "choice_after_wide_compiled": chosen["batching"],
+        "designs": {},
+    }
     for name, (_, runs) in designs.items():
         s = _summary(runs)
         s["ratio"] = s["fits_per_s"] / vec["fits_per_s"]
@@ -228,32 +361,70 @@ def section_r(bench: harness.Bench) -> dict:
         results[f"n{n}"] = r
         target = TARGETS.get(f"n{n}_vs_vectorised")
         for name, d in r["designs"].items():
-            rows.append([n, name, d["batching"][0]["micro"], d["wall_s"] * 1e3, d["busy_s"] * 1e3, d["host_s"] * 1e3,
-                         r["vectorised"]["wall_s"] * 1e3, d["ratio"], target,
-                         harness.verdict(d["ratio"], target) if target else ""])
+            rows.append(
+                [
+                    n,
+                    name,
+                    d["batching"][0]["micro"],
+                    d["wall_s"] * 1e3,
+                    d["busy_s"] * 1e3,
+                    d["host_s"] * 1e3,
+                    r["vectorised"]["wall_s"] * 1e3,
+                    d["ratio"],
+                    target,
+                    harness.verdict(d["ratio"], target) if target else "",
+                ]
+            )
             d["target"], d["verdict"] = target, rows[-1][-1]
-        print(f"n = {n}: first choice {r['first_choice']['batching'][0]['micro']} "
-              f"({r['first_choice']['batching'][0]['from']}; compile {r['first_choice']['compile_s']:.1f} s), "
-              f"wide program compile {r['wide_compile']['compile_s']:.1f} s, then "
-              f"{r['choice_after_wide_compiled'][0]['micro']} ({r['choice_after_wide_compiled'][0]['from']})")
-    harness.print_table(harness.format_table(
-        "cai small n, 120 replicates × 10 ε (1200 MLE fits): warm engine runs against the vectorised NumPy "
-        "baseline, interleaved rounds, medians (ms)",
-        ("n", "engine design", "micro", "engine ms", "chunk calls ms", "host ms", "vectorised ms", "ratio",
-         "target", "verdict"),
-        rows, ("{}", None, "{}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.2f}", "{}", None)))
+        print(
+            f"n = {n}: first choice {r['first_choice']['batching'][0]['micro']} "
+            f"({r['first_choice']['batching'][0]['from']}; compile {r['first_choice']['compile_s']:.1f} s), "
+            f"wide program compile {r['wide_compile']['compile_s']:.1f} s, then "
+            f"{r['choice_after_wide_compiled'][0]['micro']} ({r['choice_after_wide_compiled'][0]['from']})"
+        )
+    harness.print_table(
+        harness.format_table(
+            "cai small n, 120 replicates × 10 ε (1200 MLE fits): warm engine runs against the vectorised NumPy "
+            "baseline, interleaved rounds, medians (ms)",
+            (
+                "n",
+                "engine design",
+                "micro",
+                "engine ms",
+                "chunk calls ms",
+                "host ms",
+                "vectorised ms",
+                "ratio",
+                "target",
+                "verdict",
+            ),
+            rows,
+            ("{}", None, "{}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.2f}", "{}", None),
+        )
+    )
     return results
 
 
 SECTIONS = (
-    harness.Section("C", "cai Figures 1–3 as a user runs them: fresh processes, empty home, figures drawn", section_c),
+    harness.Section(
+        "C",
+        "cai Figures 1–3 as a user runs them: fresh processes, empty home, figures drawn",
+        section_c,
+    ),
     harness.Section("R", "cai small n against the vectorised baseline, side by side", section_r),
 )
 
 
 def main(argv=None) -> dict:
-    return harness.main(PAPER, SECTIONS, full=FULL, quick=QUICK, targets=TARGETS, argv=argv,
-                        description=__doc__.splitlines()[0])
+    return harness.main(
+        PAPER,
+        SECTIONS,
+        full=FULL,
+        quick=QUICK,
+        targets=TARGETS,
+        argv=argv,
+        description=__doc__.splitlines()[0],
+    )
 
 
 if __name__ == "__main__":

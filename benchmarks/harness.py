@@ -26,6 +26,7 @@ Fresh processes (cold timings, compilation included) run ``python -m benchmarks.
 (see :func:`cold_call` and :func:`time_cli`): it records JAX's compile time in that process
 and prints one JSON line, which the parent reads back.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,15 +58,17 @@ from dpsim.engine.storage.store import load_results, read_manifest
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 SCHEMA_VERSION = 1
-MARKER = "BENCH-RESULT "           # prefix of the one JSON line a fresh process prints
-WARM_RUNS = 3                      # warm re-runs of an engine workload (the best is kept)
+MARKER = "BENCH-RESULT "  # prefix of the one JSON line a fresh process prints
+WARM_RUNS = 3  # warm re-runs of an engine workload (the best is kept)
 DEFAULT_PACKAGES = ("dpsim", "jax", "jaxlib", "numpy", "scipy", "choix", "pyarrow", "pandas")
 
 # ----------------------------------------------------------------------------- timing
 
-_COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
-                   "/jax/core/compile/jaxpr_to_mlir_module_duration",
-                   "/jax/core/compile/backend_compile_duration")
+_COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
 _compile = {"seconds": 0.0, "count": 0}
 _compile_lock = threading.Lock()
 
@@ -113,6 +116,7 @@ def best_of(fn: Callable[[], Any], repeats: int = 7, number: int = 1) -> float:
 
 # ----------------------------------------------------------------------------- engine
 
+
 @contextmanager
 def instrumented_runner():
     """Time the runner's chunk calls: wraps the compiled programs that
@@ -124,7 +128,11 @@ def instrumented_runner():
     ``lead_s`` (from entering the block to the first call: planning, the first chunk's
     arguments) and ``tail_s`` (from the end of the last call to leaving the block: the last
     chunk's rows and Parquet part, the folder's summaries, the manifest)."""
-    stats, calls, lock = {"compute_s": 0.0, "busy_s": 0.0, "lead_s": 0.0, "tail_s": 0.0}, [], threading.Lock()
+    stats, calls, lock = (
+        {"compute_s": 0.0, "busy_s": 0.0, "lead_s": 0.0, "tail_s": 0.0},
+        [],
+        threading.Lock(),
+    )
     entered = time.perf_counter()
     original_compiled = executors.compiled_chunk_fn
 
@@ -146,9 +154,12 @@ def instrumented_runner():
     finally:
         executors.compiled_chunk_fn = original_compiled
         left = time.perf_counter()
-        stats.update(compute_s=sum(end - start for start, end in calls), busy_s=covered_seconds(calls),
-                     lead_s=min((start for start, _ in calls), default=left) - entered,
-                     tail_s=left - max((end for _, end in calls), default=left))
+        stats.update(
+            compute_s=sum(end - start for start, end in calls),
+            busy_s=covered_seconds(calls),
+            lead_s=min((start for start, _ in calls), default=left) - entered,
+            tail_s=left - max((end for _, end in calls), default=left),
+        )
 
 
 def covered_seconds(intervals: Sequence[tuple[float, float]]) -> float:
@@ -162,9 +173,17 @@ def covered_seconds(intervals: Sequence[tuple[float, float]]) -> float:
     return covered
 
 
-def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, workers: int | None = None,
-               chunk: int | None = None, micro_batch: int | None = None,
-               fits_method: str | None = None, describe: Callable[[Any], Mapping] | None = None) -> dict:
+def run_engine(
+    experiment,
+    reps: int,
+    *,
+    overrides: Mapping | None = None,
+    workers: int | None = None,
+    chunk: int | None = None,
+    micro_batch: int | None = None,
+    fits_method: str | None = None,
+    describe: Callable[[Any], Mapping] | None = None,
+) -> dict:
     """One ``run_experiment`` into a fresh temporary directory, end to end.
 
     Returns wall/cpu/compile seconds (:func:`measured`), ``compute_s`` (chunk calls, summed),
@@ -179,23 +198,43 @@ def run_engine(experiment, reps: int, *, overrides: Mapping | None = None, worke
     programs cached in this process are reused: see :func:`measure_engine` for a cold run."""
     with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp:
         with instrumented_runner() as chunks, measured() as m:
-            summary = runner.run_experiment(experiment, out=Path(tmp) / "run", reps=reps, overrides=overrides,
-                                            chunk=chunk, workers=workers, progress=False, micro_batch=micro_batch)
+            summary = runner.run_experiment(
+                experiment,
+                out=Path(tmp) / "run",
+                reps=reps,
+                overrides=overrides,
+                chunk=chunk,
+                workers=workers,
+                progress=False,
+                micro_batch=micro_batch,
+            )
         table = load_results(summary.out)
         request = (read_manifest(summary.out) or {}).get("history", [{}])[-1]
     fitted = table if fits_method is None else table[table["method"] == fits_method]
-    return {**m, "compute_s": chunks["compute_s"], "busy_s": chunks["busy_s"], "lead_s": chunks["lead_s"],
-            "tail_s": chunks["tail_s"], "batching": request.get("batching", []), "in_flight": request.get("in_flight"),
-            "host_s": max(0.0, m["wall_s"] - chunks["busy_s"]),
-            "lanes": summary.lanes_run, "rows": summary.rows_written, "fits": int(len(fitted)),
-            **(dict(describe(fitted)) if describe else {})}
+    return {
+        **m,
+        "compute_s": chunks["compute_s"],
+        "busy_s": chunks["busy_s"],
+        "lead_s": chunks["lead_s"],
+        "tail_s": chunks["tail_s"],
+        "batching": request.get("batching", []),
+        "in_flight": request.get("in_flight"),
+        "host_s": max(0.0, m["wall_s"] - chunks["busy_s"]),
+        "lanes": summary.lanes_run,
+        "rows": summary.rows_written,
+        "fits": int(len(fitted)),
+        **(dict(describe(fitted)) if describe else {}),
+    }
 
 
 def engine_rates(cold: dict, warm: dict | None = None) -> dict:
     """Fits per second of a cold run (compile included) and without compile: the warm
     re-run's (it compiles nothing) when there is one, else the cold run's wall − compile."""
-    steady = (warm["fits"] / warm["wall_s"] if warm is not None
-              else cold["fits"] / max(cold["wall_s"] - cold["compile_s"], 1e-9))
+    steady = (
+        warm["fits"] / warm["wall_s"]
+        if warm is not None
+        else cold["fits"] / max(cold["wall_s"] - cold["compile_s"], 1e-9)
+    )
     return {"fits_per_s": cold["fits"] / cold["wall_s"], "fits_per_s_excl_compile": steady}
 
 
@@ -211,12 +250,16 @@ def measure_engine(experiment, reps: int, *, warm_runs: int = WARM_RUNS, **kwarg
     planning.clear_cell_cache()
     provenance.clear_fingerprints()
     cold = run_engine(experiment, reps, **kwargs)
-    warm = min((run_engine(experiment, reps, **kwargs) for _ in range(warm_runs)),
-               key=lambda r: r["wall_s"], default=None)
+    warm = min(
+        (run_engine(experiment, reps, **kwargs) for _ in range(warm_runs)),
+        key=lambda r: r["wall_s"],
+        default=None,
+    )
     return {"cold": cold, "warm": warm, "warm_runs": warm_runs, **engine_rates(cold, warm)}
 
 
 # ----------------------------------------------------------------------------- fresh processes
+
 
 def _fresh_env(env: Mapping[str, str] | None) -> dict:
     """The environment of a fresh process: this one's, without an inherited JAX persistent
@@ -232,17 +275,26 @@ def _run_marked(args: Sequence[str], env: Mapping[str, str] | None, timeout: flo
     ``process_wall_s`` and the JSON line it printed after :data:`MARKER`."""
     cmd = [sys.executable, "-m", "benchmarks.harness", *args]
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_fresh_env(env), timeout=timeout)
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=ROOT, env=_fresh_env(env), timeout=timeout
+    )
     wall = time.perf_counter() - t0
-    lines = [line[len(MARKER):] for line in done.stdout.splitlines() if line.startswith(MARKER)]
+    lines = [line[len(MARKER) :] for line in done.stdout.splitlines() if line.startswith(MARKER)]
     if done.returncode != 0 or not lines:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
-        raise RuntimeError(f"fresh process {shlex.join(cmd)} failed (exit {done.returncode}):\n{tail}")
+        raise RuntimeError(
+            f"fresh process {shlex.join(cmd)} failed (exit {done.returncode}):\n{tail}"
+        )
     return {"process_wall_s": wall, **json.loads(lines[-1])}
 
 
-def cold_call(target: str, kwargs: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None,
-              timeout: float | None = None) -> dict:
+def cold_call(
+    target: str,
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> dict:
     """Call ``target`` ("package.module:function", JSON-able ``kwargs``) once in a fresh
     Python process: imports and compilation included, no persistent compilation cache
     unless ``env`` sets one. Returns ``process_wall_s`` (the whole process), ``call``
@@ -251,8 +303,13 @@ def cold_call(target: str, kwargs: Mapping[str, Any] | None = None, *, env: Mapp
     return _run_marked(["call", target, json.dumps(dict(kwargs or {}))], env, timeout)
 
 
-def time_cli(args: Sequence[str], *, cache: str | os.PathLike = "off", env: Mapping[str, str] | None = None,
-             timeout: float | None = None) -> dict:
+def time_cli(
+    args: Sequence[str],
+    *,
+    cache: str | os.PathLike = "off",
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> dict:
     """Time one ``dpsim ARGS`` command (e.g. ``["run", "cai-fig3", "--reps", "120", "--out",
     DIR]``) in a fresh process, as ``dpsim.cli.main`` runs it. ``cache``: "off" (the
     persistent compilation cache disabled, DPSIM_JAX_CACHE=off), "empty" (a new empty cache
@@ -261,7 +318,9 @@ def time_cli(args: Sequence[str], *, cache: str | os.PathLike = "off", env: Mapp
     its compile time) and ``returncode``."""
     with tempfile.TemporaryDirectory(prefix="dpsim-bench-cache-") as empty:
         where = {"off": "off", "empty": empty}.get(str(cache), str(cache))
-        out = _run_marked(["dpsim", *map(str, args)], {"DPSIM_JAX_CACHE": where, **(env or {})}, timeout)
+        out = _run_marked(
+            ["dpsim", *map(str, args)], {"DPSIM_JAX_CACHE": where, **(env or {})}, timeout
+        )
     return {**out, "cache": str(cache)}
 
 
@@ -272,19 +331,30 @@ def _worker(argv: Sequence[str]) -> int:
         fn = getattr(importlib.import_module(module), name)
         with measured() as m:
             result = fn(**json.loads(argv[2]))
-        print(MARKER + json.dumps(jsonable({"call": m, "result": result}), allow_nan=False), flush=True)
+        print(
+            MARKER + json.dumps(jsonable({"call": m, "result": result}), allow_nan=False),
+            flush=True,
+        )
         return 0
     if argv and argv[0] == "dpsim":
         from dpsim.cli import main as dpsim_main
+
         with measured() as m:
             code = dpsim_main(list(argv[1:]))
-        print(MARKER + json.dumps(jsonable({"call": m, "returncode": code}), allow_nan=False), flush=True)
+        print(
+            MARKER + json.dumps(jsonable({"call": m, "returncode": code}), allow_nan=False),
+            flush=True,
+        )
         return code
-    print("usage: python -m benchmarks.harness call MODULE:FUNCTION JSON | dpsim ARGS...", file=sys.stderr)
+    print(
+        "usage: python -m benchmarks.harness call MODULE:FUNCTION JSON | dpsim ARGS...",
+        file=sys.stderr,
+    )
     return 2
 
 
 # ----------------------------------------------------------------------------- baselines
+
 
 @dataclass(frozen=True)
 class Baseline:
@@ -307,8 +377,17 @@ def time_baseline(baseline: Baseline, items: Iterable[Any]) -> tuple[dict, list]
         outputs.append(baseline.fn(item))
     wall = time.perf_counter() - t0
     fits = len(items) * baseline.fits_per_item
-    return ({"name": baseline.name, "fits_timed": fits, "wall_s": wall, "fits_per_s": ratio(fits, wall),
-             "ms_per_fit": 1e3 * ratio(wall, fits), "note": baseline.note}, outputs)
+    return (
+        {
+            "name": baseline.name,
+            "fits_timed": fits,
+            "wall_s": wall,
+            "fits_per_s": ratio(fits, wall),
+            "ms_per_fit": 1e3 * ratio(wall, fits),
+            "note": baseline.note,
+        },
+        outputs,
+    )
 
 
 def ratio(a: float, b: float) -> float:
@@ -319,7 +398,7 @@ def ratio(a: float, b: float) -> float:
 
 
 def verdict(value: float, target: float | None, *, lower_is_better: bool = False) -> str:
-    """"MET" / "NOT MET" for ``value`` against ``target`` (value ≥ target, or ≤ with
+    """ "MET" / "NOT MET" for ``value`` against ``target`` (value ≥ target, or ≤ with
     ``lower_is_better``); "" without a target. A NaN value never meets a target."""
     if target is None:
         return ""
@@ -329,8 +408,11 @@ def verdict(value: float, target: float | None, *, lower_is_better: bool = False
     return "MET" if met else "NOT MET"
 
 
-def compare(engine: Mapping[str, float], baselines: Mapping[str, float],
-            targets: Mapping[str, float] | None = None) -> list[dict]:
+def compare(
+    engine: Mapping[str, float],
+    baselines: Mapping[str, float],
+    targets: Mapping[str, float] | None = None,
+) -> list[dict]:
     """Side-by-side ratios: one row per (engine rate, baseline rate), ``ratio`` = engine ÷
     baseline (rates in fits per second, so > 1 means the engine is faster) and, where
     ``targets`` names the pair (engine label, baseline label) or else the baseline, the
@@ -340,13 +422,22 @@ def compare(engine: Mapping[str, float], baselines: Mapping[str, float],
     for e_label, e_rate in engine.items():
         for b_label, b_rate in baselines.items():
             r, target = ratio(e_rate, b_rate), targets.get((e_label, b_label), targets.get(b_label))
-            rows.append({"engine": e_label, "baseline": b_label, "engine_fits_per_s": e_rate,
-                         "baseline_fits_per_s": b_rate, "ratio": r, "target": target,
-                         "verdict": verdict(r, target)})
+            rows.append(
+                {
+                    "engine": e_label,
+                    "baseline": b_label,
+                    "engine_fits_per_s": e_rate,
+                    "baseline_fits_per_s": b_rate,
+                    "ratio": r,
+                    "target": target,
+                    "verdict": verdict(r, target),
+                }
+            )
     return rows
 
 
 # ----------------------------------------------------------------------------- tables
+
 
 def _cell(value, fmt: str | None) -> str:
     if value is None or value == "":
@@ -356,8 +447,13 @@ def _cell(value, fmt: str | None) -> str:
     return fmt.format(value) if fmt else str(value)
 
 
-def format_table(title: str, header: Sequence[str], rows: Sequence[Sequence], formats: Sequence[str | None] = (),
-                 align: str = "") -> str:
+def format_table(
+    title: str,
+    header: Sequence[str],
+    rows: Sequence[Sequence],
+    formats: Sequence[str | None] = (),
+    align: str = "",
+) -> str:
     """A titled text table. Cells are formatted with ``formats`` (``str.format`` patterns,
     None for ``str``; a None cell prints blank); ``align`` gives one letter per column, "l"
     or "r" (default: the first column left, the others right)."""
@@ -367,8 +463,9 @@ def format_table(title: str, header: Sequence[str], rows: Sequence[Sequence], fo
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
 
     def line(values):
-        return "  ".join(v.ljust(w) if a == "l" else v.rjust(w)
-                         for v, w, a in zip(values, widths, align)).rstrip()
+        return "  ".join(
+            v.ljust(w) if a == "l" else v.rjust(w) for v, w, a in zip(values, widths, align)
+        ).rstrip()
 
     return "\n".join([f"\n-- {title} --", line(header), *(line(r) for r in cells)])
 
@@ -381,31 +478,61 @@ CONTENDER_HEADER = ("contender", "wall s", "compile s", "compute s", "other s", 
 CONTENDER_FORMATS = (None, "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.1f}", "{:.3f}")
 
 
-def contender_table(title: str, engine_runs: Mapping[str, dict], baselines: Mapping[str, dict],
-                    total_fits: int) -> str:
+def contender_table(
+    title: str, engine_runs: Mapping[str, dict], baselines: Mapping[str, dict], total_fits: int
+) -> str:
     """The workload table: engine runs (:func:`run_engine` dicts: wall, compile, compute,
     other) and baselines (:func:`time_baseline` stats, their time extrapolated from their
     rate to ``total_fits``), each with fits/s and ms per fit."""
     rows = []
     for label, run in engine_runs.items():
         fps = ratio(run["fits"], run["wall_s"])
-        rows.append([label, run["wall_s"], run["compile_s"], run["compute_s"], run["host_s"], fps, 1e3 / fps])
+        rows.append(
+            [
+                label,
+                run["wall_s"],
+                run["compile_s"],
+                run["compute_s"],
+                run["host_s"],
+                fps,
+                1e3 / fps,
+            ]
+        )
     for label, stats in baselines.items():
         fps = stats["fits_per_s"]
-        rows.append([f"{label} ({stats['fits_timed']} fits timed, extrap.)", total_fits / fps, None, None, None,
-                     fps, 1e3 / fps])
+        rows.append(
+            [
+                f"{label} ({stats['fits_timed']} fits timed, extrap.)",
+                total_fits / fps,
+                None,
+                None,
+                None,
+                fps,
+                1e3 / fps,
+            ]
+        )
     return format_table(title, CONTENDER_HEADER, rows, CONTENDER_FORMATS)
 
 
 def comparison_table(title: str, rows: Sequence[dict]) -> str:
     """The rows of :func:`compare`: engine ÷ baseline, target, verdict."""
-    return format_table(title, ("engine ÷ baseline", "ratio", "target", "verdict"),
-                        [[f"{r['engine']} ÷ {r['baseline']}", f"{r['ratio']:.2f}×",
-                          f"≥ {r['target']:g}×" if r["target"] is not None else None, r["verdict"]]
-                         for r in rows])
+    return format_table(
+        title,
+        ("engine ÷ baseline", "ratio", "target", "verdict"),
+        [
+            [
+                f"{r['engine']} ÷ {r['baseline']}",
+                f"{r['ratio']:.2f}×",
+                f"≥ {r['target']:g}×" if r["target"] is not None else None,
+                r["verdict"],
+            ]
+            for r in rows
+        ],
+    )
 
 
 # ----------------------------------------------------------------------------- results file
+
 
 def jsonable(value):
     """A strict-JSON copy: dataclasses and mappings → dicts, tuples → lists, NumPy scalars
@@ -449,28 +576,41 @@ def machine_info(packages: Sequence[str] = DEFAULT_PACKAGES) -> dict:
     except AttributeError:
         usable = os.cpu_count()
     device = jax.devices()[0]
-    return {"cpu_model": _cpu_model(), "cpu_count": os.cpu_count(), "cpu_usable": usable,
-            "platform": platform.platform(), "jax_backend": jax.default_backend(),
-            "device_kind": device.device_kind, "device_count": jax.device_count(),
-            "python": platform.python_version(), "versions": {p: _version(p) for p in packages},
-            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_usable": usable,
+        "platform": platform.platform(),
+        "jax_backend": jax.default_backend(),
+        "device_kind": device.device_kind,
+        "device_count": jax.device_count(),
+        "python": platform.python_version(),
+        "versions": {p: _version(p) for p in packages},
+        "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
 
 
 def git_info() -> dict:
     """Commit of the checkout and whether it has changes, untracked files included (None
     outside git)."""
+
     def git(*args):
         try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return None
+
     commit = git("rev-parse", "HEAD")
-    return {"commit": commit or None, "dirty": bool(git("status", "--porcelain"))
-            if commit else None}
+    return {
+        "commit": commit or None,
+        "dirty": bool(git("status", "--porcelain")) if commit else None,
+    }
 
 
 def run_mode(quick: bool, selected: Sequence[str], available: Sequence[str]) -> str:
-    """"partial" when only some sections run (with or without --quick), else "quick" or
+    """ "partial" when only some sections run (with or without --quick), else "quick" or
     "full": a quick or full results file always holds every section."""
     if set(selected) != set(available):
         return "partial"
@@ -482,30 +622,76 @@ def results_path(paper: str, mode: str, directory: Path | None = None) -> Path:
     ``<paper>_partial.json`` otherwise (git-ignored); in :data:`RESULTS_DIR` by default."""
     if mode not in ("full", "quick", "partial"):
         raise ValueError(f"mode {mode!r}: choose full, quick or partial")
-    return (directory or RESULTS_DIR) / (f"{paper}.json" if mode == "full" else f"{paper}_{mode}.json")
+    return (directory or RESULTS_DIR) / (
+        f"{paper}.json" if mode == "full" else f"{paper}_{mode}.json"
+    )
 
 
 # key → type of every top-level field of a results file (schema 1)
-SCHEMA = {"schema": int, "paper": str, "mode": str, "quick": bool, "sections": list, "command": str,
-          "date": str, "git": dict, "machine": dict, "config": dict, "targets": dict, "results": dict,
-          "section_seconds": dict, "seconds": float, "loadavg_end": (list, type(None))}
-MACHINE_KEYS = ("cpu_model", "cpu_count", "platform", "jax_backend", "device_kind", "python", "versions")
+SCHEMA = {
+    "schema": int,
+    "paper": str,
+    "mode": str,
+    "quick": bool,
+    "sections": list,
+    "command": str,
+    "date": str,
+    "git": dict,
+    "machine": dict,
+    "config": dict,
+    "targets": dict,
+    "results": dict,
+    "section_seconds": dict,
+    "seconds": float,
+    "loadavg_end": (list, type(None)),
+}
+MACHINE_KEYS = (
+    "cpu_model",
+    "cpu_count",
+    "platform",
+    "jax_backend",
+    "device_kind",
+    "python",
+    "versions",
+)
 
 
-def results_document(paper: str, *, mode: str, quick: bool, sections: Sequence[str], command: str,
-                     config: Any, targets: Mapping[str, float], results: Mapping[str, Any],
-                     section_seconds: Mapping[str, float], seconds: float, machine: Mapping | None = None,
-                     git: Mapping | None = None, date: str | None = None) -> dict:
+def results_document(
+    paper: str,
+    *,
+    mode: str,
+    quick: bool,
+    sections: Sequence[str],
+    command: str,
+    config: Any,
+    targets: Mapping[str, float],
+    results: Mapping[str, Any],
+    section_seconds: Mapping[str, float],
+    seconds: float,
+    machine: Mapping | None = None,
+    git: Mapping | None = None,
+    date: str | None = None,
+) -> dict:
     """The results file's content (:data:`SCHEMA`), strict JSON (:func:`jsonable`): what ran
     (paper, mode, sections, command, config, targets), where and when (machine, git, date)
     and every number (``results``: section key → what the section returned)."""
-    doc = {"schema": SCHEMA_VERSION, "paper": paper, "mode": mode, "quick": quick, "sections": list(sections),
-           "command": command, "date": date or datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-           "git": dict(git) if git is not None else git_info(),
-           "machine": dict(machine) if machine is not None else machine_info(),
-           "config": config, "targets": dict(targets), "results": dict(results),
-           "section_seconds": dict(section_seconds), "seconds": float(seconds),
-           "loadavg_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+    doc = {
+        "schema": SCHEMA_VERSION,
+        "paper": paper,
+        "mode": mode,
+        "quick": quick,
+        "sections": list(sections),
+        "command": command,
+        "date": date or datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "git": dict(git) if git is not None else git_info(),
+        "machine": dict(machine) if machine is not None else machine_info(),
+        "config": config,
+        "targets": dict(targets),
+        "results": dict(results),
+        "section_seconds": dict(section_seconds),
+        "seconds": float(seconds),
+        "loadavg_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
     doc = jsonable(doc)
     validate_document(doc)
     return doc
@@ -514,8 +700,11 @@ def results_document(paper: str, *, mode: str, quick: bool, sections: Sequence[s
 def validate_document(doc: Mapping) -> None:
     """Raise ValueError naming every way ``doc`` departs from the results-file schema."""
     problems = [f"missing {k!r}" for k in SCHEMA if k not in doc]
-    problems += [f"{k!r} is {type(doc[k]).__name__}" for k, t in SCHEMA.items()
-                 if k in doc and not isinstance(doc[k], t)]
+    problems += [
+        f"{k!r} is {type(doc[k]).__name__}"
+        for k, t in SCHEMA.items()
+        if k in doc and not isinstance(doc[k], t)
+    ]
     if not problems:
         if doc["schema"] != SCHEMA_VERSION:
             problems.append(f"schema {doc['schema']} (expected {SCHEMA_VERSION})")
@@ -523,7 +712,9 @@ def validate_document(doc: Mapping) -> None:
             problems.append(f"mode {doc['mode']!r}")
         problems += [f"machine lacks {k!r}" for k in MACHINE_KEYS if k not in doc["machine"]]
         if sorted(doc["results"]) != sorted(doc["sections"]):
-            problems.append(f"results {sorted(doc['results'])} differ from sections {doc['sections']}")
+            problems.append(
+                f"results {sorted(doc['results'])} differ from sections {doc['sections']}"
+            )
         try:
             json.dumps(doc, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -541,6 +732,7 @@ def write_results(doc: Mapping, path: Path) -> Path:
 
 
 # ----------------------------------------------------------------------------- command line
+
 
 @dataclass(frozen=True)
 class Section:
@@ -572,13 +764,23 @@ def select_sections(spec: str | None, available: Sequence[str]) -> list[str]:
     asked = [part.strip().upper() for part in spec.split(",") if part.strip()]
     unknown = [part for part in asked if part not in available]
     if unknown:
-        raise ValueError(f"unknown section(s) {', '.join(unknown)}; choose from {','.join(available)}")
+        raise ValueError(
+            f"unknown section(s) {', '.join(unknown)}; choose from {','.join(available)}"
+        )
     return [key for key in available if key in asked]
 
 
-def main(paper: str, sections: Sequence[Section], *, full: Any, quick: Any,
-         targets: Mapping[str, float] | None = None, argv: Sequence[str] | None = None,
-         description: str = "", module: str | None = None) -> dict:
+def main(
+    paper: str,
+    sections: Sequence[Section],
+    *,
+    full: Any,
+    quick: Any,
+    targets: Mapping[str, float] | None = None,
+    argv: Sequence[str] | None = None,
+    description: str = "",
+    module: str | None = None,
+) -> dict:
     """The command line of ``python -m benchmarks.<paper> [--quick] [--sections A,B]``: runs
     the chosen sections in their declared order, prints a header, each section's tables and
     a footer, and writes the results file (:func:`results_path`). Returns the document.
@@ -589,11 +791,18 @@ def main(paper: str, sections: Sequence[Section], *, full: Any, quick: Any,
     keys = [s.key for s in sections]
     if len(set(keys)) != len(keys):
         raise ValueError(f"duplicate section keys {keys}")
-    parser = argparse.ArgumentParser(prog=f"python -m {module or 'benchmarks.' + paper}", description=description)
-    parser.add_argument("--quick", action="store_true", help="smoke run: small sizes, numbers not representative")
-    parser.add_argument("--sections", default=None,
-                        help=f"comma-separated subset of {','.join(keys)} (default: all); "
-                             f"written to results/{paper}_partial.json")
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {module or 'benchmarks.' + paper}", description=description
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, numbers not representative"
+    )
+    parser.add_argument(
+        "--sections",
+        default=None,
+        help=f"comma-separated subset of {','.join(keys)} (default: all); "
+        f"written to results/{paper}_partial.json",
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
@@ -604,10 +813,13 @@ def main(paper: str, sections: Sequence[Section], *, full: Any, quick: Any,
     cfg = quick if args.quick else full
     command = shlex.join(["python", "-m", module or f"benchmarks.{paper}", *argv])
     machine = machine_info()
-    print(f"dpsim {paper} benchmark ({mode}{', quick' if args.quick and mode == 'partial' else ''}: "
-          f"{','.join(selected)}); {machine['cpu_model']}, {machine['cpu_usable']} usable cores, "
-          f"jax {machine['versions']['jax']} (backend {machine['jax_backend']}, device {machine['device_kind']}); "
-          f"load average at start {machine['loadavg'][0]:.2f}", flush=True)
+    print(
+        f"dpsim {paper} benchmark ({mode}{', quick' if args.quick and mode == 'partial' else ''}: "
+        f"{','.join(selected)}); {machine['cpu_model']}, {machine['cpu_usable']} usable cores, "
+        f"jax {machine['versions']['jax']} (backend {machine['jax_backend']}, device {machine['device_kind']}); "
+        f"load average at start {machine['loadavg'][0]:.2f}",
+        flush=True,
+    )
     if args.quick:
         print("smoke run: numbers are not representative (compile dominates)", flush=True)
 
@@ -620,13 +832,26 @@ def main(paper: str, sections: Sequence[Section], *, full: Any, quick: Any,
         bench.results[key] = dict(by_key[key].run(bench))
         section_seconds[key] = time.perf_counter() - t0
 
-    doc = results_document(paper, mode=mode, quick=args.quick, sections=selected, command=command, config=cfg,
-                           targets=targets or {}, results=bench.results, section_seconds=section_seconds,
-                           seconds=time.perf_counter() - started, machine=machine)
+    doc = results_document(
+        paper,
+        mode=mode,
+        quick=args.quick,
+        sections=selected,
+        command=command,
+        config=cfg,
+        targets=targets or {},
+        results=bench.results,
+        section_seconds=section_seconds,
+        seconds=time.perf_counter() - started,
+        machine=machine,
+    )
     path = write_results(doc, results_path(paper, mode))
-    print(f"\nload average at end {doc['loadavg_end'][0]:.2f}; benchmark took {doc['seconds']:.0f} s "
-          f"({', '.join(f'{k} {v:.0f} s' for k, v in section_seconds.items())}); "
-          f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}", flush=True)
+    print(
+        f"\nload average at end {doc['loadavg_end'][0]:.2f}; benchmark took {doc['seconds']:.0f} s "
+        f"({', '.join(f'{k} {v:.0f} s' for k, v in section_seconds.items())}); "
+        f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}",
+        flush=True,
+    )
     return doc
 
 
@@ -634,4 +859,5 @@ if __name__ == "__main__":
     # Run the worker from the canonical module object (not this __main__ copy), so that the
     # code a call imports (which imports benchmarks.harness) shares its compile counters.
     from benchmarks import harness as _harness
+
     sys.exit(_harness._worker(sys.argv[1:]))

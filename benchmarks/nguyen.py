@@ -49,6 +49,7 @@ The NumPy baselines run with one OpenBLAS thread (:mod:`benchmarks`). ``--quick`
 everything (10⁵ dpsim draws, fewer baseline draws, Fig. 1 at m = 25 only with 4 trials); its
 ratios are not representative. The load average is recorded: the machine may be shared.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -71,31 +72,52 @@ from dpsim.models.rasch import authors_difficulties
 PAPER = "nguyen"
 EPS = [0.01, 0.05, 0.075, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 5.0, 7.5]
 DELTA = 1e-4
-TARGETS = {"engine_vs_authors_fig1": 100.0, "dpsim_vs_opendp_gaussian_draws": 10.0,
-           "engine_vs_vectorised_fig1": 1.0}   # issue 25: the engine (warm) ahead of the vectorised baseline
+TARGETS = {
+    "engine_vs_authors_fig1": 100.0,
+    "dpsim_vs_opendp_gaussian_draws": 10.0,
+    "engine_vs_vectorised_fig1": 1.0,
+}  # issue 25: the engine (warm) ahead of the vectorised baseline
 VECTORISED = "vectorised NumPy (trials batched)"
 
 
 @dataclass(frozen=True)
 class Config:
-    dpsim_draws: int          # A: draws per dpsim call
-    opendp_draws: int         # A: draws per OpenDP call
-    port_draws: int           # A: draws of the NumPy port timed
-    sigmas: tuple             # A
-    fig1_items: tuple         # B
+    dpsim_draws: int  # A: draws per dpsim call
+    opendp_draws: int  # A: draws per OpenDP call
+    port_draws: int  # A: draws of the NumPy port timed
+    sigmas: tuple  # A
+    fig1_items: tuple  # B
     fig1_users: tuple
-    fig1_reps: int            # B: trials per grid point (engine); baselines time one per shape
+    fig1_reps: int  # B: trials per grid point (engine); baselines time one per shape
     warm_runs: int
-    profile_shape: tuple = (200, 1000)   # P: (m, n)
+    profile_shape: tuple = (200, 1000)  # P: (m, n)
 
 
-FULL = Config(dpsim_draws=1_000_000, opendp_draws=100_000, port_draws=20_000, sigmas=(1.0, 10.0, 1000.0, 1e5),
-              fig1_items=(25, 50, 100, 200), fig1_users=(200, 1000), fig1_reps=20, warm_runs=2)
-QUICK = Config(dpsim_draws=100_000, opendp_draws=10_000, port_draws=2_000, sigmas=(10.0, 1000.0),
-               fig1_items=(25,), fig1_users=(200,), fig1_reps=4, warm_runs=1, profile_shape=(25, 200))
+FULL = Config(
+    dpsim_draws=1_000_000,
+    opendp_draws=100_000,
+    port_draws=20_000,
+    sigmas=(1.0, 10.0, 1000.0, 1e5),
+    fig1_items=(25, 50, 100, 200),
+    fig1_users=(200, 1000),
+    fig1_reps=20,
+    warm_runs=2,
+)
+QUICK = Config(
+    dpsim_draws=100_000,
+    opendp_draws=10_000,
+    port_draws=2_000,
+    sigmas=(10.0, 1000.0),
+    fig1_items=(25,),
+    fig1_users=(200,),
+    fig1_reps=4,
+    warm_runs=1,
+    profile_shape=(25, 200),
+)
 
 
 # ----------------------------------------------------------------------------- the authors' samplers (port)
+
 
 def bernoulli_exp(rng, gamma: float) -> int:
     """1 with probability exp(−γ) (CKS20 Algorithm 1; nguyen §4.2 ``BernExp``)."""
@@ -140,8 +162,10 @@ def discrete_laplace_port(rng, scale: float) -> int:
 
 # ----------------------------------------------------------------------------- A. samplers
 
+
 def _opendp():
     import opendp.prelude as dp
+
     dp.enable_features("contrib")
     return dp
 
@@ -175,23 +199,52 @@ def section_a(bench: harness.Bench) -> dict:
             for _ in range(cfg.port_draws):
                 port(rng, sigma)
             port_s = time.perf_counter() - t0
-            rec = {"sampler": kind, "scale": sigma,
-                   "dpsim_draws_per_s": cfg.dpsim_draws / dpsim_s,
-                   "opendp_draws_per_s": cfg.opendp_draws / opendp_s,
-                   "authors_port_draws_per_s": cfg.port_draws / port_s}
-            rec["dpsim_vs_opendp"] = harness.ratio(rec["dpsim_draws_per_s"], rec["opendp_draws_per_s"])
-            rec["dpsim_vs_authors_port"] = harness.ratio(rec["dpsim_draws_per_s"], rec["authors_port_draws_per_s"])
+            rec = {
+                "sampler": kind,
+                "scale": sigma,
+                "dpsim_draws_per_s": cfg.dpsim_draws / dpsim_s,
+                "opendp_draws_per_s": cfg.opendp_draws / opendp_s,
+                "authors_port_draws_per_s": cfg.port_draws / port_s,
+            }
+            rec["dpsim_vs_opendp"] = harness.ratio(
+                rec["dpsim_draws_per_s"], rec["opendp_draws_per_s"]
+            )
+            rec["dpsim_vs_authors_port"] = harness.ratio(
+                rec["dpsim_draws_per_s"], rec["authors_port_draws_per_s"]
+            )
             out.append(rec)
-            rows.append([kind, sigma, rec["dpsim_draws_per_s"] / 1e6, rec["opendp_draws_per_s"] / 1e6,
-                         rec["authors_port_draws_per_s"] / 1e6, rec["dpsim_vs_opendp"], rec["dpsim_vs_authors_port"]])
-    harness.print_table(harness.format_table(
-        "A. sampler throughput (M draws/s)", ("sampler", "σ or t", "dpsim", "OpenDP", "authors (NumPy port)",
-                                              "dpsim ÷ OpenDP", "dpsim ÷ port"),
-        rows, (None, "{:g}", "{:.3f}", "{:.4f}", "{:.4f}", "{:.0f}×", "{:.0f}×")))
+            rows.append(
+                [
+                    kind,
+                    sigma,
+                    rec["dpsim_draws_per_s"] / 1e6,
+                    rec["opendp_draws_per_s"] / 1e6,
+                    rec["authors_port_draws_per_s"] / 1e6,
+                    rec["dpsim_vs_opendp"],
+                    rec["dpsim_vs_authors_port"],
+                ]
+            )
+    harness.print_table(
+        harness.format_table(
+            "A. sampler throughput (M draws/s)",
+            (
+                "sampler",
+                "σ or t",
+                "dpsim",
+                "OpenDP",
+                "authors (NumPy port)",
+                "dpsim ÷ OpenDP",
+                "dpsim ÷ port",
+            ),
+            rows,
+            (None, "{:g}", "{:.3f}", "{:.4f}", "{:.4f}", "{:.0f}×", "{:.0f}×"),
+        )
+    )
     return {"rows": out}
 
 
 # ----------------------------------------------------------------------------- B. Fig. 1 workload
+
 
 def _regularise(Y):
     support = ((Y != 0) | (Y.T != 0)) & ~np.eye(Y.shape[0], dtype=bool)
@@ -244,21 +297,21 @@ def authors_trial(rng, beta, theta, vectorised: bool) -> int:
     """One Fig. 1 trial of the authors' pipeline at every ε (paper mode); returns the fits.
     ``vectorised``: NumPy data and one OpenDP call per noised matrix (baseline B.3)."""
     m, n = beta.size, theta.size
-    prob = 1.0 / (1.0 + np.exp(-(theta[None, :] - beta[:, None])))          # items × users
+    prob = 1.0 / (1.0 + np.exp(-(theta[None, :] - beta[:, None])))  # items × users
     if vectorised:
         x = rng.random((m, n)) < prob
     else:
         x = np.zeros((m, n), bool)
         for i in range(m):
             for l in range(n):
-                rng.random()                                                # the observation draw (p = 1)
+                rng.random()  # the observation draw (p = 1)
                 x[i, l] = rng.random() < prob[i, l]
     right, wrong = x.astype(float), (~x).astype(float)
     Y = right @ wrong.T
     np.fill_diagonal(Y, 0.0)
     fits = 0
     spectral_jump(Y)
-    fits += len(EPS)                        # the non-private row of every ε
+    fits += len(EPS)  # the non-private row of every ε
     dense = ~np.eye(m, dtype=bool)
     p0 = sparsification_p0(m, "code_synthetic")
     n_rr = shuffle_rr_epsilon
@@ -272,7 +325,9 @@ def authors_trial(rng, beta, theta, vectorised: bool) -> int:
                 mech = opendp_sampler("gaussian", sigma)
                 noise = lambda k, mech=mech: np.asarray(mech([0] * k), float)
             else:
-                noise = lambda k, sigma=sigma: np.array([discrete_gaussian_port(rng, sigma) for _ in range(k)], float)
+                noise = lambda k, sigma=sigma: np.array(
+                    [discrete_gaussian_port(rng, sigma) for _ in range(k)], float
+                )
             spectral_lazy(noised(Y, graph, noise))
         t = m * (m - 1) / eps
         if vectorised:
@@ -306,42 +361,82 @@ def time_authors(cfg: Config, vectorised: bool) -> dict:
             total_s += seconds * cfg.fig1_reps
             total_fits += fits * cfg.fig1_reps
     name = "NumPy + OpenDP (vectorised)" if vectorised else "authors' pipeline (NumPy port)"
-    return {"name": name, "per_shape": per_shape, "extrapolated_s": total_s, "fits": total_fits,
-            "fits_per_s": harness.ratio(total_fits, total_s)}
+    return {
+        "name": name,
+        "per_shape": per_shape,
+        "extrapolated_s": total_s,
+        "fits": total_fits,
+        "fits_per_s": harness.ratio(total_fits, total_s),
+    }
 
 
 def section_b(bench: harness.Bench) -> dict:
     cfg = bench.cfg
     fig1 = installed().experiments["nguyen-fig1"]
-    overrides = {"n_items": list(cfg.fig1_items), "n_users": list(cfg.fig1_users), "mode": ["paper"]}
-    engine = harness.measure_engine(fig1, cfg.fig1_reps, warm_runs=cfg.warm_runs, overrides=overrides)
+    overrides = {
+        "n_items": list(cfg.fig1_items),
+        "n_users": list(cfg.fig1_users),
+        "mode": ["paper"],
+    }
+    engine = harness.measure_engine(
+        fig1, cfg.fig1_reps, warm_runs=cfg.warm_runs, overrides=overrides
+    )
     authors = time_authors(cfg, vectorised=False)
     opendp = time_authors(cfg, vectorised=True)
     vec = time_vectorised(cfg)
-    harness.print_table(harness.format_table(
-        "B. baselines: one timed trial per (m, n), seconds", ("m", "n", "authors' port", "NumPy + OpenDP"),
-        [[a["n_items"], a["n_users"], a["trial_s"], o["trial_s"]]
-         for a, o in zip(authors["per_shape"], opendp["per_shape"])], ("{}", "{}", "{:.2f}", "{:.2f}")))
-    stats = {authors["name"]: {"fits_timed": authors["fits"], "fits_per_s": authors["fits_per_s"]},
-             opendp["name"]: {"fits_timed": opendp["fits"], "fits_per_s": opendp["fits_per_s"]},
-             VECTORISED: {"fits_timed": vec["fits"], "fits_per_s": vec["fits_per_s"]}}
-    harness.print_table(harness.contender_table(
-        f"B. Fig. 1 workload (paper mode, R = {cfg.fig1_reps})",
-        {"engine cold": engine["cold"], "engine warm": engine["warm"]} if engine["warm"] else
-        {"engine cold": engine["cold"]}, stats, engine["cold"]["fits"]))
-    rows = harness.compare({"cold": engine["fits_per_s"], "warm": engine["fits_per_s_excl_compile"]},
-                           {authors["name"]: authors["fits_per_s"], opendp["name"]: opendp["fits_per_s"],
-                            VECTORISED: vec["fits_per_s"]},
-                           targets={authors["name"]: TARGETS["engine_vs_authors_fig1"],
-                                    ("warm", VECTORISED): TARGETS["engine_vs_vectorised_fig1"]})
+    harness.print_table(
+        harness.format_table(
+            "B. baselines: one timed trial per (m, n), seconds",
+            ("m", "n", "authors' port", "NumPy + OpenDP"),
+            [
+                [a["n_items"], a["n_users"], a["trial_s"], o["trial_s"]]
+                for a, o in zip(authors["per_shape"], opendp["per_shape"])
+            ],
+            ("{}", "{}", "{:.2f}", "{:.2f}"),
+        )
+    )
+    stats = {
+        authors["name"]: {"fits_timed": authors["fits"], "fits_per_s": authors["fits_per_s"]},
+        opendp["name"]: {"fits_timed": opendp["fits"], "fits_per_s": opendp["fits_per_s"]},
+        VECTORISED: {"fits_timed": vec["fits"], "fits_per_s": vec["fits_per_s"]},
+    }
+    harness.print_table(
+        harness.contender_table(
+            f"B. Fig. 1 workload (paper mode, R = {cfg.fig1_reps})",
+            {"engine cold": engine["cold"], "engine warm": engine["warm"]}
+            if engine["warm"]
+            else {"engine cold": engine["cold"]},
+            stats,
+            engine["cold"]["fits"],
+        )
+    )
+    rows = harness.compare(
+        {"cold": engine["fits_per_s"], "warm": engine["fits_per_s_excl_compile"]},
+        {
+            authors["name"]: authors["fits_per_s"],
+            opendp["name"]: opendp["fits_per_s"],
+            VECTORISED: vec["fits_per_s"],
+        },
+        targets={
+            authors["name"]: TARGETS["engine_vs_authors_fig1"],
+            ("warm", VECTORISED): TARGETS["engine_vs_vectorised_fig1"],
+        },
+    )
     harness.print_table(harness.comparison_table("B. engine ÷ baselines (fits per second)", rows))
     agree = vectorised_agreement(cfg.fig1_items[0])
     print(f"vectorised spectral estimators vs the port's on the same counts: max |Δ| {agree:.1e}")
-    return {"engine": engine, "authors": authors, "numpy_opendp": opendp, "vectorised": vec,
-            "vectorised_agreement_max_abs_diff": agree, "comparison": rows}
+    return {
+        "engine": engine,
+        "authors": authors,
+        "numpy_opendp": opendp,
+        "vectorised": vec,
+        "vectorised_agreement_max_abs_diff": agree,
+        "comparison": rows,
+    }
 
 
 # ----------------------------------------------------------------------------- vectorised NumPy
+
 
 def discrete_laplace_numpy(rng, scale: np.ndarray) -> np.ndarray:
     """Lap_ℤ(t) draws, one per entry of ``scale``, all at once (the authors' rule, docs/nguyen.md, Mechanisms and estimators:
@@ -363,11 +458,16 @@ def discrete_gaussian_numpy(rng, sigma: np.ndarray) -> np.ndarray:
         s = flat_sigma[pending]
         t = np.floor(s) + 1
         u = np.floor(rng.random(pending.size) * t)
-        v = rng.geometric(-np.expm1(-1.0), pending.size) - 1          # successes of Bern(e^{−1}) before a failure
+        v = (
+            rng.geometric(-np.expm1(-1.0), pending.size) - 1
+        )  # successes of Bern(e^{−1}) before a failure
         b = rng.random(pending.size) < 0.5
         z = np.where(b, -1, 1) * (u + t * v)
-        accept = ((rng.random(pending.size) < np.exp(-u / t)) & ~(b & (u == 0) & (v == 0))
-                  & (rng.random(pending.size) < np.exp(-(np.abs(z) - s * s / t) ** 2 / (2 * s * s))))
+        accept = (
+            (rng.random(pending.size) < np.exp(-u / t))
+            & ~(b & (u == 0) & (v == 0))
+            & (rng.random(pending.size) < np.exp(-((np.abs(z) - s * s / t) ** 2) / (2 * s * s)))
+        )
         out.ravel()[pending[accept]] = z[accept]
         pending = pending[~accept]
     return out
@@ -417,7 +517,9 @@ def spectral_lazy_batched(Y: np.ndarray) -> np.ndarray:
     return logs - logs.mean(axis=1, keepdims=True)
 
 
-def noised_batched(rng, Y: np.ndarray, graph: np.ndarray, sigma: np.ndarray | None, scale: float | None):
+def noised_batched(
+    rng, Y: np.ndarray, graph: np.ndarray, sigma: np.ndarray | None, scale: float | None
+):
     """:func:`noised` of (k, m, m) matrices: discrete Gaussian noise of per-matrix σ (k,) or
     discrete Laplace of scale t, one vectorised draw for every queried non-zero count."""
     out = np.where(graph, Y, 0.0)
@@ -450,11 +552,17 @@ def vectorised_trials(rng, beta: np.ndarray, theta: np.ndarray, reps: int) -> in
         eps0 = math.sqrt(2.0 * float(dp_to_zcdp_paper(eps, DELTA)))
         upper = np.triu(rng.random((reps, m, m)) < p0, 1)
         sparse = upper | np.swapaxes(upper, 1, 2)
-        releases = [noised_batched(rng, Y, graph, 1.0 / (eps0 / np.sqrt(graph.sum(axis=(1, 2)) / 2.0)), None)
-                    for graph in (dense, sparse)]
+        releases = [
+            noised_batched(
+                rng, Y, graph, 1.0 / (eps0 / np.sqrt(graph.sum(axis=(1, 2)) / 2.0)), None
+            )
+            for graph in (dense, sparse)
+        ]
         releases.append(noised_batched(rng, Y, dense, None, m * (m - 1) / eps))
         spectral_lazy_batched(np.concatenate(releases))
-        flip = rng.random((reps, m, n)) < 1.0 / (1.0 + math.exp(shuffle_rr_epsilon(eps, DELTA, n) / m))
+        flip = rng.random((reps, m, n)) < 1.0 / (
+            1.0 + math.exp(shuffle_rr_epsilon(eps, DELTA, n) / m)
+        )
         released = x ^ flip
         Yr = np.einsum("rin,rjn->rij", released.astype(float), (~released).astype(float))
         Yr[:, idx, idx] = 0.0
@@ -469,15 +577,23 @@ def vectorised_agreement(m: int, reps: int = 3, seed: int = 11) -> float:
     rng = np.random.default_rng(seed)
     Y = rng.integers(0, 6, (reps, m, m)).astype(float)
     Y[:, np.arange(m), np.arange(m)] = 0.0
-    return float(max(np.abs(spectral_jump_batched(Y) - np.stack([spectral_jump(y) for y in Y])).max(),
-                     np.abs(spectral_lazy_batched(Y) - np.stack([spectral_lazy(y) for y in Y])).max()))
+    return float(
+        max(
+            np.abs(spectral_jump_batched(Y) - np.stack([spectral_jump(y) for y in Y])).max(),
+            np.abs(spectral_lazy_batched(Y) - np.stack([spectral_lazy(y) for y in Y])).max(),
+        )
+    )
 
 
 def time_vectorised(cfg: Config) -> dict:
     """The vectorised baseline: every (m, n) with its R trials batched, timed in full."""
     per_shape, total_s, total_fits = [], 0.0, 0
-    vectorised_trials(np.random.default_rng(1), authors_difficulties(cfg.fig1_items[0]),
-                      np.random.default_rng(2).normal(size=cfg.fig1_users[0]), 1)      # warm-up, untimed
+    vectorised_trials(
+        np.random.default_rng(1),
+        authors_difficulties(cfg.fig1_items[0]),
+        np.random.default_rng(2).normal(size=cfg.fig1_users[0]),
+        1,
+    )  # warm-up, untimed
     for m in cfg.fig1_items:
         beta = authors_difficulties(m)
         for n in cfg.fig1_users:
@@ -486,14 +602,28 @@ def time_vectorised(cfg: Config) -> dict:
             t0 = time.perf_counter()
             fits = vectorised_trials(rng, beta, theta, cfg.fig1_reps)
             seconds = time.perf_counter() - t0
-            per_shape.append({"n_items": m, "n_users": n, "trials": cfg.fig1_reps, "seconds": seconds, "fits": fits})
+            per_shape.append(
+                {
+                    "n_items": m,
+                    "n_users": n,
+                    "trials": cfg.fig1_reps,
+                    "seconds": seconds,
+                    "fits": fits,
+                }
+            )
             total_s += seconds
             total_fits += fits
-    return {"name": VECTORISED, "per_shape": per_shape, "seconds": total_s, "fits": total_fits,
-            "fits_per_s": harness.ratio(total_fits, total_s)}
+    return {
+        "name": VECTORISED,
+        "per_shape": per_shape,
+        "seconds": total_s,
+        "fits": total_fits,
+        "fits_per_s": harness.ratio(total_fits, total_s),
+    }
 
 
 # ----------------------------------------------------------------------------- P. where the time goes
+
 
 def mean_iterations(table) -> dict:
     """The mean power iterations of a results table's fits (0 for exact solves)."""
@@ -502,7 +632,9 @@ def mean_iterations(table) -> dict:
 
 def only_method(fig1, method: str):
     """nguyen-fig1 with the one method ``method`` (its own name, so its programs are its own)."""
-    return dataclasses.replace(fig1, name=f"{fig1.name}-{method}-only", methods={method: fig1.methods[method]})
+    return dataclasses.replace(
+        fig1, name=f"{fig1.name}-{method}-only", methods={method: fig1.methods[method]}
+    )
 
 
 def section_p(bench: harness.Bench) -> dict:
@@ -513,33 +645,71 @@ def section_p(bench: harness.Bench) -> dict:
     rows = []
     for method in ("all", *fig1.methods):
         experiment = fig1 if method == "all" else only_method(fig1, method)
-        run = harness.measure_engine(experiment, cfg.fig1_reps, warm_runs=1, overrides=overrides,
-                                     describe=mean_iterations)
+        run = harness.measure_engine(
+            experiment, cfg.fig1_reps, warm_runs=1, overrides=overrides, describe=mean_iterations
+        )
         warm = run["warm"]
-        rows.append({"method": method, "fits": warm["fits"], "warm_wall_s": warm["wall_s"],
-                     "compute_s": warm["compute_s"], "compile_s": run["cold"]["compile_s"],
-                     "iterations_mean": warm["iterations_mean"]})
+        rows.append(
+            {
+                "method": method,
+                "fits": warm["fits"],
+                "warm_wall_s": warm["wall_s"],
+                "compute_s": warm["compute_s"],
+                "compile_s": run["cold"]["compile_s"],
+                "iterations_mean": warm["iterations_mean"],
+            }
+        )
     alone = sum(r["compute_s"] for r in rows[1:])
-    harness.print_table(harness.format_table(
-        f"P. where the engine's Fig. 1 time goes: m = {m}, n = {n}, paper mode, R = {cfg.fig1_reps}, warm; "
-        "each method alone (the data and non-private fits drawn in every run)",
-        ("method", "fits", "wall s", "compute s", "share of the methods alone", "compile s", "mean iterations"),
-        [[r["method"], r["fits"], r["warm_wall_s"], r["compute_s"],
-          None if r["method"] == "all" else r["compute_s"] / alone, r["compile_s"], r["iterations_mean"]]
-         for r in rows], (None, "{}", "{:.3f}", "{:.3f}", "{:.0%}", "{:.1f}", "{:.0f}")))
+    harness.print_table(
+        harness.format_table(
+            f"P. where the engine's Fig. 1 time goes: m = {m}, n = {n}, paper mode, R = {cfg.fig1_reps}, warm; "
+            "each method alone (the data and non-private fits drawn in every run)",
+            (
+                "method",
+                "fits",
+                "wall s",
+                "compute s",
+                "share of the methods alone",
+                "compile s",
+                "mean iterations",
+            ),
+            [
+                [
+                    r["method"],
+                    r["fits"],
+                    r["warm_wall_s"],
+                    r["compute_s"],
+                    None if r["method"] == "all" else r["compute_s"] / alone,
+                    r["compile_s"],
+                    r["iterations_mean"],
+                ]
+                for r in rows
+            ],
+            (None, "{}", "{:.3f}", "{:.3f}", "{:.0%}", "{:.1f}", "{:.0f}"),
+        )
+    )
     return {"n_items": m, "n_users": n, "reps": cfg.fig1_reps, "rows": rows}
 
 
 SECTIONS = (
     harness.Section("A", "sampler throughput: dpsim vs OpenDP vs the authors' sampler", section_a),
-    harness.Section("B", "Fig. 1 workload: engine vs the authors' pipeline vs vectorised NumPy", section_b),
+    harness.Section(
+        "B", "Fig. 1 workload: engine vs the authors' pipeline vs vectorised NumPy", section_b
+    ),
     harness.Section("P", "where the engine's Fig. 1 time goes, method by method", section_p),
 )
 
 
 def main(argv=None) -> dict:
-    return harness.main(PAPER, SECTIONS, full=FULL, quick=QUICK, targets=TARGETS, argv=argv,
-                        description=__doc__.splitlines()[0])
+    return harness.main(
+        PAPER,
+        SECTIONS,
+        full=FULL,
+        quick=QUICK,
+        targets=TARGETS,
+        argv=argv,
+        description=__doc__.splitlines()[0],
+    )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ B. A grid of equal precision: a uniform grid of G points with r replicates per p
    ``grid_max_reps``) and the saving a lower bound; its error and coverage are reported).
    Pure NumPy: no JAX work is timed here.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,15 +46,17 @@ TARGETS = {"coverage": 0.95}
 
 @dataclass(frozen=True)
 class Config:
-    configs: int = 40            # C, solved at once
-    repeats: int = 20            # R solves per method and target
+    configs: int = 40  # C, solved at once
+    repeats: int = 20  # R solves per method and target
     targets: tuple = (0.5, 0.8, 0.9)
     low: float = 1.0
     high: float = 1000.0
     points: int = 65
     grid_points: tuple = (65, 17)  # G: the whole lattice, every 4th lattice point
     grid_pilot_reps: int = 256
-    grid_max_reps: int = 100_000  # per point: a grid that is not as precise by then never reaches it
+    grid_max_reps: int = (
+        100_000  # per point: a grid that is not as precise by then never reaches it
+    )
     seed: int = 0
 
 
@@ -78,17 +81,22 @@ def score(roots_list: list[sr.Roots], truth: np.ndarray) -> dict:
         solved.append(ok)
         err.append(np.log(roots.root[ok] / truth[ok]))
         cov.append((roots.low[ok] <= truth[ok]) & (truth[ok] <= roots.high[ok]))
-        with np.errstate(divide="ignore"):                 # a Fieller bound at x = 0: an infinite width
+        with np.errstate(divide="ignore"):  # a Fieller bound at x = 0: an infinite width
             width.append(np.log(roots.high[ok] / roots.low[ok]))
         lanes.append(roots.lanes)
     err, cov, width = np.concatenate(err), np.concatenate(cov), np.concatenate(width)
     m = int(cov.size)
-    return {"intervals": m, "covered": int(cov.sum()), "coverage": cov.mean() if m else math.nan,
-            "coverage_tolerance_3sd": 3 * math.sqrt(0.95 * 0.05 / m) if m else math.nan,
-            "bias_log": err.mean() if m else math.nan, "rmse_log": math.sqrt(np.mean(err ** 2)) if m else math.nan,
-            "median_width_log": float(np.median(width)) if m else math.nan,
-            "lanes_per_config": float(np.mean(np.concatenate(lanes))),
-            "solved_share": float(np.mean(np.concatenate(solved)))}
+    return {
+        "intervals": m,
+        "covered": int(cov.sum()),
+        "coverage": cov.mean() if m else math.nan,
+        "coverage_tolerance_3sd": 3 * math.sqrt(0.95 * 0.05 / m) if m else math.nan,
+        "bias_log": err.mean() if m else math.nan,
+        "rmse_log": math.sqrt(np.mean(err**2)) if m else math.nan,
+        "median_width_log": float(np.median(width)) if m else math.nan,
+        "lanes_per_config": float(np.mean(np.concatenate(lanes))),
+        "solved_share": float(np.mean(np.concatenate(solved))),
+    }
 
 
 def repeated(finder, cfg: Config, b: float, seed0: int) -> tuple[list[sr.Roots], float]:
@@ -96,8 +104,15 @@ def repeated(finder, cfg: Config, b: float, seed0: int) -> tuple[list[sr.Roots],
     x0, slope = case(cfg)
     search = sr.Search(cfg.low, cfg.high, b, points=cfg.points)
     t0 = time.perf_counter()
-    out = [rf.solve_with(oracles.bernoulli_oracle(lambda x: oracles.logistic_rate(x, x0, slope), seed0 + r), finder,
-                         search, cfg.configs)[0] for r in range(cfg.repeats)]
+    out = [
+        rf.solve_with(
+            oracles.bernoulli_oracle(lambda x: oracles.logistic_rate(x, x0, slope), seed0 + r),
+            finder,
+            search,
+            cfg.configs,
+        )[0]
+        for r in range(cfg.repeats)
+    ]
     return out, time.perf_counter() - t0
 
 
@@ -125,7 +140,10 @@ class Grid:
         return sr.told(state, ask, obs)
 
     def result(self, state, level=0.95):
-        return replace(rf.MonotoneInterpolation(fit_window=1.5 * self.every).result(state, level), method=self.name)
+        return replace(
+            rf.MonotoneInterpolation(fit_window=1.5 * self.every).result(state, level),
+            method=self.name,
+        )
 
 
 def grid_of_precision(cfg: Config, points: int, b: float, width: float, seed0: int) -> dict:
@@ -143,7 +161,7 @@ def grid_of_precision(cfg: Config, points: int, b: float, width: float, seed0: i
             seen[reps] = score(repeated(Grid(every, reps), cfg, b, seed0)[0], truth)
         return seen[reps]
 
-    lo, hi, reps = 1, None, cfg.grid_pilot_reps          # lo: too wide (or the floor), hi: narrow enough
+    lo, hi, reps = 1, None, cfg.grid_pilot_reps  # lo: too wide (or the floor), hi: narrow enough
     for _ in range(16):
         if reps > cfg.grid_max_reps:
             break
@@ -163,9 +181,17 @@ def grid_of_precision(cfg: Config, points: int, b: float, width: float, seed0: i
         else:
             lo = mid
     reps = hi if hi is not None else max(seen)
-    tries = [{"reps_per_point": r, "median_width_log": v["median_width_log"]} for r, v in sorted(seen.items())]
-    return {"grid_points": len(range(0, cfg.points, every)), "reps_per_point": reps, "reached": hi is not None,
-            "tries": tries, **at(reps)}
+    tries = [
+        {"reps_per_point": r, "median_width_log": v["median_width_log"]}
+        for r, v in sorted(seen.items())
+    ]
+    return {
+        "grid_points": len(range(0, cfg.points, every)),
+        "reps_per_point": reps,
+        "reached": hi is not None,
+        "tries": tries,
+        **at(reps),
+    }
 
 
 def section_a(bench: harness.Bench) -> dict:
@@ -176,14 +202,59 @@ def section_a(bench: harness.Bench) -> dict:
         truth = oracles.logistic_root(x0, slope, b)
         for finder in finders():
             roots, seconds = repeated(finder, cfg, b, cfg.seed)
-            rows.append({"method": finder.name, "target": b, "budget": finder.budget, "seconds": seconds,
-                         **score(roots, truth)})
-    harness.print_table(harness.format_table(
-        f"A. {cfg.configs} configurations × {cfg.repeats} solves per method and target (log-scale errors)",
-        ("method", "b", "bias", "RMSE", "coverage", "intervals", "median width", "lanes/config", "solved", "s"),
-        [[r["method"], r["target"], r["bias_log"], r["rmse_log"], r["coverage"], r["intervals"],
-          r["median_width_log"], r["lanes_per_config"], r["solved_share"], r["seconds"]] for r in rows],
-        (None, "{:.2f}", "{:+.4f}", "{:.4f}", "{:.3f}", "{:d}", "{:.4f}", "{:.0f}", "{:.3f}", "{:.1f}")))
+            rows.append(
+                {
+                    "method": finder.name,
+                    "target": b,
+                    "budget": finder.budget,
+                    "seconds": seconds,
+                    **score(roots, truth),
+                }
+            )
+    harness.print_table(
+        harness.format_table(
+            f"A. {cfg.configs} configurations × {cfg.repeats} solves per method and target (log-scale errors)",
+            (
+                "method",
+                "b",
+                "bias",
+                "RMSE",
+                "coverage",
+                "intervals",
+                "median width",
+                "lanes/config",
+                "solved",
+                "s",
+            ),
+            [
+                [
+                    r["method"],
+                    r["target"],
+                    r["bias_log"],
+                    r["rmse_log"],
+                    r["coverage"],
+                    r["intervals"],
+                    r["median_width_log"],
+                    r["lanes_per_config"],
+                    r["solved_share"],
+                    r["seconds"],
+                ]
+                for r in rows
+            ],
+            (
+                None,
+                "{:.2f}",
+                "{:+.4f}",
+                "{:.4f}",
+                "{:.3f}",
+                "{:d}",
+                "{:.4f}",
+                "{:.0f}",
+                "{:.3f}",
+                "{:.1f}",
+            ),
+        )
+    )
     return {"rows": rows}
 
 
@@ -193,24 +264,79 @@ def section_b(bench: harness.Bench) -> dict:
     rows = []
     for r in rows_a:
         for points in cfg.grid_points:
-            grid = grid_of_precision(cfg, points, r["target"], r["median_width_log"], cfg.seed + 10_000)
+            grid = grid_of_precision(
+                cfg, points, r["target"], r["median_width_log"], cfg.seed + 10_000
+            )
             lanes = grid["grid_points"] * grid["reps_per_point"]
-            rows.append({"method": r["method"], "target": r["target"], "solver_lanes_per_config": r["lanes_per_config"],
-                         "solver_median_width_log": r["median_width_log"], "solver_coverage": r["coverage"],
-                         "solver_rmse_log": r["rmse_log"], "grid_lanes_per_config": lanes,
-                         "grid_reps_per_point": grid["reps_per_point"], "grid_points": grid["grid_points"],
-                         "grid_median_width_log": grid["median_width_log"], "grid_coverage": grid["coverage"],
-                         "grid_rmse_log": grid["rmse_log"], "grid_solved_share": grid["solved_share"],
-                         "reached": grid["reached"], "lane_saving": lanes / r["lanes_per_config"], "grid": grid})
-    harness.print_table(harness.format_table(
-        "B. a uniform grid of equal precision (same local fit): lanes per configuration",
-        ("method", "b", "solver lanes", "width", "RMSE", "grid G×r", "grid lanes", "grid width", "grid RMSE",
-         "grid coverage", "saving"),
-        [[r["method"], r["target"], r["solver_lanes_per_config"], r["solver_median_width_log"], r["solver_rmse_log"],
-          f"{r['grid_points']}×{r['grid_reps_per_point']}", r["grid_lanes_per_config"], r["grid_median_width_log"],
-          r["grid_rmse_log"], r["grid_coverage"],
-          f"{r['lane_saving']:.1f}" if r["reached"] else f"> {r['lane_saving']:.0f} (never as narrow)"] for r in rows],
-        (None, "{:.2f}", "{:.0f}", "{:.4f}", "{:.4f}", None, "{:d}", "{:.4f}", "{:.4f}", "{:.3f}", None)))
+            rows.append(
+                {
+                    "method": r["method"],
+                    "target": r["target"],
+                    "solver_lanes_per_config": r["lanes_per_config"],
+                    "solver_median_width_log": r["median_width_log"],
+                    "solver_coverage": r["coverage"],
+                    "solver_rmse_log": r["rmse_log"],
+                    "grid_lanes_per_config": lanes,
+                    "grid_reps_per_point": grid["reps_per_point"],
+                    "grid_points": grid["grid_points"],
+                    "grid_median_width_log": grid["median_width_log"],
+                    "grid_coverage": grid["coverage"],
+                    "grid_rmse_log": grid["rmse_log"],
+                    "grid_solved_share": grid["solved_share"],
+                    "reached": grid["reached"],
+                    "lane_saving": lanes / r["lanes_per_config"],
+                    "grid": grid,
+                }
+            )
+    harness.print_table(
+        harness.format_table(
+            "B. a uniform grid of equal precision (same local fit): lanes per configuration",
+            (
+                "method",
+                "b",
+                "solver lanes",
+                "width",
+                "RMSE",
+                "grid G×r",
+                "grid lanes",
+                "grid width",
+                "grid RMSE",
+                "grid coverage",
+                "saving",
+            ),
+            [
+                [
+                    r["method"],
+                    r["target"],
+                    r["solver_lanes_per_config"],
+                    r["solver_median_width_log"],
+                    r["solver_rmse_log"],
+                    f"{r['grid_points']}×{r['grid_reps_per_point']}",
+                    r["grid_lanes_per_config"],
+                    r["grid_median_width_log"],
+                    r["grid_rmse_log"],
+                    r["grid_coverage"],
+                    f"{r['lane_saving']:.1f}"
+                    if r["reached"]
+                    else f"> {r['lane_saving']:.0f} (never as narrow)",
+                ]
+                for r in rows
+            ],
+            (
+                None,
+                "{:.2f}",
+                "{:.0f}",
+                "{:.4f}",
+                "{:.4f}",
+                None,
+                "{:d}",
+                "{:.4f}",
+                "{:.4f}",
+                "{:.3f}",
+                None,
+            ),
+        )
+    )
     return {"rows": rows}
 
 
@@ -221,8 +347,15 @@ SECTIONS = (
 
 
 def main(argv=None) -> dict:
-    return harness.main(PAPER, SECTIONS, full=FULL, quick=QUICK, targets=TARGETS, argv=argv,
-                        description=__doc__.splitlines()[0])
+    return harness.main(
+        PAPER,
+        SECTIONS,
+        full=FULL,
+        quick=QUICK,
+        targets=TARGETS,
+        argv=argv,
+        description=__doc__.splitlines()[0],
+    )
 
 
 if __name__ == "__main__":

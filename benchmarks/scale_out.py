@@ -39,6 +39,7 @@ overhead of each way of scaling out, not a gain; the gain comes with more cores 
 ``--quick`` (a few replicates) is a smoke test: compile and start-up dominate, and its
 numbers are not representative.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,20 +59,20 @@ from dpsim.engine.storage.store import load_results, read_manifest
 from dpsim.engine.presentation.units import format_duration
 
 PAPER = "scale_out"
-TARGETS: dict = {}                 # no target is set: speed-ups and overheads are reported
-FIG3_REPLICATES = 10 ** 6          # E: replicates per grid point of the extrapolated study
-CLUSTER_CORES = 64                 # E: the Ray cluster extrapolated to
-TIMEOUT_S = 3600                   # one process at most (a stalled run is stopped by dpsim's watchdog first)
+TARGETS: dict = {}  # no target is set: speed-ups and overheads are reported
+FIG3_REPLICATES = 10**6  # E: replicates per grid point of the extrapolated study
+CLUSTER_CORES = 64  # E: the Ray cluster extrapolated to
+TIMEOUT_S = 3600  # one process at most (a stalled run is stopped by dpsim's watchdog first)
 
 
 @dataclass(frozen=True)
 class Config:
-    study: str            # an experiment name (`dpsim list`) or path/to/study.py[:NAME]
-    reps: int             # replicates per grid point
-    sets: tuple           # --set AXIS=V1,V2 overrides (none: the default grid)
+    study: str  # an experiment name (`dpsim list`) or path/to/study.py[:NAME]
+    reps: int  # replicates per grid point
+    sets: tuple  # --set AXIS=V1,V2 overrides (none: the default grid)
     seed: int
-    ray_workers: int      # R: actors
-    devices: int          # S: forced host devices
+    ray_workers: int  # R: actors
+    devices: int  # S: forced host devices
 
 
 # FULL: 4 × 13 000 lanes of cai-fig3, a few minutes in one process on a 2-core machine (its
@@ -79,16 +80,28 @@ class Config:
 FULL = Config(study="cai-fig3", reps=13_000, sets=(), seed=0, ray_workers=2, devices=2)
 QUICK = Config(study="cai-fig3", reps=12, sets=(), seed=0, ray_workers=2, devices=2)
 
-_WORK: dict = {}                   # "dir": the folder of this benchmark's runs (set by main)
+_WORK: dict = {}  # "dir": the folder of this benchmark's runs (set by main)
 
 
 # ----------------------------------------------------------------------------- runs
 
+
 def run_args(cfg: Config, out: Path, *extra: str) -> list[str]:
     """The ``dpsim`` arguments of one run of the study into ``out``."""
     sets = [arg for spec in cfg.sets for arg in ("--set", spec)]
-    return ["run", cfg.study, "--reps", str(cfg.reps), "--seed", str(cfg.seed), "--out", str(out),
-            "--no-progress", *sets, *extra]
+    return [
+        "run",
+        cfg.study,
+        "--reps",
+        str(cfg.reps),
+        "--seed",
+        str(cfg.seed),
+        "--out",
+        str(out),
+        "--no-progress",
+        *sets,
+        *extra,
+    ]
 
 
 def run_records(out: Path) -> list[dict]:
@@ -100,8 +113,16 @@ def run_records(out: Path) -> list[dict]:
 def record_numbers(record: dict) -> dict:
     """The numbers of one history entry: run seconds, time to the first chunk of each step
     (compile included), the driver's write seconds, chunks, lanes, devices."""
-    keys = ("seconds", "first_chunks_seconds_incl_compile", "write_seconds", "chunks_written", "lanes_run",
-            "rows_written", "devices", "workers")
+    keys = (
+        "seconds",
+        "first_chunks_seconds_incl_compile",
+        "write_seconds",
+        "chunks_written",
+        "lanes_run",
+        "rows_written",
+        "devices",
+        "workers",
+    )
     return {k: record.get(k) for k in keys}
 
 
@@ -110,8 +131,11 @@ def timed_run(cfg: Config, out: Path, *extra: str, env: dict | None = None) -> d
     its process wall time, JAX compile seconds in the driver, and its run's history numbers."""
     t = harness.time_cli(run_args(cfg, out, *extra), cache="off", env=env, timeout=TIMEOUT_S)
     records = run_records(out)
-    return {"process_wall_s": t["process_wall_s"], "driver_compile_s": t["call"]["compile_s"],
-            "run": record_numbers(records[-1]) if records else {}}
+    return {
+        "process_wall_s": t["process_wall_s"],
+        "driver_compile_s": t["call"]["compile_s"],
+        "run": record_numbers(records[-1]) if records else {},
+    }
 
 
 def table_difference(run: Path, baseline: Path) -> dict:
@@ -124,8 +148,15 @@ def table_difference(run: Path, baseline: Path) -> dict:
     worst = math.nan
     if list(a.columns) == list(b.columns) and len(a) == len(b):
         floats = [c for c in a.columns if a[c].dtype.kind == "f"]
-        worst = float(max((float_difference(a[c].to_numpy(), b[c].to_numpy()) for c in floats), default=0.0))
-    return {"difference": text, "identical": text == "identical", "max_abs_diff": worst, "rows": int(len(b))}
+        worst = float(
+            max((float_difference(a[c].to_numpy(), b[c].to_numpy()) for c in floats), default=0.0)
+        )
+    return {
+        "difference": text,
+        "identical": text == "identical",
+        "max_abs_diff": worst,
+        "rows": int(len(b)),
+    }
 
 
 def float_difference(x: np.ndarray, y: np.ndarray) -> float:
@@ -149,29 +180,66 @@ def against_l(bench: harness.Bench, out: Path, process_wall_s: float) -> dict:
     """Speed-up over L (L's process wall ÷ this one's) and the table compared with L's."""
     local, where = bench.results.get("L"), baseline_dir()
     if local is None or where is None:
-        return {"speedup_vs_L": math.nan, "table": {"difference": "L not run", "identical": False,
-                                                    "max_abs_diff": math.nan, "rows": 0}}
-    return {"speedup_vs_L": harness.ratio(local["process_wall_s"], process_wall_s),
-            "table": table_difference(out, where)}
+        return {
+            "speedup_vs_L": math.nan,
+            "table": {
+                "difference": "L not run",
+                "identical": False,
+                "max_abs_diff": math.nan,
+                "rows": 0,
+            },
+        }
+    return {
+        "speedup_vs_L": harness.ratio(local["process_wall_s"], process_wall_s),
+        "table": table_difference(out, where),
+    }
 
 
 def print_runs(title: str, rows: list[list]) -> None:
-    harness.print_table(harness.format_table(
-        title, ("run", "process s", "run s", "to 1st chunks s", "writes s", "chunks", "lanes", "devices",
-                "× L", "table vs L"),
-        rows, (None, "{:.1f}", "{:.1f}", "{:.1f}", "{:.2f}", "{}", "{}", "{}", "{:.2f}", None)))
+    harness.print_table(
+        harness.format_table(
+            title,
+            (
+                "run",
+                "process s",
+                "run s",
+                "to 1st chunks s",
+                "writes s",
+                "chunks",
+                "lanes",
+                "devices",
+                "× L",
+                "table vs L",
+            ),
+            rows,
+            (None, "{:.1f}", "{:.1f}", "{:.1f}", "{:.2f}", "{}", "{}", "{}", "{:.2f}", None),
+        )
+    )
 
 
 def table_cell(vs: dict) -> str:
     """The "table vs L" cell: "identical", or the difference and its largest absolute value."""
     table = vs["table"]
-    return table["difference"] if table["identical"] else f"{table['difference']} (max abs {table['max_abs_diff']:.1e})"
+    return (
+        table["difference"]
+        if table["identical"]
+        else f"{table['difference']} (max abs {table['max_abs_diff']:.1e})"
+    )
 
 
 def row(label: str, process_wall_s: float, run: dict, vs: dict | None) -> list:
-    return [label, process_wall_s, run.get("seconds"), run.get("first_chunks_seconds_incl_compile"),
-            run.get("write_seconds"), run.get("chunks_written"), run.get("lanes_run"), run.get("devices"),
-            None if vs is None else vs["speedup_vs_L"], None if vs is None else table_cell(vs)]
+    return [
+        label,
+        process_wall_s,
+        run.get("seconds"),
+        run.get("first_chunks_seconds_incl_compile"),
+        run.get("write_seconds"),
+        run.get("chunks_written"),
+        run.get("lanes_run"),
+        run.get("devices"),
+        None if vs is None else vs["speedup_vs_L"],
+        None if vs is None else table_cell(vs),
+    ]
 
 
 def steady_lanes_per_s(run: dict) -> float:
@@ -187,19 +255,29 @@ def steady_lanes_per_s(run: dict) -> float:
 
 # ----------------------------------------------------------------------------- sections
 
+
 def section_l(bench: harness.Bench) -> dict:
     cfg = bench.cfg
     out = timed_run(cfg, _WORK["dir"] / "L")
     run = out["run"]
     steady = steady_lanes_per_s(run)
-    out.update(lanes_per_s=harness.ratio(run["lanes_run"], run["seconds"]), lanes_per_s_after_first_chunks=steady,
-               lanes_per_chunk=harness.ratio(run["lanes_run"], run["chunks_written"]),
-               driver_write_share=harness.ratio(run["write_seconds"], run["seconds"]),
-               outside_run_s=out["process_wall_s"] - run["seconds"])
-    print_runs(f"`dpsim run {cfg.study} --reps {cfg.reps}`, one process", [row("local", out["process_wall_s"], run, None)])
-    print(f"{out['lanes_per_s']:.0f} lanes/s over the run, {steady:.0f} lanes/s after each step's first chunks "
-          f"(compile excluded); the driver's writes {100 * out['driver_write_share']:.1f}% of the run; "
-          f"{out['outside_run_s']:.1f} s of the process outside the run (imports, figure)", flush=True)
+    out.update(
+        lanes_per_s=harness.ratio(run["lanes_run"], run["seconds"]),
+        lanes_per_s_after_first_chunks=steady,
+        lanes_per_chunk=harness.ratio(run["lanes_run"], run["chunks_written"]),
+        driver_write_share=harness.ratio(run["write_seconds"], run["seconds"]),
+        outside_run_s=out["process_wall_s"] - run["seconds"],
+    )
+    print_runs(
+        f"`dpsim run {cfg.study} --reps {cfg.reps}`, one process",
+        [row("local", out["process_wall_s"], run, None)],
+    )
+    print(
+        f"{out['lanes_per_s']:.0f} lanes/s over the run, {steady:.0f} lanes/s after each step's first chunks "
+        f"(compile excluded); the driver's writes {100 * out['driver_write_share']:.1f}% of the run; "
+        f"{out['outside_run_s']:.1f} s of the process outside the run (imports, figure)",
+        flush=True,
+    )
     return out
 
 
@@ -212,18 +290,30 @@ def section_r(bench: harness.Bench) -> dict:
     if local is not None:
         # rough: also holds any difference in compile time (the actors compile) and machine load
         out["ray_start_and_stop_s_est"] = out["outside_run_s"] - local["outside_run_s"]
-        out["overhead_per_task_s"] = harness.ratio(run["seconds"] - local["run"]["seconds"], run["chunks_written"])
-        after_first = (run["seconds"] - run["first_chunks_seconds_incl_compile"]
-                       - (local["run"]["seconds"] - local["run"]["first_chunks_seconds_incl_compile"]))
-        out["overhead_per_task_after_first_chunks_s"] = harness.ratio(after_first, run["chunks_written"])
+        out["overhead_per_task_s"] = harness.ratio(
+            run["seconds"] - local["run"]["seconds"], run["chunks_written"]
+        )
+        after_first = (
+            run["seconds"]
+            - run["first_chunks_seconds_incl_compile"]
+            - (local["run"]["seconds"] - local["run"]["first_chunks_seconds_incl_compile"])
+        )
+        out["overhead_per_task_after_first_chunks_s"] = harness.ratio(
+            after_first, run["chunks_written"]
+        )
     out.update(against_l(bench, where, out["process_wall_s"]))
-    print_runs(f"--executor ray --ray-workers {cfg.ray_workers} (local Ray instance)",
-               [row("ray", out["process_wall_s"], run, out)])
+    print_runs(
+        f"--executor ray --ray-workers {cfg.ray_workers} (local Ray instance)",
+        [row("ray", out["process_wall_s"], run, out)],
+    )
     if local is not None:
-        print(f"Ray start and stop ≈ {out['ray_start_and_stop_s_est']:.1f} s (time outside the run, minus L's); "
-              f"overhead per task ≈ {1e3 * out['overhead_per_task_s']:.0f} ms ((Ray run s − L run s) / chunks: "
-              f"rough), {1e3 * out['overhead_per_task_after_first_chunks_s']:.0f} ms after each step's first chunks "
-              f"(the actors' compile excluded); the driver's writes {100 * out['driver_write_share']:.1f}% of the run", flush=True)
+        print(
+            f"Ray start and stop ≈ {out['ray_start_and_stop_s_est']:.1f} s (time outside the run, minus L's); "
+            f"overhead per task ≈ {1e3 * out['overhead_per_task_s']:.0f} ms ((Ray run s − L run s) / chunks: "
+            f"rough), {1e3 * out['overhead_per_task_after_first_chunks_s']:.0f} ms after each step's first chunks "
+            f"(the actors' compile excluded); the driver's writes {100 * out['driver_write_share']:.1f}% of the run",
+            flush=True,
+        )
     return out
 
 
@@ -232,33 +322,63 @@ def section_p(bench: harness.Bench) -> dict:
     n = 2
     t0 = time.perf_counter()
     with ThreadPoolExecutor(n) as pool:
-        runs = list(pool.map(lambda i: harness.time_cli(run_args(cfg, where, "--part", f"{i}/{n}"), cache="off",
-                                                        timeout=TIMEOUT_S), range(1, n + 1)))
+        runs = list(
+            pool.map(
+                lambda i: harness.time_cli(
+                    run_args(cfg, where, "--part", f"{i}/{n}"), cache="off", timeout=TIMEOUT_S
+                ),
+                range(1, n + 1),
+            )
+        )
     wall = time.perf_counter() - t0
     records = sorted(run_records(where), key=lambda h: h.get("part", ""))
-    out = {"pair_wall_s": wall, "process_wall_s": [r["process_wall_s"] for r in runs],
-           "parts": [{"part": h.get("part"), **record_numbers(h)} for h in records],
-           "complete": bool((read_manifest(where) or {}).get("complete")), **against_l(bench, where, wall)}
-    print_runs(f"--part 1/{n} and --part 2/{n} at the same time, one shared folder",
-               [row(f"part {h['part']}", r["process_wall_s"], h, None) for r, h in zip(runs, out["parts"])]
-               + [row("the pair", wall, {}, out)])
+    out = {
+        "pair_wall_s": wall,
+        "process_wall_s": [r["process_wall_s"] for r in runs],
+        "parts": [{"part": h.get("part"), **record_numbers(h)} for h in records],
+        "complete": bool((read_manifest(where) or {}).get("complete")),
+        **against_l(bench, where, wall),
+    }
+    print_runs(
+        f"--part 1/{n} and --part 2/{n} at the same time, one shared folder",
+        [row(f"part {h['part']}", r["process_wall_s"], h, None) for r, h in zip(runs, out["parts"])]
+        + [row("the pair", wall, {}, out)],
+    )
     return out
 
 
 def section_s(bench: harness.Bench) -> dict:
     cfg, where = bench.cfg, _WORK["dir"] / "S"
-    flags = " ".join(filter(None, [os.environ.get("XLA_FLAGS", ""),
-                                   f"--xla_force_host_platform_device_count={cfg.devices}"]))
+    flags = " ".join(
+        filter(
+            None,
+            [
+                os.environ.get("XLA_FLAGS", ""),
+                f"--xla_force_host_platform_device_count={cfg.devices}",
+            ],
+        )
+    )
     out = timed_run(cfg, where, env={"XLA_FLAGS": flags})
     out["xla_flags"] = flags
     out.update(against_l(bench, where, out["process_wall_s"]))
-    print_runs(f"sharded over {cfg.devices} forced host devices, one process", [row("sharded", out["process_wall_s"],
-                                                                                     out["run"], out)])
+    print_runs(
+        f"sharded over {cfg.devices} forced host devices, one process",
+        [row("sharded", out["process_wall_s"], out["run"], out)],
+    )
     return out
 
 
-def extrapolate(*, lanes_per_s: float, cores: int, lanes: float, lanes_per_chunk: float, compile_s: float,
-                overhead_per_task_s: float, write_s_per_chunk: float, cluster_cores: int = CLUSTER_CORES) -> dict:
+def extrapolate(
+    *,
+    lanes_per_s: float,
+    cores: int,
+    lanes: float,
+    lanes_per_chunk: float,
+    compile_s: float,
+    overhead_per_task_s: float,
+    write_s_per_chunk: float,
+    cluster_cores: int = CLUSTER_CORES,
+) -> dict:
     """How long ``lanes`` replicate lanes take on one machine like the measured one and on a
     Ray cluster of ``cluster_cores`` cores.
 
@@ -278,9 +398,16 @@ def extrapolate(*, lanes_per_s: float, cores: int, lanes: float, lanes_per_chunk
     one = compile_s + lanes / lanes_per_s
     compute = lanes / (lanes_per_s * cluster_cores / cores)
     driver = chunks * (max(overhead_per_task_s, 0.0) + write_s_per_chunk)
-    return {"lanes": lanes, "chunks": chunks, "one_machine_s": one, "cluster_cores": cluster_cores,
-            "cluster_compute_s": compute, "cluster_driver_s": driver,
-            "cluster_s": compile_s + max(compute, driver), "cluster_upper_s": compile_s + compute + driver}
+    return {
+        "lanes": lanes,
+        "chunks": chunks,
+        "one_machine_s": one,
+        "cluster_cores": cluster_cores,
+        "cluster_compute_s": compute,
+        "cluster_driver_s": driver,
+        "cluster_s": compile_s + max(compute, driver),
+        "cluster_upper_s": compile_s + compute + driver,
+    }
 
 
 def section_e(bench: harness.Bench) -> dict:
@@ -298,32 +425,64 @@ def section_e(bench: harness.Bench) -> dict:
             overhead = ray.get(key, math.nan)
     rate, rate_how = local["lanes_per_s_after_first_chunks"], "after each step's first chunks"
     if math.isnan(rate):
-        rate, rate_how = local["lanes_per_s"], "over the whole run, compile included (too few chunks to tell)"
+        rate, rate_how = (
+            local["lanes_per_s"],
+            "over the whole run, compile included (too few chunks to tell)",
+        )
     write_per_chunk = harness.ratio(run["write_seconds"], run["chunks_written"])
     cores = os.cpu_count() or 1
-    est = extrapolate(lanes_per_s=rate, cores=cores,
-                      lanes=points * FIG3_REPLICATES, lanes_per_chunk=local["lanes_per_chunk"],
-                      compile_s=run["first_chunks_seconds_incl_compile"],
-                      overhead_per_task_s=0.0 if math.isnan(overhead) else overhead,
-                      write_s_per_chunk=write_per_chunk)
+    est = extrapolate(
+        lanes_per_s=rate,
+        cores=cores,
+        lanes=points * FIG3_REPLICATES,
+        lanes_per_chunk=local["lanes_per_chunk"],
+        compile_s=run["first_chunks_seconds_incl_compile"],
+        overhead_per_task_s=0.0 if math.isnan(overhead) else overhead,
+        write_s_per_chunk=write_per_chunk,
+    )
     valid = cfg.study == "cai-fig3" and not cfg.sets
-    out = {"valid_for_fig3": valid, "grid_points": points, "replicates_per_point": FIG3_REPLICATES,
-           "cores_measured": cores, "lanes_per_s": rate, "lanes_per_s_how": rate_how,
-           "overhead_per_task_s": overhead, "write_s_per_chunk": write_per_chunk, **est,
-           "assumptions": "compute scales linearly with cores; chunks of the measured size; compile once; the "
-                          "driver receives and writes every chunk serially, overlapping the actors' compute; "
-                          "no GPU (none measured)"}
-    harness.print_table(harness.format_table(
-        f"{FIG3_REPLICATES:,} replicates × {points} grid points of {cfg.study}"
-        + ("" if valid else " (NOT the Figure 3 grid: not valid)"), ("where", "estimate", "compute", "driver"),
-        [[f"one {cores}-core machine like this one", format_duration(est["one_machine_s"]), None, None],
-         [f"{CLUSTER_CORES}-core Ray cluster (≤ upper bound {format_duration(est['cluster_upper_s'])})",
-          format_duration(est["cluster_s"]), format_duration(est["cluster_compute_s"]),
-          format_duration(est["cluster_driver_s"])]], align="lrrr"))
-    print(f"from {out['lanes_per_s']:.0f} lanes/s ({rate_how}) on {cores} cores, {local['lanes_per_chunk']:.0f} lanes per chunk, "
-          f"{1e3 * write_per_chunk:.1f} ms of driver writes per chunk, Ray overhead "
-          f"{'not measured' if math.isnan(overhead) else f'{1e3 * overhead:.0f} ms'} per task; {out['assumptions']}",
-          flush=True)
+    out = {
+        "valid_for_fig3": valid,
+        "grid_points": points,
+        "replicates_per_point": FIG3_REPLICATES,
+        "cores_measured": cores,
+        "lanes_per_s": rate,
+        "lanes_per_s_how": rate_how,
+        "overhead_per_task_s": overhead,
+        "write_s_per_chunk": write_per_chunk,
+        **est,
+        "assumptions": "compute scales linearly with cores; chunks of the measured size; compile once; the "
+        "driver receives and writes every chunk serially, overlapping the actors' compute; "
+        "no GPU (none measured)",
+    }
+    harness.print_table(
+        harness.format_table(
+            f"{FIG3_REPLICATES:,} replicates × {points} grid points of {cfg.study}"
+            + ("" if valid else " (NOT the Figure 3 grid: not valid)"),
+            ("where", "estimate", "compute", "driver"),
+            [
+                [
+                    f"one {cores}-core machine like this one",
+                    format_duration(est["one_machine_s"]),
+                    None,
+                    None,
+                ],
+                [
+                    f"{CLUSTER_CORES}-core Ray cluster (≤ upper bound {format_duration(est['cluster_upper_s'])})",
+                    format_duration(est["cluster_s"]),
+                    format_duration(est["cluster_compute_s"]),
+                    format_duration(est["cluster_driver_s"]),
+                ],
+            ],
+            align="lrrr",
+        )
+    )
+    print(
+        f"from {out['lanes_per_s']:.0f} lanes/s ({rate_how}) on {cores} cores, {local['lanes_per_chunk']:.0f} lanes per chunk, "
+        f"{1e3 * write_per_chunk:.1f} ms of driver writes per chunk, Ray overhead "
+        f"{'not measured' if math.isnan(overhead) else f'{1e3 * overhead:.0f} ms'} per task; {out['assumptions']}",
+        flush=True,
+    )
     return out
 
 
@@ -340,8 +499,15 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory(prefix="dpsim-scale-out-") as tmp:
         _WORK["dir"] = Path(tmp)
         try:
-            return harness.main(PAPER, SECTIONS, full=FULL, quick=QUICK, targets=TARGETS, argv=argv,
-                                description=__doc__.splitlines()[0])
+            return harness.main(
+                PAPER,
+                SECTIONS,
+                full=FULL,
+                quick=QUICK,
+                targets=TARGETS,
+                argv=argv,
+                description=__doc__.splitlines()[0],
+            )
         finally:
             _WORK.pop("dir", None)
 

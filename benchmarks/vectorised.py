@@ -8,6 +8,7 @@ The step is damped by the same rule as :func:`dpsim.solvers.newton_cg`: halve un
 ½‖∇‖² decreases by the Armijo factor (1 − 2·10⁻⁴·t), and the stopping rule is the engine's,
 ‖∇‖∞ ≤ tol per problem, so a baseline solves the same problem to the same tolerance.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -39,10 +40,15 @@ def batched_cg(H: np.ndarray, b: np.ndarray, rtol: np.ndarray, max_iter: int) ->
     return x
 
 
-def batched_newton(derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]], x0: np.ndarray,
-                   tol, *, max_iter: int = 50, solver: str = "direct",
-                   abandon: Callable[[np.ndarray], np.ndarray] | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def batched_newton(
+    derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    x0: np.ndarray,
+    tol,
+    *,
+    max_iter: int = 50,
+    solver: str = "direct",
+    abandon: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Damped Newton on k independent smooth convex problems at once.
 
     Args:
@@ -84,7 +90,7 @@ def batched_newton(derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, 
         t = np.ones(rows.size)
         trial = x[rows] + step
         g_new, H_new = derivs(trial, rows)
-        for _h in range(MAX_HALVINGS):           # rarely entered: the full step is accepted
+        for _h in range(MAX_HALVINGS):  # rarely entered: the full step is accepted
             bad = 0.5 * np.einsum("kd,kd->k", g_new, g_new) > (1.0 - ARMIJO * t) * merit
             if not bad.any():
                 break
@@ -97,9 +103,14 @@ def batched_newton(derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, 
     return x, iters, grad_inf
 
 
-def batched_sphere_newton(derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
-                          x0: np.ndarray, radius: float, tol: float, *, max_iter: int = 50
-                          ) -> tuple[np.ndarray, np.ndarray]:
+def batched_sphere_newton(
+    derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    x0: np.ndarray,
+    radius: float,
+    tol: float,
+    *,
+    max_iter: int = 50,
+) -> tuple[np.ndarray, np.ndarray]:
     """Minimise k smooth convex problems on the sphere ‖x‖ = radius (their minimisers over the
     ball, when the unconstrained ones lie outside) by Newton on the KKT system ∇f + μx = 0,
     (‖x‖² − radius²)/2 = 0: one batched solve of the (k, d+1, d+1) bordered Hessians per
@@ -118,15 +129,19 @@ def batched_sphere_newton(derivs: Callable[[np.ndarray, np.ndarray], tuple[np.nd
     x = radius * x0 / np.maximum(np.linalg.norm(x0, axis=1, keepdims=True), 1e-300)
     rows = np.arange(k)
     g, H = derivs(x, rows)
-    mu = np.maximum(0.0, -np.einsum("kd,kd->k", x, g) / radius ** 2)
+    mu = np.maximum(0.0, -np.einsum("kd,kd->k", x, g) / radius**2)
     ok = np.zeros(k, dtype=bool)
 
     def residual(x, g, mu):
-        return np.concatenate([g + mu[:, None] * x, 0.5 * (np.einsum("kd,kd->k", x, x) - radius ** 2)[:, None]], axis=1)
+        return np.concatenate(
+            [g + mu[:, None] * x, 0.5 * (np.einsum("kd,kd->k", x, x) - radius**2)[:, None]], axis=1
+        )
 
     r = residual(x, g, mu)
     for it in range(max_iter + 1):
-        done = (np.abs(r[:, :d]).max(axis=1) <= tol) & (np.abs(np.linalg.norm(x[rows], axis=1) - radius) <= tol)
+        done = (np.abs(r[:, :d]).max(axis=1) <= tol) & (
+            np.abs(np.linalg.norm(x[rows], axis=1) - radius) <= tol
+        )
         ok[rows[done]] = mu[done] >= 0
         live = ~done
         rows, g, H, mu, r = rows[live], g[live], H[live], mu[live], r[live]

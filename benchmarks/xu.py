@@ -63,6 +63,7 @@ engine uses XLA's threads and the runner's concurrent chunks. The load average i
 the machine may be shared. ``--quick``: 4 replicates, few SciPy lanes, one warm re-run;
 its ratios are not representative.
 """
+
 from __future__ import annotations
 
 import math
@@ -80,8 +81,14 @@ import scipy.optimize  # imported here, outside every timing
 
 from benchmarks import binomial
 from benchmarks.vectorised import batched_newton
-from dpsim.estimators.debiased_m import (SOLVER_TOL, SUM_PENALTY, _with_sum_penalty, debiased_m_estimator,
-                                         ridge_lambda, win_value_matrix)
+from dpsim.estimators.debiased_m import (
+    SOLVER_TOL,
+    SUM_PENALTY,
+    _with_sum_penalty,
+    debiased_m_estimator,
+    ridge_lambda,
+    win_value_matrix,
+)
 from dpsim.estimators.btl_mle import btl_objective
 from dpsim.solvers import _backtrack
 from dpsim.experiments.xu import methods, model
@@ -103,19 +110,27 @@ TARGETS = {"engine_vs_vectorised": {"compiled": 5.0}, "engine_vs_scipy": {"compi
 
 @dataclass(frozen=True)
 class Config:
-    reps: int            # replicates per grid point (A, C)
-    warm_runs: int       # A: warm re-runs (best kept)
-    scipy_lanes: int     # A: replicates timed in the NumPy/SciPy loop (spread over the grid)
-    agreement: int       # G: replicates compared
-    cli_run: bool        # C: time `dpsim run xu-fig4` in a fresh process
-    bound_lanes: int     # P: SciPy-loop replicates timed per profiled cell
+    reps: int  # replicates per grid point (A, C)
+    warm_runs: int  # A: warm re-runs (best kept)
+    scipy_lanes: int  # A: replicates timed in the NumPy/SciPy loop (spread over the grid)
+    agreement: int  # G: replicates compared
+    cli_run: bool  # C: time `dpsim run xu-fig4` in a fresh process
+    bound_lanes: int  # P: SciPy-loop replicates timed per profiled cell
 
 
-FULL = Config(reps=100, warm_runs=harness.WARM_RUNS, scipy_lanes=480, agreement=48, cli_run=True, bound_lanes=40)
+FULL = Config(
+    reps=100,
+    warm_runs=harness.WARM_RUNS,
+    scipy_lanes=480,
+    agreement=48,
+    cli_run=True,
+    bound_lanes=40,
+)
 QUICK = Config(reps=4, warm_runs=1, scipy_lanes=24, agreement=6, cli_run=True, bound_lanes=2)
 
 
 # ----------------------------------------------------------------------------- NumPy / SciPy
+
 
 def pairs(m: int):
     return np.triu_indices(m, 1)
@@ -132,8 +147,14 @@ def objective_and_gradient(theta, zbar, lam, i, j, m):
 
 def scipy_fit(zbar, lam, m):
     i, j = pairs(m)
-    return scipy.optimize.minimize(objective_and_gradient, np.zeros(m), args=(zbar, lam, i, j, m), jac=True,
-                                   method="L-BFGS-B", options={"gtol": 1e-9, "ftol": 1e-15, "maxiter": 10_000})
+    return scipy.optimize.minimize(
+        objective_and_gradient,
+        np.zeros(m),
+        args=(zbar, lam, i, j, m),
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": 1e-9, "ftol": 1e-15, "maxiter": 10_000},
+    )
 
 
 def kendall_half(theta_hat, theta, tol=1e-9):
@@ -199,18 +220,26 @@ def scipy_lane(lane: Lane) -> dict:
     res = scipy_fit(zbar, lam, m)
     est = res.x - res.x.mean()
     err = est - theta
-    return {"linf": float(np.abs(err).max()), "l2_rms": float(np.sqrt(np.mean(err ** 2))),
-            "kendall": kendall_half(est, theta), "top_k_hamming": expected_hamming(est, theta, m // 2),
-            "nit": int(res.nit), "grad_inf": float(np.abs(res.jac).max())}
+    return {
+        "linf": float(np.abs(err).max()),
+        "l2_rms": float(np.sqrt(np.mean(err**2))),
+        "kendall": kendall_half(est, theta),
+        "top_k_hamming": expected_hamming(est, theta, m // 2),
+        "nit": int(res.nit),
+        "grad_inf": float(np.abs(res.jac).max()),
+    }
 
 
 def scipy_lanes(n_lanes: int, seed: int = 0) -> list[Lane]:
     """``n_lanes`` replicates spread evenly over the Scenario III grid (m, L, Δ)."""
-    grid = [(m, L, g) for m in scenarios.FIG4_M for L in scenarios.FIG4_L for g in scenarios.FIG4_GAP]
+    grid = [
+        (m, L, g) for m in scenarios.FIG4_M for L in scenarios.FIG4_L for g in scenarios.FIG4_GAP
+    ]
     return [Lane(*grid[k % len(grid)], seed=seed * 100_003 + k) for k in range(n_lanes)]
 
 
 # ----------------------------------------------------------------------------- vectorised NumPy
+
 
 def incidence(m: int) -> tuple[np.ndarray, np.ndarray]:
     """(B (M, m) with +1 at i and −1 at j for pair e = (i, j) in triu order, B2 (M, m·m) the
@@ -221,7 +250,9 @@ def incidence(m: int) -> tuple[np.ndarray, np.ndarray]:
     return B, (B[:, :, None] * B[:, None, :]).reshape(i.size, m * m)
 
 
-def vectorised_fit(zbar: np.ndarray, lam: float, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def vectorised_fit(
+    zbar: np.ndarray, lam: float, m: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Eq. (3) for R replicates at once by :func:`benchmarks.vectorised.batched_newton`, with the
     engine's sum penalty (μ/2)(1ᵀθ)² (same minimiser) and its tolerance ‖∇‖∞ ≤ 1e-10·m.
 
@@ -237,7 +268,9 @@ def vectorised_fit(zbar: np.ndarray, lam: float, m: int) -> tuple[np.ndarray, np
         hess = ((s * (1.0 - s)) @ B2).reshape(-1, m, m) + ridge
         return grad, hess
 
-    theta, iters, grad_inf = batched_newton(derivs, np.zeros((zbar.shape[0], m)), SOLVER_TOL * max(1, m))
+    theta, iters, grad_inf = batched_newton(
+        derivs, np.zeros((zbar.shape[0], m)), SOLVER_TOL * max(1, m)
+    )
     return theta - theta.mean(axis=1, keepdims=True), iters, grad_inf
 
 
@@ -256,8 +289,12 @@ def vectorised_scores(est: np.ndarray, theta: np.ndarray, k: int, tol: float = 1
     p_in = np.clip(k - above, 0, ties) / ties
     true_top = np.argsort(-theta, axis=1)[:, :k]
     hamming = (k - np.take_along_axis(p_in, true_top, axis=1).sum(axis=1)) / k
-    return {"linf": np.abs(err).max(axis=1), "l2_rms": np.sqrt(np.mean(err ** 2, axis=1)),
-            "kendall": kendall, "top_k_hamming": hamming}
+    return {
+        "linf": np.abs(err).max(axis=1),
+        "l2_rms": np.sqrt(np.mean(err**2, axis=1)),
+        "kendall": kendall,
+        "top_k_hamming": hamming,
+    }
 
 
 def vectorised_cell(rng, m: int, L: int, gap: float, reps: int) -> dict:
@@ -273,25 +310,39 @@ def vectorised_cell(rng, m: int, L: int, gap: float, reps: int) -> dict:
 def vectorised_workload(reps: int, seed: int = 0) -> list[dict]:
     """The whole Scenario III grid, ``reps`` replicates per cell, cell by cell (``reps`` ≥ 1)."""
     rng = np.random.default_rng(seed)
-    return [vectorised_cell(rng, m, L, g, reps)
-            for m in scenarios.FIG4_M for L in scenarios.FIG4_L for g in scenarios.FIG4_GAP]
+    return [
+        vectorised_cell(rng, m, L, g, reps)
+        for m in scenarios.FIG4_M
+        for L in scenarios.FIG4_L
+        for g in scenarios.FIG4_GAP
+    ]
 
 
 def time_vectorised(reps: int) -> tuple[dict, list]:
     """The vectorised baseline on the whole workload (not extrapolated): one item = the grid."""
-    return harness.time_baseline(harness.Baseline(VECTORISED, vectorised_workload, fits_per_item=48 * reps,
-                                                  note="replicates of a cell batched"), [reps])
+    return harness.time_baseline(
+        harness.Baseline(
+            VECTORISED,
+            vectorised_workload,
+            fits_per_item=48 * reps,
+            note="replicates of a cell batched",
+        ),
+        [reps],
+    )
 
 
 # ----------------------------------------------------------------------------- sections
 
+
 def engine_diagnostics(rows) -> dict:
-    return {"converged_fraction": float(rows["converged"].astype(bool).mean()),
-            "newton_iterations_mean": float(rows["iterations"].mean()),
-            "newton_iterations_max": int(rows["iterations"].max())}
+    return {
+        "converged_fraction": float(rows["converged"].astype(bool).mean()),
+        "newton_iterations_mean": float(rows["iterations"].mean()),
+        "newton_iterations_max": int(rows["iterations"].max()),
+    }
 
 
-SPLIT_MICRO = 32   # A: the micro-batch of the vmapped warm run (what $DPSIM_MICRO_BATCH=32 gives)
+SPLIT_MICRO = 32  # A: the micro-batch of the vmapped warm run (what $DPSIM_MICRO_BATCH=32 gives)
 
 
 @contextmanager
@@ -311,6 +362,7 @@ def timed_host_stages():
                 return fn(*args, **kwargs)
             finally:
                 found[name] += time.perf_counter() - t0
+
         return call
 
     runner.fingerprint = timed(originals[0], "fingerprint_s")
@@ -330,9 +382,16 @@ def engine_split(reps: int, micro_batch: int | None = None) -> dict:
     with timed_host_stages() as host:
         run = harness.run_engine(FIG4, reps, fits_method="m_est", micro_batch=micro_batch)
     other = run["wall_s"] - run["busy_s"] - sum(host.values())
-    return {"micro_batch": micro_batch, "wall_s": run["wall_s"], "cpu_s": run["cpu_s"], **host,
-            "chunks_busy_s": run["busy_s"], "chunks_compute_s": run["compute_s"], "other_host_s": max(0.0, other),
-            "batching": run["batching"]}
+    return {
+        "micro_batch": micro_batch,
+        "wall_s": run["wall_s"],
+        "cpu_s": run["cpu_s"],
+        **host,
+        "chunks_busy_s": run["busy_s"],
+        "chunks_compute_s": run["compute_s"],
+        "other_host_s": max(0.0, other),
+        "batching": run["batching"],
+    }
 
 
 def vectorised_cpu_seconds(reps: int) -> float:
@@ -346,26 +405,51 @@ def vectorised_cpu_seconds(reps: int) -> float:
 def split_table(splits: list[dict], vectorised_s: float) -> str:
     return harness.format_table(
         "where the engine's warm run goes (one more warm run each, wall seconds; CPU: all threads)",
-        ("micro-batch", "wall s", "CPU s", "fingerprint s", "cell tables s", "fsync s", "chunks busy s",
-         "other host s", "vectorised ÷ engine wall"),
-        [[s["micro_batch"] or "policy", s["wall_s"], s["cpu_s"], s["fingerprint_s"], s["cell_tables_s"], s["fsync_s"],
-          s["chunks_busy_s"], s["other_host_s"], vectorised_s / s["wall_s"]] for s in splits],
-        (None, "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}×"))
+        (
+            "micro-batch",
+            "wall s",
+            "CPU s",
+            "fingerprint s",
+            "cell tables s",
+            "fsync s",
+            "chunks busy s",
+            "other host s",
+            "vectorised ÷ engine wall",
+        ),
+        [
+            [
+                s["micro_batch"] or "policy",
+                s["wall_s"],
+                s["cpu_s"],
+                s["fingerprint_s"],
+                s["cell_tables_s"],
+                s["fsync_s"],
+                s["chunks_busy_s"],
+                s["other_host_s"],
+                vectorised_s / s["wall_s"],
+            ]
+            for s in splits
+        ],
+        (None, "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}×"),
+    )
 
 
 def section_a(bench: harness.Bench) -> dict:
     cfg = bench.cfg
-    engine = harness.measure_engine(FIG4, cfg.reps, warm_runs=cfg.warm_runs, fits_method="m_est",
-                                    describe=engine_diagnostics)
-    splits = [engine_split(cfg.reps)]         # right after the runs that compiled its programs
-    micro = harness.measure_engine(FIG4, cfg.reps, warm_runs=cfg.warm_runs, fits_method="m_est",
-                                   micro_batch=SPLIT_MICRO)
+    engine = harness.measure_engine(
+        FIG4, cfg.reps, warm_runs=cfg.warm_runs, fits_method="m_est", describe=engine_diagnostics
+    )
+    splits = [engine_split(cfg.reps)]  # right after the runs that compiled its programs
+    micro = harness.measure_engine(
+        FIG4, cfg.reps, warm_runs=cfg.warm_runs, fits_method="m_est", micro_batch=SPLIT_MICRO
+    )
     splits.append(engine_split(cfg.reps, SPLIT_MICRO))
     lanes = scipy_lanes(cfg.scipy_lanes)
-    scipy_lane(lanes[-1])   # warm-up, untimed (first calls of NumPy's generator and SciPy)
-    stats, outputs = harness.time_baseline(harness.Baseline(SCIPY, scipy_lane, note="one replicate per item"),
-                                           lanes)
-    vectorised_workload(1, seed=1)   # warm-up, untimed
+    scipy_lane(lanes[-1])  # warm-up, untimed (first calls of NumPy's generator and SciPy)
+    stats, outputs = harness.time_baseline(
+        harness.Baseline(SCIPY, scipy_lane, note="one replicate per item"), lanes
+    )
+    vectorised_workload(1, seed=1)  # warm-up, untimed
     vec, vec_out = time_vectorised(cfg.reps)
     vec_iters = np.concatenate([c["iterations"] for c in vec_out[0]])
     vec_grads = np.concatenate([c["grad_inf"] for c in vec_out[0]])
@@ -373,33 +457,69 @@ def section_a(bench: harness.Bench) -> dict:
     runs = {"engine run_experiment, cold": engine["cold"]}
     if engine["warm"] is not None:
         runs[f"engine, warm re-run (best of {cfg.warm_runs})"] = engine["warm"]
-    harness.print_table(harness.contender_table(
-        f"xu Fig. 4 (Scenario III), {cfg.reps} reps: {total} replicates (draw, RR release, fit, score)",
-        runs, {SCIPY: stats, VECTORISED: vec}, total))
-    targets = {(mode, name): value for name, key in ((SCIPY, "engine_vs_scipy"), (VECTORISED, "engine_vs_vectorised"))
-               for mode, value in TARGETS[key].items()}
-    rows = harness.compare({"cold": engine["fits_per_s"], "compiled": engine["fits_per_s_excl_compile"],
-                            f"compiled, micro-batch {SPLIT_MICRO}": micro["fits_per_s_excl_compile"]},
-                           {SCIPY: stats["fits_per_s"], VECTORISED: vec["fits_per_s"]}, targets=targets)
-    harness.print_table(harness.comparison_table("engine ÷ baselines (replicates per second)", rows))
+    harness.print_table(
+        harness.contender_table(
+            f"xu Fig. 4 (Scenario III), {cfg.reps} reps: {total} replicates (draw, RR release, fit, score)",
+            runs,
+            {SCIPY: stats, VECTORISED: vec},
+            total,
+        )
+    )
+    targets = {
+        (mode, name): value
+        for name, key in ((SCIPY, "engine_vs_scipy"), (VECTORISED, "engine_vs_vectorised"))
+        for mode, value in TARGETS[key].items()
+    }
+    rows = harness.compare(
+        {
+            "cold": engine["fits_per_s"],
+            "compiled": engine["fits_per_s_excl_compile"],
+            f"compiled, micro-batch {SPLIT_MICRO}": micro["fits_per_s_excl_compile"],
+        },
+        {SCIPY: stats["fits_per_s"], VECTORISED: vec["fits_per_s"]},
+        targets=targets,
+    )
+    harness.print_table(
+        harness.comparison_table("engine ÷ baselines (replicates per second)", rows)
+    )
     harness.print_table(split_table(splits, vec["wall_s"]))
     cpu = vectorised_cpu_seconds(cfg.reps)
-    cpu_ratios = {"policy": cpu / engine["warm"]["cpu_s"] if engine["warm"] else None,
-                  f"micro-batch {SPLIT_MICRO}": cpu / micro["warm"]["cpu_s"] if micro["warm"] else None}
-    print(f"CPU seconds (all threads; the wall ratio's counterpart on a shared machine): vectorised NumPy {cpu:.3f} "
-          f"s; vectorised ÷ engine warm: " + ", ".join(f"{k} {v:.2f}×" for k, v in cpu_ratios.items() if v))
+    cpu_ratios = {
+        "policy": cpu / engine["warm"]["cpu_s"] if engine["warm"] else None,
+        f"micro-batch {SPLIT_MICRO}": cpu / micro["warm"]["cpu_s"] if micro["warm"] else None,
+    }
+    print(
+        f"CPU seconds (all threads; the wall ratio's counterpart on a shared machine): vectorised NumPy {cpu:.3f} "
+        f"s; vectorised ÷ engine warm: "
+        + ", ".join(f"{k} {v:.2f}×" for k, v in cpu_ratios.items() if v)
+    )
     nit = [o["nit"] for o in outputs]
     grads = [o["grad_inf"] for o in outputs]
-    print(f"SciPy: L-BFGS-B iterations mean {np.mean(nit):.1f}, final ‖∇‖∞ median {np.median(grads):.1e}, max "
-          f"{np.max(grads):.1e}; vectorised: Newton iterations mean {vec_iters.mean():.2f}, max {vec_iters.max()}, "
-          f"final ‖∇‖∞ max {vec_grads.max():.1e}; one process, one BLAS thread. Engine: Newton iterations mean "
-          f"{engine['cold']['newton_iterations_mean']:.2f}, converged {100 * engine['cold']['converged_fraction']:.1f}%")
-    return {"reps": cfg.reps, "total_replicates": total, "engine": engine, "scipy": stats,
-            "scipy_lbfgs_iterations_mean": float(np.mean(nit)), "scipy_grad_inf_max": float(np.max(grads)),
-            "vectorised": {**vec, "newton_iterations_mean": float(vec_iters.mean()),
-                           "newton_iterations_max": int(vec_iters.max()), "grad_inf_max": float(vec_grads.max())},
-            "engine_micro_batch": {"micro_batch": SPLIT_MICRO, **micro}, "split": splits,
-            "vectorised_cpu_s": cpu, "cpu_ratio_vectorised_over_engine_warm": cpu_ratios, "comparison": rows}
+    print(
+        f"SciPy: L-BFGS-B iterations mean {np.mean(nit):.1f}, final ‖∇‖∞ median {np.median(grads):.1e}, max "
+        f"{np.max(grads):.1e}; vectorised: Newton iterations mean {vec_iters.mean():.2f}, max {vec_iters.max()}, "
+        f"final ‖∇‖∞ max {vec_grads.max():.1e}; one process, one BLAS thread. Engine: Newton iterations mean "
+        f"{engine['cold']['newton_iterations_mean']:.2f}, converged {100 * engine['cold']['converged_fraction']:.1f}%"
+    )
+    return {
+        "reps": cfg.reps,
+        "total_replicates": total,
+        "engine": engine,
+        "scipy": stats,
+        "scipy_lbfgs_iterations_mean": float(np.mean(nit)),
+        "scipy_grad_inf_max": float(np.max(grads)),
+        "vectorised": {
+            **vec,
+            "newton_iterations_mean": float(vec_iters.mean()),
+            "newton_iterations_max": int(vec_iters.max()),
+            "grad_inf_max": float(vec_grads.max()),
+        },
+        "engine_micro_batch": {"micro_batch": SPLIT_MICRO, **micro},
+        "split": splits,
+        "vectorised_cpu_s": cpu,
+        "cpu_ratio_vectorised_over_engine_warm": cpu_ratios,
+        "comparison": rows,
+    }
 
 
 def dense_newton_fit(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = 50):
@@ -436,11 +556,15 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -
     sizes, eps = jnp.asarray([L]), jnp.asarray([EPS])
     lam = float(ridge_lambda(eps, sizes))
     cell = {"n_items": m, "n_users": int(L), "gap": gap, "eps": EPS}
-    win_cell, release_cell = (Cell({k: jnp.asarray(v)[None] for k, v in laws(cell).items()}, jnp.int32(0))
-                              for laws in (model.ladder_win_laws, model.ladder_release_laws))
+    win_cell, release_cell = (
+        Cell({k: jnp.asarray(v)[None] for k, v in laws(cell).items()}, jnp.int32(0))
+        for laws in (model.ladder_win_laws, model.ladder_release_laws)
+    )
     lanes = {
         "raw wins (tables)": lambda k, r: model.ladder_counts(k, r, win_cell, L),
-        "RR release (tables)": lambda k, r: debiased_rr_mean(model.ladder_counts(k, r, release_cell, L), sizes, eps),
+        "RR release (tables)": lambda k, r: debiased_rr_mean(
+            model.ladder_counts(k, r, release_cell, L), sizes, eps
+        ),
         "fit": lambda z: debiased_m_estimator(z, lam).theta,
         DENSE_FIT: lambda z: dense_newton_fit(z, lam),
         "metrics": lambda e, t: methods.scores(e, t, m // 2),
@@ -451,8 +575,15 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -
     wins = stages["raw wins"](keys, theta)
     zbar = stages["RR release"](keys, wins)
     est = stages["fit"](zbar)
-    args = {"raw wins (tables)": (keys, ladder), "RR release (tables)": (keys, ladder), "raw wins": (keys, theta),
-            "RR release": (keys, wins), "fit": (zbar,), DENSE_FIT: (zbar,), "metrics": (est, theta)}
+    args = {
+        "raw wins (tables)": (keys, ladder),
+        "RR release (tables)": (keys, ladder),
+        "raw wins": (keys, theta),
+        "RR release": (keys, wins),
+        "fit": (zbar,),
+        DENSE_FIT: (zbar,),
+        "metrics": (est, theta),
+    }
     out, one_lane = {}, {}
     for name, fn in stages.items():
         jax.block_until_ready(fn(*args[name]))
@@ -461,13 +592,22 @@ def lane_profile(m: int, L: float = 400.0, gap: float = 0.1, micro: int = 200) -
             single = jax.jit(lambda *a, f=lanes[name]: jax.lax.map(lambda x: f(*x), a))
             jax.block_until_ready(single(*args[name]))
             one_lane[name] = 1e3 * harness.best_of(lambda: single(*args[name]), repeats=5) / micro
-    return {"m": m, "L": L, "micro_batch": micro, "ms_per_replicate": out, "ms_per_replicate_one_lane": one_lane}
+    return {
+        "m": m,
+        "L": L,
+        "micro_batch": micro,
+        "ms_per_replicate": out,
+        "ms_per_replicate_one_lane": one_lane,
+    }
 
 
-BINOMIAL_STAGES = ("raw wins", "RR release")   # P: the draws by jax.random.binomial, beside the tables' path
+BINOMIAL_STAGES = (
+    "raw wins",
+    "RR release",
+)  # P: the draws by jax.random.binomial, beside the tables' path
 DENSE_FIT = "fit (dense Cholesky Newton, a design tried)"
-ASIDE_STAGES = (*BINOMIAL_STAGES, DENSE_FIT)      # P: timed beside the engine's path, not in "all"
-PROFILE_REPS = 200     # P: replicates per timed call, engine (vmapped) and vectorised NumPy alike
+ASIDE_STAGES = (*BINOMIAL_STAGES, DENSE_FIT)  # P: timed beside the engine's path, not in "all"
+PROFILE_REPS = 200  # P: replicates per timed call, engine (vmapped) and vectorised NumPy alike
 
 
 def vectorised_profile(m: int, L: int = 400, gap: float = 0.1, reps: int = 200) -> dict:
@@ -480,10 +620,20 @@ def vectorised_profile(m: int, L: int = 400, gap: float = 0.1, reps: int = 200) 
     n1 = raw_wins(rng, theta, L)
     zbar = rr_zbar(rng, n1, L)
     est = vectorised_fit(zbar, lam, m)[0]
-    stages = {"raw wins": lambda: raw_wins(rng, theta, L), "RR release": lambda: rr_zbar(rng, n1, L),
-              "fit": lambda: vectorised_fit(zbar, lam, m), "metrics": lambda: vectorised_scores(est, theta, m // 2)}
-    return {"m": m, "L": L, "reps": reps,
-            "ms_per_replicate": {name: 1e3 * harness.best_of(fn, repeats=5) / reps for name, fn in stages.items()}}
+    stages = {
+        "raw wins": lambda: raw_wins(rng, theta, L),
+        "RR release": lambda: rr_zbar(rng, n1, L),
+        "fit": lambda: vectorised_fit(zbar, lam, m),
+        "metrics": lambda: vectorised_scores(est, theta, m // 2),
+    }
+    return {
+        "m": m,
+        "L": L,
+        "reps": reps,
+        "ms_per_replicate": {
+            name: 1e3 * harness.best_of(fn, repeats=5) / reps for name, fn in stages.items()
+        },
+    }
 
 
 def sampler_costs(m: int = 30, L: int = 400, reps: int = PROFILE_REPS) -> dict:
@@ -495,12 +645,19 @@ def sampler_costs(m: int = 30, L: int = 400, reps: int = PROFILE_REPS) -> dict:
     consumes (``jax.random.uniform``, jitted)."""
     shape = (reps, m * (m - 1) // 2)
     probs = np.random.default_rng(m).uniform(0.2, 0.8, shape)
-    costs = binomial.ns_per_draw({"jax.random.binomial": jax.random.binomial}, np.full(shape, float(L)), probs,
-                                 repeats=10, seed=m)
+    costs = binomial.ns_per_draw(
+        {"jax.random.binomial": jax.random.binomial},
+        np.full(shape, float(L)),
+        probs,
+        repeats=10,
+        seed=m,
+    )
     two_uniforms = jax.jit(lambda k: jax.random.uniform(k, (2, *shape), dtype=jnp.float64))
     key, draws = jax.random.key(m), math.prod(shape)
-    jax.block_until_ready(two_uniforms(key))                  # compiled before the timing
-    costs["2 threefry uniforms (one BTRS try)"] = 1e9 * harness.best_of(lambda: two_uniforms(key), repeats=10) / draws
+    jax.block_until_ready(two_uniforms(key))  # compiled before the timing
+    costs["2 threefry uniforms (one BTRS try)"] = (
+        1e9 * harness.best_of(lambda: two_uniforms(key), repeats=10) / draws
+    )
     return {"m": m, "L": L, "draws": draws, "ns_per_draw": costs}
 
 
@@ -509,7 +666,9 @@ def loop_ms_per_replicate(m: int, L: int = 400, gap: float = 0.1, lanes: int = 2
     replicates run one after another (:func:`benchmarks.harness.time_baseline`, after one
     untimed replicate)."""
     scipy_lane(Lane(m, L, gap, lanes))
-    stats, _ = harness.time_baseline(harness.Baseline(SCIPY, scipy_lane), [Lane(m, L, gap, s) for s in range(lanes)])
+    stats, _ = harness.time_baseline(
+        harness.Baseline(SCIPY, scipy_lane), [Lane(m, L, gap, s) for s in range(lanes)]
+    )
     return stats["ms_per_fit"]
 
 
@@ -524,13 +683,18 @@ def binomial_bound(row: dict, numpy_row: dict, costs: dict, loop_ms: float | Non
     draws = 3 * m * (m - 1) // 2
     engine_ms = row["ms_per_replicate"]["raw wins"] + row["ms_per_replicate"]["RR release"]
     numpy_total = sum(numpy_row["ms_per_replicate"].values())
-    return {"m": m, "binomials_per_replicate": draws,
-            "jax_sampler_ms": draws * costs["ns_per_draw"]["jax.random.binomial"] * 1e-6,
-            "numpy_sampler_ms": draws * costs["ns_per_draw"]["NumPy Generator.binomial"] * 1e-6,
-            "engine_binomial_stages_ms": engine_ms, "vectorised_total_ms": numpy_total,
-            "max_ratio_with_jax_sampler": numpy_total / engine_ms,
-            "budget_ms_for_target": numpy_total / TARGETS["engine_vs_vectorised"]["compiled"],
-            "loop_ms": loop_ms, "max_loop_ratio_with_jax_sampler": None if loop_ms is None else loop_ms / engine_ms}
+    return {
+        "m": m,
+        "binomials_per_replicate": draws,
+        "jax_sampler_ms": draws * costs["ns_per_draw"]["jax.random.binomial"] * 1e-6,
+        "numpy_sampler_ms": draws * costs["ns_per_draw"]["NumPy Generator.binomial"] * 1e-6,
+        "engine_binomial_stages_ms": engine_ms,
+        "vectorised_total_ms": numpy_total,
+        "max_ratio_with_jax_sampler": numpy_total / engine_ms,
+        "budget_ms_for_target": numpy_total / TARGETS["engine_vs_vectorised"]["compiled"],
+        "loop_ms": loop_ms,
+        "max_loop_ratio_with_jax_sampler": None if loop_ms is None else loop_ms / engine_ms,
+    }
 
 
 def section_p(bench: harness.Bench) -> dict:
@@ -541,39 +705,121 @@ def section_p(bench: harness.Bench) -> dict:
         total = sum(ms for stage, ms in r["ms_per_replicate"].items() if stage not in ASIDE_STAGES)
         v_total = sum(v["ms_per_replicate"].values())
         for stage, ms in [*r["ms_per_replicate"].items(), ("all", total)]:
-            v_ms = v_total if stage == "all" else v["ms_per_replicate"][
-                "fit" if stage == DENSE_FIT else stage.replace(" (tables)", "")]
-            label = (f"{stage} (jax.random.binomial, not in all)" if stage in BINOMIAL_STAGES
-                     else f"{stage}, not in all" if stage == DENSE_FIT else stage)
-            one = (sum(ms for k, ms in r["ms_per_replicate_one_lane"].items() if k not in ASIDE_STAGES)
-                   if stage == "all" else r["ms_per_replicate_one_lane"].get(stage))
-            table.append([f"m = {r['m']}, L = {r['L']:g} ({r['micro_batch']} replicates vmapped)", label, ms, ms / total,
-                          one, v_ms, v_ms / ms])
-    harness.print_table(harness.format_table(
-        f"where a replicate's time goes (compile excluded): engine stages jitted, {PROFILE_REPS} replicates "
-        f"vmapped in one call, against the vectorised NumPy baseline's same stages ({PROFILE_REPS} replicates of "
-        "a cell in arrays)",
-        ("workload", "stage", "engine ms", "share", "engine ms, one lane at a time", "vectorised ms",
-         "vectorised ÷ engine time"),
-        table, (None, None, "{:.4f}", "{:.0%}", "{:.4f}", "{:.4f}", "{:.2f}")))
+            v_ms = (
+                v_total
+                if stage == "all"
+                else v["ms_per_replicate"][
+                    "fit" if stage == DENSE_FIT else stage.replace(" (tables)", "")
+                ]
+            )
+            label = (
+                f"{stage} (jax.random.binomial, not in all)"
+                if stage in BINOMIAL_STAGES
+                else f"{stage}, not in all"
+                if stage == DENSE_FIT
+                else stage
+            )
+            one = (
+                sum(ms for k, ms in r["ms_per_replicate_one_lane"].items() if k not in ASIDE_STAGES)
+                if stage == "all"
+                else r["ms_per_replicate_one_lane"].get(stage)
+            )
+            table.append(
+                [
+                    f"m = {r['m']}, L = {r['L']:g} ({r['micro_batch']} replicates vmapped)",
+                    label,
+                    ms,
+                    ms / total,
+                    one,
+                    v_ms,
+                    v_ms / ms,
+                ]
+            )
+    harness.print_table(
+        harness.format_table(
+            f"where a replicate's time goes (compile excluded): engine stages jitted, {PROFILE_REPS} replicates "
+            f"vmapped in one call, against the vectorised NumPy baseline's same stages ({PROFILE_REPS} replicates of "
+            "a cell in arrays)",
+            (
+                "workload",
+                "stage",
+                "engine ms",
+                "share",
+                "engine ms, one lane at a time",
+                "vectorised ms",
+                "vectorised ÷ engine time",
+            ),
+            table,
+            (None, None, "{:.4f}", "{:.0%}", "{:.4f}", "{:.4f}", "{:.2f}"),
+        )
+    )
     costs = sampler_costs()
-    harness.print_table(harness.format_table(
-        f"binomial samplers on section P's m = {costs['m']} raw-win array ({costs['draws']} draws, count "
-        f"{costs['L']}, p ~ Unif(0.2, 0.8))", ("sampler", "ns per draw"),
-        [[name, ns] for name, ns in costs["ns_per_draw"].items()], (None, "{:.1f}")))
-    bounds = [binomial_bound(r, v, costs, loop_ms_per_replicate(r["m"], int(r["L"]), lanes=bench.cfg.bound_lanes))
-              for r, v in zip(rows, numpy_rows)]
-    harness.print_table(harness.format_table(
-        "what exact binomial draws allow: a baseline's whole time per replicate ÷ the engine's binomial stages "
-        "alone (fit, metrics and host free), against the vectorised target's time budget",
-        ("m", "binomials", "JAX sampler ms", "NumPy sampler ms", "engine binomial stages ms", "vectorised total ms",
-         "most ahead of vectorised", f"budget for {TARGETS['engine_vs_vectorised']['compiled']:g}× (ms)",
-         "SciPy loop ms", "most ahead of the loop"),
-        [[b["m"], b["binomials_per_replicate"], b["jax_sampler_ms"], b["numpy_sampler_ms"],
-          b["engine_binomial_stages_ms"], b["vectorised_total_ms"], b["max_ratio_with_jax_sampler"],
-          b["budget_ms_for_target"], b["loop_ms"], b["max_loop_ratio_with_jax_sampler"]] for b in bounds],
-        (None, None, "{:.4f}", "{:.4f}", "{:.4f}", "{:.4f}", "{:.2f}×", "{:.4f}", "{:.3f}", "{:.1f}×")))
-    return {"rows": rows, "vectorised_rows": numpy_rows, "sampler_costs": costs, "binomial_bound": bounds}
+    harness.print_table(
+        harness.format_table(
+            f"binomial samplers on section P's m = {costs['m']} raw-win array ({costs['draws']} draws, count "
+            f"{costs['L']}, p ~ Unif(0.2, 0.8))",
+            ("sampler", "ns per draw"),
+            [[name, ns] for name, ns in costs["ns_per_draw"].items()],
+            (None, "{:.1f}"),
+        )
+    )
+    bounds = [
+        binomial_bound(
+            r, v, costs, loop_ms_per_replicate(r["m"], int(r["L"]), lanes=bench.cfg.bound_lanes)
+        )
+        for r, v in zip(rows, numpy_rows)
+    ]
+    harness.print_table(
+        harness.format_table(
+            "what exact binomial draws allow: a baseline's whole time per replicate ÷ the engine's binomial stages "
+            "alone (fit, metrics and host free), against the vectorised target's time budget",
+            (
+                "m",
+                "binomials",
+                "JAX sampler ms",
+                "NumPy sampler ms",
+                "engine binomial stages ms",
+                "vectorised total ms",
+                "most ahead of vectorised",
+                f"budget for {TARGETS['engine_vs_vectorised']['compiled']:g}× (ms)",
+                "SciPy loop ms",
+                "most ahead of the loop",
+            ),
+            [
+                [
+                    b["m"],
+                    b["binomials_per_replicate"],
+                    b["jax_sampler_ms"],
+                    b["numpy_sampler_ms"],
+                    b["engine_binomial_stages_ms"],
+                    b["vectorised_total_ms"],
+                    b["max_ratio_with_jax_sampler"],
+                    b["budget_ms_for_target"],
+                    b["loop_ms"],
+                    b["max_loop_ratio_with_jax_sampler"],
+                ]
+                for b in bounds
+            ],
+            (
+                None,
+                None,
+                "{:.4f}",
+                "{:.4f}",
+                "{:.4f}",
+                "{:.4f}",
+                "{:.2f}×",
+                "{:.4f}",
+                "{:.3f}",
+                "{:.1f}×",
+            ),
+        )
+    )
+    return {
+        "rows": rows,
+        "vectorised_rows": numpy_rows,
+        "sampler_costs": costs,
+        "binomial_bound": bounds,
+    }
 
 
 def section_g(bench: harness.Bench) -> dict:
@@ -588,34 +834,67 @@ def section_g(bench: harness.Bench) -> dict:
         lam = baseline_lambda(lane.L)
         engine = np.asarray(fit(jnp.asarray(zbar), lam).theta)
         res = scipy_fit(zbar, lam, lane.m)
-        diffs = {"scipy": float(np.abs(engine - (res.x - res.x.mean())).max()),
-                 "vectorised": float(np.abs(engine - vectorised_fit(zbar[None], lam, lane.m)[0][0]).max())}
+        diffs = {
+            "scipy": float(np.abs(engine - (res.x - res.x.mean())).max()),
+            "vectorised": float(
+                np.abs(engine - vectorised_fit(zbar[None], lam, lane.m)[0][0]).max()
+            ),
+        }
         row = by_m.setdefault(lane.m, {"scipy": 0.0, "vectorised": 0.0})
         for name, diff in diffs.items():
             worst[name], row[name] = max(worst[name], diff), max(row[name], diff)
-    harness.print_table(harness.format_table(
-        "agreement on the same z̄: max |θ̂_engine − θ̂_other|", ("m", "SciPy", "vectorised NumPy"),
-        [[m, d["scipy"], d["vectorised"]] for m, d in sorted(by_m.items())], ("{}", "{:.1e}", "{:.1e}")))
-    return {"replicates": bench.cfg.agreement, "max_abs_diff": worst["scipy"],
-            "max_abs_diff_vectorised": worst["vectorised"], "by_m": {str(k): v for k, v in by_m.items()}}
+    harness.print_table(
+        harness.format_table(
+            "agreement on the same z̄: max |θ̂_engine − θ̂_other|",
+            ("m", "SciPy", "vectorised NumPy"),
+            [[m, d["scipy"], d["vectorised"]] for m, d in sorted(by_m.items())],
+            ("{}", "{:.1e}", "{:.1e}"),
+        )
+    )
+    return {
+        "replicates": bench.cfg.agreement,
+        "max_abs_diff": worst["scipy"],
+        "max_abs_diff_vectorised": worst["vectorised"],
+        "by_m": {str(k): v for k, v in by_m.items()},
+    }
 
 
 def section_c(bench: harness.Bench) -> dict:
     if not bench.cfg.cli_run:
         return {}
     with tempfile.TemporaryDirectory(prefix="dpsim-bench-") as tmp:
-        out = harness.time_cli(["run", "xu-fig4", "--reps", str(bench.cfg.reps), "--out", f"{tmp}/run",
-                                "--no-progress"], cache="off")
-    harness.print_table(harness.format_table(
-        f"`dpsim run xu-fig4 --reps {bench.cfg.reps}` in a fresh process, no compilation cache",
-        ("process s", "compile s", "compiles"),
-        [[out["process_wall_s"], out["call"]["compile_s"], out["call"]["compiles"]]], ("{:.1f}", "{:.1f}", "{}")))
-    return {"process_wall_s": out["process_wall_s"], "compile_s": out["call"]["compile_s"],
-            "compiles": out["call"]["compiles"], "returncode": out["returncode"]}
+        out = harness.time_cli(
+            [
+                "run",
+                "xu-fig4",
+                "--reps",
+                str(bench.cfg.reps),
+                "--out",
+                f"{tmp}/run",
+                "--no-progress",
+            ],
+            cache="off",
+        )
+    harness.print_table(
+        harness.format_table(
+            f"`dpsim run xu-fig4 --reps {bench.cfg.reps}` in a fresh process, no compilation cache",
+            ("process s", "compile s", "compiles"),
+            [[out["process_wall_s"], out["call"]["compile_s"], out["call"]["compiles"]]],
+            ("{:.1f}", "{:.1f}", "{}"),
+        )
+    )
+    return {
+        "process_wall_s": out["process_wall_s"],
+        "compile_s": out["call"]["compile_s"],
+        "compiles": out["call"]["compiles"],
+        "returncode": out["returncode"],
+    }
 
 
 SECTIONS = (
-    harness.Section("A", "xu Fig. 4 (Scenario III): engine vs NumPy/SciPy loop vs vectorised NumPy", section_a),
+    harness.Section(
+        "A", "xu Fig. 4 (Scenario III): engine vs NumPy/SciPy loop vs vectorised NumPy", section_a
+    ),
     harness.Section("P", "where a replicate's time goes", section_p),
     harness.Section("G", "agreement with SciPy and the vectorised baseline", section_g),
     harness.Section("C", "dpsim run xu-fig4 in a fresh process", section_c),
@@ -623,8 +902,15 @@ SECTIONS = (
 
 
 def main(argv=None) -> dict:
-    return harness.main(PAPER, SECTIONS, full=FULL, quick=QUICK, targets=TARGETS, argv=argv,
-                        description=__doc__.splitlines()[0])
+    return harness.main(
+        PAPER,
+        SECTIONS,
+        full=FULL,
+        quick=QUICK,
+        targets=TARGETS,
+        argv=argv,
+        description=__doc__.splitlines()[0],
+    )
 
 
 if __name__ == "__main__":

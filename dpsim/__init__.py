@@ -15,6 +15,7 @@ equations; "docs/cai.md, Errata and modes (E3)" is a section of the project's pa
 paper (docs/<paper>.md: the model, the mechanisms and estimators as implemented, the
 predictions checked, and each erratum with the mode chosen for it).
 """
+
 import jax
 
 jax.config.update("jax_enable_x64", True)
@@ -22,13 +23,33 @@ jax.config.update("jax_enable_x64", True)
 __version__ = "0.3.0"
 
 # The Python API (dpsim.api), imported on first use so that ``import dpsim`` stays light.
-API = ("run", "load", "Results", "experiment_named", "show", "catalog", "pins", "verify", "Verification", "solve",
-       "checks_for", "Method", "Experiment", "report", "info", "repair", "merge", "audit", "plan")
+API = (
+    "run",
+    "load",
+    "Results",
+    "experiment_named",
+    "show",
+    "catalog",
+    "pins",
+    "verify",
+    "Verification",
+    "solve",
+    "checks_for",
+    "Method",
+    "Experiment",
+    "report",
+    "info",
+    "repair",
+    "merge",
+    "audit",
+    "plan",
+)
 
 
 def __getattr__(name):
     if name in API:
         import importlib
+
         return getattr(importlib.import_module("dpsim.api"), name)
     raise AttributeError(f"module 'dpsim' has no attribute {name!r}")
 

@@ -22,6 +22,7 @@ Bad input raises the one-line :class:`~dpsim.errors.UsageError` the command prin
 anything is written. The command's subcommands call these functions and only format what
 they return.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,21 @@ import pandas as pd
 from dpsim.errors import UsageError, did_you_mean, note, stage_failed, traceback_wanted
 from dpsim.engine.definition.experiment import Experiment, Method
 
-__all__ = ["run", "load", "Results", "experiment_named", "show", "catalog", "pins", "verify", "Verification", "solve",
-           "checks_for", "Method", "Experiment"]
+__all__ = [
+    "run",
+    "load",
+    "Results",
+    "experiment_named",
+    "show",
+    "catalog",
+    "pins",
+    "verify",
+    "Verification",
+    "solve",
+    "checks_for",
+    "Method",
+    "Experiment",
+]
 
 
 # ------------------------------------------------------------------------------------- experiments
@@ -56,6 +70,7 @@ def _resolved(experiment_or_name) -> tuple[Experiment, str | None]:
     and :func:`load` find the experiment again (a paper module or ``path.py:NAME``; None for
     an experiment defined where no file holds it, e.g. a notebook cell)."""
     from dpsim.engine.registry import experiment as resolve
+
     if isinstance(experiment_or_name, Experiment):
         return experiment_or_name, source_of(experiment_or_name)
     if isinstance(experiment_or_name, (str, Path)):
@@ -70,6 +85,7 @@ def source_of(experiment: Experiment) -> str | None:
     included: guard its own run with ``if __name__ == "__main__":``, since ``dpsim plot``
     imports the file again), else None (defined in a notebook or an interactive session)."""
     from dpsim.engine.registry import experiment as resolve
+
     try:
         found, source = resolve(experiment.name)
         if found is experiment:
@@ -79,8 +95,10 @@ def source_of(experiment: Experiment) -> str | None:
     holders = []
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None) or ""
-        if not path.endswith(".py") or (module.__name__.split(".")[0] == "dpsim"
-                                        and not module.__name__.startswith("dpsim_study_")):
+        if not path.endswith(".py") or (
+            module.__name__.split(".")[0] == "dpsim"
+            and not module.__name__.startswith("dpsim_study_")
+        ):
             continue
         if any(value is experiment for value in list(vars(module).values())):
             holders.append((module.__name__ in ("__main__", "__mp_main__"), path))
@@ -108,16 +126,22 @@ def checks_for(experiment: Experiment, checks: Sequence | None = None) -> list:
     import dataclasses
 
     from dpsim.engine.registry import installed
+
     base = experiment.extends
     if checks is None:
         if not base:
-            raise UsageError(f"experiment {experiment.name!r} extends no experiment (made by with_methods), "
-                             f"so it has no paper's checks to take")
+            raise UsageError(
+                f"experiment {experiment.name!r} extends no experiment (made by with_methods), "
+                f"so it has no paper's checks to take"
+            )
         checks = [c for c in installed().checks.values() if c.experiment == base]
     moved = []
     for check in checks:
-        name = (experiment.name + check.name[len(base):] if base and check.name.startswith(base)
-                else f"{experiment.name}:{check.name}")
+        name = (
+            experiment.name + check.name[len(base) :]
+            if base and check.name.startswith(base)
+            else f"{experiment.name}:{check.name}"
+        )
         moved.append(dataclasses.replace(check, name=name, experiment=experiment.name))
     return moved
 
@@ -130,9 +154,12 @@ def overrides_of(overrides: Mapping[str, Any]) -> dict[str, list]:
         UsageError: a value that is neither (e.g. a dict, None, an empty sequence).
     """
     import numpy as np
+
     out = {}
     for axis, value in overrides.items():
-        if isinstance(value, (str, bytes, int, float, np.generic)) and not isinstance(value, np.ndarray):
+        if isinstance(value, (str, bytes, int, float, np.generic)) and not isinstance(
+            value, np.ndarray
+        ):
             values = [value.item() if isinstance(value, np.generic) else value]
         elif isinstance(value, (list, tuple, range, np.ndarray, pd.Series, pd.Index)):
             values = [v.item() if isinstance(v, np.generic) else v for v in list(value)]
@@ -162,28 +189,71 @@ def show(target, *, estimate: bool = False) -> dict:
     from dpsim.engine.definition.axes import axis_type
     from dpsim.engine.presentation.describe import describe
     from dpsim.engine.registry import page_of
+
     experiment, source = _resolved(target)
-    axes = pd.DataFrame([{"axis": a, "kind": experiment.kind(a), "default": list(values),
-                          "doc": axis_type(a, experiment.axis_types).doc,
-                          "choices": tuple(axis_type(a, experiment.axis_types).choices or ())}
-                         for a, values in experiment.axes.items()])
-    derived = pd.DataFrame([{"names": tuple(d.names), "level": d.level, "doc": d.doc} for d in experiment.derived],
-                           columns=["names", "level", "doc"])
-    methods = pd.DataFrame([{"method": name, "label": m.label or name, "doc": m.doc, "metrics": tuple(m.metrics),
-                             "diagnostics": dict(m.diagnostics), "solver": m.has_solver}
-                            for name, m in experiment.methods.items()])
+    axes = pd.DataFrame(
+        [
+            {
+                "axis": a,
+                "kind": experiment.kind(a),
+                "default": list(values),
+                "doc": axis_type(a, experiment.axis_types).doc,
+                "choices": tuple(axis_type(a, experiment.axis_types).choices or ()),
+            }
+            for a, values in experiment.axes.items()
+        ]
+    )
+    derived = pd.DataFrame(
+        [{"names": tuple(d.names), "level": d.level, "doc": d.doc} for d in experiment.derived],
+        columns=["names", "level", "doc"],
+    )
+    methods = pd.DataFrame(
+        [
+            {
+                "method": name,
+                "label": m.label or name,
+                "doc": m.doc,
+                "metrics": tuple(m.metrics),
+                "diagnostics": dict(m.diagnostics),
+                "solver": m.has_solver,
+            }
+            for name, m in experiment.methods.items()
+        ]
+    )
     page = page_of(target) if isinstance(target, str) else ""
     spec = experiment.figure
-    figure = None if spec is None else {"title": spec.title, "x": spec.x, "curve": spec.curve,
-                                        "panels": [(p.metric, p.method) for p in spec.panels]}
-    shown = {"name": experiment.name, "title": experiment.title, "description": experiment.description,
-            "source": source, "reps": experiment.reps, "axes": axes, "derived": derived, "methods": methods,
-            "figure": figure, "page": page, "lines": describe(experiment, source or "", page), "experiment": experiment}
+    figure = (
+        None
+        if spec is None
+        else {
+            "title": spec.title,
+            "x": spec.x,
+            "curve": spec.curve,
+            "panels": [(p.metric, p.method) for p in spec.panels],
+        }
+    )
+    shown = {
+        "name": experiment.name,
+        "title": experiment.title,
+        "description": experiment.description,
+        "source": source,
+        "reps": experiment.reps,
+        "axes": axes,
+        "derived": derived,
+        "methods": methods,
+        "figure": figure,
+        "page": page,
+        "lines": describe(experiment, source or "", page),
+        "experiment": experiment,
+    }
     from dpsim.engine.presentation.describe import default_plan, estimate_seconds
-    default = default_plan(experiment)          # planned once, for the memory line and the estimate
+
+    default = default_plan(experiment)  # planned once, for the memory line and the estimate
     shown["memory"] = default.memory_line()
     if estimate:
-        shown["estimated_seconds"], shown["estimate_how"] = estimate_seconds(experiment, plan=default)
+        shown["estimated_seconds"], shown["estimate_how"] = estimate_seconds(
+            experiment, plan=default
+        )
     return shown
 
 
@@ -201,9 +271,12 @@ def plan(experiment_or_name, *, reps: int | None = None, seed: int = 0, out=None
         UsageError: a bad name, axis, value or option (one line).
     """
     from dpsim.engine.execution.runner import plan_run
+
     experiment, _ = _resolved(experiment_or_name)
     target = Path(out) if out is not None else Path("runs") / experiment.name
-    return plan_run(experiment, reps=reps, seed=seed, out=target, overrides=overrides_of(overrides) or None)
+    return plan_run(
+        experiment, reps=reps, seed=seed, out=target, overrides=overrides_of(overrides) or None
+    )
 
 
 def catalog(target: str | None = None) -> dict[str, pd.DataFrame]:
@@ -222,10 +295,13 @@ def catalog(target: str | None = None) -> dict[str, pd.DataFrame]:
     """
     from dpsim.engine.presentation.describe import compact_grid
     from dpsim.engine.registry import catalogue, is_study
+
     found = catalogue(target if target and is_study(target) else None)
     name = target if target and not is_study(target) else None
     if name:
-        found.select("experiments", [name], "paper or experiment")     # unknown: one line, with a suggestion
+        found.select(
+            "experiments", [name], "paper or experiment"
+        )  # unknown: one line, with a suggestion
 
     def chosen(kind):
         return found.select(kind, [], kind) if name is None else found.matching(kind, name)
@@ -234,18 +310,51 @@ def catalog(target: str | None = None) -> dict[str, pd.DataFrame]:
         return found.paper_of[kind].get(item.name, "")
 
     return {
-        "experiments": pd.DataFrame([{"name": e.name, "paper": paper("experiments", e), "reps": e.reps,
-                                      "title": e.title, "grid": compact_grid(e), "source": found.source.get(e.name)}
-                                     for e in chosen("experiments")],
-                                    columns=["name", "paper", "reps", "title", "grid", "source"]),
-        "checks": pd.DataFrame([{"name": c.name, "paper": paper("checks", c), "experiment": c.experiment,
-                                 "description": c.description} for c in chosen("checks")],
-                               columns=["name", "paper", "experiment", "description"]),
-        "audits": pd.DataFrame([{"name": a.name, "paper": paper("audits", a), "description": a.description}
-                                for a in chosen("audits")], columns=["name", "paper", "description"]),
-        "mutants": pd.DataFrame([{"name": m.name, "paper": paper("mutants", m), "experiments": tuple(m.experiments),
-                                  "description": m.description} for m in chosen("mutants")],
-                                columns=["name", "paper", "experiments", "description"]),
+        "experiments": pd.DataFrame(
+            [
+                {
+                    "name": e.name,
+                    "paper": paper("experiments", e),
+                    "reps": e.reps,
+                    "title": e.title,
+                    "grid": compact_grid(e),
+                    "source": found.source.get(e.name),
+                }
+                for e in chosen("experiments")
+            ],
+            columns=["name", "paper", "reps", "title", "grid", "source"],
+        ),
+        "checks": pd.DataFrame(
+            [
+                {
+                    "name": c.name,
+                    "paper": paper("checks", c),
+                    "experiment": c.experiment,
+                    "description": c.description,
+                }
+                for c in chosen("checks")
+            ],
+            columns=["name", "paper", "experiment", "description"],
+        ),
+        "audits": pd.DataFrame(
+            [
+                {"name": a.name, "paper": paper("audits", a), "description": a.description}
+                for a in chosen("audits")
+            ],
+            columns=["name", "paper", "description"],
+        ),
+        "mutants": pd.DataFrame(
+            [
+                {
+                    "name": m.name,
+                    "paper": paper("mutants", m),
+                    "experiments": tuple(m.experiments),
+                    "description": m.description,
+                }
+                for m in chosen("mutants")
+            ],
+            columns=["name", "paper", "experiments", "description"],
+        ),
     }
 
 
@@ -265,29 +374,49 @@ def pins(target: str | None = None) -> pd.DataFrame:
     """
     from dpsim.engine.presentation.describe import PIN_FIELDS, pin_rows
     from dpsim.engine.registry import catalogue, is_study
+
     study = bool(target) and is_study(target)
     found = catalogue(target if study else None)
     if study:
         papers = [target.split(":")[0]]
     elif target:
         if target not in found.papers:
-            raise UsageError(f"unknown paper {target!r}{did_you_mean(target, found.papers)}; "
-                             f"the papers are {', '.join(found.papers)}")
+            raise UsageError(
+                f"unknown paper {target!r}{did_you_mean(target, found.papers)}; "
+                f"the papers are {', '.join(found.papers)}"
+            )
         papers = [target]
     else:
         papers = list(found.papers)
 
     def of(kind, paper):
-        return [item for name, item in getattr(found, kind).items() if found.paper_of[kind].get(name) == paper]
+        return [
+            item
+            for name, item in getattr(found, kind).items()
+            if found.paper_of[kind].get(name) == paper
+        ]
 
-    rows = [row for paper in papers for row in pin_rows(paper, found.components.get(paper, {}), of("checks", paper),
-                                                         of("mutants", paper))]
+    rows = [
+        row
+        for paper in papers
+        for row in pin_rows(
+            paper, found.components.get(paper, {}), of("checks", paper), of("mutants", paper)
+        )
+    ]
     return pd.DataFrame(rows, columns=list(PIN_FIELDS))
 
 
 # ------------------------------------------------------------------------------------- run and load
-def run(experiment_or_name, *, reps: int | None = None, seed: int = 0, out=None, executor=None,
-        progress: bool = True, **overrides) -> "Results":
+def run(
+    experiment_or_name,
+    *,
+    reps: int | None = None,
+    seed: int = 0,
+    out=None,
+    executor=None,
+    progress: bool = True,
+    **overrides,
+) -> "Results":
     """Run (or resume) an experiment, as ``dpsim run``; returns its folder's results.
 
     Args:
@@ -310,25 +439,39 @@ def run(experiment_or_name, *, reps: int | None = None, seed: int = 0, out=None,
     from dpsim.engine.execution.executors import Executor
     from dpsim.engine.execution.executors import executor as make_executor
     from dpsim.engine.execution.runner import run_experiment
+
     experiment, source = _resolved(experiment_or_name)
     values = overrides_of(overrides)
     if isinstance(out, str) and not out.strip():
         raise UsageError("out='' names no folder; give a path, or None for runs/<experiment>")
     target = Path(out) if out is not None else Path("runs") / experiment.name
     if source is None:
-        note(f"{experiment.name} is defined in this session only: `dpsim plot {target}` will not find it "
-             f"(define it in a study file to plot from the command line; here use Results.plot)")
+        note(
+            f"{experiment.name} is defined in this session only: `dpsim plot {target}` will not find it "
+            f"(define it in a study file to plot from the command line; here use Results.plot)"
+        )
 
     def go(chosen):
-        return run_experiment(experiment, reps=reps, seed=seed, out=target, overrides=values or None,
-                              progress=progress, source=source, executor=chosen)
+        return run_experiment(
+            experiment,
+            reps=reps,
+            seed=seed,
+            out=target,
+            overrides=values or None,
+            progress=progress,
+            source=source,
+            executor=chosen,
+        )
+
     if executor is None or isinstance(executor, Executor):
         go(executor)
     elif isinstance(executor, str):
         with make_executor(executor) as chosen:
             go(chosen)
     else:
-        raise UsageError(f"executor={executor!r}: name one ('local' or 'ray') or pass an executor object")
+        raise UsageError(
+            f"executor={executor!r}: name one ('local' or 'ray') or pass an executor object"
+        )
     return Results(target, experiment)
 
 
@@ -343,6 +486,7 @@ def load(folder, experiment: Experiment | None = None) -> "Results":
         UsageError: the folder holds no dpsim run.
     """
     from dpsim.engine.storage.store import read_manifest
+
     out = Path(folder)
     if not out.is_dir() or read_manifest(out) is None:
         raise UsageError(f"{str(folder)!r} holds no dpsim run (no manifest.json)")
@@ -354,6 +498,7 @@ def info(folder) -> dict:
     (:func:`dpsim.engine.storage.folder.folder_info`): experiment, seed, code fingerprint, commit and
     dirty flag, versions, requests, replicate lanes stored of planned, damage and warnings."""
     from dpsim.engine.storage.folder import folder_info
+
     return folder_info(folder)
 
 
@@ -362,6 +507,7 @@ def repair(folder) -> dict:
     (``*.corrupt``, kept), a lost or damaged manifest rebuilt from the parts; nothing computed.
     Returns what was done (:func:`dpsim.engine.storage.folder.repair_folder`)."""
     from dpsim.engine.storage.folder import repair_folder
+
     return repair_folder(folder)
 
 
@@ -370,17 +516,32 @@ def merge(out, folders: Sequence) -> "Results":
     ``out`` (a lane stored twice with the same rows is kept once; different rows, experiments,
     seeds or code are refused in one line). Returns the merged folder's results."""
     from dpsim.engine.storage.merge import merge_folders
+
     if not str(out).strip():
         raise UsageError("the merged folder is empty: name a folder")
     merge_folders(str(out), [str(f) for f in folders], experiment_of)
     return Results(Path(out), None)
 
 
-AUDIT_COLUMNS = ("audit", "mechanism", "mode", "eps", "delta", "exact_loss", "empirical_loss", "empirical_se",
-                 "within_budget", "empirically_consistent", "known_violation", "detail")
+AUDIT_COLUMNS = (
+    "audit",
+    "mechanism",
+    "mode",
+    "eps",
+    "delta",
+    "exact_loss",
+    "empirical_loss",
+    "empirical_se",
+    "within_budget",
+    "empirically_consistent",
+    "known_violation",
+    "detail",
+)
 
 
-def audit(*names: str, eps: Sequence[float] = (0.5, 1.0, 2.0), samples: int = 200_000, seed: int = 0) -> pd.DataFrame:
+def audit(
+    *names: str, eps: Sequence[float] = (0.5, 1.0, 2.0), samples: int = 200_000, seed: int = 0
+) -> pd.DataFrame:
     """``dpsim audit``: each selected privacy audit (a paper's ``AUDITS``; all by default) at
     each ε: the exact privacy loss on worst-case neighbours against the claimed ε, and its
     estimate from ``samples`` draws of the mechanism.
@@ -395,6 +556,7 @@ def audit(*names: str, eps: Sequence[float] = (0.5, 1.0, 2.0), samples: int = 20
 
     from dpsim.engine.definition.axes import validate_value
     from dpsim.engine.registry import installed
+
     eps_values = [validate_value("eps", e) for e in eps]
     if any(e == float("inf") for e in eps_values):
         raise UsageError("eps=inf has no privacy loss to audit")
@@ -403,11 +565,22 @@ def audit(*names: str, eps: Sequence[float] = (0.5, 1.0, 2.0), samples: int = 20
     rows = []
     for number, chosen in enumerate(installed().select("audits", list(names), "audit")):
         for r in chosen.run(jax.random.fold_in(jax.random.key(seed), number), eps_values, samples):
-            rows.append({"audit": chosen.name, "mechanism": r.mechanism, "mode": r.mode, "eps": r.eps,
-                         "delta": r.delta, "exact_loss": r.exact_loss, "empirical_loss": r.empirical_loss,
-                         "empirical_se": r.empirical_se, "within_budget": r.within_budget,
-                         "empirically_consistent": r.empirically_consistent,
-                         "known_violation": r.known_violation, "detail": r.detail})
+            rows.append(
+                {
+                    "audit": chosen.name,
+                    "mechanism": r.mechanism,
+                    "mode": r.mode,
+                    "eps": r.eps,
+                    "delta": r.delta,
+                    "exact_loss": r.exact_loss,
+                    "empirical_loss": r.empirical_loss,
+                    "empirical_se": r.empirical_se,
+                    "within_budget": r.within_budget,
+                    "empirically_consistent": r.empirically_consistent,
+                    "known_violation": r.known_violation,
+                    "detail": r.detail,
+                }
+            )
     return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS))
 
 
@@ -419,11 +592,14 @@ def experiment_of(manifest: Mapping) -> Experiment:
         UsageError: neither finds it (e.g. it was defined in a notebook: pass it to :func:`load`).
     """
     from dpsim.engine.storage.folder import experiment_of as found_again
+
     try:
         return found_again(manifest)
     except UsageError as exc:
-        raise UsageError(f"the experiment of this folder cannot be found again ({exc}); "
-                         f"pass it: dpsim.load(folder, experiment=...)") from None
+        raise UsageError(
+            f"the experiment of this folder cannot be found again ({exc}); "
+            f"pass it: dpsim.load(folder, experiment=...)"
+        ) from None
 
 
 @dataclass
@@ -446,12 +622,16 @@ class Results:
         self.out = Path(self.out)
 
     def __repr__(self) -> str:
-        return f"Results({self.manifest.get('experiment', '?')!r}, out={str(self.out)!r}" + \
-            ("" if self.complete else ", incomplete") + ")"
+        return (
+            f"Results({self.manifest.get('experiment', '?')!r}, out={str(self.out)!r}"
+            + ("" if self.complete else ", incomplete")
+            + ")"
+        )
 
     @property
     def manifest(self) -> dict:
         from dpsim.engine.storage.store import read_manifest
+
         return read_manifest(self.out) or {}
 
     @property
@@ -467,23 +647,34 @@ class Results:
     @property
     def table(self) -> pd.DataFrame:
         from dpsim.engine.storage.store import load_results
+
         if self._table is None:
             if not self.complete:
-                note(f"{self.out} holds an incomplete run (interrupted or still running): its rows so far; "
-                     f"run it again to finish it")
+                note(
+                    f"{self.out} holds an incomplete run (interrupted or still running): its rows so far; "
+                    f"run it again to finish it"
+                )
             self._table = load_results(self.out)
         return self._table
 
     def _declared_metrics(self) -> list[str] | None:
         from dpsim.engine.presentation.summary import declared_metrics
+
         try:
             return declared_metrics(self.experiment)
         except UsageError:
             return None
 
-    def summary(self, metric: str | None = None, by: Sequence[str] | None = None,
-                where: Mapping[str, Any] | None = None, slope=None, *, pool: Sequence[str] = (),
-                cli: bool = False) -> pd.DataFrame:
+    def summary(
+        self,
+        metric: str | None = None,
+        by: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        slope=None,
+        *,
+        pool: Sequence[str] = (),
+        cli: bool = False,
+    ) -> pd.DataFrame:
         """Means with 95% intervals per method and group, or log–log slopes: the numbers
         ``dpsim summary`` prints (:func:`dpsim.engine.presentation.summary.summary_table`,
         :func:`~dpsim.engine.presentation.summary.slope_table`).
@@ -498,15 +689,37 @@ class Results:
             cli: word errors in ``dpsim summary``'s options.
         """
         from dpsim.engine.presentation.summary import slope_table, summary_table
+
         chosen = overrides_of(where) if where else None
         pool = (pool,) if isinstance(pool, str) else tuple(pool)
         if slope is not None:
             return slope_table(self.table, slope, where=chosen, pool=pool, cli=cli)
-        by = [by] if isinstance(by, str) else None if by is None else [b for b in by if b != "method"]
-        return summary_table(self.table, metric, by, where=chosen, pool=pool, metrics=self._declared_metrics(), cli=cli)
+        by = (
+            [by]
+            if isinstance(by, str)
+            else None
+            if by is None
+            else [b for b in by if b != "method"]
+        )
+        return summary_table(
+            self.table,
+            metric,
+            by,
+            where=chosen,
+            pool=pool,
+            metrics=self._declared_metrics(),
+            cli=cli,
+        )
 
-    def plot(self, metric: str | None = None, where: Mapping[str, Any] | None = None, logy: bool | None = None,
-             *, to=None, save: bool = False) -> list:
+    def plot(
+        self,
+        metric: str | None = None,
+        where: Mapping[str, Any] | None = None,
+        logy: bool | None = None,
+        *,
+        to=None,
+        save: bool = False,
+    ) -> list:
         """The experiment's figure(s) of these rows, in the paper's layout (one per value of an
         axis the figure does not map), as ``dpsim plot``.
 
@@ -522,9 +735,17 @@ class Results:
         """
         chosen = overrides_of(where) if where else None
         if to is not None or save:
-            return draw_folder(self.out, self.experiment, None if to is None else Path(to), where=chosen,
-                               metric=metric, logy=logy, table=self.table)
+            return draw_folder(
+                self.out,
+                self.experiment,
+                None if to is None else Path(to),
+                where=chosen,
+                metric=metric,
+                logy=logy,
+                table=self.table,
+            )
         from dpsim.engine.presentation.plots import draw_figures
+
         spec = _figure_spec(self.experiment, self.table, chosen, metric, logy)
         return [drawn.figure for drawn in draw_figures(_rows(self.table, chosen), spec)]
 
@@ -554,27 +775,39 @@ def report(paths, out=None) -> Path:
             nothing is written then.
     """
     from dpsim.engine.presentation.report import write_report
+
     return write_report(paths, out)
 
 
 def _rows(table: pd.DataFrame, where) -> pd.DataFrame:
     from dpsim.engine.presentation.plots import filter_rows
+
     return filter_rows(table, where) if where else table
 
 
 def _figure_spec(experiment: Experiment, table: pd.DataFrame, where, metric, logy):
     from dpsim.engine.presentation.plots import metric_spec, with_logy
+
     if experiment.figure is None:
         raise UsageError(f"experiment {experiment.name!r} defines no figure")
     from dpsim.engine.presentation.plots import titled
+
     rows = _rows(table, where)
     declared = titled(experiment.figure, experiment.title)
     spec = metric_spec(rows, declared, metric) if metric else declared
     return with_logy(spec, logy)
 
 
-def draw_folder(out: Path, experiment: Experiment, to: Path | None = None, *, where: dict | None = None,
-                metric: str | None = None, logy: bool | None = None, table: pd.DataFrame | None = None) -> list[Path]:
+def draw_folder(
+    out: Path,
+    experiment: Experiment,
+    to: Path | None = None,
+    *,
+    where: dict | None = None,
+    metric: str | None = None,
+    logy: bool | None = None,
+    table: pd.DataFrame | None = None,
+) -> list[Path]:
     """Draw the experiment's figure(s) from a run folder's table: PNG, PDF and the plotted
     points as CSV, beside each other (several figures when an axis the figure does not map
     has several values), to ``to`` or ``out/figure``; ``where``, ``metric`` and ``logy`` are
@@ -584,6 +817,7 @@ def draw_folder(out: Path, experiment: Experiment, to: Path | None = None, *, wh
     option is a UsageError raised before anything is written."""
     from dpsim.engine.presentation.plots import draw_figures, save_figure
     from dpsim.engine.storage.store import load_results
+
     if experiment.figure is None:
         return []
     table = load_results(out) if table is None else table
@@ -594,7 +828,7 @@ def draw_folder(out: Path, experiment: Experiment, to: Path | None = None, *, wh
             paths += save_figure(drawn, to or out / "figure")
     except (UsageError, OSError):
         raise
-    except Exception as exc:         # e.g. a FigureSpec's labels that do not fit its axes: one line
+    except Exception as exc:  # e.g. a FigureSpec's labels that do not fit its axes: one line
         if traceback_wanted():
             raise
         raise stage_failed(experiment.name, "figure", "", exc) from None
@@ -640,9 +874,20 @@ class Verification:
         return not (self.counts.get("FAIL") or self.counts.get("REFUSED") or survived)
 
 
-def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None, until_decided: bool = False,
-           budget: int | None = None, stages: int | None = None, mutants: bool | Sequence[str] = False,
-           progress: bool = True, echo=None, watchdog: float | None = None, cli: bool = False) -> Verification:
+def verify(
+    *targets,
+    runs="runs/verify",
+    seed: int = 0,
+    reps: int | None = None,
+    until_decided: bool = False,
+    budget: int | None = None,
+    stages: int | None = None,
+    mutants: bool | Sequence[str] = False,
+    progress: bool = True,
+    echo=None,
+    watchdog: float | None = None,
+    cli: bool = False,
+) -> Verification:
     """Run what the checks need (resuming) and judge them, as ``dpsim verify``.
 
     Args:
@@ -668,6 +913,7 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
     from dpsim.engine.judgement.verify import family_size, sequential_header
     from dpsim.engine.judgement.verify import verify as judge_checks
     from dpsim.engine.judgement.verify import verify_mutants
+
     sequential = _sequential(until_decided, budget, stages, bool(mutants), cli)
     names = [str(t) for t in targets if isinstance(t, (str, Path))]
     given = [t for t in targets if isinstance(t, Experiment)]
@@ -676,7 +922,7 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
     if study:
         names.remove(study)
     found = Catalogue()
-    found.update(catalogue(study))                 # a copy: the installed catalogue is shared
+    found.update(catalogue(study))  # a copy: the installed catalogue is shared
     for experiment in given:
         found.experiments[experiment.name] = experiment
         found.source[experiment.name] = source_of(experiment) or experiment.name
@@ -687,14 +933,20 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
         if not hasattr(check, "experiment") or not hasattr(check, "evaluate"):
             raise UsageError(f"verify: {check!r} is neither a name, an experiment nor a check")
         if check.experiment not in found.experiments:
-            raise UsageError(f"check {check.name!r} needs experiment {check.experiment!r}: pass it too, "
-                             f"dpsim.verify(experiment, *checks)")
+            raise UsageError(
+                f"check {check.name!r} needs experiment {check.experiment!r}: pass it too, "
+                f"dpsim.verify(experiment, *checks)"
+            )
         found.checks[check.name] = check
     if study and not names and not objects:
         names = [c.name for c in found.matching("checks", study.split(":")[0])]
         if not names:
             raise UsageError(f"study file {study!r} defines no checks")
-    selected = found.select("checks", _checks_of_experiments(found, names), "check") if names or not objects else []
+    selected = (
+        found.select("checks", _checks_of_experiments(found, names), "check")
+        if names or not objects
+        else []
+    )
     checks = {c.name: c for c in [*selected, *objects]}
     chosen = _selected_mutants(found, checks, mutants)
     echo = echo or ((lambda line: print(line, flush=True)) if progress else (lambda line: None))
@@ -703,24 +955,62 @@ def verify(*targets, runs="runs/verify", seed: int = 0, reps: int | None = None,
     def kept(line):
         lines.append(line)
         echo(line)
+
     family = family_size(checks.values())
-    results, counts = judge_checks(checks, found.experiments, [], runs=Path(runs), seed=seed, reps=reps,
-                                   progress=progress, watchdog=watchdog, sources=found.source, family=family,
-                                   sequential=sequential, solver=_check_solver, echo=kept)
-    table = pd.DataFrame([_verdict_row(r, checks[r.name]) for r in results], columns=VERDICT_COLUMNS)
+    results, counts = judge_checks(
+        checks,
+        found.experiments,
+        [],
+        runs=Path(runs),
+        seed=seed,
+        reps=reps,
+        progress=progress,
+        watchdog=watchdog,
+        sources=found.source,
+        family=family,
+        sequential=sequential,
+        solver=_check_solver,
+        echo=kept,
+    )
+    table = pd.DataFrame(
+        [_verdict_row(r, checks[r.name]) for r in results], columns=VERDICT_COLUMNS
+    )
     # the verdicts as data beside the runs: RUNS/verdicts.json, verdicts.csv (and the kill matrix)
     records = verdict_records(results, checks, family)
-    files = dict(rule=None if sequential is None else sequential_header(family, sequential), seed=seed, reps=reps)
+    files = dict(
+        rule=None if sequential is None else sequential_header(family, sequential),
+        seed=seed,
+        reps=reps,
+    )
     write_verdicts(Path(runs), records, **files)
     outcome = None
     if chosen is not None:
-        outcomes = verify_mutants(checks, found.experiments, chosen, results, runs=Path(runs), seed=seed, reps=reps,
-                                  family=family, progress=progress, watchdog=watchdog, sources=found.source,
-                                  solver=_check_solver, echo=kept)
-        outcome = pd.DataFrame([{"name": o.mutant, "killed": o.killed, "line": o.line()} for o in outcomes],
-                               columns=["name", "killed", "line"])
-        write_verdicts(Path(runs), records, **files, outcomes=outcomes,
-                       kills=kill_records(outcomes, chosen, checks, results))
+        outcomes = verify_mutants(
+            checks,
+            found.experiments,
+            chosen,
+            results,
+            runs=Path(runs),
+            seed=seed,
+            reps=reps,
+            family=family,
+            progress=progress,
+            watchdog=watchdog,
+            sources=found.source,
+            solver=_check_solver,
+            echo=kept,
+        )
+        outcome = pd.DataFrame(
+            [{"name": o.mutant, "killed": o.killed, "line": o.line()} for o in outcomes],
+            columns=["name", "killed", "line"],
+        )
+        write_verdicts(
+            Path(runs),
+            records,
+            **files,
+            outcomes=outcomes,
+            kills=kill_records(outcomes, chosen, checks, results),
+        )
     return Verification(table, dict(Counter(counts)), outcome, lines, records)
 
 
@@ -728,6 +1018,7 @@ def _sequential(until_decided: bool, budget, stages, mutants: bool, cli: bool):
     """The :class:`~dpsim.engine.judgement.verify.Sequential` rule asked for, or None; UsageError for
     a bad value or a combination it refuses (worded in the command's options with ``cli``)."""
     from dpsim.engine.judgement.verify import Sequential
+
     word = (lambda name: f"--{name.replace('_', '-')}") if cli else (lambda name: name)
     if not until_decided:
         extra = "budget" if budget is not None else "stages" if stages is not None else None
@@ -735,8 +1026,10 @@ def _sequential(until_decided: bool, budget, stages, mutants: bool, cli: bool):
             raise UsageError(f"{word(extra)} needs {word('until_decided')}")
         return None
     if mutants:
-        raise UsageError(f"{word('until_decided')} cannot be combined with "
-                         f"{'--mutants/--mutant' if cli else 'mutants'} (judge mutants at fixed replicates)")
+        raise UsageError(
+            f"{word('until_decided')} cannot be combined with "
+            f"{'--mutants/--mutant' if cli else 'mutants'} (judge mutants at fixed replicates)"
+        )
     return Sequential(**({} if stages is None else {"stages": stages}), budget=budget)
 
 
@@ -744,30 +1037,60 @@ def _selected_mutants(found, checks: Mapping, mutants):
     """The mutants asked for: every mutant of the checks' experiments (``mutants`` True), the
     named ones (a name or names), or None (False)."""
     from dpsim.engine.judgement.mutants import mutants_of
+
     if not mutants:
         return None
     relevant = mutants_of(found.mutants.values(), {c.experiment for c in checks.values()})
     if not isinstance(mutants, bool):
-        chosen = found.select("mutants", [mutants] if isinstance(mutants, str) else list(mutants), "mutant")
+        chosen = found.select(
+            "mutants", [mutants] if isinstance(mutants, str) else list(mutants), "mutant"
+        )
         outside = [m.name for m in chosen if m not in relevant]
         if outside:
-            raise UsageError(f"mutant {outside[0]!r} changes none of the selected checks' experiments")
+            raise UsageError(
+                f"mutant {outside[0]!r} changes none of the selected checks' experiments"
+            )
         relevant = chosen
     if not relevant:
         raise UsageError("no mutant changes the selected checks' experiments; see `dpsim list`")
     return relevant
 
 
-VERDICT_COLUMNS = ["name", "experiment", "verdict", "value", "low", "high", "region_low", "region_high", "predicted",
-                   "fitted", "evidence", "needed_reps", "claim", "note"]
+VERDICT_COLUMNS = [
+    "name",
+    "experiment",
+    "verdict",
+    "value",
+    "low",
+    "high",
+    "region_low",
+    "region_high",
+    "predicted",
+    "fitted",
+    "evidence",
+    "needed_reps",
+    "claim",
+    "note",
+]
 
 
 def _verdict_row(result, check) -> dict:
-    return {"name": result.name, "experiment": check.experiment, "verdict": result.verdict, "value": result.value,
-            "low": result.low, "high": result.high, "region_low": getattr(result, "region_low", math.nan),
-            "region_high": getattr(result, "region_high", math.nan), "predicted": result.predicted,
-            "fitted": result.fitted, "evidence": result.evidence, "needed_reps": result.needed_reps,
-            "claim": getattr(check, "description", ""), "note": result.note.strip()}
+    return {
+        "name": result.name,
+        "experiment": check.experiment,
+        "verdict": result.verdict,
+        "value": result.value,
+        "low": result.low,
+        "high": result.high,
+        "region_low": getattr(result, "region_low", math.nan),
+        "region_high": getattr(result, "region_high", math.nan),
+        "predicted": result.predicted,
+        "fitted": result.fitted,
+        "evidence": result.evidence,
+        "needed_reps": result.needed_reps,
+        "claim": getattr(check, "description", ""),
+        "note": result.note.strip(),
+    }
 
 
 def _checks_of_experiments(found, names: list[str]) -> list[str]:
@@ -788,13 +1111,34 @@ def _checks_of_experiments(found, names: list[str]) -> list[str]:
 def _check_solver(experiment, solve, *, out, seed, progress):
     """The roots table of a check's declared solve, computed (or replayed) by ``dpsim solve``'s back end."""
     from dpsim.engine.solving.solve import solve_experiment
-    return solve_experiment(experiment, axis=solve.axis, target=solve.target, within=solve.within,
-                            overrides=solve.override_dict() or None, seed=seed, out=out, progress=progress).table
+
+    return solve_experiment(
+        experiment,
+        axis=solve.axis,
+        target=solve.target,
+        within=solve.within,
+        overrides=solve.override_dict() or None,
+        seed=seed,
+        out=out,
+        progress=progress,
+    ).table
 
 
-def solve(experiment_or_name, *, axis: str, target: str, within: tuple[float, float] | None = None,
-          finder: str | None = None, level: float = 0.95, budget: int | None = None, seed: int = 0, out=None,
-          progress: bool = True, watchdog: float | None = None, **overrides):
+def solve(
+    experiment_or_name,
+    *,
+    axis: str,
+    target: str,
+    within: tuple[float, float] | None = None,
+    finder: str | None = None,
+    level: float = 0.95,
+    budget: int | None = None,
+    seed: int = 0,
+    out=None,
+    progress: bool = True,
+    watchdog: float | None = None,
+    **overrides,
+):
     """For every configuration of the other axes, the value of ``axis`` where the mean of a
     metric reaches a value, as ``dpsim solve``.
 
@@ -812,7 +1156,20 @@ def solve(experiment_or_name, *, axis: str, target: str, within: tuple[float, fl
         evaluated point, ``.out`` the folder.
     """
     from dpsim.engine.solving.solve import solve_experiment
+
     experiment, source = _resolved(experiment_or_name)
-    return solve_experiment(experiment, axis=axis, target=target, within=within, finder=finder,
-                            overrides=overrides_of(overrides) or None, seed=seed, out=out, level=level, budget=budget,
-                            progress=progress, source=source, watchdog=watchdog)
+    return solve_experiment(
+        experiment,
+        axis=axis,
+        target=target,
+        within=within,
+        finder=finder,
+        overrides=overrides_of(overrides) or None,
+        seed=seed,
+        out=out,
+        level=level,
+        budget=budget,
+        progress=progress,
+        source=source,
+        watchdog=watchdog,
+    )

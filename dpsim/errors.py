@@ -1,4 +1,5 @@
 """Errors the CLI reports as one line with a non-zero exit, and dpsim's warnings."""
+
 import os
 import warnings
 
@@ -33,9 +34,10 @@ def note(message: str) -> None:
 
 
 def did_you_mean(name: str, known, n: int = 2, cutoff: float = 0.6) -> str:
-    """", did you mean 'x'?" for the (at most ``n``) closest known names, or "" when none is
+    """ ", did you mean 'x'?" for the (at most ``n``) closest known names, or "" when none is
     close (``difflib`` similarity ≥ ``cutoff``)."""
     import difflib
+
     close = difflib.get_close_matches(name, list(known), n=n, cutoff=cutoff)
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
@@ -55,8 +57,10 @@ def stage_failed(experiment: str, stage: str, at, exc: BaseException) -> "UsageE
         at = ", ".join(f"{k}={v}" for k, v in at.items())
     message = " ".join(str(exc).split())
     place = f"at {at}; " if at else ""
-    return UsageError(f"experiment {experiment!r}: {stage} failed: {type(exc).__name__}: {message[:300]} "
-                      f"({place}dpsim --traceback … shows the whole trace)")
+    return UsageError(
+        f"experiment {experiment!r}: {stage} failed: {type(exc).__name__}: {message[:300]} "
+        f"({place}dpsim --traceback … shows the whole trace)"
+    )
 
 
 def call_stage(experiment: str, stage: str, at, fn, *args):

@@ -10,6 +10,7 @@ Graph reachability is used by estimators (both conditions above) and by mechanis
 sparsification graph is redrawn until connected, :mod:`dpsim.mechanisms.sparsify`), so it
 sits below both.
 """
+
 import jax
 import jax.numpy as jnp
 

@@ -21,6 +21,7 @@ a compiled CPU program that still contains a batched LAPACK call
 Limitation: functions wrapped by :func:`unbatched_on_cpu` are not differentiable (JAX's
 ``custom_vmap`` has no autodiff rule); every estimator in dpsim uses closed-form gradients.
 """
+
 from __future__ import annotations
 
 import re
@@ -48,12 +49,13 @@ def unbatched_on_cpu(fn: Callable) -> Callable:
 
     @wrapped.def_vmap
     def _rule(axis_size, in_batched, *args):
-        args = [a if batched else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
-                for a, batched in zip(args, in_batched)]
+        args = [
+            a if batched else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
+            for a, batched in zip(args, in_batched)
+        ]
         out = lax.platform_dependent(
-            *args,
-            cpu=lambda *xs: lax.map(lambda x: wrapped(*x), xs),
-            default=jax.vmap(fn))
+            *args, cpu=lambda *xs: lax.map(lambda x: wrapped(*x), xs), default=jax.vmap(fn)
+        )
         return out, jax.tree_util.tree_map(lambda _: True, out)
 
     return wrapped
@@ -75,8 +77,9 @@ def solve(a: jax.Array, b: jax.Array) -> jax.Array:
     """
     a, b = jnp.asarray(a), jnp.asarray(b)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or b.shape != (a.shape[0],):
-        raise ValueError(f"solve needs a square (n, n) matrix and an (n,) vector, got "
-                         f"{a.shape} and {b.shape}")
+        raise ValueError(
+            f"solve needs a square (n, n) matrix and an (n,) vector, got {a.shape} and {b.shape}"
+        )
     return _solve_vector(a, b)
 
 

@@ -6,6 +6,7 @@ difference), docs/xu.md, Metrics (ℓ2/√m, top-K normalised Hamming H_K, which
 Hamming error when both sets have K items, and the Kendall distance K), nguyen §6 (ℓ2).
 Top-k sets are boolean masks of shape (n,) so that k may vary without changing shapes.
 """
+
 from __future__ import annotations
 
 import jax
@@ -117,7 +118,7 @@ def excess_risk(theta_hat, theta):
     d_hat = theta_hat[i] - theta_hat[j]
     p = jax.nn.sigmoid(d_true)
     kl = jax.nn.softplus(-d_hat) - jax.nn.softplus(-d_true) + (1.0 - p) * (d_hat - d_true)
-    return jnp.sum(kl) / m ** 2
+    return jnp.sum(kl) / m**2
 
 
 RASCH_L2_MODES = ("centred", "paper")
@@ -147,17 +148,22 @@ def estimation_metrics(theta_hat, theta) -> dict:
 
     Args: theta_hat, theta: (n,) centred estimate and truth. Returns: dict of scalars
     ``l2``, ``linf``, ``log_rel_l2``, ``log_rel_linf``."""
-    return {"l2": l2_error(theta_hat, theta), "linf": linf_error(theta_hat, theta),
-            "log_rel_l2": log_relative_l2_error(theta_hat, theta),
-            "log_rel_linf": log_relative_linf_error(theta_hat, theta)}
+    return {
+        "l2": l2_error(theta_hat, theta),
+        "linf": linf_error(theta_hat, theta),
+        "log_rel_l2": log_relative_l2_error(theta_hat, theta),
+        "log_rel_linf": log_relative_linf_error(theta_hat, theta),
+    }
 
 
 def topk_metrics(mask_hat, mask_true) -> dict:
     """``relative_hamming`` and ``exact_recovery`` of an estimated top-k mask (cai §4.1.1).
 
     Args: mask_hat, mask_true: (n,) bool. Returns: dict of scalars."""
-    return {"relative_hamming": relative_hamming_error(mask_hat, mask_true),
-            "exact_recovery": exact_recovery(mask_hat, mask_true)}
+    return {
+        "relative_hamming": relative_hamming_error(mask_hat, mask_true),
+        "exact_recovery": exact_recovery(mask_hat, mask_true),
+    }
 
 
 def squared_l2_error(theta_hat, theta):
@@ -185,12 +191,31 @@ def feature_estimation_metrics(theta_hat, theta, x, lam=0.0) -> dict:
     linear-model estimate (docs/chowdhury.md, Experiments as run metric row).
 
     Args: theta_hat, theta: (dim,); x: (n_samples, dim); lam: λ ≥ 0. Returns: dict of scalars."""
-    return {"l2": l2_error(theta_hat, theta), "mse": squared_l2_error(theta_hat, theta),
-            "seminorm": seminorm_error(theta_hat, theta, x, lam)}
+    return {
+        "l2": l2_error(theta_hat, theta),
+        "mse": squared_l2_error(theta_hat, theta),
+        "seminorm": seminorm_error(theta_hat, theta, x, lam),
+    }
 
 
-__all__ = ["l2_error", "linf_error", "l2_rms_error", "log_relative_l2_error", "log_relative_linf_error",
-           "relative_hamming_error", "exact_recovery", "ranks", "mean_absolute_rank_difference",
-           "KENDALL_TIE_TOL", "kendall_distance", "excess_risk", "RASCH_L2_MODES", "rasch_l2_error",
-           "estimation_metrics", "topk_metrics",
-           "squared_l2_error", "seminorm_error", "feature_estimation_metrics"]
+__all__ = [
+    "l2_error",
+    "linf_error",
+    "l2_rms_error",
+    "log_relative_l2_error",
+    "log_relative_linf_error",
+    "relative_hamming_error",
+    "exact_recovery",
+    "ranks",
+    "mean_absolute_rank_difference",
+    "KENDALL_TIE_TOL",
+    "kendall_distance",
+    "excess_risk",
+    "RASCH_L2_MODES",
+    "rasch_l2_error",
+    "estimation_metrics",
+    "topk_metrics",
+    "squared_l2_error",
+    "seminorm_error",
+    "feature_estimation_metrics",
+]

@@ -21,6 +21,7 @@ Codes (the order is the precedence when several apply, :func:`first_failure` asi
                                estimate is not unique (a spectral estimator's exact solve)
 =====  ======================  ==========================================================
 """
+
 from __future__ import annotations
 
 from enum import IntEnum
@@ -29,7 +30,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["RESULTS", "NAMES", "describe", "reasons", "solver_result", "first_failure", "where_disconnected"]
+__all__ = [
+    "RESULTS",
+    "NAMES",
+    "describe",
+    "reasons",
+    "solver_result",
+    "first_failure",
+    "where_disconnected",
+]
 
 RESULT_DTYPE = jnp.int8
 
@@ -46,8 +55,12 @@ class RESULTS(IntEnum):
 NAMES: dict[int, str] = {int(r): r.name for r in RESULTS}
 
 # Short words for warnings and tables ("10 max steps, 2 non-finite").
-_WORDS = {RESULTS.successful: "converged", RESULTS.max_steps_reached: "max steps",
-          RESULTS.nonfinite: "non-finite", RESULTS.disconnected: "disconnected"}
+_WORDS = {
+    RESULTS.successful: "converged",
+    RESULTS.max_steps_reached: "max steps",
+    RESULTS.nonfinite: "non-finite",
+    RESULTS.disconnected: "disconnected",
+}
 
 
 def _missing(code) -> bool:
@@ -117,8 +130,9 @@ def where_disconnected(code, connected) -> jax.Array:
     """``code``, or ``disconnected`` where ``connected`` is False and the code is not already
     ``nonfinite`` (a NaN input is reported as such). Traceable; int8 scalar."""
     code = jnp.asarray(code, RESULT_DTYPE)
-    return jnp.where(jnp.asarray(connected) | (code == RESULTS.nonfinite), code,
-                     RESULTS.disconnected).astype(RESULT_DTYPE)
+    return jnp.where(
+        jnp.asarray(connected) | (code == RESULTS.nonfinite), code, RESULTS.disconnected
+    ).astype(RESULT_DTYPE)
 
 
 def first_failure(*codes) -> jax.Array:

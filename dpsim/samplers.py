@@ -46,6 +46,7 @@ Choice of sampler: Walker's alias method against a binary-search inverse CDF on 
 words, measured in ``python -m benchmarks.binomial --sections A``: the alias draw reads two
 table entries, the search log₂K.
 """
+
 from __future__ import annotations
 
 import functools
@@ -58,7 +59,7 @@ import numpy as np
 
 from dpsim.validate import require, require_int
 
-_WORD = 2.0 ** 32
+_WORD = 2.0**32
 
 
 class AliasTable(NamedTuple):
@@ -90,10 +91,14 @@ def binomial_pmf(n: int, p, size: int | None = None) -> np.ndarray:
     q = probabilities.reshape(-1, 1)
     k = np.arange(n + 1, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_pmf = _log_choose(n) + np.where(k > 0, k * np.log(q), 0.0) + np.where(k < n, (n - k) * np.log1p(-q), 0.0)
+        log_pmf = (
+            _log_choose(n)
+            + np.where(k > 0, k * np.log(q), 0.0)
+            + np.where(k < n, (n - k) * np.log1p(-q), 0.0)
+        )
     values = np.exp(log_pmf - log_pmf.max(axis=1, keepdims=True))
     pmf = np.zeros((q.shape[0], size))
-    pmf[:, :n + 1] = values / values.sum(axis=1, keepdims=True)
+    pmf[:, : n + 1] = values / values.sum(axis=1, keepdims=True)
     return pmf.reshape(probabilities.shape + (size,))
 
 
@@ -102,7 +107,9 @@ def _log_choose(n: int) -> np.ndarray:
     """log C(n, k), k = 0 … n, from lgamma (read-only; cached: a cell's laws share n)."""
     lgamma = np.frompyfunc(math.lgamma, 1, 1)
     k = np.arange(n + 1, dtype=np.float64)
-    out = math.lgamma(n + 1) - lgamma(k + 1).astype(np.float64) - lgamma(n - k + 1).astype(np.float64)
+    out = (
+        math.lgamma(n + 1) - lgamma(k + 1).astype(np.float64) - lgamma(n - k + 1).astype(np.float64)
+    )
     out.setflags(write=False)
     return out
 
@@ -118,7 +125,9 @@ def _count_in_row(key_rows, key_values, query_rows, query_values, inclusive: boo
     counts = np.empty(query_rows.size, np.int64)
     for row in range(n_rows):
         q = slice(query_start[row], query_start[row + 1])
-        counts[q] = np.searchsorted(key_values[key_start[row]:key_start[row + 1]], query_values[q], side=side)
+        counts[q] = np.searchsorted(
+            key_values[key_start[row] : key_start[row + 1]], query_values[q], side=side
+        )
     return counts
 
 
@@ -130,15 +139,15 @@ def _alias_rows(pmf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     prob = np.ones((n_rows, k))
     alias = np.broadcast_to(np.arange(k, dtype=np.int32), (n_rows, k)).copy()
     small = scaled < 1.0
-    deficit = np.cumsum(np.where(small, 1.0 - scaled, 0.0), axis=1)       # D_i at small positions
-    excess = np.cumsum(np.where(small, 0.0, scaled - 1.0), axis=1)        # E_t at large positions
+    deficit = np.cumsum(np.where(small, 1.0 - scaled, 0.0), axis=1)  # D_i at small positions
+    excess = np.cumsum(np.where(small, 0.0, scaled - 1.0), axis=1)  # E_t at large positions
     s_row, s_col = np.nonzero(small)
     l_row, l_col = np.nonzero(~small)
     if s_row.size == 0:
         return prob, alias
-    before = deficit[s_row, s_col] - (1.0 - scaled[s_row, s_col])         # D_{i−1}
+    before = deficit[s_row, s_col] - (1.0 - scaled[s_row, s_col])  # D_{i−1}
     e_t = excess[l_row, l_col]
-    l_first = np.searchsorted(l_row, np.arange(n_rows), side="left")      # each row's first large
+    l_first = np.searchsorted(l_row, np.arange(n_rows), side="left")  # each row's first large
     l_count = np.bincount(l_row, minlength=n_rows)
     # small i → the first large t of its row with E_t ≥ D_{i−1} (clamped to the row's last)
     t = np.minimum(_count_in_row(l_row, e_t, s_row, before, inclusive=False), l_count[s_row] - 1)
@@ -148,7 +157,10 @@ def _alias_rows(pmf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s_first = np.searchsorted(s_row, np.arange(n_rows), side="left")
     served = _count_in_row(s_row, before, l_row, e_t, inclusive=True)
     last = s_first[l_row] + served - 1
-    given = np.where(served > 0, deficit[s_row[np.maximum(last, 0)], s_col[np.maximum(last, 0)]], 0.0) - e_t
+    given = (
+        np.where(served > 0, deficit[s_row[np.maximum(last, 0)], s_col[np.maximum(last, 0)]], 0.0)
+        - e_t
+    )
     rank = np.arange(l_row.size) - l_first[l_row]
     falls = (given > 0) & (rank < l_count[l_row] - 1)
     prob[l_row[falls], l_col[falls]] = np.clip(1.0 - given[falls], 0.0, 1.0)
@@ -215,10 +227,22 @@ def sample_binomial_table(key, table: AliasTable, shape=()) -> jax.Array:
     lead, k = table.threshold.shape[:-1], table.threshold.shape[-1]
     rows = int(np.prod(lead, dtype=np.int64))
     bits = jax.random.bits(key, tuple(shape) + (rows,), jnp.uint64)
-    draws = alias_draw(bits, jnp.asarray(table.threshold).reshape(rows, k),
-                       jnp.asarray(table.alias).reshape(rows, k), jnp.arange(rows), k)
+    draws = alias_draw(
+        bits,
+        jnp.asarray(table.threshold).reshape(rows, k),
+        jnp.asarray(table.alias).reshape(rows, k),
+        jnp.arange(rows),
+        k,
+    )
     return draws.reshape(tuple(shape) + lead)
 
 
-__all__ = ["AliasTable", "binomial_pmf", "alias_table", "alias_law", "alias_draw",
-           "binomial_table", "sample_binomial_table"]
+__all__ = [
+    "AliasTable",
+    "binomial_pmf",
+    "alias_table",
+    "alias_law",
+    "alias_draw",
+    "binomial_table",
+    "sample_binomial_table",
+]

@@ -18,6 +18,7 @@ few matrix–vector products (11 per fit at n = 300, 7 Newton iterations) and av
 O(n³) dense factorisation per iteration: a dense-Cholesky Newton is slower at n = 300 on
 CPU in the runner's micro-batches (benchmarks/cai.py, section S).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
@@ -47,15 +48,16 @@ class SmoothObjective(NamedTuple):
 
 class SolverResult(NamedTuple):
     x: Array
-    converged: Array      # bool: ‖∇f(x)‖∞ ≤ tol within max_iter
-    iterations: Array     # Newton iterations taken
-    grad_norm: Array      # ‖∇f(x)‖∞ at the returned x
+    converged: Array  # bool: ‖∇f(x)‖∞ ≤ tol within max_iter
+    iterations: Array  # Newton iterations taken
+    grad_norm: Array  # ‖∇f(x)‖∞ at the returned x
     cg_iterations: Array  # total conjugate-gradient iterations
-    result: Array         # int8 code (dpsim.results.RESULTS): why the solve stopped
+    result: Array  # int8 code (dpsim.results.RESULTS): why the solve stopped
 
 
-def preconditioned_cg(matvec: Callable[[Array], Array], b: Array, inv_diag: Array,
-                      rtol, max_iter: int) -> tuple[Array, Array]:
+def preconditioned_cg(
+    matvec: Callable[[Array], Array], b: Array, inv_diag: Array, rtol, max_iter: int
+) -> tuple[Array, Array]:
     """Solve H x = b by Jacobi-preconditioned CG from x = 0 until ‖r‖₂ ≤ rtol‖b‖₂.
 
     Returns (x, iterations). Started from 0, every iterate is a descent direction for
@@ -85,8 +87,15 @@ def preconditioned_cg(matvec: Callable[[Array], Array], b: Array, inv_diag: Arra
     return x, k
 
 
-def _backtrack(objective: SmoothObjective, x, grad, curvature, direction, max_backtracks: int,
-               armijo: float = 1e-4):
+def _backtrack(
+    objective: SmoothObjective,
+    x,
+    grad,
+    curvature,
+    direction,
+    max_backtracks: int,
+    armijo: float = 1e-4,
+):
     """Armijo backtracking on m(x) = ½‖∇f(x)‖² from step 1, halving.
 
     Along an inexact Newton direction m'(0) ≈ −2m(0), so the test is
@@ -126,8 +135,15 @@ def _backtrack(objective: SmoothObjective, x, grad, curvature, direction, max_ba
     return x_t, g_t, c_t
 
 
-def newton_cg(objective: SmoothObjective, x0: Array, *, tol: float = 1e-10,
-              max_iter: int = 50, cg_max_iter: int = 100, max_backtracks: int = 30) -> SolverResult:
+def newton_cg(
+    objective: SmoothObjective,
+    x0: Array,
+    *,
+    tol: float = 1e-10,
+    max_iter: int = 50,
+    cg_max_iter: int = 100,
+    max_backtracks: int = 30,
+) -> SolverResult:
     """Minimise a smooth strongly convex objective by truncated Newton (module docstring).
 
     Stops when ‖∇f‖∞ ≤ tol or after ``max_iter`` Newton iterations.
@@ -146,15 +162,22 @@ def newton_cg(objective: SmoothObjective, x0: Array, *, tol: float = 1e-10,
         x, g, curv, it, cg_total = state
         inv_diag = 1.0 / objective.hess_diag(curv)
         rtol = jnp.minimum(0.5, jnp.sqrt(jnp.linalg.norm(g)))
-        direction, cg_it = preconditioned_cg(lambda v: objective.hvp(curv, v), -g, inv_diag,
-                                             rtol, cg_max_iter)
+        direction, cg_it = preconditioned_cg(
+            lambda v: objective.hvp(curv, v), -g, inv_diag, rtol, cg_max_iter
+        )
         x, g, curv = _backtrack(objective, x, g, curv, direction, max_backtracks)
         return x, g, curv, it + 1, cg_total + cg_it
 
     x, g, _, it, cg_total = jax.lax.while_loop(cond, body, init)
     final = gnorm(g)
-    return SolverResult(x=x, converged=final <= tol, iterations=it, grad_norm=final,
-                        cg_iterations=cg_total, result=solver_result(final <= tol, x, final))
+    return SolverResult(
+        x=x,
+        converged=final <= tol,
+        iterations=it,
+        grad_norm=final,
+        cg_iterations=cg_total,
+        result=solver_result(final <= tol, x, final),
+    )
 
 
 # =======================================================================================
@@ -219,12 +242,12 @@ class DenseObjective(NamedTuple):
 
 class ConstrainedResult(NamedTuple):
     x: Array
-    converged: Array         # bool: gradient mapping ‖x − Π(x − ∇f)‖∞ ≤ tol within max_iter
-    iterations: Array        # outer (Newton or gradient) iterations taken
-    stationarity: Array      # ‖x − Π(x − ∇f(x))‖∞ at the returned x
-    on_boundary: Array       # bool: ‖x‖ ≥ radius·(1 − 1e-9)
+    converged: Array  # bool: gradient mapping ‖x − Π(x − ∇f)‖∞ ≤ tol within max_iter
+    iterations: Array  # outer (Newton or gradient) iterations taken
+    stationarity: Array  # ‖x − Π(x − ∇f(x))‖∞ at the returned x
+    on_boundary: Array  # bool: ‖x‖ ≥ radius·(1 − 1e-9)
     inner_iterations: Array  # total secular-equation (Newton) or backtracking steps
-    result: Array            # int8 code (dpsim.results.RESULTS): why the solve stopped
+    result: Array  # int8 code (dpsim.results.RESULTS): why the solve stopped
 
 
 def ball_trust_region_step(hess: Array, b: Array, radius, *, max_iter: int = 60):
@@ -256,16 +279,26 @@ def ball_trust_region_step(hess: Array, b: Array, radius, *, max_iter: int = 60)
         return mu_new, jnp.abs(norm_u(mu_new) - radius) > 1e-13 * radius, k + 1
 
     outside = norm_u(0.0) > radius
-    mu, _, k = jax.lax.while_loop(lambda s: s[1] & (s[2] < max_iter), newton,
-                                  (jnp.asarray(0.0, lam.dtype), outside, jnp.asarray(0)))
+    mu, _, k = jax.lax.while_loop(
+        lambda s: s[1] & (s[2] < max_iter),
+        newton,
+        (jnp.asarray(0.0, lam.dtype), outside, jnp.asarray(0)),
+    )
     u = q @ (bt / (lam + mu))
     # Rounding can leave ‖u‖ a hair above the radius: clip radially (a no-op inside).
     return project_ball(u, radius), mu, k
 
 
-def projected_newton(objective: DenseObjective, x0: Array, radius, *, sum_zero: bool = False,
-                     tol: float = 1e-10, max_iter: int = 50, max_backtracks: int = 40
-                     ) -> ConstrainedResult:
+def projected_newton(
+    objective: DenseObjective,
+    x0: Array,
+    radius,
+    *,
+    sum_zero: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 50,
+    max_backtracks: int = 40,
+) -> ConstrainedResult:
     """Minimise a smooth convex f over Θ_B (ball of ``radius``, optionally ∩ 1^⊥) by projected
     Newton: each step minimises the quadratic model exactly over Θ_B
     (:func:`ball_trust_region_step`), then backtracks along the feasible segment with an
@@ -291,14 +324,21 @@ def projected_newton(objective: DenseObjective, x0: Array, radius, *, sum_zero: 
     centring = jnp.eye(d) - ones
 
     def model(hess, grad, x):
-        if sum_zero:   # restrict the model to 1^⊥; the 1-direction gets curvature 1 and b ⊥ 1
+        if sum_zero:  # restrict the model to 1^⊥; the 1-direction gets curvature 1 and b ⊥ 1
             hess = centring @ hess @ centring + ones
             grad = centring @ grad
         return hess, hess @ x - grad
 
     f0, g0, h0 = objective.evaluate(x0)
-    init = (x0, f0, g0, h0, projection_stationarity(x0, g0, radius, sum_zero),
-            jnp.asarray(0), jnp.asarray(0))
+    init = (
+        x0,
+        f0,
+        g0,
+        h0,
+        projection_stationarity(x0, g0, radius, sum_zero),
+        jnp.asarray(0),
+        jnp.asarray(0),
+    )
 
     def cond(state):
         return (state[4] > tol) & (state[5] < max_iter)
@@ -315,22 +355,46 @@ def projected_newton(objective: DenseObjective, x0: Array, radius, *, sum_zero: 
             f_t = objective.value(x + t * direction)
             return jnp.isfinite(f_t) & (f_t <= f + 1e-4 * t * slope + slack)
 
-        t, _ = jax.lax.while_loop(lambda s: (~ok(s[0])) & (s[1] < max_backtracks),
-                                  lambda s: (0.5 * s[0], s[1] + 1), (jnp.asarray(1.0), jnp.asarray(0)))
+        t, _ = jax.lax.while_loop(
+            lambda s: (~ok(s[0])) & (s[1] < max_backtracks),
+            lambda s: (0.5 * s[0], s[1] + 1),
+            (jnp.asarray(1.0), jnp.asarray(0)),
+        )
         x_new = x + t * direction
         f_new, g_new, h_new = objective.evaluate(x_new)
-        return (x_new, f_new, g_new, h_new, projection_stationarity(x_new, g_new, radius, sum_zero),
-                it + 1, inner + k)
+        return (
+            x_new,
+            f_new,
+            g_new,
+            h_new,
+            projection_stationarity(x_new, g_new, radius, sum_zero),
+            it + 1,
+            inner + k,
+        )
 
     x, _, _, _, stat, it, inner = jax.lax.while_loop(cond, body, init)
-    return ConstrainedResult(x=x, converged=stat <= tol, iterations=it, stationarity=stat,
-                             on_boundary=jnp.linalg.norm(x) >= radius * (1 - 1e-9),
-                             inner_iterations=inner, result=solver_result(stat <= tol, x, stat))
+    return ConstrainedResult(
+        x=x,
+        converged=stat <= tol,
+        iterations=it,
+        stationarity=stat,
+        on_boundary=jnp.linalg.norm(x) >= radius * (1 - 1e-9),
+        inner_iterations=inner,
+        result=solver_result(stat <= tol, x, stat),
+    )
 
 
-def projected_gradient(value_and_grad: Callable[[Array], tuple[Array, Array]], x0: Array, radius,
-                       step0, *, sum_zero: bool = False, tol: float = 1e-10, max_iter: int = 5000,
-                       max_backtracks: int = 40) -> ConstrainedResult:
+def projected_gradient(
+    value_and_grad: Callable[[Array], tuple[Array, Array]],
+    x0: Array,
+    radius,
+    step0,
+    *,
+    sum_zero: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 5000,
+    max_backtracks: int = 40,
+) -> ConstrainedResult:
     """Minimise a smooth (possibly non-convex) f over Θ_B by projected gradient descent with
     Beck–Teboulle backtracking: from step t (doubled after each accepted step), halve until
     f(x⁺) ≤ f(x) + ∇fᵀ(x⁺ − x) + ‖x⁺ − x‖²/(2t) (+ a 1e-14·(1 + |f|) rounding slack),
@@ -349,8 +413,15 @@ def projected_gradient(value_and_grad: Callable[[Array], tuple[Array, Array]], x
     """
     x0 = project_ball(x0, radius, sum_zero)
     f0, g0 = value_and_grad(x0)
-    init = (x0, f0, g0, jnp.asarray(step0, x0.dtype), projection_stationarity(x0, g0, radius, sum_zero),
-            jnp.asarray(0), jnp.asarray(0))
+    init = (
+        x0,
+        f0,
+        g0,
+        jnp.asarray(step0, x0.dtype),
+        projection_stationarity(x0, g0, radius, sum_zero),
+        jnp.asarray(0),
+        jnp.asarray(0),
+    )
 
     def cond(state):
         return (state[4] > tol) & (state[5] < max_iter)
@@ -362,8 +433,10 @@ def projected_gradient(value_and_grad: Callable[[Array], tuple[Array, Array]], x
             x_t = project_ball(x - t * g, radius, sum_zero)
             f_t, g_t = value_and_grad(x_t)
             step = x_t - x
-            ok = jnp.isfinite(f_t) & (f_t <= f + jnp.dot(g, step) + jnp.dot(step, step) / (2 * t)
-                                      + 1e-14 * (1.0 + jnp.abs(f)))
+            ok = jnp.isfinite(f_t) & (
+                f_t
+                <= f + jnp.dot(g, step) + jnp.dot(step, step) / (2 * t) + 1e-14 * (1.0 + jnp.abs(f))
+            )
             return x_t, f_t, g_t, ok
 
         x_t, f_t, g_t, ok = trial(t)
@@ -373,22 +446,38 @@ def projected_gradient(value_and_grad: Callable[[Array], tuple[Array, Array]], x
             t = 0.5 * t
             return (t, *trial(t), k + 1)
 
-        t, x_t, f_t, g_t, _, k = jax.lax.while_loop(lambda s: (~s[4]) & (s[5] < max_backtracks), shrink,
-                                                    (t, x_t, f_t, g_t, ok, jnp.asarray(0)))
-        return (x_t, f_t, g_t, 2.0 * t, projection_stationarity(x_t, g_t, radius, sum_zero),
-                it + 1, inner + k)
+        t, x_t, f_t, g_t, _, k = jax.lax.while_loop(
+            lambda s: (~s[4]) & (s[5] < max_backtracks),
+            shrink,
+            (t, x_t, f_t, g_t, ok, jnp.asarray(0)),
+        )
+        return (
+            x_t,
+            f_t,
+            g_t,
+            2.0 * t,
+            projection_stationarity(x_t, g_t, radius, sum_zero),
+            it + 1,
+            inner + k,
+        )
 
     x, _, _, _, stat, it, inner = jax.lax.while_loop(cond, body, init)
-    return ConstrainedResult(x=x, converged=stat <= tol, iterations=it, stationarity=stat,
-                             on_boundary=jnp.linalg.norm(x) >= radius * (1 - 1e-9),
-                             inner_iterations=inner, result=solver_result(stat <= tol, x, stat))
+    return ConstrainedResult(
+        x=x,
+        converged=stat <= tol,
+        iterations=it,
+        stationarity=stat,
+        on_boundary=jnp.linalg.norm(x) >= radius * (1 - 1e-9),
+        inner_iterations=inner,
+        result=solver_result(stat <= tol, x, stat),
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # One-pass projected SGD, written as an optax chain (chowdhury Alg. 1, chowdhury Algorithm 1, eq. (10), §4.3; docs/chowdhury.md, Experiments as run).
 # ---------------------------------------------------------------------------------------
 class SGDResult(NamedTuple):
-    x: Array          # (d,) the last iterate θ̂_{n+1}
+    x: Array  # (d,) the last iterate θ̂_{n+1}
     x_average: Array  # (d,) the Polyak–Ruppert average (1/n) Σ_{t=2}^{n+1} θ̂_t
     last_step: Array  # η_n, the last step size used
 
@@ -397,6 +486,7 @@ def project_after_update(radius, sum_zero: bool = False):
     """An optax ``GradientTransformation`` that turns an update u into Π(θ + u) − θ, so
     that ``optax.apply_updates`` lands on the projection of the plain step onto Θ_B (the
     last link of an SGD chain; Alg. 1 line 5)."""
+
     def init_fn(params):
         return optax.EmptyState()
 
@@ -410,12 +500,21 @@ def projected_sgd_optimizer(step_size: Callable[[Array], Array], radius, sum_zer
     """optax chain θ ← Π_{Θ_B}(θ − η_t g): ``scale_by_schedule(−η)`` then the projection.
 
     ``step_size(t)`` gets t = 1, 2, … (optax's count + 1)."""
-    return optax.chain(optax.scale_by_schedule(lambda count: -step_size(count + 1)),
-                       project_after_update(radius, sum_zero))
+    return optax.chain(
+        optax.scale_by_schedule(lambda count: -step_size(count + 1)),
+        project_after_update(radius, sum_zero),
+    )
 
 
-def projected_sgd(per_sample_grad: Callable[[Array, Any], Array], samples, x0: Array,
-                  step_size: Callable[[Array], Array], radius, *, sum_zero: bool = False) -> SGDResult:
+def projected_sgd(
+    per_sample_grad: Callable[[Array, Any], Array],
+    samples,
+    x0: Array,
+    step_size: Callable[[Array], Array],
+    radius,
+    *,
+    sum_zero: bool = False,
+) -> SGDResult:
     """One pass of projected SGD over ``samples`` (a pytree whose leaves have the sample
     axis first), each sample used once in order, as a ``lax.scan``.
 
@@ -438,6 +537,7 @@ def projected_sgd(per_sample_grad: Callable[[Array, Any], Array], samples, x0: A
         average = average + (x - average) / t
         return (x, state, average, t + 1.0), None
 
-    (x, _, average, t), _ = jax.lax.scan(step, (x0, optimizer.init(x0), jnp.zeros_like(x0),
-                                                jnp.asarray(1.0, x0.dtype)), samples)
+    (x, _, average, t), _ = jax.lax.scan(
+        step, (x0, optimizer.init(x0), jnp.zeros_like(x0), jnp.asarray(1.0, x0.dtype)), samples
+    )
     return SGDResult(x=x, x_average=average, last_step=step_size(t - 1.0))

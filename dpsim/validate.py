@@ -8,6 +8,7 @@ axis types (:mod:`dpsim.engine.definition.axes`) validate every grid value on th
 tracing with the same :class:`Requirement` s, so a bad ``--set eps=0`` and a bad
 ``privatise(…, eps=0)`` say the same thing (the CLI prints it and exits 2).
 """
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,7 @@ from dpsim.errors import UsageError
 class Requirement(NamedTuple):
     """A condition on numbers and the words that state it (the tail of the error message)."""
 
-    ok: Callable[[np.ndarray], np.ndarray]   # float64 array → bool array, elementwise
+    ok: Callable[[np.ndarray], np.ndarray]  # float64 array → bool array, elementwise
     text: str
 
 
@@ -37,8 +38,12 @@ NONNEGATIVE = Requirement(lambda v: (v >= 0) & np.isfinite(v), "must be a finite
 def integer_in(low: int, high: int | None = None) -> Requirement:
     """An integer in [low, high] (``high`` = None: no upper bound; never ±inf)."""
     upper = math.inf if high is None else high
-    text = f"must be an integer ≥ {low}" if high is None else f"must be an integer in [{low}, {high}]"
-    return Requirement(lambda v: np.isfinite(v) & (v == np.round(v)) & (v >= low) & (v <= upper), text)
+    text = (
+        f"must be an integer ≥ {low}" if high is None else f"must be an integer in [{low}, {high}]"
+    )
+    return Requirement(
+        lambda v: np.isfinite(v) & (v == np.round(v)) & (v >= low) & (v <= upper), text
+    )
 
 
 def concrete(value) -> np.ndarray | None:
@@ -91,7 +96,9 @@ def require_number(name: str, value) -> None:
 def require_choice(name: str, value, choices) -> None:
     """UsageError naming ``value`` unless it is one of ``choices`` (a mode or a name)."""
     if value not in choices:
-        raise UsageError(f"{name}={value!r} is not known; choose one of {', '.join(map(str, choices))}")
+        raise UsageError(
+            f"{name}={value!r} is not known; choose one of {', '.join(map(str, choices))}"
+        )
 
 
 def require_eps(eps, name: str = "eps") -> None:
@@ -131,7 +138,9 @@ def require_counts_matrix(W, name: str = "W") -> None:
         raise UsageError(f"{name} must be a square (n, n) matrix, got shape {array.shape}")
     if array.shape[0] < 2:
         raise UsageError(f"{name} must compare at least 2 items, got shape {array.shape}")
-    require(f"{name} entry", array, lambda v: (v >= 0) & np.isfinite(v), "must be a finite count ≥ 0")
+    require(
+        f"{name} entry", array, lambda v: (v >= 0) & np.isfinite(v), "must be a finite count ≥ 0"
+    )
 
 
 def require_pair_totals(W, M) -> None:
@@ -144,7 +153,9 @@ def require_pair_totals(W, M) -> None:
     bad = np.argwhere(m != w + w.T)
     if len(bad):
         i, j = bad[0]
-        raise UsageError(f"M must be W + Wᵀ: M[{i}, {j}]={m[i, j]:g}, W[{i}, {j}] + W[{j}, {i}]={w[i, j] + w[j, i]:g}")
+        raise UsageError(
+            f"M must be W + Wᵀ: M[{i}, {j}]={m[i, j]:g}, W[{i}, {j}] + W[{j}, {i}]={w[i, j] + w[j, i]:g}"
+        )
 
 
 def require_group_sizes(group_sizes, name: str = "group_sizes") -> None:

@@ -26,14 +26,24 @@ It shows every seam a new study uses:
 * **mutants**: plausible bugs (the noise scale halved or doubled) that ``--mutants`` shows
   the checks catch.
 """
+
 import math
 
 import jax
 import jax.numpy as jnp
 
 from dpsim.estimators import penalised_mle, top_k_mask
-from dpsim.engine import (Derived, Experiment, Tuning, FigureSpec, Method, Panel, trend_check, axes,
-                              solver_diagnostics)
+from dpsim.engine import (
+    Derived,
+    Experiment,
+    Tuning,
+    FigureSpec,
+    Method,
+    Panel,
+    trend_check,
+    axes,
+    solver_diagnostics,
+)
 from dpsim.engine.judgement.checks import level_check
 from dpsim.engine.judgement.mutants import Mutant, scaled_derived
 from dpsim.metrics import topk_metrics
@@ -69,8 +79,10 @@ def borda(key, ctx):
         noise = jax.random.normal(k_noise, counts.shape)
     released_noise = ctx.analysis["sigma"] * noise
     noisy = counts + released_noise
-    return {**topk_metrics(top_k_mask(k_tie, noisy, K), ctx.sample["top_k"]),
-            "noise_ms": jnp.mean(released_noise ** 2)}
+    return {
+        **topk_metrics(top_k_mask(k_tie, noisy, K), ctx.sample["top_k"]),
+        "noise_ms": jnp.mean(released_noise**2),
+    }
 
 
 def mle(key, ctx):
@@ -85,29 +97,56 @@ TOPK = ("relative_hamming", "exact_recovery")
 STUDY = Experiment(
     name="borda-noise",
     title="Noisy Borda top-k: Laplace vs Gaussian noise on the win counts",
-    axes={"n_items": [40], "p": [1.0], "spread": [6.0], "eps": [0.5, 1.0, 2.0, 4.0, math.inf],
-          "noise": ["laplace", "gaussian"], "delta": [1e-5]},
+    axes={
+        "n_items": [40],
+        "p": [1.0],
+        "spread": [6.0],
+        "eps": [0.5, 1.0, 2.0, 4.0, math.inf],
+        "noise": ["laplace", "gaussian"],
+        "delta": [1e-5],
+    },
     shape_axes=("n_items",),
     analysis_axes=("eps", "noise", "delta"),
     truth=lambda key, shape: {},
     generate=generate,
     methods={
-        "borda": Method(borda, TOPK + ("noise_ms",), label="noisy Borda",
-                        doc="noisy win counts (no solver); noise_ms: mean square of the released noise"),
-        "mle": Method(mle, TOPK, solver_diagnostics(), label="MLE (non-private)",
-                      doc="ridge-penalised BTL MLE on the raw comparisons"),
+        "borda": Method(
+            borda,
+            TOPK + ("noise_ms",),
+            label="noisy Borda",
+            doc="noisy win counts (no solver); noise_ms: mean square of the released noise",
+        ),
+        "mle": Method(
+            mle,
+            TOPK,
+            solver_diagnostics(),
+            label="MLE (non-private)",
+            doc="ridge-penalised BTL MLE on the raw comparisons",
+        ),
     },
     reps=100,
-    axis_types={"spread": axes.positive("range of θ*, evenly spaced"),
-                "noise": axes.choice("laplace", "gaussian", doc="noise added to the win counts")},
+    axis_types={
+        "spread": axes.positive("range of θ*, evenly spaced"),
+        "noise": axes.choice("laplace", "gaussian", doc="noise added to the win counts"),
+    },
     derived=(Derived(("sigma",), noise_scale, level="analysis", doc="noise scale for (ε, δ)-DP"),),
     figure=FigureSpec(
-        x="eps", curve="noise", xlabel="$\\epsilon$", curve_label="noise", logx=True,
-        panels=(Panel("relative_hamming", "borda", "relative Hamming error", title="noisy Borda"),
-                Panel("exact_recovery", "borda", "P(exact top-k)", title="noisy Borda")),
+        x="eps",
+        curve="noise",
+        xlabel="$\\epsilon$",
+        curve_label="noise",
+        logx=True,
+        panels=(
+            Panel("relative_hamming", "borda", "relative Hamming error", title="noisy Borda"),
+            Panel("exact_recovery", "borda", "P(exact top-k)", title="noisy Borda"),
+        ),
         title="Noisy Borda top-k (custom study)",
-        symbols={"n_items": "$n$", "spread": "spread", "delta": "$\\delta$"}),
-    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_items"] ** 2), description="a study outside dpsim (examples/custom_study.py)")
+        symbols={"n_items": "$n$", "spread": "spread", "delta": "$\\delta$"},
+    ),
+    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_items"] ** 2),
+    description="a study outside dpsim (examples/custom_study.py)",
+)
+
 
 def noise_variance(point: dict) -> float:
     """The variance the release must have, written from the mechanisms' definitions (not by
@@ -123,21 +162,47 @@ CHECKS = [
     # square of Laplace noise has a coefficient of variation √20/2/√4000 = 3.5% (7% at 95%),
     # Gaussian noise √2/√4000 = 2.2%: the region ±20% is the Monte-Carlo error with room,
     # and a noise scale off by 2 (variance × 4 or ¼) falls far outside.
-    level_check("borda-noise-variance", STUDY.name, "noise_ms", "borda", noise_variance, 0.8, 1.25,
-                where={"eps": [0.5, 1.0, 2.0, 4.0]}, at=("eps", "noise"), formula="Var of the mechanism",
-                description="the released noise has the variance its (ε, δ) calibration requires, at every ε and noise"),
-    trend_check("borda-noise-laplace-improves-with-eps", STUDY.name, "relative_hamming", "borda", "eps", -1,
-                where={"noise": ["laplace"], "eps": [0.5, 1.0, 2.0, 4.0]}, log_y=False,
-                description="the Laplace-noised Borda top-k error decreases in ε (slope of the error, "
-                            "which can be 0, on log ε)"),
+    level_check(
+        "borda-noise-variance",
+        STUDY.name,
+        "noise_ms",
+        "borda",
+        noise_variance,
+        0.8,
+        1.25,
+        where={"eps": [0.5, 1.0, 2.0, 4.0]},
+        at=("eps", "noise"),
+        formula="Var of the mechanism",
+        description="the released noise has the variance its (ε, δ) calibration requires, at every ε and noise",
+    ),
+    trend_check(
+        "borda-noise-laplace-improves-with-eps",
+        STUDY.name,
+        "relative_hamming",
+        "borda",
+        "eps",
+        -1,
+        where={"noise": ["laplace"], "eps": [0.5, 1.0, 2.0, 4.0]},
+        log_y=False,
+        description="the Laplace-noised Borda top-k error decreases in ε (slope of the error, "
+        "which can be 0, on log ε)",
+    ),
 ]
 
 # Plausible bugs the checks must catch: `dpsim verify examples/custom_study.py --mutants`
 # re-runs the study under each and lists the checks that FAIL (the trend check alone kills
 # neither: noisier or quieter, the error still falls with ε).
 MUTANTS = [
-    Mutant("borda-noise-scale-halved", "noise scale σ × ½ (the release is only 2ε-DP)", (STUDY.name,),
-           scaled_derived({"sigma": 0.5})),
-    Mutant("borda-noise-scale-doubled", "noise scale σ × 2 (a release at ε/2)", (STUDY.name,),
-           scaled_derived({"sigma": 2.0})),
+    Mutant(
+        "borda-noise-scale-halved",
+        "noise scale σ × ½ (the release is only 2ε-DP)",
+        (STUDY.name,),
+        scaled_derived({"sigma": 0.5}),
+    ),
+    Mutant(
+        "borda-noise-scale-doubled",
+        "noise scale σ × 2 (a release at ε/2)",
+        (STUDY.name,),
+        scaled_derived({"sigma": 2.0}),
+    ),
 ]

@@ -29,6 +29,7 @@ padding (items beyond ``ctx.shape["n_items"]`` are zeros in programs shared by s
 ``Method.masks_padding``), which is what keeps the paper's programs, and so their rows, as
 they are.
 """
+
 import argparse
 
 import jax
@@ -54,7 +55,7 @@ def win_rate(key, ctx):
     """
     k_noise, k_tie = jax.random.split(key)
     W, M = ctx.sample["W"], ctx.sample["M"]
-    items = real_items(W.shape[0], ctx.shape["n_items"])          # False in the padding
+    items = real_items(W.shape[0], ctx.shape["n_items"])  # False in the padding
     eps = ctx.analysis["eps"]
     noise = jnp.where(jnp.isinf(eps), 0.0, 2.0 / eps) * jax.random.laplace(k_noise, (W.shape[0],))
     rate = (win_counts(W) + noise) / jnp.maximum(M.sum(axis=1), 1.0)
@@ -62,18 +63,29 @@ def win_rate(key, ctx):
     return topk_metrics(mask, ctx.truth["top_k"])
 
 
-WIN_RATE = Method(win_rate, ("relative_hamming", "exact_recovery"), label="Win rate",
-                  doc="noisy win counts (Laplace(2/ε)) over comparison counts: post-processed Algorithm 2",
-                  masks_padding=True)
+WIN_RATE = Method(
+    win_rate,
+    ("relative_hamming", "exact_recovery"),
+    label="Win rate",
+    doc="noisy win counts (Laplace(2/ε)) over comparison counts: post-processed Algorithm 2",
+    masks_padding=True,
+)
 
 EXPERIMENT = dpsim.experiment_named("cai-fig3").with_methods(winrate=WIN_RATE)
 
 CHECKS = [
-    *dpsim.checks_for(EXPERIMENT),          # the paper's checks, judged on this run
-    comparison_check("cai-fig3+winrate-beats-counts", EXPERIMENT.name, "relative_hamming", "winrate", "counts",
-                     where={"p": [0.25], "eps": [2.0]}, every=("eps",),
-                     description="ranking by noisy win rate recovers the top k better than by noisy counts "
-                                 "when items are compared unequally often (p = 0.25, ε = 2)"),
+    *dpsim.checks_for(EXPERIMENT),  # the paper's checks, judged on this run
+    comparison_check(
+        "cai-fig3+winrate-beats-counts",
+        EXPERIMENT.name,
+        "relative_hamming",
+        "winrate",
+        "counts",
+        where={"p": [0.25], "eps": [2.0]},
+        every=("eps",),
+        description="ranking by noisy win rate recovers the top k better than by noisy counts "
+        "when items are compared unequally often (p = 0.25, ε = 2)",
+    ),
 ]
 
 

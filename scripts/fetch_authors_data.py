@@ -9,25 +9,41 @@ checks are INCONCLUSIVE.
     python scripts/fetch_authors_data.py            # download
     python scripts/fetch_authors_data.py --list     # print what it would fetch
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 import urllib.request
 
-from dpsim.datasets.authors import (CAI_CHECKED, CAI_COMMIT, CAI_EDGE_FILES, CAI_EDGE_FOLDERS, CAI_REPOSITORY,
-                                    authors_dir, cai_edge_path)
+from dpsim.datasets.authors import (
+    CAI_CHECKED,
+    CAI_COMMIT,
+    CAI_EDGE_FILES,
+    CAI_EDGE_FOLDERS,
+    CAI_REPOSITORY,
+    authors_dir,
+    cai_edge_path,
+)
 
 
 def wanted() -> list[tuple[str, str, object]]:
     """(repository, path in it, local path) of every file the checks read."""
-    return [(CAI_REPOSITORY, f"{CAI_EDGE_FOLDERS[fig]}/{CAI_EDGE_FILES[method]}", cai_edge_path(fig, method))
-            for fig, method in CAI_CHECKED]
+    return [
+        (
+            CAI_REPOSITORY,
+            f"{CAI_EDGE_FOLDERS[fig]}/{CAI_EDGE_FILES[method]}",
+            cai_edge_path(fig, method),
+        )
+        for fig, method in CAI_CHECKED
+    ]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--list", action="store_true", help="print the files and where they go, fetch nothing")
+    parser.add_argument(
+        "--list", action="store_true", help="print the files and where they go, fetch nothing"
+    )
     args = parser.parse_args(argv)
     for repo, path, local in wanted():
         url = f"https://raw.githubusercontent.com/{repo}/{CAI_COMMIT}/{path}"

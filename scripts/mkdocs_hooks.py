@@ -8,6 +8,7 @@ rewrite a page's ``](../PATH)`` link to ``](PATH)`` when PATH is one of them (an
 changelog's ``](docs/PAGE)`` to ``](PAGE)``). A link to any
 other path is left as it is, so MkDocs' strict mode still fails on it when it is broken.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,8 +17,14 @@ from pathlib import Path
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parent.parent
-PATTERNS = ("figures/*.png", "examples/*.py", "benchmarks/results/*.json", "CHANGELOG.md",
-            "CITATION.cff", "LICENSE")
+PATTERNS = (
+    "figures/*.png",
+    "examples/*.py",
+    "benchmarks/results/*.json",
+    "CHANGELOG.md",
+    "CITATION.cff",
+    "LICENSE",
+)
 LINK = re.compile(r"\]\(\.\./([^)#\s]+)")
 
 

@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test,docs
 bash scripts/docs.sh
+# one style for the whole tree (pyproject.toml [tool.ruff]): lint, then the formatter's check
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
 # tests/engine/test_report_browser.py renders `dpsim report`'s page in headless Chromium: install Debian's
 # package when it is missing and apt-get can (as root); without it those tests are skipped.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

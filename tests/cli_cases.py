@@ -5,6 +5,7 @@ is tested once (tests/engine/test_cli.py).
 
 The one bad-input harness: :func:`refused` asserts the contract of every bad input (exit
 status 2, one line on stderr naming the problem, nothing written) and returns the line."""
+
 from __future__ import annotations
 
 import warnings
@@ -22,7 +23,7 @@ def run_in_process(args: list, cwd: Path, monkeypatch, capsys) -> tuple[int, str
     Returns: (exit status, standard output, standard error)."""
     monkeypatch.chdir(cwd)
     monkeypatch.setenv("DPSIM_JAX_CACHE", "off")
-    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)   # main replaces it
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # main replaces it
     capsys.readouterr()
     try:
         code = dpsim_main([str(a) for a in args])

@@ -16,6 +16,7 @@ read for the other. A size limit (far above what the suite writes) turns on JAX'
 around each read and write of the cache, so one worker never reads an entry the other is
 still writing.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,6 +42,7 @@ def suite_opt_level() -> str:
     # the engine's own reading of the variable (a bad value: its one-line UsageError, before XLA
     # would abort on it); importing dpsim loads JAX but does not start its backend
     from dpsim.engine.execution.program import cpu_opt_level
+
     level = str(cpu_opt_level())
     flags = os.environ.get("XLA_FLAGS", "")
     if OPT_LEVEL_FLAG not in flags:
@@ -59,7 +61,7 @@ import pytest
 from dpsim.models import sample_er_comparisons, theta_cai_design
 
 CACHE_VARIABLE = "DPSIM_TEST_JAX_CACHE"
-CACHE_LOCKED_SIZE = 1 << 40   # bytes: any limit turns on JAX's cache lock; this one never evicts
+CACHE_LOCKED_SIZE = 1 << 40  # bytes: any limit turns on JAX's cache lock; this one never evicts
 
 
 def session_cache() -> tuple[str, bool]:
@@ -89,7 +91,9 @@ os.environ.setdefault("DPSIM_FSYNC", "off")
 # tests/engine/test_runner.py::test_cpu_opt_level_is_a_speed_setting runs level 3 against this one.
 # Set $DPSIM_XLA_CPU_OPT_LEVEL to run the suite at another level.
 os.environ.setdefault("DPSIM_CALIBRATION_CACHE", os.path.join(_CACHE_DIR, "batching.json"))
-os.environ.setdefault("DPSIM_CODE_CACHE", os.path.join(_CACHE_DIR, "code"))   # modules' digests (provenance)
+os.environ.setdefault(
+    "DPSIM_CODE_CACHE", os.path.join(_CACHE_DIR, "code")
+)  # modules' digests (provenance)
 jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
 jax.config.update("jax_compilation_cache_max_size", CACHE_LOCKED_SIZE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
@@ -100,16 +104,35 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 # longest in a measured whole-suite run start first, so that what a worker picks up last is
 # short and neither waits long for the other at the end (xdist's own order, by test count,
 # handed out the two-test, half-minute tests/engine/test_no_hang.py last). Order only: every test runs.
-HEAVY_FIRST = ("test_conformance.py", "test_runner.py", "test_xu_mechanisms.py", "test_benchmarks.py",
-               "test_nguyen_experiments.py", "test_padding.py", "test_xu_estimator.py", "test_private_spectral.py",
-               "test_ray_executor.py", "test_xu_theory.py", "test_no_hang.py", "test_xu_experiments.py",
-               "test_cai_individual.py", "test_specialised_groups.py", "test_chowdhury_sgd.py", "test_api.py",
-               "test_docs_examples.py", "test_faults.py", "test_report_browser.py", "test_folder_safety.py")
+HEAVY_FIRST = (
+    "test_conformance.py",
+    "test_runner.py",
+    "test_xu_mechanisms.py",
+    "test_benchmarks.py",
+    "test_nguyen_experiments.py",
+    "test_padding.py",
+    "test_xu_estimator.py",
+    "test_private_spectral.py",
+    "test_ray_executor.py",
+    "test_xu_theory.py",
+    "test_no_hang.py",
+    "test_xu_experiments.py",
+    "test_cai_individual.py",
+    "test_specialised_groups.py",
+    "test_chowdhury_sgd.py",
+    "test_api.py",
+    "test_docs_examples.py",
+    "test_faults.py",
+    "test_report_browser.py",
+    "test_folder_safety.py",
+)
 
 
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))      # stable: files keep their order
+    items.sort(
+        key=lambda item: rank.get(item.path.name, len(rank))
+    )  # stable: files keep their order
 
 
 def pytest_unconfigure(config):
@@ -138,4 +161,3 @@ def spread_theta():
 @pytest.fixture(scope="session")
 def spread_W(spread_theta):
     return sample_er_comparisons(jax.random.key(13), spread_theta, 0.7)
-

@@ -3,11 +3,12 @@ comparison graph, its metric the mean square of the released noise, and a level 
 against 8/ε² at every ε, pooling n_items and p deliberately: the noise does not depend on
 them, and a test may give them several values) that tests write to a temporary folder and
 run through the CLI (test_mutants.py, test_study_folder.py, test_parts.py, …)."""
+
 from __future__ import annotations
 
 import textwrap
 
-HEAD = '''
+HEAD = """
 import jax, jax.numpy as jnp
 from dpsim.engine import Experiment, FigureSpec, level_check, Method, Panel
 from dpsim.engine.judgement.mutants import Mutant, scaled_analysis
@@ -20,14 +21,21 @@ def laplace_counts(key, ctx):
     counts = win_counts(ctx.sample["W"])
     noise = (2.0 / ctx.analysis["eps"]) * jax.random.laplace(key, counts.shape)
     return {"noise_ms": jnp.mean(noise ** 2)}
-'''
+"""
 
-FIGURE = '''figure=FigureSpec(x="eps", curve="method", xlabel="eps", curve_label="method",
-                                     panels=(Panel("noise_ms", None, "mean square"),))'''
+FIGURE = """figure=FigureSpec(x="eps", curve="method", xlabel="eps", curve_label="method",
+                                     panels=(Panel("noise_ms", None, "mean square"),))"""
 
 
-def study_text(name: str, *, n_items: int, reps: int, region: tuple[float, float], figure: bool = False,
-               tail: str = "") -> str:
+def study_text(
+    name: str,
+    *,
+    n_items: int,
+    reps: int,
+    region: tuple[float, float],
+    figure: bool = False,
+    tail: str = "",
+) -> str:
     """A study file named ``name`` at ε ∈ {1, 2}; ``tail``: more module-level code (MUTANTS)."""
     body = f'''
 STUDY = Experiment(name="{name}", title="t", axes={{"n_items": [{n_items}], "p": [1.0], "eps": [1.0, 2.0]}},

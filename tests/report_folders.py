@@ -2,6 +2,7 @@
 a small study file (Laplace noise of scale 2/ε on win counts, a level check against 8/ε² and
 two mutants: one its check kills, one too small to be seen), verified with ``--mutants``, and
 run once with ``dpsim run`` (which draws the figure's PNG beside the table)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,11 +10,18 @@ from pathlib import Path
 from dpsim.cli import main
 from laplace_study import study_text
 
-STUDY = study_text("pagestudy", n_items=30, reps=60, region=(0.8, 1.2), figure=True, tail="""
+STUDY = study_text(
+    "pagestudy",
+    n_items=30,
+    reps=60,
+    region=(0.8, 1.2),
+    figure=True,
+    tail="""
 MUTANTS = [Mutant("pagestudy-release-at-2eps", "Laplace at 2ε", ("pagestudy",), scaled_analysis({"eps": 2.0})),
            Mutant("pagestudy-factor-1.01", "scale off by 1 %: below what 60 replicates resolve", ("pagestudy",),
                   scaled_analysis({"eps": 1.01}))]
-""")
+""",
+)
 
 
 def build(root: Path) -> tuple[Path, Path]:

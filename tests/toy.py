@@ -6,6 +6,7 @@ laplace or gaussian), whose noise scale is derived on the host from (ε, δ); me
 ``borda`` (noisy win counts, top k: no solver) and ``mle`` (ridge-penalised BTL MLE on the
 raw comparisons, a solver with diagnostics; its key breaks top-k ties).
 """
+
 from __future__ import annotations
 
 import math
@@ -42,7 +43,7 @@ def generate(key, shape, truth, data):
 def borda(key, ctx):
     k_noise, k_tie = jax.random.split(key)
     counts = win_counts(ctx.sample["W"])
-    if ctx.analysis["mechanism"] == "laplace":           # a static (string) analysis value
+    if ctx.analysis["mechanism"] == "laplace":  # a static (string) analysis value
         noise = jax.random.laplace(k_noise, counts.shape)
     else:
         noise = jax.random.normal(k_noise, counts.shape)
@@ -53,30 +54,52 @@ def borda(key, ctx):
 def mle(key, ctx):
     fit = penalised_mle(ctx.sample["W"], 1.0)
     theta = ctx.sample["theta"]
-    return {**estimation_metrics(fit.theta_centred, theta - jnp.mean(theta)),
-            **topk_metrics(top_k_mask(key, fit.theta, K, tie_tol=1e-9), true_top_k_mask(theta, K)),
-            **fit.diagnostics()}
+    return {
+        **estimation_metrics(fit.theta_centred, theta - jnp.mean(theta)),
+        **topk_metrics(top_k_mask(key, fit.theta, K, tie_tol=1e-9), true_top_k_mask(theta, K)),
+        **fit.diagnostics(),
+    }
 
 
 TOPK = ("relative_hamming", "exact_recovery")
 METHODS = {
     "borda": Method(borda, TOPK, doc="noisy win counts, top k (no solver)"),
-    "mle": Method(mle, ("l2", "linf", "log_rel_l2", "log_rel_linf") + TOPK, solver_diagnostics(),
-                  doc="ridge-penalised BTL MLE (γ = 1) on the raw comparisons"),
+    "mle": Method(
+        mle,
+        ("l2", "linf", "log_rel_l2", "log_rel_linf") + TOPK,
+        solver_diagnostics(),
+        doc="ridge-penalised BTL MLE (γ = 1) on the raw comparisons",
+    ),
 }
 AXIS_TYPES = {
     "spread": axes.positive("width of θ* (evenly spaced)"),
     "mechanism": axes.choice("laplace", "gaussian", doc="noise added to the win counts"),
 }
-DEFAULT_GRID = {"n_items": [8, 12], "p": [0.5, 1.0], "spread": [2.0], "eps": [1.0, math.inf],
-                "mechanism": ["laplace", "gaussian"], "delta": [1e-3]}
+DEFAULT_GRID = {
+    "n_items": [8, 12],
+    "p": [0.5, 1.0],
+    "spread": [2.0],
+    "eps": [1.0, math.inf],
+    "mechanism": ["laplace", "gaussian"],
+    "delta": [1e-3],
+}
 
 
 def toy_experiment(name: str = "toy", reps: int = 6, methods=None, **grid) -> Experiment:
     """The toy experiment; ``grid`` overrides default axis values, ``methods`` the methods."""
     return Experiment(
-        name=name, title="toy: noisy Borda vs ridge MLE", axes={**DEFAULT_GRID, **grid},
-        shape_axes=("n_items",), analysis_axes=("eps", "mechanism", "delta"),
-        truth=lambda key, shape: {}, generate=generate, methods=methods or METHODS, reps=reps,
+        name=name,
+        title="toy: noisy Borda vs ridge MLE",
+        axes={**DEFAULT_GRID, **grid},
+        shape_axes=("n_items",),
+        analysis_axes=("eps", "mechanism", "delta"),
+        truth=lambda key, shape: {},
+        generate=generate,
+        methods=methods or METHODS,
+        reps=reps,
         axis_types=AXIS_TYPES,
-        derived=(Derived(("noise_scale",), noise_scale, level="analysis", doc="mechanism noise scale"),), tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_items"] ** 2))
+        derived=(
+            Derived(("noise_scale",), noise_scale, level="analysis", doc="mechanism noise scale"),
+        ),
+        tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_items"] ** 2),
+    )

@@ -18,6 +18,7 @@ M(W) and from M(W'), map both through ℓ, histogram them on common bins and tak
 log ratio of tail frequencies (:func:`histogram_epsilon`). Since ℓ is the log density ratio,
 the top tail (the atom of ℓ at its maximum) has frequency ratio exp(sup ℓ).
 """
+
 from __future__ import annotations
 
 import math
@@ -160,12 +161,15 @@ def _sampler(mechanism: Callable, n_params: int):
     """jit(vmap over keys) of ``mechanism(key, W, *params)``, cached per mechanism so that
     every ε (a traced parameter) reuses one compilation."""
     if (mechanism, n_params) not in _SAMPLERS:
-        _SAMPLERS[(mechanism, n_params)] = jax.jit(jax.vmap(mechanism, in_axes=(0,) + (None,) * (n_params + 1)))
+        _SAMPLERS[(mechanism, n_params)] = jax.jit(
+            jax.vmap(mechanism, in_axes=(0,) + (None,) * (n_params + 1))
+        )
     return _SAMPLERS[(mechanism, n_params)]
 
 
-def audit_count_mechanism(key, mechanism: Callable, W, W_prime, scale, n_samples: int,
-                          params=(), bins: int = 100):
+def audit_count_mechanism(
+    key, mechanism: Callable, W, W_prime, scale, n_samples: int, params=(), bins: int = 100
+):
     """Exact and empirical privacy loss of ``mechanism(key, W, *params) -> noisy counts`` (a
     Laplace count mechanism with the given ``scale``) on the neighbours (W, W').
 

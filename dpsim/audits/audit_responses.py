@@ -33,6 +33,7 @@ response; ℓ = (ε_RR/m)(#zeros − #ones), sup ℓ = ε_RR. The central (ε*, 
 shuffled release rests on the FMT22 bound (:mod:`dpsim.mechanisms.shuffle`) and is not
 audited.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,17 +43,31 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpsim.estimators.spectral import differential_counts
-from dpsim.audits.audit import (AuditResult, empirical_epsilon_for_delta, histogram_epsilon, laplace_privacy_loss,
-                                    smallest_epsilon)
+from dpsim.audits.audit import (
+    AuditResult,
+    empirical_epsilon_for_delta,
+    histogram_epsilon,
+    laplace_privacy_loss,
+    smallest_epsilon,
+)
 from dpsim.mechanisms.count_noise import gaussian_count_sigma, laplace_count_scale, max_cut_complete
 from dpsim.mechanisms.discrete import discrete_gaussian, discrete_gaussian_pmf, discrete_laplace
 from dpsim.mechanisms.shuffle import randomize_responses
 from dpsim.mechanisms.sparsify import dense_item_graph
 from dpsim.mechanisms.zcdp import zcdp_rho
 
-__all__ = ["worst_case_rows", "worst_case_count_shift", "gaussian_count_delta",
-           "gaussian_count_epsilon", "audit_discrete_gaussian", "audit_discrete_laplace",
-           "audit_response_rr", "cycle_graph", "max_cut_rows", "audit_sparse_gaussian"]
+__all__ = [
+    "worst_case_rows",
+    "worst_case_count_shift",
+    "gaussian_count_delta",
+    "gaussian_count_epsilon",
+    "audit_discrete_gaussian",
+    "audit_discrete_laplace",
+    "audit_response_rr",
+    "cycle_graph",
+    "max_cut_rows",
+    "audit_sparse_gaussian",
+]
 
 
 def worst_case_rows(n_items: int):
@@ -94,11 +109,22 @@ def gaussian_count_epsilon(delta: float, sigma: float, n_coords: int) -> float:
     """The smallest ε with :func:`gaussian_count_delta`(ε) ≤ δ (exact, host)."""
     s, pmf = _sum_pmf(sigma, n_coords)
     loss = (2.0 * s + n_coords) / (2.0 * sigma * sigma)
-    return smallest_epsilon(lambda e: _hockey_stick(loss, pmf, e), delta, max(1.0, float(loss.max())))
+    return smallest_epsilon(
+        lambda e: _hockey_stick(loss, pmf, e), delta, max(1.0, float(loss.max()))
+    )
 
 
-def _gaussian_chain_audit(key, mechanism: str, eps_values, delta: float, modes, n_coords: int,
-                          n_samples: int, sigma_of, shifted: str) -> list[AuditResult]:
+def _gaussian_chain_audit(
+    key,
+    mechanism: str,
+    eps_values,
+    delta: float,
+    modes,
+    n_coords: int,
+    n_samples: int,
+    sigma_of,
+    shifted: str,
+) -> list[AuditResult]:
     """The rows of a discrete-Gaussian chain audit, dense or sparse (module docstring): for
     each ε* (index i) and (accounting, conversion) mode (index j), ρ = zcdp_rho(ε*, δ,
     conversion), σ = ``sigma_of``(ρ, accounting), the exact loss on ``n_coords`` counts
@@ -117,22 +143,44 @@ def _gaussian_chain_audit(key, mechanism: str, eps_values, delta: float, modes, 
             loss = (2.0 * z.sum(axis=1) + n_coords) / (2.0 * sigma * sigma)
             emp, se = empirical_epsilon_for_delta(loss, delta)
             unproven = accounting == "synthetic_code" or conversion == "paper"
-            results.append(AuditResult(
-                mechanism, f"{accounting}/{conversion}", float(eps), exact, emp, se,
-                delta=delta, known_violation=unproven and exact > eps,
-                detail=(f"{shifted}, sigma={sigma:.4g}, "
+            results.append(
+                AuditResult(
+                    mechanism,
+                    f"{accounting}/{conversion}",
+                    float(eps),
+                    exact,
+                    emp,
+                    se,
+                    delta=delta,
+                    known_violation=unproven and exact > eps,
+                    detail=(
+                        f"{shifted}, sigma={sigma:.4g}, "
                         f"exact delta(eps*)={gaussian_count_delta(eps, sigma, n_coords):.3g} vs {delta:g}; "
                         f"zCDP: rho {n_coords / (2 * sigma * sigma):.4g} vs claimed {rho:.4g}"
-                        + ("; unproven mode" if unproven else ""))))
+                        + ("; unproven mode" if unproven else "")
+                    ),
+                )
+            )
     return results
 
 
-GAUSSIAN_AUDIT_MODES = (("tight_joint", "cks"), ("tight_joint", "bun_steinke"), ("paper", "bun_steinke"),
-                        ("paper", "paper"), ("synthetic_code", "paper"))
+GAUSSIAN_AUDIT_MODES = (
+    ("tight_joint", "cks"),
+    ("tight_joint", "bun_steinke"),
+    ("paper", "bun_steinke"),
+    ("paper", "paper"),
+    ("synthetic_code", "paper"),
+)
 
 
-def audit_discrete_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4, n_items: int = 5,
-                            n_samples: int = 200_000, modes=GAUSSIAN_AUDIT_MODES) -> list[AuditResult]:
+def audit_discrete_gaussian(
+    key,
+    eps_values=(0.5, 1.0, 2.0),
+    delta: float = 1e-4,
+    n_items: int = 5,
+    n_samples: int = 200_000,
+    modes=GAUSSIAN_AUDIT_MODES,
+) -> list[AuditResult]:
     """Audit the dense discrete-Gaussian chain's (ε*, δ) claim for each (accounting,
     conversion) mode and ε* (module docstring). The modes without a proof (the paper's
     conversion, the synthetic script's accounting) are marked ``known_violation`` only where
@@ -142,13 +190,25 @@ def audit_discrete_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4
     n_coords = int(np.sum(np.abs(worst_case_count_shift(n_items))))
     graph = dense_item_graph(n_items)
     return _gaussian_chain_audit(
-        key, "nguyen-discrete-gaussian", eps_values, delta, modes, n_coords, n_samples,
+        key,
+        "nguyen-discrete-gaussian",
+        eps_values,
+        delta,
+        modes,
+        n_coords,
+        n_samples,
         lambda rho, accounting: gaussian_count_sigma(rho, graph, accounting),
-        f"m={n_items}, {n_coords} counts shifted (2*floor(m^2/4)={2 * max_cut_complete(n_items)})")
+        f"m={n_items}, {n_coords} counts shifted (2*floor(m^2/4)={2 * max_cut_complete(n_items)})",
+    )
 
 
-def audit_discrete_laplace(key, eps_values=(0.5, 1.0, 2.0), n_items: int = 4, n_samples: int = 200_000,
-                           accountings=("tight_joint", "paper")) -> list[AuditResult]:
+def audit_discrete_laplace(
+    key,
+    eps_values=(0.5, 1.0, 2.0),
+    n_items: int = 4,
+    n_samples: int = 200_000,
+    accountings=("tight_joint", "paper"),
+) -> list[AuditResult]:
     """Audit the dense discrete-Laplace chain's pure ε* claim (module docstring): exact loss
     D/t (= ε* for ``"tight_joint"``, ε*·2⌊m²/4⌋/(m(m−1)) for ``"paper"``)."""
     n_coords = int(np.sum(np.abs(worst_case_count_shift(n_items))))
@@ -161,18 +221,27 @@ def audit_discrete_laplace(key, eps_values=(0.5, 1.0, 2.0), n_items: int = 4, n_
             k = jax.random.fold_in(jax.random.fold_in(key, index), case)
             k_p, k_q = jax.random.split(k)
             # every shifted count is 1 under P and 0 under Q (by symmetry of the noise)
-            loss_p = np.asarray(laplace_privacy_loss(1.0 + draw(k_p, t), 1.0, 0.0, t))   # output ~ P
-            loss_q = np.asarray(laplace_privacy_loss(draw(k_q, t), 1.0, 0.0, t))         # output ~ Q
+            loss_p = np.asarray(laplace_privacy_loss(1.0 + draw(k_p, t), 1.0, 0.0, t))  # output ~ P
+            loss_q = np.asarray(laplace_privacy_loss(draw(k_q, t), 1.0, 0.0, t))  # output ~ Q
             emp, se = histogram_epsilon(loss_p, loss_q)
-            results.append(AuditResult(
-                "nguyen-discrete-laplace", accounting, float(eps), n_coords / t, emp, se,
-                sampled_max_loss=float(loss_p.max()),
-                detail=f"m={n_items}, {n_coords} counts shifted, scale t={t:.4g}"))
+            results.append(
+                AuditResult(
+                    "nguyen-discrete-laplace",
+                    accounting,
+                    float(eps),
+                    n_coords / t,
+                    emp,
+                    se,
+                    sampled_max_loss=float(loss_p.max()),
+                    detail=f"m={n_items}, {n_coords} counts shifted, scale t={t:.4g}",
+                )
+            )
     return results
 
 
-def audit_response_rr(key, eps_values=(0.5, 1.0, 2.0), n_items: int = 5,
-                      n_samples: int = 200_000) -> list[AuditResult]:
+def audit_response_rr(
+    key, eps_values=(0.5, 1.0, 2.0), n_items: int = 5, n_samples: int = 200_000
+) -> list[AuditResult]:
     """Audit the local ε_RR claim of per-user RR at ε_RR/m per response (module docstring);
     ``eps_values`` are ε_RR values. Exact loss ε_RR."""
     observed = jnp.ones((n_samples, n_items), bool)
@@ -185,9 +254,18 @@ def audit_response_rr(key, eps_values=(0.5, 1.0, 2.0), n_items: int = 5,
         per = eps / n_items
         loss = lambda y: per * (n_items - 2.0 * y.sum(axis=1))
         emp, se = histogram_epsilon(loss(y_p), loss(y_q))
-        results.append(AuditResult("nguyen-response-rr", "local", float(eps), float(eps), emp, se,
-                                   sampled_max_loss=float(loss(y_p).max()),
-                                   detail=f"m={n_items} responses at eps/m={per:.4g} each"))
+        results.append(
+            AuditResult(
+                "nguyen-response-rr",
+                "local",
+                float(eps),
+                float(eps),
+                emp,
+                se,
+                sampled_max_loss=float(loss(y_p).max()),
+                detail=f"m={n_items} responses at eps/m={per:.4g} each",
+            )
+        )
     return results
 
 
@@ -220,8 +298,14 @@ def max_cut_rows(graph) -> tuple[np.ndarray, np.ndarray, int]:
 SPARSE_AUDIT_MODES = (("tight_joint", "cks"), ("paper", "bun_steinke"), ("synthetic_code", "paper"))
 
 
-def audit_sparse_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4, graph=None,
-                          n_samples: int = 200_000, modes=SPARSE_AUDIT_MODES) -> list[AuditResult]:
+def audit_sparse_gaussian(
+    key,
+    eps_values=(0.5, 1.0, 2.0),
+    delta: float = 1e-4,
+    graph=None,
+    n_samples: int = 200_000,
+    modes=SPARSE_AUDIT_MODES,
+) -> list[AuditResult]:
     """Audit the sparse discrete-Gaussian chain's (ε*, δ) claim on a fixed item graph (module
     docstring; default the 6-cycle, bipartite, |E| = maxcut = 6) for each (accounting,
     conversion) mode. The worst-case shift is checked against the mechanism's own counts:
@@ -236,6 +320,13 @@ def audit_sparse_gaussian(key, eps_values=(0.5, 1.0, 2.0), delta: float = 1e-4, 
     edges = int(graph.sum()) // 2
     queried = jnp.asarray(graph)
     return _gaussian_chain_audit(
-        key, "nguyen-sparse-gaussian", eps_values, delta, modes, n_coords, n_samples,
+        key,
+        "nguyen-sparse-gaussian",
+        eps_values,
+        delta,
+        modes,
+        n_coords,
+        n_samples,
         lambda rho, accounting: gaussian_count_sigma(rho, queried, accounting),
-        f"m={graph.shape[0]}, |E|={edges}, max cut {n_coords // 2}: {n_coords} counts shifted")
+        f"m={graph.shape[0]}, |E|={edges}, max cut {n_coords // 2}: {n_coords} counts shifted",
+    )

@@ -24,6 +24,7 @@ mechanism itself.
   mean_D[(1 − e^{ε'−ℓ})₊] ≤ δ (the hockey-stick divergence estimated from samples,
   :func:`dpsim.audits.audit.empirical_epsilon_for_delta`).
 """
+
 from __future__ import annotations
 
 import jax
@@ -32,8 +33,11 @@ import numpy as np
 
 from dpsim.estimators.linear_btl import objective_perturbation
 from dpsim.audits.audit import AuditResult, empirical_epsilon_for_delta, histogram_epsilon
-from dpsim.mechanisms.objective_perturbation import (gaussian_mechanism_epsilon, gaussian_objective_perturbation,
-                                                   label_dp_noise_scale)
+from dpsim.mechanisms.objective_perturbation import (
+    gaussian_mechanism_epsilon,
+    gaussian_objective_perturbation,
+    label_dp_noise_scale,
+)
 from dpsim.mechanisms.randomized_response import (
     flip_probability,
     kary_keep_probability,
@@ -43,7 +47,9 @@ from dpsim.mechanisms.randomized_response import (
 )
 
 
-def audit_label_rr(key, eps_values=(0.1, 0.5, 1.0, 2.0), n_samples: int = 200_000) -> list[AuditResult]:
+def audit_label_rr(
+    key, eps_values=(0.1, 0.5, 1.0, 2.0), n_samples: int = 200_000
+) -> list[AuditResult]:
     """Audit binary RR on labels (chowdhury eq. (2)) at each ε: exact loss ε, estimate from
     ``n_samples`` releases under each neighbour (module docstring)."""
     results = []
@@ -54,14 +60,24 @@ def audit_label_rr(key, eps_values=(0.1, 0.5, 1.0, 2.0), n_samples: int = 200_00
         exact = float(jnp.log(keep_probability(eps) / flip_probability(eps)))
         emp, se = histogram_epsilon(np.asarray(out), np.asarray(out_prime), bins=2)
         loss = np.where(np.asarray(out) == 1, exact, -exact)
-        results.append(AuditResult("label-rr", "-", float(eps), exact, emp, se,
-                                   detail=f"keep probability {float(keep_probability(eps)):.4f}",
-                                   sampled_max_loss=float(loss.max())))
+        results.append(
+            AuditResult(
+                "label-rr",
+                "-",
+                float(eps),
+                exact,
+                emp,
+                se,
+                detail=f"keep probability {float(keep_probability(eps)):.4f}",
+                sampled_max_loss=float(loss.max()),
+            )
+        )
     return results
 
 
-def audit_label_krr(key, eps_values=(0.1, 0.5, 1.0, 2.0), n_samples: int = 200_000,
-                    k: int = 4) -> list[AuditResult]:
+def audit_label_krr(
+    key, eps_values=(0.1, 0.5, 1.0, 2.0), n_samples: int = 200_000, k: int = 4
+) -> list[AuditResult]:
     """Audit K-ary RR (chowdhury eq. (12)) with K = ``k`` at each ε: exact loss ε, estimate
     from the statistic 1(ỹ = 0) under labels 0 and 1 (module docstring)."""
     results = []
@@ -72,11 +88,23 @@ def audit_label_krr(key, eps_values=(0.1, 0.5, 1.0, 2.0), n_samples: int = 200_0
         keep = float(kary_keep_probability(eps, k))
         other = (1.0 - keep) / (k - 1)
         exact = float(np.log(keep / other))
-        emp, se = histogram_epsilon(np.asarray(out == 0, float), np.asarray(out_prime == 0, float), bins=2)
+        emp, se = histogram_epsilon(
+            np.asarray(out == 0, float), np.asarray(out_prime == 0, float), bins=2
+        )
         o = np.asarray(out)
         loss = np.where(o == 0, exact, np.where(o == 1, -exact, 0.0))
-        results.append(AuditResult("label-krr", f"K={k}", float(eps), exact, emp, se,
-                                   detail=f"keep probability {keep:.4f}", sampled_max_loss=float(loss.max())))
+        results.append(
+            AuditResult(
+                "label-krr",
+                f"K={k}",
+                float(eps),
+                exact,
+                emp,
+                se,
+                detail=f"keep probability {keep:.4f}",
+                sampled_max_loss=float(loss.max()),
+            )
+        )
     return results
 
 
@@ -91,9 +119,15 @@ def _worst_case_data(dim: int, n_samples: int, key):
     return x, y, y.at[0].set(0.0)
 
 
-def audit_objective_perturbation(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 20_000,
-                                 delta: float = 1e-3, dim: int = 2, n_data: int = 8,
-                                 beta: float = 1.0) -> list[AuditResult]:
+def audit_objective_perturbation(
+    key,
+    eps_values=(0.5, 1.0, 2.0),
+    n_samples: int = 20_000,
+    delta: float = 1e-3,
+    dim: int = 2,
+    n_data: int = 8,
+    beta: float = 1.0,
+) -> list[AuditResult]:
     """Audit Gaussian objective perturbation under label DP (chowdhury Alg. 2, Thm 5.2) at each
     ε with the given δ on a small worst-case dataset (module docstring): exact (ε', δ) of the
     Gaussian mechanism it post-processes, and an estimate from ``n_samples`` exact
@@ -105,8 +139,12 @@ def audit_objective_perturbation(key, eps_values=(0.5, 1.0, 2.0), n_samples: int
     def release(k, e):
         return gaussian_objective_perturbation(k, x, e, delta, jnp.inf, beta=beta, feature_bound=L)
 
-    fit = jax.jit(jax.vmap(lambda k, labels, e: objective_perturbation(x, labels, release(k, e), jnp.inf).theta,
-                           in_axes=(0, None, None)))
+    fit = jax.jit(
+        jax.vmap(
+            lambda k, labels, e: objective_perturbation(x, labels, release(k, e), jnp.inf).theta,
+            in_axes=(0, None, None),
+        )
+    )
 
     def w_of(theta, labels):
         return -((jax.nn.sigmoid(theta @ x.T) - labels) @ x + beta * theta)
@@ -117,10 +155,20 @@ def audit_objective_perturbation(key, eps_values=(0.5, 1.0, 2.0), n_samples: int
         keys = jax.random.split(jax.random.fold_in(key, index), n_samples)
         theta = fit(keys, y, jnp.asarray(eps))
         w_d, w_dp = w_of(theta, y), w_of(theta, y_prime)
-        loss = (jnp.sum(w_dp ** 2, axis=1) - jnp.sum(w_d ** 2, axis=1)) / (2 * sigma ** 2)
+        loss = (jnp.sum(w_dp**2, axis=1) - jnp.sum(w_d**2, axis=1)) / (2 * sigma**2)
         exact = float(gaussian_mechanism_epsilon(delta, 2.0 * L, sigma))
         emp, se = empirical_epsilon_for_delta(loss, delta)
-        results.append(AuditResult("objective-perturbation", "label", float(eps), exact, emp, se,
-                                   delta=delta, sampled_max_loss=float(jnp.max(loss)),
-                                   detail=f"sensitivity 2L = {2 * L:.3g}, sigma {sigma:.3g}, beta {beta:g}"))
+        results.append(
+            AuditResult(
+                "objective-perturbation",
+                "label",
+                float(eps),
+                exact,
+                emp,
+                se,
+                delta=delta,
+                sampled_max_loss=float(jnp.max(loss)),
+                detail=f"sensitivity 2L = {2 * L:.3g}, sigma {sigma:.3g}, beta {beta:g}",
+            )
+        )
     return results

@@ -3,13 +3,19 @@ debiased RR and the Laplace mechanism, each on the worst-case neighbouring input
 comparison (y = 1 against y = 0), through the library's own sufficient-statistic sampler
 (:func:`dpsim.mechanisms.pairwise_ldp.privatise` with one user and one pair).
 """
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpsim.audits.audit import AuditResult, histogram_epsilon, laplace_privacy_loss, max_laplace_privacy_loss
+from dpsim.audits.audit import (
+    AuditResult,
+    histogram_epsilon,
+    laplace_privacy_loss,
+    max_laplace_privacy_loss,
+)
 from dpsim.mechanisms.pairwise_ldp import privatise
 from dpsim.mechanisms.randomized_response import flip_probability, keep_probability
 from dpsim.validate import require_eps
@@ -21,9 +27,11 @@ def _one_comparison_sampler(mechanism: str):
     """jit(vmap over keys) of the library's sufficient-statistic path for one user and one
     comparison: y ↦ the released value (ỹ, z or y + Laplace)."""
     if mechanism not in _AUDIT_SAMPLERS:
+
         def release(key, y, eps):
             wins = jnp.reshape(y, (1, 1))
             return privatise(key, wins, jnp.ones((1,)), jnp.reshape(eps, (1,)), mechanism)[0]
+
         _AUDIT_SAMPLERS[mechanism] = jax.jit(jax.vmap(release, in_axes=(0, None, None)))
     return _AUDIT_SAMPLERS[mechanism]
 
@@ -41,8 +49,9 @@ def _two_sided_histogram_epsilon(stat, stat_prime, bins):
     return max(forward, backward, key=lambda r: r[0])
 
 
-def audit_pairwise(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 200_000,
-                   n_items: int | None = None) -> list[AuditResult]:
+def audit_pairwise(
+    key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 200_000, n_items: int | None = None
+) -> list[AuditResult]:
     """Privacy audit of xu's per-comparison mechanisms at each ε: classic RR, debiased RR
     (both ε-LDP per comparison, xu §3.1–3.2, eq. (1), Lemma 2) and the Laplace mechanism on one comparison
     (docs/xu.md, Mechanisms and estimators), on the worst-case neighbouring inputs y = 1 and y = 0 of one comparison.
@@ -66,7 +75,11 @@ def audit_pairwise(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 200_000,
     for index, eps in enumerate(eps_values):
         require_eps(eps)
         e = jnp.asarray(eps, jnp.float64)
-        composed = "" if n_items is None else f"; user-level budget m(m-1)/2*eps = {n_items * (n_items - 1) / 2 * eps:g}"
+        composed = (
+            ""
+            if n_items is None
+            else f"; user-level budget m(m-1)/2*eps = {n_items * (n_items - 1) / 2 * eps:g}"
+        )
         for case, mechanism in enumerate(("classic_rr", "debiased_rr", "laplace")):
             k = jax.random.fold_in(jax.random.fold_in(key, index), case)
             k1, k0 = jax.random.split(k)
@@ -85,10 +98,22 @@ def audit_pairwise(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 200_000,
                 exact = _binary_exact_loss(eps)
                 emp, se = _two_sided_histogram_epsilon(out1, out0, bins=2)
                 sampled = float("nan")
-                detail = (f"one comparison y=1 vs y=0, flip probability {float(flip_probability(eps)):.4g}"
-                          + ("" if mechanism == "classic_rr" else ", z = ((e^eps+1)y~ - 1)/(e^eps - 1)"))
-            results.append(AuditResult(f"xu-{mechanism.replace('_', '-')}", "-", float(eps), exact, emp, se,
-                                       detail=detail + composed, sampled_max_loss=sampled))
+                detail = (
+                    f"one comparison y=1 vs y=0, flip probability {float(flip_probability(eps)):.4g}"
+                    + ("" if mechanism == "classic_rr" else ", z = ((e^eps+1)y~ - 1)/(e^eps - 1)")
+                )
+            results.append(
+                AuditResult(
+                    f"xu-{mechanism.replace('_', '-')}",
+                    "-",
+                    float(eps),
+                    exact,
+                    emp,
+                    se,
+                    detail=detail + composed,
+                    sampled_max_loss=sampled,
+                )
+            )
     return results
 
 

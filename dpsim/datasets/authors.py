@@ -6,6 +6,7 @@ The authors' repositories carry no licence, so dpsim ships none of their files: 
 directory), and the checks that compare with them (``cai-published-*``, docs/cai.md,
 "Published numbers") are INCONCLUSIVE while it is absent.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,7 +20,11 @@ from dpsim.errors import UsageError
 CAI_REPOSITORY = "abhinavc3/DP-Ranking"
 CAI_COMMIT = "2c90b07e670964a7ba6e23856964052eb65f8717"
 #: Fig N → the folder of its per-replicate CSVs in that repository
-CAI_EDGE_FOLDERS = {1: "Edge-DP/accuracy-vs-n", 2: "Edge-DP/accuracy-vs-p", 3: "Edge-DP/accuracy-vs-epsilon"}
+CAI_EDGE_FOLDERS = {
+    1: "Edge-DP/accuracy-vs-n",
+    2: "Edge-DP/accuracy-vs-p",
+    3: "Edge-DP/accuracy-vs-epsilon",
+}
 #: dpsim's method → the file of its relative Hamming errors (Alg. 2 "count", Alg. 1 "est")
 CAI_EDGE_FILES = {"counts": "hamming-error-count-priv.csv", "mle": "hamming-error-est-priv.csv"}
 #: (figure, method) of the files the checks read (cai-published-fig1-counts)
@@ -38,8 +43,10 @@ def authors_dir() -> Path:
 def cai_edge_path(figure: int, method: str) -> Path:
     """Where the fetched CSV of cai Fig. ``figure`` (1–3) and ``method`` ('counts', 'mle') lies."""
     if figure not in CAI_EDGE_FOLDERS or method not in CAI_EDGE_FILES:
-        raise UsageError(f"cai authors' data: no file for figure {figure!r} and method {method!r} "
-                         f"(figures {sorted(CAI_EDGE_FOLDERS)}, methods {sorted(CAI_EDGE_FILES)})")
+        raise UsageError(
+            f"cai authors' data: no file for figure {figure!r} and method {method!r} "
+            f"(figures {sorted(CAI_EDGE_FOLDERS)}, methods {sorted(CAI_EDGE_FILES)})"
+        )
     return authors_dir() / "cai" / CAI_EDGE_FOLDERS[figure] / CAI_EDGE_FILES[method]
 
 
@@ -56,7 +63,9 @@ def replicate_summary(path: Path, keys: dict[str, str]) -> list[dict]:
         header = next(reader)
         missing = [k for k in keys if k not in header]
         if missing:
-            raise UsageError(f"{path}: no column {missing[0]!r} (columns {', '.join(header[:6])}, …)")
+            raise UsageError(
+                f"{path}: no column {missing[0]!r} (columns {', '.join(header[:6])}, …)"
+            )
         reps = [i for i, h in enumerate(header) if h.startswith("X")]
         out = []
         for line, row in enumerate(reader, start=2):

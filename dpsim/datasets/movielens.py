@@ -8,6 +8,7 @@ This environment cannot download it, so :func:`load_ratings` reads a local copy 
 :func:`synthetic_ratings` makes a stand-in with the same users, a similar popularity profile
 and the same rating scale; :func:`ratings_or_stand_in` picks one and says which.
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,7 +21,7 @@ from dpsim.errors import UsageError
 
 HEADER = ("userId", "movieId", "rating", "timestamp")
 N_USERS_SMALL = 610
-RATING_SCALE = np.arange(1, 11) / 2.0   # 0.5, 1.0, …, 5.0
+RATING_SCALE = np.arange(1, 11) / 2.0  # 0.5, 1.0, …, 5.0
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,15 @@ def load_ratings(path) -> Ratings:
             reader = csv.reader(f)
             header = tuple(c.strip() for c in next(reader, ()))
             if header != HEADER:
-                raise UsageError(f"{str(path)!r} is not a MovieLens ratings.csv: header {','.join(header)!r}, "
-                                 f"expected {','.join(HEADER)!r}")
+                raise UsageError(
+                    f"{str(path)!r} is not a MovieLens ratings.csv: header {','.join(header)!r}, "
+                    f"expected {','.join(HEADER)!r}"
+                )
             rows = [r for r in reader if r]
     except OSError as err:
-        raise UsageError(f"cannot read MovieLens ratings {str(path)!r}: {err.strerror or err}") from None
+        raise UsageError(
+            f"cannot read MovieLens ratings {str(path)!r}: {err.strerror or err}"
+        ) from None
     except UnicodeDecodeError:
         raise UsageError(f"{str(path)!r} is not a text CSV file") from None
     if not rows:
@@ -131,8 +136,12 @@ def synthetic_ratings(seed: int = 0, n_users: int = N_USERS_SMALL, n_movies: int
     raw = quality[None, :] + bias[:, None] + rng.normal(0.0, 0.8, size=(n_users, n_movies))
     value = np.clip(np.round(raw * 2.0) / 2.0, 0.5, 5.0)
     users, movies = np.nonzero(rated)
-    return Ratings(users.astype(np.int64) + 1, movies.astype(np.int64) + 1, value[users, movies],
-                   f"synthetic stand-in for ml-latest-small (seed {seed})")
+    return Ratings(
+        users.astype(np.int64) + 1,
+        movies.astype(np.int64) + 1,
+        value[users, movies],
+        f"synthetic stand-in for ml-latest-small (seed {seed})",
+    )
 
 
 def ratings_or_stand_in(path=None, seed: int = 0) -> Ratings:

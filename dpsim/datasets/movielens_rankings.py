@@ -19,6 +19,7 @@ Works with a user-supplied ml-latest-small ``ratings.csv``
 (:func:`dpsim.datasets.load_ratings`) or the deterministic stand-in
 (:func:`dpsim.datasets.synthetic_ratings`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,8 +33,8 @@ from dpsim.estimators.debiased_m import debiased_m_estimator
 from dpsim.errors import UsageError
 from dpsim.validate import concrete
 
-N_ITEMS_XU = 40       # the 40 most-rated movies (xu §5.4)
-COIN_SEED = 0         # default seed of the fixed tie-breaking coins
+N_ITEMS_XU = 40  # the 40 most-rated movies (xu §5.4)
+COIN_SEED = 0  # default seed of the fixed tie-breaking coins
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,15 @@ def comparisons_from_ratings(rating_matrix, seed: int = COIN_SEED) -> np.ndarray
     coin = np.random.default_rng(seed).integers(0, 2, size=ri.shape).astype(bool)
     both = rated_i & rated_j
     with np.errstate(invalid="ignore"):
-        first_wins = np.where(both, np.where(ri == rj, coin, ri > rj),
-                              np.where(rated_i ^ rated_j, rated_i, coin))
+        first_wins = np.where(
+            both, np.where(ri == rj, coin, ri > rj), np.where(rated_i ^ rated_j, rated_i, coin)
+        )
     return first_wins.astype(np.uint8)
 
 
-def movielens_rankings(ratings: Ratings, n_items: int = N_ITEMS_XU, seed: int = COIN_SEED) -> PairwiseRankings:
+def movielens_rankings(
+    ratings: Ratings, n_items: int = N_ITEMS_XU, seed: int = COIN_SEED
+) -> PairwiseRankings:
     """The pairwise rankings of xu's real-data experiment: the ``n_items`` most-rated movies,
     one ranking per user (xu §5.4).
 
@@ -102,7 +106,9 @@ def movielens_rankings(ratings: Ratings, n_items: int = N_ITEMS_XU, seed: int = 
     """
     movies = ratings.most_rated(n_items)
     y = comparisons_from_ratings(ratings.matrix(movies), seed)
-    return PairwiseRankings(y=y, movies=movies, users=ratings.users, source=ratings.source, seed=seed)
+    return PairwiseRankings(
+        y=y, movies=movies, users=ratings.users, source=ratings.source, seed=seed
+    )
 
 
 def movielens_theta(rankings: PairwiseRankings, lam: float | None = None) -> np.ndarray:
@@ -138,18 +144,35 @@ def subsample_pair_wins(key, y, group_sizes) -> jax.Array:
     fixed = concrete(group_sizes)
     if fixed is not None:
         sizes = np.atleast_1d(fixed).astype(np.float64)
-        if sizes.ndim != 1 or np.any(sizes < 0) or np.any(sizes != np.round(sizes)) or \
-                not 1 <= sizes.sum() <= n_total:
-            raise UsageError(f"group_sizes={sizes.astype(np.int64).tolist()} must be integers ≥ 0 summing to "
-                             f"between 1 and the {n_total} users available")
+        if (
+            sizes.ndim != 1
+            or np.any(sizes < 0)
+            or np.any(sizes != np.round(sizes))
+            or not 1 <= sizes.sum() <= n_total
+        ):
+            raise UsageError(
+                f"group_sizes={sizes.astype(np.int64).tolist()} must be integers ≥ 0 summing to "
+                f"between 1 and the {n_total} users available"
+            )
     sizes = jnp.atleast_1d(jnp.asarray(group_sizes, jnp.float64))
     # position of every user in a uniformly random order; the first L_1 positions form group 1, …
-    position = jnp.empty((n_total,), jnp.int32).at[jax.random.permutation(key, n_total)].set(
-        jnp.arange(n_total, dtype=jnp.int32)).astype(jnp.float64)
+    position = (
+        jnp.empty((n_total,), jnp.int32)
+        .at[jax.random.permutation(key, n_total)]
+        .set(jnp.arange(n_total, dtype=jnp.int32))
+        .astype(jnp.float64)
+    )
     bounds = jnp.concatenate([jnp.zeros((1,)), jnp.cumsum(sizes)])
     membership = (position[None, :] >= bounds[:-1, None]) & (position[None, :] < bounds[1:, None])
     return membership.astype(jnp.float64) @ jnp.asarray(y, jnp.float64)
 
 
-__all__ = ["N_ITEMS_XU", "COIN_SEED", "PairwiseRankings", "comparisons_from_ratings", "movielens_rankings",
-           "movielens_theta", "subsample_pair_wins"]
+__all__ = [
+    "N_ITEMS_XU",
+    "COIN_SEED",
+    "PairwiseRankings",
+    "comparisons_from_ratings",
+    "movielens_rankings",
+    "movielens_theta",
+    "subsample_pair_wins",
+]

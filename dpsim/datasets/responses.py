@@ -7,6 +7,7 @@ synthetic stand-in of the same shape used when no file is given. ``source`` says
 Missing, unreadable or wrong-layout files raise :class:`dpsim.errors.UsageError` with one
 line naming the file and the problem. Nothing is downloaded.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,10 +20,23 @@ import numpy as np
 from dpsim.datasets.movielens import Ratings, ratings_or_stand_in
 from dpsim.errors import UsageError
 
-__all__ = ["ResponseData", "LSAT_PATTERN_COUNTS", "lsat", "load_uci_student", "uci_student",
-           "load_three_grades", "three_grades", "rasch_stand_in", "nmf_multiplicative",
-           "binarise_scores", "ratings_responses", "movielens_responses", "UCI_ITEMS",
-           "UCI_CORRECT", "THREE_GRADES_ITEMS"]
+__all__ = [
+    "ResponseData",
+    "LSAT_PATTERN_COUNTS",
+    "lsat",
+    "load_uci_student",
+    "uci_student",
+    "load_three_grades",
+    "three_grades",
+    "rasch_stand_in",
+    "nmf_multiplicative",
+    "binarise_scores",
+    "ratings_responses",
+    "movielens_responses",
+    "UCI_ITEMS",
+    "UCI_CORRECT",
+    "THREE_GRADES_ITEMS",
+]
 
 
 @dataclass(frozen=True)
@@ -57,8 +71,40 @@ class ResponseData:
 # ---------------------------------------------------------------------------------------
 # Patterns 00000, 00001, …, 11111 (item 1 the most significant bit), docs/nguyen.md, Experiments as run (the
 # OpenBUGS "LSAT" example; R ltm's ``LSAT``). Total 1000.
-LSAT_PATTERN_COUNTS = (3, 6, 2, 11, 1, 1, 3, 4, 1, 8, 0, 16, 0, 3, 2, 15,
-                       10, 29, 14, 81, 3, 28, 15, 80, 16, 56, 21, 173, 11, 61, 28, 298)
+LSAT_PATTERN_COUNTS = (
+    3,
+    6,
+    2,
+    11,
+    1,
+    1,
+    3,
+    4,
+    1,
+    8,
+    0,
+    16,
+    0,
+    3,
+    2,
+    15,
+    10,
+    29,
+    14,
+    81,
+    3,
+    28,
+    15,
+    80,
+    16,
+    56,
+    21,
+    173,
+    11,
+    61,
+    28,
+    298,
+)
 
 
 def lsat() -> ResponseData:
@@ -66,8 +112,13 @@ def lsat() -> ResponseData:
     (docs/nguyen.md, Experiments as run; flagged in A13: the authors' file may be section 7, also 1000 × 5)."""
     patterns = np.arange(32)[:, None] >> np.arange(4, -1, -1)[None, :] & 1
     x = np.repeat(patterns.astype(bool), LSAT_PATTERN_COUNTS, axis=0)
-    return ResponseData("lsat", x, np.ones_like(x), tuple(f"item{i + 1}" for i in range(5)),
-                        "LSAT section 6 pattern counts (Bock & Lieberman 1970), rebuilt in code")
+    return ResponseData(
+        "lsat",
+        x,
+        np.ones_like(x),
+        tuple(f"item{i + 1}" for i in range(5)),
+        "LSAT section 6 pattern counts (Bock & Lieberman 1970), rebuilt in code",
+    )
 
 
 def rasch_stand_in(name: str, n_users: int, n_items: int, seed: int = 0) -> ResponseData:
@@ -79,8 +130,13 @@ def rasch_stand_in(name: str, n_users: int, n_items: int, seed: int = 0) -> Resp
     beta = rng.normal(size=n_items)
     prob = 1.0 / (1.0 + np.exp(-(theta[:, None] - beta[None, :])))
     x = rng.uniform(size=prob.shape) < prob
-    return ResponseData(name, x, np.ones_like(x), tuple(f"item{i + 1}" for i in range(n_items)),
-                        f"synthetic Rasch stand-in for {name} (seed {seed}, {n_users} users × {n_items} items)")
+    return ResponseData(
+        name,
+        x,
+        np.ones_like(x),
+        tuple(f"item{i + 1}" for i in range(n_items)),
+        f"synthetic Rasch stand-in for {name} (seed {seed}, {n_users} users × {n_items} items)",
+    )
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -126,25 +182,37 @@ def load_uci_student(path) -> ResponseData:
         raise UsageError(f"{str(path)!r} is not an ARFF file (no @attribute/@data sections)")
     missing = [a for a in UCI_ITEMS if a not in names]
     if missing:
-        raise UsageError(f"{str(path)!r} has no attribute {missing[0]!r} (need {', '.join(UCI_ITEMS)})")
+        raise UsageError(
+            f"{str(path)!r} has no attribute {missing[0]!r} (need {', '.join(UCI_ITEMS)})"
+        )
     if not rows:
         raise UsageError(f"{str(path)!r} holds no data rows")
     columns = [names.index(a) for a in UCI_ITEMS]
     values = []
     for number, row in enumerate(rows, 1):
         if len(row) != len(names):
-            raise UsageError(f"{str(path)!r}: data row {number} has {len(row)} fields, expected {len(names)}")
+            raise UsageError(
+                f"{str(path)!r}: data row {number} has {len(row)} fields, expected {len(names)}"
+            )
         values.append([row[c] for c in columns])
     values = np.asarray(values)
     bad = ~np.isin(values, UCI_GRADES + ("?",))
     if bad.any():
-        raise UsageError(f"{str(path)!r}: grade {str(values[bad][0])!r} is not one of {', '.join(UCI_GRADES)}")
-    return ResponseData("uci_student", np.isin(values, UCI_CORRECT), values != "?", UCI_ITEMS, str(path))
+        raise UsageError(
+            f"{str(path)!r}: grade {str(values[bad][0])!r} is not one of {', '.join(UCI_GRADES)}"
+        )
+    return ResponseData(
+        "uci_student", np.isin(values, UCI_CORRECT), values != "?", UCI_ITEMS, str(path)
+    )
 
 
 def uci_student(path=None, seed: int = 0) -> ResponseData:
     """:func:`load_uci_student` of ``path``, or a Rasch stand-in of 131 users × 4 items."""
-    return rasch_stand_in("uci_student", 131, 4, seed) if path in (None, "") else load_uci_student(path)
+    return (
+        rasch_stand_in("uci_student", 131, 4, seed)
+        if path in (None, "")
+        else load_uci_student(path)
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -171,7 +239,9 @@ def load_three_grades(path) -> ResponseData:
     header = [h.strip() for h in reader[0]]
     missing = [g for g in THREE_GRADES_ITEMS if g not in header]
     if missing:
-        raise UsageError(f"{str(path)!r} has no column {missing[0]!r} (need G1, G2, G3; is it student-por.csv?)")
+        raise UsageError(
+            f"{str(path)!r} has no column {missing[0]!r} (need G1, G2, G3; is it student-por.csv?)"
+        )
     columns = [header.index(g) for g in THREE_GRADES_ITEMS]
     if len(reader) < 2:
         raise UsageError(f"{str(path)!r} holds no students")
@@ -187,7 +257,11 @@ def load_three_grades(path) -> ResponseData:
 
 def three_grades(path=None, seed: int = 0) -> ResponseData:
     """:func:`load_three_grades` of ``path``, or a Rasch stand-in of 649 users × 3 items."""
-    return rasch_stand_in("three_grades", 649, 3, seed) if path in (None, "") else load_three_grades(path)
+    return (
+        rasch_stand_in("three_grades", 649, 3, seed)
+        if path in (None, "")
+        else load_three_grades(path)
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -207,8 +281,12 @@ def nmf_multiplicative(V, rank: int = 30, max_iter: int = 30, seed: int = 0, flo
         raise ValueError("nmf_multiplicative needs a non-negative (n, M) matrix")
     rng = np.random.RandomState(seed)
     n, M = V.shape
-    W = np.stack([V[:, rng.randint(0, M, math.ceil(M / 5))].mean(axis=1) for _ in range(rank)], axis=1)
-    H = np.stack([V[rng.randint(0, n, math.ceil(n / 5)), :].mean(axis=0) for _ in range(rank)], axis=0)
+    W = np.stack(
+        [V[:, rng.randint(0, M, math.ceil(M / 5))].mean(axis=1) for _ in range(rank)], axis=1
+    )
+    H = np.stack(
+        [V[rng.randint(0, n, math.ceil(n / 5)), :].mean(axis=0) for _ in range(rank)], axis=0
+    )
     W, H = W + floor, H + floor
     for _ in range(max_iter):
         H *= (W.T @ V) / (W.T @ W @ H + floor)
@@ -224,8 +302,9 @@ def binarise_scores(scores) -> np.ndarray:
     return ~(scores > scores.mean(axis=1, keepdims=True))
 
 
-def ratings_responses(ratings: Ratings, n_items: int, rank: int = 30, max_iter: int = 30,
-                      seed: int = 119) -> ResponseData:
+def ratings_responses(
+    ratings: Ratings, n_items: int, rank: int = 30, max_iter: int = 30, seed: int = 119
+) -> ResponseData:
     """nguyen's ML-100K pipeline (nguyen Fig. 3, §5.2) on a :class:`Ratings` table: zero-filled users ×
     movies matrix, rank-``rank`` NMF (:func:`nmf_multiplicative`), per-user binarisation of
     the low-rank scores (:func:`binarise_scores`), then ``n_items`` movies drawn by
@@ -236,19 +315,28 @@ def ratings_responses(ratings: Ratings, n_items: int, rank: int = 30, max_iter: 
     """
     movies = np.unique(ratings.movie)
     if not (isinstance(n_items, (int, np.integer)) and 2 <= n_items <= len(movies)):
-        raise UsageError(f"n_items={n_items!r} must be an integer in [2, {len(movies)}] "
-                         f"(movies in {ratings.source})")
+        raise UsageError(
+            f"n_items={n_items!r} must be an integer in [2, {len(movies)}] "
+            f"(movies in {ratings.source})"
+        )
     V = np.nan_to_num(ratings.matrix(movies), nan=0.0)
     W, H = nmf_multiplicative(V, rank, max_iter, seed)
     x_all = binarise_scores(W @ H)
     chosen = np.random.RandomState(seed).permutation(len(movies))[:n_items]
     x = x_all[:, chosen]
-    return ResponseData("movielens", x, np.ones_like(x), tuple(f"movie{int(m)}" for m in movies[chosen]),
-                        f"{ratings.source}; rank-{rank} NMF ({max_iter} multiplicative updates), "
-                        f"binarised per user, {n_items} movies (seed {seed})")
+    return ResponseData(
+        "movielens",
+        x,
+        np.ones_like(x),
+        tuple(f"movie{int(m)}" for m in movies[chosen]),
+        f"{ratings.source}; rank-{rank} NMF ({max_iter} multiplicative updates), "
+        f"binarised per user, {n_items} movies (seed {seed})",
+    )
 
 
-def movielens_responses(n_items: int, path=None, seed: int = 119, ratings_seed: int = 0) -> ResponseData:
+def movielens_responses(
+    n_items: int, path=None, seed: int = 119, ratings_seed: int = 0
+) -> ResponseData:
     """:func:`ratings_responses` of ml-latest-small's ``ratings.csv`` at ``path`` (610 users),
     or of the deterministic stand-in :func:`dpsim.datasets.synthetic_ratings` (610 users ×
     400 movies) when ``path`` is None. Raises UsageError for a bad file (see

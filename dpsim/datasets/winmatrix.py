@@ -5,6 +5,7 @@ a loader for a user's own matrix.
 (row = winner, column = loser), the convention of every estimator in dpsim. Sources of the
 shipped matrices: ``data/README.md`` beside this module.
 """
+
 from __future__ import annotations
 
 import csv
@@ -65,7 +66,9 @@ def load_win_matrix(path, per_user: int, name: str | None = None) -> WinMatrix:
         body = [r[1:] for r in rows[1:]]
         row_names = tuple(r[0].strip() for r in rows[1:])
         if row_names != items:
-            raise UsageError(f"{str(path)!r}: row labels {row_names} differ from column labels {items}")
+            raise UsageError(
+                f"{str(path)!r}: row labels {row_names} differ from column labels {items}"
+            )
     else:
         body = rows
         items = tuple(f"item{i + 1}" for i in range(len(rows)))
@@ -75,7 +78,9 @@ def load_win_matrix(path, per_user: int, name: str | None = None) -> WinMatrix:
         raise UsageError(f"{str(path)!r}: non-numeric entry ({err})") from None
     n = len(items)
     if W.shape != (n, n) or n < 2:
-        raise UsageError(f"{str(path)!r}: need a square win matrix with ≥ 2 items, got shape {W.shape}")
+        raise UsageError(
+            f"{str(path)!r}: need a square win matrix with ≥ 2 items, got shape {W.shape}"
+        )
     if np.any(W < 0) or np.any(W != np.round(W)):
         raise UsageError(f"{str(path)!r}: win counts must be non-negative integers")
     if np.any(np.diag(W) != 0):
@@ -83,8 +88,6 @@ def load_win_matrix(path, per_user: int, name: str | None = None) -> WinMatrix:
     if not (isinstance(per_user, int) and per_user >= 1):
         raise UsageError(f"per_user={per_user!r} must be an integer ≥ 1")
     return WinMatrix(name or path.stem, items, W, per_user)
-
-
 
 
 def cems() -> WinMatrix:

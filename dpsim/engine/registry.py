@@ -14,6 +14,7 @@
 
 Nothing in ``dpsim`` imports a paper package statically: the registry loads them by name.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -60,13 +61,20 @@ class Catalogue:
             module_name: an installed paper's module (each experiment's recorded source);
                 None for a study file, whose experiments' source is ``path:NAME``.
         """
-        experiments = list(getattr(module, "EXPERIMENTS", None) or
-                           [v for v in vars(module).values() if isinstance(v, Experiment)])
+        experiments = list(
+            getattr(module, "EXPERIMENTS", None)
+            or [v for v in vars(module).values() if isinstance(v, Experiment)]
+        )
         for experiment in experiments:
             origin = module_name or f"{paper}:{experiment.name}"
-            if experiment.name in self.experiments and self.experiments[experiment.name] is not experiment:
-                raise UsageError(f"experiment {experiment.name!r} is defined twice "
-                                 f"({self.source[experiment.name]} and {origin})")
+            if (
+                experiment.name in self.experiments
+                and self.experiments[experiment.name] is not experiment
+            ):
+                raise UsageError(
+                    f"experiment {experiment.name!r} is defined twice "
+                    f"({self.source[experiment.name]} and {origin})"
+                )
             self.experiments[experiment.name] = experiment
             self.source[experiment.name] = origin
             self.paper_of["experiments"][experiment.name] = paper
@@ -81,8 +89,12 @@ class Catalogue:
         self.pages[paper] = getattr(module, "PAGE", "")
         self.components[paper] = dict(getattr(module, "COMPONENTS", None) or {})
         validate_checks(getattr(module, "CHECKS", []) or [], self.experiments)
-        validate_components(self.components[paper], getattr(module, "CHECKS", []) or [],
-                            getattr(module, "MUTANTS", []) or [], paper)
+        validate_components(
+            self.components[paper],
+            getattr(module, "CHECKS", []) or [],
+            getattr(module, "MUTANTS", []) or [],
+            paper,
+        )
 
     def update(self, other: "Catalogue") -> None:
         """Add everything ``other`` holds (its items replace same-named ones)."""
@@ -118,7 +130,9 @@ class Catalogue:
             hits = self.matching(kind, name)
             if not hits:
                 known = [*table, *self.papers]
-                raise UsageError(f"unknown {what} {name!r}{did_you_mean(name, known)}; see `dpsim list`")
+                raise UsageError(
+                    f"unknown {what} {name!r}{did_you_mean(name, known)}; see `dpsim list`"
+                )
             chosen.extend(h for h in hits if h not in chosen)
         return chosen
 
@@ -129,6 +143,7 @@ def validate_checks(checks, experiments) -> None:
     one line, before anything is computed. A check of an experiment not (yet) known is left
     to ``dpsim verify``, which names it."""
     from dpsim.engine.judgement.verdicts import grid_table
+
     grids = {}
     for check in checks:
         experiment = experiments.get(getattr(check, "experiment", None))
@@ -152,14 +167,18 @@ def validate_components(components, checks, mutants, paper: str) -> None:
     for name in components:
         kind, _, rest = str(name).partition(":")
         if kind not in COMPONENT_KINDS or not rest:
-            raise UsageError(f"{paper}: component {name!r} is not KIND:NAME with KIND one of "
-                             f"{', '.join(COMPONENT_KINDS)}")
+            raise UsageError(
+                f"{paper}: component {name!r} is not KIND:NAME with KIND one of "
+                f"{', '.join(COMPONENT_KINDS)}"
+            )
     for what, items, attribute in (("check", checks, "pins"), ("mutant", mutants, "breaks")):
         for item in items:
             for name in named_components(getattr(item, attribute, ())):
                 if name not in components:
-                    raise UsageError(f"{what} {item.name!r}: {attribute} {name!r}, which {paper} does not declare in "
-                                     f"COMPONENTS{did_you_mean(name, components)}")
+                    raise UsageError(
+                        f"{what} {item.name!r}: {attribute} {name!r}, which {paper} does not declare in "
+                        f"COMPONENTS{did_you_mean(name, components)}"
+                    )
 
 
 @lru_cache(maxsize=None)
@@ -233,7 +252,9 @@ def load_study(path: str | Path) -> ModuleType:
         raise
     except Exception as exc:
         sys.modules.pop(name, None)
-        raise UsageError(f"study file {str(path)!r} failed to load: {type(exc).__name__}: {exc}") from None
+        raise UsageError(
+            f"study file {str(path)!r} failed to load: {type(exc).__name__}: {exc}"
+        ) from None
     finally:
         sys.path.pop(0)
     return module
@@ -269,22 +290,30 @@ def experiment(target: str) -> tuple[Experiment, str]:
             found = paper(name)
             if found is not None and target in found.experiments:
                 return found.experiments[target], found.source[target]
-        raise UsageError(f"unknown experiment {target!r}{did_you_mean(target, installed().experiments)}; "
-                         f"see `dpsim list`")
+        raise UsageError(
+            f"unknown experiment {target!r}{did_you_mean(target, installed().experiments)}; "
+            f"see `dpsim list`"
+        )
     path, _, name = target.partition(":")
     module = load_study(path)
     found = Catalogue()
     found.add(module, path)
     if name:
         if name not in found.experiments:
-            raise UsageError(f"study file {path!r} defines no experiment {name!r} "
-                             f"(it defines {', '.join(found.experiments) or 'none'})")
+            raise UsageError(
+                f"study file {path!r} defines no experiment {name!r} "
+                f"(it defines {', '.join(found.experiments) or 'none'})"
+            )
         return found.experiments[name], f"{path}:{name}"
     if not found.experiments:
-        raise UsageError(f"study file {path!r} defines no Experiment (it needs a module-level "
-                         f"dpsim.engine.Experiment(...), or an EXPERIMENTS list of them)")
+        raise UsageError(
+            f"study file {path!r} defines no Experiment (it needs a module-level "
+            f"dpsim.engine.Experiment(...), or an EXPERIMENTS list of them)"
+        )
     if len(found.experiments) != 1:
-        raise UsageError(f"study file {path!r} defines {len(found.experiments)} experiments "
-                         f"({', '.join(found.experiments) or 'none'}); name one as {path}:NAME")
+        raise UsageError(
+            f"study file {path!r} defines {len(found.experiments)} experiments "
+            f"({', '.join(found.experiments) or 'none'}); name one as {path}:NAME"
+        )
     (only,) = found.experiments.values()
     return only, f"{path}:{only.name}"

@@ -17,6 +17,7 @@ the (2, n) × (n, n) product [1, 1/a]ᵀ C gives both sums (C is symmetric). For
 separate (n, n) arrays and reducing each (XLA:CPU does not fuse those reductions) took
 1.4–2.4× longer (benchmarks/cai.py, section P).
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -84,9 +85,9 @@ def _btl_objective(W, M, gamma, w) -> SmoothObjective:
     def evaluate(theta):
         a = jnp.exp(theta - jnp.max(theta))
         r = 1.0 / (a[:, None] + a[None, :])
-        C = M * ((a[:, None] * r) * (a[None, :] * r))                   # M_ij σ_ij σ_ji, symmetric
+        C = M * ((a[:, None] * r) * (a[None, :] * r))  # M_ij σ_ij σ_ji, symmetric
         row, scaled = jnp.stack([jnp.ones_like(a), 1.0 / a]) @ C
-        grad = row + a * scaled - wins + gamma * theta + w              # Σ_j M_ij σ_ij = Σ_j C_ij (1 + a_i/a_j)
+        grad = row + a * scaled - wins + gamma * theta + w  # Σ_j M_ij σ_ij = Σ_j C_ij (1 + a_i/a_j)
         return jnp.where(gamma > 0, grad, grad - jnp.mean(grad)), (C, row + gamma)
 
     def hvp(curvature, v):
@@ -101,7 +102,12 @@ def _btl_objective(W, M, gamma, w) -> SmoothObjective:
 
 def _fit(result: SolverResult) -> Fit:
     """θ̃ (the uncentred minimiser) with the solver's result code, iterations and ‖∇R(θ̃)‖∞."""
-    return Fit(theta=result.x, result=result.result, iterations=result.iterations, grad_norm=result.grad_norm)
+    return Fit(
+        theta=result.x,
+        result=result.result,
+        iterations=result.iterations,
+        grad_norm=result.grad_norm,
+    )
 
 
 GRADIENT_SCALE_COMPARISONS = 1000.0
@@ -154,12 +160,18 @@ def penalised_mle(W, gamma, w=None, *, M=None, tol: float = 1e-10, max_iter: int
     n = W.shape[0]
     w = jnp.zeros((n,)) if w is None else w
     M = comparisons_per_pair(W, M)
-    result = newton_cg(_btl_objective(W, M, gamma, w), jnp.zeros((n,)), tol=_gradient_tolerance(M, tol),
-                       max_iter=max_iter)
+    result = newton_cg(
+        _btl_objective(W, M, gamma, w),
+        jnp.zeros((n,)),
+        tol=_gradient_tolerance(M, tol),
+        max_iter=max_iter,
+    )
     return _fit(result)
 
 
-def perturbed_mle(W, release: LaplacePerturbation, *, M=None, tol: float = 1e-10, max_iter: int = 50) -> Fit:
+def perturbed_mle(
+    W, release: LaplacePerturbation, *, M=None, tol: float = 1e-10, max_iter: int = 50
+) -> Fit:
     """The estimate of cai Algorithm 1: θ̃ = argmin 𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ for a release
     (γ, w) of the mechanism (:func:`dpsim.mechanisms.btl_perturbation.objective_perturbation_edge`:
     (ε, 0)-edge DP for links with finite κ1, κ2; at ε = ∞ the non-private penalised MLE).

@@ -35,6 +35,7 @@ included; under homogeneous ε classic and debiased RR (w affine in each other w
 slope) rank identically. Ties are real with discrete data, so values within
 1e-9·max(1, ‖θ̂‖∞) are treated as tied (A15).
 """
+
 from __future__ import annotations
 
 import jax
@@ -51,8 +52,8 @@ from dpsim.solvers import SmoothObjective, newton_cg
 from dpsim.validate import require, require_eps, require_group_sizes, require_int
 
 LAMBDA_RULES = ("g_over_l", "paper")
-RANK_TIE_TOL = 1e-9   # docs/xu.md, Errata and modes (A15): |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞) is a tie
-SOLVER_TOL = 1e-10    # ‖∇L_λ‖∞ ≤ SOLVER_TOL·max(1, m) (docs/xu.md, Mechanisms and estimators)
+RANK_TIE_TOL = 1e-9  # docs/xu.md, Errata and modes (A15): |θ̂_i − θ̂_j| ≤ 1e-9·max(1, ‖θ̂‖∞) is a tie
+SOLVER_TOL = 1e-10  # ‖∇L_λ‖∞ ≤ SOLVER_TOL·max(1, m) (docs/xu.md, Mechanisms and estimators)
 SOLVER_MAX_ITER = 50
 
 
@@ -81,7 +82,7 @@ def ridge_lambda(group_eps, group_sizes, rule: str = "g_over_l"):
     if rule == "g_over_l":
         return privacy_G(eps, sizes) / n_users
     literal = coth_half(eps) * (jnp.exp(eps) + 1.0)
-    return jnp.sum(sizes * literal) / n_users ** 2
+    return jnp.sum(sizes * literal) / n_users**2
 
 
 def win_value_matrix(zbar) -> jax.Array:
@@ -138,7 +139,9 @@ def _with_sum_penalty(objective: SmoothObjective, mu: float = SUM_PENALTY) -> Sm
     return SmoothObjective(evaluate, hvp, hess_diag)
 
 
-def debiased_m_estimator(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = SOLVER_MAX_ITER) -> Fit:
+def debiased_m_estimator(
+    zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = SOLVER_MAX_ITER
+) -> Fit:
     """θ̂ = argmin_θ Σ_{i<j}[z̄_ij(θ_j − θ_i) + log(1 + e^{θ_i−θ_j})] + λ‖θ‖², the debiased
     M-estimator of xu §4.1 eq. (3) (xu §4.1), by truncated Newton from θ = 0.
 
@@ -163,18 +166,27 @@ def debiased_m_estimator(zbar, lam, *, tol: float = SOLVER_TOL, max_iter: int = 
     m = n_items_of_pairs(zbar.shape[0])
     lam = jnp.asarray(lam, jnp.float64)
     objective = btl_objective(win_value_matrix(zbar), 2.0 * lam, 0.0)
-    result = newton_cg(_with_sum_penalty(objective), jnp.zeros((m,)), tol=tol * max(1, m), max_iter=max_iter)
+    result = newton_cg(
+        _with_sum_penalty(objective), jnp.zeros((m,)), tol=tol * max(1, m), max_iter=max_iter
+    )
     # The minimiser sums to zero (Lemma 3); the last iterate does up to the tolerance (measured
     # |1ᵀθ| ≤ 1e-10 with the sum penalty, up to 6e-8 without it at λ = 1/L). Centring is the
     # exact minimisation of L_λ along 1 (L_0 is shift-invariant), so θ̂ is returned centred.
     theta = result.x - jnp.mean(result.x)
     grad, _ = objective.evaluate(theta)
     info = {"lam": lam, "sum_theta": jnp.sum(result.x), "cg_iterations": result.cg_iterations}
-    return Fit(theta=theta, result=result.result, iterations=result.iterations,
-               grad_norm=jnp.max(jnp.abs(grad)), info=info)
+    return Fit(
+        theta=theta,
+        result=result.result,
+        iterations=result.iterations,
+        grad_norm=jnp.max(jnp.abs(grad)),
+        info=info,
+    )
 
 
-def classic_rr_mle(ybar_released, lam, *, tol: float = SOLVER_TOL, max_iter: int = SOLVER_MAX_ITER) -> Fit:
+def classic_rr_mle(
+    ybar_released, lam, *, tol: float = SOLVER_TOL, max_iter: int = SOLVER_MAX_ITER
+) -> Fit:
     """The classic-RR baseline of xu §5.3 Scenario V (docs/xu.md, Mechanisms and estimators; Errata and modes (A7)): the same objective with the mean
     classic-RR answer ỹ̄ in place of z̄, and the same λ. Inconsistent for θ* (its limit is
     shrunk toward 0, :func:`dpsim.theory.xu.classic_rr_population_limit`), but it ranks
@@ -235,16 +247,28 @@ def expected_top_k_hamming(theta_hat, mask_true, k, tie_tol: float = RANK_TIE_TO
     """
     require_int(k, "k", 1, theta_hat.shape[0] - 1)
     tol = _tie_scale(theta_hat, tie_tol)
-    diff = theta_hat[None, :] - theta_hat[:, None]          # diff[i, j] = θ̂_j − θ̂_i
+    diff = theta_hat[None, :] - theta_hat[:, None]  # diff[i, j] = θ̂_j − θ̂_i
     above = jnp.sum(diff > tol, axis=1)
-    tied = jnp.sum(jnp.abs(diff) <= tol, axis=1)             # ≥ 1 (the item itself)
+    tied = jnp.sum(jnp.abs(diff) <= tol, axis=1)  # ≥ 1 (the item itself)
     k = jnp.asarray(k, jnp.float64)
     p_in = jnp.clip(k - above, 0.0, tied) / tied
     hits = jnp.sum(jnp.where(mask_true, p_in, 0.0))
     return (k - hits) / k
 
 
-__all__ = ["LAMBDA_RULES", "RANK_TIE_TOL", "SOLVER_TOL", "SOLVER_MAX_ITER", "ridge_lambda",
-           "win_value_matrix", "borda_scores", "debiased_m_objective_value", "debiased_m_gradient",
-           "debiased_m_estimator", "classic_rr_mle", "tied_ranks", "estimated_top_k_mask",
-           "expected_top_k_hamming"]
+__all__ = [
+    "LAMBDA_RULES",
+    "RANK_TIE_TOL",
+    "SOLVER_TOL",
+    "SOLVER_MAX_ITER",
+    "ridge_lambda",
+    "win_value_matrix",
+    "borda_scores",
+    "debiased_m_objective_value",
+    "debiased_m_gradient",
+    "debiased_m_estimator",
+    "classic_rr_mle",
+    "tied_ranks",
+    "estimated_top_k_mask",
+    "expected_top_k_hamming",
+]

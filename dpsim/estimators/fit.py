@@ -4,6 +4,7 @@ Modelled on optimistix's ``Solution``: diagnostics are returned as data, never r
 estimator can run under ``vmap`` over thousands of replicates and each replicate reports
 whether its solve converged, and if not, why (a :mod:`dpsim.results` code).
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, NamedTuple
@@ -60,8 +61,12 @@ class Fit(NamedTuple):
         :func:`dpsim.engine.solver_diagnostics`); {} for a closed form."""
         if self.result is None:
             return {}
-        return {"converged": self.converged, "iterations": self.iterations, "result": self.result,
-                "grad_norm": jnp.nan if self.grad_norm is None else self.grad_norm}
+        return {
+            "converged": self.converged,
+            "iterations": self.iterations,
+            "result": self.result,
+            "grad_norm": jnp.nan if self.grad_norm is None else self.grad_norm,
+        }
 
     def diagnostics(self) -> dict:
         """{"converged", "iterations", "result", "grad_norm", **info}, leaving out what this

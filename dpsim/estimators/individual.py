@@ -5,6 +5,7 @@ MLE of the non-private curve, with the existence guard.
 Adjacency: two datasets are neighbours when they differ in all L comparisons of one of
 the m users (cai §3.1; worst-case replacement, docs/cai.md, Errata and modes (E18)).
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -17,8 +18,16 @@ from dpsim.mechanisms.btl_perturbation import LaplacePerturbation
 FALLBACK_GAMMA = 1e-8
 
 
-def guarded_penalised_mle(W, gamma, w=None, *, fallback_gamma: float = FALLBACK_GAMMA, M=None,
-                          tol: float = 1e-10, max_iter: int = 50) -> Fit:
+def guarded_penalised_mle(
+    W,
+    gamma,
+    w=None,
+    *,
+    fallback_gamma: float = FALLBACK_GAMMA,
+    M=None,
+    tol: float = 1e-10,
+    max_iter: int = 50,
+) -> Fit:
     """:func:`penalised_mle` with the existence guard of docs/cai.md, Errata and modes (E17).
 
     With γ = 0 the MLE exists (and is unique after centring, i.e. under the paper's
@@ -44,8 +53,9 @@ def unpenalised_mle(W, *, M=None, tol: float = 1e-10, max_iter: int = 50) -> Fit
     return guarded_penalised_mle(W, 0.0, M=M, tol=tol, max_iter=max_iter)
 
 
-def guarded_perturbed_mle(W, release: LaplacePerturbation, *, M=None, tol: float = 1e-10,
-                          max_iter: int = 50) -> Fit:
+def guarded_perturbed_mle(
+    W, release: LaplacePerturbation, *, M=None, tol: float = 1e-10, max_iter: int = 50
+) -> Fit:
     """The estimate of cai Algorithm 1 under individual DP (Prop 3.1, Thm 3.1): θ̃ = argmin
     𝓛(θ; W) + (γ/2)‖θ‖² + wᵀθ for a release (γ, w) of
     :func:`dpsim.mechanisms.btl_perturbation.objective_perturbation_individual`, with the guard

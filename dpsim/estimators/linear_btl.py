@@ -22,6 +22,7 @@ All functions are pure, jit- and vmap-compatible (ε, δ, B, β may be traced; t
 eigen-decompositions stay unbatched on CPU). Concrete ε, δ, B are validated; traced values
 pass unchecked.
 """
+
 from __future__ import annotations
 
 import jax
@@ -30,7 +31,13 @@ import jax.numpy as jnp
 from dpsim.estimators.fit import Fit
 from dpsim.mechanisms.objective_perturbation import GaussianPerturbation
 from dpsim.mechanisms.randomized_response import debiased_response, keep_probability
-from dpsim.solvers import symmetric_eigh, ConstrainedResult, DenseObjective, projected_gradient, projected_newton
+from dpsim.solvers import (
+    symmetric_eigh,
+    ConstrainedResult,
+    DenseObjective,
+    projected_gradient,
+    projected_newton,
+)
 from dpsim.validate import require_eps, require_positive
 
 
@@ -40,7 +47,9 @@ from dpsim.validate import require_eps, require_positive
 def check_design(x, y) -> None:
     """x must be (n_samples, dim) with n, d ≥ 1 and y (n_samples,) (shapes are static)."""
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"x must be an (n_samples, dim) matrix with n_samples, dim ≥ 1, got shape {x.shape}")
+        raise ValueError(
+            f"x must be an (n_samples, dim) matrix with n_samples, dim ≥ 1, got shape {x.shape}"
+        )
     if y.shape != (x.shape[0],):
         raise ValueError(f"y must have shape ({x.shape[0]},) to match x, got {y.shape}")
 
@@ -86,7 +95,9 @@ def rr_debiased_loss(theta, x, y_tilde, eps):
 def rr_debiased_loss_label_form(theta, x, y_tilde, eps):
     """(2σ(ε) − 1)·(1/n)Σ softplus(z_i) − ȳ_i z_i with ȳ = ((e^ε + 1)ỹ − 1)/(e^ε − 1): the
     de-biased-label form of :func:`rr_debiased_loss` (equal to it; docs/chowdhury.md, Mechanisms and estimators)."""
-    return (2.0 * keep_probability(eps) - 1.0) * logistic_loss(theta, x, debiased_response(y_tilde, eps))
+    return (2.0 * keep_probability(eps) - 1.0) * logistic_loss(
+        theta, x, debiased_response(y_tilde, eps)
+    )
 
 
 def rr_naive_log_probabilities(z, eps):
@@ -95,8 +106,10 @@ def rr_naive_log_probabilities(z, eps):
     eps = jnp.asarray(eps, jnp.float64)
     log_keep, log_flip = -jax.nn.softplus(-eps), -jax.nn.softplus(eps)
     log_s1, log_s0 = -jax.nn.softplus(-z), -jax.nn.softplus(z)
-    return (jnp.logaddexp(log_keep + log_s1, log_flip + log_s0),
-            jnp.logaddexp(log_keep + log_s0, log_flip + log_s1))
+    return (
+        jnp.logaddexp(log_keep + log_s1, log_flip + log_s0),
+        jnp.logaddexp(log_keep + log_s0, log_flip + log_s1),
+    )
 
 
 def _label_nll(log_p1, log_p0, labels):
@@ -125,13 +138,20 @@ def logistic_objective(x, targets, ridge=0.0, shift=None) -> DenseObjective:
     shift = jnp.zeros((d,)) if shift is None else shift
 
     def value(theta):
-        return logistic_loss(theta, x, targets) + 0.5 * ridge * jnp.dot(theta, theta) + jnp.dot(shift, theta)
+        return (
+            logistic_loss(theta, x, targets)
+            + 0.5 * ridge * jnp.dot(theta, theta)
+            + jnp.dot(shift, theta)
+        )
 
     def evaluate(theta):
         z = x @ theta
         s = jax.nn.sigmoid(z)
-        f = (jnp.mean(jax.nn.softplus(z) - targets * z) + 0.5 * ridge * jnp.dot(theta, theta)
-             + jnp.dot(shift, theta))
+        f = (
+            jnp.mean(jax.nn.softplus(z) - targets * z)
+            + 0.5 * ridge * jnp.dot(theta, theta)
+            + jnp.dot(shift, theta)
+        )
         grad = x.T @ (s - targets) / n + ridge * theta + shift
         hess = (x.T * (s * (1.0 - s))) @ x / n + ridge * jnp.eye(d)
         return f, grad, hess
@@ -140,9 +160,18 @@ def logistic_objective(x, targets, ridge=0.0, shift=None) -> DenseObjective:
 
 
 def _fit(result: ConstrainedResult, **info) -> Fit:
-    return Fit(theta=result.x, result=result.result, iterations=result.iterations, grad_norm=result.stationarity,
-               info={"stationarity": result.stationarity, "on_boundary": result.on_boundary,
-                     "inner_iterations": result.inner_iterations, **info})
+    return Fit(
+        theta=result.x,
+        result=result.result,
+        iterations=result.iterations,
+        grad_norm=result.stationarity,
+        info={
+            "stationarity": result.stationarity,
+            "on_boundary": result.on_boundary,
+            "inner_iterations": result.inner_iterations,
+            **info,
+        },
+    )
 
 
 def _solve(objective, d, radius, sum_zero, tol, max_iter, x0=None) -> ConstrainedResult:
@@ -171,8 +200,9 @@ def mle(x, y, radius, *, sum_zero: bool = False, tol: float = 1e-10, max_iter: i
     return _fit(_solve(logistic_objective(x, y), x.shape[1], radius, sum_zero, tol, max_iter))
 
 
-def rr_debiased(x, y_tilde, eps, radius, *, sum_zero: bool = False, tol: float = 1e-10,
-                max_iter: int = 50) -> Fit:
+def rr_debiased(
+    x, y_tilde, eps, radius, *, sum_zero: bool = False, tol: float = 1e-10, max_iter: int = 50
+) -> Fit:
     """θ̂_RR = argmin_{θ∈Θ_B} l̂_{D,ε}(θ), the de-biased RR estimator (chowdhury eqs. (4)–(6),
     Thm 4.2; chowdhury eqs. (4)–(6), §4.2), solved in its de-biased-label form: logistic regression on
     ȳ = ((e^ε + 1)ỹ − 1)/(e^ε − 1) (dpsim.mechanisms.randomized_response.debiased_response),
@@ -211,7 +241,7 @@ def rr_naive_objective(x, y_tilde, eps) -> DenseObjective:
     def evaluate(theta):
         z = x @ theta
         log_p1, log_p0 = rr_naive_log_probabilities(z, eps)
-        log_dp = log_c - jax.nn.softplus(z) - jax.nn.softplus(-z)       # log p' = log cσ'
+        log_dp = log_c - jax.nn.softplus(z) - jax.nn.softplus(-z)  # log p' = log cσ'
         p1, p0, dp = jnp.exp(log_p1), jnp.exp(log_p0), jnp.exp(log_dp)
         r = jnp.exp(log_dp - log_p1 - log_p0)
         f = _label_nll(log_p1, log_p0, y_tilde)
@@ -231,8 +261,17 @@ NAIVE_SOLVERS = ("newton", "gradient")
 NAIVE_TOL = 1e-8
 
 
-def rr_naive_mle(x, y_tilde, eps, radius, *, solver: str = "newton", sum_zero: bool = False,
-                 tol: float = NAIVE_TOL, max_iter: int | None = None) -> Fit:
+def rr_naive_mle(
+    x,
+    y_tilde,
+    eps,
+    radius,
+    *,
+    solver: str = "newton",
+    sum_zero: bool = False,
+    tol: float = NAIVE_TOL,
+    max_iter: int | None = None,
+) -> Fit:
     """θ̃_MLE-RR ∈ argmin_{θ∈Θ_B} l̃_{D,ε}(θ), the MLE of the privatised labels (chowdhury eq. (3),
     Thm 4.1; chowdhury eq. (3), Theorem 4.1). The loss is not convex (strongly convex only for ε > 2 max|xᵀθ|), so
     it is solved by a descent method started at θ̂_RR (docs/chowdhury.md, Mechanisms and estimators) and returns a
@@ -261,19 +300,40 @@ def rr_naive_mle(x, y_tilde, eps, radius, *, solver: str = "newton", sum_zero: b
         raise ValueError(f"solver={solver!r} is not one of {list(NAIVE_SOLVERS)}")
     start = rr_debiased(x, y_tilde, eps, radius, sum_zero=sum_zero)
     if solver == "newton":
-        result = projected_newton(rr_naive_objective(x, y_tilde, eps), start.theta, radius,
-                                  sum_zero=sum_zero, tol=tol, max_iter=max_iter or 200)
+        result = projected_newton(
+            rr_naive_objective(x, y_tilde, eps),
+            start.theta,
+            radius,
+            sum_zero=sum_zero,
+            tol=tol,
+            max_iter=max_iter or 200,
+        )
     else:
         # 1/smoothness of the MLE part: σ' ≤ 1/4 and λ_max(Σ_D) ≤ tr(Σ_D); backtracking adapts it.
         step0 = 4.0 / jnp.maximum(jnp.sum(x * x) / x.shape[0], 1e-300)
         objective = rr_naive_objective(x, y_tilde, eps)
-        result = projected_gradient(lambda t: objective.evaluate(t)[:2], start.theta, radius, step0,
-                                    sum_zero=sum_zero, tol=tol, max_iter=max_iter or 5000)
+        result = projected_gradient(
+            lambda t: objective.evaluate(t)[:2],
+            start.theta,
+            radius,
+            step0,
+            sum_zero=sum_zero,
+            tol=tol,
+            max_iter=max_iter or 5000,
+        )
     return _fit(result, start_converged=start.converged)
 
 
-def objective_perturbation(x, y, release: GaussianPerturbation, radius, *, sum_zero: bool = False,
-                           tol: float = 1e-10, max_iter: int = 50) -> Fit:
+def objective_perturbation(
+    x,
+    y,
+    release: GaussianPerturbation,
+    radius,
+    *,
+    sum_zero: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 50,
+) -> Fit:
     """θ̂_obj, the estimate of chowdhury Algorithm 2 (line 4, App. D): the exact projected minimiser
     argmin_{θ∈Θ_B} (1/n)Σ softplus(x_iᵀθ) − y_i x_iᵀθ + (β/(2n))‖θ‖² + wᵀθ/n for a release
     (w, σ, β, L) of :func:`dpsim.mechanisms.objective_perturbation.gaussian_objective_perturbation`.
@@ -294,5 +354,12 @@ def objective_perturbation(x, y, release: GaussianPerturbation, radius, *, sum_z
     n = x.shape[0]
     objective = logistic_objective(x, y, ridge=release.beta / n, shift=release.w / n)
     fit = _fit(_solve(objective, x.shape[1], radius, sum_zero, tol, max_iter))
-    return fit._replace(info={**fit.info, "sigma": release.sigma, "beta": release.beta,
-                              "feature_bound": release.feature_bound, "privacy_certified": fit.converged})
+    return fit._replace(
+        info={
+            **fit.info,
+            "sigma": release.sigma,
+            "beta": release.beta,
+            "feature_bound": release.feature_bound,
+            "privacy_certified": fit.converged,
+        }
+    )

@@ -24,6 +24,7 @@ Step-size schedules (docs/chowdhury.md, Experiments as run; Errata and modes (E2
 Objective perturbation by SGD is not the exact minimiser its privacy proof needs:
 ``info["privacy_certified"]`` is False (docs/chowdhury.md, Errata and modes (E9)).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -46,8 +47,9 @@ DEFAULT_GAMMA_HAT = 0.1
 DEFAULT_ETA = 0.1
 
 
-def step_size_schedule(schedule: str, lam_hat=None, *, eta=DEFAULT_ETA, eta_max=DEFAULT_ETA
-                       ) -> Callable:
+def step_size_schedule(
+    schedule: str, lam_hat=None, *, eta=DEFAULT_ETA, eta_max=DEFAULT_ETA
+) -> Callable:
     """t ↦ η_t for t = 1, 2, … (module docstring): ``"theory"`` 1/(λ̂(t + t₀)) with
     t₀ = 1/(η_max λ̂); ``"literal"`` and ``"averaged"`` the constant η.
 
@@ -69,11 +71,18 @@ def feature_coverage(x) -> jax.Array:
 def _run(per_sample_grad, samples, dim, radius, sum_zero, schedule, lam_hat, eta, eta_max, info):
     require_radius(radius)
     step = step_size_schedule(schedule, lam_hat, eta=eta, eta_max=eta_max)
-    result = projected_sgd(per_sample_grad, samples, jnp.zeros((dim,)), step, radius, sum_zero=sum_zero)
+    result = projected_sgd(
+        per_sample_grad, samples, jnp.zeros((dim,)), step, radius, sum_zero=sum_zero
+    )
     theta = result.x_average if schedule == "averaged" else result.x
     n = jax.tree_util.tree_leaves(samples)[0].shape[0]
-    return Fit(theta=theta, result=solver_result(True, theta), iterations=jnp.asarray(n), grad_norm=jnp.nan,
-               info={"last_step": result.last_step, "lam_hat": jnp.asarray(lam_hat, jnp.float64), **info})
+    return Fit(
+        theta=theta,
+        result=solver_result(True, theta),
+        iterations=jnp.asarray(n),
+        grad_norm=jnp.nan,
+        info={"last_step": result.last_step, "lam_hat": jnp.asarray(lam_hat, jnp.float64), **info},
+    )
 
 
 def _lam_hat(schedule, x_pairs, gamma_hat, kappa, factor):
@@ -96,7 +105,7 @@ def rr_sgd_gradient(theta, x_t, y_tilde_t, eps, link: str = "logistic"):
     Args: theta (dim,); x_t (dim,); y_tilde_t: scalar in {0, 1}; eps; link.
     Returns: (dim,)."""
     s1, s0 = link_scores(jnp.dot(x_t, theta), link)
-    flip = jax.nn.sigmoid(-jnp.asarray(eps, jnp.float64))          # 1/(e^ε + 1)
+    flip = jax.nn.sigmoid(-jnp.asarray(eps, jnp.float64))  # 1/(e^ε + 1)
     return ((s1 + s0) * flip - (y_tilde_t * s1 + (1.0 - y_tilde_t) * s0)) * x_t
 
 
@@ -109,7 +118,7 @@ def krr_sgd_gradient(theta, phi_t, y_tilde_t, eps):
     k = phi_t.shape[0]
     p = jax.nn.softmax(phi_t @ theta)
     mean_phi = p @ phi_t
-    other = 1.0 - kary_keep_probability(eps, k)                     # (K − 1)/(e^ε + K − 1)
+    other = 1.0 - kary_keep_probability(eps, k)  # (K − 1)/(e^ε + K − 1)
     sum_scores = jnp.sum(phi_t, axis=0) - k * mean_phi
     return sum_scores * other / (k - 1) - (phi_t[y_tilde_t] - mean_phi)
 
@@ -123,9 +132,20 @@ def objective_perturbation_sgd_gradient(theta, x_t, y_t, w, beta, n_samples: int
 # ---------------------------------------------------------------------------------------
 # Estimators
 # ---------------------------------------------------------------------------------------
-def sgd_rr(x, y_tilde, eps, radius, *, schedule: str = "theory", link: str = "logistic",
-           gamma_hat=DEFAULT_GAMMA_HAT, kappa=None, eta=DEFAULT_ETA, eta_max=DEFAULT_ETA,
-           sum_zero: bool = False) -> Fit:
+def sgd_rr(
+    x,
+    y_tilde,
+    eps,
+    radius,
+    *,
+    schedule: str = "theory",
+    link: str = "logistic",
+    gamma_hat=DEFAULT_GAMMA_HAT,
+    kappa=None,
+    eta=DEFAULT_ETA,
+    eta_max=DEFAULT_ETA,
+    sum_zero: bool = False,
+) -> Fit:
     """θ̂_SGD-RR, one-pass projected SGD on RR labels (chowdhury Algorithm 1, eq. (10), Thm 4.5;
     Thurstone link §4.4; chowdhury Algorithm 1, eq. (10), §4.3; §4.4 (Thurstone); docs/chowdhury.md, Experiments as run). ε-label DP (RR plus post-processing).
 
@@ -145,20 +165,54 @@ def sgd_rr(x, y_tilde, eps, radius, *, schedule: str = "theory", link: str = "lo
     require_choice("link", link, LINKS)
     lam_hat = _lam_hat(schedule, x, gamma_hat, kappa, jnp.tanh(jnp.asarray(eps, jnp.float64) / 2.0))
     grad = lambda theta, sample: rr_sgd_gradient(theta, sample[0], sample[1], eps, link)  # noqa: E731
-    return _run(grad, (x, y_tilde), x.shape[1], radius, sum_zero, schedule, lam_hat, eta, eta_max, {})
+    return _run(
+        grad, (x, y_tilde), x.shape[1], radius, sum_zero, schedule, lam_hat, eta, eta_max, {}
+    )
 
 
-def sgd_mle(x, y, radius, *, schedule: str = "theory", link: str = "logistic",
-            gamma_hat=DEFAULT_GAMMA_HAT, kappa=None, eta=DEFAULT_ETA, eta_max=DEFAULT_ETA,
-            sum_zero: bool = False) -> Fit:
+def sgd_mle(
+    x,
+    y,
+    radius,
+    *,
+    schedule: str = "theory",
+    link: str = "logistic",
+    gamma_hat=DEFAULT_GAMMA_HAT,
+    kappa=None,
+    eta=DEFAULT_ETA,
+    eta_max=DEFAULT_ETA,
+    sum_zero: bool = False,
+) -> Fit:
     """The non-private MLE by one-pass projected SGD (chowdhury §6 "using SGD updates"):
     :func:`sgd_rr` with clear labels (ε = ∞: ĝ = −∇log p_y, λ̂ = γ̂κ̂). Args as :func:`sgd_rr`."""
-    return sgd_rr(x, y, jnp.inf, radius, schedule=schedule, link=link, gamma_hat=gamma_hat,
-                  kappa=kappa, eta=eta, eta_max=eta_max, sum_zero=sum_zero)
+    return sgd_rr(
+        x,
+        y,
+        jnp.inf,
+        radius,
+        schedule=schedule,
+        link=link,
+        gamma_hat=gamma_hat,
+        kappa=kappa,
+        eta=eta,
+        eta_max=eta_max,
+        sum_zero=sum_zero,
+    )
 
 
-def sgd_krr(phi, y_tilde, eps, radius, *, schedule: str = "theory", gamma_hat=DEFAULT_GAMMA_HAT,
-            kappa=None, eta=DEFAULT_ETA, eta_max=DEFAULT_ETA, sum_zero: bool = False) -> Fit:
+def sgd_krr(
+    phi,
+    y_tilde,
+    eps,
+    radius,
+    *,
+    schedule: str = "theory",
+    gamma_hat=DEFAULT_GAMMA_HAT,
+    kappa=None,
+    eta=DEFAULT_ETA,
+    eta_max=DEFAULT_ETA,
+    sum_zero: bool = False,
+) -> Fit:
     """θ̂_SGD-KRR, one-pass projected SGD for Plackett–Luce top-1 under K-ary RR (chowdhury §4.4,
     App. C.4, Thm C.2; chowdhury §4.4, App. C.4). ε-label DP.
 
@@ -174,20 +228,34 @@ def sgd_krr(phi, y_tilde, eps, radius, *, schedule: str = "theory", gamma_hat=DE
         :class:`Fit` (theta (dim,)).
     """
     if phi.ndim != 3 or phi.shape[1] < 2 or y_tilde.shape != (phi.shape[0],):
-        raise ValueError(f"phi must be (n_samples, k ≥ 2, dim) and y_tilde (n_samples,), got "
-                         f"{phi.shape} and {y_tilde.shape}")
+        raise ValueError(
+            f"phi must be (n_samples, k ≥ 2, dim) and y_tilde (n_samples,), got "
+            f"{phi.shape} and {y_tilde.shape}"
+        )
     require_eps(eps)
     k = phi.shape[1]
     eps_ = jnp.asarray(eps, jnp.float64)
-    factor = -jnp.expm1(-eps_) / (1.0 + (k - 1) * jnp.exp(-eps_))     # (e^ε − 1)/(e^ε + K − 1)
+    factor = -jnp.expm1(-eps_) / (1.0 + (k - 1) * jnp.exp(-eps_))  # (e^ε − 1)/(e^ε + K − 1)
     lam_hat = _lam_hat(schedule, phi[:, 1] - phi[:, 0], gamma_hat, kappa, factor)
     grad = lambda theta, sample: krr_sgd_gradient(theta, sample[0], sample[1], eps)  # noqa: E731
-    return _run(grad, (phi, y_tilde), phi.shape[2], radius, sum_zero, schedule, lam_hat, eta, eta_max, {})
+    return _run(
+        grad, (phi, y_tilde), phi.shape[2], radius, sum_zero, schedule, lam_hat, eta, eta_max, {}
+    )
 
 
-def sgd_objective_perturbation(x, y, release: GaussianPerturbation, radius, *, schedule: str = "theory",
-                               gamma_hat=DEFAULT_GAMMA_HAT, kappa=None, eta=DEFAULT_ETA,
-                               eta_max=DEFAULT_ETA, sum_zero: bool = False) -> Fit:
+def sgd_objective_perturbation(
+    x,
+    y,
+    release: GaussianPerturbation,
+    radius,
+    *,
+    schedule: str = "theory",
+    gamma_hat=DEFAULT_GAMMA_HAT,
+    kappa=None,
+    eta=DEFAULT_ETA,
+    eta_max=DEFAULT_ETA,
+    sum_zero: bool = False,
+) -> Fit:
     """Objective perturbation (chowdhury Alg. 2) approximated by one-pass projected SGD, as
     in the paper's §6: for a release (w, σ, β, L) of
     :func:`dpsim.mechanisms.objective_perturbation.gaussian_objective_perturbation` (the one
@@ -205,7 +273,13 @@ def sgd_objective_perturbation(x, y, release: GaussianPerturbation, radius, *, s
     require_radius(radius)
     n = x.shape[0]
     lam_hat = _lam_hat(schedule, x, gamma_hat, kappa, 1.0)
-    grad = lambda theta, s: objective_perturbation_sgd_gradient(theta, s[0], s[1], release.w, release.beta, n)  # noqa: E731
-    info = {"sigma": release.sigma, "beta": release.beta, "feature_bound": release.feature_bound,
-            "privacy_certified": jnp.asarray(False)}
+    grad = lambda theta, s: objective_perturbation_sgd_gradient(
+        theta, s[0], s[1], release.w, release.beta, n
+    )  # noqa: E731
+    info = {
+        "sigma": release.sigma,
+        "beta": release.beta,
+        "feature_bound": release.feature_bound,
+        "privacy_certified": jnp.asarray(False),
+    }
     return _run(grad, (x, y), x.shape[1], radius, sum_zero, schedule, lam_hat, eta, eta_max, info)

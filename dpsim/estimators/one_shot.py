@@ -6,6 +6,7 @@ distribution π; the data-dependent ergodicity coefficient ρ_erg of P (not priv
 the authors' code). The release π + Laplace(λ_os) is :func:`dpsim.mechanisms.one_shot.one_shot_scores`;
 top-k of the noisy scores is then taken by :func:`top_k_mask`.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -13,8 +14,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from dpsim.estimators.spectral import (ergodicity_coefficient, rank_centrality_transition,
-                                        stationary_distribution)
+from dpsim.estimators.spectral import (
+    ergodicity_coefficient,
+    rank_centrality_transition,
+    stationary_distribution,
+)
 
 
 class RankCentrality(NamedTuple):

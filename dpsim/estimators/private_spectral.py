@@ -14,6 +14,7 @@ are derived on the host by the caller:
 
 Both estimators are pure functions of the release, jit- and vmap-compatible.
 """
+
 from __future__ import annotations
 
 from dpsim.estimators.fit import Fit

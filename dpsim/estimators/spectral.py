@@ -8,6 +8,7 @@ Centrality solve is :func:`dpsim.linalg.solve`, which stays unbatched under ``vm
 (the batched LAPACK call deadlocks XLA:CPU); the Rasch chain's exact solve is
 an elimination without LAPACK (:func:`count_chain_stationary`).
 """
+
 from __future__ import annotations
 
 import jax
@@ -64,6 +65,7 @@ def ergodicity_coefficient(P, batch_size: int = 16):
     Returns:
         scalar ρ ∈ [0, 1].
     """
+
     def row(p_i):
         return jnp.max(jnp.sum(jnp.abs(p_i[None, :] - P), axis=1))
 
@@ -76,7 +78,7 @@ def ergodicity_coefficient(P, batch_size: int = 16):
 SPECTRAL_SOLVERS = ("solve", "power_lazy", "power_jump")
 # The authors' power-iteration rules (docs/nguyen.md, Mechanisms and estimators; Errata and modes (Q6)): (ℓ2 tolerance, iteration cap).
 POWER_DEFAULTS = {"power_lazy": (1e-5, 1000), "power_jump": (1e-6, 10000)}
-EXACT_FLOAT32_COUNT = 2 ** 24     # every whole number up to this is a float32
+EXACT_FLOAT32_COUNT = 2**24  # every whole number up to this is a float32
 
 
 def differential_counts(x, observed=None):
@@ -148,9 +150,9 @@ def count_chain_stationary(Ybar):
     def eliminate(step, A):
         k = n - 1 - step
         keep = index < k
-        out_k = jnp.where(keep, A[k], 0.0)                  # k → j, j < k
+        out_k = jnp.where(keep, A[k], 0.0)  # k → j, j < k
         total = jnp.maximum(jnp.sum(out_k), 1e-300)
-        into_k = jnp.where(keep, A[:, k], 0.0)              # i → k, i < k
+        into_k = jnp.where(keep, A[:, k], 0.0)  # i → k, i < k
         censored = A + into_k[:, None] * (out_k / total)[None, :]
         return jnp.where(keep[:, None] & keep[None, :], censored, A)
 
@@ -187,7 +189,9 @@ def power_iteration(P, tol, max_iters: int):
         nxt = nxt / jnp.sum(nxt)
         return nxt, it + 1, jnp.linalg.norm(nxt - pi) < tol
 
-    pi, it, done = jax.lax.while_loop(cond, body, (jnp.ones((n,), jnp.float64), jnp.asarray(0), jnp.asarray(False)))
+    pi, it, done = jax.lax.while_loop(
+        cond, body, (jnp.ones((n,), jnp.float64), jnp.asarray(0), jnp.asarray(False))
+    )
     return pi, done, it
 
 
@@ -227,7 +231,9 @@ def spectral_estimate(Y, lam=1.0, solver: str = "solve", tol=None, max_iters: in
         ``connected`` (the support of Ȳ is connected, so π is unique).
     """
     if solver not in SPECTRAL_SOLVERS:
-        raise ValueError(f"solver={solver!r} is not a spectral solver; choose one of {SPECTRAL_SOLVERS}")
+        raise ValueError(
+            f"solver={solver!r} is not a spectral solver; choose one of {SPECTRAL_SOLVERS}"
+        )
     Ybar = regularise_counts(Y, lam)
     info = {"connected": support_connected(Ybar)}
     if solver == "solve":
@@ -243,5 +249,10 @@ def spectral_estimate(Y, lam=1.0, solver: str = "solve", tol=None, max_iters: in
     pi, done, iterations = power_iteration(P, tol, max_iters)
     weights = pi / d if solver == "power_jump" else pi
     theta = _centred_log(weights)
-    return Fit(theta=theta, result=solver_result(done, theta), iterations=iterations, grad_norm=jnp.nan,
-               info=info)
+    return Fit(
+        theta=theta,
+        result=solver_result(done, theta),
+        iterations=iterations,
+        grad_norm=jnp.nan,
+        info=info,
+    )

@@ -1,4 +1,5 @@
 """Top-k selection with random tie-breaking (docs/cai.md, Errata and modes (E10))."""
+
 import jax
 import jax.numpy as jnp
 
@@ -78,7 +79,7 @@ def tie_broken_ranks(scores, jitter, real=None):
     """
     n = scores.shape[0]
     first = descending_key(scores)
-    if real is not None:                                # padding after the NaN scores
+    if real is not None:  # padding after the NaN scores
         first = jnp.where(real, first, jnp.iinfo(first.dtype).max)
     order = jax.lax.sort((first, order_key(jitter), jax.lax.iota(jnp.int32, n)), num_keys=2)[2]
     return jnp.empty((n,), jnp.int32).at[order].set(jnp.arange(n, dtype=jnp.int32))

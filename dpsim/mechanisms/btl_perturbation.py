@@ -7,6 +7,7 @@ a function of W and this release. λ and γ are the calibrations of
 :mod:`dpsim.mechanisms.calibration` (edge DP: Prop 2.1, Thm 2.1; individual DP: Prop 3.1,
 Thm 3.1). ε = ∞ gives w = 0.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -14,7 +15,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from dpsim.mechanisms.calibration import edge_objective_perturbation, individual_objective_perturbation
+from dpsim.mechanisms.calibration import (
+    edge_objective_perturbation,
+    individual_objective_perturbation,
+)
 from dpsim.mechanisms.laplace import laplace_noise
 from dpsim.models.btl import real_items
 from dpsim.models.links import LOGISTIC, Link
@@ -28,8 +32,9 @@ class LaplacePerturbation(NamedTuple):
     w: jax.Array
 
 
-def objective_perturbation_edge(key, eps, p, capacity: int, *, c0=2.0, link: Link = LOGISTIC,
-                                n_items=None) -> LaplacePerturbation:
+def objective_perturbation_edge(
+    key, eps, p, capacity: int, *, c0=2.0, link: Link = LOGISTIC, n_items=None
+) -> LaplacePerturbation:
     """cai Algorithm 1 under edge DP (§2.2.1, Prop 2.1, Thm 2.1): λ = 8κ1/ε,
     γ = max(4κ2/ε, c0√(np log n)) and w ~ Laplace(λ)^n.
 
@@ -56,8 +61,9 @@ def objective_perturbation_edge(key, eps, p, capacity: int, *, c0=2.0, link: Lin
     return LaplacePerturbation(cal.gamma, w)
 
 
-def objective_perturbation_individual(key, eps, per_user, n_items: int, *, link: Link = LOGISTIC,
-                                      c0: float = 0.0, n_users=None) -> LaplacePerturbation:
+def objective_perturbation_individual(
+    key, eps, per_user, n_items: int, *, link: Link = LOGISTIC, c0: float = 0.0, n_users=None
+) -> LaplacePerturbation:
     """cai Algorithm 1 under individual DP (§3.2, Prop 3.1, Thm 3.1): λ = 8Lκ1/ε, γ = 8Lκ2/ε
     (L = ``per_user``) and w ~ Laplace(λ)^n; at ε = ∞, λ = γ = 0 (the unpenalised MLE, cai §4.2).
     ``c0`` > 0 uses γ = max(8Lκ2/ε, c0√(S log n)), S = 2mL/n (docs/cai.md, Errata and modes (E1);
@@ -69,5 +75,7 @@ def objective_perturbation_individual(key, eps, per_user, n_items: int, *, link:
     """
     require_eps(eps)
     require_int(per_user, "per_user", 1)
-    cal = individual_objective_perturbation(eps, per_user, link, c0=c0, n_items=n_items, n_users=n_users)
+    cal = individual_objective_perturbation(
+        eps, per_user, link, c0=c0, n_items=n_items, n_users=n_users
+    )
     return LaplacePerturbation(cal.gamma, laplace_noise(key, cal.lam, (n_items,)))

@@ -2,6 +2,7 @@
 
 ε = ∞ (the non-private grid value) is allowed everywhere and gives zero noise.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -29,7 +30,7 @@ def edge_objective_perturbation(eps, n_items, p, c0=2.0, link: Link = LOGISTIC) 
     require_eps(eps)
     require_probability(p)
     eps = jnp.asarray(eps, jnp.float64)
-    n = jnp.asarray(n_items, jnp.float64)   # may be traced (an integer array's log would be float32)
+    n = jnp.asarray(n_items, jnp.float64)  # may be traced (an integer array's log would be float32)
     lam = 8.0 * link.kappa1 / eps
     gamma = jnp.maximum(4.0 * link.kappa2 / eps, c0 * jnp.sqrt(n * p * jnp.log(n)))
     return EdgePerturbation(lam=lam, gamma=gamma)
@@ -42,8 +43,9 @@ def edge_count_noise_scale(eps):
     return 2.0 / jnp.asarray(eps, jnp.float64)
 
 
-def individual_objective_perturbation(eps, per_user, link: Link = LOGISTIC, *, c0=0.0,
-                                      n_items=None, n_users=None) -> EdgePerturbation:
+def individual_objective_perturbation(
+    eps, per_user, link: Link = LOGISTIC, *, c0=0.0, n_items=None, n_users=None
+) -> EdgePerturbation:
     """Algorithm 1 under individual DP (cai Prop 3.1 and Thm 3.1, cai Algorithm 1 under individual DP, §3.2; docs/cai.md, Errata and modes (E1)).
 
     λ = 8Lκ1/ε and γ = 8Lκ2/ε (= 8L/ε and 2L/ε for the logistic link; the authors' code).
@@ -78,8 +80,9 @@ def individual_count_noise_scale(eps, per_user, mode: str = "strict"):
     try:
         factor = COUNT_NOISE_MODES[mode]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown count-noise mode {mode!r}; choose one of "
-                         f"{sorted(COUNT_NOISE_MODES)}") from None
+        raise ValueError(
+            f"unknown count-noise mode {mode!r}; choose one of {sorted(COUNT_NOISE_MODES)}"
+        ) from None
     return factor * jnp.asarray(per_user, jnp.float64) / jnp.asarray(eps, jnp.float64)
 
 
@@ -92,6 +95,6 @@ def one_shot_noise_scale(ergodicity, d, k, n_items, eps, per_user=1.0, delta=Non
     distribution) and λ_os = 8·s·√(k log(n/δ))/ε with δ = 1/n² by default. ρ_erg is the
     data-dependent ergodicity coefficient (not privatised, as in the authors' code).
     """
-    delta = 1.0 / n_items ** 2 if delta is None else delta
+    delta = 1.0 / n_items**2 if delta is None else delta
     s = 2.0 / (jnp.asarray(d, jnp.float64) * per_user * (1.0 - ergodicity))
     return 8.0 * s * jnp.sqrt(k * jnp.log(n_items / delta)) / jnp.asarray(eps, jnp.float64)

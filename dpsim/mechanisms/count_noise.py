@@ -33,6 +33,7 @@ zero counts are left at 0 un-noised, which leaks which counts are zero, docs/ngu
 Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
 (dpsim.validate); traced values (inside jit/vmap) pass unchecked.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -40,7 +41,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from dpsim.mechanisms.discrete import DEFAULT_MAX_ROUNDS, discrete_gaussian_with_flag, discrete_laplace
+from dpsim.mechanisms.discrete import (
+    DEFAULT_MAX_ROUNDS,
+    discrete_gaussian_with_flag,
+    discrete_laplace,
+)
 from dpsim.mechanisms.sparsify import DEFAULT_MAX_TRIES, dense_item_graph, sparsification_graph
 from dpsim.validate import require_choice, require_eps, require_positive
 
@@ -49,10 +54,23 @@ MECHANISMS = ("gaussian", "laplace")
 CLIP_MODES = ("one", "zero")
 NOISE_MODES = ("all", "nonzero")
 
-__all__ = ["ACCOUNTING_MODES", "MECHANISMS", "CLIP_MODES", "NOISE_MODES",
-           "queried_pairs", "count_sensitivity", "gaussian_count_sigma", "laplace_count_scale",
-           "count_noise", "noise_mean_square", "noised_counts", "privatise_counts", "max_cut_complete",
-           "PrivateCounts", "private_differential_counts"]
+__all__ = [
+    "ACCOUNTING_MODES",
+    "MECHANISMS",
+    "CLIP_MODES",
+    "NOISE_MODES",
+    "queried_pairs",
+    "count_sensitivity",
+    "gaussian_count_sigma",
+    "laplace_count_scale",
+    "count_noise",
+    "noise_mean_square",
+    "noised_counts",
+    "privatise_counts",
+    "max_cut_complete",
+    "PrivateCounts",
+    "private_differential_counts",
+]
 
 
 def max_cut_complete(n_items: int) -> int:
@@ -105,7 +123,9 @@ def laplace_count_scale(eps, graph, accounting: str = "tight_joint") -> jax.Arra
     return delta1 / jnp.asarray(eps, jnp.float64)
 
 
-def count_noise(key, n_items: int, scale, mechanism: str = "gaussian", max_rounds: int = DEFAULT_MAX_ROUNDS):
+def count_noise(
+    key, n_items: int, scale, mechanism: str = "gaussian", max_rounds: int = DEFAULT_MAX_ROUNDS
+):
     """The noise Z of nguyen Eq. (4), one draw per ordered pair (docs/nguyen.md, Mechanisms and estimators step 1).
 
     Args:
@@ -154,8 +174,16 @@ def noised_counts(Y, z, failed, graph, clip: str = "one", noise: str = "all"):
     return out, jnp.sum(failed & noised)
 
 
-def privatise_counts(key, Y, graph, scale, mechanism: str = "gaussian", clip: str = "one",
-                     noise: str = "all", max_rounds: int = DEFAULT_MAX_ROUNDS):
+def privatise_counts(
+    key,
+    Y,
+    graph,
+    scale,
+    mechanism: str = "gaussian",
+    clip: str = "one",
+    noise: str = "all",
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+):
     """The noised counts Ỹ of nguyen Eq. (4) as coded (docs/nguyen.md, Mechanisms and estimators steps 1–2):
     :func:`noised_counts` of :func:`count_noise`'s draw with ``key``.
 
@@ -187,10 +215,21 @@ class PrivateCounts(NamedTuple):
     info: dict
 
 
-def private_differential_counts(key, Y, *, mechanism: str = "gaussian", rho=None, eps=None, p0=None,
-                                connect: bool = True, max_tries: int = DEFAULT_MAX_TRIES,
-                                accounting: str = "tight_joint", clip: str = "one", noise: str = "all",
-                                max_rounds: int = DEFAULT_MAX_ROUNDS) -> PrivateCounts:
+def private_differential_counts(
+    key,
+    Y,
+    *,
+    mechanism: str = "gaussian",
+    rho=None,
+    eps=None,
+    p0=None,
+    connect: bool = True,
+    max_tries: int = DEFAULT_MAX_TRIES,
+    accounting: str = "tight_joint",
+    clip: str = "one",
+    noise: str = "all",
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+) -> PrivateCounts:
     """nguyen Algorithm 2's release (Eq. (4), Lemma 4.1; docs/nguyen.md, Mechanisms and estimators): the
     queried item graph (dense, or ER(p₀) sparsified), the noise scale of the whole release, and every
     queried differential count noised and clipped (:func:`privatise_counts`).
@@ -239,6 +278,10 @@ def private_differential_counts(key, Y, *, mechanism: str = "gaussian", rho=None
         scale = laplace_count_scale(eps, graph, accounting)
     z, failed = count_noise(k_noise, n, scale, mechanism, max_rounds)
     noisy, failures = noised_counts(Y, z, failed, graph, clip, noise)
-    info.update(noise_scale=scale, sampler_failures=failures, noise_mean_square=noise_mean_square(z),
-                queried_pairs=queried_pairs(graph))
+    info.update(
+        noise_scale=scale,
+        sampler_failures=failures,
+        noise_mean_square=noise_mean_square(z),
+        queried_pairs=queried_pairs(graph),
+    )
     return PrivateCounts(noisy, info)

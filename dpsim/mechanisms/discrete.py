@@ -43,6 +43,7 @@ Validation: concrete inputs are checked and a bad one raises ``ValueError`` nami
 (dpsim.validate); traced values (inside jit/vmap) pass unchecked. ``sigma = 0`` (ε = ∞) and
 ``scale = 0`` give exactly zero noise.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,10 +59,18 @@ DEFAULT_MAX_ROUNDS = 64
 # Minimum over σ > 0 of the per-round acceptance probability (module docstring).
 MIN_ACCEPTANCE = 0.445
 
-__all__ = ["discrete_laplace", "discrete_gaussian", "discrete_gaussian_with_flag",
-           "discrete_laplace_pmf", "discrete_gaussian_pmf", "discrete_gaussian_normaliser",
-           "discrete_gaussian_variance", "discrete_gaussian_acceptance", "DEFAULT_MAX_ROUNDS",
-           "MIN_ACCEPTANCE"]
+__all__ = [
+    "discrete_laplace",
+    "discrete_gaussian",
+    "discrete_gaussian_with_flag",
+    "discrete_laplace_pmf",
+    "discrete_gaussian_pmf",
+    "discrete_gaussian_normaliser",
+    "discrete_gaussian_variance",
+    "discrete_gaussian_acceptance",
+    "DEFAULT_MAX_ROUNDS",
+    "MIN_ACCEPTANCE",
+]
 
 
 def _require_scale(value, name: str) -> None:
@@ -74,8 +83,8 @@ def _laplace_from_bits(bits, scale):
     U = (⌊bits/2¹²⌋ + 1)·2⁻⁵² is uniform on 2⁻⁵²·{1, …, 2⁵²} ⊂ (0, 1]; |Z| = ⌊−t·log(U·(1 + α)/2)⌋,
     so P(|Z| ≥ k) = P(U ≤ 2α^k/(1 + α)) = 2α^k/(1 + α) for k ≥ 1, the discrete Laplace tail; the
     sign is bit 0 (independent of the 52 bits of U)."""
-    u = ((bits >> 12).astype(jnp.float64) + 1.0) * (2.0 ** -52)
-    log_half_one_plus_alpha = jnp.log1p(0.5 * jnp.expm1(-1.0 / scale))    # log((1 + α)/2)
+    u = ((bits >> 12).astype(jnp.float64) + 1.0) * (2.0**-52)
+    log_half_one_plus_alpha = jnp.log1p(0.5 * jnp.expm1(-1.0 / scale))  # log((1 + α)/2)
     magnitude = jnp.maximum(jnp.floor(-scale * (jnp.log(u) + log_half_one_plus_alpha)), 0.0)
     return jnp.where((bits & 1) == 1, magnitude, -magnitude) + 0.0
 
@@ -122,7 +131,7 @@ def _flat_discrete_gaussian(key, sigma, n: int, max_rounds: int):
     """
     sigma = jnp.asarray(sigma, jnp.float64)
     zero = sigma == 0.0
-    s = jnp.where(zero, 1.0, sigma)               # any positive value: the draws are discarded
+    s = jnp.where(zero, 1.0, sigma)  # any positive value: the draws are discarded
     t = jnp.floor(s) + 1.0
     shift = s * s / t
     two_var = 2.0 * s * s
@@ -130,8 +139,8 @@ def _flat_discrete_gaussian(key, sigma, n: int, max_rounds: int):
     def propose(r, size):
         bits = jax.random.bits(jax.random.fold_in(key, r), (2, size), jnp.uint64)
         z = _laplace_from_bits(bits[0], t)
-        u = ((bits[1] >> 12).astype(jnp.float64) + 0.5) * (2.0 ** -52)   # uniform on (0, 1)
-        return z, u < jnp.exp(-(jnp.abs(z) - shift) ** 2 / two_var)
+        u = ((bits[1] >> 12).astype(jnp.float64) + 0.5) * (2.0**-52)  # uniform on (0, 1)
+        return z, u < jnp.exp(-((jnp.abs(z) - shift) ** 2) / two_var)
 
     def step(value, done, r):
         z, accept = propose(r, value.shape[0])
@@ -152,7 +161,7 @@ def _flat_discrete_gaussian(key, sigma, n: int, max_rounds: int):
     value, done = lax.fori_loop(0, FIRST_ROUNDS, lambda r, state: step(*state, r), (value, done))
     size = math.ceil(n * BUFFER_FRACTION) + BUFFER_MARGIN
     if size < n:
-        slot = jnp.nonzero(~done, size=size, fill_value=n)[0]       # n marks an empty slot
+        slot = jnp.nonzero(~done, size=size, fill_value=n)[0]  # n marks an empty slot
         empty = slot == n
         fill = jnp.minimum(slot, n - 1)
         buffer_value, buffer_done = until_done(jnp.zeros((size,), jnp.float64), empty, FIRST_ROUNDS)
@@ -212,7 +221,9 @@ def discrete_gaussian(key, sigma, shape=(), max_rounds: int = DEFAULT_MAX_ROUNDS
 def discrete_laplace_pmf(z, scale: float) -> np.ndarray:
     """P(Z = z) = ((1 − α)/(1 + α))·α^|z|, α = e^{−1/scale}, of Lap_ℤ(scale) (host)."""
     a = math.exp(-1.0 / scale)
-    return (-math.expm1(-1.0 / scale) / (1.0 + a)) * np.exp(-np.abs(np.asarray(z, np.float64)) / scale)
+    return (-math.expm1(-1.0 / scale) / (1.0 + a)) * np.exp(
+        -np.abs(np.asarray(z, np.float64)) / scale
+    )
 
 
 def discrete_gaussian_normaliser(sigma: float) -> float:
@@ -244,5 +255,5 @@ def discrete_gaussian_acceptance(sigma: float) -> float:
     t = math.floor(sigma) + 1.0
     half = int(math.ceil(60.0 * max(sigma, t))) + 50
     z = np.arange(-half, half + 1, dtype=np.float64)
-    accept = np.exp(-(np.abs(z) - sigma * sigma / t) ** 2 / (2.0 * sigma * sigma))
+    accept = np.exp(-((np.abs(z) - sigma * sigma / t) ** 2) / (2.0 * sigma * sigma))
     return float(np.sum(discrete_laplace_pmf(z, t) * accept))

@@ -3,6 +3,7 @@
 Laplace(b) has density (1/(2b))·exp(−|x|/b), variance 2b² (cai §2, Lemma B.3).
 A scale of 0 (ε = ∞) gives exactly zero noise.
 """
+
 import jax
 import jax.numpy as jnp
 

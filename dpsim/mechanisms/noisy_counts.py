@@ -4,6 +4,7 @@ Each release is N + Laplace(b)^n with N = :func:`dpsim.models.btl.win_counts` of
 scale b of :mod:`dpsim.mechanisms.calibration`; top-k of the release is post-processing
 (:func:`dpsim.estimators.top_k_mask`). ε = ∞ gives b = 0, the raw counts.
 """
+
 from __future__ import annotations
 
 from dpsim.mechanisms.calibration import edge_count_noise_scale, individual_count_noise_scale
@@ -39,4 +40,6 @@ def noisy_counts_individual(key, W, eps, per_user, mode: str = "strict"):
     require_int(per_user, "per_user", 1)
     require_counts_matrix(W)
     counts = win_counts(W)
-    return counts + laplace_noise(key, individual_count_noise_scale(eps, per_user, mode), counts.shape)
+    return counts + laplace_noise(
+        key, individual_count_noise_scale(eps, per_user, mode), counts.shape
+    )

@@ -22,6 +22,7 @@ enough under the corrected (``"strict"``) one.
 
 ε = ∞ gives σ = 0 (no noise) everywhere.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -51,7 +52,7 @@ def label_dp_noise_scale(eps, delta, feature_bound=1.0):
     traced and broadcast. Returns: σ, float64."""
     eps, delta = _eps_delta(eps, delta)
     require_positive(feature_bound, "feature_bound")
-    return feature_bound * jnp.sqrt(8.0 * jnp.log(2.0 / delta) / eps ** 2 + 4.0 / eps)
+    return feature_bound * jnp.sqrt(8.0 * jnp.log(2.0 / delta) / eps**2 + 4.0 / eps)
 
 
 def label_dp_privacy_exponent(eps, delta, feature_bound=1.0, sigma=None):
@@ -66,7 +67,7 @@ def label_dp_privacy_exponent(eps, delta, feature_bound=1.0, sigma=None):
     sigma = label_dp_noise_scale(eps, delta, feature_bound) if sigma is None else sigma
     a = jnp.sqrt(8.0 * jnp.log(2.0 / delta))
     L = feature_bound
-    return (2.0 * L * sigma * a + 4.0 * L ** 2) / (2.0 * sigma ** 2)
+    return (2.0 * L * sigma * a + 4.0 * L**2) / (2.0 * sigma**2)
 
 
 def standard_dp_noise_scale(eps, delta, feature_bound=1.0):
@@ -76,7 +77,7 @@ def standard_dp_noise_scale(eps, delta, feature_bound=1.0):
     Args: eps, delta, feature_bound: L. Returns: σ, float64."""
     eps, delta = _eps_delta(eps, delta)
     require_positive(feature_bound, "feature_bound")
-    return 4.0 * feature_bound * jnp.sqrt(8.0 * jnp.log(4.0 / delta) / eps ** 2 + 2.0 / eps)
+    return 4.0 * feature_bound * jnp.sqrt(8.0 * jnp.log(4.0 / delta) / eps**2 + 2.0 / eps)
 
 
 def standard_dp_min_ridge(eps, feature_bound=1.0):
@@ -84,7 +85,7 @@ def standard_dp_min_ridge(eps, feature_bound=1.0):
     (1 + L²/β)² ≤ e^{2L²/β} ≤ e^{ε/2}). ε = ∞ gives 0. Returns: float64."""
     require_eps(eps)
     require_positive(feature_bound, "feature_bound")
-    return 4.0 * feature_bound ** 2 / jnp.asarray(eps, jnp.float64)
+    return 4.0 * feature_bound**2 / jnp.asarray(eps, jnp.float64)
 
 
 def standard_dp_t1_exponent(eps, delta, feature_bound=1.0, sigma=None, mode: str = "strict"):
@@ -103,7 +104,7 @@ def standard_dp_t1_exponent(eps, delta, feature_bound=1.0, sigma=None, mode: str
     a = jnp.sqrt(8.0 * jnp.log(4.0 / delta))
     L = feature_bound
     c = 4.0 if mode == "strict" else 2.0
-    return (c * L * sigma * a + 16.0 * L ** 2) / (2.0 * sigma ** 2)
+    return (c * L * sigma * a + 16.0 * L**2) / (2.0 * sigma**2)
 
 
 def standard_dp_t2_exponent(eps, feature_bound=1.0, beta=None):
@@ -111,7 +112,7 @@ def standard_dp_t2_exponent(eps, feature_bound=1.0, beta=None):
 
     Args: eps; feature_bound: L; beta (default :func:`standard_dp_min_ridge`). Returns: float64."""
     beta = standard_dp_min_ridge(eps, feature_bound) if beta is None else beta
-    return 2.0 * jnp.log1p(feature_bound ** 2 / beta)
+    return 2.0 * jnp.log1p(feature_bound**2 / beta)
 
 
 def perturbation_noise_scale(eps, delta, feature_bound=1.0, privacy: str = "label"):
@@ -155,8 +156,9 @@ class GaussianPerturbation(NamedTuple):
     feature_bound: jax.Array
 
 
-def gaussian_objective_perturbation(key, x, eps, delta, radius, *, beta=None, feature_bound=None,
-                                    privacy: str = "label") -> GaussianPerturbation:
+def gaussian_objective_perturbation(
+    key, x, eps, delta, radius, *, beta=None, feature_bound=None, privacy: str = "label"
+) -> GaussianPerturbation:
     """The release of chowdhury Algorithm 2 (Thm 5.2; App. E Thm E.1) for one fit: (w, σ, β, L).
 
     L: ``feature_bound`` (a bound on ‖ϕ‖, ‖x‖ ≤ 2L) or, when None, max_i‖x_i‖/2 from the
@@ -176,11 +178,17 @@ def gaussian_objective_perturbation(key, x, eps, delta, radius, *, beta=None, fe
         ValueError naming a bad concrete ε, δ, β, L or privacy, or standard DP without L.
     """
     if privacy == "standard" and feature_bound is None:
-        raise ValueError("privacy='standard' needs feature_bound: under standard DP the features "
-                         "are private, so L cannot be read from them")
+        raise ValueError(
+            "privacy='standard' needs feature_bound: under standard DP the features "
+            "are private, so L cannot be read from them"
+        )
     if beta is not None:
         require_positive(beta, "beta")
-    L = feature_bound_from_data(x) if feature_bound is None else jnp.asarray(feature_bound, jnp.float64)
+    L = (
+        feature_bound_from_data(x)
+        if feature_bound is None
+        else jnp.asarray(feature_bound, jnp.float64)
+    )
     sigma = perturbation_noise_scale(eps, delta, L, privacy)
     beta = theory_ridge(x.shape[0], radius) if beta is None else jnp.asarray(beta, jnp.float64)
     if privacy == "standard":
@@ -207,7 +215,7 @@ def gaussian_mechanism_epsilon(delta, sensitivity, sigma, *, iterations: int = 2
     Args: delta ∈ (0, 1); sensitivity: Δ; sigma: σ. Returns: float64 ε (0 if δ(0) ≤ δ)."""
     delta = jnp.asarray(delta, jnp.float64)
     mu = jnp.asarray(sensitivity, jnp.float64) / sigma
-    hi = mu * mu / 2 + mu * jnp.sqrt(2 * jnp.log(1.25 / delta)) + 1.0   # δ(hi) < δ (classical bound)
+    hi = mu * mu / 2 + mu * jnp.sqrt(2 * jnp.log(1.25 / delta)) + 1.0  # δ(hi) < δ (classical bound)
 
     def body(_, bounds):
         lo, hi = bounds

@@ -5,6 +5,7 @@ Rank-Centrality scores π + Laplace(λ_os)^n, λ_os = 8·s·√(k log(n/δ))/ε 
 statistics (:func:`dpsim.estimators.one_shot_statistics`); top-k of the release is
 post-processing (:func:`dpsim.estimators.top_k_mask`).
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -24,7 +25,9 @@ class OneShotScores(NamedTuple):
     noise_scale: jax.Array
 
 
-def one_shot_scores(key, stationary, ergodicity, degree, k, eps, *, per_user=1.0, delta=None) -> OneShotScores:
+def one_shot_scores(
+    key, stationary, ergodicity, degree, k, eps, *, per_user=1.0, delta=None
+) -> OneShotScores:
     """π + Laplace(λ_os)^n with λ_os from :func:`one_shot_noise_scale` (δ = 1/n² by default).
 
     The authors claim (ε, δ)-DP; ρ_erg is computed from the data, so the calibration itself is
@@ -36,4 +39,6 @@ def one_shot_scores(key, stationary, ergodicity, degree, k, eps, *, per_user=1.0
     """
     n = stationary.shape[0]
     scale = one_shot_noise_scale(ergodicity, degree, k, n, eps, per_user, delta)
-    return OneShotScores(stationary + laplace_noise(key, scale, (n,)), stationary, ergodicity, scale)
+    return OneShotScores(
+        stationary + laplace_noise(key, scale, (n,)), stationary, ergodicity, scale
+    )

@@ -39,6 +39,7 @@ the same draws.
 group sizes and ``group_eps``; ``user_eps``) and then calls the unchecked ``_`` kernels here
 and in :mod:`.randomized_response`, so a bad ε is reported once, under the caller's name.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -77,8 +78,10 @@ def _groups(group_sizes, group_eps):
 def _require_wins(wins, sizes):
     require("wins", wins, lambda w: w >= 0, "must be a count ≥ 0")
     if jnp.ndim(wins) != 2 or jnp.shape(wins)[0] != sizes.shape[0]:
-        raise ValueError(f"wins must have shape (n_groups, n_pairs) with n_groups={sizes.shape[0]}, "
-                         f"got {jnp.shape(wins)}")
+        raise ValueError(
+            f"wins must have shape (n_groups, n_pairs) with n_groups={sizes.shape[0]}, "
+            f"got {jnp.shape(wins)}"
+        )
 
 
 def rr_win_probability(p_star, eps):
@@ -156,7 +159,9 @@ def _debiased_mean(counts, sizes, eps):
     """:func:`debiased_rr_mean` of the validated vectors of :func:`_groups`."""
     group_mean = counts / jnp.where(sizes > 0, sizes, 1.0)[:, None]
     per_group = _debiased_response(group_mean, eps[:, None])
-    return jnp.sum(jnp.where(sizes[:, None] > 0, _group_share(sizes)[:, None] * per_group, 0.0), axis=0)
+    return jnp.sum(
+        jnp.where(sizes[:, None] > 0, _group_share(sizes)[:, None] * per_group, 0.0), axis=0
+    )
 
 
 def nonprivate_mean(wins, group_sizes) -> jax.Array:
@@ -211,9 +216,12 @@ def privatise_all(key, wins, group_sizes, group_eps) -> PairMeans:
     _require_wins(wins, sizes)
     k_rr, k_laplace = _keys(key)
     counts = _pair_counts(k_rr, wins, sizes, eps)
-    return PairMeans(none=_classic_mean(wins, sizes), classic_rr=_classic_mean(counts, sizes),
-                     debiased_rr=_debiased_mean(counts, sizes, eps),
-                     laplace=_laplace_mean(k_laplace, wins, sizes, eps))
+    return PairMeans(
+        none=_classic_mean(wins, sizes),
+        classic_rr=_classic_mean(counts, sizes),
+        debiased_rr=_debiased_mean(counts, sizes, eps),
+        laplace=_laplace_mean(k_laplace, wins, sizes, eps),
+    )
 
 
 def privatise(key, wins, group_sizes, group_eps, mechanism: str) -> jax.Array:
@@ -223,7 +231,7 @@ def privatise(key, wins, group_sizes, group_eps, mechanism: str) -> jax.Array:
     Args: as :func:`privatise_all`; mechanism: one of :data:`MECHANISMS` (Python string).
     Returns: (M,) float64."""
     require_mechanism(mechanism)
-    if mechanism == "none":   # ε plays no part: not checked
+    if mechanism == "none":  # ε plays no part: not checked
         return nonprivate_mean(wins, group_sizes)
     sizes, eps = _groups(group_sizes, group_eps)
     _require_wins(wins, sizes)
@@ -298,10 +306,23 @@ def pair_mean_variance(p_star, group_sizes, group_eps, mechanism: str) -> jax.Ar
     elif mechanism == "debiased_rr":
         per_answer = coth_half(e) ** 2 / 4 - (p - 0.5) ** 2
     else:
-        per_answer = p * (1 - p) + 2.0 / e ** 2
+        per_answer = p * (1 - p) + 2.0 / e**2
     return jnp.sum(sizes[:, None] * per_answer, axis=0) / jnp.sum(sizes) ** 2
 
 
-__all__ = ["MECHANISMS", "require_mechanism", "rr_win_probability", "rr_pair_counts", "classic_rr_mean",
-           "debiased_rr_mean", "nonprivate_mean", "laplace_pair_mean", "PairMeans", "privatise_all",
-           "privatise", "release_per_user", "pair_mean_expectation", "pair_mean_variance"]
+__all__ = [
+    "MECHANISMS",
+    "require_mechanism",
+    "rr_win_probability",
+    "rr_pair_counts",
+    "classic_rr_mean",
+    "debiased_rr_mean",
+    "nonprivate_mean",
+    "laplace_pair_mean",
+    "PairMeans",
+    "privatise_all",
+    "privatise",
+    "release_per_user",
+    "pair_mean_expectation",
+    "pair_mean_variance",
+]

@@ -20,6 +20,7 @@ comparisons, so by basic composition the user's whole vector is (m(m−1)/2)·ε
 
 ε = ∞ (no privacy) is allowed everywhere and gives coth(∞) = tanh(∞) = 1.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -103,16 +104,19 @@ def profile_group_eps(name: str, eps) -> jax.Array:
 def privacy_profile(name: str, n_users: int, eps) -> PrivacyProfile:
     """A named profile resolved for L users at base budget ε (sizes on the host, budgets
     traceable). ``privacy_profile("homogeneous", L, eps)`` is the paper's setting."""
-    return PrivacyProfile(profile_group_eps(name, eps),
-                          jnp.asarray(profile_group_sizes(name, n_users), jnp.float64))
+    return PrivacyProfile(
+        profile_group_eps(name, eps), jnp.asarray(profile_group_sizes(name, n_users), jnp.float64)
+    )
 
 
 def homogeneous_profile(n_users, eps) -> PrivacyProfile:
     """All L users at budget ε: one group (ε and L may be traced)."""
     require_int(n_users, "n_users", 1)
     require_eps(eps)
-    return PrivacyProfile(jnp.reshape(jnp.asarray(eps, jnp.float64), (1,)),
-                          jnp.reshape(jnp.asarray(n_users, jnp.float64), (1,)))
+    return PrivacyProfile(
+        jnp.reshape(jnp.asarray(eps, jnp.float64), (1,)),
+        jnp.reshape(jnp.asarray(n_users, jnp.float64), (1,)),
+    )
 
 
 def pad_profile(profile: PrivacyProfile, n_groups: int) -> PrivacyProfile:
@@ -120,9 +124,13 @@ def pad_profile(profile: PrivacyProfile, n_groups: int) -> PrivacyProfile:
     profiles with different numbers of groups share one array shape."""
     extra = n_groups - profile.group_eps.shape[0]
     if extra < 0:
-        raise ValueError(f"n_groups={n_groups} is smaller than the profile's {profile.group_eps.shape[0]} groups")
-    return PrivacyProfile(jnp.concatenate([profile.group_eps, jnp.ones((extra,))]),
-                          jnp.concatenate([profile.group_sizes, jnp.zeros((extra,))]))
+        raise ValueError(
+            f"n_groups={n_groups} is smaller than the profile's {profile.group_eps.shape[0]} groups"
+        )
+    return PrivacyProfile(
+        jnp.concatenate([profile.group_eps, jnp.ones((extra,))]),
+        jnp.concatenate([profile.group_sizes, jnp.zeros((extra,))]),
+    )
 
 
 def per_user_eps(group_eps, group_sizes) -> np.ndarray:
@@ -193,8 +201,9 @@ def privacy_rho(eps, kappa, group_sizes=None):
     """ρ(ε, κ) = (1 + κ)·max{H(ε), G(ε)} (xu §4.1 Thm 1, eq. (5); xu §4.1). Args: as :func:`privacy_G`, and
     κ ≥ 1 the condition number. Returns: scalar."""
     require("kappa", kappa, lambda k: k >= 1, "must be ≥ 1")
-    return (1.0 + jnp.asarray(kappa, jnp.float64)) * jnp.maximum(privacy_H(eps, group_sizes),
-                                                                 privacy_G(eps, group_sizes))
+    return (1.0 + jnp.asarray(kappa, jnp.float64)) * jnp.maximum(
+        privacy_H(eps, group_sizes), privacy_G(eps, group_sizes)
+    )
 
 
 def composed_user_budget(n_items: int, eps):
@@ -207,6 +216,20 @@ def composed_user_budget(n_items: int, eps):
     return n_items * (n_items - 1) / 2 * jnp.asarray(eps, jnp.float64)
 
 
-__all__ = ["PROFILES", "PrivacyProfile", "profile_group_sizes", "profile_group_eps",
-           "privacy_profile", "homogeneous_profile", "pad_profile", "per_user_eps", "coth_half", "tanh_half",
-           "privacy_G", "privacy_H", "privacy_K", "privacy_rho", "composed_user_budget"]
+__all__ = [
+    "PROFILES",
+    "PrivacyProfile",
+    "profile_group_sizes",
+    "profile_group_eps",
+    "privacy_profile",
+    "homogeneous_profile",
+    "pad_profile",
+    "per_user_eps",
+    "coth_half",
+    "tanh_half",
+    "privacy_G",
+    "privacy_H",
+    "privacy_K",
+    "privacy_rho",
+    "composed_user_budget",
+]

@@ -14,6 +14,7 @@ uniformly is ε-LDP.
 calls its ``_``-prefixed twin, which the mechanisms built on it (:mod:`.pairwise_ldp`) call
 after checking ε themselves under their own argument's name.
 """
+
 from __future__ import annotations
 
 import math
@@ -109,8 +110,12 @@ def _randomized_response_counts(key, ones, total, eps):
     total = jnp.asarray(total, jnp.float64)
     q = _flip(eps)
     shape = jnp.broadcast_shapes(ones.shape, total.shape, jnp.shape(q))
-    kept = jax.random.binomial(k_keep, jnp.broadcast_to(ones, shape), jnp.broadcast_to(1.0 - q, shape))
-    flipped = jax.random.binomial(k_flip, jnp.broadcast_to(total - ones, shape), jnp.broadcast_to(q, shape))
+    kept = jax.random.binomial(
+        k_keep, jnp.broadcast_to(ones, shape), jnp.broadcast_to(1.0 - q, shape)
+    )
+    flipped = jax.random.binomial(
+        k_flip, jnp.broadcast_to(total - ones, shape), jnp.broadcast_to(q, shape)
+    )
     return kept + flipped
 
 
@@ -158,5 +163,5 @@ def kary_randomized_response(key, y, eps, k: int):
     k_keep, k_other = jax.random.split(key)
     y = jnp.asarray(y, jnp.int32)
     keep = jax.random.uniform(k_keep, y.shape) < kary_keep_probability(eps, k)
-    shift = jax.random.randint(k_other, y.shape, 1, k)   # uniform over the K − 1 other values
+    shift = jax.random.randint(k_other, y.shape, 1, k)  # uniform over the K − 1 other values
     return jnp.where(keep, y, (y + shift) % k).astype(jnp.int32)

@@ -16,6 +16,7 @@ term; the authors' code and FMT22 include it (A5), and so does :func:`shuffle_ep
 Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
 (dpsim.validate); traced values (inside jit/vmap) pass unchecked.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -24,8 +25,13 @@ import numpy as np
 from dpsim.mechanisms.randomized_response import randomized_response
 from dpsim.validate import require_eps, require_int, require_open_unit
 
-__all__ = ["shuffle_epsilon", "shuffle_ldp_cap", "shuffle_rr_epsilon", "randomize_responses",
-           "per_response_epsilon"]
+__all__ = [
+    "shuffle_epsilon",
+    "shuffle_ldp_cap",
+    "shuffle_rr_epsilon",
+    "randomize_responses",
+    "per_response_epsilon",
+]
 
 
 def shuffle_epsilon(eps0, delta, n_users):
@@ -37,7 +43,9 @@ def shuffle_epsilon(eps0, delta, n_users):
     """
     e0 = np.exp(np.asarray(eps0, np.float64))
     n = np.asarray(n_users, np.float64)
-    term = 8.0 * np.sqrt(e0 * np.log(4.0 / np.asarray(delta, np.float64))) / np.sqrt(n) + 8.0 * e0 / n
+    term = (
+        8.0 * np.sqrt(e0 * np.log(4.0 / np.asarray(delta, np.float64))) / np.sqrt(n) + 8.0 * e0 / n
+    )
     return np.log1p((e0 - 1.0) / (e0 + 1.0) * term)
 
 

@@ -10,6 +10,7 @@ number of rejections is reported. ``connect=False`` is the authors' code (no che
 Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
 (dpsim.validate); traced values (inside jit/vmap) pass unchecked.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,11 +25,20 @@ from dpsim.validate import require, require_int, require_probability
 P0_RULES = ("code_synthetic", "code_real", "log", "fixed")
 DEFAULT_MAX_TRIES = 100
 
-__all__ = ["P0_RULES", "DEFAULT_MAX_TRIES", "sparsification_p0", "er_item_graph", "GraphDraw",
-           "sparsification_graph", "dense_item_graph"]
+__all__ = [
+    "P0_RULES",
+    "DEFAULT_MAX_TRIES",
+    "sparsification_p0",
+    "er_item_graph",
+    "GraphDraw",
+    "sparsification_graph",
+    "dense_item_graph",
+]
 
 
-def sparsification_p0(n_items: int, rule: str = "code_real", c: float = 1.0, value: float | None = None) -> float:
+def sparsification_p0(
+    n_items: int, rule: str = "code_real", c: float = 1.0, value: float | None = None
+) -> float:
     """p₀ by one of the rules of A4 (host), capped at 1.
 
     ``"code_synthetic"``: 1.1·log₂(m)/m (the synthetic script, Fig. 1); ``"code_real"``:
@@ -49,8 +59,11 @@ def sparsification_p0(n_items: int, rule: str = "code_real", c: float = 1.0, val
         return float(value)
     require("c", c, lambda v: (v > 0) & (v < float("inf")), "must be a finite number > 0")
     m = float(n_items)
-    raw = {"code_synthetic": 1.1 * math.log2(m) / m, "code_real": 2.0 * math.log2(m) / m,
-           "log": c * math.log(m) / m}[rule]
+    raw = {
+        "code_synthetic": 1.1 * math.log2(m) / m,
+        "code_real": 2.0 * math.log2(m) / m,
+        "log": c * math.log(m) / m,
+    }[rule]
     return min(1.0, raw)
 
 
@@ -88,8 +101,9 @@ def _connected(graph):
     return jnp.all(reachable_from(graph))
 
 
-def sparsification_graph(key, n_items: int, p0, connect: bool = True,
-                         max_tries: int = DEFAULT_MAX_TRIES) -> GraphDraw:
+def sparsification_graph(
+    key, n_items: int, p0, connect: bool = True, max_tries: int = DEFAULT_MAX_TRIES
+) -> GraphDraw:
     """The item graph of the sparse private chain (nguyen §4.3, Algorithm 2): ER(n_items, p₀), redrawn
     (key folded with the try number) until connected, at most ``max_tries`` draws, when
     ``connect`` (default); one draw, unchecked, otherwise (the authors' code, docs/nguyen.md, Errata and modes (Q5)).

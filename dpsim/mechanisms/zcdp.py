@@ -21,6 +21,7 @@ Three conversions, named by ``conversion``:
 Validation: ε > 0, ρ > 0 and δ ∈ (0, 1) are checked on concrete inputs (traced inputs of
 the closed forms pass unchecked).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,15 +33,27 @@ from dpsim.validate import concrete, require_eps, require_open_unit, require_pos
 
 CONVERSIONS = ("paper", "bun_steinke", "cks")
 
-__all__ = ["CONVERSIONS", "paper_epsilon0", "dp_to_zcdp_paper", "zcdp_to_dp_bun_steinke",
-           "dp_to_zcdp_bun_steinke", "zcdp_to_dp_cks", "zcdp_delta_cks", "dp_to_zcdp_cks",
-           "zcdp_rho", "zcdp_to_dp", "require_conversion"]
+__all__ = [
+    "CONVERSIONS",
+    "paper_epsilon0",
+    "dp_to_zcdp_paper",
+    "zcdp_to_dp_bun_steinke",
+    "dp_to_zcdp_bun_steinke",
+    "zcdp_to_dp_cks",
+    "zcdp_delta_cks",
+    "dp_to_zcdp_cks",
+    "zcdp_rho",
+    "zcdp_to_dp",
+    "require_conversion",
+]
 
 
 def require_conversion(conversion: str) -> None:
     """ValueError naming ``conversion`` unless it is one of :data:`CONVERSIONS`."""
     if conversion not in CONVERSIONS:
-        raise ValueError(f"conversion={conversion!r} is not a zCDP conversion; choose one of {CONVERSIONS}")
+        raise ValueError(
+            f"conversion={conversion!r} is not a zCDP conversion; choose one of {CONVERSIONS}"
+        )
 
 
 def _log_inv_delta(delta):
@@ -112,21 +125,28 @@ def _scalar_cks_eps(rho: float, delta: float) -> float:
 def _scalar_cks_delta(rho: float, eps: float) -> float:
     # log δ(α) = (α − 1)(αρ − ε) + α log(1 − 1/α) − log(α − 1); its α-derivative
     # (2α − 1)ρ − ε + log(1 − 1/α) is increasing in α (CKS20 reference code ``cdp_delta``).
-    h = lambda u: (2.0 * (1.0 + math.exp(u)) - 1.0) * rho - eps + math.log1p(-1.0 / (1.0 + math.exp(u)))
+    h = lambda u: (
+        (2.0 * (1.0 + math.exp(u)) - 1.0) * rho - eps + math.log1p(-1.0 / (1.0 + math.exp(u)))
+    )
     hi = math.log(max(2.0, (eps + 1.0) / (2.0 * rho) + 1.0))
     while h(hi) < 0:
         hi += 1.0
     alpha = 1.0 + math.exp(_bisect_increasing(h, -40.0, hi))
-    log_delta = ((alpha - 1.0) * (alpha * rho - eps) + alpha * math.log1p(-1.0 / alpha)
-                 - math.log(alpha - 1.0))
+    log_delta = (
+        (alpha - 1.0) * (alpha * rho - eps)
+        + alpha * math.log1p(-1.0 / alpha)
+        - math.log(alpha - 1.0)
+    )
     return min(1.0, math.exp(log_delta))
 
 
 def _host_scalars(name: str, value):
     array = concrete(value)
     if array is None:
-        raise ValueError(f"{name} must be concrete (the CKS conversion runs on the host, "
-                         f"by bisection); derive it before tracing")
+        raise ValueError(
+            f"{name} must be concrete (the CKS conversion runs on the host, "
+            f"by bisection); derive it before tracing"
+        )
     return array.astype(np.float64)
 
 
@@ -163,12 +183,15 @@ def dp_to_zcdp_cks(eps, delta):
     def one(eps_: float, delta_: float) -> float:
         if math.isinf(eps_):
             return math.inf
-        lo = float(dp_to_zcdp_bun_steinke(eps_, delta_))     # BS is looser: ε_CKS(lo) ≤ ε
+        lo = float(dp_to_zcdp_bun_steinke(eps_, delta_))  # BS is looser: ε_CKS(lo) ≤ ε
         hi = 2.0 * lo
         while _scalar_cks_eps(hi, delta_) < eps_:
             hi *= 2.0
-        return math.exp(_bisect_increasing(lambda v: _scalar_cks_eps(math.exp(v), delta_) - eps_,
-                                           math.log(lo), math.log(hi)))
+        return math.exp(
+            _bisect_increasing(
+                lambda v: _scalar_cks_eps(math.exp(v), delta_) - eps_, math.log(lo), math.log(hi)
+            )
+        )
 
     out = np.vectorize(one, otypes=[np.float64])(e, d)
     return float(out) if out.ndim == 0 else out

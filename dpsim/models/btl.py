@@ -5,6 +5,7 @@ the outcome is Y_ij ~ Bernoulli(F(θ_i − θ_j)). The win-count matrix
 W (W_ij = A_ij·Y_ij) is the sufficient statistic of every cai estimator (DESIGN: draw
 sufficient statistics directly); :func:`sample_er_graph` returns A = W + Wᵀ beside it.
 """
+
 from __future__ import annotations
 
 import jax
@@ -38,8 +39,9 @@ def real_items(capacity: int, n_items) -> jax.Array:
     return jnp.arange(capacity) < n_items
 
 
-def theta_cai_design(key: jax.Array, n_items, k=None, top_first: bool = False,
-                     capacity: int | None = None) -> jax.Array:
+def theta_cai_design(
+    key: jax.Array, n_items, k=None, top_first: bool = False, capacity: int | None = None
+) -> jax.Array:
     """The paper's θ* design (cai §4.1.1 and docs/cai.md, Model), centred.
 
     e^{θ_i} = 1 for the k top items and e^{θ_i} ~ Unif(0.2, 0.7) otherwise, k = round(n/4).
@@ -61,7 +63,7 @@ def theta_cai_design(key: jax.Array, n_items, k=None, top_first: bool = False,
     require_int(k, "k", 1, n_items - 1)
     uniforms = jax.random.uniform(key, (capacity,), minval=0.2, maxval=0.7)
     index = jnp.arange(capacity)
-    rest = index - k if top_first else index                     # position among the n − k others
+    rest = index - k if top_first else index  # position among the n − k others
     is_top = (index < k) if top_first else (index >= n_items - k)
     theta = jnp.where(is_top, 0.0, jnp.log(uniforms[jnp.clip(rest, 0, capacity - 1)]))
     return centre(theta, real_items(capacity, n_items))
@@ -83,7 +85,9 @@ def theta_two_block(n_items: int, k: int, gap: float, link: Link = LOGISTIC) -> 
     if link is not LOGISTIC:
         raise ValueError("theta_two_block is implemented for the logistic link only")
     require_int(k, "k", 1, n_items - 1)
-    require("gap", gap, lambda g: (g > 0) & (g < 0.5), "must lie in (0, 1/2): ρ = 1/2 + Δ across blocks")
+    require(
+        "gap", gap, lambda g: (g > 0) & (g < 0.5), "must lie in (0, 1/2): ρ = 1/2 + Δ across blocks"
+    )
     diff = jnp.log((0.5 + gap) / (0.5 - gap))  # logit(1/2 + Δ)
     theta = jnp.where(jnp.arange(n_items) >= n_items - k, diff, 0.0)
     return centre(theta)
@@ -118,12 +122,14 @@ def pair_bits(key: jax.Array, n_items, capacity: int) -> jax.Array:
     return counter_bits(key, index[:, None] * jnp.asarray(n_items, jnp.uint32) + index[None, :])
 
 
-MAX_FLAT_ITEMS = 2 ** 16     # an (n, n) draw's flat indices i·n + j fit in 32 bits up to this n
+MAX_FLAT_ITEMS = 2**16  # an (n, n) draw's flat indices i·n + j fit in 32 bits up to this n
 
 
 def _require_flat_indices(capacity: int) -> None:
     if capacity > MAX_FLAT_ITEMS:
-        raise ValueError(f"capacity={capacity} must be ≤ {MAX_FLAT_ITEMS} (flat indices are 32-bit)")
+        raise ValueError(
+            f"capacity={capacity} must be ≤ {MAX_FLAT_ITEMS} (flat indices are 32-bit)"
+        )
 
 
 def pair_draw_bits(key: jax.Array, n: int, n_items=None) -> jax.Array:
@@ -148,8 +154,9 @@ def pair_draw_bits(key: jax.Array, n: int, n_items=None) -> jax.Array:
     return counter_bits(key, jnp.minimum(i, j) * width + jnp.maximum(i, j))
 
 
-def sample_er_graph(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC,
-                    n_items=None) -> tuple[jax.Array, jax.Array]:
+def sample_er_graph(
+    key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC, n_items=None
+) -> tuple[jax.Array, jax.Array]:
     """Win counts and comparison graph of one comparison per edge of G(n, p) with BTL-type
     outcomes.
 
@@ -185,16 +192,19 @@ def sample_er_graph(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC,
         real = real_items(n, n_items)
         both = real[:, None] & real[None, :]
         upper, lower = upper & both, lower & both
-    u = pair_draw_bits(key, n, n_items).astype(jnp.float64) * (2.0 ** -32)
+    u = pair_draw_bits(key, n, n_items).astype(jnp.float64) * (2.0**-32)
     p = jnp.asarray(p, jnp.float64)
-    lo_beats_hi = u < p * link.cdf(jnp.where(upper, theta[:, None] - theta[None, :], theta[None, :] - theta[:, None]))
+    lo_beats_hi = u < p * link.cdf(
+        jnp.where(upper, theta[:, None] - theta[None, :], theta[None, :] - theta[:, None])
+    )
     compared = (u < p) & (upper | lower)
     W = jnp.where(upper, lo_beats_hi, lower & ~lo_beats_hi & compared)
     return W.astype(jnp.float64), compared.astype(jnp.float64)
 
 
-def sample_er_comparisons(key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC,
-                          n_items=None) -> jax.Array:
+def sample_er_comparisons(
+    key: jax.Array, theta: jax.Array, p, link: Link = LOGISTIC, n_items=None
+) -> jax.Array:
     """The win counts W of :func:`sample_er_graph` alone: float64 of shape (n, n).
 
     Where W + Wᵀ is needed too, draw both with :func:`sample_er_graph` (its docstring says
@@ -251,7 +261,7 @@ def sample_er_win_counts(key: jax.Array, theta: jax.Array, p, link: Link = LOGIS
     else:
         first_wins_prob = link.cdf(theta[:, None] - theta[second])
     p = jnp.asarray(p, jnp.float64)
-    u = jax.random.bits(key, (n, n // 2), jnp.uint32).astype(jnp.float64) * (2.0 ** -32)
+    u = jax.random.bits(key, (n, n // 2), jnp.uint32).astype(jnp.float64) * (2.0**-32)
     threshold = p * first_wins_prob
     first_wins = (u < threshold) & valid
     second_wins = (u >= threshold) & (u < p) & valid

@@ -14,6 +14,7 @@ n1_e ~ Binomial(L_g, p*_e) for each privacy group g (docs/xu.md, Mechanisms and 
 :func:`sample_rankings_per_user` materialises every user's answers; it is the slow reference
 for tests.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,7 +32,9 @@ def n_items_of_pairs(n_pairs_: int) -> int:
     """m with m(m−1)/2 = M (static), for an (M,) per-pair vector; ValueError if none."""
     m = int(round((1 + math.sqrt(1 + 8 * n_pairs_)) / 2))
     if m * (m - 1) // 2 != n_pairs_ or m < 2:
-        raise ValueError(f"a per-pair vector of length {n_pairs_} is not m(m-1)/2 for any n_items >= 2")
+        raise ValueError(
+            f"a per-pair vector of length {n_pairs_} is not m(m-1)/2 for any n_items >= 2"
+        )
     return m
 
 
@@ -80,8 +83,9 @@ def sample_pair_wins(key, theta, group_sizes) -> jax.Array:
     sizes = jnp.atleast_1d(jnp.asarray(group_sizes, jnp.float64))
     p = pair_win_probabilities(theta)
     shape = (sizes.shape[0], p.shape[0])
-    return jax.random.binomial(key, jnp.broadcast_to(sizes[:, None], shape),
-                               jnp.broadcast_to(p[None, :], shape)).astype(jnp.float64)
+    return jax.random.binomial(
+        key, jnp.broadcast_to(sizes[:, None], shape), jnp.broadcast_to(p[None, :], shape)
+    ).astype(jnp.float64)
 
 
 def ladder_count_tables(n_users: int, probabilities):
@@ -183,7 +187,16 @@ def gaps_sorted(theta) -> jax.Array:
     return ordered[:-1] - ordered[1:]
 
 
-__all__ = ["n_items_of_pairs", "pair_differences", "pair_win_probabilities",
-           "sample_pair_wins", "ladder_count_tables", "sample_ladder_pair_counts", "sample_rankings_per_user",
-           "theta_uniform_centred",
-           "theta_evenly_spaced_permuted", "condition_number", "gaps_sorted"]
+__all__ = [
+    "n_items_of_pairs",
+    "pair_differences",
+    "pair_win_probabilities",
+    "sample_pair_wins",
+    "ladder_count_tables",
+    "sample_ladder_pair_counts",
+    "sample_rankings_per_user",
+    "theta_uniform_centred",
+    "theta_evenly_spaced_permuted",
+    "condition_number",
+    "gaps_sorted",
+]

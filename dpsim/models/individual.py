@@ -22,6 +22,7 @@ binomial count), so ``n_users`` and ``per_user`` need not be static.
 :func:`sample_user_comparisons_per_user` keeps the per-user draws (static m and L), for
 tests and per-user adjacency audits (docs/cai.md, Errata and modes (E18)).
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -54,7 +55,7 @@ def _splitting_tables(n_cells: int) -> tuple[np.ndarray, np.ndarray]:
     is where the right half's count goes.
     """
     depth = max(1, int(np.ceil(np.log2(n_cells))))
-    size = 2 ** depth
+    size = 2**depth
     fractions = np.zeros((depth, size))
     shifts = np.zeros((depth,), dtype=np.int32)
     for level in range(depth):
@@ -102,8 +103,9 @@ def uniform_multinomial(key: jax.Array, total, n_cells: int) -> jax.Array:
     return _split_and_bernoulli(key, total, n_cells, jnp.zeros((n_cells,)))[0]
 
 
-def sample_user_comparisons(key: jax.Array, theta: jax.Array, n_users, per_user,
-                            link: Link = LOGISTIC) -> jax.Array:
+def sample_user_comparisons(
+    key: jax.Array, theta: jax.Array, n_users, per_user, link: Link = LOGISTIC
+) -> jax.Array:
     """Aggregated win-count matrix W of the individual-DP model (cai §3.1), drawn directly.
 
     M ~ Multinomial(n_users·per_user, uniform over C(n, 2) pairs) and, for i < j,
@@ -129,8 +131,9 @@ class UserComparisons(NamedTuple):
     first_wins: jax.Array
 
 
-def sample_user_comparisons_per_user(key: jax.Array, theta: jax.Array, n_users: int,
-                                     per_user: int, link: Link = LOGISTIC) -> UserComparisons:
+def sample_user_comparisons_per_user(
+    key: jax.Array, theta: jax.Array, n_users: int, per_user: int, link: Link = LOGISTIC
+) -> UserComparisons:
     """Per-user comparisons of the individual-DP model (cai §3.1), one draw at a time.
 
     Each of the m·L draws picks a pair index uniformly from C(n, 2) (with replacement) and
@@ -142,7 +145,9 @@ def sample_user_comparisons_per_user(key: jax.Array, theta: jax.Array, n_users: 
     i, j = pair_index(n)
     idx = jax.random.randint(k_pairs, (n_users, per_user), 0, n_pairs(n))
     first, second = i[idx], j[idx]
-    first_wins = jax.random.uniform(k_wins, (n_users, per_user)) < link.cdf(theta[first] - theta[second])
+    first_wins = jax.random.uniform(k_wins, (n_users, per_user)) < link.cdf(
+        theta[first] - theta[second]
+    )
     return UserComparisons(first, second, first_wins)
 
 

@@ -12,6 +12,7 @@ Conventions: ``x`` (n_samples, dim) are the public feature differences
 x_i = ϕ(s_i, a_i¹) − ϕ(s_i, a_i⁰); ``y`` (n_samples,) the labels, y = 1 when a¹ is preferred,
 P(y = 1 | x) = F(xᵀθ*), F = σ (logistic, BTL) or Φ (probit, Thurstone).
 """
+
 from __future__ import annotations
 
 import math
@@ -169,8 +170,9 @@ def sample_labels(key, x, theta, link: str = "logistic") -> jax.Array:
     return (jax.random.uniform(key, p.shape) < p).astype(jnp.float64)
 
 
-def sample_linear_btl(key, theta, n_samples: int, *, features: str = "difference",
-                      link: str = "logistic") -> PreferenceData:
+def sample_linear_btl(
+    key, theta, n_samples: int, *, features: str = "difference", link: str = "logistic"
+) -> PreferenceData:
     """n samples of the linear BTL (or Thurstone) model (chowdhury §2 eq. (1), §6):
     features from :func:`sample_features`, labels from :func:`sample_labels`.
 

@@ -5,6 +5,7 @@ sup F'/(F(1−F)) ≤ κ1 and sup (−log F)'' ≤ κ2. For the logistic link κ
 The probit (Thurstone) link violates (A1): φ/(Φ(1−Φ)) grows like |x|, so κ1 = ∞ and
 Algorithm 1 gives **no DP guarantee** for probit data (docs/cai.md, Errata and modes (E15)).
 """
+
 from __future__ import annotations
 
 import math

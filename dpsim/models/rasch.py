@@ -14,6 +14,7 @@ itself is drawn, with one 32-bit uniform per entry.
 Validation: concrete inputs are checked and a bad one raises ``ValueError`` naming the value
 (dpsim.validate); traced values (inside jit/vmap) pass unchecked.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -26,9 +27,17 @@ from dpsim.validate import require_int, require_probability
 
 DESIGNS = ("normal", "uniform")
 
-__all__ = ["Responses", "DESIGNS", "rasch_difficulties", "rasch_abilities", "authors_difficulties",
-           "rasch_probabilities", "sample_rasch_responses", "sample_rasch_responses_per_user",
-           "expected_differential_counts"]
+__all__ = [
+    "Responses",
+    "DESIGNS",
+    "rasch_difficulties",
+    "rasch_abilities",
+    "authors_difficulties",
+    "rasch_probabilities",
+    "sample_rasch_responses",
+    "sample_rasch_responses_per_user",
+    "expected_differential_counts",
+]
 
 
 class Responses(NamedTuple):
@@ -46,7 +55,9 @@ class Responses(NamedTuple):
 
 def _require_design(design: str) -> None:
     if design not in DESIGNS:
-        raise ValueError(f"design={design!r} is not a Rasch parameter design; choose one of {DESIGNS}")
+        raise ValueError(
+            f"design={design!r} is not a Rasch parameter design; choose one of {DESIGNS}"
+        )
 
 
 def _draw(key, size: int, design: str, scale: float, low: float, high: float):
@@ -56,8 +67,16 @@ def _draw(key, size: int, design: str, scale: float, low: float, high: float):
     return jax.random.uniform(key, (size,), jnp.float64, minval=low, maxval=high)
 
 
-def rasch_difficulties(key, n_items: int, design: str = "normal", *, scale: float = 1.0,
-                       low: float = -1.0, high: float = 1.0, centred: bool = True) -> jax.Array:
+def rasch_difficulties(
+    key,
+    n_items: int,
+    design: str = "normal",
+    *,
+    scale: float = 1.0,
+    low: float = -1.0,
+    high: float = 1.0,
+    centred: bool = True,
+) -> jax.Array:
     """Item difficulties β*.
 
     ``design="normal"``: β*_i i.i.d. N(0, scale²), the paper's synthetic design (docs/nguyen.md, Experiments as run:
@@ -78,8 +97,15 @@ def rasch_difficulties(key, n_items: int, design: str = "normal", *, scale: floa
     return beta - jnp.mean(beta) if centred else beta
 
 
-def rasch_abilities(key, n_users: int, design: str = "normal", *, scale: float = 1.0,
-                    low: float = -1.0, high: float = 1.0) -> jax.Array:
+def rasch_abilities(
+    key,
+    n_users: int,
+    design: str = "normal",
+    *,
+    scale: float = 1.0,
+    low: float = -1.0,
+    high: float = 1.0,
+) -> jax.Array:
     """User abilities θ*: i.i.d. N(0, scale²) (the paper's design, docs/nguyen.md, Experiments as run: drawn once per
     n_users in the authors' code and fixed across ε and trials) or Unif[low, high].
 
@@ -100,7 +126,9 @@ def authors_difficulties(n_items: int, seed: int = 119) -> np.ndarray:
 def rasch_probabilities(theta, beta) -> jax.Array:
     """P(X_li = 1) = σ(θ_l − β_i) (nguyen eq. (1)).
     Args: theta: (n_users,); beta: (n_items,). Returns: (n_users, n_items) float64."""
-    return jax.nn.sigmoid(jnp.asarray(theta, jnp.float64)[:, None] - jnp.asarray(beta, jnp.float64)[None, :])
+    return jax.nn.sigmoid(
+        jnp.asarray(theta, jnp.float64)[:, None] - jnp.asarray(beta, jnp.float64)[None, :]
+    )
 
 
 def sample_rasch_responses(key, theta, beta, p=1.0) -> Responses:
@@ -120,10 +148,12 @@ def sample_rasch_responses(key, theta, beta, p=1.0) -> Responses:
     """
     require_probability(p)
     if jnp.ndim(theta) != 1 or jnp.ndim(beta) != 1 or jnp.shape(beta)[0] < 2:
-        raise ValueError(f"theta must be (n_users,) and beta (n_items,) with n_items ≥ 2, got "
-                         f"shapes {jnp.shape(theta)} and {jnp.shape(beta)}")
+        raise ValueError(
+            f"theta must be (n_users,) and beta (n_items,) with n_items ≥ 2, got "
+            f"shapes {jnp.shape(theta)} and {jnp.shape(beta)}"
+        )
     prob = rasch_probabilities(theta, beta)
-    u = jax.random.bits(key, prob.shape, jnp.uint32).astype(jnp.float64) * (2.0 ** -32)
+    u = jax.random.bits(key, prob.shape, jnp.uint32).astype(jnp.float64) * (2.0**-32)
     p = jnp.asarray(p, jnp.float64)
     observed = u < p
     return Responses(x=u < p * prob, observed=observed)

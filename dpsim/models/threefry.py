@@ -11,6 +11,7 @@ the key words broadcast to the draw's shape and rotates them each step, so XLA c
 three (n, n) arrays per step; here the key words stay scalars and the 20 rounds are
 unrolled into one fused kernel that writes each word once.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,7 +39,7 @@ def threefry2x32(key_words: jax.Array, x0: jax.Array, x1: jax.Array) -> tuple[ja
     k0, k1 = key_words[0], key_words[1]
     keys = (k0, k1, k0 ^ k1 ^ jnp.uint32(KEY_PARITY))
     x0, x1 = x0 + keys[0], x1 + keys[1]
-    for step in range(5):                     # 5 × 4 rounds, a key injection after each 4
+    for step in range(5):  # 5 × 4 rounds, a key injection after each 4
         for bits in ROTATIONS[step % 2]:
             x0 = x0 + x1
             x1 = _rotate_left(x1, bits) ^ x0
@@ -50,7 +51,9 @@ def threefry2x32(key_words: jax.Array, x0: jax.Array, x1: jax.Array) -> tuple[ja
 def default_threefry(key: jax.Array) -> bool:
     """Whether ``key`` is a threefry2x32 key with partitionable draws (JAX's defaults): the
     layout :func:`counter_bits` and :func:`random_bits` reproduce."""
-    return str(jax.random.key_impl(key)) == "threefry2x32" and bool(jax.config.jax_threefry_partitionable)
+    return str(jax.random.key_impl(key)) == "threefry2x32" and bool(
+        jax.config.jax_threefry_partitionable
+    )
 
 
 def _hashed(key: jax.Array, counter: jax.Array) -> jax.Array:
@@ -62,8 +65,10 @@ def requiredefault_threefry(key: jax.Array) -> None:
     """Raise ValueError unless ``key`` is a threefry2x32 key and draws are partitionable
     (JAX's defaults), the layout :func:`random_bits` reproduces."""
     if not default_threefry(key):
-        raise ValueError("dpsim's threefry draws need JAX's default threefry2x32 keys with "
-                         "jax_threefry_partitionable")
+        raise ValueError(
+            "dpsim's threefry draws need JAX's default threefry2x32 keys with "
+            "jax_threefry_partitionable"
+        )
 
 
 def counter_bits(key: jax.Array, counter: jax.Array) -> jax.Array:
@@ -79,6 +84,6 @@ def random_bits(key: jax.Array, shape: tuple) -> jax.Array:
     counters) are left to ``jax.random.bits``. Returns uint32 of ``shape``."""
     shape = tuple(int(d) for d in shape)
     size = math.prod(shape)
-    if size >= 2 ** 32 or not default_threefry(key):
+    if size >= 2**32 or not default_threefry(key):
         return jax.random.bits(key, shape, jnp.uint32)
     return _hashed(key, jnp.arange(size, dtype=jnp.uint32).reshape(shape))

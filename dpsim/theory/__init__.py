@@ -7,6 +7,7 @@ slope helpers are here.
 "≲" in the papers hides universal constants, so a rate is compared with simulations
 through its *slopes* (d log rate / d log x), not its level.
 """
+
 from dpsim.theory.slopes import fitted_rate_slope, log_slope, loglog_fit
 
 __all__ = ["log_slope", "fitted_rate_slope", "loglog_fit"]

@@ -6,6 +6,7 @@ The rates are written once, with jax.numpy, so the same function serves host-sid
 (numbers in, a 0-d array out: wrap in ``float``) and jitted experiments that store Δ/rate
 per row (traced arguments). ε = ∞ is allowed and gives the non-private rate.
 """
+
 from __future__ import annotations
 
 import jax
@@ -55,8 +56,9 @@ def individual_dp_stated_statistical_term(n_items, n_users, eps=None):
 def individual_dp_rate(n_items, n_users, eps):
     """r_I(n, m, ε) = √(n log n/m) + n log n/(mε)  (cai Thm 3.1, Thm 3.3)."""
     xp, (n_items, n_users, eps) = _f64(n_items, n_users, eps)
-    return (individual_dp_stated_statistical_term(n_items, n_users)
-            + n_items * xp.log(n_items) / (n_users * eps))
+    return individual_dp_stated_statistical_term(n_items, n_users) + n_items * xp.log(n_items) / (
+        n_users * eps
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -92,8 +94,9 @@ def individual_dp_privacy_term(n_items, n_users, eps, per_user=1, noise_factor=1
 
 def individual_dp_rate_explicit_l(n_items, n_users, eps, per_user=1, noise_factor=1.0):
     """√(log n/S) + c·(L/ε) log n/S with S = 2mL/n (docs/cai.md, Predictions): r_I with L explicit."""
-    return (individual_dp_statistical_term(n_items, n_users, eps, per_user)
-            + individual_dp_privacy_term(n_items, n_users, eps, per_user, noise_factor))
+    return individual_dp_statistical_term(
+        n_items, n_users, eps, per_user
+    ) + individual_dp_privacy_term(n_items, n_users, eps, per_user, noise_factor)
 
 
 def matched_edge_probability(n_items, n_users, per_user):
@@ -112,5 +115,6 @@ def individual_to_edge_privacy_ratio(n_items, n_users, eps, per_user):
     is absorbed, the ratio reads n log n/(mε) ÷ log n/(npε) = 2L.)
     """
     p = matched_edge_probability(n_items, n_users, per_user)
-    return (individual_dp_privacy_term(n_items, n_users, eps, per_user)
-            / edge_dp_privacy_term(n_items, p, eps))
+    return individual_dp_privacy_term(n_items, n_users, eps, per_user) / edge_dp_privacy_term(
+        n_items, p, eps
+    )

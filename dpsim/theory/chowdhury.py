@@ -11,6 +11,7 @@ simulations through slopes and ratios (DESIGN "Theory and verification"), except
 explicit constant is given (Thm 3.2, Thm 5.1's private term, the SGD proof). Functions are
 written with jax.numpy: numbers in, a 0-d array out (wrap in ``float``), and traceable.
 """
+
 from __future__ import annotations
 
 import functools
@@ -62,7 +63,7 @@ def gamma_thurstone(feature_bound, radius):
     L, B = _f64(feature_bound, radius)
     c = 2.0 * L * B
     phi, Phi = norm.pdf(c), norm.cdf(c)
-    return phi * (c * Phi + phi) / Phi ** 2
+    return phi * (c * Phi + phi) / Phi**2
 
 
 def gamma_plackett_luce(feature_bound, radius, mode: str = "appendix"):
@@ -103,13 +104,15 @@ def local_l2_lower_bound_explicit(x, eps):
     (eps,) = _f64(eps)
     d = x.shape[1]
     frob = jnp.sum(x * x)
-    return jnp.maximum(d ** 2 / (16.0 * frob), d ** 2 / (32.0 * jnp.expm1(eps) ** 2 * frob))
+    return jnp.maximum(d**2 / (16.0 * frob), d**2 / (32.0 * jnp.expm1(eps) ** 2 * frob))
 
 
 # ---------------------------------------------------------------------------------------
 # Local model: upper bounds (Thms 4.1, 4.2, Cor 4.3, Thm 4.5, Thm C.2)
 # ---------------------------------------------------------------------------------------
-def rr_mle_seminorm_bound(n_samples, dim, eps, feature_bound, radius, *, alpha=0.05, lam=0.0, gamma=1.0):
+def rr_mle_seminorm_bound(
+    n_samples, dim, eps, feature_bound, radius, *, alpha=0.05, lam=0.0, gamma=1.0
+):
     """(1/γ)·(e^{ε+2LB} + 1)/(e^{ε−2LB} − 1)·√((d + log(1/α))/n) + √λ·B: chowdhury Thm 4.1, the
     naive RR-MLE's semi-norm bound, valid only for ε > 2LB (NaN otherwise; the proof needs
     ε > 2c, docs/chowdhury.md, Errata and modes (E10))."""
@@ -124,15 +127,17 @@ def rr_seminorm_bound(n_samples, dim, eps, radius, *, alpha=0.05, lam=0.0, gamma
     """(1/γ)·((e^ε + 1)/(e^ε − 1))·√((d + log(1/α))/n) + √λ·B: chowdhury Thm 4.2 eq. (7), the
     semi-norm bound of θ̂_RR for every ε > 0."""
     n, d, B, alpha, lam = _f64(n_samples, dim, radius, alpha, lam)
-    return (rr_privacy_factor(eps) / gamma * jnp.sqrt((d + jnp.log(1.0 / alpha)) / n)
-            + jnp.sqrt(lam) * B)
+    return (
+        rr_privacy_factor(eps) / gamma * jnp.sqrt((d + jnp.log(1.0 / alpha)) / n)
+        + jnp.sqrt(lam) * B
+    )
 
 
 def rr_seminorm_balanced_lambda(n_samples, dim, eps, radius, *, alpha=0.05, gamma=1.0):
     """λ = ((e^ε + 1)/(e^ε − 1))²(d + log(1/α))/(B²γ²n), which balances the two terms of
     Thm 4.2 (chowdhury §4.2; docs/chowdhury.md, Errata and modes (E16))."""
     n, d, B, alpha = _f64(n_samples, dim, radius, alpha)
-    return rr_privacy_factor(eps) ** 2 * (d + jnp.log(1.0 / alpha)) / (B ** 2 * gamma ** 2 * n)
+    return rr_privacy_factor(eps) ** 2 * (d + jnp.log(1.0 / alpha)) / (B**2 * gamma**2 * n)
 
 
 def sgd_rr_l2_bound_explicit(t, n_samples, eps, feature_bound, kappa, *, alpha=0.05, gamma=1.0):
@@ -141,7 +146,7 @@ def sgd_rr_l2_bound_explicit(t, n_samples, eps, feature_bound, kappa, *, alpha=0
     step η_t = 1/(λt)."""
     t, n, L, kappa, alpha = _f64(t, n_samples, feature_bound, kappa, alpha)
     lam = gamma / rr_privacy_factor(eps) * kappa
-    return jnp.sqrt((624.0 * jnp.log(jnp.log(n) / alpha) + 1.0) * (4.0 * L) ** 2 / (lam ** 2 * t))
+    return jnp.sqrt((624.0 * jnp.log(jnp.log(n) / alpha) + 1.0) * (4.0 * L) ** 2 / (lam**2 * t))
 
 
 # ---------------------------------------------------------------------------------------
@@ -151,21 +156,23 @@ def central_l2_lower_bound_private_explicit(n_samples, dim, eps, delta):
     """4·10⁻⁴·d/(n²(ε + δ)²), the private term of Thm 5.1 with the DP-Assouad constants
     (Δ = 0.04/(n(ε + δ)); the proof of chowdhury Thm 5.1)."""
     n, d, eps, delta = _f64(n_samples, dim, eps, delta)
-    return 4e-4 * d / (n ** 2 * (eps + delta) ** 2)
+    return 4e-4 * d / (n**2 * (eps + delta) ** 2)
 
 
 def central_seminorm_lower_bound(n_samples, dim, eps):
     """d/n + d²/(n²ε²): chowdhury Thm D.3, the semi-norm minimax order under central pure
     (ε, 0)-label DP."""
     n, d, eps = _f64(n_samples, dim, eps)
-    return d / n + d ** 2 / (n ** 2 * eps ** 2)
+    return d / n + d**2 / (n**2 * eps**2)
 
 
 def objective_perturbation_l2_rate(n_samples, dim, eps, delta, feature_bound, kappa, *, gamma=1.0):
     """L/(κγ√n) + L√(d log(1/δ))/(nεκγ): chowdhury Cor 5.4 (σ of Thm 5.2 plugged in), the central
     rate; the privacy cost is the additive 1/(εn) term (Remark 5.5)."""
     n, d, eps, delta, L, kappa = _f64(n_samples, dim, eps, delta, feature_bound, kappa)
-    return L / (kappa * gamma * jnp.sqrt(n)) + L * jnp.sqrt(d * jnp.log(1.0 / delta)) / (n * eps * kappa * gamma)
+    return L / (kappa * gamma * jnp.sqrt(n)) + L * jnp.sqrt(d * jnp.log(1.0 / delta)) / (
+        n * eps * kappa * gamma
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -194,10 +201,10 @@ def gaussian_design_information(theta, scale=jnp.sqrt(2.0)):
     u = theta / jnp.maximum(r, jnp.finfo(jnp.float64).tiny)
     grid, weights = _quadrature()
     z = scale * r * grid
-    ds = jnp.exp(-jnp.logaddexp(0.0, z) - jnp.logaddexp(0.0, -z))     # σ'(z)
-    a, b = jnp.sum(weights * ds), jnp.sum(weights * ds * grid ** 2)
+    ds = jnp.exp(-jnp.logaddexp(0.0, z) - jnp.logaddexp(0.0, -z))  # σ'(z)
+    a, b = jnp.sum(weights * ds), jnp.sum(weights * ds * grid**2)
     uu = jnp.outer(u, u)
-    return scale ** 2 * (a * (jnp.eye(d) - uu) + b * uu), scale ** 2 * jnp.eye(d)
+    return scale**2 * (a * (jnp.eye(d) - uu) + b * uu), scale**2 * jnp.eye(d)
 
 
 def mle_asymptotic_mse(information, n_samples):
@@ -210,7 +217,7 @@ def rr_asymptotic_mse(information, covariance, n_samples, eps):
     """(A2): E‖θ̂_RR − θ*‖² ≈ [tr(H⁻¹) + (e^ε/(e^ε − 1)²)·tr(H⁻¹ΣH⁻¹)]/n (M-estimator sandwich;
     docs/chowdhury.md, Predictions (P3')). Args: information H, covariance Σ (dim, dim); n; eps."""
     lam, q = symmetric_eigh(information)
-    sandwich = jnp.sum(jnp.diag(q.T @ covariance @ q) / lam ** 2)
+    sandwich = jnp.sum(jnp.diag(q.T @ covariance @ q) / lam**2)
     return (jnp.sum(1.0 / lam) + rr_excess_variance_factor(eps) * sandwich) / n_samples
 
 
@@ -221,9 +228,9 @@ def objective_perturbation_asymptotic_mse(information, theta, n_samples, sigma, 
     n, sigma, beta = _f64(n_samples, sigma, beta)
     lam, q = symmetric_eigh(information)
     lam_b = lam + beta / n
-    stat = jnp.sum(lam / lam_b ** 2) / n
-    privacy = sigma ** 2 * jnp.sum(1.0 / lam_b ** 2) / n ** 2
-    bias = (beta / n) ** 2 * jnp.sum((q.T @ theta) ** 2 / lam_b ** 2)
+    stat = jnp.sum(lam / lam_b**2) / n
+    privacy = sigma**2 * jnp.sum(1.0 / lam_b**2) / n**2
+    bias = (beta / n) ** 2 * jnp.sum((q.T @ theta) ** 2 / lam_b**2)
     return stat + privacy + bias
 
 
@@ -241,7 +248,7 @@ def gaussian_design_eigenvalues(theta_norm, scale=jnp.sqrt(2.0)):
     grid, weights = _quadrature()
     z = s * r * grid
     ds = jnp.exp(-jnp.logaddexp(0.0, z) - jnp.logaddexp(0.0, -z))
-    return s ** 2 * jnp.sum(weights * ds), s ** 2 * jnp.sum(weights * ds * grid ** 2)
+    return s**2 * jnp.sum(weights * ds), s**2 * jnp.sum(weights * ds * grid**2)
 
 
 def isotropic_design_traces(theta_norm, dim, scale=jnp.sqrt(2.0), *, sum_zero=False, ridge=0.0):
@@ -261,11 +268,13 @@ def isotropic_design_traces(theta_norm, dim, scale=jnp.sqrt(2.0), *, sum_zero=Fa
     (s, ridge) = _f64(scale, ridge)
     r = dim - 1 if sum_zero else dim
     p, q = a_perp + ridge, a_par + ridge
-    return {"tr_inv": (r - 1) / p + 1.0 / q,
-            "sandwich": s ** 2 * ((r - 1) / a_perp ** 2 + 1.0 / a_par ** 2),
-            "tr_inv_sq": (r - 1) / p ** 2 + 1.0 / q ** 2,
-            "stat": (r - 1) * a_perp / p ** 2 + a_par / q ** 2,
-            "bias_factor": 1.0 / q ** 2}
+    return {
+        "tr_inv": (r - 1) / p + 1.0 / q,
+        "sandwich": s**2 * ((r - 1) / a_perp**2 + 1.0 / a_par**2),
+        "tr_inv_sq": (r - 1) / p**2 + 1.0 / q**2,
+        "stat": (r - 1) * a_perp / p**2 + a_par / q**2,
+        "bias_factor": 1.0 / q**2,
+    }
 
 
 def objective_perturbation_asymptotic_shift(tr_inv_sq, bias_norm_sq, n_samples, sigma, beta):
@@ -277,7 +286,7 @@ def objective_perturbation_asymptotic_shift(tr_inv_sq, bias_norm_sq, n_samples, 
     Args: tr_inv_sq: tr H_β⁻²; bias_norm_sq: ‖H_β⁻¹θ*‖²; n_samples; sigma: σ; beta: β.
     Returns: float64."""
     t, b, n, sigma, beta = _f64(tr_inv_sq, bias_norm_sq, n_samples, sigma, beta)
-    return (sigma ** 2 * t + beta ** 2 * b) / n ** 2
+    return (sigma**2 * t + beta**2 * b) / n**2
 
 
 def expected_max_norm(n_samples, dim, scale=jnp.sqrt(2.0), *, points: int = 20001):
@@ -289,16 +298,26 @@ def expected_max_norm(n_samples, dim, scale=jnp.sqrt(2.0), *, points: int = 2000
     Args: n_samples: n ≥ 1; dim: d ≥ 1; scale: s; points: quadrature points.
     Returns: float64."""
     from jax.scipy.special import gammainc
+
     n, d, s = _f64(n_samples, dim, scale)
     upper = s * (jnp.sqrt(d) + 12.0 + jnp.sqrt(2.0 * jnp.log(n + 1.0)) * 2.0)
     t = jnp.linspace(0.0, upper, points)
-    cdf = gammainc(d / 2.0, t ** 2 / (2.0 * s ** 2))
+    cdf = gammainc(d / 2.0, t**2 / (2.0 * s**2))
     tail = -jnp.expm1(n * jnp.log(jnp.clip(cdf, 1e-300, 1.0)))
     return jnp.sum(0.5 * (tail[1:] + tail[:-1]) * jnp.diff(t))
 
 
-def sgd_krr_asymptotic_ratio(theta_norm, dim, k, eps, gamma_kappa=0.2, *, sum_zero=True,
-                             samples: int = 200_000, seed: int = 0):
+def sgd_krr_asymptotic_ratio(
+    theta_norm,
+    dim,
+    k,
+    eps,
+    gamma_kappa=0.2,
+    *,
+    sum_zero=True,
+    samples: int = 200_000,
+    seed: int = 0,
+):
     """RMS error ratio of SGD-KRR to non-private SGD on the same Plackett–Luce data, as n → ∞,
     for the step η_t = 1/(λ̂t) with λ̂ = c·γ̂κ̂ (c = (e^ε − 1)/(e^ε + K − 1) for K-RR, 1 without
     privacy; dpsim.estimators.linear_btl_sgd, chowdhury §4.4, App. C.4; docs/chowdhury.md, Predictions (P11)).
@@ -318,6 +337,7 @@ def sgd_krr_asymptotic_ratio(theta_norm, dim, k, eps, gamma_kappa=0.2, *, sum_ze
     (0.1 × κ = 2 by default); sum_zero; samples; seed. Returns: float."""
     import jax
     import numpy as np
+
     key = jax.random.key(seed)
     k_theta, k_phi = jax.random.split(key)
     theta = jax.random.normal(k_theta, (dim,))
@@ -326,7 +346,7 @@ def sgd_krr_asymptotic_ratio(theta_norm, dim, k, eps, gamma_kappa=0.2, *, sum_ze
     theta = theta_norm * theta / jnp.linalg.norm(theta)
     phi = jax.random.normal(k_phi, (samples, k, dim))
     p = jax.nn.softmax(phi @ theta, axis=-1)
-    grads = phi - jnp.einsum("nk,nkd->nd", p, phi)[:, None, :]          # ∇log p_j, (N, K, d)
+    grads = phi - jnp.einsum("nk,nkd->nd", p, phi)[:, None, :]  # ∇log p_j, (N, K, d)
     H = jnp.einsum("nk,nkd,nke->de", p, grads, grads) / samples
     e = jnp.exp(jnp.asarray(eps, jnp.float64))
     q = (e * p + (1.0 - p)) / (e + k - 1.0)
@@ -335,7 +355,7 @@ def sgd_krr_asymptotic_ratio(theta_norm, dim, k, eps, gamma_kappa=0.2, *, sum_ze
     c = (e - 1.0) / (e + k - 1.0)
     basis = np.eye(dim)
     if sum_zero:
-        basis = np.linalg.svd(np.eye(dim) - np.ones((dim, dim)) / dim)[0][:, :dim - 1]
+        basis = np.linalg.svd(np.eye(dim) - np.ones((dim, dim)) / dim)[0][:, : dim - 1]
     A = basis.T @ (np.asarray(H) / gamma_kappa - np.eye(dim) / 2) @ basis
     w, U = np.linalg.eigh(A)
 

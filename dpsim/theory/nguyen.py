@@ -8,6 +8,7 @@ constants: compare rates with simulations through slopes (:mod:`dpsim.theory.slo
 Use bounded parameters (e.g. Unif[−1, 1]) for slope checks, so that κ and γ do not grow
 with m (docs/nguyen.md, Predictions; Errata and modes (A18)).
 """
+
 from __future__ import annotations
 
 import jax
@@ -17,14 +18,37 @@ from dpsim.estimators.spectral import spectral_estimate
 from dpsim.models.rasch import rasch_probabilities
 
 __all__ = [
-    "entrywise_rate", "entrywise_conditions", "entrywise_bound_explicit", "basic_entrywise_rate",
-    "l2_rate", "linf_l2_ratio", "minimax_l2_sq_lower", "minimax_linf_sq_lower", "top_k_gap",
-    "top_k_sample_threshold", "top_k_signal", "private_sufficient_condition",
-    "private_sufficient_users", "private_excess_l2", "private_excess_linf",
-    "private_crossover_users", "laplace_gauss_sigma_ratio", "laplace_excess_l2",
-    "rr_flip_probability", "rr_population_limit", "high_privacy_limit_l2", "rasch_gamma",
-    "rasch_gamma_bar", "rasch_kappa", "quantile_design", "rr_floor_l2", "laplace_gauss_shift_ratio",
-    "top_k_midpoint_factor", "top_k_success_probability", "linearised_shift_rms", "discrete_laplace_sd",
+    "entrywise_rate",
+    "entrywise_conditions",
+    "entrywise_bound_explicit",
+    "basic_entrywise_rate",
+    "l2_rate",
+    "linf_l2_ratio",
+    "minimax_l2_sq_lower",
+    "minimax_linf_sq_lower",
+    "top_k_gap",
+    "top_k_sample_threshold",
+    "top_k_signal",
+    "private_sufficient_condition",
+    "private_sufficient_users",
+    "private_excess_l2",
+    "private_excess_linf",
+    "private_crossover_users",
+    "laplace_gauss_sigma_ratio",
+    "laplace_excess_l2",
+    "rr_flip_probability",
+    "rr_population_limit",
+    "high_privacy_limit_l2",
+    "rasch_gamma",
+    "rasch_gamma_bar",
+    "rasch_kappa",
+    "quantile_design",
+    "rr_floor_l2",
+    "laplace_gauss_shift_ratio",
+    "top_k_midpoint_factor",
+    "top_k_success_probability",
+    "linearised_shift_rms",
+    "discrete_laplace_sd",
 ]
 
 
@@ -50,7 +74,9 @@ def rasch_gamma_bar(theta, beta):
     for N(0, 1) parameters). Args: theta (n_users,), beta (n_items,). Returns: scalar."""
     prob = rasch_probabilities(theta, beta)
     m = prob.shape[1]
-    pair_sum = jnp.sum(prob.sum(axis=1) * (1.0 - prob).sum(axis=1) - jnp.sum(prob * (1.0 - prob), axis=1))
+    pair_sum = jnp.sum(
+        prob.sum(axis=1) * (1.0 - prob).sum(axis=1) - jnp.sum(prob * (1.0 - prob), axis=1)
+    )
     return pair_sum / (prob.shape[0] * m * (m - 1))
 
 
@@ -81,8 +107,9 @@ def entrywise_bound_explicit(n_users, n_items, p, kappa, gamma, c=12.0, c1_plus=
     log_m = jnp.log(m)
     alpha = jnp.sqrt(12.0 * c * log_m) / (jnp.sqrt(gamma) * jnp.sqrt(n * p * p))
     gap = gamma / (3.0 * jnp.exp(2.0 * kappa)) - 2.0 * alpha
-    bracket = ((1.0 + alpha) / gap * jnp.sqrt(4.0 * c1_plus * log_m)
-               + 2.0 * jnp.sqrt(12.0) * jnp.sqrt(c_plus * log_m) / jnp.sqrt(gamma))
+    bracket = (1.0 + alpha) / gap * jnp.sqrt(4.0 * c1_plus * log_m) + 2.0 * jnp.sqrt(
+        12.0
+    ) * jnp.sqrt(c_plus * log_m) / jnp.sqrt(gamma)
     bound = 6.0 * jnp.exp(2.0 * kappa) / (gamma * (1.0 - alpha)) * bracket / jnp.sqrt(n * p)
     return jnp.where((alpha < 1.0) & (gap > 0.0), bound, jnp.inf)
 
@@ -175,7 +202,7 @@ def private_crossover_users(n_items, p, eps0):
     """n* = m/(ε₀² p³): where R8's excess ℓ2 equals the non-private √(m/(np)) (much earlier
     than R7's m²/ε*²)."""
     m, p, eps0 = _f64(n_items, p, eps0)
-    return m / (eps0 * eps0 * p ** 3)
+    return m / (eps0 * eps0 * p**3)
 
 
 def laplace_gauss_sigma_ratio(n_items, delta):
@@ -225,6 +252,7 @@ def quantile_design(size: int, low: float = -1.0, high: float = 1.0):
     """The ``size`` mid-quantiles of Unif[low, high] (host, NumPy): a deterministic stand-in
     for a uniform θ* or β* draw when a prediction needs "the" design (R10's floor)."""
     import numpy as np
+
     return low + (high - low) * (np.arange(size) + 0.5) / size
 
 
@@ -233,6 +261,7 @@ def rr_floor_l2(eps_rr, n_items: int, n_users: int = 2000, p=1.0):
     (θ*, β* the mid-quantiles of Unif[−1, 1], :func:`quantile_design`): what its error tends to
     as n → ∞ at fixed ε_RR (:func:`rr_population_limit`). Host; returns a float."""
     import numpy as np
+
     theta = jnp.asarray(quantile_design(n_users))
     beta = jnp.asarray(quantile_design(n_items))
     limit = rr_population_limit(theta, beta, eps_rr, p)
@@ -249,6 +278,7 @@ def laplace_gauss_shift_ratio(n_items: int, eps: float, delta: float) -> float:
     import math
 
     from dpsim.mechanisms.discrete import discrete_gaussian_variance
+
     pairs = n_items * (n_items - 1)
     sigma = math.sqrt(pairs) * math.sqrt(2.0 * math.log(1.0 / delta)) / eps
     return discrete_laplace_sd(pairs / eps) / math.sqrt(discrete_gaussian_variance(sigma))
@@ -258,10 +288,11 @@ def _top_k_sum_cdf(n_items: int, k: int):
     """t ↦ P(M₁ + M₂ ≤ t), M₁ the maximum of n_items − k and M₂ of k standard normals."""
     import numpy as np
     from scipy import stats
+
     z = np.linspace(-9.0, 12.0, 8401)
     dz = z[1] - z[0]
     rest = n_items - k
-    density = rest * stats.norm.pdf(z) * stats.norm.cdf(z) ** (rest - 1)     # of M₁
+    density = rest * stats.norm.pdf(z) * stats.norm.cdf(z) ** (rest - 1)  # of M₁
     return lambda t: float(np.sum(density * stats.norm.cdf(t - z) ** k) * dz)
 
 
@@ -275,6 +306,7 @@ def top_k_midpoint_factor(n_items: int, k: int) -> float:
     import math
 
     from scipy import optimize
+
     cdf = _top_k_sum_cdf(n_items, k)
     median = optimize.brentq(lambda t: cdf(t) - 0.5, -10.0, 20.0)
     return median * median / math.log(n_items)
@@ -284,6 +316,7 @@ def top_k_success_probability(n_items: int, k: int, x: float, s2: float) -> floa
     """The same model's P(exact top-K recovery) at x = npΔ_K²/log m for a per-item variance
     s² = n·Var(β̂_i): P(M₁ + M₂ < √(x·log m/s²)) (host)."""
     import math
+
     return _top_k_sum_cdf(n_items, k)(math.sqrt(x * math.log(n_items) / s2))
 
 
@@ -305,10 +338,11 @@ def linearised_shift_rms(n_items: int, n_users: int, noise_sd: float, p: float =
     O(m²) forward-mode derivatives: meant for m ≲ 50."""
     import numpy as np
     from dpsim.models.rasch import expected_differential_counts
+
     theta = jnp.asarray(quantile_design(n_users))
     beta = jnp.asarray(quantile_design(n_items))
     ey = expected_differential_counts(theta, beta, p)
-    jac = _spectral_jacobian(ey)                                          # (m, m, m)
+    jac = _spectral_jacobian(ey)  # (m, m, m)
     off = ~np.eye(n_items, dtype=bool)
     return float(noise_sd * np.sqrt(np.sum(np.asarray(jac)[:, off] ** 2)))
 
@@ -316,5 +350,6 @@ def linearised_shift_rms(n_items: int, n_users: int, noise_sd: float, p: float =
 def discrete_laplace_sd(scale: float) -> float:
     """Standard deviation of Lap_ℤ(t): √(2α/(1 − α)²), α = e^{−1/t}."""
     import math
+
     alpha = math.exp(-1.0 / scale)
     return math.sqrt(2.0 * alpha) / (1.0 - alpha)

@@ -1,5 +1,6 @@
 """Slopes of theoretical rates: what a log–log regression of an error on a grid should find
 if the error is proportional to the rate (the predicted slope of a rate check)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,9 @@ def log_slope(rate, axis: str, at: dict, rel_step: float = 1e-4) -> float:
     """Local slope d log rate / d log x of ``rate(**at)`` in the argument ``axis``."""
     hi = dict(at, **{axis: at[axis] * (1 + rel_step)})
     lo = dict(at, **{axis: at[axis] * (1 - rel_step)})
-    return float((np.log(rate(**hi)) - np.log(rate(**lo))) / (np.log1p(rel_step) - np.log1p(-rel_step)))
+    return float(
+        (np.log(rate(**hi)) - np.log(rate(**lo))) / (np.log1p(rel_step) - np.log1p(-rel_step))
+    )
 
 
 def loglog_fit(xs, ys) -> float:

@@ -16,6 +16,7 @@ The log(mL) of the upper bounds is a proof artefact (the lower bound has none; d
 The rates are written with jax.numpy (traceable); the scheme functions and
 :func:`exact_top_k_users` are host functions (NumPy / Python floats).
 """
+
 from __future__ import annotations
 
 import math
@@ -29,7 +30,11 @@ from jax.scipy.stats import norm
 from dpsim.estimators.debiased_m import debiased_m_estimator
 from dpsim.estimators.fit import Fit
 from dpsim.linalg import unbatched_on_cpu
-from dpsim.mechanisms.pairwise_ldp import pair_mean_expectation, pair_mean_variance, require_mechanism
+from dpsim.mechanisms.pairwise_ldp import (
+    pair_mean_expectation,
+    pair_mean_variance,
+    require_mechanism,
+)
 from dpsim.mechanisms.privacy_profile import privacy_G, privacy_K, privacy_rho
 from dpsim.metrics import relative_hamming_error
 from dpsim.models.btl import true_top_k_mask
@@ -78,21 +83,25 @@ def excess_risk_tail_bound(delta, n_items, n_users, eps, kappa=1.0, group_sizes=
     _require_sizes(n_items, n_users)
     require_positive(delta, "delta")
     m, L, delta = _f64(n_items, n_users, delta)
-    return 2.0 * jnp.exp(-m ** 2 * L * delta / (80.0 * privacy_rho(eps, kappa, group_sizes)))
+    return 2.0 * jnp.exp(-(m**2) * L * delta / (80.0 * privacy_rho(eps, kappa, group_sizes)))
 
 
 def l2_rate(n_items, n_users, eps, kappa=1.0, group_sizes=None):
     """κ·√(G(ε) log(mL)/(mL)): the bound on m^{−1/2}‖θ̂ − θ*‖₂ of xu §4.1 Thm 2(1), eq. (6).
     Args as :func:`excess_risk_rate`. Returns: scalar."""
     _require_kappa(kappa)
-    return jnp.asarray(kappa, jnp.float64) * jnp.sqrt(_statistical_factor(n_items, n_users, eps, group_sizes))
+    return jnp.asarray(kappa, jnp.float64) * jnp.sqrt(
+        _statistical_factor(n_items, n_users, eps, group_sizes)
+    )
 
 
 def linf_rate(n_items, n_users, eps, kappa=1.0, group_sizes=None):
     """κ²·√(G(ε) log(mL)/(mL)): the bound on ‖θ̂ − θ*‖∞ of xu §4.1 Thm 2(2), eq. (7) (its proof
     assumes θ*_i bounded away from 0, xu Theorems 1–6, §4). Returns: scalar."""
     _require_kappa(kappa)
-    return jnp.asarray(kappa, jnp.float64) ** 2 * jnp.sqrt(_statistical_factor(n_items, n_users, eps, group_sizes))
+    return jnp.asarray(kappa, jnp.float64) ** 2 * jnp.sqrt(
+        _statistical_factor(n_items, n_users, eps, group_sizes)
+    )
 
 
 def consistency_eps(n_items, n_users):
@@ -155,7 +164,7 @@ def top_k_error_bound(n_items, n_users, eps, kappa, gap, c0=1.0, group_sizes=Non
     _require_kappa(kappa)
     require_positive(gap, "gap")
     m, L, kappa, gap, c0 = _f64(n_items, n_users, kappa, gap, c0)
-    return jnp.exp(-c0 * m * L * gap ** 2 / (privacy_G(eps, group_sizes) * kappa ** 4))
+    return jnp.exp(-c0 * m * L * gap**2 / (privacy_G(eps, group_sizes) * kappa**4))
 
 
 def kendall_error_bound(n_items, n_users, eps, kappa, gaps, c0=1.0, group_sizes=None):
@@ -169,7 +178,7 @@ def kendall_error_bound(n_items, n_users, eps, kappa, gaps, c0=1.0, group_sizes=
     require_positive(gaps, "gaps")
     m, L, kappa, c0 = _f64(n_items, n_users, kappa, c0)
     gaps = jnp.broadcast_to(jnp.asarray(gaps, jnp.float64), (n_items - 1,))
-    terms = jnp.exp(-c0 * m * L * gaps ** 2 / (privacy_G(eps, group_sizes) * kappa ** 4))
+    terms = jnp.exp(-c0 * m * L * gaps**2 / (privacy_G(eps, group_sizes) * kappa**4))
     return 2.0 / (m - 1.0) * jnp.sum(terms)
 
 
@@ -182,8 +191,12 @@ SCHEMES = ("eps_log_over_sqrt", "eps_inv_sqrt", "eps_inv_sqrt_log")
 # the formulas and Table 1.
 PAPER_SCHEME_NUMBER = {"eps_log_over_sqrt": 1, "eps_inv_sqrt": 2, "eps_inv_sqrt_log": 3}
 # Table 1: the behaviour of E m^{-1/2}‖θ̂ − θ*‖₂ and E‖θ̂ − θ*‖∞ as m or L grows.
-TABLE1_TREND = {"eps_inv_sqrt_log": "increase", "eps_inv_sqrt": "stable", "eps_log_over_sqrt": "decrease"}
-DEFAULT_L0 = 100   # Scenario II: ε(m, 100) = 1; use the grid's smallest L otherwise (A9)
+TABLE1_TREND = {
+    "eps_inv_sqrt_log": "increase",
+    "eps_inv_sqrt": "stable",
+    "eps_log_over_sqrt": "decrease",
+}
+DEFAULT_L0 = 100  # Scenario II: ε(m, 100) = 1; use the grid's smallest L otherwise (A9)
 
 
 def _require_scheme(scheme: str) -> None:
@@ -345,8 +358,16 @@ def oracle_moments(theta, group_sizes, group_eps, mechanism: str, lam=0.0) -> Or
     return OracleMoments(bias=bias, cov=cov)
 
 
-def oracle_predictions(key, theta, group_sizes, group_eps, mechanism: str, lam=0.0, k: int | None = None,
-                       n_mc: int = 20_000) -> dict:
+def oracle_predictions(
+    key,
+    theta,
+    group_sizes,
+    group_eps,
+    mechanism: str,
+    lam=0.0,
+    k: int | None = None,
+    n_mc: int = 20_000,
+) -> dict:
     """Predicted errors of the estimator at θ* from θ̂ − θ* ≈ N(bias, cov) (docs/xu.md, Predictions (P4)):
 
     - ``mse``: E‖θ̂ − θ*‖²/m = (tr cov + ‖bias‖²)/m; ``rmse_l2_rms``: √mse (the RMSE of ℓ2/√m);
@@ -379,11 +400,17 @@ def oracle_predictions(key, theta, group_sizes, group_eps, mechanism: str, lam=0
     x = xi @ chol.T
     x = x - jnp.mean(x, axis=1, keepdims=True) + bias
     true_mask = true_top_k_mask(theta, k)
-    hamming = jax.vmap(lambda e: relative_hamming_error(true_top_k_mask(theta + e, k), true_mask))(x)
-    return {"mse": mse, "rmse_l2_rms": jnp.sqrt(mse),
-            "l2_rms": jnp.mean(jnp.linalg.norm(x, axis=1)) / jnp.sqrt(m),
-            "linf": jnp.mean(jnp.max(jnp.abs(x), axis=1)),
-            "kendall": kendall, "top_k_hamming": jnp.mean(hamming)}
+    hamming = jax.vmap(lambda e: relative_hamming_error(true_top_k_mask(theta + e, k), true_mask))(
+        x
+    )
+    return {
+        "mse": mse,
+        "rmse_l2_rms": jnp.sqrt(mse),
+        "l2_rms": jnp.mean(jnp.linalg.norm(x, axis=1)) / jnp.sqrt(m),
+        "linf": jnp.mean(jnp.max(jnp.abs(x), axis=1)),
+        "kendall": kendall,
+        "top_k_hamming": jnp.mean(hamming),
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -412,14 +439,40 @@ def classic_rr_floor(theta, group_sizes, group_eps) -> dict:
     theta = theta - jnp.mean(theta)
     fit = classic_rr_population_limit(theta, group_sizes, group_eps)
     err = fit.theta - theta
-    return {"l2_rms": jnp.linalg.norm(err) / jnp.sqrt(theta.shape[0]), "linf": jnp.max(jnp.abs(err)),
-            "shrink_slope": jnp.dot(fit.theta, theta) / jnp.dot(theta, theta), "converged": fit.converged}
+    return {
+        "l2_rms": jnp.linalg.norm(err) / jnp.sqrt(theta.shape[0]),
+        "linf": jnp.max(jnp.abs(err)),
+        "shrink_slope": jnp.dot(fit.theta, theta) / jnp.dot(theta, theta),
+        "converged": fit.converged,
+    }
 
 
-__all__ = ["excess_risk_rate", "excess_risk_tail_bound", "l2_rate", "linf_rate", "consistency_eps",
-           "critical_eps", "minimax_lower_bound", "exact_top_k_users", "top_k_error_bound",
-           "kendall_error_bound", "SCHEMES", "PAPER_SCHEME_NUMBER", "TABLE1_TREND", "DEFAULT_L0",
-           "scheme_shape", "adaptive_eps", "scheme_error_proxy", "table1_trend", "scheme_proxy_slope",
-           "rms_ratio_bounds", "homogeneous_eps_for_G", "ORACLE_MECHANISMS",
-           "OracleMoments", "oracle_moments", "oracle_predictions", "classic_rr_population_limit",
-           "classic_rr_floor"]
+__all__ = [
+    "excess_risk_rate",
+    "excess_risk_tail_bound",
+    "l2_rate",
+    "linf_rate",
+    "consistency_eps",
+    "critical_eps",
+    "minimax_lower_bound",
+    "exact_top_k_users",
+    "top_k_error_bound",
+    "kendall_error_bound",
+    "SCHEMES",
+    "PAPER_SCHEME_NUMBER",
+    "TABLE1_TREND",
+    "DEFAULT_L0",
+    "scheme_shape",
+    "adaptive_eps",
+    "scheme_error_proxy",
+    "table1_trend",
+    "scheme_proxy_slope",
+    "rms_ratio_bounds",
+    "homogeneous_eps_for_G",
+    "ORACLE_MECHANISMS",
+    "OracleMoments",
+    "oracle_moments",
+    "oracle_predictions",
+    "classic_rr_population_limit",
+    "classic_rr_floor",
+]

@@ -17,6 +17,7 @@ The paper package's contract, and nothing else, gathered from the modules of its
   calibration; ``mutants.py``: the plausible bugs they must catch; ``audits.py``: privacy
   audits of Algorithms 2 and 3.
 """
+
 from . import audits, checks, figures, mutants
 
 TITLE = "Optimal Differentially Private Ranking from Pairwise Comparisons (Cai, Chakraborty, Wang)"
@@ -31,17 +32,17 @@ AUDITS = audits.AUDITS
 # and each mutant those it breaks (``breaks``): `dpsim list cai --pins`.
 COMPONENTS = {
     "generator:theta-design": "edge-DP θ*: k = round(n/4) items at the top score, e^{θ_i − θ_top} ~ Unif(0.2, 0.7) "
-                              "off the top (cai §4.1.1)",
+    "off the top (cai §4.1.1)",
     "generator:er-graph": "the comparison graph G(n, p), edges independent (cai §2.1)",
     "generator:btl-outcomes": "BTL outcomes on the graph's edges, P(i beats j) = σ(θ_i − θ_j) (cai §2.1)",
     "generator:individual-design": "individual-DP θ*: ⌊n/4⌋ top items first, the others as the edge design (docs/cai.md, Model)",
     "generator:individual-comparisons": "m users × L uniform pairs each and their BTL outcomes (docs/cai.md, Model)",
     "mechanism:edge-counts": "Algorithm 2: Laplace(2/ε) on every item's win count (edge DP, §2.3.1)",
     "mechanism:edge-objective-perturbation": "Algorithm 1 under edge DP: w ~ Laplace(8/ε)ⁿ, "
-                                             "γ = max(1/ε, c0√(np ln n)) (§2.2.1)",
+    "γ = max(1/ε, c0√(np ln n)) (§2.2.1)",
     "mechanism:individual-objective-perturbation": "Algorithm 1 under individual DP: λ = 8L/ε, γ = 2L/ε (§3.2)",
     "mechanism:individual-counts-strict": "Algorithm 3, strict mode: Laplace(2L/ε) on the counts "
-                                          "(docs/cai.md, Errata and modes (E3))",
+    "(docs/cai.md, Errata and modes (E3))",
     "mechanism:individual-counts-paper": "Algorithm 3 as printed: Laplace(L/ε) on the counts (§3.3)",
     "metric:relative_hamming": "|Ŝ ∖ S|/k of the top-k set (§4.1.1)",
     "metric:kendall": "share of the pairs θ* orders that the ranking inverts",

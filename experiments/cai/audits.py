@@ -9,6 +9,7 @@ Worst-case neighbours (they maximise ‖N − N'‖₁ under each adjacency):
   replaced by L wins of j (worst-case replacement, docs/cai.md, Errata and modes (E18)): ‖ΔN‖₁ = 2L. Laplace(2L/ε)
   (``mode="strict"``) gives exactly ε; the published Laplace(L/ε) (``mode="paper"``) 2ε.
 """
+
 from __future__ import annotations
 
 import jax
@@ -47,8 +48,14 @@ def _alg3_paper(key, W, eps, per_user):
     return noisy_counts_individual(key, W, eps, per_user, "paper")
 
 
-def audit_counts(key, eps_values=(0.5, 1.0, 2.0), per_user: int = 5, n_items: int = 6,
-                 n_samples: int = 200_000, W_others=None) -> list[AuditResult]:
+def audit_counts(
+    key,
+    eps_values=(0.5, 1.0, 2.0),
+    per_user: int = 5,
+    n_items: int = 6,
+    n_samples: int = 200_000,
+    W_others=None,
+) -> list[AuditResult]:
     """Audit Algorithm 2 (edge) and Algorithm 3 in both modes (individual) at each ε.
 
     ``W_others`` (default: every ordered pair won once) is the data of everybody else; only
@@ -61,23 +68,53 @@ def audit_counts(key, eps_values=(0.5, 1.0, 2.0), per_user: int = 5, n_items: in
     results = []
     for index, eps in enumerate(eps_values):
         e = jnp.asarray(eps, jnp.float64)
-        cases = [("alg2-edge", "-", edge_pair, edge_count_noise_scale(eps), _alg2, (e,)),
-                 ("alg3-individual", "strict", indiv_pair,
-                  individual_count_noise_scale(eps, per_user, "strict"), _alg3_strict, (e, per_user)),
-                 ("alg3-individual", "paper", indiv_pair,
-                  individual_count_noise_scale(eps, per_user, "paper"), _alg3_paper, (e, per_user))]
+        cases = [
+            ("alg2-edge", "-", edge_pair, edge_count_noise_scale(eps), _alg2, (e,)),
+            (
+                "alg3-individual",
+                "strict",
+                indiv_pair,
+                individual_count_noise_scale(eps, per_user, "strict"),
+                _alg3_strict,
+                (e, per_user),
+            ),
+            (
+                "alg3-individual",
+                "paper",
+                indiv_pair,
+                individual_count_noise_scale(eps, per_user, "paper"),
+                _alg3_paper,
+                (e, per_user),
+            ),
+        ]
         for case_index, (name, mode, (W, W_prime), scale, mech, params) in enumerate(cases):
             case_key = jax.random.fold_in(jax.random.fold_in(key, index), case_index)
-            exact, sampled, emp, se = audit_count_mechanism(case_key, mech, W, W_prime, scale,
-                                                            n_samples, params)
+            exact, sampled, emp, se = audit_count_mechanism(
+                case_key, mech, W, W_prime, scale, n_samples, params
+            )
             l1 = float(jnp.sum(jnp.abs(win_counts(W) - win_counts(W_prime))))
-            results.append(AuditResult(name, mode, float(eps), exact, emp, se,
-                                       detail=f"l1 sensitivity {l1:g}, Laplace scale {float(scale):.3g}",
-                                       known_violation=mode == "paper", sampled_max_loss=sampled))
+            results.append(
+                AuditResult(
+                    name,
+                    mode,
+                    float(eps),
+                    exact,
+                    emp,
+                    se,
+                    detail=f"l1 sensitivity {l1:g}, Laplace scale {float(scale):.3g}",
+                    known_violation=mode == "paper",
+                    sampled_max_loss=sampled,
+                )
+            )
     return results
 
 
-AUDITS = [Audit(
-    "cai-counts",
-    "Algorithm 2 (edge DP) and Algorithm 3 strict/paper (individual DP, L = 5) on worst-case neighbours",
-    lambda key, eps_values, n_samples: audit_counts(key, eps_values, per_user=5, n_samples=n_samples))]
+AUDITS = [
+    Audit(
+        "cai-counts",
+        "Algorithm 2 (edge DP) and Algorithm 3 strict/paper (individual DP, L = 5) on worst-case neighbours",
+        lambda key, eps_values, n_samples: audit_counts(
+            key, eps_values, per_user=5, n_samples=n_samples
+        ),
+    )
+]

@@ -50,6 +50,7 @@ variation (CV² = 5/n for a mean of n squared Laplace draws, since E X⁴ = 24b�
 CV² = 2 for n·mean(θ̃)², a scaled χ²₁ as mean(w) is nearly normal), are stated beside each
 check.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,8 +64,14 @@ from .figures import design, edge, individual, published, scaling, threshold
 from .methods import PERTURBATION_METRICS
 
 INF = math.inf
-LOGISTIC_KAPPA1, LOGISTIC_KAPPA2 = 1.0, 0.25      # cai (A1)–(A2), §2.2.1; docs/cai.md, Errata and modes (E4)
-COUNT_NOISE_FACTOR = {"strict": 2.0, "paper": 1.0}  # Alg. 3's c in Laplace(c·L/ε) (docs/cai.md, Errata and modes (E3))
+LOGISTIC_KAPPA1, LOGISTIC_KAPPA2 = (
+    1.0,
+    0.25,
+)  # cai (A1)–(A2), §2.2.1; docs/cai.md, Errata and modes (E4)
+COUNT_NOISE_FACTOR = {
+    "strict": 2.0,
+    "paper": 1.0,
+}  # Alg. 3's c in Laplace(c·L/ε) (docs/cai.md, Errata and modes (E3))
 
 
 # ---------------------------------------------------------------------------------------
@@ -72,7 +79,7 @@ COUNT_NOISE_FACTOR = {"strict": 2.0, "paper": 1.0}  # Alg. 3's c in Laplace(c·L
 # ---------------------------------------------------------------------------------------
 def laplace_variance(scale: float) -> float:
     """Var Laplace(b) = 2b²."""
-    return 2.0 * scale ** 2
+    return 2.0 * scale**2
 
 
 def edge_count_noise_variance(eps: float) -> float:
@@ -87,7 +94,9 @@ def individual_count_noise_variance(eps: float, per_user: float, mode: str) -> f
 
 def edge_perturbation(eps: float, n_items: float, p: float, c0: float) -> tuple[float, float]:
     """Algorithm 1 under edge DP (cai Algorithm 1, §2.2.1): (λ, γ) = (8κ1/ε, max(4κ2/ε, c0√(np ln n)))."""
-    return 8.0 * LOGISTIC_KAPPA1 / eps, max(4.0 * LOGISTIC_KAPPA2 / eps, c0 * math.sqrt(n_items * p * math.log(n_items)))
+    return 8.0 * LOGISTIC_KAPPA1 / eps, max(
+        4.0 * LOGISTIC_KAPPA2 / eps, c0 * math.sqrt(n_items * p * math.log(n_items))
+    )
 
 
 def individual_perturbation(eps: float, per_user: float) -> tuple[float, float]:
@@ -102,7 +111,7 @@ def perturbation_noise_msq(lam: float) -> float:
 
 def perturbation_mean_ratio(lam: float, gamma: float) -> float:
     """E[n·mean(θ̃)²] = n·Var(mean w)/γ² = 2λ²/γ² (identity 1 of the module docstring)."""
-    return laplace_variance(lam) / gamma ** 2
+    return laplace_variance(lam) / gamma**2
 
 
 def tau_shift_msq(noise_variance: float, n_items: float, per_item: float) -> float:
@@ -140,8 +149,11 @@ class PerturbationNoise(Mean):
 
     def metric_values(self, rows):
         g = predictions(rows, self.gamma)
-        return (rows["op_grad_msq"].to_numpy(float) - 2.0 * g * rows["op_grad_theta"].to_numpy(float)
-                + g * g * rows["op_theta_msq"].to_numpy(float))
+        return (
+            rows["op_grad_msq"].to_numpy(float)
+            - 2.0 * g * rows["op_grad_theta"].to_numpy(float)
+            + g * g * rows["op_theta_msq"].to_numpy(float)
+        )
 
 
 @dataclass(frozen=True)
@@ -170,16 +182,32 @@ class PerRowRatio(Mean):
 def pooled_level_check(name, experiment, inner, reference, rel_se, *, formula="", **check):
     """A level check of :class:`PerRowRatio` (``inner`` over ``reference``, rows pooled over
     every selected point) in :func:`region` (±6 ``rel_se``)."""
-    return Claim(name, experiment, PerRowRatio(inner.metric, inner.method, inner=inner, reference=reference),
-                 region(rel_se), over=At(), formula=formula, **check)
+    return Claim(
+        name,
+        experiment,
+        PerRowRatio(inner.metric, inner.method, inner=inner, reference=reference),
+        region(rel_se),
+        over=At(),
+        formula=formula,
+        **check,
+    )
 
 
-def perturbation_noise_check(name, experiment, method, prediction, lo, hi, *, gamma, at=(), formula="", **check):
+def perturbation_noise_check(
+    name, experiment, method, prediction, lo, hi, *, gamma, at=(), formula="", **check
+):
     """A level check (:func:`~dpsim.engine.judgement.checks.level_check`) of
     :class:`PerturbationNoise` against ``prediction`` (2λ²)."""
-    return Claim(name, experiment, PerturbationNoise(NOISE_COLUMN, method, gamma=gamma), (lo, hi),
-                 over=Every(at) if at else At(), prediction=prediction, formula=formula, **check)
-
+    return Claim(
+        name,
+        experiment,
+        PerturbationNoise(NOISE_COLUMN, method, gamma=gamma),
+        (lo, hi),
+        over=Every(at) if at else At(),
+        prediction=prediction,
+        formula=formula,
+        **check,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -187,10 +215,12 @@ def perturbation_noise_check(name, experiment, method, prediction, lo, hi, *, ga
 # ---------------------------------------------------------------------------------------
 FIG3 = edge.FIG3
 FIG3_EPS = [e for e in FIG3.axes["eps"] if math.isfinite(e)]
-FIG3_ROWS = FIG3.reps * len(FIG3.axes["p"])                         # rows per ε point (p pooled)
+FIG3_ROWS = FIG3.reps * len(FIG3.axes["p"])  # rows per ε point (p pooled)
 FIG3_N = FIG3.axes["n_items"][0]
-SE_FIG3_SQUARES = expected_cv_se(5.0 / FIG3_N, FIG3_ROWS)           # 0.0059: a mean of n squared Laplace draws
-SE_FIG3_MEAN = expected_cv_se(2.0, FIG3_ROWS)                       # 0.065: n·mean(θ̃)², a scaled χ²₁
+SE_FIG3_SQUARES = expected_cv_se(
+    5.0 / FIG3_N, FIG3_ROWS
+)  # 0.0059: a mean of n squared Laplace draws
+SE_FIG3_MEAN = expected_cv_se(2.0, FIG3_ROWS)  # 0.065: n·mean(θ̃)², a scaled χ²₁
 
 
 def _edge_lam_gamma(point):
@@ -198,26 +228,52 @@ def _edge_lam_gamma(point):
 
 
 FIG3_CHECKS = [
-    level_check("cai-level-edge-counts-noise", FIG3.name, "noise_msq", "counts",
-                lambda pt: edge_count_noise_variance(pt["eps"]), *region(SE_FIG3_SQUARES),
-                where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="8/ε²",
-                description="Alg. 2: mean square of the released count noise = 8/ε² (Laplace(2/ε), cai Algorithm 2, §2.3.1); "
-                            f"exact, region ±6 expected SE ({SE_FIG3_SQUARES:.4f}: √(5/(n·R)), R = 4 p × 120)",
-                pins=("mechanism:edge-counts",)),
-    perturbation_noise_check("cai-level-edge-mle-noise", FIG3.name, "mle",
-                           lambda pt: perturbation_noise_msq(_edge_lam_gamma(pt)[0]), *region(SE_FIG3_SQUARES),
-                           where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="2λ², λ = 8/ε",
-                           gamma=lambda pt: _edge_lam_gamma(pt)[1],
-                           description="Alg. 1 (edge): mean (r − γθ̃)² = mean w² = 2λ², λ = 8/ε, with r = −∇𝓛(θ̃) "
-                                       "and γ = max(1/ε, c0√(np ln n)) (cai Algorithm 1, §2.2.1); exact at the optimum, "
-                                       f"region ±6 expected SE ({SE_FIG3_SQUARES:.4f})",
-                           pins=("mechanism:edge-objective-perturbation",)),
-    level_check("cai-level-edge-mle-mean", FIG3.name, "op_theta_mean_sq", "mle",
-                lambda pt: perturbation_mean_ratio(*_edge_lam_gamma(pt)), *region(SE_FIG3_MEAN),
-                where={"eps": FIG3_EPS}, pool=("p",), at=("eps",), formula="2λ²/γ²",
-                description="Alg. 1 (edge): n·mean(θ̃)² = n·mean(w)²/γ² has mean 2λ²/γ² (1ᵀ∇𝓛 = 0, docs/cai.md, Mechanisms and estimators), "
-                            f"pins λ/γ; exact, region ±6 expected SE ({SE_FIG3_MEAN:.3f}: √(2/R), χ²₁)",
-                pins=("mechanism:edge-objective-perturbation",)),
+    level_check(
+        "cai-level-edge-counts-noise",
+        FIG3.name,
+        "noise_msq",
+        "counts",
+        lambda pt: edge_count_noise_variance(pt["eps"]),
+        *region(SE_FIG3_SQUARES),
+        where={"eps": FIG3_EPS},
+        pool=("p",),
+        at=("eps",),
+        formula="8/ε²",
+        description="Alg. 2: mean square of the released count noise = 8/ε² (Laplace(2/ε), cai Algorithm 2, §2.3.1); "
+        f"exact, region ±6 expected SE ({SE_FIG3_SQUARES:.4f}: √(5/(n·R)), R = 4 p × 120)",
+        pins=("mechanism:edge-counts",),
+    ),
+    perturbation_noise_check(
+        "cai-level-edge-mle-noise",
+        FIG3.name,
+        "mle",
+        lambda pt: perturbation_noise_msq(_edge_lam_gamma(pt)[0]),
+        *region(SE_FIG3_SQUARES),
+        where={"eps": FIG3_EPS},
+        pool=("p",),
+        at=("eps",),
+        formula="2λ², λ = 8/ε",
+        gamma=lambda pt: _edge_lam_gamma(pt)[1],
+        description="Alg. 1 (edge): mean (r − γθ̃)² = mean w² = 2λ², λ = 8/ε, with r = −∇𝓛(θ̃) "
+        "and γ = max(1/ε, c0√(np ln n)) (cai Algorithm 1, §2.2.1); exact at the optimum, "
+        f"region ±6 expected SE ({SE_FIG3_SQUARES:.4f})",
+        pins=("mechanism:edge-objective-perturbation",),
+    ),
+    level_check(
+        "cai-level-edge-mle-mean",
+        FIG3.name,
+        "op_theta_mean_sq",
+        "mle",
+        lambda pt: perturbation_mean_ratio(*_edge_lam_gamma(pt)),
+        *region(SE_FIG3_MEAN),
+        where={"eps": FIG3_EPS},
+        pool=("p",),
+        at=("eps",),
+        formula="2λ²/γ²",
+        description="Alg. 1 (edge): n·mean(θ̃)² = n·mean(w)²/γ² has mean 2λ²/γ² (1ᵀ∇𝓛 = 0, docs/cai.md, Mechanisms and estimators), "
+        f"pins λ/γ; exact, region ±6 expected SE ({SE_FIG3_MEAN:.3f}: √(2/R), χ²₁)",
+        pins=("mechanism:edge-objective-perturbation",),
+    ),
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -225,13 +281,17 @@ FIG3_CHECKS = [
 # ---------------------------------------------------------------------------------------
 MATCHED = scaling.MATCHED
 M_N, M_REPS, M_L = scaling.MATCHED_N, MATCHED.reps, len(MATCHED.axes["per_user"])
-SE_M_SQUARES_POOLED = expected_cv_se(5.0 / M_N, M_REPS * M_L)       # 0.0079 (edge rows, L labels pooled)
-SE_M_SQUARES = expected_cv_se(5.0 / M_N, M_REPS)                     # 0.016 (one (L, ε) point)
-SE_M_MEAN_POOLED = expected_cv_se(2.0, M_REPS * M_L)                 # 0.071 (edge: per_user labels pooled)
+SE_M_SQUARES_POOLED = expected_cv_se(5.0 / M_N, M_REPS * M_L)  # 0.0079 (edge rows, L labels pooled)
+SE_M_SQUARES = expected_cv_se(5.0 / M_N, M_REPS)  # 0.016 (one (L, ε) point)
+SE_M_MEAN_POOLED = expected_cv_se(2.0, M_REPS * M_L)  # 0.071 (edge: per_user labels pooled)
 SE_M_MEAN = expected_cv_se(2.0, M_REPS * len(MATCHED.axes["eps"]))  # 0.10 (individual: ε pooled)
-M_POINTS = M_L * len(MATCHED.axes["eps"])                           # individual (L, ε) points
-SE_M_SQUARES_ALL = expected_cv_se(5.0 / M_N, M_REPS * M_POINTS)     # 0.0056 (individual: every (L, ε) pooled)
-MATCHED_EDGE_C0 = 0.0   # the matched design's edge Alg. 1 uses the privacy-minimal ridge (scaling docstring)
+M_POINTS = M_L * len(MATCHED.axes["eps"])  # individual (L, ε) points
+SE_M_SQUARES_ALL = expected_cv_se(
+    5.0 / M_N, M_REPS * M_POINTS
+)  # 0.0056 (individual: every (L, ε) pooled)
+MATCHED_EDGE_C0 = (
+    0.0  # the matched design's edge Alg. 1 uses the privacy-minimal ridge (scaling docstring)
+)
 
 
 def _matched_per_item(point):
@@ -258,59 +318,126 @@ def _count_shift(point):
 EDGE_UNIT, INDIVIDUAL_UNIT = {"unit": ["edge"]}, {"unit": ["individual"]}
 
 MATCHED_CHECKS = [
-    level_check("cai-level-matched-edge-counts-noise", MATCHED.name, "privacy_msq", "counts", _count_shift,
-                *region(SE_M_SQUARES_POOLED), where=EDGE_UNIT, pool=("per_user",), at=("eps",),
-                formula="8/ε²·(1/(np))²",
-                description="Alg. 2 on the τ scale: mean (τ̂ − τ̂_raw)² = Var(Laplace(2/ε))·((n−1)/(nS))², "
-                            f"S = (n − 1)p; exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})",
-                pins=("mechanism:edge-counts",)),
-    level_check("cai-level-indiv-counts-noise-strict", MATCHED.name, "privacy_msq", "counts", _count_shift,
-                *region(SE_M_SQUARES), where=INDIVIDUAL_UNIT, at=("per_user", "eps"),
-                formula="2(2L/ε)²·(1/(np))²",
-                description="Alg. 3 strict on the τ scale: Var(Laplace(2L/ε))·((n−1)/(nS))² at every L and ε "
-                            f"(cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)); exact, region ±6 expected SE ({SE_M_SQUARES:.3f})",
-                pins=("mechanism:individual-counts-strict",)),
-    perturbation_noise_check("cai-level-matched-edge-mle-noise", MATCHED.name, "mle",
-                           lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
-                           *region(SE_M_SQUARES_POOLED), where=EDGE_UNIT, pool=("per_user",), at=("eps",),
-                           formula="2λ², λ = 8/ε", gamma=lambda pt: _matched_lam_gamma(pt)[1],
-                           description="Alg. 1 (edge, γ = 4κ2/ε = 1/ε branch): mean (r − γθ̃)² = 2λ², λ = 8/ε; "
-                                       f"exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})",
-                           pins=("mechanism:edge-objective-perturbation",)),
-    level_check("cai-level-matched-edge-mle-mean", MATCHED.name, "op_theta_mean_sq", "mle",
-                lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)), *region(SE_M_MEAN_POOLED),
-                where=EDGE_UNIT, pool=("per_user",), at=("eps",), formula="2λ²/γ² = 128",
-                description="Alg. 1 (edge, γ = 1/ε): n·mean(θ̃)² has mean 2λ²/γ² = 128; exact, region ±6 "
-                            f"expected SE ({SE_M_MEAN_POOLED:.3f})", pins=("mechanism:edge-objective-perturbation",)),
-    perturbation_noise_check("cai-level-indiv-mle-noise", MATCHED.name, "mle",
-                           lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
-                           *region(SE_M_SQUARES), where=INDIVIDUAL_UNIT, at=("per_user", "eps"),
-                           formula="2λ², λ = 8L/ε", gamma=lambda pt: _matched_lam_gamma(pt)[1],
-                           description="Alg. 1 (individual, cai Algorithm 1 under individual DP, §3.2): mean (r − γθ̃)² = 2λ², λ = 8L/ε, "
-                                       "γ = 2L/ε, at every L and ε; exact, region ±6 expected SE "
-                                       f"({SE_M_SQUARES:.3f})", pins=("mechanism:individual-objective-perturbation",)),
-    pooled_level_check("cai-level-indiv-counts-noise-strict-pooled", MATCHED.name, Mean("privacy_msq", "counts"),
-                       _count_shift, SE_M_SQUARES_ALL, where=INDIVIDUAL_UNIT, pool=("per_user", "eps"),
-                       formula="1 = mean of (τ̂ − τ̂_raw)²/(2(2L/ε)²·(1/(np))²)",
-                       description="Alg. 3 strict on the τ scale, every (L, ε) pooled: mean over the rows of "
-                                   "(τ̂ − τ̂_raw)² ÷ its own point's Var(Laplace(2L/ε))·((n−1)/(nS))² = 1 (each row "
-                                   "weighted alike; a 10% error in the noise variance lies ≥ 10 SE outside, where the "
-                                   "per-point check's ±6 SE of 0.016 cannot reach it); exact, region ±6 expected SE "
-                                   f"({SE_M_SQUARES_ALL:.4f}: √(5/(n·R)), R = {M_POINTS} points × {M_REPS})", pins=("mechanism:individual-counts-strict",)),
-    pooled_level_check("cai-level-indiv-mle-noise-pooled", MATCHED.name,
-                       PerturbationNoise(NOISE_COLUMN, "mle", gamma=lambda pt: _matched_lam_gamma(pt)[1]),
-                       lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]), SE_M_SQUARES_ALL,
-                       where=INDIVIDUAL_UNIT, pool=("per_user", "eps"), formula="1 = mean of (r − γθ̃)²/2λ², λ = 8L/ε",
-                       description="Alg. 1 (individual), every (L, ε) pooled: mean over the rows of mean (r − γθ̃)² "
-                                   "÷ its own point's 2λ², λ = 8L/ε, γ = 2L/ε = 1 (a 10% error in the noise variance "
-                                   "lies ≥ 10 SE outside); exact, region ±6 expected SE "
-                                   f"({SE_M_SQUARES_ALL:.4f})", pins=("mechanism:individual-objective-perturbation",)),
-    level_check("cai-level-indiv-mle-mean", MATCHED.name, "op_theta_mean_sq", "mle",
-                lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)), *region(SE_M_MEAN),
-                where=INDIVIDUAL_UNIT, pool=("eps",), at=("per_user",), formula="2λ²/γ² = 32",
-                description="Alg. 1 (individual): n·mean(θ̃)² has mean 2λ²/γ² = 2·4² = 32 at every L (λ/γ = 4); "
-                            f"exact, region ±6 expected SE ({SE_M_MEAN:.2f})",
-                pins=("mechanism:individual-objective-perturbation",)),
+    level_check(
+        "cai-level-matched-edge-counts-noise",
+        MATCHED.name,
+        "privacy_msq",
+        "counts",
+        _count_shift,
+        *region(SE_M_SQUARES_POOLED),
+        where=EDGE_UNIT,
+        pool=("per_user",),
+        at=("eps",),
+        formula="8/ε²·(1/(np))²",
+        description="Alg. 2 on the τ scale: mean (τ̂ − τ̂_raw)² = Var(Laplace(2/ε))·((n−1)/(nS))², "
+        f"S = (n − 1)p; exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})",
+        pins=("mechanism:edge-counts",),
+    ),
+    level_check(
+        "cai-level-indiv-counts-noise-strict",
+        MATCHED.name,
+        "privacy_msq",
+        "counts",
+        _count_shift,
+        *region(SE_M_SQUARES),
+        where=INDIVIDUAL_UNIT,
+        at=("per_user", "eps"),
+        formula="2(2L/ε)²·(1/(np))²",
+        description="Alg. 3 strict on the τ scale: Var(Laplace(2L/ε))·((n−1)/(nS))² at every L and ε "
+        f"(cai Algorithm 3, §3.3; docs/cai.md, Errata and modes (E3)); exact, region ±6 expected SE ({SE_M_SQUARES:.3f})",
+        pins=("mechanism:individual-counts-strict",),
+    ),
+    perturbation_noise_check(
+        "cai-level-matched-edge-mle-noise",
+        MATCHED.name,
+        "mle",
+        lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
+        *region(SE_M_SQUARES_POOLED),
+        where=EDGE_UNIT,
+        pool=("per_user",),
+        at=("eps",),
+        formula="2λ², λ = 8/ε",
+        gamma=lambda pt: _matched_lam_gamma(pt)[1],
+        description="Alg. 1 (edge, γ = 4κ2/ε = 1/ε branch): mean (r − γθ̃)² = 2λ², λ = 8/ε; "
+        f"exact, region ±6 expected SE ({SE_M_SQUARES_POOLED:.4f})",
+        pins=("mechanism:edge-objective-perturbation",),
+    ),
+    level_check(
+        "cai-level-matched-edge-mle-mean",
+        MATCHED.name,
+        "op_theta_mean_sq",
+        "mle",
+        lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)),
+        *region(SE_M_MEAN_POOLED),
+        where=EDGE_UNIT,
+        pool=("per_user",),
+        at=("eps",),
+        formula="2λ²/γ² = 128",
+        description="Alg. 1 (edge, γ = 1/ε): n·mean(θ̃)² has mean 2λ²/γ² = 128; exact, region ±6 "
+        f"expected SE ({SE_M_MEAN_POOLED:.3f})",
+        pins=("mechanism:edge-objective-perturbation",),
+    ),
+    perturbation_noise_check(
+        "cai-level-indiv-mle-noise",
+        MATCHED.name,
+        "mle",
+        lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
+        *region(SE_M_SQUARES),
+        where=INDIVIDUAL_UNIT,
+        at=("per_user", "eps"),
+        formula="2λ², λ = 8L/ε",
+        gamma=lambda pt: _matched_lam_gamma(pt)[1],
+        description="Alg. 1 (individual, cai Algorithm 1 under individual DP, §3.2): mean (r − γθ̃)² = 2λ², λ = 8L/ε, "
+        "γ = 2L/ε, at every L and ε; exact, region ±6 expected SE "
+        f"({SE_M_SQUARES:.3f})",
+        pins=("mechanism:individual-objective-perturbation",),
+    ),
+    pooled_level_check(
+        "cai-level-indiv-counts-noise-strict-pooled",
+        MATCHED.name,
+        Mean("privacy_msq", "counts"),
+        _count_shift,
+        SE_M_SQUARES_ALL,
+        where=INDIVIDUAL_UNIT,
+        pool=("per_user", "eps"),
+        formula="1 = mean of (τ̂ − τ̂_raw)²/(2(2L/ε)²·(1/(np))²)",
+        description="Alg. 3 strict on the τ scale, every (L, ε) pooled: mean over the rows of "
+        "(τ̂ − τ̂_raw)² ÷ its own point's Var(Laplace(2L/ε))·((n−1)/(nS))² = 1 (each row "
+        "weighted alike; a 10% error in the noise variance lies ≥ 10 SE outside, where the "
+        "per-point check's ±6 SE of 0.016 cannot reach it); exact, region ±6 expected SE "
+        f"({SE_M_SQUARES_ALL:.4f}: √(5/(n·R)), R = {M_POINTS} points × {M_REPS})",
+        pins=("mechanism:individual-counts-strict",),
+    ),
+    pooled_level_check(
+        "cai-level-indiv-mle-noise-pooled",
+        MATCHED.name,
+        PerturbationNoise(NOISE_COLUMN, "mle", gamma=lambda pt: _matched_lam_gamma(pt)[1]),
+        lambda pt: perturbation_noise_msq(_matched_lam_gamma(pt)[0]),
+        SE_M_SQUARES_ALL,
+        where=INDIVIDUAL_UNIT,
+        pool=("per_user", "eps"),
+        formula="1 = mean of (r − γθ̃)²/2λ², λ = 8L/ε",
+        description="Alg. 1 (individual), every (L, ε) pooled: mean over the rows of mean (r − γθ̃)² "
+        "÷ its own point's 2λ², λ = 8L/ε, γ = 2L/ε = 1 (a 10% error in the noise variance "
+        "lies ≥ 10 SE outside); exact, region ±6 expected SE "
+        f"({SE_M_SQUARES_ALL:.4f})",
+        pins=("mechanism:individual-objective-perturbation",),
+    ),
+    level_check(
+        "cai-level-indiv-mle-mean",
+        MATCHED.name,
+        "op_theta_mean_sq",
+        "mle",
+        lambda pt: perturbation_mean_ratio(*_matched_lam_gamma(pt)),
+        *region(SE_M_MEAN),
+        where=INDIVIDUAL_UNIT,
+        pool=("eps",),
+        at=("per_user",),
+        formula="2λ²/γ² = 32",
+        description="Alg. 1 (individual): n·mean(θ̃)² has mean 2λ²/γ² = 2·4² = 32 at every L (λ/γ = 4); "
+        f"exact, region ±6 expected SE ({SE_M_MEAN:.2f})",
+        pins=("mechanism:individual-objective-perturbation",),
+    ),
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -318,29 +445,56 @@ MATCHED_CHECKS = [
 # ---------------------------------------------------------------------------------------
 FIG7 = individual.FIG7
 FIG7_EPS = [e for e in FIG7.axes["eps"] if math.isfinite(e)]
-SE_FIG7 = expected_cv_se(5.0 / FIG7.axes["n_items"][0], FIG7.reps * len(FIG7.axes["n_users"]))   # 0.020
-SE_FIG7_ALL = expected_cv_se(5.0 / FIG7.axes["n_items"][0],
-                            FIG7.reps * len(FIG7.axes["n_users"]) * len(FIG7_EPS))             # 0.0081
+SE_FIG7 = expected_cv_se(
+    5.0 / FIG7.axes["n_items"][0], FIG7.reps * len(FIG7.axes["n_users"])
+)  # 0.020
+SE_FIG7_ALL = expected_cv_se(
+    5.0 / FIG7.axes["n_items"][0], FIG7.reps * len(FIG7.axes["n_users"]) * len(FIG7_EPS)
+)  # 0.0081
 
 FIG7_CHECKS = [
-    level_check("cai-level-indiv-counts-noise-paper", FIG7.name, "noise_msq", "counts",
-                lambda pt: individual_count_noise_variance(pt["eps"], pt["per_user"], pt["mode"]),
-                *region(SE_FIG7), where={"eps": FIG7_EPS}, pool=("n_users",), at=("eps",), formula="2(L/ε)²",
-                description="Alg. 3 in the paper's mode: mean square of the released count noise = 2(L/ε)² "
-                            f"(Laplace(L/ε), cai Algorithm 3, §3.3); exact, region ±6 expected SE ({SE_FIG7:.3f})", pins=("mechanism:individual-counts-paper",)),
-    pooled_level_check("cai-level-indiv-counts-noise-paper-pooled", FIG7.name, Mean("noise_msq", "counts"),
-                       lambda pt: individual_count_noise_variance(pt["eps"], pt["per_user"], pt["mode"]),
-                       SE_FIG7_ALL, where={"eps": FIG7_EPS}, pool=("n_users", "eps"),
-                       formula="1 = mean of (Ñ − N)²/2(L/ε)²",
-                       description="Alg. 3 in the paper's mode, every (m, ε) pooled: mean over the rows of the "
-                                   "released count noise's mean square ÷ its own point's 2(L/ε)² = 1 (a 10% error in "
-                                   "the noise variance lies ≥ 5.8 SE outside the region, where the per-ε check's "
-                                   f"±6 SE of {SE_FIG7:.3f} cannot reach it); exact, region ±6 expected SE "
-                                   f"({SE_FIG7_ALL:.4f}: √(5/(n·R)), R = {len(FIG7_EPS)} ε × 4 m × {FIG7.reps})", pins=("mechanism:individual-counts-paper",)),
+    level_check(
+        "cai-level-indiv-counts-noise-paper",
+        FIG7.name,
+        "noise_msq",
+        "counts",
+        lambda pt: individual_count_noise_variance(pt["eps"], pt["per_user"], pt["mode"]),
+        *region(SE_FIG7),
+        where={"eps": FIG7_EPS},
+        pool=("n_users",),
+        at=("eps",),
+        formula="2(L/ε)²",
+        description="Alg. 3 in the paper's mode: mean square of the released count noise = 2(L/ε)² "
+        f"(Laplace(L/ε), cai Algorithm 3, §3.3); exact, region ±6 expected SE ({SE_FIG7:.3f})",
+        pins=("mechanism:individual-counts-paper",),
+    ),
+    pooled_level_check(
+        "cai-level-indiv-counts-noise-paper-pooled",
+        FIG7.name,
+        Mean("noise_msq", "counts"),
+        lambda pt: individual_count_noise_variance(pt["eps"], pt["per_user"], pt["mode"]),
+        SE_FIG7_ALL,
+        where={"eps": FIG7_EPS},
+        pool=("n_users", "eps"),
+        formula="1 = mean of (Ñ − N)²/2(L/ε)²",
+        description="Alg. 3 in the paper's mode, every (m, ε) pooled: mean over the rows of the "
+        "released count noise's mean square ÷ its own point's 2(L/ε)² = 1 (a 10% error in "
+        "the noise variance lies ≥ 5.8 SE outside the region, where the per-ε check's "
+        f"±6 SE of {SE_FIG7:.3f} cannot reach it); exact, region ±6 expected SE "
+        f"({SE_FIG7_ALL:.4f}: √(5/(n·R)), R = {len(FIG7_EPS)} ε × 4 m × {FIG7.reps})",
+        pins=("mechanism:individual-counts-paper",),
+    ),
 ]
 
 LEVEL_CHECKS = [*FIG3_CHECKS, *MATCHED_CHECKS, *FIG7_CHECKS]
 
 # the figures' checks, with the level checks in their place after the threshold checks (``dpsim list cai``)
-CHECKS = [*edge.CHECKS, *individual.CHECKS, *scaling.CHECKS, *threshold.CHECKS, *LEVEL_CHECKS, *design.CHECKS,
-          *published.CHECKS]
+CHECKS = [
+    *edge.CHECKS,
+    *individual.CHECKS,
+    *scaling.CHECKS,
+    *threshold.CHECKS,
+    *LEVEL_CHECKS,
+    *design.CHECKS,
+    *published.CHECKS,
+]

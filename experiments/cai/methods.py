@@ -10,6 +10,7 @@ calibration without its code (read by the level checks, ``checks.py``):
    optimality condition ∇𝓛(θ̃) + γθ̃ + w = 0 then ties r, γ and θ̃ to the perturbation w;
 2. Algorithms 2 and 3: the released count noise's mean square (:func:`count_noise_metrics`).
 """
+
 from __future__ import annotations
 
 import jax
@@ -17,8 +18,12 @@ import jax.numpy as jnp
 
 from dpsim.engine import Method, solver_diagnostics
 from dpsim.estimators import SCORE_TIE_TOL, guarded_perturbed_mle, perturbed_mle, top_k_mask
-from dpsim.mechanisms import (noisy_counts_edge, noisy_counts_individual, objective_perturbation_edge,
-                              objective_perturbation_individual)
+from dpsim.mechanisms import (
+    noisy_counts_edge,
+    noisy_counts_individual,
+    objective_perturbation_edge,
+    objective_perturbation_individual,
+)
 from dpsim.metrics import estimation_metrics, topk_metrics
 from dpsim.models import centre, win_counts
 
@@ -55,8 +60,12 @@ def perturbation_metrics(W, theta, n_items=None) -> dict:
     n = jnp.asarray(W.shape[0] if n_items is None else n_items, jnp.float64)
     r = W.sum(axis=1) - expected_wins(W, theta)
     mean_theta = jnp.sum(theta) / n
-    return {"op_grad_msq": jnp.sum(r * r) / n, "op_grad_theta": jnp.sum(r * theta) / n,
-            "op_theta_msq": jnp.sum(theta * theta) / n, "op_theta_mean_sq": n * mean_theta ** 2}
+    return {
+        "op_grad_msq": jnp.sum(r * r) / n,
+        "op_grad_theta": jnp.sum(r * theta) / n,
+        "op_theta_msq": jnp.sum(theta * theta) / n,
+        "op_theta_mean_sq": n * mean_theta**2,
+    }
 
 
 PERTURBATION_METRICS = ("op_grad_msq", "op_grad_theta", "op_theta_msq", "op_theta_mean_sq")
@@ -84,9 +93,12 @@ def mle_scores(k_tie, ctx, fit):
     and the solver's diagnostics."""
     items = real(ctx.shape)
     mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL, real=items)
-    return {**estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
-            **topk_metrics(mask, ctx.truth["top_k"]),
-            **perturbation_metrics(ctx.sample["W"], fit.theta, ctx.shape["n_items"]), **fit.diagnostics()}
+    return {
+        **estimation_metrics(centre(fit.theta, items), ctx.truth["theta"]),
+        **topk_metrics(mask, ctx.truth["top_k"]),
+        **perturbation_metrics(ctx.sample["W"], fit.theta, ctx.shape["n_items"]),
+        **fit.diagnostics(),
+    }
 
 
 def make_mle_fn(release_edge=objective_perturbation_edge):
@@ -94,14 +106,22 @@ def make_mle_fn(release_edge=objective_perturbation_edge):
     :func:`~dpsim.mechanisms.objective_perturbation_edge`; a mutant passes a miscalibrated one), called
     as ``release_edge(key, eps, p, capacity, c0=, n_items=)``, and fitted by
     :func:`~dpsim.estimators.perturbed_mle` with the sample's W and M = W + Wᵀ."""
+
     def mle_fn(key, ctx):
         """Algorithm 1 (cai §2.2, Prop 2.1, Thm 2.1): the objective-perturbed penalised MLE with
         λ = 8/ε, γ = max(1/ε, c0√(np log n)), scored by :func:`mle_scores`."""
         k_noise, k_tie = jax.random.split(key)
         W = ctx.sample["W"]
-        release = release_edge(k_noise, ctx.analysis["eps"], ctx.data["p"], W.shape[0], c0=ctx.analysis["c0"],
-                               n_items=ctx.shape["n_items"])
+        release = release_edge(
+            k_noise,
+            ctx.analysis["eps"],
+            ctx.data["p"],
+            W.shape[0],
+            c0=ctx.analysis["c0"],
+            n_items=ctx.shape["n_items"],
+        )
         return mle_scores(k_tie, ctx, perturbed_mle(W, release, M=ctx.sample["M"]))
+
     return mle_fn
 
 
@@ -115,14 +135,27 @@ def counts_fn(key, ctx):
     items = real(ctx.shape)
     W = ctx.sample["W"]
     noisy = noisy_counts_edge(k_noise, W, ctx.analysis["eps"])
-    return {**topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"], real=items), ctx.truth["top_k"]),
-            **count_noise_metrics(noisy, win_counts(W), items, ctx.shape["n_items"])}
+    return {
+        **topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"], real=items), ctx.truth["top_k"]),
+        **count_noise_metrics(noisy, win_counts(W), items, ctx.shape["n_items"]),
+    }
 
 
-MLE = Method(mle_fn, ESTIMATION + TOPK + PERTURBATION_METRICS, solver_diagnostics(), label="Noisy MLE",
-             doc="Algorithm 1: objective-perturbed penalised MLE (truncated Newton), centred", masks_padding=True)
-COUNTS = Method(counts_fn, TOPK + ("noise_msq",), label="Counting", doc="Algorithm 2: noisy win counts, Laplace(2/ε)",
-                masks_padding=True)
+MLE = Method(
+    mle_fn,
+    ESTIMATION + TOPK + PERTURBATION_METRICS,
+    solver_diagnostics(),
+    label="Noisy MLE",
+    doc="Algorithm 1: objective-perturbed penalised MLE (truncated Newton), centred",
+    masks_padding=True,
+)
+COUNTS = Method(
+    counts_fn,
+    TOPK + ("noise_msq",),
+    label="Counting",
+    doc="Algorithm 2: noisy win counts, Laplace(2/ε)",
+    masks_padding=True,
+)
 METHODS = {"mle": MLE, "counts": COUNTS}
 
 
@@ -135,27 +168,46 @@ def individual_mle_fn(key, ctx):
     k_noise, k_tie = jax.random.split(key)
     sample = ctx.sample
     W = sample["W"]
-    fit = guarded_perturbed_mle(W, objective_perturbation_individual(k_noise, ctx.analysis["eps"], ctx.data["per_user"],
-                                                                     W.shape[0]))
+    fit = guarded_perturbed_mle(
+        W,
+        objective_perturbation_individual(
+            k_noise, ctx.analysis["eps"], ctx.data["per_user"], W.shape[0]
+        ),
+    )
     mask = top_k_mask(k_tie, fit.theta, ctx.shape["k"], tie_tol=SCORE_TIE_TOL)
-    return {**estimation_metrics(fit.theta_centred, sample["theta"]), **topk_metrics(mask, sample["top_k"]),
-            **fit.diagnostics()}
+    return {
+        **estimation_metrics(fit.theta_centred, sample["theta"]),
+        **topk_metrics(mask, sample["top_k"]),
+        **fit.diagnostics(),
+    }
 
 
 def individual_counts_fn(key, ctx):
     """Algorithm 3 (cai Algorithm 3, §3.3): win counts + Laplace(c·L/ε), c = 2 (strict) or 1 (paper);
     and the released noise's mean square ``noise_msq`` (:func:`count_noise_metrics`)."""
     k_noise, k_tie = jax.random.split(key)
-    noisy = noisy_counts_individual(k_noise, ctx.sample["W"], ctx.analysis["eps"], ctx.data["per_user"],
-                                    ctx.shape["mode"])
-    return {**topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.sample["top_k"]),
-            **count_noise_metrics(noisy, win_counts(ctx.sample["W"]))}
+    noisy = noisy_counts_individual(
+        k_noise, ctx.sample["W"], ctx.analysis["eps"], ctx.data["per_user"], ctx.shape["mode"]
+    )
+    return {
+        **topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.sample["top_k"]),
+        **count_noise_metrics(noisy, win_counts(ctx.sample["W"])),
+    }
 
 
 MLE_DIAGNOSTICS = solver_diagnostics(strongly_connected="bool", gamma="float")
 INDIVIDUAL_METHODS = {
-    "mle": Method(individual_mle_fn, ESTIMATION + TOPK, MLE_DIAGNOSTICS,
-                  label="Noisy MLE", doc="Algorithm 1 under individual DP (λ = 8L/ε, γ = 2L/ε)"),
-    "counts": Method(individual_counts_fn, TOPK + ("noise_msq",), label="Counting",
-                     doc="Algorithm 3: noisy win counts, Laplace(2L/ε) strict or L/ε paper"),
+    "mle": Method(
+        individual_mle_fn,
+        ESTIMATION + TOPK,
+        MLE_DIAGNOSTICS,
+        label="Noisy MLE",
+        doc="Algorithm 1 under individual DP (λ = 8L/ε, γ = 2L/ε)",
+    ),
+    "counts": Method(
+        individual_counts_fn,
+        TOPK + ("noise_msq",),
+        label="Counting",
+        doc="Algorithm 3: noisy win counts, Laplace(2L/ε) strict or L/ε paper",
+    ),
 }

@@ -9,14 +9,22 @@
 Also the axis types, the working-set sizes (``lane_bytes``) and the symbols and value labels
 the figures share.
 """
+
 from __future__ import annotations
 
 import jax
 
 from dpsim.engine import Padding, UsageError, axes
 from dpsim.models.btl import MAX_FLAT_ITEMS
-from dpsim.models import (get_link, real_items, sample_er_graph, sample_user_comparisons, theta_cai_design,
-                          top_k_size, true_top_k_mask)
+from dpsim.models import (
+    get_link,
+    real_items,
+    sample_er_graph,
+    sample_user_comparisons,
+    theta_cai_design,
+    top_k_size,
+    true_top_k_mask,
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -30,8 +38,10 @@ def resolve_k(shape: dict, default_k) -> dict:
         k = default_k(n)
         if not 1 <= k <= n - 1:
             rule = (default_k.__doc__ or "the paper's rule").strip().splitlines()[0].rstrip(".")
-            raise UsageError(f"n_items={n} is too small for the automatic top-k size ({rule}: k = {k}); "
-                             f"set k explicitly (--set k=1) or use more items")
+            raise UsageError(
+                f"n_items={n} is too small for the automatic top-k size ({rule}: k = {k}); "
+                f"set k explicitly (--set k=1) or use more items"
+            )
         return {**shape, "k": k}
     k = shape["k"]
     if not 1 <= k <= n - 1:
@@ -48,13 +58,15 @@ def resolve_k_and_link(shape: dict, default_k) -> dict:
     return resolve_k(shape, default_k)
 
 
-MAX_ITEMS = MAX_FLAT_ITEMS   # the padded draw's flat indices i·n + j are 32-bit (dpsim.models.btl)
+MAX_ITEMS = MAX_FLAT_ITEMS  # the padded draw's flat indices i·n + j are 32-bit (dpsim.models.btl)
 
 
 def resolve_shape(shape: dict) -> dict:
     """Edge DP: k = round(n/4) (docs/cai.md, Model, R's round-half-even) when 'auto'; n ≤ 65536."""
     if shape["n_items"] > MAX_ITEMS:
-        raise UsageError(f"n_items={shape['n_items']} is more than the edge-DP sampler's {MAX_ITEMS} items")
+        raise UsageError(
+            f"n_items={shape['n_items']} is more than the edge-DP sampler's {MAX_ITEMS} items"
+        )
     return resolve_k_and_link(shape, top_k_size)
 
 
@@ -83,11 +95,15 @@ def generate(key, shape, truth, data):
     {"W": win counts, "M": W + Wᵀ, the graph} (:func:`dpsim.models.sample_er_graph`; the fits
     take M so that XLA does not recompute the draw to transpose W). Both are 0 in the padding
     rows and columns."""
-    W, M = sample_er_graph(key, truth["theta"], data["p"], get_link(shape["link"]), n_items=shape["n_items"])
+    W, M = sample_er_graph(
+        key, truth["theta"], data["p"], get_link(shape["link"]), n_items=shape["n_items"]
+    )
     return {"W": W, "M": M}
 
 
-AXIS_TYPES = {"c0": axes.positive("ridge constant c0 of γ = max(4κ2/ε, c0√(np log n)) (cai Thm 2.1)")}
+AXIS_TYPES = {
+    "c0": axes.positive("ridge constant c0 of γ = max(4κ2/ε, c0√(np log n)) (cai Thm 2.1)")
+}
 
 
 def lane_bytes(shape):
@@ -98,15 +114,26 @@ def lane_bytes(shape):
     return 8 * shape["n_items"] ** 2
 
 
-SYMBOLS = {"n_items": "$n$", "n_users": "$m$", "per_user": "$L$", "p": "$p$", "eps": "$\\epsilon$",
-           "c0": "$c_0$", "k": "$k$", "gap": "$\\Delta$"}
+SYMBOLS = {
+    "n_items": "$n$",
+    "n_users": "$m$",
+    "per_user": "$L$",
+    "p": "$p$",
+    "eps": "$\\epsilon$",
+    "c0": "$c_0$",
+    "k": "$k$",
+    "gap": "$\\Delta$",
+}
 # what the figures write for the named values of the axes (FigureSpec.value_labels)
 VALUE_LABELS = {
-    "mode": {"strict": "Laplace($2L/\\epsilon$) noise, $\\epsilon$-DP",
-             "paper": "Laplace($L/\\epsilon$) noise as published (only $2\\epsilon$-DP)"},
+    "mode": {
+        "strict": "Laplace($2L/\\epsilon$) noise, $\\epsilon$-DP",
+        "paper": "Laplace($L/\\epsilon$) noise as published (only $2\\epsilon$-DP)",
+    },
     "unit": {"edge": "edge DP", "individual": "individual DP"},
     "dataset": {"cems": "CEMS", "immigration": "Immigration"},
 }
+
 
 # ---------------------------------------------------------------------------------------
 # Individual DP (cai §3.1; docs/cai.md, Model)
@@ -116,8 +143,12 @@ def individual_top_k_size(n_items: int) -> int:
     return n_items // 4
 
 
-MODE = axes.choice("strict", "paper", doc="Algorithm 3 noise: strict Laplace(2L/ε), ε-DP; paper "
-                                          "Laplace(L/ε), as published, only 2ε-DP (docs/cai.md, Errata and modes (E3))")
+MODE = axes.choice(
+    "strict",
+    "paper",
+    doc="Algorithm 3 noise: strict Laplace(2L/ε), ε-DP; paper "
+    "Laplace(L/ε), as published, only 2ε-DP (docs/cai.md, Errata and modes (E3))",
+)
 
 
 def individual_resolve_shape(shape: dict) -> dict:
@@ -135,7 +166,9 @@ def individual_generate(key, shape, truth, data):
     m users × L uniform pairs (cai §3.1), drawn as counts."""
     k_theta, k_data = jax.random.split(key)
     theta = theta_cai_design(k_theta, shape["n_items"], k=shape["k"], top_first=True)
-    W = sample_user_comparisons(k_data, theta, data["n_users"], data["per_user"], get_link(shape["link"]))
+    W = sample_user_comparisons(
+        k_data, theta, data["n_users"], data["per_user"], get_link(shape["link"])
+    )
     return {"W": W, "theta": theta, "top_k": true_top_k_mask(theta, shape["k"])}
 
 

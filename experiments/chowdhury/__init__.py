@@ -16,9 +16,12 @@ its skeleton (docs/architecture.md, "A paper's skeleton"):
 * ``checks``: every check (the figures' and the level checks pinning each mechanism's calibration);
 * ``mutants``: plausible bugs the checks must catch; ``audits``: RR, K-RR and objective perturbation.
 """
+
 from . import audits, checks, figures, mutants
 
-TITLE = "Differentially Private Reward Estimation with Preference Feedback (Chowdhury, Zhou, Natarajan)"
+TITLE = (
+    "Differentially Private Reward Estimation with Preference Feedback (Chowdhury, Zhou, Natarajan)"
+)
 PAGE = "docs/chowdhury.md"
 
 EXPERIMENTS = figures.EXPERIMENTS
@@ -30,7 +33,7 @@ AUDITS = audits.AUDITS
 # and each mutant those it breaks (``breaks``): `dpsim list chowdhury --pins`.
 COMPONENTS = {
     "generator:theta-design": "θ*: the theory design (sum-zero, ‖θ*‖ = 1) and the faithful one (isotropic, "
-                              "truncated) (docs/chowdhury.md, Model)",
+    "truncated) (docs/chowdhury.md, Model)",
     "generator:features": "pairwise features x = ϕ¹ − ϕ⁰ with ϕ ~ N(0, I_d), or x drawn directly (docs/chowdhury.md, Model)",
     "generator:logistic-labels": "preference labels, P(y = 1) = σ(xᵀθ*) (linear BTL, §2, eq. (1))",
     "generator:pl-features": "Plackett–Luce action features ϕ ~ N(0, I_d) (§4.4, App. C.4)",
@@ -40,7 +43,7 @@ COMPONENTS = {
     "mechanism:krr-labels": "K-ary randomized response on the choices: keep with probability e^ε/(e^ε+K−1) (eq. (12), §4.4)",
     "mechanism:objective-perturbation": "central objective perturbation, noise σ of Thm 5.2 (Alg. 2)",
     "mechanism:sgd-objective-perturbation": "objective perturbation in the one-pass SGD reading (§6; docs/chowdhury.md, "
-                                            "Experiments as run)",
+    "Experiments as run)",
     "metric:mse": "‖θ̂ − θ*‖₂²",
     "metric:l2": "‖θ̂ − θ*‖₂",
     "metric:seminorm": "‖θ̂ − θ*‖_{Σ_D}, Σ_D = (1/n)Σ x xᵀ",

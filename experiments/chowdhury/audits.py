@@ -20,6 +20,7 @@ themselves, σ̂² = mean‖w_D‖²/d with w_D recovered from each minimiser's 
 with σ̂: the empirical ε' is then that of the noise actually added, and the exact ε' (the
 claim, at Thm 5.2's σ) disagrees with it when the calibration is wrong.
 """
+
 from __future__ import annotations
 
 import jax
@@ -28,7 +29,10 @@ import jax.numpy as jnp
 from dpsim.estimators.linear_btl import objective_perturbation
 from dpsim.audits.audit import Audit, AuditResult, empirical_epsilon_for_delta
 from dpsim.audits.label_audit import _worst_case_data, audit_label_krr, audit_label_rr
-from dpsim.mechanisms.objective_perturbation import gaussian_mechanism_epsilon, gaussian_objective_perturbation
+from dpsim.mechanisms.objective_perturbation import (
+    gaussian_mechanism_epsilon,
+    gaussian_objective_perturbation,
+)
 
 OBJPERT_MAX_SAMPLES = 20_000
 
@@ -36,12 +40,20 @@ OBJPERT_MAX_SAMPLES = 20_000
 def thm52_sigma(eps, delta, L):
     """σ = L√(8 log(2/δ) + 4ε)/ε (chowdhury Thm 5.2), written here from the theorem."""
     import math
+
     return L * math.sqrt(8.0 * math.log(2.0 / delta) + 4.0 * eps) / eps
 
 
-def audit_objective_perturbation_actual_noise(key, eps_values=(0.5, 1.0, 2.0), n_samples: int = 20_000,
-                                              delta: float = 1e-3, dim: int = 2, n_data: int = 8,
-                                              beta: float = 1.0, noise_factor: float = 1.0) -> list[AuditResult]:
+def audit_objective_perturbation_actual_noise(
+    key,
+    eps_values=(0.5, 1.0, 2.0),
+    n_samples: int = 20_000,
+    delta: float = 1e-3,
+    dim: int = 2,
+    n_data: int = 8,
+    beta: float = 1.0,
+    noise_factor: float = 1.0,
+) -> list[AuditResult]:
     """Gaussian objective perturbation under label DP (Alg. 2, Thm 5.2) on the library's
     worst-case neighbouring labels, with the privacy loss evaluated at the noise scale
     estimated from the samples (module docstring). ``exact_loss``: ε' of the Gaussian
@@ -52,10 +64,16 @@ def audit_objective_perturbation_actual_noise(key, eps_values=(0.5, 1.0, 2.0), n
     L = float(0.5 * jnp.max(jnp.linalg.norm(x, axis=1)))
 
     def release(k, e):
-        return gaussian_objective_perturbation(k, x, e, delta, jnp.inf, beta=beta, feature_bound=noise_factor * L)
+        return gaussian_objective_perturbation(
+            k, x, e, delta, jnp.inf, beta=beta, feature_bound=noise_factor * L
+        )
 
-    fit = jax.jit(jax.vmap(lambda k, labels, e: objective_perturbation(x, labels, release(k, e), jnp.inf).theta,
-                           in_axes=(0, None, None)))
+    fit = jax.jit(
+        jax.vmap(
+            lambda k, labels, e: objective_perturbation(x, labels, release(k, e), jnp.inf).theta,
+            in_axes=(0, None, None),
+        )
+    )
 
     def w_of(theta, labels):
         return -((jax.nn.sigmoid(theta @ x.T) - labels) @ x + beta * theta)
@@ -66,29 +84,52 @@ def audit_objective_perturbation_actual_noise(key, eps_values=(0.5, 1.0, 2.0), n
         keys = jax.random.split(jax.random.fold_in(key, index), n_samples)
         theta = fit(keys, y, jnp.asarray(eps))
         w_d, w_dp = w_of(theta, y), w_of(theta, y_prime)
-        sigma_hat = float(jnp.sqrt(jnp.mean(jnp.sum(w_d ** 2, axis=1)) / dim))
-        loss = (jnp.sum(w_dp ** 2, axis=1) - jnp.sum(w_d ** 2, axis=1)) / (2 * sigma_hat ** 2)
+        sigma_hat = float(jnp.sqrt(jnp.mean(jnp.sum(w_d**2, axis=1)) / dim))
+        loss = (jnp.sum(w_dp**2, axis=1) - jnp.sum(w_d**2, axis=1)) / (2 * sigma_hat**2)
         exact = float(gaussian_mechanism_epsilon(delta, 2.0 * L, sigma))
         emp, se = empirical_epsilon_for_delta(loss, delta)
-        results.append(AuditResult("objective-perturbation", "label", float(eps), exact, emp, se,
-                                   delta=delta, sampled_max_loss=float(jnp.max(loss)),
-                                   detail=f"sensitivity 2L = {2 * L:.3g}, Thm 5.2 sigma {sigma:.3g}, "
-                                          f"sigma of the samples {sigma_hat:.3g}, beta {beta:g}"))
+        results.append(
+            AuditResult(
+                "objective-perturbation",
+                "label",
+                float(eps),
+                exact,
+                emp,
+                se,
+                delta=delta,
+                sampled_max_loss=float(jnp.max(loss)),
+                detail=f"sensitivity 2L = {2 * L:.3g}, Thm 5.2 sigma {sigma:.3g}, "
+                f"sigma of the samples {sigma_hat:.3g}, beta {beta:g}",
+            )
+        )
     return results
 
 
 def _krr(key, eps_values, n_samples):
-    return [r for index, k in enumerate((2, 4, 8))
-            for r in audit_label_krr(jax.random.fold_in(key, index), eps_values, n_samples, k=k)]
+    return [
+        r
+        for index, k in enumerate((2, 4, 8))
+        for r in audit_label_krr(jax.random.fold_in(key, index), eps_values, n_samples, k=k)
+    ]
 
 
 AUDITS = [
-    Audit("chowdhury-label-rr", "binary randomized response on one label (eq. (2)): exact loss ε",
-          lambda key, eps_values, n_samples: audit_label_rr(key, eps_values, n_samples)),
-    Audit("chowdhury-label-krr", "K-ary randomized response (eq. (12)), K = 2, 4, 8: exact loss ε", _krr),
-    Audit("chowdhury-objective-perturbation",
-          "Algorithm 2 (Gaussian objective perturbation, Thm 5.2 σ, δ = 1e-3) on worst-case neighbouring labels, "
-          "loss at the noise scale of the samples",
-          lambda key, eps_values, n_samples: audit_objective_perturbation_actual_noise(
-              key, eps_values, min(n_samples, OBJPERT_MAX_SAMPLES), delta=1e-3)),
+    Audit(
+        "chowdhury-label-rr",
+        "binary randomized response on one label (eq. (2)): exact loss ε",
+        lambda key, eps_values, n_samples: audit_label_rr(key, eps_values, n_samples),
+    ),
+    Audit(
+        "chowdhury-label-krr",
+        "K-ary randomized response (eq. (12)), K = 2, 4, 8: exact loss ε",
+        _krr,
+    ),
+    Audit(
+        "chowdhury-objective-perturbation",
+        "Algorithm 2 (Gaussian objective perturbation, Thm 5.2 σ, δ = 1e-3) on worst-case neighbouring labels, "
+        "loss at the noise scale of the samples",
+        lambda key, eps_values, n_samples: audit_objective_perturbation_actual_noise(
+            key, eps_values, min(n_samples, OBJPERT_MAX_SAMPLES), delta=1e-3
+        ),
+    ),
 ]

@@ -26,6 +26,7 @@ package therefore has two readings, as separate experiments:
 label DP, and exactly the label sensitivity). β: ``beta = theory`` is √n/B (Thm 5.3); a number
 is a fixed β (β = 1 isolates the privacy term, docs/chowdhury.md, Errata and modes (E8); Predictions (A3)). δ enters only σ.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,15 +61,22 @@ def privatise_rr(key, ctx):
 # ---------------------------------------------------------------------------------------
 def design_traces(ctx, ridge=0.0) -> dict:
     """:func:`dpsim.theory.chowdhury.isotropic_design_traces` at this replicate's θ*."""
-    return th.isotropic_design_traces(jnp.linalg.norm(ctx.truth["theta"]), ctx.shape["dim"],
-                                      FEATURE_SCALE[ctx.shape["features"]], sum_zero=sum_zero(ctx.shape),
-                                      ridge=ridge)
+    return th.isotropic_design_traces(
+        jnp.linalg.norm(ctx.truth["theta"]),
+        ctx.shape["dim"],
+        FEATURE_SCALE[ctx.shape["features"]],
+        sum_zero=sum_zero(ctx.shape),
+        ridge=ridge,
+    )
 
 
 def mle_prediction(ctx) -> dict:
     """(A1): E‖θ_MLE − θ*‖² ≈ tr(H⁻¹)/n; its shift from itself is 0."""
     n = ctx.shape["n_samples"]
-    return {"predicted_mse": design_traces(ctx)["tr_inv"] / n, "predicted_shift_sq": jnp.asarray(0.0)}
+    return {
+        "predicted_mse": design_traces(ctx)["tr_inv"] / n,
+        "predicted_shift_sq": jnp.asarray(0.0),
+    }
 
 
 def rr_prediction(ctx, eps) -> dict:
@@ -86,9 +94,13 @@ def objpert_prediction(ctx, sigma, beta) -> dict:
     n = ctx.shape["n_samples"]
     tr = design_traces(ctx, ridge=beta / n)
     bias = jnp.sum(ctx.truth["theta"] ** 2) * tr["bias_factor"]
-    mse = tr["stat"] / n + sigma ** 2 * tr["tr_inv_sq"] / n ** 2 + (beta / n) ** 2 * bias
-    return {"predicted_mse": mse,
-            "predicted_shift_sq": th.objective_perturbation_asymptotic_shift(tr["tr_inv_sq"], bias, n, sigma, beta)}
+    mse = tr["stat"] / n + sigma**2 * tr["tr_inv_sq"] / n**2 + (beta / n) ** 2 * bias
+    return {
+        "predicted_mse": mse,
+        "predicted_shift_sq": th.objective_perturbation_asymptotic_shift(
+            tr["tr_inv_sq"], bias, n, sigma, beta
+        ),
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -98,8 +110,13 @@ ERRORS = ("l2", "mse", "seminorm")
 PREDICTIONS = ("predicted_mse", "predicted_shift_sq")
 EXACT_METRICS = ERRORS + ("shift", "shift_sq") + PREDICTIONS
 EXACT_DIAGNOSTICS = solver_diagnostics(on_boundary="bool", theta_ok="bool")
-CENTRAL_DIAGNOSTICS = {**EXACT_DIAGNOSTICS, "privacy_certified": "bool", "sigma": "float", "beta_used": "float",
-                       "feature_bound": "float"}
+CENTRAL_DIAGNOSTICS = {
+    **EXACT_DIAGNOSTICS,
+    "privacy_certified": "bool",
+    "sigma": "float",
+    "beta_used": "float",
+    "feature_bound": "float",
+}
 
 
 def errors(ctx, theta_hat) -> dict:
@@ -111,8 +128,14 @@ def exact_row(ctx, theta_hat, solver: dict, on_boundary) -> dict:
     """The row of an exact method: errors, shift from θ_MLE, ``solver`` (a fit's
     ``solver_diagnostics()``: converged, iterations, result, grad_norm) and ``on_boundary``."""
     shift = theta_hat - ctx.sample["mle_theta"]
-    return {**errors(ctx, theta_hat), "shift": jnp.linalg.norm(shift), "shift_sq": jnp.dot(shift, shift),
-            **solver, "on_boundary": on_boundary, "theta_ok": ctx.truth["theta_ok"]}
+    return {
+        **errors(ctx, theta_hat),
+        "shift": jnp.linalg.norm(shift),
+        "shift_sq": jnp.dot(shift, shift),
+        **solver,
+        "on_boundary": on_boundary,
+        "theta_ok": ctx.truth["theta_ok"],
+    }
 
 
 def mle_fn(key, ctx):
@@ -120,18 +143,25 @@ def mle_fn(key, ctx):
     (ε-free: the same value at every ε of a replicate)."""
     s = ctx.sample
     solver = {k: s[f"mle_{k}"] for k in ("converged", "iterations", "result", "grad_norm")}
-    return {**exact_row(ctx, s["mle_theta"], solver, s["mle_on_boundary"]),
-            **mle_prediction(ctx)}
+    return {**exact_row(ctx, s["mle_theta"], solver, s["mle_on_boundary"]), **mle_prediction(ctx)}
 
 
 def rr_local_fn(key, ctx):
     """θ̂_RR (chowdhury eqs. (4)–(6), Thm 4.2): the de-biased RR loss minimised exactly over Θ_B
     on the shared RR labels; ε-label DP in the local model."""
     eps = ctx.analysis["eps"]
-    fit = rr_debiased(ctx.sample["x"], ctx.released["y_tilde"], eps, ctx.shape["radius"],
-                      sum_zero=sum_zero(ctx.shape))
-    return {**exact_row(ctx, fit.theta, fit.solver_diagnostics(), fit.info["on_boundary"]),
-            **rr_prediction(ctx, eps), "flip_rate": flip_rate(ctx)}
+    fit = rr_debiased(
+        ctx.sample["x"],
+        ctx.released["y_tilde"],
+        eps,
+        ctx.shape["radius"],
+        sum_zero=sum_zero(ctx.shape),
+    )
+    return {
+        **exact_row(ctx, fit.theta, fit.solver_diagnostics(), fit.info["on_boundary"]),
+        **rr_prediction(ctx, eps),
+        "flip_rate": flip_rate(ctx),
+    }
 
 
 def flip_rate(ctx):
@@ -175,26 +205,53 @@ def objpert_central_fn(key, ctx, feature_bound=None):
     :mod:`.mutants` pass a wrong one). ``noise_sq``: :func:`effective_noise_sq`."""
     shape = ctx.shape
     beta = resolve_beta(ctx.analysis["beta"], shape["n_samples"], shape["radius"])
-    release = gaussian_objective_perturbation(key, ctx.sample["x"], ctx.analysis["eps"], ctx.analysis["delta"],
-                                              shape["radius"], beta=beta, feature_bound=feature_bound)
-    fit = objective_perturbation(ctx.sample["x"], ctx.sample["y"], release, shape["radius"], sum_zero=sum_zero(shape))
+    release = gaussian_objective_perturbation(
+        key,
+        ctx.sample["x"],
+        ctx.analysis["eps"],
+        ctx.analysis["delta"],
+        shape["radius"],
+        beta=beta,
+        feature_bound=feature_bound,
+    )
+    fit = objective_perturbation(
+        ctx.sample["x"], ctx.sample["y"], release, shape["radius"], sum_zero=sum_zero(shape)
+    )
     info = fit.info
     usable = fit.converged & ~info["on_boundary"]
-    return {**exact_row(ctx, fit.theta, fit.solver_diagnostics(), info["on_boundary"]),
-            **objpert_prediction(ctx, info["sigma"], info["beta"]),
-            "noise_sq": effective_noise_sq(ctx, fit.theta, beta, usable),
-            "privacy_certified": info["privacy_certified"], "sigma": info["sigma"], "beta_used": info["beta"],
-            "feature_bound": info["feature_bound"]}
+    return {
+        **exact_row(ctx, fit.theta, fit.solver_diagnostics(), info["on_boundary"]),
+        **objpert_prediction(ctx, info["sigma"], info["beta"]),
+        "noise_sq": effective_noise_sq(ctx, fit.theta, beta, usable),
+        "privacy_certified": info["privacy_certified"],
+        "sigma": info["sigma"],
+        "beta_used": info["beta"],
+        "feature_bound": info["feature_bound"],
+    }
 
 
 EXACT_METHODS = {
-    "mle": Method(mle_fn, EXACT_METRICS, EXACT_DIAGNOSTICS, label="non-private MLE",
-                  doc="θ_MLE, exact projected minimiser of eq. (8) (ε-free)"),
-    "rr_local": Method(rr_local_fn, EXACT_METRICS + ("flip_rate",), EXACT_DIAGNOSTICS, label="RR (local)",
-                       doc="θ̂_RR, exact minimiser of the de-biased RR loss (eqs. (4)–(6)), local ε-label DP"),
-    "objpert_central": Method(objpert_central_fn, EXACT_METRICS + ("noise_sq",), CENTRAL_DIAGNOSTICS,
-                              label="ObjPert (central)",
-                              doc="θ̂_obj, Algorithm 2 solved exactly, central (ε, δ)-label DP"),
+    "mle": Method(
+        mle_fn,
+        EXACT_METRICS,
+        EXACT_DIAGNOSTICS,
+        label="non-private MLE",
+        doc="θ_MLE, exact projected minimiser of eq. (8) (ε-free)",
+    ),
+    "rr_local": Method(
+        rr_local_fn,
+        EXACT_METRICS + ("flip_rate",),
+        EXACT_DIAGNOSTICS,
+        label="RR (local)",
+        doc="θ̂_RR, exact minimiser of the de-biased RR loss (eqs. (4)–(6)), local ε-label DP",
+    ),
+    "objpert_central": Method(
+        objpert_central_fn,
+        EXACT_METRICS + ("noise_sq",),
+        CENTRAL_DIAGNOSTICS,
+        label="ObjPert (central)",
+        doc="θ̂_obj, Algorithm 2 solved exactly, central (ε, δ)-label DP",
+    ),
 }
 
 # ---------------------------------------------------------------------------------------
@@ -205,27 +262,48 @@ SGD_DIAGNOSTICS = {"converged": "bool", "iterations": "int", "result": "int", "t
 
 
 def sgd_row(ctx, fit) -> dict:
-    return {**errors(ctx, fit.theta), "converged": fit.converged, "iterations": fit.iterations,
-            "result": fit.result, "theta_ok": ctx.truth["theta_ok"]}
+    return {
+        **errors(ctx, fit.theta),
+        "converged": fit.converged,
+        "iterations": fit.iterations,
+        "result": fit.result,
+        "theta_ok": ctx.truth["theta_ok"],
+    }
 
 
 def sgd_options(ctx) -> dict:
     """The SGD fits' options at one analysis point; κ̂ (the theory schedule's λ_min(Σ_D))
     comes from the replicate's sample (:func:`sgd_generate`)."""
-    return {"schedule": ctx.analysis["mode"], "sum_zero": sum_zero(ctx.shape), "kappa": ctx.sample["kappa"]}
+    return {
+        "schedule": ctx.analysis["mode"],
+        "sum_zero": sum_zero(ctx.shape),
+        "kappa": ctx.sample["kappa"],
+    }
 
 
 def sgd_mle_fn(key, ctx):
     """Non-private MLE by one-pass projected SGD (chowdhury §6, "using SGD updates"), with the
     data's link (probit: the Thurstone extension, §4.4)."""
-    fit = sgd_mle(ctx.sample["x"], ctx.sample["y"], ctx.shape["radius"], link=ctx.shape["link"], **sgd_options(ctx))
+    fit = sgd_mle(
+        ctx.sample["x"],
+        ctx.sample["y"],
+        ctx.shape["radius"],
+        link=ctx.shape["link"],
+        **sgd_options(ctx),
+    )
     return sgd_row(ctx, fit)
 
 
 def sgd_rr_fn(key, ctx):
     """θ̂_SGD-RR, Algorithm 1 on the shared RR labels (chowdhury §4.3, Thm 4.5; probit link §4.4)."""
-    fit = sgd_rr(ctx.sample["x"], ctx.released["y_tilde"], ctx.analysis["eps"], ctx.shape["radius"],
-                 link=ctx.shape["link"], **sgd_options(ctx))
+    fit = sgd_rr(
+        ctx.sample["x"],
+        ctx.released["y_tilde"],
+        ctx.analysis["eps"],
+        ctx.shape["radius"],
+        link=ctx.shape["link"],
+        **sgd_options(ctx),
+    )
     return {**sgd_row(ctx, fit), "flip_rate": flip_rate(ctx)}
 
 
@@ -241,26 +319,60 @@ def sgd_objpert_fn(key, ctx, feature_bound=None):
     shape = ctx.shape
     if shape["link"] != "logistic":
         nan = jnp.asarray(jnp.nan)
-        return {"l2": nan, "mse": nan, "seminorm": nan, "converged": jnp.asarray(False),
-                "iterations": jnp.asarray(0), "result": jnp.asarray(RESULTS.nonfinite, jnp.int8), "theta_ok": ctx.truth["theta_ok"], "privacy_certified": jnp.asarray(False),
-                "sigma_sq_per_l_sq": nan}
+        return {
+            "l2": nan,
+            "mse": nan,
+            "seminorm": nan,
+            "converged": jnp.asarray(False),
+            "iterations": jnp.asarray(0),
+            "result": jnp.asarray(RESULTS.nonfinite, jnp.int8),
+            "theta_ok": ctx.truth["theta_ok"],
+            "privacy_certified": jnp.asarray(False),
+            "sigma_sq_per_l_sq": nan,
+        }
     beta = resolve_beta(ctx.analysis["beta"], shape["n_samples"], shape["radius"])
-    release = gaussian_objective_perturbation(key, ctx.sample["x"], ctx.analysis["eps"], ctx.analysis["delta"],
-                                              shape["radius"], beta=beta, feature_bound=feature_bound)
-    fit = sgd_objective_perturbation(ctx.sample["x"], ctx.sample["y"], release, shape["radius"], **sgd_options(ctx))
+    release = gaussian_objective_perturbation(
+        key,
+        ctx.sample["x"],
+        ctx.analysis["eps"],
+        ctx.analysis["delta"],
+        shape["radius"],
+        beta=beta,
+        feature_bound=feature_bound,
+    )
+    fit = sgd_objective_perturbation(
+        ctx.sample["x"], ctx.sample["y"], release, shape["radius"], **sgd_options(ctx)
+    )
     sigma_per_l = fit.info["sigma"] / public_feature_bound(ctx.sample["x"])
-    return {**sgd_row(ctx, fit), "privacy_certified": fit.info["privacy_certified"],
-            "sigma_sq_per_l_sq": sigma_per_l ** 2}
+    return {
+        **sgd_row(ctx, fit),
+        "privacy_certified": fit.info["privacy_certified"],
+        "sigma_sq_per_l_sq": sigma_per_l**2,
+    }
 
 
 SGD_METHODS = {
-    "sgd_mle": Method(sgd_mle_fn, ERRORS, SGD_DIAGNOSTICS, label="non-private MLE (SGD)",
-                      doc="one-pass projected SGD on the clear labels"),
-    "sgd_rr": Method(sgd_rr_fn, ERRORS + ("flip_rate",), SGD_DIAGNOSTICS, label="SGD-RR (local)",
-                     doc="Algorithm 1: one-pass projected SGD on RR labels"),
-    "sgd_objpert": Method(sgd_objpert_fn, ERRORS + ("sigma_sq_per_l_sq",), {**SGD_DIAGNOSTICS, "privacy_certified": "bool"},
-                          label="ObjPert by SGD (central, not certified)",
-                          doc="Algorithm 2's objective by one-pass projected SGD (privacy not certified)"),
+    "sgd_mle": Method(
+        sgd_mle_fn,
+        ERRORS,
+        SGD_DIAGNOSTICS,
+        label="non-private MLE (SGD)",
+        doc="one-pass projected SGD on the clear labels",
+    ),
+    "sgd_rr": Method(
+        sgd_rr_fn,
+        ERRORS + ("flip_rate",),
+        SGD_DIAGNOSTICS,
+        label="SGD-RR (local)",
+        doc="Algorithm 1: one-pass projected SGD on RR labels",
+    ),
+    "sgd_objpert": Method(
+        sgd_objpert_fn,
+        ERRORS + ("sigma_sq_per_l_sq",),
+        {**SGD_DIAGNOSTICS, "privacy_certified": "bool"},
+        label="ObjPert by SGD (central, not certified)",
+        doc="Algorithm 2's objective by one-pass projected SGD (privacy not certified)",
+    ),
 }
 
 
@@ -269,31 +381,64 @@ SGD_METHODS = {
 # ---------------------------------------------------------------------------------------
 def privatise_krr(key, ctx):
     """K-ary RR of the top-1 labels (eq. (12)), shared at one ε."""
-    return {"y_tilde": kary_randomized_response(key, ctx.sample["y"], ctx.analysis["eps"], ctx.shape["n_actions"])}
+    return {
+        "y_tilde": kary_randomized_response(
+            key, ctx.sample["y"], ctx.analysis["eps"], ctx.shape["n_actions"]
+        )
+    }
 
 
 def _pl_row(ctx, fit):
     theta = ctx.truth["theta"]
-    return {"l2": l2_error(fit.theta, theta), "mse": squared_l2_error(fit.theta, theta),
-            "converged": fit.converged, "iterations": fit.iterations, "result": fit.result,
-            "theta_ok": ctx.truth["theta_ok"]}
+    return {
+        "l2": l2_error(fit.theta, theta),
+        "mse": squared_l2_error(fit.theta, theta),
+        "converged": fit.converged,
+        "iterations": fit.iterations,
+        "result": fit.result,
+        "theta_ok": ctx.truth["theta_ok"],
+    }
 
 
 def sgd_krr_fn(key, ctx):
     """θ̂_SGD-KRR (chowdhury §4.4, App. C.4, Thm C.2) on the K-RR labels."""
-    fit = sgd_krr(ctx.sample["phi"], ctx.released["y_tilde"], ctx.analysis["eps"], ctx.shape["radius"],
-                  schedule=ctx.analysis["mode"], sum_zero=sum_zero(ctx.shape))
+    fit = sgd_krr(
+        ctx.sample["phi"],
+        ctx.released["y_tilde"],
+        ctx.analysis["eps"],
+        ctx.shape["radius"],
+        schedule=ctx.analysis["mode"],
+        sum_zero=sum_zero(ctx.shape),
+    )
     return _pl_row(ctx, fit)
 
 
 def sgd_pl_fn(key, ctx):
     """The same one-pass SGD on the clear labels (ε = ∞: ĝ = −∇log p_y, λ̂ = γ̂κ̂)."""
-    fit = sgd_krr(ctx.sample["phi"], ctx.sample["y"], math.inf, ctx.shape["radius"],
-                  schedule=ctx.analysis["mode"], sum_zero=sum_zero(ctx.shape))
+    fit = sgd_krr(
+        ctx.sample["phi"],
+        ctx.sample["y"],
+        math.inf,
+        ctx.shape["radius"],
+        schedule=ctx.analysis["mode"],
+        sum_zero=sum_zero(ctx.shape),
+    )
     return _pl_row(ctx, fit)
 
 
-PL_METHODS = {"sgd_pl": Method(sgd_pl_fn, ("l2", "mse"), SGD_DIAGNOSTICS, label="non-private (SGD)",
-                               doc="one-pass projected SGD on clear Plackett–Luce labels"),
-              "sgd_krr": Method(sgd_krr_fn, ("l2", "mse"), SGD_DIAGNOSTICS, label="SGD-KRR (local)",
-                                doc="App. C.4: one-pass projected SGD on K-ary RR labels")}
+PL_METHODS = {
+    "sgd_pl": Method(
+        sgd_pl_fn,
+        ("l2", "mse"),
+        SGD_DIAGNOSTICS,
+        label="non-private (SGD)",
+        doc="one-pass projected SGD on clear Plackett–Luce labels",
+    ),
+    "sgd_krr": Method(
+        sgd_krr_fn,
+        ("l2", "mse"),
+        SGD_DIAGNOSTICS,
+        label="SGD-KRR (local)",
+        doc="App. C.4: one-pass projected SGD on K-ary RR labels",
+    ),
+}

@@ -25,6 +25,7 @@ bad input.
 **Calibrations** (docs/chowdhury.md, Experiments as run). Radius B = 2√d for every design (stored as the shape-level
 column ``radius``); the releases' L and β are those of :mod:`.methods`.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,16 +35,24 @@ from dpsim.estimators.linear_btl_sgd import SCHEDULES, feature_coverage
 from dpsim.engine import Derived, UsageError
 from dpsim.engine.definition import axes
 from dpsim.engine.definition.axes import AxisType
-from dpsim.models.linear_btl import (FEATURES, THETA_DESIGNS, default_radius, sample_linear_btl,
-                                     sample_plackett_luce, sample_theta_star)
+from dpsim.models.linear_btl import (
+    FEATURES,
+    THETA_DESIGNS,
+    default_radius,
+    sample_linear_btl,
+    sample_plackett_luce,
+    sample_theta_star,
+)
 
 INF = math.inf
-PAPER_REPS = 100            # "Each sample size is repeated 100 times" (chowdhury §6)
-PAPER_DELTA = 1e-3          # δ = 0.001 for θ̂_obj (chowdhury §6)
+PAPER_REPS = 100  # "Each sample size is repeated 100 times" (chowdhury §6)
+PAPER_DELTA = 1e-3  # δ = 0.001 for θ̂_obj (chowdhury §6)
 PAPER_EPS = [0.1, 0.5, 1.0]
-PAPER_N = list(range(1000, 10001, 1000))     # 1000 ≤ n ≤ 10000, docs/chowdhury.md, Experiments as run grid
-THEORY_NORM = 1.0           # ‖θ*‖ of the theory design (docs/chowdhury.md, Errata and modes (E4), "e.g. 1")
-FEATURE_SCALE = {"difference": math.sqrt(2.0), "direct": 1.0}   # x ~ N(0, s²I_d)
+PAPER_N = list(
+    range(1000, 10001, 1000)
+)  # 1000 ≤ n ≤ 10000, docs/chowdhury.md, Experiments as run grid
+THEORY_NORM = 1.0  # ‖θ*‖ of the theory design (docs/chowdhury.md, Errata and modes (E4), "e.g. 1")
+FEATURE_SCALE = {"difference": math.sqrt(2.0), "direct": 1.0}  # x ~ N(0, s²I_d)
 
 
 # ---------------------------------------------------------------------------------------
@@ -53,36 +62,67 @@ def _beta_value(axis, value):
     if value == "theory":
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < math.inf):
-        raise UsageError(f"{axis}={value!r}: use 'theory' (β = √n/B, Thm 5.3) or a finite number > 0")
+        raise UsageError(
+            f"{axis}={value!r}: use 'theory' (β = √n/B, Thm 5.3) or a finite number > 0"
+        )
     return float(value)
 
 
 AXIS_TYPES = {
-    "design": axes.choice(*THETA_DESIGNS, doc="θ* design: faithful (N(0, I_d) given ‖θ*‖ ≤ 2√d, no "
-                                              "sum-zero) or theory (‖θ*‖ = 1 on 1^⊥, sum-zero Θ_B); docs/chowdhury.md, Errata and modes (E4)"),
-    "features": axes.choice(*FEATURES, doc="x = ϕ¹ − ϕ⁰ ~ N(0, 2I) (difference) or x ~ N(0, I) (direct); "
-                                           "docs/chowdhury.md, Errata and modes (E5)"),
-    "mode": axes.choice(*SCHEDULES, doc="reading of the paper's SGD step sizes: literal η ≡ 0.1 (last "
-                                        "iterate, the paper's words), theory 1/(λ̂(t + t0)) (the proof's "
-                                        "schedule), averaged (η ≡ 0.1, Polyak–Ruppert); docs/chowdhury.md, Experiments as run"),
-    "beta": AxisType(_beta_value, "ridge β of objective perturbation: theory (√n/B, Thm 5.3) or a number"),
+    "design": axes.choice(
+        *THETA_DESIGNS,
+        doc="θ* design: faithful (N(0, I_d) given ‖θ*‖ ≤ 2√d, no "
+        "sum-zero) or theory (‖θ*‖ = 1 on 1^⊥, sum-zero Θ_B); docs/chowdhury.md, Errata and modes (E4)",
+    ),
+    "features": axes.choice(
+        *FEATURES,
+        doc="x = ϕ¹ − ϕ⁰ ~ N(0, 2I) (difference) or x ~ N(0, I) (direct); "
+        "docs/chowdhury.md, Errata and modes (E5)",
+    ),
+    "mode": axes.choice(
+        *SCHEDULES,
+        doc="reading of the paper's SGD step sizes: literal η ≡ 0.1 (last "
+        "iterate, the paper's words), theory 1/(λ̂(t + t0)) (the proof's "
+        "schedule), averaged (η ≡ 0.1, Polyak–Ruppert); docs/chowdhury.md, Experiments as run",
+    ),
+    "beta": AxisType(
+        _beta_value, "ridge β of objective perturbation: theory (√n/B, Thm 5.3) or a number"
+    ),
 }
 
 # axes renamed after their random streams were fixed → the name they are keyed under
 # (Experiment.stream_names): results are unchanged by the rename
 STREAM_NAMES = {"n_actions": "k", "mode": "schedule"}
 
-SYMBOLS = {"n_samples": "$n$", "dim": "$d$", "eps": "$\\epsilon$", "delta": "$\\delta$", "n_actions": "$K$",
-           "beta": "$\\beta$", "radius": "$B$", "design": "θ* design", "features": "features",
-           "mode": "schedule", "link": "link"}
+SYMBOLS = {
+    "n_samples": "$n$",
+    "dim": "$d$",
+    "eps": "$\\epsilon$",
+    "delta": "$\\delta$",
+    "n_actions": "$K$",
+    "beta": "$\\beta$",
+    "radius": "$B$",
+    "design": "θ* design",
+    "features": "features",
+    "mode": "schedule",
+    "link": "link",
+}
 # what the figures write for the named values of the axes (FigureSpec.value_labels)
 VALUE_LABELS = {
-    "design": {"faithful": "$\\theta^* \\sim N(0, I_d)$ given $\\|\\theta^*\\|_2 \\leq 2\\sqrt{d}$",
-               "theory": "$\\|\\theta^*\\|_2 = 1$, $\\theta^* \\perp \\mathbf{1}$"},
-    "features": {"difference": "$x = \\phi^1 - \\phi^0 \\sim N(0, 2I_d)$", "direct": "$x \\sim N(0, I_d)$"},
+    "design": {
+        "faithful": "$\\theta^* \\sim N(0, I_d)$ given $\\|\\theta^*\\|_2 \\leq 2\\sqrt{d}$",
+        "theory": "$\\|\\theta^*\\|_2 = 1$, $\\theta^* \\perp \\mathbf{1}$",
+    },
+    "features": {
+        "difference": "$x = \\phi^1 - \\phi^0 \\sim N(0, 2I_d)$",
+        "direct": "$x \\sim N(0, I_d)$",
+    },
     "beta": {"theory": "$\\beta = \\sqrt{n}/B$ (Thm 5.3)"},
-    "mode": {"literal": "$\\eta \\equiv 0.1$, last iterate", "theory": "$\\eta_t = 1/(\\hat\\lambda(t + t_0))$",
-                 "averaged": "$\\eta \\equiv 0.1$, Polyak–Ruppert average"},
+    "mode": {
+        "literal": "$\\eta \\equiv 0.1$, last iterate",
+        "theory": "$\\eta_t = 1/(\\hat\\lambda(t + t_0))$",
+        "averaged": "$\\eta \\equiv 0.1$, Polyak–Ruppert average",
+    },
 }
 
 
@@ -99,7 +139,12 @@ def radius_of(point: dict) -> dict:
     return {"radius": default_radius(d)}
 
 
-RADIUS = Derived(("radius",), radius_of, level="shape", doc="radius B = 2√d of Θ_B (docs/chowdhury.md, Experiments as run)")
+RADIUS = Derived(
+    ("radius",),
+    radius_of,
+    level="shape",
+    doc="radius B = 2√d of Θ_B (docs/chowdhury.md, Experiments as run)",
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -114,7 +159,9 @@ def truth(key, shape):
 
 def binary_data(key, shape, truth, link: str = "logistic") -> dict:
     """One replicate's features and labels (chowdhury eq. (1), §6): x (n, d), y (n,)."""
-    data = sample_linear_btl(key, truth["theta"], shape["n_samples"], features=shape["features"], link=link)
+    data = sample_linear_btl(
+        key, truth["theta"], shape["n_samples"], features=shape["features"], link=link
+    )
     return {"x": data.x, "y": data.y}
 
 
@@ -123,8 +170,12 @@ def generate_with_mle(key, shape, truth, data):
     shared by every method and ε of the replicate."""
     sample = binary_data(key, shape, truth)
     fit = mle(sample["x"], sample["y"], shape["radius"], sum_zero=sum_zero(shape))
-    return {**sample, "mle_theta": fit.theta, **{f"mle_{k}": v for k, v in fit.solver_diagnostics().items()},
-            "mle_on_boundary": fit.info["on_boundary"]}
+    return {
+        **sample,
+        "mle_theta": fit.theta,
+        **{f"mle_{k}": v for k, v in fit.solver_diagnostics().items()},
+        "mle_on_boundary": fit.info["on_boundary"],
+    }
 
 
 def pl_generate(key, shape, truth, data):

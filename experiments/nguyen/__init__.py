@@ -13,6 +13,7 @@ modes), ``checks`` (every check: the figures' and the level checks that pin ever
 calibration), ``mutants`` (plausible calibration bugs the checks must catch), ``audits`` (privacy
 audits of every mechanism).
 """
+
 from . import audits, checks, figures, mutants
 
 TITLE = "Optimal and Private Learning from Human Response Data (Nguyen, Zhang)"
@@ -32,11 +33,11 @@ COMPONENTS = {
     "generator:rasch-responses": "Rasch responses, P(user l answers item i correctly) = σ(θ_l − β_i) (§2, eq. (1))",
     "generator:differential-counts": "the differential counts Y_ij the estimators read (eq. (2))",
     "mechanism:discrete-gaussian": "discrete-Gaussian noise on the counts, σ² = Δ²/(2ρ) by the accounting mode "
-                                   "(§4.2, Lemma 4.1)",
+    "(§4.2, Lemma 4.1)",
     "mechanism:discrete-laplace": "discrete-Laplace noise on the counts, scale Δ₁/ε* (docs/nguyen.md, Mechanisms and "
-                                  "estimators)",
+    "estimators)",
     "mechanism:sparse-discrete-gaussian": "the discrete Gaussian on an ER(p₀) item graph, Δ² from its edges (docs/nguyen.md, Mechanisms and estimators)",
     "mechanism:shuffled-rr": "randomized response per response at ε_RR/m, ε_RR from the shuffle amplification "
-                             "(docs/nguyen.md, Mechanisms and estimators)",
+    "(docs/nguyen.md, Mechanisms and estimators)",
     "metric:rasch_l2_error": "‖β̂ − β*‖₂ in its centred and paper modes (docs/nguyen.md, Errata and modes)",
 }

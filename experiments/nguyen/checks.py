@@ -35,6 +35,7 @@ variance: 2σ⁴ per Gaussian Z², 5·(E Z²)² per Laplace Z², 1 − s² per R
 up to 0.01. A point then leaves the region only by a 4-se deviation (probability 6e-5),
 while a factor √2 in a noise scale is far outside it. :func:`relative_se` states each.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,7 +56,7 @@ DATASET_SHAPES = {"lsat": (1000, 5), "uci_student": (131, 4), "three_grades": (6
 # m(m − 1)/2 queries, the real-data script m(m − 1); nguyen §4.3, Algorithm 2: its p₀ rule). Strict mode:
 # tight_joint and the CKS conversion, every experiment.
 PAPER_ACCOUNTING = {"nguyen-fig1": "synthetic_code", "nguyen-fig2": "paper", "nguyen-fig3": "paper"}
-P0_RULE = {"nguyen-fig1": 1.1, "nguyen-fig3": 2.0}          # p₀ = c·log₂(m)/m
+P0_RULE = {"nguyen-fig1": 1.1, "nguyen-fig3": 2.0}  # p₀ = c·log₂(m)/m
 
 
 # ---------------------------------------------------------------------------------------
@@ -93,7 +94,9 @@ def cks_epsilon(rho: float, delta: float) -> float:
 @lru_cache(maxsize=None)
 def rho_cks(eps: float, delta: float) -> float:
     """The ρ whose CKS20 ε at δ is ε* (:func:`cks_epsilon` is increasing in ρ), by Brent's root."""
-    return float(optimize.brentq(lambda r: cks_epsilon(r, delta) - eps, 1e-14, 1e3, xtol=1e-300, rtol=1e-13))
+    return float(
+        optimize.brentq(lambda r: cks_epsilon(r, delta) - eps, 1e-14, 1e3, xtol=1e-300, rtol=1e-13)
+    )
 
 
 RHO = {"paper": rho_paper, "bun_steinke": rho_bun_steinke, "cks": rho_cks}
@@ -102,7 +105,11 @@ RHO = {"paper": rho_paper, "bun_steinke": rho_bun_steinke, "cks": rho_cks}
 def sensitivity_squared(m: int, accounting: str) -> float:
     """Δ² of the dense chain's m(m − 1) counts (nguyen Lemma 4.1, §4.2; docs/nguyen.md, Mechanisms and estimators): the paper's composition over
     every count, the synthetic script's half of it, or the joint bound 2⌊m²/4⌋."""
-    return {"paper": m * (m - 1), "synthetic_code": m * (m - 1) / 2.0, "tight_joint": 2 * (m * m // 4)}[accounting]
+    return {
+        "paper": m * (m - 1),
+        "synthetic_code": m * (m - 1) / 2.0,
+        "tight_joint": 2 * (m * m // 4),
+    }[accounting]
 
 
 def discrete_gaussian_var(sigma2):
@@ -148,7 +155,9 @@ def gaussian_noise_var(point: dict, experiment: str) -> float:
     """E noise_ms of the dense discrete-Gaussian chain: Var N_ℤ(0, Δ²/(2ρ))."""
     accounting, conversion = resolved(point, experiment)
     rho = RHO[conversion](float(point["eps"]), float(point["delta"]))
-    return float(discrete_gaussian_var(sensitivity_squared(n_items_of(point), accounting) / (2.0 * rho))[0])
+    return float(
+        discrete_gaussian_var(sensitivity_squared(n_items_of(point), accounting) / (2.0 * rho))[0]
+    )
 
 
 def laplace_noise_var(point: dict, experiment: str) -> float:
@@ -178,16 +187,26 @@ def sparse_gaussian_noise_var(point: dict, experiment: str) -> float:
     weight = stats.binom.pmf(edges, pairs, p0_of(point, experiment))
     keep = weight > 1e-16
     edges, weight = edges[keep], weight[keep]
-    delta2 = {"paper": 2.0 * edges, "synthetic_code": edges.astype(float),
-              "tight_joint": 2.0 * np.minimum(edges, m * m // 4)}[accounting]
-    return float(np.sum(weight * discrete_gaussian_var(np.maximum(delta2, 1e-300) / (2.0 * rho))) / np.sum(weight))
+    delta2 = {
+        "paper": 2.0 * edges,
+        "synthetic_code": edges.astype(float),
+        "tight_joint": 2.0 * np.minimum(edges, m * m // 4),
+    }[accounting]
+    return float(
+        np.sum(weight * discrete_gaussian_var(np.maximum(delta2, 1e-300) / (2.0 * rho)))
+        / np.sum(weight)
+    )
 
 
 def fmt22_epsilon(eps0: float, delta: float, n: int) -> float:
     """Central ε of n shuffled ε₀-LDP reports (Feldman, McMillan, Talwar 2022 Thm III.1, with
     the +8e^{ε₀}/n term: nguyen supp. §4; docs/nguyen.md, Errata and modes (A5))."""
     e = math.exp(eps0)
-    return math.log1p((e - 1.0) / (e + 1.0) * (8.0 * math.sqrt(e * math.log(4.0 / delta)) / math.sqrt(n) + 8.0 * e / n))
+    return math.log1p(
+        (e - 1.0)
+        / (e + 1.0)
+        * (8.0 * math.sqrt(e * math.log(4.0 / delta)) / math.sqrt(n) + 8.0 * e / n)
+    )
 
 
 def shuffled_rr_budget(eps: float, delta: float, n: int) -> float:
@@ -196,8 +215,11 @@ def shuffled_rr_budget(eps: float, delta: float, n: int) -> float:
     cap = math.log(n / (16.0 * math.log(2.0 / delta)))
     if cap < 0:
         return eps
-    inverse = cap if fmt22_epsilon(cap, delta, n) <= eps else \
-        optimize.brentq(lambda e0: fmt22_epsilon(e0, delta, n) - eps, 0.0, cap, xtol=1e-14)
+    inverse = (
+        cap
+        if fmt22_epsilon(cap, delta, n) <= eps
+        else optimize.brentq(lambda e0: fmt22_epsilon(e0, delta, n) - eps, 0.0, cap, xtol=1e-14)
+    )
     return max(inverse, eps)
 
 
@@ -214,7 +236,9 @@ def rr_expected_signal(point: dict) -> float:
 SE_MULTIPLE = 6.0
 
 
-def relative_se(kind: str, reps: int, m: int, *, p0: float = 1.0, signal: float = 1.0, responses: int = 0) -> float:
+def relative_se(
+    kind: str, reps: int, m: int, *, p0: float = 1.0, signal: float = 1.0, responses: int = 0
+) -> float:
     """The relative standard error of a level check's ratio at one point (module docstring):
     ``gaussian``/``laplace``/``sparse``: of the RMS ratio, ½·√(κ/(R·m(m − 1))) with κ = 2
     (Gaussian Z²) or 5 (Laplace Z²), and for the sparse chain the graph's spread of Δ²
@@ -238,8 +262,10 @@ def half_width(se: float) -> float:
 # ---------------------------------------------------------------------------------------
 # The checks
 # ---------------------------------------------------------------------------------------
-NOISE_INDEPENDENT = ("the noise draw does not depend on the fit, so the authors' unconverged power "
-                     "iterations do not matter here (no convergence limit)")
+NOISE_INDEPENDENT = (
+    "the noise draw does not depend on the fit, so the authors' unconverged power "
+    "iterations do not matter here (no convergence limit)"
+)
 FIG2_EPS = [0.01, 0.1, 1.0, 5.0]
 # RR at ε* ∈ {1, 2, 5}, where its signal is measurable (at ε* = 1 shuffling amplifies ε_RR to 1.84
 # for LSAT, 1.41 for Three Grades); UCI (n = 131: no amplification, the cap is negative) from 2.
@@ -252,47 +278,86 @@ def _fig2_checks() -> list[level_check]:
     out = []
     for d, (n, m) in DATASET_SHAPES.items():
         for method, kind, fn, formula in (
-                ("gaussian", "gaussian", gaussian_noise_var, "Var N_ℤ(0, Δ²/2ρ)"),
-                ("laplace", "laplace", laplace_noise_var, "Var Lap_ℤ(Δ₁/ε*)")):
+            ("gaussian", "gaussian", gaussian_noise_var, "Var N_ℤ(0, Δ²/2ρ)"),
+            ("laplace", "laplace", laplace_noise_var, "Var Lap_ℤ(Δ₁/ε*)"),
+        ):
             a = half_width(relative_se(kind, REAL_REPS, m))
-            out.append(level_check(
-                f"nguyen-fig2-{method}-noise-level-{d}", FIG2.name, "noise_ms", method,
-                lambda point, fn=fn: fn(point, FIG2.name), 1.0 - a, 1.0 + a, at=("eps", "mode"), root=True,
-                where={"dataset": [d], "eps": FIG2_EPS}, formula=formula, unconverged_limit=1.0,
-                pins=(f"mechanism:discrete-{method}",),
-                description=f"Fig. 2, {d} (m = {m}): the {method} chain's RMS noise per count equals the closed "
-                            f"form's sd at every ε* ∈ {FIG2_EPS} in both modes (paper: Δ² = m(m − 1) or Δ₁ = "
-                            f"m(m − 1), the paper's ρ = ε*²/4ln(1/δ); strict: 2⌊m²/4⌋ and CKS); exact, so "
-                            f"± {a:.2f} = 6 MC standard errors at R = {REAL_REPS}; {NOISE_INDEPENDENT}"))
+            out.append(
+                level_check(
+                    f"nguyen-fig2-{method}-noise-level-{d}",
+                    FIG2.name,
+                    "noise_ms",
+                    method,
+                    lambda point, fn=fn: fn(point, FIG2.name),
+                    1.0 - a,
+                    1.0 + a,
+                    at=("eps", "mode"),
+                    root=True,
+                    where={"dataset": [d], "eps": FIG2_EPS},
+                    formula=formula,
+                    unconverged_limit=1.0,
+                    pins=(f"mechanism:discrete-{method}",),
+                    description=f"Fig. 2, {d} (m = {m}): the {method} chain's RMS noise per count equals the closed "
+                    f"form's sd at every ε* ∈ {FIG2_EPS} in both modes (paper: Δ² = m(m − 1) or Δ₁ = "
+                    f"m(m − 1), the paper's ρ = ε*²/4ln(1/δ); strict: 2⌊m²/4⌋ and CKS); exact, so "
+                    f"± {a:.2f} = 6 MC standard errors at R = {REAL_REPS}; {NOISE_INDEPENDENT}",
+                )
+            )
         rr_eps = FIG2_RR_EPS[d]
         s_min = min(math.tanh(shuffled_rr_budget(e, 1e-4, n) / (2 * m)) for e in rr_eps)
         a = half_width(relative_se("rr", REAL_REPS, m, signal=s_min, responses=n * m))
-        out.append(level_check(
-            f"nguyen-fig2-rr-flip-level-{d}", FIG2.name, "rr_signal", "rr", rr_expected_signal, 1.0 - a, 1.0 + a,
-            at=("eps", "mode"), where={"dataset": [d], "eps": rr_eps}, formula="tanh(ε_RR/2m)",
-            unconverged_limit=1.0, pins=("mechanism:shuffled-rr",),
-            description=f"Fig. 2, {d} (n = {n}, m = {m}): randomized response keeps each response with "
-                        f"probability e^ε′/(1 + e^ε′), ε′ = ε_RR/m, ε_RR = max(FMT22⁻¹(ε*, δ, n), ε*): "
-                        f"1 − 2·flip share = tanh(ε′/2) at ε* ∈ {rr_eps}; exact, ± {a:.2f} = 6 MC "
-                        f"standard errors at the weakest point; the released responses do not depend on the "
-                        f"fit, so no convergence limit"))
+        out.append(
+            level_check(
+                f"nguyen-fig2-rr-flip-level-{d}",
+                FIG2.name,
+                "rr_signal",
+                "rr",
+                rr_expected_signal,
+                1.0 - a,
+                1.0 + a,
+                at=("eps", "mode"),
+                where={"dataset": [d], "eps": rr_eps},
+                formula="tanh(ε_RR/2m)",
+                unconverged_limit=1.0,
+                pins=("mechanism:shuffled-rr",),
+                description=f"Fig. 2, {d} (n = {n}, m = {m}): randomized response keeps each response with "
+                f"probability e^ε′/(1 + e^ε′), ε′ = ε_RR/m, ε_RR = max(FMT22⁻¹(ε*, δ, n), ε*): "
+                f"1 − 2·flip share = tanh(ε′/2) at ε* ∈ {rr_eps}; exact, ± {a:.2f} = 6 MC "
+                f"standard errors at the weakest point; the released responses do not depend on the "
+                f"fit, so no convergence limit",
+            )
+        )
     return out
 
 
 def _fig1_checks() -> list[level_check]:
     out = []
-    for method, kind, fn, formula in (("gaussian", "gaussian", gaussian_noise_var, "Var N_ℤ(0, Δ²/2ρ)"),
-                                      ("laplace", "laplace", laplace_noise_var, "Var Lap_ℤ(Δ₁/ε*)")):
+    for method, kind, fn, formula in (
+        ("gaussian", "gaussian", gaussian_noise_var, "Var N_ℤ(0, Δ²/2ρ)"),
+        ("laplace", "laplace", laplace_noise_var, "Var Lap_ℤ(Δ₁/ε*)"),
+    ):
         a = half_width(relative_se(kind, FIG1_REPS, min(FIG1.axes["n_items"])))
-        out.append(level_check(
-            f"nguyen-fig1-{method}-noise-level", FIG1.name, "noise_ms", method,
-            lambda point, fn=fn: fn(point, FIG1.name), 1.0 - a, 1.0 + a, at=("n_items", "eps", "mode"), root=True,
-            where={"n_users": [1000], "eps": FIG1_EPS}, formula=formula, unconverged_limit=1.0,
-            pins=(f"mechanism:discrete-{method}",),
-            description=f"Fig. 1 (n = 1000): the {method} chain's RMS noise per count equals the closed form's "
-                        f"sd at every m and ε* ∈ {FIG1_EPS}, both modes (paper: the synthetic script's "
-                        f"Δ² = m(m − 1)/2, Laplace Δ₁ = m(m − 1), the paper's ρ; strict: 2⌊m²/4⌋ and CKS); "
-                        f"exact, ± {a:.2f} = 6 MC standard errors at m = 25; {NOISE_INDEPENDENT}"))
+        out.append(
+            level_check(
+                f"nguyen-fig1-{method}-noise-level",
+                FIG1.name,
+                "noise_ms",
+                method,
+                lambda point, fn=fn: fn(point, FIG1.name),
+                1.0 - a,
+                1.0 + a,
+                at=("n_items", "eps", "mode"),
+                root=True,
+                where={"n_users": [1000], "eps": FIG1_EPS},
+                formula=formula,
+                unconverged_limit=1.0,
+                pins=(f"mechanism:discrete-{method}",),
+                description=f"Fig. 1 (n = 1000): the {method} chain's RMS noise per count equals the closed form's "
+                f"sd at every m and ε* ∈ {FIG1_EPS}, both modes (paper: the synthetic script's "
+                f"Δ² = m(m − 1)/2, Laplace Δ₁ = m(m − 1), the paper's ρ; strict: 2⌊m²/4⌋ and CKS); "
+                f"exact, ± {a:.2f} = 6 MC standard errors at m = 25; {NOISE_INDEPENDENT}",
+            )
+        )
     return out
 
 
@@ -300,18 +365,37 @@ def _fig3_checks() -> list[level_check]:
     m = min(FIG3.axes["n_items"])
     p0 = min(1.0, P0_RULE[FIG3.name] * math.log2(m) / m)
     a = half_width(relative_se("sparse", REAL_REPS, m, p0=p0))
-    return [level_check(
-        "nguyen-fig3-sparse-noise-level", FIG3.name, "noise_ms", "gaussian_sparse",
-        lambda point: sparse_gaussian_noise_var(point, FIG3.name), 1.0 - a, 1.0 + a, at=("n_items", "eps", "mode"),
-        root=True, where={"eps": FIG3_EPS}, formula="E Var N_ℤ(0, Δ²(G)/2ρ)", unconverged_limit=1.0,
-        pins=("mechanism:sparse-discrete-gaussian",),
-        description=f"Fig. 3: the sparse chain's RMS noise per count equals the closed form's sd averaged over "
-                    f"its ER(p₀ = 2 log₂m/m) graph (Δ² = 2|E| paper, 2 min(|E|, ⌊m²/4⌋) strict) at m ∈ "
-                    f"{{25, 200}}, ε* ∈ {FIG3_EPS}; model error < 1e-3 (strict mode's connected graphs), "
-                    f"± {a:.2f} = 6 MC standard errors at m = 25; {NOISE_INDEPENDENT}")]
+    return [
+        level_check(
+            "nguyen-fig3-sparse-noise-level",
+            FIG3.name,
+            "noise_ms",
+            "gaussian_sparse",
+            lambda point: sparse_gaussian_noise_var(point, FIG3.name),
+            1.0 - a,
+            1.0 + a,
+            at=("n_items", "eps", "mode"),
+            root=True,
+            where={"eps": FIG3_EPS},
+            formula="E Var N_ℤ(0, Δ²(G)/2ρ)",
+            unconverged_limit=1.0,
+            pins=("mechanism:sparse-discrete-gaussian",),
+            description=f"Fig. 3: the sparse chain's RMS noise per count equals the closed form's sd averaged over "
+            f"its ER(p₀ = 2 log₂m/m) graph (Δ² = 2|E| paper, 2 min(|E|, ⌊m²/4⌋) strict) at m ∈ "
+            f"{{25, 200}}, ε* ∈ {FIG3_EPS}; model error < 1e-3 (strict mode's connected graphs), "
+            f"± {a:.2f} = 6 MC standard errors at m = 25; {NOISE_INDEPENDENT}",
+        )
+    ]
 
 
 LEVEL_CHECKS = [*_fig1_checks(), *_fig2_checks(), *_fig3_checks()]
 
 # every check of the paper: the figures' own, with the level checks in the order they are listed in
-CHECKS = [*synthetic.CHECKS, *real.CHECKS, *rates.CHECKS, *topk.CHECKS, *LEVEL_CHECKS, *design.CHECKS]
+CHECKS = [
+    *synthetic.CHECKS,
+    *real.CHECKS,
+    *rates.CHECKS,
+    *topk.CHECKS,
+    *LEVEL_CHECKS,
+    *design.CHECKS,
+]

@@ -43,6 +43,7 @@ converge for the sparse chain at high privacy (measured: most fits at ε* ≤ 0.
 which the figures mark and the checks refuse: claims in that regime are checked in
 ``strict`` mode.
 """
+
 from __future__ import annotations
 
 import math
@@ -87,7 +88,7 @@ class Fidelity:
 
 SYNTHETIC = Fidelity("synthetic_code", "code_synthetic", uncentred_truth=True)
 REAL = Fidelity("paper", "code_real")
-STRICT_RATES = Fidelity("paper", "code_real")   # rate experiments run in strict mode
+STRICT_RATES = Fidelity("paper", "code_real")  # rate experiments run in strict mode
 
 
 @dataclass(frozen=True)
@@ -112,13 +113,16 @@ def resolve(analysis: Mapping, fidelity: Fidelity) -> Settings:
     conversion = analysis.get("conversion", "auto")
     return Settings(
         mode=mode,
-        accounting=(fidelity.accounting if paper else "tight_joint") if accounting == "auto" else accounting,
+        accounting=(fidelity.accounting if paper else "tight_joint")
+        if accounting == "auto"
+        else accounting,
         conversion=("paper" if paper else "cks") if conversion == "auto" else conversion,
         noise="nonzero" if paper else "all",
         connect=not paper,
         private_solver="power_lazy" if paper else "solve",
         nonprivate_solver="power_jump" if paper else "solve",
-        uncentred=paper and fidelity.uncentred_truth)
+        uncentred=paper and fidelity.uncentred_truth,
+    )
 
 
 def privacy_derived(fidelity: Fidelity) -> Derived:
@@ -127,6 +131,7 @@ def privacy_derived(fidelity: Fidelity) -> Derived:
     conversion), ``eps0`` = √(2ρ) (the paper's per-mechanism ε of Lemma 4.1), ``eps_rr`` (the
     RR baseline's per-user LDP budget, shuffle-amplified over the data's n users, at least
     ε*) and ``p0_value`` (the sparse chain's edge probability)."""
+
     def derive(point: dict) -> dict:
         s = resolve(point, fidelity)
         eps, delta = point["eps"], point["delta"]
@@ -139,8 +144,13 @@ def privacy_derived(fidelity: Fidelity) -> Derived:
         m = int(point["n_items"])
         value = sparsification_p0(m, fidelity.p0_rule) if p0 == PROPOSED else float(p0)
         return {"rho": rho, "eps0": math.sqrt(2.0 * rho), "eps_rr": eps_rr, "p0_value": value}
-    return Derived(("rho", "eps0", "eps_rr", "p0_value"), derive, level="analysis",
-                   doc="ρ (zCDP, by the conversion), ε₀ = √(2ρ), ε_RR (shuffled RR, ≥ ε*), p₀ of the sparse chain")
+
+    return Derived(
+        ("rho", "eps0", "eps_rr", "p0_value"),
+        derive,
+        level="analysis",
+        doc="ρ (zCDP, by the conversion), ε₀ = √(2ρ), ε_RR (shuffled RR, ≥ ε*), p₀ of the sparse chain",
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -151,7 +161,10 @@ def _solver_report(fit, solver: str) -> dict:
     code (max steps, non-finite), or for the exact solve: irreducible chain and finite
     estimate (:func:`exact_solve_result`), 0 iterations. converged = (result == successful)."""
     if solver == "solve":
-        result, iterations = exact_solve_result(fit.theta, fit.info["connected"]), jnp.asarray(0, jnp.int64)
+        result, iterations = (
+            exact_solve_result(fit.theta, fit.info["connected"]),
+            jnp.asarray(0, jnp.int64),
+        )
     else:
         result, iterations = fit.result, fit.iterations
     return {"converged": result == RESULTS.successful, "iterations": iterations, "result": result}
@@ -164,12 +177,21 @@ def nonprivate_fits(Y) -> dict:
     out = {}
     for solver in ("solve", "power_jump"):
         fit = spectral_estimate(Y, solver=solver)
-        out[solver] = {"theta": fit.theta, "connected": fit.info["connected"], **_solver_report(fit, solver)}
+        out[solver] = {
+            "theta": fit.theta,
+            "connected": fit.info["connected"],
+            **_solver_report(fit, solver),
+        }
     return out
 
 
 NONPRIVATE_DIAG = {"converged": "bool", "iterations": "int", "result": "int", "connected": "bool"}
-GAUSSIAN_DIAG = {**NONPRIVATE_DIAG, "noise_scale": "float", "sampler_failures": "int", "queried_pairs": "int"}
+GAUSSIAN_DIAG = {
+    **NONPRIVATE_DIAG,
+    "noise_scale": "float",
+    "sampler_failures": "int",
+    "queried_pairs": "int",
+}
 SPARSE_DIAG = {**GAUSSIAN_DIAG, "graph_connected": "bool", "graph_rejections": "int"}
 LAPLACE_DIAG = {**NONPRIVATE_DIAG, "noise_scale": "float", "queried_pairs": "int"}
 RR_DIAG = dict(NONPRIVATE_DIAG)
@@ -200,12 +222,17 @@ def rr_signal(released, x, observed) -> jax.Array:
     return 1.0 - 2.0 * jnp.sum(flipped) / jnp.maximum(jnp.sum(obs), 1)
 
 
-CALIBRATION_METRICS = {"gaussian": ("noise_ms",), "gaussian_sparse": ("noise_ms",), "laplace": ("noise_ms",),
-                       "rr": ("rr_signal",)}
+CALIBRATION_METRICS = {
+    "gaussian": ("noise_ms",),
+    "gaussian_sparse": ("noise_ms",),
+    "laplace": ("noise_ms",),
+    "rr": ("rr_signal",),
+}
 
 
-def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, *,
-                 calibration: bool = False) -> dict[str, Method]:
+def make_methods(
+    names, fidelity: Fidelity, score: Scorer, reference: Callable, *, calibration: bool = False
+) -> dict[str, Method]:
     """The methods ``names`` (a subset of :data:`METHOD_NAMES`), each scored by ``score``.
 
     Args:
@@ -218,14 +245,17 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
             :func:`~dpsim.mechanisms.count_noise.noise_mean_square`) and ``rr_signal`` (RR: :func:`rr_signal` of the released
             responses). Off by default: adding them changes no draw.
     """
+
     def settings(ctx):
         return resolve(ctx.analysis, fidelity)
 
     def nonprivate(key, ctx):
         s = settings(ctx)
         fit = reference(ctx)[s.nonprivate_solver]
-        return {**score(ctx, fit["theta"], s, False),
-                **{k: fit[k] for k in ("converged", "iterations", "result", "connected")}}
+        return {
+            **score(ctx, fit["theta"], s, False),
+            **{k: fit[k] for k in ("converged", "iterations", "result", "connected")},
+        }
 
     def chain(mechanism: str, sparse: bool):
         def fn(key, ctx):
@@ -238,12 +268,26 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
                 kwargs["eps"] = a["eps"]
             if sparse:
                 kwargs.update(p0=a["p0_value"], connect=s.connect)
-            release = private_differential_counts(key, ctx.sample["Y"], mechanism=mechanism, **kwargs)
+            release = private_differential_counts(
+                key, ctx.sample["Y"], mechanism=mechanism, **kwargs
+            )
             fit = private_spectral_estimate(release, solver=s.private_solver)
-            keys = SPARSE_DIAG if sparse else GAUSSIAN_DIAG if mechanism == "gaussian" else LAPLACE_DIAG
+            keys = (
+                SPARSE_DIAG
+                if sparse
+                else GAUSSIAN_DIAG
+                if mechanism == "gaussian"
+                else LAPLACE_DIAG
+            )
             extra = {"noise_ms": fit.info["noise_mean_square"]} if calibration else {}
-            return {**score(ctx, fit.theta, s, True), **extra,
-                    **_private_diag(fit, s.private_solver, [k for k in keys if k not in NONPRIVATE_DIAG])}
+            return {
+                **score(ctx, fit.theta, s, True),
+                **extra,
+                **_private_diag(
+                    fit, s.private_solver, [k for k in keys if k not in NONPRIVATE_DIAG]
+                ),
+            }
+
         return fn
 
     def rr(key, ctx):
@@ -252,24 +296,52 @@ def make_methods(names, fidelity: Fidelity, score: Scorer, reference: Callable, 
         released = randomize_responses(key, x, observed, eps_rr)
         fit = rr_spectral_estimate(released, observed, solver=s.nonprivate_solver)
         extra = {"rr_signal": rr_signal(released, x, observed)} if calibration else {}
-        return {**score(ctx, fit.theta, s, True), **extra, "connected": fit.info["connected"],
-                **_solver_report(fit, s.nonprivate_solver)}
+        return {
+            **score(ctx, fit.theta, s, True),
+            **extra,
+            "connected": fit.info["connected"],
+            **_solver_report(fit, s.nonprivate_solver),
+        }
 
     def metrics_of(name: str, private: bool):
         return score.metrics(private) + (CALIBRATION_METRICS.get(name, ()) if calibration else ())
 
     table = {
-        "nonprivate": Method(nonprivate, metrics_of("nonprivate", False), NONPRIVATE_DIAG, LABELS["nonprivate"],
-                             "Algorithm 1 (nguyen §3): spectral estimate of β from the differential counts"),
-        "gaussian": Method(chain("gaussian", False), metrics_of("gaussian", True), GAUSSIAN_DIAG,
-                           LABELS["gaussian"], "Algorithm 2, dense: discrete Gaussian on every count (Lemma 4.1)"),
-        "gaussian_sparse": Method(chain("gaussian", True), metrics_of("gaussian_sparse", True), SPARSE_DIAG,
-                                  LABELS["gaussian_sparse"],
-                                  "Algorithm 2 on an ER(p₀) item graph (nguyen §4.3)"),
-        "laplace": Method(chain("laplace", False), metrics_of("laplace", True), LAPLACE_DIAG, LABELS["laplace"],
-                          "discrete Laplace on every count, pure ε*-DP (docs/nguyen.md, Mechanisms and estimators; Errata and modes (A16))"),
-        "rr": Method(rr, metrics_of("rr", True), RR_DIAG, LABELS["rr"],
-                     "randomized response at ε_RR/k per response, shuffled, then Algorithm 1 (supp. §4)"),
+        "nonprivate": Method(
+            nonprivate,
+            metrics_of("nonprivate", False),
+            NONPRIVATE_DIAG,
+            LABELS["nonprivate"],
+            "Algorithm 1 (nguyen §3): spectral estimate of β from the differential counts",
+        ),
+        "gaussian": Method(
+            chain("gaussian", False),
+            metrics_of("gaussian", True),
+            GAUSSIAN_DIAG,
+            LABELS["gaussian"],
+            "Algorithm 2, dense: discrete Gaussian on every count (Lemma 4.1)",
+        ),
+        "gaussian_sparse": Method(
+            chain("gaussian", True),
+            metrics_of("gaussian_sparse", True),
+            SPARSE_DIAG,
+            LABELS["gaussian_sparse"],
+            "Algorithm 2 on an ER(p₀) item graph (nguyen §4.3)",
+        ),
+        "laplace": Method(
+            chain("laplace", False),
+            metrics_of("laplace", True),
+            LAPLACE_DIAG,
+            LABELS["laplace"],
+            "discrete Laplace on every count, pure ε*-DP (docs/nguyen.md, Mechanisms and estimators; Errata and modes (A16))",
+        ),
+        "rr": Method(
+            rr,
+            metrics_of("rr", True),
+            RR_DIAG,
+            LABELS["rr"],
+            "randomized response at ε_RR/k per response, shuffled, then Algorithm 1 (supp. §4)",
+        ),
     }
     unknown = [n for n in names if n not in table]
     if unknown:
@@ -292,8 +364,10 @@ class TruthScore:
         beta = ctx.sample["beta"]
         centred = beta - jnp.mean(beta)
         hat = beta_hat - jnp.mean(beta_hat)
-        out = {"l2": rasch_l2_error(hat, beta, "paper" if s.uncentred else "centred"),
-               "linf": linf_error(hat, centred)}
+        out = {
+            "l2": rasch_l2_error(hat, beta, "paper" if s.uncentred else "centred"),
+            "linf": linf_error(hat, centred),
+        }
         if private:
             ref = ctx.sample["nonprivate"][s.nonprivate_solver]["theta"]
             out["privacy_l2"] = l2_error(hat, ref - jnp.mean(ref))

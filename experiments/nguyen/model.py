@@ -5,6 +5,7 @@ generators (Fig. 1's, the rate experiments', the top-K experiment's). The respon
 that also fit the non-private reference once per replicate (shared by every method) are their
 figures' (:func:`.figures.synthetic.response_sample`, :mod:`.figures.real`).
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,13 @@ from dpsim.errors import UsageError
 from dpsim.estimators.spectral import differential_counts
 from dpsim.mechanisms.count_noise import ACCOUNTING_MODES
 from dpsim.mechanisms.zcdp import CONVERSIONS
-from dpsim.models.rasch import (DESIGNS, authors_difficulties, rasch_abilities, rasch_difficulties,
-                                sample_rasch_responses)
+from dpsim.models.rasch import (
+    DESIGNS,
+    authors_difficulties,
+    rasch_abilities,
+    rasch_difficulties,
+    sample_rasch_responses,
+)
 
 INF = math.inf
 DELTA = 1e-4
@@ -29,35 +35,70 @@ MODES = ("paper", "strict")
 METHOD_NAMES = ("nonprivate", "gaussian", "gaussian_sparse", "laplace", "rr")
 PROPOSED = "proposed"
 
-SYMBOLS = {"n_items": "$m$", "n_users": "$n$", "eps": "$\\epsilon^*$", "delta": "$\\delta$", "p": "$p$",
-           "p0": "$p_0$", "k": "$K$", "gap": "$\\Delta_K$", "eps0": "$\\epsilon_0$"}
+SYMBOLS = {
+    "n_items": "$m$",
+    "n_users": "$n$",
+    "eps": "$\\epsilon^*$",
+    "delta": "$\\delta$",
+    "p": "$p$",
+    "p0": "$p_0$",
+    "k": "$K$",
+    "gap": "$\\Delta_K$",
+    "eps0": "$\\epsilon_0$",
+}
 # what the figures write for the named values of the axes (FigureSpec.value_labels)
-MODE_LABELS = {"paper": "paper mode (the authors' code)", "strict": "strict mode (the privacy claim holds)"}
-P0_LABELS = {"code_synthetic": "$p_0 = 1.1\\,\\log_2 m\\,/\\,m$ (proposed)",
-             "code_real": "$p_0 = 2\\,\\log_2 m\\,/\\,m$ (proposed)"}
+MODE_LABELS = {
+    "paper": "paper mode (the authors' code)",
+    "strict": "strict mode (the privacy claim holds)",
+}
+P0_LABELS = {
+    "code_synthetic": "$p_0 = 1.1\\,\\log_2 m\\,/\\,m$ (proposed)",
+    "code_real": "$p_0 = 2\\,\\log_2 m\\,/\\,m$ (proposed)",
+}
 VALUE_LABELS = {
     "mode": MODE_LABELS,
-    "accounting": {"auto": "the mode's accounting", "paper": "accounting $\\Delta_2 = \\sqrt{\\#\\mathrm{pairs}}$",
-                   "synthetic_code": "accounting $\\Delta_2 = \\sqrt{\\#\\mathrm{pairs}/2}$",
-                   "tight_joint": "accounting $\\Delta_2^2 = 2\\min(|E|, \\lfloor m^2/4 \\rfloor)$"},
-    "conversion": {"auto": "the mode's $(\\epsilon^*, \\delta) \\to \\rho$ conversion",
-                   "paper": "$\\epsilon_0 = \\epsilon^*/\\sqrt{2\\ln(1/\\delta)}$",
-                   "cks": "CKS20 $(\\epsilon^*, \\delta) \\to \\rho$ conversion",
-                   "bun_steinke": "Bun–Steinke $(\\epsilon^*, \\delta) \\to \\rho$ conversion"},
-    "design": {"normal": "$\\theta^*, \\beta^* \\sim N(0, 1)$", "uniform": "$\\theta^*, \\beta^* \\sim U[-1, 1]$"},
-    "dataset": {"lsat": "LSAT", "uci_student": "UCI student performance", "three_grades": "Three Grades",
-                "movielens": "MovieLens"},
+    "accounting": {
+        "auto": "the mode's accounting",
+        "paper": "accounting $\\Delta_2 = \\sqrt{\\#\\mathrm{pairs}}$",
+        "synthetic_code": "accounting $\\Delta_2 = \\sqrt{\\#\\mathrm{pairs}/2}$",
+        "tight_joint": "accounting $\\Delta_2^2 = 2\\min(|E|, \\lfloor m^2/4 \\rfloor)$",
+    },
+    "conversion": {
+        "auto": "the mode's $(\\epsilon^*, \\delta) \\to \\rho$ conversion",
+        "paper": "$\\epsilon_0 = \\epsilon^*/\\sqrt{2\\ln(1/\\delta)}$",
+        "cks": "CKS20 $(\\epsilon^*, \\delta) \\to \\rho$ conversion",
+        "bun_steinke": "Bun–Steinke $(\\epsilon^*, \\delta) \\to \\rho$ conversion",
+    },
+    "design": {
+        "normal": "$\\theta^*, \\beta^* \\sim N(0, 1)$",
+        "uniform": "$\\theta^*, \\beta^* \\sim U[-1, 1]$",
+    },
+    "dataset": {
+        "lsat": "LSAT",
+        "uci_student": "UCI student performance",
+        "three_grades": "Three Grades",
+        "movielens": "MovieLens",
+    },
     "uci_file": {"stand-in": "UCI student: synthetic stand-in"},
     "grades_file": {"stand-in": "Three Grades: synthetic stand-in"},
     "ratings_file": {"stand-in": "MovieLens: synthetic stand-in"},
     "p0": {"proposed": P0_LABELS["code_real"]},
 }
 SYNTHETIC_VALUE_LABELS = {**VALUE_LABELS, "p0": {"proposed": P0_LABELS["code_synthetic"]}}
-PROSE = {"nonprivate": "the non-private estimate", "gaussian": "the discrete-Gaussian chain",
-         "gaussian_sparse": "the sparse discrete-Gaussian chain", "laplace": "the discrete-Laplace chain",
-         "rr": "randomized response"}
-LABELS = {"nonprivate": "Non-private", "gaussian": "Discrete Gaussian", "gaussian_sparse": "Sparse discrete Gaussian",
-          "laplace": "Discrete Laplace", "rr": "Randomized response"}
+PROSE = {
+    "nonprivate": "the non-private estimate",
+    "gaussian": "the discrete-Gaussian chain",
+    "gaussian_sparse": "the sparse discrete-Gaussian chain",
+    "laplace": "the discrete-Laplace chain",
+    "rr": "randomized response",
+}
+LABELS = {
+    "nonprivate": "Non-private",
+    "gaussian": "Discrete Gaussian",
+    "gaussian_sparse": "Sparse discrete Gaussian",
+    "laplace": "Discrete Laplace",
+    "rr": "Randomized response",
+}
 
 
 # ---------------------------------------------------------------------------------------
@@ -70,13 +111,14 @@ def _p0_value(axis, value):
         try:
             value = float(value)
         except ValueError:
-            raise UsageError(f"{axis}={value!r} must be '{PROPOSED}' or a probability in (0, 1]") from None
+            raise UsageError(
+                f"{axis}={value!r} must be '{PROPOSED}' or a probability in (0, 1]"
+            ) from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise UsageError(f"{axis}={value!r} must be '{PROPOSED}' or a probability in (0, 1]")
     if not 0 < value <= 1:
         raise UsageError(f"{axis}={value!r} must lie in (0, 1] (or be '{PROPOSED}')")
-    return f"{float(value):g}"    # stored as a name: one column type with 'proposed'
-
+    return f"{float(value):g}"  # stored as a name: one column type with 'proposed'
 
 
 def file_axis(what: str) -> axes.AxisType:
@@ -85,21 +127,38 @@ def file_axis(what: str) -> axes.AxisType:
 
 
 AXIS_TYPES = {
-    "mode": axes.choice(*MODES, doc="paper: the authors' code (figures); strict: the privacy claim "
-                                    "holds (module dpsim.experiments.nguyen.methods)"),
+    "mode": axes.choice(
+        *MODES,
+        doc="paper: the authors' code (figures); strict: the privacy claim "
+        "holds (module dpsim.experiments.nguyen.methods)",
+    ),
     # accounting and conversion are not other names for the paper-vs-correct reading: that is
     # `mode`, which picks both; each overrides one ingredient of the reading alone (auto: the
     # mode's), so that its effect can be measured apart from the other (nguyen-rates-laplace fixes
     # both to the paper's under the strict mode)
-    "accounting": axes.choice("auto", *ACCOUNTING_MODES, doc="discrete-Gaussian/Laplace accounting, one "
-                                                             "ingredient of the mode's reading varied alone "
-                                                             "(auto: the mode's)"),
-    "conversion": axes.choice("auto", *CONVERSIONS, doc="(ε*, δ) → ρ-zCDP conversion, one ingredient of the "
-                                                        "mode's reading varied alone (auto: the mode's)"),
-    "p0": axes.AxisType(_p0_value, f"edge probability of the sparse chain's item graph, in (0, 1], or "
-                                   f"'{PROPOSED}' (the authors' rule); stored as a name"),
-    "design": axes.choice(*DESIGNS, doc="θ*, β* design: normal N(0, 1) (the paper's) or uniform "
-                                        "Unif[−1, 1] (bounded, for rate checks)"),
+    "accounting": axes.choice(
+        "auto",
+        *ACCOUNTING_MODES,
+        doc="discrete-Gaussian/Laplace accounting, one "
+        "ingredient of the mode's reading varied alone "
+        "(auto: the mode's)",
+    ),
+    "conversion": axes.choice(
+        "auto",
+        *CONVERSIONS,
+        doc="(ε*, δ) → ρ-zCDP conversion, one ingredient of the "
+        "mode's reading varied alone (auto: the mode's)",
+    ),
+    "p0": axes.AxisType(
+        _p0_value,
+        f"edge probability of the sparse chain's item graph, in (0, 1], or "
+        f"'{PROPOSED}' (the authors' rule); stored as a name",
+    ),
+    "design": axes.choice(
+        *DESIGNS,
+        doc="θ*, β* design: normal N(0, 1) (the paper's) or uniform "
+        "Unif[−1, 1] (bounded, for rate checks)",
+    ),
 }
 
 
@@ -115,17 +174,19 @@ def lane_bytes(n_users: int, n_items: int) -> int:
 # ---------------------------------------------------------------------------------------
 def fig1_truth(key, shape):
     """β* = the authors' seed-119 draw for m (un-centred); θ* ~ N(0, 1), per (m, n)."""
-    return {"beta": jnp.asarray(authors_difficulties(shape["n_items"])),
-            "theta": rasch_abilities(key, shape["n_users"])}
-
+    return {
+        "beta": jnp.asarray(authors_difficulties(shape["n_items"])),
+        "theta": rasch_abilities(key, shape["n_users"]),
+    }
 
 
 def rate_truth(key, shape):
     """θ* (n_users,) and β* (n_items,, centred) of the design, per replicate."""
     k_theta, k_beta = jax.random.split(key)
-    return {"theta": rasch_abilities(k_theta, shape["n_users"], shape["design"]),
-            "beta": rasch_difficulties(k_beta, shape["n_items"], shape["design"])}
-
+    return {
+        "theta": rasch_abilities(k_theta, shape["n_users"], shape["design"]),
+        "beta": rasch_difficulties(k_beta, shape["n_items"], shape["design"]),
+    }
 
 
 def topk_truth(key, shape):
@@ -133,12 +194,10 @@ def topk_truth(key, shape):
     return {"theta": rasch_abilities(key, shape["n_users"], "uniform")}
 
 
-
 def two_level_difficulties(n_items: int, k: int, gap):
     """β* = Δ on the first k items, 0 on the others, centred (nguyen Theorem 3.4)."""
     beta = jnp.where(jnp.arange(n_items) < k, jnp.asarray(gap, jnp.float64), 0.0)
     return beta - jnp.mean(beta)
-
 
 
 def topk_generate(key, shape, truth, data):
@@ -149,9 +208,10 @@ def topk_generate(key, shape, truth, data):
     return {"Y": differential_counts(r.x, r.observed), "beta": beta}
 
 
-
 def resolve_k(shape: dict) -> dict:
     """The shape, refused unless 1 ≤ k < n_items."""
     if not 1 <= shape["k"] < shape["n_items"]:
-        raise UsageError(f"k={shape['k']} must lie in [1, n_items − 1] for n_items={shape['n_items']}")
+        raise UsageError(
+            f"k={shape['k']} must lie in [1, n_items − 1] for n_items={shape['n_items']}"
+        )
     return shape

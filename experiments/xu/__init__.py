@@ -14,6 +14,7 @@ wins, the heterogeneous groups, the MovieLens subsample and every metric against
 ``checks`` (every check), ``mutants`` (plausible bugs the checks must kill), ``audits``
 (per-comparison LDP audits).
 """
+
 from . import audits, checks, figures, mutants
 
 TITLE = "Rate-Optimal Rank Aggregation with Private Pairwise Rankings (Xu, Sun, Cheng)"
@@ -34,7 +35,7 @@ COMPONENTS = {
     "mechanism:debiased-rr": "randomized response debiased per answer (eq. (1), Lemma 2)",
     "mechanism:laplace": "Laplace(1/ε) per answer (docs/xu.md, Mechanisms and estimators; Errata and modes (A6))",
     "estimator:ridge-m-estimator": "the ridge M-estimator of eq. (3) with λ = G(ε)/L (docs/xu.md, Mechanisms and "
-                                   "estimators; Errata and modes (A4))",
+    "estimators; Errata and modes (A4))",
     "metric:l2_rms": "‖θ̂ − θ*‖₂/√m (docs/xu.md, Metrics)",
     "metric:linf": "‖θ̂ − θ*‖∞ (docs/xu.md, Metrics)",
     "metric:mse": "‖θ̂ − θ*‖₂²/m (docs/xu.md, Metrics)",

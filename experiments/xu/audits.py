@@ -6,6 +6,7 @@ comparison: the exact loss is ε, and the sampled estimate agrees within a few s
 errors. The detail reports the composed budget of one user's whole vector at m = 10
 (m(m−1)/2·ε; xu §3.2, eq. (1), Lemma 2; docs/xu.md, Errata and modes (A20)), which the paper does not discuss.
 """
+
 from __future__ import annotations
 
 from dpsim.audits.audit import Audit
@@ -13,7 +14,12 @@ from dpsim.audits.pairwise_audit import audit_pairwise
 
 AUDIT_ITEMS = 10
 
-AUDITS = [Audit(
-    "xu-pairwise-ldp",
-    "classic RR, debiased RR and Laplace(1/ε) on one comparison, y = 1 vs y = 0 (per-comparison ε-LDP)",
-    lambda key, eps_values, n_samples: audit_pairwise(key, eps_values, n_samples, n_items=AUDIT_ITEMS))]
+AUDITS = [
+    Audit(
+        "xu-pairwise-ldp",
+        "classic RR, debiased RR and Laplace(1/ε) on one comparison, y = 1 vs y = 0 (per-comparison ε-LDP)",
+        lambda key, eps_values, n_samples: audit_pairwise(
+            key, eps_values, n_samples, n_items=AUDIT_ITEMS
+        ),
+    )
+]

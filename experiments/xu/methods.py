@@ -42,6 +42,7 @@ alone, for the level checks that pin the mechanisms (:mod:`.figures.levels`): ``
 e^ε/(e^ε − 1)² for debiased RR, 2/ε² for Laplace). Both read only the released z̄ and the raw
 ȳ; neither changes a draw.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,11 +65,14 @@ OPTIONAL_METRICS = ("oracle_mse", "floor_mse", "release_slope", "excess_var")
 
 def validate_lambda(point: dict) -> None:
     """The literal λ rule is undefined without privacy (it is ∞ at ε = ∞; docs/xu.md, Mechanisms and estimators)."""
-    if point.get("mode") == "paper" and math.isinf(point.get("eps", 1.0)) and \
-            point.get("mechanism") != "none":
-        raise UsageError("mode=paper is undefined at eps=inf ((e^ε+1)²/((e^ε−1)L) → ∞); "
-                         "use mode=g_over_l")
-
+    if (
+        point.get("mode") == "paper"
+        and math.isinf(point.get("eps", 1.0))
+        and point.get("mechanism") != "none"
+    ):
+        raise UsageError(
+            "mode=paper is undefined at eps=inf ((e^ε+1)²/((e^ε−1)L) → ∞); use mode=g_over_l"
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -88,16 +92,25 @@ def make_privatise(groups: Callable = homogeneous_groups):
     """The release stage: z̄ (M,) of the analysis point's mechanism, drawn with the release key
     the engine passes (keyed by the ``release_axes``: :func:`.model.release_axes`), with the privacy
     profile ``groups(ctx)``."""
+
     def release(key, ctx):
         wins, sizes, eps = groups(ctx)
         mechanism = ctx.analysis["mechanism"]
-        if "release_law" in ctx.analysis and mechanism in RR_MECHANISMS:   # a ladder design: its tables
-            counts = ladder_counts(key, ctx.truth["ladder"], ctx.analysis["release_law"], ctx.data["n_users"])
-            zbar = (classic_rr_mean(counts, sizes) if mechanism == "classic_rr"
-                    else debiased_rr_mean(counts, sizes, eps))
+        if (
+            "release_law" in ctx.analysis and mechanism in RR_MECHANISMS
+        ):  # a ladder design: its tables
+            counts = ladder_counts(
+                key, ctx.truth["ladder"], ctx.analysis["release_law"], ctx.data["n_users"]
+            )
+            zbar = (
+                classic_rr_mean(counts, sizes)
+                if mechanism == "classic_rr"
+                else debiased_rr_mean(counts, sizes, eps)
+            )
         else:
             zbar = privatise(key, wins, sizes, eps, mechanism)
         return {"zbar": zbar, "sizes": sizes, "eps": eps}
+
     return release
 
 
@@ -116,11 +129,15 @@ def ridge(released, mechanism: str, rule: str):
 def scores(theta_hat, theta, top_k: int) -> dict:
     """The metrics of docs/xu.md, Metrics (module docstring) of a centred θ̂ against θ*."""
     err = l2_rms_error(theta_hat, theta)
-    return {"linf": linf_error(theta_hat, theta), "l2_rms": err, "mse": err ** 2,
-            "kendall": kendall_distance(theta_hat, theta, ties="half"),
-            "kendall_strict": kendall_distance(theta_hat, theta, ties="strict"),
-            "top_k_hamming": expected_top_k_hamming(theta_hat, true_top_k_mask(theta, top_k), top_k),
-            "excess_risk": excess_risk(theta_hat, theta)}
+    return {
+        "linf": linf_error(theta_hat, theta),
+        "l2_rms": err,
+        "mse": err**2,
+        "kendall": kendall_distance(theta_hat, theta, ties="half"),
+        "kendall_strict": kendall_distance(theta_hat, theta, ties="strict"),
+        "top_k_hamming": expected_top_k_hamming(theta_hat, true_top_k_mask(theta, top_k), top_k),
+        "excess_risk": excess_risk(theta_hat, theta),
+    }
 
 
 def oracle_mse(theta, released, mechanism: str):
@@ -143,9 +160,12 @@ def release_metrics(released, wins) -> dict:
     n_users = jnp.sum(released["sizes"])
     raw = jnp.sum(wins, axis=0) / n_users
     centred = raw - 0.5
-    denominator = jnp.sum(centred ** 2)
-    slope = jnp.where(denominator > 0, jnp.sum((released["zbar"] - 0.5) * centred) / jnp.where(
-        denominator > 0, denominator, 1.0), jnp.nan)
+    denominator = jnp.sum(centred**2)
+    slope = jnp.where(
+        denominator > 0,
+        jnp.sum((released["zbar"] - 0.5) * centred) / jnp.where(denominator > 0, denominator, 1.0),
+        jnp.nan,
+    )
     return {"release_slope": slope, "excess_var": n_users * jnp.mean((released["zbar"] - raw) ** 2)}
 
 
@@ -167,9 +187,20 @@ def m_estimator_method(extra: Sequence[str] = ()) -> Method:
         if "floor_mse" in extra:
             out["floor_mse"] = floor_mse(theta, released)
         if "release_slope" in extra or "excess_var" in extra:
-            out.update({k: v for k, v in release_metrics(released, ctx.sample["wins"]).items() if k in extra})
+            out.update(
+                {
+                    k: v
+                    for k, v in release_metrics(released, ctx.sample["wins"]).items()
+                    if k in extra
+                }
+            )
         return out
 
-    return Method(fn, METRICS + tuple(extra), solver_diagnostics(lam="float"), label="M-estimator",
-                  doc="xu eq. (3): ridge M-estimator on the released z̄ (the debiased M-estimator on "
-                      "debiased_rr, the classic-RR MLE on classic_rr), Newton from 0")
+    return Method(
+        fn,
+        METRICS + tuple(extra),
+        solver_diagnostics(lam="float"),
+        label="M-estimator",
+        doc="xu eq. (3): ridge M-estimator on the released z̄ (the debiased M-estimator on "
+        "debiased_rr, the classic-RR MLE on classic_rr), Newton from 0",
+    )

@@ -33,6 +33,7 @@ key (:mod:`dpsim.engine.execution.program`, "Keys").
 m(m−1)/2 answers is (m(m−1)/2)·ε-LDP by composition, stored as the metadata column
 ``eps_user`` (homogeneous ε only).
 """
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,13 @@ from dpsim.engine import CellArrays, UsageError
 from dpsim.engine.definition import axes
 from dpsim.estimators.debiased_m import LAMBDA_RULES
 from dpsim.mechanisms.pairwise_ldp import MECHANISMS
-from dpsim.models.complete_btl import (ladder_count_tables, sample_ladder_pair_counts, sample_pair_wins,
-                                       theta_evenly_spaced_permuted, theta_uniform_centred)
+from dpsim.models.complete_btl import (
+    ladder_count_tables,
+    sample_ladder_pair_counts,
+    sample_pair_wins,
+    theta_evenly_spaced_permuted,
+    theta_uniform_centred,
+)
 from dpsim.theory import xu as theory
 
 INF = math.inf
@@ -53,13 +59,25 @@ INF = math.inf
 # ---------------------------------------------------------------------------------------
 # Axes of the xu package (the shared vocabulary: n_items = m, n_users = L, eps, gap = Δ, k = K)
 # ---------------------------------------------------------------------------------------
-MECHANISM = axes.choice(*MECHANISMS, doc="what each user releases per comparison: debiased_rr (eq. (1)), "
-                                         "classic_rr, laplace (y + Laplace(1/ε)) or none (xu §3, xu §3.1–3.2)")
-MODE = axes.choice(*LAMBDA_RULES, doc="the ridge λ's reading: g_over_l = G(ε)/L (default) or paper = the "
-                                      "literal (e^ε+1)²/((e^ε−1)L) (docs/xu.md, Mechanisms and estimators; Errata and modes (A4))")
-SCHEME = axes.choice(*theory.SCHEMES, doc="adaptive ε(m, L) ∝ log(mL)/√(mL), 1/√(mL) or 1/(√(mL)·log(mL)), "
-                                          "= 1 at L = L0 (xu §5.1 Scenario II; docs/xu.md, Errata and modes (A8))")
-L0 = axes.integer(1, "L0: the L at which every adaptive scheme gives ε = 1 (xu §5.1; docs/xu.md, Errata and modes (A9))")
+MECHANISM = axes.choice(
+    *MECHANISMS,
+    doc="what each user releases per comparison: debiased_rr (eq. (1)), "
+    "classic_rr, laplace (y + Laplace(1/ε)) or none (xu §3, xu §3.1–3.2)",
+)
+MODE = axes.choice(
+    *LAMBDA_RULES,
+    doc="the ridge λ's reading: g_over_l = G(ε)/L (default) or paper = the "
+    "literal (e^ε+1)²/((e^ε−1)L) (docs/xu.md, Mechanisms and estimators; Errata and modes (A4))",
+)
+SCHEME = axes.choice(
+    *theory.SCHEMES,
+    doc="adaptive ε(m, L) ∝ log(mL)/√(mL), 1/√(mL) or 1/(√(mL)·log(mL)), "
+    "= 1 at L = L0 (xu §5.1 Scenario II; docs/xu.md, Errata and modes (A8))",
+)
+L0 = axes.integer(
+    1,
+    "L0: the L at which every adaptive scheme gives ε = 1 (xu §5.1; docs/xu.md, Errata and modes (A9))",
+)
 AXIS_TYPES = {"mechanism": MECHANISM, "mode": MODE, "scheme": SCHEME, "l0": L0}
 
 # the analysis axes that do NOT key the release (common random numbers across them)
@@ -68,34 +86,61 @@ NOT_RELEASE_AXES = ("mechanism", "mode")
 # lambda_rule to mode (the one word for a paper-versus-correct reading) changes no number
 STREAM_NAMES = {"mode": "lambda_rule"}
 
-SYMBOLS = {"n_items": "$m$", "n_users": "$L$", "eps": "$\\epsilon$", "gap": "$\\Delta$", "k": "$K$",
-           "l0": "$L_0$", "scheme": "scheme", "mechanism": "mechanism", "mode": "$\\lambda$ rule",
-           "ratings_file": "ratings", "profile": "profile", "match": "profile match"}
+SYMBOLS = {
+    "n_items": "$m$",
+    "n_users": "$L$",
+    "eps": "$\\epsilon$",
+    "gap": "$\\Delta$",
+    "k": "$K$",
+    "l0": "$L_0$",
+    "scheme": "scheme",
+    "mechanism": "mechanism",
+    "mode": "$\\lambda$ rule",
+    "ratings_file": "ratings",
+    "profile": "profile",
+    "match": "profile match",
+}
 # what the figures write for the named values of the axes (FigureSpec.value_labels): the
 # schemes by formula (their names in the paper's text are swapped, A8), natural logs as in
 # dpsim.theory.xu.scheme_shape
 VALUE_LABELS = {
-    "scheme": {"eps_log_over_sqrt": "$\\epsilon \\propto \\ln(mL)/\\sqrt{mL}$",
-               "eps_inv_sqrt": "$\\epsilon \\propto 1/\\sqrt{mL}$",
-               "eps_inv_sqrt_log": "$\\epsilon \\propto 1/(\\sqrt{mL}\\,\\ln(mL))$"},
-    "mechanism": {"classic_rr": "classic RR", "debiased_rr": "debiased RR", "laplace": "Laplace",
-                  "none": "no privacy"},
-    "mode": {"g_over_l": "$\\lambda = G(\\epsilon)/L$",
-             "paper": "$\\lambda = (e^\\epsilon+1)^2/((e^\\epsilon-1)L)$ (literal)"},
-    "match": {"profile": "the profile", "same_g": "homogeneous $\\epsilon$, same $G(\\epsilon)$",
-              "same_mean_eps": "homogeneous $\\epsilon$, same mean $\\epsilon$"},
-    "profile": {"half_tenth": "½ of users at $\\epsilon$, ½ at $\\epsilon/10$",
-                "thirds": "⅓ each at $\\epsilon/4$, $\\epsilon$, $4\\epsilon$",
-                "strict_minority": "90% at $\\epsilon$, 10% at $\\epsilon/10$"},
+    "scheme": {
+        "eps_log_over_sqrt": "$\\epsilon \\propto \\ln(mL)/\\sqrt{mL}$",
+        "eps_inv_sqrt": "$\\epsilon \\propto 1/\\sqrt{mL}$",
+        "eps_inv_sqrt_log": "$\\epsilon \\propto 1/(\\sqrt{mL}\\,\\ln(mL))$",
+    },
+    "mechanism": {
+        "classic_rr": "classic RR",
+        "debiased_rr": "debiased RR",
+        "laplace": "Laplace",
+        "none": "no privacy",
+    },
+    "mode": {
+        "g_over_l": "$\\lambda = G(\\epsilon)/L$",
+        "paper": "$\\lambda = (e^\\epsilon+1)^2/((e^\\epsilon-1)L)$ (literal)",
+    },
+    "match": {
+        "profile": "the profile",
+        "same_g": "homogeneous $\\epsilon$, same $G(\\epsilon)$",
+        "same_mean_eps": "homogeneous $\\epsilon$, same mean $\\epsilon$",
+    },
+    "profile": {
+        "half_tenth": "½ of users at $\\epsilon$, ½ at $\\epsilon/10$",
+        "thirds": "⅓ each at $\\epsilon/4$, $\\epsilon$, $4\\epsilon$",
+        "strict_minority": "90% at $\\epsilon$, 10% at $\\epsilon/10$",
+    },
     "ratings_file": {"stand-in": "MovieLens: synthetic stand-in"},
 }
 # the paper's symbols for the metrics (docs/xu.md, Metrics, figure axes)
-YLABEL = {"linf": "$\\|\\hat\\theta-\\theta^*\\|_\\infty$", "l2_rms": "$m^{-1/2}\\|\\hat\\theta-\\theta^*\\|_2$",
-          "kendall": "$K(\\hat\\theta,\\theta^*)$", "top_k_hamming": "$H_K(\\hat\\theta,\\theta^*)$",
-          "mse": "$m^{-1}\\|\\hat\\theta-\\theta^*\\|_2^2$", "oracle_mse": "sandwich $m^{-1}E\\|\\hat\\theta-\\theta^*\\|_2^2$",
-          "floor_mse": "classic-RR floor $m^{-1}\\|\\tilde\\theta-\\theta^*\\|_2^2$"}
-
-
+YLABEL = {
+    "linf": "$\\|\\hat\\theta-\\theta^*\\|_\\infty$",
+    "l2_rms": "$m^{-1/2}\\|\\hat\\theta-\\theta^*\\|_2$",
+    "kendall": "$K(\\hat\\theta,\\theta^*)$",
+    "top_k_hamming": "$H_K(\\hat\\theta,\\theta^*)$",
+    "mse": "$m^{-1}\\|\\hat\\theta-\\theta^*\\|_2^2$",
+    "oracle_mse": "sandwich $m^{-1}E\\|\\hat\\theta-\\theta^*\\|_2^2$",
+    "floor_mse": "classic-RR floor $m^{-1}\\|\\tilde\\theta-\\theta^*\\|_2^2$",
+}
 
 
 # ---------------------------------------------------------------------------------------
@@ -108,8 +153,10 @@ def resolve_k(shape: dict, auto: Callable[[int], int] = lambda m: m // 2) -> dic
     m, k = shape["n_items"], shape.get("k", "auto")
     top_k = auto(m) if k == "auto" else k
     if not 1 <= top_k <= m - 1:
-        raise UsageError(f"k={k} gives K = {top_k}, which must lie in [1, n_items − 1] = [1, {m - 1}] "
-                         f"for n_items={m}")
+        raise UsageError(
+            f"k={k} gives K = {top_k}, which must lie in [1, n_items − 1] = [1, {m - 1}] "
+            f"for n_items={m}"
+        )
     return {**shape, "k": int(top_k)}
 
 
@@ -117,17 +164,23 @@ def keyed_as_before(auto: Callable[[int], int] = lambda m: m // 2) -> Callable[[
     """``Experiment.stream_point`` of xu: a grid point as xu keyed it while it stored ``k``
     as declared beside a ``top_k`` column (``k = "auto"`` where K is the rule's ``auto(m)``,
     K in ``top_k``), so storing the resolved ``k`` changed no random stream and no number."""
+
     def point(p: dict) -> dict:
         if "k" not in p:
             return p
         k = p["k"]
         return {**p, "k": "auto" if k == auto(p["n_items"]) else k, "top_k": k}
+
     return point
 
 
 def scheme_eps(point: dict) -> dict:
     """ε(m, L) of the adaptive scheme, normalised to 1 at L = L0 (xu Scenario II, §5.1)."""
-    return {"eps": float(theory.adaptive_eps(point["n_items"], point["n_users"], point["scheme"], point["l0"]))}
+    return {
+        "eps": float(
+            theory.adaptive_eps(point["n_items"], point["n_users"], point["scheme"], point["l0"])
+        )
+    }
 
 
 def user_budget(point: dict) -> dict:
@@ -140,7 +193,6 @@ def release_axes(analysis_axes: Sequence[str]) -> tuple[str, ...]:
     """The axes that key the release (``Experiment.release_axes``): every analysis axis but
     ``mechanism`` and ``mode`` (module docstring, "Keys"; :mod:`.methods`, "Release")."""
     return tuple(a for a in analysis_axes if a not in NOT_RELEASE_AXES)
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -185,12 +237,19 @@ def ladder_release_laws(point: dict) -> dict:
 
 
 LADDER_CELLS = (
-    CellArrays("win_law", ("n_items", "n_users", "gap"), ladder_win_laws,
-               doc="alias tables of the raw wins' laws Bin(L, σ(Δk)), k = 1 … m − 1 (Scenarios III, IV)"),
-    CellArrays("release_law", ("n_items", "n_users", "gap", "eps"), ladder_release_laws,
-               doc="alias tables of the RR count's laws Bin(L, ½ + (σ(Δk) − ½)tanh(ε/2)) (Scenarios III, IV)"),
+    CellArrays(
+        "win_law",
+        ("n_items", "n_users", "gap"),
+        ladder_win_laws,
+        doc="alias tables of the raw wins' laws Bin(L, σ(Δk)), k = 1 … m − 1 (Scenarios III, IV)",
+    ),
+    CellArrays(
+        "release_law",
+        ("n_items", "n_users", "gap", "eps"),
+        ladder_release_laws,
+        doc="alias tables of the RR count's laws Bin(L, ½ + (σ(Δk) − ½)tanh(ε/2)) (Scenarios III, IV)",
+    ),
 )
-
 
 
 def ladder_counts(key, ladder, cell, n_users):
@@ -199,8 +258,9 @@ def ladder_counts(key, ladder, cell, n_users):
     threshold, alias = cell.tables["threshold"], cell.tables["alias"]
     laws = threshold.shape[1]
     rows = (-1, threshold.shape[-1])
-    counts = sample_ladder_pair_counts(key, ladder, threshold.reshape(rows), alias.reshape(rows), n_users,
-                                       cell.index * laws)
+    counts = sample_ladder_pair_counts(
+        key, ladder, threshold.reshape(rows), alias.reshape(rows), n_users, cell.index * laws
+    )
     return counts[None, :]
 
 
@@ -210,9 +270,11 @@ def generate(key, shape, truth, data):
     ``jax.random.binomial``. Returns {"theta": (m,), "wins": (1, M)}."""
     theta = theta_of(truth, data)
     if "win_law" in data:
-        return {"theta": theta, "wins": ladder_counts(key, truth["ladder"], data["win_law"], data["n_users"])}
+        return {
+            "theta": theta,
+            "wins": ladder_counts(key, truth["ladder"], data["win_law"], data["n_users"]),
+        }
     return {"theta": theta, "wins": sample_pair_wins(key, theta, data["n_users"])}
-
 
 
 def lane_bytes(shape: dict) -> int:

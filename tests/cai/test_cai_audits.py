@@ -1,5 +1,6 @@
 """Privacy audit of cai's count mechanisms (docs/cai.md, Errata and modes (E3, E18); Privacy audit): on worst-case
 neighbours Alg. 2 and Alg. 3 (strict) lose exactly ε, Alg. 3 as published (paper) 2ε."""
+
 import itertools
 
 import jax
@@ -9,7 +10,11 @@ import pytest
 
 import dpsim  # noqa: F401
 from dpsim.models import win_counts
-from dpsim.experiments.cai.audits import audit_counts, edge_worst_case_pair, individual_worst_case_pair
+from dpsim.experiments.cai.audits import (
+    audit_counts,
+    edge_worst_case_pair,
+    individual_worst_case_pair,
+)
 from dpsim.audits.audit import histogram_epsilon, laplace_privacy_loss, max_laplace_privacy_loss
 
 L = 5
@@ -21,12 +26,12 @@ def _others(n=6):
 
 def test_worst_case_neighbours_are_adjacent_with_maximal_l1_change():
     W, Wp = edge_worst_case_pair(_others(), 0, 1)
-    assert float(W.sum()) == float(Wp.sum())          # one comparison changed, none added
-    assert float(jnp.abs(W - Wp).sum()) == 2           # one outcome flipped
+    assert float(W.sum()) == float(Wp.sum())  # one comparison changed, none added
+    assert float(jnp.abs(W - Wp).sum()) == 2  # one outcome flipped
     assert float(jnp.abs(win_counts(W) - win_counts(Wp)).sum()) == 2
     W, Wp = individual_worst_case_pair(_others(), 2, 4, L)
-    assert float(W.sum()) == float(Wp.sum())          # the user keeps L comparisons
-    assert float(jnp.abs(W - Wp).sum()) == 2 * L       # all L outcomes of one user move
+    assert float(W.sum()) == float(Wp.sum())  # the user keeps L comparisons
+    assert float(jnp.abs(W - Wp).sum()) == 2 * L  # all L outcomes of one user move
     d = win_counts(W) - win_counts(Wp)
     assert float(jnp.abs(d).sum()) == 2 * L and float(jnp.abs(d).max()) == L  # ℓ1 = 2L, ℓ∞ = L
 
@@ -48,8 +53,9 @@ def test_histogram_estimate_is_zero_for_identical_datasets():
 
 
 def test_strict_mode_stays_within_eps_and_paper_mode_reaches_two_eps():
-    results = audit_counts(jax.random.key(0), eps_values=(0.5, 1.0, 2.0), per_user=L,
-                           n_samples=60000)
+    results = audit_counts(
+        jax.random.key(0), eps_values=(0.5, 1.0, 2.0), per_user=L, n_samples=60000
+    )
     seen = set()
     for r in results:
         seen.add((r.mechanism, r.mode))
@@ -74,6 +80,7 @@ def test_empirical_epsilon_for_delta_matches_the_gaussian_curve_and_its_bracket(
     exceeds δ (ε̂ = 0) are handled."""
     from dpsim.audits.audit import empirical_epsilon_for_delta, smallest_epsilon
     from dpsim.mechanisms.objective_perturbation import gaussian_mechanism_epsilon
+
     delta = 1e-3
     for sigma in (1.0, 8.0):
         mu = 1.0 / (2 * sigma * sigma)
@@ -82,6 +89,8 @@ def test_empirical_epsilon_for_delta_matches_the_gaussian_curve_and_its_bracket(
         exact = float(gaussian_mechanism_epsilon(delta, 1.0, sigma))
         assert abs(eps_hat - exact) <= 4 * se
         assert np.mean(np.clip(-np.expm1(eps_hat - loss), 0, None)) <= delta
-    assert loss.max() < 1.0                        # the σ = 8 case used the bracket [0, 1]
+    assert loss.max() < 1.0  # the σ = 8 case used the bracket [0, 1]
     assert empirical_epsilon_for_delta(np.full(10, -1.0), delta)[0] == 0.0
-    assert smallest_epsilon(lambda e: np.exp(-e), 1e-3, 1.0) == pytest.approx(np.log(1e3), rel=1e-12)
+    assert smallest_epsilon(lambda e: np.exp(-e), 1e-3, 1.0) == pytest.approx(
+        np.log(1e3), rel=1e-12
+    )

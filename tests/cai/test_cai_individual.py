@@ -1,6 +1,7 @@
 """Individual-DP pieces of cai (cai §3.1; Algorithm 1 under individual DP, §3.2; Algorithm 3, §3.3; docs/cai.md, Mechanisms and estimators; Errata and modes (E3, E17)): the count
 generator, Algorithm 1 (individual) and the unpenalised MLE against choix, the one-shot
 baseline against numpy / choix references, the calibrations, and the connectivity guard."""
+
 import functools
 import math
 
@@ -55,6 +56,7 @@ def _user_data(n=8, m=200, L=5, seed=1):
 
 # --------------------------------------------------------------------------- generator
 
+
 def _numpy_per_comparison(rng, theta, n_users, per_user):
     """Reference: the authors' procedure, one pair and one outcome per comparison (cai §3.1;
     the users' draws are i.i.d., so all m·L comparisons are drawn in one vectorised step)."""
@@ -73,7 +75,7 @@ def _mean_and_var_se(x):
     r = x.shape[0]
     mean, var = x.mean(0), x.var(0, ddof=1)
     m4 = ((x - mean) ** 4).mean(0)
-    return mean, np.sqrt(var / r), var, np.sqrt(np.maximum(m4 - var ** 2, 1e-12) / r)
+    return mean, np.sqrt(var / r), var, np.sqrt(np.maximum(m4 - var**2, 1e-12) / r)
 
 
 def test_count_generator_matches_per_comparison_loop_in_distribution():
@@ -81,8 +83,12 @@ def test_count_generator_matches_per_comparison_loop_in_distribution():
     theta = np.asarray(_theta(n))
     keys = jax.random.split(jax.random.key(7), reps)
     # n_users and per_user are traced arguments here (they need not be static)
-    sampler = jax.jit(jax.vmap(lambda k, m_, L_: sample_user_comparisons(k, jnp.asarray(theta), m_, L_),
-                               in_axes=(0, None, None)))
+    sampler = jax.jit(
+        jax.vmap(
+            lambda k, m_, L_: sample_user_comparisons(k, jnp.asarray(theta), m_, L_),
+            in_axes=(0, None, None),
+        )
+    )
     W_jax = np.asarray(sampler(keys, float(m), float(L)))
     rng = np.random.default_rng(3)
     W_np = np.stack([_numpy_per_comparison(rng, theta, m, L) for _ in range(reps)])
@@ -108,7 +114,7 @@ def test_count_generator_matches_per_comparison_loop_in_distribution():
     M = W_jax[:, i, j] + W_jax[:, j, i]
     cov = np.cov(M[:, 0], M[:, 1])[0, 1]
     se = np.std((M[:, 0] - M[:, 0].mean()) * (M[:, 1] - M[:, 1].mean())) / np.sqrt(reps)
-    assert abs(cov + total / pairs ** 2) <= Z * se
+    assert abs(cov + total / pairs**2) <= Z * se
 
 
 def test_uniform_multinomial_is_exact_and_accepts_traced_totals():
@@ -124,34 +130,42 @@ def test_uniform_multinomial_is_exact_and_accepts_traced_totals():
 def test_per_user_sampler_shapes_and_aggregation():
     n, m, L = 7, 50, 5
     theta = _theta(n)
-    data = jax.jit(sample_user_comparisons_per_user, static_argnums=(2, 3))(jax.random.key(2), theta, m, L)
+    data = jax.jit(sample_user_comparisons_per_user, static_argnums=(2, 3))(
+        jax.random.key(2), theta, m, L
+    )
     assert data.first.shape == data.second.shape == data.first_wins.shape == (m, L)
     assert bool(jnp.all(data.first < data.second))
     W = jax.jit(aggregate_user_comparisons, static_argnums=1)(data, n)
     assert float(W.sum()) == m * L
     winners = np.where(data.first_wins, data.first, data.second)
-    np.testing.assert_array_equal(np.asarray(win_counts(W)),
-                                  np.bincount(np.asarray(winners).ravel(), minlength=n))
+    np.testing.assert_array_equal(
+        np.asarray(win_counts(W)), np.bincount(np.asarray(winners).ravel(), minlength=n)
+    )
 
 
 # --------------------------------------------------------------------------- calibration
 
+
 def test_individual_calibration_formulas():
     cal = individual_objective_perturbation(0.5, 5)
-    assert float(cal.lam) == pytest.approx(80.0) and float(cal.gamma) == pytest.approx(20.0)  # 8L/ε, 2L/ε
+    assert float(cal.lam) == pytest.approx(80.0) and float(cal.gamma) == pytest.approx(
+        20.0
+    )  # 8L/ε, 2L/ε
     cal = individual_objective_perturbation(2.0, 3, PROBIT)  # κ1 = ∞, κ2 = 1
     assert math.isinf(float(cal.lam)) and float(cal.gamma) == pytest.approx(12.0)
     cal = individual_objective_perturbation(math.inf, 5)
     assert float(cal.lam) == 0.0 and float(cal.gamma) == 0.0
     # docs/cai.md, Errata and modes (E1) option: γ = max(8Lκ2/ε, c0√(S log n)), S = 2mL/n
     cal = individual_objective_perturbation(1.0, 5, c0=2.0, n_items=16, n_users=1000)
-    assert float(cal.gamma) == pytest.approx(max(10.0, 2.0 * math.sqrt(2 * 1000 * 5 / 16 * math.log(16))))
+    assert float(cal.gamma) == pytest.approx(
+        max(10.0, 2.0 * math.sqrt(2 * 1000 * 5 / 16 * math.log(16)))
+    )
     with pytest.raises(ValueError):
         individual_objective_perturbation(1.0, 5, c0=2.0)
 
 
 def test_count_noise_scale_modes():
-    assert float(individual_count_noise_scale(0.5, 5)) == pytest.approx(20.0)          # strict default
+    assert float(individual_count_noise_scale(0.5, 5)) == pytest.approx(20.0)  # strict default
     assert float(individual_count_noise_scale(0.5, 5, "strict")) == pytest.approx(20.0)
     assert float(individual_count_noise_scale(0.5, 5, "paper")) == pytest.approx(10.0)
     assert float(individual_count_noise_scale(math.inf, 5, "paper")) == 0.0
@@ -168,15 +182,22 @@ def test_algorithm3_noise_has_the_mode_scale(mode, factor):
     b = factor * L / eps  # E|Laplace(b)| = b, sd |Laplace(b)| = b
     mad = np.abs(np.asarray(noise)).mean(0)
     assert np.all(np.abs(mad - b) <= Z * b / np.sqrt(reps))
-    np.testing.assert_array_equal(noisy_counts_individual(keys[0], W, math.inf, L, mode), win_counts(W))
+    np.testing.assert_array_equal(
+        noisy_counts_individual(keys[0], W, math.inf, L, mode), win_counts(W)
+    )
 
 
 # --------------------------------------------------------------------------- MLE vs choix
 
+
 def test_unpenalised_mle_matches_choix():
     theta, W = _user_data()
     fit = jax.jit(unpenalised_mle)(W)
-    assert bool(fit.converged) and bool(fit.info["strongly_connected"]) and float(fit.info["gamma"]) == 0.0
+    assert (
+        bool(fit.converged)
+        and bool(fit.info["strongly_connected"])
+        and float(fit.info["gamma"]) == 0.0
+    )
     ref = choix.ilsr_pairwise_dense(np.asarray(W), alpha=0.0, tol=1e-13, max_iter=10000)
     np.testing.assert_allclose(np.asarray(fit.theta_centred), ref - ref.mean(), atol=1e-6)
     assert abs(float(fit.theta_centred.sum())) < 1e-10
@@ -219,18 +240,22 @@ def test_perturbed_individual_mle_is_algorithm_1():
 
 # --------------------------------------------------------------------------- connectivity guard
 
+
 def test_strong_connectivity():
     cycle = jnp.zeros((3, 3)).at[0, 1].set(1).at[1, 2].set(1).at[2, 0].set(1)
-    chain = jnp.zeros((3, 3)).at[0, 1].set(1).at[1, 2].set(1)   # connected, not strongly
+    chain = jnp.zeros((3, 3)).at[0, 1].set(1).at[1, 2].set(1)  # connected, not strongly
     two_parts = jnp.zeros((4, 4)).at[0, 1].set(1).at[1, 0].set(1).at[2, 3].set(1).at[3, 2].set(1)
     f = jax.jit(strongly_connected)
     assert bool(f(cycle)) and not bool(f(chain)) and not bool(f(two_parts))
-    assert list(np.asarray(jax.vmap(strongly_connected)(jnp.stack([cycle, chain])))) == [True, False]
+    assert list(np.asarray(jax.vmap(strongly_connected)(jnp.stack([cycle, chain])))) == [
+        True,
+        False,
+    ]
 
 
 def test_unpenalised_mle_guard_on_disconnected_graph():
     _, W = _user_data()
-    loser = W.at[0, :].set(0.0)           # item 0 never wins: the MLE sends θ_0 → −∞
+    loser = W.at[0, :].set(0.0)  # item 0 never wins: the MLE sends θ_0 → −∞
     split = W.at[:4, 4:].set(0.0).at[4:, :4].set(0.0)  # two components
     for bad in (loser, split):
         fit = jax.jit(unpenalised_mle)(bad)
@@ -245,6 +270,7 @@ def test_unpenalised_mle_guard_on_disconnected_graph():
 
 
 # --------------------------------------------------------------------------- one-shot (docs/cai.md, Mechanisms and estimators)
+
 
 def _edge_data(n=30, seed=0):
     theta = theta_cai_design(jax.random.key(seed), n)
@@ -278,10 +304,11 @@ def test_ergodicity_coefficient_and_one_shot_scale():
     assert rho == pytest.approx(brute, abs=1e-14) and 0 < rho < 1
     stats = one_shot_statistics(W, 1.0)
     assert float(stats.ergodicity) == pytest.approx(brute, abs=1e-14) and float(stats.degree) == n
-    out = jax.jit(one_shot_scores, static_argnums=(4,))(jax.random.key(0), stats.stationary, stats.ergodicity,
-                                                         stats.degree, k, eps)
+    out = jax.jit(one_shot_scores, static_argnums=(4,))(
+        jax.random.key(0), stats.stationary, stats.ergodicity, stats.degree, k, eps
+    )
     s = 2.0 / (n * (1 - brute))
-    expected = 8 * s * math.sqrt(k * math.log(n / (1 / n ** 2))) / eps
+    expected = 8 * s * math.sqrt(k * math.log(n / (1 / n**2))) / eps
     assert float(out.noise_scale) == pytest.approx(expected)
     assert float(one_shot_noise_scale(brute, n, k, n, eps)) == pytest.approx(expected)
     np.testing.assert_allclose(out.stationary, stationary_distribution(P), atol=1e-14)
@@ -291,8 +318,10 @@ def test_ergodicity_coefficient_and_one_shot_scale():
 
 # --------------------------------------------------------------------------- real data (Fig. 8)
 
+
 def test_bundled_win_matrices_match_the_spec():
     from dpsim.experiments.cai.figures.individual import CEMS, IMMIGRATION
+
     assert CEMS.items[1] == "London" and CEMS.per_user == 15
     np.testing.assert_array_equal(CEMS.W.sum(1), [614, 1082, 511, 737, 631, 392])
     assert CEMS.W.sum() == 3967
@@ -307,6 +336,7 @@ def test_load_user_win_matrix(tmp_path):
     from dpsim.datasets import load_win_matrix
     from dpsim.engine.definition.grid import expand_grid
     from dpsim.experiments.cai.figures.individual import real_data_experiment
+
     plain = tmp_path / "plain.csv"
     plain.write_text("0,3,1\n2,0,4\n5,1,0\n")
     wm = load_win_matrix(plain, per_user=2)
@@ -325,6 +355,7 @@ def test_load_user_win_matrix(tmp_path):
 
 def test_experiments_are_registered():
     from dpsim.engine.registry import installed
+
     found = installed()
     for name in ("cai-fig4", "cai-fig5", "cai-fig6", "cai-fig7", "cai-fig8"):
         assert name in found.experiments

@@ -2,6 +2,7 @@
 threshold.ReachableCollapseCheck): the closed forms against independent computations, the
 two optimality identities of Algorithm 1 on real fits, the mutants' copies of Algorithm 1
 against the library's, and a mutant caught at the level of its metric."""
+
 import math
 
 import jax
@@ -26,10 +27,13 @@ from experiments.cai.figures import design, published, threshold
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("eps", [0.2, 1.0, 5.0])
 def test_count_noise_variances_are_laplace_variances(eps):
-    assert checks.edge_count_noise_variance(eps) == pytest.approx(stats.laplace(scale=2 / eps).var(), rel=1e-12)
+    assert checks.edge_count_noise_variance(eps) == pytest.approx(
+        stats.laplace(scale=2 / eps).var(), rel=1e-12
+    )
     for mode, c in (("strict", 2.0), ("paper", 1.0)):
         assert checks.individual_count_noise_variance(eps, 5, mode) == pytest.approx(
-            stats.laplace(scale=c * 5 / eps).var(), rel=1e-12)
+            stats.laplace(scale=c * 5 / eps).var(), rel=1e-12
+        )
 
 
 def test_perturbation_constants_match_the_spec_numbers():
@@ -40,12 +44,16 @@ def test_perturbation_constants_match_the_spec_numbers():
     assert checks.edge_perturbation(10.0, 200, 1.0, 0.0) == (0.8, 0.1)
     # cai Algorithm 1 under individual DP, §3.2: λ = 8L/ε, γ = 2L/ε (the code's lam = 8·1·L/ε, gamma = 8·0.25·L/ε)
     assert checks.individual_perturbation(2.0, 5) == (20.0, 5.0)
-    assert checks.perturbation_mean_ratio(*checks.individual_perturbation(0.3, 7)) == pytest.approx(32.0)
+    assert checks.perturbation_mean_ratio(*checks.individual_perturbation(0.3, 7)) == pytest.approx(
+        32.0
+    )
 
 
 def test_tau_shift_is_the_noise_over_np():
     # S = (n − 1)p: τ̂ − τ̂_raw = noise/(np), so its mean square is Var/(np)²
-    assert checks.tau_shift_msq(3.0, 200, 199 * 0.5) == pytest.approx(3.0 / (200 * 0.5) ** 2, rel=1e-12)
+    assert checks.tau_shift_msq(3.0, 200, 199 * 0.5) == pytest.approx(
+        3.0 / (200 * 0.5) ** 2, rel=1e-12
+    )
 
 
 def test_regions_are_six_standard_errors_rounded_outward():
@@ -79,10 +87,12 @@ def test_perturbation_metrics_recover_the_noise_exactly(gamma):
     W = _edge_data()
     w = 3.0 * jax.random.laplace(jax.random.key(5), (W.shape[0],))
     m = methods.perturbation_metrics(W, _fit_theta(W, gamma, w))
-    noise_msq = m["op_grad_msq"] - 2 * gamma * m["op_grad_theta"] + gamma ** 2 * m["op_theta_msq"]
-    assert float(noise_msq) == pytest.approx(float(jnp.mean(w ** 2)), rel=1e-8)
+    noise_msq = m["op_grad_msq"] - 2 * gamma * m["op_grad_theta"] + gamma**2 * m["op_theta_msq"]
+    assert float(noise_msq) == pytest.approx(float(jnp.mean(w**2)), rel=1e-8)
     n = W.shape[0]
-    assert float(m["op_theta_mean_sq"]) == pytest.approx(n * float(jnp.mean(w)) ** 2 / gamma ** 2, rel=1e-6)
+    assert float(m["op_theta_mean_sq"]) == pytest.approx(
+        n * float(jnp.mean(w)) ** 2 / gamma**2, rel=1e-6
+    )
 
 
 @pytest.mark.parametrize("spread", [1.0, 60.0, 1200.0])
@@ -101,7 +111,10 @@ def test_perturbation_metrics_ignore_padding():
     theta = _fit_theta(W, 2.0, jax.random.laplace(jax.random.key(2), (40,)))
     padded_W = jnp.zeros((46, 46)).at[:40, :40].set(W)
     padded_theta = jnp.zeros(46).at[:40].set(theta)
-    a, b = methods.perturbation_metrics(W, theta), methods.perturbation_metrics(padded_W, padded_theta, 40)
+    a, b = (
+        methods.perturbation_metrics(W, theta),
+        methods.perturbation_metrics(padded_W, padded_theta, 40),
+    )
     for key in methods.PERTURBATION_METRICS:
         assert float(b[key]) == pytest.approx(float(a[key]), rel=1e-12, abs=1e-15)
 
@@ -117,9 +130,11 @@ def test_mutants_are_named_for_cai_and_mutate_their_experiments():
     for mutant in cai.MUTANTS:
         assert mutant.name.startswith("cai-")
         for name in mutant.experiments:
-            assert name in checked       # a level check of this experiment can catch it
+            assert name in checked  # a level check of this experiment can catch it
             mutated = mutant.mutate(experiments[name])
-            assert mutated.name == name and mutated.methods.keys() == experiments[name].methods.keys()
+            assert (
+                mutated.name == name and mutated.methods.keys() == experiments[name].methods.keys()
+            )
 
 
 def test_mutant_copies_of_algorithm_1_equal_the_library_at_factor_one():
@@ -128,10 +143,12 @@ def test_mutant_copies_of_algorithm_1_equal_the_library_at_factor_one():
 
     @jax.jit
     def releases(key):
-        return (mutants.edge_release()(key, 0.7, 0.6, capacity, c0=2.0, n_items=40),
-                objective_perturbation_edge(key, 0.7, 0.6, capacity, c0=2.0, n_items=40),
-                mutants.individual_release()(key, 2.0, 5, 12),
-                objective_perturbation_individual(key, 2.0, 5, 12))
+        return (
+            mutants.edge_release()(key, 0.7, 0.6, capacity, c0=2.0, n_items=40),
+            objective_perturbation_edge(key, 0.7, 0.6, capacity, c0=2.0, n_items=40),
+            mutants.individual_release()(key, 2.0, 5, 12),
+            objective_perturbation_individual(key, 2.0, 5, 12),
+        )
 
     ours_edge, library_edge, ours_individual, library_individual = releases(jax.random.key(9))
     for ours, library in ((ours_edge, library_edge), (ours_individual, library_individual)):
@@ -147,8 +164,13 @@ def test_paper_as_strict_mutant_quadruples_the_count_noise():
     mutant = next(m for m in cai.MUTANTS if m.name == "cai-indiv-counts-paper-as-strict")
     W = _user_counts(16)
     sample = {"W": W, "theta": jnp.zeros(16), "top_k": jnp.arange(16) < 4}
-    ctx = Context(shape={"n_items": 16, "k": 4, "link": "logistic", "mode": "paper"}, truth={}, sample=sample,
-                  data={"n_users": 250, "per_user": 5}, analysis={"eps": 1.0})
+    ctx = Context(
+        shape={"n_items": 16, "k": 4, "link": "logistic", "mode": "paper"},
+        truth={},
+        sample=sample,
+        data={"n_users": 250, "per_user": 5},
+        analysis={"eps": 1.0},
+    )
     keys = jax.random.split(jax.random.key(6), 400)
     predicted = checks.individual_count_noise_variance(1.0, 5, "paper")
     for experiment, factor in ((fig7, 1.0), (mutant.mutate(fig7), 4.0)):
@@ -163,22 +185,34 @@ def test_paper_as_strict_mutant_quadruples_the_count_noise():
 def test_per_row_ratio_weights_every_row_alike():
     """Rows of two points whose predictions differ 100-fold: the pooled statistic is the mean
     of the per-row ratios (1.2 and 0.8 → 1), where a ratio of pooled means would be ≈ 0.804."""
-    rows = pd.DataFrame({"eps": [1.0, 1.0, 10.0, 10.0], "rep": [0, 1, 0, 1], "method": "counts",
-                         "noise_msq": [100 * 1.2, 100 * 1.2, 0.8, 0.8]})
+    rows = pd.DataFrame(
+        {
+            "eps": [1.0, 1.0, 10.0, 10.0],
+            "rep": [0, 1, 0, 1],
+            "method": "counts",
+            "noise_msq": [100 * 1.2, 100 * 1.2, 0.8, 0.8],
+        }
+    )
     rows.attrs["method_columns"] = ["noise_msq"]
-    stat = checks.PerRowRatio("noise_msq", "counts", inner=checks.Mean("noise_msq", "counts"),
-                              reference=lambda point: 100.0 / point["eps"] ** 2)
+    stat = checks.PerRowRatio(
+        "noise_msq",
+        "counts",
+        inner=checks.Mean("noise_msq", "counts"),
+        reference=lambda point: 100.0 / point["eps"] ** 2,
+    )
     assert math.exp(stat.estimate(rows).value) == pytest.approx(1.0, rel=1e-12)
 
 
 # (check, its expected standard error from the law, the points it judges)
-POWERED = [("cai-level-edge-counts-noise", checks.SE_FIG3_SQUARES, 6),
-           ("cai-level-edge-mle-noise", checks.SE_FIG3_SQUARES, 6),
-           ("cai-level-matched-edge-counts-noise", checks.SE_M_SQUARES_POOLED, 2),
-           ("cai-level-matched-edge-mle-noise", checks.SE_M_SQUARES_POOLED, 2),
-           ("cai-level-indiv-counts-noise-strict-pooled", checks.SE_M_SQUARES_ALL, 1),
-           ("cai-level-indiv-mle-noise-pooled", checks.SE_M_SQUARES_ALL, 1),
-           ("cai-level-indiv-counts-noise-paper-pooled", checks.SE_FIG7_ALL, 1)]
+POWERED = [
+    ("cai-level-edge-counts-noise", checks.SE_FIG3_SQUARES, 6),
+    ("cai-level-edge-mle-noise", checks.SE_FIG3_SQUARES, 6),
+    ("cai-level-matched-edge-counts-noise", checks.SE_M_SQUARES_POOLED, 2),
+    ("cai-level-matched-edge-mle-noise", checks.SE_M_SQUARES_POOLED, 2),
+    ("cai-level-indiv-counts-noise-strict-pooled", checks.SE_M_SQUARES_ALL, 1),
+    ("cai-level-indiv-mle-noise-pooled", checks.SE_M_SQUARES_ALL, 1),
+    ("cai-level-indiv-counts-noise-paper-pooled", checks.SE_FIG7_ALL, 1),
+]
 
 
 @pytest.mark.parametrize("name, se, points", POWERED)
@@ -187,6 +221,7 @@ def test_noise_checks_fail_a_ten_percent_variance_error_with_95_percent_power(na
     half-width of ``dpsim verify cai`` plus 1.645 standard errors (the verdicts' FAIL rule), so
     it FAILs with probability ≥ 95%, while the region stays ±6 expected standard errors."""
     from dpsim.engine.judgement.verdicts import family_z
+
     check = {c.name: c for c in checks.LEVEL_CHECKS}[name]
     lo, hi = check.region
     family = sum(1 for c in cai.CHECKS if not c.report_only)
@@ -199,9 +234,13 @@ def test_noise_checks_fail_a_ten_percent_variance_error_with_95_percent_power(na
 def test_one_path_variance_mutants_leave_the_other_unit_alone():
     """eps_scaled_where scales ε only on the named unit: the other unit's method sees the true ε."""
     seen = []
-    wrapped = mutants.eps_scaled_where(0.5, unit="individual")(lambda key, ctx: seen.append(ctx.analysis["eps"]))
+    wrapped = mutants.eps_scaled_where(0.5, unit="individual")(
+        lambda key, ctx: seen.append(ctx.analysis["eps"])
+    )
     for unit in ("edge", "individual"):
-        wrapped(None, Context(shape={"unit": unit}, truth={}, sample={}, data={}, analysis={"eps": 2.0}))
+        wrapped(
+            None, Context(shape={"unit": unit}, truth={}, sample={}, data={}, analysis={"eps": 2.0})
+        )
     assert seen == [2.0, 1.0]
     names = {m.name for m in cai.MUTANTS if m.name.endswith("-variance-1.1")}
     assert len(names) == 7
@@ -218,13 +257,32 @@ def test_reachable_collapse_check_leaves_out_configurations_that_cannot_cross():
         for rep in range(200):
             for gap in np.geomspace(0.05, 0.48, 12):
                 x = gap / 0.48 * 3.0 * scale
-                rows.append({"n_items": n, "gap": gap, "rep": rep, "method": "counts", "gap_over_rate": x,
-                             "exact_recovery": float(rng.random() < 1 / (1 + (1 / x) ** 6))})
+                rows.append(
+                    {
+                        "n_items": n,
+                        "gap": gap,
+                        "rep": rep,
+                        "method": "counts",
+                        "gap_over_rate": x,
+                        "exact_recovery": float(rng.random() < 1 / (1 + (1 / x) ** 6)),
+                    }
+                )
     table = pd.DataFrame(rows)
     table.attrs["method_columns"] = ("gap_over_rate", "exact_recovery")
     check = threshold.ReachableCollapseCheck(
-        "cai-test", "x", "exact_recovery", "counts", "gap_over_rate", pool=("gap",), configs=("n_items",),
-        max_ratio=3.0, x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95)
+        "cai-test",
+        "x",
+        "exact_recovery",
+        "counts",
+        "gap_over_rate",
+        pool=("gap",),
+        configs=("n_items",),
+        max_ratio=3.0,
+        x_low=0.5,
+        p_low=0.05,
+        x_high=2.5,
+        p_high=0.95,
+    )
     result = check.evaluate(table)
     assert result.verdict == "PASS", result.line()
     assert "1 of 3 configurations left out" in result.evidence

@@ -2,6 +2,7 @@
 the check classes slope_range_check / ratio_check / ratio_slope_check on synthetic tables (pass on
 correct data, fail on wrong), the L-explicit theory terms, and the experiment's pieces
 (unbiased τ̂, matched design, calibrations of the privacy shift)."""
+
 from __future__ import annotations
 
 import math
@@ -30,9 +31,16 @@ from dpsim.experiments.cai.figures import scaling as cs
 def _slope_table(slope, xs=(1000, 2000, 4000, 8000), reps=200, sd=0.1, seed=0, intercept=1.0):
     """Rows of metric = exp(intercept + slope·log x + N(0, sd²)), one method 'm'."""
     rng = np.random.default_rng(seed)
-    rows = [{"n_users": x, "rep": r, "method": "m",
-             "err": math.exp(intercept + slope * math.log(x) + sd * rng.standard_normal())}
-            for x in xs for r in range(reps)]
+    rows = [
+        {
+            "n_users": x,
+            "rep": r,
+            "method": "m",
+            "err": math.exp(intercept + slope * math.log(x) + sd * rng.standard_normal()),
+        }
+        for x in xs
+        for r in range(reps)
+    ]
     table = pd.DataFrame(rows)
     table.attrs["method_columns"] = ["err"]
     return table
@@ -46,8 +54,10 @@ def _ratio_table(ratio_of_means, xs=(1, 2, 5, 10), reps=200, seed=0, scale_fn=No
     for x in xs:
         for unit, mean in (("a", ratio_of_means(x)), ("b", 1.0)):
             vals = mean * rng.gamma(4.0, 0.25, size=reps)  # mean·(Gamma with mean 1)
-            rows += [{"per_user": x, "unit": unit, "rep": r, "method": "m", "msq": v}
-                     for r, v in enumerate(vals)]
+            rows += [
+                {"per_user": x, "unit": unit, "rep": r, "method": "m", "msq": v}
+                for r, v in enumerate(vals)
+            ]
     table = pd.DataFrame(rows)
     table.attrs["method_columns"] = ["msq"]
     return table
@@ -93,13 +103,14 @@ def test_slope_range_report_only_is_info():
 # ratio_check
 # ---------------------------------------------------------------------------------------
 def _ratio_check(L, lo, hi, **kw):
-    return ratio_check("q", "e", "msq", "m", "unit", "a", "b", lo, hi,
-                       where={"per_user": [L]}, root=True, **kw)
+    return ratio_check(
+        "q", "e", "msq", "m", "unit", "a", "b", lo, hi, where={"per_user": [L]}, root=True, **kw
+    )
 
 
 @pytest.mark.parametrize("L", [2, 5, 10])
 def test_ratio_check_passes_on_ratio_L(L):
-    table = _ratio_table(lambda x: x ** 2)  # mean-square ratio L² → RMS ratio L
+    table = _ratio_table(lambda x: x**2)  # mean-square ratio L² → RMS ratio L
     res = _ratio_check(L, L / 2, 2 * L).evaluate(table)
     assert res.passed and res.value == pytest.approx(L, rel=0.05)
     assert res.low < res.value < res.high
@@ -113,7 +124,7 @@ def test_ratio_check_fails_on_sqrt_L(L):
 
 
 def test_ratio_check_needs_the_whole_ci_in_the_band():
-    table = _ratio_table(lambda x: x ** 2, reps=20, seed=5)
+    table = _ratio_table(lambda x: x**2, reps=20, seed=5)
     res = _ratio_check(5, 1.0, 100.0).evaluate(table)
     assert res.passed
     tight = _ratio_check(5, res.value * 0.999, res.value * 1.001).evaluate(table)
@@ -127,8 +138,10 @@ def test_ratio_check_delta_ci_matches_bootstrap():
     a = rows[rows.unit == "a"].msq.to_numpy()
     b = rows[rows.unit == "b"].msq.to_numpy()
     rng = np.random.default_rng(0)
-    boot = [math.log(math.sqrt(rng.choice(a, a.size).mean() / rng.choice(b, b.size).mean()))
-            for _ in range(2000)]
+    boot = [
+        math.log(math.sqrt(rng.choice(a, a.size).mean() / rng.choice(b, b.size).mean()))
+        for _ in range(2000)
+    ]
     se_delta = (math.log(res.high) - math.log(res.low)) / (2 * 1.959963984540054)
     assert se_delta == pytest.approx(np.std(boot), rel=0.15)
 
@@ -137,8 +150,13 @@ def test_ratio_check_without_root_and_paired():
     """Paired slices whose values are exactly proportional: ratio exact, zero-width CI."""
     rng = np.random.default_rng(1)
     base = rng.gamma(2.0, 1.0, size=50)
-    table = pd.DataFrame([{"unit": u, "rep": r, "method": "m", "msq": f * v}
-                          for u, f in (("a", 3.0), ("b", 1.0)) for r, v in enumerate(base)])
+    table = pd.DataFrame(
+        [
+            {"unit": u, "rep": r, "method": "m", "msq": f * v}
+            for u, f in (("a", 3.0), ("b", 1.0))
+            for r, v in enumerate(base)
+        ]
+    )
     table.attrs["method_columns"] = ["msq"]
     check = ratio_check("q", "e", "msq", "m", "unit", "a", "b", 2.99, 3.01, paired_on=("rep",))
     res = check.evaluate(table)
@@ -161,11 +179,13 @@ def test_ratio_check_errors():
 # ratio_slope_check
 # ---------------------------------------------------------------------------------------
 def _ratio_slope_check():
-    return ratio_slope_check("s", "e", "msq", "m", "unit", "a", "b", "per_user", 1.0, 0.1, root=True)
+    return ratio_slope_check(
+        "s", "e", "msq", "m", "unit", "a", "b", "per_user", 1.0, 0.1, root=True
+    )
 
 
 def test_ratio_slope_passes_on_L():
-    res = _ratio_slope_check().evaluate(_ratio_table(lambda x: x ** 2))
+    res = _ratio_slope_check().evaluate(_ratio_table(lambda x: x**2))
     assert res.passed and res.value == pytest.approx(1.0, abs=0.03)
     assert res.detail.n_points == 4 and res.low < res.value < res.high
 
@@ -178,8 +198,8 @@ def test_ratio_slope_fails_on_sqrt_L_or_flat(power):
 
 def test_ratio_slope_se_is_propagated():
     """The slope's SE shrinks like 1/√reps."""
-    se_small = _ratio_slope_check().evaluate(_ratio_table(lambda x: x ** 2, reps=50)).detail.stderr
-    se_large = _ratio_slope_check().evaluate(_ratio_table(lambda x: x ** 2, reps=800)).detail.stderr
+    se_small = _ratio_slope_check().evaluate(_ratio_table(lambda x: x**2, reps=50)).detail.stderr
+    se_large = _ratio_slope_check().evaluate(_ratio_table(lambda x: x**2, reps=800)).detail.stderr
     assert se_large == pytest.approx(se_small / 4, rel=0.25)
 
 
@@ -191,33 +211,55 @@ def test_individual_terms_by_hand():
     S = 2 * m * L / n
     assert float(cai_theory.individual_dp_comparisons_per_item(n, m, L)) == pytest.approx(625.0)
     assert float(cai_theory.individual_dp_statistical_term(n, m, eps, L)) == pytest.approx(
-        math.sqrt(n * math.log(n) / (2 * m * L)), rel=1e-14)
+        math.sqrt(n * math.log(n) / (2 * m * L)), rel=1e-14
+    )
     assert float(cai_theory.individual_dp_privacy_term(n, m, eps, L)) == pytest.approx(
-        n * math.log(n) / (2 * m * eps), rel=1e-14)
+        n * math.log(n) / (2 * m * eps), rel=1e-14
+    )
     assert float(cai_theory.individual_dp_rate_explicit_l(n, m, eps, L)) == pytest.approx(
-        math.sqrt(math.log(n) / S) + (L / eps) * math.log(n) / S, rel=1e-14)
+        math.sqrt(math.log(n) / S) + (L / eps) * math.log(n) / S, rel=1e-14
+    )
 
 
 def test_privacy_term_is_flat_in_L_and_statistical_term_is_not():
     at = {"n_items": 16.0, "n_users": 32000.0, "eps": 0.125, "per_user": 5.0}
-    assert theory.log_slope(cai_theory.individual_dp_privacy_term, "per_user", at) == pytest.approx(0.0, abs=1e-8)
-    assert theory.log_slope(cai_theory.individual_dp_statistical_term, "per_user", at) == pytest.approx(-0.5, abs=1e-8)
-    assert theory.log_slope(cai_theory.individual_dp_privacy_term, "n_users", at) == pytest.approx(-1.0, abs=1e-8)
-    assert theory.log_slope(cai_theory.individual_dp_statistical_term, "n_users", at) == pytest.approx(-0.5, abs=1e-8)
+    assert theory.log_slope(cai_theory.individual_dp_privacy_term, "per_user", at) == pytest.approx(
+        0.0, abs=1e-8
+    )
+    assert theory.log_slope(
+        cai_theory.individual_dp_statistical_term, "per_user", at
+    ) == pytest.approx(-0.5, abs=1e-8)
+    assert theory.log_slope(cai_theory.individual_dp_privacy_term, "n_users", at) == pytest.approx(
+        -1.0, abs=1e-8
+    )
+    assert theory.log_slope(
+        cai_theory.individual_dp_statistical_term, "n_users", at
+    ) == pytest.approx(-0.5, abs=1e-8)
     # the explicit-L rate in m runs from −1 (privacy) to −1/2 (statistical)
     tiny, huge = dict(at, eps=1e-9), dict(at, eps=math.inf)
-    assert theory.log_slope(cai_theory.individual_dp_rate_explicit_l, "n_users", tiny) == pytest.approx(-1.0, abs=1e-4)
-    assert theory.log_slope(cai_theory.individual_dp_rate_explicit_l, "n_users", huge) == pytest.approx(-0.5, abs=1e-8)
+    assert theory.log_slope(
+        cai_theory.individual_dp_rate_explicit_l, "n_users", tiny
+    ) == pytest.approx(-1.0, abs=1e-4)
+    assert theory.log_slope(
+        cai_theory.individual_dp_rate_explicit_l, "n_users", huge
+    ) == pytest.approx(-0.5, abs=1e-8)
 
 
-@pytest.mark.parametrize("n, m, L, eps", [(200, 1990, 10, 10.0), (16, 1000, 5, 1.0), (50, 7, 3, 0.3)])
+@pytest.mark.parametrize(
+    "n, m, L, eps", [(200, 1990, 10, 10.0), (16, 1000, 5, 1.0), (50, 7, 3, 0.3)]
+)
 def test_matched_ratio_is_L(n, m, L, eps):
     p = cai_theory.matched_edge_probability(n, m, L)
-    assert float(n * p) == pytest.approx(float(cai_theory.individual_dp_comparisons_per_item(n, m, L)))
-    assert float(cai_theory.individual_to_edge_privacy_ratio(n, m, eps, L)) == pytest.approx(L, rel=1e-12)
+    assert float(n * p) == pytest.approx(
+        float(cai_theory.individual_dp_comparisons_per_item(n, m, L))
+    )
+    assert float(cai_theory.individual_to_edge_privacy_ratio(n, m, eps, L)) == pytest.approx(
+        L, rel=1e-12
+    )
     # and the statistical terms agree at matched S
     assert float(cai_theory.individual_dp_statistical_term(n, m, eps, L)) == pytest.approx(
-        float(cai_theory.edge_dp_statistical_term(n, p)), rel=1e-12)
+        float(cai_theory.edge_dp_statistical_term(n, p)), rel=1e-12
+    )
 
 
 def test_predicted_slopes_used_by_the_checks():
@@ -261,11 +303,16 @@ def test_matched_design_and_validation():
 
 
 def _matched(unit, L, eps, n=20, p=1.0, seed=0):
-    shape = cs.matched_resolve_shape({"n_items": n, "k": "auto", "unit": unit, "mode": "strict", "p": p})
+    shape = cs.matched_resolve_shape(
+        {"n_items": n, "k": "auto", "unit": unit, "mode": "strict", "p": p}
+    )
     key = jax.random.key(seed)
     sample = cs.matched_generate(jax.random.fold_in(key, 1), shape, {}, {"per_user": L})
-    out = analyse_point(cs.MATCHED, jax.random.fold_in(key, 2), Context(shape, {}, sample, {"per_user": L},
-                                                                     {"eps": eps}))
+    out = analyse_point(
+        cs.MATCHED,
+        jax.random.fold_in(key, 2),
+        Context(shape, {}, sample, {"per_user": L}, {"eps": eps}),
+    )
     return sample, jax.tree_util.tree_map(float, out)
 
 
@@ -279,7 +326,9 @@ def test_matched_pieces_calibration():
     n = 20
     assert float(s_edge["W"].sum()) == n * (n - 1) / 2  # p = 1: one comparison per pair
     assert float(s_ind["W"].sum()) == cs.matched_total(n, 1.0)
-    assert ind["counts"]["privacy_msq"] / edge["counts"]["privacy_msq"] == pytest.approx(L ** 2, rel=1e-10)
+    assert ind["counts"]["privacy_msq"] / edge["counts"]["privacy_msq"] == pytest.approx(
+        L**2, rel=1e-10
+    )
     assert edge["mle"]["converged"] and ind["mle"]["converged"]
     _, quiet = _matched("individual", L, 1e9)
     assert quiet["mle"]["privacy_linf"] < 1e-6 and quiet["counts"]["privacy_linf"] < 1e-6

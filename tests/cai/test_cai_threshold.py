@@ -1,6 +1,7 @@
 """The top-k phase transition (docs/cai.md, Model; Predictions (item 5)): the two-block instance, the
 direct win-count sampler, the ThresholdCollapseCheck logic (it passes for the right rate
 and fails for a wrong one), and small runs of ``cai-threshold`` / ``-individual``."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -84,7 +85,11 @@ def test_win_counts_have_the_law_of_row_sums(n, probit):
     p = 0.6
     keys = jax.random.split(jax.random.key(n), 100_000)
     N = np.asarray(jax.jit(jax.vmap(lambda key: sample_er_win_counts(key, theta, p, **kw)))(keys))
-    cdf = (lambda x: np.asarray(PROBIT.cdf(jnp.asarray(x)))) if probit else (lambda x: 1 / (1 + np.exp(-x)))
+    cdf = (
+        (lambda x: np.asarray(PROBIT.cdf(jnp.asarray(x))))
+        if probit
+        else (lambda x: 1 / (1 + np.exp(-x)))
+    )
     th = np.asarray(theta)
     P = p * cdf(th[:, None] - th[None, :])
     np.fill_diagonal(P, 0.0)
@@ -93,7 +98,7 @@ def test_win_counts_have_the_law_of_row_sums(n, probit):
     z_mean = (N.mean(0) - P.sum(1)) / np.sqrt(np.diag(cov) / len(N))
     assert np.abs(z_mean).max() < 4.5
     emp = np.cov(N.T).reshape(n, n)
-    tol = 5 * np.sqrt((np.outer(np.diag(cov), np.diag(cov)) + cov ** 2) / len(N))
+    tol = 5 * np.sqrt((np.outer(np.diag(cov), np.diag(cov)) + cov**2) / len(N))
     assert np.all(np.abs(emp - cov) < tol)
     assert np.all(N == np.round(N)) and N.min() >= 0
 
@@ -102,16 +107,21 @@ def test_theory_rates_are_traceable():
     """The rates are written once in jax.numpy: jitted (as inside ``analyse``) equals eager."""
     for n, p, eps in [(100, 0.5, 0.1), (800, 1.0, 2.0), (50, 0.3, INF)]:
         assert float(jax.jit(cai_theory.edge_dp_rate)(n, p, eps)) == pytest.approx(
-            float(cai_theory.edge_dp_rate(n, p, eps)))
+            float(cai_theory.edge_dp_rate(n, p, eps))
+        )
         assert float(jax.jit(cai_theory.edge_dp_statistical_term)(n, p)) == pytest.approx(
-            float(cai_theory.edge_dp_statistical_term(n, p)))
+            float(cai_theory.edge_dp_statistical_term(n, p))
+        )
     for n, m, eps, L in [(16, 1000, 0.5, 5), (44, 8000, INF, 3)]:
         assert float(jax.jit(cai_theory.individual_dp_rate)(n, m, eps)) == pytest.approx(
-            float(cai_theory.individual_dp_rate(n, m, eps)))
-        assert float(jax.jit(cai_theory.individual_dp_rate_explicit_l)(n, m, eps, L)) == pytest.approx(
-            float(cai_theory.individual_dp_rate_explicit_l(n, m, eps, L)))
-        strict = cai_theory.individual_dp_statistical_term(n, m, per_user=L) + \
-            2 * cai_theory.individual_dp_privacy_term(n, m, eps, per_user=L)
+            float(cai_theory.individual_dp_rate(n, m, eps))
+        )
+        assert float(
+            jax.jit(cai_theory.individual_dp_rate_explicit_l)(n, m, eps, L)
+        ) == pytest.approx(float(cai_theory.individual_dp_rate_explicit_l(n, m, eps, L)))
+        strict = cai_theory.individual_dp_statistical_term(
+            n, m, per_user=L
+        ) + 2 * cai_theory.individual_dp_privacy_term(n, m, eps, per_user=L)
         traced = jax.jit(lambda *a: cai_theory.individual_dp_rate_explicit_l(*a, noise_factor=2))
         assert float(traced(n, m, eps, L)) == pytest.approx(float(strict))
 
@@ -125,11 +135,15 @@ def test_edge_analysis_is_algorithm_2():
     key = jax.random.key(6)
     shape = {"n_items": 40, "k": 10}
     truth = ct.truth(None, shape)
-    out = analyse_point(ct.EDGE, key, Context(shape, truth, W.sum(axis=1), {"gap": 0.2, "p": 0.7}, {"eps": 0.5}))
+    out = analyse_point(
+        ct.EDGE, key, Context(shape, truth, W.sum(axis=1), {"gap": 0.2, "p": 0.7}, {"eps": 0.5})
+    )
     k_noise, k_tie = jax.random.split(fold_in_words(key, id_words(method_id("counts"))))
     mask = ct.top_k_mask(k_tie, noisy_counts_edge(k_noise, W, 0.5), 10)
     assert float(out["counts"]["exact_recovery"]) == float(jnp.all(mask == truth["top_k"]))
-    assert float(out["counts"]["gap_over_rate"]) == pytest.approx(0.2 / cai_theory.edge_dp_rate(40, 0.7, 0.5))
+    assert float(out["counts"]["gap_over_rate"]) == pytest.approx(
+        0.2 / cai_theory.edge_dp_rate(40, 0.7, 0.5)
+    )
 
 
 def test_gap_must_be_below_one_half():
@@ -157,18 +171,38 @@ def synthetic_table(midpoint=lambda n, p, eps: 1.2, reps=200, seed=0, sharpness=
                     prob = 1 / (1 + np.exp(-sharpness * np.log(x / midpoint(n, p, eps))))
                     gap = float(x * rate)
                     for rep, ok in enumerate(rng.random(reps) < prob):
-                        rows.append({"n_items": n, "p": p, "eps": eps, "gap": gap, "rep": rep,
-                                     "method": "counts", "exact_recovery": float(ok),
-                                     "gap_over_rate": float(gap / rate),
-                                     "gap_over_statistical_rate": float(gap / stat)})
+                        rows.append(
+                            {
+                                "n_items": n,
+                                "p": p,
+                                "eps": eps,
+                                "gap": gap,
+                                "rep": rep,
+                                "method": "counts",
+                                "exact_recovery": float(ok),
+                                "gap_over_rate": float(gap / rate),
+                                "gap_over_statistical_rate": float(gap / stat),
+                            }
+                        )
     table = pd.DataFrame(rows)
     table.attrs["method_columns"] = ["exact_recovery", "gap_over_rate", "gap_over_statistical_rate"]
     return table
 
 
-CHECK = ThresholdCollapseCheck("t", "t", "exact_recovery", "counts", "gap_over_rate", pool=("gap",),
-                               configs=("n_items", "p", "eps"), max_ratio=2.0,
-                               x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95)
+CHECK = ThresholdCollapseCheck(
+    "t",
+    "t",
+    "exact_recovery",
+    "counts",
+    "gap_over_rate",
+    pool=("gap",),
+    configs=("n_items", "p", "eps"),
+    max_ratio=2.0,
+    x_low=0.5,
+    p_low=0.05,
+    x_high=2.5,
+    p_high=0.95,
+)
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +236,9 @@ def test_collapse_fails_with_a_rate_that_ignores_privacy(synthetic):
 
 def test_collapse_fails_when_midpoints_drift(synthetic):
     """A transition whose constant grows like ε^{-1/2} is not captured by r_E."""
-    drifting = synthetic_table(midpoint=lambda n, p, eps: 1.2 * (1 if math.isinf(eps) else eps ** -0.5))
+    drifting = synthetic_table(
+        midpoint=lambda n, p, eps: 1.2 * (1 if math.isinf(eps) else eps**-0.5)
+    )
     result = CHECK.evaluate(drifting)
     assert not result.passed and result.value > 2.0
 
@@ -262,8 +298,13 @@ def test_report_only_prints_info(synthetic):
 @pytest.fixture(scope="module")
 def edge_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("threshold-edge")
-    run_experiment(ct.EDGE, out=out, reps=60, progress=False,
-                   overrides={"n_items": [100, 200], "p": [1.0], "eps": [0.5, 2.0, INF]})
+    run_experiment(
+        ct.EDGE,
+        out=out,
+        reps=60,
+        progress=False,
+        overrides={"n_items": [100, 200], "p": [1.0], "eps": [0.5, 2.0, INF]},
+    )
     return load_results(out)
 
 
@@ -294,34 +335,57 @@ def test_edge_run_columns(edge_run):
     rows = edge_run[(edge_run["eps"] == 0.5) & (edge_run["n_items"] == 200)]
     rate = cai_theory.edge_dp_rate(200, 1.0, 0.5)
     np.testing.assert_allclose(rows["gap_over_rate"], rows["gap"] / rate, rtol=1e-12)
-    np.testing.assert_allclose(rows["gap_over_statistical_rate"],
-                               rows["gap"] / cai_theory.edge_dp_statistical_term(200, 1.0), rtol=1e-12)
+    np.testing.assert_allclose(
+        rows["gap_over_statistical_rate"],
+        rows["gap"] / cai_theory.edge_dp_statistical_term(200, 1.0),
+        rtol=1e-12,
+    )
     assert set(edge_run["method"]) == {"counts"}
     assert set(edge_run["exact_recovery"].unique()) <= {0.0, 1.0}
 
 
 def test_individual_run_collapses(tmp_path):
-    run_experiment(ct.INDIVIDUAL, out=tmp_path, reps=40, progress=False,
-                   overrides={"n_items": [12], "n_users": [500, 2000], "eps": [0.5, INF]})
+    run_experiment(
+        ct.INDIVIDUAL,
+        out=tmp_path,
+        reps=40,
+        progress=False,
+        overrides={"n_items": [12], "n_users": [500, 2000], "eps": [0.5, INF]},
+    )
     table = load_results(tmp_path)
     result = ct.CHECKS[2].evaluate(table)
     assert result.passed, result.line()
     rows = table[(table["eps"] == 0.5) & (table["n_users"] == 500)]
     np.testing.assert_allclose(
-        rows["gap_over_stated_rate"], rows["gap"] / cai_theory.individual_dp_rate(12, 500, 0.5), rtol=1e-12)
+        rows["gap_over_stated_rate"],
+        rows["gap"] / cai_theory.individual_dp_rate(12, 500, 0.5),
+        rtol=1e-12,
+    )
 
 
-@pytest.mark.parametrize("experiment, axes", [(ct.EDGE, ("n_items", "p")), (ct.INDIVIDUAL, ("n_items", "n_users"))])
+@pytest.mark.parametrize(
+    "experiment, axes", [(ct.EDGE, ("n_items", "p")), (ct.INDIVIDUAL, ("n_items", "n_users"))]
+)
 def test_threshold_figures_draw_one_panel_per_pair_the_run_holds(experiment, axes):
     """After `--set n_items=100` the edge figure stopped with "panel '(c) n = 200, p = 0.5' has
     no data": its panels listed the default grid. They now follow the run's values."""
     from dpsim.engine.presentation.plots import expand_panels
 
     first, second = axes
-    table = pd.DataFrame({first: [100, 100, 300], second: [0.5, 1.0, 0.5], "method": ["counts"] * 3,
-                          "exact_recovery": [0.1, 0.2, 0.3], "eps": [1.0] * 3})
+    table = pd.DataFrame(
+        {
+            first: [100, 100, 300],
+            second: [0.5, 1.0, 0.5],
+            "method": ["counts"] * 3,
+            "exact_recovery": [0.1, 0.2, 0.3],
+            "eps": [1.0] * 3,
+        }
+    )
     panels = expand_panels(table, experiment.figure)
-    assert [p.where for p in panels] == [{first: [100], second: [0.5]}, {first: [100], second: [1.0]},
-                                         {first: [300], second: [0.5]}]
+    assert [p.where for p in panels] == [
+        {first: [100], second: [0.5]},
+        {first: [100], second: [1.0]},
+        {first: [300], second: [0.5]},
+    ]
     symbols = experiment.figure.symbols
     assert panels[1].title == f"{symbols[first]} = 100, {symbols[second]} = 1"

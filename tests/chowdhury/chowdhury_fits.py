@@ -2,6 +2,7 @@
 test_chowdhury_identities.py): the exact estimators jitted once (objective perturbation end to
 end: the mechanism's release, then its minimiser), a fixed θ* in dimension D, and seeded draws of
 the linear-BTL data and of its randomized-response labels."""
+
 from __future__ import annotations
 
 import jax
@@ -22,10 +23,13 @@ rr_debiased = jax.jit(linear_btl.rr_debiased, static_argnames=("sum_zero",))
 rr_naive_mle = jax.jit(linear_btl.rr_naive_mle, static_argnames=("solver", "sum_zero", "max_iter"))
 
 
-def _alg2(key, x, y, eps, delta, radius, *, beta=None, feature_bound=None, privacy="label", sum_zero=False):
+def _alg2(
+    key, x, y, eps, delta, radius, *, beta=None, feature_bound=None, privacy="label", sum_zero=False
+):
     """chowdhury Algorithm 2: the release (w, σ, β, L) drawn from ``key``, then θ̂_obj."""
-    release = gaussian_objective_perturbation(key, x, eps, delta, radius, beta=beta, feature_bound=feature_bound,
-                                              privacy=privacy)
+    release = gaussian_objective_perturbation(
+        key, x, eps, delta, radius, beta=beta, feature_bound=feature_bound, privacy=privacy
+    )
     return linear_btl.objective_perturbation(x, y, release, radius, sum_zero=sum_zero)
 
 

@@ -4,6 +4,7 @@ when the constraint binds, Brent's root of ‖θ(μ)‖ = B over the Lagrangian 
 sum-zero in an orthonormal basis of 1^⊥. (Identities, projection, validation and vmap:
 test_chowdhury_identities.py.)
 """
+
 from __future__ import annotations
 
 import math
@@ -43,25 +44,40 @@ def _np_objective(X, t, ridge=0.0, shift=None):
 
 def _scipy_ball_minimiser(f, g, h, d, radius, sum_zero=False):
     """argmin over {‖θ‖ ≤ B} (∩ 1^⊥): unconstrained solve, else Brent on the Lagrangian ridge."""
-    if sum_zero:   # orthonormal basis V of 1^⊥: θ = Vφ, ‖θ‖ = ‖φ‖
+    if sum_zero:  # orthonormal basis V of 1^⊥: θ = Vφ, ‖θ‖ = ‖φ‖
         V = np.linalg.svd(np.eye(d) - 1.0 / d)[0][:, : d - 1]
-        fr, gr, hr = (lambda p: f(V @ p)), (lambda p: V.T @ g(V @ p)), (lambda p: V.T @ h(V @ p) @ V)
+        fr, gr, hr = (
+            (lambda p: f(V @ p)),
+            (lambda p: V.T @ g(V @ p)),
+            (lambda p: V.T @ h(V @ p) @ V),
+        )
         phi = _scipy_ball_minimiser(fr, gr, hr, d - 1, radius)
         return V @ phi
     last = [np.zeros(d)]
 
     def solve(mu, maxiter=2000):
-        start = last[0] if np.linalg.norm(last[0]) <= 2 * radius else last[0] * radius / np.linalg.norm(last[0])
-        res = optimize.minimize(lambda th: f(th) + 0.5 * mu * th @ th, start, jac=lambda th: g(th) + mu * th,
-                                hess=lambda th: h(th) + mu * np.eye(d), method="trust-exact",
-                                options={"gtol": 1e-13, "maxiter": maxiter})
-        last[0] = res.x                       # warm start for Brent's next ridge
+        start = (
+            last[0]
+            if np.linalg.norm(last[0]) <= 2 * radius
+            else last[0] * radius / np.linalg.norm(last[0])
+        )
+        res = optimize.minimize(
+            lambda th: f(th) + 0.5 * mu * th @ th,
+            start,
+            jac=lambda th: g(th) + mu * th,
+            hess=lambda th: h(th) + mu * np.eye(d),
+            method="trust-exact",
+            options={"gtol": 1e-13, "maxiter": maxiter},
+        )
+        last[0] = res.x  # warm start for Brent's next ridge
         return res.x
 
-    free = solve(0.0, maxiter=200)            # unbounded below at small ε: stops early, outside
+    free = solve(0.0, maxiter=200)  # unbounded below at small ε: stops early, outside
     if np.linalg.norm(free) <= radius and np.all(np.isfinite(free)):
         return free
-    mu = optimize.brentq(lambda m: np.linalg.norm(solve(m)) - radius, 1e-8, 1e3, xtol=1e-15, rtol=1e-14)
+    mu = optimize.brentq(
+        lambda m: np.linalg.norm(solve(m)) - radius, 1e-8, 1e3, xtol=1e-15, rtol=1e-14
+    )
     return solve(mu)
 
 
@@ -88,7 +104,7 @@ def _tangent_curvature(g, th, mu, on_boundary):
     active constraint (all of R^d inside the ball): a KKT residual r then places θ within about
     r / curvature of the exact stationary point."""
     hess = _numeric_hessian(g, th) + mu * np.eye(th.size)
-    if on_boundary:   # orthonormal basis of θ^⊥
+    if on_boundary:  # orthonormal basis of θ^⊥
         basis = np.linalg.svd(np.eye(th.size) - np.outer(th, th) / (th @ th))[0][:, : th.size - 1]
         hess = basis.T @ hess @ basis
     return float(np.linalg.eigvalsh(hess)[0])
@@ -128,8 +144,9 @@ def _scipy_slsqp_ball_minimiser(f, g, radius, x0, atol):
     smallest tangent curvature (> 0: a strict local minimum), so the reference lies within
     about 0.1 · ``atol`` of the exact KKT point. ``radius`` finite. Returns θ, shape (d,)."""
     ball = {"type": "ineq", "fun": lambda th: radius**2 - th @ th, "jac": lambda th: -2 * th}
-    res = optimize.minimize(f, x0, jac=g, method="SLSQP", constraints=[ball],
-                            options={"ftol": 1e-16, "maxiter": 1000})
+    res = optimize.minimize(
+        f, x0, jac=g, method="SLSQP", constraints=[ball], options={"ftol": 1e-16, "maxiter": 1000}
+    )
     th = _kkt_polished(g, res.x, radius)
     mu, residual, on_boundary = _ball_kkt(g, th, radius)
     curvature = _tangent_curvature(g, th, mu, on_boundary)
@@ -144,7 +161,13 @@ def test_mle_matches_scipy_inside_and_on_the_ball():
     data = draw_data(1500, seed=5)
     X, y = np.asarray(data.x), np.asarray(data.y)
     f, g, h = _np_objective(X, y)
-    for radius, sum_zero in [(math.inf, False), (10.0, False), (0.8, False), (0.8, True), (10.0, True)]:
+    for radius, sum_zero in [
+        (math.inf, False),
+        (10.0, False),
+        (0.8, False),
+        (0.8, True),
+        (10.0, True),
+    ]:
         fit = mle(data.x, data.y, radius, sum_zero=sum_zero)
         assert bool(fit.converged)
         ref = _scipy_ball_minimiser(f, g, h, D, radius, sum_zero)
@@ -163,7 +186,9 @@ def test_debiased_rr_matches_scipy(eps, radius):
     assert bool(fit.converged)
     np.testing.assert_allclose(fit.theta, _scipy_ball_minimiser(f, g, h, D, radius), atol=1e-6)
     fit0 = rr_debiased(data.x, yt, eps, radius, sum_zero=True)
-    np.testing.assert_allclose(fit0.theta, _scipy_ball_minimiser(f, g, h, D, radius, True), atol=1e-6)
+    np.testing.assert_allclose(
+        fit0.theta, _scipy_ball_minimiser(f, g, h, D, radius, True), atol=1e-6
+    )
 
 
 def test_debiased_rr_at_small_eps_sits_on_the_ball():
@@ -176,16 +201,24 @@ def test_debiased_rr_at_small_eps_sits_on_the_ball():
 
 def _naive_rr_objective(X, yt, eps):
     """The naive likelihood of ε-RR labels (its negative mean log and gradient) in NumPy."""
+
     def f(th):
         z = X @ th
-        log_p1 = np.logaddexp(-np.logaddexp(0, -eps) - np.logaddexp(0, -z), -np.logaddexp(0, eps) - np.logaddexp(0, z))
-        log_p0 = np.logaddexp(-np.logaddexp(0, -eps) - np.logaddexp(0, z), -np.logaddexp(0, eps) - np.logaddexp(0, -z))
+        log_p1 = np.logaddexp(
+            -np.logaddexp(0, -eps) - np.logaddexp(0, -z), -np.logaddexp(0, eps) - np.logaddexp(0, z)
+        )
+        log_p0 = np.logaddexp(
+            -np.logaddexp(0, -eps) - np.logaddexp(0, z), -np.logaddexp(0, eps) - np.logaddexp(0, -z)
+        )
         return -np.mean(yt * log_p1 + (1 - yt) * log_p0)
 
     def g(th):
         ez = np.exp(-(X @ th))
-        V = np.where(yt == 1, ez / (1 + ez) - np.exp(-eps) * ez / (1 + np.exp(-eps) * ez),
-                     ez / (1 + ez) - ez / (np.exp(-eps) + ez))
+        V = np.where(
+            yt == 1,
+            ez / (1 + ez) - np.exp(-eps) * ez / (1 + np.exp(-eps) * ez),
+            ez / (1 + ez) - ez / (np.exp(-eps) + ez),
+        )
         return -X.T @ V / X.shape[0]
 
     return f, g
@@ -208,7 +241,7 @@ def test_naive_rr_mle_matches_scipy_from_the_same_start(eps, radius):
     fit = rr_naive_mle(data.x, jnp.asarray(yt), eps, radius, tol=1e-10)
     assert bool(fit.converged)
     np.testing.assert_allclose(fit.theta, ref, atol=1e-6)
-    if eps == 3.0:   # plain projected gradient: slow, but the same stationary point
+    if eps == 3.0:  # plain projected gradient: slow, but the same stationary point
         gradient = rr_naive_mle(data.x, jnp.asarray(yt), eps, radius, solver="gradient")
         np.testing.assert_allclose(gradient.theta, ref, atol=1e-5)
 
@@ -237,24 +270,34 @@ def test_objective_perturbation_matches_scipy_with_the_same_noise(radius, beta):
     X, n = np.asarray(data.x), 1500
     assert float(pert.beta) == pytest.approx(math.sqrt(n) / radius if beta is None else beta)
     assert float(pert.feature_bound) == pytest.approx(np.linalg.norm(X, axis=1).max() / 2)
-    f, g, h = _np_objective(X, np.asarray(data.y), ridge=float(pert.beta) / n, shift=np.asarray(pert.w) / n)
+    f, g, h = _np_objective(
+        X, np.asarray(data.y), ridge=float(pert.beta) / n, shift=np.asarray(pert.w) / n
+    )
     np.testing.assert_allclose(fit.theta, _scipy_ball_minimiser(f, g, h, D, radius), atol=1e-6)
-    assert bool(fit.info["privacy_certified"]) and float(fit.info["sigma"]) == pytest.approx(float(pert.sigma))
-    same = objective_perturbation(data.x, data.y, pert, radius)     # the same release, unjitted
+    assert bool(fit.info["privacy_certified"]) and float(fit.info["sigma"]) == pytest.approx(
+        float(pert.sigma)
+    )
+    same = objective_perturbation(data.x, data.y, pert, radius)  # the same release, unjitted
     np.testing.assert_allclose(same.theta, fit.theta, atol=0)
 
 
 def test_standard_dp_raises_the_ridge_and_needs_an_explicit_bound():
     data = draw_data(100, seed=14)
     with pytest.raises(ValueError, match="feature_bound"):
-        gaussian_objective_perturbation(jax.random.key(0), data.x, 1.0, 1e-3, 5.0, privacy="standard")
-    pert = gaussian_objective_perturbation(jax.random.key(0), data.x, 0.5, 1e-3, 5.0, beta=0.1, feature_bound=2.0,
-                                           privacy="standard")
-    assert float(pert.beta) == pytest.approx(4 * 2.0 ** 2 / 0.5)
+        gaussian_objective_perturbation(
+            jax.random.key(0), data.x, 1.0, 1e-3, 5.0, privacy="standard"
+        )
+    pert = gaussian_objective_perturbation(
+        jax.random.key(0), data.x, 0.5, 1e-3, 5.0, beta=0.1, feature_bound=2.0, privacy="standard"
+    )
+    assert float(pert.beta) == pytest.approx(4 * 2.0**2 / 0.5)
     assert float(pert.sigma) == pytest.approx(4 * 2.0 * math.sqrt(8 * math.log(4e3) + 1.0) / 0.5)
 
 
 def test_eps_infinity_debiased_rr_is_the_mle():
     data = draw_data(1500, seed=15)
-    np.testing.assert_allclose(rr_debiased(data.x, data.y, math.inf, 10.0).theta,
-                               mle(data.x, data.y, 10.0).theta, atol=1e-12)
+    np.testing.assert_allclose(
+        rr_debiased(data.x, data.y, math.inf, 10.0).theta,
+        mle(data.x, data.y, 10.0).theta,
+        atol=1e-12,
+    )

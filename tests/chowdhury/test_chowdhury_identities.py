@@ -7,6 +7,7 @@
 * the semi-norm and squared-error metrics against their matrix forms;
 * input validation, vmap over replicates and traced ε/δ with no batched LAPACK call.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,20 +56,24 @@ def test_debiased_loss_equals_label_form_and_gradient_forms(eps):
         z = np.asarray(data.x @ theta)
         # eq. (5) scores written directly: p̂₁ = σ^{σ(ε)}/(1−σ)^{1−σ(ε)}, p̂₀ = (1−σ)^{σ(ε)}/σ^{1−σ(ε)}
         s = 1 / (1 + np.exp(-z))
-        p1_hat = s ** keep / (1 - s) ** (1 - keep)
+        p1_hat = s**keep / (1 - s) ** (1 - keep)
         p0_hat = (1 - s) ** keep / s ** (1 - keep)
-        np.testing.assert_allclose(np.log(p1_hat / p0_hat), z, atol=1e-10)   # logit identity
+        np.testing.assert_allclose(np.log(p1_hat / p0_hat), z, atol=1e-10)  # logit identity
         paper = -np.mean(np.where(np.asarray(yt) == 1, np.log(p1_hat), np.log(p0_hat)))
         assert float(loss(theta, data.x, yt, eps)) == pytest.approx(paper, rel=1e-10)
         assert float(loss_label_form(theta, data.x, yt, eps)) == pytest.approx(paper, rel=1e-10)
         grad = loss_grad(theta, data.x, yt, eps)
         p_tilde = np.asarray(rr_privatised_probability(jnp.asarray(z), eps))
-        np.testing.assert_allclose(grad, np.asarray(data.x).T @ (p_tilde - np.asarray(yt)) / 300, atol=1e-12)
+        np.testing.assert_allclose(
+            grad, np.asarray(data.x).T @ (p_tilde - np.asarray(yt)) / 300, atol=1e-12
+        )
         hess = loss_hess(theta, data.x, yt, eps)
         hess_flipped = loss_hess(theta, data.x, 1 - yt, eps)
         X = np.asarray(data.x)
-        np.testing.assert_allclose(hess, (2 * keep - 1) * (X.T * (s * (1 - s))) @ X / 300, atol=1e-12)
-        np.testing.assert_allclose(hess, hess_flipped, atol=1e-12)               # label-free
+        np.testing.assert_allclose(
+            hess, (2 * keep - 1) * (X.T * (s * (1 - s))) @ X / 300, atol=1e-12
+        )
+        np.testing.assert_allclose(hess, hess_flipped, atol=1e-12)  # label-free
 
 
 @jax.jit
@@ -89,11 +94,16 @@ def test_naive_loss_is_the_privatised_likelihood_with_the_papers_gradient(eps):
     p0 = (np.exp(-eps) + np.exp(-z)) / ((1 + np.exp(-z)) * (1 + np.exp(-eps)))
     np.testing.assert_allclose(p1 + p0, 1.0, atol=1e-14)
     nll = -np.mean(yt * np.log(p1) + (1 - yt) * np.log(p0))
-    assert float(jax.jit(rr_naive_loss)(theta, data.x, jnp.asarray(yt), eps)) == pytest.approx(nll, rel=1e-12)
+    assert float(jax.jit(rr_naive_loss)(theta, data.x, jnp.asarray(yt), eps)) == pytest.approx(
+        nll, rel=1e-12
+    )
     # chowdhury eq. (3), Theorem 4.1: ∇ = −(1/n)Σ V x with the paper's V_{θ,i}
     ez = np.exp(-z)
-    V = np.where(yt == 1, ez / (1 + ez) - np.exp(-eps) * ez / (1 + np.exp(-eps) * ez),
-                 ez / (1 + ez) - ez / (np.exp(-eps) + ez))
+    V = np.where(
+        yt == 1,
+        ez / (1 + ez) - np.exp(-eps) * ez / (1 + np.exp(-eps) * ez),
+        ez / (1 + ez) - ez / (np.exp(-eps) + ez),
+    )
     f, g, model, hess = naive_pieces(theta, data.x, jnp.asarray(yt), eps)
     assert float(f) == pytest.approx(nll, rel=1e-12)
     np.testing.assert_allclose(g, -X.T @ V / 200, atol=1e-12)
@@ -114,11 +124,19 @@ def test_projection_matches_scipy_and_brute_force(sum_zero):
         for _ in range(4):
             v = rng.normal(size=5) * 2 + (1.5 if sum_zero else 0.0)
             proj = np.asarray(project_ball(jnp.asarray(v), radius, sum_zero))
-            cons = [{"type": "ineq", "fun": lambda t: radius ** 2 - t @ t, "jac": lambda t: -2 * t}]
+            cons = [{"type": "ineq", "fun": lambda t: radius**2 - t @ t, "jac": lambda t: -2 * t}]
             if sum_zero:
-                cons.append({"type": "eq", "fun": lambda t: np.sum(t), "jac": lambda t: np.ones_like(t)})
-            ref = optimize.minimize(lambda t: np.sum((t - v) ** 2), np.zeros(5), jac=lambda t: 2 * (t - v),
-                                    constraints=cons, method="SLSQP", options={"ftol": 1e-15, "maxiter": 500})
+                cons.append(
+                    {"type": "eq", "fun": lambda t: np.sum(t), "jac": lambda t: np.ones_like(t)}
+                )
+            ref = optimize.minimize(
+                lambda t: np.sum((t - v) ** 2),
+                np.zeros(5),
+                jac=lambda t: 2 * (t - v),
+                constraints=cons,
+                method="SLSQP",
+                options={"ftol": 1e-15, "maxiter": 500},
+            )
             np.testing.assert_allclose(proj, ref.x, atol=1e-6)
             assert np.linalg.norm(proj) <= radius * (1 + 1e-12)
             if sum_zero:
@@ -127,9 +145,15 @@ def test_projection_matches_scipy_and_brute_force(sum_zero):
             cand = rng.normal(size=(20000, 5))
             if sum_zero:
                 cand -= cand.mean(axis=1, keepdims=True)
-            cand *= (radius * rng.uniform(size=(20000, 1)) ** 0.25 / np.linalg.norm(cand, axis=1, keepdims=True))
+            cand *= (
+                radius
+                * rng.uniform(size=(20000, 1)) ** 0.25
+                / np.linalg.norm(cand, axis=1, keepdims=True)
+            )
             assert np.min(np.sum((cand - v) ** 2, axis=1)) >= np.sum((proj - v) ** 2) - 1e-12
-            np.testing.assert_allclose(project_ball(jnp.asarray(proj), radius, sum_zero), proj, atol=1e-14)
+            np.testing.assert_allclose(
+                project_ball(jnp.asarray(proj), radius, sum_zero), proj, atol=1e-14
+            )
 
 
 # ---------------------------------------------------------------------------------------
@@ -142,32 +166,71 @@ def test_seminorm_and_squared_error_against_the_matrix_form():
     v = np.asarray(v_hat - THETA)
     for lam in (0.0, 0.7):
         expected = math.sqrt(v @ (X.T @ X / 300 + lam * np.eye(D)) @ v)
-        assert float(seminorm_error(v_hat, THETA, data.x, lam)) == pytest.approx(expected, rel=1e-12)
+        assert float(seminorm_error(v_hat, THETA, data.x, lam)) == pytest.approx(
+            expected, rel=1e-12
+        )
     assert float(squared_l2_error(v_hat, THETA)) == pytest.approx(v @ v, rel=1e-14)
     m = feature_estimation_metrics(v_hat, THETA, data.x)
-    assert set(m) == {"l2", "mse", "seminorm"} and float(m["l2"]) ** 2 == pytest.approx(float(m["mse"]))
+    assert set(m) == {"l2", "mse", "seminorm"} and float(m["l2"]) ** 2 == pytest.approx(
+        float(m["mse"])
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Validation, vmap, LAPACK
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("call, message", [
-    (lambda x, y: unjitted.rr_debiased(x, y, 0.0, 1.0), "eps=0.0"),
-    (lambda x, y: unjitted.rr_debiased(x, y, -1.0, 1.0), "eps=-1.0"),
-    (lambda x, y: unjitted.rr_naive_mle(x, y, 1.0, 1.0, solver="lbfgs"), "solver='lbfgs'"),
-    (lambda x, y: unjitted.mle(x, y, 0.0), "radius=0.0"),
-    (lambda x, y: unjitted.mle(x, y[:-1], 1.0), r"y must have shape \(50,\)"),
-    (lambda x, y: unjitted.mle(x[:, :0], y, 1.0), r"shape \(50, 0\)"),
-    (lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 1.0, 1.0), "delta=1.0"),
-    (lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.0, 1.0), "delta=0.0"),
-    (lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 0.0, 0.1, 1.0), "eps=0.0"),
-    (lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.1, 1.0, beta=-1.0), "beta=-1.0"),
-    (lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.1, 1.0, privacy="local"), "privacy='local'"),
-    (lambda x, y: unjitted.objective_perturbation(
-        x, y, gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.1, 1.0)._replace(beta=-1.0), 1.0), "beta=-1.0"),
-    (lambda x, y: unjitted.objective_perturbation(
-        x, y[:-1], gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.1, 1.0), 1.0), r"y must have shape \(50,\)"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda x, y: unjitted.rr_debiased(x, y, 0.0, 1.0), "eps=0.0"),
+        (lambda x, y: unjitted.rr_debiased(x, y, -1.0, 1.0), "eps=-1.0"),
+        (lambda x, y: unjitted.rr_naive_mle(x, y, 1.0, 1.0, solver="lbfgs"), "solver='lbfgs'"),
+        (lambda x, y: unjitted.mle(x, y, 0.0), "radius=0.0"),
+        (lambda x, y: unjitted.mle(x, y[:-1], 1.0), r"y must have shape \(50,\)"),
+        (lambda x, y: unjitted.mle(x[:, :0], y, 1.0), r"shape \(50, 0\)"),
+        (
+            lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 1.0, 1.0),
+            "delta=1.0",
+        ),
+        (
+            lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.0, 1.0),
+            "delta=0.0",
+        ),
+        (
+            lambda x, y: gaussian_objective_perturbation(jax.random.key(0), x, 0.0, 0.1, 1.0),
+            "eps=0.0",
+        ),
+        (
+            lambda x, y: gaussian_objective_perturbation(
+                jax.random.key(0), x, 1.0, 0.1, 1.0, beta=-1.0
+            ),
+            "beta=-1.0",
+        ),
+        (
+            lambda x, y: gaussian_objective_perturbation(
+                jax.random.key(0), x, 1.0, 0.1, 1.0, privacy="local"
+            ),
+            "privacy='local'",
+        ),
+        (
+            lambda x, y: unjitted.objective_perturbation(
+                x,
+                y,
+                gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.1, 1.0)._replace(
+                    beta=-1.0
+                ),
+                1.0,
+            ),
+            "beta=-1.0",
+        ),
+        (
+            lambda x, y: unjitted.objective_perturbation(
+                x, y[:-1], gaussian_objective_perturbation(jax.random.key(0), x, 1.0, 0.1, 1.0), 1.0
+            ),
+            r"y must have shape \(50,\)",
+        ),
+    ],
+)
 def test_bad_inputs_raise_naming_the_value(call, message):
     data = draw_data(50)
     with pytest.raises(ValueError, match=message):
@@ -184,11 +247,17 @@ def test_vmap_over_replicates_and_traced_privacy_without_batched_lapack():
         data = sample_linear_btl(k_data, theta, n)
         yt = randomized_response(k_rr, data.y, eps)
         radius = 2 * math.sqrt(d)
-        fits = [mle(data.x, data.y, radius), rr_debiased(data.x, yt, eps, radius),
-                rr_naive_mle(data.x, yt, eps, radius),
-                alg2(k_obj, data.x, data.y, eps, delta, radius)]
-        return (jnp.stack([f.theta for f in fits]), jnp.stack([f.converged for f in fits]),
-                jnp.stack([squared_l2_error(f.theta, theta) for f in fits]))
+        fits = [
+            mle(data.x, data.y, radius),
+            rr_debiased(data.x, yt, eps, radius),
+            rr_naive_mle(data.x, yt, eps, radius),
+            alg2(k_obj, data.x, data.y, eps, delta, radius),
+        ]
+        return (
+            jnp.stack([f.theta for f in fits]),
+            jnp.stack([f.converged for f in fits]),
+            jnp.stack([squared_l2_error(f.theta, theta) for f in fits]),
+        )
 
     keys = jax.random.split(jax.random.key(20), 3)
     eps = jnp.asarray([0.5, 1.0, 2.0])
@@ -197,6 +266,6 @@ def test_vmap_over_replicates_and_traced_privacy_without_batched_lapack():
     assert batched_lapack_calls(batched.lower(keys, eps, delta).compile().as_text()) == []
     theta, converged, err = batched(keys, eps, delta)
     assert bool(jnp.all(converged)) and bool(jnp.all(jnp.isfinite(err)))
-    order = jnp.asarray([2, 0, 1])   # batch-position independence: permuted lanes, same results
+    order = jnp.asarray([2, 0, 1])  # batch-position independence: permuted lanes, same results
     theta_perm = batched(keys[order], eps[order], delta[order])[0]
     np.testing.assert_allclose(theta_perm, theta[order], atol=1e-9)

@@ -3,6 +3,7 @@ forms against independent numbers (SciPy, reference constants, exact sums), the
 effective-noise metric against the noise actually drawn, the regions, and the declared mutants
 (they apply, and a mutated release or noise moves the level check's statistic outside its
 region)."""
+
 from __future__ import annotations
 
 import math
@@ -34,7 +35,9 @@ def test_rr_flip_probability_is_the_logistic_tail(eps):
 def test_krr_law_sums_to_one_and_is_binary_rr_at_k2(eps, k):
     keep, other = checks.krr_keep_probability(eps, k), checks.krr_other_probability(eps, k)
     assert keep + (k - 1) * other == pytest.approx(1.0, abs=1e-15)
-    assert keep / other == pytest.approx(math.exp(eps), rel=1e-12)          # likelihood ratio e^ε (pure ε-LDP)
+    assert keep / other == pytest.approx(
+        math.exp(eps), rel=1e-12
+    )  # likelihood ratio e^ε (pure ε-LDP)
     if k == 2:
         assert other == pytest.approx(checks.rr_flip_probability(eps), rel=1e-14)
 
@@ -78,7 +81,9 @@ def _ctx(x, y, design="faithful"):
 def test_effective_noise_recovers_the_drawn_noise(design):
     key = jax.random.key(3)
     x = jax.random.normal(jax.random.key(1), (1500, 4))
-    y = (jax.random.uniform(jax.random.key(2), (1500,)) < jax.nn.sigmoid(x @ jnp.asarray([0.5, -0.3, 0.2, -0.4])))
+    y = jax.random.uniform(jax.random.key(2), (1500,)) < jax.nn.sigmoid(
+        x @ jnp.asarray([0.5, -0.3, 0.2, -0.4])
+    )
     y = y.astype(jnp.float64)
     sum_zero = design == "theory"
     release = gaussian_objective_perturbation(key, x, 1.0, 1e-3, 4.0, beta=1.0)
@@ -88,40 +93,59 @@ def test_effective_noise_recovers_the_drawn_noise(design):
     if sum_zero:
         w = w - w.mean()
     L = 0.5 * np.max(np.linalg.norm(np.asarray(x), axis=1))
-    expected = float(w @ w) / ((3 if sum_zero else 4) * L ** 2)
+    expected = float(w @ w) / ((3 if sum_zero else 4) * L**2)
     got = float(methods.effective_noise_sq(_ctx(x, y, design), fit.theta, 1.0, jnp.asarray(True)))
     assert got == pytest.approx(expected, rel=1e-6)
-    assert math.isnan(float(methods.effective_noise_sq(_ctx(x, y, design), fit.theta, 1.0, jnp.asarray(False))))
+    assert math.isnan(
+        float(methods.effective_noise_sq(_ctx(x, y, design), fit.theta, 1.0, jnp.asarray(False)))
+    )
     # the σ ÷ 1.5 mutant's fit carries exactly (1/1.5)² of that noise
-    small = objective_perturbation(x, y, gaussian_objective_perturbation(key, x, 1.0, 1e-3, 4.0, beta=1.0,
-                                                                        feature_bound=L / 1.5), 4.0, sum_zero=sum_zero)
-    ratio = float(methods.effective_noise_sq(_ctx(x, y, design), small.theta, 1.0, jnp.asarray(True))) / got
+    small = objective_perturbation(
+        x,
+        y,
+        gaussian_objective_perturbation(key, x, 1.0, 1e-3, 4.0, beta=1.0, feature_bound=L / 1.5),
+        4.0,
+        sum_zero=sum_zero,
+    )
+    ratio = (
+        float(methods.effective_noise_sq(_ctx(x, y, design), small.theta, 1.0, jnp.asarray(True)))
+        / got
+    )
     assert ratio == pytest.approx(1 / 2.25, rel=1e-6)
 
 
 def test_mutants_are_declared_and_apply():
     found = installed()
     assert {m.name for m in mutants.MECHANISM_MUTANTS} <= set(found.mutants)
-    experiments = {e.name: e for e in [*rates.EXPERIMENTS, *releases.EXPERIMENTS, *fig1.EXPERIMENTS]}
+    experiments = {
+        e.name: e for e in [*rates.EXPERIMENTS, *releases.EXPERIMENTS, *fig1.EXPERIMENTS]
+    }
     assert len(mutants.MECHANISM_MUTANTS) >= 6
     for mutant in mutants.MECHANISM_MUTANTS:
         assert mutant.name.startswith("chowdhury-")
         for name in mutant.experiments:
             mutated = mutant.mutate(experiments[name])
             assert mutated.name == name and set(mutated.methods) == set(experiments[name].methods)
-            judged = [ch for ch in checks.LEVEL_CHECKS + rates.CHECKS if ch.experiment == name and not ch.report_only]
+            judged = [
+                ch
+                for ch in checks.LEVEL_CHECKS + rates.CHECKS
+                if ch.experiment == name and not ch.report_only
+            ]
             assert judged, f"{mutant.name}: no judged check on {name}"
 
 
 def test_lower_bound_checks_are_report_only():
     from dpsim.experiments.chowdhury.figures import lower_bound
+
     assert lower_bound.CHECKS and all(ch.report_only for ch in lower_bound.CHECKS)
 
 
 def _krr_ctx(eps, k, n):
     y = jax.random.randint(jax.random.key(5), (n,), 0, k)
     shape = {"n_actions": k, "dim": 5, "n_samples": n, "design": "theory", "features": "direct"}
-    return Context(shape=shape, truth=None, sample={"y": y}, data={}, analysis={"eps": jnp.asarray(eps)})
+    return Context(
+        shape=shape, truth=None, sample={"y": y}, data={}, analysis={"eps": jnp.asarray(eps)}
+    )
 
 
 @pytest.mark.parametrize("k", [2, 8])
@@ -145,16 +169,29 @@ def test_krr_level_check_sees_the_half_eps_mutant(k):
 
 
 def test_level_check_fails_on_a_synthetic_halved_noise():
-    check = next(ch for ch in checks.LEVEL_CHECKS if ch.name == "chowdhury-level-objpert-noise-rates-eps")
+    check = next(
+        ch for ch in checks.LEVEL_CHECKS if ch.name == "chowdhury-level-objpert-noise-rates-eps"
+    )
     rng = np.random.default_rng(0)
     rows = []
     for eps in rates.EPS_GRID:
         truth = checks.thm52_noise_sq_per_l_sq(eps, 1e-3)
         for rep in range(rates.RATES_EPS.reps):
             for scale, method in ((1.0, "objpert_central"),):
-                rows.append({"n_samples": 100_000, "dim": 5, "design": "theory", "features": "direct", "eps": eps,
-                             "delta": 1e-3, "beta": 1.0, "rep": rep, "method": method,
-                             "noise_sq": truth * rng.chisquare(4) / 4 * scale})
+                rows.append(
+                    {
+                        "n_samples": 100_000,
+                        "dim": 5,
+                        "design": "theory",
+                        "features": "direct",
+                        "eps": eps,
+                        "delta": 1e-3,
+                        "beta": 1.0,
+                        "rep": rep,
+                        "method": method,
+                        "noise_sq": truth * rng.chisquare(4) / 4 * scale,
+                    }
+                )
     table = pd.DataFrame(rows)
     table.attrs["method_columns"] = ["noise_sq"]
     assert check.evaluate(table, 40).verdict == "PASS"
@@ -167,8 +204,14 @@ def test_objective_perturbation_audit_sees_the_noise_actually_added():
     consistent with Thm 5.2's exact ε', a σ ÷ 1.5 one is not (the library audit, which uses
     the assumed σ, was not able to tell)."""
     from dpsim.experiments.chowdhury import audits
+
     (real,) = audits.audit_objective_perturbation_actual_noise(jax.random.key(0), (1.0,), 2000)
-    (weak,) = audits.audit_objective_perturbation_actual_noise(jax.random.key(0), (1.0,), 2000, noise_factor=1 / 1.5)
+    (weak,) = audits.audit_objective_perturbation_actual_noise(
+        jax.random.key(0), (1.0,), 2000, noise_factor=1 / 1.5
+    )
     assert real.within_budget and real.empirically_consistent
-    assert weak.exact_loss == pytest.approx(real.exact_loss)          # the claim is the same
-    assert not weak.empirically_consistent and weak.empirical_loss > real.exact_loss + 8 * weak.empirical_se
+    assert weak.exact_loss == pytest.approx(real.exact_loss)  # the claim is the same
+    assert (
+        not weak.empirically_consistent
+        and weak.empirical_loss > real.exact_loss + 8 * weak.empirical_se
+    )

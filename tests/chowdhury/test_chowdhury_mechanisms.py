@@ -2,6 +2,7 @@
 inequality (P14), Thm E.1's constants in both modes, the exact Gaussian-mechanism profile
 against dp-accounting, K-RR keep rates (P12) against the exact pmf, and the RR / K-RR /
 objective-perturbation audits."""
+
 from __future__ import annotations
 
 import math
@@ -31,12 +32,15 @@ from dpsim.mechanisms.objective_perturbation import (
 from dpsim.mechanisms.randomized_response import kary_keep_probability, kary_randomized_response
 
 
-@pytest.mark.parametrize("eps, sigma, exponent", [(0.1, 78.235, 0.099999), (0.5, 15.850, 0.49994),
-                                                  (1.0, 8.050, 0.99951)])
+@pytest.mark.parametrize(
+    "eps, sigma, exponent", [(0.1, 78.235, 0.099999), (0.5, 15.850, 0.49994), (1.0, 8.050, 0.99951)]
+)
 def test_p14_noise_constants_and_exponents(eps, sigma, exponent):
     """chowdhury Algorithm 2, Theorem 5.2: σ/L at δ = 10⁻³ and the exponent εa/s + 2ε²/s² (printed to 5 digits)."""
     assert float(label_dp_noise_scale(eps, 1e-3)) == pytest.approx(sigma, abs=5e-4)
-    assert float(label_dp_noise_scale(eps, 1e-3, 2.5)) == pytest.approx(2.5 * float(label_dp_noise_scale(eps, 1e-3)))
+    assert float(label_dp_noise_scale(eps, 1e-3, 2.5)) == pytest.approx(
+        2.5 * float(label_dp_noise_scale(eps, 1e-3))
+    )
     assert float(label_dp_privacy_exponent(eps, 1e-3)) == pytest.approx(exponent, abs=6e-6)
 
 
@@ -49,9 +53,13 @@ def test_label_dp_exponent_is_at_most_eps_on_a_grid():
     e = np.asarray(label_dp_privacy_exponent(eps, delta, L))
     assert np.all(e <= eps * (1 + 1e-12))
     a = np.sqrt(8 * np.log(2 / delta))
-    s = np.sqrt(a ** 2 + 4 * eps)
-    np.testing.assert_allclose(e, np.broadcast_to(eps * a / s + 2 * eps ** 2 / s ** 2, e.shape), rtol=1e-12)
-    smaller = np.asarray(label_dp_privacy_exponent(eps, delta, L, 0.99 * label_dp_noise_scale(eps, delta, L)))
+    s = np.sqrt(a**2 + 4 * eps)
+    np.testing.assert_allclose(
+        e, np.broadcast_to(eps * a / s + 2 * eps**2 / s**2, e.shape), rtol=1e-12
+    )
+    smaller = np.asarray(
+        label_dp_privacy_exponent(eps, delta, L, 0.99 * label_dp_noise_scale(eps, delta, L))
+    )
     assert np.any(smaller > eps)
 
 
@@ -60,12 +68,16 @@ def test_standard_dp_constants_strict_and_paper_modes():
     delta = np.geomspace(1e-12, 0.9, 30)[None, :]
     strict = np.asarray(standard_dp_t1_exponent(eps, delta, 2.0))
     paper = np.asarray(standard_dp_t1_exponent(eps, delta, 2.0, mode="paper"))
-    assert np.all(strict <= eps / 2 * (1 + 1e-12))          # Thm E.1's σ suffices, corrected
-    assert np.all(paper < strict)                            # the printed exponent under-counts
+    assert np.all(strict <= eps / 2 * (1 + 1e-12))  # Thm E.1's σ suffices, corrected
+    assert np.all(paper < strict)  # the printed exponent under-counts
     assert np.all(np.asarray(standard_dp_t2_exponent(eps, 2.0)) <= eps / 2 + 1e-12)
-    assert float(standard_dp_noise_scale(1.0, 1e-3, 1.0)) == pytest.approx(4 * math.sqrt(8 * math.log(4e3) + 2))
+    assert float(standard_dp_noise_scale(1.0, 1e-3, 1.0)) == pytest.approx(
+        4 * math.sqrt(8 * math.log(4e3) + 2)
+    )
     assert float(standard_dp_min_ridge(0.5, 3.0)) == pytest.approx(72.0)
-    assert float(perturbation_noise_scale(1.0, 1e-3, 1.0, "standard")) == float(standard_dp_noise_scale(1.0, 1e-3))
+    assert float(perturbation_noise_scale(1.0, 1e-3, 1.0, "standard")) == float(
+        standard_dp_noise_scale(1.0, 1e-3)
+    )
     with pytest.raises(ValueError, match="mode='printed'"):
         standard_dp_t1_exponent(1.0, 1e-3, mode="printed")
 
@@ -73,17 +85,23 @@ def test_standard_dp_constants_strict_and_paper_modes():
 def test_eps_infinity_means_no_noise_and_bad_values_raise():
     assert float(label_dp_noise_scale(math.inf, 1e-3)) == 0.0
     assert float(standard_dp_noise_scale(math.inf, 1e-3)) == 0.0
-    for call, message in [(lambda: label_dp_noise_scale(0.0, 1e-3), "eps=0.0"),
-                          (lambda: label_dp_noise_scale(1.0, 0.0), "delta=0.0"),
-                          (lambda: label_dp_noise_scale(1.0, 1.0), "delta=1.0"),
-                          (lambda: label_dp_noise_scale(1.0, 1e-3, -1.0), "feature_bound=-1.0"),
-                          (lambda: perturbation_noise_scale(1.0, 1e-3, privacy="local"), "privacy='local'")]:
+    for call, message in [
+        (lambda: label_dp_noise_scale(0.0, 1e-3), "eps=0.0"),
+        (lambda: label_dp_noise_scale(1.0, 0.0), "delta=0.0"),
+        (lambda: label_dp_noise_scale(1.0, 1.0), "delta=1.0"),
+        (lambda: label_dp_noise_scale(1.0, 1e-3, -1.0), "feature_bound=-1.0"),
+        (lambda: perturbation_noise_scale(1.0, 1e-3, privacy="local"), "privacy='local'"),
+    ]:
         with pytest.raises(ValueError, match=message):
             call()
 
 
 def test_noise_draw_and_feature_bound():
-    w = np.asarray(jax.vmap(lambda k: perturbation_noise(k, 3, 2.5))(jax.random.split(jax.random.key(0), 20000)))
+    w = np.asarray(
+        jax.vmap(lambda k: perturbation_noise(k, 3, 2.5))(
+            jax.random.split(jax.random.key(0), 20000)
+        )
+    )
     assert w.shape == (20000, 3)
     # each coordinate N(0, 2.5²): KS test, and the sample variance within 5 SE (SE = σ²√(2/n))
     assert stats.kstest(w[:, 1] / 2.5, "norm").pvalue > 1e-3
@@ -92,13 +110,18 @@ def test_noise_draw_and_feature_bound():
     assert float(feature_bound_from_data(x)) == 3.0
 
 
-@pytest.mark.parametrize("sigma, sensitivity, delta", [(8.05, 2.0, 1e-3), (26.2, 3.3, 1e-3), (2.0, 1.0, 1e-6)])
+@pytest.mark.parametrize(
+    "sigma, sensitivity, delta", [(8.05, 2.0, 1e-3), (26.2, 3.3, 1e-3), (2.0, 1.0, 1e-6)]
+)
 def test_exact_gaussian_profile_matches_dp_accounting(sigma, sensitivity, delta):
     eps = float(gaussian_mechanism_epsilon(delta, sensitivity, sigma))
-    ref = pld.from_gaussian_mechanism(sigma, sensitivity=sensitivity,
-                                      value_discretization_interval=1e-5).get_epsilon_for_delta(delta)
+    ref = pld.from_gaussian_mechanism(
+        sigma, sensitivity=sensitivity, value_discretization_interval=1e-5
+    ).get_epsilon_for_delta(delta)
     assert eps == pytest.approx(ref, abs=2e-4)
-    assert float(gaussian_mechanism_delta(eps, sensitivity, sigma)) == pytest.approx(delta, rel=1e-6)
+    assert float(gaussian_mechanism_delta(eps, sensitivity, sigma)) == pytest.approx(
+        delta, rel=1e-6
+    )
 
 
 @pytest.mark.parametrize("k", [2, 4, 8])
@@ -109,7 +132,9 @@ def test_krr_keep_rates_against_the_exact_pmf(k, eps):
     n = 200_000
     keep = math.exp(eps) / (math.exp(eps) + k - 1)
     assert float(kary_keep_probability(eps, k)) == pytest.approx(keep, rel=1e-14)
-    out = np.asarray(kary_randomized_response(jax.random.key(k * 10 + int(eps * 10)), jnp.full((n,), 1), eps, k))
+    out = np.asarray(
+        kary_randomized_response(jax.random.key(k * 10 + int(eps * 10)), jnp.full((n,), 1), eps, k)
+    )
     counts = np.bincount(out, minlength=k)
     pmf = np.full(k, (1 - keep) / (k - 1))
     pmf[1] = keep
@@ -118,8 +143,10 @@ def test_krr_keep_rates_against_the_exact_pmf(k, eps):
 
 
 def test_rr_and_krr_audits_lose_exactly_eps():
-    for results in (audit_label_rr(jax.random.key(1), eps_values=(0.1, 1.0, 3.0), n_samples=100_000),
-                    audit_label_krr(jax.random.key(2), eps_values=(0.1, 1.0, 3.0), k=5, n_samples=100_000)):
+    for results in (
+        audit_label_rr(jax.random.key(1), eps_values=(0.1, 1.0, 3.0), n_samples=100_000),
+        audit_label_krr(jax.random.key(2), eps_values=(0.1, 1.0, 3.0), k=5, n_samples=100_000),
+    ):
         for r in results:
             assert r.exact_loss == pytest.approx(r.eps, rel=1e-12)
             assert r.within_budget and r.empirically_consistent, r

@@ -3,6 +3,7 @@
 Monte-Carlo tolerances are 5 standard errors (fixed seeds) or a goodness-of-fit p-value
 > 10⁻³ (KS, χ²); each test also checks that a wrong law (the other link, the other feature
 option) is rejected, so it can fail."""
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,7 @@ def test_feature_covariance(features, scale2):
     n, d = 100_000, 3
     x = np.asarray(sample_features(jax.random.key(0), n, d, features))
     cov = x.T @ x / n
-    se = scale2 * math.sqrt(2 / n)              # SE of a diagonal entry of a Gaussian covariance
+    se = scale2 * math.sqrt(2 / n)  # SE of a diagonal entry of a Gaussian covariance
     assert np.all(np.abs(np.diag(cov) - scale2) <= 5 * se)
     assert np.all(np.abs(cov - np.diag(np.diag(cov))) <= 5 * scale2 / math.sqrt(n))
     assert stats.kstest(x[:, 0] / math.sqrt(scale2), "norm").pvalue > 1e-3
@@ -71,15 +72,21 @@ def test_labels_follow_the_link(link, other):
 def test_faithful_theta_is_a_truncated_gaussian():
     d, draws = 3, 20_000
     default = jax.vmap(lambda k: theta_faithful(k, d))(jax.random.split(jax.random.key(2), 2000))
-    assert bool(jnp.all(default.ok)) and float(jnp.max(jnp.linalg.norm(default.theta, axis=1))) <= default_radius(d)
+    assert bool(jnp.all(default.ok)) and float(
+        jnp.max(jnp.linalg.norm(default.theta, axis=1))
+    ) <= default_radius(d)
     # a radius that truncates half the mass, so that the untruncated law is clearly rejected
     B = 1.5
-    out = jax.vmap(lambda k: theta_faithful(k, d, radius=B, n_candidates=64))(jax.random.split(jax.random.key(3), draws))
-    norms2 = np.asarray(jnp.sum(out.theta ** 2, axis=1))
-    assert bool(jnp.all(out.ok)) and np.all(norms2 <= B ** 2 * (1 + 1e-12))
-    cdf = lambda v: stats.chi2.cdf(v, d) / stats.chi2.cdf(B ** 2, d)  # noqa: E731  (χ²_d truncated at B²)
+    out = jax.vmap(lambda k: theta_faithful(k, d, radius=B, n_candidates=64))(
+        jax.random.split(jax.random.key(3), draws)
+    )
+    norms2 = np.asarray(jnp.sum(out.theta**2, axis=1))
+    assert bool(jnp.all(out.ok)) and np.all(norms2 <= B**2 * (1 + 1e-12))
+    cdf = lambda v: stats.chi2.cdf(v, d) / stats.chi2.cdf(B**2, d)  # noqa: E731  (χ²_d truncated at B²)
     assert stats.kstest(norms2, cdf).pvalue > 1e-3
-    assert stats.kstest(norms2, lambda v: stats.chi2.cdf(v, d)).pvalue < 1e-3   # untruncated is rejected
+    assert (
+        stats.kstest(norms2, lambda v: stats.chi2.cdf(v, d)).pvalue < 1e-3
+    )  # untruncated is rejected
     # the first coordinate is symmetric with the truncated variance E‖θ‖²/d
     assert abs(np.asarray(out.theta)[:, 0].mean()) <= 5 * math.sqrt(norms2.mean() / d / draws)
 
@@ -93,16 +100,22 @@ def test_faithful_theta_flags_failure():
 def test_theory_theta_is_sum_zero_with_the_given_norm():
     for seed in range(5):
         draw = sample_theta_star(jax.random.key(seed), 4, "theory", norm=1.5)
-        assert abs(float(draw.theta.sum())) < 1e-14 and float(jnp.linalg.norm(draw.theta)) == pytest.approx(1.5)
-    np.testing.assert_allclose(theta_theory(jax.random.key(9), 4).theta,
-                               sample_theta_star(jax.random.key(9), 4, "theory").theta)
+        assert abs(float(draw.theta.sum())) < 1e-14 and float(
+            jnp.linalg.norm(draw.theta)
+        ) == pytest.approx(1.5)
+    np.testing.assert_allclose(
+        theta_theory(jax.random.key(9), 4).theta,
+        sample_theta_star(jax.random.key(9), 4, "theory").theta,
+    )
 
 
 def test_plackett_luce_choices_follow_the_softmax():
     k = 4
     phi = jnp.asarray(np.random.default_rng(0).normal(size=(1, k, 3)))
     m = 100_000
-    ys = jax.vmap(lambda key: sample_plackett_luce_labels(key, phi, THETA)[0])(jax.random.split(jax.random.key(4), m))
+    ys = jax.vmap(lambda key: sample_plackett_luce_labels(key, phi, THETA)[0])(
+        jax.random.split(jax.random.key(4), m)
+    )
     counts = np.bincount(np.asarray(ys), minlength=k)
     pmf = np.asarray(jax.nn.softmax(phi[0] @ THETA))
     assert stats.chisquare(counts, m * pmf).pvalue > 1e-3
@@ -117,7 +130,7 @@ def test_link_scores_are_derivatives_of_the_log_likelihood(link):
     s1, s0 = link_scores(jnp.asarray(z), link)
     if link == "logistic":
         ref1, ref0 = 1 / (1 + np.exp(z)), -1 / (1 + np.exp(-z))
-    else:   # SciPy's tail-accurate Φ and 1 − Φ
+    else:  # SciPy's tail-accurate Φ and 1 − Φ
         ref1, ref0 = stats.norm.pdf(z) / stats.norm.cdf(z), -stats.norm.pdf(z) / stats.norm.sf(z)
     np.testing.assert_allclose(s1, ref1, rtol=1e-9)
     np.testing.assert_allclose(s0, ref0, rtol=1e-9)
@@ -129,17 +142,23 @@ def test_link_scores_are_derivatives_of_the_log_likelihood(link):
     assert bool(jnp.all(jnp.isfinite(jnp.stack(link_scores(jnp.asarray([-40.0, 40.0]), link)))))
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: sample_features(jax.random.key(0), 0, 3), "n_samples=0"),
-    (lambda: sample_features(jax.random.key(0), 10, 0), "dim=0"),
-    (lambda: sample_features(jax.random.key(0), 10, 3, "gaussian"), "features='gaussian'"),
-    (lambda: sample_linear_btl(jax.random.key(0), THETA, 10, link="cauchit"), "link='cauchit'"),
-    (lambda: sample_labels(jax.random.key(0), jnp.ones((2, 3)), THETA, "logit"), "link='logit'"),
-    (lambda: sample_plackett_luce(jax.random.key(0), THETA, 10, 1), "k=1"),
-    (lambda: sample_theta_star(jax.random.key(0), 3, "paper"), "design='paper'"),
-    (lambda: theta_theory(jax.random.key(0), 1), "dim=1"),
-    (lambda: theta_faithful(jax.random.key(0), 3, radius=-1.0), "radius=-1.0"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: sample_features(jax.random.key(0), 0, 3), "n_samples=0"),
+        (lambda: sample_features(jax.random.key(0), 10, 0), "dim=0"),
+        (lambda: sample_features(jax.random.key(0), 10, 3, "gaussian"), "features='gaussian'"),
+        (lambda: sample_linear_btl(jax.random.key(0), THETA, 10, link="cauchit"), "link='cauchit'"),
+        (
+            lambda: sample_labels(jax.random.key(0), jnp.ones((2, 3)), THETA, "logit"),
+            "link='logit'",
+        ),
+        (lambda: sample_plackett_luce(jax.random.key(0), THETA, 10, 1), "k=1"),
+        (lambda: sample_theta_star(jax.random.key(0), 3, "paper"), "design='paper'"),
+        (lambda: theta_theory(jax.random.key(0), 1), "dim=1"),
+        (lambda: theta_faithful(jax.random.key(0), 3, radius=-1.0), "radius=-1.0"),
+    ],
+)
 def test_bad_inputs_raise(call, message):
     with pytest.raises(ValueError, match=message):
         call()

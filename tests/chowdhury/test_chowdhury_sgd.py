@@ -8,6 +8,7 @@
   weight (bias ≥ 0.05·|g|) fails.
 * vmap over replicates and traced ε with no batched LAPACK call; input validation.
 """
+
 from __future__ import annotations
 
 import math
@@ -95,8 +96,15 @@ def test_sgd_mle_is_sgd_rr_on_clear_labels():
     data = sample_linear_btl(jax.random.key(3), jnp.asarray(THETA), N)
     X, Y = np.asarray(data.x), np.asarray(data.y)
     kappa = np.linalg.eigvalsh(X.T @ X / N)[0]
-    ref = _np_sgd(lambda t, th: (1 / (1 + np.exp(-X[t] @ th)) - Y[t]) * X[t], N, 3,
-                  _np_steps("theory", N, 0.1 * kappa), 5.0, False, "theory")
+    ref = _np_sgd(
+        lambda t, th: (1 / (1 + np.exp(-X[t] @ th)) - Y[t]) * X[t],
+        N,
+        3,
+        _np_steps("theory", N, 0.1 * kappa),
+        5.0,
+        False,
+        "theory",
+    )
     np.testing.assert_allclose(unjitted.sgd_mle(data.x, data.y, 5.0).theta, ref, atol=1e-10)
 
 
@@ -114,11 +122,13 @@ def test_sgd_krr_matches_a_numpy_loop(schedule):
         logits = Phi[t] @ theta
         p = np.exp(logits - logits.max())
         p /= p.sum()
-        grad_log = Phi[t] - p @ Phi[t]            # row y: ∇log p_y
+        grad_log = Phi[t] - p @ Phi[t]  # row y: ∇log p_y
         return grad_log.sum(axis=0) / (math.exp(eps) + k - 1) - grad_log[Y[t]]
 
     ref = _np_sgd(grads, N, 3, _np_steps(schedule, N, lam_hat), 2.0, False, schedule)
-    np.testing.assert_allclose(sgd_krr(data.phi, yt, eps, 2.0, schedule=schedule).theta, ref, atol=1e-10)
+    np.testing.assert_allclose(
+        sgd_krr(data.phi, yt, eps, 2.0, schedule=schedule).theta, ref, atol=1e-10
+    )
 
 
 def test_sgd_objective_perturbation_matches_a_numpy_loop_and_is_flagged_uncertified():
@@ -127,8 +137,15 @@ def test_sgd_objective_perturbation_matches_a_numpy_loop_and_is_flagged_uncertif
     pert = gaussian_objective_perturbation(key, data.x, 1.0, 1e-3, 3.0)
     fit = sgd_obj(data.x, data.y, pert, 3.0, schedule="literal")
     X, Y, w, beta = np.asarray(data.x), np.asarray(data.y), np.asarray(pert.w), float(pert.beta)
-    ref = _np_sgd(lambda t, th: (1 / (1 + np.exp(-X[t] @ th)) - Y[t]) * X[t] + (beta * th + w) / N,
-                  N, 3, _np_steps("literal", N, None), 3.0, False, "literal")
+    ref = _np_sgd(
+        lambda t, th: (1 / (1 + np.exp(-X[t] @ th)) - Y[t]) * X[t] + (beta * th + w) / N,
+        N,
+        3,
+        _np_steps("literal", N, None),
+        3.0,
+        False,
+        "literal",
+    )
     np.testing.assert_allclose(fit.theta, ref, atol=1e-10)
     assert not bool(fit.info["privacy_certified"])
     assert float(fit.info["sigma"]) == pytest.approx(float(pert.sigma))
@@ -143,7 +160,11 @@ M = 200_000
 def _assert_mean(samples, expected):
     samples = np.asarray(samples)
     se = samples.std(axis=0, ddof=1) / math.sqrt(len(samples))
-    assert np.all(np.abs(samples.mean(axis=0) - expected) <= 5 * se + 1e-12), (samples.mean(axis=0), expected, se)
+    assert np.all(np.abs(samples.mean(axis=0) - expected) <= 5 * se + 1e-12), (
+        samples.mean(axis=0),
+        expected,
+        se,
+    )
 
 
 @pytest.mark.parametrize("link", ["logistic", "probit"])
@@ -158,8 +179,12 @@ def test_rr_gradient_is_unbiased_for_the_shrunk_clear_gradient(link, eps, y):
     _assert_mean(g_hat, math.tanh(eps / 2) * clear)
     # and the closed form ĝ = (p̃₁(z) − ỹ)x for the logistic link (chowdhury Algorithm 1, eq. (10), §4.3)
     if link == "logistic":
-        p_tilde = (1 - 1 / (1 + math.exp(-eps))) + math.tanh(eps / 2) / (1 + math.exp(-float(x @ theta)))
-        np.testing.assert_allclose(g_hat[:50], (p_tilde - np.asarray(yt[:50]))[:, None] * np.asarray(x), atol=1e-14)
+        p_tilde = (1 - 1 / (1 + math.exp(-eps))) + math.tanh(eps / 2) / (
+            1 + math.exp(-float(x @ theta))
+        )
+        np.testing.assert_allclose(
+            g_hat[:50], (p_tilde - np.asarray(yt[:50]))[:, None] * np.asarray(x), atol=1e-14
+        )
 
 
 @pytest.mark.parametrize("y", [0, 2])
@@ -180,7 +205,9 @@ def test_krr_gradient_is_unbiased_for_the_shrunk_clear_gradient(y):
 def test_schedules():
     t = jnp.arange(1.0, 6.0)
     np.testing.assert_allclose(step_size_schedule("literal")(t), 0.1)
-    np.testing.assert_allclose(step_size_schedule("theory", 0.02, eta_max=jnp.inf)(t), 1 / (0.02 * t))   # the proof's 1/(λt)
+    np.testing.assert_allclose(
+        step_size_schedule("theory", 0.02, eta_max=jnp.inf)(t), 1 / (0.02 * t)
+    )  # the proof's 1/(λt)
     theory = step_size_schedule("theory", 0.02)(t)
     np.testing.assert_allclose(theory, 1 / (0.02 * (t + 1 / (0.1 * 0.02))))
     assert float(theory[0]) < 0.1
@@ -191,22 +218,42 @@ def test_optax_chain_lands_on_the_projection():
     params = jnp.asarray([0.2, -0.1, -0.1])
     grad = jnp.asarray([-4.0, 1.0, 0.5])
     updates, _ = opt.update(grad, opt.init(params), params)
-    np.testing.assert_allclose(optax.apply_updates(params, updates),
-                               project_ball(params - 0.5 * grad, 1.0, True), atol=1e-15)
+    np.testing.assert_allclose(
+        optax.apply_updates(params, updates),
+        project_ball(params - 0.5 * grad, 1.0, True),
+        atol=1e-15,
+    )
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda d: unjitted.sgd_rr(d.x, d.y, 1.0, 1.0, schedule="adam"), "schedule='adam'"),
-    (lambda d: unjitted.sgd_rr(d.x, d.y, 1.0, 1.0, link="cauchit"), "link='cauchit'"),
-    (lambda d: unjitted.sgd_rr(d.x, d.y, 0.0, 1.0), "eps=0.0"),
-    (lambda d: unjitted.sgd_rr(d.x, d.y, 1.0, -2.0), "radius=-2.0"),
-    (lambda d: unjitted.sgd_rr(d.x, d.y, 1.0, 1.0, gamma_hat=0.0), "gamma_hat=0.0"),
-    (lambda d: unjitted.sgd_krr(d.x[:, None, :], d.y.astype(int), 1.0, 1.0), r"k ≥ 2"),
-    (lambda d: unjitted.sgd_objective_perturbation(
-        d.x, d.y, gaussian_objective_perturbation(jax.random.key(0), d.x, 1.0, 0.5, 1.0), -1.0), "radius=-1.0"),
-    (lambda d: unjitted.sgd_objective_perturbation(
-        d.x, d.y[:-1], gaussian_objective_perturbation(jax.random.key(0), d.x, 1.0, 0.5, 1.0), 1.0), "y must have shape"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda d: unjitted.sgd_rr(d.x, d.y, 1.0, 1.0, schedule="adam"), "schedule='adam'"),
+        (lambda d: unjitted.sgd_rr(d.x, d.y, 1.0, 1.0, link="cauchit"), "link='cauchit'"),
+        (lambda d: unjitted.sgd_rr(d.x, d.y, 0.0, 1.0), "eps=0.0"),
+        (lambda d: unjitted.sgd_rr(d.x, d.y, 1.0, -2.0), "radius=-2.0"),
+        (lambda d: unjitted.sgd_rr(d.x, d.y, 1.0, 1.0, gamma_hat=0.0), "gamma_hat=0.0"),
+        (lambda d: unjitted.sgd_krr(d.x[:, None, :], d.y.astype(int), 1.0, 1.0), r"k ≥ 2"),
+        (
+            lambda d: unjitted.sgd_objective_perturbation(
+                d.x,
+                d.y,
+                gaussian_objective_perturbation(jax.random.key(0), d.x, 1.0, 0.5, 1.0),
+                -1.0,
+            ),
+            "radius=-1.0",
+        ),
+        (
+            lambda d: unjitted.sgd_objective_perturbation(
+                d.x,
+                d.y[:-1],
+                gaussian_objective_perturbation(jax.random.key(0), d.x, 1.0, 0.5, 1.0),
+                1.0,
+            ),
+            "y must have shape",
+        ),
+    ],
+)
 def test_bad_inputs_raise(call, message):
     data = sample_linear_btl(jax.random.key(0), jnp.asarray(THETA), 20)
     with pytest.raises(ValueError, match=message):
@@ -220,10 +267,18 @@ def test_vmap_over_replicates_and_eps_without_batched_lapack():
         yt = randomized_response(k_rr, data.y, eps)
         pl = sample_plackett_luce(k_pl, jnp.asarray(THETA), 300, 3)
         ykt = kary_randomized_response(k_krr, pl.y, eps, 3)
-        return jnp.stack([unjitted.sgd_rr(data.x, yt, eps, 3.0).theta,
-                          unjitted.sgd_krr(pl.phi, ykt, eps, 3.0).theta,
-                          unjitted.sgd_objective_perturbation(
-                              data.x, data.y, gaussian_objective_perturbation(k_obj, data.x, eps, 1e-3, 3.0), 3.0).theta])
+        return jnp.stack(
+            [
+                unjitted.sgd_rr(data.x, yt, eps, 3.0).theta,
+                unjitted.sgd_krr(pl.phi, ykt, eps, 3.0).theta,
+                unjitted.sgd_objective_perturbation(
+                    data.x,
+                    data.y,
+                    gaussian_objective_perturbation(k_obj, data.x, eps, 1e-3, 3.0),
+                    3.0,
+                ).theta,
+            ]
+        )
 
     keys = jax.random.split(jax.random.key(30), 3)
     eps = jnp.asarray([0.5, 1.0, 4.0])

@@ -29,6 +29,7 @@ its CPU client, before this module runs in a whole-suite run).
 The console script's exit status and one-line error, end to end in a fresh interpreter, are
 tested once, in tests/engine/test_cli.py.
 """
+
 from __future__ import annotations
 
 import ast
@@ -60,11 +61,13 @@ from dpsim.engine.scaffold import SKELETON, new_paper
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "examples" / "custom_study.py"
-TOY_ENTRY_POINT = "[dpsim.papers]\ntoy = toy_paper\nfifth = fifth\n"   # one registration line each: the toy paper
+TOY_ENTRY_POINT = (
+    "[dpsim.papers]\ntoy = toy_paper\nfifth = fifth\n"  # one registration line each: the toy paper
+)
 # (tests/toy_paper) and a paper written by `dpsim new-paper fifth` into the installed folder
 REPS = 2
-SMOKE_VALUES = 2          # the first values of each axis in the smoke run
-WATCHDOG = 240            # seconds without progress before a smoke run stops as RunStalled
+SMOKE_VALUES = 2  # the first values of each axis in the smoke run
+WATCHDOG = 240  # seconds without progress before a smoke run stops as RunStalled
 
 
 # ----------------------------------------------------------------------------- the toy paper
@@ -88,7 +91,7 @@ def toy_paper_installed(folder: Path):
     finally:
         sys.path.remove(str(folder))
         for name in [m for m in sys.modules if m == "fifth" or m.startswith("fifth.")]:
-            del sys.modules[name]          # written into this folder: the next install writes it afresh
+            del sys.modules[name]  # written into this folder: the next install writes it afresh
         importlib.invalidate_caches()
         registry.forget_installed()
 
@@ -98,7 +101,10 @@ def _registered() -> list[str]:
     experiment's name, or ``path.py:NAME`` for the study file's."""
     with tempfile.TemporaryDirectory() as folder, toy_paper_installed(Path(folder)):
         found = registry.catalogue(str(STUDY))
-        return [found.source[name] if registry.is_study(found.source[name]) else name for name in found.experiments]
+        return [
+            found.source[name] if registry.is_study(found.source[name]) else name
+            for name in found.experiments
+        ]
 
 
 TARGETS = _registered()
@@ -132,7 +138,14 @@ def test_every_experiment_is_tested_here():
     """Every installed paper's experiments, the study file's and the toy paper's."""
     names = set(IDS)
     assert set(registry.installed().experiments) <= names
-    assert {"borda-noise", "toy-noise", "noisy-borda-size", "fifth-noise", "cai-fig1", "xu-fig2"} <= names
+    assert {
+        "borda-noise",
+        "toy-noise",
+        "noisy-borda-size",
+        "fifth-noise",
+        "cai-fig1",
+        "xu-fig2",
+    } <= names
     assert len(names) == len(IDS)
 
 
@@ -155,8 +168,12 @@ def bad_cases(experiment) -> list[tuple[list[str], list[str]]]:
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(target, tmp_path, monkeypatch, capsys):
     experiment, _ = registry.experiment(target)
     for options, names in bad_cases(experiment):
-        line = refused(["run", target, *options, "--out", tmp_path / "out", "--no-progress"], tmp_path,
-                       monkeypatch, capsys)
+        line = refused(
+            ["run", target, *options, "--out", tmp_path / "out", "--no-progress"],
+            tmp_path,
+            monkeypatch,
+            capsys,
+        )
         assert all(name in line for name in names), (options, line)
 
 
@@ -202,8 +219,15 @@ def smoke(request, tmp_path_factory) -> Smoke:
     out = tmp_path_factory.mktemp("smoke") / experiment.name
     axes = smoke_axes(experiment)
     try:
-        summary = run_experiment(experiment, reps=REPS, out=out, progress=False, source=source,
-                                 overrides=axes, watchdog=WATCHDOG)
+        summary = run_experiment(
+            experiment,
+            reps=REPS,
+            out=out,
+            progress=False,
+            source=source,
+            overrides=axes,
+            watchdog=WATCHDOG,
+        )
     except RunStalled as exc:
         pytest.fail(f"{experiment.name} stalled: {exc}")
     return Smoke(experiment, target, axes, out, summary, load_results(out))
@@ -220,7 +244,7 @@ def test_smoke_run_finishes_with_a_row_per_point_replicate_and_method(smoke):
     assert not table.duplicated(["point", "rep", "method"]).any()
     grid = expand_grid(smoke.experiment, smoke.axes)
     for axis in smoke.axes:
-        if axis in table:          # the values given; a shape axis's as resolved (k="auto": a number)
+        if axis in table:  # the values given; a shape axis's as resolved (k="auto": a number)
             shaped = axis in smoke.experiment.shape_axes
             given = {shape[axis] for shape in grid.shapes} if shaped else set(grid.axes[axis])
             assert set(table[axis].tolist()) == given, (axis, given, table[axis].unique())
@@ -245,12 +269,22 @@ def test_smoke_run_metrics_are_numbers(smoke):
 
 # ----------------------------------------------------------------------------- figure
 def test_figure_is_drawn_from_the_run(smoke, tmp_path, monkeypatch, capsys):
-    code, out, err = run_in_process(["plot", smoke.out, "--to", tmp_path / "figure"], tmp_path, monkeypatch, capsys)
+    code, out, err = run_in_process(
+        ["plot", smoke.out, "--to", tmp_path / "figure"], tmp_path, monkeypatch, capsys
+    )
     if smoke.experiment.figure is None:
-        assert code == 2 and err.strip() == f"dpsim: error: experiment {smoke.experiment.name!r} defines no figure"
+        assert (
+            code == 2
+            and err.strip()
+            == f"dpsim: error: experiment {smoke.experiment.name!r} defines no figure"
+        )
         return
     assert code == 0, err
-    drawn = [Path(line.removeprefix("figure: ")) for line in out.splitlines() if line.startswith("figure: ")]
+    drawn = [
+        Path(line.removeprefix("figure: "))
+        for line in out.splitlines()
+        if line.startswith("figure: ")
+    ]
     assert any(p.suffix == ".png" for p in drawn), out
     for path in drawn:
         assert path.parent == tmp_path and path.stat().st_size > 0, path
@@ -273,7 +307,9 @@ CONTRACT = {"TITLE", "PAGE", "EXPERIMENTS", "CHECKS", "MUTANTS", "AUDITS", "COMP
 
 def _package_folder(paper: str) -> Path:
     """The folder of a registered paper's package (its entry point's module)."""
-    (module,) = [e.value for e in importlib.metadata.entry_points(group="dpsim.papers") if e.name == paper]
+    (module,) = [
+        e.value for e in importlib.metadata.entry_points(group="dpsim.papers") if e.name == paper
+    ]
     return Path(importlib.import_module(module).__file__).parent
 
 
@@ -287,27 +323,40 @@ def test_every_paper_package_follows_the_skeleton(paper):
     tree = ast.parse((folder / "__init__.py").read_text())
     assigned = set()
     for node in tree.body:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):      # the docstring
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):  # the docstring
             continue
-        assert isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign)), \
+        assert isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign)), (
             f"{paper}/__init__.py defines {type(node).__name__} at line {node.lineno}: the contract only"
+        )
         if isinstance(node, ast.Assign):
             assigned |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    assert assigned <= CONTRACT and CONTRACT - {"COMPONENTS"} <= assigned, f"{paper}/__init__.py assigns {sorted(assigned)}"
+    assert assigned <= CONTRACT and CONTRACT - {"COMPONENTS"} <= assigned, (
+        f"{paper}/__init__.py assigns {sorted(assigned)}"
+    )
 
 
-def test_a_new_paper_refuses_a_bad_name_or_an_existing_folder_and_writes_nothing(tmp_path, monkeypatch, capsys):
+def test_a_new_paper_refuses_a_bad_name_or_an_existing_folder_and_writes_nothing(
+    tmp_path, monkeypatch, capsys
+):
     """``dpsim new-paper``: a bad name, a --to that is not a folder, or a package already there is
     refused in one line and writes nothing; otherwise it writes the skeleton and the entry point to add."""
     papers, cwd = tmp_path / "papers", tmp_path / "cwd"
     papers.mkdir(), cwd.mkdir()
-    for argv, says in ((["new-paper", "Smith", "--to", str(papers)], "lower-case Python identifier"),
-                       (["new-paper", "smith", "--to", str(tmp_path / "nowhere")], "is not a folder"),
-                       (["new-paper", "class", "--to", str(papers)], "lower-case Python identifier")):
+    for argv, says in (
+        (["new-paper", "Smith", "--to", str(papers)], "lower-case Python identifier"),
+        (["new-paper", "smith", "--to", str(tmp_path / "nowhere")], "is not a folder"),
+        (["new-paper", "class", "--to", str(papers)], "lower-case Python identifier"),
+    ):
         assert says in refused(argv, cwd, monkeypatch, capsys)
         assert not any(papers.iterdir())
-    code, out, err = run_in_process(["new-paper", "smith", "--to", str(papers)], cwd, monkeypatch, capsys)
+    code, out, err = run_in_process(
+        ["new-paper", "smith", "--to", str(papers)], cwd, monkeypatch, capsys
+    )
     assert code == 0 and 'smith = "dpsim.experiments.smith"' in out, err
-    written = sorted(p.relative_to(papers / "smith").as_posix() for p in (papers / "smith").rglob("*.py"))
+    written = sorted(
+        p.relative_to(papers / "smith").as_posix() for p in (papers / "smith").rglob("*.py")
+    )
     assert written == sorted([*SKELETON, "figures/noise.py"])
-    assert "already exists" in refused(["new-paper", "smith", "--to", str(papers)], cwd, monkeypatch, capsys)
+    assert "already exists" in refused(
+        ["new-paper", "smith", "--to", str(papers)], cwd, monkeypatch, capsys
+    )

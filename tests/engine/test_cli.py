@@ -8,6 +8,7 @@ axes (an unknown axis, each kind of value its axis types refuse, k = n_items) ar
 every experiment by tests/conformance/test_conformance.py; here: the command's options and the bounds of
 an interval that the conformance suite's one bad value per kind does not reach.
 """
+
 from __future__ import annotations
 
 import os
@@ -56,7 +57,9 @@ def _env():
 
 
 @pytest.mark.parametrize("name, args, want", BAD, ids=[b[0] for b in BAD])
-def test_bad_input_is_one_line_error_and_writes_nothing(tmp_path, monkeypatch, capsys, name, args, want):
+def test_bad_input_is_one_line_error_and_writes_nothing(
+    tmp_path, monkeypatch, capsys, name, args, want
+):
     assert want in refused(_arguments(args, tmp_path / "out"), tmp_path, monkeypatch, capsys)
 
 
@@ -65,8 +68,14 @@ def test_console_script_exit_status_and_one_line_error(tmp_path):
     value exits 2 with one line on stderr naming it, and writes nothing."""
     exe = Path(sys.executable).parent / "dpsim"
     assert exe.exists(), "the `dpsim` console script is not installed (pip install -e .)"
-    res = subprocess.run([str(exe), *_arguments(["run", EXP, "--set", "eps=0"], tmp_path / "out")], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300, env={**_env(), "DPSIM_JAX_CACHE": "off"})
+    res = subprocess.run(
+        [str(exe), *_arguments(["run", EXP, "--set", "eps=0"], tmp_path / "out")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**_env(), "DPSIM_JAX_CACHE": "off"},
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("dpsim: error: eps=0 "), res.stderr
@@ -80,7 +89,7 @@ def test_list(tmp_path, monkeypatch, capsys):
     assert code == 0, err
     for name in ("cai-fig1", "cai-fig2", "cai-fig3", "xu-fig2", "nguyen-fig1", "chowdhury-fig1"):
         assert name in out
-    assert "n_items=100…700 (9) eps=0.5,1,2.5,inf" in out          # cai-fig1
+    assert "n_items=100…700 (9) eps=0.5,1,2.5,inf" in out  # cai-fig1
     assert "audits:" in out and "cai-counts" in out
     assert "cai-edge-linf-vs-eps-private" in out
     assert list(tmp_path.iterdir()) == []
@@ -94,11 +103,16 @@ def test_list_pins(tmp_path, monkeypatch, capsys):
     assert "mechanism:edge-counts" in out and "cai-level-edge-counts-noise" in out
     assert "cai-edge-counts-noise-double" in out
     table = dpsim.pins("cai")
-    assert out.strip().splitlines()[-1].strip() == f"{len(table)} components, {int(table['gap'].sum())} without a check (GAP)"
+    assert (
+        out.strip().splitlines()[-1].strip()
+        == f"{len(table)} components, {int(table['gap'].sum())} without a check (GAP)"
+    )
     code, out, err = run_in_process(["list", "xu", "--pins"], tmp_path, monkeypatch, capsys)
     assert code == 0, err
     gaps = dpsim.pins("xu")
-    assert len([line for line in out.splitlines() if line.strip().startswith("GAP ")]) == int(gaps["gap"].sum())
+    assert len([line for line in out.splitlines() if line.strip().startswith("GAP ")]) == int(
+        gaps["gap"].sum()
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -107,7 +121,10 @@ def tiny_run(tmp_path, monkeypatch, capsys):
     """A tiny cai-fig1 run by `dpsim run`: (its arguments, (exit status, stdout, stderr), the
     working directory, --out)."""
     out = tmp_path / "out"
-    args = _arguments(["run", EXP, "--set", "n_items=10", "--set", "p=1", "--set", "eps=1,inf", "--reps", "2"], out)
+    args = _arguments(
+        ["run", EXP, "--set", "n_items=10", "--set", "p=1", "--set", "eps=1,inf", "--reps", "2"],
+        out,
+    )
     return args, run_in_process(args, tmp_path, monkeypatch, capsys), tmp_path, out
 
 
@@ -124,7 +141,9 @@ def test_tiny_run_resumes_and_refuses_another_seed(tiny_run, monkeypatch, capsys
     assert df.loc[df["method"] == "mle", "converged"].all()
     manifest = store.read_manifest(out)
     assert manifest["experiment"] == EXP and manifest["seed"] == 0
-    assert manifest["study"]["reps"] == {"min": 2, "max": 2} and manifest["history"][-1]["reps"] == 2
+    assert (
+        manifest["study"]["reps"] == {"min": 2, "max": 2} and manifest["history"][-1]["reps"] == 2
+    )
 
     parts = sorted(p.name for p in store.part_files(out))
     code, again, err = run_in_process(args, cwd, monkeypatch, capsys)

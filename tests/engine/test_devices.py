@@ -15,6 +15,7 @@ on one device or four, and with ``micro_batch=2`` both layouts vmap micro-batche
 arithmetic. (A layout whose vmapped micro-batch differs would be equal only up to float
 rounding; none is tested here.)
 """
+
 from __future__ import annotations
 
 import json
@@ -34,13 +35,16 @@ from dpsim.engine.execution.runner import run_experiment
 from toy import toy_experiment
 
 DEVICES = 4
-REPS = 5          # 2 data points (p) × 5 replicates = 10 lanes per shape point: not a multiple of 4
+REPS = 5  # 2 data points (p) × 5 replicates = 10 lanes per shape point: not a multiple of 4
 GRID = {"n_items": [8]}
 KEY = ["point", "rep", "method"]
 # name → run_experiment settings; each is run on 4 forced devices and on this process's one
 CASES = {
-    "default": {},                              # 10 lanes → one chunk of 12 (2 padding lanes), 3 per device
-    "micro": {"micro_batch": 2, "chunk": 6},    # chunks of 8 (micro-batches of 2 on each device), the last padded
+    "default": {},  # 10 lanes → one chunk of 12 (2 padding lanes), 3 per device
+    "micro": {
+        "micro_batch": 2,
+        "chunk": 6,
+    },  # chunks of 8 (micro-batches of 2 on each device), the last padded
 }
 
 SCRIPT = r"""
@@ -87,12 +91,24 @@ def sharded(tmp_path_factory):
     """The CASES run on 4 forced CPU devices in a fresh interpreter: (its report, its folder)."""
     out = tmp_path_factory.mktemp("sharded")
     tests = Path(__file__).resolve().parent
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "DPSIM_JAX_CACHE": "off",
-           "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={DEVICES}".strip(),
-           "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "DPSIM_JAX_CACHE": "off",
+        "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={DEVICES}".strip(),
+        "PYTHONPATH": os.pathsep.join(
+            [str(tests.parent), str(tests), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
     env.pop("DPSIM_DEVICES", None)
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(out), str(REPS), json.dumps(GRID), json.dumps(CASES)],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=out)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(out), str(REPS), json.dumps(GRID), json.dumps(CASES)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=out,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1]), out
 
@@ -105,7 +121,7 @@ def test_four_devices_give_the_one_device_table(sharded, case, tmp_path):
     ours = tmp_path / case
     run_experiment(toy_experiment("t", reps=REPS, **GRID), out=ours, progress=False, **CASES[case])
     one, four = _table(ours), _table(out / case)
-    assert len(four) == REPS * 2 * 4 * 2          # lanes × analysis points × methods: no padding row kept
+    assert len(four) == REPS * 2 * 4 * 2  # lanes × analysis points × methods: no padding row kept
     assert not four.duplicated(KEY).any()
     pd.testing.assert_frame_equal(four, one, check_exact=True)
 
@@ -117,7 +133,7 @@ def test_chunks_are_padded_to_a_multiple_of_the_devices(sharded):
     # chunk 6 asked, micro-batch 2: each device gets 2 lanes, chunks of 8 (10 lanes → 2 chunks)
     assert report["micro"]["steps"] == [[8, 2, DEVICES, 2]]
     assert "4 cpu devices" in report["default"]["plan"][0]
-    assert "1 worker(s)" in report["default"]["plan"][0]         # sharding replaces the chunk threads
+    assert "1 worker(s)" in report["default"]["plan"][0]  # sharding replaces the chunk threads
 
 
 def test_dpsim_devices_1_keeps_one_device_and_the_chunk_threads(sharded):
@@ -126,13 +142,16 @@ def test_dpsim_devices_1_keeps_one_device_and_the_chunk_threads(sharded):
     assert report["forced_one"]["workers"] == batching_module.default_workers()
 
 
-@pytest.mark.parametrize("n_lanes, requested, micro_batch, want", [
-    (10, None, None, (12, 1)),       # 3 lanes per device
-    (4, None, None, (4, 1)),
-    (1, None, None, (4, 1)),         # one lane and 3 padding lanes
-    (10, 6, 2, (8, 2)),              # a requested size rounded up to devices × micro-batch
-    (10, 3, None, (4, 1)),           # ceil(10/3) = 4 chunks of 3 lanes → 4 (one per device)
-])
+@pytest.mark.parametrize(
+    "n_lanes, requested, micro_batch, want",
+    [
+        (10, None, None, (12, 1)),  # 3 lanes per device
+        (4, None, None, (4, 1)),
+        (1, None, None, (4, 1)),  # one lane and 3 padding lanes
+        (10, 6, 2, (8, 2)),  # a requested size rounded up to devices × micro-batch
+        (10, 3, None, (4, 1)),  # ceil(10/3) = 4 chunks of 3 lanes → 4 (one per device)
+    ],
+)
 def test_chunk_layout_with_devices(n_lanes, requested, micro_batch, want):
     policy = batching("cpu", micro_batch=micro_batch)
     policy = Batching(**{**policy.__dict__, "devices": DEVICES, "workers": 1})
@@ -149,7 +168,7 @@ def test_one_device_layout_is_unchanged():
 
 @pytest.mark.parametrize("text", ["0", "-1", "two", "2"])
 def test_bad_dpsim_devices_is_refused_naming_it(monkeypatch, text):
-    monkeypatch.setenv("DPSIM_DEVICES", text)           # this process sees 1 device
+    monkeypatch.setenv("DPSIM_DEVICES", text)  # this process sees 1 device
     with pytest.raises(UsageError, match=f"DPSIM_DEVICES='{text}'"):
         device_count()
 

@@ -2,6 +2,7 @@
 the digests are taken with writes exactly the text of the plain serialiser of the tree without its
 docstrings, for every module of dpsim and of the papers; a comment or docstring does not change a
 digest, and a change of what the code does does."""
+
 from __future__ import annotations
 
 import ast
@@ -20,8 +21,12 @@ def test_the_fast_serialiser_writes_the_plain_serialisers_text(path):
     tree = ast.parse(path.read_text())
     out, imports = [], []
     digests._serialise_fast(tree, out, imports)
-    assert "".join(out) == digests._serialised(digests._strip_docstrings(ast.parse(path.read_text())))
-    expected = [(0, a.name, ()) for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert "".join(out) == digests._serialised(
+        digests._strip_docstrings(ast.parse(path.read_text()))
+    )
+    expected = [
+        (0, a.name, ()) for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    ]
     assert {i for i in imports if i[0] == 0 and not i[2]} >= set(expected)
 
 

@@ -6,6 +6,7 @@ the figure, whose panel with no finite value is drawn empty. And the smaller ref
 --out, a run of days or beyond the free disk, verify --reps 0, a study without an Experiment;
 `dpsim merge` draws the merged figure; a figure without a title of its own takes the
 experiment's; reproduce.sh lists the figures it wrote."""
+
 from __future__ import annotations
 
 import json
@@ -32,23 +33,31 @@ RESULT = 'return {"noise_ms": jnp.mean(noise ** 2)}'
 def study(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DPSIM_JAX_CACHE", "off")
-    monkeypatch.setenv("DPSIM_TRACEBACK", "")      # undone after the test (--traceback sets it)
+    monkeypatch.setenv("DPSIM_TRACEBACK", "")  # undone after the test (--traceback sets it)
     path = tmp_path / "study.py"
     path.write_text(textwrap.dedent(STUDY))
     return path
 
 
 DERIVED = STUDY.replace("from dpsim.engine import", "from dpsim.engine import Derived,").replace(
-    "reps=4,", 'reps=4, derived=(Derived(("s",), lambda p: {"s": 1 / (p["eps"] - 1)}),),')
-GENERATE = STUDY.replace('    return {"W": sample_er', '    raise KeyError("no W here")\n    return {"W": sample_er')
+    "reps=4,", 'reps=4, derived=(Derived(("s",), lambda p: {"s": 1 / (p["eps"] - 1)}),),'
+)
+GENERATE = STUDY.replace(
+    '    return {"W": sample_er', '    raise KeyError("no W here")\n    return {"W": sample_er'
+)
 
 
-@pytest.mark.parametrize("text, words", [
-    (DERIVED, ["derived 's' failed: ZeroDivisionError", "at n_items=8, p=1.0, eps=1.0"]),
-    (GENERATE, ["generate failed: KeyError", "no W here", "at n_items=8"]),
-    (STUDY.replace("truth=lambda key, shape: {}", "truth=lambda key, shape: 1 / 0"),
-     ["truth failed: ZeroDivisionError", "at n_items=8"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (DERIVED, ["derived 's' failed: ZeroDivisionError", "at n_items=8, p=1.0, eps=1.0"]),
+        (GENERATE, ["generate failed: KeyError", "no W here", "at n_items=8"]),
+        (
+            STUDY.replace("truth=lambda key, shape: {}", "truth=lambda key, shape: 1 / 0"),
+            ["truth failed: ZeroDivisionError", "at n_items=8"],
+        ),
+    ],
+)
 def test_an_exception_in_a_study_is_one_line_naming_stage_and_point(study, capsys, text, words):
     study.write_text(text)
     assert main(["run", "study.py", "--no-progress"]) == 2
@@ -64,7 +73,9 @@ def test_traceback_shows_a_derived_functions_own_exception(study):
 
 
 HALF_NAN = STUDY.replace(
-    RESULT, 'return {"noise_ms": jnp.where(ctx.analysis["eps"] > 1.5, jnp.nan, jnp.mean(noise ** 2))}')
+    RESULT,
+    'return {"noise_ms": jnp.where(ctx.analysis["eps"] > 1.5, jnp.nan, jnp.mean(noise ** 2))}',
+)
 
 
 def test_nan_rows_are_counted_warned_and_kept(study, capsys):
@@ -73,18 +84,29 @@ def test_nan_rows_are_counted_warned_and_kept(study, capsys):
     err = capsys.readouterr().err
     assert "warning: errs: noise_ms of laplace is NaN in 4 of 8 rows" in err, err
     manifest = json.loads((study.parent / "runs" / "errs" / "manifest.json").read_text())
-    assert manifest["diagnostics"]["nan"] == [{"method": "laplace", "metric": "noise_ms", "nan": 4, "rows": 8}]
+    assert manifest["diagnostics"]["nan"] == [
+        {"method": "laplace", "metric": "noise_ms", "nan": 4, "rows": 8}
+    ]
     assert (study.parent / "runs" / "errs" / "figure.png").is_file()
 
 
 def _table(values) -> pd.DataFrame:
-    table = pd.DataFrame({"eps": [1.0, 1.0, 2.0, 2.0], "method": "m", "rep": [0, 1, 0, 1], "point": [0, 0, 1, 1],
-                          "err": values})
+    table = pd.DataFrame(
+        {
+            "eps": [1.0, 1.0, 2.0, 2.0],
+            "method": "m",
+            "rep": [0, 1, 0, 1],
+            "point": [0, 0, 1, 1],
+            "err": values,
+        }
+    )
     table.attrs["method_columns"] = ["err"]
     return table
 
 
-SPEC = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="", panels=(Panel("err", "m", "error"),))
+SPEC = FigureSpec(
+    x="eps", curve="method", xlabel="ε", curve_label="", panels=(Panel("err", "m", "error"),)
+)
 
 
 def test_a_figure_marks_nan_rows_and_draws_a_panel_without_values_empty():
@@ -92,18 +114,24 @@ def test_a_figure_marks_nan_rows_and_draws_a_panel_without_values_empty():
     assert any("err NaN in 1 of 4 rows" in t.get_text() for t in drawn.figure.axes[0].texts)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        (drawn,) = draw_figures(_table([math.nan] * 4), SPEC)       # was: "has no data", exit 2 after the run
+        (drawn,) = draw_figures(
+            _table([math.nan] * 4), SPEC
+        )  # was: "has no data", exit 2 after the run
     assert any("no finite value of err" in t.get_text() for t in drawn.figure.axes[0].texts)
-    assert any(issubclass(w.category, DpsimNote) and "drawn empty" in str(w.message) for w in caught)
+    assert any(
+        issubclass(w.category, DpsimNote) and "drawn empty" in str(w.message) for w in caught
+    )
 
 
 def test_a_figure_without_its_own_title_takes_the_experiments(study, monkeypatch):
     from dpsim.engine.presentation import plots
+
     titles, save = [], plots.save_figure
 
     def saved(drawn, stem):
         titles.append(drawn.figure._suptitle.get_text())
         return save(drawn, stem)
+
     monkeypatch.setattr(plots, "save_figure", saved)
     study.write_text(STUDY.replace('title="t"', 'title="Laplace noise on the counts"'))
     assert main(["run", "study.py", "--no-progress"]) == 0
@@ -114,18 +142,26 @@ def test_an_empty_out_is_refused(study, capsys):
     assert main(["run", "study.py", "--out", "", "--no-progress"]) == 2
     assert "--out '' names no folder" in capsys.readouterr().err
     assert not (study.parent / "runs" / "errs").exists()
-    assert main(["verify", "study.py", "--runs", " ", "--no-progress"]) == 2       # would write into .
+    assert main(["verify", "study.py", "--runs", " ", "--no-progress"]) == 2  # would write into .
     assert "--runs ' ' names no folder" in capsys.readouterr().err
     assert sorted(p.name for p in study.parent.iterdir()) == ["study.py"]
 
 
 def test_a_run_of_days_is_refused_without_yes(study, capsys, monkeypatch):
-    assert main(["run", "study.py", "--reps", "1000000000", "--no-progress"]) == 2      # stdin is not a terminal
+    assert (
+        main(["run", "study.py", "--reps", "1000000000", "--no-progress"]) == 2
+    )  # stdin is not a terminal
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "nothing started" in err and "--yes" in err and " h by the" in err, err
+    assert (
+        len(err.splitlines()) == 1
+        and "nothing started" in err
+        and "--yes" in err
+        and " h by the" in err
+    ), err
     assert not (study.parent / "runs" / "errs").exists()
     import dpsim.cli
-    monkeypatch.setattr(dpsim.cli, "LARGE_RUN_SECONDS", 0.0)          # every run is "long": --yes starts it
+
+    monkeypatch.setattr(dpsim.cli, "LARGE_RUN_SECONDS", 0.0)  # every run is "long": --yes starts it
     assert main(["run", "study.py", "--no-progress"]) == 2
     assert main(["run", "study.py", "--yes", "--no-progress"]) == 0
 
@@ -145,23 +181,39 @@ def test_a_study_without_an_experiment_says_so(study, capsys):
 
 def test_merge_draws_the_merged_figure(study, capsys):
     for part in ("1/2", "2/2"):
-        assert main(["run", "study.py", "--part", part, "--out", f"p{part[0]}", "--no-progress"]) == 0
+        assert (
+            main(["run", "study.py", "--part", part, "--out", f"p{part[0]}", "--no-progress"]) == 0
+        )
     assert main(["merge", "merged", "p1", "p2"]) == 0
     assert "figure: merged/figure.png" in capsys.readouterr().out
-    assert (study.parent / "merged" / "figure.png").is_file() and (study.parent / "merged" / "figure.csv").is_file()
+    assert (study.parent / "merged" / "figure.png").is_file() and (
+        study.parent / "merged" / "figure.csv"
+    ).is_file()
 
 
 def test_reproduce_lists_the_figures_it_wrote(tmp_path):
     """nguyen-fig2 writes figure-mode=paper.png and figure-mode=strict.png, no figure.png: the last
     lines of scripts/reproduce.sh name what is there."""
-    script = (Path(__file__).resolve().parents[2] / "scripts" / "reproduce.sh").read_text().splitlines()
+    script = (
+        (Path(__file__).resolve().parents[2] / "scripts" / "reproduce.sh").read_text().splitlines()
+    )
     first = next(i for i, line in enumerate(script) if line.startswith('echo "reproduce: done'))
     last = next(i for i in range(first, len(script)) if script[i].startswith("done"))
-    for name, files in (("one", ["figure.png"]), ("two", ["figure-mode=paper.png", "figure-mode=strict.png"])):
+    for name, files in (
+        ("one", ["figure.png"]),
+        ("two", ["figure-mode=paper.png", "figure-mode=strict.png"]),
+    ):
         (tmp_path / name).mkdir()
         for f in files:
             (tmp_path / name / f).write_bytes(b"png")
-    shell = "\n".join([f"runs={tmp_path}", "experiments=(one two)", "start=$(date +%s)", *script[first:last + 1]])
+    shell = "\n".join(
+        [
+            f"runs={tmp_path}",
+            "experiments=(one two)",
+            "start=$(date +%s)",
+            *script[first : last + 1],
+        ]
+    )
     out = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True).stdout
     for written in ("one/figure.png", "two/figure-mode=paper.png", "two/figure-mode=strict.png"):
         assert f"{tmp_path}/{written}" in out, out

@@ -7,6 +7,7 @@ comparison graph; its metric ``noise_ms`` is the mean square of the released noi
 expectation is exactly Var(Laplace(b)) = 2b² = 8/ε² (a closed form written in the check, not
 read from the mechanism).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,8 +25,14 @@ from dpsim.engine.judgement.verdicts import Estimate, family_z, widened
 from dpsim.engine.judgement.checks import level_check
 from dpsim.engine.judgement.verdicts import judge
 from dpsim.engine.judgement.statistics import predictions
-from dpsim.engine.judgement.mutants import (Mutant, chain, mutants_of, replaced_method, scaled_analysis,
-                                      scaled_derived)
+from dpsim.engine.judgement.mutants import (
+    Mutant,
+    chain,
+    mutants_of,
+    replaced_method,
+    scaled_analysis,
+    scaled_derived,
+)
 from dpsim.engine.presentation.summary import Z95
 from dpsim.engine.judgement.verify import verify, verify_mutants
 from dpsim.models import sample_er_comparisons, win_counts
@@ -41,7 +48,7 @@ def _laplace_counts(key, ctx):
     """Win counts + Laplace(2/ε): ε-DP for one flipped comparison (ℓ1 sensitivity 2)."""
     counts = win_counts(ctx.sample["W"])
     noise = (2.0 / ctx.analysis["eps"]) * jax.random.laplace(key, counts.shape)
-    return {"noise_ms": jnp.mean(noise ** 2)}
+    return {"noise_ms": jnp.mean(noise**2)}
 
 
 def _raw_counts(key, ctx):
@@ -49,22 +56,52 @@ def _raw_counts(key, ctx):
 
 
 EXPERIMENT = Experiment(
-    name="lvl-noise", title="Laplace noise on win counts", axes={"n_items": [40], "p": [1.0], "eps": [0.5, 1.0, 2.0]},
-    shape_axes=("n_items",), analysis_axes=("eps",), truth=lambda key, shape: {}, generate=_generate,
-    methods={"laplace": Method(_laplace_counts, ("noise_ms",)), "raw": Method(_raw_counts, ("noise_ms",))},
-    reps=200)
+    name="lvl-noise",
+    title="Laplace noise on win counts",
+    axes={"n_items": [40], "p": [1.0], "eps": [0.5, 1.0, 2.0]},
+    shape_axes=("n_items",),
+    analysis_axes=("eps",),
+    truth=lambda key, shape: {},
+    generate=_generate,
+    methods={
+        "laplace": Method(_laplace_counts, ("noise_ms",)),
+        "raw": Method(_raw_counts, ("noise_ms",)),
+    },
+    reps=200,
+)
 # Region: X² of a unit Laplace has mean 2 and sd √20, so the mean of 40 × 200 squares has a
 # coefficient of variation √20/2/√8000 = 2.5%: ±5% at 95%; ±15% leaves room for it and is
 # still far from the factor 4 of a noise scale off by 2.
-LEVEL = level_check("lvl-noise-laplace-variance", EXPERIMENT.name, "noise_ms", "laplace",
-                    lambda point: 8.0 / point["eps"] ** 2, 0.85, 1.15, at=("eps",), formula="8/ε²")
+LEVEL = level_check(
+    "lvl-noise-laplace-variance",
+    EXPERIMENT.name,
+    "noise_ms",
+    "laplace",
+    lambda point: 8.0 / point["eps"] ** 2,
+    0.85,
+    1.15,
+    at=("eps",),
+    formula="8/ε²",
+)
 MUTANTS = [
-    Mutant("lvl-noise-half-scale", "Laplace scale halved (a release at 2ε)", (EXPERIMENT.name,),
-           scaled_analysis({"eps": 2.0}, methods=["laplace"])),
-    Mutant("lvl-noise-double-scale", "Laplace scale doubled (a release at ε/2)", (EXPERIMENT.name,),
-           scaled_analysis({"eps": 0.5}, methods=["laplace"])),
-    Mutant("lvl-noise-raw-untouched", "a change to a method no check judges", (EXPERIMENT.name,),
-           replaced_method("raw", like="laplace")),
+    Mutant(
+        "lvl-noise-half-scale",
+        "Laplace scale halved (a release at 2ε)",
+        (EXPERIMENT.name,),
+        scaled_analysis({"eps": 2.0}, methods=["laplace"]),
+    ),
+    Mutant(
+        "lvl-noise-double-scale",
+        "Laplace scale doubled (a release at ε/2)",
+        (EXPERIMENT.name,),
+        scaled_analysis({"eps": 0.5}, methods=["laplace"]),
+    ),
+    Mutant(
+        "lvl-noise-raw-untouched",
+        "a change to a method no check judges",
+        (EXPERIMENT.name,),
+        replaced_method("raw", like="laplace"),
+    ),
 ]
 
 
@@ -72,13 +109,19 @@ MUTANTS = [
 def base_runs(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     lines = []
-    results, counts = verify({LEVEL.name: LEVEL}, {EXPERIMENT.name: EXPERIMENT}, runs=runs, progress=False,
-                             echo=lines.append)
+    results, counts = verify(
+        {LEVEL.name: LEVEL},
+        {EXPERIMENT.name: EXPERIMENT},
+        runs=runs,
+        progress=False,
+        echo=lines.append,
+    )
     return runs, results, counts, lines
 
 
 def test_family_z_is_the_bonferroni_quantile():
     from statistics import NormalDist
+
     assert family_z(1) == Z95
     assert family_z(50) == pytest.approx(NormalDist().inv_cdf(1 - 0.05 / 100), rel=1e-12)
     assert family_z(200) > family_z(50) > Z95
@@ -89,7 +132,9 @@ def test_widened_interval_keeps_its_scale():
     r, se = 2.0, 0.1
     low, high = r * math.exp(-Z95 * se), r * math.exp(Z95 * se)
     w_low, w_high = widened(r, low, high, 2 * Z95)
-    assert w_low == pytest.approx(r * math.exp(-2 * Z95 * se)) and w_high == pytest.approx(r * math.exp(2 * Z95 * se))
+    assert w_low == pytest.approx(r * math.exp(-2 * Z95 * se)) and w_high == pytest.approx(
+        r * math.exp(2 * Z95 * se)
+    )
     # a slope's symmetric interval widens linearly; an exact count stays a point
     assert widened(-1.0, -1.2, -0.8, 2 * Z95) == pytest.approx((-1.4, -0.6))
     assert widened(3.0, 3.0, 3.0, 5.0) == (3.0, 3.0)
@@ -98,12 +143,14 @@ def test_widened_interval_keeps_its_scale():
 def test_fail_needs_family_wise_evidence():
     """An interval 2.5 se below the region fails a lone check but, in a family of 100, is
     INCONCLUSIVE; 6 se below fails both."""
+
     def estimate(centre):
         return Estimate(centre, centre - Z95, centre + Z95, 0.0, math.inf, "> 0", "", "", 100)
+
     assert judge(estimate(-2.5), family=1)[0] == "FAIL"
     assert judge(estimate(-2.5), family=100)[0] == "INCONCLUSIVE"
     assert judge(estimate(-6.0), family=100)[0] == "FAIL"
-    assert judge(estimate(2.5), family=100)[0] == "PASS"       # PASS stays at 95%
+    assert judge(estimate(2.5), family=100)[0] == "PASS"  # PASS stays at 95%
 
 
 def test_every_point_counts_its_points():
@@ -117,12 +164,14 @@ def test_every_point_counts_its_points():
 
 
 def test_predictions_see_only_grid_axes():
-    table = pd.DataFrame({"eps": [1.0, 1.0, 2.0], "rep": [0, 1, 0], "method": ["m"] * 3, "sigma": [9.0, 9.0, 9.0]})
+    table = pd.DataFrame(
+        {"eps": [1.0, 1.0, 2.0], "rep": [0, 1, 0], "method": ["m"] * 3, "sigma": [9.0, 9.0, 9.0]}
+    )
     table.attrs["derived_columns"] = ["sigma"]
     seen = []
     values = predictions(table, lambda point: seen.append(dict(point)) or 8.0 / point["eps"] ** 2)
     assert np.allclose(values, [8.0, 8.0, 2.0])
-    assert seen == [{"eps": 1.0}, {"eps": 2.0}]                   # one call per point, no derived σ
+    assert seen == [{"eps": 1.0}, {"eps": 2.0}]  # one call per point, no derived σ
 
 
 def test_level_check_passes_the_right_noise(base_runs):
@@ -134,8 +183,16 @@ def test_level_check_passes_the_right_noise(base_runs):
 def test_mutants_are_killed_or_survive(base_runs):
     runs, results, _, _ = base_runs
     lines = []
-    outcomes = verify_mutants({LEVEL.name: LEVEL}, {EXPERIMENT.name: EXPERIMENT}, MUTANTS, results, runs=runs,
-                              family=1, progress=False, echo=lines.append)
+    outcomes = verify_mutants(
+        {LEVEL.name: LEVEL},
+        {EXPERIMENT.name: EXPERIMENT},
+        MUTANTS,
+        results,
+        runs=runs,
+        family=1,
+        progress=False,
+        echo=lines.append,
+    )
     by_name = {o.mutant: o for o in outcomes}
     for name in ("lvl-noise-half-scale", "lvl-noise-double-scale"):
         assert by_name[name].killed, lines
@@ -170,8 +227,11 @@ def test_overridden_derived_computes_the_host_value_otherwise():
     from toy import toy_experiment
     from dpsim.engine.definition.grid import expand_grid
     from dpsim.engine.judgement.mutants import overridden_derived
+
     experiment = toy_experiment()
-    constant = expand_grid(overridden_derived("noise_scale", lambda point, derived: 7.0)(experiment))
+    constant = expand_grid(
+        overridden_derived("noise_scale", lambda point, derived: 7.0)(experiment)
+    )
     assert {d["noise_scale"] for d in constant.analysis_derived[0][0]} == {7.0}
     with pytest.raises(ValueError, match="derives no value 'rho'"):
         overridden_derived("rho", lambda point, derived: 1.0)(experiment)
@@ -179,18 +239,26 @@ def test_overridden_derived_computes_the_host_value_otherwise():
 
 def test_scaled_derived_scales_the_host_value():
     from toy import toy_experiment
+
     experiment = toy_experiment()
     from dpsim.engine.definition.grid import expand_grid
+
     base = expand_grid(experiment).analysis_derived[0][0]
     half = expand_grid(scaled_derived({"noise_scale": 0.5})(experiment)).analysis_derived[0][0]
     assert [h["noise_scale"] for h in half] == pytest.approx([0.5 * b["noise_scale"] for b in base])
 
 
-STUDY = study_text("mystudy", n_items=40, reps=120, region=(0.85, 1.15), tail="""
+STUDY = study_text(
+    "mystudy",
+    n_items=40,
+    reps=120,
+    region=(0.85, 1.15),
+    tail="""
 MUTANTS = [Mutant("mystudy-release-at-2eps", "Laplace at 2ε", ("mystudy",), scaled_analysis({"eps": 2.0})),
            Mutant("mystudy-factor-1.02", "scale off by 2 %: below what 120 replicates resolve", ("mystudy",),
                   scaled_analysis({"eps": 1.02}))]
-""")
+""",
+)
 
 
 def test_cli_verify_mutants_of_a_study_file(tmp_path, monkeypatch, capsys):
@@ -203,7 +271,9 @@ def test_cli_verify_mutants_of_a_study_file(tmp_path, monkeypatch, capsys):
     # one mutant, killed: exit 0
     assert main(["verify", "study.py", "--mutant", "mystudy-release-at-2eps", "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "KILLED    mystudy-release-at-2eps" in out and "mutants: 1 killed, 0 survived of 1" in out
+    assert (
+        "KILLED    mystudy-release-at-2eps" in out and "mutants: 1 killed, 0 survived of 1" in out
+    )
     # a 2% miscalibration survives 120 replicates: exit 1, and the line says SURVIVED
     assert main(["verify", "study.py", "--mutants", "--no-progress"]) == 1
     out = capsys.readouterr().out

@@ -11,6 +11,7 @@ test instead of hanging the suite. XLA:CPU's intra-op pool is forced to 2 thread
 (``PJRT_NPROC=2``), the size on the 2-core machine where the deadlock was seen, so the
 tests are as strict on a larger machine.
 """
+
 from __future__ import annotations
 
 import os
@@ -76,8 +77,14 @@ def test_concurrent_chunks_with_background_compile_stress(env, tmp_path):
     1e-12 relative, everything else exactly). An engine that batches LAPACK calls across
     threads hangs on this grid (at n ≤ 32 the LAPACK batches are small enough to run inline
     and would not)."""
-    result = subprocess.run([sys.executable, "-c", STRESS, str(tmp_path / "cache")], capture_output=True,
-                            text=True, timeout=600, env=env, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", STRESS, str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     assert len(lines) == 10, result.stdout
@@ -131,15 +138,30 @@ def test_watchdog_stops_a_stalled_run_and_rerun_resumes(env, tmp_path):
     watched run (a run of its own elsewhere), so the 3 s never include a compilation, which
     could take that long on a loaded machine (the suite runs on two workers)."""
     out = tmp_path / "run"
-    stalled = subprocess.run([sys.executable, "-c", WATCHDOG, str(out)], capture_output=True, text=True,
-                             timeout=120, env={**env, "STALL": "1"}, cwd=ROOT)
+    stalled = subprocess.run(
+        [sys.executable, "-c", WATCHDOG, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "STALL": "1"},
+        cwd=ROOT,
+    )
     assert stalled.returncode == 3, stalled.stdout + stalled.stderr[-2000:]
     message = stalled.stdout.strip().splitlines()[-1]
-    assert "no progress for 3 s while waiting for a chunk of toy-stall at n_items=6 (chunk 2/2)" in message
+    assert (
+        "no progress for 3 s while waiting for a chunk of toy-stall at n_items=6 (chunk 2/2)"
+        in message
+    )
     assert "run the same command again to resume" in message
     assert len(list((out / "parts").glob("part-*.parquet"))) == 1
-    resumed = subprocess.run([sys.executable, "-c", WATCHDOG, str(out)], capture_output=True, text=True,
-                             timeout=120, env=env, cwd=ROOT)
+    resumed = subprocess.run(
+        [sys.executable, "-c", WATCHDOG, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert resumed.stdout.strip().splitlines()[-1] == "lanes_run 4"
     assert len(list((out / "parts").glob("part-*.parquet"))) == 2

@@ -4,6 +4,7 @@ Every padded piece is checked against the same function unpadded (the reference)
 draws are identical, the fits agree to float rounding, the padding never leaks into a result;
 and a whole padded cai run against the same run with padding switched off in the experiment.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,8 +25,14 @@ from dpsim.engine.execution.planning import size_buckets
 from dpsim.engine.execution.runner import run_experiment
 from dpsim.engine.execution.program import clear_cache
 from dpsim.models.btl import pair_draw_bits
-from dpsim.models import (centre, pair_bits, real_items, sample_er_comparisons, theta_cai_design,
-                          true_top_k_mask)
+from dpsim.models import (
+    centre,
+    pair_bits,
+    real_items,
+    sample_er_comparisons,
+    theta_cai_design,
+    true_top_k_mask,
+)
 from dpsim.experiments.cai import model
 from dpsim.experiments.cai.figures import edge
 from cai_fits import alg1_edge
@@ -44,7 +51,7 @@ def test_pair_bits_are_the_unpadded_bits_with_n_traced(n):
 def test_pair_bits_refuses_a_capacity_beyond_32_bit_indices():
     with pytest.raises(ValueError, match="capacity=70000"):
         pair_bits(jax.random.key(0), 3, 70000)
-    with pytest.raises(ValueError, match="capacity=70000"):        # the sampler's symmetric layout too
+    with pytest.raises(ValueError, match="capacity=70000"):  # the sampler's symmetric layout too
         pair_draw_bits(jax.random.key(0), 70000, jnp.int64(3))
 
 
@@ -58,8 +65,9 @@ def _traced(fn):
 def test_padded_theta_design_and_top_k_equal_the_unpadded(n, k, top_first):
     key = jax.random.key(n + 100 * k)
     reference = theta_cai_design(key, n, k, top_first=top_first)
-    padded = _traced(lambda key, n, k: theta_cai_design(key, n, k, top_first=top_first, capacity=CAPACITY))(
-        key, jnp.int64(n), jnp.int64(k))
+    padded = _traced(
+        lambda key, n, k: theta_cai_design(key, n, k, top_first=top_first, capacity=CAPACITY)
+    )(key, jnp.int64(n), jnp.int64(k))
     np.testing.assert_allclose(padded[:n], reference, rtol=0, atol=1e-15)
     assert np.all(padded[n:] == 0)
     real = real_items(CAPACITY, n)
@@ -74,9 +82,11 @@ def test_padded_comparisons_are_the_unpadded_ones(n):
     theta = theta_cai_design(key, n, n // 4)
     padded_theta = jnp.zeros(CAPACITY).at[:n].set(theta)
     reference = sample_er_comparisons(key, theta, 0.4)
-    padded = _traced(lambda key, t, n: sample_er_comparisons(key, t, 0.4, n_items=n))(key, padded_theta, jnp.int64(n))
+    padded = _traced(lambda key, t, n: sample_er_comparisons(key, t, 0.4, n_items=n))(
+        key, padded_theta, jnp.int64(n)
+    )
     np.testing.assert_array_equal(padded[:n, :n], reference)
-    assert float(jnp.abs(padded).sum() - reference.sum()) == 0.0   # nothing in the padding
+    assert float(jnp.abs(padded).sum() - reference.sum()) == 0.0  # nothing in the padding
 
 
 @pytest.mark.parametrize("eps", [0.5, 2.0, math.inf])
@@ -89,8 +99,12 @@ def test_padded_perturbed_mle_and_top_k_equal_the_unpadded(n, eps):
     W_padded = jnp.zeros((CAPACITY, CAPACITY)).at[:n, :n].set(W)
     real = real_items(CAPACITY, n)
     fit = alg1_edge(key, W, eps, 0.7)
-    padded = _traced(lambda key, W, n: alg1_edge(key, W, eps, 0.7, n_items=n))(key, W_padded, jnp.int64(n))
-    np.testing.assert_allclose(centre(padded.theta, real)[:n], fit.theta_centred, rtol=0, atol=1e-12)
+    padded = _traced(lambda key, W, n: alg1_edge(key, W, eps, 0.7, n_items=n))(
+        key, W_padded, jnp.int64(n)
+    )
+    np.testing.assert_allclose(
+        centre(padded.theta, real)[:n], fit.theta_centred, rtol=0, atol=1e-12
+    )
     assert np.all(padded.theta[n:] == 0) and np.all(centre(padded.theta, real)[n:] == 0)
     assert bool(padded.converged) and int(padded.iterations) == int(fit.iterations)
     mask = top_k_mask(key, padded.theta, k, tie_tol=SCORE_TIE_TOL, real=real)
@@ -123,21 +137,26 @@ def test_size_buckets_is_the_cheapest_split(seed):
     rng = np.random.default_rng(seed)
     sizes = sorted(rng.choice(np.arange(10, 400), size=7, replace=False).tolist())
     weight = {s: float(rng.uniform(0.5, 3)) for s in sizes}
-    cost = lambda size, capacity: weight[size] * capacity ** 2 * 1e-5
+    cost = lambda size, capacity: weight[size] * capacity**2 * 1e-5
     compile_seconds = float(rng.uniform(0.1, 2.0))
     chosen = size_buckets(sizes, cost, compile_seconds)
     total, expected = _brute_force_buckets(sizes, cost, compile_seconds)
     runs = set(chosen.values())
-    assert sum(compile_seconds + sum(cost(v, c) for v, c in chosen.items() if c == r) for r in runs) == \
-        pytest.approx(total, rel=1e-12)
+    assert sum(
+        compile_seconds + sum(cost(v, c) for v, c in chosen.items() if c == r) for r in runs
+    ) == pytest.approx(total, rel=1e-12)
     assert all(c >= v for v, c in chosen.items()) and set(chosen) == set(sizes)
 
 
 def test_size_buckets_extremes():
-    cost = lambda size, capacity: capacity ** 2 * 1e-6
+    cost = lambda size, capacity: capacity**2 * 1e-6
     sizes = [100, 175, 250]
-    assert size_buckets(sizes, cost, 0.0) == {100: 100, 175: 175, 250: 250}      # compiling is free
-    assert size_buckets(sizes, cost, 1e6) == {100: 250, 175: 250, 250: 250}      # compiling is everything
+    assert size_buckets(sizes, cost, 0.0) == {100: 100, 175: 175, 250: 250}  # compiling is free
+    assert size_buckets(sizes, cost, 1e6) == {
+        100: 250,
+        175: 250,
+        250: 250,
+    }  # compiling is everything
     assert size_buckets([], cost, 1.0) == {}
 
 
@@ -148,7 +167,9 @@ def test_padded_cai_run_equals_the_unpadded_run(tmp_path):
     overrides = {"n_items": [20, 36, 52], "eps": [0.5, math.inf]}
     padded_plan = runner.plan_run(edge.FIG1, reps=3, overrides=overrides, out=tmp_path / "plan")
     assert len(padded_plan.steps) == 1 and padded_plan.steps[0].shape["capacity"] == 52
-    unpadded = dataclasses.replace(edge.FIG1, tuning=dataclasses.replace(edge.FIG1.tuning, padding=None))
+    unpadded = dataclasses.replace(
+        edge.FIG1, tuning=dataclasses.replace(edge.FIG1.tuning, padding=None)
+    )
     clear_cache()
     run_experiment(edge.FIG1, reps=3, overrides=overrides, out=tmp_path / "padded", progress=False)
     run_experiment(unpadded, reps=3, overrides=overrides, out=tmp_path / "unpadded", progress=False)
@@ -169,12 +190,17 @@ def test_an_experiment_pads_only_methods_that_mask_padding():
 
     assert edge.FIG1.tuning.padding is model.PADDING and individual.FIG4.tuning.padding is None
     with pytest.raises(ValueError, match=r"methods \['one_shot'\] do not mask padding"):
-        dataclasses.replace(individual.FIG4, tuning=dataclasses.replace(individual.FIG4.tuning, padding=model.PADDING))
+        dataclasses.replace(
+            individual.FIG4,
+            tuning=dataclasses.replace(individual.FIG4.tuning, padding=model.PADDING),
+        )
 
 
 def test_more_items_than_the_sampler_indexes_is_a_usage_error():
     from dpsim.engine import UsageError
     from dpsim.engine.definition.grid import expand_grid
 
-    with pytest.raises(UsageError, match="n_items=70000 is more than the edge-DP sampler's 65536 items"):
+    with pytest.raises(
+        UsageError, match="n_items=70000 is more than the edge-DP sampler's 65536 items"
+    ):
         expand_grid(edge.FIG1, {"n_items": [300, 70000]})

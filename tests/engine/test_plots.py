@@ -5,6 +5,7 @@ are in numeric order with ∞ last, unconverged points are marked, and the plott
 written as CSV. Then the figures' value labels (words and formulas for internal names), the
 count of unconverged fits, every x tick labelled, the layout, and `dpsim plot`'s --where,
 --metric and --logy / --no-logy with their one-line errors."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,21 +32,44 @@ def _close_figures():
     plt.close("all")
 
 
-SPEC = FigureSpec(x="p", curve="eps", xlabel="$p$", curve_label="$\\epsilon$",
-                  panels=(Panel("err", "mle", "error", title="estimation"),),
-                  title="test figure", symbols={"n_items": "$n$", "eps": "$\\epsilon$"})
+SPEC = FigureSpec(
+    x="p",
+    curve="eps",
+    xlabel="$p$",
+    curve_label="$\\epsilon$",
+    panels=(Panel("err", "mle", "error", title="estimation"),),
+    title="test figure",
+    symbols={"n_items": "$n$", "eps": "$\\epsilon$"},
+)
 
 
-def table(link=("logistic",), eps=(0.5, INF, 2.0), p=(0.1, 0.5, 1.0), reps=4, converged=True, n_items=(300,)):
+def table(
+    link=("logistic",),
+    eps=(0.5, INF, 2.0),
+    p=(0.1, 0.5, 1.0),
+    reps=4,
+    converged=True,
+    n_items=(300,),
+):
     rows = []
     for lk in link:
         for n in n_items:
             for e in eps:
                 for x in p:
                     for r in range(reps):
-                        rows.append({"n_items": n, "link": lk, "p": x, "eps": e, "rep": r, "method": "mle",
-                                     "point": hash((lk, n, e, x)) & 0xFFFFFF, "err": 1.0 / x + (0 if e == INF else 1 / e),
-                                     "converged": converged if not (x == 0.1 and e == 0.5) else False})
+                        rows.append(
+                            {
+                                "n_items": n,
+                                "link": lk,
+                                "p": x,
+                                "eps": e,
+                                "rep": r,
+                                "method": "mle",
+                                "point": hash((lk, n, e, x)) & 0xFFFFFF,
+                                "err": 1.0 / x + (0 if e == INF else 1 / e),
+                                "converged": converged if not (x == 0.1 and e == 0.5) else False,
+                            }
+                        )
     frame = pd.DataFrame(rows)
     frame["converged"] = frame["converged"].astype("boolean")
     frame.attrs["method_columns"] = ["err", "converged"]
@@ -63,8 +87,15 @@ def test_every_value_and_curve_is_drawn_in_numeric_order_with_inf_last():
 
 
 def test_inf_on_the_x_axis_is_drawn_at_the_end_with_its_own_tick():
-    spec = FigureSpec(x="eps", curve="p", xlabel="$\\epsilon$", curve_label="$p$", logx=True,
-                      panels=(Panel("err", "mle", "error"),), title="vs eps")
+    spec = FigureSpec(
+        x="eps",
+        curve="p",
+        xlabel="$\\epsilon$",
+        curve_label="$p$",
+        logx=True,
+        panels=(Panel("err", "mle", "error"),),
+        title="vs eps",
+    )
     (drawn,) = draw_figures(table(), spec)
     ax = drawn.figure.axes[0]
     ticks = [t.get_text() for t in ax.get_xticklabels()]
@@ -78,8 +109,9 @@ def test_an_unmapped_axis_splits_the_figure_instead_of_pooling(tmp_path):
     drawn = list(draw_figures(table(link=("logistic", "probit")), SPEC))
     assert [d.split for d in drawn] == [{"link": "logistic"}, {"link": "probit"}]
     paths = [p for d in drawn for p in save_figure(d, tmp_path / "figure")]
-    assert {p.name for p in paths} == {f"figure-link={lk}.{ext}" for lk in ("logistic", "probit")
-                                       for ext in ("png", "pdf", "csv")}
+    assert {p.name for p in paths} == {
+        f"figure-link={lk}.{ext}" for lk in ("logistic", "probit") for ext in ("png", "pdf", "csv")
+    }
     assert "link = probit" in drawn[1].figure._suptitle.get_text()
 
 
@@ -99,7 +131,7 @@ def test_split_figures_are_drawn_one_at_a_time(tmp_path):
 def test_subtitle_is_the_grid_actually_run_and_footer_states_replicates_and_ci():
     (drawn,) = draw_figures(table(n_items=(40,), reps=7), SPEC)
     texts = [t.get_text() for t in drawn.figure.texts]
-    assert any("$n$ = 40" in t and "link = logistic" in t for t in texts)       # not a hard-coded 300
+    assert any("$n$ = 40" in t and "link = logistic" in t for t in texts)  # not a hard-coded 300
     assert any("mean over R = 7 replicates" in t and "95% CI" in t for t in texts)
 
 
@@ -107,7 +139,9 @@ def test_unconverged_points_are_marked_and_counted_in_the_csv(tmp_path):
     (drawn,) = draw_figures(table(), SPEC)
     marked = [line for line in drawn.figure.axes[0].get_lines() if line.get_marker() == "x"]
     assert marked and np.allclose(marked[0].get_xdata(), [0.1])
-    assert [t.get_text() for t in drawn.figure.legends[0].get_texts()][-1] == "4 unconverged fits (of 36)"
+    assert [t.get_text() for t in drawn.figure.legends[0].get_texts()][
+        -1
+    ] == "4 unconverged fits (of 36)"
     csv = pd.read_csv(save_figure(drawn, tmp_path / "f")[2])
     bad = csv[(csv["x"] == 0.1) & (csv["curve"] == 0.5)]
     assert int(bad["unconverged"].iloc[0]) == 4 and int(bad["n"].iloc[0]) == 4
@@ -115,8 +149,13 @@ def test_unconverged_points_are_marked_and_counted_in_the_csv(tmp_path):
 
 
 def test_a_panel_without_data_is_an_error():
-    spec = FigureSpec(x="p", curve="eps", xlabel="p", curve_label="eps",
-                      panels=(Panel("err", "counts", "error of a method that did not run"),))
+    spec = FigureSpec(
+        x="p",
+        curve="eps",
+        xlabel="p",
+        curve_label="eps",
+        panels=(Panel("err", "counts", "error of a method that did not run"),),
+    )
     with pytest.raises(UsageError, match="has no data"):
         list(draw_figures(table(), spec))
 
@@ -125,49 +164,83 @@ def test_an_axis_that_follows_a_mapped_one_does_not_split_the_figure():
     """cai's automatic k = round(n/4) takes a value per n on the x axis: one figure, not nine."""
     frame = table(n_items=(100, 200), p=(0.5,))
     frame["k"] = frame["n_items"] // 4
-    spec = FigureSpec(x="n_items", curve="eps", xlabel="n", curve_label="eps", panels=(Panel("err", "mle", "e"),))
+    spec = FigureSpec(
+        x="n_items", curve="eps", xlabel="n", curve_label="eps", panels=(Panel("err", "mle", "e"),)
+    )
     assert [d.split for d in draw_figures(frame, spec)] == [{}]
 
 
 def test_split_values_with_a_dot_keep_their_own_files(tmp_path):
     frame = table(p=(0.5,))
     frame = pd.concat([frame.assign(gap=0.02), frame.assign(gap=0.05)], ignore_index=True)
-    spec = FigureSpec(x="p", curve="eps", xlabel="p", curve_label="eps", panels=(Panel("err", "mle", "e"),))
+    spec = FigureSpec(
+        x="p", curve="eps", xlabel="p", curve_label="eps", panels=(Panel("err", "mle", "e"),)
+    )
     names = {p.name for d in draw_figures(frame, spec) for p in save_figure(d, tmp_path / "fig")}
     assert {"fig-gap=0.02.png", "fig-gap=0.05.png", "fig-gap=0.02.csv"} <= names
-    pooled = FigureSpec(x="p", curve="eps", xlabel="p", curve_label="eps", panels=(Panel("err", "mle", "e"),),
-                        pool=("gap",))
+    pooled = FigureSpec(
+        x="p",
+        curve="eps",
+        xlabel="p",
+        curve_label="eps",
+        panels=(Panel("err", "mle", "e"),),
+        pool=("gap",),
+    )
     (drawn,) = draw_figures(frame, pooled)
-    assert int(drawn.points["n"].iloc[0]) == 8            # both gaps' replicates in each point
+    assert int(drawn.points["n"].iloc[0]) == 8  # both gaps' replicates in each point
 
 
 def test_a_panel_repeated_over_an_axis_draws_one_panel_per_value_run():
     """``each``: one panel per ε present (∞ last), whatever values were run, so that
     ``--set eps=…`` with values outside the default grid draws them instead of failing."""
-    spec = FigureSpec(x="p", curve="n_items", xlabel="p", curve_label="n", symbols={"eps": "$\\epsilon$"},
-                      panels=(Panel("err", "mle", "error", title="estimation", each=("eps",)),))
+    spec = FigureSpec(
+        x="p",
+        curve="n_items",
+        xlabel="p",
+        curve_label="n",
+        symbols={"eps": "$\\epsilon$"},
+        panels=(Panel("err", "mle", "error", title="estimation", each=("eps",)),),
+    )
     (drawn,) = draw_figures(table(eps=(3.0, INF, 0.25)), spec)
     titles = [ax.get_title(loc="left") for ax in drawn.figure.axes if ax.has_data()]
-    assert titles == ["(a) estimation, $\\epsilon$ = 0.25", "(b) estimation, $\\epsilon$ = 3",
-                      "(c) estimation, $\\epsilon$ = ∞"]
+    assert titles == [
+        "(a) estimation, $\\epsilon$ = 0.25",
+        "(b) estimation, $\\epsilon$ = 3",
+        "(c) estimation, $\\epsilon$ = ∞",
+    ]
     means = drawn.points.groupby("panel")["mean"].max().to_dict()
     assert means == pytest.approx({"a": 1 / 0.1 + 4.0, "b": 1 / 0.1 + 1 / 3.0, "c": 1 / 0.1})
 
 
 def test_log_y_and_columns():
-    spec = FigureSpec(x="p", curve="n_items", xlabel="p", curve_label="n", logy=True, columns=3,
-                      panels=(Panel("err", "mle", "error", each=("eps",)),
-                              Panel("err", "mle", "error, linear", where={"eps": [2.0]}, logy=False)))
+    spec = FigureSpec(
+        x="p",
+        curve="n_items",
+        xlabel="p",
+        curve_label="n",
+        logy=True,
+        columns=3,
+        panels=(
+            Panel("err", "mle", "error", each=("eps",)),
+            Panel("err", "mle", "error, linear", where={"eps": [2.0]}, logy=False),
+        ),
+    )
     (drawn,) = draw_figures(table(), spec)
     used = [ax for ax in drawn.figure.axes if ax.has_data()]
     assert [ax.get_yscale() for ax in used] == ["log", "log", "log", "linear"]
-    assert len(drawn.figure.axes) == 6                       # 2 rows × 3 columns, two left blank
+    assert len(drawn.figure.axes) == 6  # 2 rows × 3 columns, two left blank
 
 
 def test_crowded_tick_labels_move_a_line_lower_and_every_value_keeps_its_tick():
     """ε = 0.05, 0.075, 0.1 on a log axis spanning 0.01 … 10: 0.075 would overlap 0.05."""
-    spec = FigureSpec(x="eps", curve="p", xlabel="eps", curve_label="p", logx=True,
-                      panels=(Panel("err", "mle", "e", where={"p": [0.5]}),))
+    spec = FigureSpec(
+        x="eps",
+        curve="p",
+        xlabel="eps",
+        curve_label="p",
+        logx=True,
+        panels=(Panel("err", "mle", "e", where={"p": [0.5]}),),
+    )
     (drawn,) = draw_figures(table(eps=(0.01, 0.05, 0.075, 0.1, 1.0, 10.0), p=(0.5,)), spec)
     ax = drawn.figure.axes[0]
     labels = [t.get_text() for t in ax.get_xticklabels()]
@@ -178,8 +251,13 @@ def test_crowded_tick_labels_move_a_line_lower_and_every_value_keeps_its_tick():
 def test_repeated_panels_get_one_row_each_by_default():
     """Two metrics each repeated over the ε values run: one row per metric, one column per ε
     (a --set with two ε values gives 2 × 2, not a row that mixes the metrics)."""
-    spec = FigureSpec(x="p", curve="n_items", xlabel="p", curve_label="n",
-                      panels=(Panel("err", "mle", "a", each=("eps",)), Panel("err", "mle", "b", each=("eps",))))
+    spec = FigureSpec(
+        x="p",
+        curve="n_items",
+        xlabel="p",
+        curve_label="n",
+        panels=(Panel("err", "mle", "a", each=("eps",)), Panel("err", "mle", "b", each=("eps",))),
+    )
     for eps in ((0.5, 2.0), (0.5, 2.0, INF)):
         (drawn,) = draw_figures(table(eps=eps), spec)
         grid = drawn.figure.axes[0].get_subplotspec().get_gridspec()
@@ -192,16 +270,33 @@ def test_a_panel_at_a_value_uses_the_nearest_value_the_run_holds():
     and says which in the title."""
     from dpsim.engine.presentation.plots import expand_panels
 
-    spec = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="", symbols={"n_items": "n"},
-                      panels=(Panel("err", None, "error", at={"n_items": 350}, title="vs ε"),))
-    table = pd.DataFrame({"n_items": [200, 300, 200, 300], "eps": [1.0, 1.0, 2.0, 2.0], "method": ["m"] * 4,
-                          "err": [1.0, 2.0, 3.0, 4.0]})
+    spec = FigureSpec(
+        x="eps",
+        curve="method",
+        xlabel="ε",
+        curve_label="",
+        symbols={"n_items": "n"},
+        panels=(Panel("err", None, "error", at={"n_items": 350}, title="vs ε"),),
+    )
+    table = pd.DataFrame(
+        {
+            "n_items": [200, 300, 200, 300],
+            "eps": [1.0, 1.0, 2.0, 2.0],
+            "method": ["m"] * 4,
+            "err": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
     (panel,) = expand_panels(table, spec)
     assert panel.where == {"n_items": [300]} and panel.title == "vs ε (n = 300)"
     exact = pd.concat([table, table.assign(n_items=350)])
     assert expand_panels(exact, spec)[0].where == {"n_items": [350]}
-    at_inf = FigureSpec(x="n_items", curve="method", xlabel="n", curve_label="",
-                        panels=(Panel("err", None, "error", at={"eps": math.inf}),))
+    at_inf = FigureSpec(
+        x="n_items",
+        curve="method",
+        xlabel="n",
+        curve_label="",
+        panels=(Panel("err", None, "error", at={"eps": math.inf}),),
+    )
     with_inf = pd.concat([table, table.assign(eps=math.inf)])
     assert expand_panels(with_inf, at_inf)[0].where == {"eps": [math.inf]}
 
@@ -215,16 +310,28 @@ def test_a_panel_at_values_the_run_does_not_hold_is_left_out_with_a_note():
     from dpsim.errors import DpsimNote, UsageError
     from dpsim.engine.presentation.plots import expand_panels
 
-    spec = FigureSpec(x="eps", curve="method", xlabel="ε", curve_label="",
-                      panels=(Panel("err", None, "error", where={"dataset": ["cems"]}, title="CEMS"),
-                              Panel("err", None, "error", where={"dataset": ["immigration"]}, title="Immigration")))
-    table = pd.DataFrame({"dataset": ["cems", "cems"], "eps": [1.0, 2.0], "method": ["m", "m"], "err": [1.0, 2.0]})
+    spec = FigureSpec(
+        x="eps",
+        curve="method",
+        xlabel="ε",
+        curve_label="",
+        panels=(
+            Panel("err", None, "error", where={"dataset": ["cems"]}, title="CEMS"),
+            Panel("err", None, "error", where={"dataset": ["immigration"]}, title="Immigration"),
+        ),
+    )
+    table = pd.DataFrame(
+        {"dataset": ["cems", "cems"], "eps": [1.0, 2.0], "method": ["m", "m"], "err": [1.0, 2.0]}
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         panels = expand_panels(table, spec)
     assert [p.title for p in panels] == ["CEMS"]
-    assert any(issubclass(w.category, DpsimNote) and "'Immigration' not drawn: the run holds no dataset = immigration"
-               in str(w.message) for w in caught)
+    assert any(
+        issubclass(w.category, DpsimNote)
+        and "'Immigration' not drawn: the run holds no dataset = immigration" in str(w.message)
+        for w in caught
+    )
     with pytest.raises(UsageError, match="no panel of the figure has data"):
         expand_panels(table.assign(dataset="other"), spec)
 
@@ -232,10 +339,20 @@ def test_a_panel_at_values_the_run_does_not_hold_is_left_out_with_a_note():
 # ---------------------------------------------------------------------------------------
 # Figures that read like the paper: value labels, the × count, every tick labelled, layout
 # ---------------------------------------------------------------------------------------
-LABELLED = FigureSpec(x="p", curve="link", xlabel="$p$", curve_label="link", title="labelled",
-                      panels=(Panel("err", "mle", "error", each=("eps",)),), symbols={"eps": "$\\epsilon$"},
-                      value_labels={"link": {"logistic": "BTL", "probit": "Thurstone"},
-                                    "eps": {INF: "no privacy"}, "n_items": {300: "$n$ = 300 items"}})
+LABELLED = FigureSpec(
+    x="p",
+    curve="link",
+    xlabel="$p$",
+    curve_label="link",
+    title="labelled",
+    panels=(Panel("err", "mle", "error", each=("eps",)),),
+    symbols={"eps": "$\\epsilon$"},
+    value_labels={
+        "link": {"logistic": "BTL", "probit": "Thurstone"},
+        "eps": {INF: "no privacy"},
+        "n_items": {300: "$n$ = 300 items"},
+    },
+)
 
 
 def test_value_labels_replace_internal_names_in_legend_titles_and_subtitle():
@@ -253,10 +370,16 @@ def test_value_labels_replace_internal_names_in_legend_titles_and_subtitle():
 def test_a_split_figure_is_titled_with_the_label_and_named_with_the_value(tmp_path):
     spec = dataclasses.replace(LABELLED, curve="eps", curve_label="$\\epsilon$")
     drawn = list(draw_figures(table(link=("logistic", "probit")), spec))
-    assert [d.figure._suptitle.get_text() for d in drawn] == ["labelled  [BTL]", "labelled  [Thurstone]"]
+    assert [d.figure._suptitle.get_text() for d in drawn] == [
+        "labelled  [BTL]",
+        "labelled  [Thurstone]",
+    ]
     assert "no privacy" in [t.get_text() for t in drawn[0].figure.legends[0].get_texts()]
-    assert {p.name for p in save_figure(drawn[1], tmp_path / "f")} == {"f-link=probit.png", "f-link=probit.pdf",
-                                                                       "f-link=probit.csv"}
+    assert {p.name for p in save_figure(drawn[1], tmp_path / "f")} == {
+        "f-link=probit.png",
+        "f-link=probit.pdf",
+        "f-link=probit.csv",
+    }
 
 
 def test_the_legend_says_how_many_fits_did_not_converge():
@@ -273,13 +396,30 @@ def test_the_legend_says_how_many_fits_did_not_converge():
 def test_crowded_tick_labels_alternate_rows_so_that_every_value_is_labelled():
     """nguyen's ε* grid (0.01 … 5, eleven values): 0.075, 0.6 and 1 overlapped their
     neighbours and were left blank; now they go one line lower and every tick is labelled."""
-    spec = FigureSpec(x="eps", curve="p", xlabel="eps", curve_label="p", logx=True,
-                      panels=(Panel("err", "mle", "e"),))
+    spec = FigureSpec(
+        x="eps",
+        curve="p",
+        xlabel="eps",
+        curve_label="p",
+        logx=True,
+        panels=(Panel("err", "mle", "e"),),
+    )
     grid = (0.01, 0.05, 0.075, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 5.0)
     (drawn,) = draw_figures(table(eps=grid, p=(0.5,), reps=2), spec)
     labels = [t.get_text() for t in drawn.figure.axes[0].get_xticklabels()]
-    assert [label.strip() for label in labels] == ["0.01", "0.05", "0.075", "0.1", "0.2", "0.4", "0.6", "0.8",
-                                                   "1", "2", "5"]
+    assert [label.strip() for label in labels] == [
+        "0.01",
+        "0.05",
+        "0.075",
+        "0.1",
+        "0.2",
+        "0.4",
+        "0.6",
+        "0.8",
+        "1",
+        "2",
+        "5",
+    ]
     assert [label for label in labels if label.startswith("\n")] == ["\n0.075", "\n0.6", "\n1"]
 
 
@@ -294,14 +434,21 @@ def test_labels_too_crowded_for_two_rows_are_left_blank_but_the_last_is_kept():
 def test_the_panels_start_under_the_subtitle_and_a_spare_slot_holds_the_legend():
     """nguyen Fig. 2 (three panels) had an empty band under the title (the title was reserved
     twice) and was 2028 × 572 px; in two columns its fourth slot holds the legend."""
-    spec = FigureSpec(x="p", curve="eps", xlabel="$p$", curve_label="$\\epsilon$", columns=2, title="t",
-                      panels=(Panel("err", "mle", "error", each=("link",)),))
+    spec = FigureSpec(
+        x="p",
+        curve="eps",
+        xlabel="$p$",
+        curve_label="$\\epsilon$",
+        columns=2,
+        title="t",
+        panels=(Panel("err", "mle", "error", each=("link",)),),
+    )
     (drawn,) = draw_figures(table(link=("logistic", "probit", "cauchit")), spec)
     fig = drawn.figure
     width, height = fig.get_size_inches()
     assert 1.0 <= width / height <= 1.6
     top = max(ax.get_position().y1 for ax in fig.axes if ax.has_data())
-    assert (1 - top) * height < 1.3                          # title, subtitle, panel title: no empty band
+    assert (1 - top) * height < 1.3  # title, subtitle, panel title: no empty band
     spare = [ax for ax in fig.axes if not ax.has_data()]
     assert len(spare) == 1 and spare[0].get_legend() is not None and not fig.legends
 
@@ -310,7 +457,9 @@ def test_a_long_title_is_broken_into_lines_that_fit_a_one_panel_figure():
     """A split one-panel figure with a long title (nguyen Fig. 2 at one data set: its title
     ran past both edges) breaks it between words: every line inside the figure, the subtitle
     under the title's last line, and the panel under the subtitle."""
-    spec = dataclasses.replace(SPEC, title="nguyen Fig. 2: education data sets, a figure name long enough to wrap")
+    spec = dataclasses.replace(
+        SPEC, title="nguyen Fig. 2: education data sets, a figure name long enough to wrap"
+    )
     for drawn in draw_figures(table(link=("logistic", "probit")), spec):
         fig = drawn.figure
         renderer = fig.canvas.get_renderer()
@@ -320,7 +469,7 @@ def test_a_long_title_is_broken_into_lines_that_fit_a_one_panel_figure():
         assert 0 <= box.x0 and box.x1 <= fig.get_figwidth() * fig.dpi
         subtitle = next(t for t in fig.texts if t.get_text().startswith("$n$"))
         under = subtitle.get_window_extent(renderer)
-        assert under.y1 <= box.y0 + 1                                 # the subtitle under the title
+        assert under.y1 <= box.y0 + 1  # the subtitle under the title
         panel_top = max(ax.get_window_extent(renderer).y1 for ax in fig.axes if ax.has_data())
         assert panel_top <= under.y0
 
@@ -328,7 +477,7 @@ def test_a_long_title_is_broken_into_lines_that_fit_a_one_panel_figure():
 # ---------------------------------------------------------------------------------------
 # dpsim plot --where, --metric, --logy / --no-logy
 # ---------------------------------------------------------------------------------------
-STUDY = '''
+STUDY = """
 from dpsim.engine import Experiment, FigureSpec, Method, Panel
 from dpsim.engine.definition import axes
 
@@ -348,7 +497,7 @@ EXPERIMENTS = [Experiment(
     figure=FigureSpec(x="p", curve="eps", xlabel="$p$", curve_label="$\\\\epsilon$", title="plot options",
                       panels=(Panel("err", "mle", "error", title="estimation"),),
                       value_labels={"mechanism": {"debiased_rr": "debiased RR", "laplace": "Laplace"}}))]
-'''
+"""
 
 
 @pytest.fixture
@@ -366,15 +515,20 @@ def run_dir(tmp_path):
     out = tmp_path / "run"
     (out / store.PARTS).mkdir(parents=True)
     rows = table(link=("logistic",))
-    rows = pd.concat([rows.assign(mechanism="debiased_rr"), rows.assign(mechanism="laplace")], ignore_index=True)
+    rows = pd.concat(
+        [rows.assign(mechanism="debiased_rr"), rows.assign(mechanism="laplace")], ignore_index=True
+    )
     rows = rows.drop(columns="link").assign(iterations=3, l2=rows["err"] * 2)
     counts = rows.assign(method="counts", l2=np.nan, converged=pd.NA, iterations=pd.NA)
     frame = pd.concat([rows, counts], ignore_index=True)
     frame["iterations"] = frame["iterations"].astype("Int64")
     arrow = pa.Table.from_pandas(frame, preserve_index=False)
     store.write_part(out, store.mark_columns(arrow, ["err", "l2", "converged", "iterations"]))
-    (out / store.MANIFEST).write_text(json.dumps({"experiment": "plot-options", "source": f"{study}:plot-options",
-                                                  "complete": True}))
+    (out / store.MANIFEST).write_text(
+        json.dumps(
+            {"experiment": "plot-options", "source": f"{study}:plot-options", "complete": True}
+        )
+    )
     return out
 
 
@@ -382,37 +536,54 @@ def plot(args, capsys, monkeypatch):
     """``dpsim plot ARGS`` in this process: (exit status, stderr)."""
     from dpsim.cli import main
 
-    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)   # main() installs its own
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # main() installs its own
     status = main(["plot", *map(str, args)])
     return status, capsys.readouterr().err
 
 
-def test_plot_draws_the_declared_figure_split_by_mechanism_with_its_labels(run_dir, capsys, monkeypatch):
+def test_plot_draws_the_declared_figure_split_by_mechanism_with_its_labels(
+    run_dir, capsys, monkeypatch
+):
     status, err = plot([run_dir], capsys, monkeypatch)
     assert status == 0, err
-    assert {p.name for p in run_dir.glob("figure*.png")} == {"figure-mechanism=debiased_rr.png",
-                                                               "figure-mechanism=laplace.png"}
+    assert {p.name for p in run_dir.glob("figure*.png")} == {
+        "figure-mechanism=debiased_rr.png",
+        "figure-mechanism=laplace.png",
+    }
 
 
 def test_plot_where_draws_only_the_rows_asked_for(run_dir, capsys, monkeypatch):
     to = run_dir.parent / "where"
-    status, err = plot([run_dir, "--where", "mechanism=laplace", "--where", "eps=0.5,inf", "--to", to],
-                       capsys, monkeypatch)
+    status, err = plot(
+        [run_dir, "--where", "mechanism=laplace", "--where", "eps=0.5,inf", "--to", to],
+        capsys,
+        monkeypatch,
+    )
     assert status == 0, err
-    points = pd.read_csv(f"{to}.csv")                           # one mechanism left: not split
+    points = pd.read_csv(f"{to}.csv")  # one mechanism left: not split
     assert set(points["curve"]) == {0.5, INF} and "mechanism" not in points
     assert not list(run_dir.glob("figure*"))
 
 
-@pytest.mark.parametrize("option, message", [
-    ("foo=1", "--where foo: this run has no axis 'foo' (axes: n_items, p, eps, mechanism, method)"),
-    ("eps=7", "--where eps=7: the run holds no such value (eps: 0.5, 2, ∞)"),
-    ("mechanism=gaussian", "--where mechanism=gaussian: the run holds no such value (mechanism: debiased_rr, laplace)"),
-    ("eps", "malformed --where 'eps': expected AXIS=V1,V2,..."),
-    ("eps=0.5,", "malformed --where 'eps=0.5,': expected AXIS=V1,V2,..."),
-])
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (
+            "foo=1",
+            "--where foo: this run has no axis 'foo' (axes: n_items, p, eps, mechanism, method)",
+        ),
+        ("eps=7", "--where eps=7: the run holds no such value (eps: 0.5, 2, ∞)"),
+        (
+            "mechanism=gaussian",
+            "--where mechanism=gaussian: the run holds no such value (mechanism: debiased_rr, laplace)",
+        ),
+        ("eps", "malformed --where 'eps': expected AXIS=V1,V2,..."),
+        ("eps=0.5,", "malformed --where 'eps=0.5,': expected AXIS=V1,V2,..."),
+    ],
+)
 def test_plot_where_with_an_unknown_axis_or_value_is_a_one_line_error_and_writes_nothing(
-        run_dir, capsys, monkeypatch, option, message):
+    run_dir, capsys, monkeypatch, option, message
+):
     before = sorted(p.name for p in run_dir.parent.rglob("*"))
     status, err = plot([run_dir, "--where", option], capsys, monkeypatch)
     assert status == 2 and err == f"dpsim: error: {message}\n"
@@ -424,17 +595,27 @@ def test_plot_where_twice_on_one_axis_is_an_error(run_dir, capsys, monkeypatch):
     assert status == 2 and err == "dpsim: error: --where eps given twice\n"
 
 
-def test_plot_metric_draws_one_metric_for_every_method_that_reports_it(run_dir, capsys, monkeypatch):
+def test_plot_metric_draws_one_metric_for_every_method_that_reports_it(
+    run_dir, capsys, monkeypatch
+):
     to = run_dir.parent / "metric"
-    status, err = plot([run_dir, "--metric", "err", "--where", "mechanism=laplace", "--to", to], capsys, monkeypatch)
+    status, err = plot(
+        [run_dir, "--metric", "err", "--where", "mechanism=laplace", "--to", to],
+        capsys,
+        monkeypatch,
+    )
     assert status == 0, err
     points = pd.read_csv(f"{to}.csv")
     assert set(points["metric"]) == {"err"}
     assert points.groupby("panel")["method"].first().to_dict() == {"a": "counts", "b": "mle"}
-    status, err = plot([run_dir, "--metric", "l2", "--where", "mechanism=laplace", "--to", to], capsys, monkeypatch)
+    status, err = plot(
+        [run_dir, "--metric", "l2", "--where", "mechanism=laplace", "--to", to], capsys, monkeypatch
+    )
     assert status == 0, err
     points = pd.read_csv(f"{to}.csv")
-    assert set(points["metric"]) == {"l2"} and set(points["method"]) == {"mle"}    # counts reports no l2
+    assert set(points["metric"]) == {"l2"} and set(points["method"]) == {
+        "mle"
+    }  # counts reports no l2
     assert points["mean"].max() == pytest.approx(2 * (1 / 0.1 + 1 / 0.5))
 
 
@@ -442,7 +623,10 @@ def test_plot_metric_unknown_is_a_one_line_error_and_writes_nothing(run_dir, cap
     before = sorted(p.name for p in run_dir.parent.rglob("*"))
     status, err = plot([run_dir, "--metric", "linf"], capsys, monkeypatch)
     assert status == 2
-    assert err == "dpsim: error: --metric linf: this run has no metric 'linf' (metrics: err, iterations, l2)\n"
+    assert (
+        err
+        == "dpsim: error: --metric linf: this run has no metric 'linf' (metrics: err, iterations, l2)\n"
+    )
     assert sorted(p.name for p in run_dir.parent.rglob("*")) == before
 
 
@@ -451,9 +635,17 @@ def test_metric_spec_keeps_the_declared_slices_as_repeated_panels():
     here), so that it is split no more than the declared figure."""
     from dpsim.engine.presentation.plots import metric_spec
 
-    spec = FigureSpec(x="p", curve="method", xlabel="p", curve_label="", curve_labels={"mle": "MLE"},
-                      panels=(Panel("err", None, "error", where={"eps": [0.5]}),
-                              Panel("err", None, "error", where={"eps": [2.0]})))
+    spec = FigureSpec(
+        x="p",
+        curve="method",
+        xlabel="p",
+        curve_label="",
+        curve_labels={"mle": "MLE"},
+        panels=(
+            Panel("err", None, "error", where={"eps": [0.5]}),
+            Panel("err", None, "error", where={"eps": [2.0]}),
+        ),
+    )
     frame = table()
     frame["l2"] = frame["err"]
     frame.attrs["method_columns"] = ["err", "converged", "l2"]
@@ -466,13 +658,27 @@ def test_metric_spec_keeps_the_declared_slices_as_repeated_panels():
 def test_plot_logy_and_no_logy_override_every_panel(run_dir, capsys, monkeypatch):
     from dpsim.engine.presentation.plots import with_logy
 
-    spec = FigureSpec(x="p", curve="eps", xlabel="p", curve_label="eps", logy=True,
-                      panels=(Panel("err", "mle", "a"), Panel("err", "mle", "b", logy=False)))
-    scales = {flag: [ax.get_yscale() for ax in next(draw_figures(table(), with_logy(spec, flag))).figure.axes
-                     if ax.has_data()] for flag in (True, False, None)}
+    spec = FigureSpec(
+        x="p",
+        curve="eps",
+        xlabel="p",
+        curve_label="eps",
+        logy=True,
+        panels=(Panel("err", "mle", "a"), Panel("err", "mle", "b", logy=False)),
+    )
+    scales = {
+        flag: [
+            ax.get_yscale()
+            for ax in next(draw_figures(table(), with_logy(spec, flag))).figure.axes
+            if ax.has_data()
+        ]
+        for flag in (True, False, None)
+    }
     assert scales == {True: ["log", "log"], False: ["linear", "linear"], None: ["log", "linear"]}
     for flag in ("--logy", "--no-logy"):
-        status, err = plot([run_dir, flag, "--to", run_dir.parent / flag.strip("-")], capsys, monkeypatch)
+        status, err = plot(
+            [run_dir, flag, "--to", run_dir.parent / flag.strip("-")], capsys, monkeypatch
+        )
         assert status == 0, err
     assert (run_dir.parent / "logy-mechanism=laplace.png").exists()
     status, err = plot([run_dir, "--logy=yes"], capsys, monkeypatch)
@@ -480,7 +686,9 @@ def test_plot_logy_and_no_logy_override_every_panel(run_dir, capsys, monkeypatch
 
 
 def test_named_curves_follow_the_order_their_labels_are_declared_in():
-    spec = dataclasses.replace(LABELLED, value_labels={"link": {"probit": "Thurstone", "logistic": "BTL"}})
+    spec = dataclasses.replace(
+        LABELLED, value_labels={"link": {"probit": "Thurstone", "logistic": "BTL"}}
+    )
     (drawn,) = draw_figures(table(link=("logistic", "probit")), spec)
     assert [t.get_text() for t in drawn.figure.legends[0].get_texts()][:2] == ["Thurstone", "BTL"]
 
@@ -493,7 +701,7 @@ def test_an_axis_shown_with_a_value_is_named_only_when_that_value_is_drawn():
     assert not any("link" in t.get_text() for t in drawn.figure.texts)
     (drawn,) = draw_figures(table(n_items=(40,)), spec)
     assert any("link = logistic" in t.get_text() for t in drawn.figure.texts)
-    (drawn,) = draw_figures(table(n_items=(300,)), SPEC)                          # untied: named
+    (drawn,) = draw_figures(table(n_items=(300,)), SPEC)  # untied: named
     assert any("link = logistic" in t.get_text() for t in drawn.figure.texts)
 
 
@@ -518,7 +726,10 @@ def test_a_legend_too_wide_for_the_figure_takes_more_rows():
     box = legend.get_window_extent()
     rows = {round(t.get_window_extent().y0) for t in legend.get_texts()}
     assert len(rows) > 1 and 0 <= box.x0 and box.x1 <= fig.get_figwidth() * fig.dpi
-    assert box.y0 > 0 and box.y1 < min(ax.get_position().y0 for ax in fig.axes) * fig.get_figheight() * fig.dpi
+    assert (
+        box.y0 > 0
+        and box.y1 < min(ax.get_position().y0 for ax in fig.axes) * fig.get_figheight() * fig.dpi
+    )
 
 
 def test_points_a_log_y_axis_cannot_show_are_named_in_a_note():
@@ -526,8 +737,10 @@ def test_points_a_log_y_axis_cannot_show_are_named_in_a_note():
     from dpsim.engine.presentation.plots import with_logy
 
     frame = table()
-    frame["err"] = frame["err"] - 3.0                         # some means ≤ 0
-    with pytest.warns(DpsimNote, match=r"panel '\(a\) estimation': \d+ points ≤ 0 are not drawn on its log y axis"):
+    frame["err"] = frame["err"] - 3.0  # some means ≤ 0
+    with pytest.warns(
+        DpsimNote, match=r"panel '\(a\) estimation': \d+ points ≤ 0 are not drawn on its log y axis"
+    ):
         list(draw_figures(frame, with_logy(SPEC, True)))
 
 
@@ -536,6 +749,7 @@ def test_prepare_loads_the_mathtext_parser_and_draws_nothing():
     the mathtext parser built and no figure open; calling it again is harmless."""
     from matplotlib import mathtext
     from dpsim.engine.presentation.plots import prepare
+
     before = plt.get_fignums()
     prepare()
     prepare()

@@ -6,6 +6,7 @@ nothing.
 
 One Ray instance (2 CPUs) is shared by the module and shut down at its end (a start costs
 several seconds)."""
+
 from __future__ import annotations
 
 import json
@@ -16,16 +17,22 @@ import pytest
 
 from dpsim.cli import main
 from dpsim.engine.storage import store
-from dpsim.engine.execution.executors import EXIT_ONCE_VARIABLE, INSTALL_RAY, actor_resources, worker_target
+from dpsim.engine.execution.executors import (
+    EXIT_ONCE_VARIABLE,
+    INSTALL_RAY,
+    actor_resources,
+    worker_target,
+)
 from dpsim.engine.registry import experiment as resolve
 from dpsim.engine.execution.runner import run_experiment
 from laplace_study import study_text
 
 # two shape points (two steps), 8 chunks of 5 lanes each: more chunks than the driver sends ahead
 STUDY = study_text("rayx", n_items=10, reps=40, region=(0.5, 2.0)).replace(
-    '"n_items": [10]', '"n_items": [8, 10]')
+    '"n_items": [10]', '"n_items": [8, 10]'
+)
 CHUNK = 5
-ROWS = 2 * 40 * 2          # shape points × reps × ε values (one method)
+ROWS = 2 * 40 * 2  # shape points × reps × ε values (one method)
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +53,10 @@ def local_table(study, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ray_instance():
-    import ray                     # a declared test dependency (pyproject's test extra): missing is an error, not a skip
+    import ray  # a declared test dependency (pyproject's test extra): missing is an error, not a skip
     import logging
     import warnings
+
     with warnings.catch_warnings():
         # Ray starts its processes by fork + exec (nothing of JAX runs in the child); Python
         # warns about any fork of a process with threads, and earlier tests started JAX's
@@ -67,34 +75,57 @@ def test_the_study_has_two_steps_and_many_chunks(local_table):
     assert local_table["n_items"].nunique() == 2
 
 
-def test_ray_with_two_workers_equals_the_local_run(ray_instance, study, local_table, tmp_path, monkeypatch):
+def test_ray_with_two_workers_equals_the_local_run(
+    ray_instance, study, local_table, tmp_path, monkeypatch
+):
     """``dpsim run … --executor ray --ray-workers 2`` (the command, on the shared instance)."""
     monkeypatch.setenv("DPSIM_JAX_CACHE", "off")
     out = tmp_path / "ray"
-    assert main(["run", str(study), "--chunk", str(CHUNK), "--out", str(out), "--executor", "ray",
-                 "--ray-workers", "2", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(study),
+                "--chunk",
+                str(CHUNK),
+                "--out",
+                str(out),
+                "--executor",
+                "ray",
+                "--ray-workers",
+                "2",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     table = store.load_results(out)
-    assert table.equals(local_table)                     # every float to the last bit
+    assert table.equals(local_table)  # every float to the last bit
     assert len(store.part_files(out)) == 2 * 40 // CHUNK
     request = json.loads((out / store.MANIFEST).read_text())["history"][0]
     assert request["executor"]["name"] == "ray" and request["executor"]["workers"] == 2
 
 
-def test_a_ray_worker_killed_mid_run_loses_and_duplicates_no_row(ray_instance, study, local_table, tmp_path,
-                                                                   monkeypatch):
+def test_a_ray_worker_killed_mid_run_loses_and_duplicates_no_row(
+    ray_instance, study, local_table, tmp_path, monkeypatch
+):
     """The first chunk an actor takes kills its process (os._exit): Ray restarts the actor and
     retries its chunks; the table equals the local run."""
     from dpsim.engine.execution.executors import RayExecutor
+
     marker = tmp_path / "exited"
-    monkeypatch.setenv(EXIT_ONCE_VARIABLE, str(marker))   # actors copy the driver's DPSIM_* variables
+    monkeypatch.setenv(
+        EXIT_ONCE_VARIABLE, str(marker)
+    )  # actors copy the driver's DPSIM_* variables
     experiment, source = resolve(str(study))
     out = tmp_path / "ray"
     with RayExecutor(workers=2) as executor:
         pids = {ray_instance.get(a.pid.remote()) for a in executor._actors()}
-        summary = run_experiment(experiment, out=out, chunk=CHUNK, source=source, progress=False,
-                                 executor=executor)
+        summary = run_experiment(
+            experiment, out=out, chunk=CHUNK, source=source, progress=False, executor=executor
+        )
         after = {ray_instance.get(a.pid.remote()) for a in executor.actors}
-    assert marker.exists() and pids != after             # a worker did die, and was restarted
+    assert marker.exists() and pids != after  # a worker did die, and was restarted
     table = store.load_results(out)
     assert summary.rows_written == ROWS and _no_duplicates(table)
     assert table.equals(local_table)
@@ -113,8 +144,10 @@ def test_a_resumed_run_removes_a_killed_runs_temporary_parts(study, local_table,
     assert store.load_results(out).equals(local_table)
 
 
-def test_without_ray_the_ray_executor_is_one_line_and_writes_nothing(study, tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "ray", None)        # `import ray` fails
+def test_without_ray_the_ray_executor_is_one_line_and_writes_nothing(
+    study, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails
     out = tmp_path / "out"
     for extra in ([], ["--dry-run"]):
         assert main(["run", str(study), "--out", str(out), "--executor", "ray", *extra]) == 2
@@ -123,12 +156,15 @@ def test_without_ray_the_ray_executor_is_one_line_and_writes_nothing(study, tmp_
         assert not out.exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--executor", "dask"], "--executor 'dask' must be one of local, ray"),
-    (["--address", "10.0.0.1:6379"], "--address needs --executor ray"),
-    (["--ray-workers", "2"], "--ray-workers needs --executor ray"),
-    (["--executor", "ray", "--ray-workers", "0"], "--ray-workers 0 must be an integer ≥ 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--executor", "dask"], "--executor 'dask' must be one of local, ray"),
+        (["--address", "10.0.0.1:6379"], "--address needs --executor ray"),
+        (["--ray-workers", "2"], "--ray-workers needs --executor ray"),
+        (["--executor", "ray", "--ray-workers", "0"], "--ray-workers 0 must be an integer ≥ 1"),
+    ],
+)
 def test_bad_executor_options_are_one_line(study, tmp_path, capsys, args, message):
     out = tmp_path / "out"
     assert main(["run", str(study), "--out", str(out), *args]) == 2
@@ -142,7 +178,10 @@ def test_actors_are_one_per_gpu_else_one_per_group_of_cores():
     assert actor_resources({"CPU": 64}, 32, None) == (16, {"num_cpus": 4})
     assert actor_resources({"CPU": 2}, 2, 2) == (2, {"num_cpus": 1})
     assert actor_resources({"CPU": 2}, 2, None) == (1, {"num_cpus": 2})
-    assert actor_resources({"CPU": 64}, 32, 1) == (1, {"num_cpus": 32})     # never more than a node has
+    assert actor_resources({"CPU": 64}, 32, 1) == (
+        1,
+        {"num_cpus": 32},
+    )  # never more than a node has
 
 
 def test_workers_load_a_paper_by_name_and_a_study_by_absolute_path(tmp_path, monkeypatch):

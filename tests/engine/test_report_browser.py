@@ -4,6 +4,7 @@ or a Content-Security-Policy violation, shown by a control page to be seen); aft
 ran (``--dump-dom``) every figure and table laid out visible with a non-zero size, the sortable
 headers focusable and a click on one sorting its rows; a screenshot that is not blank.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,18 +20,41 @@ import pytest
 from dpsim.engine.presentation.report import CSP, write_report
 from report_folders import build
 
-BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
-pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium to render the page (Debian: apt-get install "
-                                                        "chromium; scripts/test.sh installs it when it can)")
+BROWSER = next(
+    (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)),
+    None,
+)
+pytestmark = pytest.mark.skipif(
+    BROWSER is None,
+    reason="no Chromium to render the page (Debian: apt-get install "
+    "chromium; scripts/test.sh installs it when it can)",
+)
 CONSOLE = re.compile(r":CONSOLE[:(]")
 
 
-def chromium(url: str, profile: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
+def chromium(
+    url: str, profile: Path, *args: str, timeout: float = 90
+) -> subprocess.CompletedProcess:
     """Headless Chromium on ``url`` (stdout: what ``args`` ask for, stderr: the log with console messages)."""
-    return subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                           "--disable-extensions", "--hide-scrollbars", f"--user-data-dir={profile}",
-                           "--enable-logging=stderr", "--v=0", *args, url],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [
+            BROWSER,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def console(log: str) -> list[str]:
@@ -75,9 +99,11 @@ def page(tmp_path_factory):
 
 def test_a_control_page_shows_that_errors_and_requests_are_seen(tmp_path):
     bad = tmp_path / "bad.html"
-    bad.write_text(f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{CSP}">'
-                   '</head><body><img src="http://example.invalid/x.png" alt="x">'
-                   '<script>undefined_function();</script></body></html>')
+    bad.write_text(
+        f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '</head><body><img src="http://example.invalid/x.png" alt="x">'
+        "<script>undefined_function();</script></body></html>"
+    )
     log = chromium(bad.as_uri(), tmp_path / "profile", "--dump-dom").stderr
     messages = " ".join(console(log))
     assert "Content Security Policy" in messages and "example.invalid" in messages, log
@@ -103,7 +129,7 @@ def test_every_figure_and_table_is_laid_out_and_sorting_works(page, tmp_path):
     tables = len(re.findall(r"<table", page.read_text()))
     assert found["figures"] == found["figures_shown"] == 2
     assert found["tables"] == found["tables_shown"] == tables
-    assert found["sorted"] == "2,1 descending"         # stored 1, 2; clicked twice: descending
+    assert found["sorted"] == "2,1 descending"  # stored 1, 2; clicked twice: descending
 
 
 class _Tags(HTMLParser):
@@ -128,11 +154,14 @@ def test_rendered_dom_keeps_alt_text_and_headers(page, tmp_path):
 
 def test_screenshot_is_not_blank(page, tmp_path):
     shot = tmp_path / "page.png"
-    result = chromium(page.as_uri(), tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,1600")
+    result = chromium(
+        page.as_uri(), tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,1600"
+    )
     assert shot.exists(), result.stderr[-2000:]
     import matplotlib.image
+
     pixels = np.asarray(matplotlib.image.imread(shot))[..., :3]
     assert pixels.shape[:2] == (1600, 1280)
     assert pixels.var() > 0
-    background = pixels[5, 5]                                   # the page's white margin
+    background = pixels[5, 5]  # the page's white margin
     assert np.mean(np.any(np.abs(pixels - background) > 0.1, axis=-1)) > 0.02

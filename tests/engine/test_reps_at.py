@@ -1,6 +1,7 @@
 """``run_experiment(reps_at=…)``: replicates per data point (the engine seam of ``dpsim solve``
 and ``verify --until-decided``). Only the named points are run, each up to its own count, and
 replicate r of a point is the same draw as in an ordinary run (keys never come from the request)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -28,7 +29,10 @@ def test_only_named_points_each_to_its_own_count_and_same_draws(tmp_path):
     run_experiment(SIZE, reps_at=wanted, out=tmp_path / "some", progress=False)
     some = load_results(tmp_path / "some")
     counts = some.groupby(["n_items", "p"])["rep"].agg(["max", "nunique"])
-    assert counts.to_dict("index") == {(6, 0.5): {"max": 2, "nunique": 3}, (10, 1.0): {"max": 6, "nunique": 7}}
+    assert counts.to_dict("index") == {
+        (6, 0.5): {"max": 2, "nunique": 3},
+        (10, 1.0): {"max": 6, "nunique": 7},
+    }
 
     run_experiment(SIZE, reps=7, out=tmp_path / "all", progress=False)
     full = load_results(tmp_path / "all")
@@ -36,16 +40,21 @@ def test_only_named_points_each_to_its_own_count_and_same_draws(tmp_path):
     pd.testing.assert_frame_equal(_sorted(some), _sorted(same), check_exact=True)
 
     # more replicates at one point later: only the missing ones are computed
-    summary = run_experiment(SIZE, reps_at={data_id(6, 0.5): 5}, out=tmp_path / "some", progress=False)
+    summary = run_experiment(
+        SIZE, reps_at={data_id(6, 0.5): 5}, out=tmp_path / "some", progress=False
+    )
     assert summary.lanes_run == 2
     assert load_results(tmp_path / "some").query("n_items == 6 and p == 0.5")["rep"].nunique() == 5
 
 
-@pytest.mark.parametrize("reps_at, message", [
-    ({123: 3}, "data point id 123"),
-    ({data_id(6, 0.5): 0}, "must be an integer ≥ 1"),
-    ({}, "names no data point"),
-])
+@pytest.mark.parametrize(
+    "reps_at, message",
+    [
+        ({123: 3}, "data point id 123"),
+        ({data_id(6, 0.5): 0}, "must be an integer ≥ 1"),
+        ({}, "names no data point"),
+    ],
+)
 def test_bad_reps_at_is_refused_writing_nothing(tmp_path, reps_at, message):
     with pytest.raises(UsageError, match=message):
         run_experiment(SIZE, reps_at=reps_at, out=tmp_path / "run", progress=False)
@@ -56,4 +65,6 @@ def test_a_range_runs_only_its_replicates(tmp_path):
     run_experiment(SIZE, reps_at={data_id(6, 0.5): (2, 5)}, out=tmp_path / "run", progress=False)
     assert sorted(load_results(tmp_path / "run")["rep"].unique()) == [2, 3, 4]
     with pytest.raises(UsageError, match=r"reps_at\[.*\]=\(3, 3\) must be a range"):
-        run_experiment(SIZE, reps_at={data_id(6, 0.5): (3, 3)}, out=tmp_path / "bad", progress=False)
+        run_experiment(
+            SIZE, reps_at={data_id(6, 0.5): (3, 3)}, out=tmp_path / "bad", progress=False
+        )

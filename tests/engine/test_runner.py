@@ -1,6 +1,7 @@
 """The experiment runner, on a toy experiment that belongs to no paper (tests/toy.py):
 determinism across chunking, resume, common random numbers, per-method keys, the method
 output contract, derived values, string axes, validation."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,8 +21,14 @@ from dpsim.engine import Derived, Experiment, Keys, Method, UsageError
 from dpsim.engine.definition import axes
 from dpsim.engine.execution import planning, runner
 from dpsim.engine.storage import store
-from dpsim.engine.execution.batching import (CHUNK_WORK, MAX_MICRO_BATCH_CPU, Batching, batching, chunk_layout,
-                                       micro_batch_size)
+from dpsim.engine.execution.batching import (
+    CHUNK_WORK,
+    MAX_MICRO_BATCH_CPU,
+    Batching,
+    batching,
+    chunk_layout,
+    micro_batch_size,
+)
 from dpsim.engine.execution.runner import run_experiment
 from dpsim.engine.presentation.units import format_bytes, format_duration
 from dpsim.models import sample_er_comparisons
@@ -64,7 +71,9 @@ def assert_same_results(a: pd.DataFrame, b: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(a[CONTINUOUS], b[CONTINUOUS], check_exact=False, rtol=1e-12)
     rest = [*CONTINUOUS, *(["grad_norm"] if "grad_norm" in a else [])]
     if "grad_norm" in a:
-        pd.testing.assert_series_equal(a["grad_norm"], b["grad_norm"], check_exact=False, rtol=0, atol=1e-12)
+        pd.testing.assert_series_equal(
+            a["grad_norm"], b["grad_norm"], check_exact=False, rtol=0, atol=1e-12
+        )
     pd.testing.assert_frame_equal(a.drop(columns=rest), b.drop(columns=rest), check_exact=True)
 
 
@@ -83,21 +92,43 @@ def test_reference_table_shape(reference):
     assert not df.duplicated(KEY).any()
     assert set(df["method"]) == {"mle", "borda"}
     assert set(df["rep"]) == set(range(REPS))
-    assert {"n_items", "p", "spread", "eps", "mechanism", "delta", "noise_scale", "rep", "point", "method",
-            "l2", "linf", "log_rel_l2", "log_rel_linf", "relative_hamming", "exact_recovery",
-            "converged", "iterations", "result", "grad_norm"} <= set(df.columns)
+    assert {
+        "n_items",
+        "p",
+        "spread",
+        "eps",
+        "mechanism",
+        "delta",
+        "noise_scale",
+        "rep",
+        "point",
+        "method",
+        "l2",
+        "linf",
+        "log_rel_l2",
+        "log_rel_linf",
+        "relative_hamming",
+        "exact_recovery",
+        "converged",
+        "iterations",
+        "result",
+        "grad_norm",
+    } <= set(df.columns)
     mle = df[df["method"] == "mle"]
     assert mle["converged"].all() and (mle["iterations"] < 50).all()
     assert (mle["result"] == 0).all() and (mle["grad_norm"] <= 1e-10).all()
     assert mle[["l2", "linf", "log_rel_l2", "log_rel_linf"]].notna().all().all()
     assert df["relative_hamming"].between(0, 1).all()
-    borda = df[df["method"] == "borda"]            # no solver: null, never a made-up True
+    borda = df[df["method"] == "borda"]  # no solver: null, never a made-up True
     assert borda["converged"].isna().all() and borda["iterations"].isna().all()
     assert borda["result"].isna().all() and borda["grad_norm"].isna().all()
     assert borda["l2"].isna().all()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 0 and manifest["experiment"] == "t"
-    assert manifest["study"]["reps"] == {"min": REPS, "max": REPS} and manifest["study"]["grid_points"] == 16
+    assert (
+        manifest["study"]["reps"] == {"min": REPS, "max": REPS}
+        and manifest["study"]["grid_points"] == 16
+    )
 
 
 @pytest.fixture(scope="module")
@@ -119,39 +150,53 @@ def reference_micro1(tmp_path_factory):
     return out, table(out)
 
 
-@pytest.mark.parametrize("micro, chunk, workers, parts", [
-    (None, 1, 1, 24),     # one lane per chunk (and per micro-batch): 24 parts
-    (None, 3, 2, 8),      # 3 lanes per chunk, two chunks at a time: 4 parts per shape
-    (None, None, 3, 6),   # no chunk asked: at least one chunk per worker, 3 per shape
-    (6, 5, 1, 6),         # up to 6 lanes vmapped, chunk 5 → 3 chunks of 4 lanes (one micro-batch) per shape
-])
-def test_results_do_not_depend_on_chunking(reference, reference_micro1, tmp_path, micro, chunk, workers, parts):
+@pytest.mark.parametrize(
+    "micro, chunk, workers, parts",
+    [
+        (None, 1, 1, 24),  # one lane per chunk (and per micro-batch): 24 parts
+        (None, 3, 2, 8),  # 3 lanes per chunk, two chunks at a time: 4 parts per shape
+        (None, None, 3, 6),  # no chunk asked: at least one chunk per worker, 3 per shape
+        (
+            6,
+            5,
+            1,
+            6,
+        ),  # up to 6 lanes vmapped, chunk 5 → 3 chunks of 4 lanes (one micro-batch) per shape
+    ],
+)
+def test_results_do_not_depend_on_chunking(
+    reference, reference_micro1, tmp_path, micro, chunk, workers, parts
+):
     """DESIGN "Randomness": results must not depend on chunking or on how many chunks run at
     once. Vmapped micro-batches may change continuous metrics by rounding (as in the
     micro-batch test below); everything else is bit-identical."""
     out = tmp_path / "run"
-    summary = run_experiment(small_experiment(), out=out, progress=False, chunk=chunk, workers=workers,
-                             micro_batch=micro)
+    summary = run_experiment(
+        small_experiment(), out=out, progress=False, chunk=chunk, workers=workers, micro_batch=micro
+    )
     assert summary.lanes_run == N_LANES and summary.rows_written == N_ROWS
-    assert len(store.part_files(out)) == parts     # the work really was split differently
+    assert len(store.part_files(out)) == parts  # the work really was split differently
     assert_same_results(table(out), reference[1])
-    if micro is None:                              # lanes one at a time, as in reference_micro1
+    if micro is None:  # lanes one at a time, as in reference_micro1
         assert_same_table(table(out), reference_micro1[1])
 
 
-@pytest.mark.parametrize("n_lanes, lane_bytes, chunk, workers, want", [
-    (120, 8 * 40**2, None, 1, (120, 120)),    # n = 40: one chunk, one micro-batch, no padding
-    (120, 8 * 40**2, None, 2, (60, 60)),      # two workers: two chunks of 60
-    (130, 8 * 40**2, None, 1, (130, 65)),     # over the 128 cap: two balanced micro-batches
-    (480, 8 * 300**2, None, 2, (160, 4)),     # n = 300 (Fig. 3): 3 chunks by work, micro 4
-    (7, 8 * 40**2, None, 16, (1, 1)),         # more workers than lanes: a lane per chunk
-    (24, 8 * 40**2, 5, 1, (5, 5)),
-])
+@pytest.mark.parametrize(
+    "n_lanes, lane_bytes, chunk, workers, want",
+    [
+        (120, 8 * 40**2, None, 1, (120, 120)),  # n = 40: one chunk, one micro-batch, no padding
+        (120, 8 * 40**2, None, 2, (60, 60)),  # two workers: two chunks of 60
+        (130, 8 * 40**2, None, 1, (130, 65)),  # over the 128 cap: two balanced micro-batches
+        (480, 8 * 300**2, None, 2, (160, 4)),  # n = 300 (Fig. 3): 3 chunks by work, micro 4
+        (7, 8 * 40**2, None, 16, (1, 1)),  # more workers than lanes: a lane per chunk
+        (24, 8 * 40**2, 5, 1, (5, 5)),
+    ],
+)
 def test_chunk_layout(n_lanes, lane_bytes, chunk, workers, want):
     size, micro = chunk_layout(n_lanes, lane_bytes, 10, chunk, workers, CACHE_SIZED)
     assert (size, micro) == want
     assert size % micro == 0 and micro <= micro_batch_size(lane_bytes, CACHE_SIZED)
-    assert math.ceil(n_lanes / size) * size - n_lanes < size      # less than a chunk of padding
+    assert math.ceil(n_lanes / size) * size - n_lanes < size  # less than a chunk of padding
 
 
 def test_results_do_not_depend_on_micro_batch_size(reference_vmapped, reference_micro1):
@@ -176,22 +221,24 @@ def _interrupt_after(monkeypatch, n_parts: int):
 
 def test_resume_after_interrupt(reference_micro1, tmp_path, monkeypatch):
     out = tmp_path / "run"
-    exp = small_experiment()                           # chunk=1: one lane per part
+    exp = small_experiment()  # chunk=1: one lane per part
     _interrupt_after(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
         run_experiment(exp, out=out, progress=False, chunk=1)
     monkeypatch.undo()
     assert len(store.part_files(out)) == 2
     partial = store.load_results(out)
-    assert len(partial) == 2 * 8 and not partial.duplicated(KEY).any()   # 2 lanes × 4 points × 2 methods
-    assert not list((out / "parts").glob(".tmp-*"))                       # no torn temporary file
+    assert (
+        len(partial) == 2 * 8 and not partial.duplicated(KEY).any()
+    )  # 2 lanes × 4 points × 2 methods
+    assert not list((out / "parts").glob(".tmp-*"))  # no torn temporary file
 
     summary = run_experiment(exp, out=out, progress=False, chunk=1)
     assert summary.lanes_run == N_LANES - 2
     assert summary.rows_written == N_ROWS - len(partial)
     final = table(out)
     assert not final.duplicated(KEY).any()
-    assert_same_table(final, reference_micro1[1])   # the same configuration, uninterrupted
+    assert_same_table(final, reference_micro1[1])  # the same configuration, uninterrupted
 
 
 def test_a_second_run_into_a_directory_in_use_is_refused(tmp_path):
@@ -204,8 +251,8 @@ def test_a_second_run_into_a_directory_in_use_is_refused(tmp_path):
     with store.exclusive(out):
         with pytest.raises(UsageError, match=r"another dpsim run \(pid \d+ on .*\) is writing to"):
             run_experiment(exp, out=out, progress=False)
-        assert [p.name for p in out.iterdir()] == [store.LOCK]     # nothing written by the refused run
-    assert not out.exists()            # created for the lock only, removed when released
+        assert [p.name for p in out.iterdir()] == [store.LOCK]  # nothing written by the refused run
+    assert not out.exists()  # created for the lock only, removed when released
     summary = run_experiment(exp, out=out, progress=False)
     assert summary.lanes_run == N_LANES // 2
     assert not table(out).duplicated(KEY).any()
@@ -217,10 +264,13 @@ def test_extending_the_eps_grid_computes_only_new_points(reference, tmp_path):
     compile): the missing ε = ∞ rows are added, the stored ε = 1 rows are not duplicated,
     and the table equals the same rows of a fresh run."""
     out = tmp_path / "run"
-    first = run_experiment(small_experiment(), out=out, progress=False,
-                           overrides={"n_items": [12], "eps": [1.0]})
+    first = run_experiment(
+        small_experiment(), out=out, progress=False, overrides={"n_items": [12], "eps": [1.0]}
+    )
     assert first.lanes_run == N_LANES // 2 and first.rows_written == N_ROWS // 4
-    second = run_experiment(small_experiment(), out=out, progress=False, overrides={"n_items": [12]})
+    second = run_experiment(
+        small_experiment(), out=out, progress=False, overrides={"n_items": [12]}
+    )
     assert second.lanes_run == N_LANES // 2 and second.rows_written == N_ROWS // 4
     final = table(out)
     assert not final.duplicated(KEY).any()
@@ -240,6 +290,7 @@ def test_rerun_of_complete_directory_computes_nothing(reference, tmp_path):
 
 # ----------------------------------------------------------------------------- common random numbers
 
+
 def _crn_truth(key, shape):
     return {"theta": jax.random.normal(key, (shape["n_items"],))}
 
@@ -251,10 +302,13 @@ def _crn_generate(key, shape, truth, data):
 def _crn_probe(key, ctx):
     n = ctx.shape["n_items"]
     weights = jnp.arange(1.0, n * n + 1.0).reshape(n, n)
-    return {"data_sum": jnp.sum(ctx.sample * weights),                 # a checksum of the data
-            "truth_sum": jnp.sum(ctx.truth["theta"] * jnp.arange(1.0, n + 1.0)),
-            "noise": jax.random.normal(key),                           # the method's key
-            "eps_seen": ctx.analysis["eps"], "p_seen": ctx.data["p"]}
+    return {
+        "data_sum": jnp.sum(ctx.sample * weights),  # a checksum of the data
+        "truth_sum": jnp.sum(ctx.truth["theta"] * jnp.arange(1.0, n + 1.0)),
+        "noise": jax.random.normal(key),  # the method's key
+        "eps_seen": ctx.analysis["eps"],
+        "p_seen": ctx.data["p"],
+    }
 
 
 PROBE = Method(_crn_probe, ("data_sum", "truth_sum", "noise", "eps_seen", "p_seen"))
@@ -263,9 +317,18 @@ PROBE = Method(_crn_probe, ("data_sum", "truth_sum", "noise", "eps_seen", "p_see
 def crn_experiment(methods=None, truth_per_replicate=False, **grid) -> Experiment:
     full = {"n_items": [8], "p": [0.3, 0.7], "eps": [0.5, 1.0, INF]}
     full.update(grid)
-    return Experiment(name="crn", title="crn probe", axes=full, shape_axes=("n_items",),
-                      analysis_axes=("eps",), truth=_crn_truth, generate=_crn_generate,
-                      methods=methods or {"probe": PROBE}, reps=5, truth_per_replicate=truth_per_replicate)
+    return Experiment(
+        name="crn",
+        title="crn probe",
+        axes=full,
+        shape_axes=("n_items",),
+        analysis_axes=("eps",),
+        truth=_crn_truth,
+        generate=_crn_generate,
+        methods=methods or {"probe": PROBE},
+        reps=5,
+        truth_per_replicate=truth_per_replicate,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -280,10 +343,10 @@ def test_same_data_for_every_eps_within_a_replicate(crn_table):
     assert len(df) == 2 * 3 * 5
     assert (df["eps_seen"] == df["eps"]).all() and (df["p_seen"] == df["p"]).all()
     by_lane = df.groupby(["p", "rep"])
-    assert (by_lane["data_sum"].nunique() == 1).all()      # common random numbers across ε
-    assert (by_lane["noise"].nunique() == 3).all()         # but fresh noise per ε
-    assert (df.groupby("p")["data_sum"].nunique() == 5).all()   # new data per replicate
-    assert df["truth_sum"].nunique() == 1                  # θ* fixed per shape point
+    assert (by_lane["data_sum"].nunique() == 1).all()  # common random numbers across ε
+    assert (by_lane["noise"].nunique() == 3).all()  # but fresh noise per ε
+    assert (df.groupby("p")["data_sum"].nunique() == 5).all()  # new data per replicate
+    assert df["truth_sum"].nunique() == 1  # θ* fixed per shape point
     assert df["data_sum"].gt(0).all()
 
 
@@ -308,26 +371,30 @@ def test_seed_changes_the_data(crn_table, tmp_path):
 
 # ----------------------------------------------------------------------------- validation
 
-@pytest.mark.parametrize("kwargs, bad", [
-    (dict(overrides={"eps": [0]}), "eps=0"),
-    (dict(overrides={"eps": [1.0, -1]}), "eps=-1"),
-    (dict(overrides={"eps": [float("nan")]}), "eps=nan"),
-    (dict(overrides={"p": [0]}), "p=0"),
-    (dict(overrides={"p": [0.5, 1.5]}), "p=1.5"),
-    (dict(overrides={"n_items": [1]}), "n_items=1"),
-    (dict(overrides={"n_items": [12.5]}), "n_items=12.5"),
-    (dict(overrides={"spread": [0]}), "spread=0"),
-    (dict(overrides={"mechanism": ["laplace", "cauchy"]}), "mechanism='cauchy'"),
-    (dict(overrides={"mechanism": [3]}), "mechanism=3"),
-    (dict(overrides={"delta": [1.5]}), "delta=1.5"),
-    (dict(overrides={"bogus": [1]}), "bogus"),
-    (dict(overrides={"eps": [1.0, 1]}), "duplicate"),
-    (dict(reps=0), "reps=0"),
-    (dict(reps=-2), "reps=-2"),
-    (dict(chunk=0), "chunk=0"),
-    (dict(workers=0), "workers=0"),
-    (dict(seed=-1), "seed=-1"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, bad",
+    [
+        (dict(overrides={"eps": [0]}), "eps=0"),
+        (dict(overrides={"eps": [1.0, -1]}), "eps=-1"),
+        (dict(overrides={"eps": [float("nan")]}), "eps=nan"),
+        (dict(overrides={"p": [0]}), "p=0"),
+        (dict(overrides={"p": [0.5, 1.5]}), "p=1.5"),
+        (dict(overrides={"n_items": [1]}), "n_items=1"),
+        (dict(overrides={"n_items": [12.5]}), "n_items=12.5"),
+        (dict(overrides={"spread": [0]}), "spread=0"),
+        (dict(overrides={"mechanism": ["laplace", "cauchy"]}), "mechanism='cauchy'"),
+        (dict(overrides={"mechanism": [3]}), "mechanism=3"),
+        (dict(overrides={"delta": [1.5]}), "delta=1.5"),
+        (dict(overrides={"bogus": [1]}), "bogus"),
+        (dict(overrides={"eps": [1.0, 1]}), "duplicate"),
+        (dict(reps=0), "reps=0"),
+        (dict(reps=-2), "reps=-2"),
+        (dict(chunk=0), "chunk=0"),
+        (dict(workers=0), "workers=0"),
+        (dict(seed=-1), "seed=-1"),
+    ],
+)
 def test_bad_input_raises_usage_error_and_writes_nothing(tmp_path, kwargs, bad):
     out = tmp_path / "out"
     with pytest.raises(UsageError, match=re.escape(bad)):
@@ -350,7 +417,9 @@ def test_different_seed_or_experiment_into_existing_dir_is_refused(reference, tm
     with pytest.raises(UsageError, match="seed 0"):
         run_experiment(small_experiment(), out=out, progress=False, seed=1)
     with pytest.raises(UsageError, match="'t'"):
-        run_experiment(dataclasses.replace(small_experiment(), name="other"), out=out, progress=False)
+        run_experiment(
+            dataclasses.replace(small_experiment(), name="other"), out=out, progress=False
+        )
     assert (out / "manifest.json").read_text() == manifest
     assert sorted(p.name for p in store.part_files(out)) == parts
 
@@ -365,6 +434,7 @@ def test_non_empty_foreign_directory_is_refused(tmp_path):
 
 
 # ----------------------------------------------------------------------------- per-method keys
+
 
 def _method_table(tmp_path, name, methods):
     out = tmp_path / name
@@ -392,31 +462,43 @@ def test_adding_or_removing_a_method_leaves_the_others_unchanged(reference, tmp_
 
 # ----------------------------------------------------------------------------- the output contract
 
-@pytest.mark.parametrize("returned, message", [
-    ({"a": 1.0}, r"did not return \['b'\]"),
-    ({"a": 1.0, "b": 2.0, "c": 3.0}, r"returned undeclared \['c'\]"),
-    ({"a": 1.0, "b": jnp.ones(3)}, r"returned 'b' of shape \(3,\)"),
-])
+
+@pytest.mark.parametrize(
+    "returned, message",
+    [
+        ({"a": 1.0}, r"did not return \['b'\]"),
+        ({"a": 1.0, "b": 2.0, "c": 3.0}, r"returned undeclared \['c'\]"),
+        ({"a": 1.0, "b": jnp.ones(3)}, r"returned 'b' of shape \(3,\)"),
+    ],
+)
 def test_method_output_contract_is_enforced(tmp_path, returned, message):
     bad = Method(lambda key, ctx: returned, ("a", "b"))
     with pytest.raises(UsageError, match=message):
-        run_experiment(small_experiment(n_items=[8], methods={"bad": bad}), out=tmp_path / "out",
-                       progress=False, reps=1)
+        run_experiment(
+            small_experiment(n_items=[8], methods={"bad": bad}),
+            out=tmp_path / "out",
+            progress=False,
+            reps=1,
+        )
 
 
 def test_declared_diagnostic_types_are_stored(tmp_path):
     def fn(key, ctx):
         return {"x": 1.5, "flag": True, "count": 7, "spread_seen": ctx.data["spread"]}
+
     method = Method(fn, ("x",), {"flag": "bool", "count": "int", "spread_seen": "float"})
     out = tmp_path / "typed"
-    run_experiment(small_experiment(n_items=[8], methods={"m": method}), out=out, progress=False, reps=1)
+    run_experiment(
+        small_experiment(n_items=[8], methods={"m": method}), out=out, progress=False, reps=1
+    )
     df = store.load_results(out)
-    assert df["flag"].dtype == "boolean" and df["flag"].all()       # nullable: the same dtype
+    assert df["flag"].dtype == "boolean" and df["flag"].all()  # nullable: the same dtype
     assert df["count"].dtype == "Int64" and (df["count"] == 7).all()  # whether or not nulls occur
     assert (df["spread_seen"] == 2.0).all() and df["x"].dtype == np.float64
 
 
 # ----------------------------------------------------------------------------- derived values, string axes
+
 
 def test_derived_values_are_computed_on_the_host_and_stored(reference):
     df = reference[1]
@@ -432,6 +514,7 @@ def test_a_derived_value_can_refuse_a_point_before_anything_is_written(tmp_path)
         if point["eps"] > 1:
             raise UsageError(f"eps={point['eps']} is too large for this toy")
         return {"half_eps": point["eps"] / 2}
+
     exp = dataclasses.replace(small_experiment(), derived=(Derived(("half_eps",), refuse),))
     out = tmp_path / "out"
     with pytest.raises(UsageError, match="eps=inf is too large"):
@@ -443,20 +526,34 @@ def test_the_string_analysis_axis_is_common_random_numbers(reference):
     """Both mechanisms of a replicate see the same data: the mle (which uses no noise) gives
     identical results for laplace and gaussian, and borda's noise differs between them."""
     df = reference[1]
-    mle = df[df["method"] == "mle"].set_index(["n_items", "p", "eps", "rep", "mechanism"])["l2"].unstack()
+    mle = (
+        df[df["method"] == "mle"]
+        .set_index(["n_items", "p", "eps", "rep", "mechanism"])["l2"]
+        .unstack()
+    )
     pd.testing.assert_series_equal(mle["laplace"], mle["gaussian"], check_names=False)
 
 
 def test_a_string_data_axis_is_compiled_per_value(tmp_path):
     """A string *data* axis (here the design of θ*) is static: one program per value, and it
     is part of the data (each value gets its own data key)."""
+
     def generate(key, shape, truth, data):
         n = shape["n_items"]
-        theta = jnp.linspace(-1, 1, n) if data["design"] == "linear" else jnp.where(jnp.arange(n) < 2, 1.0, 0.0)
+        theta = (
+            jnp.linspace(-1, 1, n)
+            if data["design"] == "linear"
+            else jnp.where(jnp.arange(n) < 2, 1.0, 0.0)
+        )
         return {"W": sample_er_comparisons(key, theta, data["p"]), "theta": theta}
+
     base = small_experiment(n_items=[8], mechanism=["laplace"])
-    exp = dataclasses.replace(base, generate=generate, axes={**base.axes, "design": ["linear", "two-block"]},
-                              axis_types={**base.axis_types, "design": axes.choice("linear", "two-block")})
+    exp = dataclasses.replace(
+        base,
+        generate=generate,
+        axes={**base.axes, "design": ["linear", "two-block"]},
+        axis_types={**base.axis_types, "design": axes.choice("linear", "two-block")},
+    )
     out = tmp_path / "design"
     summary = run_experiment(exp, out=out, progress=False, reps=3)
     df = store.load_results(out)
@@ -468,8 +565,8 @@ def test_truth_per_replicate_is_shared_across_data_points(tmp_path):
     out = tmp_path / "per_rep"
     run_experiment(crn_experiment(truth_per_replicate=True), out=out, progress=False)
     df = store.load_results(out)
-    assert (df.groupby("rep")["truth_sum"].nunique() == 1).all()      # the same θ* for both p
-    assert df["truth_sum"].nunique() == 5                              # a new θ* per replicate
+    assert (df.groupby("rep")["truth_sum"].nunique() == 1).all()  # the same θ* for both p
+    assert df["truth_sum"].nunique() == 5  # a new θ* per replicate
 
 
 @pytest.mark.parametrize("per_replicate", [False, True])
@@ -477,15 +574,20 @@ def test_truth_axes_share_theta_across_the_other_shape_axes(tmp_path, per_replic
     """``truth_axes``: θ* keyed by part of the shape point is common to every value of the
     other shape axes (a second shape axis, ``k``, here); without it each shape point draws
     its own θ*."""
-    base = dataclasses.replace(crn_experiment(truth_per_replicate=per_replicate, p=[0.7], eps=[1.0], k=[1, 2]),
-                               shape_axes=("n_items", "k"))
+    base = dataclasses.replace(
+        crn_experiment(truth_per_replicate=per_replicate, p=[0.7], eps=[1.0], k=[1, 2]),
+        shape_axes=("n_items", "k"),
+    )
     sums = {}
-    for label, exp in (("all", base), ("n_only", dataclasses.replace(base, keys=Keys(truth_axes=("n_items",))))):
+    for label, exp in (
+        ("all", base),
+        ("n_only", dataclasses.replace(base, keys=Keys(truth_axes=("n_items",)))),
+    ):
         run_experiment(exp, out=tmp_path / label, progress=False, reps=3)
         df = store.load_results(tmp_path / label)
         sums[label] = df.set_index(["k", "rep"])["truth_sum"].unstack("k")
-    assert (sums["n_only"][1] == sums["n_only"][2]).all()              # one θ* for both k
-    assert (sums["all"][1] != sums["all"][2]).all()                    # one θ* per shape point
+    assert (sums["n_only"][1] == sums["n_only"][2]).all()  # one θ* for both k
+    assert (sums["all"][1] != sums["all"][2]).all()  # one θ* per shape point
     assert sums["n_only"][1].nunique() == (3 if per_replicate else 1)
     with pytest.raises(ValueError, match=r"truth_axes \['p'\] are not shape axes"):
         dataclasses.replace(base, keys=Keys(truth_axes=("n_items", "p")))
@@ -500,13 +602,20 @@ def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
     """Adding a mechanism and replicates extends the study: the manifest keeps every request
     (append-only) and describes the table as it is."""
     out = tmp_path / "study"
-    run_experiment(small_experiment(n_items=[8], mechanism=["laplace"]), out=out, progress=False, reps=2)
-    run_experiment(small_experiment(n_items=[8], mechanism=["gaussian"]), out=out, progress=False, reps=4)
+    run_experiment(
+        small_experiment(n_items=[8], mechanism=["laplace"]), out=out, progress=False, reps=2
+    )
+    run_experiment(
+        small_experiment(n_items=[8], mechanism=["gaussian"]), out=out, progress=False, reps=4
+    )
     manifest = store.read_manifest(out)
     assert [h["reps"] for h in manifest["history"]] == [2, 4]
     assert manifest["history"][1]["overrides"] == {} and manifest["history"][0]["lanes_run"] == 4
-    history = manifest["history"]        # the driver's share: one timed write per chunk
-    assert sum(h["chunks_written"] for h in history) == len(store.part_files(out)) and history[0]["chunks_written"] >= 1
+    history = manifest["history"]  # the driver's share: one timed write per chunk
+    assert (
+        sum(h["chunks_written"] for h in history) == len(store.part_files(out))
+        and history[0]["chunks_written"] >= 1
+    )
     assert all(0 <= h["write_seconds"] <= h["seconds"] and h["devices"] == 1 for h in history)
     study = manifest["study"]
     assert study["axes"]["mechanism"] == ["gaussian", "laplace"]
@@ -518,11 +627,25 @@ def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
 
 # ----------------------------------------------------------------------------- batching by device
 
-@pytest.mark.parametrize("n_lanes, lane_bytes, memory, want", [
-    (48_000, 8 * 300**2, 80e9, (8000, 2000)),  # an 80 GB device: 2048-lane cap, balanced to 2000
-    (120, 8 * 40**2, 80e9, (120, 120)),        # few lanes: one micro-batch
-    (48_000, 8 * 1000**2, 1e9, (64, 16)),      # small memory: a quarter of it bounds the micro-batch
-])
+
+@pytest.mark.parametrize(
+    "n_lanes, lane_bytes, memory, want",
+    [
+        (
+            48_000,
+            8 * 300**2,
+            80e9,
+            (8000, 2000),
+        ),  # an 80 GB device: 2048-lane cap, balanced to 2000
+        (120, 8 * 40**2, 80e9, (120, 120)),  # few lanes: one micro-batch
+        (
+            48_000,
+            8 * 1000**2,
+            1e9,
+            (64, 16),
+        ),  # small memory: a quarter of it bounds the micro-batch
+    ],
+)
 def test_accelerator_batching_fills_the_device(n_lanes, lane_bytes, memory, want):
     policy = batching("gpu", memory=memory)
     assert policy.workers == 1 and policy.max_micro == 2048
@@ -541,11 +664,19 @@ def test_an_accelerator_keeps_a_second_chunk_in_flight(tmp_path, monkeypatch):
     import time
     from dpsim.engine.execution import executors
     from dpsim.engine.execution.batching import ACCELERATOR_CHUNKS_IN_FLIGHT
+
     assert batching("gpu", memory=80e9).in_flight == ACCELERATOR_CHUNKS_IN_FLIGHT == 2
     assert batching("cpu").in_flight == batching("cpu").workers
     real_batching, real_compiled = runner.batching, executors.compiled_chunk_fn
-    monkeypatch.setattr(runner, "batching", lambda micro_batch=None: dataclasses.replace(
-        real_batching(micro_batch=micro_batch), workers=1, in_flight=ACCELERATOR_CHUNKS_IN_FLIGHT))
+    monkeypatch.setattr(
+        runner,
+        "batching",
+        lambda micro_batch=None: dataclasses.replace(
+            real_batching(micro_batch=micro_batch),
+            workers=1,
+            in_flight=ACCELERATOR_CHUNKS_IN_FLIGHT,
+        ),
+    )
     lock, state = threading.Lock(), {"now": 0, "most": 0}
 
     def slowed(*args, **kwargs):
@@ -575,31 +706,45 @@ def test_an_accelerator_keeps_a_second_chunk_in_flight(tmp_path, monkeypatch):
     plan, most, df, history = runs["accelerator"]
     plan1, most1, df1, history1 = runs["one in flight"]
     assert (most, most1) == (2, 1)
-    layout = [[(step.size, step.micro, len(step.chunks)) for step in p.steps] for p in (plan, plan1)]
+    layout = [
+        [(step.size, step.micro, len(step.chunks)) for step in p.steps] for p in (plan, plan1)
+    ]
     assert layout[0] == layout[1] and layout[0][0][2] >= 2
     assert (plan.workers, plan.in_flight, plan1.in_flight) == (1, 2, 1)
-    assert ", 1 worker(s), 2 chunks in flight, " in plan.describe()[0] and "in flight" not in plan1.describe()[0]
+    assert (
+        ", 1 worker(s), 2 chunks in flight, " in plan.describe()[0]
+        and "in flight" not in plan1.describe()[0]
+    )
     assert plan.chunk_bytes(plan.steps[0]) == 2 * plan1.chunk_bytes(plan1.steps[0])
     assert (history["in_flight"], history1["in_flight"], history["workers"]) == (2, 1, 1)
     assert_same_table(df, df1)
     explicit = runner.plan_run(small_experiment(), out=tmp_path / "three", chunk=3, workers=3)
-    assert (explicit.workers, explicit.in_flight) == (3, 3)           # --workers N: N planned, N in flight
+    assert (explicit.workers, explicit.in_flight) == (3, 3)  # --workers N: N planned, N in flight
 
 
 def test_a_program_shares_the_accelerators_memory_with_the_chunks_in_flight(monkeypatch):
     """program_memory_limit: half the device's memory, shared by the chunks in flight (their
     buffers may be live together); no limit on the CPU. Batching.in_flight defaults to workers."""
     from dpsim.engine.execution import batching as batching_module
-    assert batching_module.program_memory_limit(2) is None           # the CPU: lanes run in host memory
+
+    assert batching_module.program_memory_limit(2) is None  # the CPU: lanes run in host memory
     monkeypatch.setattr(batching_module.jax, "default_backend", lambda: "gpu")
-    monkeypatch.setattr(batching_module, "memory_limit", lambda backend: (80e9, "the gpu device's memory"))
+    monkeypatch.setattr(
+        batching_module, "memory_limit", lambda backend: (80e9, "the gpu device's memory")
+    )
     assert batching_module.program_memory_limit() == 40e9
-    assert batching_module.program_memory_limit(2) == 20e9 and batching_module.program_memory_limit(4) == 10e9
-    assert Batching("cpu", math.inf, 1, 3).in_flight == 3 and Batching("gpu", 1e9, 8, 1, in_flight=2).in_flight == 2
+    assert (
+        batching_module.program_memory_limit(2) == 20e9
+        and batching_module.program_memory_limit(4) == 10e9
+    )
+    assert (
+        Batching("cpu", math.inf, 1, 3).in_flight == 3
+        and Batching("gpu", 1e9, 8, 1, in_flight=2).in_flight == 2
+    )
 
 
 def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypatch):
-    cpu = batching("cpu")                   # lanes one at a time (benchmarks/cai.py sections Q and W)
+    cpu = batching("cpu")  # lanes one at a time (benchmarks/cai.py sections Q and W)
     assert cpu.max_micro == MAX_MICRO_BATCH_CPU == 1 and cpu.chunk_work == CHUNK_WORK
     assert chunk_layout(480, 8 * 300**2, 7, None, 2, cpu) == (240, 1)
     assert chunk_layout(120, 8 * 40**2, 10, None, 2, cpu) == (60, 1)
@@ -619,7 +764,9 @@ def test_results_do_not_depend_on_an_explicit_micro_batch(reference, tmp_path):
     assert_same_results(table(out), reference[1])
 
 
-XLA_DEFAULT_OPT_LEVEL = 3     # DebugOptions' xla_backend_optimization_level (xla/debug_options_flags.cc)
+XLA_DEFAULT_OPT_LEVEL = (
+    3  # DebugOptions' xla_backend_optimization_level (xla/debug_options_flags.cc)
+)
 
 
 def test_cpu_opt_level_is_a_speed_setting(reference, tmp_path, monkeypatch):
@@ -629,7 +776,8 @@ def test_cpu_opt_level_is_a_speed_setting(reference, tmp_path, monkeypatch):
     anything is written. (The suite's $XLA_FLAGS make its own level every program's default in
     this process, so level 3, what users run, is asked for by name.)"""
     from dpsim.engine.execution import program
-    level = os.environ["DPSIM_XLA_CPU_OPT_LEVEL"]                # the reference run's level (tests/conftest.py)
+
+    level = os.environ["DPSIM_XLA_CPU_OPT_LEVEL"]  # the reference run's level (tests/conftest.py)
     assert program.compiler_options() == {"xla_backend_optimization_level": int(level)}
     monkeypatch.delenv("DPSIM_XLA_CPU_OPT_LEVEL")
     assert program.compiler_options() is None
@@ -649,15 +797,18 @@ def test_compiled_programs_of_old_experiments_are_released(tmp_path):
     per-process limit (LLVM "Cannot allocate memory", then a segfault) after ~27 experiments.
     A re-run of a recent experiment still compiles nothing."""
     from dpsim.engine.execution import program
+
     program.clear_cache()
-    exps = [dataclasses.replace(crn_experiment(p=[0.7], eps=[1.0]), name=f"crn-{i}") for i in range(3)]
+    exps = [
+        dataclasses.replace(crn_experiment(p=[0.7], eps=[1.0]), name=f"crn-{i}") for i in range(3)
+    ]
     for i, exp in enumerate(exps):
         run_experiment(exp, out=tmp_path / exp.name, progress=False, reps=2)
     held = {entry[0].name for entry in program._COMPILED.values()}
     assert held == {"crn-1", "crn-2"}
     before = dict(program._COMPILED)
     run_experiment(exps[2], out=tmp_path / "again", progress=False, reps=2)
-    assert set(program._COMPILED) == set(before)                          # nothing compiled again
+    assert set(program._COMPILED) == set(before)  # nothing compiled again
     assert all(program._COMPILED[k][1] is before[k][1] for k in before)
     program.MAX_COMPILED, saved = 1, program.MAX_COMPILED
     try:
@@ -674,15 +825,28 @@ def test_load_results_orders_rows_the_same_whatever_the_order_of_the_parts(tmp_p
     import pyarrow as pa
 
     from dpsim.engine.storage import store
-    parts = [pa.table({"point": [7, 7, 3], "rep": [1, 0, 0], "method": ["b", "a", "a"], "x": [0.1, 0.2, 0.3]}),
-             pa.table({"point": [3, 3], "rep": [1, 0], "method": ["a", "b"], "x": [0.4, 0.5]})]
+
+    parts = [
+        pa.table(
+            {"point": [7, 7, 3], "rep": [1, 0, 0], "method": ["b", "a", "a"], "x": [0.1, 0.2, 0.3]}
+        ),
+        pa.table({"point": [3, 3], "rep": [1, 0], "method": ["a", "b"], "x": [0.4, 0.5]}),
+    ]
     for name, order in (("forward", parts), ("backward", parts[::-1])):
         for table in order:
             store.write_part(tmp_path / name, store.mark_columns(table, ["x"]))
-    forward, backward = store.load_results(tmp_path / "forward"), store.load_results(tmp_path / "backward")
+    forward, backward = (
+        store.load_results(tmp_path / "forward"),
+        store.load_results(tmp_path / "backward"),
+    )
     pd.testing.assert_frame_equal(forward, backward)
     assert list(zip(forward["point"], forward["rep"], forward["method"])) == [
-        (3, 0, "a"), (3, 0, "b"), (3, 1, "a"), (7, 0, "a"), (7, 1, "b")]
+        (3, 0, "a"),
+        (3, 0, "b"),
+        (3, 1, "a"),
+        (7, 0, "a"),
+        (7, 1, "b"),
+    ]
 
 
 def test_key_chains_equal_nested_fold_ins():
@@ -691,6 +855,7 @@ def test_key_chains_equal_nested_fold_ins():
     method and privatise keys of analyse_point, folded by one vmapped fold_in_words, equal
     the nested fold_ins one by one."""
     from dpsim.engine.execution import program
+
     fold = jax.random.fold_in
     seed, words, rep = np.uint32(7), np.asarray([0x89ABCDEF, 0x1234567], np.uint32), np.uint32(41)
     nested_lane = fold(fold(fold(fold(jax.random.key(seed), 2), words[0]), words[1]), rep)
@@ -709,8 +874,10 @@ def test_key_chains_equal_nested_fold_ins():
 # ---------------------------------------------------------------------------------------
 # Planning in time and memory independent of the replicate count; memory guard
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("reps, complete", [(10, []), (10, [0, 3, 4, 9]), (7, [0, 1, 2, 3, 4, 5, 6]),
-                                            (1000, [1, 2, 500, 998])])
+@pytest.mark.parametrize(
+    "reps, complete",
+    [(10, []), (10, [0, 3, 4, 9]), (7, [0, 1, 2, 3, 4, 5, 6]), (1000, [1, 2, 500, 998])],
+)
 def test_missing_reps_lists_the_complement_lazily(reps, complete):
     missing = planning._MissingReps(reps, np.asarray(complete))
     expected = [r for r in range(reps) if r not in complete]
@@ -723,13 +890,15 @@ def test_missing_reps_lists_the_complement_lazily(reps, complete):
 def test_a_plan_for_a_billion_replicates_lists_no_lane_until_asked(tmp_path):
     exp = small_experiment()
     plan = runner.plan_run(exp, reps=10**9, out=tmp_path / "huge")
-    assert plan.lanes == 4 * 10**9                          # 2 shapes × 2 p × 10⁹ replicates
+    assert plan.lanes == 4 * 10**9  # 2 shapes × 2 p × 10⁹ replicates
     step = plan.steps[0]
     last = step.chunks[len(step.chunks) - 1]
     assert last.lanes[-1].rep == 10**9 - 1 and len(last) <= step.size
     assert not any(path.exists() for path in (tmp_path / "huge",))
     text = "\n".join(plan.describe())
-    assert "4000000000 replicate lanes" in text and "memory: a lane ≈" in text and "run time ≈" in text
+    assert (
+        "4000000000 replicate lanes" in text and "memory: a lane ≈" in text and "run time ≈" in text
+    )
 
 
 def test_a_resumed_plan_holds_exactly_the_missing_lanes(tmp_path):
@@ -739,18 +908,29 @@ def test_a_resumed_plan_holds_exactly_the_missing_lanes(tmp_path):
     out = tmp_path / "r"
     run_experiment(exp, reps=3, out=out, progress=False)
     plan = runner.plan_run(exp, reps=5, out=out)
-    planned = sorted((chunk.s, lane.d, lane.rep) for step in plan.steps for chunk in step.chunks
-                     for lane in chunk.lanes)
+    planned = sorted(
+        (chunk.s, lane.d, lane.rep)
+        for step in plan.steps
+        for chunk in step.chunks
+        for lane in chunk.lanes
+    )
     grid = plan.grid
-    expected = sorted((s, d, rep) for s in range(len(grid.shapes)) for d in range(len(grid.data_points))
-                      for rep in (3, 4))
+    expected = sorted(
+        (s, d, rep)
+        for s in range(len(grid.shapes))
+        for d in range(len(grid.data_points))
+        for rep in (3, 4)
+    )
     assert planned == expected
 
 
 def test_a_lane_larger_than_the_memory_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     exp = small_experiment()
     monkeypatch.setattr(runner, "memory_limit", lambda backend: (1000.0, "this machine's memory"))
-    with pytest.raises(UsageError, match=r"one replicate lane needs about .* more than this machine's memory \(1 kB\)"):
+    with pytest.raises(
+        UsageError,
+        match=r"one replicate lane needs about .* more than this machine's memory \(1 kB\)",
+    ):
         runner.plan_run(exp, out=tmp_path / "big")
     with pytest.raises(UsageError, match="more than this machine's memory"):
         run_experiment(exp, out=tmp_path / "big", progress=False)
@@ -770,13 +950,26 @@ def test_a_program_too_big_for_the_device_runs_at_fewer_lanes(reference, tmp_pat
     sizes; the table is the same, and the manifest records the micro-batch it ran at.
     Simulated on the CPU (no limit there) with a limit no program meets: 4 lanes → 1."""
     from dpsim.engine.execution import program
+
     program.clear_cache()
     assert program.memory_needed(jax.jit(lambda x: x * 2).lower(jnp.ones(1000)).compile()) >= 8000
-    asked = []          # the chunks in flight each limit was asked for (they share the device's memory)
-    monkeypatch.setattr(program, "program_memory_limit", lambda in_flight=1: asked.append(in_flight) or 1.0)
-    with pytest.warns(UserWarning, match=r"at micro-batch 4 needs .* shared by 3 chunk\(s\) in flight\); "
-                                         r"it runs at micro-batch 1$"):
-        run_experiment(small_experiment(), out=tmp_path / "small", progress=False, micro_batch=4, chunk=4, workers=3)
+    asked = []  # the chunks in flight each limit was asked for (they share the device's memory)
+    monkeypatch.setattr(
+        program, "program_memory_limit", lambda in_flight=1: asked.append(in_flight) or 1.0
+    )
+    with pytest.warns(
+        UserWarning,
+        match=r"at micro-batch 4 needs .* shared by 3 chunk\(s\) in flight\); "
+        r"it runs at micro-batch 1$",
+    ):
+        run_experiment(
+            small_experiment(),
+            out=tmp_path / "small",
+            progress=False,
+            micro_batch=4,
+            chunk=4,
+            workers=3,
+        )
     program.clear_cache()
     assert asked and set(asked) == {3}
     assert_same_results(table(tmp_path / "small"), reference[1])
@@ -790,6 +983,7 @@ def test_a_run_with_other_chunks_in_flight_reuses_the_compiled_programs(tmp_path
     part of the compiled program's cache key: a warm re-run with ``workers=1`` after the
     default compiles nothing (it recompiled every program before)."""
     from dpsim.engine.execution import program
+
     program.clear_cache()
     monkeypatch.setattr(program, "program_memory_limit", lambda in_flight=1: 1e15 / in_flight)
     lowered = []
@@ -811,16 +1005,28 @@ def test_a_program_that_fits_one_chunk_in_flight_is_cut_for_more(reference, tmp_
     with one chunk in flight again gets the full micro-batch. Results are the same in all."""
     import warnings
     from dpsim.engine.execution import program
+
     program.clear_cache()
-    monkeypatch.setattr(program, "program_memory_limit", lambda in_flight=1: 1e15 if in_flight == 1 else 1.0)
+    monkeypatch.setattr(
+        program, "program_memory_limit", lambda in_flight=1: 1e15 if in_flight == 1 else 1.0
+    )
 
     def run(name, workers):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            run_experiment(small_experiment(), out=tmp_path / name, progress=False, micro_batch=4, chunk=4,
-                           workers=workers)
+            run_experiment(
+                small_experiment(),
+                out=tmp_path / name,
+                progress=False,
+                micro_batch=4,
+                chunk=4,
+                workers=workers,
+            )
         assert_same_results(table(tmp_path / name), reference[1])
-        micros = {step["micro"] for step in store.read_manifest(tmp_path / name)["history"][-1]["batching"]}
+        micros = {
+            step["micro"]
+            for step in store.read_manifest(tmp_path / name)["history"][-1]["batching"]
+        }
         return micros, [str(w.message) for w in caught if "of device memory" in str(w.message)]
 
     assert run("one", 1) == ({4}, [])
@@ -845,21 +1051,47 @@ def test_folder_summaries_count_failures_and_replicates_per_point():
             return ()
 
     rows = [  # (n_items, eps, point, rep, method, converged, result)
-        (10, 1.0, 1, 0, "mle", True, 0), (10, 1.0, 1, 1, "mle", False, 1), (10, 1.0, 1, 1, "borda", None, None),
-        (10, 0.5, 2, 0, "mle", False, 2), (10, 0.5, 2, 0, "mle", False, 1), (20, 0.5, 3, 0, "mle", False, 1),
-        (20, 0.5, 3, 2, "mle", False, 1), (20, 1.0, 4, 0, "mle", True, 0), (20, 1.0, 4, 0, "borda", None, None)]
+        (10, 1.0, 1, 0, "mle", True, 0),
+        (10, 1.0, 1, 1, "mle", False, 1),
+        (10, 1.0, 1, 1, "borda", None, None),
+        (10, 0.5, 2, 0, "mle", False, 2),
+        (10, 0.5, 2, 0, "mle", False, 1),
+        (20, 0.5, 3, 0, "mle", False, 1),
+        (20, 0.5, 3, 2, "mle", False, 1),
+        (20, 1.0, 4, 0, "mle", True, 0),
+        (20, 1.0, 4, 0, "borda", None, None),
+    ]
     names = ("n_items", "eps", "point", "rep", "method", "converged", "result")
     table = pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
     study = runner.study_summary(table, Two())
     assert study["axes"] == {"n_items": [10, 20], "eps": [0.5, 1.0]} and study["rows"] == 9
-    assert study["points"] == [{"n_items": 10, "eps": 1.0, "reps": 2}, {"n_items": 10, "eps": 0.5, "reps": 1},
-                               {"n_items": 20, "eps": 0.5, "reps": 2}, {"n_items": 20, "eps": 1.0, "reps": 1}]
+    assert study["points"] == [
+        {"n_items": 10, "eps": 1.0, "reps": 2},
+        {"n_items": 10, "eps": 0.5, "reps": 1},
+        {"n_items": 20, "eps": 0.5, "reps": 2},
+        {"n_items": 20, "eps": 1.0, "reps": 1},
+    ]
     assert study["grid_points"] == 4 and study["reps"] == {"min": 1, "max": 2}
     (item,) = runner.unconverged(table, Two())
-    assert item == {"method": "mle", "failed": 5, "fits": 7, "reasons": "4 max steps, 1 non-finite",
-                    "where": "n_items=10, eps=0.5 (2); n_items=20, eps=0.5 (2); n_items=10, eps=1.0 (1)"}
-    assert runner.unconverged(table, Two(), limit=1)[0]["where"] == "n_items=10, eps=0.5 (2); and 2 more grid points"
+    assert item == {
+        "method": "mle",
+        "failed": 5,
+        "fits": 7,
+        "reasons": "4 max steps, 1 non-finite",
+        "where": "n_items=10, eps=0.5 (2); n_items=20, eps=0.5 (2); n_items=10, eps=1.0 (1)",
+    }
+    assert (
+        runner.unconverged(table, Two(), limit=1)[0]["where"]
+        == "n_items=10, eps=0.5 (2); and 2 more grid points"
+    )
     assert runner.study_summary(None, Two()) == {"axes": {}, "points": [], "rows": 0}
-    assert runner.unconverged(None, Two()) == [] and runner.unconverged(table.drop_columns(["converged"]), Two()) == []
-    one_eps = table.set_column(1, "eps", pa.array([1.0, math.nan, None] * 3))    # NaN and null: not a value
-    assert runner.unconverged(one_eps, Two())[0]["where"].startswith("n_items=10 (3); n_items=20 (2)")
+    assert (
+        runner.unconverged(None, Two()) == []
+        and runner.unconverged(table.drop_columns(["converged"]), Two()) == []
+    )
+    one_eps = table.set_column(
+        1, "eps", pa.array([1.0, math.nan, None] * 3)
+    )  # NaN and null: not a value
+    assert runner.unconverged(one_eps, Two())[0]["where"].startswith(
+        "n_items=10 (3); n_items=20 (2)"
+    )

@@ -8,6 +8,7 @@ folder computes nothing and gives identical roots; a solve interrupted mid-stage
 gives the roots of an uninterrupted one; the budget is never exceeded; a target the interval
 never reaches is reported as not bracketed with the interval searched; an analysis axis (ε)
 gets disjoint replicates per value; bad input is refused in one line, writing nothing."""
+
 from __future__ import annotations
 
 import json
@@ -53,9 +54,18 @@ def test_roots_cover_the_truth_and_a_replay_computes_nothing(tmp_path):
     assert len(evidence) == len(first.evidence) and (evidence["reps"] == evidence["nunique"]).all()
     assert (evidence["max"] == evidence["reps"] - 1).all()
     # the files
-    assert {p.name for p in first.files} == {"roots.csv", "evidence.csv", "solve.json", "solve.png", "solve.pdf"}
+    assert {p.name for p in first.files} == {
+        "roots.csv",
+        "evidence.csv",
+        "solve.json",
+        "solve.png",
+        "solve.pdf",
+    }
     stored = pd.read_csv(first.out / "roots.csv")
-    assert np.allclose(stored["root"], table["root"]) and list(stored["status"]) == ["solved", "solved"]
+    assert np.allclose(stored["root"], table["root"]) and list(stored["status"]) == [
+        "solved",
+        "solved",
+    ]
     record = json.loads((first.out / "solve.json").read_text())
     assert record["request"]["target"] == "hit@bernoulli=0.5" and record["code"]["hash"]
 
@@ -71,11 +81,12 @@ def test_an_interrupted_solve_finishes_with_the_same_roots(tmp_path, monkeypatch
 
     def stopping(*args, **kw):
         calls["n"] += 1
-        if calls["n"] == 3:          # Ctrl-C in the third stage, after part of it is stored
+        if calls["n"] == 3:  # Ctrl-C in the third stage, after part of it is stored
             kw = {**kw, "reps_at": dict(list(kw["reps_at"].items())[:1])}
             real(*args, **kw)
             raise KeyboardInterrupt
         return real(*args, **kw)
+
     monkeypatch.setattr("dpsim.engine.solving.solve.run_experiment", stopping)
     with pytest.raises(KeyboardInterrupt):
         solve(tmp_path, "cut", figure=False)
@@ -100,19 +111,36 @@ def test_the_budget_is_never_exceeded(tmp_path):
 
 
 def test_a_target_never_reached_is_not_bracketed(tmp_path):
-    result = solve(tmp_path, target="hit=0.5", within=(1.5, 4.0), figure=False)   # p(x) > 0.9 throughout
+    result = solve(
+        tmp_path, target="hit=0.5", within=(1.5, 4.0), figure=False
+    )  # p(x) > 0.9 throughout
     assert list(result.table["status"]) == ["above_target", "above_target"]
     assert result.table["root"].isna().all()
-    assert (result.table["searched_low"] == 1.5).all() and (result.table["searched_high"] == 4.0).all()
+    assert (result.table["searched_low"] == 1.5).all() and (
+        result.table["searched_high"] == 4.0
+    ).all()
 
 
 def test_an_analysis_axis_gets_disjoint_replicates_per_value(tmp_path):
-    result = solve_experiment(ANALYSIS, axis="eps", target="hit=0.5", within=(0.05, 4.0), seed=1,
-                              overrides={"p": [0.5]}, out=tmp_path / "eps", progress=False, figure=False)
+    result = solve_experiment(
+        ANALYSIS,
+        axis="eps",
+        target="hit=0.5",
+        within=(0.05, 4.0),
+        seed=1,
+        overrides={"p": [0.5]},
+        out=tmp_path / "eps",
+        progress=False,
+        figure=False,
+    )
     assert result.table["status"].tolist() == ["solved"]
     low, high = np.log(result.table["low"][0]), np.log(result.table["high"][0])
-    assert abs(np.log(0.5) - (low + high) / 2) <= (high - low) / 2 * 3.29 / 1.96    # the 99.9% interval
-    assert result.lanes_run == result.lanes_asked        # a stage adding a value of ε reruns no stored lane
+    assert (
+        abs(np.log(0.5) - (low + high) / 2) <= (high - low) / 2 * 3.29 / 1.96
+    )  # the 99.9% interval
+    assert (
+        result.lanes_run == result.lanes_asked
+    )  # a stage adding a value of ε reruns no stored lane
     rows = load_results(result.out)
     # one data point; the replicates of its values of ε were taken one after another
     assert rows["point"].nunique() == result.evidence[["eps"]].drop_duplicates().shape[0]
@@ -122,8 +150,15 @@ def test_an_analysis_axis_gets_disjoint_replicates_per_value(tmp_path):
 def test_a_shape_axis_is_solved_on_integers(tmp_path):
     """n, a shape axis (a program per value): the finder asks integers only, every asked n is
     stored as its own shape point, and the root lies where the closed form puts it."""
-    result = solve_experiment(SHAPE, axis="n_items", target="hit=0.5", seed=1, out=tmp_path / "n",
-                              progress=False, figure=False)
+    result = solve_experiment(
+        SHAPE,
+        axis="n_items",
+        target="hit=0.5",
+        seed=1,
+        out=tmp_path / "n",
+        progress=False,
+        figure=False,
+    )
     assert result.table["status"].tolist() == ["solved"]
     asked = result.evidence["n_items"].to_numpy()
     assert np.all(asked == np.round(asked)) and 4 <= asked.min() and asked.max() <= 200
@@ -135,20 +170,42 @@ def test_a_shape_axis_is_solved_on_integers(tmp_path):
 def test_parse_target():
     assert parse_target("hit=0.5", DATA) == ("hit", "bernoulli", 0.5)
     assert parse_target(" hit @ bernoulli = 0.25 ", DATA) == ("hit", "bernoulli", 0.25)
-    for text, message in [("hit", "METRIC"), ("hot=0.5", "did you mean 'hit'"),
-                          ("hit@bernouli=0.5", "did you mean 'bernoulli'"), ("hit=high", "'high' is not a number"),
-                          ("hit=nan", "finite"), ("hit@=0.5", "METRIC")]:
+    for text, message in [
+        ("hit", "METRIC"),
+        ("hot=0.5", "did you mean 'hit'"),
+        ("hit@bernouli=0.5", "did you mean 'bernoulli'"),
+        ("hit=high", "'high' is not a number"),
+        ("hit=nan", "finite"),
+        ("hit@=0.5", "METRIC"),
+    ]:
         with pytest.raises(UsageError, match=message):
             parse_target(text, DATA)
 
 
 def test_the_command_solves_and_prints_the_roots(tmp_path, monkeypatch, capsys):
-    code, out, err = run_in_process(["solve", f"{STUDY}:solve-data", "--for", "gap", "--target", "hit=0.5",
-                                     "--seed", "1", "--out", tmp_path / "s"], tmp_path, monkeypatch, capsys)
+    code, out, err = run_in_process(
+        [
+            "solve",
+            f"{STUDY}:solve-data",
+            "--for",
+            "gap",
+            "--target",
+            "hit=0.5",
+            "--seed",
+            "1",
+            "--out",
+            tmp_path / "s",
+        ],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert code == 0, err
     assert "stage 1: 2 configs, 640 lanes" in err
     lines = out.splitlines()
-    assert lines[0].startswith("solve-data: gap where mean hit (bernoulli) = 0.5, searched [0.05, 4]")
+    assert lines[0].startswith(
+        "solve-data: gap where mean hit (bernoulli) = 0.5, searched [0.05, 4]"
+    )
     assert sum(" solved " in line for line in lines) == 2
     assert "wrote roots.csv, evidence.csv, solve.json, solve.png, solve.pdf" in out
 
@@ -162,7 +219,10 @@ BAD = [
     (["--for", "gap", "--target", "hit=0.5", "--within", "0.1:inf"], "finite"),
     (["--for", "gap", "--target", "hit=0.5", "--within=-1:2"], "gap=-1"),
     (["--for", "gap", "--target", "hit=0.5", "--set", "p=2"], "p=2"),
-    (["--for", "gap", "--target", "hit=0.5", "--finder", "newton"], "unknown root-finding method 'newton'"),
+    (
+        ["--for", "gap", "--target", "hit=0.5", "--finder", "newton"],
+        "unknown root-finding method 'newton'",
+    ),
     (["--for", "gap", "--target", "hit=0.5", "--budget", "0"], "--budget 0"),
     (["--for", "gap", "--target", "hit=0.5", "--level", "1.5"], "confidence level 1.5"),
     (["--for", "eps", "--target", "hit=0.5"], "--for eps: it has the one value 1"),
@@ -171,14 +231,34 @@ BAD = [
 
 
 @pytest.mark.parametrize("args, message", BAD)
-def test_bad_input_is_refused_in_one_line_writing_nothing(tmp_path, monkeypatch, capsys, args, message):
-    line = refused(["solve", f"{STUDY}:solve-data", *args, "--out", tmp_path / "s"], tmp_path, monkeypatch, capsys)
+def test_bad_input_is_refused_in_one_line_writing_nothing(
+    tmp_path, monkeypatch, capsys, args, message
+):
+    line = refused(
+        ["solve", f"{STUDY}:solve-data", *args, "--out", tmp_path / "s"],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert message in line, line
 
 
 def test_an_infinite_default_end_and_another_request_are_refused(tmp_path, monkeypatch, capsys):
-    line = refused(["solve", f"{STUDY}:solve-analysis", "--for", "eps", "--target", "hit=0.5", "--out",
-                    tmp_path / "s"], tmp_path, monkeypatch, capsys)
+    line = refused(
+        [
+            "solve",
+            f"{STUDY}:solve-analysis",
+            "--for",
+            "eps",
+            "--target",
+            "hit=0.5",
+            "--out",
+            tmp_path / "s",
+        ],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert "end at inf" in line and "--within" in line
     solve(tmp_path, "one", figure=False, budget=700)
     with pytest.raises(UsageError, match="holds another solve \\(target"):

@@ -2,6 +2,7 @@
 (dpsim.engine.execution.program.compiled_chunk_fn): a string axis that only host-side derived
 values read shares one copy of the methods, and the results are those of running each value
 on its own."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,7 +45,9 @@ def doubled_borda(key, ctx):
     if ctx.analysis["mechanism"] == "laplace":
         noise = jax.random.laplace(k_noise, counts.shape)
     else:
-        noise = (2.0 if ctx.analysis["variant"] == "double" else 1.0) * jax.random.normal(k_noise, counts.shape)
+        noise = (2.0 if ctx.analysis["variant"] == "double" else 1.0) * jax.random.normal(
+            k_noise, counts.shape
+        )
     noisy = counts + ctx.analysis["noise_scale"] * noise
     return topk_metrics(top_k_mask(k_tie, noisy, K), true_top_k_mask(ctx.sample["theta"], K))
 
@@ -59,10 +62,16 @@ def experiment(methods, **grid):
     ``variant`` string axis."""
     base = toy_experiment("groups", reps=3, methods=methods, n_items=[8], p=[0.5], eps=[1.0])
     return dataclasses.replace(
-        base, axes={**base.axes, "label": ["small", "large"], "variant": ["plain", "double"], **grid},
+        base,
+        axes={**base.axes, "label": ["small", "large"], "variant": ["plain", "double"], **grid},
         analysis_axes=("eps", "mechanism", "delta", "label", "variant"),
-        axis_types={**AXIS_TYPES, "label": axes.choice(*LABELS), "variant": axes.choice("plain", "double")},
-        derived=(Derived(("noise_scale",), scaled_noise, level="analysis", doc="scaled noise"),))
+        axis_types={
+            **AXIS_TYPES,
+            "label": axes.choice(*LABELS),
+            "variant": axes.choice("plain", "double"),
+        },
+        derived=(Derived(("noise_scale",), scaled_noise, level="analysis", doc="scaled noise"),),
+    )
 
 
 def run(exp, out, monkeypatch, overrides=None):
@@ -100,11 +109,15 @@ def test_an_axis_only_derived_values_read_shares_one_program_copy(tmp_path, monk
     exp = experiment(METHODS)
     df, seen = run(exp, tmp_path / "all", monkeypatch)
     (groups,) = seen
-    assert [sorted(values.items()) for values, _ in groups] == [[("mechanism", "laplace")],
-                                                                [("mechanism", "gaussian")]]
+    assert [sorted(values.items()) for values, _ in groups] == [
+        [("mechanism", "laplace")],
+        [("mechanism", "gaussian")],
+    ]
     assert sorted(i for _, indices in groups for i in indices) == list(range(2 * 2 * 2))
     assert set(df["label"]) == {"small", "large"} and len(df) == 3 * 8 * 2
-    assert_same_rows(df, one_value_at_a_time(exp, tmp_path, monkeypatch, "label", ["small", "large"]))
+    assert_same_rows(
+        df, one_value_at_a_time(exp, tmp_path, monkeypatch, "label", ["small", "large"])
+    )
     # the label changed the noise: borda's results differ between labels
     borda_rows = df[df["method"] == "borda"].set_index(["rep", "mechanism", "variant", "label"])
     assert (borda_rows["relative_hamming"].unstack("label").nunique(axis=1) > 1).any()
@@ -113,15 +126,20 @@ def test_an_axis_only_derived_values_read_shares_one_program_copy(tmp_path, monk
 def test_a_value_read_on_one_branch_splits_only_that_branch(tmp_path, monkeypatch):
     """``variant`` is read only for the gaussian mechanism: laplace points share one copy
     whatever their variant, gaussian points split by variant; results as if run alone."""
-    exp = experiment({**METHODS, "borda": Method(doubled_borda, METHODS["borda"].metrics)}, label=["small"])
+    exp = experiment(
+        {**METHODS, "borda": Method(doubled_borda, METHODS["borda"].metrics)}, label=["small"]
+    )
     df, seen = run(exp, tmp_path / "all", monkeypatch)
     (groups,) = seen
     assert [sorted(values.items()) for values, _ in groups] == [
         [("mechanism", "laplace")],
         [("mechanism", "gaussian"), ("variant", "plain")],
-        [("mechanism", "gaussian"), ("variant", "double")]]
+        [("mechanism", "gaussian"), ("variant", "double")],
+    ]
     assert [len(indices) for _, indices in groups] == [2, 1, 1]
-    assert_same_rows(df, one_value_at_a_time(exp, tmp_path, monkeypatch, "variant", ["plain", "double"]))
+    assert_same_rows(
+        df, one_value_at_a_time(exp, tmp_path, monkeypatch, "variant", ["plain", "double"])
+    )
     gaussian = df[(df["method"] == "borda") & (df["mechanism"] == "gaussian")]
     assert gaussian.groupby("variant")["relative_hamming"].mean().nunique() == 2
 
@@ -139,25 +157,38 @@ def test_a_method_that_fails_to_trace_still_fails_with_its_own_message(tmp_path)
         raise ValueError(f"broken method at mechanism {ctx.analysis['mechanism']}")
 
     exp = experiment({"borda": Method(broken, METHODS["borda"].metrics)})
-    with pytest.raises(UsageError, match="method 'borda' failed: ValueError: broken method at mechanism laplace"):
+    with pytest.raises(
+        UsageError, match="method 'borda' failed: ValueError: broken method at mechanism laplace"
+    ):
         run_experiment(exp, out=tmp_path / "broken", progress=False)
     jax.clear_caches()
 
 
 def test_merge_groups_joins_only_groups_that_read_the_same_values():
-    groups = [({"m": "lap", "v": "a", "x": "1"}, [0, 4]), ({"m": "lap", "v": "b", "x": "1"}, [1]),
-              ({"m": "gau", "v": "a", "x": "1"}, [2]), ({"m": "gau", "v": "b", "x": "1"}, [3])]
+    groups = [
+        ({"m": "lap", "v": "a", "x": "1"}, [0, 4]),
+        ({"m": "lap", "v": "b", "x": "1"}, [1]),
+        ({"m": "gau", "v": "a", "x": "1"}, [2]),
+        ({"m": "gau", "v": "b", "x": "1"}, [3]),
+    ]
     reads = [{"m"}, {"m"}, {"m", "v"}, {"m", "v"}]
-    assert merge_groups(groups, reads) == [({"m": "lap"}, [0, 1, 4]), ({"m": "gau", "v": "a"}, [2]),
-                                           ({"m": "gau", "v": "b"}, [3])]
+    assert merge_groups(groups, reads) == [
+        ({"m": "lap"}, [0, 1, 4]),
+        ({"m": "gau", "v": "a"}, [2]),
+        ({"m": "gau", "v": "b"}, [3]),
+    ]
     # a group that read v does not join one that did not, even where their values agree
     assert merge_groups(groups[:2] + groups[2:3], [{"m"}, {"m", "v"}, {"m", "v"}]) == [
-        ({"m": "lap"}, [0, 4]), ({"m": "lap", "v": "b"}, [1]), ({"m": "gau", "v": "a"}, [2])]
+        ({"m": "lap"}, [0, 4]),
+        ({"m": "lap", "v": "b"}, [1]),
+        ({"m": "gau", "v": "a"}, [2]),
+    ]
 
 
 def test_the_unbatched_rebuild_of_a_lapack_program_keeps_the_merged_groups(tmp_path, monkeypatch):
     """A method calling LAPACK on a batch of lanes is compiled again one lane at a time, with a
     warning (dpsim.linalg); that second program computes the merged groups too."""
+
     def solving(key, ctx):
         W = ctx.sample["W"]
         x = jnp.linalg.solve(W + W.T + W.shape[0] * jnp.eye(W.shape[0]), jnp.ones(W.shape[0]))
@@ -175,6 +206,11 @@ def test_the_unbatched_rebuild_of_a_lapack_program_keeps_the_merged_groups(tmp_p
     monkeypatch.setattr(executors, "compiled_chunk_fn", recording)
     with pytest.warns(DpsimWarning, match="calls LAPACK on a batch of lanes"):
         run_experiment(exp, out=tmp_path / "run", progress=False, micro_batch=3, chunk=3)
-    assert [[(values, len(indices)) for values, indices in groups] for groups in seen] == [[({}, 2 * 2 * 2)]]
+    assert [[(values, len(indices)) for values, indices in groups] for groups in seen] == [
+        [({}, 2 * 2 * 2)]
+    ]
     df = store.load_results(tmp_path / "run")
-    assert len(df) == 3 * 8 and df.groupby(["label", "variant", "mechanism"])["relative_hamming"].nunique().eq(3).all()
+    assert (
+        len(df) == 3 * 8
+        and df.groupby(["label", "variant", "mechanism"])["relative_hamming"].nunique().eq(3).all()
+    )

@@ -1,6 +1,7 @@
 """Summaries, slopes and verdicts that respect what the table holds:
 nothing pooled silently, the real problem named (ε = ∞), pooled axes with their own
 intercepts, REFUSED on unconverged fits, and verify on exactly R replicates."""
+
 from __future__ import annotations
 
 import math
@@ -21,10 +22,23 @@ INF = math.inf
 
 def rates(eps=(0.5, 1.0, 2.0, INF), p=(0.5,), reps=50, seed=0, converged=True):
     rng = np.random.default_rng(seed)
-    rows = [{"eps": e, "p": q, "rep": r, "method": m, "point": hash((e, q)) & 0xFFFF,
-             "err": math.exp(-math.log(e) if math.isfinite(e) else -3.0) * (1 + 0.1 * rng.standard_normal()) / q,
-             "converged": converged}
-            for e in eps for q in p for r in range(reps) for m in ("mle", "counts")]
+    rows = [
+        {
+            "eps": e,
+            "p": q,
+            "rep": r,
+            "method": m,
+            "point": hash((e, q)) & 0xFFFF,
+            "err": math.exp(-math.log(e) if math.isfinite(e) else -3.0)
+            * (1 + 0.1 * rng.standard_normal())
+            / q,
+            "converged": converged,
+        }
+        for e in eps
+        for q in p
+        for r in range(reps)
+        for m in ("mle", "counts")
+    ]
     frame = pd.DataFrame(rows)
     frame.attrs["method_columns"] = ["err", "converged"]
     return frame
@@ -54,11 +68,13 @@ def test_pooled_axes_get_their_own_intercepts():
     """Two p values with different error levels and an unbalanced x design: one common
     intercept biases the slope; one intercept per p recovers it exactly."""
     table = rates(eps=(0.5, 1.0, 2.0), p=(0.25, 1.0), reps=1)
-    table = table[~((table["p"] == 0.25) & (table["eps"] == 2.0))]       # unbalanced
-    table.loc[:, "err"] = np.exp(-np.log(table["eps"])) / table["p"]      # noiseless: slope −1
+    table = table[~((table["p"] == 0.25) & (table["eps"] == 2.0))]  # unbalanced
+    table.loc[:, "err"] = np.exp(-np.log(table["eps"])) / table["p"]  # noiseless: slope −1
     fit = loglog_slope(table, "err", "eps", method="mle", pool=("p",))
     assert fit.slope == pytest.approx(-1.0, abs=1e-10)
-    naive = slope_fit(np.log(table[table.method == "mle"]["eps"]), np.log(table[table.method == "mle"]["err"]))[0]
+    naive = slope_fit(
+        np.log(table[table.method == "mle"]["eps"]), np.log(table[table.method == "mle"]["err"])
+    )[0]
     assert abs(naive + 1.0) > 0.1
 
 
@@ -66,12 +82,14 @@ def test_slope_helper_standard_errors():
     x = np.log([1, 2, 4, 8.0])
     y = -0.5 * x
     slope, se = slope_fit(x, y, y_se=[0.1, 0.1, 0.1, 0.1])
-    assert slope == pytest.approx(-0.5) and se == pytest.approx(0.1 / math.sqrt(np.sum((x - x.mean()) ** 2)))
+    assert slope == pytest.approx(-0.5) and se == pytest.approx(
+        0.1 / math.sqrt(np.sum((x - x.mean()) ** 2))
+    )
 
 
 def test_unconverged_rows_make_a_check_refuse():
     table = rates(eps=(0.5, 1.0, 2.0))
-    table.loc[table.index[:5], "converged"] = False                  # 5 of 300 mle rows: 1.7%
+    table.loc[table.index[:5], "converged"] = False  # 5 of 300 mle rows: 1.7%
     check = slope_check("c", "e", "err", "mle", "eps", -1.0, 0.2)
     result = check.evaluate(table)
     assert result.verdict == "REFUSED" and "did not converge" in result.line()
@@ -81,8 +99,11 @@ def test_unconverged_rows_make_a_check_refuse():
 
 def test_summary_line_counts_every_verdict():
     from collections import Counter
-    assert summary_line(Counter({"PASS": 3, "FAIL": 1, "INCONCLUSIVE": 2})) == \
-        "3 passed, 1 failed, 2 inconclusive"
+
+    assert (
+        summary_line(Counter({"PASS": 3, "FAIL": 1, "INCONCLUSIVE": 2}))
+        == "3 passed, 1 failed, 2 inconclusive"
+    )
     assert "1 refused" in summary_line(Counter({"REFUSED": 1}))
 
 
@@ -92,13 +113,23 @@ def test_verify_uses_exactly_the_replicates_asked_for(tmp_path):
     experiment = toy_experiment("toy-verify", reps=6, n_items=[8], mechanism=["laplace"], p=[1.0])
     runs = tmp_path / "runs"
     run_experiment(experiment, out=runs / experiment.name, progress=False)
-    check = trend_check("toy-verify-borda", experiment.name, "relative_hamming", "borda", "eps", -1,
-                        where={"eps": [1.0]}, pool=(), log_y=False)
+    check = trend_check(
+        "toy-verify-borda",
+        experiment.name,
+        "relative_hamming",
+        "borda",
+        "eps",
+        -1,
+        where={"eps": [1.0]},
+        pool=(),
+        log_y=False,
+    )
     seen = []
     lines = []
 
     class Spy:
         """The check, recording the replicates of each table it is judged on."""
+
         name, experiment, report_only = check.name, check.experiment, check.report_only
 
         def evaluate(self, table, family=1):
@@ -106,8 +137,22 @@ def test_verify_uses_exactly_the_replicates_asked_for(tmp_path):
             return check.evaluate(table, family)
 
     spy = Spy()
-    verify({spy.name: spy}, {experiment.name: experiment}, runs=runs, reps=3, progress=False, echo=lines.append)
+    verify(
+        {spy.name: spy},
+        {experiment.name: experiment},
+        runs=runs,
+        reps=3,
+        progress=False,
+        echo=lines.append,
+    )
     assert seen[-1] == [0, 1, 2]
     assert "3 rows" not in lines[1] and "[R = 3;" in lines[1]
-    verify({spy.name: spy}, {experiment.name: experiment}, runs=runs, reps=8, progress=False, echo=lines.append)
+    verify(
+        {spy.name: spy},
+        {experiment.name: experiment},
+        runs=runs,
+        reps=8,
+        progress=False,
+        echo=lines.append,
+    )
     assert seen[-1] == list(range(8))

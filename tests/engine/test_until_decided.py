@@ -8,6 +8,7 @@ region") is wrong, and it is the limit of truths just outside the region, where 
 wrong. The sequential rule promises P(wrong PASS) ≤ 0.025 and P(wrong FAIL) ≤ 0.025 for one
 check (its two-sided 0.05, one side of it; :mod:`dpsim.engine.judgement.verdicts`).
 """
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,7 @@ from dpsim.engine.storage.store import load_results
 from cli_cases import refused
 
 SD = 0.5
-NOMINAL = 0.025        # each error rate of one check: one side of the two-sided 0.05
+NOMINAL = 0.025  # each error rate of one check: one side of the two-sided 0.05
 
 
 def generate(key, shape, truth, data):
@@ -43,15 +44,28 @@ def draw(key, ctx):
 def known_mean(mus=(1.0,), trials=1, reps=20) -> Experiment:
     """Normal draws of known mean μ at every (μ, trial) data point."""
     return Experiment(
-        name="known-mean", title="normal draws of known mean", axes={"mu": list(mus), "trial": list(range(trials))},
-        shape_axes=(), analysis_axes=(), truth=lambda key, shape: {}, generate=generate,
-        methods={"draw": Method(draw, ("value",))}, reps=reps,
-        axis_types={"mu": axes.positive("the mean of the draws"), "trial": axes.integer(0, "a repetition")}, tuning=Tuning(lane_bytes=lambda shape: 64))
+        name="known-mean",
+        title="normal draws of known mean",
+        axes={"mu": list(mus), "trial": list(range(trials))},
+        shape_axes=(),
+        analysis_axes=(),
+        truth=lambda key, shape: {},
+        generate=generate,
+        methods={"draw": Method(draw, ("value",))},
+        reps=reps,
+        axis_types={
+            "mu": axes.positive("the mean of the draws"),
+            "trial": axes.integer(0, "a repetition"),
+        },
+        tuning=Tuning(lane_bytes=lambda shape: 64),
+    )
 
 
 def mean_check(name, mu, lo, hi, trial=0):
     """mean(x) at (μ, trial) lies in [lo, hi] (truth: μ; log scale, delta method)."""
-    return Claim(name, "known-mean", Mean("value", "draw"), (lo, hi), where={"mu": [mu], "trial": [trial]})
+    return Claim(
+        name, "known-mean", Mean("value", "draw"), (lo, hi), where={"mu": [mu], "trial": [trial]}
+    )
 
 
 def quiet(line):
@@ -121,35 +135,52 @@ def test_engine_repetition_keeps_the_error_rates(tmp_path):
     n_runs, stages = 300, 4
     experiment = known_mean(trials=n_runs, reps=20)
     checks = {t: mean_check(f"t{t}", 1.0, 0.5, 1.0, trial=t) for t in range(n_runs)}
-    results, counts = verify({c.name: c for c in checks.values()}, {"known-mean": experiment}, runs=tmp_path,
-                             progress=False, family=1, sequential=Sequential(stages), echo=quiet)
-    assert counts["PASS"] / n_runs <= bound(n_runs) and counts["FAIL"] / n_runs <= bound(n_runs), counts
+    results, counts = verify(
+        {c.name: c for c in checks.values()},
+        {"known-mean": experiment},
+        runs=tmp_path,
+        progress=False,
+        family=1,
+        sequential=Sequential(stages),
+        echo=quiet,
+    )
+    assert counts["PASS"] / n_runs <= bound(n_runs) and counts["FAIL"] / n_runs <= bound(n_runs), (
+        counts
+    )
     # the unadjusted rule on the same rows (it stops no later than the adjusted one, so every
     # look it takes was computed) errs more often
     table = load_results(tmp_path / "known-mean")
     naive = {"PASS": 0, "FAIL": 0, "INCONCLUSIVE": 0}
     for trial, rows in table.groupby("trial"):
         for stage in range(1, stages + 1):
-            verdict = judge_check(checks[trial], rows[rows["rep"] < 20 * 2 ** (stage - 1)], 1).verdict
+            verdict = judge_check(
+                checks[trial], rows[rows["rep"] < 20 * 2 ** (stage - 1)], 1
+            ).verdict
             if verdict != "INCONCLUSIVE" or stage == stages:
                 naive[verdict] += 1
                 break
-    wrong, naive_wrong = (counts["PASS"] + counts["FAIL"]) / n_runs, (naive["PASS"] + naive["FAIL"]) / n_runs
+    wrong, naive_wrong = (
+        (counts["PASS"] + counts["FAIL"]) / n_runs,
+        (naive["PASS"] + naive["FAIL"]) / n_runs,
+    )
     assert naive_wrong > 2 * bound(n_runs) > wrong, (naive, counts)
 
 
 def test_inconclusive_checks_are_decided_correctly_and_a_rerun_computes_nothing(tmp_path):
     experiment = known_mean(mus=(1.0, 1.25), reps=10)
-    checks = {"inside": mean_check("inside", 1.0, 0.8, 1.15),      # truth 1 inside: PASS is right
-              "outside": mean_check("outside", 1.25, 0.5, 1.1),    # truth 1.25 outside: FAIL is right
-              "also-outside": mean_check("also-outside", 1.25, 0.5, 1.12)}   # the same point, shared
+    checks = {
+        "inside": mean_check("inside", 1.0, 0.8, 1.15),  # truth 1 inside: PASS is right
+        "outside": mean_check("outside", 1.25, 0.5, 1.1),  # truth 1.25 outside: FAIL is right
+        "also-outside": mean_check("also-outside", 1.25, 0.5, 1.12),
+    }  # the same point, shared
     found = {"known-mean": experiment}
     plain, plain_counts = verify(checks, found, runs=tmp_path, progress=False, echo=quiet)
     assert plain_counts["INCONCLUSIVE"] == 3, [r.line() for r in plain]
 
     lines = []
-    results, counts = verify(checks, found, runs=tmp_path, progress=False, sequential=Sequential(5),
-                             echo=lines.append)
+    results, counts = verify(
+        checks, found, runs=tmp_path, progress=False, sequential=Sequential(5), echo=lines.append
+    )
     assert [r.verdict for r in results] == ["PASS", "FAIL", "FAIL"], lines
     stages = [int(r.note.split("decided at stage ")[1].split("/")[0]) for r in results]
     assert min(stages) > 1, lines
@@ -160,7 +191,9 @@ def test_inconclusive_checks_are_decided_correctly_and_a_rerun_computes_nothing(
     assert "until decided: the later stages took" in lines[-1]
 
     again = []
-    rerun, _ = verify(checks, found, runs=tmp_path, progress=False, sequential=Sequential(5), echo=again.append)
+    rerun, _ = verify(
+        checks, found, runs=tmp_path, progress=False, sequential=Sequential(5), echo=again.append
+    )
     assert [r.line() for r in rerun] == [r.line() for r in results]
     assert again[-1].endswith("0 computed now, the rest found on disk")
     # plain verify afterwards still judges on exactly R = 10 (the extra rows are left out)
@@ -171,14 +204,32 @@ def test_inconclusive_checks_are_decided_correctly_and_a_rerun_computes_nothing(
 
 def test_budget_stops_a_check_that_cannot_pay_its_next_stage(tmp_path):
     experiment = known_mean(mus=(1.0, 1.25), reps=10)
-    checks = {"inside": mean_check("inside", 1.0, 0.8, 1.15), "outside": mean_check("outside", 1.25, 0.5, 1.1)}
-    results, counts = verify(checks, {"known-mean": experiment}, runs=tmp_path, progress=False,
-                             sequential=Sequential(4, budget=15), echo=quiet)
+    checks = {
+        "inside": mean_check("inside", 1.0, 0.8, 1.15),
+        "outside": mean_check("outside", 1.25, 0.5, 1.1),
+    }
+    results, counts = verify(
+        checks,
+        {"known-mean": experiment},
+        runs=tmp_path,
+        progress=False,
+        sequential=Sequential(4, budget=15),
+        echo=quiet,
+    )
     # stage 2 costs 10 lanes per point: the first check gets them, the second cannot pay them
     first, second = results
-    assert second.verdict == "INCONCLUSIVE" and "budget spent: stage 2 needs 10 more lanes, 5 left" in second.note
-    assert first.verdict == "INCONCLUSIVE" and "budget spent: stage 3 needs 20 more lanes, 5 left" in first.note
-    assert load_results(tmp_path / "known-mean").groupby("mu")["rep"].nunique().to_dict() == {1.0: 20, 1.25: 10}
+    assert (
+        second.verdict == "INCONCLUSIVE"
+        and "budget spent: stage 2 needs 10 more lanes, 5 left" in second.note
+    )
+    assert (
+        first.verdict == "INCONCLUSIVE"
+        and "budget spent: stage 3 needs 20 more lanes, 5 left" in first.note
+    )
+    assert load_results(tmp_path / "known-mean").groupby("mu")["rep"].nunique().to_dict() == {
+        1.0: 20,
+        1.25: 10,
+    }
 
 
 def test_bad_sequential_settings_are_refused(tmp_path, monkeypatch, capsys):
@@ -186,11 +237,15 @@ def test_bad_sequential_settings_are_refused(tmp_path, monkeypatch, capsys):
         Sequential(4, budget=0)
     with pytest.raises(UsageError, match="--stages 0"):
         Sequential(0)
-    for args, message in ((["--until-decided", "--budget", "0"], "--budget 0"),
-                          (["--until-decided", "--stages", "0"], "--stages 0"),
-                          (["--budget", "100"], "--budget needs --until-decided"),
-                          (["--stages", "3"], "--stages needs --until-decided"),
-                          (["--until-decided", "--mutants"], "cannot be combined"),
-                          (["--until-decided", "--budget", "many"], "many")):
-        line = refused(["verify", "toy", "--runs", tmp_path / "runs", *args], tmp_path, monkeypatch, capsys)
+    for args, message in (
+        (["--until-decided", "--budget", "0"], "--budget 0"),
+        (["--until-decided", "--stages", "0"], "--stages 0"),
+        (["--budget", "100"], "--budget needs --until-decided"),
+        (["--stages", "3"], "--stages needs --until-decided"),
+        (["--until-decided", "--mutants"], "cannot be combined"),
+        (["--until-decided", "--budget", "many"], "many"),
+    ):
+        line = refused(
+            ["verify", "toy", "--runs", tmp_path / "runs", *args], tmp_path, monkeypatch, capsys
+        )
         assert message in line, line

@@ -5,6 +5,7 @@ Reference implementations here are written from the paper's formulas, not from t
     ∇R_i = Σ_j (M_ij σ(θ_i − θ_j) − W_ij) + γθ_i + w_i,   M = W + Wᵀ,
     ∇²R = diag(C1) − C + γI,  C_ij = M_ij σ_ij (1 − σ_ij).
 """
+
 from __future__ import annotations
 
 import math
@@ -29,6 +30,7 @@ from cai_fits import alg1_edge
 
 
 # ----------------------------------------------------------------------------- references
+
 
 def ref_nll_jnp(theta, W):
     """𝓛(θ; W) = Σ_ij W_ij softplus(θ_j − θ_i), straight from cai eq. (2.1) (logistic F)."""
@@ -65,8 +67,15 @@ def scipy_solve(W, gamma, w):
     R is γ-strongly convex, so ‖θ − θ_opt‖₂ ≤ √n·1e-9/γ, far below the 1e-6 compared.
     """
     W, w = np.asarray(W), np.asarray(w)
-    res = minimize(np_objective, np.zeros(W.shape[0]), args=(W, gamma, w), jac=np_gradient,
-                   hess=np_hessian, method="trust-ncg", options={"gtol": 1e-11, "maxiter": 1000})
+    res = minimize(
+        np_objective,
+        np.zeros(W.shape[0]),
+        args=(W, gamma, w),
+        jac=np_gradient,
+        hess=np_hessian,
+        method="trust-ncg",
+        options={"gtol": 1e-11, "maxiter": 1000},
+    )
     x = res.x
     for _ in range(20):
         g = np_gradient(x, W, gamma, w)
@@ -99,6 +108,7 @@ def paper_gamma(n, p, c0=2.0):
 
 # ----------------------------------------------------------------------------- likelihood
 
+
 def test_x64_enabled():
     assert jnp.zeros(1).dtype == jnp.float64
 
@@ -130,11 +140,16 @@ def test_objective_gradient_hvp_and_diag_match_autodiff(spread_W):
     theta = jax.random.normal(jax.random.key(4), (n,)) * 2.0
     obj = btl_objective(spread_W, gamma, w)
     grad, curv = jax.jit(obj.evaluate)(theta)
-    np.testing.assert_allclose(grad, jax.jit(jax.grad(ref_objective_jnp))(theta, spread_W, gamma, w),
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        grad,
+        jax.jit(jax.grad(ref_objective_jnp))(theta, spread_W, gamma, w),
+        rtol=1e-10,
+        atol=1e-10,
+    )
     H = jax.jit(jax.hessian(ref_objective_jnp))(theta, spread_W, gamma, w)
-    np.testing.assert_allclose(H, np_hessian(np.asarray(theta), np.asarray(spread_W), gamma, 0),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        H, np_hessian(np.asarray(theta), np.asarray(spread_W), gamma, 0), rtol=1e-10, atol=1e-12
+    )
     for seed in range(3):
         v = jax.random.normal(jax.random.key(100 + seed), (n,))
         np.testing.assert_allclose(obj.hvp(curv, v), H @ v, rtol=1e-10, atol=1e-10)
@@ -180,8 +195,9 @@ def test_penalised_mle_matches_choix(small_W, gamma_kind):
     n = small_W.shape[0]
     gamma = paper_gamma(n, 0.5) if gamma_kind == "paper" else 0.3
     fit = _pmle(small_W, gamma, _zeros(small_W))
-    want = choix.opt_pairwise(n, pairs_from_W(small_W), alpha=gamma / 2, method="Newton-CG",
-                              tol=1e-13, max_iter=10_000)
+    want = choix.opt_pairwise(
+        n, pairs_from_W(small_W), alpha=gamma / 2, method="Newton-CG", tol=1e-13, max_iter=10_000
+    )
     assert bool(fit.converged)
     np.testing.assert_allclose(fit.theta, want, atol=1e-6, rtol=0)
     # w = 0 ⇒ 1ᵀθ̂ = 0 (docs/cai.md, Mechanisms and estimators with w = 0).
@@ -202,8 +218,9 @@ def test_a_given_graph_changes_no_fit_and_a_wrong_one_is_refused():
     with_graph = jax.jit(lambda W, M: alg1_edge(jax.random.key(3), W, 1.0, 0.6, M=M).theta)(W, M)
     without = jax.jit(lambda W: alg1_edge(jax.random.key(3), W, 1.0, 0.6).theta)(W)
     np.testing.assert_array_equal(np.asarray(with_graph), np.asarray(without))
-    np.testing.assert_array_equal(np.asarray(penalised_mle(W, 2.0, w, M=M).theta),
-                                  np.asarray(penalised_mle(W, 2.0, w).theta))
+    np.testing.assert_array_equal(
+        np.asarray(penalised_mle(W, 2.0, w, M=M).theta), np.asarray(penalised_mle(W, 2.0, w).theta)
+    )
     wrong = M.at[0, 1].set(M[0, 1] + 1.0)
     with pytest.raises(UsageError, match=r"M\[0, 1\]"):
         penalised_mle(W, 2.0, w, M=wrong)
@@ -216,14 +233,16 @@ def test_penalised_mle_matches_choix_spread_data(spread_W):
     n = spread_W.shape[0]
     gamma = 0.2
     fit = _pmle(spread_W, gamma, _zeros(spread_W))
-    want = choix.opt_pairwise(n, pairs_from_W(spread_W), alpha=gamma / 2, method="Newton-CG",
-                              tol=1e-13, max_iter=10_000)
+    want = choix.opt_pairwise(
+        n, pairs_from_W(spread_W), alpha=gamma / 2, method="Newton-CG", tol=1e-13, max_iter=10_000
+    )
     assert bool(fit.converged)
     assert np.ptp(want) > 3.0  # the problem is not trivially near zero
     np.testing.assert_allclose(fit.theta, want, atol=1e-6, rtol=0)
 
 
 # ----------------------------------------------------------------------------- perturbed objective
+
 
 @pytest.mark.parametrize("which", ["small", "spread"])
 def test_perturbed_mle_matches_scipy_and_is_stationary(small_W, spread_W, which):
@@ -238,8 +257,9 @@ def test_perturbed_mle_matches_scipy_and_is_stationary(small_W, spread_W, which)
     # Stationarity, computed independently of the solver: ‖∇R(θ̃)‖∞ ≤ 1e-8.
     assert grad_inf_norm(fit.theta, W, gamma, w) <= 1e-8
     # 1ᵀθ̃ = −1ᵀw/γ (docs/cai.md, Mechanisms and estimators): |1ᵀ∇R| ≤ n·1e-10 at convergence bounds the error by n·1e-10/γ.
-    assert float(jnp.sum(fit.theta)) == pytest.approx(-float(jnp.sum(w)) / gamma,
-                                                      abs=n * 1e-10 / gamma + 1e-12)
+    assert float(jnp.sum(fit.theta)) == pytest.approx(
+        -float(jnp.sum(w)) / gamma, abs=n * 1e-10 / gamma + 1e-12
+    )
     assert abs(float(jnp.sum(w))) > 1.0  # so the identity is not the trivial 0 = 0
     np.testing.assert_allclose(fit.theta_centred, fit.theta - jnp.mean(fit.theta), atol=1e-15)
 
@@ -303,7 +323,9 @@ def test_perturbation_has_laplace_scale_8_over_eps(small_theta):
     n, p, eps = small_theta.shape[0], 0.5, 0.5
     lam = 8.0 / eps
     gamma = float(edge_objective_perturbation(eps, n, p).gamma)
-    sample = jax.jit(jax.vmap(lambda k: sample_er_comparisons(jax.random.fold_in(k, 1), small_theta, p)))
+    sample = jax.jit(
+        jax.vmap(lambda k: sample_er_comparisons(jax.random.fold_in(k, 1), small_theta, p))
+    )
     recover_w = jax.jit(lambda th, W: -(jax.vmap(jax.grad(ref_nll_jnp))(th, W) + gamma * th))
     ws = []
     for call in range(5):
@@ -336,10 +358,24 @@ def test_eps_inf_is_the_unperturbed_penalised_mle(batch, small_W):
 
 # A complete-graph (p = 1) tournament on n = 16 items drawn from the cai design (row i: the
 # items i beat). Win counts: items 10, 12, 14 have 11 wins, items 13 and 15 have 10.
-_TIE_W = ['0100011010011000', '0000010001001000', '1101001101010011', '1100000000110001',
-          '1111010001010000', '0011001010010000', '0101100110011000', '1101110001010100',
-          '0111100100110110', '1001011010010000', '1110111101010101', '0100000000000010',
-          '0011110111110110', '1111111001010001', '1101111101100101', '1100111111011000']
+_TIE_W = [
+    "0100011010011000",
+    "0000010001001000",
+    "1101001101010011",
+    "1100000000110001",
+    "1111010001010000",
+    "0011001010010000",
+    "0101100110011000",
+    "1101110001010100",
+    "0111100100110110",
+    "1001011010010000",
+    "1110111101010101",
+    "0100000000000010",
+    "0011110111110110",
+    "1111111001010001",
+    "1101111101100101",
+    "1100111111011000",
+]
 
 
 def test_mle_top_k_breaks_exact_ties_at_random():
@@ -356,7 +392,9 @@ def test_mle_top_k_breaks_exact_ties_at_random():
     W = jnp.asarray([[float(c) for c in row] for row in _TIE_W])
     n, k = 16, 4
     wins = np.asarray(W.sum(axis=1))
-    assert list(np.flatnonzero(wins == 11)) == [10, 12, 14] and list(np.flatnonzero(wins == 10)) == [13, 15]
+    assert list(np.flatnonzero(wins == 11)) == [10, 12, 14] and list(
+        np.flatnonzero(wins == 10)
+    ) == [13, 15]
     np.testing.assert_array_equal(np.asarray(W + W.T), 1 - np.eye(n))
     truth_mask = jnp.zeros(n, bool).at[jnp.array([10, 12, 13, 14])].set(True)
     truth = {"theta": jnp.linspace(-1, 1, n), "top_k": truth_mask}
@@ -392,7 +430,8 @@ SINGULAR_CASE_W = [
     [13, 14, 23, 32, 24, 20, 31, 19, 26, 33, 24, 26, 0, 32, 24, 33],
     [14, 16, 17, 13, 22, 20, 30, 21, 20, 28, 23, 33, 17, 0, 26, 39],
     [7, 16, 23, 14, 28, 35, 22, 27, 25, 41, 27, 32, 23, 23, 0, 28],
-    [9, 5, 12, 5, 12, 15, 19, 13, 16, 23, 11, 17, 7, 13, 10, 0]]
+    [9, 5, 12, 5, 12, 15, 19, 13, 16, 23, 11, 17, 7, 13, 10, 0],
+]
 
 
 def test_unpenalised_mle_converges_where_rounding_left_a_null_space_residual():

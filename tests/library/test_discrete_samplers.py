@@ -8,6 +8,7 @@ is reproducible). Moment and frequency checks allow 5 Monte-Carlo standard error
 at each check). ``test_chi2_rejects_a_rounded_continuous_gaussian`` shows the χ² test has
 the power to fail a wrong sampler.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,8 +49,12 @@ def chi2_against_pmf(samples, pmf, min_expected: float = 20.0):
     keep = support[expected >= min_expected]
     a, b = keep.min(), keep.max()
     cells = np.arange(a, b + 1)
-    observed = np.array([np.sum(samples < a)] + [np.sum(samples == c) for c in cells] + [np.sum(samples > b)])
-    probs = np.concatenate([[pmf(np.arange(a - 2000, a)).sum()], pmf(cells), [pmf(np.arange(b + 1, b + 2001)).sum()]])
+    observed = np.array(
+        [np.sum(samples < a)] + [np.sum(samples == c) for c in cells] + [np.sum(samples > b)]
+    )
+    probs = np.concatenate(
+        [[pmf(np.arange(a - 2000, a)).sum()], pmf(cells), [pmf(np.arange(b + 1, b + 2001)).sum()]]
+    )
     probs = probs / probs.sum()
     return stats.chisquare(observed, probs * samples.size).pvalue
 
@@ -90,7 +95,9 @@ def _two_sample_p(a, b):
 def test_discrete_gaussian_agrees_with_opendp(sigma):
     dp.enable_features("contrib")
     n = 60_000
-    meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=sigma)
+    meas = dp.m.make_gaussian(
+        dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=sigma
+    )
     theirs = np.asarray(meas([0] * n))
     ours = np.asarray(jax.jit(lambda k: discrete_gaussian(k, sigma, (n,)))(jax.random.key(11)))
     assert _two_sample_p(ours, theirs) > P_MIN
@@ -100,7 +107,9 @@ def test_discrete_gaussian_agrees_with_opendp(sigma):
 def test_discrete_laplace_agrees_with_opendp(scale):
     dp.enable_features("contrib")
     n = 60_000
-    meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=scale)
+    meas = dp.m.make_laplace(
+        dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=scale
+    )
     theirs = np.asarray(meas([0] * n))
     ours = np.asarray(jax.jit(lambda k: discrete_laplace(k, scale, (n,)))(jax.random.key(12)))
     assert _two_sample_p(ours, theirs) > P_MIN
@@ -117,7 +126,7 @@ def test_discrete_gaussian_variance(sigma):
         k = np.arange(-int(40 * sigma) - 2, int(40 * sigma) + 3)
         mu4 = float(np.sum(k.astype(float) ** 4 * discrete_gaussian_pmf(k, sigma)))
     else:
-        v, mu4 = sigma ** 2, 3 * sigma ** 4      # N_ℤ(0, σ²) = N(0, σ²) to 1e-70 here
+        v, mu4 = sigma**2, 3 * sigma**4  # N_ℤ(0, σ²) = N(0, σ²) to 1e-70 here
     se = math.sqrt((mu4 - v * v) / N)
     assert abs(z.var() - v) <= 5 * se
     assert abs(z.mean()) <= 5 * math.sqrt(v / N)
@@ -148,7 +157,7 @@ def test_tails():
     t = 2.0
     y = np.asarray(jax.jit(lambda k_: discrete_laplace(k_, t, (n,)))(jax.random.key(6)))
     a = math.exp(-1 / t)
-    tail = 2 * a ** 21 / (1 + a)
+    tail = 2 * a**21 / (1 + a)
     assert abs(np.mean(np.abs(y) > 10 * t) - tail) <= 5 * math.sqrt(tail / n)
 
 
@@ -160,14 +169,18 @@ def test_failure_flag_and_acceptance(sigma):
     a = discrete_gaussian_acceptance(sigma)
     assert a >= MIN_ACCEPTANCE
     for rounds in (1, 2):
-        z, failed = jax.jit(lambda k: discrete_gaussian_with_flag(k, sigma, (N,), max_rounds=rounds))(jax.random.key(8))
+        z, failed = jax.jit(
+            lambda k: discrete_gaussian_with_flag(k, sigma, (N,), max_rounds=rounds)
+        )(jax.random.key(8))
         q = (1 - a) ** (3 + rounds)
         assert abs(float(failed.mean()) - q) <= 5 * math.sqrt(q * (1 - q) / N)
         assert np.all(np.asarray(z)[np.asarray(failed)] == 0)
 
 
 def test_no_failures_at_default_cap():
-    z, failed = jax.jit(lambda k: discrete_gaussian_with_flag(k, 0.3, (1_000_000,)))(jax.random.key(9))
+    z, failed = jax.jit(lambda k: discrete_gaussian_with_flag(k, 0.3, (1_000_000,)))(
+        jax.random.key(9)
+    )
     assert not bool(failed.any())
 
 
@@ -196,4 +209,6 @@ def test_vmap_over_sigma_and_keys_matches_single_calls():
         np.testing.assert_array_equal(np.asarray(batched[i]), np.asarray(single))
     assert not bool(flags.any())
     lap = jax.jit(jax.vmap(lambda k, s: discrete_laplace(k, s, (300,))))(keys, sigmas)
-    np.testing.assert_array_equal(np.asarray(lap[2]), np.asarray(discrete_laplace(keys[2], 3.0, (300,))))
+    np.testing.assert_array_equal(
+        np.asarray(lap[2]), np.asarray(discrete_laplace(keys[2], 3.0, (300,)))
+    )

@@ -1,5 +1,6 @@
 """dpsim.linalg: solves that stay unbatched under vmap on CPU, and the detector of batched
 LAPACK calls that the runner uses to refuse deadlocking programs."""
+
 from __future__ import annotations
 
 import os
@@ -31,18 +32,23 @@ def test_solve_matches_numpy_unbatched():
 @pytest.mark.parametrize("how", ["vmap", "vmap-vmap", "lax.map-batch", "jit-vmap"])
 def test_solve_matches_numpy_under_batching(how):
     a, b, x = systems((3, 4), 6)
-    f = {"vmap": lambda a, b: jax.vmap(jax.vmap(solve))(a, b),
-         "vmap-vmap": jax.vmap(jax.vmap(solve)),
-         "lax.map-batch": lambda a, b: lax.map(lambda ab: jax.vmap(solve)(*ab), (a, b), batch_size=2),
-         "jit-vmap": jax.jit(jax.vmap(jax.vmap(solve)))}[how]
+    f = {
+        "vmap": lambda a, b: jax.vmap(jax.vmap(solve))(a, b),
+        "vmap-vmap": jax.vmap(jax.vmap(solve)),
+        "lax.map-batch": lambda a, b: lax.map(
+            lambda ab: jax.vmap(solve)(*ab), (a, b), batch_size=2
+        ),
+        "jit-vmap": jax.jit(jax.vmap(jax.vmap(solve))),
+    }[how]
     np.testing.assert_allclose(f(a, b), x, rtol=1e-12, atol=1e-13)
 
 
 def test_solve_broadcasts_an_unbatched_argument():
     a, b, _ = systems((5,), 4)
     out = jax.vmap(solve, in_axes=(0, None))(a, b[0])
-    np.testing.assert_allclose(out, np.linalg.solve(a, np.broadcast_to(b[0], (5, 4))[..., None])[..., 0],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        out, np.linalg.solve(a, np.broadcast_to(b[0], (5, 4))[..., None])[..., 0], rtol=1e-12
+    )
 
 
 def test_solve_rejects_bad_shapes():
@@ -87,6 +93,8 @@ SCRIPT = textwrap.dedent("""
 
 def test_two_batched_solves_in_two_threads_do_not_deadlock():
     env = {**os.environ, "PJRT_NPROC": "2"}
-    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, env=env)
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, env=env
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "done"

@@ -1,4 +1,5 @@
 """Privacy calibrations (cai Prop 2.1, Thm 2.1, Alg. 2) and the Laplace noise sampler."""
+
 from __future__ import annotations
 
 import math
@@ -9,7 +10,12 @@ import numpy as np
 import pytest
 import scipy.stats as st
 
-from dpsim.mechanisms import edge_count_noise_scale, edge_objective_perturbation, laplace_noise, noisy_counts_edge
+from dpsim.mechanisms import (
+    edge_count_noise_scale,
+    edge_objective_perturbation,
+    laplace_noise,
+    noisy_counts_edge,
+)
 from dpsim.models import LOGISTIC, Link, sample_er_comparisons, theta_cai_design, win_counts
 
 INF = math.inf
@@ -17,8 +23,11 @@ INF = math.inf
 
 # ----------------------------------------------------------------------------- calibrations
 
+
 @pytest.mark.parametrize("eps", [0.01, 0.2, 0.5, 1.0, 2.5, 1000.0])
-@pytest.mark.parametrize("n, p, c0", [(300, 1.0, 2.0), (300, 0.1, 2.0), (12, 0.5, 0.1), (100, 0.25, 1.0)])
+@pytest.mark.parametrize(
+    "n, p, c0", [(300, 1.0, 2.0), (300, 0.1, 2.0), (12, 0.5, 0.1), (100, 0.25, 1.0)]
+)
 def test_edge_objective_perturbation_formula(eps, n, p, c0):
     """λ = 8κ1/ε, γ = max(4κ2/ε, c0√(np log n)) with the logistic κ1 = 1, κ2 = 1/4."""
     cal = edge_objective_perturbation(eps, n, p, c0=c0)
@@ -34,7 +43,8 @@ def test_gamma_privacy_floor_binds_for_small_eps():
     assert float(edge_objective_perturbation(eps, n, p, c0=c0).gamma) == pytest.approx(100.0)
     # and the paper's setting (c0 = 2, smallest γ on the Fig. 2 grid ≈ 26, cai Algorithm 1, §2.2.1)
     assert float(edge_objective_perturbation(1.0, 300, 0.1).gamma) == pytest.approx(
-        2 * math.sqrt(30 * math.log(300)), rel=1e-14)
+        2 * math.sqrt(30 * math.log(300)), rel=1e-14
+    )
     assert 25 < float(edge_objective_perturbation(1.0, 300, 0.1).gamma) < 27
 
 
@@ -76,6 +86,7 @@ def test_zero_scale_gives_exactly_zero_noise():
 
 
 # ----------------------------------------------------------------------------- Laplace noise
+
 
 def test_laplace_moments():
     """X ~ Laplace(b): E X = 0, Var X = 2b², E|X| = b (density e^{−|x|/b}/(2b), cai §2).

@@ -3,6 +3,7 @@ from the papers' definitions (cai §4.1.1; docs/xu.md, Metrics; nguyen §5; docs
 Model), SciPy's ``kendalltau``, a brute-force pair count, set arithmetic for top-k sets, and
 the per-paper dictionaries the experiments record (estimation_metrics, topk_metrics,
 feature_estimation_metrics)."""
+
 from __future__ import annotations
 
 import itertools
@@ -27,21 +28,35 @@ def _pair(n, seed=RNG_SEED):
 def test_norm_errors_against_numpy_definitions(n):
     a, b = _pair(n)
     d = a - b
-    assert float(metrics.l2_error(jnp.asarray(a), jnp.asarray(b))) == pytest.approx(math.sqrt(sum(x * x for x in d)),
-                                                                                 rel=1e-12)
-    assert float(metrics.linf_error(jnp.asarray(a), jnp.asarray(b))) == pytest.approx(max(abs(x) for x in d), rel=1e-12)
+    assert float(metrics.l2_error(jnp.asarray(a), jnp.asarray(b))) == pytest.approx(
+        math.sqrt(sum(x * x for x in d)), rel=1e-12
+    )
+    assert float(metrics.linf_error(jnp.asarray(a), jnp.asarray(b))) == pytest.approx(
+        max(abs(x) for x in d), rel=1e-12
+    )
     assert float(metrics.l2_rms_error(jnp.asarray(a), jnp.asarray(b))) == pytest.approx(
-        math.sqrt(np.mean(d * d)), rel=1e-12)
-    assert float(metrics.squared_l2_error(jnp.asarray(a), jnp.asarray(b))) == pytest.approx(float(d @ d), rel=1e-12)
+        math.sqrt(np.mean(d * d)), rel=1e-12
+    )
+    assert float(metrics.squared_l2_error(jnp.asarray(a), jnp.asarray(b))) == pytest.approx(
+        float(d @ d), rel=1e-12
+    )
     assert float(metrics.log_relative_l2_error(jnp.asarray(a), jnp.asarray(b))) == pytest.approx(
-        math.log(math.sqrt(d @ d) / math.sqrt(b @ b)), abs=1e-12)
+        math.log(math.sqrt(d @ d) / math.sqrt(b @ b)), abs=1e-12
+    )
     assert float(metrics.log_relative_linf_error(jnp.asarray(a), jnp.asarray(b))) == pytest.approx(
-        math.log(np.max(np.abs(d)) / np.max(np.abs(b))), abs=1e-12)
+        math.log(np.max(np.abs(d)) / np.max(np.abs(b))), abs=1e-12
+    )
     # cai Figs 1-3 record these four under their names (a factor in one would change its column)
     rec = metrics.estimation_metrics(jnp.asarray(a), jnp.asarray(b))
     assert {k: float(v) for k, v in rec.items()} == pytest.approx(
-        {"l2": math.sqrt(d @ d), "linf": np.max(np.abs(d)), "log_rel_l2": math.log(math.sqrt(d @ d) / math.sqrt(b @ b)),
-         "log_rel_linf": math.log(np.max(np.abs(d)) / np.max(np.abs(b)))}, rel=1e-12)
+        {
+            "l2": math.sqrt(d @ d),
+            "linf": np.max(np.abs(d)),
+            "log_rel_l2": math.log(math.sqrt(d @ d) / math.sqrt(b @ b)),
+            "log_rel_linf": math.log(np.max(np.abs(d)) / np.max(np.abs(b))),
+        },
+        rel=1e-12,
+    )
 
 
 def _random_k_set(rng, n, k):
@@ -73,11 +88,12 @@ def test_ranks_and_mean_absolute_rank_difference_against_scipy_rankdata():
     rng = np.random.default_rng(RNG_SEED)
     for n in (3, 10, 50):
         a, b = rng.normal(size=n), rng.normal(size=n)
-        ra = stats.rankdata(a, method="ordinal") - 1          # distinct scores: 0 = smallest
+        ra = stats.rankdata(a, method="ordinal") - 1  # distinct scores: 0 = smallest
         rb = stats.rankdata(b, method="ordinal") - 1
         np.testing.assert_array_equal(np.asarray(metrics.ranks(jnp.asarray(a))), ra)
-        assert float(metrics.mean_absolute_rank_difference(jnp.asarray(a), jnp.asarray(b))) == pytest.approx(
-            np.mean(np.abs(ra - rb)), abs=1e-12)
+        assert float(
+            metrics.mean_absolute_rank_difference(jnp.asarray(a), jnp.asarray(b))
+        ) == pytest.approx(np.mean(np.abs(ra - rb)), abs=1e-12)
 
 
 def _kendall_brute(a, b, ties):
@@ -97,15 +113,15 @@ def test_kendall_distance_against_pair_count_and_scipy(n):
     a, b = _pair(n)
     got = float(metrics.kendall_distance(jnp.asarray(a), jnp.asarray(b)))
     assert got == pytest.approx(_kendall_brute(a, b, "half"), abs=1e-14)
-    tau = stats.kendalltau(a, b).statistic                    # no ties: τ = 1 − 2K
+    tau = stats.kendalltau(a, b).statistic  # no ties: τ = 1 − 2K
     assert got == pytest.approx((1.0 - tau) / 2.0, abs=1e-12)
 
 
 def test_kendall_distance_with_ties_in_both_vectors():
     rng = np.random.default_rng(RNG_SEED)
     for _ in range(10):
-        a = rng.integers(0, 4, size=15).astype(float)        # many ties in θ̂
-        b = rng.integers(0, 6, size=15).astype(float)        # ties in θ* count 0
+        a = rng.integers(0, 4, size=15).astype(float)  # many ties in θ̂
+        b = rng.integers(0, 6, size=15).astype(float)  # ties in θ* count 0
         for ties in ("half", "strict"):
             got = float(metrics.kendall_distance(jnp.asarray(a), jnp.asarray(b), ties=ties))
             assert got == pytest.approx(_kendall_brute(a, b, ties), abs=1e-14)
@@ -127,8 +143,12 @@ def test_excess_risk_against_the_kl_sum_by_loops():
     for i, j in itertools.combinations(range(m), 2):
         p, q = special.expit(th[i] - th[j]), special.expit(th_hat[i] - th_hat[j])
         total += p * math.log(p / q) + (1 - p) * math.log((1 - p) / (1 - q))
-    assert float(metrics.excess_risk(jnp.asarray(th_hat), jnp.asarray(th))) == pytest.approx(total / m ** 2, rel=1e-10)
-    assert float(metrics.excess_risk(jnp.asarray(th + 3.0), jnp.asarray(th))) == pytest.approx(0.0, abs=1e-15)
+    assert float(metrics.excess_risk(jnp.asarray(th_hat), jnp.asarray(th))) == pytest.approx(
+        total / m**2, rel=1e-10
+    )
+    assert float(metrics.excess_risk(jnp.asarray(th + 3.0), jnp.asarray(th))) == pytest.approx(
+        0.0, abs=1e-15
+    )
 
 
 def test_excess_risk_stays_finite_and_exact_at_large_differences():
@@ -141,23 +161,30 @@ def test_excess_risk_stays_finite_and_exact_at_large_differences():
     for i, j in itertools.combinations(range(m), 2):
         d, dh = th[i] - th[j], th_hat[i] - th_hat[j]
         p = special.expit(d)
-        total += (p * (special.log_expit(d) - special.log_expit(dh))
-                  + (1 - p) * (special.log_expit(-d) - special.log_expit(-dh)))
+        total += p * (special.log_expit(d) - special.log_expit(dh)) + (1 - p) * (
+            special.log_expit(-d) - special.log_expit(-dh)
+        )
     value = float(metrics.excess_risk(jnp.asarray(th_hat), jnp.asarray(th)))
-    assert math.isfinite(value) and value == pytest.approx(total / m ** 2, rel=1e-10)
+    assert math.isfinite(value) and value == pytest.approx(total / m**2, rel=1e-10)
 
 
 def test_rasch_l2_error_modes():
     rng = np.random.default_rng(RNG_SEED)
     b_hat, b = rng.normal(size=6), rng.normal(size=6) + 0.7
     centred = np.linalg.norm((b_hat - b_hat.mean()) - (b - b.mean()))
-    assert float(metrics.rasch_l2_error(jnp.asarray(b_hat), jnp.asarray(b))) == pytest.approx(centred, rel=1e-12)
-    assert float(metrics.rasch_l2_error(jnp.asarray(b_hat), jnp.asarray(b), "paper")) == pytest.approx(
-        np.linalg.norm(b_hat - b), rel=1e-12)
+    assert float(metrics.rasch_l2_error(jnp.asarray(b_hat), jnp.asarray(b))) == pytest.approx(
+        centred, rel=1e-12
+    )
+    assert float(
+        metrics.rasch_l2_error(jnp.asarray(b_hat), jnp.asarray(b), "paper")
+    ) == pytest.approx(np.linalg.norm(b_hat - b), rel=1e-12)
     # the paper mode's floor (docs/nguyen.md, Errata and modes (Q1)): + m·mean(β*)² for a centred β̂
     c_hat = b_hat - b_hat.mean()
-    assert float(metrics.rasch_l2_error(jnp.asarray(c_hat), jnp.asarray(b), "paper")) ** 2 == pytest.approx(
-        np.linalg.norm(c_hat - (b - b.mean())) ** 2 + 6 * b.mean() ** 2, rel=1e-12)
+    assert float(
+        metrics.rasch_l2_error(jnp.asarray(c_hat), jnp.asarray(b), "paper")
+    ) ** 2 == pytest.approx(
+        np.linalg.norm(c_hat - (b - b.mean())) ** 2 + 6 * b.mean() ** 2, rel=1e-12
+    )
     with pytest.raises(ValueError, match="mode='raw'"):
         metrics.rasch_l2_error(jnp.zeros(2), jnp.zeros(2), "raw")
 
@@ -168,13 +195,17 @@ def test_seminorm_and_feature_metrics_against_the_explicit_sigma(lam):
     x = rng.normal(size=(40, 5))
     th_hat, th = rng.normal(size=5), rng.normal(size=5)
     v = th_hat - th
-    sigma = x.T @ x / x.shape[0] + lam * np.eye(5)           # Σ_D + λI formed explicitly
+    sigma = x.T @ x / x.shape[0] + lam * np.eye(5)  # Σ_D + λI formed explicitly
     expected = math.sqrt(v @ sigma @ v)
-    assert float(metrics.seminorm_error(jnp.asarray(th_hat), jnp.asarray(th), jnp.asarray(x), lam)) == pytest.approx(
-        expected, rel=1e-12)
-    rec = metrics.feature_estimation_metrics(jnp.asarray(th_hat), jnp.asarray(th), jnp.asarray(x), lam)
+    assert float(
+        metrics.seminorm_error(jnp.asarray(th_hat), jnp.asarray(th), jnp.asarray(x), lam)
+    ) == pytest.approx(expected, rel=1e-12)
+    rec = metrics.feature_estimation_metrics(
+        jnp.asarray(th_hat), jnp.asarray(th), jnp.asarray(x), lam
+    )
     assert {k: float(val) for k, val in rec.items()} == pytest.approx(
-        {"l2": np.linalg.norm(v), "mse": v @ v, "seminorm": expected}, rel=1e-12)
+        {"l2": np.linalg.norm(v), "mse": v @ v, "seminorm": expected}, rel=1e-12
+    )
 
 
 def test_random_estimator_expectations_by_enumeration():
@@ -207,7 +238,10 @@ def test_random_estimator_expectations_by_enumeration():
 def _xu_scores(theta_hat, theta, k):
     import jax
     from dpsim.experiments.xu.methods import scores
-    scored = jax.jit(scores, static_argnums=2)(jnp.asarray(theta_hat, jnp.float64), jnp.asarray(theta, jnp.float64), k)
+
+    scored = jax.jit(scores, static_argnums=2)(
+        jnp.asarray(theta_hat, jnp.float64), jnp.asarray(theta, jnp.float64), k
+    )
     return {name: float(v) for name, v in scored.items()}
 
 
@@ -217,11 +251,13 @@ def test_xu_scores_without_ties_against_scipy_and_set_arithmetic(m):
     k = m // 2
     got = _xu_scores(a, b, k)
     d = a - b
-    tau = stats.kendalltau(a, b).statistic                    # no ties: K = (1 − τ)/2 of the C(m, 2) pairs
+    tau = stats.kendalltau(a, b).statistic  # no ties: K = (1 − τ)/2 of the C(m, 2) pairs
     assert got["kendall"] == pytest.approx((1.0 - tau) / 2.0, abs=1e-12)
     assert got["kendall_strict"] == pytest.approx((1.0 - tau) / 2.0, abs=1e-12)
     s_hat, s = set(np.argsort(-a)[:k].tolist()), set(np.argsort(-b)[:k].tolist())
-    assert got["top_k_hamming"] == pytest.approx(len(s_hat ^ s) / (2 * k), abs=1e-15)   # H_K = |Ŝ Δ S|/(2K)
+    assert got["top_k_hamming"] == pytest.approx(
+        len(s_hat ^ s) / (2 * k), abs=1e-15
+    )  # H_K = |Ŝ Δ S|/(2K)
     assert got["linf"] == pytest.approx(np.max(np.abs(d)), rel=1e-12)
     assert got["l2_rms"] == pytest.approx(math.sqrt(np.sum(d * d) / m), rel=1e-12)
     assert got["mse"] == pytest.approx(np.sum(d * d) / m, rel=1e-12)
@@ -229,15 +265,15 @@ def test_xu_scores_without_ties_against_scipy_and_set_arithmetic(m):
     for i, j in itertools.combinations(range(m), 2):
         p, q = special.expit(b[i] - b[j]), special.expit(a[i] - a[j])
         kl += p * math.log(p / q) + (1 - p) * math.log((1 - p) / (1 - q))
-    assert got["excess_risk"] == pytest.approx(kl / m ** 2, rel=1e-10)
+    assert got["excess_risk"] == pytest.approx(kl / m**2, rel=1e-10)
 
 
 def test_xu_scores_with_ties_against_pair_counts_and_every_tie_break():
     rng = np.random.default_rng(RNG_SEED)
     m, k = 6, 3
     for _ in range(8):
-        a = rng.integers(0, 3, size=m).astype(float)          # θ̂ with ties
-        b = rng.normal(size=m)                                # θ* without
+        a = rng.integers(0, 3, size=m).astype(float)  # θ̂ with ties
+        b = rng.normal(size=m)  # θ* without
         got = _xu_scores(a, b, k)
         assert got["kendall"] == pytest.approx(_kendall_brute(a, b, "half"), abs=1e-14)
         assert got["kendall_strict"] == pytest.approx(_kendall_brute(a, b, "strict"), abs=1e-14)
@@ -249,19 +285,26 @@ def test_xu_scores_with_ties_against_pair_counts_and_every_tie_break():
             values.append(len(set(order[:k]) ^ s) / (2 * k))
         assert got["top_k_hamming"] == pytest.approx(np.mean(values), abs=1e-12)
     perfect = _xu_scores(b, b, k)
-    assert {name: perfect[name] for name in ("kendall", "kendall_strict", "top_k_hamming", "linf", "mse")} == \
-        {"kendall": 0.0, "kendall_strict": 0.0, "top_k_hamming": 0.0, "linf": 0.0, "mse": 0.0}
+    assert {
+        name: perfect[name]
+        for name in ("kendall", "kendall_strict", "top_k_hamming", "linf", "mse")
+    } == {"kendall": 0.0, "kendall_strict": 0.0, "top_k_hamming": 0.0, "linf": 0.0, "mse": 0.0}
     assert perfect["excess_risk"] == pytest.approx(0.0, abs=1e-15)
 
 
 def test_xu_release_metrics_against_numpy():
     from dpsim.experiments.xu.methods import release_metrics
+
     rng = np.random.default_rng(RNG_SEED)
     sizes = np.asarray([30.0, 70.0])
     wins = rng.binomial(sizes[:, None].astype(int), 0.6, size=(2, 15)).astype(float)
     zbar = rng.uniform(size=15)
-    got = release_metrics({"zbar": jnp.asarray(zbar), "sizes": jnp.asarray(sizes)}, jnp.asarray(wins))
+    got = release_metrics(
+        {"zbar": jnp.asarray(zbar), "sizes": jnp.asarray(sizes)}, jnp.asarray(wins)
+    )
     ybar = wins.sum(axis=0) / 100.0
-    through = np.sum((zbar - 0.5) * (ybar - 0.5)) / np.sum((ybar - 0.5) ** 2)   # least squares through (½, ½)
+    through = np.sum((zbar - 0.5) * (ybar - 0.5)) / np.sum(
+        (ybar - 0.5) ** 2
+    )  # least squares through (½, ½)
     assert float(got["release_slope"]) == pytest.approx(through, rel=1e-12)
     assert float(got["excess_var"]) == pytest.approx(100.0 * np.mean((zbar - ybar) ** 2), rel=1e-12)

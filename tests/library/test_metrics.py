@@ -1,4 +1,5 @@
 """Estimation and ranking metrics (cai §4.1.1) on hand-made cases, and top-k tie-breaking."""
+
 from __future__ import annotations
 
 import itertools
@@ -15,23 +16,31 @@ from dpsim.estimators.topk import order_key, tie_broken_ranks
 
 
 def test_estimation_errors_exact():
-    theta = jnp.array([3.0, 0.0, -4.0])          # ‖θ‖₂ = 5, ‖θ‖∞ = 4
-    theta_hat = jnp.array([3.0, 1.0, -4.0])      # error (0, 1, 0)
+    theta = jnp.array([3.0, 0.0, -4.0])  # ‖θ‖₂ = 5, ‖θ‖∞ = 4
+    theta_hat = jnp.array([3.0, 1.0, -4.0])  # error (0, 1, 0)
     assert float(metrics.l2_error(theta_hat, theta)) == 1.0
     assert float(metrics.linf_error(theta_hat, theta)) == 1.0
-    assert float(metrics.log_relative_l2_error(theta_hat, theta)) == pytest.approx(math.log(1 / 5), abs=1e-15)
-    assert float(metrics.log_relative_linf_error(theta_hat, theta)) == pytest.approx(math.log(1 / 4), abs=1e-15)
-    err = jnp.array([2.0, -3.0, 6.0])            # ‖err‖₂ = 7, ‖err‖∞ = 6
+    assert float(metrics.log_relative_l2_error(theta_hat, theta)) == pytest.approx(
+        math.log(1 / 5), abs=1e-15
+    )
+    assert float(metrics.log_relative_linf_error(theta_hat, theta)) == pytest.approx(
+        math.log(1 / 4), abs=1e-15
+    )
+    err = jnp.array([2.0, -3.0, 6.0])  # ‖err‖₂ = 7, ‖err‖∞ = 6
     assert float(metrics.l2_error(theta + err, theta)) == pytest.approx(7.0, abs=1e-14)
     assert float(metrics.linf_error(theta + err, theta)) == pytest.approx(6.0, abs=1e-14)
-    assert float(metrics.log_relative_l2_error(theta + err, theta)) == pytest.approx(math.log(7 / 5), abs=1e-14)
-    assert float(metrics.log_relative_linf_error(theta + err, theta)) == pytest.approx(math.log(6 / 4), abs=1e-14)
+    assert float(metrics.log_relative_l2_error(theta + err, theta)) == pytest.approx(
+        math.log(7 / 5), abs=1e-14
+    )
+    assert float(metrics.log_relative_linf_error(theta + err, theta)) == pytest.approx(
+        math.log(6 / 4), abs=1e-14
+    )
     assert float(metrics.log_relative_l2_error(theta, theta)) == -math.inf
 
 
 def test_relative_hamming_and_exact_recovery():
-    truth = jnp.array([1, 1, 1, 0, 0, 0], dtype=bool)          # k = 3
-    half = jnp.array([1, 0, 1, 1, 0, 0], dtype=bool)           # 2 of 3 right
+    truth = jnp.array([1, 1, 1, 0, 0, 0], dtype=bool)  # k = 3
+    half = jnp.array([1, 0, 1, 1, 0, 0], dtype=bool)  # 2 of 3 right
     none = jnp.array([0, 0, 0, 1, 1, 1], dtype=bool)
     assert float(metrics.relative_hamming_error(truth, truth)) == 0.0
     assert float(metrics.relative_hamming_error(half, truth)) == pytest.approx(1 / 3, abs=1e-15)
@@ -49,8 +58,8 @@ def test_ranks_and_mean_absolute_rank_difference():
     a, b = jnp.array([1.0, 2.0, 3.0]), jnp.array([3.0, 2.0, 1.0])
     assert float(metrics.mean_absolute_rank_difference(a, b)) == pytest.approx(4 / 3, abs=1e-15)
     assert float(metrics.mean_absolute_rank_difference(a, 2 * a + 1)) == 0.0
-    c = jnp.array([0.1, 0.4, 0.2, 0.3])                       # ranks (0, 3, 1, 2)
-    d = jnp.array([0.4, 0.1, 0.2, 0.3])                       # ranks (3, 0, 1, 2)
+    c = jnp.array([0.1, 0.4, 0.2, 0.3])  # ranks (0, 3, 1, 2)
+    d = jnp.array([0.4, 0.1, 0.2, 0.3])  # ranks (3, 0, 1, 2)
     assert float(metrics.mean_absolute_rank_difference(c, d)) == pytest.approx(6 / 4, abs=1e-15)
 
 
@@ -103,14 +112,14 @@ def test_tie_broken_ranks_match_numpy_lexsort(n):
     jitter."""
     rng = np.random.default_rng(n)
     for trial in range(20):
-        scores = np.round(rng.normal(size=n) * 2)                 # many exact ties
+        scores = np.round(rng.normal(size=n) * 2)  # many exact ties
         scores[rng.random(n) < 0.1] = -0.0
         specials = rng.choice(n, size=min(n, 3), replace=False)
         if trial % 2:
-            scores[specials] = [np.inf, -np.inf, np.nan][:len(specials)]
+            scores[specials] = [np.inf, -np.inf, np.nan][: len(specials)]
         jitter = rng.random(n)
         if trial % 3 == 0:
-            jitter = np.round(jitter * 4) / 4                      # exact jitter ties too
+            jitter = np.round(jitter * 4) / 4  # exact jitter ties too
         got = np.asarray(jax.jit(tie_broken_ranks)(jnp.asarray(scores), jnp.asarray(jitter)))
         np.testing.assert_array_equal(got, _numpy_ranks(scores, jitter))
 
@@ -121,17 +130,37 @@ def test_order_key_orders_floats_as_numpy_sorts_them(dtype):
     sign) after +inf, neighbours one ulp apart kept apart. (Subnormals are left out: XLA:CPU
     compares them as 0, as its float sort does.)"""
     tiny = np.finfo(dtype).smallest_normal
-    x = np.array([0.0, -0.0, 1.0, np.nextafter(dtype(1), dtype(2)), -1.0, np.inf, -np.inf, np.nan, -np.nan,
-                  tiny, -tiny, np.finfo(dtype).max, -np.finfo(dtype).max, 3.5, -2.25], dtype=dtype)
+    x = np.array(
+        [
+            0.0,
+            -0.0,
+            1.0,
+            np.nextafter(dtype(1), dtype(2)),
+            -1.0,
+            np.inf,
+            -np.inf,
+            np.nan,
+            -np.nan,
+            tiny,
+            -tiny,
+            np.finfo(dtype).max,
+            -np.finfo(dtype).max,
+            3.5,
+            -2.25,
+        ],
+        dtype=dtype,
+    )
     x = np.concatenate([x, np.random.default_rng(0).normal(size=200).astype(dtype)])
     keys = np.asarray(jax.jit(order_key)(jnp.asarray(x)))
     assert keys.dtype == {np.float32: np.int32, np.float64: np.int64}[dtype]
     order = np.argsort(keys, kind="stable")
     np.testing.assert_array_equal(order, np.argsort(np.where(x == 0, 0.0, x), kind="stable"))
-    assert keys[0] == keys[1] and keys[7] == keys[8]                      # 0 = −0, NaN = −NaN
+    assert keys[0] == keys[1] and keys[7] == keys[8]  # 0 = −0, NaN = −NaN
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint8, np.bool_, np.float16, jnp.bfloat16])
+@pytest.mark.parametrize(
+    "dtype", [np.int32, np.int64, np.uint32, np.uint8, np.bool_, np.float16, jnp.bfloat16]
+)
 def test_tie_broken_ranks_of_integer_bool_and_half_precision_scores(dtype):
     """Any real dtype ranks as NumPy's lexsort of its values (integers at their extremes too,
     where negating would wrap)."""
@@ -140,13 +169,17 @@ def test_tie_broken_ranks_of_integer_bool_and_half_precision_scores(dtype):
         scores = rng.random(30) < 0.5
     elif np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
-        scores = rng.integers(max(info.min, -5), min(info.max, 5), size=30, endpoint=True).astype(dtype)
+        scores = rng.integers(max(info.min, -5), min(info.max, 5), size=30, endpoint=True).astype(
+            dtype
+        )
         scores[:2] = [info.min, info.max]
     else:
         scores = np.round(rng.normal(size=30) * 2).astype(np.float32)
     jitter = np.round(rng.random(30) * 8) / 8
     got = np.asarray(jax.jit(tie_broken_ranks)(jnp.asarray(scores, dtype), jnp.asarray(jitter)))
-    want = _numpy_ranks(np.asarray(jnp.asarray(scores, dtype)).astype(np.float64), jitter)   # extremes stay apart
+    want = _numpy_ranks(
+        np.asarray(jnp.asarray(scores, dtype)).astype(np.float64), jitter
+    )  # extremes stay apart
     np.testing.assert_array_equal(got, want)
 
 
@@ -157,8 +190,10 @@ def test_padding_follows_integer_scores_at_their_extremes(dtype):
     low, high = (0, 1) if dtype is np.bool_ else (np.iinfo(dtype).min, np.iinfo(dtype).max)
     scores = np.array([low, high, low, 0, low, high], dtype=dtype)
     real = np.arange(6) < 4
-    jitter = np.array([0.9, 0.8, 0.7, 0.6, 0.1, 0.2])                 # the padding's jitter first
-    got = np.asarray(jax.jit(tie_broken_ranks)(jnp.asarray(scores), jnp.asarray(jitter), jnp.asarray(real)))
+    jitter = np.array([0.9, 0.8, 0.7, 0.6, 0.1, 0.2])  # the padding's jitter first
+    got = np.asarray(
+        jax.jit(tie_broken_ranks)(jnp.asarray(scores), jnp.asarray(jitter), jnp.asarray(real))
+    )
     np.testing.assert_array_equal(np.sort(got[:4]), np.arange(4))
     np.testing.assert_array_equal(got[:4], _numpy_ranks(scores[:4].astype(np.float64), jitter[:4]))
 
@@ -172,9 +207,11 @@ def test_tie_broken_ranks_put_padding_after_every_real_item(n_real):
     for trial in range(10):
         scores = np.round(rng.normal(size=n) * 2)
         scores[rng.random(n) < 0.2] = np.nan
-        jitter = np.round(rng.random(n) * 8) / 8                      # exact jitter ties
+        jitter = np.round(rng.random(n) * 8) / 8  # exact jitter ties
         real = np.arange(n) < n_real
-        got = np.asarray(jax.jit(tie_broken_ranks)(jnp.asarray(scores), jnp.asarray(jitter), jnp.asarray(real)))
+        got = np.asarray(
+            jax.jit(tie_broken_ranks)(jnp.asarray(scores), jnp.asarray(jitter), jnp.asarray(real))
+        )
         np.testing.assert_array_equal(got[:n_real], _numpy_ranks(scores[:n_real], jitter[:n_real]))
         padding = np.lexsort((np.arange(n - n_real), jitter[n_real:]))
         np.testing.assert_array_equal(got[n_real:][padding], np.arange(n_real, n))
@@ -185,17 +222,23 @@ def test_top_k_mask_holds_k_items_when_its_scores_are_computed_in_the_same_progr
     the ranking. Pairwise rank counting gave k − 1 items in 488 of 1600 rows here (XLA:CPU
     evaluated the two broadcast copies of the scores with different roundings); ranks must
     be a permutation and every mask must hold exactly k items."""
-    counts = jnp.asarray(np.random.default_rng(0).integers(1, 40000, size=(16, 100)).astype(np.float64))
+    counts = jnp.asarray(
+        np.random.default_rng(0).integers(1, 40000, size=(16, 100)).astype(np.float64)
+    )
 
     def lane(args):
         x, key = args
         s = jnp.log(x)
         s = s - s.mean()
-        return tie_broken_ranks(s, jax.random.uniform(key, s.shape)), jnp.sum(top_k_mask(key, s, 10))
+        return tie_broken_ranks(s, jax.random.uniform(key, s.shape)), jnp.sum(
+            top_k_mask(key, s, 10)
+        )
 
     keys = jax.random.split(jax.random.key(0), 16)
     ranks, sizes = jax.jit(lambda c, k: jax.lax.map(lane, (c, k)))(counts, keys)
-    np.testing.assert_array_equal(np.sort(np.asarray(ranks), axis=1), np.tile(np.arange(100), (16, 1)))
+    np.testing.assert_array_equal(
+        np.sort(np.asarray(ranks), axis=1), np.tile(np.arange(100), (16, 1))
+    )
     np.testing.assert_array_equal(np.asarray(sizes), 10)
 
 
@@ -216,8 +259,8 @@ def test_exact_recovery_with_top_k_mask():
 
 
 def test_relative_hamming_is_exactly_zero_under_vmap():
-    truth = jnp.arange(12) >= 9                                    # k = 3
-    batch = jnp.tile(truth, (64, 1))                               # 64 perfect recoveries
+    truth = jnp.arange(12) >= 9  # k = 3
+    batch = jnp.tile(truth, (64, 1))  # 64 perfect recoveries
     got = jax.jit(jax.vmap(metrics.relative_hamming_error, in_axes=(0, None)))(batch, truth)
     np.testing.assert_array_equal(np.asarray(got), np.zeros(64))
 
@@ -240,12 +283,15 @@ def _kendall_loop(hat, true, tol, ties):
 
 def test_kendall_distance_against_a_loop_and_scipy():
     from scipy.stats import kendalltau
+
     rng = np.random.default_rng(0)
     for _ in range(20):
         true = rng.normal(size=9)
         hat = true + rng.normal(scale=0.8, size=9)
         want = _kendall_loop(hat, true, 1e-9, "half")
-        assert float(metrics.kendall_distance(jnp.asarray(hat), jnp.asarray(true))) == pytest.approx(want, abs=1e-15)
+        assert float(
+            metrics.kendall_distance(jnp.asarray(hat), jnp.asarray(true))
+        ) == pytest.approx(want, abs=1e-15)
         # no ties: the discordant fraction is (1 − τ)/2
         assert want == pytest.approx((1 - kendalltau(hat, true).statistic) / 2, abs=1e-12)
 
@@ -253,7 +299,7 @@ def test_kendall_distance_against_a_loop_and_scipy():
 def test_kendall_distance_ties():
     true = jnp.asarray([3.0, 2.0, 1.0, 0.0])
     hat = jnp.asarray([1.0, 1.0 + 1e-12, 0.0, 0.0])  # two tied pairs in θ̂ (within 1e-9)
-    assert float(metrics.kendall_distance(hat, true)) == pytest.approx(1 / 6)          # 2 × ½ of 6 pairs
+    assert float(metrics.kendall_distance(hat, true)) == pytest.approx(1 / 6)  # 2 × ½ of 6 pairs
     assert float(metrics.kendall_distance(hat, true, ties="strict")) == 0.0
     assert float(metrics.kendall_distance(-true, true)) == 1.0
     assert float(metrics.kendall_distance(true, true)) == 0.0
@@ -263,5 +309,9 @@ def test_kendall_distance_ties():
 
 def test_l2_rms_error():
     theta = jnp.zeros(4)
-    assert float(metrics.l2_rms_error(jnp.asarray([1.0, -1.0, 1.0, -1.0]), theta)) == pytest.approx(1.0)
-    assert float(metrics.l2_rms_error(jnp.asarray([2.0, 0.0, 0.0, 0.0]), theta)) == pytest.approx(1.0)
+    assert float(metrics.l2_rms_error(jnp.asarray([1.0, -1.0, 1.0, -1.0]), theta)) == pytest.approx(
+        1.0
+    )
+    assert float(metrics.l2_rms_error(jnp.asarray([2.0, 0.0, 0.0, 0.0]), theta)) == pytest.approx(
+        1.0
+    )

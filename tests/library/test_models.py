@@ -1,5 +1,6 @@
 """θ* designs (docs/cai.md, Model), the ER comparison generator (cai §2.1) and link functions
 ((A0)–(A2), cai §2.2.1)."""
+
 from __future__ import annotations
 
 import functools
@@ -35,9 +36,26 @@ Z_MAX = 4.5
 
 # ----------------------------------------------------------------------------- θ* designs
 
-@pytest.mark.parametrize("n, k", [(250, 62), (150, 38), (350, 88), (450, 112), (550, 138),
-                                  (650, 162), (175, 44), (475, 119), (100, 25), (300, 75),
-                                  (10, 2), (14, 4), (6, 2), (12, 3)])
+
+@pytest.mark.parametrize(
+    "n, k",
+    [
+        (250, 62),
+        (150, 38),
+        (350, 88),
+        (450, 112),
+        (550, 138),
+        (650, 162),
+        (175, 44),
+        (475, 119),
+        (100, 25),
+        (300, 75),
+        (10, 2),
+        (14, 4),
+        (6, 2),
+        (12, 3),
+    ],
+)
 def test_top_k_size_is_round_half_even(n, k):
     """k = R's round(n/4) (round half to even), docs/cai.md, Model: 250 → 62, 150 → 38, 10 → 2, 14 → 4."""
     assert top_k_size(n) == k
@@ -48,11 +66,11 @@ def test_theta_cai_design_structure(n):
     k = top_k_size(n)
     theta = np.asarray(theta_cai_design(jax.random.key(n), n))
     assert theta.shape == (n,) and theta.dtype == np.float64
-    assert abs(theta.mean()) < 1e-14                           # centred
-    top, rest = theta[n - k:], theta[: n - k]
-    assert np.all(top == top[0])                               # tied top block ...
-    assert top[0] == theta.max() and np.all(rest < top[0])     # ... in the last k indices
-    ratio = np.exp(rest - top[0])                              # = the Unif(0.2, 0.7) draws
+    assert abs(theta.mean()) < 1e-14  # centred
+    top, rest = theta[n - k :], theta[: n - k]
+    assert np.all(top == top[0])  # tied top block ...
+    assert top[0] == theta.max() and np.all(rest < top[0])  # ... in the last k indices
+    ratio = np.exp(rest - top[0])  # = the Unif(0.2, 0.7) draws
     assert np.all((ratio >= 0.2) & (ratio <= 0.7))
     mask = np.asarray(true_top_k_mask(jnp.asarray(theta), k))
     np.testing.assert_array_equal(mask, np.arange(n) >= n - k)
@@ -106,11 +124,15 @@ def test_theta_uniform_and_evenly_spaced():
 
 # ----------------------------------------------------------------------------- ER generator
 
+
 @functools.lru_cache(maxsize=None)
 def _sampler(link):
     """jit(vmap) of the generator over keys, θ and p traced: one compile per link and shape."""
-    return jax.jit(jax.vmap(lambda k, theta, p: sample_er_comparisons(k, theta, p, link),
-                            in_axes=(0, None, None)))
+    return jax.jit(
+        jax.vmap(
+            lambda k, theta, p: sample_er_comparisons(k, theta, p, link), in_axes=(0, None, None)
+        )
+    )
 
 
 def _sample_batch(theta, p, R, link=LOGISTIC, seed=0):
@@ -118,7 +140,9 @@ def _sample_batch(theta, p, R, link=LOGISTIC, seed=0):
     return np.asarray(_sampler(link)(keys, jnp.asarray(theta), p))
 
 
-@pytest.mark.parametrize("n, p, n_items", [(7, 0.6, None), (40, 1.0, None), (40, 0.3, 23), (64, 0.5, 64)])
+@pytest.mark.parametrize(
+    "n, p, n_items", [(7, 0.6, None), (40, 1.0, None), (40, 0.3, 23), (64, 0.5, 64)]
+)
 def test_er_draw_is_the_pair_uniform_construction_from_jax_bits(n, p, n_items):
     """W is built, in NumPy, from ``jax.random.bits(key, (m, m))`` of the m real items (the
     documented stream: one uniform per pair i < j on the 2^-32 grid; i wins when U < p·F,
@@ -127,7 +151,7 @@ def test_er_draw_is_the_pair_uniform_construction_from_jax_bits(n, p, n_items):
     m = n if n_items is None else n_items
     key = jax.random.key(100 + n)
     theta = np.asarray(theta_cai_design(jax.random.key(3), n))
-    u = np.asarray(jax.random.bits(key, (m, m), jnp.uint32)).astype(np.float64) * 2.0 ** -32
+    u = np.asarray(jax.random.bits(key, (m, m), jnp.uint32)).astype(np.float64) * 2.0**-32
     threshold = p * expit(theta[:m, None] - theta[None, :m])
     upper = np.triu(np.ones((m, m), bool), 1)
     want = np.zeros((n, n))
@@ -135,8 +159,10 @@ def test_er_draw_is_the_pair_uniform_construction_from_jax_bits(n, p, n_items):
     args = (key, jnp.asarray(theta), p, LOGISTIC, None if n_items is None else jnp.int64(n_items))
     W, A = jax.jit(sample_er_graph, static_argnums=3)(*args)
     np.testing.assert_array_equal(np.asarray(W), want)
-    np.testing.assert_array_equal(np.asarray(A), want + want.T)                 # the graph, W + Wᵀ
-    np.testing.assert_array_equal(np.asarray(jax.jit(sample_er_comparisons, static_argnums=3)(*args)), want)
+    np.testing.assert_array_equal(np.asarray(A), want + want.T)  # the graph, W + Wᵀ
+    np.testing.assert_array_equal(
+        np.asarray(jax.jit(sample_er_comparisons, static_argnums=3)(*args)), want
+    )
 
 
 def test_er_draw_with_another_key_implementation_is_the_same_construction():
@@ -145,7 +171,7 @@ def test_er_draw_with_another_key_implementation_is_the_same_construction():
     n, p = 12, 0.7
     key = jax.random.key(7, impl="rbg")
     theta = np.asarray(theta_cai_design(jax.random.key(3), n))
-    u = np.asarray(jax.random.bits(key, (n, n), jnp.uint32)).astype(np.float64) * 2.0 ** -32
+    u = np.asarray(jax.random.bits(key, (n, n), jnp.uint32)).astype(np.float64) * 2.0**-32
     threshold = p * expit(theta[:, None] - theta[None, :])
     upper = np.triu(np.ones((n, n), bool), 1)
     want = (upper & (u < threshold)) + (upper & (threshold <= u) & (u < p)).T
@@ -164,9 +190,9 @@ def test_er_structure():
         assert W.dtype == np.float64 and W.shape == (R, n, n)
         A = W + W.transpose(0, 2, 1)
         assert set(np.unique(W)) <= {0.0, 1.0}
-        assert set(np.unique(A)) <= {0.0, 1.0}                  # ≤ one comparison per pair
+        assert set(np.unique(A)) <= {0.0, 1.0}  # ≤ one comparison per pair
         assert np.all(np.diagonal(W, axis1=1, axis2=2) == 0)
-        if p == 1.0:                                            # complete graph
+        if p == 1.0:  # complete graph
             np.testing.assert_array_equal(A, np.broadcast_to(1 - np.eye(n), A.shape))
         else:
             assert 0 < A.mean() < 1
@@ -212,10 +238,13 @@ def test_er_edge_and_win_frequencies(link):
 
 # ----------------------------------------------------------------------------- links
 
+
 def test_link_registry_and_dp_flags():
     assert get_link("logistic") is LOGISTIC and get_link("probit") is PROBIT
     assert LOGISTIC.dp_guarantee is True
-    assert PROBIT.dp_guarantee is False          # κ1 = ∞: no DP guarantee (cai §2.2.1; docs/cai.md, Errata and modes (E15))
+    assert (
+        PROBIT.dp_guarantee is False
+    )  # κ1 = ∞: no DP guarantee (cai §2.2.1; docs/cai.md, Errata and modes (E15))
     assert math.isinf(PROBIT.kappa1)
     with pytest.raises(ValueError, match="cauchit"):
         get_link("cauchit")
@@ -230,6 +259,7 @@ def test_link_constants_match_assumptions():
         def r(x):
             F = cdf(x)
             return jax.vmap(jax.grad(cdf))(x) / (F * (1 - F))
+
         return r(x)
 
     def curvature(neglog):

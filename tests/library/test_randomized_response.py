@@ -1,5 +1,6 @@
 """Randomized response against its closed forms. Monte-Carlo tolerances are 5 standard errors
 of the estimate (fixed seeds), so a wrong flip rate, debiasing constant or count law fails."""
+
 from __future__ import annotations
 
 import math
@@ -27,7 +28,9 @@ def test_flip_rate_and_ldp_ratio(eps):
     q = 1 / (1 + math.exp(eps))
     assert float(flip_probability(eps)) == pytest.approx(q, rel=1e-14)
     assert float(keep_probability(eps)) == pytest.approx(1 - q, rel=1e-14)
-    assert float(keep_probability(eps) / flip_probability(eps)) == pytest.approx(math.exp(eps), rel=1e-12)
+    assert float(keep_probability(eps) / flip_probability(eps)) == pytest.approx(
+        math.exp(eps), rel=1e-12
+    )
     released = randomized_response(jax.random.key(1), jnp.ones(N, jnp.int32), eps)
     rate = float(jnp.mean(released == 0))
     assert abs(rate - q) <= 5 * math.sqrt(q * (1 - q) / N)
@@ -45,8 +48,9 @@ def test_infinite_eps_keeps_everything_and_bad_eps_is_refused():
 
 def test_debiased_values_example():
     # ε = log 2: z = 2 for a released 1 and −1 for a released 0 (xu eq. (1))
-    np.testing.assert_allclose(debiased_response(jnp.asarray([0.0, 1.0]), math.log(2.0)), [-1.0, 2.0],
-                               rtol=1e-14)
+    np.testing.assert_allclose(
+        debiased_response(jnp.asarray([0.0, 1.0]), math.log(2.0)), [-1.0, 2.0], rtol=1e-14
+    )
 
 
 @pytest.mark.parametrize("eps, p_true", [(0.5, 0.8), (2.0, 0.3)])
@@ -64,7 +68,9 @@ def test_counts_match_per_answer_sums_in_distribution():
     """Binomial(ones, 1 − q) + Binomial(total − ones, q) against summing per-answer RR
     outputs: equal means and variances (both estimated on 20 000 draws)."""
     eps, ones, total, reps = 0.7, 12, 40, 20_000
-    counts = np.asarray(randomized_response_counts(jax.random.key(4), jnp.full(reps, ones), total, eps))
+    counts = np.asarray(
+        randomized_response_counts(jax.random.key(4), jnp.full(reps, ones), total, eps)
+    )
     answers = jnp.broadcast_to((jnp.arange(total) < ones).astype(jnp.int32), (reps, total))
     summed = np.asarray(randomized_response(jax.random.key(5), answers, eps).sum(axis=1))
     q = 1 / (1 + math.exp(eps))
@@ -80,7 +86,9 @@ def test_kary_frequencies(k):
     eps = 1.0
     keep = math.exp(eps) / (math.exp(eps) + k - 1)
     assert float(kary_keep_probability(eps, k)) == pytest.approx(keep, rel=1e-14)
-    labels = np.asarray(kary_randomized_response(jax.random.key(6), jnp.zeros(N, jnp.int32), eps, k))
+    labels = np.asarray(
+        kary_randomized_response(jax.random.key(6), jnp.zeros(N, jnp.int32), eps, k)
+    )
     freq = np.bincount(labels, minlength=k) / N
     want = np.r_[keep, np.full(k - 1, (1 - keep) / (k - 1))]
     np.testing.assert_allclose(freq, want, atol=5 * math.sqrt(0.25 / N))

@@ -4,6 +4,7 @@ against explicit loops; the detailed-balance identity of §3.1 on expected count
 a dense NumPy eigenvector and against a NumPy transcription of the authors' power-iteration
 rules; consistency; the designs against the authors' seeded β*; the un-centred metric;
 vmap safety and bad input."""
+
 from __future__ import annotations
 
 import math
@@ -47,11 +48,15 @@ def test_sampler_frequencies_match_the_model_and_the_reference_sampler():
     beta = jnp.asarray([-0.5, 0.0, 0.8, 1.5])
     p = 0.6
     prob = np.asarray(rasch_probabilities(theta, beta))
-    draws = jax.jit(jax.vmap(lambda k: sample_rasch_responses(k, theta, beta, p)))(jax.random.split(jax.random.key(3), 4000))
+    draws = jax.jit(jax.vmap(lambda k: sample_rasch_responses(k, theta, beta, p)))(
+        jax.random.split(jax.random.key(3), 4000)
+    )
     rng = np.random.default_rng(4)
     ref = [sample_rasch_responses_per_user(rng, theta, beta, p) for _ in range(2000)]
-    for x, obs in ((np.asarray(draws.x), np.asarray(draws.observed)),
-                   (np.stack([r.x for r in ref]), np.stack([r.observed for r in ref]))):
+    for x, obs in (
+        (np.asarray(draws.x), np.asarray(draws.observed)),
+        (np.stack([r.x for r in ref]), np.stack([r.observed for r in ref])),
+    ):
         reps = x.shape[0]
         assert not np.any(x & ~obs)
         want_obs = p
@@ -71,25 +76,35 @@ def test_differential_counts_match_explicit_loops():
                     want[i, j] += 1
     np.testing.assert_array_equal(np.asarray(differential_counts(r.x, r.observed)), want)
     # full observation by default
-    np.testing.assert_array_equal(np.asarray(differential_counts(r.x)), np.asarray(differential_counts(r.x, jnp.ones_like(r.x))))
+    np.testing.assert_array_equal(
+        np.asarray(differential_counts(r.x)),
+        np.asarray(differential_counts(r.x, jnp.ones_like(r.x))),
+    )
 
 
 def test_differential_counts_are_exact_in_both_precisions(monkeypatch):
     """The float32 product (users ≤ 2²⁴) and the float64 one give the same whole counts, equal
     to NumPy's integer product, under jit and vmap too (the engine's setting)."""
     from dpsim.estimators import spectral
+
     rng = np.random.default_rng(3)
     x, obs = rng.random((4, 1500, 30)) < 0.5, rng.random((4, 1500, 30)) < 0.9
     right, wrong = (x & obs).astype(np.int64), (~x & obs).astype(np.int64)
     want = np.einsum("rli,rlj->rij", right, wrong) * (1 - np.eye(30, dtype=np.int64))
+
     def product_dtypes():
         jaxpr = jax.make_jaxpr(jax.vmap(spectral.differential_counts))(x, obs).jaxpr
-        return {str(v.aval.dtype) for e in jaxpr.eqns if e.primitive.name == "dot_general" for v in e.invars}
+        return {
+            str(v.aval.dtype)
+            for e in jaxpr.eqns
+            if e.primitive.name == "dot_general"
+            for v in e.invars
+        }
 
     fast = jax.jit(jax.vmap(spectral.differential_counts))(x, obs)
-    assert fast.dtype == jnp.float64 and product_dtypes() == {"float32"}      # users (axis 0) ≤ 2²⁴
+    assert fast.dtype == jnp.float64 and product_dtypes() == {"float32"}  # users (axis 0) ≤ 2²⁴
     np.testing.assert_array_equal(np.asarray(fast), want)
-    monkeypatch.setattr(spectral, "EXACT_FLOAT32_COUNT", 1000)       # 1500 users: the float64 path
+    monkeypatch.setattr(spectral, "EXACT_FLOAT32_COUNT", 1000)  # 1500 users: the float64 path
     assert product_dtypes() == {"float64"}
     np.testing.assert_array_equal(np.asarray(jax.vmap(spectral.differential_counts)(x, obs)), want)
 
@@ -214,7 +229,12 @@ def test_vmapped_estimator_has_no_batched_lapack():
 def test_designs_and_the_authors_seeded_beta():
     """β* replayed with seed 119 on NumPy's legacy RandomState (docs/nguyen.md, Experiments as run):
     mean(β*) and κ per m."""
-    for m, mean, kappa in ((25, 0.1367, 4.04), (50, 0.0500, 4.23), (100, -0.0039, 4.61), (200, 0.0248, 5.11)):
+    for m, mean, kappa in (
+        (25, 0.1367, 4.04),
+        (50, 0.0500, 4.23),
+        (100, -0.0039, 4.61),
+        (200, 0.0248, 5.11),
+    ):
         b = authors_difficulties(m)
         assert b.mean() == pytest.approx(mean, abs=6e-5)
         assert b.max() - b.min() == pytest.approx(kappa, abs=6e-3)
@@ -223,8 +243,10 @@ def test_designs_and_the_authors_seeded_beta():
     assert abs(float(b.mean())) < 1e-14
     raw = rasch_difficulties(jax.random.key(0), 30, "uniform", centred=False)
     assert float(raw.min()) >= -1 and float(raw.max()) <= 1
-    np.testing.assert_allclose(np.asarray(rasch_difficulties(jax.random.key(0), 30, "uniform")),
-                               np.asarray(raw - raw.mean()))
+    np.testing.assert_allclose(
+        np.asarray(rasch_difficulties(jax.random.key(0), 30, "uniform")),
+        np.asarray(raw - raw.mean()),
+    )
 
 
 def test_uncentred_paper_metric_adds_the_mean_floor():
@@ -235,20 +257,34 @@ def test_uncentred_paper_metric_adds_the_mean_floor():
     beta_hat = beta_hat - beta_hat.mean()
     centred = float(rasch_l2_error(beta_hat, beta))
     paper = float(rasch_l2_error(beta_hat, beta, mode="paper"))
-    assert paper ** 2 == pytest.approx(centred ** 2 + 25 * beta.mean() ** 2, rel=1e-12)
-    assert float(rasch_l2_error(beta - beta.mean(), beta, mode="paper")) == pytest.approx(0.683, abs=1e-3)
+    assert paper**2 == pytest.approx(centred**2 + 25 * beta.mean() ** 2, rel=1e-12)
+    assert float(rasch_l2_error(beta - beta.mean(), beta, mode="paper")) == pytest.approx(
+        0.683, abs=1e-3
+    )
     with pytest.raises(ValueError, match="mode='raw'"):
         rasch_l2_error(beta_hat, beta, mode="raw")
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: sample_rasch_responses(jax.random.key(0), jnp.zeros(3), jnp.zeros(4), 0.0), "p=0.0"),
-    (lambda: sample_rasch_responses(jax.random.key(0), jnp.zeros(3), jnp.zeros(4), 1.5), "p=1.5"),
-    (lambda: sample_rasch_responses(jax.random.key(0), jnp.zeros(3), jnp.zeros(1), 1.0), "n_items ≥ 2"),
-    (lambda: rasch_difficulties(jax.random.key(0), 1), "n_items=1"),
-    (lambda: rasch_difficulties(jax.random.key(0), 5, "cauchy"), "design='cauchy'"),
-    (lambda: spectral_estimate(jnp.ones((3, 3)), solver="eig"), "solver='eig'"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: sample_rasch_responses(jax.random.key(0), jnp.zeros(3), jnp.zeros(4), 0.0),
+            "p=0.0",
+        ),
+        (
+            lambda: sample_rasch_responses(jax.random.key(0), jnp.zeros(3), jnp.zeros(4), 1.5),
+            "p=1.5",
+        ),
+        (
+            lambda: sample_rasch_responses(jax.random.key(0), jnp.zeros(3), jnp.zeros(1), 1.0),
+            "n_items ≥ 2",
+        ),
+        (lambda: rasch_difficulties(jax.random.key(0), 1), "n_items=1"),
+        (lambda: rasch_difficulties(jax.random.key(0), 5, "cauchy"), "design='cauchy'"),
+        (lambda: spectral_estimate(jnp.ones((3, 3)), solver="eig"), "solver='eig'"),
+    ],
+)
 def test_bad_input_names_the_value(call, message):
     with pytest.raises(ValueError, match=message):
         call()

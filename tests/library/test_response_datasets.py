@@ -1,6 +1,7 @@
 """nguyen's real data (nguyen Fig. 2, §5.2; Fig. 3, §5.2; docs/nguyen.md, Experiments as run): LSAT rebuilt from its pattern counts, the UCI
 student, Three Grades and MovieLens loaders with their binarisations, the stand-ins, the
 NMF, and one-line UsageErrors for bad files."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +31,40 @@ def test_lsat_pattern_totals():
     codes = d.x.astype(int) @ (2 ** np.arange(4, -1, -1))
     counts = np.bincount(codes, minlength=32)
     assert tuple(counts) == LSAT_PATTERN_COUNTS
-    assert list(np.cumsum(counts)) == [3, 9, 11, 22, 23, 24, 27, 31, 32, 40, 40, 56, 56, 59, 61, 76, 86, 115, 129,
-                                       210, 213, 241, 256, 336, 352, 408, 429, 602, 613, 674, 702, 1000]
+    assert list(np.cumsum(counts)) == [
+        3,
+        9,
+        11,
+        22,
+        23,
+        24,
+        27,
+        31,
+        32,
+        40,
+        40,
+        56,
+        56,
+        59,
+        61,
+        76,
+        86,
+        115,
+        129,
+        210,
+        213,
+        241,
+        256,
+        336,
+        352,
+        408,
+        429,
+        602,
+        613,
+        674,
+        702,
+        1000,
+    ]
     assert "LSAT" in d.source
 
 
@@ -61,13 +94,16 @@ def test_uci_loader_binarises_best_and_vg(tmp_path):
     assert uci_student(path).x.shape == (3, 4)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("a,b,c\n1,2,3\n", "is not an ARFF file"),
-    (ARFF.replace("@attribute iap", "@attribute xyz"), "no attribute 'iap'"),
-    (ARFF.replace("Best,Pass", "Top,Pass"), "grade 'Top'"),
-    (ARFF.replace("F,G,Good,Good,Vg,Good,Y", "F,G,Good"), "data row 1 has 3 fields"),
-    (ARFF.split("@data")[0] + "@data\n", "holds no data rows"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a,b,c\n1,2,3\n", "is not an ARFF file"),
+        (ARFF.replace("@attribute iap", "@attribute xyz"), "no attribute 'iap'"),
+        (ARFF.replace("Best,Pass", "Top,Pass"), "grade 'Top'"),
+        (ARFF.replace("F,G,Good,Good,Vg,Good,Y", "F,G,Good"), "data row 1 has 3 fields"),
+        (ARFF.split("@data")[0] + "@data\n", "holds no data rows"),
+    ],
+)
 def test_uci_loader_refuses_wrong_layout(tmp_path, text, message):
     path = tmp_path / "bad.arff"
     path.write_text(text)
@@ -75,13 +111,13 @@ def test_uci_loader_refuses_wrong_layout(tmp_path, text, message):
         load_uci_student(path)
 
 
-POR = '''"school";"sex";"age";"G1";"G2";"G3"
+POR = """"school";"sex";"age";"G1";"G2";"G3"
 "GP";"F";18;0;11;11
 "GP";"F";17;9;11;11
 "GP";"F";15;12;13;12
 "GP";"F";15;14;14;14
 "GP";"F";16;11;13;13
-'''
+"""
 
 
 def test_three_grades_loader_splits_at_the_median(tmp_path):
@@ -97,13 +133,16 @@ def test_three_grades_loader_splits_at_the_median(tmp_path):
     np.testing.assert_array_equal(load_three_grades(comma).x, d.x)
 
 
-@pytest.mark.parametrize("text, message", [
-    ('"school";"G1";"G2"\n"GP";1;2\n', "no column 'G3'"),
-    ('"G1";"G2";"G3"\n', "holds no students"),
-    ('"G1";"G2";"G3"\n1;x;3\n', "malformed row"),
-    ('"G1";"G2";"G3"\n1;25;3\n', "integers in 0–20"),
-    ("", "is empty"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('"school";"G1";"G2"\n"GP";1;2\n', "no column 'G3'"),
+        ('"G1";"G2";"G3"\n', "holds no students"),
+        ('"G1";"G2";"G3"\n1;x;3\n', "malformed row"),
+        ('"G1";"G2";"G3"\n1;25;3\n', "integers in 0–20"),
+        ("", "is empty"),
+    ],
+)
 def test_three_grades_loader_refuses_wrong_layout(tmp_path, text, message):
     path = tmp_path / "student-por.csv"
     path.write_text(text)
@@ -143,7 +182,7 @@ def test_nmf_recovers_a_low_rank_matrix_and_is_deterministic():
 
 def test_binarise_scores_per_user_mean():
     scores = np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]])
-    np.testing.assert_array_equal(binarise_scores(scores), [[1, 1, 0], [1, 1, 1]])   # above mean → 0
+    np.testing.assert_array_equal(binarise_scores(scores), [[1, 1, 0], [1, 1, 1]])  # above mean → 0
 
 
 def test_movielens_pipeline_on_a_file_and_the_stand_in(tmp_path):

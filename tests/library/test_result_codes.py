@@ -7,6 +7,7 @@ recomputed here with ``jax.grad`` of the objective written out independently; ev
 runs under ``vmap`` without an exception; and the runner's warning, the manifest and
 ``dpsim summary`` name the reasons.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,27 +18,48 @@ import numpy as np
 import pytest
 
 from dpsim.cli import main
-from dpsim.estimators import (debiased_m_estimator, exact_solve_result, mle, penalised_mle, sgd_mle,
-                              spectral_estimate)
+from dpsim.estimators import (
+    debiased_m_estimator,
+    exact_solve_result,
+    mle,
+    penalised_mle,
+    sgd_mle,
+    spectral_estimate,
+)
 from dpsim.engine import Method, solver_diagnostics
 from dpsim.engine.execution.runner import run_experiment
-from dpsim.results import NAMES, RESULTS, describe, first_failure, reasons, solver_result, where_disconnected
+from dpsim.results import (
+    NAMES,
+    RESULTS,
+    describe,
+    first_failure,
+    reasons,
+    solver_result,
+    where_disconnected,
+)
 from toy import toy_experiment
 
-SUCCESSFUL, MAX_STEPS, NONFINITE, DISCONNECTED = (int(RESULTS.successful), int(RESULTS.max_steps_reached),
-                                                   int(RESULTS.nonfinite), int(RESULTS.disconnected))
+SUCCESSFUL, MAX_STEPS, NONFINITE, DISCONNECTED = (
+    int(RESULTS.successful),
+    int(RESULTS.max_steps_reached),
+    int(RESULTS.nonfinite),
+    int(RESULTS.disconnected),
+)
 
 # A 4-item comparison matrix whose graph is connected (every pair compared).
-W4 = jnp.array([[0., 3., 1., 2.],
-                [2., 0., 4., 1.],
-                [1., 2., 0., 3.],
-                [2., 1., 1., 0.]])
+W4 = jnp.array(
+    [[0.0, 3.0, 1.0, 2.0], [2.0, 0.0, 4.0, 1.0], [1.0, 2.0, 0.0, 3.0], [2.0, 1.0, 1.0, 0.0]]
+)
 
 
 def btl_penalised_objective(theta, W, gamma, w):
     """Σ_ij W_ij log(1 + e^{θ_j − θ_i}) + (γ/2)‖θ‖² + wᵀθ, written out here (not the library's)."""
     diff = theta[None, :] - theta[:, None]
-    return jnp.sum(W * jnp.logaddexp(0.0, diff)) + 0.5 * gamma * jnp.dot(theta, theta) + jnp.dot(w, theta)
+    return (
+        jnp.sum(W * jnp.logaddexp(0.0, diff))
+        + 0.5 * gamma * jnp.dot(theta, theta)
+        + jnp.dot(w, theta)
+    )
 
 
 def sup_grad(f, theta, *args):
@@ -46,9 +68,15 @@ def sup_grad(f, theta, *args):
 
 # ------------------------------------------------------------------ the vocabulary
 
+
 def test_codes_names_and_words():
     assert NAMES == {0: "successful", 1: "max_steps_reached", 2: "nonfinite", 3: "disconnected"}
-    assert [describe(c) for c in range(4)] == ["converged", "max steps", "non-finite", "disconnected"]
+    assert [describe(c) for c in range(4)] == [
+        "converged",
+        "max steps",
+        "non-finite",
+        "disconnected",
+    ]
     assert describe(None) == "no solver" and describe(float("nan")) == "no solver"
     assert describe(9) == "unknown code 9"
     assert reasons([1, 0, 2, 1, None, float("nan"), 1, 0]) == "3 max steps, 1 non-finite"
@@ -62,8 +90,12 @@ def test_codes_from_a_solver_state_are_int8_and_traceable():
     assert codes.dtype == jnp.int8
     assert codes.tolist() == [SUCCESSFUL, MAX_STEPS, NONFINITE, NONFINITE]
     connected = jnp.array([True, False, False, False])
-    assert jax.vmap(where_disconnected)(codes, connected).tolist() == [SUCCESSFUL, DISCONNECTED, NONFINITE,
-                                                                        NONFINITE]
+    assert jax.vmap(where_disconnected)(codes, connected).tolist() == [
+        SUCCESSFUL,
+        DISCONNECTED,
+        NONFINITE,
+        NONFINITE,
+    ]
     assert first_failure(0, 0).tolist() == SUCCESSFUL
     assert first_failure(0, 1).tolist() == MAX_STEPS
     assert first_failure(2, 1).tolist() == NONFINITE
@@ -71,21 +103,24 @@ def test_codes_from_a_solver_state_are_int8_and_traceable():
 
 # ------------------------------------------------------------------ each code, forced
 
+
 def test_newton_mle_codes_and_grad_norm_under_vmap():
     """One vmapped call, three lanes: converged, capped at one iteration, NaN data."""
+
     def fit(W, max_iter):
         f = penalised_mle(W, 0.5, max_iter=max_iter)
         return f.theta, f.diagnostics()
 
     stacked = jnp.stack([W4, W4, W4 * jnp.nan])
-    theta, diag = jax.vmap(lambda W: fit(W, 50))(stacked)       # no exception under vmap
+    theta, diag = jax.vmap(lambda W: fit(W, 50))(stacked)  # no exception under vmap
     assert diag["result"].tolist() == [SUCCESSFUL, SUCCESSFUL, NONFINITE]
     assert diag["converged"].tolist() == [True, True, False]
     assert np.isnan(float(diag["grad_norm"][2]))
     # the stored ‖∇R‖∞ is the objective's, at the returned θ̃ (converged: at the tolerance)
     zero = jnp.zeros(4)
-    assert float(diag["grad_norm"][0]) == pytest.approx(sup_grad(btl_penalised_objective, theta[0], W4, 0.5, zero),
-                                                        abs=1e-13)
+    assert float(diag["grad_norm"][0]) == pytest.approx(
+        sup_grad(btl_penalised_objective, theta[0], W4, 0.5, zero), abs=1e-13
+    )
     assert float(diag["grad_norm"][0]) <= 1e-10
 
     theta1, diag1 = jax.vmap(lambda W: fit(W, 1))(stacked)
@@ -93,7 +128,7 @@ def test_newton_mle_codes_and_grad_norm_under_vmap():
     assert diag1["converged"].tolist() == [False, False, False]
     assert diag1["iterations"].tolist()[:2] == [1, 1]
     expected = sup_grad(btl_penalised_objective, theta1[0], W4, 0.5, zero)
-    assert expected > 1e-3                                      # far from converged: a real comparison
+    assert expected > 1e-3  # far from converged: a real comparison
     assert float(diag1["grad_norm"][0]) == pytest.approx(expected, rel=1e-10)
 
 
@@ -101,13 +136,13 @@ def test_converged_is_derived_from_the_code():
     fit = penalised_mle(W4, 0.5, max_iter=1)
     assert int(fit.result) == MAX_STEPS and not bool(fit.converged) and fit.has_solver
     assert set(fit.diagnostics()) == {"converged", "iterations", "result", "grad_norm"}
-    closed = spectral_estimate(W4)                                # the exact solve: a closed form
+    closed = spectral_estimate(W4)  # the exact solve: a closed form
     assert closed.result is None and closed.converged is None and closed.grad_norm is None
     assert not closed.has_solver and "result" not in closed.diagnostics()
 
 
 def test_debiased_m_grad_norm_is_the_ridge_objective_gradient_at_the_centred_estimate():
-    zbar = jnp.array([0.7, 0.4, 0.8, 0.3, 0.6, 0.55])           # m = 4 items
+    zbar = jnp.array([0.7, 0.4, 0.8, 0.3, 0.6, 0.55])  # m = 4 items
     lam = 0.3
     for max_iter, code in ((50, SUCCESSFUL), (1, MAX_STEPS)):
         fit = debiased_m_estimator(zbar, lam, max_iter=max_iter)
@@ -116,14 +151,16 @@ def test_debiased_m_grad_norm_is_the_ridge_objective_gradient_at_the_centred_est
         W = jnp.zeros((4, 4)).at[i, j].set(zbar).at[j, i].set(1.0 - zbar)
         expected = sup_grad(btl_penalised_objective, fit.theta, W, 2.0 * lam, jnp.zeros(4))
         assert float(fit.grad_norm) == pytest.approx(expected, rel=1e-9, abs=1e-13)
-        assert "grad_norm" not in fit.info                      # one place: the Fit field
+        assert "grad_norm" not in fit.info  # one place: the Fit field
 
 
 def test_constrained_mle_grad_norm_is_the_gradient_for_an_unconstrained_ball():
     """radius = ∞: the gradient mapping ‖θ − Π(θ − ∇f)‖∞ is ‖∇f‖∞ (the logistic loss here)."""
     key_x, key_y = jax.random.split(jax.random.key(3))
     x = jax.random.normal(key_x, (60, 3))
-    y = (jax.random.uniform(key_y, (60,)) < jax.nn.sigmoid(x @ jnp.array([1.0, -0.5, 0.2]))).astype(jnp.float64)
+    y = (jax.random.uniform(key_y, (60,)) < jax.nn.sigmoid(x @ jnp.array([1.0, -0.5, 0.2]))).astype(
+        jnp.float64
+    )
 
     def loss(theta):
         z = x @ theta
@@ -151,14 +188,15 @@ def test_sgd_codes_are_finite_or_nonfinite_without_a_gradient_norm():
 
 def two_classes(Y_scale=1.0):
     """Differential counts of 4 items in two classes {0, 1} and {2, 3} that never meet."""
-    return Y_scale * jnp.array([[0., 2., 0., 0.],
-                                [3., 0., 0., 0.],
-                                [0., 0., 0., 1.],
-                                [0., 0., 2., 0.]])
+    return Y_scale * jnp.array(
+        [[0.0, 2.0, 0.0, 0.0], [3.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 2.0, 0.0]]
+    )
 
 
 def test_spectral_codes_disconnected_nonfinite_and_max_steps_under_vmap():
-    connected = jnp.array([[0., 2., 1., 1.], [3., 0., 1., 2.], [1., 2., 0., 1.], [2., 1., 2., 0.]])
+    connected = jnp.array(
+        [[0.0, 2.0, 1.0, 1.0], [3.0, 0.0, 1.0, 2.0], [1.0, 2.0, 0.0, 1.0], [2.0, 1.0, 2.0, 0.0]]
+    )
 
     def exact(Y):
         fit = spectral_estimate(Y, lam=0.0)
@@ -171,16 +209,21 @@ def test_spectral_codes_disconnected_nonfinite_and_max_steps_under_vmap():
         fit = spectral_estimate(Y, lam=1.0, solver="power_lazy", max_iters=cap)
         return fit.result, fit.converged, fit.grad_norm
 
-    result, converged, grad_norm = jax.vmap(lambda Y: power(Y, 1))(jnp.stack([connected, connected]))
+    result, converged, grad_norm = jax.vmap(lambda Y: power(Y, 1))(
+        jnp.stack([connected, connected])
+    )
     assert result.tolist() == [MAX_STEPS, MAX_STEPS] and not converged.any()
     assert np.isnan(np.asarray(grad_norm)).all()
-    result, converged, _ = jax.vmap(lambda Y: power(Y, 10_000))(jnp.stack([connected, connected * jnp.nan]))
+    result, converged, _ = jax.vmap(lambda Y: power(Y, 10_000))(
+        jnp.stack([connected, connected * jnp.nan])
+    )
     assert result.tolist() == [SUCCESSFUL, NONFINITE] and converged.tolist() == [True, False]
 
 
 def test_nguyen_rows_report_disconnected():
     """The nguyen methods' report: converged False and result disconnected for a reducible chain."""
     from dpsim.experiments.nguyen.methods import _solver_report
+
     fit = spectral_estimate(two_classes(), lam=0.0)
     report = _solver_report(fit, "solve")
     assert int(report["result"]) == DISCONNECTED and not bool(report["converged"])
@@ -188,6 +231,7 @@ def test_nguyen_rows_report_disconnected():
 
 
 # ------------------------------------------------------------------ rows, warning, summary
+
 
 def capped_mle(key, ctx):
     """The toy MLE capped at one Newton iteration (never converges), or NaN data at n = 12."""
@@ -199,12 +243,22 @@ def capped_mle(key, ctx):
 
 def test_rows_store_result_and_grad_norm_and_the_warning_names_the_reasons(tmp_path, capsys):
     methods = {"mle": Method(capped_mle, ("l2",), solver_diagnostics())}
-    experiment = toy_experiment(name="capped", reps=2, methods=methods, n_items=[8, 12], p=[1.0],
-                                eps=[1.0], mechanism=["laplace"])
+    experiment = toy_experiment(
+        name="capped",
+        reps=2,
+        methods=methods,
+        n_items=[8, 12],
+        p=[1.0],
+        eps=[1.0],
+        mechanism=["laplace"],
+    )
     out = tmp_path / "run"
-    with pytest.warns(UserWarning, match=r"4 of 4 mle fits did not converge: 2 max steps, 2 non-finite"):
+    with pytest.warns(
+        UserWarning, match=r"4 of 4 mle fits did not converge: 2 max steps, 2 non-finite"
+    ):
         run_experiment(experiment, out=out, progress=False)
     from dpsim.engine.storage.store import load_results
+
     df = load_results(out)
     assert {"result", "grad_norm"} <= set(df.columns)
     by_n = df.groupby("n_items")

@@ -1,6 +1,7 @@
 """The alias-table sampler (dpsim.samplers) and the RR release given the raw count, against
 SciPy's exact laws: χ² at 10⁶ draws per law (fixed seed), a test with power (a table built
 at p·1.02 is rejected), and the tables' own law recomputed exactly."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,10 +12,20 @@ import dpsim  # noqa: F401  (float64)
 from dpsim.mechanisms.randomized_response import released_count_pmf
 from dpsim.samplers import alias_draw, alias_law, alias_table, binomial_pmf, binomial_table
 
-DRAWS = 10 ** 6
+DRAWS = 10**6
 # (n, p): p near 0 and 1, n from 1 to 10⁴, and xu's Scenario III laws σ(Δk) at L = 400
-CASES = [(1, 0.5), (1, 1e-3), (10, 1e-4), (10, 0.9999), (50, 0.999), (400, 0.3),
-         (400, float(1 / (1 + np.exp(-0.05 * 29)))), (2000, 0.01), (10 ** 4, 1e-3), (10 ** 4, 0.5)]
+CASES = [
+    (1, 0.5),
+    (1, 1e-3),
+    (10, 1e-4),
+    (10, 0.9999),
+    (50, 0.999),
+    (400, 0.3),
+    (400, float(1 / (1 + np.exp(-0.05 * 29)))),
+    (2000, 0.01),
+    (10**4, 1e-3),
+    (10**4, 0.5),
+]
 
 
 def chi2_pvalue(counts: np.ndarray, expected_p: np.ndarray) -> float:
@@ -24,8 +35,8 @@ def chi2_pvalue(counts: np.ndarray, expected_p: np.ndarray) -> float:
     order = np.arange(len(expected))
     keep = expected >= 5
     lo, hi = order[keep].min(), order[keep].max()
-    obs = np.concatenate([[counts[:lo + 1].sum()], counts[lo + 1:hi], [counts[hi:].sum()]])
-    exp = np.concatenate([[expected[:lo + 1].sum()], expected[lo + 1:hi], [expected[hi:].sum()]])
+    obs = np.concatenate([[counts[: lo + 1].sum()], counts[lo + 1 : hi], [counts[hi:].sum()]])
+    exp = np.concatenate([[expected[: lo + 1].sum()], expected[lo + 1 : hi], [expected[hi:].sum()]])
     obs, exp = obs[exp > 0], exp[exp > 0]
     if len(exp) < 2:
         return 1.0 if np.allclose(obs, exp) else 0.0
@@ -37,7 +48,9 @@ def draw_rows(table, sizes, key=0) -> np.ndarray:
     rows = table.threshold.shape[0]
     bits = jax.random.bits(jax.random.key(key), (DRAWS, rows), jnp.uint64)
     fn = jax.jit(lambda b, t, a, s: alias_draw(b, t, a, jnp.arange(rows), s))
-    return np.asarray(fn(bits, jnp.asarray(table.threshold), jnp.asarray(table.alias), jnp.asarray(sizes)))
+    return np.asarray(
+        fn(bits, jnp.asarray(table.threshold), jnp.asarray(table.alias), jnp.asarray(sizes))
+    )
 
 
 def padded_binomials(cases, scale=1.0):
@@ -48,21 +61,24 @@ def padded_binomials(cases, scale=1.0):
     alias = np.zeros((len(cases), size), np.int32)
     for r, (n, p) in enumerate(cases):
         table = binomial_table(n, [min(p * scale, 1.0)])
-        threshold[r, :n + 1], alias[r, :n + 1] = table.threshold[0], table.alias[0]
+        threshold[r, : n + 1], alias[r, : n + 1] = table.threshold[0], table.alias[0]
     return type(table)(threshold, alias), np.asarray([n + 1 for n, _ in cases])
 
 
 def test_binomial_pmf_matches_scipy():
     for n, p in CASES:
-        np.testing.assert_allclose(binomial_pmf(n, p), stats.binom.pmf(np.arange(n + 1), n, p), rtol=1e-9,
-                                   atol=1e-300)
+        np.testing.assert_allclose(
+            binomial_pmf(n, p), stats.binom.pmf(np.arange(n + 1), n, p), rtol=1e-9, atol=1e-300
+        )
 
 
 def test_table_encodes_the_law():
     """(*) of the module docstring: the table's law is the pmf to the thresholds' rounding."""
     for n, p in CASES:
         pmf = binomial_pmf(n, p)
-        assert np.abs(alias_law(alias_table(pmf)) - pmf).sum() < 2 * (2.0 ** -33 + (n + 1) * 2.0 ** -52) * (n + 1)
+        assert np.abs(alias_law(alias_table(pmf)) - pmf).sum() < 2 * (
+            2.0**-33 + (n + 1) * 2.0**-52
+        ) * (n + 1)
     rng = np.random.default_rng(3)
     laws = rng.dirichlet(np.full(37, 0.3), size=50)
     laws[:, 5] = 0.0
@@ -77,8 +93,8 @@ def test_binomial_draws_chi2_against_scipy():
     draws = draw_rows(table, sizes)
     for r, (n, p) in enumerate(CASES):
         counts = np.bincount(draws[:, r], minlength=n + 1)
-        assert counts[n + 1:].sum() == 0, (n, p)
-        pvalue = chi2_pvalue(counts[:n + 1], stats.binom.pmf(np.arange(n + 1), n, p))
+        assert counts[n + 1 :].sum() == 0, (n, p)
+        pvalue = chi2_pvalue(counts[: n + 1], stats.binom.pmf(np.arange(n + 1), n, p))
         assert pvalue > 1e-3, (n, p, pvalue)
 
 
@@ -89,7 +105,7 @@ def test_chi2_has_power_against_two_percent_error_in_p():
     table, sizes = padded_binomials(cases, scale=1.02)
     draws = draw_rows(table, sizes, key=1)
     for r, (n, p) in enumerate(cases):
-        counts = np.bincount(draws[:, r], minlength=n + 1)[:n + 1]
+        counts = np.bincount(draws[:, r], minlength=n + 1)[: n + 1]
         assert chi2_pvalue(counts, stats.binom.pmf(np.arange(n + 1), n, p)) < 1e-6, (n, p)
 
 
@@ -102,8 +118,10 @@ def test_release_given_raw_count_against_scipy(total, eps):
     flip = 1 / (1 + np.exp(eps))
     k = np.arange(total + 1)
     for w in (0, total // 3, total):
-        ref = np.convolve(stats.binom.pmf(np.arange(w + 1), w, 1 - flip),
-                          stats.binom.pmf(np.arange(total - w + 1), total - w, flip))
+        ref = np.convolve(
+            stats.binom.pmf(np.arange(w + 1), w, 1 - flip),
+            stats.binom.pmf(np.arange(total - w + 1), total - w, flip),
+        )
         np.testing.assert_allclose(law[w], ref, atol=1e-12)
     rows = [0, total // 3, total]
     table = alias_table(law[rows])
@@ -112,7 +130,9 @@ def test_release_given_raw_count_against_scipy(total, eps):
         assert chi2_pvalue(np.bincount(draws[:, r], minlength=total + 1), law[w]) > 1e-3, w
     p = 0.7
     marginal = stats.binom.pmf(k, total, p) @ law
-    np.testing.assert_allclose(marginal, stats.binom.pmf(k, total, 0.5 + (p - 0.5) * np.tanh(eps / 2)), atol=1e-12)
+    np.testing.assert_allclose(
+        marginal, stats.binom.pmf(k, total, 0.5 + (p - 0.5) * np.tanh(eps / 2)), atol=1e-12
+    )
 
 
 def test_bad_input_named():

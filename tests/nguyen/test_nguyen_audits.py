@@ -4,6 +4,7 @@ convolution, the continuous Gaussian's analytic δ(ε)), and the audits' verdict
 
 The empirical estimates come from samples of the library's samplers and must agree with the
 exact losses within 4 standard errors (``AuditResult.empirically_consistent``)."""
+
 from __future__ import annotations
 
 import math
@@ -40,7 +41,7 @@ def test_exact_delta_against_direct_convolution(sigma, n_coords, eps):
     for _ in range(n_coords - 1):
         law = np.convolve(law, base)
     s = np.arange(law.size) - 60 * n_coords
-    loss = (2 * s + n_coords) / (2 * sigma ** 2)
+    loss = (2 * s + n_coords) / (2 * sigma**2)
     want = float(np.sum(law * np.clip(1 - np.exp(eps - loss), 0, None)))
     assert gaussian_count_delta(eps, sigma, n_coords) == pytest.approx(want, rel=1e-9)
 
@@ -51,7 +52,9 @@ def test_exact_delta_matches_the_continuous_gaussian_for_large_sigma(sigma, n_co
     δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ), μ = √D/σ (Balle & Wang 2018), to 1%."""
     mu = math.sqrt(n_coords) / sigma
     for eps in (0.2, 0.6, 1.0):
-        want = stats.norm.cdf(mu / 2 - eps / mu) - math.exp(eps) * stats.norm.cdf(-mu / 2 - eps / mu)
+        want = stats.norm.cdf(mu / 2 - eps / mu) - math.exp(eps) * stats.norm.cdf(
+            -mu / 2 - eps / mu
+        )
         assert gaussian_count_delta(eps, sigma, n_coords) == pytest.approx(want, rel=1e-2)
     e = gaussian_count_epsilon(1e-5, sigma, n_coords)
     assert gaussian_count_delta(e, sigma, n_coords) == pytest.approx(1e-5, rel=1e-6)
@@ -60,12 +63,21 @@ def test_exact_delta_matches_the_continuous_gaussian_for_large_sigma(sigma, n_co
 def test_gaussian_audit():
     rows = audit_discrete_gaussian(jax.random.key(0), eps_values=(1.0,), n_samples=100_000)
     by_mode = {r.mode: r for r in rows}
-    assert set(by_mode) == {"tight_joint/cks", "tight_joint/bun_steinke", "paper/bun_steinke", "paper/paper",
-                            "synthetic_code/paper"}
+    assert set(by_mode) == {
+        "tight_joint/cks",
+        "tight_joint/bun_steinke",
+        "paper/bun_steinke",
+        "paper/paper",
+        "synthetic_code/paper",
+    }
     for r in rows:
         assert r.within_budget and r.empirically_consistent and not r.known_violation
     # the tight modes spend more of the budget than the paper's accounting
-    assert by_mode["tight_joint/cks"].exact_loss > by_mode["tight_joint/bun_steinke"].exact_loss > by_mode["paper/bun_steinke"].exact_loss
+    assert (
+        by_mode["tight_joint/cks"].exact_loss
+        > by_mode["tight_joint/bun_steinke"].exact_loss
+        > by_mode["paper/bun_steinke"].exact_loss
+    )
     assert "unproven" in by_mode["synthetic_code/paper"].detail
 
 

@@ -14,6 +14,7 @@ own entry and of entries on lower layers only: never a peer on its own layer, ne
 layer. A new module goes on the lowest layer above everything it imports, here and in
 docs/architecture.md.
 """
+
 from __future__ import annotations
 
 import ast
@@ -35,21 +36,58 @@ LAYERS: list[list[str]] = [
     ["dpsim.audits", "dpsim.theory", "dpsim.datasets"],
     # the experiment engine (no science module: see test_the_engine_knows_no_science)
     ["dpsim.engine.storage.digests"],
-    ["dpsim.engine.definition", "dpsim.engine.execution", "dpsim.engine.storage", "dpsim.engine.judgement",
-     "dpsim.engine.solving", "dpsim.engine.presentation",
-     "dpsim.engine.definition.axes", "dpsim.engine.definition.figure", "dpsim.engine.definition.ids", "dpsim.engine.presentation.units", "dpsim.engine.execution.threads",
-     "dpsim.engine.storage.provenance", "dpsim.engine.presentation.summary", "dpsim.engine.judgement.deferred",
-     "dpsim.engine.execution.batching", "dpsim.engine.solving.search", "dpsim.engine.scaffold"],
-    ["dpsim.engine.definition.experiment", "dpsim.engine.solving.rootfinding", "dpsim.engine.solving.oracles", "dpsim.engine.storage.store", "dpsim.engine.judgement.statistics", "dpsim.engine.judgement.verdicts"],
-    ["dpsim.engine.definition.grid", "dpsim.engine.execution.program", "dpsim.engine.registry", "dpsim.engine.judgement.mutants", "dpsim.engine.judgement.checks",
-     "dpsim.engine.storage.parts", "dpsim.engine.execution.calibration"],
-    ["dpsim.engine.execution.planning", "dpsim.engine.judgement.published", "dpsim.engine.judgement.thresholds"],
+    [
+        "dpsim.engine.definition",
+        "dpsim.engine.execution",
+        "dpsim.engine.storage",
+        "dpsim.engine.judgement",
+        "dpsim.engine.solving",
+        "dpsim.engine.presentation",
+        "dpsim.engine.definition.axes",
+        "dpsim.engine.definition.figure",
+        "dpsim.engine.definition.ids",
+        "dpsim.engine.presentation.units",
+        "dpsim.engine.execution.threads",
+        "dpsim.engine.storage.provenance",
+        "dpsim.engine.presentation.summary",
+        "dpsim.engine.judgement.deferred",
+        "dpsim.engine.execution.batching",
+        "dpsim.engine.solving.search",
+        "dpsim.engine.scaffold",
+    ],
+    [
+        "dpsim.engine.definition.experiment",
+        "dpsim.engine.solving.rootfinding",
+        "dpsim.engine.solving.oracles",
+        "dpsim.engine.storage.store",
+        "dpsim.engine.judgement.statistics",
+        "dpsim.engine.judgement.verdicts",
+    ],
+    [
+        "dpsim.engine.definition.grid",
+        "dpsim.engine.execution.program",
+        "dpsim.engine.registry",
+        "dpsim.engine.judgement.mutants",
+        "dpsim.engine.judgement.checks",
+        "dpsim.engine.storage.parts",
+        "dpsim.engine.execution.calibration",
+    ],
+    [
+        "dpsim.engine.execution.planning",
+        "dpsim.engine.judgement.published",
+        "dpsim.engine.judgement.thresholds",
+    ],
     ["dpsim.engine.execution.chunk_io"],
     ["dpsim.engine.execution.executors"],
     ["dpsim.engine.execution.runner"],
-    ["dpsim.engine.presentation.describe", "dpsim.engine.judgement.verify", "dpsim.engine.presentation.plots", "dpsim.engine.storage.merge",
-     "dpsim.engine.solving.solve",
-     "dpsim.engine.storage.folder"],
+    [
+        "dpsim.engine.presentation.describe",
+        "dpsim.engine.judgement.verify",
+        "dpsim.engine.presentation.plots",
+        "dpsim.engine.storage.merge",
+        "dpsim.engine.solving.solve",
+        "dpsim.engine.storage.folder",
+    ],
     ["dpsim.engine.presentation.report"],
     ["dpsim.engine", "dpsim.api"],
     # on top: the papers (engine + science), the command
@@ -57,17 +95,28 @@ LAYERS: list[list[str]] = [
     ["dpsim.cli"],
 ]
 ENGINE = ("dpsim.engine", "dpsim.api", "dpsim.cli")
-SCIENCE = ("dpsim.models", "dpsim.mechanisms", "dpsim.estimators", "dpsim.audits", "dpsim.theory", "dpsim.datasets",
-           "dpsim.experiments")
+SCIENCE = (
+    "dpsim.models",
+    "dpsim.mechanisms",
+    "dpsim.estimators",
+    "dpsim.audits",
+    "dpsim.theory",
+    "dpsim.datasets",
+    "dpsim.experiments",
+)
 
 
 # ----------------------------------------------------------------------------- the graph
+
 
 def modules(root: Path = ROOT) -> dict[str, Path]:
     """{dotted module name: file} of dpsim/ and of experiments/ (as dpsim.experiments); the
     dpsim/experiments link of a development checkout is skipped (it is experiments/)."""
     found = {}
-    for base, prefix in ((root / "dpsim", ["dpsim"]), (root / "experiments", ["dpsim", "experiments"])):
+    for base, prefix in (
+        (root / "dpsim", ["dpsim"]),
+        (root / "experiments", ["dpsim", "experiments"]),
+    ):
         for path in sorted(base.rglob("*.py")):
             parts = list(path.relative_to(base).with_suffix("").parts)
             if prefix == ["dpsim"] and parts[0] == "experiments":
@@ -94,13 +143,16 @@ def imports_of(name: str, path: Path, known) -> set[str]:
             found.update(_known(alias.name, known) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module
             for alias in node.names:
-                found.add(_known(f"{source}.{alias.name}", known) if f"{source}.{alias.name}" in known
-                          else _known(source, known))
+                found.add(
+                    _known(f"{source}.{alias.name}", known)
+                    if f"{source}.{alias.name}" in known
+                    else _known(source, known)
+                )
     return {m for m in found if m is not None and m != name}
 
 
@@ -110,6 +162,7 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
 
 
 # ----------------------------------------------------------------------------- the rules
+
 
 def _itemised() -> set[str]:
     entries = [e for layer in LAYERS for e in layer]
@@ -140,7 +193,9 @@ def back_arrows(graph: dict[str, set[str]]) -> list[str]:
             if entry_of(other) == entry_of(module):
                 continue
             if layer_of(other) >= layer_of(module):
-                found.append(f"{module} (layer {layer_of(module)}) imports {other} (layer {layer_of(other)})")
+                found.append(
+                    f"{module} (layer {layer_of(module)}) imports {other} (layer {layer_of(other)})"
+                )
     return found
 
 
@@ -181,12 +236,21 @@ def _inside(module: str, packages) -> bool:
 
 # ----------------------------------------------------------------------------- the tests
 
+
 def test_the_parser_sees_function_local_imports_and_resolves_modules():
     graph = import_graph()
-    assert "dpsim.engine.execution.runner" in graph["dpsim.engine.presentation.describe"]          # inside estimate_seconds
-    assert "dpsim.engine.storage.store" in graph["dpsim.engine.execution.runner"]             # from dpsim.engine import store
-    assert "dpsim.engine" not in graph["dpsim.engine.execution.runner"]               # ... is not the package facade
-    assert "dpsim.audits.audit" in graph["dpsim.experiments.cai.audits"]            # papers are read from experiments/
+    assert (
+        "dpsim.engine.execution.runner" in graph["dpsim.engine.presentation.describe"]
+    )  # inside estimate_seconds
+    assert (
+        "dpsim.engine.storage.store" in graph["dpsim.engine.execution.runner"]
+    )  # from dpsim.engine import store
+    assert (
+        "dpsim.engine" not in graph["dpsim.engine.execution.runner"]
+    )  # ... is not the package facade
+    assert (
+        "dpsim.audits.audit" in graph["dpsim.experiments.cai.audits"]
+    )  # papers are read from experiments/
 
 
 def test_the_rules_catch_a_back_arrow_and_a_cycle():
@@ -196,7 +260,7 @@ def test_the_rules_catch_a_back_arrow_and_a_cycle():
     assert back_arrows({"dpsim.theory.cai": {"dpsim.audits.audit"}})
     assert back_arrows({"dpsim.engine.execution.planning": {"dpsim.engine.execution.runner"}})
     assert not back_arrows({"dpsim.engine.execution.runner": {"dpsim.engine.execution.planning"}})
-    assert not back_arrows({"dpsim.models.btl": {"dpsim.models.links"}})             # inside one package
+    assert not back_arrows({"dpsim.models.btl": {"dpsim.models.links"}})  # inside one package
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -204,9 +268,13 @@ def test_every_module_has_a_layer_and_every_layer_entry_exists():
     tree = set(modules())
     entries = [e for layer in LAYERS for e in layer]
     assert len(entries) == len(set(entries)), "an entry is listed twice"
-    assert sorted(e for e in entries if e not in tree) == [], "LAYERS names modules that are not in the tree"
-    assert sorted(m for m in tree if entry_of(m) is None) == [], "modules without a layer: add them to LAYERS"
-    for package in _itemised():     # a package that is itemised is itemised completely
+    assert sorted(e for e in entries if e not in tree) == [], (
+        "LAYERS names modules that are not in the tree"
+    )
+    assert sorted(m for m in tree if entry_of(m) is None) == [], (
+        "modules without a layer: add them to LAYERS"
+    )
+    for package in _itemised():  # a package that is itemised is itemised completely
         children = {m for m in tree if m.rpartition(".")[0] == package}
         assert sorted(children - set(entries)) == [], f"submodules of {package} missing from LAYERS"
 
@@ -220,8 +288,13 @@ def test_the_engine_knows_no_science():
     """The experiment engine, the figures and the command import no model, mechanism,
     estimator, audit, theory, dataset or paper: papers reach the engine through the registry."""
     graph = import_graph()
-    found = [f"{m} imports {o}" for m in sorted(graph) if _inside(m, ENGINE)
-             for o in sorted(graph[m]) if _inside(o, SCIENCE)]
+    found = [
+        f"{m} imports {o}"
+        for m in sorted(graph)
+        if _inside(m, ENGINE)
+        for o in sorted(graph[m])
+        if _inside(o, SCIENCE)
+    ]
     assert found == []
 
 
@@ -240,7 +313,7 @@ def documented_layers(text: str) -> list[list[str]]:
         if line.startswith("### Layer"):
             assert line.split()[2] == str(len(layers)), f"layers out of order at {line!r}"
             layers.append([])
-        elif (item := re.match(r"- `(dpsim[\w.]*)` — ", line)):
+        elif item := re.match(r"- `(dpsim[\w.]*)` — ", line):
             layers[-1].append(item.group(1))
     return layers
 
@@ -251,4 +324,6 @@ def test_docs_list_the_modules_of_the_tree_in_the_same_layers():
     package) of the tree and nothing that is not there."""
     documented = documented_layers(DOC.read_text())
     assert [sorted(layer) for layer in documented] == [sorted(layer) for layer in LAYERS]
-    assert len(DOC.read_text().splitlines()) < 190      # one screenful per part: a page a newcomer reads whole
+    assert (
+        len(DOC.read_text().splitlines()) < 190
+    )  # one screenful per part: a page a newcomer reads whole

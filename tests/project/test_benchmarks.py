@@ -6,6 +6,7 @@ assertion is on a time.
 The harness is loaded from its file, so the repository root need not be on sys.path (it
 holds a top-level ``experiments`` folder that must not become importable by accident).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -31,16 +32,35 @@ def _load_harness():
 
 harness = _load_harness()
 
-MACHINE = {"cpu_model": "Test CPU", "cpu_count": 2, "cpu_usable": 2, "platform": "Linux", "jax_backend": "cpu",
-           "device_kind": "cpu", "device_count": 1, "python": "3.11", "versions": {"jax": "0"}, "loadavg": [0.0] * 3}
+MACHINE = {
+    "cpu_model": "Test CPU",
+    "cpu_count": 2,
+    "cpu_usable": 2,
+    "platform": "Linux",
+    "jax_backend": "cpu",
+    "device_kind": "cpu",
+    "device_count": 1,
+    "python": "3.11",
+    "versions": {"jax": "0"},
+    "loadavg": [0.0] * 3,
+}
 
 
 def document(**changes):
-    kwargs = dict(mode="partial", quick=True, sections=["A", "B"], command="python -m benchmarks.toy --quick",
-                  config={"reps": 8, "ns": (40, 20)}, targets={"x": 3.0},
-                  results={"A": {"ratio": math.inf, "n": np.int64(3)}, "B": {"rows": [(1, 2.5)]}},
-                  section_seconds={"A": 1.0, "B": 2.0}, seconds=3.0, machine=MACHINE,
-                  git={"commit": "abc", "dirty": False}, date="2026-01-01T00:00:00+00:00")
+    kwargs = dict(
+        mode="partial",
+        quick=True,
+        sections=["A", "B"],
+        command="python -m benchmarks.toy --quick",
+        config={"reps": 8, "ns": (40, 20)},
+        targets={"x": 3.0},
+        results={"A": {"ratio": math.inf, "n": np.int64(3)}, "B": {"rows": [(1, 2.5)]}},
+        section_seconds={"A": 1.0, "B": 2.0},
+        seconds=3.0,
+        machine=MACHINE,
+        git={"commit": "abc", "dirty": False},
+        date="2026-01-01T00:00:00+00:00",
+    )
     kwargs.update(changes)
     return harness.results_document("toy", **kwargs)
 
@@ -62,10 +82,16 @@ def test_verdict():
 
 
 def test_compare_rows_ratios_and_targets():
-    rows = harness.compare({"cold": 10.0, "compiled": 100.0}, {"scipy": 5.0, "choix": 0.5}, targets={"scipy": 3.0})
+    rows = harness.compare(
+        {"cold": 10.0, "compiled": 100.0}, {"scipy": 5.0, "choix": 0.5}, targets={"scipy": 3.0}
+    )
     got = {(r["engine"], r["baseline"]): (r["ratio"], r["target"], r["verdict"]) for r in rows}
-    assert [(r["engine"], r["baseline"]) for r in rows] == [("cold", "scipy"), ("cold", "choix"),
-                                                             ("compiled", "scipy"), ("compiled", "choix")]
+    assert [(r["engine"], r["baseline"]) for r in rows] == [
+        ("cold", "scipy"),
+        ("cold", "choix"),
+        ("compiled", "scipy"),
+        ("compiled", "choix"),
+    ]
     assert got[("cold", "scipy")] == (2.0, 3.0, "NOT MET")
     assert got[("compiled", "scipy")] == (20.0, 3.0, "MET")
     assert got[("cold", "choix")] == (20.0, None, "")
@@ -99,20 +125,23 @@ def test_results_document_schema_and_strict_json(tmp_path):
     doc = document()
     assert set(harness.SCHEMA) <= set(doc)
     assert doc["schema"] == harness.SCHEMA_VERSION and doc["paper"] == "toy"
-    assert doc["results"]["A"] == {"ratio": "inf", "n": 3}          # strict JSON
+    assert doc["results"]["A"] == {"ratio": "inf", "n": 3}  # strict JSON
     assert doc["config"]["ns"] == [40, 20] and doc["results"]["B"]["rows"] == [[1, 2.5]]
     path = harness.write_results(doc, tmp_path / "toy_partial.json")
     assert json.loads(path.read_text()) == doc
 
 
-@pytest.mark.parametrize("change, problem", [
-    (lambda d: d.pop("machine"), "missing 'machine'"),
-    (lambda d: d["machine"].pop("cpu_model"), "machine lacks 'cpu_model'"),
-    (lambda d: d.update(mode="smoke"), "mode 'smoke'"),
-    (lambda d: d.update(seconds="3"), "'seconds' is str"),
-    (lambda d: d["results"].pop("B"), "differ from sections"),
-    (lambda d: d["results"].update(A={"x": math.nan}), "not strict JSON"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        (lambda d: d.pop("machine"), "missing 'machine'"),
+        (lambda d: d["machine"].pop("cpu_model"), "machine lacks 'cpu_model'"),
+        (lambda d: d.update(mode="smoke"), "mode 'smoke'"),
+        (lambda d: d.update(seconds="3"), "'seconds' is str"),
+        (lambda d: d["results"].pop("B"), "differ from sections"),
+        (lambda d: d["results"].update(A={"x": math.nan}), "not strict JSON"),
+    ],
+)
 def test_validate_document_names_the_problem(change, problem):
     doc = json.loads(json.dumps(document()))
     change(doc)
@@ -127,17 +156,26 @@ def test_jsonable():
         ps: tuple
 
     assert harness.jsonable(Cfg(3, (0.5, math.inf))) == {"reps": 3, "ps": [0.5, "inf"]}
-    assert harness.jsonable({1: np.float64(-math.inf), "b": np.bool_(True)}) == {"1": "-inf", "b": True}
+    assert harness.jsonable({1: np.float64(-math.inf), "b": np.bool_(True)}) == {
+        "1": "-inf",
+        "b": True,
+    }
 
 
 def test_format_table_alignment_and_blanks():
-    text = harness.format_table("title", ("name", "value", "note"), [["a", 1.5, None], ["long name", 10.25, "x"]],
-                                (None, "{:.2f}", None))
+    text = harness.format_table(
+        "title",
+        ("name", "value", "note"),
+        [["a", 1.5, None], ["long name", 10.25, "x"]],
+        (None, "{:.2f}", None),
+    )
     lines = text.splitlines()
     assert lines[1] == "-- title --"
-    assert lines[3] == "a           1.50"                 # blank cell, trailing space dropped
+    assert lines[3] == "a           1.50"  # blank cell, trailing space dropped
     assert lines[4] == "long name  10.25     x"
-    assert harness.format_table("t", ("a", "b"), [["x", "y"]], align="ll").splitlines()[-1] == "x  y"
+    assert (
+        harness.format_table("t", ("a", "b"), [["x", "y"]], align="ll").splitlines()[-1] == "x  y"
+    )
 
 
 @dataclass(frozen=True)
@@ -156,6 +194,7 @@ def test_main_runs_the_selected_sections_in_order(tmp_path, monkeypatch, capsys)
         def run(bench):
             ran.append((key, bench.cfg.name, sorted(bench.results)))
             return {"value": len(ran)}
+
         return harness.Section(key, f"section {key}", run)
 
     sections = [section("A"), section("B"), section("C")]
@@ -164,7 +203,9 @@ def test_main_runs_the_selected_sections_in_order(tmp_path, monkeypatch, capsys)
     assert doc["mode"] == "partial" and doc["sections"] == ["A", "C"]
     assert doc["command"] == "python -m benchmarks.toy --sections c,a"
     written = json.loads((tmp_path / "toy_partial.json").read_text())
-    assert written["results"] == {"A": {"value": 1}, "C": {"value": 2}} and written["config"] == {"name": "full"}
+    assert written["results"] == {"A": {"value": 1}, "C": {"value": 2}} and written["config"] == {
+        "name": "full"
+    }
     ran.clear()
     harness.main("toy", sections, full=FULL, quick=QUICK, argv=["--quick"])
     assert [r[:2] for r in ran] == [("A", "quick"), ("B", "quick"), ("C", "quick")]
@@ -175,7 +216,9 @@ def test_main_runs_the_selected_sections_in_order(tmp_path, monkeypatch, capsys)
 
 
 def _load_compare():
-    spec = importlib.util.spec_from_file_location("dpsim_benchmarks_compare", HARNESS_FILE.parent / "compare.py")
+    spec = importlib.util.spec_from_file_location(
+        "dpsim_benchmarks_compare", HARNESS_FILE.parent / "compare.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -183,20 +226,28 @@ def _load_compare():
 
 def test_compare_frame_difference_tells_rounding_from_change():
     import pandas as pd
+
     compare = _load_compare()
-    a = pd.DataFrame({"rep": [0, 1], "method": ["mle", "mle"], "l2": [1.0, np.nan], "hit": [True, False]})
+    a = pd.DataFrame(
+        {"rep": [0, 1], "method": ["mle", "mle"], "l2": [1.0, np.nan], "hit": [True, False]}
+    )
     assert compare.frame_difference(a, a.copy()) == "identical"
     b = a.copy()
     b.loc[0, "l2"] = 1.0 + 4e-13
     assert compare.frame_difference(a, b).startswith("float columns within 4.0e-13")
     c = a.copy()
     c.loc[1, "hit"] = True
-    assert compare.frame_difference(a, c) == "different values: hit in 1 of 2 rows (by at most 1); float columns within 0.0e+00 relative"
+    assert (
+        compare.frame_difference(a, c)
+        == "different values: hit in 1 of 2 rows (by at most 1); float columns within 0.0e+00 relative"
+    )
     c.loc[0, "l2"] = 1.0 + 4e-13
     c["iterations"] = [7, 9]
     a2 = a.assign(iterations=[7, 7])
-    assert compare.frame_difference(a2, c) == ("different values: hit in 1 of 2 rows (by at most 1); iterations in 1 of 2 "
-                                               "rows (by at most 2); float columns within 4.0e-13 relative")
+    assert compare.frame_difference(a2, c) == (
+        "different values: hit in 1 of 2 rows (by at most 1); iterations in 1 of 2 "
+        "rows (by at most 2); float columns within 4.0e-13 relative"
+    )
     d = a.copy()
     d.loc[1, "l2"] = 0.5
     assert compare.frame_difference(a, d) == "different NaNs in l2"
@@ -206,7 +257,9 @@ def test_compare_frame_difference_tells_rounding_from_change():
 def test_compare_exports_a_commit_and_refuses_an_unknown_one(tmp_path):
     compare = _load_compare()
     tree = compare.export("HEAD", tmp_path / "head")
-    assert (tree / "dpsim" / "engine" / "execution" / "runner.py").is_file() and (tree / "experiments" / "cai").is_dir()
+    assert (tree / "dpsim" / "engine" / "execution" / "runner.py").is_file() and (
+        tree / "experiments" / "cai"
+    ).is_dir()
     with pytest.raises(SystemExit, match="'no-such-commit' is not a commit here"):
         compare.export("no-such-commit", tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
@@ -214,26 +267,49 @@ def test_compare_exports_a_commit_and_refuses_an_unknown_one(tmp_path):
 
 # ----------------------------------------------------------------------------- scale-out benchmark
 
+
 @pytest.fixture()
 def scale_out(monkeypatch):
     """benchmarks/scale_out.py, imported with the repository root on sys.path for this test
     only (it imports ``benchmarks.harness`` and ``benchmarks.compare`` by name), its results
     file written into a temporary folder."""
     import importlib
+
     monkeypatch.syspath_prepend(str(HARNESS_FILE.parents[1]))
     return importlib.import_module("benchmarks.scale_out")
 
 
 def test_scale_out_extrapolation_arithmetic(scale_out):
-    est = scale_out.extrapolate(lanes_per_s=100.0, cores=2, lanes=4e6, lanes_per_chunk=400.0, compile_s=5.0,
-                                overhead_per_task_s=0.002, write_s_per_chunk=0.003, cluster_cores=64)
+    est = scale_out.extrapolate(
+        lanes_per_s=100.0,
+        cores=2,
+        lanes=4e6,
+        lanes_per_chunk=400.0,
+        compile_s=5.0,
+        overhead_per_task_s=0.002,
+        write_s_per_chunk=0.003,
+        cluster_cores=64,
+    )
     assert est["chunks"] == 1e4 and est["one_machine_s"] == 5.0 + 4e4
-    assert est["cluster_compute_s"] == pytest.approx(4e4 / 32)           # linear in cores: 32 × this machine
-    assert est["cluster_driver_s"] == pytest.approx(1e4 * 0.005)         # serial: every chunk received and written
-    assert est["cluster_s"] == pytest.approx(5.0 + 1250.0) and est["cluster_upper_s"] == pytest.approx(5.0 + 1300.0)
-    slower = scale_out.extrapolate(lanes_per_s=100.0, cores=2, lanes=4e6, lanes_per_chunk=400.0, compile_s=5.0,
-                                   overhead_per_task_s=-1.0, write_s_per_chunk=0.5)
-    assert slower["cluster_driver_s"] == pytest.approx(5e3) and slower["cluster_s"] == pytest.approx(5.0 + 5e3)
+    assert est["cluster_compute_s"] == pytest.approx(4e4 / 32)  # linear in cores: 32 × this machine
+    assert est["cluster_driver_s"] == pytest.approx(
+        1e4 * 0.005
+    )  # serial: every chunk received and written
+    assert est["cluster_s"] == pytest.approx(5.0 + 1250.0) and est[
+        "cluster_upper_s"
+    ] == pytest.approx(5.0 + 1300.0)
+    slower = scale_out.extrapolate(
+        lanes_per_s=100.0,
+        cores=2,
+        lanes=4e6,
+        lanes_per_chunk=400.0,
+        compile_s=5.0,
+        overhead_per_task_s=-1.0,
+        write_s_per_chunk=0.5,
+    )
+    assert slower["cluster_driver_s"] == pytest.approx(5e3) and slower[
+        "cluster_s"
+    ] == pytest.approx(5.0 + 5e3)
 
 
 def test_scale_out_float_difference(scale_out):
@@ -256,20 +332,28 @@ def test_scale_out_quick_sections_give_the_local_table(scale_out, tmp_path, monk
     assert local["lanes_run"] == 4 * scale_out.QUICK.reps and local["chunks_written"] >= 1
     assert 0 <= local["write_seconds"] <= local["seconds"]
     for key in ("P", "S"):
-        assert results[key]["table"]["identical"] is True and results[key]["table"]["max_abs_diff"] == 0.0
+        assert (
+            results[key]["table"]["identical"] is True
+            and results[key]["table"]["max_abs_diff"] == 0.0
+        )
     assert results["P"]["complete"] is True
     assert sorted(p["part"] for p in results["P"]["parts"]) == ["1/2", "2/2"]
     assert sum(p["lanes_run"] for p in results["P"]["parts"]) == local["lanes_run"]
     assert results["S"]["run"]["devices"] == 2 and local["devices"] == 1
-    assert results["E"]["valid_for_fig3"] is True and results["E"]["lanes"] == 4 * scale_out.FIG3_REPLICATES
+    assert (
+        results["E"]["valid_for_fig3"] is True
+        and results["E"]["lanes"] == 4 * scale_out.FIG3_REPLICATES
+    )
 
 
 # ----------------------------------------------------------------------------- vectorised baselines, device benchmark
+
 
 @pytest.fixture()
 def bench_module(monkeypatch):
     """Import ``benchmarks.<name>`` with the repository root on sys.path for this test only."""
     import importlib
+
     monkeypatch.syspath_prepend(str(HARNESS_FILE.parents[1]))
     return lambda name: importlib.import_module(f"benchmarks.{name}")
 
@@ -295,8 +379,12 @@ def test_batched_sphere_newton_minimises_on_the_sphere(bench_module):
     vectorised = bench_module("vectorised")
     # f(x) = ½‖x − c‖²: on the sphere of radius 1 the minimiser is c/‖c‖ when ‖c‖ > 1
     c = np.array([[3.0, 0.0, 4.0], [0.0, -2.0, 0.0]])
-    x, ok = vectorised.batched_sphere_newton(lambda x, rows: (x - c[rows], np.broadcast_to(np.eye(3), (len(rows), 3, 3))),
-                                             c + 0.3, 1.0, 1e-12)
+    x, ok = vectorised.batched_sphere_newton(
+        lambda x, rows: (x - c[rows], np.broadcast_to(np.eye(3), (len(rows), 3, 3))),
+        c + 0.3,
+        1.0,
+        1e-12,
+    )
     assert ok.all()
     np.testing.assert_allclose(x, c / np.linalg.norm(c, axis=1, keepdims=True), atol=1e-10)
 
@@ -314,7 +402,9 @@ def test_xu_vectorised_fit_equals_the_engine_on_the_same_zbar(bench_module):
     scores = xu.vectorised_scores(est, np.tile(theta, (3, 1)), m // 2)
     assert scores["kendall"][0] == pytest.approx(xu.kendall_half(est[0], theta))
     assert scores["top_k_hamming"][0] == pytest.approx(xu.expected_hamming(est[0], theta, m // 2))
-    dense = np.stack([np.asarray(xu.dense_newton_fit(z, lam)) for z in zbar])   # section P's design tried
+    dense = np.stack(
+        [np.asarray(xu.dense_newton_fit(z, lam)) for z in zbar]
+    )  # section P's design tried
     assert np.abs(dense - engine).max() < 1e-8
 
 
@@ -334,17 +424,36 @@ def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, 
     assert [r["paper"] for r in rows] == ["cai", "xu", "nguyen", "chowdhury"]
     assert all(r["fits"] > 0 and r["fits_per_s_excl_compile"] > 0 for r in rows)
     figs = doc["results"]["C"]["runs"]
-    assert [f["figure"] for f in figs] == ["cai-fig3"] and figs[0]["fits"] > 0 and figs[0]["compiles"] >= 1
+    assert (
+        [f["figure"] for f in figs] == ["cai-fig3"]
+        and figs[0]["fits"] > 0
+        and figs[0]["compiles"] >= 1
+    )
     x = doc["results"]["X"]
     assert x["fits_per_s_warm"] > 0 and x["fits_per_s_warm_one_in_flight"] > 0
-    assert x["in_flight"] == x["engine"]["warm"]["in_flight"] >= 1 and x["one_in_flight"]["in_flight"] == 1
-    assert x["one_in_flight"]["fits"] == x["engine"]["warm"]["fits"] > 0       # the same workload, side by side
+    assert (
+        x["in_flight"] == x["engine"]["warm"]["in_flight"] >= 1
+        and x["one_in_flight"]["in_flight"] == 1
+    )
+    assert (
+        x["one_in_flight"]["fits"] == x["engine"]["warm"]["fits"] > 0
+    )  # the same workload, side by side
     assert x["engine"]["warm"]["batching"][0]["micro"] >= 1
-    for run in (x["engine"]["cold"], x["engine"]["warm"], x["one_in_flight"]):   # host time split: lead, tail
-        assert 0 < run["busy_s"] <= run["compute_s"] + 1e-9 and run["lead_s"] >= 0 and run["tail_s"] >= 0
+    for run in (
+        x["engine"]["cold"],
+        x["engine"]["warm"],
+        x["one_in_flight"],
+    ):  # host time split: lead, tail
+        assert (
+            0 < run["busy_s"] <= run["compute_s"] + 1e-9
+            and run["lead_s"] >= 0
+            and run["tail_s"] >= 0
+        )
         assert run["lead_s"] + run["tail_s"] <= run["host_s"] + 0.05
     sweep = doc["results"]["M"]["rows"]
-    assert [r["micro_batch"] for r in sweep] == [1, 2] and all(r["fits_per_s_warm"] > 0 for r in sweep)
+    assert [r["micro_batch"] for r in sweep] == [1, 2] and all(
+        r["fits_per_s_warm"] > 0 for r in sweep
+    )
     assert doc["results"]["M"]["fastest_micro_batch"] in (1, 2)
     if backend == "cpu":
         assert doc["results"]["C"]["verdict"] == doc["results"]["X"]["verdict"] == "n.a."
@@ -383,11 +492,20 @@ def test_xu_binomial_bound_counts_a_replicates_draws(bench_module):
     xu = bench_module("xu")
     costs = xu.sampler_costs(m=6, L=50, reps=4)
     assert costs["draws"] == 4 * 15 and set(costs["ns_per_draw"]) == {
-        "jax.random.binomial", "NumPy Generator.binomial", "2 threefry uniforms (one BTRS try)"}
+        "jax.random.binomial",
+        "NumPy Generator.binomial",
+        "2 threefry uniforms (one BTRS try)",
+    }
     assert all(ns > 0 for ns in costs["ns_per_draw"].values())
     costs = {"ns_per_draw": {"jax.random.binomial": 200.0, "NumPy Generator.binomial": 50.0}}
-    row = {"m": 10, "ms_per_replicate": {"raw wins": 0.02, "RR release": 0.04, "fit": 0.01, "metrics": 0.01}}
-    numpy_row = {"m": 10, "ms_per_replicate": {"raw wins": 0.005, "RR release": 0.01, "fit": 0.008, "metrics": 0.001}}
+    row = {
+        "m": 10,
+        "ms_per_replicate": {"raw wins": 0.02, "RR release": 0.04, "fit": 0.01, "metrics": 0.01},
+    }
+    numpy_row = {
+        "m": 10,
+        "ms_per_replicate": {"raw wins": 0.005, "RR release": 0.01, "fit": 0.008, "metrics": 0.001},
+    }
     bound = xu.binomial_bound(row, numpy_row, costs)
     assert bound["binomials_per_replicate"] == 135
     assert bound["jax_sampler_ms"] == pytest.approx(135 * 200e-6)
@@ -402,27 +520,39 @@ def test_cai_profile_stages_reproduce_the_mle_method(bench_module):
     own computation (a mechanism drawn with another key or scale would change every error)."""
     import jax
     import jax.numpy as jnp
+
     cai = bench_module("cai")
     stages = {name: fn for name, (fn, _) in cai.engine_stages(20).items()}
     keys = jax.random.split(jax.random.key(0), 2)
     data, analysis = {"p": jnp.float64(0.8)}, {"eps": jnp.float64(2.0), "c0": jnp.float64(2.0)}
     truth, sample = stages["data"](jax.random.key(1), keys, data)
     gamma, w = stages["mechanism"](keys, data, analysis)
-    assert np.all(np.abs(np.asarray(w)) > 0) and np.allclose(gamma, cai.calibration(2.0, 20, 0.8)[1])
+    assert np.all(np.abs(np.asarray(w)) > 0) and np.allclose(
+        gamma, cai.calibration(2.0, 20, 0.8)[1]
+    )
     split = stages["metrics"](keys, truth, sample, stages["fit"](sample, gamma, w), data, analysis)
     whole = stages["mle method"](keys, truth, sample, data, analysis)
     assert set(split) == set(whole) and {"l2", "exact_recovery", "iterations"} <= set(whole)
     for column, value in whole.items():
-        np.testing.assert_allclose(np.asarray(split[column], float), np.asarray(value, float), rtol=1e-9, atol=1e-12,
-                                   err_msg=column)
+        np.testing.assert_allclose(
+            np.asarray(split[column], float),
+            np.asarray(value, float),
+            rtol=1e-9,
+            atol=1e-12,
+            err_msg=column,
+        )
 
 
 def test_cai_compile_breakdown_compiles_each_piece_of_the_lane(bench_module):
     """Section K compiles the Fig. 3 chunk program piece by piece (data alone, counting, the
     MLE, both); every piece lowers and compiles, the real program the largest."""
     rows = bench_module("cai").compile_breakdown(20)
-    assert [r["program"] for r in rows] == ["data generation only", "counts (Alg. 2 + top-k)",
-                                            "MLE (Alg. 1 + top-k)", "both (the real program)"]
+    assert [r["program"] for r in rows] == [
+        "data generation only",
+        "counts (Alg. 2 + top-k)",
+        "MLE (Alg. 1 + top-k)",
+        "both (the real program)",
+    ]
     assert all(r["compile_s"] > 0 and r["stablehlo_kb"] > 0 for r in rows)
     assert rows[-1]["stablehlo_kb"] == max(r["stablehlo_kb"] for r in rows)
 
@@ -438,13 +568,18 @@ def test_compacted_btrs_prototype_is_exact_and_the_test_has_power(bench_module):
     error in p (the sampler at 1.02 p judged against p)."""
     binomial = bench_module("binomial")
     cases = ((25, 0.41), (40, 0.26), (400, 0.2), (11, 0.95))
-    samplers = {"default buffers": binomial.compacted_binomial,
-                "overflowing buffers": lambda k, n, p: binomial.compacted_binomial(k, n, p, 0.2, (0.2, 0.2))}
+    samplers = {
+        "default buffers": binomial.compacted_binomial,
+        "overflowing buffers": lambda k, n, p: binomial.compacted_binomial(
+            k, n, p, 0.2, (0.2, 0.2)
+        ),
+    }
     for name, sampler in samplers.items():
         for row in binomial.goodness_of_fit(sampler, 400_000, cases, seed=11):
             assert row["chi2_p"] > 1e-3 and abs(row["var_z"]) < 4, (name, row)
-    biased = binomial.goodness_of_fit(lambda k, n, p: binomial.compacted_binomial(k, n, 1.02 * p), 400_000,
-                                      ((400, 0.2),), seed=11)[0]
+    biased = binomial.goodness_of_fit(
+        lambda k, n, p: binomial.compacted_binomial(k, n, 1.02 * p), 400_000, ((400, 0.2),), seed=11
+    )[0]
     assert biased["chi2_p"] < 1e-6, biased
 
 
@@ -459,8 +594,10 @@ def test_cold_benchmark_times_a_user_process(bench_module, tmp_path, monkeypatch
     assert env["HOME"] == str(tmp_path) and not set(cold.CLEARED) & set(env)
     line = "cai-fig3: 480 replicate lanes, 6720 rows in 12.5 s -> runs/cai-fig3"
     assert float(cold.RUN_LINE.search(line).group(1)) == 12.5
-    script = ("import time, sys; print('start', flush=True); time.sleep(0.3); "
-              f"print({line!r}, flush=True); time.sleep(0.3); print('figure: x.png', flush=True)")
+    script = (
+        "import time, sys; print('start', flush=True); time.sleep(0.3); "
+        f"print({line!r}, flush=True); time.sleep(0.3); print('figure: x.png', flush=True)"
+    )
     done = cold.timed_process([sys.executable, "-c", script], env)
     (t0, first), (t1, run), (t2, fig) = done["lines"]
     assert (first, run, fig) == ("start", line, "figure: x.png")

@@ -5,6 +5,7 @@ replicates, a small ``--budget`` for ``solve``); the ```python blocks of a page 
 one namespace there. A block after ``<!-- not-run: reason -->`` is not run (an installation, a
 cluster); one after ``<!-- needs-api -->`` runs only with the Python API.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARK = re.compile(r"<!--\s*(not-run|needs-api)\b[^>]*-->")
 TINY_REPS = "4"
-TINY_BUDGET = "800"     # lanes: one stage of the documents' solve
+TINY_BUDGET = "800"  # lanes: one stage of the documents' solve
 HAS_API = hasattr(dpsim, "run")
 # exit statuses a command of the documents may end with: verify's 1 (a FAIL) and 3 (some
 # INCONCLUSIVE) are verdicts on 4 replicates, not errors of the document; 2 (bad input) never is
@@ -30,10 +31,10 @@ ALLOWED_STATUS = {"verify": {0, 1, 3}}
 @dataclass(frozen=True)
 class Block:
     page: Path
-    line: int          # 1-based line of the opening fence
+    line: int  # 1-based line of the opening fence
     language: str
     text: str
-    mark: str | None   # "not-run", "needs-api" or None
+    mark: str | None  # "not-run", "needs-api" or None
 
     @property
     def where(self) -> str:
@@ -51,8 +52,15 @@ def code_blocks(page: Path) -> list[Block]:
         previous = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         mark = MARK.search(previous)
         end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-        blocks.append(Block(page, i + 1, fence.group(1), "\n".join(lines[i + 1:end]),
-                            mark.group(1) if mark else None))
+        blocks.append(
+            Block(
+                page,
+                i + 1,
+                fence.group(1),
+                "\n".join(lines[i + 1 : end]),
+                mark.group(1) if mark else None,
+            )
+        )
         i = end + 1
     return blocks
 
@@ -87,14 +95,20 @@ def tiny(argv: list[str]) -> list[str]:
 
 
 ALL_BLOCKS = [block for page in PAGES for block in code_blocks(page)]
-COMMAND_PAGES = sorted({b.page for b in ALL_BLOCKS if b.language == "bash" and runnable(b) and commands(b)})
-PYTHON_PAGES = sorted({b.page for b in ALL_BLOCKS if b.language == "python" and b.mark != "not-run"})
+COMMAND_PAGES = sorted(
+    {b.page for b in ALL_BLOCKS if b.language == "bash" and runnable(b) and commands(b)}
+)
+PYTHON_PAGES = sorted(
+    {b.page for b in ALL_BLOCKS if b.language == "python" and b.mark != "not-run"}
+)
 
 
 def test_the_documents_have_examples():
     """The extraction finds the README's quick start and the tutorial (a changed fence syntax
     would otherwise make every test below vacuous)."""
-    readme = [c[0] for b in code_blocks(ROOT / "README.md") if b.language == "bash" for c in commands(b)]
+    readme = [
+        c[0] for b in code_blocks(ROOT / "README.md") if b.language == "bash" for c in commands(b)
+    ]
     assert {"list", "show", "run", "summary", "plot", "verify", "solve"} <= set(readme)
     assert ROOT / "docs" / "tutorial.md" in PYTHON_PAGES
 
@@ -104,6 +118,7 @@ def test_every_documented_command_parses():
     (the paper pages' command lists) included, is a valid command line: its subcommand and
     options exist (argparse's error is a UsageError)."""
     from dpsim.cli import build_parser
+
     parser = build_parser()
     checked = 0
     for block in ALL_BLOCKS:
@@ -130,8 +145,9 @@ def folder(tmp_path_factory) -> Path:
 def test_commands_run(page, folder, monkeypatch, capsys):
     """The page's commands run in order, each ending with status 0 (verify: a verdict)."""
     from dpsim.cli import main
+
     monkeypatch.chdir(folder)
-    monkeypatch.setenv("DPSIM_JAX_CACHE", "off")         # keep the test session's compilation cache
+    monkeypatch.setenv("DPSIM_JAX_CACHE", "off")  # keep the test session's compilation cache
     monkeypatch.setenv("MPLBACKEND", "Agg")
     for block in code_blocks(page):
         if block.language != "bash" or not runnable(block):
@@ -140,16 +156,21 @@ def test_commands_run(page, folder, monkeypatch, capsys):
             status = main(tiny(argv))
             out = capsys.readouterr()
             assert status in ALLOWED_STATUS.get(argv[0], {0}), (
-                f"{block.where}: `dpsim {shlex.join(argv)}` exited {status}: {out.err.strip()[-500:]}")
+                f"{block.where}: `dpsim {shlex.join(argv)}` exited {status}: {out.err.strip()[-500:]}"
+            )
 
 
-@pytest.mark.skipif(not HAS_API, reason="the Python API (dpsim.run, dpsim.load, …) is not in this checkout")
+@pytest.mark.skipif(
+    not HAS_API, reason="the Python API (dpsim.run, dpsim.load, …) is not in this checkout"
+)
 @pytest.mark.parametrize("page", PYTHON_PAGES, ids=lambda p: p.name)
 def test_python_blocks_run(page, folder, monkeypatch):
     """The page's Python blocks run in order in one namespace, as a notebook would."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     monkeypatch.chdir(folder)
     monkeypatch.setenv("DPSIM_JAX_CACHE", "off")
     namespace = {"__name__": "__docs__"}

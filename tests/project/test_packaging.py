@@ -1,6 +1,7 @@
 """How dpsim installs (setup.py's docstring): a wheel built offline, with no build isolation and
 no link from dpsim/experiments to experiments/, holds every paper package under
 ``dpsim.experiments``, the package data, and an entry point per paper that names one of them."""
+
 from __future__ import annotations
 
 import configparser
@@ -20,13 +21,31 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
     """The wheel built from a copy of the tracked files (a build leaves its build/ folder there,
     not in the checkout)."""
     out, tree = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("tree")
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
     for name in tracked.decode().split("\0"):
         if name and (ROOT / name).is_file():
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, tree / name)
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                            "--no-index", str(tree), "-w", str(out)], capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            str(tree),
+            "-w",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     (path,) = out.glob("dpsim-*.whl")
     return zipfile.ZipFile(path)
@@ -40,10 +59,10 @@ def test_the_wheel_installs_every_paper_under_dpsim_experiments(wheel):
         for module in (ROOT / "experiments" / paper).rglob("*.py"):
             installed = "dpsim/experiments/" + module.relative_to(ROOT / "experiments").as_posix()
             assert installed in names, installed
-    assert not any(n.startswith("experiments/") for n in names)        # never as a top-level package
+    assert not any(n.startswith("experiments/") for n in names)  # never as a top-level package
     assert "dpsim/engine/storage/store.py" in names and "dpsim/datasets/data/cems.csv" in names
     templates = ROOT / "dpsim" / "engine" / "templates"
-    for template in templates.rglob("*.tmpl"):                      # what `dpsim new-paper` writes from
+    for template in templates.rglob("*.tmpl"):  # what `dpsim new-paper` writes from
         assert "dpsim/engine/templates/" + template.relative_to(templates).as_posix() in names
 
 

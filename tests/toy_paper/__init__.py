@@ -13,6 +13,7 @@ skeleton"):
 * ``checks.py``: every check (the figures' and the paper-wide level checks);
 * ``mutants.py``: plausible bugs the checks must catch; ``audits.py``: privacy audits.
 """
+
 from . import audits, checks, figures, mutants
 
 TITLE = "A toy paper: Laplace-noised win counts (tests only)"

@@ -4,6 +4,7 @@ with θ* evenly spaced in [−1, 1], and the true top-k set.
 Replace this with your paper's model: its θ* designs (``truth``) and its generator
 (``generate``), each a pure function of a key and the grid point, built from ``dpsim.models``.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp

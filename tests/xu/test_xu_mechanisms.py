@@ -6,6 +6,7 @@ within 5 standard errors √((μ4 − σ⁴)/R) estimated from the sample (≈ �
 a goodness-of-fit test must have p > 1e-4. Each fails for a wrong flip rate, debiasing constant
 or noise scale (a 10% error in a variance is > 10 standard errors at R = 40 000).
 """
+
 from __future__ import annotations
 
 import math
@@ -42,7 +43,11 @@ from dpsim.mechanisms.privacy_profile import (
     profile_group_eps,
     profile_group_sizes,
 )
-from dpsim.models.complete_btl import pair_win_probabilities, sample_pair_wins, sample_rankings_per_user
+from dpsim.models.complete_btl import (
+    pair_win_probabilities,
+    sample_pair_wins,
+    sample_rankings_per_user,
+)
 
 R = 40_000
 
@@ -55,7 +60,7 @@ def coth(x):
 def test_example_1_numbers():
     """θ2 − θ1 = θ3 − θ2 = log 2, p_ε = 1/3 (ε = log 2): the better item wins w.p. 5/9, 5/9, 3/5."""
     theta = jnp.asarray([0.0, math.log(2), 2 * math.log(2)])
-    p_star = pair_win_probabilities(theta)                       # pairs (0,1), (0,2), (1,2)
+    p_star = pair_win_probabilities(theta)  # pairs (0,1), (0,2), (1,2)
     np.testing.assert_allclose(p_star, [1 / 3, 1 / 5, 1 / 3], rtol=1e-14)
     eps = math.log(2.0)
     assert 1 / (1 + math.exp(eps)) == pytest.approx(1 / 3)
@@ -63,13 +68,15 @@ def test_example_1_numbers():
     np.testing.assert_allclose(better_wins, [5 / 9, 3 / 5, 5 / 9], rtol=1e-14)
     # not BTL: transitivity would force odds (5/4)² for the pair 1-3, i.e. 25/41 ≠ 3/5
     odds = (5 / 9) / (4 / 9)
-    assert odds ** 2 / (1 + odds ** 2) == pytest.approx(25 / 41)
+    assert odds**2 / (1 + odds**2) == pytest.approx(25 / 41)
     assert abs(25 / 41 - 3 / 5) > 0.009
     # the samplers realise them: raw BTL wins, then RR, with many users
     L = 400_000.0
     wins = sample_pair_wins(jax.random.key(0), theta, jnp.asarray([L]))
     released = privatise(jax.random.key(1), wins, jnp.asarray([L]), eps, "classic_rr")
-    np.testing.assert_allclose(1.0 - np.asarray(released), [5 / 9, 3 / 5, 5 / 9], atol=5 * 0.5 / math.sqrt(L))
+    np.testing.assert_allclose(
+        1.0 - np.asarray(released), [5 / 9, 3 / 5, 5 / 9], atol=5 * 0.5 / math.sqrt(L)
+    )
 
 
 @pytest.mark.parametrize("eps", [0.2, 1.0, 3.0])
@@ -77,8 +84,8 @@ def test_flip_rate_and_ldp_ratio(eps):
     L = 200_000.0
     q = 1 / (1 + math.exp(eps))
     sizes = jnp.asarray([L])
-    ones = rr_pair_counts(jax.random.key(1), jnp.asarray([[L]]), sizes, eps)      # all answers 1
-    zeros = rr_pair_counts(jax.random.key(2), jnp.asarray([[0.0]]), sizes, eps)   # all answers 0
+    ones = rr_pair_counts(jax.random.key(1), jnp.asarray([[L]]), sizes, eps)  # all answers 1
+    zeros = rr_pair_counts(jax.random.key(2), jnp.asarray([[0.0]]), sizes, eps)  # all answers 0
     se = math.sqrt(q * (1 - q) / L)
     assert abs(float(1 - ones[0, 0] / L) - q) <= 5 * se
     assert abs(float(zeros[0, 0] / L) - q) <= 5 * se
@@ -95,10 +102,12 @@ def test_debiased_value_mean_and_variance(eps, p):
     var = coth(eps / 2) ** 2 / 4 - (p - 0.5) ** 2
     fourth = np.mean((z - z.mean()) ** 4)
     assert abs(z.mean() - p) <= 5 * math.sqrt(var / R)
-    assert abs(z.var() - var) <= 5 * math.sqrt((fourth - var ** 2) / R)
+    assert abs(z.var() - var) <= 5 * math.sqrt((fourth - var**2) / R)
     # the two values of eq. (1)
     values = np.unique(np.round(z, 12))
-    np.testing.assert_allclose(values, [-1 / math.expm1(eps), math.exp(eps) / math.expm1(eps)], rtol=1e-10)
+    np.testing.assert_allclose(
+        values, [-1 / math.expm1(eps), math.exp(eps) / math.expm1(eps)], rtol=1e-10
+    )
 
 
 # ----------------------------------------------------------------------------- exact pmfs
@@ -125,16 +134,22 @@ def test_rr_counts_follow_the_binomial_pmf():
 def test_laplace_gamma_difference_is_laplace():
     """One user: n1 + (Γ(1) − Γ(1))/ε is y + Laplace(1/ε) (KS against scipy.stats.laplace)."""
     eps = 0.7
-    draw = jax.jit(jax.vmap(lambda k: laplace_pair_mean(k, jnp.asarray([[1.0]]), jnp.asarray([1.0]), eps)[0]))
+    draw = jax.jit(
+        jax.vmap(lambda k: laplace_pair_mean(k, jnp.asarray([[1.0]]), jnp.asarray([1.0]), eps)[0])
+    )
     x = np.asarray(draw(jax.random.split(jax.random.key(5), R)))
     assert stats.kstest(x, stats.laplace(loc=1.0, scale=1 / eps).cdf).pvalue > 1e-4
     # several users: mean of L Laplace draws has variance 2/(ε² L)
     L = 25
-    draw = jax.jit(jax.vmap(lambda k: laplace_pair_mean(k, jnp.asarray([[0.0]]), jnp.asarray([float(L)]), eps)[0]))
+    draw = jax.jit(
+        jax.vmap(
+            lambda k: laplace_pair_mean(k, jnp.asarray([[0.0]]), jnp.asarray([float(L)]), eps)[0]
+        )
+    )
     x = np.asarray(draw(jax.random.split(jax.random.key(6), R)))
-    var = 2 / eps ** 2 / L
+    var = 2 / eps**2 / L
     assert abs(x.mean()) <= 5 * math.sqrt(var / R)
-    assert abs(x.var() - var) <= 5 * math.sqrt((np.mean(x ** 4) - x.var() ** 2) / R)
+    assert abs(x.var() - var) <= 5 * math.sqrt((np.mean(x**4) - x.var() ** 2) / R)
 
 
 # ----------------------------------------------------------------------------- sufficient statistics vs per-user
@@ -154,13 +169,13 @@ def _closed_form_moments(mechanism):
         if mechanism == "classic_rr":
             m_, v_ = q, q * (1 - q)
         elif mechanism == "debiased_rr":
-            m_, v_ = p, 1 / t ** 2 / 4 - (p - 0.5) ** 2
+            m_, v_ = p, 1 / t**2 / 4 - (p - 0.5) ** 2
         elif mechanism == "laplace":
-            m_, v_ = p, p * (1 - p) + 2 / eps ** 2
+            m_, v_ = p, p * (1 - p) + 2 / eps**2
         else:
             m_, v_ = p, p * (1 - p)
         mean += size * m_ / L
-        var += size * v_ / L ** 2
+        var += size * v_ / L**2
     return mean, var
 
 
@@ -178,13 +193,17 @@ def both_samplers():
     def slow(key):
         k_data, k_priv = jax.random.split(key)
         y = sample_rankings_per_user(k_data, THETA, L)
-        return {m: jnp.mean(release_per_user(jax.random.fold_in(k_priv, i), y, user_eps, m), axis=0)
-                for i, m in enumerate(MECHANISMS)}
+        return {
+            m: jnp.mean(release_per_user(jax.random.fold_in(k_priv, i), y, user_eps, m), axis=0)
+            for i, m in enumerate(MECHANISMS)
+        }
 
     fast_out = jax.jit(jax.vmap(fast))(jax.random.split(jax.random.key(7), R))
     slow_out = jax.jit(jax.vmap(slow))(jax.random.split(jax.random.key(8), R))
-    return ({m: np.asarray(getattr(fast_out, m)) for m in MECHANISMS},
-            {m: np.asarray(v) for m, v in slow_out.items()})
+    return (
+        {m: np.asarray(getattr(fast_out, m)) for m in MECHANISMS},
+        {m: np.asarray(v) for m, v in slow_out.items()},
+    )
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -195,9 +214,11 @@ def test_sampler_moments_match_closed_form(both_samplers, mechanism, sampler):
     zbar = both_samplers[0 if sampler == "sufficient" else 1][mechanism]
     mean, var = _closed_form_moments(mechanism)
     centred = zbar - zbar.mean(axis=0)
-    fourth = np.mean(centred ** 4, axis=0)
+    fourth = np.mean(centred**4, axis=0)
     assert np.all(np.abs(zbar.mean(axis=0) - mean) <= 5 * np.sqrt(var / R))
-    assert np.all(np.abs(zbar.var(axis=0) - var) <= 5 * np.sqrt((fourth - zbar.var(axis=0) ** 2) / R))
+    assert np.all(
+        np.abs(zbar.var(axis=0) - var) <= 5 * np.sqrt((fourth - zbar.var(axis=0) ** 2) / R)
+    )
 
 
 @pytest.mark.parametrize("mechanism", ["classic_rr", "debiased_rr"])
@@ -216,15 +237,22 @@ def test_common_random_numbers():
     sizes, eps = jnp.asarray([40.0]), jnp.asarray([1.3])
     wins = sample_pair_wins(jax.random.key(9), theta, sizes)
     means = privatise_all(jax.random.key(10), wins, sizes, eps)
-    for mechanism in MECHANISMS:            # one mechanism at a time: the same draws
-        np.testing.assert_array_equal(privatise(jax.random.key(10), wins, sizes, eps, mechanism),
-                                      getattr(means, mechanism))
+    for mechanism in MECHANISMS:  # one mechanism at a time: the same draws
+        np.testing.assert_array_equal(
+            privatise(jax.random.key(10), wins, sizes, eps, mechanism), getattr(means, mechanism)
+        )
     # classic and debiased RR share the flipped counts: z̄ = (coth(ε/2)·ỹ̄ − 1/(e^ε − 1)) exactly
-    np.testing.assert_allclose(means.debiased_rr, coth(1.3 / 2) * means.classic_rr - 1 / math.expm1(1.3),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        means.debiased_rr,
+        coth(1.3 / 2) * means.classic_rr - 1 / math.expm1(1.3),
+        rtol=1e-12,
+        atol=1e-12,
+    )
     np.testing.assert_array_equal(means.none, wins[0] / 40.0)
     # the raw wins do not depend on ε (homogeneous: one group of the same size)
-    np.testing.assert_array_equal(sample_pair_wins(jax.random.key(9), theta, jnp.asarray([40.0])), wins)
+    np.testing.assert_array_equal(
+        sample_pair_wins(jax.random.key(9), theta, jnp.asarray([40.0])), wins
+    )
 
 
 def test_padding_groups_change_nothing():
@@ -236,9 +264,16 @@ def test_padding_groups_change_nothing():
     counts = rr_pair_counts(jax.random.key(12), wins, padded.group_sizes, padded.group_eps)
     ref = rr_pair_counts(jax.random.key(12), wins, padded.group_sizes, padded.group_eps)[:1]
     np.testing.assert_array_equal(classic_rr_mean(counts, padded.group_sizes), ref[0] / 30.0)
-    np.testing.assert_allclose(debiased_rr_mean(counts, padded.group_sizes, padded.group_eps),
-                               debiased_rr_mean(ref, profile.group_sizes, profile.group_eps), rtol=1e-14)
-    assert np.all(np.isfinite(laplace_pair_mean(jax.random.key(13), wins, padded.group_sizes, padded.group_eps)))
+    np.testing.assert_allclose(
+        debiased_rr_mean(counts, padded.group_sizes, padded.group_eps),
+        debiased_rr_mean(ref, profile.group_sizes, profile.group_eps),
+        rtol=1e-14,
+    )
+    assert np.all(
+        np.isfinite(
+            laplace_pair_mean(jax.random.key(13), wins, padded.group_sizes, padded.group_eps)
+        )
+    )
     assert float(privacy_G(padded.group_eps, padded.group_sizes)) == pytest.approx(coth(0.4) ** 2)
     assert float(privacy_H(padded.group_eps, padded.group_sizes)) == pytest.approx(coth(0.4))
 
@@ -255,8 +290,12 @@ def test_privacy_summaries():
     eps, sizes = jnp.asarray([0.1, 5.0]), jnp.asarray([30.0, 70.0])
     users = per_user_eps(eps, sizes)
     assert users.shape == (100,)
-    assert float(privacy_G(eps, sizes)) == pytest.approx(np.mean([coth(e / 2) ** 2 for e in users]), rel=1e-12)
-    assert float(privacy_K(eps, sizes)) == pytest.approx(np.mean([math.tanh(e / 2) ** 2 for e in users]), rel=1e-12)
+    assert float(privacy_G(eps, sizes)) == pytest.approx(
+        np.mean([coth(e / 2) ** 2 for e in users]), rel=1e-12
+    )
+    assert float(privacy_K(eps, sizes)) == pytest.approx(
+        np.mean([math.tanh(e / 2) ** 2 for e in users]), rel=1e-12
+    )
     assert float(privacy_H(eps, sizes)) == pytest.approx(coth(0.05), rel=1e-12)
     assert float(privacy_G(eps, sizes)) > 10 / float(privacy_K(eps, sizes))
     assert float(composed_user_budget(10, 0.5)) == pytest.approx(22.5)
@@ -270,8 +309,9 @@ def test_named_profiles_resolve_to_fixed_arrays(name):
         assert sizes.shape == (len(PROFILES[name]),)
     profile = privacy_profile(name, 100, 2.0)
     np.testing.assert_allclose(profile.group_eps, [2.0 * mult for _, mult in PROFILES[name]])
-    np.testing.assert_allclose(profile.group_sizes,
-                               [round(100 * f) for f, _ in PROFILES[name]], atol=1)
+    np.testing.assert_allclose(
+        profile.group_sizes, [round(100 * f) for f, _ in PROFILES[name]], atol=1
+    )
     # the budgets may be traced
     traced = jax.jit(lambda e: profile_group_eps(name, e))(2.0)
     np.testing.assert_allclose(traced, profile.group_eps)
@@ -317,9 +357,16 @@ def test_bad_input_names_the_value():
 def _eps_checks(monkeypatch) -> list:
     """The names under which ε is validated (dpsim.validate.check with the EPS requirement)."""
     from dpsim import validate
+
     seen, check = [], validate.check
-    monkeypatch.setattr(validate, "check", lambda name, value, requirement: (
-        seen.append(name) if requirement is validate.EPS else None, check(name, value, requirement))[1])
+    monkeypatch.setattr(
+        validate,
+        "check",
+        lambda name, value, requirement: (
+            seen.append(name) if requirement is validate.EPS else None,
+            check(name, value, requirement),
+        )[1],
+    )
     return seen
 
 
@@ -329,27 +376,38 @@ def test_eps_is_checked_once_per_call_chain_under_the_callers_name(monkeypatch, 
     unchecked randomized_response kernels; a bad ε reads as it did when checked twice."""
     seen = _eps_checks(monkeypatch)
     key, wins, sizes = jax.random.key(0), jnp.asarray([[3.0, 1.0]]), jnp.asarray([5.0])
-    calls = {"privatise": lambda eps: privatise(key, wins, sizes, eps, mechanism),
-             "release_per_user": lambda eps: release_per_user(key, jnp.ones((2, 2)), eps, mechanism)}
+    calls = {
+        "privatise": lambda eps: privatise(key, wins, sizes, eps, mechanism),
+        "release_per_user": lambda eps: release_per_user(key, jnp.ones((2, 2)), eps, mechanism),
+    }
     for name, call in calls.items():
         seen.clear()
         call(jnp.asarray([1.0]))
-        want = [] if (name, mechanism) == ("privatise", "none") else ["user_eps" if name == "release_per_user"
-                                                                       else "group_eps"]
+        want = (
+            []
+            if (name, mechanism) == ("privatise", "none")
+            else ["user_eps" if name == "release_per_user" else "group_eps"]
+        )
         assert seen == want, (name, seen)
     if mechanism != "none":
-        with pytest.raises(ValueError, match=r"^group_eps=0 must be > 0 \(inf for the non-private case\)$"):
+        with pytest.raises(
+            ValueError, match=r"^group_eps=0 must be > 0 \(inf for the non-private case\)$"
+        ):
             privatise(key, wins, sizes, 0, mechanism)
-    with pytest.raises(ValueError, match=r"^user_eps=-1.0 must be > 0 \(inf for the non-private case\)$"):
+    with pytest.raises(
+        ValueError, match=r"^user_eps=-1.0 must be > 0 \(inf for the non-private case\)$"
+    ):
         release_per_user(key, jnp.ones((2, 2)), -1.0, mechanism)
 
 
 def test_the_group_samplers_check_eps_once(monkeypatch):
     seen = _eps_checks(monkeypatch)
     key, wins, sizes = jax.random.key(0), jnp.asarray([[3.0, 1.0]]), jnp.asarray([5.0])
-    for name, call in (("privatise_all", lambda: privatise_all(key, wins, sizes, 1.0)),
-                       ("rr_pair_counts", lambda: rr_pair_counts(key, wins, sizes, 1.0)),
-                       ("debiased_rr_mean", lambda: debiased_rr_mean(wins, sizes, 1.0))):
+    for name, call in (
+        ("privatise_all", lambda: privatise_all(key, wins, sizes, 1.0)),
+        ("rr_pair_counts", lambda: rr_pair_counts(key, wins, sizes, 1.0)),
+        ("debiased_rr_mean", lambda: debiased_rr_mean(wins, sizes, 1.0)),
+    ):
         seen.clear()
         call()
         assert seen == ["group_eps"], (name, seen)

@@ -1,5 +1,6 @@
 """xu's data-generating process (xu §2; docs/xu.md, Mechanisms and estimators): raw wins per privacy group
 against Binomial(L_g, p*) (SciPy pmf) and the per-user reference, and the θ* designs (A2, A3)."""
+
 from __future__ import annotations
 
 import math
@@ -42,7 +43,9 @@ def test_pair_probabilities_and_indexing():
     theta = jnp.asarray([0.3, -0.1, 0.8, -1.0])
     p = np.asarray(pair_win_probabilities(theta))
     i, j = np.triu_indices(4, 1)
-    np.testing.assert_allclose(p, np.exp(theta[i]) / (np.exp(theta[i]) + np.exp(theta[j])), rtol=1e-14)
+    np.testing.assert_allclose(
+        p, np.exp(theta[i]) / (np.exp(theta[i]) + np.exp(theta[j])), rtol=1e-14
+    )
     assert n_items_of_pairs(6) == 4 and n_items_of_pairs(780) == 40
     with pytest.raises(ValueError, match="length 7"):
         n_items_of_pairs(7)
@@ -51,10 +54,13 @@ def test_pair_probabilities_and_indexing():
 def test_raw_wins_follow_the_binomial_pmf_per_group():
     theta = jnp.asarray([-0.8, 0.1, 0.7])
     sizes = jnp.asarray([5.0, 17.0, 0.0])
-    wins = np.asarray(jax.jit(jax.vmap(lambda k: sample_pair_wins(k, theta, sizes)))(
-        jax.random.split(jax.random.key(0), R)))
+    wins = np.asarray(
+        jax.jit(jax.vmap(lambda k: sample_pair_wins(k, theta, sizes)))(
+            jax.random.split(jax.random.key(0), R)
+        )
+    )
     assert wins.shape == (R, 3, 3)
-    assert np.all(wins[:, 2] == 0)                         # an empty group has no wins
+    assert np.all(wins[:, 2] == 0)  # an empty group has no wins
     p = np.asarray(pair_win_probabilities(theta))
     for g, L in enumerate((5, 17)):
         for e in range(3):
@@ -65,7 +71,9 @@ def test_per_user_reference_sums_to_the_same_law():
     """Σ_l y^{(l)} of the per-user sampler has the Binomial(L, p*) mean and variance (5 SE)."""
     theta = jnp.asarray([-0.8, 0.1, 0.7])
     L = 12
-    y = jax.jit(jax.vmap(lambda k: sample_rankings_per_user(k, theta, L)))(jax.random.split(jax.random.key(1), R))
+    y = jax.jit(jax.vmap(lambda k: sample_rankings_per_user(k, theta, L)))(
+        jax.random.split(jax.random.key(1), R)
+    )
     assert y.shape == (R, L, 3) and set(np.unique(np.asarray(y))) <= {0, 1}
     wins = np.asarray(y).sum(axis=1)
     p = np.asarray(pair_win_probabilities(theta))
@@ -91,24 +99,33 @@ def test_theta_uniform_centred():
     raw = np.asarray(jax.random.uniform(jax.random.key(4), (20_000,), minval=-2.0, maxval=2.0))
     np.testing.assert_allclose(big, raw - raw.mean(), atol=1e-12)
     assert stats.kstest(raw, stats.uniform(-2, 4).cdf).pvalue > 1e-4
-    assert float(condition_number(theta)) == pytest.approx(math.exp(float(theta.max() - theta.min())))
+    assert float(condition_number(theta)) == pytest.approx(
+        math.exp(float(theta.max() - theta.min()))
+    )
 
 
 def test_theta_evenly_spaced_permuted():
     m, gap = 10, 0.2
     theta = np.asarray(theta_evenly_spaced_permuted(jax.random.key(5), m, gap))
-    np.testing.assert_allclose(np.sort(theta), gap * (np.arange(1, m + 1) - (m + 1) / 2), atol=1e-15)
+    np.testing.assert_allclose(
+        np.sort(theta), gap * (np.arange(1, m + 1) - (m + 1) / 2), atol=1e-15
+    )
     assert abs(theta.sum()) < 1e-12
     np.testing.assert_allclose(gaps_sorted(jnp.asarray(theta)), gap, rtol=1e-12)
     assert float(condition_number(jnp.asarray(theta))) == pytest.approx(math.exp((m - 1) * gap))
     # one permutation per key, shared across Δ (so Δ may be a traced axis)
     gaps = jnp.asarray([0.05, 0.1, 0.2])
-    thetas = np.asarray(jax.jit(jax.vmap(lambda g: theta_evenly_spaced_permuted(jax.random.key(5), m, g)))(gaps))
+    thetas = np.asarray(
+        jax.jit(jax.vmap(lambda g: theta_evenly_spaced_permuted(jax.random.key(5), m, g)))(gaps)
+    )
     order = np.argsort(thetas, axis=1)
     assert np.all(order == order[0])
     # label permutations are uniform: the best item's label is spread over all m positions
-    best = np.asarray(jax.vmap(lambda k: jnp.argmax(theta_evenly_spaced_permuted(k, m, gap)))(
-        jax.random.split(jax.random.key(6), 5000)))
+    best = np.asarray(
+        jax.vmap(lambda k: jnp.argmax(theta_evenly_spaced_permuted(k, m, gap)))(
+            jax.random.split(jax.random.key(6), 5000)
+        )
+    )
     counts = np.bincount(best, minlength=m)
     assert stats.chisquare(counts).pvalue > 1e-4
 

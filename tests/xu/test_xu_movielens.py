@@ -1,6 +1,7 @@
 """MovieLens rankings for xu's real-data experiment (xu §5.4; docs/xu.md, Errata and modes (A19)): the
 comparison rules on hand-made ratings, the stand-in and a user-supplied ratings.csv, θ* against
 choix, and subsampling without replacement against the hypergeometric law (SciPy)."""
+
 from __future__ import annotations
 
 import csv
@@ -28,14 +29,16 @@ NAN = math.nan
 
 
 def test_comparison_rules():
-    ratings = np.array([[4.0, 3.0, NAN],     # both rated; one rated; one rated
-                        [2.0, 5.0, 5.0],     # both rated (0 < 1); (0 < 2); equal → coin
-                        [NAN, NAN, 1.0]])    # neither → coin; only 2 rated; only 2 rated
-    y = comparisons_from_ratings(ratings, seed=3)            # pairs (0,1), (0,2), (1,2)
+    ratings = np.array(
+        [
+            [4.0, 3.0, NAN],  # both rated; one rated; one rated
+            [2.0, 5.0, 5.0],  # both rated (0 < 1); (0 < 2); equal → coin
+            [NAN, NAN, 1.0],
+        ]
+    )  # neither → coin; only 2 rated; only 2 rated
+    y = comparisons_from_ratings(ratings, seed=3)  # pairs (0,1), (0,2), (1,2)
     coin = np.random.default_rng(3).integers(0, 2, size=(3, 3))
-    expected = np.array([[1, 1, 1],
-                         [0, 0, coin[1, 2]],
-                         [coin[2, 0], 0, 0]])
+    expected = np.array([[1, 1, 1], [0, 0, coin[1, 2]], [coin[2, 0], 0, 0]])
     np.testing.assert_array_equal(y, expected)
     assert y.dtype == np.uint8
     # the coins are fixed by the seed, and fair
@@ -79,7 +82,11 @@ def test_theta_star_is_the_centred_ridge_fit():
     theta = movielens_theta(rankings)
     assert abs(theta.sum()) < 1e-12
     i, j = np.triu_indices(10, 1)
-    data = [(int(a), int(b)) if won else (int(b), int(a)) for row in rankings.y for a, b, won in zip(i, j, row)]
+    data = [
+        (int(a), int(b)) if won else (int(b), int(a))
+        for row in rankings.y
+        for a, b, won in zip(i, j, row)
+    ]
     ref = choix.opt_pairwise(10, data, alpha=1.0, method="Newton-CG", tol=1e-12)
     np.testing.assert_allclose(theta, ref - ref.mean(), atol=1e-6)
 
@@ -96,8 +103,11 @@ def test_subsampling_is_without_replacement(stand_in):
     # the law: wins of pair e ~ Hypergeometric(610, K_e, L) (with replacement the variance would be
     # (N − 1)/(N − L) ≈ 2.9 times larger at L = 400); mean and variance within 5 SE over 4000 draws
     L, reps = 400, 4000
-    draws = np.asarray(jax.jit(jax.vmap(lambda k: subsample_pair_wins(k, y, L)[0, :5]))(
-        jax.random.split(jax.random.key(2), reps)))
+    draws = np.asarray(
+        jax.jit(jax.vmap(lambda k: subsample_pair_wins(k, y, L)[0, :5]))(
+            jax.random.split(jax.random.key(2), reps)
+        )
+    )
     for e in range(5):
         law = stats.hypergeom(610, int(total[e]), L)
         assert abs(draws[:, e].mean() - law.mean()) <= 5 * math.sqrt(law.var() / reps)
@@ -111,6 +121,8 @@ def test_subsampling_with_a_traced_number_of_users(stand_in):
     y = jnp.asarray(stand_in.y)
     traced = jax.jit(lambda key, L: subsample_pair_wins(key, y, jnp.reshape(L, (1,))))
     for L in (100, 250, 610):
-        np.testing.assert_array_equal(traced(jax.random.key(3), float(L)), subsample_pair_wins(jax.random.key(3), y, L))
+        np.testing.assert_array_equal(
+            traced(jax.random.key(3), float(L)), subsample_pair_wins(jax.random.key(3), y, L)
+        )
     with pytest.raises(Exception, match="group_sizes"):
         subsample_pair_wins(jax.random.key(0), y, jnp.asarray([2.5]))

@@ -1,6 +1,7 @@
 """xu's ladder designs (Scenarios III, IV) on alias tables: the raw wins and the RR count of
 every pair follow their laws (χ² against SciPy per pair), read through a cell that is not the
 first of its program; classic and debiased RR share the count (identical rankings)."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,7 +21,10 @@ def stacked_cell(laws, points):
     """A Cell of the laws at ``points`` stacked as the engine stacks a program's cells; the
     lane reads the last one."""
     tables = [laws(p) for p in points]
-    return Cell({k: jnp.asarray(np.stack([t[k] for t in tables])) for k in tables[0]}, jnp.int32(len(points) - 1))
+    return Cell(
+        {k: jnp.asarray(np.stack([t[k] for t in tables])) for k in tables[0]},
+        jnp.int32(len(points) - 1),
+    )
 
 
 def pvalue(counts, pmf):
@@ -33,13 +37,17 @@ def pvalue(counts, pmf):
 
 
 def test_ladder_pairs_follow_their_laws():
-    ladder = jnp.asarray([2.5, -0.5, -2.5, 1.5, 0.5, -1.5])      # a permuted unit ladder, m = 6
+    ladder = jnp.asarray([2.5, -0.5, -2.5, 1.5, 0.5, -1.5])  # a permuted unit ladder, m = 6
     point = {"n_items": M_ITEMS, "n_users": USERS, "gap": GAP, "eps": EPS}
-    other = {**point, "gap": 0.1}                                # the first cell, not read
-    win_cell, release_cell = stacked_cell(ladder_win_laws, [other, point]), stacked_cell(ladder_release_laws,
-                                                                                        [other, point])
+    other = {**point, "gap": 0.1}  # the first cell, not read
+    win_cell, release_cell = (
+        stacked_cell(ladder_win_laws, [other, point]),
+        stacked_cell(ladder_release_laws, [other, point]),
+    )
     keys = jax.random.split(jax.random.key(11), REPS)
-    draw = jax.jit(jax.vmap(lambda k, cell: ladder_counts(k, ladder, cell, float(USERS))[0], in_axes=(0, None)))
+    draw = jax.jit(
+        jax.vmap(lambda k, cell: ladder_counts(k, ladder, cell, float(USERS))[0], in_axes=(0, None))
+    )
     wins, released = np.asarray(draw(keys, win_cell)), np.asarray(draw(keys, release_cell))
     i, j = np.triu_indices(M_ITEMS, 1)
     p_star = 1 / (1 + np.exp(-GAP * (np.asarray(ladder)[i] - np.asarray(ladder)[j])))
@@ -53,11 +61,20 @@ def test_ladder_pairs_follow_their_laws():
 
 
 def test_classic_and_debiased_share_the_count_on_the_ladder(tmp_path):
-    overrides = {"n_items": [6], "n_users": [30], "gap": [0.2], "mechanism": ["classic_rr", "debiased_rr"]}
+    overrides = {
+        "n_items": [6],
+        "n_users": [30],
+        "gap": [0.2],
+        "mechanism": ["classic_rr", "debiased_rr"],
+    }
     run_experiment(FIG4, reps=4, out=tmp_path / "r", overrides=overrides, progress=False)
     df = store.load_results(tmp_path / "r").sort_values(["mechanism", "rep"])
-    classic, debiased = (df[df["mechanism"] == m][["kendall", "top_k_hamming"]].to_numpy()
-                         for m in ("classic_rr", "debiased_rr"))
+    classic, debiased = (
+        df[df["mechanism"] == m][["kendall", "top_k_hamming"]].to_numpy()
+        for m in ("classic_rr", "debiased_rr")
+    )
     np.testing.assert_array_equal(classic, debiased)
-    assert not np.array_equal(df[df["mechanism"] == "classic_rr"]["l2_rms"].to_numpy(),
-                              df[df["mechanism"] == "debiased_rr"]["l2_rms"].to_numpy())
+    assert not np.array_equal(
+        df[df["mechanism"] == "classic_rr"]["l2_rms"].to_numpy(),
+        df[df["mechanism"] == "debiased_rr"]["l2_rms"].to_numpy(),
+    )

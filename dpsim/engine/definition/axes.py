@@ -29,6 +29,7 @@ Rules every paper follows:
   ``Experiment.stream_names`` and ``stream_point`` (docs/concepts.md, "Lanes, chunks and
   keys"); ``--set OLD=…`` is then answered with the new name.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,8 +71,10 @@ class AxisType:
         for value in PROBES:
             try:
                 self.validate("axis", value)
-            except ValueError as exc:          # a UsageError, or a ValueError of dpsim.validate
-                kinds.setdefault(str(exc).replace(f"={value!r}", "=…").replace(f"={value}", "=…"), value)
+            except ValueError as exc:  # a UsageError, or a ValueError of dpsim.validate
+                kinds.setdefault(
+                    str(exc).replace(f"={value!r}", "=…").replace(f"={value}", "=…"), value
+                )
         return list(kinds.values())
 
 
@@ -82,10 +85,12 @@ PROBES = ("nosuch", 0, -1, 0.5, 1, 1.5)
 
 def _checked(requirement: v.Requirement, cast=float):
     """The validator of a numeric axis: one number meeting ``requirement``, cast."""
+
     def validate(axis, value):
         v.require_number(axis, value)
         v.check(axis, value, requirement)
         return cast(value)
+
     return validate
 
 
@@ -126,15 +131,18 @@ def choice(*names: str, doc: str = "") -> AxisType:
     def validate(axis, value):
         v.require_choice(axis, value, allowed)
         return value
+
     return AxisType(validate, doc, allowed)
 
 
 def name(doc: str) -> AxisType:
     """Any non-empty string (e.g. a file path or a dataset name checked elsewhere)."""
+
     def validate(axis, value):
         if not isinstance(value, str) or not value:
             raise UsageError(f"{axis}={value!r} must be a name")
         return value
+
     return AxisType(validate, doc)
 
 
@@ -144,6 +152,7 @@ def integer_or(names: tuple[str, ...], minimum: int, doc: str) -> AxisType:
 
     def validate(axis, value):
         return value if value in names else as_int(axis, value)
+
     return AxisType(validate, doc, None)
 
 
@@ -156,8 +165,12 @@ VOCABULARY: dict[str, AxisType] = {
     "p": probability("edge / observation probability"),
     "eps": positive_eps(),
     "delta": open_unit("approximate-DP slack δ"),
-    "k": integer_or(("auto",), 1, "top-k size K (auto: the paper's rule); stored as the resolved integer"),
-    "n_actions": integer(2, "number of actions K compared in one Plackett–Luce choice (chowdhury K)"),
+    "k": integer_or(
+        ("auto",), 1, "top-k size K (auto: the paper's rule); stored as the resolved integer"
+    ),
+    "n_actions": integer(
+        2, "number of actions K compared in one Plackett–Luce choice (chowdhury K)"
+    ),
     "gap": positive("gap Δ between consecutive or top-k parameters"),
     "link": choice("logistic", "probit", doc="link of the comparison model (probit: Thurstone)"),
 }

@@ -27,6 +27,7 @@ a discrete Gaussian by bisection, ε from a named scaling scheme) are :class:`De
 arrays built on the host once per cell of a few axes and read by every lane of that cell
 (tables of the laws a sampler draws from) are :class:`CellArrays`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -105,7 +106,13 @@ def solver_diagnostics(**extra: str) -> dict[str, str]:
     **extra}: the diagnostics of a method with a solver (a :class:`dpsim.estimators.Fit`'s
     ``solver_diagnostics()``; ``result`` is a :class:`dpsim.results.RESULTS` code, stored as
     its small integer; ``grad_norm`` the solver's ‖∇f‖∞ at θ̂, NaN without a gradient)."""
-    return {"converged": "bool", "iterations": "int", "result": "int", "grad_norm": "float", **extra}
+    return {
+        "converged": "bool",
+        "iterations": "int",
+        "result": "int",
+        "grad_norm": "float",
+        **extra,
+    }
 
 
 @dataclass(frozen=True)
@@ -134,7 +141,9 @@ class Derived:
     def __call__(self, point: dict) -> dict:
         values = dict(self.fn(point))
         if set(values) != set(self.names):
-            raise ValueError(f"derived values {sorted(values)} differ from the declared {sorted(self.names)}")
+            raise ValueError(
+                f"derived values {sorted(values)} differ from the declared {sorted(self.names)}"
+            )
         return values
 
 
@@ -305,48 +314,82 @@ class Experiment:
     def __post_init__(self):
         redefined = sorted(set(self.axis_types) & set(VOCABULARY))
         if redefined:
-            raise ValueError(f"experiment {self.name!r} redefines shared axes {redefined}; "
-                             "the vocabulary's axes keep one meaning")
+            raise ValueError(
+                f"experiment {self.name!r} redefines shared axes {redefined}; "
+                "the vocabulary's axes keep one meaning"
+            )
         for axis in self.axes:
             axis_type(axis, self.axis_types)  # every axis must have a type
         unknown = [a for a in (*self.shape_axes, *self.analysis_axes) if a not in self.axes]
         if unknown:
-            raise ValueError(f"experiment {self.name!r}: kind given for axes {unknown} that it does not have")
+            raise ValueError(
+                f"experiment {self.name!r}: kind given for axes {unknown} that it does not have"
+            )
         if not self.methods:
             raise ValueError(f"experiment {self.name!r} has no methods")
         clashes = sorted(old for old in self.keys.stream_names.values() if old in self.axes)
         if clashes:
-            raise ValueError(f"experiment {self.name!r}: stream_names key renamed axes under {clashes}, "
-                             f"which are axes of its own")
-        if self.keys.truth_axes is not None and not set(self.keys.truth_axes) <= set(self.shape_axes):
-            raise ValueError(f"experiment {self.name!r}: truth_axes {sorted(set(self.keys.truth_axes) - set(self.shape_axes))} "
-                             f"are not shape axes")
+            raise ValueError(
+                f"experiment {self.name!r}: stream_names key renamed axes under {clashes}, "
+                f"which are axes of its own"
+            )
+        if self.keys.truth_axes is not None and not set(self.keys.truth_axes) <= set(
+            self.shape_axes
+        ):
+            raise ValueError(
+                f"experiment {self.name!r}: truth_axes {sorted(set(self.keys.truth_axes) - set(self.shape_axes))} "
+                f"are not shape axes"
+            )
         if self.keys.release_axes is not None:
             if self.privatise is None:
-                raise ValueError(f"experiment {self.name!r} declares release_axes but has no privatise stage")
+                raise ValueError(
+                    f"experiment {self.name!r} declares release_axes but has no privatise stage"
+                )
             outside = [a for a in self.keys.release_axes if a not in self.analysis_axes]
             if outside:
-                raise ValueError(f"experiment {self.name!r}: release_axes {outside} are not analysis axes")
+                raise ValueError(
+                    f"experiment {self.name!r}: release_axes {outside} are not analysis axes"
+                )
         for cells in self.cell_arrays:
-            unknown = [a for a in cells.axes if a not in self.axes and a not in self.derived_names()]
+            unknown = [
+                a for a in cells.axes if a not in self.axes and a not in self.derived_names()
+            ]
             if unknown or cells.name in self.axes or cells.name in self.derived_names():
-                raise ValueError(f"experiment {self.name!r}: cell arrays {cells.name!r} "
-                                 + (f"depend on {unknown}, which are not axes or derived values" if unknown
-                                    else "are named like an axis or derived value"))
+                raise ValueError(
+                    f"experiment {self.name!r}: cell arrays {cells.name!r} "
+                    + (
+                        f"depend on {unknown}, which are not axes or derived values"
+                        if unknown
+                        else "are named like an axis or derived value"
+                    )
+                )
         if self.tuning.padding is not None:
             unmasked = [name for name, method in self.methods.items() if not method.masks_padding]
             if unmasked:
-                raise ValueError(f"experiment {self.name!r} pads {self.tuning.padding.axis} but its methods {unmasked} "
-                                 f"do not mask padding (Method.masks_padding); give it tuning=Tuning(padding=None)")
+                raise ValueError(
+                    f"experiment {self.name!r} pads {self.tuning.padding.axis} but its methods {unmasked} "
+                    f"do not mask padding (Method.masks_padding); give it tuning=Tuning(padding=None)"
+                )
             outside = [a for a in self.tuning.padding.traced_axes if a not in self.shape_axes]
             if outside:
-                raise ValueError(f"experiment {self.name!r}: padding names {outside}, which are not shape axes")
+                raise ValueError(
+                    f"experiment {self.name!r}: padding names {outside}, which are not shape axes"
+                )
             if self.tuning.padding.capacity in self.axes:
-                raise ValueError(f"experiment {self.name!r}: padding capacity name {self.tuning.padding.capacity!r} "
-                                 f"is one of its axes")
+                raise ValueError(
+                    f"experiment {self.name!r}: padding capacity name {self.tuning.padding.capacity!r} "
+                    f"is one of its axes"
+                )
 
-    def with_methods(self, methods: Mapping[str, Method] | None = None, /, *, name: str | None = None,
-                     title: str | None = None, **more: Method) -> "Experiment":
+    def with_methods(
+        self,
+        methods: Mapping[str, Method] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        **more: Method,
+    ) -> "Experiment":
         """This experiment with further methods run beside its own: the same grid, data, θ*,
         release and keys, so its own methods' rows are those of a run without the new ones
         (each method's key is folded from its name alone: common random numbers), and the
@@ -376,21 +419,31 @@ class Experiment:
             if not isinstance(method, Method):
                 raise UsageError(f"with_methods: {method_name}={method!r} is not a dpsim Method")
             if method_name in self.methods:
-                raise UsageError(f"with_methods: {self.name!r} already has a method {method_name!r}; "
-                                 f"choose another name (its methods: {', '.join(self.methods)})")
+                raise UsageError(
+                    f"with_methods: {self.name!r} already has a method {method_name!r}; "
+                    f"choose another name (its methods: {', '.join(self.methods)})"
+                )
         import dataclasses
+
         unmasked = [n for n, m in added.items() if not m.masks_padding]
         padding = None if unmasked else self.tuning.padding
         if unmasked and self.tuning.padding is not None:
-            note(f"{self.name} with {', '.join(unmasked)}: runs unpadded, one program per {self.tuning.padding.axis} value, "
-                 f"since {', '.join(unmasked)} does not mask padding (Method.masks_padding); "
-                 f"{', '.join(self.methods)} rows then equal {self.name}'s up to float rounding")
+            note(
+                f"{self.name} with {', '.join(unmasked)}: runs unpadded, one program per {self.tuning.padding.axis} value, "
+                f"since {', '.join(unmasked)} does not mask padding (Method.masks_padding); "
+                f"{', '.join(self.methods)} rows then equal {self.name}'s up to float rounding"
+            )
         return dataclasses.replace(
-            self, name=name or "+".join([self.name, *added]),
+            self,
+            name=name or "+".join([self.name, *added]),
             title=title or f"{self.title} (with {', '.join(added)})",
-            methods={**self.methods, **added}, tuning=dataclasses.replace(self.tuning, padding=padding),
+            methods={**self.methods, **added},
+            tuning=dataclasses.replace(self.tuning, padding=padding),
             extends=self.extends or self.name,
-            figure=None if self.figure is None else figure_with_methods(self.figure, self.methods, added))
+            figure=None
+            if self.figure is None
+            else figure_with_methods(self.figure, self.methods, added),
+        )
 
     def point_id(self, point: Mapping[str, Any]) -> int:
         """The stable id keying a (partial) grid point: :func:`stable_id` of it as
@@ -407,17 +460,24 @@ class Experiment:
 
     @property
     def data_axes(self) -> tuple[str, ...]:
-        return tuple(a for a in self.axes if a not in self.shape_axes and a not in self.analysis_axes)
+        return tuple(
+            a for a in self.axes if a not in self.shape_axes and a not in self.analysis_axes
+        )
 
     def kind(self, axis: str) -> str:
-        return "shape" if axis in self.shape_axes else "analysis" if axis in self.analysis_axes else "data"
+        return (
+            "shape"
+            if axis in self.shape_axes
+            else "analysis"
+            if axis in self.analysis_axes
+            else "data"
+        )
 
     def derived_names(self, level: str | None = None) -> tuple[str, ...]:
         return tuple(n for d in self.derived if level in (None, d.level) for n in d.names)
 
     def cell_level(self, cells: CellArrays) -> str:
-        """"analysis" when a :class:`CellArrays` depends on an analysis axis or analysis-level
+        """ "analysis" when a :class:`CellArrays` depends on an analysis axis or analysis-level
         derived value (one cell per analysis point), else "data" (one per lane)."""
         analysis = set(self.analysis_axes) | set(self.derived_names("analysis"))
         return "analysis" if analysis & set(cells.axes) else "data"
-

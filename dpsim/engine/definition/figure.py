@@ -1,5 +1,6 @@
 """What a figure of an experiment draws: its panels (:class:`Panel`) and layout (:class:`FigureSpec`),
 and the same figure with further methods drawn beside the paper's (:func:`figure_with_methods`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -90,20 +91,30 @@ class FigureSpec:
     shown_with: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
 
 
-def figure_with_methods(spec: FigureSpec, own: Mapping[str, Any], added: Mapping[str, Any]) -> FigureSpec:
+def figure_with_methods(
+    spec: FigureSpec, own: Mapping[str, Any], added: Mapping[str, Any]
+) -> FigureSpec:
     """``spec`` drawing the ``added`` methods beside the ``own`` ones (:meth:`Experiment.with_methods`):
     with one curve per method, their legend labels; else, for every added method that reports
     a panel's metric, the same panel for it (titled with its label), once per slice of the grid
     (after the last panel of one of ``own`` that shows that metric there). A panel of every
     method (``method=None``) keeps to the methods it drew. The title names the added methods."""
     import dataclasses
+
     labels = {name: m.label or name for name, m in added.items()}
     title = f"{spec.title} (with {', '.join(labels.values())})" if spec.title else ""
     if spec.curve == "method":
         return dataclasses.replace(spec, title=title, curve_labels={**spec.curve_labels, **labels})
 
     def slice_of(panel):
-        return (panel.metric, repr(sorted(panel.where.items())), panel.x, panel.each, repr(sorted(panel.at.items())))
+        return (
+            panel.metric,
+            repr(sorted(panel.where.items())),
+            panel.x,
+            panel.each,
+            repr(sorted(panel.at.items())),
+        )
+
     panels, last, ylabels = [], {}, {}
     for panel in spec.panels:
         if panel.method is None:
@@ -121,7 +132,8 @@ def figure_with_methods(spec: FigureSpec, own: Mapping[str, Any], added: Mapping
         for name, method in added.items():
             if panel.metric in method.columns:
                 title = f"{panel.title} — {labels[name]}" if panel.title else labels[name]
-                extra.setdefault(index, []).append(dataclasses.replace(panel, method=name, title=title, ylabel=ylabel))
+                extra.setdefault(index, []).append(
+                    dataclasses.replace(panel, method=name, title=title, ylabel=ylabel)
+                )
     drawn = [p for i, panel in enumerate(panels) for p in [panel, *extra.get(i, [])]]
     return dataclasses.replace(spec, title=title, panels=tuple(drawn))
-

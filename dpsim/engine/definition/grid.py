@@ -1,5 +1,6 @@
 """The expanded grid of one run: ``--set`` overrides applied, every value validated, host-side derived
 values computed, and the shape, data and analysis points listed (:func:`expand_grid`)."""
+
 from __future__ import annotations
 
 import itertools
@@ -41,7 +42,9 @@ def _derive(experiment: Experiment, level: str, point: dict) -> dict:
     for d in experiment.derived:
         if d.level == level:
             at = {**point, **out}
-            out.update(call_stage(experiment.name, f"derived {', '.join(map(repr, d.names))}", at, d, at))
+            out.update(
+                call_stage(experiment.name, f"derived {', '.join(map(repr, d.names))}", at, d, at)
+            )
     return out
 
 
@@ -53,11 +56,20 @@ def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None
     for axis in overrides:
         if axis not in experiment.axes:
             import difflib
+
             renamed = [new for new, old in experiment.keys.stream_names.items() if old == axis]
-            close = renamed or difflib.get_close_matches(axis, list(experiment.axes), n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}{', its new name' if renamed else ''}?)" if close else ""
-            raise UsageError(f"unknown axis {axis!r}{hint} for experiment {experiment.name!r}; "
-                             f"axes are {', '.join(experiment.axes)}")
+            close = renamed or difflib.get_close_matches(
+                axis, list(experiment.axes), n=1, cutoff=0.6
+            )
+            hint = (
+                f" (did you mean {close[0]!r}{', its new name' if renamed else ''}?)"
+                if close
+                else ""
+            )
+            raise UsageError(
+                f"unknown axis {axis!r}{hint} for experiment {experiment.name!r}; "
+                f"axes are {', '.join(experiment.axes)}"
+            )
     axes = {}
     for axis, default in experiment.axes.items():
         values = overrides.get(axis, default)
@@ -78,14 +90,27 @@ def expand_grid(experiment: Experiment, overrides: Mapping[str, Sequence] | None
         for data in data_points:
             d_values = _derive(experiment, "data", {**shape, **data})
             per_data.append(d_values)
-            per_analysis.append([
-                _derive(experiment, "analysis", {**shape, **data, **d_values, **analysis})
-                for analysis in analysis_points])
+            per_analysis.append(
+                [
+                    _derive(experiment, "analysis", {**shape, **data, **d_values, **analysis})
+                    for analysis in analysis_points
+                ]
+            )
             for analysis, a_values in zip(analysis_points, per_analysis[-1]):
                 point = {**shape, **data, **d_values, **analysis, **a_values}
-                call_stage(experiment.name, "validate_point", point, experiment.validate_point, point)
+                call_stage(
+                    experiment.name, "validate_point", point, experiment.validate_point, point
+                )
         data_derived.append(per_data)
         analysis_derived.append(per_analysis)
-    return Grid(experiment, axes, shapes, data_points, analysis_points, data_derived, analysis_derived,
-                tuple(a for a in experiment.data_axes if a in static),
-                tuple(a for a in experiment.analysis_axes if a in static))
+    return Grid(
+        experiment,
+        axes,
+        shapes,
+        data_points,
+        analysis_points,
+        data_derived,
+        analysis_derived,
+        tuple(a for a in experiment.data_axes if a in static),
+        tuple(a for a in experiment.analysis_axes if a in static),
+    )

@@ -1,5 +1,6 @@
 """Stable ids: the integers random keys are folded with, from axis values and method names alone
 (never a position in a batch), so results do not depend on a grid's extent, chunking or run order."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +15,10 @@ def stable_id(point: Mapping[str, Any]) -> int:
     depend on the grid's extent, chunking or run order.
     """
     text = ";".join(f"{k}={canonical(point[k])}" for k in sorted(point))
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") & 0x7FFFFFFFFFFFFFFF
+    return (
+        int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        & 0x7FFFFFFFFFFFFFFF
+    )
 
 
 def method_id(name: str) -> int:
@@ -27,4 +31,3 @@ def canonical(value) -> str:
     if isinstance(value, float) and value.is_integer() and math.isfinite(value):
         return repr(int(value))
     return repr(value)
-

@@ -32,6 +32,7 @@ layout its program was compiled with before (:func:`reuse_layout`), so that a ru
 Results do not depend on any of this beyond float rounding: keys come from stable ids, not
 from positions in a batch.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -133,8 +134,8 @@ class Batching:
     small_micro: int = 1
     small_lane_bytes: float = 0.0
     small_min_work: float = math.inf
-    in_flight: int | None = None     # None: ``workers``
-    override: bool = False      # the micro-batch was set (--micro-batch, $DPSIM_MICRO_BATCH): no rule, no calibration
+    in_flight: int | None = None  # None: ``workers``
+    override: bool = False  # the micro-batch was set (--micro-batch, $DPSIM_MICRO_BATCH): no rule, no calibration
 
     def __post_init__(self):
         if self.in_flight is None:
@@ -185,9 +186,9 @@ def memory_limit(backend: str) -> tuple[float | None, str]:
     return device_memory_bytes(), f"the {backend} device's memory"
 
 
-
-def batching(backend: str | None = None, *, micro_batch: int | None = None,
-             memory: float | None = None) -> Batching:
+def batching(
+    backend: str | None = None, *, micro_batch: int | None = None, memory: float | None = None
+) -> Batching:
     """The batching of ``backend`` (default: JAX's default backend).
 
     CPU (the measured choice, ``MAX_MICRO_BATCH_CPU``): lanes one at a time, chunks of ~2e8
@@ -212,26 +213,47 @@ def batching(backend: str | None = None, *, micro_batch: int | None = None,
             micro_batch = int(text)
         except ValueError:
             raise UsageError(f"DPSIM_MICRO_BATCH={text!r} must be a number of lanes") from None
-    if micro_batch is not None and (isinstance(micro_batch, bool) or not isinstance(micro_batch, int)
-                                    or micro_batch < 1):
+    if micro_batch is not None and (
+        isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch < 1
+    ):
         raise UsageError(f"micro_batch={micro_batch!r} must be an integer ≥ 1")
     padding = os.environ.get(PADDING_VARIABLE, "auto")
     if padding not in ("auto", "off"):
         raise UsageError(f"{PADDING_VARIABLE}={padding!r} must be 'auto' or 'off'")
     devices = device_count(backend)
     if backend == "cpu":
-        policy = Batching("cpu", math.inf, MAX_MICRO_BATCH_CPU, default_workers() if devices == 1 else 1,
-                          chunk_work=CHUNK_WORK, devices=devices, small_micro=SMALL_LANE_MICRO_CPU,
-                          small_lane_bytes=SMALL_LANE_BYTES_CPU, small_min_work=SMALL_LANE_MIN_WORK_CPU)
+        policy = Batching(
+            "cpu",
+            math.inf,
+            MAX_MICRO_BATCH_CPU,
+            default_workers() if devices == 1 else 1,
+            chunk_work=CHUNK_WORK,
+            devices=devices,
+            small_micro=SMALL_LANE_MICRO_CPU,
+            small_lane_bytes=SMALL_LANE_BYTES_CPU,
+            small_min_work=SMALL_LANE_MIN_WORK_CPU,
+        )
     else:
-        memory = memory or (device_memory_bytes() if backend == jax.default_backend() else None) or 16 * 2**30
-        policy = Batching(backend, ACCELERATOR_MEMORY_SHARE * memory, MAX_MICRO_BATCH_ACCELERATOR, 1,
-                          micro_per_chunk=ACCELERATOR_MICRO_BATCHES_PER_CHUNK,
-                          compile_seconds=COMPILE_SECONDS_ACCELERATOR, seconds_per_byte=SECONDS_PER_BYTE_ACCELERATOR,
-                          devices=devices, in_flight=ACCELERATOR_CHUNKS_IN_FLIGHT)
+        memory = (
+            memory
+            or (device_memory_bytes() if backend == jax.default_backend() else None)
+            or 16 * 2**30
+        )
+        policy = Batching(
+            backend,
+            ACCELERATOR_MEMORY_SHARE * memory,
+            MAX_MICRO_BATCH_ACCELERATOR,
+            1,
+            micro_per_chunk=ACCELERATOR_MICRO_BATCHES_PER_CHUNK,
+            compile_seconds=COMPILE_SECONDS_ACCELERATOR,
+            seconds_per_byte=SECONDS_PER_BYTE_ACCELERATOR,
+            devices=devices,
+            in_flight=ACCELERATOR_CHUNKS_IN_FLIGHT,
+        )
     if micro_batch is not None:
-        policy = dataclasses.replace(policy, micro_bytes=math.inf, max_micro=micro_batch, small_micro=1,
-                                     override=True)
+        policy = dataclasses.replace(
+            policy, micro_bytes=math.inf, max_micro=micro_batch, small_micro=1, override=True
+        )
     if padding == "off":
         policy = dataclasses.replace(policy, compile_seconds=0.0)
     return policy
@@ -242,7 +264,7 @@ def micro_batch_size(lane_bytes: int, policy: Batching | None = None) -> int:
     policy's micro-batch bytes, at most its ``max_micro``; exactly ``max_micro`` when the
     policy sets no byte bound (CPU: 1; an explicit ``--micro-batch``)."""
     policy = policy or batching("cpu")
-    if math.isinf(policy.micro_bytes):          # an explicit --micro-batch: exactly that many lanes
+    if math.isinf(policy.micro_bytes):  # an explicit --micro-batch: exactly that many lanes
         return int(policy.max_micro)
     size = max(1, int(policy.micro_bytes // max(lane_bytes, 1)))
     return int(min(policy.max_micro, 2 ** int(math.log2(size))))
@@ -259,12 +281,22 @@ def cpu_small_lane_micro(n_lanes: int, lane_bytes: int, n_analysis: int, policy:
             working set; n_analysis: analysis points per lane.
     Returns:
         lanes vmapped together (≥ 1)."""
-    small = lane_bytes <= policy.small_lane_bytes and n_lanes * max(n_analysis, 1) >= policy.small_min_work
+    small = (
+        lane_bytes <= policy.small_lane_bytes
+        and n_lanes * max(n_analysis, 1) >= policy.small_min_work
+    )
     return max(1, policy.small_micro) if small else 1
 
 
-def small_lane_layout(n_lanes: int, workers: int, one: tuple[int, int], wide: tuple[int, int], earlier,
-                      compile_seconds: float, seconds_per_lane: float) -> tuple[int, int]:
+def small_lane_layout(
+    n_lanes: int,
+    workers: int,
+    one: tuple[int, int],
+    wide: tuple[int, int],
+    earlier,
+    compile_seconds: float,
+    seconds_per_lane: float,
+) -> tuple[int, int]:
     """The (chunk size, micro-batch) of a step of small lanes (:func:`cpu_small_lane_micro`'s
     bytes bound) that the small-lane rule leaves one lane at a time: ``wide`` (vmapped
     lanes) or a wide layout compiled before, where its wall time by the cost model is less
@@ -289,9 +321,13 @@ def small_lane_layout(n_lanes: int, workers: int, one: tuple[int, int], wide: tu
     best_wide = reuse_layout(n_lanes, workers, wide, compiled_wide, wide_compile, wide_seconds)
 
     def seconds(layout, per_lane, compile_):
-        return layout_lanes(n_lanes, layout[0], workers) * per_lane + (0.0 if layout in earlier else compile_)
+        return layout_lanes(n_lanes, layout[0], workers) * per_lane + (
+            0.0 if layout in earlier else compile_
+        )
 
-    if seconds(best_wide, wide_seconds, wide_compile) < seconds(one, seconds_per_lane, compile_seconds):
+    if seconds(best_wide, wide_seconds, wide_compile) < seconds(
+        one, seconds_per_lane, compile_seconds
+    ):
         return best_wide
     return one
 
@@ -319,8 +355,10 @@ def device_count(backend: str | None = None) -> int:
     except ValueError:
         wanted = 0
     if wanted < 1 or wanted > visible:
-        raise UsageError(f"{DEVICES_VARIABLE}={text!r} must be 'all' or a whole number from 1 to {visible} "
-                         f"(the visible devices)")
+        raise UsageError(
+            f"{DEVICES_VARIABLE}={text!r} must be 'all' or a whole number from 1 to {visible} "
+            f"(the visible devices)"
+        )
     return wanted
 
 
@@ -342,8 +380,15 @@ def default_workers() -> int:
     return max(1, min(MAX_WORKERS, cores))
 
 
-def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int | None,
-                 workers: int = 1, policy: Batching | None = None, micro: int | None = None) -> tuple[int, int]:
+def chunk_layout(
+    n_lanes: int,
+    lane_bytes: int,
+    n_analysis: int,
+    requested: int | None,
+    workers: int = 1,
+    policy: Batching | None = None,
+    micro: int | None = None,
+) -> tuple[int, int]:
     """(chunk size, micro-batch size) for ``n_lanes`` lanes of one step, under ``policy``
     (default: the CPU's).
 
@@ -359,8 +404,10 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
     size is rounded up to one).
     """
     policy = policy or batching("cpu")
-    largest = micro or max(micro_batch_size(lane_bytes, policy),
-                           cpu_small_lane_micro(n_lanes, lane_bytes, n_analysis, policy))
+    largest = micro or max(
+        micro_batch_size(lane_bytes, policy),
+        cpu_small_lane_micro(n_lanes, lane_bytes, n_analysis, policy),
+    )
     devices = max(1, policy.devices)
     if requested is not None:
         n_chunks = math.ceil(n_lanes / requested)
@@ -368,9 +415,12 @@ def chunk_layout(n_lanes: int, lane_bytes: int, n_analysis: int, requested: int 
         if policy.micro_per_chunk is not None:
             target = largest * policy.micro_per_chunk
         else:
-            target = max(largest, int((policy.chunk_work or CHUNK_WORK) / max(lane_bytes * n_analysis / 8, 1)))
+            target = max(
+                largest,
+                int((policy.chunk_work or CHUNK_WORK) / max(lane_bytes * n_analysis / 8, 1)),
+            )
         n_chunks = max(math.ceil(n_lanes / (target * devices)), min(workers, n_lanes))
-    share = math.ceil(math.ceil(n_lanes / max(n_chunks, 1)) / devices)    # lanes per device
+    share = math.ceil(math.ceil(n_lanes / max(n_chunks, 1)) / devices)  # lanes per device
     batches = math.ceil(share / largest)
     micro = math.ceil(share / batches)
     return devices * batches * micro, micro
@@ -392,8 +442,14 @@ def layout_lanes(n_lanes: int, size: int, workers: int) -> int:
     return math.ceil(math.ceil(n_lanes / size) / max(workers, 1)) * size
 
 
-def reuse_layout(n_lanes: int, workers: int, own: tuple[int, int], earlier, compile_seconds: float,
-                 seconds_per_lane: float) -> tuple[int, int]:
+def reuse_layout(
+    n_lanes: int,
+    workers: int,
+    own: tuple[int, int],
+    earlier,
+    compile_seconds: float,
+    seconds_per_lane: float,
+) -> tuple[int, int]:
     """The (chunk size, micro-batch) of a step: one of the ``earlier`` layouts its program was
     compiled with (:mod:`dpsim.engine.execution.calibration`'s cache), when its extra wall time
     (:func:`layout_lanes` × ``seconds_per_lane``) is less than ``compile_seconds``, its work at
@@ -415,6 +471,10 @@ def reuse_layout(n_lanes: int, workers: int, own: tuple[int, int], earlier, comp
             return own
         lanes = layout_lanes(n_lanes, size, workers)
         seconds = lanes * seconds_per_lane
-        if lanes <= MAX_REUSE_WORK * own_lanes and size * MAX_REUSE_CHUNKS >= own[0] and seconds < best_seconds:
+        if (
+            lanes <= MAX_REUSE_WORK * own_lanes
+            and size * MAX_REUSE_CHUNKS >= own[0]
+            and seconds < best_seconds
+        ):
             best, best_seconds = (int(size), int(micro)), seconds
     return best

@@ -27,6 +27,7 @@ imports: any change of what their code does (not a comment) starts new entries. 
 merge their entries under a lock and replace the file atomically; an unreadable file is
 ignored with one warning and rewritten.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -45,7 +46,11 @@ MODE_VARIABLE = "DPSIM_CALIBRATION"
 CACHE_VARIABLE = "DPSIM_CALIBRATION_CACHE"
 MODES = ("auto", "always", "off")
 CANDIDATES_CPU = (1, 8, 32)
-CANDIDATES_ACCELERATOR = (64, 512, 2048)   # the memory-bound fallback, a middle size, the cap (batching)
+CANDIDATES_ACCELERATOR = (
+    64,
+    512,
+    2048,
+)  # the memory-bound fallback, a middle size, the cap (batching)
 # A step is calibrated when calibrating costs at most this share of its estimated wall time
 # (the cost model): (candidates − 1) extra compilations, plus the calibration chunks computed
 # one at a time instead of ``workers`` at a time. One chunk per candidate is a noisy
@@ -53,8 +58,8 @@ CANDIDATES_ACCELERATOR = (64, 512, 2048)   # the memory-bound fallback, a middle
 # steps (cai-fig3 from several thousand replicates; xu, whose lanes the cost model
 # underestimates, never).
 CALIBRATION_SHARE = 0.1
-KEEP_LAYOUTS = 4           # (chunk size, micro-batch) layouts remembered per program
-_warned: set = set()       # cache files already warned about (one warning each per process)
+KEEP_LAYOUTS = 4  # (chunk size, micro-batch) layouts remembered per program
+_warned: set = set()  # cache files already warned about (one warning each per process)
 
 
 def mode() -> str:
@@ -109,8 +114,10 @@ def load(path: Path | None) -> dict:
     except (OSError, ValueError) as exc:
         if str(path) not in _warned:
             _warned.add(str(path))
-            warn(f"the batching calibration cache {path} is unreadable ({type(exc).__name__}); it is ignored "
-                 f"and will be rewritten")
+            warn(
+                f"the batching calibration cache {path} is unreadable ({type(exc).__name__}); it is ignored "
+                f"and will be rewritten"
+            )
         return {}
 
 
@@ -124,9 +131,11 @@ def save(path: Path | None, updates: Mapping[str, object]) -> dict:
     its entry, e.g. a re-run of a step whose layout is the newest cached)."""
     if path is None or not updates:
         return {}
-    entries = load(path)            # nothing changes (a re-run of a step as cached): no lock, no write
-    if all((value(entries.get(key)) if callable(value) else value) == entries.get(key)
-           for key, value in updates.items()):
+    entries = load(path)  # nothing changes (a re-run of a step as cached): no lock, no write
+    if all(
+        (value(entries.get(key)) if callable(value) else value) == entries.get(key)
+        for key, value in updates.items()
+    ):
         return entries
     with store.file_lock(path.with_name(path.name + ".lock")):
         entries = load(path)
@@ -146,16 +155,21 @@ def candidates(backend: str, lane_bytes: float, micro_bytes: float) -> tuple[int
     return fits or CANDIDATES_ACCELERATOR[:1]
 
 
-def calibration_cost(n_candidates: int, compile_seconds: float, chunk_seconds: float, workers: int) -> float:
+def calibration_cost(
+    n_candidates: int, compile_seconds: float, chunk_seconds: float, workers: int
+) -> float:
     """Wall seconds a calibration adds to a step: the extra compilations, and the
     calibration chunks computed one at a time rather than ``workers`` at once. (On an
     accelerator, one worker, the calibration chunks also go without the second chunk in
     flight, so their host work is not hidden; that share of a chunk's time is left out here.)"""
-    return (n_candidates - 1) * compile_seconds + n_candidates * chunk_seconds * (1 - 1 / max(workers, 1))
+    return (n_candidates - 1) * compile_seconds + n_candidates * chunk_seconds * (
+        1 - 1 / max(workers, 1)
+    )
 
 
-def should_calibrate(step_seconds: float, cost: float, n_chunks: int, n_candidates: int, how: str,
-                     cached: bool) -> bool:
+def should_calibrate(
+    step_seconds: float, cost: float, n_chunks: int, n_candidates: int, how: str, cached: bool
+) -> bool:
     """Whether to calibrate a step: never when ``how`` is off or ``reuse`` (cached choices only,
     for an executor that cannot time candidates) or the step has fewer than two
     chunks per candidate; with ``always`` otherwise yes; with ``auto`` when no calibration is
@@ -172,18 +186,32 @@ def pick(timings: Mapping[int, float]) -> int:
     return min(timings, key=lambda m: (timings[m], m))
 
 
-def updated_entry(entry: Mapping | None, *, micro: int, size: int, source: str, what: str,
-                  timings: Mapping[int, float] | None = None, today: str | None = None) -> dict:
+def updated_entry(
+    entry: Mapping | None,
+    *,
+    micro: int,
+    size: int,
+    source: str,
+    what: str,
+    timings: Mapping[int, float] | None = None,
+    today: str | None = None,
+) -> dict:
     """A cache entry after a run of its step: ``size`` × ``micro`` added to its layouts
     (newest first, at most :data:`KEEP_LAYOUTS`), and with ``timings`` (micro-batch → seconds
     per lane) the calibration recorded (micro-batch, date, timings). ``what``: the step
     as text (for people reading the file)."""
     entry = dict(entry or {})
-    layouts = [[size, micro]] + [list(l) for l in entry.get("layouts", []) if list(l) != [size, micro]]
+    layouts = [[size, micro]] + [
+        list(l) for l in entry.get("layouts", []) if list(l) != [size, micro]
+    ]
     entry.update(what=what, layouts=layouts[:KEEP_LAYOUTS])
     if timings:
-        entry.update(micro=int(micro), source=source, date=today or datetime.date.today().isoformat(),
-                     timings={str(m): float(s) for m, s in sorted(timings.items())})
+        entry.update(
+            micro=int(micro),
+            source=source,
+            date=today or datetime.date.today().isoformat(),
+            timings={str(m): float(s) for m, s in sorted(timings.items())},
+        )
     return entry
 
 
@@ -203,13 +231,24 @@ def seconds_per_lane(entry: Mapping | None) -> float | None:
 def describe(entry: Mapping, backend: str) -> str:
     """A calibration as text: ``calibrated DATE on BACKEND: MICRO → TIME ms/lane, …``, one
     ``MICRO → TIME`` per candidate micro-batch timed (``entry["timings"]``)."""
-    timings = ", ".join(f"{m} → {float(s) * 1e3:.3g} ms/lane"
-                        for m, s in sorted(entry["timings"].items(), key=lambda kv: int(kv[0])))
+    timings = ", ".join(
+        f"{m} → {float(s) * 1e3:.3g} ms/lane"
+        for m, s in sorted(entry["timings"].items(), key=lambda kv: int(kv[0]))
+    )
     return f"calibrated {entry.get('date', '?')} on {backend}: {timings}"
 
 
-def choose(n_lanes: int, total_lanes: int, lane_bytes: int, n_analysis: int, requested: int | None,
-           workers: int, policy, entry: Mapping | None, how: str) -> tuple[int, int, str, tuple]:
+def choose(
+    n_lanes: int,
+    total_lanes: int,
+    lane_bytes: int,
+    n_analysis: int,
+    requested: int | None,
+    workers: int,
+    policy,
+    entry: Mapping | None,
+    how: str,
+) -> tuple[int, int, str, tuple]:
     """A step's batching: (chunk size, micro-batch, where the micro-batch came from, the
     candidate micro-batches to calibrate at run time or ()).
 
@@ -228,10 +267,11 @@ def choose(n_lanes: int, total_lanes: int, lane_bytes: int, n_analysis: int, req
         entry: the step's cache entry (None: none); how: :func:`mode`.
     """
     from dpsim.engine.execution.batching import chunk_layout, reuse_layout, small_lane_layout
+
     own = chunk_layout(n_lanes, lane_bytes, n_analysis, requested, workers, policy)
     if policy.override:
         return *own, "--micro-batch", ()
-    model_seconds = lane_bytes * n_analysis * policy.seconds_per_byte      # the cost model, per lane
+    model_seconds = lane_bytes * n_analysis * policy.seconds_per_byte  # the cost model, per lane
     micro = calibrated_micro(entry) if how != "off" else None
     if micro is not None:
         own = chunk_layout(n_lanes, lane_bytes, n_analysis, requested, workers, policy, micro=micro)
@@ -244,25 +284,67 @@ def choose(n_lanes: int, total_lanes: int, lane_bytes: int, n_analysis: int, req
         origin = "rule: the accelerator's memory bound"
     options = candidates(policy.backend, lane_bytes, policy.micro_bytes)
     unit = max(1, policy.devices) * max(options)
-    size = unit * math.ceil(chunk_layout(n_lanes, lane_bytes, n_analysis, requested, workers, policy,
-                                         micro=max(options))[0] / unit)
+    size = unit * math.ceil(
+        chunk_layout(
+            n_lanes, lane_bytes, n_analysis, requested, workers, policy, micro=max(options)
+        )[0]
+        / unit
+    )
     cost = calibration_cost(len(options), policy.compile_seconds, size * model_seconds, workers)
-    chunk_kept = requested is None or requested % unit == 0      # calibrating rounds the chunk to a multiple of unit
-    if chunk_kept and should_calibrate(total_lanes * model_seconds / max(workers, 1), cost,
-                                       math.ceil(total_lanes / size), len(options), how, micro is not None):
-        micro = max([c for c in options if c <= own[1]] or [min(options)])   # a candidate: it divides the size
-        return size, micro, origin + f"; calibrated while it runs at {', '.join(map(str, options))}", options
-    if (requested is None and entry and how != "off" and micro is None and own[1] == 1 and policy.backend == "cpu"
-            and policy.small_micro > 1 and lane_bytes <= policy.small_lane_bytes):
-        wide = chunk_layout(n_lanes, lane_bytes, n_analysis, None, workers, policy, micro=policy.small_micro)
-        layout = small_lane_layout(n_lanes, workers, own, wide, entry.get("layouts", []), policy.compile_seconds,
-                                   model_seconds)
+    chunk_kept = (
+        requested is None or requested % unit == 0
+    )  # calibrating rounds the chunk to a multiple of unit
+    if chunk_kept and should_calibrate(
+        total_lanes * model_seconds / max(workers, 1),
+        cost,
+        math.ceil(total_lanes / size),
+        len(options),
+        how,
+        micro is not None,
+    ):
+        micro = max(
+            [c for c in options if c <= own[1]] or [min(options)]
+        )  # a candidate: it divides the size
+        return (
+            size,
+            micro,
+            origin + f"; calibrated while it runs at {', '.join(map(str, options))}",
+            options,
+        )
+    if (
+        requested is None
+        and entry
+        and how != "off"
+        and micro is None
+        and own[1] == 1
+        and policy.backend == "cpu"
+        and policy.small_micro > 1
+        and lane_bytes <= policy.small_lane_bytes
+    ):
+        wide = chunk_layout(
+            n_lanes, lane_bytes, n_analysis, None, workers, policy, micro=policy.small_micro
+        )
+        layout = small_lane_layout(
+            n_lanes,
+            workers,
+            own,
+            wide,
+            entry.get("layouts", []),
+            policy.compile_seconds,
+            model_seconds,
+        )
         if layout != own:
             return *layout, "rule: small lanes, their vmapped program compiled before", ()
     if requested is None and entry and how != "off":
         earlier = [tuple(l) for l in entry.get("layouts", []) if int(l[1]) == own[1]]
-        layout = reuse_layout(n_lanes, workers, own, earlier, policy.compile_seconds,
-                              seconds_per_lane(entry) or model_seconds)
+        layout = reuse_layout(
+            n_lanes,
+            workers,
+            own,
+            earlier,
+            policy.compile_seconds,
+            seconds_per_lane(entry) or model_seconds,
+        )
         if layout != own:
             return *layout, origin + f"; chunks of {layout[0]} as compiled before", ()
     return *own, origin, ()

@@ -6,6 +6,7 @@ padded to the step's chunk size); :func:`chunk_rows` flattens the program's outp
 {method: {column: [lanes, Q]}} into the tidy rows of one Parquet part, whose schema is
 :func:`method_columns` after the grid and derived values.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,14 +17,22 @@ from dpsim.engine.storage import store
 from dpsim.engine.definition.experiment import Experiment
 from dpsim.engine.definition.grid import Grid
 from dpsim.engine.execution.planning import Chunk, Step
-from dpsim.engine.execution.program import ChunkArguments, id_words, release_words, traced_shape_values, truth_words
+from dpsim.engine.execution.program import (
+    ChunkArguments,
+    id_words,
+    release_words,
+    traced_shape_values,
+    truth_words,
+)
 
 
 def _numbers(name: str, values) -> np.ndarray:
     try:
         return np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        raise UsageError(f"value of {name!r} must be a number to be traced, got {values[0]!r}") from None
+        raise UsageError(
+            f"value of {name!r} must be a number to be traced, got {values[0]!r}"
+        ) from None
 
 
 def _numeric_data_names(grid: Grid) -> list[str]:
@@ -33,10 +42,14 @@ def _numeric_data_names(grid: Grid) -> list[str]:
 
 def _numeric_analysis_names(grid: Grid) -> list[str]:
     exp = grid.experiment
-    return [a for a in exp.analysis_axes if a not in grid.static_analysis] + list(exp.derived_names("analysis"))
+    return [a for a in exp.analysis_axes if a not in grid.static_analysis] + list(
+        exp.derived_names("analysis")
+    )
 
 
-def chunk_arguments(chunk: Chunk, grid: Grid, step: Step, seed: np.uint32, a_words: np.ndarray) -> ChunkArguments:
+def chunk_arguments(
+    chunk: Chunk, grid: Grid, step: Step, seed: np.uint32, a_words: np.ndarray
+) -> ChunkArguments:
     """The program's arguments for one chunk (all host arrays), its lanes padded to the
     step's size by repeating the last lane (padding rows are dropped): ``seed`` and the
     analysis points' id words ``a_words`` [Q, 2] (the same for every chunk of a run), the
@@ -52,28 +65,49 @@ def chunk_arguments(chunk: Chunk, grid: Grid, step: Step, seed: np.uint32, a_wor
     reps = np.asarray([lane.rep for lane in padded], dtype=np.uint32)
     data_vals = {}
     for name in _numeric_data_names(grid):
-        source = [grid.data_points[lane.d].get(name, None) if name in grid.data_points[lane.d]
-                  else grid.data_derived[s][lane.d][name] for lane in padded]
+        source = [
+            grid.data_points[lane.d].get(name, None)
+            if name in grid.data_points[lane.d]
+            else grid.data_derived[s][lane.d][name]
+            for lane in padded
+        ]
         data_vals[name] = _numbers(name, source)
     a_vals = {}
     for name in _numeric_analysis_names(grid):
-        rows = [[point[name] if name in point else grid.analysis_derived[s][lane.d][a][name]
-                 for a, point in enumerate(grid.analysis_points)] for lane in padded]
+        rows = [
+            [
+                point[name] if name in point else grid.analysis_derived[s][lane.d][a][name]
+                for a, point in enumerate(grid.analysis_points)
+            ]
+            for lane in padded
+        ]
         a_vals[name] = _numbers(name, rows)
     cells, cell_index = None, None
     if step.cells is not None:
         cells, cell_index, n_q = step.cells.tables, {}, len(grid.analysis_points)
         for name, where in step.cells.index.items():
-            if experiment.cell_level(next(c for c in experiment.cell_arrays if c.name == name)) == "data":
+            if (
+                experiment.cell_level(next(c for c in experiment.cell_arrays if c.name == name))
+                == "data"
+            ):
                 cell_index[name] = np.asarray([where[(s, lane.d)] for lane in padded], np.int32)
             else:
-                cell_index[name] = np.asarray([[where[(s, lane.d, a)] for a in range(n_q)] for lane in padded],
-                                              np.int32)
-    return ChunkArguments(seed=seed, shape_words=truth_words(experiment, shape),
-                          shape_vals=traced_shape_values(experiment, shape), data_words=data_words, reps=reps,
-                          data_vals=data_vals, a_words=a_words, a_vals=a_vals,
-                          release_words=release_words(experiment, grid.analysis_points),
-                          cells=cells, cell_index=cell_index)
+                cell_index[name] = np.asarray(
+                    [[where[(s, lane.d, a)] for a in range(n_q)] for lane in padded], np.int32
+                )
+    return ChunkArguments(
+        seed=seed,
+        shape_words=truth_words(experiment, shape),
+        shape_vals=traced_shape_values(experiment, shape),
+        data_words=data_words,
+        reps=reps,
+        data_vals=data_vals,
+        a_words=a_words,
+        a_vals=a_vals,
+        release_words=release_words(experiment, grid.analysis_points),
+        cells=cells,
+        cell_index=cell_index,
+    )
 
 
 def _column(values) -> pa.Array:
@@ -92,8 +126,10 @@ def method_columns(experiment: Experiment) -> dict[str, str]:
     for method in experiment.methods.values():
         for name, kind in method.columns.items():
             if columns.setdefault(name, kind) != kind:
-                raise UsageError(f"experiment {experiment.name!r}: column {name!r} is declared "
-                                 f"{columns[name]} by one method and {kind} by another")
+                raise UsageError(
+                    f"experiment {experiment.name!r}: column {name!r} is declared "
+                    f"{columns[name]} by one method and {kind} by another"
+                )
     return columns
 
 
@@ -113,28 +149,46 @@ def chunk_rows(output, chunk: Chunk, grid: Grid, order: np.ndarray, done: set) -
     size = n_lanes * n_q
     d_index = np.repeat(np.fromiter((lane.d for lane in lanes), np.int64, n_lanes), n_q)
     a_index = np.tile(order, n_lanes)
-    base = {k: np.full(size, v, dtype=object if isinstance(v, str) else None) for k, v in grid.shapes[s].items()
-            if np.ndim(v) == 0}
+    base = {
+        k: np.full(size, v, dtype=object if isinstance(v, str) else None)
+        for k, v in grid.shapes[s].items()
+        if np.ndim(v) == 0
+    }
     for axis in grid.experiment.data_axes:
-        base[axis] = np.asarray([d[axis] for d in grid.data_points], dtype=object if axis in grid.static_data
-                                else None)[d_index]
+        base[axis] = np.asarray(
+            [d[axis] for d in grid.data_points], dtype=object if axis in grid.static_data else None
+        )[d_index]
     for name in experiment.derived_names("data"):
         values = np.asarray([grid.data_derived[s][d][name] for d in range(len(grid.data_points))])
-        if values.ndim == 1:   # scalar derived values become columns; arrays are only traced inputs
+        if values.ndim == 1:  # scalar derived values become columns; arrays are only traced inputs
             base[name] = values[d_index]
     for axis in experiment.analysis_axes:
-        base[axis] = np.asarray([a[axis] for a in grid.analysis_points],
-                                dtype=object if axis in grid.static_analysis else None)[a_index]
+        base[axis] = np.asarray(
+            [a[axis] for a in grid.analysis_points],
+            dtype=object if axis in grid.static_analysis else None,
+        )[a_index]
     for name in experiment.derived_names("analysis"):
-        table = np.asarray([[grid.analysis_derived[s][d][a][name] for a in range(len(grid.analysis_points))]
-                            for d in range(len(grid.data_points))])
+        table = np.asarray(
+            [
+                [grid.analysis_derived[s][d][a][name] for a in range(len(grid.analysis_points))]
+                for d in range(len(grid.data_points))
+            ]
+        )
         if table.ndim == 2:
             base[name] = table[d_index, a_index]
     base["rep"] = np.repeat(np.fromiter((lane.rep for lane in lanes), np.int64, n_lanes), n_q)
-    base["point"] = np.asarray([[lane.points[a] for a in order] for lane in lanes], dtype=np.int64).reshape(-1)
-    keep = (np.ones(size, dtype=bool) if not done else
-            np.fromiter(((p, r) not in done for p, r in zip(base["point"].tolist(), base["rep"].tolist())),
-                        bool, size))
+    base["point"] = np.asarray(
+        [[lane.points[a] for a in order] for lane in lanes], dtype=np.int64
+    ).reshape(-1)
+    keep = (
+        np.ones(size, dtype=bool)
+        if not done
+        else np.fromiter(
+            ((p, r) not in done for p, r in zip(base["point"].tolist(), base["rep"].tolist())),
+            bool,
+            size,
+        )
+    )
     n_keep = int(keep.sum())
     methods = list(experiment.methods)
     columns = {k: _column(np.tile(v[keep], len(methods))) for k, v in base.items()}
@@ -143,7 +197,11 @@ def chunk_rows(output, chunk: Chunk, grid: Grid, order: np.ndarray, done: set) -
         parts, missing = [], []
         for method in methods:
             if name in output[method]:
-                parts.append(np.asarray(output[method][name])[:n_lanes].reshape(-1)[keep].astype(_NUMPY[kind]))
+                parts.append(
+                    np.asarray(output[method][name])[:n_lanes]
+                    .reshape(-1)[keep]
+                    .astype(_NUMPY[kind])
+                )
                 missing.append(np.zeros(n_keep, bool))
             else:
                 parts.append(np.zeros(n_keep, _NUMPY[kind]))
@@ -154,4 +212,6 @@ def chunk_rows(output, chunk: Chunk, grid: Grid, order: np.ndarray, done: set) -
             columns[name] = pa.array(values)
         else:
             columns[name] = pa.array(values, mask=mask if mask.any() else None)
-    return store.mark_columns(pa.table(columns), method_columns(experiment), experiment.derived_names())
+    return store.mark_columns(
+        pa.table(columns), method_columns(experiment), experiment.derived_names()
+    )

@@ -21,6 +21,7 @@ for the same plan.
   another worker; the driver writes a chunk only once it has its whole table, so no row is
   lost or written twice. Ray is imported only here, only when a :class:`RayExecutor` is made.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,7 +45,13 @@ from dpsim.engine.execution.chunk_io import chunk_arguments, chunk_rows
 from dpsim.engine.definition.experiment import Experiment
 from dpsim.engine.definition.grid import Grid
 from dpsim.engine.execution.planning import Chunk, Step, analysis_groups, step_label
-from dpsim.engine.execution.program import ChunkArguments, ChunkProgram, compiled_chunk_fn, id_words, program_identity
+from dpsim.engine.execution.program import (
+    ChunkArguments,
+    ChunkProgram,
+    compiled_chunk_fn,
+    id_words,
+    program_identity,
+)
 from dpsim.engine.execution.threads import DaemonPool, Tasks, in_order, stalled, wait
 
 EXECUTORS = ("local", "ray")
@@ -102,26 +109,46 @@ class ChunkComputer:
         """``chunk``'s program arguments (:func:`~dpsim.engine.execution.chunk_io.chunk_arguments`)."""
         return chunk_arguments(chunk, self.grid, step, self.seed, self.a_words)
 
-    def program(self, step: Step, arguments: ChunkArguments, micro: int | None = None) -> ChunkProgram:
+    def program(
+        self, step: Step, arguments: ChunkArguments, micro: int | None = None
+    ) -> ChunkProgram:
         """The compiled program of ``step`` (``arguments``: those of any chunk of it, for the
         shapes; compiling executes nothing), at ``micro`` lanes vmapped together (default
         the step's)."""
-        return compiled_chunk_fn(self.experiment, step.shape, step.static_data, self.groups, micro or step.micro,
-                                 arguments, devices_here(step.devices), self.in_flight)
+        return compiled_chunk_fn(
+            self.experiment,
+            step.shape,
+            step.static_data,
+            self.groups,
+            micro or step.micro,
+            arguments,
+            devices_here(step.devices),
+            self.in_flight,
+        )
 
-    def rows(self, step: Step, program: ChunkProgram, chunk: Chunk, arguments: ChunkArguments,
-             done: set) -> tuple[pa.Table, int]:
+    def rows(
+        self, step: Step, program: ChunkProgram, chunk: Chunk, arguments: ChunkArguments, done: set
+    ) -> tuple[pa.Table, int]:
         """One chunk's rows (those not in ``done``) as an Arrow table, and its lane count
         (``arguments``: the chunk's, :meth:`arguments`)."""
-        return chunk_rows(self.output(program, arguments), chunk, self.grid, program.order, done), len(chunk)
+        return chunk_rows(
+            self.output(program, arguments), chunk, self.grid, program.order, done
+        ), len(chunk)
 
     @staticmethod
     def output(program: ChunkProgram, arguments: ChunkArguments):
         """The chunk program's output for ``arguments``, copied to the host."""
         return jax.device_get(program.fn(arguments))
 
-    def timed_rows(self, step: Step, program: ChunkProgram, chunk: Chunk, arguments: ChunkArguments, done: set,
-                   clock=time.perf_counter) -> tuple[pa.Table, int, float]:
+    def timed_rows(
+        self,
+        step: Step,
+        program: ChunkProgram,
+        chunk: Chunk,
+        arguments: ChunkArguments,
+        done: set,
+        clock=time.perf_counter,
+    ) -> tuple[pa.Table, int, float]:
         """:meth:`rows` of ``chunk``, and the seconds per lane its program took by ``clock`` (the
         call and the copy to the host, over the step's chunk size: padding lanes cost as much
         as any)."""
@@ -143,7 +170,7 @@ class Executor:
 
     name = "executor"
     workers: int | None = None
-    calibrates = False      # whether it times a step's candidate micro-batches (Step.calibrate)
+    calibrates = False  # whether it times a step's candidate micro-batches (Step.calibrate)
     calibrations: Mapping = MappingProxyType({})
     micros: Mapping = MappingProxyType({})
 
@@ -195,7 +222,7 @@ class LocalExecutor(Executor):
 
     name = "local"
     calibrates = True
-    clock = staticmethod(time.perf_counter)     # times the calibration chunks (tests inject another)
+    clock = staticmethod(time.perf_counter)  # times the calibration chunks (tests inject another)
 
     def start(self, job: Job) -> None:
         self.job = job
@@ -212,32 +239,52 @@ class LocalExecutor(Executor):
         which that chunk then uses (background thread: it compiles, it executes nothing)."""
         arguments = self.computer.arguments(step, step.chunks[0])
         if step.calibrate:
-            return {micro: self.computer.program(step, arguments, micro) for micro in step.calibrate}, arguments
+            return {
+                micro: self.computer.program(step, arguments, micro) for micro in step.calibrate
+            }, arguments
         return self.computer.program(step, arguments), arguments
 
     def chunks(self, index: int, step: Step) -> Iterator[tuple[pa.Table, int]]:
         job = self.job
         where = step_label(job.grid, step)
-        program, first_arguments = wait(self.prepared[index], job.patience,
-                                        f"the compilation of {job.experiment.name} at {where} "
-                                        f"(step {index + 1}/{len(job.steps)})")
+        program, first_arguments = wait(
+            self.prepared[index],
+            job.patience,
+            f"the compilation of {job.experiment.name} at {where} "
+            f"(step {index + 1}/{len(job.steps)})",
+        )
 
         def arguments_of(position: int) -> ChunkArguments:
             """The arguments of the step's chunk at ``position`` (the first chunk's: those its
             program was compiled with)."""
-            return first_arguments if position == 0 else self.computer.arguments(step, step.chunks[position])
+            return (
+                first_arguments
+                if position == 0
+                else self.computer.arguments(step, step.chunks[position])
+            )
 
         first = 0
-        if step.calibrate:                 # the first chunks, one per candidate, one at a time, timed
+        if step.calibrate:  # the first chunks, one per candidate, one at a time, timed
             program = {candidate.micro: candidate for candidate in program.values()}
             timings = {}
             for first, micro in enumerate(program, 1):
+
                 def timed(position=first - 1, candidate=program[micro]):
-                    return self.computer.timed_rows(step, candidate, step.chunks[position], arguments_of(position),
-                                                    job.done, self.clock)
-                table, lanes, timings[micro] = wait(self.pool.submit(timed), job.patience,
-                                                    f"a calibration chunk of {job.experiment.name} at {where} "
-                                                    f"(micro-batch {micro})")
+                    return self.computer.timed_rows(
+                        step,
+                        candidate,
+                        step.chunks[position],
+                        arguments_of(position),
+                        job.done,
+                        self.clock,
+                    )
+
+                table, lanes, timings[micro] = wait(
+                    self.pool.submit(timed),
+                    job.patience,
+                    f"a calibration chunk of {job.experiment.name} at {where} "
+                    f"(micro-batch {micro})",
+                )
                 yield table, lanes
             chosen = pick(timings)
             self.calibrations[index] = timings
@@ -246,18 +293,31 @@ class LocalExecutor(Executor):
 
         def compute(number: int):
             position = number + first
-            return self.computer.rows(step, program, step.chunks[position], arguments_of(position), job.done)
+            return self.computer.rows(
+                step, program, step.chunks[position], arguments_of(position), job.done
+            )
 
         tasks = Tasks(len(step.chunks) - first, compute)
-        yield from in_order(self.pool, tasks, job.in_flight, job.patience, f"a chunk of {job.experiment.name} at {where}")
+        yield from in_order(
+            self.pool,
+            tasks,
+            job.in_flight,
+            job.patience,
+            f"a chunk of {job.experiment.name} at {where}",
+        )
 
     def finish(self) -> None:
         self.compiler.shutdown()
         self.pool.shutdown()
 
 
-def executor(name: str = "local", *, address: str | None = None, workers: int | None = None,
-             check_only: bool = False) -> Executor | None:
+def executor(
+    name: str = "local",
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    check_only: bool = False,
+) -> Executor | None:
     """The executor ``--executor NAME`` names (``--address`` and ``--ray-workers`` only with
     ``ray``). Raises UsageError naming a bad value, or saying how to install Ray.
     ``check_only``: check the choice (Ray installed), start nothing, return None."""
@@ -265,7 +325,9 @@ def executor(name: str = "local", *, address: str | None = None, workers: int | 
         raise UsageError(f"--executor {name!r} must be one of {', '.join(EXECUTORS)}")
     if name == "local":
         if address is not None or workers is not None:
-            raise UsageError(f"--{'address' if address is not None else 'ray-workers'} needs --executor ray")
+            raise UsageError(
+                f"--{'address' if address is not None else 'ray-workers'} needs --executor ray"
+            )
         return None if check_only else LocalExecutor()
     _check_workers(workers)
     if check_only:
@@ -277,11 +339,15 @@ def executor(name: str = "local", *, address: str | None = None, workers: int | 
 # ---------------------------------------------------------------------------------------------
 # Ray
 
-CORES_PER_WORKER = 4   # CPU cores per actor on a cluster without GPUs (XLA:CPU threads its operations)
+CORES_PER_WORKER = (
+    4  # CPU cores per actor on a cluster without GPUs (XLA:CPU threads its operations)
+)
 QUEUED_PER_WORKER = 2  # chunks sent ahead to each actor, so it computes while the driver writes
-MAX_RESTARTS = 3       # restarts of a dead actor (Ray's max_restarts), and retries of its tasks
-RESUBMITS = 3          # resubmissions of a chunk to another actor once its own is gone for good
-EXIT_ONCE_VARIABLE = "DPSIM_RAY_TEST_EXIT_ONCE"   # tests: the first chunk to claim this file kills its actor
+MAX_RESTARTS = 3  # restarts of a dead actor (Ray's max_restarts), and retries of its tasks
+RESUBMITS = 3  # resubmissions of a chunk to another actor once its own is gone for good
+EXIT_ONCE_VARIABLE = (
+    "DPSIM_RAY_TEST_EXIT_ONCE"  # tests: the first chunk to claim this file kills its actor
+)
 
 
 def _ray():
@@ -294,11 +360,15 @@ def _ray():
 
 
 def _check_workers(workers) -> None:
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
         raise UsageError(f"--ray-workers {workers!r} must be an integer ≥ 1")
 
 
-def actor_resources(cluster: Mapping[str, float], largest_node_cpus: float, workers: int | None) -> tuple[int, dict]:
+def actor_resources(
+    cluster: Mapping[str, float], largest_node_cpus: float, workers: int | None
+) -> tuple[int, dict]:
     """How many actors, and what each reserves: one per GPU (or ``workers``, sharing the
     GPUs), else one per :data:`CORES_PER_WORKER` CPU cores (or ``workers``, sharing the
     cores; never more than the largest node has).
@@ -325,6 +395,7 @@ def worker_target(source: str, name: str) -> str:
     ``source`` with its path made absolute (actors may run in another folder; on a cluster
     the path must exist on every node, e.g. a shared file system)."""
     from dpsim.engine.registry import is_study
+
     if not is_study(source):
         return name
     path, colon, member = source.partition(":")
@@ -335,8 +406,12 @@ def driver_settings() -> dict:
     """The JAX settings an actor copies from the driver: float64, the persistent
     compilation cache folder, and dpsim's environment variables (``DPSIM_*``)."""
     import jax
-    return {"x64": bool(jax.config.jax_enable_x64), "cache": jax.config.jax_compilation_cache_dir,
-            "environment": {k: v for k, v in os.environ.items() if k.startswith("DPSIM_")}}
+
+    return {
+        "x64": bool(jax.config.jax_enable_x64),
+        "cache": jax.config.jax_compilation_cache_dir,
+        "environment": {k: v for k, v in os.environ.items() if k.startswith("DPSIM_")},
+    }
 
 
 @dataclass(frozen=True)
@@ -358,8 +433,9 @@ class ChunkWorker:
 
     def __init__(self, settings: dict):
         os.environ.update(settings["environment"])
-        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # several processes per GPU
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # several processes per GPU
         import jax
+
         jax.config.update("jax_enable_x64", settings["x64"])
         if settings["cache"]:
             jax.config.update("jax_compilation_cache_dir", settings["cache"])
@@ -372,23 +448,34 @@ class ChunkWorker:
         if found is None:
             from dpsim.engine.definition.grid import expand_grid
             from dpsim.engine.registry import experiment
+
             loaded, _ = experiment(run.source)
             identity = program_identity(loaded)
             if identity[1] != run.code:
-                raise UsageError(f"a Ray worker loaded {run.source!r} with code {identity[1]}, but the run's code "
-                                 f"is {run.code}: every node needs the same dpsim and experiment files")
-            found = self.runs[run] = ChunkComputer(loaded, expand_grid(loaded, dict(run.overrides) or None), run.seed)
+                raise UsageError(
+                    f"a Ray worker loaded {run.source!r} with code {identity[1]}, but the run's code "
+                    f"is {run.code}: every node needs the same dpsim and experiment files"
+                )
+            found = self.runs[run] = ChunkComputer(
+                loaded, expand_grid(loaded, dict(run.overrides) or None), run.seed
+            )
         return found
 
-    def compute(self, run: RunSpec, step: Step, chunk: Chunk, done: frozenset) -> tuple[pa.Table, int, float]:
+    def compute(
+        self, run: RunSpec, step: Step, chunk: Chunk, done: frozenset
+    ) -> tuple[pa.Table, int, float]:
         """One chunk: its rows (those not in ``done``), its lanes, and the seconds it took here."""
         started = time.perf_counter()
         marker = os.environ.get(EXIT_ONCE_VARIABLE)
         if marker and _claim(marker):
-            os._exit(1)                   # a worker that dies mid-run (tests)
+            os._exit(1)  # a worker that dies mid-run (tests)
         computer = self.computer(run)
-        arguments = computer.arguments(step, chunk)           # built once: the program's shapes and its input
-        table, lanes = computer.rows(step, computer.program(step, arguments), chunk, arguments, set(done))
+        arguments = computer.arguments(
+            step, chunk
+        )  # built once: the program's shapes and its input
+        table, lanes = computer.rows(
+            step, computer.program(step, arguments), chunk, arguments, set(done)
+        )
         return table, lanes, time.perf_counter() - started
 
     def pid(self) -> int:
@@ -408,7 +495,9 @@ def _stored_among(chunk: Chunk, done: set) -> frozenset:
     """The (point, rep) pairs of ``chunk``'s lanes that are already stored."""
     if not done:
         return frozenset()
-    return frozenset((p, lane.rep) for lane in chunk.lanes for p in lane.points if (p, lane.rep) in done)
+    return frozenset(
+        (p, lane.rep) for lane in chunk.lanes for p in lane.points if (p, lane.rep) in done
+    )
 
 
 class RayExecutor(Executor):
@@ -425,7 +514,9 @@ class RayExecutor(Executor):
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, workers: int | None = None, *, num_cpus: int | None = None):
+    def __init__(
+        self, address: str | None = None, workers: int | None = None, *, num_cpus: int | None = None
+    ):
         _check_workers(workers)
         ray = _ray()
         # the driver plans on the device too: it must not take a GPU's memory from the actors
@@ -434,12 +525,20 @@ class RayExecutor(Executor):
         self.started_ray = not ray.is_initialized()
         if self.started_ray:
             import logging
+
             try:
-                ray.init(address=address, num_cpus=num_cpus if address is None else None, include_dashboard=False,
-                         logging_level=logging.WARNING, log_to_driver=True)
+                ray.init(
+                    address=address,
+                    num_cpus=num_cpus if address is None else None,
+                    include_dashboard=False,
+                    logging_level=logging.WARNING,
+                    log_to_driver=True,
+                )
             except (ConnectionError, ValueError, RuntimeError) as exc:
                 message = " ".join(str(exc).split())
-                raise UsageError(f"--address {address!r}: cannot connect to Ray: {message[:300]}") from None
+                raise UsageError(
+                    f"--address {address!r}: cannot connect to Ray: {message[:300]}"
+                ) from None
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         largest = max((n.get("Resources", {}).get("CPU", 0) for n in nodes), default=1)
         self.count, self.resources = actor_resources(ray.cluster_resources(), largest, workers)
@@ -448,32 +547,38 @@ class RayExecutor(Executor):
     def _actors(self) -> list:
         """The actors, made on first use (they start while the driver plans and writes)."""
         if not self.actors:
-            remote = self.ray.remote(max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS,
-                                     **self.resources)(ChunkWorker)
+            remote = self.ray.remote(
+                max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS, **self.resources
+            )(ChunkWorker)
             settings = driver_settings()
             self.actors = [remote.remote(settings) for _ in range(self.count)]
         return self.actors
 
     def start(self, job: Job) -> None:
         from dpsim.engine.registry import experiment as resolve
+
         source = worker_target(job.source, job.experiment.name)
         identity = program_identity(job.experiment)
         try:
             loaded, _ = resolve(source)
         except UsageError as exc:
-            raise UsageError(f"--executor ray: workers load the experiment by name or study path, and "
-                             f"{source!r} does not load ({exc})") from None
+            raise UsageError(
+                f"--executor ray: workers load the experiment by name or study path, and "
+                f"{source!r} does not load ({exc})"
+            ) from None
         if program_identity(loaded) != identity:
-            raise UsageError(f"--executor ray: {source!r} loads another definition of {job.experiment.name!r} "
-                             f"than this run's (a mutant, or an experiment built in code?); workers load "
-                             f"experiments by name or study path")
+            raise UsageError(
+                f"--executor ray: {source!r} loads another definition of {job.experiment.name!r} "
+                f"than this run's (a mutant, or an experiment built in code?); workers load "
+                f"experiments by name or study path"
+            )
         overrides = tuple(sorted((k, tuple(v)) for k, v in (job.overrides or {}).items()))
         self.job, self.run = job, RunSpec(source, identity[1], overrides, job.seed)
         self._actors()
 
     def chunks(self, index: int, step: Step) -> Iterator[tuple[pa.Table, int]]:
         job = self.job
-        light = dataclasses.replace(step, chunks=())        # the chunk travels on its own
+        light = dataclasses.replace(step, chunks=())  # the chunk travels on its own
         where = f"a chunk of {job.experiment.name} at {step_label(job.grid, step)}"
         total = len(step.chunks)
 
@@ -501,7 +606,9 @@ class RayExecutor(Executor):
                 table, lanes, _ = ray.get(ref, timeout=self.job.patience)
                 return table, lanes
             except ray.exceptions.GetTimeoutError:
-                raise stalled(self.job.patience, f"{where} (chunk {number + 1}/{total}) on Ray") from None
+                raise stalled(
+                    self.job.patience, f"{where} (chunk {number + 1}/{total}) on Ray"
+                ) from None
             except ray.exceptions.RayActorError:
                 if attempt == RESUBMITS:
                     raise
@@ -523,8 +630,12 @@ class RayExecutor(Executor):
             self.ray.shutdown()
 
     def describe(self) -> dict:
-        return {"name": self.name, "workers": self.count, "address": self.address,
-                "per_worker": dict(self.resources)}
+        return {
+            "name": self.name,
+            "workers": self.count,
+            "address": self.address,
+            "per_worker": dict(self.resources),
+        }
 
     def in_flight(self, planned: int) -> int:
         """:data:`QUEUED_PER_WORKER` chunks per actor (each computes one at a time)."""

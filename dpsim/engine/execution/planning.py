@@ -18,6 +18,7 @@ stable id and its replicate), so the N parts are disjoint, cover the grid, and d
 on what is stored, on the chunk size or on the worker count; each grid point's replicates
 go round-robin over the parts, so every part gets its share of every shape.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,9 +61,12 @@ def check_part(part) -> Part | None:
     """
     if part is None:
         return None
-    ok = (isinstance(part, (tuple, list)) and len(part) == 2
-          and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in part)
-          and 1 <= part[0] <= part[1])
+    ok = (
+        isinstance(part, (tuple, list))
+        and len(part) == 2
+        and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in part)
+        and 1 <= part[0] <= part[1]
+    )
     if not ok:
         raise UsageError(f"part={part!r} must be (I, N) with integers 1 ≤ I ≤ N")
     return int(part[0]), int(part[1])
@@ -108,7 +112,7 @@ class _MissingReps:
         self.reps, self.stride, self.first = reps, stride, first
         complete = np.asarray(complete, np.int64)
         mine = (complete[(complete - first) % stride == 0] - first) // stride
-        self._count = max(0, -(-(reps - first) // stride))    # #{r < reps : r ≡ first}
+        self._count = max(0, -(-(reps - first) // stride))  # #{r < reps : r ≡ first}
         self._gaps = mine - np.arange(len(mine))
 
     def __len__(self) -> int:
@@ -166,6 +170,7 @@ class Chunk:
     def __len__(self) -> int:
         return len(self.lanes)
 
+
 class _Chunks:
     """A step's chunks, made when asked for: each shape point's lanes cut into pieces of
     ``size`` (the last one shorter). ``len`` and indexing cost nothing per replicate."""
@@ -184,7 +189,7 @@ class _Chunks:
         m = int(np.searchsorted(self._starts, index, side="right")) - 1
         s, lanes = self.members[m]
         i = (index - int(self._starts[m])) * self.size
-        return Chunk(s, lanes[i:i + self.size])
+        return Chunk(s, lanes[i : i + self.size])
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -208,11 +213,13 @@ class Step:
     micro: int
     points: tuple = ()
     lane_bytes: int = 0
-    devices: int = 1        # the devices its chunks' lanes are sharded across (Batching.devices)
-    key: str | None = None  # its calibration cache key (:func:`~dpsim.engine.execution.calibration.step_key`)
-    micro_from: str = ""    # where its micro-batch came from (``--dry-run`` shows it)
-    calibrate: tuple = ()   # micro-batches to time on its first chunks while it runs (() : none)
-    cells: "StepCells | None" = None   # its CellArrays, built once (:func:`step_cells`), or None
+    devices: int = 1  # the devices its chunks' lanes are sharded across (Batching.devices)
+    key: str | None = (
+        None  # its calibration cache key (:func:`~dpsim.engine.execution.calibration.step_key`)
+    )
+    micro_from: str = ""  # where its micro-batch came from (``--dry-run`` shows it)
+    calibrate: tuple = ()  # micro-batches to time on its first chunks while it runs (() : none)
+    cells: "StepCells | None" = None  # its CellArrays, built once (:func:`step_cells`), or None
 
     @property
     def lanes(self) -> int:
@@ -241,7 +248,9 @@ def _stacked(arrays: list[dict], name: str) -> dict:
     for key in keys:
         parts = [np.asarray(a[key]) if set(a) == set(keys) else None for a in arrays]
         if any(p is None for p in parts) or len({p.ndim for p in parts}) != 1:
-            raise UsageError(f"cell arrays {name!r}: every cell must return the arrays {keys} with one rank each")
+            raise UsageError(
+                f"cell arrays {name!r}: every cell must return the arrays {keys} with one rank each"
+            )
         shape = tuple(max(p.shape[i] for p in parts) for i in range(parts[0].ndim))
         stack = np.zeros((len(parts), *shape), dtype=np.result_type(*parts))
         for c, part in enumerate(parts):
@@ -274,7 +283,7 @@ def _cell(fn: Callable, key: str, point: dict) -> dict:
             if found is not None:
                 _CELL_CACHE.move_to_end((fn, key))
                 return found
-    except TypeError:                      # an unhashable fn: built each time
+    except TypeError:  # an unhashable fn: built each time
         return dict(fn(point))
     built = {name: np.array(value) for name, value in dict(fn(point)).items()}
     for value in built.values():
@@ -282,7 +291,10 @@ def _cell(fn: Callable, key: str, point: dict) -> dict:
     if sum(v.nbytes for v in built.values()) <= CELL_CACHE_BYTES:
         with _CELL_CACHE_LOCK:
             _CELL_CACHE[(fn, key)] = built
-            while sum(v.nbytes for arrays in _CELL_CACHE.values() for v in arrays.values()) > CELL_CACHE_BYTES:
+            while (
+                sum(v.nbytes for arrays in _CELL_CACHE.values() for v in arrays.values())
+                > CELL_CACHE_BYTES
+            ):
                 _CELL_CACHE.popitem(last=False)
     return built
 
@@ -303,9 +315,12 @@ def step_cells(grid: Grid, points: Sequence[int], data_indices: Sequence[int]) -
         for s in points:
             for d in data_indices:
                 base = {**grid.shapes[s], **grid.data_points[d], **grid.data_derived[s][d]}
-                for a in (range(len(grid.analysis_points)) if analysis else (None,)):
-                    values = base if a is None else {**base, **grid.analysis_points[a],
-                                                     **grid.analysis_derived[s][d][a]}
+                for a in range(len(grid.analysis_points)) if analysis else (None,):
+                    values = (
+                        base
+                        if a is None
+                        else {**base, **grid.analysis_points[a], **grid.analysis_derived[s][d][a]}
+                    )
                     point = {axis: values[axis] for axis in cells.axes}
                     key = repr(sorted(point.items()))
                     if key not in where:
@@ -329,7 +344,9 @@ def analysis_groups(grid: Grid) -> list:
     return [(dict(static), indices) for static, indices in groups.items()]
 
 
-def size_buckets(sizes: Sequence[int], cost: Callable[[int, int], float], compile_seconds: float) -> dict:
+def size_buckets(
+    sizes: Sequence[int], cost: Callable[[int, int], float], compile_seconds: float
+) -> dict:
     """Which program capacity computes each size: the distinct sizes, sorted, split into
     runs that each share one program compiled at the run's largest size, minimising
     ``compile_seconds`` × programs + Σ ``cost(size, capacity)`` (exact, by dynamic
@@ -343,12 +360,12 @@ def size_buckets(sizes: Sequence[int], cost: Callable[[int, int], float], compil
         {size: capacity}.
     """
     values = sorted(set(int(v) for v in sizes))
-    best = [0.0] + [math.inf] * len(values)     # best[j]: cheapest plan of values[:j]
+    best = [0.0] + [math.inf] * len(values)  # best[j]: cheapest plan of values[:j]
     cut = [0] * (len(values) + 1)
     for j in range(1, len(values) + 1):
         capacity = values[j - 1]
         run_cost = 0.0
-        for i in range(j - 1, -1, -1):          # the run values[i:j]
+        for i in range(j - 1, -1, -1):  # the run values[i:j]
             run_cost += cost(values[i], capacity)
             total = best[i] + compile_seconds + run_cost
             if total < best[j]:
@@ -374,8 +391,10 @@ def _capacities(grid: Grid, reps: int, policy: Batching) -> list:
     for shape in grid.shapes:
         for axis in padding.traced_axes:
             if isinstance(shape[axis], bool) or not isinstance(shape[axis], (int, np.integer)):
-                raise UsageError(f"experiment {experiment.name!r}: padded shape axis {axis}={shape[axis]!r} "
-                                 f"must be an integer")
+                raise UsageError(
+                    f"experiment {experiment.name!r}: padded shape axis {axis}={shape[axis]!r} "
+                    f"must be an integer"
+                )
     families: dict = {}
     for s, shape in enumerate(grid.shapes):
         families.setdefault(repr(sorted(static_shape(experiment, shape).items())), []).append(s)
@@ -389,12 +408,16 @@ def _capacities(grid: Grid, reps: int, policy: Batching) -> list:
             count[size] = count.get(size, 0) + 1
 
         def cost(size, capacity, first=first, count=count):
-            working = experiment.tuning.lane_bytes(lane_shape(experiment, program_shape(experiment, first, capacity)))
+            working = experiment.tuning.lane_bytes(
+                lane_shape(experiment, program_shape(experiment, first, capacity))
+            )
             return count[size] * lanes_per_point * working * policy.seconds_per_byte
 
         capacity = size_buckets(list(count), cost, policy.compile_seconds)
         for s in members:
-            shapes[s] = program_shape(experiment, grid.shapes[s], capacity[int(grid.shapes[s][padding.axis])])
+            shapes[s] = program_shape(
+                experiment, grid.shapes[s], capacity[int(grid.shapes[s][padding.axis])]
+            )
     return shapes
 
 
@@ -413,15 +436,16 @@ def replicate_range(wanted) -> tuple[int, int]:
     return 0, int(wanted)
 
 
-def _missing(points: tuple, reps: int, stored: dict, data_id: int, part: Part | None,
-             start: int = 0) -> _MissingReps:
+def _missing(
+    points: tuple, reps: int, stored: dict, data_id: int, part: Part | None, start: int = 0
+) -> _MissingReps:
     """The replicates in [``start``, ``reps``) of a lane whose analysis ``points`` are not all
     stored (a lane is complete only when every one of its points is); with ``part`` (I, N)
     only those of that part (:func:`lane_part` of ``data_id``, the lane's grid point)."""
     stride, first = 1, 0
     if part is not None:
         stride = part[1]
-        first = int((part[0] - 1 - data_id % stride) % stride)   # lane_part(data_id, first, N) == I
+        first = int((part[0] - 1 - data_id % stride) % stride)  # lane_part(data_id, first, N) == I
     complete = None
     for pid in points:
         have = stored.get(pid, np.empty(0, np.int64))
@@ -429,14 +453,24 @@ def _missing(points: tuple, reps: int, stored: dict, data_id: int, part: Part | 
         if not len(complete):
             break
     complete = np.empty(0, np.int64) if complete is None else complete
-    first += stride * max(0, -(-(start - first) // stride))   # the first replicate ≥ start of this part
+    first += stride * max(
+        0, -(-(start - first) // stride)
+    )  # the first replicate ≥ start of this part
     return _MissingReps(reps, complete[(complete >= first) & (complete < reps)], stride, first)
 
 
-def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, workers: int = 1,
-          policy: Batching | None = None, part: Part | None = None,
-          reps_at: Mapping[int, int] | None = None, cache: Mapping[str, dict] | None = None,
-          calibrate: bool = True) -> list[Step]:
+def plan_steps(
+    grid: Grid,
+    reps: int,
+    done: set,
+    chunk: int | None = None,
+    workers: int = 1,
+    policy: Batching | None = None,
+    part: Part | None = None,
+    reps_at: Mapping[int, int] | None = None,
+    cache: Mapping[str, dict] | None = None,
+    calibrate: bool = True,
+) -> list[Step]:
     """For each step (a program shape and static data values), the lanes still missing,
     split per shape point into chunks of one fixed size. A lane is re-run if any of its
     analysis points is missing; rows already stored are dropped on write. Time and memory
@@ -465,11 +499,17 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
             for d in data_indices:
                 data = grid.data_points[d]
                 data_id = experiment.point_id({**shape, **data})
-                start, stop = (0, reps) if reps_at is None else replicate_range(reps_at.get(data_id, 0))
+                start, stop = (
+                    (0, reps) if reps_at is None else replicate_range(reps_at.get(data_id, 0))
+                )
                 if stop <= start:
                     continue
-                points = tuple(experiment.point_id({**shape, **data, **a}) for a in grid.analysis_points)
-                blocks.append(_Block(d, points, data_id, _missing(points, stop, stored, data_id, part, start)))
+                points = tuple(
+                    experiment.point_id({**shape, **data, **a}) for a in grid.analysis_points
+                )
+                blocks.append(
+                    _Block(d, points, data_id, _missing(points, stop, stored, data_id, part, start))
+                )
             lanes = _Lanes(blocks)
             if len(lanes):
                 key = (repr(sorted(compiled.items())), static)
@@ -478,9 +518,10 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
     if cache is not None:
         from dpsim.engine.execution import calibration
         from dpsim.engine.execution.program import program_identity
+
         identity, how = program_identity(experiment), calibration.mode()
         if not calibrate and how != "off":
-            how = "reuse"        # an executor that cannot time candidates (Ray) only reads the cache
+            how = "reuse"  # an executor that cannot time candidates (Ray) only reads the cache
         device = calibration.device_label(policy.backend, policy.devices)
     n_q = len(grid.analysis_points)
     for compiled, static, members, data_indices in steps.values():
@@ -492,12 +533,35 @@ def plan_steps(grid: Grid, reps: int, done: set, chunk: int | None = None, worke
         else:
             key = calibration.step_key(identity, compiled, dict(static), device)
             size, micro, origin, options = calibration.choose(
-                most, sum(len(lanes) for _, lanes in members), lane_bytes, n_q, chunk, workers, policy,
-                cache.get(key), how)
+                most,
+                sum(len(lanes) for _, lanes in members),
+                lane_bytes,
+                n_q,
+                chunk,
+                workers,
+                policy,
+                cache.get(key),
+                how,
+            )
         points = tuple(s for s, _ in members)
-        plan.append(Step(compiled, dict(static), _Chunks(members, size), size, micro, points, lane_bytes,
-                         policy.devices, key, origin, options, step_cells(grid, points, data_indices)))
+        plan.append(
+            Step(
+                compiled,
+                dict(static),
+                _Chunks(members, size),
+                size,
+                micro,
+                points,
+                lane_bytes,
+                policy.devices,
+                key,
+                origin,
+                options,
+                step_cells(grid, points, data_indices),
+            )
+        )
     return plan
+
 
 @dataclass
 class Plan:
@@ -539,18 +603,23 @@ class Plan:
         """The engine's cost model of this plan (:class:`Batching`: seconds per compiled
         program plus seconds per lane-analysis byte of work), as used to choose programs."""
         n_q = len(self.grid.analysis_points)
-        return (self.policy.compile_seconds * len(self.steps)
-                + sum(step.lanes * n_q * step.lane_bytes for step in self.steps) * self.policy.seconds_per_byte)
+        return (
+            self.policy.compile_seconds * len(self.steps)
+            + sum(step.lanes * n_q * step.lane_bytes for step in self.steps)
+            * self.policy.seconds_per_byte
+        )
 
     def memory_line(self) -> str:
         """The largest lane and the peak working set of the plan, against the memory there is."""
         limit, what = memory_limit(self.policy.backend)
         lane = max(step.lane_bytes for step in self.steps)
         peak = max(self.chunk_bytes(step) for step in self.steps)
-        return (f"memory: a lane ≈ {format_bytes(lane)} at most, peak working set ≈ {format_bytes(peak)} "
-                f"(the experiment's lane_bytes estimate × micro-batch × chunks in flight, plus its cell arrays"
-                f"{' × devices' if self.policy.backend == 'cpu' and self.policy.devices > 1 else ''})"
-                + (f", of {format_bytes(limit)} ({what})" if limit else ""))
+        return (
+            f"memory: a lane ≈ {format_bytes(lane)} at most, peak working set ≈ {format_bytes(peak)} "
+            f"(the experiment's lane_bytes estimate × micro-batch × chunks in flight, plus its cell arrays"
+            f"{' × devices' if self.policy.backend == 'cpu' and self.policy.devices > 1 else ''})"
+            + (f", of {format_bytes(limit)} ({what})" if limit else "")
+        )
 
     def describe(self) -> list[str]:
         """The plan as lines: one per step (shape point, lanes, chunks, micro-batch, memory),
@@ -558,26 +627,37 @@ class Plan:
         n_q = len(self.grid.analysis_points)
         programs = f"{len(self.steps)} compiled program" + ("" if len(self.steps) == 1 else "s")
         which = "" if self.part is None else f"part {self.part[0]}/{self.part[1]} of the grid: "
-        lines = [f"{which}{programs}, {self.lanes} replicate lanes × {n_q} analysis points "
-                 f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s)"
-                 f"{'' if self.in_flight == self.workers else f', {self.in_flight} chunks in flight'}, "
-                 f"{_devices(self.policy)}; "
-                 f"{len(self.done)} (point, rep) pairs already stored in {self.out}"]
+        lines = [
+            f"{which}{programs}, {self.lanes} replicate lanes × {n_q} analysis points "
+            f"× {len(self.grid.experiment.methods)} methods, {self.workers} worker(s)"
+            f"{'' if self.in_flight == self.workers else f', {self.in_flight} chunks in flight'}, "
+            f"{_devices(self.policy)}; "
+            f"{len(self.done)} (point, rep) pairs already stored in {self.out}"
+        ]
         for step in self.steps:
-            lines.append(f"  {step_label(self.grid, step)}: {step.lanes} lanes in {len(step.chunks)} "
-                         f"chunk(s) of {step.size}, micro-batch {step.micro}"
-                         f"{f' ({step.micro_from})' if step.micro_from else ''}; a lane ≈ "
-                         f"{format_bytes(step.lane_bytes)}, chunks in flight ≈ {format_bytes(self.chunk_bytes(step))}")
+            lines.append(
+                f"  {step_label(self.grid, step)}: {step.lanes} lanes in {len(step.chunks)} "
+                f"chunk(s) of {step.size}, micro-batch {step.micro}"
+                f"{f' ({step.micro_from})' if step.micro_from else ''}; a lane ≈ "
+                f"{format_bytes(step.lane_bytes)}, chunks in flight ≈ {format_bytes(self.chunk_bytes(step))}"
+            )
             if step.cells is not None:
-                lines.append(f"    cell arrays (built once, shared by its chunks): "
-                             + ", ".join(f"{name} {count} cell(s)" for name, count in step.cells.counts.items())
-                             + f", {format_bytes(step.cells.nbytes)}, built in {1e3 * step.cells.seconds:.0f} ms")
+                lines.append(
+                    "    cell arrays (built once, shared by its chunks): "
+                    + ", ".join(
+                        f"{name} {count} cell(s)" for name, count in step.cells.counts.items()
+                    )
+                    + f", {format_bytes(step.cells.nbytes)}, built in {1e3 * step.cells.seconds:.0f} ms"
+                )
         if self.steps:
             lines.append(self.memory_line())
-            lines.append(f"run time ≈ {format_duration(self.compute_seconds())} by the engine's cost model "
-                         f"({self.policy.compile_seconds:g} s per program + {self.policy.seconds_per_byte:.3g} s per "
-                         f"lane-analysis byte on {self.policy.backend}; `dpsim show` calibrates on this machine)")
+            lines.append(
+                f"run time ≈ {format_duration(self.compute_seconds())} by the engine's cost model "
+                f"({self.policy.compile_seconds:g} s per program + {self.policy.seconds_per_byte:.3g} s per "
+                f"lane-analysis byte on {self.policy.backend}; `dpsim show` calibrates on this machine)"
+            )
         return lines
+
 
 def _devices(policy: Batching) -> str:
     """The device count of a plan as text (``$DPSIM_DEVICES``, :func:`~dpsim.engine.execution.batching.device_count`)."""
@@ -597,5 +677,8 @@ def step_label(grid: Grid, step: Step) -> str:
     if padding is None:
         return _describe({**step.shape, **step.static_data})
     sizes = sorted({grid.shapes[s][padding.axis] for s in step.points})
-    return (_describe({**step.shape, **step.static_data}) + f": {padding.axis}="
-            + ", ".join(str(n) for n in sizes))
+    return (
+        _describe({**step.shape, **step.static_data})
+        + f": {padding.axis}="
+        + ", ".join(str(n) for n in sizes)
+    )

@@ -28,6 +28,7 @@ With several devices (:func:`~dpsim.engine.execution.batching.device_count`) a c
 sharded across them (:func:`jitted_chunk_fn`, ``shard_map`` over a one-axis mesh
 ``"lanes"``); since no key depends on a lane's position, the draws are the same.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,8 +77,10 @@ def fold_in_words(key, words):
 
 def _prefixed(tag: int, *parts) -> jax.Array:
     """uint32 words: ``tag`` then each part (a scalar or a vector), for :func:`fold_in_words`."""
-    return jnp.concatenate([jnp.asarray([tag], jnp.uint32)]
-                           + [jnp.atleast_1d(jnp.asarray(p, jnp.uint32)) for p in parts])
+    return jnp.concatenate(
+        [jnp.asarray([tag], jnp.uint32)]
+        + [jnp.atleast_1d(jnp.asarray(p, jnp.uint32)) for p in parts]
+    )
 
 
 def truth_key(seed, shape_words) -> jax.Array:
@@ -111,7 +114,12 @@ def release_words(experiment: Experiment, analysis_points) -> np.ndarray | None:
     """
     if experiment.keys.release_axes is None:
         return None
-    return id_words([stable_id({a: point[a] for a in experiment.keys.release_axes}) for point in analysis_points])
+    return id_words(
+        [
+            stable_id({a: point[a] for a in experiment.keys.release_axes})
+            for point in analysis_points
+        ]
+    )
 
 
 def _checked_outputs(experiment: Experiment, name: str, out: Mapping) -> dict:
@@ -120,16 +128,23 @@ def _checked_outputs(experiment: Experiment, name: str, out: Mapping) -> dict:
     got = set(out)
     missing, extra = sorted(set(declared) - got), sorted(got - set(declared))
     if missing or extra:
-        problem = (f"did not return {missing}" if missing else "") + (" and " if missing and extra else "") + \
-                  (f"returned undeclared {extra}" if extra else "")
-        raise UsageError(f"experiment {experiment.name!r}: method {name!r} {problem}; a Method declares "
-                         f"every metric and diagnostic it returns")
+        problem = (
+            (f"did not return {missing}" if missing else "")
+            + (" and " if missing and extra else "")
+            + (f"returned undeclared {extra}" if extra else "")
+        )
+        raise UsageError(
+            f"experiment {experiment.name!r}: method {name!r} {problem}; a Method declares "
+            f"every metric and diagnostic it returns"
+        )
     checked = {}
     for column, kind in declared.items():
         value = jnp.asarray(out[column])
         if value.shape != ():
-            raise UsageError(f"experiment {experiment.name!r}: method {name!r} returned {column!r} of shape "
-                             f"{value.shape}; every metric and diagnostic is a scalar per replicate")
+            raise UsageError(
+                f"experiment {experiment.name!r}: method {name!r} returned {column!r} of shape "
+                f"{value.shape}; every metric and diagnostic is a scalar per replicate"
+            )
         checked[column] = value.astype(_DTYPES[kind])
     return checked
 
@@ -147,8 +162,16 @@ def analyse_point(experiment: Experiment, a_key, ctx: Context, release_key=None)
         words.append(PRIVATISE_WORDS)
     keys = jax.vmap(fold_in_words, in_axes=(None, 0))(a_key, jnp.asarray(np.stack(words)))
     if experiment.privatise is not None:
-        ctx = ctx._replace(released=_stage(experiment, "privatise", _static_values(ctx.shape, ctx.data),
-                                           experiment.privatise, keys[-1] if own_release else release_key, ctx))
+        ctx = ctx._replace(
+            released=_stage(
+                experiment,
+                "privatise",
+                _static_values(ctx.shape, ctx.data),
+                experiment.privatise,
+                keys[-1] if own_release else release_key,
+                ctx,
+            )
+        )
     out = {}
     for index, name in enumerate(names):
         out[name] = _checked_outputs(experiment, name, _called(experiment, name, keys[index], ctx))
@@ -158,8 +181,14 @@ def analyse_point(experiment: Experiment, a_key, ctx: Context, release_key=None)
 def _called(experiment: Experiment, name: str, key, ctx: Context):
     """A method's outputs; an exception it raises while it is traced becomes one UsageError
     line naming the experiment, the method, the shape point and the error (:func:`_stage`)."""
-    return _stage(experiment, f"method {name!r}", _static_values(ctx.shape, ctx.data),
-                  experiment.methods[name].fn, key, ctx)
+    return _stage(
+        experiment,
+        f"method {name!r}",
+        _static_values(ctx.shape, ctx.data),
+        experiment.methods[name].fn,
+        key,
+        ctx,
+    )
 
 
 def _stage(experiment: Experiment, stage: str, at: dict, fn, *args):
@@ -174,8 +203,12 @@ def _stage(experiment: Experiment, stage: str, at: dict, fn, *args):
 def _static_values(*points) -> dict:
     """The Python values (numbers, strings) of ``points``, merged: the part of a traced grid
     point an error message can name (traced values are not known while tracing)."""
-    return {k: v for point in points for k, v in dict(point).items()
-            if isinstance(v, (int, float, str, np.integer, np.floating)) and not isinstance(v, bool)}
+    return {
+        k: v
+        for point in points
+        for k, v in dict(point).items()
+        if isinstance(v, (int, float, str, np.integer, np.floating)) and not isinstance(v, bool)
+    }
 
 
 class ChunkArguments(NamedTuple):
@@ -184,21 +217,31 @@ class ChunkArguments(NamedTuple):
     chunk by :func:`dpsim.engine.execution.chunk_io.chunk_arguments`; B lanes (the step's chunk
     size), Q analysis points."""
 
-    seed: np.uint32                 # the run's seed
-    shape_words: np.ndarray         # [2] uint32: the shape point's θ*-key words (:func:`truth_words`)
-    shape_vals: dict                # {name: int64 scalar}: traced shape values (empty without padding)
-    data_words: np.ndarray          # [B, 2] uint32: each lane's data id words
-    reps: np.ndarray                # [B] uint32: each lane's replicate
-    data_vals: dict                 # {name: [B]}: numeric data values
-    a_words: np.ndarray             # [Q, 2] uint32: the analysis points' id words (shared)
-    a_vals: dict                    # {name: [B, Q]}: numeric analysis values (derived ones may vary by lane)
-    release_words: np.ndarray | None = None  # [Q, 2] uint32: release id words (:func:`release_words`), or None
-    cells: dict | None = None       # {name: {array: [C, ...]}}: the step's CellArrays (shared), or None
-    cell_index: dict | None = None  # {name: [B] or [B, Q] int32}: each lane's (analysis point's) cell
+    seed: np.uint32  # the run's seed
+    shape_words: np.ndarray  # [2] uint32: the shape point's θ*-key words (:func:`truth_words`)
+    shape_vals: dict  # {name: int64 scalar}: traced shape values (empty without padding)
+    data_words: np.ndarray  # [B, 2] uint32: each lane's data id words
+    reps: np.ndarray  # [B] uint32: each lane's replicate
+    data_vals: dict  # {name: [B]}: numeric data values
+    a_words: np.ndarray  # [Q, 2] uint32: the analysis points' id words (shared)
+    a_vals: dict  # {name: [B, Q]}: numeric analysis values (derived ones may vary by lane)
+    release_words: np.ndarray | None = (
+        None  # [Q, 2] uint32: release id words (:func:`release_words`), or None
+    )
+    cells: dict | None = None  # {name: {array: [C, ...]}}: the step's CellArrays (shared), or None
+    cell_index: dict | None = (
+        None  # {name: [B] or [B, Q] int32}: each lane's (analysis point's) cell
+    )
 
 
-def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
-                  reads: list[set] | None = None):
+def make_chunk_fn(
+    experiment: Experiment,
+    shape: dict,
+    static_data: dict,
+    groups: list,
+    micro: int,
+    reads: list[set] | None = None,
+):
     """The program of one step: (seed, lanes of one shape point) → {method: {column: [lanes, Q]}}.
 
     θ* is drawn inside the program, once per chunk (before the lanes' ``lax.map``) or, with
@@ -223,20 +266,49 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
         ``chunk(args)`` of one :class:`ChunkArguments`.
     """
 
-    at = _static_values(shape, static_data)       # the step's point, as an error names it
+    at = _static_values(shape, static_data)  # the step's point, as an error names it
     levels = {cells.name: experiment.cell_level(cells) for cells in experiment.cell_arrays}
 
-    def lane(seed, point, truth, design_key, data_words, rep, data_vals, a_words, a_vals, r_words, cells, cell_index):
+    def lane(
+        seed,
+        point,
+        truth,
+        design_key,
+        data_words,
+        rep,
+        data_vals,
+        a_words,
+        a_vals,
+        r_words,
+        cells,
+        cell_index,
+    ):
         key = lane_key(seed, data_words, rep)
         if experiment.truth_per_replicate:
-            truth = _stage(experiment, "truth", at, experiment.truth, jax.random.fold_in(design_key, rep), point)
-        data = {**static_data, **data_vals,
-                **{name: Cell(cells[name], cell_index[name]) for name in levels if levels[name] == "data"}}
+            truth = _stage(
+                experiment,
+                "truth",
+                at,
+                experiment.truth,
+                jax.random.fold_in(design_key, rep),
+                point,
+            )
+        data = {
+            **static_data,
+            **data_vals,
+            **{
+                name: Cell(cells[name], cell_index[name])
+                for name in levels
+                if levels[name] == "data"
+            },
+        }
         a_cells = {name: cell_index[name] for name in levels if levels[name] == "analysis"}
         generate_key = jax.random.fold_in(key, _DATA)
-        if r_words is not None:   # release_axes: the release's lane key is split off generate's
+        if r_words is not None:  # release_axes: the release's lane key is split off generate's
             generate_key, release_lane_key = jax.random.split(generate_key)
-        sample = _stage(experiment, "generate", at, experiment.generate, generate_key, point, truth, data)
+        sample = _stage(
+            experiment, "generate", at, experiment.generate, generate_key, point, truth, data
+        )
         outputs = []
         for g, (static_values, indices) in enumerate(groups):
             idx = np.asarray(indices)
@@ -244,29 +316,55 @@ def make_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups
             def one(args, static_values=static_values, g=g):
                 words, values, release, own_cells = args
                 a_key = fold_in_words(key, _prefixed(_ANALYSIS, words))
-                analysis = {**static_values, **values,
-                            **{name: Cell(cells[name], index) for name, index in own_cells.items()}}
+                analysis = {
+                    **static_values,
+                    **values,
+                    **{name: Cell(cells[name], index) for name, index in own_cells.items()},
+                }
                 if reads is not None:
                     analysis = _ReadRecorder(analysis, set(static_values), reads[g])
                 ctx = Context(point, truth, sample, data, analysis)
                 release_key = None if release is None else fold_in_words(release_lane_key, release)
                 return analyse_point(experiment, a_key, ctx, release_key)
 
-            outputs.append(jax.lax.map(one, (a_words[idx], {k: v[idx] for k, v in a_vals.items()},
-                                             None if r_words is None else r_words[idx],
-                                             {k: v[idx] for k, v in a_cells.items()})))
+            outputs.append(
+                jax.lax.map(
+                    one,
+                    (
+                        a_words[idx],
+                        {k: v[idx] for k, v in a_vals.items()},
+                        None if r_words is None else r_words[idx],
+                        {k: v[idx] for k, v in a_cells.items()},
+                    ),
+                )
+            )
         return jax.tree_util.tree_map(lambda *parts: jnp.concatenate(parts), *outputs)
 
     def chunk(args: ChunkArguments):
         point = {**shape, **args.shape_vals}
-        design_key = truth_key(args.seed, args.shape_words)   # once per chunk, not per lane
-        truth = None if experiment.truth_per_replicate else _stage(experiment, "truth", at, experiment.truth,
-                                                                   design_key, point)
+        design_key = truth_key(args.seed, args.shape_words)  # once per chunk, not per lane
+        truth = (
+            None
+            if experiment.truth_per_replicate
+            else _stage(experiment, "truth", at, experiment.truth, design_key, point)
+        )
         cells = args.cells or {}
-        return jax.lax.map(lambda per_lane: lane(args.seed, point, truth, design_key, *per_lane[:3], args.a_words,
-                                                 per_lane[3], args.release_words, cells, per_lane[4]),
-                           (args.data_words, args.reps, args.data_vals, args.a_vals, args.cell_index or {}),
-                           batch_size=micro if micro > 1 else None)
+        return jax.lax.map(
+            lambda per_lane: lane(
+                args.seed,
+                point,
+                truth,
+                design_key,
+                *per_lane[:3],
+                args.a_words,
+                per_lane[3],
+                args.release_words,
+                cells,
+                per_lane[4],
+            ),
+            (args.data_words, args.reps, args.data_vals, args.a_vals, args.cell_index or {}),
+            batch_size=micro if micro > 1 else None,
+        )
 
     return chunk
 
@@ -313,7 +411,9 @@ def merge_groups(groups: list, reads: list) -> list:
     merged: dict = {}
     for (values, indices), keys in zip(groups, reads):
         merged.setdefault(tuple((k, values[k]) for k in values if k in keys), []).extend(indices)
-    return sorted(((dict(read), sorted(indices)) for read, indices in merged.items()), key=lambda g: g[1][0])
+    return sorted(
+        ((dict(read), sorted(indices)) for read, indices in merged.items()), key=lambda g: g[1][0]
+    )
 
 
 class ChunkProgram(NamedTuple):
@@ -341,7 +441,9 @@ _LANE_FIELDS = ("data_words", "reps", "data_vals", "a_vals", "cell_index")
 def _argument_specs() -> ChunkArguments:
     """A ``PartitionSpec`` per :class:`ChunkArguments` field (a prefix of its pytree)."""
     P = jax.sharding.PartitionSpec
-    return ChunkArguments(**{f: P(LANES_AXIS) if f in _LANE_FIELDS else P() for f in ChunkArguments._fields})
+    return ChunkArguments(
+        **{f: P(LANES_AXIS) if f in _LANE_FIELDS else P() for f in ChunkArguments._fields}
+    )
 
 
 def lanes_mesh(devices: int) -> jax.sharding.Mesh:
@@ -361,24 +463,50 @@ def jitted_chunk_fn(chunk: Callable, devices: int = 1):
         return jax.jit(chunk)
     mesh = lanes_mesh(devices)
     specs = _argument_specs()
-    sharded = jax.shard_map(chunk, mesh=mesh, in_specs=(specs,), out_specs=jax.sharding.PartitionSpec(LANES_AXIS),
-                            check_vma=False)
-    shardings = jax.tree_util.tree_map(lambda p: jax.sharding.NamedSharding(mesh, p), specs,
-                                       is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec))
-    return jax.jit(sharded, in_shardings=(shardings,),
-                   out_shardings=jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(LANES_AXIS)))
+    sharded = jax.shard_map(
+        chunk,
+        mesh=mesh,
+        in_specs=(specs,),
+        out_specs=jax.sharding.PartitionSpec(LANES_AXIS),
+        check_vma=False,
+    )
+    shardings = jax.tree_util.tree_map(
+        lambda p: jax.sharding.NamedSharding(mesh, p),
+        specs,
+        is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec),
+    )
+    return jax.jit(
+        sharded,
+        in_shardings=(shardings,),
+        out_shardings=jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(LANES_AXIS)),
+    )
 
 
-def _lower(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int, example_args,
-           reads: list[set] | None = None, devices: int = 1):
+def _lower(
+    experiment: Experiment,
+    shape: dict,
+    static_data: dict,
+    groups: list,
+    micro: int,
+    example_args,
+    reads: list[set] | None = None,
+    devices: int = 1,
+):
     """:func:`make_chunk_fn` traced and lowered for ``example_args`` (not compiled), its lanes
     sharded across ``devices`` (:func:`jitted_chunk_fn`)."""
     chunk = make_chunk_fn(experiment, shape, static_data, groups, micro, reads)
     return jitted_chunk_fn(chunk, devices).lower(example_args)
 
 
-def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int, example_args,
-             devices: int = 1):
+def _lowered(
+    experiment: Experiment,
+    shape: dict,
+    static_data: dict,
+    groups: list,
+    micro: int,
+    example_args,
+    devices: int = 1,
+):
     """The lowered chunk program and its analysis groups, specialised on the string values its
     traced code reads: with several groups, the program is traced with each group's
     analysis values recording what is read (:class:`_ReadRecorder`); if some groups can be
@@ -395,15 +523,22 @@ def _lowered(experiment: Experiment, shape: dict, static_data: dict, groups: lis
     reads = [set() for _ in groups]
     lowered = _lower(*step, groups, micro, example_args, reads, devices=devices)
     merged = merge_groups(groups, reads)
-    return ((lowered, groups) if len(merged) == len(groups)
-            else (_lower(*step, merged, micro, example_args, devices=devices), merged))
+    return (
+        (lowered, groups)
+        if len(merged) == len(groups)
+        else (_lower(*step, merged, micro, example_args, devices=devices), merged)
+    )
 
 
 def static_shape(experiment: Experiment, shape: Mapping) -> dict:
     """The shape values a program is specialised on: all of them, or with
     :class:`~dpsim.engine.definition.grid.Padding` all but the traced axes."""
     padding = experiment.tuning.padding
-    return dict(shape) if padding is None else {k: v for k, v in shape.items() if k not in padding.traced_axes}
+    return (
+        dict(shape)
+        if padding is None
+        else {k: v for k, v in shape.items() if k not in padding.traced_axes}
+    )
 
 
 def program_shape(experiment: Experiment, shape: Mapping, capacity: int | None = None) -> dict:
@@ -412,8 +547,10 @@ def program_shape(experiment: Experiment, shape: Mapping, capacity: int | None =
     padding = experiment.tuning.padding
     if padding is None:
         return dict(shape)
-    return {**static_shape(experiment, shape),
-            padding.capacity: int(shape[padding.axis] if capacity is None else capacity)}
+    return {
+        **static_shape(experiment, shape),
+        padding.capacity: int(shape[padding.axis] if capacity is None else capacity),
+    }
 
 
 def lane_shape(experiment: Experiment, compiled: Mapping) -> dict:
@@ -476,8 +613,14 @@ def _signature(tree) -> str:
 
 def spec(tree):
     """``ShapeDtypeStruct`` s of a pytree of arrays, for compiling without executing."""
-    return jax.tree_util.tree_map(lambda a: a if isinstance(a, jax.ShapeDtypeStruct)
-                                  else jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype), tree)
+    return jax.tree_util.tree_map(
+        lambda a: (
+            a
+            if isinstance(a, jax.ShapeDtypeStruct)
+            else jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
+        ),
+        tree,
+    )
 
 
 def _lapack_problem(compiled) -> list[str]:
@@ -488,11 +631,13 @@ def _lapack_problem(compiled) -> list[str]:
 
 
 def _static_key(experiment, *parts) -> tuple:
-    return (*program_identity(experiment), *(repr(sorted(p.items())) if isinstance(p, dict) else repr(p)
-                                             for p in parts))
+    return (
+        *program_identity(experiment),
+        *(repr(sorted(p.items())) if isinstance(p, dict) else repr(p) for p in parts),
+    )
 
 
-_IDENTITIES: dict = {}   # id(experiment) -> (weak reference, identity): computed once per object
+_IDENTITIES: dict = {}  # id(experiment) -> (weak reference, identity): computed once per object
 
 
 def program_identity(experiment: Experiment) -> tuple[str, str, str]:
@@ -507,10 +652,11 @@ def program_identity(experiment: Experiment) -> tuple[str, str, str]:
     if entry is not None and entry[0]() is experiment:
         return entry[1]
     from dpsim.engine.storage.provenance import fingerprint
+
     identity = (experiment.name, fingerprint(experiment)["hash"], _definition_digest(experiment))
     try:
         _IDENTITIES[id(experiment)] = (weakref.ref(experiment), identity)
-    except TypeError:     # an object without weak references: computed each time
+    except TypeError:  # an object without weak references: computed each time
         pass
     return identity
 
@@ -537,29 +683,46 @@ def _describe(value, seen: set) -> str:
         for cell in value.__closure__ or ():
             try:
                 cells.append(_describe(cell.cell_contents, seen))
-            except ValueError:          # an empty cell
+            except ValueError:  # an empty cell
                 cells.append("<empty>")
-        return (f"function {value.__module__}.{value.__qualname__} {marshal.dumps(value.__code__).hex()} "
-                f"defaults {_describe(value.__defaults__, seen)} {_describe(value.__kwdefaults__, seen)} "
-                f"closure [{', '.join(cells)}] wrapped {_describe(getattr(value, '__wrapped__', None), seen)}")
+        return (
+            f"function {value.__module__}.{value.__qualname__} {marshal.dumps(value.__code__).hex()} "
+            f"defaults {_describe(value.__defaults__, seen)} {_describe(value.__kwdefaults__, seen)} "
+            f"closure [{', '.join(cells)}] wrapped {_describe(getattr(value, '__wrapped__', None), seen)}"
+        )
     if isinstance(value, functools.partial):
-        return (f"partial {_describe(value.func, seen)} {_describe(value.args, seen)} "
-                f"{_describe(value.keywords, seen)}")
+        return (
+            f"partial {_describe(value.func, seen)} {_describe(value.args, seen)} "
+            f"{_describe(value.keywords, seen)}"
+        )
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = ", ".join(f"{f.name}={_describe(getattr(value, f.name), seen)}" for f in dataclasses.fields(value))
+        fields = ", ".join(
+            f"{f.name}={_describe(getattr(value, f.name), seen)}" for f in dataclasses.fields(value)
+        )
         return f"{type(value).__module__}.{type(value).__qualname__}({fields})"
     if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_describe(k, seen)}: {_describe(v, seen)}"
-                               for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
+        return (
+            "{"
+            + ", ".join(
+                f"{_describe(k, seen)}: {_describe(v, seen)}"
+                for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))
+            )
+            + "}"
+        )
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
         return f"{type(value).__name__}[" + ", ".join(_describe(v, seen) for v in items) + "]"
-    if not isinstance(value, np.ndarray) and hasattr(value, "__array__") and hasattr(value, "shape"):
-        value = np.asarray(value)        # e.g. a jax.Array (its repr elides long arrays)
+    if (
+        not isinstance(value, np.ndarray)
+        and hasattr(value, "__array__")
+        and hasattr(value, "shape")
+    ):
+        value = np.asarray(value)  # e.g. a jax.Array (its repr elides long arrays)
     if isinstance(value, np.ndarray):
         return f"array {value.dtype} {value.shape} {hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}"
     if isinstance(value, (type, types.BuiltinFunctionType, types.ModuleType)) or (
-            callable(value) and hasattr(value, "__module__") and hasattr(value, "__qualname__")):
+        callable(value) and hasattr(value, "__module__") and hasattr(value, "__qualname__")
+    ):
         return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', getattr(value, '__name__', ''))}"
     text = repr(value)
     return f"{type(value).__qualname__} {text if ' at 0x' not in text else id(value)}"
@@ -588,12 +751,25 @@ def compiler_options() -> dict | None:
     """XLA options for compiling a chunk program: ``{"xla_backend_optimization_level": L}`` on
     CPU when :func:`cpu_opt_level` sets one, else None (XLA's defaults)."""
     level = cpu_opt_level()
-    return None if level is None or jax.default_backend() != "cpu" else {"xla_backend_optimization_level": level}
+    return (
+        None
+        if level is None or jax.default_backend() != "cpu"
+        else {"xla_backend_optimization_level": level}
+    )
 
 
-def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
-                      example_args: ChunkArguments, devices: int = 1, in_flight: int = 1, *,
-                      _nested: bool = False) -> ChunkProgram:
+def compiled_chunk_fn(
+    experiment: Experiment,
+    shape: dict,
+    static_data: dict,
+    groups: list,
+    micro: int,
+    example_args: ChunkArguments,
+    devices: int = 1,
+    in_flight: int = 1,
+    *,
+    _nested: bool = False,
+) -> ChunkProgram:
     """Ahead-of-time compiled :func:`make_chunk_fn` (:func:`_compiled_program`, cached in
     process), at ``micro`` lanes vmapped together or fewer, to fit the device's memory.
 
@@ -616,45 +792,76 @@ def compiled_chunk_fn(experiment: Experiment, shape: dict, static_data: dict, gr
     """
     example_args = spec(example_args)
     if devices > 1 and example_args.reps.shape[0] % (devices * micro):
-        raise ValueError(f"a chunk of {example_args.reps.shape[0]} lanes does not split into micro-batches of {micro} "
-                         f"on {devices} devices")
+        raise ValueError(
+            f"a chunk of {example_args.reps.shape[0]} lanes does not split into micro-batches of {micro} "
+            f"on {devices} devices"
+        )
     key = _program_key(experiment, shape, static_data, groups, micro, example_args, devices)
     limit = program_memory_limit(in_flight)
 
     def fewer_lanes(than: int) -> ChunkProgram:
-        return compiled_chunk_fn(experiment, shape, static_data, groups,
-                                 _fewer_lanes(than, example_args.reps.shape[0], devices),
-                                 example_args, devices, in_flight, _nested=True)
+        return compiled_chunk_fn(
+            experiment,
+            shape,
+            static_data,
+            groups,
+            _fewer_lanes(than, example_args.reps.shape[0], devices),
+            example_args,
+            devices,
+            in_flight,
+            _nested=True,
+        )
 
     known = _TOO_BIG.get(key)
-    if known is not None and limit is not None and known > limit:    # found too big before
+    if known is not None and limit is not None and known > limit:  # found too big before
         return fewer_lanes(micro)
-    program = _compiled_program(key, experiment, shape, static_data, groups, micro, example_args, devices)
+    program = _compiled_program(
+        key, experiment, shape, static_data, groups, micro, example_args, devices
+    )
     need = memory_overrun(program.fn, limit)
     if need is None:
         return program
     fits = program
     if program.micro > 1:
         _TOO_BIG[key] = need
-        _COMPILED.pop(key, None)          # release the program that does not fit
+        _COMPILED.pop(key, None)  # release the program that does not fit
         fits = fewer_lanes(program.micro)
     if not _nested:
-        warn(f"experiment {experiment.name!r} at {shape}: the chunk program at micro-batch {program.micro} "
-             f"needs {format_bytes(need)} of device memory, more than the {format_bytes(limit)} allowed "
-             f"({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's, shared by {in_flight} "
-             f"chunk(s) in flight); it runs at micro-batch {fits.micro}")
+        warn(
+            f"experiment {experiment.name!r} at {shape}: the chunk program at micro-batch {program.micro} "
+            f"needs {format_bytes(need)} of device memory, more than the {format_bytes(limit)} allowed "
+            f"({PROGRAM_MEMORY_SHARE_ACCELERATOR:.0%} of the device's, shared by {in_flight} "
+            f"chunk(s) in flight); it runs at micro-batch {fits.micro}"
+        )
     return fits
 
 
-def _program_key(experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
-                 example_args: ChunkArguments, devices: int) -> tuple:
+def _program_key(
+    experiment: Experiment,
+    shape: dict,
+    static_data: dict,
+    groups: list,
+    micro: int,
+    example_args: ChunkArguments,
+    devices: int,
+) -> tuple:
     """The in-process cache key of a chunk program (:func:`_compiled_program`)."""
-    return _static_key(experiment, shape, static_data, groups, micro, devices) + (_signature(example_args),
-                                                                                  repr(compiler_options()))
+    return _static_key(experiment, shape, static_data, groups, micro, devices) + (
+        _signature(example_args),
+        repr(compiler_options()),
+    )
 
 
-def _compiled_program(key: tuple, experiment: Experiment, shape: dict, static_data: dict, groups: list, micro: int,
-                      example_args: ChunkArguments, devices: int) -> ChunkProgram:
+def _compiled_program(
+    key: tuple,
+    experiment: Experiment,
+    shape: dict,
+    static_data: dict,
+    groups: list,
+    micro: int,
+    example_args: ChunkArguments,
+    devices: int,
+) -> ChunkProgram:
     """:func:`make_chunk_fn` compiled ahead of time, specialised on the string analysis values
     its code reads (:func:`_lowered`), cached in-process under ``key`` (:func:`_program_key`:
     the experiment's :func:`program_identity`, step, analysis groups, micro-batch, devices,
@@ -667,19 +874,26 @@ def _compiled_program(key: tuple, experiment: Experiment, shape: dict, static_da
     if program is not None:
         return program
     options = compiler_options()
-    lowered, program_groups = _lowered(experiment, shape, static_data, groups, micro, example_args, devices)
+    lowered, program_groups = _lowered(
+        experiment, shape, static_data, groups, micro, example_args, devices
+    )
     compiled, compiled_micro = lowered.compile(compiler_options=options), micro
     problem = _lapack_problem(compiled)
     if problem and micro > 1:
-        warn(f"experiment {experiment.name!r} calls LAPACK on a batch of lanes ({'; '.join(problem)}); "
-             f"batched LAPACK deadlocks XLA:CPU, so its lanes run one at a time (slower): "
-             f"use dpsim.linalg (e.g. dpsim.linalg.solve) to keep them batched")
-        compiled = _lower(experiment, shape, static_data, program_groups, 1, example_args,
-                          devices=devices).compile(compiler_options=options)
+        warn(
+            f"experiment {experiment.name!r} calls LAPACK on a batch of lanes ({'; '.join(problem)}); "
+            f"batched LAPACK deadlocks XLA:CPU, so its lanes run one at a time (slower): "
+            f"use dpsim.linalg (e.g. dpsim.linalg.solve) to keep them batched"
+        )
+        compiled = _lower(
+            experiment, shape, static_data, program_groups, 1, example_args, devices=devices
+        ).compile(compiler_options=options)
         compiled_micro, problem = 1, _lapack_problem(compiled)
     if problem:
-        raise UsageError(f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
-                         f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg")
+        raise UsageError(
+            f"experiment {experiment.name!r}: a replicate calls LAPACK on a batch "
+            f"({'; '.join(problem)}), which deadlocks XLA:CPU; use dpsim.linalg"
+        )
     program = ChunkProgram(compiled, program_groups, compiled_micro)
     _remember(key, experiment, program)
     return program
@@ -691,12 +905,16 @@ def memory_needed(compiled) -> int | None:
     say."""
     try:
         stats = compiled.memory_analysis()
-    except Exception:            # a backend without memory analysis
+    except Exception:  # a backend without memory analysis
         return None
     if stats is None:
         return None
-    return (stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
-            - stats.alias_size_in_bytes)
+    return (
+        stats.argument_size_in_bytes
+        + stats.output_size_in_bytes
+        + stats.temp_size_in_bytes
+        - stats.alias_size_in_bytes
+    )
 
 
 def _fewer_lanes(micro: int, lanes: int, devices: int) -> int:

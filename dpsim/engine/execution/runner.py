@@ -10,6 +10,7 @@ the previous step computes, and on CPU several chunks are computed at the same t
 :func:`~dpsim.engine.execution.batching.default_workers`; or by Ray actors). Each chunk is written
 as one atomic Parquet part, by the main thread of the driver only.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,12 +30,18 @@ from tqdm.auto import tqdm
 from dpsim.errors import UsageError, note, warn
 from dpsim.engine.execution import calibration
 from dpsim.engine.storage import parts, store
-from dpsim.engine.execution.batching import (Batching, batching, memory_limit)
+from dpsim.engine.execution.batching import Batching, batching, memory_limit
 from dpsim.engine.execution.chunk_io import method_columns
 from dpsim.engine.execution.executors import Executor, Job, LocalExecutor
 from dpsim.engine.definition.experiment import Experiment
 from dpsim.engine.definition.grid import Grid, expand_grid
-from dpsim.engine.execution.planning import Plan, check_part, plan_steps, replicate_range, step_label
+from dpsim.engine.execution.planning import (
+    Plan,
+    check_part,
+    plan_steps,
+    replicate_range,
+    step_label,
+)
 from dpsim.engine.storage.provenance import environment, fingerprint
 from dpsim.engine.execution.program import compiler_options
 from dpsim.engine.presentation.units import format_bytes
@@ -42,8 +49,16 @@ from dpsim.results import reasons
 
 DEFAULT_WATCHDOG_SECONDS = 900.0
 
-__all__ = ["run_experiment", "plan_run", "RunSummary", "watchdog_seconds", "folder_summaries", "study_summary", "unconverged",
-           "nan_metrics"]
+__all__ = [
+    "run_experiment",
+    "plan_run",
+    "RunSummary",
+    "watchdog_seconds",
+    "folder_summaries",
+    "study_summary",
+    "unconverged",
+    "nan_metrics",
+]
 
 
 @dataclass
@@ -82,18 +97,30 @@ class _Request:
     seed: int
     reps: int
     chunk: int | None
-    policy: Batching        # its workers and chunks in flight are the request's (``workers`` given: both)
+    policy: Batching  # its workers and chunks in flight are the request's (``workers`` given: both)
     overrides: Mapping[str, Sequence] | None
     code: dict
     part: tuple | None = None
     reps_at: Mapping[int, int] | None = None
-    code_changed: bool = False      # --accept-code-change into a folder of other code: a new segment
-    owner: str | None = None        # the manifest's "owner" when this run creates the folder
+    code_changed: bool = False  # --accept-code-change into a folder of other code: a new segment
+    owner: str | None = None  # the manifest's "owner" when this run creates the folder
 
 
-def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, overrides, chunk: int | None,
-               workers: int | None, micro_batch: int | None, part=None, reps_at=None,
-               accept_code_change: bool = False, owner: str | None = None) -> _Request:
+def _validated(
+    experiment: Experiment,
+    *,
+    reps: int | None,
+    seed: int,
+    out,
+    overrides,
+    chunk: int | None,
+    workers: int | None,
+    micro_batch: int | None,
+    part=None,
+    reps_at=None,
+    accept_code_change: bool = False,
+    owner: str | None = None,
+) -> _Request:
     """Check every setting and expand the grid, writing nothing (UsageError naming a bad value)."""
     if reps_at is not None:
         reps = _checked_reps_at(reps_at, part)
@@ -102,17 +129,23 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
         raise UsageError(f"reps={reps!r} must be an integer ≥ 1")
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise UsageError(f"chunk={chunk!r} must be an integer ≥ 1")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
         raise UsageError(f"workers={workers!r} must be an integer ≥ 1")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise UsageError(f"seed={seed!r} must be an integer in [0, 2^31)")
     part = check_part(part)
     if out is not None and not str(out).strip():
-        raise UsageError(f"--out {str(out)!r} names no folder (leave --out out for runs/{experiment.name})")
+        raise UsageError(
+            f"--out {str(out)!r} names no folder (leave --out out for runs/{experiment.name})"
+        )
     if accept_code_change and part is not None:
-        raise UsageError("--accept-code-change cannot be combined with --part: accept the change with one "
-                         "whole-grid run into the folder first (e.g. --reps 1 computes nothing already stored)")
-    calibration.mode()       # a bad $DPSIM_CALIBRATION is refused before anything is written
+        raise UsageError(
+            "--accept-code-change cannot be combined with --part: accept the change with one "
+            "whole-grid run into the folder first (e.g. --reps 1 computes nothing already stored)"
+        )
+    calibration.mode()  # a bad $DPSIM_CALIBRATION is refused before anything is written
     grid = expand_grid(experiment, overrides)
     method_columns(experiment)
     out = Path(out or Path("runs") / experiment.name)
@@ -120,15 +153,23 @@ def _validated(experiment: Experiment, *, reps: int | None, seed: int, out, over
     code = fingerprint(experiment)
     code_changed = store.check_code(out, code, accept=accept_code_change)
     policy = batching(micro_batch=micro_batch)
-    if workers is not None:             # that many chunks planned at least, and that many in flight
+    if workers is not None:  # that many chunks planned at least, and that many in flight
         policy = dataclasses.replace(policy, workers=workers, in_flight=workers)
     if reps_at is not None:
-        ids = {experiment.point_id({**shape, **data}) for shape in grid.shapes for data in grid.data_points}
+        ids = {
+            experiment.point_id({**shape, **data})
+            for shape in grid.shapes
+            for data in grid.data_points
+        }
         stray = next((pid for pid in reps_at if pid not in ids), None)
         if stray is not None:
-            raise UsageError(f"reps_at names data point id {stray}, which is not in the grid of {experiment.name}")
+            raise UsageError(
+                f"reps_at names data point id {stray}, which is not in the grid of {experiment.name}"
+            )
         reps_at = dict(reps_at)
-    return _Request(grid, out, seed, reps, chunk, policy, overrides, code, part, reps_at, code_changed, owner)
+    return _Request(
+        grid, out, seed, reps, chunk, policy, overrides, code, part, reps_at, code_changed, owner
+    )
 
 
 def _checked_reps_at(reps_at: Mapping[int, int | tuple[int, int]], part) -> int:
@@ -144,10 +185,19 @@ def _checked_reps_at(reps_at: Mapping[int, int | tuple[int, int]], part) -> int:
 
     for pid, wanted in reps_at.items():
         if isinstance(wanted, tuple):
-            if not (len(wanted) == 2 and whole(wanted[0], 0) and whole(wanted[1], 1) and wanted[0] < wanted[1]):
-                raise UsageError(f"reps_at[{pid}]={wanted!r} must be a range (start, stop) with 0 ≤ start < stop")
+            if not (
+                len(wanted) == 2
+                and whole(wanted[0], 0)
+                and whole(wanted[1], 1)
+                and wanted[0] < wanted[1]
+            ):
+                raise UsageError(
+                    f"reps_at[{pid}]={wanted!r} must be a range (start, stop) with 0 ≤ start < stop"
+                )
         elif not whole(wanted, 1):
-            raise UsageError(f"reps_at[{pid}]={wanted!r} must be an integer ≥ 1 or a range (start, stop)")
+            raise UsageError(
+                f"reps_at[{pid}]={wanted!r} must be an integer ≥ 1 or a range (start, stop)"
+            )
     return int(max(replicate_range(w)[1] for w in reps_at.values()))
 
 
@@ -158,37 +208,85 @@ def _planned(request: _Request, calibrate: bool = True) -> Plan:
     it would run in (:func:`memory_limit`)."""
     done = store.completed(request.out)
     path = calibration.cache_path()
-    steps = plan_steps(request.grid, request.reps, done, request.chunk, request.policy.workers, request.policy,
-                       request.part, request.reps_at, cache=None if path is None else calibration.load(path),
-                       calibrate=calibrate)
+    steps = plan_steps(
+        request.grid,
+        request.reps,
+        done,
+        request.chunk,
+        request.policy.workers,
+        request.policy,
+        request.part,
+        request.reps_at,
+        cache=None if path is None else calibration.load(path),
+        calibrate=calibrate,
+    )
     limit, what = memory_limit(request.policy.backend)
     for step in steps:
         if limit and step.lane_bytes > limit:
-            raise UsageError(f"{request.grid.experiment.name} at {step_label(request.grid, step)}: one replicate "
-                             f"lane needs about {format_bytes(step.lane_bytes)}, more than {what} "
-                             f"({format_bytes(limit)}); choose smaller sizes")
+            raise UsageError(
+                f"{request.grid.experiment.name} at {step_label(request.grid, step)}: one replicate "
+                f"lane needs about {format_bytes(step.lane_bytes)}, more than {what} "
+                f"({format_bytes(limit)}); choose smaller sizes"
+            )
     return Plan(request.grid, steps, done, request.out, request.reps, request.policy, request.part)
 
 
-def plan_run(experiment: Experiment, *, reps: int | None = None, seed: int = 0, out=None, overrides=None,
-             chunk: int | None = None, workers: int | None = None, micro_batch: int | None = None,
-             part=None, reps_at=None, calibrate: bool = True, accept_code_change: bool = False) -> Plan:
+def plan_run(
+    experiment: Experiment,
+    *,
+    reps: int | None = None,
+    seed: int = 0,
+    out=None,
+    overrides=None,
+    chunk: int | None = None,
+    workers: int | None = None,
+    micro_batch: int | None = None,
+    part=None,
+    reps_at=None,
+    calibrate: bool = True,
+    accept_code_change: bool = False,
+) -> Plan:
     """Validate a request and plan it, writing nothing (``--dry-run``; :func:`run_experiment`).
     ``calibrate``: whether the executor that would run it times candidate micro-batches
     (``Executor.calibrates``: the local one does, Ray's does not)."""
-    return _planned(_validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
-                               workers=workers, micro_batch=micro_batch, part=part, reps_at=reps_at,
-                               accept_code_change=accept_code_change), calibrate)
+    return _planned(
+        _validated(
+            experiment,
+            reps=reps,
+            seed=seed,
+            out=out,
+            overrides=overrides,
+            chunk=chunk,
+            workers=workers,
+            micro_batch=micro_batch,
+            part=part,
+            reps_at=reps_at,
+            accept_code_change=accept_code_change,
+        ),
+        calibrate,
+    )
 
 
-def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int = 0,
-                   out: str | Path | None = None, overrides: Mapping[str, Sequence] | None = None,
-                   chunk: int | None = None, progress: bool = True,
-                   workers: int | None = None, watchdog: float | None = None,
-                   source: str | None = None, micro_batch: int | None = None,
-                   executor: Executor | None = None, part=None,
-                   reps_at: Mapping[int, int] | None = None, accept_code_change: bool = False,
-                   owner: str | None = None, confirm: Callable[[Plan], None] | None = None) -> RunSummary:
+def run_experiment(
+    experiment: Experiment,
+    *,
+    reps: int | None = None,
+    seed: int = 0,
+    out: str | Path | None = None,
+    overrides: Mapping[str, Sequence] | None = None,
+    chunk: int | None = None,
+    progress: bool = True,
+    workers: int | None = None,
+    watchdog: float | None = None,
+    source: str | None = None,
+    micro_batch: int | None = None,
+    executor: Executor | None = None,
+    part=None,
+    reps_at: Mapping[int, int] | None = None,
+    accept_code_change: bool = False,
+    owner: str | None = None,
+    confirm: Callable[[Plan], None] | None = None,
+) -> RunSummary:
     """Run (or resume) ``experiment`` into ``out``; returns what was computed.
 
     All input is validated before anything is written. Re-running into the same directory
@@ -235,22 +333,39 @@ def run_experiment(experiment: Experiment, *, reps: int | None = None, seed: int
     deadlocked concurrent chunks.
     """
     patience = watchdog_seconds(watchdog)
-    compiler_options()   # a bad $DPSIM_XLA_CPU_OPT_LEVEL is refused before anything is written
+    compiler_options()  # a bad $DPSIM_XLA_CPU_OPT_LEVEL is refused before anything is written
     executor = executor or LocalExecutor()
-    request = _validated(experiment, reps=reps, seed=seed, out=out, overrides=overrides, chunk=chunk,
-                         workers=workers if workers is not None else executor.workers,
-                         micro_batch=micro_batch, part=part, reps_at=reps_at,
-                         accept_code_change=accept_code_change, owner=owner)  # writes nothing
-    with store.exclusive(request.out, request.part):         # one writer per run directory (or per part)
-        store.set_aside_unreadable(request.out)              # damaged parts: kept aside, their lanes run again
+    request = _validated(
+        experiment,
+        reps=reps,
+        seed=seed,
+        out=out,
+        overrides=overrides,
+        chunk=chunk,
+        workers=workers if workers is not None else executor.workers,
+        micro_batch=micro_batch,
+        part=part,
+        reps_at=reps_at,
+        accept_code_change=accept_code_change,
+        owner=owner,
+    )  # writes nothing
+    with store.exclusive(request.out, request.part):  # one writer per run directory (or per part)
+        store.set_aside_unreadable(request.out)  # damaged parts: kept aside, their lanes run again
         work = _planned(request, executor.calibrates)
         if confirm is not None:
             confirm(work)
         return _run_planned(experiment, work, request, progress, patience, source, executor)
 
 
-def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progress: bool, patience: float,
-                 source: str | None, executor: Executor) -> RunSummary:
+def _run_planned(
+    experiment: Experiment,
+    work: Plan,
+    settings: _Request,
+    progress: bool,
+    patience: float,
+    source: str | None,
+    executor: Executor,
+) -> RunSummary:
     """:func:`run_experiment` once the directory is held: ``work`` was planned under the
     lock, so it sees every part another run finished before, and no other run writes, so
     temporary files a killed run left are removed (:func:`~dpsim.engine.storage.store.remove_temporary`)."""
@@ -262,30 +377,55 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         _warn_unconverged(experiment, previous.get("diagnostics", {}).get("unconverged", []))
         _warn_nan(experiment, previous.get("diagnostics", {}).get("nan", []))
         return RunSummary(out, 0, 0, 0.0, 0.0)
-    if settings.part is None:       # parts of one split write this folder at once: their temporaries stay
+    if (
+        settings.part is None
+    ):  # parts of one split write this folder at once: their temporaries stay
         store.remove_temporary(out)
     reps = work.reps
-    request = {"reps": reps, **({} if settings.reps_at is None else {"points": len(settings.reps_at)}),
-               "overrides": {k: list(v) for k, v in (overrides or {}).items()},
-               "chunk": chunk, "workers": workers, "in_flight": executor.in_flight(work.in_flight), "devices": work.policy.devices,
-               "executor": executor.describe(),
-               "grid": grid.axes,
-               "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-               **({} if settings.part is None else {"part": "{}/{}".format(*settings.part)}),
-               **({"accept_code_change": True} if settings.code_changed else {}), **environment()}
-    segments = (store.accepted_segments(previous, settings.code, out, request["started"]) if settings.code_changed
-                else previous.get("segments"))
+    request = {
+        "reps": reps,
+        **({} if settings.reps_at is None else {"points": len(settings.reps_at)}),
+        "overrides": {k: list(v) for k, v in (overrides or {}).items()},
+        "chunk": chunk,
+        "workers": workers,
+        "in_flight": executor.in_flight(work.in_flight),
+        "devices": work.policy.devices,
+        "executor": executor.describe(),
+        "grid": grid.axes,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **({} if settings.part is None else {"part": "{}/{}".format(*settings.part)}),
+        **({"accept_code_change": True} if settings.code_changed else {}),
+        **environment(),
+    }
+    segments = (
+        store.accepted_segments(previous, settings.code, out, request["started"])
+        if settings.code_changed
+        else previous.get("segments")
+    )
     owner = previous.get("owner") if previous else settings.owner
-    manifest = {"experiment": experiment.name, "source": source or experiment.name, "code": settings.code,
-                "title": experiment.title, "seed": seed, "shape_axes": list(experiment.shape_axes),
-                "data_axes": list(experiment.data_axes), "analysis_axes": list(experiment.analysis_axes),
-                "derived": list(experiment.derived_names()), "methods": list(experiment.methods),
-                "history": [*previous.get("history", []), request],
-                "study": previous.get("study", {}), "diagnostics": previous.get("diagnostics", {}),
-                "complete": False, **({"owner": owner} if owner else {}), **({"segments": segments} if segments else {})}
+    manifest = {
+        "experiment": experiment.name,
+        "source": source or experiment.name,
+        "code": settings.code,
+        "title": experiment.title,
+        "seed": seed,
+        "shape_axes": list(experiment.shape_axes),
+        "data_axes": list(experiment.data_axes),
+        "analysis_axes": list(experiment.analysis_axes),
+        "derived": list(experiment.derived_names()),
+        "methods": list(experiment.methods),
+        "history": [*previous.get("history", []), request],
+        "study": previous.get("study", {}),
+        "diagnostics": previous.get("diagnostics", {}),
+        "complete": False,
+        **({"owner": owner} if owner else {}),
+        **({"segments": segments} if segments else {}),
+    }
     if segments:
-        note(f"{out}: its rows were made by {len(segments)} versions of the code, accepted with "
-             f"--accept-code-change (the manifest's segments say which parts each made)")
+        note(
+            f"{out}: its rows were made by {len(segments)} versions of the code, accepted with "
+            f"--accept-code-change (the manifest's segments say which parts each made)"
+        )
     if settings.part is None:
         store.write_manifest(out, manifest)
     else:
@@ -295,11 +435,27 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         note(line)
     total_chunks = sum(len(step.chunks) for step in plan)
     started, first_chunks, rows_written, lanes_run = time.time(), 0.0, 0, 0
-    writing, chunks_written = 0.0, 0       # the driver's own share: seconds in store.write_part
-    bar = tqdm(total=total_chunks, desc=experiment.name, unit="chunk",
-               disable=not progress or total_chunks == 0)
-    job = Job(experiment, grid, plan, done, seed, work.in_flight, patience, source or experiment.name, overrides)
-    provenance = store.part_metadata(manifest, request)      # in every part: the manifest can be rebuilt
+    writing, chunks_written = 0.0, 0  # the driver's own share: seconds in store.write_part
+    bar = tqdm(
+        total=total_chunks,
+        desc=experiment.name,
+        unit="chunk",
+        disable=not progress or total_chunks == 0,
+    )
+    job = Job(
+        experiment,
+        grid,
+        plan,
+        done,
+        seed,
+        work.in_flight,
+        patience,
+        source or experiment.name,
+        overrides,
+    )
+    provenance = store.part_metadata(
+        manifest, request
+    )  # in every part: the manifest can be rebuilt
     try:
         executor.start(job)
         for index, step in enumerate(plan):
@@ -324,23 +480,39 @@ def _run_planned(experiment: Experiment, work: Plan, settings: _Request, progres
         executor.finish()
         bar.close()
     seconds = time.time() - started
-    request["batching"] = _record_batching(grid, plan, executor.calibrations, work.policy.backend, executor.micros)
-    request.update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": round(seconds, 3),
-                    "lanes_run": lanes_run, "rows_written": rows_written,
-                    "first_chunks_seconds_incl_compile": round(first_chunks, 3),
-                    "chunks_written": chunks_written, "write_seconds": round(writing, 3)})
+    request["batching"] = _record_batching(
+        grid, plan, executor.calibrations, work.policy.backend, executor.micros
+    )
+    request.update(
+        {
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "seconds": round(seconds, 3),
+            "lanes_run": lanes_run,
+            "rows_written": rows_written,
+            "first_chunks_seconds_incl_compile": round(first_chunks, 3),
+            "chunks_written": chunks_written,
+            "write_seconds": round(writing, 3),
+        }
+    )
     if settings.part is None:
         manifest.update(folder_summaries(out, experiment), complete=True)
         store.write_manifest(out, manifest)
     else:
-        parts.finish(out, manifest, request, lambda: folder_summaries(out, experiment),
-                     lambda stored: not plan_steps(grid, reps, stored))
+        parts.finish(
+            out,
+            manifest,
+            request,
+            lambda: folder_summaries(out, experiment),
+            lambda stored: not plan_steps(grid, reps, stored),
+        )
     _warn_unconverged(experiment, manifest["diagnostics"]["unconverged"])
     _warn_nan(experiment, manifest["diagnostics"].get("nan", []))
     return RunSummary(out, rows_written, lanes_run, seconds, first_chunks)
 
 
-def _record_batching(grid: Grid, plan: list, calibrations: Mapping, backend: str, micros: Mapping) -> list[dict]:
+def _record_batching(
+    grid: Grid, plan: list, calibrations: Mapping, backend: str, micros: Mapping
+) -> list[dict]:
     """Each step's batching as the manifest's history records it ({step, chunk, micro, from}),
     and, for steps with a calibration cache key, the cache updated (the layout compiled, and
     the calibration a step made: ``calibrations``, step index → {micro-batch: seconds per
@@ -353,13 +525,25 @@ def _record_batching(grid: Grid, plan: list, calibrations: Mapping, backend: str
         micro, timings = micros.get(index, step.micro), calibrations.get(index)
         if step.key is not None:
             updates[step.key] = functools.partial(
-                calibration.updated_entry, micro=micro, size=step.size, source="calibrated",
-                what=f"{grid.experiment.name} at {step_label(grid, step)}", timings=timings)
+                calibration.updated_entry,
+                micro=micro,
+                size=step.size,
+                source="calibrated",
+                what=f"{grid.experiment.name} at {step_label(grid, step)}",
+                timings=timings,
+            )
         shrunk = not timings and micro != step.micro
-        record.append({"step": step_label(grid, step), "chunk": step.size, "micro": micro,
-                       "from": f"{step.micro_from}; {step.micro} planned, fewer to fit the device's memory"
-                       if shrunk else step.micro_from})
-    entries = calibration.save(calibration.cache_path(), updates)      # merged under the cache's lock
+        record.append(
+            {
+                "step": step_label(grid, step),
+                "chunk": step.size,
+                "micro": micro,
+                "from": f"{step.micro_from}; {step.micro} planned, fewer to fit the device's memory"
+                if shrunk
+                else step.micro_from,
+            }
+        )
+    entries = calibration.save(calibration.cache_path(), updates)  # merged under the cache's lock
     for index, step in enumerate(plan):
         if calibrations.get(index) and step.key in entries:
             record[index]["from"] = calibration.describe(entries[step.key], backend)
@@ -370,15 +554,19 @@ def _warn_unconverged(experiment: Experiment, items: list[dict]) -> None:
     """One warning per method whose fits did not all converge (the manifest's diagnostics)."""
     for item in items:
         why = f": {item['reasons']}" if item.get("reasons") else ""
-        warn(f"{experiment.name}: {item['failed']} of {item['fits']} {item['method']} fits did not converge{why} "
-             f"({item['where']})")
+        warn(
+            f"{experiment.name}: {item['failed']} of {item['fits']} {item['method']} fits did not converge{why} "
+            f"({item['where']})"
+        )
 
 
 def _warn_nan(experiment: Experiment, items: list[dict]) -> None:
     """One warning per (method, metric) with NaN values (the manifest's diagnostics, :func:`nan_metrics`)."""
     for item in items:
-        warn(f"{experiment.name}: {item['metric']} of {item['method']} is NaN in {item['nan']} of {item['rows']} rows "
-             f"(stored as NaN; summaries and figures leave those rows out, the figure's panel says how many)")
+        warn(
+            f"{experiment.name}: {item['metric']} of {item['method']} is NaN in {item['nan']} of {item['rows']} rows "
+            f"(stored as NaN; summaries and figures leave those rows out, the figure's panel says how many)"
+        )
 
 
 def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
@@ -390,7 +578,10 @@ def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
         strings = {n: shape[n] for n in names if isinstance(shape.get(n), str)}
         if strings:
             where = ", ".join(f"{a}={shape[a]}" for a in experiment.shape_axes)
-            lines.append(f"{experiment.name} at {where}: " + "; ".join(f"{k}: {v}" for k, v in strings.items()))
+            lines.append(
+                f"{experiment.name} at {where}: "
+                + "; ".join(f"{k}: {v}" for k, v in strings.items())
+            )
     return list(dict.fromkeys(lines))
 
 
@@ -399,11 +590,24 @@ def folder_summaries(out: Path, experiment: Experiment) -> dict:
     of the study folder ``out``, from one read of the columns they use, in Arrow (through
     pandas it would be a large share of a short run)."""
     metrics = [m for method in experiment.methods.values() for m in method.metrics]
-    columns = [*experiment.axes, *experiment.derived_names("shape"), "point", "rep", "method", "converged", "result",
-               *metrics]
+    columns = [
+        *experiment.axes,
+        *experiment.derived_names("shape"),
+        "point",
+        "rep",
+        "method",
+        "converged",
+        "result",
+        *metrics,
+    ]
     table = store.read_arrow_columns(out, list(dict.fromkeys(columns)))
-    return {"study": study_summary(table, experiment),
-            "diagnostics": {"unconverged": unconverged(table, experiment), "nan": nan_metrics(table, experiment)}}
+    return {
+        "study": study_summary(table, experiment),
+        "diagnostics": {
+            "unconverged": unconverged(table, experiment),
+            "nan": nan_metrics(table, experiment),
+        },
+    }
 
 
 def nan_metrics(table: pa.Table | None, experiment: Experiment) -> list[dict]:
@@ -422,7 +626,9 @@ def nan_metrics(table: pa.Table | None, experiment: Experiment) -> list[dict]:
             values = rows[metric]
             nan = int(pc.sum(pc.is_nan(values.fill_null(float("nan")))).as_py() or 0)
             if nan:
-                found.append({"method": name, "metric": metric, "nan": nan, "rows": int(rows.num_rows)})
+                found.append(
+                    {"method": name, "metric": metric, "nan": nan, "rows": int(rows.num_rows)}
+                )
     return found
 
 
@@ -433,16 +639,27 @@ def study_summary(table: pa.Table | None, experiment: Experiment) -> dict:
     figures, summaries and checks will use, whatever the requests were."""
     if table is None or table.num_rows == 0:
         return {"axes": {}, "points": [], "rows": 0}
-    axes = [a for a in [*experiment.axes, *experiment.derived_names("shape")] if a in table.column_names]
-    per_point = (table.group_by("point", use_threads=False)
-                 .aggregate([(a, "first") for a in axes] + [("rep", "count_distinct")]).sort_by("point"))
+    axes = [
+        a for a in [*experiment.axes, *experiment.derived_names("shape")] if a in table.column_names
+    ]
+    per_point = (
+        table.group_by("point", use_threads=False)
+        .aggregate([(a, "first") for a in axes] + [("rep", "count_distinct")])
+        .sort_by("point")
+    )
     values = {a: per_point[f"{a}_first"].to_pylist() for a in axes}
     reps = per_point["rep_count_distinct"].to_pylist()
     points = [{**{a: values[a][i] for a in axes}, "reps": int(r)} for i, r in enumerate(reps)]
-    return {"axes": {a: sorted(set(pc.unique(table[a]).to_pylist()), key=lambda v: (isinstance(v, str), v))
-                     for a in axes},
-            "grid_points": len(points), "reps": {"min": int(min(reps)), "max": int(max(reps))},
-            "rows": int(table.num_rows), "points": points}
+    return {
+        "axes": {
+            a: sorted(set(pc.unique(table[a]).to_pylist()), key=lambda v: (isinstance(v, str), v))
+            for a in axes
+        },
+        "grid_points": len(points),
+        "reps": {"min": int(min(reps)), "max": int(max(reps))},
+        "rows": int(table.num_rows),
+        "points": points,
+    }
 
 
 def unconverged(table: pa.Table | None, experiment: Experiment, limit: int = 3) -> list[dict]:
@@ -461,18 +678,33 @@ def unconverged(table: pa.Table | None, experiment: Experiment, limit: int = 3) 
         if failed.num_rows == 0:
             continue
         if varying:
-            counts = (failed.group_by(varying, use_threads=False).aggregate([([], "count_all")])
-                      .sort_by([("count_all", "descending"), *((a, "ascending") for a in varying)]))
+            counts = (
+                failed.group_by(varying, use_threads=False)
+                .aggregate([([], "count_all")])
+                .sort_by([("count_all", "descending"), *((a, "ascending") for a in varying)])
+            )
             keys = [counts[a].to_pylist() for a in varying]
-            spots = [", ".join(f"{a}={key[i]}" for a, key in zip(varying, keys)) + f" ({n})"
-                     for i, n in enumerate(counts["count_all"].to_pylist()[:limit])]
-            where = "; ".join(spots) + (f"; and {counts.num_rows - limit} more grid points"
-                                        if counts.num_rows > limit else "")
+            spots = [
+                ", ".join(f"{a}={key[i]}" for a, key in zip(varying, keys)) + f" ({n})"
+                for i, n in enumerate(counts["count_all"].to_pylist()[:limit])
+            ]
+            where = "; ".join(spots) + (
+                f"; and {counts.num_rows - limit} more grid points"
+                if counts.num_rows > limit
+                else ""
+            )
         else:
             where = "at the only grid point"
         why = reasons(failed["result"].to_pylist()) if "result" in failed.column_names else ""
-        found.append({"method": method, "failed": int(failed.num_rows), "fits": int(known.num_rows),
-                      "reasons": why, "where": where})
+        found.append(
+            {
+                "method": method,
+                "failed": int(failed.num_rows),
+                "fits": int(known.num_rows),
+                "reasons": why,
+                "where": where,
+            }
+        )
     return found
 
 

@@ -5,6 +5,7 @@ A run compiles in one background thread and computes chunks in one thread per ch
 chunks. Every wait has a limit: a run that makes no progress for that long stops with
 :class:`~dpsim.errors.RunStalled` naming what it waited for, instead of hanging silently.
 """
+
 from __future__ import annotations
 
 import queue
@@ -19,9 +20,11 @@ from dpsim.errors import RunStalled
 
 def stalled(patience: float, what: str) -> RunStalled:
     """The error of a run that waited ``patience`` seconds for ``what`` without progress."""
-    return RunStalled(f"no progress for {patience:g} s while waiting for {what}; the run was "
-                      f"stopped (finished chunks are saved: run the same command again to resume, "
-                      f"or allow longer with --watchdog SECONDS)")
+    return RunStalled(
+        f"no progress for {patience:g} s while waiting for {what}; the run was "
+        f"stopped (finished chunks are saved: run the same command again to resume, "
+        f"or allow longer with --watchdog SECONDS)"
+    )
 
 
 def wait(future: Future, patience: float, what: str):
@@ -32,8 +35,9 @@ def wait(future: Future, patience: float, what: str):
         raise stalled(patience, what) from None
 
 
-def in_order(pool: "DaemonPool", tasks: Sequence[Callable], in_flight: int, patience: float,
-              what: str):
+def in_order(
+    pool: "DaemonPool", tasks: Sequence[Callable], in_flight: int, patience: float, what: str
+):
     """Results of ``tasks`` (no-argument callables) in order, at most ``in_flight`` running
     on ``pool`` at once, so several chunks compute while the caller writes the finished one.
     Waiting longer than ``patience`` for one result raises :class:`RunStalled`."""
@@ -42,9 +46,13 @@ def in_order(pool: "DaemonPool", tasks: Sequence[Callable], in_flight: int, pati
     for number, task in enumerate(tasks):
         pending.append(pool.submit(task))
         if len(pending) == in_flight:
-            yield wait(pending.popleft(), patience, f"{what} (chunk {number + 2 - in_flight}/{total})")
+            yield wait(
+                pending.popleft(), patience, f"{what} (chunk {number + 2 - in_flight}/{total})"
+            )
     while pending:
-        yield wait(pending.popleft(), patience, f"{what} (chunk {total + 1 - len(pending)}/{total})")
+        yield wait(
+            pending.popleft(), patience, f"{what} (chunk {total + 1 - len(pending)}/{total})"
+        )
 
 
 class Tasks(Sequence):

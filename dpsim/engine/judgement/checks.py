@@ -25,6 +25,7 @@ printed value; the numbers, their source and their own Monte-Carlo errors in a
 :mod:`dpsim.engine.judgement.verdicts`' (PASS / FAIL family-wise / INCONCLUSIVE / REFUSED / INFO / ERROR,
 :func:`~dpsim.engine.judgement.verdicts.judge`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,16 +37,50 @@ import numpy as np
 import pandas as pd
 
 from dpsim.errors import UsageError
-from dpsim.engine.judgement.statistics import ColumnRatio, Difference, LinearSlope, Mean, MethodRatio, SliceRatio, Slope, Value, paired
-from dpsim.engine.presentation.summary import (Z95, SlopeFit, describe_values, grid_columns, require_unpooled, select,
-                                      slope_fit)
-from dpsim.engine.judgement.verdicts import (Check, Estimate,
-                                       _interval, _reps, format_region)
+from dpsim.engine.judgement.statistics import (
+    ColumnRatio,
+    Difference,
+    LinearSlope,
+    Mean,
+    MethodRatio,
+    SliceRatio,
+    Slope,
+    Value,
+    paired,
+)
+from dpsim.engine.presentation.summary import (
+    Z95,
+    SlopeFit,
+    describe_values,
+    grid_columns,
+    require_unpooled,
+    select,
+    slope_fit,
+)
+from dpsim.engine.judgement.verdicts import Check, Estimate, _interval, _reps, format_region
 
-__all__ = ["Claim", "At", "Every", "Along", "slope_check", "slope_range_check", "trend_check", "linear_slope_check",
-           "comparison_check", "level_check", "ratio_check", "ratio_slope_check", "column_ratio_check",
-           "predicted_ratio_check", "method_ratio_check", "method_ratio_slope_check", "IdenticalAcrossCheck",
-           "pinned_claim", "ratio_region", "format_value"]
+__all__ = [
+    "Claim",
+    "At",
+    "Every",
+    "Along",
+    "slope_check",
+    "slope_range_check",
+    "trend_check",
+    "linear_slope_check",
+    "comparison_check",
+    "level_check",
+    "ratio_check",
+    "ratio_slope_check",
+    "column_ratio_check",
+    "predicted_ratio_check",
+    "method_ratio_check",
+    "method_ratio_slope_check",
+    "IdenticalAcrossCheck",
+    "pinned_claim",
+    "ratio_region",
+    "format_value",
+]
 
 
 # ---------------------------------------------------------------------------------------
@@ -174,13 +209,27 @@ class Claim(Check):
                 columns += [statistic.numerator, statistic.denominator]
         else:
             columns = list(getattr(statistic, "columns", ()))
-        axes = [*self.where, *self.pool, *self.over.axes, *getattr(self._pooled_statistic(), "spans", ()),
-                *(a for a in (getattr(statistic, "paired_on", None) or ()) if a != "rep")]
-        return {"columns": tuple(c for c in columns if isinstance(c, str)), "axes": tuple(axes),
-                "methods": tuple(self.methods)}
+        axes = [
+            *self.where,
+            *self.pool,
+            *self.over.axes,
+            *getattr(self._pooled_statistic(), "spans", ()),
+            *(a for a in (getattr(statistic, "paired_on", None) or ()) if a != "rep"),
+        ]
+        return {
+            "columns": tuple(c for c in columns if isinstance(c, str)),
+            "axes": tuple(axes),
+            "methods": tuple(self.methods),
+        }
 
     def mapped(self):
-        return (*self.where, *self.pool, *self.over.axes, *getattr(self._pooled_statistic(), "spans", ()), "method")
+        return (
+            *self.where,
+            *self.pool,
+            *self.over.axes,
+            *getattr(self._pooled_statistic(), "spans", ()),
+            "method",
+        )
 
     def _expected(self, signed: bool) -> str:
         lo, hi = self.region
@@ -194,7 +243,7 @@ class Claim(Check):
         if not axes:
             return [("all rows", (), self.statistic.estimate(rows, self.prediction))]
         out = []
-        for key, part in rows.groupby(list(axes), sort=True):          # a missing axis value is not a point
+        for key, part in rows.groupby(list(axes), sort=True):  # a missing axis value is not a point
             key = key if isinstance(key, tuple) else (key,)
             label = ", ".join(f"{a}={format_value(v)}" for a, v in zip(axes, key))
             out.append((label, key, self.statistic.estimate(part, self.prediction)))
@@ -204,30 +253,49 @@ class Claim(Check):
         lo, hi = self.region
         values = self._values(rows)
         if len(values) < 2:
-            raise UsageError(f"check {self.name!r}: need two values of {self.over.axis!r} to fit a slope")
+            raise UsageError(
+                f"check {self.name!r}: need two values of {self.over.axis!r} to fit a slope"
+            )
         xs = np.array([float(key[0]) for _, key, _ in values])
         gx = np.array([self.over.g(x) for x in xs], float) if self.over.g else xs
         if not np.all((gx > 0) & np.isfinite(gx)):
-            raise UsageError(f"check {self.name!r}: {self.over.g_label if self.over.g else self.over.axis} "
-                             f"needs positive finite values")
-        slope, se = slope_fit(np.log(gx), [v.value for _, _, v in values], y_se=[v.se for _, _, v in values])
+            raise UsageError(
+                f"check {self.name!r}: {self.over.g_label if self.over.g else self.over.axis} "
+                f"needs positive finite values"
+            )
+        slope, se = slope_fit(
+            np.log(gx), [v.value for _, _, v in values], y_se=[v.se for _, _, v in values]
+        )
         low, high = slope - Z95 * se, slope + Z95 * se
-        on = f"log {self.over.g_label}({self.over.axis})" if self.over.g else f"log {self.over.axis}"
+        on = (
+            f"log {self.over.g_label}({self.over.axis})" if self.over.g else f"log {self.over.axis}"
+        )
         shown = ""
         if values[0][2].log:
             shown = "; " + ", ".join(f"{v.natural:.3g}" for _, _, v in values)
         n_obs = sum(v.n for _, _, v in values)
         used = f"{self.over.axis} ∈ {{{describe_values(list(xs))}}}"
-        return Estimate(slope, low, high, lo, hi, self._expected(True), f"{slope:+.3f} {_interval(low, high)}",
-                        f"slope of {what} on {on}, {used}{shown}, {n_obs} obs", _reps(rows),
-                        detail=SlopeFit(slope, se, low, high, len(xs), n_obs, used))
+        return Estimate(
+            slope,
+            low,
+            high,
+            lo,
+            hi,
+            self._expected(True),
+            f"{slope:+.3f} {_interval(low, high)}",
+            f"slope of {what} on {on}, {used}{shown}, {n_obs} obs",
+            _reps(rows),
+            detail=SlopeFit(slope, se, low, high, len(xs), n_obs, used),
+        )
 
     def estimate(self, rows):
-        statistic = self._pooled_statistic()         # a slope: one intercept per where/pool axis
+        statistic = self._pooled_statistic()  # a slope: one intercept per where/pool axis
         if statistic is not self.statistic:
             return dataclasses.replace(self, statistic=statistic).estimate(rows)
         require_unpooled(rows, self.mapped(), f"check {self.name!r}")
-        what = self.statistic.describe() + (f" / {self.formula or 'prediction'}" if self.prediction else "")
+        what = self.statistic.describe() + (
+            f" / {self.formula or 'prediction'}" if self.prediction else ""
+        )
         if isinstance(self.over, Along):
             return self._slope(rows, what)
         lo, hi = self.region
@@ -244,9 +312,19 @@ class Claim(Check):
             fitted += f" at {label}; {inside}/{len(points)} inside"
         note = f"; {values[0][2].note}" if len(values) == 1 and values[0][2].note else ""
         evidence = f"{what}, {len(points)} point{'s' * (len(points) > 1)}, {sum(p[4] for p in points)} obs{note}"
-        return Estimate(value, low, high, lo, hi, self._expected(not log), fitted, evidence, _reps(rows),
-                        points=tuple((p[1], p[2], p[3]) for p in points),
-                        detail=pd.DataFrame(points, columns=["at", "value", "low", "high", "n"]))
+        return Estimate(
+            value,
+            low,
+            high,
+            lo,
+            hi,
+            self._expected(not log),
+            fitted,
+            evidence,
+            _reps(rows),
+            points=tuple((p[1], p[2], p[3]) for p in points),
+            detail=pd.DataFrame(points, columns=["at", "value", "low", "high", "n"]),
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -266,8 +344,20 @@ def ratio_region(rel_se: float, widths: float = 6.0) -> tuple[float, float]:
     return math.floor(1e4 * math.exp(-half)) / 1e4, math.ceil(1e4 * math.exp(half)) / 1e4
 
 
-def pinned_claim(name: str, experiment: str, statistic, rel_se: float, *, prediction, formula: str,
-                 description: str, reps, at: tuple = (), widths: float = 6.0, **check) -> Claim:
+def pinned_claim(
+    name: str,
+    experiment: str,
+    statistic,
+    rel_se: float,
+    *,
+    prediction,
+    formula: str,
+    description: str,
+    reps,
+    at: tuple = (),
+    widths: float = 6.0,
+    **check,
+) -> Claim:
     """A level check pinned to a closed form: ``statistic`` ÷ ``prediction`` in
     :func:`ratio_region` (e^{±widths·rel_se}), at every value of the axes ``at`` (one point when
     empty), its description ending in how the region was made.
@@ -283,30 +373,74 @@ def pinned_claim(name: str, experiment: str, statistic, rel_se: float, *, predic
     """
     lo, hi = ratio_region(rel_se, widths)
     made = f"exact, region [{lo:.4f}, {hi:.4f}] = e^(±{widths:g}·se), se = {rel_se:.2g} from the law at R = {reps}"
-    return Claim(name, experiment, statistic, (lo, hi), over=Every(at) if at else At(), prediction=prediction,
-                 formula=formula, description=f"{description}; {made}", **check)
+    return Claim(
+        name,
+        experiment,
+        statistic,
+        (lo, hi),
+        over=Every(at) if at else At(),
+        prediction=prediction,
+        formula=formula,
+        description=f"{description}; {made}",
+        **check,
+    )
 
 
-def slope_check(name: str, experiment: str, metric: str, method: str, x: str, predicted: float, tolerance: float,
-                *, log_y: bool = True, **check) -> Claim:
+def slope_check(
+    name: str,
+    experiment: str,
+    metric: str,
+    method: str,
+    x: str,
+    predicted: float,
+    tolerance: float,
+    *,
+    log_y: bool = True,
+    **check,
+) -> Claim:
     """The log–log slope of ``metric`` of ``method`` in ``x`` (replicate rows, :class:`Slope`)
     lies within ``tolerance`` of ``predicted``: the tolerance covers the rate's lower-order
     terms over the grid region; the interval is the Monte-Carlo error (HC1). ``check``: the
     :class:`~dpsim.engine.judgement.verdicts.Check` keywords (where, pool, description, …); the
     axes in ``where`` and ``pool`` get one intercept per value."""
-    return Claim(name, experiment, _slope(metric, method, x, log_y, check), (predicted - tolerance,
-                 predicted + tolerance), center=predicted, **check)
+    return Claim(
+        name,
+        experiment,
+        _slope(metric, method, x, log_y, check),
+        (predicted - tolerance, predicted + tolerance),
+        center=predicted,
+        **check,
+    )
 
 
-def slope_range_check(name: str, experiment: str, metric: str, method: str, x: str, low: float, high: float,
-                      *, log_y: bool = True, **check) -> Claim:
+def slope_range_check(
+    name: str,
+    experiment: str,
+    metric: str,
+    method: str,
+    x: str,
+    low: float,
+    high: float,
+    *,
+    log_y: bool = True,
+    **check,
+) -> Claim:
     """The log–log slope (:func:`slope_check`) lies in [``low``, ``high``] (e.g. between the
     slopes of a rate's two terms, on a grid that straddles their crossover)."""
     return Claim(name, experiment, _slope(metric, method, x, log_y, check), (low, high), **check)
 
 
-def trend_check(name: str, experiment: str, metric: str, method: str, x: str, sign: int,
-                *, log_y: bool = True, **check) -> Claim:
+def trend_check(
+    name: str,
+    experiment: str,
+    metric: str,
+    method: str,
+    x: str,
+    sign: int,
+    *,
+    log_y: bool = True,
+    **check,
+) -> Claim:
     """The log–log slope (:func:`slope_check`) has the predicted sign (−1: decreasing, +1:
     increasing)."""
     region = (-math.inf, 0.0) if sign < 0 else (0.0, math.inf)
@@ -317,27 +451,67 @@ def _slope(metric, method, x, log_y, check) -> Slope:
     return Slope(metric, method, x, log_y)
 
 
-def linear_slope_check(name: str, experiment: str, *, metric: str, method: str, x: str, scale: str | None = None,
-                       predicted_slope: float, rel_tol: float = 0.1, **check) -> Claim:
+def linear_slope_check(
+    name: str,
+    experiment: str,
+    *,
+    metric: str,
+    method: str,
+    x: str,
+    scale: str | None = None,
+    predicted_slope: float,
+    rel_tol: float = 0.1,
+    **check,
+) -> Claim:
     """The slope of mean(``scale``·``metric``) in ``x`` itself (e.g. n·MSE linear in the
     dimension, :class:`LinearSlope`) over ``predicted_slope`` lies in [1 − ``rel_tol``,
     1 + ``rel_tol``]."""
-    return Claim(name, experiment, LinearSlope(metric, method, x, scale, predicted_slope),
-                 (1 - rel_tol, 1 + rel_tol), **check)
+    return Claim(
+        name,
+        experiment,
+        LinearSlope(metric, method, x, scale, predicted_slope),
+        (1 - rel_tol, 1 + rel_tol),
+        **check,
+    )
 
 
-def comparison_check(name: str, experiment: str, metric: str, better: str, worse: str, *,
-                     every: str | tuple[str, ...] | None = None, **check) -> Claim:
+def comparison_check(
+    name: str,
+    experiment: str,
+    metric: str,
+    better: str,
+    worse: str,
+    *,
+    every: str | tuple[str, ...] | None = None,
+    **check,
+) -> Claim:
     """Two methods on the same replicates: the paired difference metric(``better``) −
     metric(``worse``) (:class:`Difference`) is < 0 (PASS when the whole interval is below 0),
     at one point or at every value of the ``every`` axes."""
-    return Claim(name, experiment, Difference(metric, better, worse), (-math.inf, 0.0),
-                 over=Every(every) if every else At(), **check)
+    return Claim(
+        name,
+        experiment,
+        Difference(metric, better, worse),
+        (-math.inf, 0.0),
+        over=Every(every) if every else At(),
+        **check,
+    )
 
 
-def level_check(name: str, experiment: str, metric: str, method: str, prediction: Callable[[dict], float],
-                lo: float, hi: float, *, at: tuple[str, ...] = (), root: bool = False, formula: str = "",
-                **check) -> Claim:
+def level_check(
+    name: str,
+    experiment: str,
+    metric: str,
+    method: str,
+    prediction: Callable[[dict], float],
+    lo: float,
+    hi: float,
+    *,
+    at: tuple[str, ...] = (),
+    root: bool = False,
+    formula: str = "",
+    **check,
+) -> Claim:
     """A metric's level against an independent closed form, at every value of the ``at`` axes
     (one point when empty): the check that pins a mechanism's calibration.
 
@@ -347,58 +521,162 @@ def level_check(name: str, experiment: str, metric: str, method: str, prediction
     e.g. the exact variance of the released noise from (ε, n, p). The region [``lo``,
     ``hi``] is the closed form's model error (1 when it is exact), two-sided, so a noise scale
     off by a factor in either direction fails. ``formula``: the prediction as printed."""
-    return Claim(name, experiment, Mean(metric, method, root), (lo, hi), over=Every(at) if at else At(),
-                 prediction=prediction, formula=formula, **check)
+    return Claim(
+        name,
+        experiment,
+        Mean(metric, method, root),
+        (lo, hi),
+        over=Every(at) if at else At(),
+        prediction=prediction,
+        formula=formula,
+        **check,
+    )
 
 
-def ratio_check(name: str, experiment: str, metric: str, method: str, axis: str, numerator, denominator,
-                lo: float, hi: float, *, root: bool = False, paired_on: tuple[str, ...] | None = None,
-                **check) -> Claim:
+def ratio_check(
+    name: str,
+    experiment: str,
+    metric: str,
+    method: str,
+    axis: str,
+    numerator,
+    denominator,
+    lo: float,
+    hi: float,
+    *,
+    root: bool = False,
+    paired_on: tuple[str, ...] | None = None,
+    **check,
+) -> Claim:
     """The ratio of ``metric``'s mean between two values of ``axis`` (:class:`SliceRatio`) lies
     in [``lo``, ``hi``]."""
-    return Claim(name, experiment, SliceRatio(metric, method, axis, numerator, denominator, root, paired_on),
-                 (lo, hi), **check)
+    return Claim(
+        name,
+        experiment,
+        SliceRatio(metric, method, axis, numerator, denominator, root, paired_on),
+        (lo, hi),
+        **check,
+    )
 
 
-def ratio_slope_check(name: str, experiment: str, metric: str, method: str, axis: str, numerator, denominator,
-                      x: str, predicted: float, tolerance: float, *, root: bool = False,
-                      paired_on: tuple[str, ...] | None = None, **check) -> Claim:
+def ratio_slope_check(
+    name: str,
+    experiment: str,
+    metric: str,
+    method: str,
+    axis: str,
+    numerator,
+    denominator,
+    x: str,
+    predicted: float,
+    tolerance: float,
+    *,
+    root: bool = False,
+    paired_on: tuple[str, ...] | None = None,
+    **check,
+) -> Claim:
     """The slope in log ``x`` of the log ratio between two values of ``axis``
     (:class:`SliceRatio` :class:`Along` ``x``) lies within ``tolerance`` of ``predicted``."""
-    return Claim(name, experiment, SliceRatio(metric, method, axis, numerator, denominator, root, paired_on),
-                 (predicted - tolerance, predicted + tolerance), over=Along(x), center=predicted, **check)
+    return Claim(
+        name,
+        experiment,
+        SliceRatio(metric, method, axis, numerator, denominator, root, paired_on),
+        (predicted - tolerance, predicted + tolerance),
+        over=Along(x),
+        center=predicted,
+        **check,
+    )
 
 
-def column_ratio_check(name: str, experiment: str, metric: str, reference: str, method: str, lo: float, hi: float,
-                       *, root: bool = True, **check) -> Claim:
+def column_ratio_check(
+    name: str,
+    experiment: str,
+    metric: str,
+    reference: str,
+    method: str,
+    lo: float,
+    hi: float,
+    *,
+    root: bool = True,
+    **check,
+) -> Claim:
     """Two columns of the same rows: (mean ``metric``/mean ``reference``)^(½ with ``root``)
     (:class:`ColumnRatio`, e.g. a simulated MSE over its predicted value) lies in [``lo``,
     ``hi``]."""
     return Claim(name, experiment, ColumnRatio(metric, reference, method, root), (lo, hi), **check)
 
 
-def predicted_ratio_check(name: str, experiment: str, metric: str, prediction: str, method: str, axis: str,
-                          numerator, denominator, lo: float, hi: float, *, root: bool = True,
-                          paired_on: tuple[str, ...] = ("rep",), **check) -> Claim:
+def predicted_ratio_check(
+    name: str,
+    experiment: str,
+    metric: str,
+    prediction: str,
+    method: str,
+    axis: str,
+    numerator,
+    denominator,
+    lo: float,
+    hi: float,
+    *,
+    root: bool = True,
+    paired_on: tuple[str, ...] = ("rep",),
+    **check,
+) -> Claim:
     """A simulated ratio between two values of ``axis`` over the same ratio of the
     ``prediction`` column (:class:`SliceRatio` with a reference) lies in [``lo``, ``hi``]."""
-    return Claim(name, experiment, SliceRatio(metric, method, axis, numerator, denominator, root, paired_on,
-                                              reference=prediction), (lo, hi), **check)
+    return Claim(
+        name,
+        experiment,
+        SliceRatio(
+            metric, method, axis, numerator, denominator, root, paired_on, reference=prediction
+        ),
+        (lo, hi),
+        **check,
+    )
 
 
-def method_ratio_check(name: str, experiment: str, metric: str, numerator: str, denominator: str, lo: float,
-                       hi: float, *, root: bool = False, square: bool = False, **check) -> Claim:
+def method_ratio_check(
+    name: str,
+    experiment: str,
+    metric: str,
+    numerator: str,
+    denominator: str,
+    lo: float,
+    hi: float,
+    *,
+    root: bool = False,
+    square: bool = False,
+    **check,
+) -> Claim:
     """mean(metric | ``numerator``)/mean(metric | ``denominator``) on the same replicates
     (:class:`MethodRatio`; ``root``: its square root; ``square``: square the metric first)
     lies in [``lo``, ``hi``]."""
-    return Claim(name, experiment, MethodRatio(metric, numerator, denominator, root, square), (lo, hi), **check)
+    return Claim(
+        name,
+        experiment,
+        MethodRatio(metric, numerator, denominator, root, square),
+        (lo, hi),
+        **check,
+    )
 
 
-def method_ratio_slope_check(name: str, experiment: str, *, metric: str = "mse", numerator: str, denominator: str,
-                             x: str, g: Callable[[float], float] | None = None, g_label: str = "g",
-                             predicted: float = 1.0, tolerance: float = 0.1,
-                             region: tuple[float, float] | None = None, root: bool = True, square: bool = False,
-                             **check) -> Claim:
+def method_ratio_slope_check(
+    name: str,
+    experiment: str,
+    *,
+    metric: str = "mse",
+    numerator: str,
+    denominator: str,
+    x: str,
+    g: Callable[[float], float] | None = None,
+    g_label: str = "g",
+    predicted: float = 1.0,
+    tolerance: float = 0.1,
+    region: tuple[float, float] | None = None,
+    root: bool = True,
+    square: bool = False,
+    **check,
+) -> Claim:
     """How the ratio of two methods grows with ``x`` or a known function ``g`` of it (e.g. a
     randomized-response factor (e^ε + 1)/(e^ε − 1) of ε): the slope of the log
     :class:`MethodRatio` (RMS ratio by default) on log g(x) (:class:`Along`) lies within
@@ -406,8 +684,15 @@ def method_ratio_slope_check(name: str, experiment: str, *, metric: str = "mse",
     falls)."""
     center = None if region is not None else predicted
     region = region if region is not None else (predicted - tolerance, predicted + tolerance)
-    return Claim(name, experiment, MethodRatio(metric, numerator, denominator, root, square), region,
-                 over=Along(x, g, g_label), center=center, **check)
+    return Claim(
+        name,
+        experiment,
+        MethodRatio(metric, numerator, denominator, root, square),
+        region,
+        over=Along(x, g, g_label),
+        center=center,
+        **check,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -437,23 +722,50 @@ class IdenticalAcrossCheck(Check):
         return (self.method,)
 
     def names_read(self):
-        return {"columns": tuple(self.metrics), "axes": (*self.where, *self.pool, self.axis), "methods": self.methods}
+        return {
+            "columns": tuple(self.metrics),
+            "axes": (*self.where, *self.pool, self.axis),
+            "methods": self.methods,
+        }
 
     def estimate(self, rows):
         keys = [c for c in grid_columns(rows) if c != self.axis] + ["rep"]
-        joined = paired(rows, {f"{m}_{side}": ({self.axis: [value]}, m)
-                               for side, value in (("a", self.a), ("b", self.b)) for m in self.metrics},
-                        on=keys, dropna=False)
+        joined = paired(
+            rows,
+            {
+                f"{m}_{side}": ({self.axis: [value]}, m)
+                for side, value in (("a", self.a), ("b", self.b))
+                for m in self.metrics
+            },
+            on=keys,
+            dropna=False,
+        )
         if len(joined) == 0:
-            raise UsageError(f"check {self.name!r}: no paired rows of {self.axis}={self.a!r} and {self.b!r}")
-        diff = np.stack([np.abs(joined[f"{m}_a"].to_numpy(float) - joined[f"{m}_b"].to_numpy(float))
-                         for m in self.metrics], axis=1)
+            raise UsageError(
+                f"check {self.name!r}: no paired rows of {self.axis}={self.a!r} and {self.b!r}"
+            )
+        diff = np.stack(
+            [
+                np.abs(joined[f"{m}_a"].to_numpy(float) - joined[f"{m}_b"].to_numpy(float))
+                for m in self.metrics
+            ],
+            axis=1,
+        )
         mismatch = int(np.sum(np.any(~(diff <= self.tol), axis=1)))
         detail = {m: float(np.nanmax(diff[:, i])) for i, m in enumerate(self.metrics)}
         worst = ", ".join(f"max |Δ{m}| {v:.1e}" for m, v in detail.items())
-        return Estimate(float(mismatch), float(mismatch), float(mismatch), 0.0, 0.0, "0 mismatches",
-                        f"{mismatch} mismatches", f"{len(joined)} paired replicates × grid points; {worst}",
-                        _reps(rows), detail=detail)
+        return Estimate(
+            float(mismatch),
+            float(mismatch),
+            float(mismatch),
+            0.0,
+            0.0,
+            "0 mismatches",
+            f"{mismatch} mismatches",
+            f"{len(joined)} paired replicates × grid points; {worst}",
+            _reps(rows),
+            detail=detail,
+        )
 
 
 # ---------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ deferred mapping gives a deferred entry. A deferred value cannot be formatted (i
 evaluated at import): a description names the prediction by its formula, and the verdict line
 prints the number.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,13 +61,16 @@ class Deferred:
 
     def __iter__(self):
         # without this, iteration would go through __getitem__(0), (1), … for ever
-        raise TypeError(f"{self.label} is computed when its check is judged: take entries by key, or "
-                        f"call .value() to compute it now")
+        raise TypeError(
+            f"{self.label} is computed when its check is judged: take entries by key, or "
+            f"call .value() to compute it now"
+        )
 
     def _combine(self, other, op, swap=False) -> "Deferred":
         def thunk():
             a, b = resolved(self), resolved(other)
             return op(b, a) if swap else op(a, b)
+
         return Deferred(thunk, self.label)
 
     __add__, __radd__ = _operator(operator.add), _operator(operator.add, swap=True)
@@ -85,8 +89,10 @@ class Deferred:
         raise self._unprintable("formatted")
 
     def _unprintable(self, how: str) -> TypeError:
-        return TypeError(f"{self.label} is computed when its check is judged and cannot be {how} before: "
-                         f"describe it by its formula (the verdict line prints the number)")
+        return TypeError(
+            f"{self.label} is computed when its check is judged and cannot be {how} before: "
+            f"describe it by its formula (the verdict line prints the number)"
+        )
 
     def __repr__(self) -> str:
         return f"Deferred({self.label})" if self._value is _UNSET else repr(self._value)
@@ -98,7 +104,9 @@ def deferred_table(compute: Callable[[], dict], label: str = "prediction") -> De
     return Deferred(functools.cache(compute), label)
 
 
-def deferred_entries(thunks: dict[str, Callable[[], Any]], label: str = "prediction") -> dict[str, Deferred]:
+def deferred_entries(
+    thunks: dict[str, Callable[[], Any]], label: str = "prediction"
+) -> dict[str, Deferred]:
     """One deferred value per key: ``thunks[key]()`` runs once, when a check that holds that
     entry is judged, so a check needing one cheap number does not pay for an expensive other
     (:func:`deferred_table` computes the whole table at its first use)."""
@@ -132,4 +140,3 @@ def resolved(obj):
                 changes[f.name] = new
         return dataclasses.replace(obj, **changes) if changes else obj
     return obj
-

@@ -20,6 +20,7 @@ the *data a check judges*, never the prediction: the checks' predictions are eva
 the grid's values at verify time (:func:`~dpsim.engine.judgement.checks.level_check`), so a
 mutant's wrong calibration shows as a discrepancy.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -64,7 +65,9 @@ class Mutant:
         """The mutated experiment (same name and grid; its runs live apart, see verify)."""
         mutated = self.apply(experiment)
         if not isinstance(mutated, Experiment):
-            raise TypeError(f"mutant {self.name!r} returned {type(mutated).__name__}, not an Experiment")
+            raise TypeError(
+                f"mutant {self.name!r} returned {type(mutated).__name__}, not an Experiment"
+            )
         return mutated
 
 
@@ -78,11 +81,13 @@ def _scaler(values: Mapping[str, float]) -> Callable[[dict], dict]:
         if missing:
             raise KeyError(f"mutant scales {missing[0]!r}, which is not an analysis value here")
         return {**analysis, **{k: analysis[k] * f for k, f in values.items()}}
+
     return change
 
 
-def scaled_analysis(values: Mapping[str, float], *, methods: Sequence[str] | None = None,
-                    privatise: bool = False) -> Transform:
+def scaled_analysis(
+    values: Mapping[str, float], *, methods: Sequence[str] | None = None, privatise: bool = False
+) -> Transform:
     """Methods see analysis values multiplied by factors.
 
     Args:
@@ -103,8 +108,10 @@ def scaled_analysis(values: Mapping[str, float], *, methods: Sequence[str] | Non
         unknown = [m for m in chosen if m not in experiment.methods]
         if unknown:
             raise ValueError(f"experiment {experiment.name!r} has no method {unknown[0]!r}")
-        new_methods = {name: dataclasses.replace(m, fn=wrap(m.fn)) if name in chosen else m
-                       for name, m in experiment.methods.items()}
+        new_methods = {
+            name: dataclasses.replace(m, fn=wrap(m.fn)) if name in chosen else m
+            for name, m in experiment.methods.items()
+        }
         new_privatise = experiment.privatise
         if privatise:
             if experiment.privatise is None:
@@ -118,6 +125,7 @@ def scaled_analysis(values: Mapping[str, float], *, methods: Sequence[str] | Non
 def overridden_derived(name: str, value: Callable[[dict, dict], Any]) -> Transform:
     """The host-derived value ``name`` replaced by ``value(point, derived)``, where ``derived``
     holds what the experiment derived at that point (e.g. ρ from a wrong (ε, δ) conversion)."""
+
     def apply(experiment: Experiment) -> Experiment:
         if name not in experiment.derived_names():
             raise ValueError(f"experiment {experiment.name!r} derives no value {name!r}")
@@ -130,6 +138,7 @@ def overridden_derived(name: str, value: Callable[[dict, dict], Any]) -> Transfo
                 out = dict(inner(point))
                 out[name] = value(point, out)
                 return out
+
             return dataclasses.replace(derived, fn=fn)
 
         return dataclasses.replace(experiment, derived=tuple(wrap(d) for d in experiment.derived))
@@ -140,12 +149,22 @@ def overridden_derived(name: str, value: Callable[[dict, dict], Any]) -> Transfo
 def scaled_derived(values: Mapping[str, float]) -> Transform:
     """Host-derived values multiplied by factors, e.g. ``{"sigma": 0.5}`` (a discrete
     Gaussian with half the σ its budget needs)."""
-    return chain(*(overridden_derived(name, lambda point, derived, name=name, factor=factor: derived[name] * factor)
-                   for name, factor in values.items()))
+    return chain(
+        *(
+            overridden_derived(
+                name, lambda point, derived, name=name, factor=factor: derived[name] * factor
+            )
+            for name, factor in values.items()
+        )
+    )
 
 
-def replaced_method(name: str, fn: Callable[[Any, Context], Mapping[str, Any]] | None = None, *,
-                    like: str | None = None) -> Transform:
+def replaced_method(
+    name: str,
+    fn: Callable[[Any, Context], Mapping[str, Any]] | None = None,
+    *,
+    like: str | None = None,
+) -> Transform:
     """One method's function replaced: by ``fn``, or by the function of the method ``like``
     (e.g. the debiased estimator computed as the classic one: debiasing removed). The method
     keeps its name, metrics and diagnostics, so its key and its rows stay where they were."""
@@ -157,7 +176,10 @@ def replaced_method(name: str, fn: Callable[[Any, Context], Mapping[str, Any]] |
             if wanted is not None and wanted not in experiment.methods:
                 raise ValueError(f"experiment {experiment.name!r} has no method {wanted!r}")
         new_fn = fn if fn is not None else experiment.methods[like].fn
-        methods = {**experiment.methods, name: dataclasses.replace(experiment.methods[name], fn=new_fn)}
+        methods = {
+            **experiment.methods,
+            name: dataclasses.replace(experiment.methods[name], fn=new_fn),
+        }
         return dataclasses.replace(experiment, methods=methods)
 
     return apply
@@ -165,12 +187,19 @@ def replaced_method(name: str, fn: Callable[[Any, Context], Mapping[str, Any]] |
 
 def wrapped_method(name: str, wrapper: Callable[[Callable], Callable]) -> Transform:
     """One method's function wrapped: ``wrapper(fn)`` returns the new ``(key, ctx) -> dict``."""
+
     def apply(experiment: Experiment) -> Experiment:
         if name not in experiment.methods:
             raise ValueError(f"experiment {experiment.name!r} has no method {name!r}")
         method: Method = experiment.methods[name]
-        return dataclasses.replace(experiment, methods={**experiment.methods,
-                                                        name: dataclasses.replace(method, fn=wrapper(method.fn))})
+        return dataclasses.replace(
+            experiment,
+            methods={
+                **experiment.methods,
+                name: dataclasses.replace(method, fn=wrapper(method.fn)),
+            },
+        )
+
     return apply
 
 
@@ -178,22 +207,27 @@ def changed_truth(change: Callable[[Any, dict], Any], *, field: str | None = Non
     """The experiment's truth changed by ``change(value, shape)``: the whole truth, or only its
     entry ``field`` (e.g. ``"theta"``, the rest kept), for the generator and the checks alike
     (e.g. a design drawn at twice its scale)."""
+
     def apply(experiment: Experiment) -> Experiment:
         def truth(key, shape, inner=experiment.truth):
             drawn = inner(key, shape)
             if field is None:
                 return change(drawn, shape)
             return {**drawn, field: change(drawn[field], shape)}
+
         return dataclasses.replace(experiment, truth=truth)
+
     return apply
 
 
 def chain(*transforms: Transform) -> Transform:
     """The transformations applied in turn."""
+
     def apply(experiment: Experiment) -> Experiment:
         for transform in transforms:
             experiment = transform(experiment)
         return experiment
+
     return apply
 
 

@@ -15,6 +15,7 @@ bands, crossing points), and the composable statistics a
 
 Judging an estimate against a region is :mod:`dpsim.engine.judgement.verdicts`' job.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,13 +28,25 @@ import pandas as pd
 
 from dpsim.errors import UsageError
 from dpsim.engine.solving.search import STATUS, z_quantile
-from dpsim.engine.presentation.summary import (Z95, describe_values, grid_columns, loglog_slope, select, slope_fit,
-                                      wilson_interval)
+from dpsim.engine.presentation.summary import (
+    Z95,
+    describe_values,
+    grid_columns,
+    loglog_slope,
+    select,
+    slope_fit,
+    wilson_interval,
+)
 
 
 # Paired observations
-def paired(rows: pd.DataFrame, series: Mapping[str, tuple[Mapping[str, Sequence], str]],
-           on: Sequence[str] = ("point", "rep"), *, dropna: bool = True) -> pd.DataFrame:
+def paired(
+    rows: pd.DataFrame,
+    series: Mapping[str, tuple[Mapping[str, Sequence], str]],
+    on: Sequence[str] = ("point", "rep"),
+    *,
+    dropna: bool = True,
+) -> pd.DataFrame:
     """Several series aligned on the same observations (the one pairing helper).
 
     Args:
@@ -59,13 +72,17 @@ def paired(rows: pd.DataFrame, series: Mapping[str, tuple[Mapping[str, Sequence]
             raise UsageError(f"no column {missing[0]!r} in the results table")
         part = part.set_index(keys)[column].rename(label)
         if not part.index.is_unique:
-            raise UsageError(f"rows are not unique on {tuple(keys)} where {dict(where)}; narrow `where`")
+            raise UsageError(
+                f"rows are not unique on {tuple(keys)} where {dict(where)}; narrow `where`"
+            )
         parts.append(part)
     joined = pd.concat(parts, axis=1, join="inner")
     return joined.dropna() if dropna else joined
 
 
-def log_ratio_of_means(columns, signs, *, scale: float = 1.0, what: str = "the series") -> tuple[float, float]:
+def log_ratio_of_means(
+    columns, signs, *, scale: float = 1.0, what: str = "the series"
+) -> tuple[float, float]:
     """``scale`` · log Π_j mean(c_j)^{s_j} and its delta-method standard error (the one
     ratio-of-means helper).
 
@@ -114,15 +131,24 @@ def predictions(rows: pd.DataFrame, prediction: Callable[[dict], float]) -> np.n
     """
     axes = [c for c in grid_columns(rows) if c in rows]
     points = rows[axes].drop_duplicates().reset_index(drop=True)
-    points["_prediction"] = [float(prediction(dict(zip(axes, values))))
-                             for values in points.itertuples(index=False, name=None)]
+    points["_prediction"] = [
+        float(prediction(dict(zip(axes, values))))
+        for values in points.itertuples(index=False, name=None)
+    ]
     merged = rows[axes].reset_index(drop=True).merge(points, on=axes, how="left", sort=False)
     return merged["_prediction"].to_numpy(float)
 
 
 # Ratios between two slices of an axis
-def log_ratio_between(rows: pd.DataFrame, metric: str, axis: str, numerator, denominator, root: bool,
-               paired_on: Sequence[str] | None) -> tuple[float, float, int]:
+def log_ratio_between(
+    rows: pd.DataFrame,
+    metric: str,
+    axis: str,
+    numerator,
+    denominator,
+    root: bool,
+    paired_on: Sequence[str] | None,
+) -> tuple[float, float, int]:
     """log(stat(numerator slice)/stat(denominator slice)), its delta-method standard error
     (:func:`log_ratio_of_means`) and the observations used.
 
@@ -133,15 +159,20 @@ def log_ratio_between(rows: pd.DataFrame, metric: str, axis: str, numerator, den
     scale = 0.5 if root else 1.0
     what = f"{metric!r} in {axis}={numerator!r} and {axis}={denominator!r}"
     if paired_on:
-        joined = paired(rows, {"a": ({axis: [numerator]}, metric), "b": ({axis: [denominator]}, metric)},
-                        on=paired_on)
+        joined = paired(
+            rows,
+            {"a": ({axis: [numerator]}, metric), "b": ({axis: [denominator]}, metric)},
+            on=paired_on,
+        )
         num, den = joined["a"], joined["b"]
     else:
         num = select(rows, {axis: [numerator]})[metric].dropna()
         den = select(rows, {axis: [denominator]})[metric].dropna()
     if len(num) < 2 or len(den) < 2:
-        raise UsageError(f"need at least two rows of {metric!r} in each slice "
-                         f"{axis}={numerator!r} and {axis}={denominator!r}")
+        raise UsageError(
+            f"need at least two rows of {metric!r} in each slice "
+            f"{axis}={numerator!r} and {axis}={denominator!r}"
+        )
     if paired_on:
         log_r, se = log_ratio_of_means(joined.to_numpy(float), (1.0, -1.0), scale=scale, what=what)
     else:
@@ -212,7 +243,9 @@ def _relative(rows: pd.DataFrame, prediction: Callable[[dict], float] | None) ->
         return 0.0
     values = np.unique(predictions(rows, prediction))
     if len(values) != 1 or not (values[0] > 0 and math.isfinite(values[0])):
-        raise UsageError(f"the prediction must be one positive finite value per judged point, got {values[:3]}")
+        raise UsageError(
+            f"the prediction must be one positive finite value per judged point, got {values[:3]}"
+        )
     return math.log(values[0])
 
 
@@ -238,7 +271,9 @@ class Mean(_OfOneMethod):
         metric = f"{self.metric}²" if self.square and not self.root else self.metric
         return f"{'RMS' if self.root else 'mean'} {metric} of {self.method}"
 
-    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+    def estimate(
+        self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None
+    ) -> Value:
         mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
         values = self.metric_values(mine)
         columns = [values * values if self.square else values]
@@ -246,8 +281,12 @@ class Mean(_OfOneMethod):
             columns.append(predictions(mine, prediction))
         data = np.column_stack(columns)
         data = data[np.all(np.isfinite(data), axis=1)]
-        log_r, se = log_ratio_of_means(data, (1.0, -1.0)[:data.shape[1]], scale=0.5 if self.root else 1.0,
-                                       what=self.describe())
+        log_r, se = log_ratio_of_means(
+            data,
+            (1.0, -1.0)[: data.shape[1]],
+            scale=0.5 if self.root else 1.0,
+            what=self.describe(),
+        )
         return Value(log_r, se, len(data), True)
 
 
@@ -271,12 +310,21 @@ class MethodRatio:
     def describe(self) -> str:
         return f"{'RMS ' if self.root else ''}ratio {self.numerator}/{self.denominator} of {self.metric}"
 
-    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
-        wide = paired(rows, {"a": ({"method": [self.numerator]}, self.metric),
-                             "b": ({"method": [self.denominator]}, self.metric)}).to_numpy(float)
+    def estimate(
+        self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None
+    ) -> Value:
+        wide = paired(
+            rows,
+            {
+                "a": ({"method": [self.numerator]}, self.metric),
+                "b": ({"method": [self.denominator]}, self.metric),
+            },
+        ).to_numpy(float)
         if self.square:
             wide = wide * wide
-        log_r, se = log_ratio_of_means(wide, (1.0, -1.0), scale=0.5 if self.root else 1.0, what=self.describe())
+        log_r, se = log_ratio_of_means(
+            wide, (1.0, -1.0), scale=0.5 if self.root else 1.0, what=self.describe()
+        )
         return Value(log_r - _relative(rows, prediction), se, 2 * len(wide), True)
 
 
@@ -297,8 +345,13 @@ class Difference:
     def describe(self) -> str:
         return f"{self.metric}({self.a}) − {self.metric}({self.b})"
 
-    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
-        wide = paired(rows, {"a": ({"method": [self.a]}, self.metric), "b": ({"method": [self.b]}, self.metric)})
+    def estimate(
+        self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None
+    ) -> Value:
+        wide = paired(
+            rows,
+            {"a": ({"method": [self.a]}, self.metric), "b": ({"method": [self.b]}, self.metric)},
+        )
         diff = (wide["a"] - wide["b"]).to_numpy(float)
         if len(diff) < 2:
             raise UsageError(f"fewer than two paired observations of {self.describe()}")
@@ -308,7 +361,12 @@ class Difference:
             if len(values) != 1:
                 raise UsageError("the prediction must be one value per judged point")
             shift = float(values[0])
-        return Value(float(diff.mean()) - shift, float(diff.std(ddof=1)) / math.sqrt(len(diff)), len(diff), False)
+        return Value(
+            float(diff.mean()) - shift,
+            float(diff.std(ddof=1)) / math.sqrt(len(diff)),
+            len(diff),
+            False,
+        )
 
 
 @dataclass(frozen=True)
@@ -326,14 +384,20 @@ class ColumnRatio(_OfOneMethod):
     def describe(self) -> str:
         return f"{'RMS ratio' if self.root else 'ratio of means'} {self.numerator}/{self.denominator} of {self.method}"
 
-    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+    def estimate(
+        self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None
+    ) -> Value:
         for column in (self.numerator, self.denominator):
             if column not in rows:
                 raise UsageError(f"no column {column!r} in the results table")
         mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
         pairs = mine[[self.numerator, self.denominator]].dropna().to_numpy(float)
-        log_r, se = log_ratio_of_means(pairs, (1.0, -1.0), scale=0.5 if self.root else 1.0,
-                                       what=f"{self.numerator!r} and {self.denominator!r}")
+        log_r, se = log_ratio_of_means(
+            pairs,
+            (1.0, -1.0),
+            scale=0.5 if self.root else 1.0,
+            what=f"{self.numerator!r} and {self.denominator!r}",
+        )
         return Value(log_r - _relative(rows, prediction), se, len(pairs), True)
 
 
@@ -370,20 +434,42 @@ class SliceRatio(_OfOneMethod):
         what = f"{'RMS ' if self.root else ''}ratio {ratio} of {self.metric}"
         return what + (f" over the same ratio of {self.reference}" if self.reference else "")
 
-    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+    def estimate(
+        self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None
+    ) -> Value:
         if prediction is not None:
-            raise UsageError("a ratio between slices takes its prediction from a `reference` column")
+            raise UsageError(
+                "a ratio between slices takes its prediction from a `reference` column"
+            )
         mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
         if self.reference is None:
-            log_r, se, n = log_ratio_between(mine, self.metric, self.axis, self.numerator, self.denominator,
-                                             self.root, self.paired_on)
+            log_r, se, n = log_ratio_between(
+                mine,
+                self.metric,
+                self.axis,
+                self.numerator,
+                self.denominator,
+                self.root,
+                self.paired_on,
+            )
             return Value(log_r, se, n, True)
         num, den = {self.axis: [self.numerator]}, {self.axis: [self.denominator]}
-        series = paired(mine, {"metric_a": (num, self.metric), "metric_b": (den, self.metric),
-                               "reference_a": (num, self.reference), "reference_b": (den, self.reference)},
-                        on=self.paired_on or ("rep",)).to_numpy(float)
-        log_r, se = log_ratio_of_means(series, (1.0, -1.0, -1.0, 1.0), scale=0.5 if self.root else 1.0,
-                                       what=f"{self.metric!r} and {self.reference!r}")
+        series = paired(
+            mine,
+            {
+                "metric_a": (num, self.metric),
+                "metric_b": (den, self.metric),
+                "reference_a": (num, self.reference),
+                "reference_b": (den, self.reference),
+            },
+            on=self.paired_on or ("rep",),
+        ).to_numpy(float)
+        log_r, se = log_ratio_of_means(
+            series,
+            (1.0, -1.0, -1.0, 1.0),
+            scale=0.5 if self.root else 1.0,
+            what=f"{self.metric!r} and {self.reference!r}",
+        )
         return Value(log_r, se, len(series), True)
 
 
@@ -410,12 +496,18 @@ class Slope(_OfOneMethod):
         return (self.x,)
 
     def describe(self) -> str:
-        return f"slope of {'log ' if self.log_y else ''}{self.metric} of {self.method} on log {self.x}"
+        return (
+            f"slope of {'log ' if self.log_y else ''}{self.metric} of {self.method} on log {self.x}"
+        )
 
-    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+    def estimate(
+        self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None
+    ) -> Value:
         if prediction is not None:
             raise UsageError("a slope's prediction is its region")
-        fit = loglog_slope(rows, self.metric, self.x, log_y=self.log_y, method=self.method, pool=self.per or ())
+        fit = loglog_slope(
+            rows, self.metric, self.x, log_y=self.log_y, method=self.method, pool=self.per or ()
+        )
         return Value(fit.slope, fit.stderr, fit.n_obs, False, note=fit.rows)
 
 
@@ -440,14 +532,18 @@ class LinearSlope(_OfOneMethod):
         what = f"{self.scale}·{self.metric}" if self.scale else self.metric
         return f"WLS slope of mean {what} of {self.method} on {self.x} / {self.per:.4g}"
 
-    def estimate(self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None) -> Value:
+    def estimate(
+        self, rows: pd.DataFrame, prediction: Callable[[dict], float] | None = None
+    ) -> Value:
         if prediction is not None:
             raise UsageError("a linear slope's prediction is `per`")
         mine = select(rows, {"method": [self.method]}) if "method" in rows else rows
         xs, means, ses, n = [], [], [], 0
         for value in sorted(mine[self.x].dropna().unique()):
             part = select(mine, {self.x: [value]})
-            y = part[self.metric].to_numpy(float) * (part[self.scale].to_numpy(float) if self.scale else 1.0)
+            y = part[self.metric].to_numpy(float) * (
+                part[self.scale].to_numpy(float) if self.scale else 1.0
+            )
             y = y[np.isfinite(y)]
             xs.append(float(value))
             means.append(float(y.mean()))
@@ -456,8 +552,13 @@ class LinearSlope(_OfOneMethod):
         if len(xs) < 2:
             raise UsageError(f"need two values of {self.x!r} for a slope")
         slope, se = slope_fit(xs, means, y_se=ses)
-        return Value(slope / self.per, se / abs(self.per), n, False,
-                     note=f"slope {slope:.4g} on {self.x} ∈ {{{describe_values(xs)}}}")
+        return Value(
+            slope / self.per,
+            se / abs(self.per),
+            n,
+            False,
+            note=f"slope {slope:.4g} on {self.x} ∈ {{{describe_values(xs)}}}",
+        )
 
 
 def _label(value) -> str:
@@ -465,12 +566,18 @@ def _label(value) -> str:
 
 
 # Solved thresholds (a solve's roots, :mod:`dpsim.engine.solving.solve`) against a theorem's rate
-ROOT_STATUS = tuple(STATUS.values())          # the root finders' status names
+ROOT_STATUS = tuple(STATUS.values())  # the root finders' status names
 
 
-def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
-                           rate: Callable[[dict], float] | None = None, increasing: bool = True,
-                           search: tuple[float, float] | None = None, level: float = 0.95) -> pd.DataFrame:
+def threshold_observations(
+    roots: pd.DataFrame,
+    configs: Sequence[str],
+    *,
+    rate: Callable[[dict], float] | None = None,
+    increasing: bool = True,
+    search: tuple[float, float] | None = None,
+    level: float = 0.95,
+) -> pd.DataFrame:
     """Each configuration's solved threshold as one observation on the log scale, relative to a
     rate: y = log(root / rate(config)) with its standard error from the root's interval, or,
     where the root was not found, the bound the solve proves (a censored observation).
@@ -502,16 +609,28 @@ def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
         raise UsageError(f"the roots table has no column {missing[0]!r}")
     unknown = sorted(set(roots["status"]) - set(ROOT_STATUS))
     if unknown:
-        raise UsageError(f"unknown root status {unknown[0]!r}; statuses are {', '.join(ROOT_STATUS)}")
+        raise UsageError(
+            f"unknown root status {unknown[0]!r}; statuses are {', '.join(ROOT_STATUS)}"
+        )
     z = z_quantile(level)
     out = []
     for _, row in roots.iterrows():
         config = {c: row[c] for c in configs}
-        r = 1.0 if rate is None else float(rate(row.to_dict()))     # the rate sees the whole configuration
+        r = (
+            1.0 if rate is None else float(rate(row.to_dict()))
+        )  # the rate sees the whole configuration
         if not (r > 0 and math.isfinite(r)):
             raise UsageError(f"the rate at {config} is {r!r}; it must be positive and finite")
-        lo_s = float(row["searched_low"]) if "searched_low" in roots else (search or (math.nan, math.nan))[0]
-        hi_s = float(row["searched_high"]) if "searched_high" in roots else (search or (math.nan, math.nan))[1]
+        lo_s = (
+            float(row["searched_low"])
+            if "searched_low" in roots
+            else (search or (math.nan, math.nan))[0]
+        )
+        hi_s = (
+            float(row["searched_high"])
+            if "searched_high" in roots
+            else (search or (math.nan, math.nan))[1]
+        )
         root, low, high = float(row["root"]), float(row["low"]), float(row["high"])
         status = row["status"]
         kind, y, se, bound = "none", math.nan, math.nan, math.nan
@@ -522,7 +641,7 @@ def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
             beyond_high = (status == "below_target") == increasing
             bound = hi_s if beyond_high else lo_s
             kind = "lower" if beyond_high else "upper"
-        elif status == "undecided":          # bracketed, but the interval is open on one side
+        elif status == "undecided":  # bracketed, but the interval is open on one side
             if math.isfinite(low) and low > 0 and not (math.isfinite(high)):
                 kind, bound = "lower", low
             elif math.isfinite(high) and high > 0 and not (math.isfinite(low) and low > 0):
@@ -532,9 +651,22 @@ def threshold_observations(roots: pd.DataFrame, configs: Sequence[str], *,
                 kind = "none"
             else:
                 y, root = math.log(bound / r), bound
-        out.append({**config, "rate": r, "kind": kind, "y": y, "se": se, "status": status,
-                    "root": root, "low": low, "high": high})
-    return pd.DataFrame(out, columns=[*configs, "rate", "kind", "y", "se", "status", "root", "low", "high"])
+        out.append(
+            {
+                **config,
+                "rate": r,
+                "kind": kind,
+                "y": y,
+                "se": se,
+                "status": status,
+                "root": root,
+                "low": low,
+                "high": high,
+            }
+        )
+    return pd.DataFrame(
+        out, columns=[*configs, "rate", "kind", "y", "se", "status", "root", "low", "high"]
+    )
 
 
 @dataclass(frozen=True)
@@ -572,7 +704,9 @@ class ThresholdSlope:
         return self.lower + self.upper
 
 
-def threshold_slope(observations: pd.DataFrame, x: str, by: Sequence[str] = (), z: float = Z95) -> ThresholdSlope:
+def threshold_slope(
+    observations: pd.DataFrame, x: str, by: Sequence[str] = (), z: float = Z95
+) -> ThresholdSlope:
     """The slope of :func:`threshold_observations`' y on log ``x`` with one intercept per
     group of ``by`` (:class:`ThresholdSlope`).
 
@@ -601,23 +735,31 @@ def threshold_slope(observations: pd.DataFrame, x: str, by: Sequence[str] = (), 
     values = obs["kind"] == "value"
     if not values.any():
         raise UsageError("no configuration's threshold was solved: no slope")
-    keys = obs[list(by)].astype(str).agg("|".join, axis=1) if by else pd.Series("all", index=obs.index)
+    keys = (
+        obs[list(by)].astype(str).agg("|".join, axis=1) if by else pd.Series("all", index=obs.index)
+    )
     obs["_group"] = keys
     spread = obs.groupby("_group")[x].transform("nunique")
     has_value = obs.groupby("_group")["kind"].transform(lambda k: (k == "value").any())
     obs = obs[(spread >= 2) & has_value]
     if obs.empty:
-        raise UsageError(f"no group of {', '.join(by) or 'configurations'} has thresholds at two values of {x!r}")
+        raise UsageError(
+            f"no group of {', '.join(by) or 'configurations'} has thresholds at two values of {x!r}"
+        )
     nominal = float(np.median(obs.loc[obs["kind"] == "value", "se"]))
     se = np.where(obs["kind"] == "value", obs["se"].to_numpy(float), nominal)
     se = np.maximum(se, 1e-12)
-    lx, y, groups = np.log(obs[x].to_numpy(float)), obs["y"].to_numpy(float), obs["_group"].to_numpy()
+    lx, y, groups = (
+        np.log(obs[x].to_numpy(float)),
+        obs["y"].to_numpy(float),
+        obs["_group"].to_numpy(),
+    )
     slope, slope_se = slope_fit(lx, y, groups=groups, y_se=se, weighted=True)
     kinds = obs["kind"].to_numpy()
     fitted = _fitted_line(lx, y, groups, se, slope)
     resid = (y - fitted)[kinds == "value"] / se[kinds == "value"]
     n_groups = len(set(groups))
-    chi2, dof = float(np.sum(resid ** 2)), max(int((kinds == "value").sum()) - n_groups - 1, 0)
+    chi2, dof = float(np.sum(resid**2)), max(int((kinds == "value").sum()) - n_groups - 1, 0)
     # the groups may disagree beyond their Monte-Carlo errors (the rate holds only up to
     # lower-order terms that differ between groups): the standard error is then scaled by
     # √(χ²/dof) (Birge ratio), so the interval covers the spread of the groups' slopes too
@@ -630,7 +772,7 @@ def threshold_slope(observations: pd.DataFrame, x: str, by: Sequence[str] = (), 
         weight = slope_fit(lx, bumped, groups=groups, y_se=se, weighted=True)[0] - slope
         if abs(weight) < 1e-9:
             continue
-        grows = (kinds[i] == "lower") == (weight > 0)      # the true y can only move the slope this way
+        grows = (kinds[i] == "lower") == (weight > 0)  # the true y can only move the slope this way
         if grows:
             high = math.inf
         else:
@@ -640,14 +782,26 @@ def threshold_slope(observations: pd.DataFrame, x: str, by: Sequence[str] = (), 
     table["fit"] = np.nan
     table.loc[obs.index, "fit"] = fitted
     counts = observations["kind"].value_counts()
-    return ThresholdSlope(slope, slope_se, low, high, int(counts.get("value", 0)), int(counts.get("lower", 0)),
-                          int(counts.get("upper", 0)), int(counts.get("none", 0)), n_groups, chi2, dof, inflation,
-                          table)
+    return ThresholdSlope(
+        slope,
+        slope_se,
+        low,
+        high,
+        int(counts.get("value", 0)),
+        int(counts.get("lower", 0)),
+        int(counts.get("upper", 0)),
+        int(counts.get("none", 0)),
+        n_groups,
+        chi2,
+        dof,
+        inflation,
+        table,
+    )
 
 
 def _fitted_line(lx, y, groups, se, slope) -> np.ndarray:
     """The WLS line at ``slope``: each group's intercept is the weighted mean of y − slope·lx."""
-    w = 1.0 / se ** 2
+    w = 1.0 / se**2
     fitted = np.empty_like(y)
     for g in set(groups):
         mask = groups == g

@@ -48,6 +48,7 @@ Every result prints through one formatter, :meth:`CheckResult.line`. The statist
 checks compute live in :mod:`dpsim.engine.judgement.statistics`, the checks themselves in
 :mod:`dpsim.engine.judgement.checks`.
 """
+
 from __future__ import annotations
 
 import math
@@ -95,11 +96,18 @@ class CheckResult:
 
     def line(self) -> str:
         extra = self.note
-        if self.verdict == "INCONCLUSIVE" and (self.needed_reps or not extra):   # a note may say why instead
-            extra = (f"  needs about {self.needed_reps} replicates to decide" if self.needed_reps
-                     else "  the estimate sits on the boundary: no replicate count decides it") + extra
-        return (f"{self.verdict:<12} {self.name:<48} predicted {self.predicted:<16} fitted {self.fitted}  "
-                f"({self.evidence}){extra}")
+        if self.verdict == "INCONCLUSIVE" and (
+            self.needed_reps or not extra
+        ):  # a note may say why instead
+            extra = (
+                f"  needs about {self.needed_reps} replicates to decide"
+                if self.needed_reps
+                else "  the estimate sits on the boundary: no replicate count decides it"
+            ) + extra
+        return (
+            f"{self.verdict:<12} {self.name:<48} predicted {self.predicted:<16} fitted {self.fitted}  "
+            f"({self.evidence}){extra}"
+        )
 
 
 @dataclass(frozen=True)
@@ -166,7 +174,9 @@ def widened(value: float, low: float, high: float, z: float) -> tuple[float, flo
     return value - factor * (value - low), value + factor * (high - value)
 
 
-def judge(estimate: Estimate, family: int = 1, stage: int = 1, stages: int = 1) -> tuple[str, int | None]:
+def judge(
+    estimate: Estimate, family: int = 1, stage: int = 1, stages: int = 1
+) -> tuple[str, int | None]:
     """PASS / FAIL / INCONCLUSIVE of an estimate against its region (module docstring), and
     for INCONCLUSIVE the replicates that would shrink the interval's half-width below the
     estimate's distance to the nearest boundary (None when that distance is 0). The one
@@ -187,20 +197,28 @@ def judge(estimate: Estimate, family: int = 1, stage: int = 1, stages: int = 1) 
     points = estimate.points or ((estimate.value, estimate.low, estimate.high),)
     z_pass = family_z(1, share)
     z = family_z(family * len(points), share)
-    if all(lo <= w_lo and w_hi <= hi for w_lo, w_hi in (widened(v, p_lo, p_hi, z_pass) for v, p_lo, p_hi in points)):
+    if all(
+        lo <= w_lo and w_hi <= hi
+        for w_lo, w_hi in (widened(v, p_lo, p_hi, z_pass) for v, p_lo, p_hi in points)
+    ):
         return "PASS", None
     for value, p_lo, p_hi in points:
         w_lo, w_hi = widened(value, p_lo, p_hi, z)
         if w_hi < lo or w_lo > hi:
             return "FAIL", None
     inside = lo <= estimate.value <= hi
-    margin = min(estimate.value - lo, hi - estimate.value) if inside else \
-        (lo - estimate.value if estimate.value < lo else estimate.value - hi)
+    margin = (
+        min(estimate.value - lo, hi - estimate.value)
+        if inside
+        else (lo - estimate.value if estimate.value < lo else estimate.value - hi)
+    )
     # the half-width at the level that decides: PASS's when inside, else the family-wise one
     half = (estimate.high - estimate.low) / 2 * (z_pass if inside else z) / Z95
     if not margin > 0 or not math.isfinite(half):
         return "INCONCLUSIVE", None
-    return "INCONCLUSIVE", max(estimate.reps + 1, math.ceil(estimate.reps * (half / margin) ** 2 * 1.1))
+    return "INCONCLUSIVE", max(
+        estimate.reps + 1, math.ceil(estimate.reps * (half / margin) ** 2 * 1.1)
+    )
 
 
 def _interval(lo: float, hi: float, digits: int = 3) -> str:
@@ -260,8 +278,10 @@ class Check:
         if self.methods:
             rows = rows[rows["method"].isin(self.methods)]
         if rows.empty:
-            raise UsageError(f"check {self.name!r}: no rows of {', '.join(self.methods) or 'any method'} "
-                             f"where {dict(self.where)}")
+            raise UsageError(
+                f"check {self.name!r}: no rows of {', '.join(self.methods) or 'any method'} "
+                f"where {dict(self.where)}"
+            )
         return rows
 
     def estimate(self, rows: pd.DataFrame) -> Estimate:  # pragma: no cover - abstract
@@ -294,25 +314,35 @@ class Check:
         what = f"check {self.name!r}"
         for method in names.get("methods", ()):
             if method not in experiment.methods:
-                raise UsageError(f"{what}: experiment {experiment.name!r} has no method {method!r}"
-                                 f"{did_you_mean(method, experiment.methods)}; its methods are "
-                                 f"{', '.join(experiment.methods)}")
+                raise UsageError(
+                    f"{what}: experiment {experiment.name!r} has no method {method!r}"
+                    f"{did_you_mean(method, experiment.methods)}; its methods are "
+                    f"{', '.join(experiment.methods)}"
+                )
         derived = [n for d in experiment.derived for n in d.names]
         axes = [*experiment.axes, *derived, *NOT_AXES]
         for axis in names.get("axes", ()):
             if axis not in axes:
-                raise UsageError(f"{what}: experiment {experiment.name!r} has no axis {axis!r}"
-                                 f"{did_you_mean(axis, axes)}; its axes are {', '.join(experiment.axes)}")
-        methods = [experiment.methods[m] for m in names.get("methods", ())] or list(experiment.methods.values())
-        columns = list(dict.fromkeys([*(c for m in methods for c in m.columns), *derived, *experiment.axes]))
+                raise UsageError(
+                    f"{what}: experiment {experiment.name!r} has no axis {axis!r}"
+                    f"{did_you_mean(axis, axes)}; its axes are {', '.join(experiment.axes)}"
+                )
+        methods = [experiment.methods[m] for m in names.get("methods", ())] or list(
+            experiment.methods.values()
+        )
+        columns = list(
+            dict.fromkeys([*(c for m in methods for c in m.columns), *derived, *experiment.axes])
+        )
         for column in names.get("columns", ()):
             if column not in columns:
-                raise UsageError(f"{what}: experiment {experiment.name!r} reports no metric {column!r}"
-                                 f"{did_you_mean(column, columns)}; its metrics are "
-                                 f"{', '.join(c for m in methods for c in m.columns)}")
+                raise UsageError(
+                    f"{what}: experiment {experiment.name!r} reports no metric {column!r}"
+                    f"{did_you_mean(column, columns)}; its metrics are "
+                    f"{', '.join(c for m in methods for c in m.columns)}"
+                )
         mapped = self.mapped()
         varying = {a for a, values in experiment.axes.items() if len(values) > 1}
-        if mapped is None or varying <= set(mapped):       # nothing it could pool
+        if mapped is None or varying <= set(mapped):  # nothing it could pool
             return
         grid = grid if grid is not None else grid_table(experiment)
         if not grid.empty:
@@ -328,7 +358,9 @@ class Check:
         check reading fewer narrows it."""
         return self.rows(table)
 
-    def evaluate(self, table: pd.DataFrame, family: int = 1, stage: int = 1, stages: int = 1) -> CheckResult:
+    def evaluate(
+        self, table: pd.DataFrame, family: int = 1, stage: int = 1, stages: int = 1
+    ) -> CheckResult:
         """The check's result on ``table``; ``family``: the number of judged checks in the run
         (the Bonferroni factor of a FAIL, :func:`judge`); ``stage`` of ``stages``: the look of
         a sequential verify (:func:`judge`, :func:`stage_share`). Deferred predictions
@@ -341,9 +373,15 @@ class Check:
             failed = int((rows["converged"] == False).fillna(False).sum())  # noqa: E712
             judged = int(rows["converged"].notna().sum())
             if judged and failed > self.unconverged_limit * judged:
-                return CheckResult(self.name, "REFUSED", "-", "-",
-                                   f"{failed} of {judged} fits did not converge, above the "
-                                   f"{self.unconverged_limit:.0%} limit", note="")
+                return CheckResult(
+                    self.name,
+                    "REFUSED",
+                    "-",
+                    "-",
+                    f"{failed} of {judged} fits did not converge, above the "
+                    f"{self.unconverged_limit:.0%} limit",
+                    note="",
+                )
         return self.result(self.estimate(rows), family, stage, stages)
 
     def with_predictions(self) -> "Check":
@@ -354,23 +392,44 @@ class Check:
         except UsageError:
             raise
         except Exception as exc:
-            raise UsageError(f"check {self.name!r}: its prediction could not be computed: "
-                             f"{type(exc).__name__}: {exc}") from None
+            raise UsageError(
+                f"check {self.name!r}: its prediction could not be computed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
 
-    def result(self, est: "Estimate", family: int = 1, stage: int = 1, stages: int = 1,
-               needed: bool = True) -> CheckResult:
+    def result(
+        self, est: "Estimate", family: int = 1, stage: int = 1, stages: int = 1, needed: bool = True
+    ) -> CheckResult:
         """The verdict on an estimate (:func:`judge`; INFO for a report-only check);
         ``needed=False`` drops the replicate count an INCONCLUSIVE line would suggest."""
         if not est.verdict and math.isnan(est.value) and not self.report_only:
-            return CheckResult(self.name, "ERROR", est.predicted, est.fitted,
-                               f"cannot be evaluated: its statistic is NaN; {est.evidence}", detail=est.detail)
+            return CheckResult(
+                self.name,
+                "ERROR",
+                est.predicted,
+                est.fitted,
+                f"cannot be evaluated: its statistic is NaN; {est.evidence}",
+                detail=est.detail,
+            )
         verdict, reps = (est.verdict, None) if est.verdict else judge(est, family, stage, stages)
         if self.report_only:
             verdict, reps = "INFO", None
-        return CheckResult(self.name, verdict, est.predicted, est.fitted, est.evidence, reps if needed else None,
-                           detail=est.detail, value=est.value, low=est.low, high=est.high,
-                           region_low=est.region_low, region_high=est.region_high, reps=est.reps,
-                           points=max(1, len(est.points)))
+        return CheckResult(
+            self.name,
+            verdict,
+            est.predicted,
+            est.fitted,
+            est.evidence,
+            reps if needed else None,
+            detail=est.detail,
+            value=est.value,
+            low=est.low,
+            high=est.high,
+            region_low=est.region_low,
+            region_high=est.region_high,
+            reps=est.reps,
+            points=max(1, len(est.points)),
+        )
 
 
 GRID_ROWS_LIMIT = 200_000
@@ -382,20 +441,29 @@ def grid_table(experiment) -> pd.DataFrame:
     what :meth:`Check.validate` tells pooling from. Empty when the grid is too large to list
     cheaply or a value does not resolve (verify then finds out from the data)."""
     import itertools
+
     size = len(experiment.methods)
     for values in experiment.axes.values():
         size *= max(len(values), 1)
     if size > GRID_ROWS_LIMIT:
         return pd.DataFrame()
     try:
-        axes = {a: [axis_type(a, experiment.axis_types)(a, v) for v in values] for a, values in experiment.axes.items()}
-        shapes = [experiment.resolve_shape(dict(zip(experiment.shape_axes, combo)))
-                  for combo in itertools.product(*(axes[a] for a in experiment.shape_axes))]
+        axes = {
+            a: [axis_type(a, experiment.axis_types)(a, v) for v in values]
+            for a, values in experiment.axes.items()
+        }
+        shapes = [
+            experiment.resolve_shape(dict(zip(experiment.shape_axes, combo)))
+            for combo in itertools.product(*(axes[a] for a in experiment.shape_axes))
+        ]
         rest = [a for a in experiment.axes if a not in experiment.shape_axes]
-        rows = [{**shape, **dict(zip(rest, combo)), "method": method}
-                for shape in shapes for combo in itertools.product(*(axes[a] for a in rest))
-                for method in experiment.methods]
-    except Exception:       # a hook that needs more than the grid's values: the data will tell
+        rows = [
+            {**shape, **dict(zip(rest, combo)), "method": method}
+            for shape in shapes
+            for combo in itertools.product(*(axes[a] for a in rest))
+            for method in experiment.methods
+        ]
+    except Exception:  # a hook that needs more than the grid's values: the data will tell
         return pd.DataFrame()
     table = pd.DataFrame(rows)
     table.attrs["method_columns"], table.attrs["derived_columns"] = (), ()

@@ -38,6 +38,7 @@ the same family size; a mutant is *killed* when some check that did not FAIL on 
 code FAILs under it, and *survives* otherwise (a check that cannot be evaluated, ERROR, never
 kills one).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -78,12 +79,20 @@ def refusal(out: Path, code: dict, experiment: str = "EXPERIMENT") -> str | None
     if made is None or store.owned_by_dpsim(out):
         return None
     in_cache = DEFAULT_RUNS.resolve() in Path(out).resolve().parents
-    unmarked = (" (it lies in the cache but is not marked as dpsim's: made by `dpsim run`, or before verify marked "
-                "its folders; remove it to let verify recompute it)") if in_cache else ""
-    return (f"{str(out)!r} holds rows made by {made}, not by this {describe(code)} "
-            f"({store.code_change(out, code)}); verify replaces only the folders of its own cache and never "
-            f"rewrites yours{unmarked}: go back to that code (`git stash`), extend the folder with this code by "
-            f"`dpsim run {experiment} --out {out} --accept-code-change`, or give verify another --runs")
+    unmarked = (
+        (
+            " (it lies in the cache but is not marked as dpsim's: made by `dpsim run`, or before verify marked "
+            "its folders; remove it to let verify recompute it)"
+        )
+        if in_cache
+        else ""
+    )
+    return (
+        f"{str(out)!r} holds rows made by {made}, not by this {describe(code)} "
+        f"({store.code_change(out, code)}); verify replaces only the folders of its own cache and never "
+        f"rewrites yours{unmarked}: go back to that code (`git stash`), extend the folder with this code by "
+        f"`dpsim run {experiment} --out {out} --accept-code-change`, or give verify another --runs"
+    )
 
 
 def _prepared(out: Path, code: dict, experiment: str = "EXPERIMENT") -> bool:
@@ -94,8 +103,10 @@ def _prepared(out: Path, code: dict, experiment: str = "EXPERIMENT") -> bool:
     if why is not None:
         raise UsageError(why)
     made = other_code(out, code)
-    if made is not None:           # dpsim's cache: rows of other code are recomputed, never judged
-        note(f"{out}: made by {made}; recomputing it with {describe(code)} (a folder of dpsim's cache)")
+    if made is not None:  # dpsim's cache: rows of other code are recomputed, never judged
+        note(
+            f"{out}: made by {made}; recomputing it with {describe(code)} (a folder of dpsim's cache)"
+        )
         shutil.rmtree(out)
     return store.read_manifest(out) is None
 
@@ -133,7 +144,10 @@ def check_folders(experiments: Mapping[str, object], checks, runs: Path, seed: i
             continue
         code = fingerprint(experiment)
         solved = [c for c in its_checks if getattr(c, "solve", None) is not None]
-        folders = [run_directory(runs, stem, seed) for stem in dict.fromkeys(_solve_stems(experiment, solved))]
+        folders = [
+            run_directory(runs, stem, seed)
+            for stem in dict.fromkeys(_solve_stems(experiment, solved))
+        ]
         if len(solved) < len(its_checks):
             folders.append(run_directory(runs, name, seed))
         for out in folders:
@@ -158,8 +172,9 @@ class Sequential:
     def __post_init__(self):
         if isinstance(self.stages, bool) or not isinstance(self.stages, int) or self.stages < 1:
             raise UsageError(f"--stages {self.stages!r} must be an integer ≥ 1")
-        if self.budget is not None and (isinstance(self.budget, bool) or not isinstance(self.budget, int)
-                                        or self.budget < 1):
+        if self.budget is not None and (
+            isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1
+        ):
             raise UsageError(f"--budget {self.budget!r} must be a number of lanes ≥ 1")
 
     def reps(self, base: int, stage: int) -> int:
@@ -183,11 +198,22 @@ class _Ledger:
         return True
 
 
-def verify(checks: Mapping[str, object], experiments: Mapping[str, object], names: Sequence[str] = (),
-           *, runs: Path = DEFAULT_RUNS, seed: int = 0, reps: int | None = None,
-           progress: bool = True, watchdog: float | None = None, sources: Mapping[str, str] | None = None,
-           echo=None, family: int | None = None, sequential: Sequential | None = None,
-           solver=None) -> tuple[list[CheckResult], Counter]:
+def verify(
+    checks: Mapping[str, object],
+    experiments: Mapping[str, object],
+    names: Sequence[str] = (),
+    *,
+    runs: Path = DEFAULT_RUNS,
+    seed: int = 0,
+    reps: int | None = None,
+    progress: bool = True,
+    watchdog: float | None = None,
+    sources: Mapping[str, str] | None = None,
+    echo=None,
+    family: int | None = None,
+    sequential: Sequential | None = None,
+    solver=None,
+) -> tuple[list[CheckResult], Counter]:
     """Evaluate the named checks (all when ``names`` is empty), one experiment at a time: its
     runs are computed (what is missing), its checks judged and printed at once.
 
@@ -205,20 +231,24 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
     """
     echo = echo or (lambda line: print(line, flush=True))
     if reps is not None and (isinstance(reps, bool) or not isinstance(reps, int) or reps < 1):
-        raise UsageError(f"--reps {reps!r} must be an integer ≥ 1")     # before the family's header
+        raise UsageError(f"--reps {reps!r} must be an integer ≥ 1")  # before the family's header
     unknown = [n for n in names if n not in checks]
     if unknown:
         raise UsageError(f"unknown check {unknown[0]!r}; see `dpsim list`")
     selected = [checks[n] for n in (names or list(checks))]
     for check in selected:
         if check.experiment not in experiments:
-            raise UsageError(f"check {check.name!r} needs experiment {check.experiment!r}, which is not defined")
+            raise UsageError(
+                f"check {check.name!r} needs experiment {check.experiment!r}, which is not defined"
+            )
     family = family if family is not None else family_size(selected)
-    check_folders(experiments, selected, runs, seed)        # a folder verify may not use: refused now
+    check_folders(experiments, selected, runs, seed)  # a folder verify may not use: refused now
     owner = cache_owner(runs)
     if sequential is None:
-        echo(f"family: {family} judged check{'s' * (family > 1)}; PASS when the 95% interval lies in the region, "
-             f"FAIL when the interval at the Bonferroni level 0.05/{family} (per point judged) lies outside it")
+        echo(
+            f"family: {family} judged check{'s' * (family > 1)}; PASS when the 95% interval lies in the region, "
+            f"FAIL when the interval at the Bonferroni level 0.05/{family} (per point judged) lies outside it"
+        )
     else:
         echo(sequential_header(family, sequential))
     ledger = _Ledger(sequential.budget if sequential else None)
@@ -229,9 +259,21 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
     # one experiment at a time: run what it needs, judge its checks and print them at once,
     # then let its table go (a full verify holds one experiment's rows, not every one's)
     for name, its_checks in by_experiment.items():
-        judged = judged_all(experiments[name], its_checks, runs=runs, seed=seed, reps=reps, family=family,
-                            progress=progress, watchdog=watchdog, source=(sources or {}).get(name), solver=solver,
-                            sequential=sequential, ledger=ledger, owner=owner)
+        judged = judged_all(
+            experiments[name],
+            its_checks,
+            runs=runs,
+            seed=seed,
+            reps=reps,
+            family=family,
+            progress=progress,
+            watchdog=watchdog,
+            source=(sources or {}).get(name),
+            solver=solver,
+            sequential=sequential,
+            ledger=ledger,
+            owner=owner,
+        )
         for result in judged:
             echo(result.line())
             claim = getattr(checks.get(result.name), "description", "")
@@ -241,9 +283,15 @@ def verify(checks: Mapping[str, object], experiments: Mapping[str, object], name
             counts[result.verdict] += 1
     echo(summary_line(counts))
     if sequential is not None:
-        budget = "no budget" if sequential.budget is None else f"budget {sequential.budget}, {ledger.left} left"
-        echo(f"until decided: the later stages took {ledger.granted} lanes ({budget}); "
-             f"{ledger.computed} computed now, the rest found on disk")
+        budget = (
+            "no budget"
+            if sequential.budget is None
+            else f"budget {sequential.budget}, {ledger.left} left"
+        )
+        echo(
+            f"until decided: the later stages took {ledger.granted} lanes ({budget}); "
+            f"{ledger.computed} computed now, the rest found on disk"
+        )
     return results, counts
 
 
@@ -251,13 +299,17 @@ def sequential_header(family: int, sequential: Sequential) -> str:
     """The first line of ``verify --until-decided``: the stages and each stage's levels."""
     stages = sequential.stages
     first, later = stage_share(1, stages), (stage_share(2, stages) if stages > 1 else None)
-    text = (f"family: {family} judged check{'s' * (family > 1)}; until decided, at most {stages} "
-            f"stage{'s' * (stages > 1)} of R, 2R, 4R, … replicates; stage 1: PASS when the "
-            f"{1 - ALPHA * first:.2%} interval lies in the region, FAIL when the one at {ALPHA:g}·{first:g}/{family} "
-            f"(per point judged) lies outside it")
+    text = (
+        f"family: {family} judged check{'s' * (family > 1)}; until decided, at most {stages} "
+        f"stage{'s' * (stages > 1)} of R, 2R, 4R, … replicates; stage 1: PASS when the "
+        f"{1 - ALPHA * first:.2%} interval lies in the region, FAIL when the one at {ALPHA:g}·{first:g}/{family} "
+        f"(per point judged) lies outside it"
+    )
     if later is not None:
-        text += (f"; later stages at {1 - ALPHA * later:.2%} and {ALPHA:g}·{later:.3g}/{family} (alpha spent over "
-                 f"the stages)")
+        text += (
+            f"; later stages at {1 - ALPHA * later:.2%} and {ALPHA:g}·{later:.3g}/{family} (alpha spent over "
+            f"the stages)"
+        )
     return text
 
 
@@ -266,45 +318,113 @@ def family_size(checks) -> int:
     return max(1, sum(not getattr(c, "report_only", False) for c in checks))
 
 
-def judged_on(experiment, checks, *, out: Path, seed: int, reps: int | None, family: int,
-              progress: bool = True, watchdog: float | None = None, source: str | None = None,
-              owner: str | None = None) -> list[CheckResult]:
+def judged_on(
+    experiment,
+    checks,
+    *,
+    out: Path,
+    seed: int,
+    reps: int | None,
+    family: int,
+    progress: bool = True,
+    watchdog: float | None = None,
+    source: str | None = None,
+    owner: str | None = None,
+) -> list[CheckResult]:
     """Run ``experiment`` into ``out`` (what is missing) and judge ``checks`` on exactly the
     requested replicates. ``owner``: the manifest's owner if verify creates the folder."""
     want = experiment.reps if reps is None else reps
-    table = _computed(experiment, out=out, seed=seed, reps=want, progress=progress, watchdog=watchdog,
-                      source=source, owner=owner)
+    table = _computed(
+        experiment,
+        out=out,
+        seed=seed,
+        reps=want,
+        progress=progress,
+        watchdog=watchdog,
+        source=source,
+        owner=owner,
+    )
     extra = int((table["rep"] >= want).sum())
     table = table[table["rep"] < want]
     results = []
     for check in checks:
         result = judge(check, table, family)
         if extra:
-            result = _noted(result, f"  [R = {want}; {extra} rows of further replicates on disk left out]")
+            result = _noted(
+                result, f"  [R = {want}; {extra} rows of further replicates on disk left out]"
+            )
         results.append(result)
     return results
 
 
-def judged_all(experiment, checks, *, runs: Path, seed: int, reps: int | None, family: int, progress: bool = True,
-               watchdog: float | None = None, source: str | None = None, solver=None,
-               sequential: Sequential | None = None, ledger=None, owner: str | None = None) -> list[CheckResult]:
+def judged_all(
+    experiment,
+    checks,
+    *,
+    runs: Path,
+    seed: int,
+    reps: int | None,
+    family: int,
+    progress: bool = True,
+    watchdog: float | None = None,
+    source: str | None = None,
+    solver=None,
+    sequential: Sequential | None = None,
+    ledger=None,
+    owner: str | None = None,
+) -> list[CheckResult]:
     """``checks`` of ``experiment``: those on its grid (:func:`judged_on`, or with ``sequential``
     :func:`decided_on` spending ``ledger``'s budget, into RUNS/<experiment>[-seedS]), then
     those that declare a solve (:func:`judged_by_solves`). ``owner``: the manifest's owner of
     the folders verify creates (:func:`cache_owner`)."""
     grid = [c for c in checks if getattr(c, "solve", None) is None]
     solved = [c for c in checks if getattr(c, "solve", None) is not None]
-    common = dict(out=run_directory(runs, experiment.name, seed), seed=seed, reps=reps, family=family,
-                  progress=progress, watchdog=watchdog, source=source, owner=owner)
-    results = [] if not grid else (
-        judged_on(experiment, grid, **common) if sequential is None else
-        decided_on(experiment, grid, sequential=sequential, ledger=ledger, **common))
-    return results + (judged_by_solves(experiment, solved, runs=runs, seed=seed, family=family, progress=progress,
-                                       solver=solver, owner=owner) if solved else [])
+    common = dict(
+        out=run_directory(runs, experiment.name, seed),
+        seed=seed,
+        reps=reps,
+        family=family,
+        progress=progress,
+        watchdog=watchdog,
+        source=source,
+        owner=owner,
+    )
+    results = (
+        []
+        if not grid
+        else (
+            judged_on(experiment, grid, **common)
+            if sequential is None
+            else decided_on(experiment, grid, sequential=sequential, ledger=ledger, **common)
+        )
+    )
+    return results + (
+        judged_by_solves(
+            experiment,
+            solved,
+            runs=runs,
+            seed=seed,
+            family=family,
+            progress=progress,
+            solver=solver,
+            owner=owner,
+        )
+        if solved
+        else []
+    )
 
 
-def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, progress: bool = True,
-                     solver=None, owner: str | None = None) -> list[CheckResult]:
+def judged_by_solves(
+    experiment,
+    checks,
+    *,
+    runs: Path,
+    seed: int,
+    family: int,
+    progress: bool = True,
+    solver=None,
+    owner: str | None = None,
+) -> list[CheckResult]:
     """Checks judged on a solve's roots (:class:`~dpsim.engine.judgement.checks.ThresholdScalingCheck`):
     one solve per distinct ``check.solve``, into RUNS/<experiment>-solve-<axis>[-seedS] (a
     second declaration on the same axis gets a digest suffix), each check judged on its roots
@@ -315,21 +435,35 @@ def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, 
     results, solved = [], {}
     for check, stem in zip(checks, _solve_stems(experiment, checks)):
         if solver is None:
-            results.append(CheckResult(check.name, "ERROR", "-", "-", "cannot be evaluated: it needs a solve and "
-                                       "no solver was given (dpsim verify passes dpsim solve's)"))
+            results.append(
+                CheckResult(
+                    check.name,
+                    "ERROR",
+                    "-",
+                    "-",
+                    "cannot be evaluated: it needs a solve and "
+                    "no solver was given (dpsim verify passes dpsim solve's)",
+                )
+            )
             continue
         solve = check.solve
         out = run_directory(runs, stem, seed)
         try:
             if stem not in solved:
-                new = _prepared(out, fingerprint(experiment), experiment.name) if hasattr(experiment, "axes") else False
+                new = (
+                    _prepared(out, fingerprint(experiment), experiment.name)
+                    if hasattr(experiment, "axes")
+                    else False
+                )
                 solved[stem] = solver(experiment, solve, out=out, seed=seed, progress=progress)
                 if new and owner:
                     _mark_owner(out, owner)
             roots = solved[stem]
             result = check.evaluate_roots(roots, family)
         except UsageError as exc:
-            results.append(CheckResult(check.name, "ERROR", "-", "-", f"cannot be evaluated: {exc}"))
+            results.append(
+                CheckResult(check.name, "ERROR", "-", "-", f"cannot be evaluated: {exc}")
+            )
             continue
         if hasattr(check, "figure") and not check.report_only:
             try:
@@ -337,6 +471,7 @@ def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, 
                 path = out / f"threshold-{check.name}.png"
                 store.write_file(path, lambda tmp, fig=fig: fig.savefig(tmp, dpi=130, format="png"))
                 import matplotlib.pyplot as plt
+
                 plt.close(fig)
                 result = _noted(result, f"  [figure {path}]")
             except UsageError:
@@ -345,15 +480,32 @@ def judged_by_solves(experiment, checks, *, runs: Path, seed: int, family: int, 
     return results
 
 
-def _computed(experiment, *, out: Path, seed: int, reps: int, progress: bool, watchdog: float | None,
-              source: str | None, owner: str | None = None):
+def _computed(
+    experiment,
+    *,
+    out: Path,
+    seed: int,
+    reps: int,
+    progress: bool,
+    watchdog: float | None,
+    source: str | None,
+    owner: str | None = None,
+):
     """``experiment`` run into ``out`` to ``reps`` replicates (what is missing; a folder of
     other code is refused, or recomputed from scratch when it is dpsim's cache:
     :func:`_prepared`), and its whole table. ``owner``: the manifest's owner if the run
     creates the folder."""
     _prepared(out, fingerprint(experiment), experiment.name)
-    run_experiment(experiment, reps=reps, seed=seed, out=out, progress=progress, watchdog=watchdog, source=source,
-                   owner=owner)
+    run_experiment(
+        experiment,
+        reps=reps,
+        seed=seed,
+        out=out,
+        progress=progress,
+        watchdog=watchdog,
+        source=source,
+        owner=owner,
+    )
     return load_results(out)
 
 
@@ -366,13 +518,29 @@ def data_point_ids(experiment) -> dict[int, int]:
     point (shape and data values, no analysis values): the key of ``run_experiment(reps_at=…)``,
     whose lanes (one replicate of a data point) serve every analysis point."""
     grid = expand_grid(experiment)
-    return {experiment.point_id({**shape, **data, **a}): experiment.point_id({**shape, **data})
-            for shape in grid.shapes for data in grid.data_points for a in grid.analysis_points}
+    return {
+        experiment.point_id({**shape, **data, **a}): experiment.point_id({**shape, **data})
+        for shape in grid.shapes
+        for data in grid.data_points
+        for a in grid.analysis_points
+    }
 
 
-def decided_on(experiment, checks, *, out: Path, seed: int, reps: int | None, family: int, sequential: Sequential,
-               ledger: _Ledger, progress: bool = True, watchdog: float | None = None,
-               source: str | None = None, owner: str | None = None) -> list[CheckResult]:
+def decided_on(
+    experiment,
+    checks,
+    *,
+    out: Path,
+    seed: int,
+    reps: int | None,
+    family: int,
+    sequential: Sequential,
+    ledger: _Ledger,
+    progress: bool = True,
+    watchdog: float | None = None,
+    source: str | None = None,
+    owner: str | None = None,
+) -> list[CheckResult]:
     """``checks`` of ``experiment`` judged until decided (module docstring).
 
     Stage 1 is plain verify's run (``reps`` = R, default the experiment's); at stage s a
@@ -387,10 +555,18 @@ def decided_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fa
     """
     base = experiment.reps if reps is None else reps
     stages = sequential.stages
-    table = _computed(experiment, out=out, seed=seed, reps=base, progress=progress, watchdog=watchdog, source=source,
-                      owner=owner)
+    table = _computed(
+        experiment,
+        out=out,
+        seed=seed,
+        reps=base,
+        progress=progress,
+        watchdog=watchdog,
+        source=source,
+        owner=owner,
+    )
     ids = data_point_ids(experiment)
-    planned: dict[int, int] = {}           # data point id → replicates the stages so far asked for
+    planned: dict[int, int] = {}  # data point id → replicates the stages so far asked for
     final: dict[str, CheckResult] = {}
     undecided = list(checks)
     for stage in range(1, stages + 1):
@@ -401,11 +577,22 @@ def decided_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fa
             result = judge(check, upto, family, stage, stages)
             if result.verdict != "INCONCLUSIVE":
                 points = _points(check, upto, ids) if result.verdict in ("PASS", "FAIL") else set()
-                final[check.name] = _noted(result, _stage_note("decided at ", stage, stages, want, points)) \
-                    if points else result
+                final[check.name] = (
+                    _noted(result, _stage_note("decided at ", stage, stages, want, points))
+                    if points
+                    else result
+                )
             elif stage == stages:
-                final[check.name] = _noted(result, _stage_note(f"undecided after all {stages} stages; ",
-                                                               stage, stages, want, _points(check, upto, ids)))
+                final[check.name] = _noted(
+                    result,
+                    _stage_note(
+                        f"undecided after all {stages} stages; ",
+                        stage,
+                        stages,
+                        want,
+                        _points(check, upto, ids),
+                    ),
+                )
             else:
                 growing.append((check, result, _points(check, upto, ids)))
         undecided = []
@@ -420,8 +607,15 @@ def decided_on(experiment, checks, *, out: Path, seed: int, reps: int | None, fa
             undecided.append(check)
         if not undecided:
             break
-        summary = run_experiment(experiment, reps_at=planned, seed=seed, out=out, progress=progress,
-                                 watchdog=watchdog, source=source)
+        summary = run_experiment(
+            experiment,
+            reps_at=planned,
+            seed=seed,
+            out=out,
+            progress=progress,
+            watchdog=watchdog,
+            source=source,
+        )
         ledger.computed += summary.lanes_run
         table = load_results(out)
     return [final[check.name] for check in checks]
@@ -440,8 +634,10 @@ def _points(check, table, ids: Mapping[int, int]) -> set[int]:
 def _stage_note(what: str, stage: int, stages: int, reps: int, points: set[int]) -> str:
     """``  [decided at stage 2/4: 400 replicates × 3 data points = 1200 lanes]`` (``what``:
     the words before "stage")."""
-    return (f"  [{what}stage {stage}/{stages}: {reps} replicates × {len(points)} data "
-            f"point{'s' * (len(points) != 1)} = {reps * len(points)} lanes]")
+    return (
+        f"  [{what}stage {stage}/{stages}: {reps} replicates × {len(points)} data "
+        f"point{'s' * (len(points) != 1)} = {reps * len(points)} lanes]"
+    )
 
 
 def judge(check, table, family: int, stage: int = 1, stages: int = 1) -> CheckResult:
@@ -463,8 +659,14 @@ def judge(check, table, family: int, stage: int = 1, stages: int = 1) -> CheckRe
         if traceback_wanted():
             raise
         message = " ".join(str(exc).split())[:300]
-        return CheckResult(check.name, "ERROR", "-", "-", f"cannot be evaluated: {type(exc).__name__}: {message} "
-                           f"(dpsim --traceback … shows the whole trace)")
+        return CheckResult(
+            check.name,
+            "ERROR",
+            "-",
+            "-",
+            f"cannot be evaluated: {type(exc).__name__}: {message} "
+            f"(dpsim --traceback … shows the whole trace)",
+        )
 
 
 @dataclass(frozen=True)
@@ -489,14 +691,28 @@ class MutantOutcome:
         if not self.killed:
             return f"SURVIVED  {self.mutant:<40} {self.description}  (no FAIL among {self.judged} checks{errors})"
         names = ", ".join(r.name for r in self.killed_by)
-        return (f"KILLED    {self.mutant:<40} {self.description}  by {len(self.killed_by)}/{self.judged}: "
-                f"{names}" + (f"  ({errors[2:]})" if errors else ""))
+        return (
+            f"KILLED    {self.mutant:<40} {self.description}  by {len(self.killed_by)}/{self.judged}: "
+            f"{names}" + (f"  ({errors[2:]})" if errors else "")
+        )
 
 
-def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, object], mutants: Sequence,
-                   base: Sequence[CheckResult], *, runs: Path = DEFAULT_RUNS, seed: int = 0,
-                   reps: int | None = None, family: int, progress: bool = True, watchdog: float | None = None,
-                   sources: Mapping[str, str] | None = None, echo=None, solver=None) -> list[MutantOutcome]:
+def verify_mutants(
+    checks: Mapping[str, object],
+    experiments: Mapping[str, object],
+    mutants: Sequence,
+    base: Sequence[CheckResult],
+    *,
+    runs: Path = DEFAULT_RUNS,
+    seed: int = 0,
+    reps: int | None = None,
+    family: int,
+    progress: bool = True,
+    watchdog: float | None = None,
+    sources: Mapping[str, str] | None = None,
+    echo=None,
+    solver=None,
+) -> list[MutantOutcome]:
     """Judge the checks again under each mutant (module docstring).
 
     Args:
@@ -512,12 +728,15 @@ def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, objec
     echo = echo or (lambda line: print(line, flush=True))
     failed_before = {r.name for r in base if r.verdict == "FAIL"}
     owner = cache_owner(runs)
-    for mutant in mutants:       # a folder verify may not use is refused before any mutant runs
+    for mutant in mutants:  # a folder verify may not use is refused before any mutant runs
         for name in mutant.experiments:
             if name in experiments:
-                check_folders({name: mutant.mutate(experiments[name])},
-                              [c for c in checks.values() if c.experiment == name],
-                              Path(runs) / "mutants" / mutant.name, seed)
+                check_folders(
+                    {name: mutant.mutate(experiments[name])},
+                    [c for c in checks.values() if c.experiment == name],
+                    Path(runs) / "mutants" / mutant.name,
+                    seed,
+                )
     outcomes = []
     for mutant in mutants:
         start = time.monotonic()
@@ -528,28 +747,52 @@ def verify_mutants(checks: Mapping[str, object], experiments: Mapping[str, objec
                 continue
             mutated = mutant.mutate(experiments[name])
             source = f"{(sources or {}).get(name, name)} + mutant {mutant.name}"
-            for result in judged_all(mutated, its_checks, runs=Path(runs) / "mutants" / mutant.name, seed=seed,
-                                     reps=reps, family=family, progress=progress, watchdog=watchdog, source=source,
-                                     solver=solver, owner=owner):
+            for result in judged_all(
+                mutated,
+                its_checks,
+                runs=Path(runs) / "mutants" / mutant.name,
+                seed=seed,
+                reps=reps,
+                family=family,
+                progress=progress,
+                watchdog=watchdog,
+                source=source,
+                solver=solver,
+                owner=owner,
+            ):
                 judged += result.verdict not in ("INFO", "ERROR")
                 errors += result.verdict == "ERROR"
-                if result.verdict == "FAIL" and result.name not in failed_before:   # an ERROR never kills
+                if (
+                    result.verdict == "FAIL" and result.name not in failed_before
+                ):  # an ERROR never kills
                     killers.append(result)
-        outcome = MutantOutcome(mutant.name, mutant.description, tuple(killers), judged,
-                                time.monotonic() - start, errors)
+        outcome = MutantOutcome(
+            mutant.name,
+            mutant.description,
+            tuple(killers),
+            judged,
+            time.monotonic() - start,
+            errors,
+        )
         echo(outcome.line())
         for result in killers:
             echo("          " + result.line())
         outcomes.append(outcome)
     killed = sum(o.killed for o in outcomes)
-    echo(f"mutants: {killed} killed, {len(outcomes) - killed} survived of {len(outcomes)} "
-         f"({sum(o.seconds for o in outcomes):.0f} s)")
+    echo(
+        f"mutants: {killed} killed, {len(outcomes) - killed} survived of {len(outcomes)} "
+        f"({sum(o.seconds for o in outcomes):.0f} s)"
+    )
     return outcomes
 
 
 def summary_line(counts: Counter) -> str:
     """``N passed, N failed, N inconclusive`` (and refused, errors and report-only when present)."""
-    parts = [f"{counts['PASS']} passed", f"{counts['FAIL']} failed", f"{counts['INCONCLUSIVE']} inconclusive"]
+    parts = [
+        f"{counts['PASS']} passed",
+        f"{counts['FAIL']} failed",
+        f"{counts['INCONCLUSIVE']} inconclusive",
+    ]
     if counts["REFUSED"]:
         parts.append(f"{counts['REFUSED']} refused (unconverged fits)")
     if counts["ERROR"]:

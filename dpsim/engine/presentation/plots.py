@@ -22,6 +22,7 @@ curve per value of another axis or per method), and everything else comes from t
 and :func:`filter_rows` keep some rows (``--where``), :func:`metric_spec` draws one metric
 instead of the declared panels (``--metric``), :func:`with_logy` overrides log y (``--logy``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,17 +48,17 @@ from dpsim.engine.definition.axes import parse_value  # noqa: E402
 from dpsim.engine.definition.figure import FigureSpec, Panel  # noqa: E402
 from dpsim.engine.presentation.summary import grid_columns, select, summarise  # noqa: E402
 
-PNG_DPI = 130                 # the PNG's resolution (dots per inch)
-PANEL_SIZE = (5.2, 3.8)       # inches per panel column and row, its titles and labels included,
-MARGINS = 0.85                # less this in all (the outer margins the rows share)
-TITLE_BAND = (0.45, 0.7)      # inches above the panels: title only, title and subtitle
-LEGEND_BAND = 0.75            # inches below the panels for the legend and the footer
-FOOTER_BAND = 0.3             # inches below the panels for the footer alone (legend in a spare slot)
-TITLE_SIZE = 12               # points
-TITLE_LINE = 0.22             # inches more above the panels per further line of the title
-SUBTITLE_SIZE = 9             # points
-SUBTITLE_LINE = 0.17          # inches more above the panels per further line of the subtitle
-LEGEND_ROW = 0.25             # inches more below the panels per further row of the legend
+PNG_DPI = 130  # the PNG's resolution (dots per inch)
+PANEL_SIZE = (5.2, 3.8)  # inches per panel column and row, its titles and labels included,
+MARGINS = 0.85  # less this in all (the outer margins the rows share)
+TITLE_BAND = (0.45, 0.7)  # inches above the panels: title only, title and subtitle
+LEGEND_BAND = 0.75  # inches below the panels for the legend and the footer
+FOOTER_BAND = 0.3  # inches below the panels for the footer alone (legend in a spare slot)
+TITLE_SIZE = 12  # points
+TITLE_LINE = 0.22  # inches more above the panels per further line of the title
+SUBTITLE_SIZE = 9  # points
+SUBTITLE_LINE = 0.17  # inches more above the panels per further line of the subtitle
+LEGEND_ROW = 0.25  # inches more below the panels per further row of the legend
 
 
 def format_value(value) -> str:
@@ -108,6 +109,7 @@ def value_order(spec: FigureSpec, axis: str):
         if isinstance(value, str):
             return (2, 1 + declared.index(value), "") if value in declared else (2, 0, value)
         return sort_key(value)
+
     return key
 
 
@@ -136,7 +138,7 @@ def value_label(spec: FigureSpec, axis: str, value) -> str | None:
     labels = spec.value_labels.get(axis, {})
     try:
         return labels.get(value)
-    except TypeError:                       # an unhashable value has no label
+    except TypeError:  # an unhashable value has no label
         return None
 
 
@@ -232,13 +234,17 @@ def filter_rows(table: pd.DataFrame, where: Mapping[str, Sequence]) -> pd.DataFr
     kept = {}
     for axis, wanted in where.items():
         if axis not in axes or axis not in table:
-            raise UsageError(f"--where {axis}: this run has no axis {axis!r} (axes: {', '.join(axes)})")
+            raise UsageError(
+                f"--where {axis}: this run has no axis {axis!r} (axes: {', '.join(axes)})"
+            )
         present = sorted(table[axis].dropna().unique(), key=sort_key)
         held = [_held(present, v) for v in wanted]
         for value, match in zip(wanted, held):
             if match is None:
-                raise UsageError(f"--where {axis}={format_value(value)}: the run holds no such value "
-                                 f"({axis}: {', '.join(format_value(v) for v in present)})")
+                raise UsageError(
+                    f"--where {axis}={format_value(value)}: the run holds no such value "
+                    f"({axis}: {', '.join(format_value(v) for v in present)})"
+                )
         kept[axis] = held
     rows = select(table, kept)
     rows.attrs = dict(table.attrs)
@@ -253,8 +259,11 @@ def metrics_of(table: pd.DataFrame) -> list[str]:
     Returns:
         The numeric method outputs (metrics and numeric diagnostics) with a value.
     """
-    return [c for c in table.attrs.get("method_columns", ()) if c in table
-            and table[c].dtype.kind in "fiu" and table[c].notna().any()]
+    return [
+        c
+        for c in table.attrs.get("method_columns", ())
+        if c in table and table[c].dtype.kind in "fiu" and table[c].notna().any()
+    ]
 
 
 def _repeated_axes(table: pd.DataFrame, spec: FigureSpec) -> tuple[str, ...]:
@@ -283,16 +292,30 @@ def metric_spec(table: pd.DataFrame, spec: FigureSpec, metric: str) -> FigureSpe
     """
     metrics = metrics_of(table)
     if metric not in metrics:
-        raise UsageError(f"--metric {metric}: this run has no metric {metric!r} (metrics: {', '.join(metrics)})")
+        raise UsageError(
+            f"--metric {metric}: this run has no metric {metric!r} (metrics: {', '.join(metrics)})"
+        )
     declared = [p for p in spec.panels if p.metric == metric]
     ylabel = declared[0].ylabel if declared else metric
     each = _repeated_axes(table, spec)
     if spec.curve == "method":
-        return dataclasses.replace(spec, panels=(Panel(metric, None, ylabel, each=each),), columns=None)
+        return dataclasses.replace(
+            spec, panels=(Panel(metric, None, ylabel, each=each),), columns=None
+        )
     reporting = set(table.loc[table[metric].notna(), "method"])
-    methods = [m for m in spec.curve_labels if m in reporting] + sorted(reporting - set(spec.curve_labels))
-    panels = tuple(Panel(metric, m, ylabel, each=each, title=spec.curve_labels.get(m, m) if len(methods) > 1 else "")
-                   for m in methods)
+    methods = [m for m in spec.curve_labels if m in reporting] + sorted(
+        reporting - set(spec.curve_labels)
+    )
+    panels = tuple(
+        Panel(
+            metric,
+            m,
+            ylabel,
+            each=each,
+            title=spec.curve_labels.get(m, m) if len(methods) > 1 else "",
+        )
+        for m in methods
+    )
     return dataclasses.replace(spec, panels=panels, columns=None)
 
 
@@ -307,7 +330,9 @@ def with_logy(spec: FigureSpec, logy: bool | None) -> FigureSpec:
     """
     if logy is None:
         return spec
-    return dataclasses.replace(spec, logy=logy, panels=tuple(dataclasses.replace(p, logy=None) for p in spec.panels))
+    return dataclasses.replace(
+        spec, logy=logy, panels=tuple(dataclasses.replace(p, logy=None) for p in spec.panels)
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -346,7 +371,11 @@ def split_axes(table: pd.DataFrame, spec: FigureSpec) -> list[str]:
     for axis in grid_columns(table):
         if axis in mapped or table[axis].nunique(dropna=True) < 2:
             continue
-        within = table.groupby(keys, dropna=False)[axis].nunique().max() if keys else table[axis].nunique()
+        within = (
+            table.groupby(keys, dropna=False)[axis].nunique().max()
+            if keys
+            else table[axis].nunique()
+        )
         if within > 1:
             split.append(axis)
     return split
@@ -425,7 +454,9 @@ def _resolve_at(table: pd.DataFrame, spec: FigureSpec, panel: Panel) -> Panel:
         rows = rows[rows[axis] == chosen] if present else rows
         used.append(phrase(spec, axis, chosen))
     text = ", ".join(used)
-    return dataclasses.replace(panel, at={}, where=where, title=f"{panel.title} ({text})" if panel.title else text)
+    return dataclasses.replace(
+        panel, at={}, where=where, title=f"{panel.title} ({text})" if panel.title else text
+    )
 
 
 def _expansions(table: pd.DataFrame, spec: FigureSpec, panel: Panel) -> list[Panel]:
@@ -438,22 +469,31 @@ def _expansions(table: pd.DataFrame, spec: FigureSpec, panel: Panel) -> list[Pan
     rows = _panel_rows(table, panel)
     missing = [a for a in panel.each if a not in rows]
     if missing:
-        raise UsageError(f"panel {panel.title or panel.ylabel!r} is repeated over {missing[0]!r}, "
-                         f"which is not a column of the results")
+        raise UsageError(
+            f"panel {panel.title or panel.ylabel!r} is repeated over {missing[0]!r}, "
+            f"which is not a column of the results"
+        )
     keys = [value_order(spec, a) for a in panel.each]
-    combos = sorted({tuple(r) for r in rows[list(panel.each)].itertuples(index=False)},
-                    key=lambda combo: [k(v) for k, v in zip(keys, combo)])
+    combos = sorted(
+        {tuple(r) for r in rows[list(panel.each)].itertuples(index=False)},
+        key=lambda combo: [k(v) for k, v in zip(keys, combo)],
+    )
     panels = []
     for combo in combos:
         value_text = ", ".join(phrase(spec, a, v) for a, v in zip(panel.each, combo))
-        panels.append(dataclasses.replace(
-            panel, each=(), where={**panel.where, **{a: [v] for a, v in zip(panel.each, combo)}},
-            title=f"{panel.title}, {value_text}" if panel.title else value_text))
+        panels.append(
+            dataclasses.replace(
+                panel,
+                each=(),
+                where={**panel.where, **{a: [v] for a, v in zip(panel.each, combo)}},
+                title=f"{panel.title}, {value_text}" if panel.title else value_text,
+            )
+        )
     return panels
 
 
 def _outside_run(table: pd.DataFrame, panel: Panel) -> str:
-    """"axis = values" when the panel's ``where`` asks for values of an axis none of which the
+    """ "axis = values" when the panel's ``where`` asks for values of an axis none of which the
     run holds (e.g. a dataset or ε left out with ``--set``), else ""."""
     for axis, wanted in panel.where.items():
         if axis in table and not table[axis].isin(list(wanted)).any():
@@ -479,12 +519,16 @@ def expand_panels(table: pd.DataFrame, spec: FigureSpec) -> list[Panel]:
     for panel in (p for spec_panel in spec.panels for p in _expansions(table, spec, spec_panel)):
         outside = _outside_run(table, panel)
         if outside:
-            note(f"figure panel {panel.title or panel.ylabel!r} not drawn: the run holds no {outside}")
+            note(
+                f"figure panel {panel.title or panel.ylabel!r} not drawn: the run holds no {outside}"
+            )
         else:
             panels.append(panel)
     if not panels:
-        raise UsageError("no panel of the figure has data in this run: every panel is sliced at values "
-                         "the run does not hold (see the notes above); run them or use `dpsim summary`")
+        raise UsageError(
+            "no panel of the figure has data in this run: every panel is sliced at values "
+            "the run does not hold (see the notes above); run them or use `dpsim summary`"
+        )
     return panels
 
 
@@ -552,7 +596,9 @@ def _label_rows(where: np.ndarray, labels: list[str], char: float, pad: float) -
     return [placed.get(i) for i in range(len(where))]
 
 
-def _spaced_labels(present: list[tuple[float, float]], logx: bool, char: float = 0.02, pad: float = 0.008) -> list[str]:
+def _spaced_labels(
+    present: list[tuple[float, float]], logx: bool, char: float = 0.02, pad: float = 0.008
+) -> list[str]:
     """Tick labels for (position, value) pairs in increasing position: every value labelled,
     a label that would overlap the previous one put one line lower (:func:`_label_rows`),
     blank only where neither line has room (a character is about 2% of a panel's width).
@@ -565,7 +611,11 @@ def _spaced_labels(present: list[tuple[float, float]], logx: bool, char: float =
     Returns:
         One label per pair ("" when left blank, "\\n…" when one line lower).
     """
-    where = np.log([pos for pos, _ in present]) if logx else np.asarray([pos for pos, _ in present], float)
+    where = (
+        np.log([pos for pos, _ in present])
+        if logx
+        else np.asarray([pos for pos, _ in present], float)
+    )
     labels = [format_value(value) for _, value in present]
     rows = _label_rows(where, labels, char, pad)
     return ["" if row is None else "\n" * row + label for label, row in zip(labels, rows)]
@@ -617,12 +667,22 @@ def _curves(table: pd.DataFrame, spec: FigureSpec) -> list:
     :func:`value_order`)."""
     if spec.curve == "method":
         present = set(table["method"])
-        return [m for m in spec.curve_labels if m in present] + sorted(present - set(spec.curve_labels), key=str)
+        return [m for m in spec.curve_labels if m in present] + sorted(
+            present - set(spec.curve_labels), key=str
+        )
     return sorted(table[spec.curve].dropna().unique(), key=value_order(spec, spec.curve))
 
 
-def _draw_panel(ax, table: pd.DataFrame, spec: FigureSpec, panel: Panel, letter: str, colours: dict,
-                split: dict, drawn: _Panelled) -> None:
+def _draw_panel(
+    ax,
+    table: pd.DataFrame,
+    spec: FigureSpec,
+    panel: Panel,
+    letter: str,
+    colours: dict,
+    split: dict,
+    drawn: _Panelled,
+) -> None:
     """Draw one panel: a line and a 95% band per curve, × on points with unconverged fits.
 
     Args:
@@ -643,34 +703,65 @@ def _draw_panel(ax, table: pd.DataFrame, spec: FigureSpec, panel: Panel, letter:
     label = f"({letter}) {panel.title or panel.ylabel}"
     nan, of = _nan_rows(table, panel)
     if rows.empty and not of:
-        raise UsageError(f"panel {label!r} of the figure has no data "
-                         f"(method={panel.method}, where={dict(panel.where)}, metric={panel.metric!r})")
-    if rows.empty:      # rows were computed, but their metric is NaN in every one: drawn empty, said so
+        raise UsageError(
+            f"panel {label!r} of the figure has no data "
+            f"(method={panel.method}, where={dict(panel.where)}, metric={panel.metric!r})"
+        )
+    if rows.empty:  # rows were computed, but their metric is NaN in every one: drawn empty, said so
         note(f"panel {label!r}: {panel.metric} is NaN in all {of} rows; the panel is drawn empty")
-        ax.text(0.5, 0.5, f"no finite value of {panel.metric}\n(NaN in all {of} rows)", transform=ax.transAxes,
-                ha="center", va="center", fontsize=9, color="0.35")
+        ax.text(
+            0.5,
+            0.5,
+            f"no finite value of {panel.metric}\n(NaN in all {of} rows)",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="0.35",
+        )
         ax.set_xlabel(panel.xlabel or spec.xlabel)
         ax.set_ylabel(panel.ylabel)
         ax.set_title(label, loc="left", fontsize=10)
         return
     if nan:
-        ax.text(0.98, 0.02, f"{panel.metric} NaN in {nan} of {of} rows, left out", transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=7, color="0.35")
+        ax.text(
+            0.98,
+            0.02,
+            f"{panel.metric} NaN in {nan} of {of} rows, left out",
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color="0.35",
+        )
     stats = summarise(rows, panel.metric, [key, x], pool=spec.pool)
     drawn.reps.extend(rows.groupby("point")["rep"].nunique().tolist() if "point" in rows else [])
     if "converged" in rows:
         drawn.fits |= set(rows.index[rows["converged"].notna().to_numpy(bool)])
-        drawn.unconverged |= set(rows.index[(rows["converged"] == False).fillna(False).to_numpy(bool)])  # noqa: E712
+        drawn.unconverged |= set(
+            rows.index[(rows["converged"] == False).fillna(False).to_numpy(bool)]  # noqa: E712 (elementwise)
+        )  # noqa: E712
     logx = spec.logx if panel.logx is None else panel.logx
     numeric = stats[x].dtype.kind in "fi"
-    positions, inf_at = _x_positions(stats[x].to_numpy(float), logx) if numeric else (stats[x], None)
+    positions, inf_at = (
+        _x_positions(stats[x].to_numpy(float), logx) if numeric else (stats[x], None)
+    )
     stats = stats.assign(_pos=positions)
     for curve in colours:
         s = stats[stats[key] == curve].sort_values("_pos")
         if s.empty:
             continue
-        ax.plot(s["_pos"], s["mean"], marker="o", ms=4, color=colours[curve], label=curve_name(spec, curve))
-        ax.fill_between(s["_pos"], s["ci_low"], s["ci_high"], color=colours[curve], alpha=0.15, lw=0)
+        ax.plot(
+            s["_pos"],
+            s["mean"],
+            marker="o",
+            ms=4,
+            color=colours[curve],
+            label=curve_name(spec, curve),
+        )
+        ax.fill_between(
+            s["_pos"], s["ci_low"], s["ci_high"], color=colours[curve], alpha=0.15, lw=0
+        )
         if "unconverged" in s and (s["unconverged"] > 0).any():
             bad = s[s["unconverged"] > 0]
             ax.plot(bad["_pos"], bad["mean"], "x", color="red", ms=9, mew=2, zorder=5)
@@ -678,7 +769,9 @@ def _draw_panel(ax, table: pd.DataFrame, spec: FigureSpec, panel: Panel, letter:
     if spec.logy if panel.logy is None else panel.logy:
         ax.set_yscale("log")
         if (stats["mean"] <= 0).any():
-            note(f"panel {label!r}: {int((stats['mean'] <= 0).sum())} points ≤ 0 are not drawn on its log y axis")
+            note(
+                f"panel {label!r}: {int((stats['mean'] <= 0).sum())} points ≤ 0 are not drawn on its log y axis"
+            )
     if numeric:
         _x_ticks(ax, stats, x, logx, inf_at)
     elif logx:
@@ -689,14 +782,31 @@ def _draw_panel(ax, table: pd.DataFrame, spec: FigureSpec, panel: Panel, letter:
     ax.grid(alpha=0.3)
 
 
-def _csv_rows(s: pd.DataFrame, spec: FigureSpec, panel: Panel, letter: str, curve, x: str, split: dict) -> list[dict]:
+def _csv_rows(
+    s: pd.DataFrame, spec: FigureSpec, panel: Panel, letter: str, curve, x: str, split: dict
+) -> list[dict]:
     """The CSV rows of one curve of one panel (one per plotted point)."""
     method = panel.method if panel.method else curve if spec.curve == "method" else ""
-    return [{"panel": letter, "title": panel.title or panel.ylabel, "metric": panel.metric, "method": method,
-             "curve_axis": spec.curve, "curve": curve, "x_axis": x, "x": r[x], "mean": r["mean"], "sd": r["sd"],
-             "n": int(r["n"]), "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-             "unconverged": int(r.get("unconverged", 0) or 0), **split}
-            for _, r in s.iterrows()]
+    return [
+        {
+            "panel": letter,
+            "title": panel.title or panel.ylabel,
+            "metric": panel.metric,
+            "method": method,
+            "curve_axis": spec.curve,
+            "curve": curve,
+            "x_axis": x,
+            "x": r[x],
+            "mean": r["mean"],
+            "sd": r["sd"],
+            "n": int(r["n"]),
+            "ci_low": r["ci_low"],
+            "ci_high": r["ci_high"],
+            "unconverged": int(r.get("unconverged", 0) or 0),
+            **split,
+        }
+        for _, r in s.iterrows()
+    ]
 
 
 def _constant_axes(table: pd.DataFrame, spec: FigureSpec, split: dict) -> list[str]:
@@ -706,7 +816,12 @@ def _constant_axes(table: pd.DataFrame, spec: FigureSpec, split: dict) -> list[s
     parts = []
     for axis in grid_columns(table):
         values = table[axis].dropna().unique()
-        if axis in split or len(values) != 1 or axis in (spec.x, spec.curve) or not _shown(table, spec, axis):
+        if (
+            axis in split
+            or len(values) != 1
+            or axis in (spec.x, spec.curve)
+            or not _shown(table, spec, axis)
+        ):
             continue
         parts.append(phrase(spec, axis, values[0]))
     return parts
@@ -737,11 +852,15 @@ def _title(fig: plt.Figure, spec: FigureSpec, split: dict) -> str:
     """The title: the paper's figure name and the split values, broken into lines (between
     words) so that no line is wider than the figure (a one-panel figure cut a long split
     title at both edges)."""
-    title = spec.title + ("  [" + ", ".join(phrase(spec, a, v) for a, v in split.items()) + "]" if split else "")
+    title = spec.title + (
+        "  [" + ", ".join(phrase(spec, a, v) for a, v in split.items()) + "]" if split else ""
+    )
     return _fitted_lines(fig, title.split(" "), TITLE_SIZE, " ", "")
 
 
-def _fitted_lines(fig: plt.Figure, parts: list[str], fontsize: float, separator: str, line_end: str) -> str:
+def _fitted_lines(
+    fig: plt.Figure, parts: list[str], fontsize: float, separator: str, line_end: str
+) -> str:
     """``parts`` joined by ``separator``, a new line begun (the last one ended by
     ``line_end``) where the next part would make a line wider than the figure; "" for none.
 
@@ -820,8 +939,14 @@ def _legend(fig: plt.Figure, axes: np.ndarray, n_panels: int, handles: dict, nco
     if spare:
         spare[0].legend(list(handles.values()), list(handles), loc="center", frameon=False)
         return
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, frameon=False,
-               bbox_to_anchor=(0.5, FOOTER_BAND / fig.get_figheight()))
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="lower center",
+        ncol=ncol,
+        frameon=False,
+        bbox_to_anchor=(0.5, FOOTER_BAND / fig.get_figheight()),
+    )
 
 
 def _titles(fig: plt.Figure, title: str, subtitle: str) -> None:
@@ -831,16 +956,30 @@ def _titles(fig: plt.Figure, title: str, subtitle: str) -> None:
     fig.suptitle(title, fontsize=TITLE_SIZE, y=1 - 0.12 / height, va="top")
     if subtitle:
         below_title = 0.42 + TITLE_LINE * title.count("\n")
-        fig.text(0.5, 1 - below_title / height, subtitle, ha="center", va="top", fontsize=SUBTITLE_SIZE,
-                 color="0.3")
+        fig.text(
+            0.5,
+            1 - below_title / height,
+            subtitle,
+            ha="center",
+            va="top",
+            fontsize=SUBTITLE_SIZE,
+            color="0.3",
+        )
 
 
 def _footer(fig: plt.Figure, drawn: _Panelled) -> None:
     """The footer: the replicate count(s) of the points and what the bands are."""
     r_lo, r_hi = (min(drawn.reps), max(drawn.reps)) if drawn.reps else (0, 0)
     reps_text = f"R = {r_lo}" if r_lo == r_hi else f"R = {r_lo}–{r_hi}"
-    fig.text(0.5, 0.005, f"points: mean over {reps_text} replicates; bands: 95% CI", ha="center", va="bottom",
-             fontsize=8, color="0.3")
+    fig.text(
+        0.5,
+        0.005,
+        f"points: mean over {reps_text} replicates; bands: 95% CI",
+        ha="center",
+        va="bottom",
+        fontsize=8,
+        color="0.3",
+    )
 
 
 def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
@@ -858,21 +997,27 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
     rows_n = math.ceil(len(panels) / cols)
     # laid out at the PNG's resolution: text measured while laying out (its mathtext parsed and
     # cached per resolution) is the PNG's, so only the PDF parses it again
-    fig, axes = plt.subplots(rows_n, cols, figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1]), squeeze=False, dpi=PNG_DPI)
+    fig, axes = plt.subplots(
+        rows_n, cols, figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1]), squeeze=False, dpi=PNG_DPI
+    )
     curves = _curves(table, spec)
     colours = dict(zip(curves, plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(curves), 1)))))
     drawn = _Panelled()
     for ax, panel, letter in zip(axes.flat, panels, _letters()):
         _draw_panel(ax, table, spec, panel, letter, colours, split, drawn)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     handles = _handles(axes, len(panels), _unconverged_text(drawn))
     ncol = _legend_columns(fig, handles)
-    below = FOOTER_BAND if rows_n * cols > len(panels) else \
-        LEGEND_BAND + LEGEND_ROW * (math.ceil(len(handles) / ncol) - 1)
+    below = (
+        FOOTER_BAND
+        if rows_n * cols > len(panels)
+        else LEGEND_BAND + LEGEND_ROW * (math.ceil(len(handles) / ncol) - 1)
+    )
     title, subtitle = _title(fig, spec, split), _subtitle(fig, _constant_axes(table, spec, split))
-    top = (TITLE_BAND[1] + SUBTITLE_LINE * subtitle.count("\n") if subtitle else TITLE_BAND[0]) \
-        + TITLE_LINE * title.count("\n")
+    top = (
+        TITLE_BAND[1] + SUBTITLE_LINE * subtitle.count("\n") if subtitle else TITLE_BAND[0]
+    ) + TITLE_LINE * title.count("\n")
     height = PANEL_SIZE[1] * rows_n - MARGINS + top + below
     fig.set_figheight(height)
     fig.tight_layout(rect=(0, below / height, 1, 1 - top / height))
@@ -912,9 +1057,13 @@ def prepare() -> None:
     it in a background thread while the run computes (:func:`dpsim.cli.cmd_run`), and waits for
     it before drawing, so the figure after a run does not wait for them. Draws nothing."""
     from matplotlib import font_manager, mathtext
+
     font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
     parser = mathtext.MathTextParser("path")
-    parser.parse(r"$\ln(\|\hat\theta-\theta^*\|_\infty) \epsilon \ell_2 c_0 \mathdefault{10^{-1}}$", dpi=PNG_DPI)
+    parser.parse(
+        r"$\ln(\|\hat\theta-\theta^*\|_\infty) \epsilon \ell_2 c_0 \mathdefault{10^{-1}}$",
+        dpi=PNG_DPI,
+    )
 
 
 def save_figure(drawn: Drawn, stem: Path) -> list[Path]:

@@ -6,6 +6,7 @@ pool over; any other axis with several values in the rows is refused with a one-
 naming it. A slope pooled over an axis gets one intercept per value of it (fixed effects),
 so that its levels cannot bias the slope.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,9 @@ Z95 = 1.959963984540054
 NOT_AXES = ("rep", "point", "method")
 
 
-def select(table: pd.DataFrame, where: Mapping[str, Sequence] | None = None, method: str | None = None) -> pd.DataFrame:
+def select(
+    table: pd.DataFrame, where: Mapping[str, Sequence] | None = None, method: str | None = None
+) -> pd.DataFrame:
     """Rows whose axes take the listed values (floats compared with a relative tolerance)."""
     mask = np.ones(len(table), dtype=bool)
     for axis, values in (where or {}).items():
@@ -38,7 +41,9 @@ def select(table: pd.DataFrame, where: Mapping[str, Sequence] | None = None, met
             mask &= np.isin(column, list(values))
     if method is not None:
         if "method" in table and method not in set(table["method"]):
-            raise UsageError(f"no rows of method {method!r} (methods: {', '.join(sorted(set(table['method'])))})")
+            raise UsageError(
+                f"no rows of method {method!r} (methods: {', '.join(sorted(set(table['method'])))})"
+            )
         mask &= table["method"].to_numpy() == method
     return table[mask]
 
@@ -62,7 +67,9 @@ def describe_values(values) -> str:
     return text + (f", … ({len(values)} values)" if len(values) > 6 else "")
 
 
-def require_unpooled(rows: pd.DataFrame, mapped: Sequence[str], what: str, *, cli: bool = False) -> None:
+def require_unpooled(
+    rows: pd.DataFrame, mapped: Sequence[str], what: str, *, cli: bool = False
+) -> None:
     """Refuse when a grid axis outside ``mapped`` takes several values within one combination
     of the mapped columns' values (an axis that is a function of mapped ones, such as cai's
     k = round(n/4) beside n, is not pooled). Columns of ``mapped`` absent from ``rows`` (e.g.
@@ -78,16 +85,26 @@ def require_unpooled(rows: pd.DataFrame, mapped: Sequence[str], what: str, *, cl
         within = rows.groupby(keys, dropna=False)[column].nunique().max() if keys else len(values)
         if within > 1:
             grouped = [c for c in keys if c != "method"]
-            advice = (f"select one (--where {column}={_format(values[0])}), or map it: group by it "
-                      f"(--by {' '.join([*grouped, column])}) or average over it deliberately (--pool {column})"
-                      ) if cli else (
-                      f"select one (where={{{column!r}: [{_format(values[0])!s}]}}), or map it: group by it "
-                      f"(summarise(..., by=[..., {column!r}])) or pool it deliberately (pool=[{column!r}], "
-                      f"one intercept per value in a slope)")
-            raise UsageError(f"{what} would pool {len(values)} values of {column!r} ({describe_values(values)}); "
-                             f"{advice}")
+            advice = (
+                (
+                    f"select one (--where {column}={_format(values[0])}), or map it: group by it "
+                    f"(--by {' '.join([*grouped, column])}) or average over it deliberately (--pool {column})"
+                )
+                if cli
+                else (
+                    f"select one (where={{{column!r}: [{_format(values[0])!s}]}}), or map it: group by it "
+                    f"(summarise(..., by=[..., {column!r}])) or pool it deliberately (pool=[{column!r}], "
+                    f"one intercept per value in a slope)"
+                )
+            )
+            raise UsageError(
+                f"{what} would pool {len(values)} values of {column!r} ({describe_values(values)}); "
+                f"{advice}"
+            )
     if "method" in rows and rows["method"].nunique() > 1 and "method" not in mapped:
-        raise UsageError(f"{what} would pool methods {describe_values(rows['method'].unique())}; select one")
+        raise UsageError(
+            f"{what} would pool methods {describe_values(rows['method'].unique())}; select one"
+        )
 
 
 def wilson_interval(successes, n, z: float = Z95):
@@ -95,13 +112,15 @@ def wilson_interval(successes, n, z: float = Z95):
     successes, n = np.asarray(successes, float), np.asarray(n, float)
     with np.errstate(invalid="ignore", divide="ignore"):
         phat = successes / n
-        z2 = z ** 2
+        z2 = z**2
         centre = (phat + z2 / (2 * n)) / (1 + z2 / n)
-        half = z * np.sqrt(phat * (1 - phat) / n + z2 / (4 * n ** 2)) / (1 + z2 / n)
+        half = z * np.sqrt(phat * (1 - phat) / n + z2 / (4 * n**2)) / (1 + z2 / n)
     return centre - half, centre + half
 
 
-def summarise(table: pd.DataFrame, metric: str, by: Sequence[str], *, pool: Sequence[str] = ()) -> pd.DataFrame:
+def summarise(
+    table: pd.DataFrame, metric: str, by: Sequence[str], *, pool: Sequence[str] = ()
+) -> pd.DataFrame:
     """Mean, standard deviation, count and 95% CI of ``metric`` per group of ``by``: normal,
     or Wilson's for a 0/1 metric (a proportion).
 
@@ -126,8 +145,9 @@ def summarise(table: pd.DataFrame, metric: str, by: Sequence[str], *, pool: Sequ
     if len(values) and values.isin([0.0, 1.0]).all():
         # a proportion (e.g. exact recovery): Wilson score interval, inside [0, 1] and not a
         # point when every replicate fails or succeeds
-        out["ci_low"], out["ci_high"] = wilson_interval(out["mean"].to_numpy(float) * out["n"].to_numpy(float),
-                                                        out["n"].to_numpy(float))
+        out["ci_low"], out["ci_high"] = wilson_interval(
+            out["mean"].to_numpy(float) * out["n"].to_numpy(float), out["n"].to_numpy(float)
+        )
     else:
         half = Z95 * out["sd"].fillna(0.0) / np.sqrt(out["n"].clip(lower=1))
         out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
@@ -180,17 +200,21 @@ def slope_fit(x, y, *, groups=None, y_se=None, weighted: bool = False) -> tuple[
     """
     x, y = np.asarray(x, float), np.asarray(y, float)
     labels = np.zeros(len(x), int) if groups is None else pd.factorize(pd.Series(list(groups)))[0]
-    design = np.column_stack([x, (labels[:, None] == np.arange(labels.max() + 1)[None, :]).astype(float)])
+    design = np.column_stack(
+        [x, (labels[:, None] == np.arange(labels.max() + 1)[None, :]).astype(float)]
+    )
     if np.linalg.matrix_rank(design) < design.shape[1]:
-        raise UsageError("the slope is not identified: x takes one value within every group of the pooled axes "
-                         "(each group's intercept absorbs it); pool an axis along which x varies, or none")
+        raise UsageError(
+            "the slope is not identified: x takes one value within every group of the pooled axes "
+            "(each group's intercept absorbs it); pool an axis along which x varies, or none"
+        )
     if weighted:
         if y_se is None:
             raise UsageError("a weighted slope needs the standard errors of its y values")
         se = np.asarray(y_se, float)
         if not np.all(np.isfinite(se) & (se > 0)):
             raise UsageError("a weighted slope needs positive finite standard errors")
-        w = 1.0 / se ** 2
+        w = 1.0 / se**2
         bread = np.linalg.pinv(design.T @ (design * w[:, None]))
         coef = bread @ design.T @ (w * y)
         return float(coef[0]), float(math.sqrt(max(bread[0, 0], 0.0)))
@@ -199,15 +223,23 @@ def slope_fit(x, y, *, groups=None, y_se=None, weighted: bool = False) -> tuple[
     if y_se is None:
         resid = y - design @ coef
         n, p = design.shape
-        omega = resid ** 2 * n / max(n - p, 1)
+        omega = resid**2 * n / max(n - p, 1)
     else:
         omega = np.asarray(y_se, float) ** 2
     cov = bread @ (design.T @ (design * omega[:, None])) @ bread
     return float(coef[0]), float(math.sqrt(max(cov[0, 0], 0.0)))
 
 
-def loglog_slope(table: pd.DataFrame, metric: str, x: str, *, log_y: bool = True, method: str | None = None,
-                 where: Mapping[str, Sequence] | None = None, pool: Sequence[str] = ()) -> SlopeFit:
+def loglog_slope(
+    table: pd.DataFrame,
+    metric: str,
+    x: str,
+    *,
+    log_y: bool = True,
+    method: str | None = None,
+    where: Mapping[str, Sequence] | None = None,
+    pool: Sequence[str] = (),
+) -> SlopeFit:
     """Slope of (log) ``metric`` on log ``x`` over replicate-level rows, with a 95% CI.
 
     Args:
@@ -230,8 +262,10 @@ def loglog_slope(table: pd.DataFrame, metric: str, x: str, *, log_y: bool = True
     frame = rows[[x, metric, *pooled]].dropna(subset=[x, metric])
     xs = frame[x].to_numpy(float)
     if np.any(np.isinf(xs)):
-        raise UsageError(f"{x}=inf is in the rows (the non-private case), and log(inf) has no slope; "
-                         f"select finite values of {x!r}")
+        raise UsageError(
+            f"{x}=inf is in the rows (the non-private case), and log(inf) has no slope; "
+            f"select finite values of {x!r}"
+        )
     if np.any(xs <= 0):
         raise UsageError(f"{x} has values ≤ 0, which have no logarithm")
     ys = frame[metric].to_numpy(float)
@@ -246,7 +280,9 @@ def loglog_slope(table: pd.DataFrame, metric: str, x: str, *, log_y: bool = True
     slope, se = slope_fit(np.log(xs), ys, groups=groups)
     used = f"{x} ∈ {{{describe_values(xs)}}}"
     if pooled:
-        used += "; one intercept per " + ", ".join(f"{a} ∈ {{{describe_values(frame[a])}}}" for a in pooled)
+        used += "; one intercept per " + ", ".join(
+            f"{a} ∈ {{{describe_values(frame[a])}}}" for a in pooled
+        )
     return SlopeFit(slope, se, slope - Z95 * se, slope + Z95 * se, n_points, len(ys), used)
 
 
@@ -277,22 +313,38 @@ def _option(name: str, values: Sequence[str], cli: bool) -> str:
     return f"--{name} {' '.join(values)}" if cli else f"{name}={list(values)!r}"
 
 
-def _check_axes(table: pd.DataFrame, axes: Sequence[str], option: str, cli: bool, allow_method: bool = False) -> None:
+def _check_axes(
+    table: pd.DataFrame, axes: Sequence[str], option: str, cli: bool, allow_method: bool = False
+) -> None:
     """UsageError naming the first of ``axes`` that is neither a grid axis of ``table`` nor a
     value derived from one (with the closest one, and the axes it has)."""
     import difflib
-    known = [*grid_columns(table), *table.attrs.get("derived_columns", ()), *(["method"] if allow_method else [])]
+
+    known = [
+        *grid_columns(table),
+        *table.attrs.get("derived_columns", ()),
+        *(["method"] if allow_method else []),
+    ]
     for axis in axes:
         if axis not in known:
             close = difflib.get_close_matches(axis, known, n=1, cutoff=0.6)
             hint = f" (did you mean {_option(option, [close[0]], cli)}?)" if close else ""
-            raise UsageError(f"{_option(option, [axis], cli)}: {axis!r} is not an axis of this run{hint}; "
-                             f"its axes are {', '.join(known) or 'none'}")
+            raise UsageError(
+                f"{_option(option, [axis], cli)}: {axis!r} is not an axis of this run{hint}; "
+                f"its axes are {', '.join(known) or 'none'}"
+            )
 
 
-def summary_table(table: pd.DataFrame, metric: str | None = None, by: Sequence[str] | None = None, *,
-                  where: Mapping[str, Sequence] | None = None, pool: Sequence[str] = (),
-                  metrics: Sequence[str] | None = None, cli: bool = False) -> pd.DataFrame:
+def summary_table(
+    table: pd.DataFrame,
+    metric: str | None = None,
+    by: Sequence[str] | None = None,
+    *,
+    where: Mapping[str, Sequence] | None = None,
+    pool: Sequence[str] = (),
+    metrics: Sequence[str] | None = None,
+    cli: bool = False,
+) -> pd.DataFrame:
     """Means with 95% intervals of one metric per method and group: what ``dpsim summary``
     prints (:func:`summarise` per method and each varying axis, with the fits' failure
     reasons).
@@ -326,18 +378,27 @@ def summary_table(table: pd.DataFrame, metric: str | None = None, by: Sequence[s
     _check_axes(table, list(pool), "pool", cli)
     _check_axes(table, list(where or {}), "where", cli, allow_method=True)
     rows = select(table, where) if where else table
-    rows = rows[rows[metric].notna()]            # methods that do not report it
+    rows = rows[rows[metric].notna()]  # methods that do not report it
     if rows.empty:
-        raise UsageError(f"no rows report {metric!r}" + (f" where {dict(where)}" if where else "")
-                         + " (every value is missing or NaN)")
-    group = ["method", *(by if by is not None else [c for c in grid_columns(rows) if c not in pool
-                                                     and rows[c].nunique() > 1])]
+        raise UsageError(
+            f"no rows report {metric!r}"
+            + (f" where {dict(where)}" if where else "")
+            + " (every value is missing or NaN)"
+        )
+    group = [
+        "method",
+        *(
+            by
+            if by is not None
+            else [c for c in grid_columns(rows) if c not in pool and rows[c].nunique() > 1]
+        ),
+    ]
     what = f"summarising {metric!r} by {list(group)}"
     require_unpooled(rows, [*group, *pool, metric], what, cli=cli)
     out = summarise(rows, metric, group, pool=pool)
     why = failure_reasons(rows, group)
     if any(why):
-        out["why"] = why              # e.g. "10 max steps, 2 non-finite" (the result codes)
+        out["why"] = why  # e.g. "10 max steps, 2 non-finite" (the result codes)
     out.insert(0, "metric", metric)
     out.attrs.update(metric=metric, metrics=names)
     return out
@@ -353,8 +414,14 @@ def _slope_spec(spec) -> tuple[str, str]:
     raise UsageError(f"slope {spec!r}: write 'METRIC:AXIS' or (METRIC, AXIS)")
 
 
-def slope_table(table: pd.DataFrame, slopes, *, where: Mapping[str, Sequence] | None = None,
-                pool: Sequence[str] = (), cli: bool = False) -> pd.DataFrame:
+def slope_table(
+    table: pd.DataFrame,
+    slopes,
+    *,
+    where: Mapping[str, Sequence] | None = None,
+    pool: Sequence[str] = (),
+    cli: bool = False,
+) -> pd.DataFrame:
     """Slopes of log METRIC on log AXIS (:func:`loglog_slope`), per method and per value of
     every other axis with several values (those pooled excepted): what
     ``dpsim summary --slope METRIC:AXIS`` prints.
@@ -370,8 +437,16 @@ def slope_table(table: pd.DataFrame, slopes, *, where: Mapping[str, Sequence] | 
     Raises:
         UsageError: a malformed spec, an unknown metric or axis, or a slope that cannot be fitted.
     """
-    specs = [slopes] if isinstance(slopes, str) or (isinstance(slopes, tuple) and len(slopes) == 2
-                                                    and all(isinstance(s, str) for s in slopes)) else list(slopes)
+    specs = (
+        [slopes]
+        if isinstance(slopes, str)
+        or (
+            isinstance(slopes, tuple)
+            and len(slopes) == 2
+            and all(isinstance(s, str) for s in slopes)
+        )
+        else list(slopes)
+    )
     _check_axes(table, list(pool), "pool", cli)
     _check_axes(table, list(where or {}), "where", cli, allow_method=True)
     base = select(table, where) if where else table
@@ -382,11 +457,25 @@ def slope_table(table: pd.DataFrame, slopes, *, where: Mapping[str, Sequence] | 
             text = f"--slope {spec!r}" if cli else f"slope={spec!r}"
             raise UsageError(f"{text}: write METRIC:AXIS with a metric and an axis of this run")
         rows = base[base[metric].notna() & np.isfinite(base[axis].astype(float))]
-        others = [c for c in grid_columns(rows) if c != axis and c not in pool and rows[c].nunique() > 1]
+        others = [
+            c for c in grid_columns(rows) if c != axis and c not in pool and rows[c].nunique() > 1
+        ]
         for key, part in rows.groupby(["method", *others], sort=True):
             key = key if isinstance(key, tuple) else (key,)
             fit = loglog_slope(part, metric, axis, pool=pool)
-            found.append({"metric": metric, "axis": axis, "method": key[0], **dict(zip(others, key[1:])),
-                          "slope": fit.slope, "stderr": fit.stderr, "ci_low": fit.ci_low, "ci_high": fit.ci_high,
-                          "n_points": fit.n_points, "n_obs": fit.n_obs, "rows": fit.rows})
+            found.append(
+                {
+                    "metric": metric,
+                    "axis": axis,
+                    "method": key[0],
+                    **dict(zip(others, key[1:])),
+                    "slope": fit.slope,
+                    "stderr": fit.stderr,
+                    "ci_low": fit.ci_low,
+                    "ci_high": fit.ci_high,
+                    "n_points": fit.n_points,
+                    "n_obs": fit.n_obs,
+                    "rows": fit.rows,
+                }
+            )
     return pd.DataFrame(found)

@@ -1,4 +1,5 @@
 """Quantities as short text for plans and summaries: bytes and durations."""
+
 from __future__ import annotations
 
 

@@ -40,6 +40,7 @@ far from the root. A 65-point grid (the same lattice and fit) needs 14–17× th
 intervals as narrow as the default's; a 17-point grid never gets as narrow (its local fit
 spans four times more of the curve).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,11 +50,33 @@ from typing import Callable
 
 import numpy as np
 
-from dpsim.engine.solving.search import (Ask, Observation, RootFinder, Roots, SOLVED, Search, State, UNDECIDED, bracket, end_excludes, floored_variance, lattice_columns, local_fit, make_ask, not_reached_status, observed, roots_of, spread, told, z_quantile)
+from dpsim.engine.solving.search import (
+    Ask,
+    Observation,
+    RootFinder,
+    Roots,
+    SOLVED,
+    Search,
+    State,
+    UNDECIDED,
+    bracket,
+    end_excludes,
+    floored_variance,
+    lattice_columns,
+    local_fit,
+    make_ask,
+    not_reached_status,
+    observed,
+    roots_of,
+    spread,
+    told,
+    z_quantile,
+)
 from dpsim.errors import UsageError
 
 
 # ----------------------------------------------------------------------------- monotone interpolation
+
 
 @dataclass(frozen=True)
 class MonotoneInterpolation:
@@ -93,7 +116,7 @@ class MonotoneInterpolation:
         if state.stage == 0:
             cols = spread(k, min(self.initial_points, k))
             return cols, [self.initial_reps] * len(cols)
-        reps = int(round(self.initial_reps * self.growth ** state.stage))
+        reps = int(round(self.initial_reps * self.growth**state.stage))
         br = bracket(state.search, state.g, state.evidence, c, self.increasing, z)
         if br.not_reached:
             cols = [br.end]
@@ -110,7 +133,9 @@ class MonotoneInterpolation:
 
     def ask(self, state: State) -> Ask | None:
         z = z_quantile(self.level)
-        designs = [([], []) if state.done[c] else self._design(state, c, z) for c in range(len(state.done))]
+        designs = [
+            ([], []) if state.done[c] else self._design(state, c, z) for c in range(len(state.done))
+        ]
         return make_ask(state.lattice, [d[0] for d in designs], [d[1] for d in designs])
 
     def tell(self, state: State, ask: Ask, obs: Observation) -> State:
@@ -120,7 +145,7 @@ class MonotoneInterpolation:
         for c in range(len(done)):
             if done[c]:
                 continue
-            if not np.any(ask.reps[c] > 0):           # asked nothing: budget spent
+            if not np.any(ask.reps[c] > 0):  # asked nothing: budget spent
                 done[c] = True
                 continue
             br = bracket(new.search, new.g, new.evidence, c, self.increasing, z)
@@ -144,9 +169,17 @@ class MonotoneInterpolation:
                 status[c] = br.not_reached if br.excluded else UNDECIDED
                 continue
             cols, mean, var, n = observed(state.evidence, c)
-            for widen in (1, 2, 3):                 # a wider window only if the narrow one is unbounded
-                fit = local_fit(state.g[cols], mean, var, n, state.search.target, br.cross,
-                                widen * self.fit_window * step, z)
+            for widen in (1, 2, 3):  # a wider window only if the narrow one is unbounded
+                fit = local_fit(
+                    state.g[cols],
+                    mean,
+                    var,
+                    n,
+                    state.search.target,
+                    br.cross,
+                    widen * self.fit_window * step,
+                    z,
+                )
                 if fit is not None and not math.isnan(fit.low) and fit.slope * br.direction > 0:
                     break
             root[c] = br.cross if fit is None else fit.root
@@ -158,6 +191,7 @@ class MonotoneInterpolation:
 
 
 # ----------------------------------------------------------------------------- probabilistic bisection
+
 
 @dataclass(frozen=True)
 class ProbabilisticBisection:
@@ -183,8 +217,13 @@ class ProbabilisticBisection:
     def init(self, search: Search, n_configs: int) -> State:
         base = State.start(search, n_configs)
         k = len(base.lattice)
-        return replace(base, extra={"log_post": np.zeros((n_configs, k + 1)),
-                                    "direction": np.zeros(n_configs, np.int8)})
+        return replace(
+            base,
+            extra={
+                "log_post": np.zeros((n_configs, k + 1)),
+                "direction": np.zeros(n_configs, np.int8),
+            },
+        )
 
     def ask(self, state: State) -> Ask | None:
         k = len(state.lattice)
@@ -198,7 +237,10 @@ class ProbabilisticBisection:
             elif spent + self.reps > self.budget:
                 cols.append([]), reps.append([])
             else:
-                cols.append([self._median_point(state.extra["log_post"][c])]), reps.append([self.reps])
+                (
+                    cols.append([self._median_point(state.extra["log_post"][c])]),
+                    reps.append([self.reps]),
+                )
         return make_ask(state.lattice, cols, reps)
 
     @staticmethod
@@ -208,7 +250,7 @@ class ProbabilisticBisection:
 
     def _median_point(self, log_post: np.ndarray) -> int:
         """The lattice point j splitting the posterior nearest to halves (atoms ≤ j vs > j)."""
-        cdf = np.cumsum(self._posterior(log_post))[:-1]          # P(atom ≤ j), j = 0 … K−1
+        cdf = np.cumsum(self._posterior(log_post))[:-1]  # P(atom ≤ j), j = 0 … K−1
         return int(np.argmin(np.abs(cdf - 0.5)))
 
     def tell(self, state: State, ask: Ask, obs: Observation) -> State:
@@ -225,15 +267,20 @@ class ProbabilisticBisection:
                 done[c] = True
                 continue
             if dirs[c] == 0:
-                dirs[c] = (1 if self.increasing else -1) if self.increasing is not None else (
-                    1 if obs.mean[c, 1] >= obs.mean[c, 0] else -1)
+                dirs[c] = (
+                    (1 if self.increasing else -1)
+                    if self.increasing is not None
+                    else (1 if obs.mean[c, 1] >= obs.mean[c, 0] else -1)
+                )
             for j in range(ask.x.shape[1]):
                 if cols[c, j] < 0 or obs.n[c, j] <= 0:
                     continue
-                var = floored_variance(obs.mean[c, j], obs.var[c, j] if obs.n[c, j] > 1 else 0.0, obs.n[c, j])
+                var = floored_variance(
+                    obs.mean[c, j], obs.var[c, j] if obs.n[c, j] > 1 else 0.0, obs.n[c, j]
+                )
                 zs = (obs.mean[c, j] - b) / math.sqrt(var / obs.n[c, j])
                 p = min(max(NormalDist().cdf(abs(zs)), 0.5), self.p_max)
-                beyond = atoms > cols[c, j]                 # the root lies above x_j
+                beyond = atoms > cols[c, j]  # the root lies above x_j
                 says_beyond = dirs[c] * (obs.mean[c, j] - b) < 0
                 log_post[c] += np.where(beyond == says_beyond, math.log(p), math.log1p(-p))
             post = self._posterior(log_post[c])
@@ -242,7 +289,9 @@ class ProbabilisticBisection:
                 done[c] = True
                 root_above = post[-1] > post[0]
                 status[c] = not_reached_status(-dirs[c] if root_above else dirs[c])
-        return replace(new, done=done, status=status, extra={"log_post": log_post, "direction": dirs})
+        return replace(
+            new, done=done, status=status, extra={"log_post": log_post, "direction": dirs}
+        )
 
     def result(self, state: State, level: float = 0.95) -> Roots:
         C, g = len(state.done), state.g
@@ -256,17 +305,25 @@ class ProbabilisticBisection:
             a_lo = int(np.searchsorted(cdf, (1 - level) / 2))
             a_hi = int(np.searchsorted(cdf, 1 - (1 - level) / 2))
             a_med = int(np.searchsorted(cdf, 0.5))
-            if a_lo == 0 or a_hi == len(post) - 1 or a_med in (0, len(post) - 1) or state.stage == 0:
+            if (
+                a_lo == 0
+                or a_hi == len(post) - 1
+                or a_med in (0, len(post) - 1)
+                or state.stage == 0
+            ):
                 status[c] = UNDECIDED
                 continue
             below = cdf[a_med - 1] if a_med > 0 else 0.0
             frac = (0.5 - below) / post[a_med] if post[a_med] > 0 else 0.5
-            root[c] = g[a_med - 1] + frac * (g[a_med] - g[a_med - 1])     # atom a is the cell [g[a−1], g[a]]
+            root[c] = g[a_med - 1] + frac * (
+                g[a_med] - g[a_med - 1]
+            )  # atom a is the cell [g[a−1], g[a]]
             low[c], high[c] = g[a_lo - 1], g[a_hi]
         return roots_of(state, self.name, level, root, low, high, status, dirs)
 
 
 # ----------------------------------------------------------------------------- Robbins–Monro
+
 
 @dataclass(frozen=True)
 class RobbinsMonro:
@@ -296,9 +353,17 @@ class RobbinsMonro:
 
     def init(self, search: Search, n_configs: int) -> State:
         base = State.start(search, n_configs)
-        return replace(base, extra={"u": np.full(n_configs, np.nan), "slope": np.full(n_configs, np.nan),
-                                    "u_sum": np.zeros(n_configs), "u_count": np.zeros(n_configs, np.int64),
-                                    "n_avg": np.zeros(n_configs, np.int64), "t": np.zeros(n_configs, np.int64)})
+        return replace(
+            base,
+            extra={
+                "u": np.full(n_configs, np.nan),
+                "slope": np.full(n_configs, np.nan),
+                "u_sum": np.zeros(n_configs),
+                "u_count": np.zeros(n_configs, np.int64),
+                "n_avg": np.zeros(n_configs, np.int64),
+                "t": np.zeros(n_configs, np.int64),
+            },
+        )
 
     def _stages(self) -> int:
         return max(1, (self.budget - 3 * self.initial_reps) // self.reps)
@@ -342,28 +407,38 @@ class RobbinsMonro:
                 continue
             used = (cols[c] >= 0) & (obs.n[c] > 0)
             gc, m, n = g[cols[c][used]], obs.mean[c][used], obs.n[c][used].astype(float)
-            if np.isnan(ex["u"][c]):                                 # stage 0: the pilot line
+            if np.isnan(ex["u"][c]):  # stage 0: the pilot line
                 var = floored_variance(m, np.where(n > 1, obs.var[c][used], 0.0), n)
                 w = n / var
                 gm = np.average(gc, weights=w)
-                beta = np.sum(w * (gc - gm) * (m - np.average(m, weights=w))) / np.sum(w * (gc - gm) ** 2)
-                d = (1 if self.increasing else -1) if self.increasing is not None else (1 if beta >= 0 else -1)
+                beta = np.sum(w * (gc - gm) * (m - np.average(m, weights=w))) / np.sum(
+                    w * (gc - gm) ** 2
+                )
+                d = (
+                    (1 if self.increasing else -1)
+                    if self.increasing is not None
+                    else (1 if beta >= 0 else -1)
+                )
                 span = g[-1] - g[0]
-                beta = d * max(abs(beta), 1e-3 / span)              # a flat pilot still gives a finite gain
+                beta = d * max(abs(beta), 1e-3 / span)  # a flat pilot still gives a finite gain
                 u0 = gm + (b - np.average(m, weights=w)) / beta
                 ex["slope"][c], ex["u"][c] = beta, float(np.clip(u0, g[0], g[-1]))
                 continue
-            y = np.sum(n * m) / n.sum()                              # the interpolated mean at u_t
+            y = np.sum(n * m) / n.sum()  # the interpolated mean at u_t
             t = ex["t"][c]
             if t >= burn:
                 ex["u_sum"][c] += ex["u"][c]
                 ex["u_count"][c] += 1
                 ex["n_avg"][c] += int(n.sum())
             slope = ex["slope"][c]
-            if self.adapt:                                           # Venter: the gain from the local slope
+            if self.adapt:  # Venter: the gain from the local slope
                 cc, mm, vv, nn = observed(new.evidence, c)
                 fit = local_fit(g[cc], mm, vv, nn, b, ex["u"][c], 3.0 * (g[1] - g[0]), 1.0)
-                if fit is not None and fit.slope * slope > 0 and abs(fit.slope) > 2.0 * fit.slope_se:
+                if (
+                    fit is not None
+                    and fit.slope * slope > 0
+                    and abs(fit.slope) > 2.0 * fit.slope_se
+                ):
                     ex["slope"][c] = slope = fit.slope
             step = (y - b) / (slope * (t + 1) ** self.gamma)
             ex["u"][c] = float(np.clip(ex["u"][c] - step, g[0], g[-1]))
@@ -387,14 +462,16 @@ class RobbinsMonro:
             for end, k in ((g[0], 0), (g[-1], len(g) - 1)):
                 at = np.flatnonzero(cols == k)
                 if abs(u_bar - end) <= step and at.size:
-                    side = dirs[c] * (1 if k == 0 else -1)           # beyond the target on this side
+                    side = dirs[c] * (1 if k == 0 else -1)  # beyond the target on this side
                     if end_excludes(mean[at[0]], var[at[0]], n[at[0]], b, side, z):
                         status[c] = not_reached_status(side)
             if status[c] != SOLVED:
                 continue
             fit = local_fit(g[cols], mean, var, n, b, u_bar, 2.0 * step, z)
             near = np.abs(g[cols] - u_bar) <= 2.0 * step
-            sigma2 = np.average(var[near], weights=n[near]) if near.any() else np.average(var, weights=n)
+            sigma2 = (
+                np.average(var[near], weights=n[near]) if near.any() else np.average(var, weights=n)
+            )
             root[c] = u_bar
             if fit is None or fit.slope * dirs[c] <= 0 or abs(fit.slope) <= z * fit.slope_se:
                 status[c] = UNDECIDED
@@ -413,15 +490,24 @@ def finder_named(name: str) -> RootFinder:
     try:
         return FINDERS[name]
     except KeyError:
-        raise UsageError(f"unknown root-finding method {name!r}; choose from {', '.join(FINDERS)}") from None
+        raise UsageError(
+            f"unknown root-finding method {name!r}; choose from {', '.join(FINDERS)}"
+        ) from None
 
 
 # ----------------------------------------------------------------------------- the loop
 
-def solve_with(oracle: Callable[[Ask], Observation], finder: RootFinder, search: Search, n_configs: int, *,
-               max_stages: int = 50, level: float = 0.95,
-               progress: Callable[[int, Ask, Observation], None] | None = None
-               ) -> tuple[Roots, list[tuple[Ask, Observation]]]:
+
+def solve_with(
+    oracle: Callable[[Ask], Observation],
+    finder: RootFinder,
+    search: Search,
+    n_configs: int,
+    *,
+    max_stages: int = 50,
+    level: float = 0.95,
+    progress: Callable[[int, Ask, Observation], None] | None = None,
+) -> tuple[Roots, list[tuple[Ask, Observation]]]:
     """Run ``finder`` against ``oracle`` until it asks nothing or ``max_stages`` ran.
 
     Args:
@@ -448,4 +534,3 @@ def solve_with(oracle: Callable[[Ask], Observation], finder: RootFinder, search:
         if progress is not None:
             progress(stage, ask, obs)
     return finder.result(state, level), history
-

@@ -3,6 +3,7 @@ a root's status codes, the :class:`Search` (interval, lattice, target), an :clas
 :class:`Observation`, the pooled :class:`Evidence`, the fits every finder uses (the isotonic
 PAVA fit, the local linear fit with its Fieller interval, brackets), the :class:`RootFinder`
 protocol and the :class:`State` a finder carries. Pure NumPy."""
+
 from __future__ import annotations
 
 import math
@@ -15,7 +16,12 @@ import numpy as np
 from dpsim.errors import UsageError
 
 SOLVED, BELOW_TARGET, ABOVE_TARGET, UNDECIDED = 0, 1, 2, 3
-STATUS = {SOLVED: "solved", BELOW_TARGET: "below_target", ABOVE_TARGET: "above_target", UNDECIDED: "undecided"}
+STATUS = {
+    SOLVED: "solved",
+    BELOW_TARGET: "below_target",
+    ABOVE_TARGET: "above_target",
+    UNDECIDED: "undecided",
+}
 
 
 def status_name(code) -> str:
@@ -34,6 +40,7 @@ def z_quantile(level: float) -> float:
 
 
 # ----------------------------------------------------------------------------- the search
+
 
 @dataclass(frozen=True)
 class Search:
@@ -58,13 +65,17 @@ class Search:
         if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
             raise UsageError(f"search interval [{self.low}, {self.high}]: need finite low < high")
         if self.log and self.low <= 0:
-            raise UsageError(f"search interval [{self.low}, {self.high}]: a log search needs low > 0")
+            raise UsageError(
+                f"search interval [{self.low}, {self.high}]: a log search needs low > 0"
+            )
         if not math.isfinite(self.target):
             raise UsageError(f"target {self.target!r} must be a finite number")
         if int(self.points) != self.points or self.points < 3:
             raise UsageError(f"lattice points {self.points!r}: need an integer ≥ 3")
         if self.integer and math.floor(self.high) - math.ceil(self.low) < 1:
-            raise UsageError(f"integer search interval [{self.low}, {self.high}] holds fewer than 2 integers")
+            raise UsageError(
+                f"integer search interval [{self.low}, {self.high}] holds fewer than 2 integers"
+            )
 
     def g(self, x) -> np.ndarray:
         """The scale the finders work on: log x or x."""
@@ -134,6 +145,7 @@ class Roots:
 
 # ----------------------------------------------------------------------------- evidence
 
+
 @dataclass(frozen=True)
 class Evidence:
     """Every observation pooled per (configuration, lattice point), (C, K) arrays: ``n``
@@ -145,11 +157,15 @@ class Evidence:
 
     @staticmethod
     def empty(n_configs: int, k: int) -> "Evidence":
-        return Evidence(np.zeros((n_configs, k), np.int64), np.zeros((n_configs, k)), np.zeros((n_configs, k)))
+        return Evidence(
+            np.zeros((n_configs, k), np.int64), np.zeros((n_configs, k)), np.zeros((n_configs, k))
+        )
 
     def add(self, columns: np.ndarray, obs: Observation) -> "Evidence":
         """New evidence with ``obs`` pooled in; ``columns`` (C, J) lattice indices (−1: none)."""
-        n_obs = np.where(columns >= 0, np.nan_to_num(np.asarray(obs.n, dtype=float)), 0).astype(np.int64)
+        n_obs = np.where(columns >= 0, np.nan_to_num(np.asarray(obs.n, dtype=float)), 0).astype(
+            np.int64
+        )
         mean = np.where(n_obs > 0, np.nan_to_num(np.asarray(obs.mean, dtype=float)), 0.0)
         var = np.where(n_obs > 1, np.nan_to_num(np.asarray(obs.var, dtype=float)), 0.0)
         rows = np.broadcast_to(np.arange(columns.shape[0])[:, None], columns.shape)
@@ -157,7 +173,7 @@ class Evidence:
         n, total, square = self.n.copy(), self.total.copy(), self.square.copy()
         np.add.at(n, (rows[ok], columns[ok]), n_obs[ok])
         np.add.at(total, (rows[ok], columns[ok]), (n_obs * mean)[ok])
-        np.add.at(square, (rows[ok], columns[ok]), ((n_obs - 1) * var + n_obs * mean ** 2)[ok])
+        np.add.at(square, (rows[ok], columns[ok]), ((n_obs - 1) * var + n_obs * mean**2)[ok])
         return Evidence(n, total, square)
 
     def mean(self) -> np.ndarray:
@@ -169,7 +185,7 @@ class Evidence:
         """(C, K) pooled sample variances, floored (:func:`floored_variance`)."""
         n = np.maximum(self.n, 1)
         mean = self.total / n
-        raw = np.where(self.n > 1, (self.square - n * mean ** 2) / np.maximum(n - 1, 1), 0.0)
+        raw = np.where(self.n > 1, (self.square - n * mean**2) / np.maximum(n - 1, 1), 0.0)
         return floored_variance(mean, np.maximum(raw, 0.0), self.n)
 
 
@@ -188,10 +204,12 @@ def floored_variance(mean: np.ndarray, var: np.ndarray, n: np.ndarray) -> np.nda
     n1 = np.maximum(n, 1.0)
     bern = mean * (1.0 - mean) * n1 / np.maximum(n1 - 1.0, 1.0)
     in_unit = (mean >= 0.0) & (mean <= 1.0)
-    looks_bernoulli = in_unit & ((np.abs(var - bern) <= 1e-9 * np.maximum(bern, 1e-300)) | (var == 0.0)
-                                 & ((mean == 0.0) | (mean == 1.0)))
+    looks_bernoulli = in_unit & (
+        (np.abs(var - bern) <= 1e-9 * np.maximum(bern, 1e-300))
+        | (var == 0.0) & ((mean == 0.0) | (mean == 1.0))
+    )
     p = (mean * n1 + 0.5) / (n1 + 1.0)
-    floor = np.where(looks_bernoulli, p * (1.0 - p), 1e-12 * np.maximum(1.0, mean ** 2))
+    floor = np.where(looks_bernoulli, p * (1.0 - p), 1e-12 * np.maximum(1.0, mean**2))
     return np.maximum(var, floor)
 
 
@@ -224,6 +242,7 @@ def make_ask(lattice: np.ndarray, columns: list[list[int]], reps: list[list[int]
 
 # ----------------------------------------------------------------------------- shared fits
 
+
 def isotonic(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Weighted non-decreasing least-squares fit (pool adjacent violators).
 
@@ -232,7 +251,7 @@ def isotonic(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     Returns:
         (m,) the fitted non-decreasing values.
     """
-    blocks: list[list[float]] = []          # [weighted mean, weight, count]
+    blocks: list[list[float]] = []  # [weighted mean, weight, count]
     for yi, wi in zip(y, w):
         blocks.append([float(yi), float(wi), 1])
         while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
@@ -265,17 +284,19 @@ def crossing(g: np.ndarray, fitted: np.ndarray) -> float:
     return float(g[i - 1] + (g[i] - g[i - 1]) * (0 - fitted[i - 1]) / (fitted[i] - fitted[i - 1]))
 
 
-def fieller(num: float, den: float, v_num: float, v_den: float, cov: float, z: float) -> tuple[float, float] | None:
+def fieller(
+    num: float, den: float, v_num: float, v_den: float, cov: float, z: float
+) -> tuple[float, float] | None:
     """Fieller's interval for θ = num/den: {θ : (num − θ·den)² ≤ z²·Var(num − θ·den)}.
 
     Returns:
         (low, high), or None when the set is unbounded (den not significantly non-zero).
     """
-    a = den ** 2 - z ** 2 * v_den
+    a = den**2 - z**2 * v_den
     if a <= 0:
         return None
-    b = num * den - z ** 2 * cov
-    c = num ** 2 - z ** 2 * v_num
+    b = num * den - z**2 * cov
+    c = num**2 - z**2 * v_num
     disc = max(b * b - a * c, 0.0)
     root = math.sqrt(disc)
     return (b - root) / a, (b + root) / a
@@ -293,8 +314,16 @@ class LocalFit(NamedTuple):
     points: int
 
 
-def local_fit(g: np.ndarray, mean: np.ndarray, var: np.ndarray, n: np.ndarray, target: float,
-              center: float, halfwidth: float, z: float) -> LocalFit | None:
+def local_fit(
+    g: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    n: np.ndarray,
+    target: float,
+    center: float,
+    halfwidth: float,
+    z: float,
+) -> LocalFit | None:
     """Fit mean = α + β(g − center) by weighted least squares (weights n/var) over the
     observed points within ``halfwidth`` of ``center`` (widened to the nearest two distinct
     points if fewer), and solve α + β(g − center) = target with a Fieller interval. With
@@ -329,7 +358,14 @@ def local_fit(g: np.ndarray, mean: np.ndarray, var: np.ndarray, n: np.ndarray, t
     root = center + (target - alpha) / beta if beta != 0 else math.nan
     ci = fieller(target - alpha, beta, cov[0, 0], cov[1, 1], -cov[0, 1], z)
     low, high = (math.nan, math.nan) if ci is None else (center + ci[0], center + ci[1])
-    return LocalFit(float(root), float(low), float(high), float(beta), float(math.sqrt(cov[1, 1])), int(use.sum()))
+    return LocalFit(
+        float(root),
+        float(low),
+        float(high),
+        float(beta),
+        float(math.sqrt(cov[1, 1])),
+        int(use.sum()),
+    )
 
 
 def end_excludes(mean: float, var: float, n: float, target: float, side: int, z: float) -> bool:
@@ -349,7 +385,9 @@ def not_reached_status(sign_of_mean_minus_target: int) -> int:
 def observed(ev: Evidence, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Configuration c's observed lattice indices with their pooled mean, floored variance and n."""
     cols = np.flatnonzero(ev.n[c] > 0)
-    row = Evidence(ev.n[c:c + 1, cols], ev.total[c:c + 1, cols], ev.square[c:c + 1, cols])   # row c only
+    row = Evidence(
+        ev.n[c : c + 1, cols], ev.total[c : c + 1, cols], ev.square[c : c + 1, cols]
+    )  # row c only
     return cols, row.mean()[0], row.variance()[0], ev.n[c, cols].astype(float)
 
 
@@ -360,12 +398,14 @@ class Bracket(NamedTuple):
 
     direction: int
     cross: float
-    not_reached: int            # 0 (it crosses) or BELOW_TARGET / ABOVE_TARGET
-    end: int                    # the lattice index of the end to examine when not reached (−1: none)
+    not_reached: int  # 0 (it crosses) or BELOW_TARGET / ABOVE_TARGET
+    end: int  # the lattice index of the end to examine when not reached (−1: none)
     excluded: bool
 
 
-def bracket(search: Search, g: np.ndarray, ev: Evidence, c: int, increasing: bool | None, z: float) -> Bracket:
+def bracket(
+    search: Search, g: np.ndarray, ev: Evidence, c: int, increasing: bool | None, z: float
+) -> Bracket:
     """The isotonic reading of configuration c's evidence (:class:`Bracket`)."""
     cols, mean, var, n = observed(ev, c)
     w = n / var
@@ -374,7 +414,7 @@ def bracket(search: Search, g: np.ndarray, ev: Evidence, c: int, increasing: boo
     cross = crossing(g[cols], fitted)
     if not math.isnan(cross):
         return Bracket(d, cross, 0, -1, False)
-    if fitted[-1] < 0:        # d·(mean − b) < 0 everywhere: the high-x end is where it comes closest
+    if fitted[-1] < 0:  # d·(mean − b) < 0 everywhere: the high-x end is where it comes closest
         k, side = len(g) - 1, -d
     else:
         k, side = 0, d
@@ -384,6 +424,7 @@ def bracket(search: Search, g: np.ndarray, ev: Evidence, c: int, increasing: boo
 
 
 # ----------------------------------------------------------------------------- the protocol
+
 
 class RootFinder(Protocol):
     """A root-finding method: a value holding its settings; its state is a frozen dataclass."""
@@ -419,8 +460,16 @@ class State:
         if int(n_configs) != n_configs or n_configs < 1:
             raise UsageError(f"number of configurations {n_configs!r}: need an integer ≥ 1")
         lattice = search.lattice()
-        return State(search, lattice, search.g(lattice), Evidence.empty(n_configs, len(lattice)), 0,
-                     np.zeros(n_configs, bool), np.full(n_configs, SOLVED, np.int8), dict(extra))
+        return State(
+            search,
+            lattice,
+            search.g(lattice),
+            Evidence.empty(n_configs, len(lattice)),
+            0,
+            np.zeros(n_configs, bool),
+            np.full(n_configs, SOLVED, np.int8),
+            dict(extra),
+        )
 
     @property
     def lanes(self) -> np.ndarray:
@@ -442,9 +491,20 @@ def spread(k: int, count: int) -> list[int]:
     return sorted({int(round(v)) for v in np.linspace(0, k - 1, count)})
 
 
-def roots_of(state: State, method: str, level: float, root_g, low_g, high_g, status, direction) -> Roots:
+def roots_of(
+    state: State, method: str, level: float, root_g, low_g, high_g, status, direction
+) -> Roots:
     """A finder's :class:`Roots` from its final state and (C,) arrays in g = log x or x (back to x here)."""
     s = state.search
-    return Roots(root=s.g_inverse(root_g), low=s.g_inverse(low_g), high=s.g_inverse(high_g),
-                 status=np.asarray(status, np.int8), lanes=state.lanes, stages=state.stage, method=method,
-                 level=level, search=s, increasing=np.asarray(direction, np.int8))
+    return Roots(
+        root=s.g_inverse(root_g),
+        low=s.g_inverse(low_g),
+        high=s.g_inverse(high_g),
+        status=np.asarray(status, np.int8),
+        lanes=state.lanes,
+        stages=state.stage,
+        method=method,
+        level=level,
+        search=s,
+        increasing=np.asarray(direction, np.int8),
+    )

@@ -9,6 +9,7 @@ layouts are not the rows' identity. Library digests are kept between processes
 (:func:`code_cache`, ``$DPSIM_CODE_CACHE``). :mod:`dpsim.engine.storage.provenance` combines them
 into a run's code fingerprint.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,13 +23,18 @@ from pathlib import Path
 VERIFICATION_NAMES = ("CHECKS", "MUTANTS", "AUDITS")
 FIGURE_CALLS = ("FigureSpec", "Panel")
 
+
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
     """``tree`` without the docstrings of its module, classes and functions (in place)."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
     return tree
 
@@ -39,12 +45,20 @@ class _FiguresBlanked(ast.NodeTransformer):
 
     def visit_Call(self, node):
         func = node.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        name = (
+            func.id
+            if isinstance(func, ast.Name)
+            else func.attr
+            if isinstance(func, ast.Attribute)
+            else None
+        )
         if name in FIGURE_CALLS:
             return ast.Constant("figure")
         self.generic_visit(node)
-        node.keywords = [ast.keyword(arg=k.arg, value=ast.Constant("figure")) if k.arg == "figure" else k
-                         for k in node.keywords]
+        node.keywords = [
+            ast.keyword(arg=k.arg, value=ast.Constant("figure")) if k.arg == "figure" else k
+            for k in node.keywords
+        ]
         return node
 
 
@@ -78,8 +92,11 @@ def _verification_only(statement: ast.stmt) -> bool:
         targets = [statement.target]
     elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         func = statement.value.func
-        return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and _is_verification_name(func.value.id))
+        return (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and _is_verification_name(func.value.id)
+        )
     else:
         return False
     names = [t.id for t in targets if isinstance(t, ast.Name)]
@@ -98,13 +115,22 @@ class _Statement:
         self.end = node.end_lineno
         self.binds = _bound_names(node)
         self.uses = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        targets = getattr(node, "targets", None) or ([node.target] if hasattr(node, "target") and
-                                                     isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
-        self.pure = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
-                                      ast.ImportFrom)) or (
-            isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and all(
-                isinstance(t, ast.Name) or isinstance(t, (ast.Tuple, ast.List)) and
-                all(isinstance(e, ast.Name) for e in t.elts) for t in targets))
+        targets = getattr(node, "targets", None) or (
+            [node.target]
+            if hasattr(node, "target") and isinstance(node, (ast.AnnAssign, ast.AugAssign))
+            else []
+        )
+        self.pure = isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+        ) or (
+            isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            and all(
+                isinstance(t, ast.Name)
+                or isinstance(t, (ast.Tuple, ast.List))
+                and all(isinstance(e, ast.Name) for e in t.elts)
+                for t in targets
+            )
+        )
         self.verification = _verification_only(node)
         self.text = _serialised(node)
 
@@ -139,14 +165,19 @@ def live_lines(statements: tuple, lines: set[int], names: set[str] | None) -> li
     verification (:func:`_verification_only`) only when a live statement uses what it binds."""
     if names is None:
         return [i for i, s in enumerate(statements) if not s.verification]
-    live = {i for i, s in enumerate(statements)
-            if any(s.start <= line <= s.end for line in lines) or s.binds & names or "*" in s.binds}
+    live = {
+        i
+        for i, s in enumerate(statements)
+        if any(s.start <= line <= s.end for line in lines) or s.binds & names or "*" in s.binds
+    }
     needed = set(names).union(*(statements[i].uses for i in live))
     changed = True
     while changed:
         changed = False
         for i, s in enumerate(statements):
-            if i in live or not (s.binds & needed or (not s.pure and not s.verification and s.uses & needed)):
+            if i in live or not (
+                s.binds & needed or (not s.pure and not s.verification and s.uses & needed)
+            ):
                 continue
             live.add(i)
             needed |= s.uses | s.binds
@@ -182,7 +213,7 @@ def code_cache() -> Path | None:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dpsim" / "code"
 
 
-_DIGESTS: dict = {}    # path → ((modification time in ns, size), (digest, imports)): this process's
+_DIGESTS: dict = {}  # path → ((modification time in ns, size), (digest, imports)): this process's
 
 
 def digest_of(path: str) -> tuple[str, tuple]:
@@ -218,7 +249,7 @@ def _digest_of_bytes(path: str) -> tuple[str, tuple]:
             tmp = folder / f".tmp-{key}-{os.getpid()}"
             tmp.write_text(json.dumps([found[0], [list(i) for i in found[1]]]))
             os.replace(tmp, folder / f"{key}.json")
-        except OSError:                  # a read-only home: the digest is computed again next time
+        except OSError:  # a read-only home: the digest is computed again next time
             pass
     return found
 
@@ -229,8 +260,10 @@ def _stored_digest(path: Path) -> tuple[str, tuple] | None:
         digest, imports = json.loads(path.read_text())
         if not (isinstance(digest, str) and len(digest) == 16):
             return None
-        return digest, tuple((int(level), str(module), tuple(str(n) for n in names))
-                             for level, module, names in imports)
+        return digest, tuple(
+            (int(level), str(module), tuple(str(n) for n in names))
+            for level, module, names in imports
+        )
     except (OSError, ValueError, TypeError):
         return None
 
@@ -239,7 +272,7 @@ def _stored_digest(path: Path) -> tuple[str, tuple] | None:
 def _parsed_digest(data: bytes, path: str) -> tuple[str, tuple]:
     tree = ast.parse(data, filename=path)
     out, imports = [], []
-    _serialise_fast(tree, out, imports)          # one pass: the same text as _serialised, docstrings out
+    _serialise_fast(tree, out, imports)  # one pass: the same text as _serialised, docstrings out
     return hashlib.sha256("".join(out).encode()).hexdigest()[:16], tuple(imports)
 
 
@@ -248,7 +281,11 @@ _PASS = ast.Pass()
 
 
 def _is_docstring(node) -> bool:
-    return type(node) is ast.Expr and type(node.value) is ast.Constant and type(node.value.value) is str
+    return (
+        type(node) is ast.Expr
+        and type(node.value) is ast.Constant
+        and type(node.value.value) is str
+    )
 
 
 def _serialise_fast(node, out: list, imports: list) -> None:
@@ -268,7 +305,12 @@ def _serialise_fast(node, out: list, imports: list) -> None:
         if value is None or isinstance(value, ast.expr_context):
             continue
         if type(value) is list:
-            if name == "body" and value and isinstance(node, _DOC_OWNERS) and _is_docstring(value[0]):
+            if (
+                name == "body"
+                and value
+                and isinstance(node, _DOC_OWNERS)
+                and _is_docstring(value[0])
+            ):
                 value = value[1:] or [_PASS]
             if not value:
                 continue
@@ -298,5 +340,3 @@ def module_digest(path: Path) -> str:
         SyntaxError: the file does not parse.
     """
     return digest_of(str(Path(path).resolve()))[0]
-
-

@@ -10,6 +10,7 @@ computes the missing lanes); a folder whose manifest was lost is merged from its
 metadata (:func:`~dpsim.engine.storage.store.read_manifest`). Everything is checked before
 anything is written, and OUT appears whole (built beside it, then renamed) or not at all.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,18 +45,24 @@ def source_manifests(sources: Sequence[Path]) -> list[dict]:
         if manifest is None:
             raise UsageError(f"{str(path)!r} holds no dpsim run (no manifest.json)")
         if store.being_written(path):
-            raise UsageError(f"{str(path)!r} is being written by a dpsim run; merge it when the run has finished")
+            raise UsageError(
+                f"{str(path)!r} is being written by a dpsim run; merge it when the run has finished"
+            )
         manifests.append(manifest)
     first, where = manifests[0], str(sources[0])
     for path, manifest in zip(sources[1:], manifests[1:]):
         for key, what in (("experiment", "experiment"), ("seed", "seed")):
             if manifest[key] != first[key]:
-                raise UsageError(f"{str(path)!r} holds {what} {manifest[key]!r} and {where!r} {what} "
-                                 f"{first[key]!r}: only runs of one experiment and seed are merged")
+                raise UsageError(
+                    f"{str(path)!r} holds {what} {manifest[key]!r} and {where!r} {what} "
+                    f"{first[key]!r}: only runs of one experiment and seed are merged"
+                )
         mine, theirs = manifest.get("code", {}).get("hash"), first.get("code", {}).get("hash")
         if mine != theirs:
-            raise UsageError(f"{str(path)!r} holds rows made by code {mine} and {where!r} by code {theirs}: rows of "
-                             f"different code are never mixed")
+            raise UsageError(
+                f"{str(path)!r} holds rows made by code {mine} and {where!r} by code {theirs}: rows of "
+                f"different code are never mixed"
+            )
     return manifests
 
 
@@ -89,12 +96,15 @@ def _check_overlaps(sources: Sequence[Path], stored: list[np.ndarray]) -> None:
             a = _rows_of(sources[i], both)
             b = _rows_of(sources[j], both)
             try:
-                pd.testing.assert_frame_equal(a, b[a.columns] if set(a.columns) == set(b.columns) else b,
-                                              check_exact=True)
+                pd.testing.assert_frame_equal(
+                    a, b[a.columns] if set(a.columns) == set(b.columns) else b, check_exact=True
+                )
             except AssertionError:
-                raise UsageError(f"{str(sources[i])!r} and {str(sources[j])!r} both store {len(both)} (point, rep) "
-                                 f"lanes, with different rows (first: point {both[0]['point']}, rep "
-                                 f"{both[0]['rep']}): they were not made by one study") from None
+                raise UsageError(
+                    f"{str(sources[i])!r} and {str(sources[j])!r} both store {len(both)} (point, rep) "
+                    f"lanes, with different rows (first: point {both[0]['point']}, rep "
+                    f"{both[0]['rep']}): they were not made by one study"
+                ) from None
 
 
 def _copy_parts(sources: Sequence[Path], target: Path) -> int:
@@ -104,7 +114,7 @@ def _copy_parts(sources: Sequence[Path], target: Path) -> int:
     rows = 0
     for source in sources:
         mine = []
-        for _, table in store.iter_parts(source):      # an unreadable part is left out, with a warning
+        for _, table in store.iter_parts(source):  # an unreadable part is left out, with a warning
             keys = _keys(table)
             keep = ~np.isin(keys, taken)
             if keep.any():
@@ -132,6 +142,7 @@ def merge_folders(out, sources: Sequence, experiment_of: Callable[[dict], object
     from dpsim.engine.execution.planning import plan_steps
     from dpsim.engine.storage.provenance import environment
     from dpsim.engine.execution.runner import folder_summaries
+
     out, sources = Path(out), [Path(s) for s in sources]
     store.check_directory(out, "OUT")
     if out.exists() and any(out.iterdir()):
@@ -140,9 +151,15 @@ def merge_folders(out, sources: Sequence, experiment_of: Callable[[dict], object
         raise UsageError(f"OUT {str(out)!r} is one of the folders to merge: name a new folder")
     manifests = source_manifests(sources)
     experiment = experiment_of(manifests[0])
-    stored = [np.unique(np.concatenate([_keys(table) for table in store.read_parts(s, ["point", "rep"])[0]] or
-                                       [np.empty(0, dtype=[("point", np.int64), ("rep", np.int64)])]))
-              for s in sources]
+    stored = [
+        np.unique(
+            np.concatenate(
+                [_keys(table) for table in store.read_parts(s, ["point", "rep"])[0]]
+                or [np.empty(0, dtype=[("point", np.int64), ("rep", np.int64)])]
+            )
+        )
+        for s in sources
+    ]
     _check_overlaps(sources, stored)
     building = out.parent / f".tmp-merge-{uuid.uuid4().hex}"
     try:
@@ -151,11 +168,24 @@ def merge_folders(out, sources: Sequence, experiment_of: Callable[[dict], object
         history = [entry for m in manifests for entry in m.get("history", [])]
         done = store.completed(building)
         requests = {repr((e.get("overrides"), e.get("reps"))): e for e in history if "reps" in e}
-        complete = all(not plan_steps(expand_grid(experiment, e.get("overrides") or None), e["reps"], done)
-                       for e in requests.values())
-        merged = {**manifests[0], "history": [*history, {"merged": [str(s) for s in sources], "rows_written": rows,
-                                                       "started": time.strftime("%Y-%m-%dT%H:%M:%S"), **environment()}],
-                  **folder_summaries(building, experiment), "complete": complete}
+        complete = all(
+            not plan_steps(expand_grid(experiment, e.get("overrides") or None), e["reps"], done)
+            for e in requests.values()
+        )
+        merged = {
+            **manifests[0],
+            "history": [
+                *history,
+                {
+                    "merged": [str(s) for s in sources],
+                    "rows_written": rows,
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                    **environment(),
+                },
+            ],
+            **folder_summaries(building, experiment),
+            "complete": complete,
+        }
         store.write_manifest(building, merged)
         if out.exists():
             out.rmdir()

@@ -8,6 +8,7 @@ filesystem): each holds its own part lock and writes only its own Parquet parts
 is marked complete only when every lane of the grid is stored, by whichever part finishes
 last. A later whole-grid ``dpsim run`` into the folder computes whatever is still missing.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -34,13 +35,22 @@ def start(out: Path, manifest: dict, request: dict) -> None:
         if current:
             store.check_compatible(out, manifest["experiment"], manifest["seed"])
             store.check_code(out, manifest["code"])
-        manifest.update(history=[*current.get("history", []), request], study=current.get("study", {}),
-                        diagnostics=current.get("diagnostics", {}), complete=False)
+        manifest.update(
+            history=[*current.get("history", []), request],
+            study=current.get("study", {}),
+            diagnostics=current.get("diagnostics", {}),
+            complete=False,
+        )
         store.write_manifest(out, manifest)
 
 
-def finish(out: Path, manifest: dict, request: dict, summaries: Callable[[], dict],
-           complete: Callable[[set], bool]) -> None:
+def finish(
+    out: Path,
+    manifest: dict,
+    request: dict,
+    summaries: Callable[[], dict],
+    complete: Callable[[set], bool],
+) -> None:
     """Write a part's manifest as it ends: the folder's current history with this part's entry
     (``request``, now with its finishing fields), the summaries of every row stored now, and
     ``complete`` only when every lane of the grid is stored.
@@ -55,6 +65,10 @@ def finish(out: Path, manifest: dict, request: dict, summaries: Callable[[], dic
     """
     with store.manifest_lock(out):
         current = store.read_manifest(out) or {}
-        history = [entry for entry in current.get("history", []) if entry.get("id") != request["id"]]
-        manifest.update(history=[*history, request], **summaries(), complete=complete(store.completed(out)))
+        history = [
+            entry for entry in current.get("history", []) if entry.get("id") != request["id"]
+        ]
+        manifest.update(
+            history=[*history, request], **summaries(), complete=complete(store.completed(out))
+        )
         store.write_manifest(out, manifest)

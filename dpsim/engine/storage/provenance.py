@@ -40,6 +40,7 @@ of its own cache (:data:`dpsim.engine.storage.store.CACHE_OWNER`) and refuses an
 :func:`environment` records where it ran: the command line, host, CPU or device, and the
 versions of Python, jax, jaxlib, numpy, pandas, pyarrow and matplotlib.
 """
+
 from __future__ import annotations
 
 import ast
@@ -55,21 +56,27 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import dpsim
-from dpsim.engine.storage.digests import (definition_statements,
-                                          digest_of, live_lines, module_digest)
+from dpsim.engine.storage.digests import definition_statements, digest_of, live_lines, module_digest
 
 LIBRARY = Path(dpsim.__file__).resolve().parent
 _LIBRARY_PREFIX = str(LIBRARY) + os.sep
-_PAPERS_PREFIX = str(LIBRARY / "experiments") + os.sep      # papers installed as dpsim.experiments
-ENGINE = ("dpsim.engine.execution.runner",)          # what every run executes, whatever the experiment
+_PAPERS_PREFIX = str(LIBRARY / "experiments") + os.sep  # papers installed as dpsim.experiments
+ENGINE = ("dpsim.engine.execution.runner",)  # what every run executes, whatever the experiment
 # top-level names whose statements are verification, not the rows' identity
 
 
 def _functions(experiment) -> list[Any]:
     """Every function an experiment calls from its seams (methods, stages, derived values,
     host hooks)."""
-    found = [experiment.truth, experiment.generate, experiment.privatise, experiment.resolve_shape,
-             experiment.validate_point, experiment.tuning.lane_bytes, experiment.keys.stream_point]
+    found = [
+        experiment.truth,
+        experiment.generate,
+        experiment.privatise,
+        experiment.resolve_shape,
+        experiment.validate_point,
+        experiment.tuning.lane_bytes,
+        experiment.keys.stream_point,
+    ]
     found += [m.fn for m in experiment.methods.values()]
     found += [d.fn for d in experiment.derived]
     return [f for f in found if f is not None]
@@ -91,7 +98,7 @@ def _reachable(roots: Iterable[Any]) -> list[Any]:
         for cell in getattr(fn, "__closure__", None) or ():
             try:
                 value = cell.cell_contents
-            except ValueError:            # an empty cell
+            except ValueError:  # an empty cell
                 continue
             if callable(value):
                 stack.append(value)
@@ -107,7 +114,7 @@ def _source(fn) -> Path | None:
     ``python -c``)."""
     try:
         source = inspect.getsourcefile(fn)
-    except TypeError:                     # a builtin or a C function
+    except TypeError:  # a builtin or a C function
         return None
     return Path(source).resolve() if source and Path(source).is_file() else None
 
@@ -116,7 +123,11 @@ def _fileless_code(functions) -> bytes:
     """The bytecode of those of ``functions`` that have no source file (``python -c``, an
     interactive session, a block run by ``exec``), so that they still count in the
     fingerprint (:func:`_code_text`)."""
-    codes = [_code_text(fn.__code__) for fn in functions if _source(fn) is None and hasattr(fn, "__code__")]
+    codes = [
+        _code_text(fn.__code__)
+        for fn in functions
+        if _source(fn) is None and hasattr(fn, "__code__")
+    ]
     return "\n".join(sorted(codes)).encode()
 
 
@@ -137,9 +148,11 @@ def _code_text(code) -> str:
     objects the same way), names and argument counts, without its file, lines or positions.
     (``marshal.dumps`` is not it: its bytes depend on the objects' reference counts.)"""
     consts = ", ".join(_constant_text(c) for c in code.co_consts)
-    return (f"code({code.co_code.hex()}; [{consts}]; {code.co_names}; {code.co_varnames}; {code.co_freevars}; "
-            f"{code.co_cellvars}; {code.co_argcount}, {code.co_posonlyargcount}, {code.co_kwonlyargcount}, "
-            f"{code.co_flags})")
+    return (
+        f"code({code.co_code.hex()}; [{consts}]; {code.co_names}; {code.co_varnames}; {code.co_freevars}; "
+        f"{code.co_cellvars}; {code.co_argcount}, {code.co_posonlyargcount}, {code.co_kwonlyargcount}, "
+        f"{code.co_flags})"
+    )
 
 
 PLAIN = (int, float, str, bool, bytes, type(None))
@@ -183,6 +196,7 @@ def _structure(value, seen=frozenset()) -> str:
     and qualified name (their code counts in their modules), dataclasses field by field,
     containers element by element, plain values by ``repr``; anything else by its type."""
     import dataclasses
+
     if isinstance(value, PLAIN):
         return repr(value)
     if id(value) in seen:
@@ -194,20 +208,32 @@ def _structure(value, seen=frozenset()) -> str:
             if f.name in PRESENTATION_FIELDS:
                 continue
             item = getattr(value, f.name)
-            text = repr(sorted(item)) if f.name == "axes" and isinstance(item, dict) else _structure(item, seen)
+            text = (
+                repr(sorted(item))
+                if f.name == "axes" and isinstance(item, dict)
+                else _structure(item, seen)
+            )
             fields.append(f"{f.name}={text}")
         return f"{type(value).__qualname__}({', '.join(fields)})"
     if isinstance(value, dict) or hasattr(value, "items") and hasattr(value, "keys"):
-        return "{" + ", ".join(f"{_structure(k, seen)}: {_structure(v, seen)}"
-                               for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
+        return (
+            "{"
+            + ", ".join(
+                f"{_structure(k, seen)}: {_structure(v, seen)}"
+                for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))
+            )
+            + "}"
+        )
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_structure(v, seen) for v in value) + "]"
     if isinstance(value, (set, frozenset)):
         return "{" + ", ".join(sorted(_structure(v, seen) for v in value)) + "}"
     inner = getattr(value, "func", None)
-    if inner is not None and callable(inner):         # functools.partial
-        return (f"partial({_structure(inner, seen)}, {_structure(getattr(value, 'args', ()), seen)}, "
-                f"{_structure(getattr(value, 'keywords', {}), seen)})")
+    if inner is not None and callable(inner):  # functools.partial
+        return (
+            f"partial({_structure(inner, seen)}, {_structure(getattr(value, 'args', ()), seen)}, "
+            f"{_structure(getattr(value, 'keywords', {}), seen)})"
+        )
     if callable(value) and hasattr(value, "__qualname__"):
         return f"{_where(value)}:{value.__qualname__}"
     return type(value).__qualname__
@@ -233,7 +259,7 @@ def _module_file(base: Path, parts: list[str]) -> Path | None:
     target = os.path.join(base, *parts)
     for path in (target + ".py", os.path.join(target, "__init__.py")):
         if os.path.isfile(path):
-            return Path(path)           # under a resolved folder: resolved itself (no links inside packages)
+            return Path(path)  # under a resolved folder: resolved itself (no links inside packages)
     return None
 
 
@@ -268,14 +294,18 @@ def _resolved(path: Path, level: int, module: str, names: tuple, anchor: Path | 
         loaded = sys.modules.get(module)
         origin = getattr(loaded, "__file__", None)
         if origin and anchor is not None and Path(origin).resolve().is_relative_to(anchor):
-            roots.append((Path(origin).resolve().parent, [] if Path(origin).name == "__init__.py"
-                          else [Path(origin).stem]))
+            roots.append(
+                (
+                    Path(origin).resolve().parent,
+                    [] if Path(origin).name == "__init__.py" else [Path(origin).stem],
+                )
+            )
     found = []
     for base, parts in roots:
         target = _module_file(base, parts)
         if target is None:
             continue
-        for i in range(1, len(parts)):                  # the packages above it run first
+        for i in range(1, len(parts)):  # the packages above it run first
             above = _module_file(base, parts[:i])
             if above is not None:
                 found.append(above)
@@ -300,13 +330,20 @@ def _in_library(path: Path) -> bool:
 def _installed_roots() -> tuple[Path, ...]:
     """The folders of the standard library and installed packages."""
     paths = sysconfig.get_paths()
-    return tuple({Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths})
+    return tuple(
+        {
+            Path(paths[k]).resolve()
+            for k in ("stdlib", "platstdlib", "purelib", "platlib")
+            if k in paths
+        }
+    )
 
 
 @lru_cache(maxsize=1)
 def _paper_packages() -> frozenset[str]:
     """The top-level packages of the papers installed under the ``dpsim.papers`` entry points."""
     from importlib.metadata import entry_points
+
     return frozenset(point.value.split(".")[0] for point in entry_points(group="dpsim.papers"))
 
 
@@ -366,8 +403,12 @@ def _bindings(experiment, folders: set[Path]) -> dict[Path, set[str]]:
         parent = Path(origin).parent.resolve()
         if parent not in folders and not any(folder in parent.parents for folder in folders):
             continue
-        names = {key for key, value in list(vars(module).items())
-                 if value is experiment or (type(value) is type(experiment) and getattr(value, "name", None) == name)}
+        names = {
+            key
+            for key, value in list(vars(module).items())
+            if value is experiment
+            or (type(value) is type(experiment) and getattr(value, "name", None) == name)
+        }
         if names:
             found.setdefault(Path(origin).resolve(), set()).update(names)
     return found
@@ -377,7 +418,8 @@ def _alias(node: ast.stmt) -> bool:
     """Whether a statement only names what another module made: an import, or an
     assignment of a name or attribute (``FIG7 = individual.FIG7``)."""
     return isinstance(node, (ast.Import, ast.ImportFrom)) or (
-        isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)))
+        isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute))
+    )
 
 
 def _attributes_used(statements: tuple, live: list[int], name: str) -> set[str] | None:
@@ -386,12 +428,20 @@ def _attributes_used(statements: tuple, live: list[int], name: str) -> set[str] 
     found = set()
     for i in live:
         node = statements[i].node
-        bases = {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-                 and n.value.id == name}
+        bases = {
+            id(n.value)
+            for n in ast.walk(node)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name
+        }
         for n in ast.walk(node):
             if isinstance(n, ast.Attribute) and id(n.value) in bases:
                 found.add(n.attr)
-            elif isinstance(n, ast.Name) and n.id == name and id(n) not in bases and isinstance(n.ctx, ast.Load):
+            elif (
+                isinstance(n, ast.Name)
+                and n.id == name
+                and id(n) not in bases
+                and isinstance(n.ctx, ast.Load)
+            ):
                 return None
     return found
 
@@ -403,7 +453,9 @@ def _import_targets(path: Path, node, anchor: Path) -> list[tuple[Path, str | No
     if isinstance(node, ast.Import):
         for alias in node.names:
             for target in _resolved(path, 0, alias.name, (), anchor)[-1:]:
-                found.append((target, alias.asname, None))     # without "as", the top package is bound: all of it
+                found.append(
+                    (target, alias.asname, None)
+                )  # without "as", the top package is bound: all of it
         return found
     files = _resolved(path, node.level, node.module or "", (), anchor)
     if not files:
@@ -439,12 +491,16 @@ def _modules(experiment, functions=None) -> tuple[dict[Path, tuple[Path, str]], 
             entry = roots.setdefault(path, _Roots(_anchor(path)))
             code = getattr(fn, "__code__", None)
             # the code's own name (a functools.wraps wrapper's __qualname__ is the wrapped one's)
-            head = (getattr(code, "co_qualname", None) or getattr(fn, "__qualname__", None) or "<?>").split(".")[0]
-            if not head.startswith("<") and any(head in st.binds for st in definition_statements(path)):
-                entry.add({head})                   # a top-level def or class, or a function inside one
-            elif code is not None:                  # a lambda at the top level, or a name not bound there
+            head = (
+                getattr(code, "co_qualname", None) or getattr(fn, "__qualname__", None) or "<?>"
+            ).split(".")[0]
+            if not head.startswith("<") and any(
+                head in st.binds for st in definition_statements(path)
+            ):
+                entry.add({head})  # a top-level def or class, or a function inside one
+            elif code is not None:  # a lambda at the top level, or a name not bound there
                 entry.lines.add(code.co_firstlineno)
-            else:                                   # a class or object without code: all of its file
+            else:  # a class or object without code: all of its file
                 entry.add(None)
     for path, names in _bindings(experiment, {p.parent for p in roots}).items():
         statements = definition_statements(path)
@@ -473,7 +529,11 @@ def _modules(experiment, functions=None) -> tuple[dict[Path, tuple[Path, str]], 
                             if imported is not None:
                                 other.add({imported} if imported != "*" else None)
                             else:
-                                other.add(_attributes_used(statements, live, bound) if top and bound else None)
+                                other.add(
+                                    _attributes_used(statements, live, bound)
+                                    if top and bound
+                                    else None
+                                )
     definitions = {}
     for path, entry in roots.items():
         statements = definition_statements(path)
@@ -490,8 +550,10 @@ def _library_closure(roots: set[Path]) -> set[Path]:
         if path in found:
             continue
         found.add(path)
-        for i in range(1, len(path.relative_to(LIBRARY.parent).parts)):   # its packages run first
-            init = LIBRARY.parent.joinpath(*path.relative_to(LIBRARY.parent).parts[:i]) / "__init__.py"
+        for i in range(1, len(path.relative_to(LIBRARY.parent).parts)):  # its packages run first
+            init = (
+                LIBRARY.parent.joinpath(*path.relative_to(LIBRARY.parent).parts[:i]) / "__init__.py"
+            )
             if init.is_file() and init not in found:
                 stack.append(init)
         for level, module, names in digest_of(str(path))[1]:
@@ -508,7 +570,9 @@ def _combined(digests: dict[str, str], extra: bytes = b"") -> str:
 def library_hash() -> str:
     """The hash of every module of the installed dpsim package, each by :func:`module_digest`
     (16 hex digits): what changes when any of dpsim's code does."""
-    return _combined({str(p.relative_to(LIBRARY.parent)): module_digest(p) for p in LIBRARY.rglob("*.py")})
+    return _combined(
+        {str(p.relative_to(LIBRARY.parent)): module_digest(p) for p in LIBRARY.rglob("*.py")}
+    )
 
 
 @lru_cache(maxsize=1)
@@ -518,10 +582,28 @@ def git_state() -> dict:
     if not (root / ".git").exists():
         return {}
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        status = subprocess.run(["git", "--no-optional-locks", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=10, check=True).stdout
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        status = subprocess.run(
+            [
+                "git",
+                "--no-optional-locks",
+                "-C",
+                str(root),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
     return {"commit": commit, "dirty": bool(status.strip())}
@@ -540,6 +622,7 @@ def clear_fingerprints() -> None:
     digests): the next run walks and reads them again, as a fresh process would (the
     benchmarks' cold runs)."""
     from dpsim.engine.storage import digests
+
     _MODULES_MEMO.clear()
     digests._DIGESTS.clear()
 
@@ -561,14 +644,25 @@ def _modules_memoised(experiment, functions) -> tuple[dict[Path, tuple[Path, str
     unchanged (:data:`_MODULES_MEMO`)."""
     key, functions_key = id(experiment), tuple(id(f) for f in functions)
     held = _MODULES_MEMO.get(key)
-    if held is not None and held[0] is experiment and held[1] == functions_key and _file_stats(held[2]) == held[3]:
+    if (
+        held is not None
+        and held[0] is experiment
+        and held[1] == functions_key
+        and _file_stats(held[2]) == held[3]
+    ):
         return held[4]
     definitions, library = _modules(experiment, functions)
     paths = set(definitions) | set(library)
     _MODULES_MEMO.pop(key, None)
     while len(_MODULES_MEMO) >= _MEMO_SIZE:
         _MODULES_MEMO.pop(next(iter(_MODULES_MEMO)))
-    _MODULES_MEMO[key] = (experiment, functions_key, paths, _file_stats(paths), (definitions, library))
+    _MODULES_MEMO[key] = (
+        experiment,
+        functions_key,
+        paths,
+        _file_stats(paths),
+        (definitions, library),
+    )
     return definitions, library
 
 
@@ -596,9 +690,15 @@ def fingerprint(experiment) -> dict:
     definition = _combined(own, _fileless_code(functions) + b"\0" + _closure_values(functions))
     library_digest = _combined(lib)
     combined = hashlib.sha256(f"{library_digest}:{definition}".encode()).hexdigest()[:16]
-    out = {"hash": combined, "library": library_digest, "definition": definition, "modules": {**lib, **own},
-           "definition_files": sorted(k for k in own if not k.startswith("<")), "dpsim": dpsim.__version__,
-           **git_state()}
+    out = {
+        "hash": combined,
+        "library": library_digest,
+        "definition": definition,
+        "modules": {**lib, **own},
+        "definition_files": sorted(k for k in own if not k.startswith("<")),
+        "dpsim": dpsim.__version__,
+        **git_state(),
+    }
     return out
 
 
@@ -615,7 +715,11 @@ def changed_modules(recorded: dict, code: dict) -> list[str] | None:
 def describe(code: dict) -> str:
     """One line naming a fingerprint: its hash, the dpsim version and the commit."""
     commit = code.get("commit")
-    where = f", commit {commit[:10]}{' + uncommitted changes' if code.get('dirty') else ''}" if commit else ""
+    where = (
+        f", commit {commit[:10]}{' + uncommitted changes' if code.get('dirty') else ''}"
+        if commit
+        else ""
+    )
     return f"code {code.get('hash', '?')} (dpsim {code.get('dpsim', '?')}{where})"
 
 
@@ -638,9 +742,22 @@ def environment() -> dict:
     import numpy
     import pandas
     import pyarrow
+
     device = jax.devices()[0]
-    return {"command": sys.argv, "host": platform.node(), "cpu": _cpu(), "backend": jax.default_backend(),
-            "device": getattr(device, "device_kind", str(device)), "python": platform.python_version(),
-            "versions": {"dpsim": dpsim.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
-                         "numpy": numpy.__version__, "pandas": pandas.__version__, "pyarrow": pyarrow.__version__,
-                         "matplotlib": matplotlib.__version__}}
+    return {
+        "command": sys.argv,
+        "host": platform.node(),
+        "cpu": _cpu(),
+        "backend": jax.default_backend(),
+        "device": getattr(device, "device_kind", str(device)),
+        "python": platform.python_version(),
+        "versions": {
+            "dpsim": dpsim.__version__,
+            "jax": jax.__version__,
+            "jaxlib": jaxlib.__version__,
+            "numpy": numpy.__version__,
+            "pandas": pandas.__version__,
+            "pyarrow": pyarrow.__version__,
+            "matplotlib": matplotlib.__version__,
+        },
+    }

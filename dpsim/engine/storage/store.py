@@ -14,6 +14,7 @@ or damaged ``manifest.json`` is read back from the parts (:func:`manifest_from_p
 they all agree; a damaged manifest is moved aside (``manifest.json.corrupt``) before a new
 one is written. ``dpsim repair`` and ``dpsim info`` are :mod:`dpsim.engine.storage.folder`.
 """
+
 from __future__ import annotations
 
 import errno
@@ -62,9 +63,13 @@ def check_directory(path: Path, what: str) -> None:
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise UsageError(f"{what} {str(path)!r} lies under {str(parent)!r}, which is a file")
+                raise UsageError(
+                    f"{what} {str(path)!r} lies under {str(parent)!r}, which is a file"
+                )
             if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
-                raise UsageError(f"{what} {str(path)!r} cannot be created: {str(parent)!r} is not writable")
+                raise UsageError(
+                    f"{what} {str(path)!r} cannot be created: {str(parent)!r} is not writable"
+                )
             break
 
 
@@ -80,7 +85,11 @@ def _no_result(path: Path) -> bool:
     failed before its first part leaves one)."""
     if is_lock(path.name) or path.name.startswith(".tmp-"):
         return True
-    return path.name == PARTS and path.is_dir() and all(p.name.startswith(".tmp-") for p in path.iterdir())
+    return (
+        path.name == PARTS
+        and path.is_dir()
+        and all(p.name.startswith(".tmp-") for p in path.iterdir())
+    )
 
 
 def _part_lock(i: int, n: int) -> str:
@@ -97,8 +106,10 @@ def _try_lock(handle, mode) -> bool:
     except BlockingIOError:
         return False
     except OSError as exc:
-        raise UsageError(f"cannot lock {handle.name!r} ({exc.strerror or exc}): this filesystem has no file locks; "
-                         f"write into a local folder (parts: one folder each, then `dpsim merge`)") from None
+        raise UsageError(
+            f"cannot lock {handle.name!r} ({exc.strerror or exc}): this filesystem has no file locks; "
+            f"write into a local folder (parts: one folder each, then `dpsim merge`)"
+        ) from None
     return True
 
 
@@ -106,7 +117,7 @@ def _other_split(out: Path, n: int) -> str | None:
     """A part I/M (M ≠ ``n``) another process is writing into ``out`` now, as "I/M", or None:
     parts of different splits of a grid overlap, so they never write one folder at once."""
     for path in sorted(out.glob(f"{LOCK}-part-*-of-*")):
-        i, _, m = path.name[len(LOCK) + len("-part-"):].partition("-of-")
+        i, _, m = path.name[len(LOCK) + len("-part-") :].partition("-of-")
         if m == str(n) or fcntl is None:
             continue
         with open(path, "a+") as probe:
@@ -142,11 +153,15 @@ def exclusive(out: Path, part: tuple | None = None):
     own = None
     me = f"pid {os.getpid()} on {platform.node()}"
     try:
-        if not _try_lock(handle, fcntl.LOCK_SH if part and fcntl else (fcntl.LOCK_EX if fcntl else 0)):
+        if not _try_lock(
+            handle, fcntl.LOCK_SH if part and fcntl else (fcntl.LOCK_EX if fcntl else 0)
+        ):
             handle.seek(0)
             holder = handle.read().strip() or "another process"
-            raise UsageError(f"another dpsim run ({holder}) is writing to {str(out)!r}; "
-                             f"wait for it to finish, or choose another --out")
+            raise UsageError(
+                f"another dpsim run ({holder}) is writing to {str(out)!r}; "
+                f"wait for it to finish, or choose another --out"
+            )
         if part is None:
             handle.seek(0)
             handle.truncate()
@@ -156,12 +171,16 @@ def exclusive(out: Path, part: tuple | None = None):
             own = open(out / _part_lock(*part), "a+")
             if not _try_lock(own, fcntl.LOCK_EX if fcntl else 0):
                 own.seek(0)
-                raise UsageError(f"another dpsim run ({own.read().strip() or 'another process'}) is writing part "
-                                 f"{part[0]}/{part[1]} to {str(out)!r}; wait for it to finish")
+                raise UsageError(
+                    f"another dpsim run ({own.read().strip() or 'another process'}) is writing part "
+                    f"{part[0]}/{part[1]} to {str(out)!r}; wait for it to finish"
+                )
             other = _other_split(out, part[1])
             if other:
-                raise UsageError(f"part {other} of another split is being written to {str(out)!r}; the parts "
-                                 f"of one folder must share N, got --part {part[0]}/{part[1]}")
+                raise UsageError(
+                    f"part {other} of another split is being written to {str(out)!r}; the parts "
+                    f"of one folder must share N, got --part {part[0]}/{part[1]}"
+                )
             own.seek(0)
             own.truncate()
             own.write(me)
@@ -174,9 +193,9 @@ def exclusive(out: Path, part: tuple | None = None):
     finally:
         if own is not None:
             own.close()
-        handle.close()   # closing releases the lock
+        handle.close()  # closing releases the lock
         if created and out.exists() and all(_no_result(p) for p in out.iterdir()):
-            with open(out / LOCK, "a+") as last:    # nobody else is writing: remove what we made
+            with open(out / LOCK, "a+") as last:  # nobody else is writing: remove what we made
                 if _try_lock(last, fcntl.LOCK_EX if fcntl else 0):
                     for p in out.iterdir():
                         if p.is_dir():
@@ -277,10 +296,18 @@ def _write_error(path: Path, exc: OSError) -> UsageError:
     """The one-line error of a write that failed with ``exc``."""
     text = str(exc).strip().splitlines()
     why = exc.strerror or (text[0] if text else type(exc).__name__)
-    code = exc.errno or next((int(n) for n in re.findall(r"errno (\d+)", why)), None)    # Arrow's text holds it
+    code = exc.errno or next(
+        (int(n) for n in re.findall(r"errno (\d+)", why)), None
+    )  # Arrow's text holds it
     full = code in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
-    advice = "free space (or raise the limit) and run again to resume" if full else "nothing was left half-written"
-    return UsageError(f"cannot write {str(path)!r}: {why}; what was written before is kept whole: {advice}")
+    advice = (
+        "free space (or raise the limit) and run again to resume"
+        if full
+        else "nothing was left half-written"
+    )
+    return UsageError(
+        f"cannot write {str(path)!r}: {why}; what was written before is kept whole: {advice}"
+    )
 
 
 NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
@@ -325,8 +352,18 @@ def _once(say, message: str) -> None:
         say(message)
 
 
-MANIFEST_FIELDS = ("experiment", "source", "code", "title", "seed", "shape_axes", "data_axes", "analysis_axes",
-                   "derived", "methods")
+MANIFEST_FIELDS = (
+    "experiment",
+    "source",
+    "code",
+    "title",
+    "seed",
+    "shape_axes",
+    "data_axes",
+    "analysis_axes",
+    "derived",
+    "methods",
+)
 
 
 def manifest_file(out: Path) -> tuple[dict | None, str | None]:
@@ -369,17 +406,24 @@ def read_manifest(out: Path) -> dict | None:
         return content
     if not part_files(out):
         if damage:
-            raise UsageError(f"{str(Path(out) / MANIFEST)!r} is damaged ({damage}) and the folder holds no parts "
-                             f"to rebuild it from; move it away to use the folder")
+            raise UsageError(
+                f"{str(Path(out) / MANIFEST)!r} is damaged ({damage}) and the folder holds no parts "
+                f"to rebuild it from; move it away to use the folder"
+            )
         return None
     rebuilt = manifest_from_parts(out)
     if rebuilt is None:
         if damage:
-            raise UsageError(f"{str(Path(out) / MANIFEST)!r} is damaged ({damage}) and no part records what made it "
-                             f"(parts written before dpsim recorded it): it cannot be rebuilt")
+            raise UsageError(
+                f"{str(Path(out) / MANIFEST)!r} is damaged ({damage}) and no part records what made it "
+                f"(parts written before dpsim recorded it): it cannot be rebuilt"
+            )
         return None
-    _once(note, f"{out}: manifest.json is {f'damaged ({damage})' if damage else 'missing'}; read back from its parts' "
-         f"metadata (`dpsim repair {out}` writes it again; a run into the folder does too)")
+    _once(
+        note,
+        f"{out}: manifest.json is {f'damaged ({damage})' if damage else 'missing'}; read back from its parts' "
+        f"metadata (`dpsim repair {out}` writes it again; a run into the folder does too)",
+    )
     return rebuilt
 
 
@@ -393,11 +437,13 @@ def check_compatible(out: Path, experiment: str, seed: int) -> None:
             raise UsageError(f"--out {str(out)!r} is not empty and holds no dpsim manifest")
         return
     if manifest["experiment"] != experiment or manifest["seed"] != seed:
-        raise UsageError(f"--out {str(out)!r} holds experiment {manifest['experiment']!r} "
-                         f"seed {manifest['seed']}; choose another directory")
+        raise UsageError(
+            f"--out {str(out)!r} holds experiment {manifest['experiment']!r} "
+            f"seed {manifest['seed']}; choose another directory"
+        )
 
 
-CACHE_OWNER = "dpsim-cache"   # a manifest's "owner" when the folder is dpsim's own cache (verify's runs/verify)
+CACHE_OWNER = "dpsim-cache"  # a manifest's "owner" when the folder is dpsim's own cache (verify's runs/verify)
 
 
 def recorded_code(out: Path) -> dict | None:
@@ -419,6 +465,7 @@ def other_code(out: Path, code: dict) -> str | None:
     fingerprint, :mod:`dpsim.engine.storage.provenance`), as a description; None when the folder
     holds no run or one made by ``code``."""
     from dpsim.engine.storage.provenance import describe
+
     recorded = recorded_code(out)
     if recorded is None or recorded.get("hash") == code["hash"]:
         return None
@@ -429,6 +476,7 @@ def code_change(out: Path, code: dict) -> str:
     """What changed between the code that made ``out`` and ``code``: "changed modules: a, b"
     (at most five named), or why they cannot be named."""
     from dpsim.engine.storage.provenance import changed_modules
+
     changed = changed_modules(recorded_code(out) or {}, code)
     if changed is None:
         return "its manifest names no modules (made before dpsim recorded them)"
@@ -449,15 +497,18 @@ def check_code(out: Path, code: dict, accept: bool = False) -> bool:
         Whether the folder holds rows of other code (only ever True with ``accept``).
     """
     from dpsim.engine.storage.provenance import describe
+
     made = other_code(out, code)
     if made is None:
         return False
     if accept:
         return True
-    raise UsageError(f"--out {str(out)!r} holds rows made by {made}; this is {describe(code)} "
-                     f"({code_change(out, code)}): rows of different code are never mixed; go back to that code "
-                     f"(`git stash`), choose another --out, or extend it with this code by `dpsim run "
-                     f"--accept-code-change` (recorded in its manifest)")
+    raise UsageError(
+        f"--out {str(out)!r} holds rows made by {made}; this is {describe(code)} "
+        f"({code_change(out, code)}): rows of different code are never mixed; go back to that code "
+        f"(`git stash`), choose another --out, or extend it with this code by `dpsim run "
+        f"--accept-code-change` (recorded in its manifest)"
+    )
 
 
 def accepted_segments(previous: dict, code: dict, out: Path, when: str) -> list[dict]:
@@ -471,10 +522,19 @@ def accepted_segments(previous: dict, code: dict, out: Path, when: str) -> list[
     ``parts_before``); every row of a part comes from one code.
     """
     from dpsim.engine.storage.provenance import changed_modules
-    segments = list(previous.get("segments") or [{"code": previous.get("code", {}), "accepted": None,
-                                                   "parts_before": []}])
-    segments.append({"code": code, "accepted": when, "parts_before": [p.name for p in part_files(out)],
-                     "changed_modules": changed_modules(previous.get("code", {}), code)})
+
+    segments = list(
+        previous.get("segments")
+        or [{"code": previous.get("code", {}), "accepted": None, "parts_before": []}]
+    )
+    segments.append(
+        {
+            "code": code,
+            "accepted": when,
+            "parts_before": [p.name for p in part_files(out)],
+            "changed_modules": changed_modules(previous.get("code", {}), code),
+        }
+    )
     return segments
 
 
@@ -528,7 +588,9 @@ def with_provenance(table: pa.Table, provenance: dict) -> pa.Table:
     """``table`` with ``provenance`` (:func:`part_metadata`) in its schema metadata, where
     :func:`write_part` keeps it (a part copied by ``dpsim merge`` keeps its own)."""
     meta = dict(table.schema.metadata or {})
-    meta[PART_KEY] = json.dumps(_json_safe(provenance), sort_keys=True, default=str, allow_nan=False).encode()
+    meta[PART_KEY] = json.dumps(
+        _json_safe(provenance), sort_keys=True, default=str, allow_nan=False
+    ).encode()
     return table.replace_schema_metadata(meta)
 
 
@@ -559,13 +621,22 @@ def set_aside(path: Path) -> Path:
 
 def set_aside_files(out: Path) -> list[Path]:
     """The files of ``out`` set aside as damaged (:func:`set_aside`)."""
-    return sorted(p for folder in (Path(out), Path(out) / PARTS) if folder.is_dir()
-                  for p in folder.glob(f"*{CORRUPT}*"))
+    return sorted(
+        p
+        for folder in (Path(out), Path(out) / PARTS)
+        if folder.is_dir()
+        for p in folder.glob(f"*{CORRUPT}*")
+    )
 
 
 def temporary_files(out: Path) -> list[Path]:
     """The temporary files (``.tmp-*``, :func:`_atomic_write_bytes`) in ``out`` and its parts."""
-    return [p for folder in (Path(out), Path(out) / PARTS) if folder.is_dir() for p in folder.glob(".tmp-*")]
+    return [
+        p
+        for folder in (Path(out), Path(out) / PARTS)
+        if folder.is_dir()
+        for p in folder.glob(".tmp-*")
+    ]
 
 
 def remove_temporary(out: Path) -> list[Path]:
@@ -583,7 +654,12 @@ def part_files(out: Path) -> list[Path]:
     return sorted((Path(out) / PARTS).glob("part-*.parquet"))
 
 
-UNREADABLE = (pa.ArrowException, OSError, ValueError, EOFError)   # what a damaged Parquet file raises
+UNREADABLE = (
+    pa.ArrowException,
+    OSError,
+    ValueError,
+    EOFError,
+)  # what a damaged Parquet file raises
 
 
 def _read_part(path: Path, columns=None) -> pa.Table:
@@ -599,7 +675,11 @@ def _read_part(path: Path, columns=None) -> pa.Table:
 def _reason(exc: BaseException) -> str:
     """Why a file could not be read, short: the exception's name and its first sentence."""
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0].split('. ')[0].rstrip('.')[:120]}" if text else type(exc).__name__
+    return (
+        f"{type(exc).__name__}: {text[0].split('. ')[0].rstrip('.')[:120]}"
+        if text
+        else type(exc).__name__
+    )
 
 
 def iter_parts(out: Path, columns=None, *, unreadable: list | None = None, say: bool = True):
@@ -610,7 +690,7 @@ def iter_parts(out: Path, columns=None, *, unreadable: list | None = None, say: 
     for f in part_files(out):
         try:
             table = _read_part(f, columns)
-        except FileNotFoundError:      # set aside meanwhile by a run of another part of a split
+        except FileNotFoundError:  # set aside meanwhile by a run of another part of a split
             continue
         except UNREADABLE as exc:
             bad.append((f, _reason(exc)))
@@ -620,7 +700,9 @@ def iter_parts(out: Path, columns=None, *, unreadable: list | None = None, say: 
         _once(warn, unreadable_line(out, bad))
 
 
-def read_parts(out: Path, columns=None, *, say: bool = True) -> tuple[list[pa.Table], list[tuple[Path, str]]]:
+def read_parts(
+    out: Path, columns=None, *, say: bool = True
+) -> tuple[list[pa.Table], list[tuple[Path, str]]]:
     """Every readable part of ``out`` (``columns``: only those), and the unreadable ones as
     (path, why) — one :func:`warn` line names them and says the folder reads as incomplete
     (``say``: False when the caller reports them itself)."""
@@ -633,10 +715,12 @@ def unreadable_line(out: Path, unreadable: list[tuple[Path, str]]) -> str:
     """The one line that names a folder's unreadable parts."""
     first, why = unreadable[0]
     more = f" and {len(unreadable) - 1} more" if len(unreadable) > 1 else ""
-    return (f"{out}: {len(unreadable)} part{'s' if len(unreadable) > 1 else ''} cannot be read and "
-            f"{'are' if len(unreadable) > 1 else 'is'} left out, so the folder is incomplete ({PARTS}/{first.name}: "
-            f"{why}{more}): `dpsim run` into it computes the lanes again, `dpsim repair {out}` sets "
-            f"{'them' if len(unreadable) > 1 else 'it'} aside")
+    return (
+        f"{out}: {len(unreadable)} part{'s' if len(unreadable) > 1 else ''} cannot be read and "
+        f"{'are' if len(unreadable) > 1 else 'is'} left out, so the folder is incomplete ({PARTS}/{first.name}: "
+        f"{why}{more}): `dpsim run` into it computes the lanes again, `dpsim repair {out}` sets "
+        f"{'them' if len(unreadable) > 1 else 'it'} aside"
+    )
 
 
 def set_aside_unreadable(out: Path, *, say: bool = True) -> list[tuple[Path, str]]:
@@ -653,15 +737,17 @@ def set_aside_unreadable(out: Path, *, say: bool = True) -> list[tuple[Path, str
         except UNREADABLE as exc:
             try:
                 set_aside(f)
-            except FileNotFoundError:   # another part of a split set it aside first
+            except FileNotFoundError:  # another part of a split set it aside first
                 continue
             moved.append((f, _reason(exc)))
     if moved and say:
         first, why = moved[0]
         more = f" and {len(moved) - 1} more" if len(moved) > 1 else ""
-        note(f"{out}: {len(moved)} part{'s' if len(moved) > 1 else ''} could not be read ({PARTS}/{first.name}: "
-             f"{why}{more}); moved aside as *{CORRUPT} (kept), {'their' if len(moved) > 1 else 'its'} lanes are "
-             f"computed again")
+        note(
+            f"{out}: {len(moved)} part{'s' if len(moved) > 1 else ''} could not be read ({PARTS}/{first.name}: "
+            f"{why}{more}); moved aside as *{CORRUPT} (kept), {'their' if len(moved) > 1 else 'its'} lanes are "
+            f"computed again"
+        )
     return moved
 
 
@@ -691,7 +777,7 @@ def manifest_from_parts(out: Path) -> dict | None:
         except FileNotFoundError:
             continue
         except UNREADABLE:
-            continue                  # damaged: warned about, and set aside, where the parts are read
+            continue  # damaged: warned about, and set aside, where the parts are read
         if record is None:
             unmarked += 1
         else:
@@ -699,23 +785,43 @@ def manifest_from_parts(out: Path) -> dict | None:
     if not records:
         return None
     if unmarked:
-        raise UsageError(f"{out}: {unmarked} of {unmarked + len(records)} parts do not record what made them "
-                         f"(written before dpsim recorded it): its manifest cannot be rebuilt from them")
+        raise UsageError(
+            f"{out}: {unmarked} of {unmarked + len(records)} parts do not record what made them "
+            f"(written before dpsim recorded it): its manifest cannot be rebuilt from them"
+        )
     first = records[0]
     for record in records[1:]:
-        for key, value in (("experiment", record.get("experiment")), ("seed", record.get("seed")),
-                           ("code", record.get("code", {}).get("hash"))):
+        for key, value in (
+            ("experiment", record.get("experiment")),
+            ("seed", record.get("seed")),
+            ("code", record.get("code", {}).get("hash")),
+        ):
             mine = first.get(key) if key != "code" else first.get("code", {}).get("hash")
             if value != mine:
-                raise UsageError(f"{out}: its parts disagree on the {key} ({mine!r} and {value!r}): its manifest "
-                                 f"cannot be rebuilt from them")
-    requests = {json.dumps(_json_safe(r["request"]), sort_keys=True, default=str): {**r["request"], "from_parts": True}
-                for r in records if r.get("request")}
+                raise UsageError(
+                    f"{out}: its parts disagree on the {key} ({mine!r} and {value!r}): its manifest "
+                    f"cannot be rebuilt from them"
+                )
+    requests = {
+        json.dumps(_json_safe(r["request"]), sort_keys=True, default=str): {
+            **r["request"],
+            "from_parts": True,
+        }
+        for r in records
+        if r.get("request")
+    }
     history = sorted(requests.values(), key=lambda r: str(r.get("started", "")))
-    repaired = {"repaired": f"manifest rebuilt from the metadata of {len(records)} parts",
-                "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    return {**{k: first[k] for k in MANIFEST_FIELDS if k in first}, "history": [*history, repaired],
-            "study": {}, "diagnostics": {}, "complete": False}
+    repaired = {
+        "repaired": f"manifest rebuilt from the metadata of {len(records)} parts",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+    return {
+        **{k: first[k] for k in MANIFEST_FIELDS if k in first},
+        "history": [*history, repaired],
+        "study": {},
+        "diagnostics": {},
+        "complete": False,
+    }
 
 
 METHOD_COLUMNS_KEY = b"dpsim.method_columns"
@@ -745,7 +851,9 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
         nullable = name in method_columns or column.null_count
         if nullable and pa.types.is_boolean(column.type):
             frame[name] = _nullable(column, False, pd.arrays.BooleanArray)
-        elif nullable and pa.types.is_integer(column.type):     # a checked cast: a uint64 ≥ 2⁶³ raises, never wraps
+        elif nullable and pa.types.is_integer(
+            column.type
+        ):  # a checked cast: a uint64 ≥ 2⁶³ raises, never wraps
             frame[name] = _nullable(column.cast(pa.int64()), 0, pd.arrays.IntegerArray)
     frame.attrs["method_columns"] = sorted(method_columns)
     frame.attrs["derived_columns"] = _marked(table, DERIVED_COLUMNS_KEY)
@@ -772,7 +880,9 @@ def load_results(out: Path) -> pd.DataFrame:
         raise UsageError(f"no results in {str(out)!r}")
     methods = sorted({n for t in tables for n in _marked(t, METHOD_COLUMNS_KEY)})
     derived = sorted({n for t in tables for n in _marked(t, DERIVED_COLUMNS_KEY)})
-    combined = pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="default")
+    combined = pa.concat_tables(
+        [t.replace_schema_metadata(None) for t in tables], promote_options="default"
+    )
     order = [(c, "ascending") for c in ROW_ORDER if c in combined.column_names]
     if order:
         combined = combined.sort_by(order)
