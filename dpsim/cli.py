@@ -167,7 +167,14 @@ def cmd_run(args) -> int:
     # Ray (when chosen) starts before this process's first JAX computation
     with make_executor(args.executor, address=args.address, workers=args.ray_workers) as executor:
         experiment, source = resolve(args.experiment)
-        figures = _prepare_figures(experiment) if experiment.figure is not None else None
+        # a fresh process only (the command line): in a process that runs several commands (a
+        # notebook, the tests) a loading thread left by a refused run would overlap the next
+        # command's own imports and parsing
+        figures = (
+            _prepare_figures(experiment)
+            if experiment.figure is not None and _COMMAND_LINE
+            else None
+        )
         summary = run_experiment(
             experiment,
             reps=args.reps,
@@ -1114,7 +1121,12 @@ def main(argv=None) -> int:
         return _main(argv)
 
 
+_COMMAND_LINE = False  # True when main() reads sys.argv: this process runs one command
+
+
 def _main(argv) -> int:
+    global _COMMAND_LINE
+    _COMMAND_LINE = argv is None
     from dpsim.engine.storage.store import forget_said
 
     forget_said()
