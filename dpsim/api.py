@@ -142,7 +142,9 @@ def checks_for(experiment: Experiment, checks: Sequence | None = None) -> list:
             if base and check.name.startswith(base)
             else f"{experiment.name}:{check.name}"
         )
-        moved.append(dataclasses.replace(check, name=name, experiment=experiment.name))
+        moved.append(
+            dataclasses.replace(check, name=name, experiment=experiment.name, pins=())
+        )  # pins: the paper's table
     return moved
 
 
