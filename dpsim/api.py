@@ -34,24 +34,13 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from dpsim import API as _EXPORTED
 from dpsim.errors import UsageError, did_you_mean, note, stage_failed, traceback_wanted
 from dpsim.engine.definition.experiment import Experiment, Method
 
-__all__ = [
-    "run",
-    "load",
-    "Results",
-    "experiment_named",
-    "show",
-    "catalog",
-    "pins",
-    "verify",
-    "Verification",
-    "solve",
-    "checks_for",
-    "Method",
-    "Experiment",
-]
+# The names ``import dpsim`` exports (dpsim.API, the package root's one list: the root names them
+# without importing this module).
+__all__ = list(_EXPORTED)
 
 
 # ------------------------------------------------------------------------------------- experiments

@@ -405,3 +405,13 @@ def test_plan_and_show_give_what_the_dry_run_and_show_print(capsys):
     assert capsys.readouterr().out.splitlines() == [*shown["lines"], "  " + shown["memory"]]
     with pytest.raises(UsageError, match="n_itemz"):
         dpsim.plan("cai-fig2", n_itemz=20)
+
+
+def test_every_exported_name_is_the_apis_own():
+    """``import dpsim`` names the API's functions without importing it (dpsim.API); each of
+    them, and nothing else, is what ``from dpsim.api import *`` gives."""
+    import dpsim.api
+
+    assert dpsim.api.__all__ == list(dpsim.API)
+    for name in dpsim.API:
+        assert getattr(dpsim, name) is getattr(dpsim.api, name), name
