@@ -36,7 +36,7 @@ import pandas as pd
 
 from dpsim import API as _EXPORTED
 from dpsim.errors import UsageError, did_you_mean, note, stage_failed, traceback_wanted
-from dpsim.engine.definition.experiment import Experiment, Method
+from dpsim.engine.definition.experiment import Experiment, Method  # noqa: F401 (exported)
 
 # The names ``import dpsim`` exports (dpsim.API, the package root's one list: the root names them
 # without importing this module).
