@@ -771,17 +771,17 @@ def report(paths, out=None) -> Path:
 
 
 def _rows(table: pd.DataFrame, where) -> pd.DataFrame:
-    from dpsim.engine.presentation.plots import filter_rows
+    from dpsim.engine.presentation.panels import filter_rows
 
     return filter_rows(table, where) if where else table
 
 
 def _figure_spec(experiment: Experiment, table: pd.DataFrame, where, metric, logy):
-    from dpsim.engine.presentation.plots import metric_spec, with_logy
+    from dpsim.engine.presentation.panels import metric_spec, with_logy
 
     if experiment.figure is None:
         raise UsageError(f"experiment {experiment.name!r} defines no figure")
-    from dpsim.engine.presentation.plots import titled
+    from dpsim.engine.presentation.panels import titled
 
     rows = _rows(table, where)
     declared = titled(experiment.figure, experiment.title)

@@ -62,6 +62,7 @@ LAYERS: list[list[str]] = [
         "dpsim.engine.storage.store",
         "dpsim.engine.judgement.statistics",
         "dpsim.engine.judgement.verdicts",
+        "dpsim.engine.presentation.labels",
     ],
     [
         "dpsim.engine.definition.grid",
@@ -71,6 +72,7 @@ LAYERS: list[list[str]] = [
         "dpsim.engine.judgement.checks",
         "dpsim.engine.storage.parts",
         "dpsim.engine.execution.calibration",
+        "dpsim.engine.presentation.panels",
     ],
     [
         "dpsim.engine.execution.planning",
