@@ -771,17 +771,17 @@ def report(paths, out=None) -> Path:
 
 
 def _rows(table: pd.DataFrame, where) -> pd.DataFrame:
-    from dpsim.engine.presentation.plots import filter_rows
+    from dpsim.engine.presentation.panels import filter_rows
 
     return filter_rows(table, where) if where else table
 
 
 def _figure_spec(experiment: Experiment, table: pd.DataFrame, where, metric, logy):
-    from dpsim.engine.presentation.plots import metric_spec, with_logy
+    from dpsim.engine.presentation.panels import metric_spec, with_logy
 
     if experiment.figure is None:
         raise UsageError(f"experiment {experiment.name!r} defines no figure")
-    from dpsim.engine.presentation.plots import titled
+    from dpsim.engine.presentation.panels import titled
 
     rows = _rows(table, where)
     declared = titled(experiment.figure, experiment.title)
@@ -847,7 +847,7 @@ class Verification:
         counts: verdict → number of checks.
         mutants: with ``mutants``: one row per mutant (name, killed, line); else None.
         lines: what ``dpsim verify`` prints.
-        records: the records of ``RUNS/verdicts.json`` (:func:`dpsim.engine.presentation.report.verdict_records`:
+        records: the records of ``RUNS/verdicts.json`` (:func:`dpsim.engine.presentation.verdict_files.verdict_records`:
             per check its claim, statistic, estimate, interval, region, verdict, family-wise rule
             and replicates).
     """
@@ -900,7 +900,11 @@ def verify(
         UsageError: an unknown name, or a bad option.
     """
     from dpsim.engine.registry import Catalogue, catalogue, is_study
-    from dpsim.engine.presentation.report import kill_records, verdict_records, write_verdicts
+    from dpsim.engine.presentation.verdict_files import (
+        kill_records,
+        verdict_records,
+        write_verdicts,
+    )
     from dpsim.engine.judgement.verify import family_size, sequential_header
     from dpsim.engine.judgement.verify import verify as judge_checks
     from dpsim.engine.judgement.verify import verify_mutants

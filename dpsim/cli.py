@@ -461,7 +461,7 @@ def cmd_summary(args) -> int:
     import pandas as pd
 
     from dpsim.api import load
-    from dpsim.engine.presentation.plots import parse_where
+    from dpsim.engine.presentation.panels import parse_where
 
     where = parse_where(args.where or [])
     results = load(_run_directory(args.dir))
@@ -509,7 +509,7 @@ SLOPE_COLUMNS = (
 
 def cmd_plot(args) -> int:
     from dpsim.engine.storage.store import check_directory, read_manifest
-    from dpsim.engine.presentation.plots import parse_where
+    from dpsim.engine.presentation.panels import parse_where
 
     where = parse_where(args.where or [])
     out = Path(args.dir)

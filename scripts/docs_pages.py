@@ -51,6 +51,8 @@ API_MODULES = [
     ("dpsim.engine.storage.store", "The study folder"),
     ("dpsim.engine.presentation.summary", "Summaries of a results table"),
     ("dpsim.engine.presentation.plots", "Figures"),
+    ("dpsim.engine.presentation.panels", "Which rows and panels a figure draws"),
+    ("dpsim.engine.presentation.labels", "How a figure writes values, axes and curves"),
     ("dpsim.engine.execution.runner", "The run loop"),
     ("dpsim.engine.solving.solve", "Solve: thresholds by stochastic root-finding"),
     ("dpsim.engine.solving.search", "Root-finding: searches, evidence, fits"),

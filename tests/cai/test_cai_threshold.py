@@ -369,7 +369,7 @@ def test_individual_run_collapses(tmp_path):
 def test_threshold_figures_draw_one_panel_per_pair_the_run_holds(experiment, axes):
     """After `--set n_items=100` the edge figure stopped with "panel '(c) n = 200, p = 0.5' has
     no data": its panels listed the default grid. They now follow the run's values."""
-    from dpsim.engine.presentation.plots import expand_panels
+    from dpsim.engine.presentation.panels import expand_panels
 
     first, second = axes
     table = pd.DataFrame(

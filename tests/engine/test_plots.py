@@ -20,7 +20,8 @@ import pytest
 
 from dpsim.errors import UsageError
 from dpsim.engine import FigureSpec, Panel
-from dpsim.engine.presentation.plots import draw_figures, save_figure, sort_key
+from dpsim.engine.presentation.labels import sort_key
+from dpsim.engine.presentation.plots import draw_figures, save_figure
 
 INF = math.inf
 
@@ -268,7 +269,7 @@ def test_a_panel_at_a_value_uses_the_nearest_value_the_run_holds():
     """cai Fig. 4's panel "vs ε at n = 350" after `--set n_items=200,300` failed with "has no
     data"; ``Panel.at`` slices at the value asked for when present, else at the nearest one,
     and says which in the title."""
-    from dpsim.engine.presentation.plots import expand_panels
+    from dpsim.engine.presentation.panels import expand_panels
 
     spec = FigureSpec(
         x="eps",
@@ -308,7 +309,7 @@ def test_a_panel_at_values_the_run_does_not_hold_is_left_out_with_a_note():
     import warnings
 
     from dpsim.errors import DpsimNote, UsageError
-    from dpsim.engine.presentation.plots import expand_panels
+    from dpsim.engine.presentation.panels import expand_panels
 
     spec = FigureSpec(
         x="eps",
@@ -633,7 +634,7 @@ def test_plot_metric_unknown_is_a_one_line_error_and_writes_nothing(run_dir, cap
 def test_metric_spec_keeps_the_declared_slices_as_repeated_panels():
     """A one-metric figure repeats its panels over the axes the declared panels slice (ε
     here), so that it is split no more than the declared figure."""
-    from dpsim.engine.presentation.plots import metric_spec
+    from dpsim.engine.presentation.panels import metric_spec
 
     spec = FigureSpec(
         x="p",
@@ -656,7 +657,7 @@ def test_metric_spec_keeps_the_declared_slices_as_repeated_panels():
 
 
 def test_plot_logy_and_no_logy_override_every_panel(run_dir, capsys, monkeypatch):
-    from dpsim.engine.presentation.plots import with_logy
+    from dpsim.engine.presentation.panels import with_logy
 
     spec = FigureSpec(
         x="p",
@@ -734,7 +735,7 @@ def test_a_legend_too_wide_for_the_figure_takes_more_rows():
 
 def test_points_a_log_y_axis_cannot_show_are_named_in_a_note():
     from dpsim.errors import DpsimNote
-    from dpsim.engine.presentation.plots import with_logy
+    from dpsim.engine.presentation.panels import with_logy
 
     frame = table()
     frame["err"] = frame["err"] - 3.0  # some means ≤ 0
@@ -754,3 +755,17 @@ def test_prepare_loads_the_mathtext_parser_and_draws_nothing():
     prepare()
     prepare()
     assert mathtext.MathTextParser._parser is not None and plt.get_fignums() == before
+
+
+def test_which_rows_and_panels_are_drawn_is_decided_without_matplotlib():
+    """panels and labels (which rows, panels and text a figure has) load no matplotlib: a
+    fresh interpreter importing them has none loaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dpsim.engine.presentation.panels, dpsim.engine.presentation.labels; "
+        "print('matplotlib' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

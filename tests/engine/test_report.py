@@ -19,16 +19,9 @@ import pytest
 from dpsim.cli import main
 from dpsim.errors import UsageError
 from dpsim.engine.storage import store
-from dpsim.engine.presentation.report import (
-    CSP,
-    estimate_bar,
-    kill_records,
-    nan_counts,
-    verdict_records,
-    write_report,
-    plain_text,
-    write_verdicts,
-)
+from dpsim.engine.presentation.report import CSP, estimate_bar, write_report
+from dpsim.engine.presentation.report_data import nan_counts, plain_text
+from dpsim.engine.presentation.verdict_files import kill_records, verdict_records, write_verdicts
 from dpsim.engine.judgement.verdicts import CheckResult, family_z
 from report_folders import build
 

@@ -62,6 +62,7 @@ LAYERS: list[list[str]] = [
         "dpsim.engine.storage.store",
         "dpsim.engine.judgement.statistics",
         "dpsim.engine.judgement.verdicts",
+        "dpsim.engine.presentation.labels",
     ],
     [
         "dpsim.engine.definition.grid",
@@ -71,6 +72,8 @@ LAYERS: list[list[str]] = [
         "dpsim.engine.judgement.checks",
         "dpsim.engine.storage.parts",
         "dpsim.engine.execution.calibration",
+        "dpsim.engine.presentation.panels",
+        "dpsim.engine.presentation.verdict_files",
     ],
     [
         "dpsim.engine.execution.planning",
@@ -88,6 +91,7 @@ LAYERS: list[list[str]] = [
         "dpsim.engine.solving.solve",
         "dpsim.engine.storage.folder",
     ],
+    ["dpsim.engine.presentation.report_data"],
     ["dpsim.engine.presentation.report"],
     ["dpsim.engine", "dpsim.api"],
     # on top: the papers (engine + science), the command

@@ -50,7 +50,7 @@ class FigureSpec:
     """A figure in the paper's layout: panels × (x axis, one curve per value of ``curve``,
     a grid axis or ``"method"``). It filters nothing: the figure draws every value in the
     table (the paper's plotted subset is the experiment's default grid), and an axis it does
-    not map splits it into one figure per value (:mod:`dpsim.engine.presentation.plots`).
+    not map splits it into one figure per value (:mod:`dpsim.engine.presentation.panels`).
 
     Attributes:
         x, xlabel, logx: the x axis; ``logy``: a log y axis (every panel unless it says

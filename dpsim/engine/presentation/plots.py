@@ -18,20 +18,19 @@ curve per value of another axis or per method), and everything else comes from t
   ×, and the legend says how many fits that is;
 * beside each image, the plotted points (means, intervals, counts) as a CSV.
 
-``dpsim plot`` may change what is drawn without changing the experiment: :func:`parse_where`
-and :func:`filter_rows` keep some rows (``--where``), :func:`metric_spec` draws one metric
-instead of the declared panels (``--metric``), :func:`with_logy` overrides log y (``--logy``).
+Which figures, panels and rows are drawn is decided in :mod:`dpsim.engine.presentation.panels`
+(also what ``dpsim plot``'s ``--where``, ``--metric`` and ``--logy`` change), how values, axes
+and curves are written in :mod:`dpsim.engine.presentation.labels`; this module draws and saves.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator
 
 import matplotlib
 
@@ -44,8 +43,21 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from dpsim.errors import UsageError, note  # noqa: E402
 from dpsim.engine.storage import store  # noqa: E402
-from dpsim.engine.definition.axes import parse_value  # noqa: E402
 from dpsim.engine.definition.figure import FigureSpec, Panel  # noqa: E402
+from dpsim.engine.presentation.labels import (  # noqa: E402
+    curve_name,
+    format_value,
+    phrase,
+    sort_key,
+    value_order,
+)
+from dpsim.engine.presentation.panels import (  # noqa: E402
+    expand_panels,
+    nan_rows,
+    panel_columns,
+    panel_rows,
+    split_axes,
+)
 from dpsim.engine.presentation.summary import grid_columns, select, summarise  # noqa: E402
 
 PNG_DPI = 130  # the PNG's resolution (dots per inch)
@@ -61,117 +73,6 @@ SUBTITLE_LINE = 0.17  # inches more above the panels per further line of the sub
 LEGEND_ROW = 0.25  # inches more below the panels per further row of the legend
 
 
-def format_value(value) -> str:
-    """A grid value as a figure writes it: ∞, integers without ".0", 3 significant digits.
-
-    Args:
-        value: a number or a name.
-    Returns:
-        The text.
-    """
-    if isinstance(value, (float, np.floating)) and math.isinf(value):
-        return "∞"
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        return f"{value:.3g}"
-    return str(value)
-
-
-def sort_key(value):
-    """Numeric order with ∞ last, names after numbers.
-
-    Args:
-        value: a number or a name.
-    Returns:
-        A key for ``sorted``.
-    """
-    if isinstance(value, str):
-        return (2, 0.0, value)
-    value = float(value)
-    return (1, 0.0, "") if math.isinf(value) else (0, value, "")
-
-
-def value_order(spec: FigureSpec, axis: str):
-    """The sort key of ``axis``'s values in a figure: :func:`sort_key`, except that names with
-    a declared label come after the other names, in the order the labels are declared (e.g.
-    xu's schemes as the paper numbers them; nguyen's p₀ = 0.2, …, 0.5, then "proposed").
-
-    Args:
-        spec: the figure (its ``value_labels``).
-        axis: a grid axis.
-    Returns:
-        A key function for ``sorted``.
-    """
-    declared = [v for v in spec.value_labels.get(axis, {}) if isinstance(v, str)]
-
-    def key(value):
-        if isinstance(value, str):
-            return (2, 1 + declared.index(value), "") if value in declared else (2, 0, value)
-        return sort_key(value)
-
-    return key
-
-
-def symbol(spec: FigureSpec, axis: str) -> str:
-    """The paper's symbol of an axis.
-
-    Args:
-        spec: the figure (its ``symbols``).
-        axis: a grid axis.
-    Returns:
-        ``spec.symbols[axis]``, else the axis name.
-    """
-    return spec.symbols.get(axis, axis)
-
-
-def value_label(spec: FigureSpec, axis: str, value) -> str | None:
-    """The figure's words or formula for one value of an axis.
-
-    Args:
-        spec: the figure (its ``value_labels``).
-        axis: a grid axis.
-        value: one of its values.
-    Returns:
-        The declared label, or None when there is none.
-    """
-    labels = spec.value_labels.get(axis, {})
-    try:
-        return labels.get(value)
-    except TypeError:  # an unhashable value has no label
-        return None
-
-
-def phrase(spec: FigureSpec, axis: str, value) -> str:
-    """How a figure writes ``axis = value`` in titles and the subtitle.
-
-    Args:
-        spec: the figure (its ``symbols`` and ``value_labels``).
-        axis: a grid axis.
-        value: one of its values.
-    Returns:
-        The value's label when the figure declares one (e.g. "debiased RR"), else
-        "symbol = value" (e.g. "$m$ = 20").
-    """
-    label = value_label(spec, axis, value)
-    return label if label is not None else f"{symbol(spec, axis)} = {format_value(value)}"
-
-
-def curve_name(spec: FigureSpec, curve) -> str:
-    """The legend label of one curve.
-
-    Args:
-        spec: the figure.
-        curve: a method name (``spec.curve == "method"``) or a value of the curve axis.
-    Returns:
-        The method's label, the value's label, or "curve_label = value".
-    """
-    if spec.curve == "method":
-        return spec.curve_labels.get(curve, curve)
-    label = value_label(spec, spec.curve, curve)
-    return label if label is not None else f"{spec.curve_label} = {format_value(curve)}"
-
-
 @dataclass
 class Drawn:
     """One drawn figure: the matplotlib figure, its plotted points, and the values of the
@@ -180,205 +81,6 @@ class Drawn:
     figure: plt.Figure
     points: pd.DataFrame
     split: dict
-
-
-# ---------------------------------------------------------------------------------------
-# What `dpsim plot` may change: rows (--where), the metric (--metric), log y (--logy)
-# ---------------------------------------------------------------------------------------
-def parse_where(options: Sequence[str]) -> dict[str, list]:
-    """Parse ``--where AXIS=V1,V2`` options (numbers, inf, or names).
-
-    Args:
-        options: the option texts, one per ``--where``.
-    Returns:
-        axis → the values asked for.
-    Raises:
-        UsageError: malformed text, an empty value, or an axis given twice.
-    """
-    where: dict[str, list] = {}
-    for option in options:
-        axis, _, text = option.partition("=")
-        axis = axis.strip()
-        if not axis or not text.strip() or any(not v.strip() for v in text.split(",")):
-            raise UsageError(f"malformed --where {option!r}: expected AXIS=V1,V2,...")
-        if axis in where:
-            raise UsageError(f"--where {axis} given twice")
-        where[axis] = [parse_value(v) for v in text.split(",")]
-    return where
-
-
-def _held(present, wanted):
-    """The value of ``present`` (a column's values) that ``wanted`` names, or None: numbers
-    compared with a relative tolerance, names (and numbers stored as names) as text."""
-    for held in present:
-        if isinstance(held, str) or isinstance(wanted, str):
-            if str(held) in (str(wanted), format_value(wanted)):
-                return held
-        elif float(held) == float(wanted) or math.isclose(float(held), float(wanted), rel_tol=1e-9):
-            return held
-    return None
-
-
-def filter_rows(table: pd.DataFrame, where: Mapping[str, Sequence]) -> pd.DataFrame:
-    """The rows whose axes take the listed values (``dpsim plot --where``).
-
-    Args:
-        table: the results rows.
-        where: axis (a grid axis or ``method``) → the values to keep.
-    Returns:
-        The rows kept (the table's ``attrs`` with them).
-    Raises:
-        UsageError: naming an axis the results do not have or a value the run does not hold.
-    """
-    axes = [*grid_columns(table), "method"]
-    kept = {}
-    for axis, wanted in where.items():
-        if axis not in axes or axis not in table:
-            raise UsageError(
-                f"--where {axis}: this run has no axis {axis!r} (axes: {', '.join(axes)})"
-            )
-        present = sorted(table[axis].dropna().unique(), key=sort_key)
-        held = [_held(present, v) for v in wanted]
-        for value, match in zip(wanted, held):
-            if match is None:
-                raise UsageError(
-                    f"--where {axis}={format_value(value)}: the run holds no such value "
-                    f"({axis}: {', '.join(format_value(v) for v in present)})"
-                )
-        kept[axis] = held
-    rows = select(table, kept)
-    rows.attrs = dict(table.attrs)
-    return rows
-
-
-def metrics_of(table: pd.DataFrame) -> list[str]:
-    """What ``--metric`` may name.
-
-    Args:
-        table: the results rows.
-    Returns:
-        The numeric method outputs (metrics and numeric diagnostics) with a value.
-    """
-    return [
-        c
-        for c in table.attrs.get("method_columns", ())
-        if c in table and table[c].dtype.kind in "fiu" and table[c].notna().any()
-    ]
-
-
-def _repeated_axes(table: pd.DataFrame, spec: FigureSpec) -> tuple[str, ...]:
-    """The axes the declared panels slice or repeat over (``each``, ``where``, ``at``), in
-    order, without the x, curve and pooled axes: a one-metric figure repeats its panels
-    over them so that it is split no more than the declared one."""
-    taken = {spec.x, spec.curve, *spec.pool}
-    axes = (a for p in spec.panels for a in (*p.each, *p.where, *p.at))
-    return tuple(dict.fromkeys(a for a in axes if a in table and a not in taken))
-
-
-def metric_spec(table: pd.DataFrame, spec: FigureSpec, metric: str) -> FigureSpec:
-    """``spec`` drawing one metric instead of its declared panels (``dpsim plot --metric``):
-    one panel per method that reports it (one panel in all when the curves are the
-    methods), repeated over the axes the declared panels slice (:func:`_repeated_axes`);
-    the y label is a declared panel's for that metric, else the metric's name.
-
-    Args:
-        table: the results rows.
-        spec: the declared figure (x axis, curves, symbols are kept).
-        metric: a metric of the run (:func:`metrics_of`).
-    Returns:
-        The figure to draw.
-    Raises:
-        UsageError: naming a metric the run does not have.
-    """
-    metrics = metrics_of(table)
-    if metric not in metrics:
-        raise UsageError(
-            f"--metric {metric}: this run has no metric {metric!r} (metrics: {', '.join(metrics)})"
-        )
-    declared = [p for p in spec.panels if p.metric == metric]
-    ylabel = declared[0].ylabel if declared else metric
-    each = _repeated_axes(table, spec)
-    if spec.curve == "method":
-        return dataclasses.replace(
-            spec, panels=(Panel(metric, None, ylabel, each=each),), columns=None
-        )
-    reporting = set(table.loc[table[metric].notna(), "method"])
-    methods = [m for m in spec.curve_labels if m in reporting] + sorted(
-        reporting - set(spec.curve_labels)
-    )
-    panels = tuple(
-        Panel(
-            metric,
-            m,
-            ylabel,
-            each=each,
-            title=spec.curve_labels.get(m, m) if len(methods) > 1 else "",
-        )
-        for m in methods
-    )
-    return dataclasses.replace(spec, panels=panels, columns=None)
-
-
-def with_logy(spec: FigureSpec, logy: bool | None) -> FigureSpec:
-    """Override the y scale of every panel (``dpsim plot --logy`` / ``--no-logy``).
-
-    Args:
-        spec: the figure.
-        logy: True for a log y axis on every panel, False for none, None for as declared.
-    Returns:
-        The figure to draw.
-    """
-    if logy is None:
-        return spec
-    return dataclasses.replace(
-        spec, logy=logy, panels=tuple(dataclasses.replace(p, logy=None) for p in spec.panels)
-    )
-
-
-# ---------------------------------------------------------------------------------------
-# Which figures, which panels
-# ---------------------------------------------------------------------------------------
-def mapped_axes(spec: FigureSpec) -> set[str]:
-    """The axes a figure maps.
-
-    Args:
-        spec: the figure.
-    Returns:
-        x, curve, the pooled axes, and every panel's ``where``, ``each`` and x axes.
-    """
-    axes = {spec.x, spec.curve, *spec.pool}
-    for panel in spec.panels:
-        axes |= set(panel.where) | set(panel.each)
-        if panel.x:
-            axes.add(panel.x)
-    return axes
-
-
-def split_axes(table: pd.DataFrame, spec: FigureSpec) -> list[str]:
-    """The grid axes the figure does not map that take several values within one combination
-    of the mapped axes' values (one figure each). An axis that is a function of mapped ones,
-    such as cai's k = round(n/4) beside n on the x axis, splits nothing.
-
-    Args:
-        table: the results rows.
-        spec: the figure.
-    Returns:
-        The axes to split on, in the table's column order.
-    """
-    mapped = mapped_axes(spec)
-    keys = [c for c in grid_columns(table) if c in mapped]
-    split = []
-    for axis in grid_columns(table):
-        if axis in mapped or table[axis].nunique(dropna=True) < 2:
-            continue
-        within = (
-            table.groupby(keys, dropna=False)[axis].nunique().max()
-            if keys
-            else table[axis].nunique()
-        )
-        if within > 1:
-            split.append(axis)
-    return split
 
 
 def draw_figures(table: pd.DataFrame, spec: FigureSpec) -> Iterator[Drawn]:
@@ -404,141 +106,6 @@ def draw_figures(table: pd.DataFrame, spec: FigureSpec) -> Iterator[Drawn]:
         rows = select(table, {a: [v] for a, v in split.items()})
         if not rows.empty:
             yield _draw(rows, spec, split)
-
-
-def _panel_rows(table: pd.DataFrame, panel: Panel) -> pd.DataFrame:
-    """The rows a panel plots: its ``where`` slice, its method, its metric not missing."""
-    rows = select(table, panel.where)
-    if panel.method is not None:
-        rows = rows[rows["method"] == panel.method]
-    return rows[rows[panel.metric].notna()] if panel.metric in rows else rows.iloc[0:0]
-
-
-def _nan_rows(table: pd.DataFrame, panel: Panel) -> tuple[int, int]:
-    """(rows whose metric is NaN, rows) of the methods that report the panel's metric, in its
-    slice: its method, or with ``method=None`` those with some value of it (a method that does
-    not report a metric has NaN there too, so one with NaN in every row is not counted, unless
-    no method has a value)."""
-    rows = select(table, panel.where)
-    if panel.metric not in rows:
-        return 0, 0
-    if panel.method is not None:
-        rows = rows[rows["method"] == panel.method]
-    else:
-        reporting = set(rows.loc[rows[panel.metric].notna(), "method"])
-        rows = rows[rows["method"].isin(reporting)] if reporting else rows
-    return int(rows[panel.metric].isna().sum()), len(rows)
-
-
-def titled(spec: FigureSpec, title: str) -> FigureSpec:
-    """``spec`` with ``title`` (e.g. the experiment's) when it declares none of its own."""
-    return spec if spec.title or not title else dataclasses.replace(spec, title=title)
-
-
-def _nearest(values, wanted):
-    """The value of ``values`` nearest to ``wanted`` (∞ is nearest to ∞)."""
-    return min(values, key=lambda v: 0.0 if v == wanted else abs(float(v) - float(wanted)))
-
-
-def _resolve_at(table: pd.DataFrame, spec: FigureSpec, panel: Panel) -> Panel:
-    """``panel`` with its ``at`` values turned into a ``where`` slice at the value present in
-    its rows nearest to each (left as asked when the axis has no rows: the panel is then
-    reported as empty), the values used added to its title."""
-    if not panel.at:
-        return panel
-    rows, where, used = _panel_rows(table, panel), dict(panel.where), []
-    for axis, wanted in panel.at.items():
-        present = list(rows[axis].dropna().unique()) if axis in rows else []
-        chosen = _nearest(present, wanted) if present else wanted
-        where[axis] = [chosen]
-        rows = rows[rows[axis] == chosen] if present else rows
-        used.append(phrase(spec, axis, chosen))
-    text = ", ".join(used)
-    return dataclasses.replace(
-        panel, at={}, where=where, title=f"{panel.title} ({text})" if panel.title else text
-    )
-
-
-def _expansions(table: pd.DataFrame, spec: FigureSpec, panel: Panel) -> list[Panel]:
-    """``panel``, or with ``each`` axes one copy per combination of their values present in
-    its rows (:func:`value_order`: numeric order, ∞ last), the values added to its ``where`` and its title;
-    ``at`` values first become a slice (:func:`_resolve_at`)."""
-    panel = _resolve_at(table, spec, panel)
-    if not panel.each:
-        return [panel]
-    rows = _panel_rows(table, panel)
-    missing = [a for a in panel.each if a not in rows]
-    if missing:
-        raise UsageError(
-            f"panel {panel.title or panel.ylabel!r} is repeated over {missing[0]!r}, "
-            f"which is not a column of the results"
-        )
-    keys = [value_order(spec, a) for a in panel.each]
-    combos = sorted(
-        {tuple(r) for r in rows[list(panel.each)].itertuples(index=False)},
-        key=lambda combo: [k(v) for k, v in zip(keys, combo)],
-    )
-    panels = []
-    for combo in combos:
-        value_text = ", ".join(phrase(spec, a, v) for a, v in zip(panel.each, combo))
-        panels.append(
-            dataclasses.replace(
-                panel,
-                each=(),
-                where={**panel.where, **{a: [v] for a, v in zip(panel.each, combo)}},
-                title=f"{panel.title}, {value_text}" if panel.title else value_text,
-            )
-        )
-    return panels
-
-
-def _outside_run(table: pd.DataFrame, panel: Panel) -> str:
-    """ "axis = values" when the panel's ``where`` asks for values of an axis none of which the
-    run holds (e.g. a dataset or ε left out with ``--set``), else ""."""
-    for axis, wanted in panel.where.items():
-        if axis in table and not table[axis].isin(list(wanted)).any():
-            return f"{axis} = {', '.join(format_value(v) for v in wanted)}"
-    return ""
-
-
-def expand_panels(table: pd.DataFrame, spec: FigureSpec) -> list[Panel]:
-    """``spec.panels`` with each panel that has ``each`` axes repeated (:func:`_expansions`).
-    A panel sliced at values the run does not hold at all is left out, with a note naming
-    them; a panel whose values were run but left no rows still stops the figure
-    (:func:`_draw`), and so does a figure left with no panel.
-
-    Args:
-        table: the figure's rows.
-        spec: the figure.
-    Returns:
-        The panels to draw, in order.
-    Raises:
-        UsageError: no panel is left.
-    """
-    panels = []
-    for panel in (p for spec_panel in spec.panels for p in _expansions(table, spec, spec_panel)):
-        outside = _outside_run(table, panel)
-        if outside:
-            note(
-                f"figure panel {panel.title or panel.ylabel!r} not drawn: the run holds no {outside}"
-            )
-        else:
-            panels.append(panel)
-    if not panels:
-        raise UsageError(
-            "no panel of the figure has data in this run: every panel is sliced at values "
-            "the run does not hold (see the notes above); run them or use `dpsim summary`"
-        )
-    return panels
-
-
-def _columns(table: pd.DataFrame, spec: FigureSpec) -> int:
-    """Panels per row: ``spec.columns``, else one row per repeated panel when every repeated
-    panel gives the same 2–4 panels (e.g. one row per metric, one column per ε run), else 2."""
-    if spec.columns:
-        return spec.columns
-    counts = {len(_expansions(table, spec, p)) for p in spec.panels if p.each}
-    return counts.pop() if len(counts) == 1 and 2 <= min(counts) <= 4 else 2
 
 
 # ---------------------------------------------------------------------------------------
@@ -699,9 +266,9 @@ def _draw_panel(
     """
     x = panel.x or spec.x
     key = "method" if spec.curve == "method" else spec.curve
-    rows = _panel_rows(table, panel)
+    rows = panel_rows(table, panel)
     label = f"({letter}) {panel.title or panel.ylabel}"
-    nan, of = _nan_rows(table, panel)
+    nan, of = nan_rows(table, panel)
     if rows.empty and not of:
         raise UsageError(
             f"panel {label!r} of the figure has no data "
@@ -993,7 +560,7 @@ def _draw(table: pd.DataFrame, spec: FigureSpec, split: dict) -> Drawn:
         The figure and its plotted points.
     """
     panels = expand_panels(table, spec)
-    cols = min(_columns(table, spec), len(panels))
+    cols = min(panel_columns(table, spec), len(panels))
     rows_n = math.ceil(len(panels) / cols)
     # laid out at the PNG's resolution: text measured while laying out (its mathtext parsed and
     # cached per resolution) is the PNG's, so only the PDF parses it again
