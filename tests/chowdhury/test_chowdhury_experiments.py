@@ -55,10 +55,11 @@ def test_registered():
 
 def test_predicted_slopes_are_computed_when_judged():
     """The checks hold deferred predictions (no rounded literal), resolved to
-    predicted_slopes() when judged; 1/a⊥ is the (A1) slope's closed form."""
+    predicted_slopes() when judged; 1/a⊥ is the (A1) slope's closed form. The table is the
+    one the checks resolve from (rates.PREDICTED, predicted_slopes() computed once)."""
     from dpsim.engine.judgement.deferred import resolved
 
-    computed = rates.predicted_slopes()
+    computed = rates.PREDICTED.value()
     a_perp, _ = th.gaussian_design_eigenvalues(model.THEORY_NORM, rates.FEATURE_SCALE)
     assert computed["mle_n_mse_per_d"] == pytest.approx(1 / float(a_perp), rel=1e-12)
     check = next(k for k in rates.CHECKS if k.name == "chowdhury-rates-central-excess-slope-n")

@@ -35,8 +35,24 @@ from dpsim.mechanisms.discrete import (
 N = 200_000
 P_MIN = 1e-4
 
+# σ and t are traced: one program per sampler (and per cap) serves every scale below
 _gauss = jax.jit(lambda key, sigma: discrete_gaussian_with_flag(key, sigma, (N,)))
 _laplace = jax.jit(lambda key, scale: discrete_laplace(key, scale, (N,)))
+_capped = {
+    rounds: jax.jit(
+        lambda key, sigma, rounds=rounds: discrete_gaussian_with_flag(
+            key, sigma, (N,), max_rounds=rounds
+        )
+    )
+    for rounds in (1, 2)
+}
+
+
+def _many(sampler, key, scale, n):
+    """``n`` draws (a multiple of N) of ``sampler`` at ``scale``, N per key split from ``key``."""
+    return np.concatenate(
+        [np.asarray(sampler(k, scale)) for k in jax.random.split(key, n // N)], axis=-1
+    )
 
 
 def chi2_against_pmf(samples, pmf, min_expected: float = 20.0):
@@ -99,7 +115,7 @@ def test_discrete_gaussian_agrees_with_opendp(sigma):
         dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=sigma
     )
     theirs = np.asarray(meas([0] * n))
-    ours = np.asarray(jax.jit(lambda k: discrete_gaussian(k, sigma, (n,)))(jax.random.key(11)))
+    ours = np.asarray(_gauss(jax.random.key(11), sigma)[0])[:n]
     assert _two_sample_p(ours, theirs) > P_MIN
 
 
@@ -111,7 +127,7 @@ def test_discrete_laplace_agrees_with_opendp(scale):
         dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=scale
     )
     theirs = np.asarray(meas([0] * n))
-    ours = np.asarray(jax.jit(lambda k: discrete_laplace(k, scale, (n,)))(jax.random.key(12)))
+    ours = np.asarray(_laplace(jax.random.key(12), scale))[:n]
     assert _two_sample_p(ours, theirs) > P_MIN
 
 
@@ -148,14 +164,14 @@ def test_tails():
     frequency of |Z| > 10t within 5 SE of the exact 2α^{21}/(1 + α) ≈ 4.0e-5 (≈ 40 draws)."""
     n = 1_000_000
     sigma = 2.0
-    z = np.asarray(jax.jit(lambda k: discrete_gaussian(k, sigma, (n,)))(jax.random.key(5)))
+    z = _many(lambda k, s: _gauss(k, s)[0], jax.random.key(5), sigma, n)
     k = np.arange(-200, 201)
     pmf = discrete_gaussian_pmf(k, sigma)
     tail = pmf[np.abs(k) >= 3 * sigma].sum()
     assert abs(np.mean(np.abs(z) >= 3 * sigma) - tail) <= 5 * math.sqrt(tail * (1 - tail) / n)
     assert np.max(np.abs(z)) <= 10 * sigma
     t = 2.0
-    y = np.asarray(jax.jit(lambda k_: discrete_laplace(k_, t, (n,)))(jax.random.key(6)))
+    y = _many(_laplace, jax.random.key(6), t, n)
     a = math.exp(-1 / t)
     tail = 2 * a**21 / (1 + a)
     assert abs(np.mean(np.abs(y) > 10 * t) - tail) <= 5 * math.sqrt(tail / n)
@@ -169,19 +185,16 @@ def test_failure_flag_and_acceptance(sigma):
     a = discrete_gaussian_acceptance(sigma)
     assert a >= MIN_ACCEPTANCE
     for rounds in (1, 2):
-        z, failed = jax.jit(
-            lambda k: discrete_gaussian_with_flag(k, sigma, (N,), max_rounds=rounds)
-        )(jax.random.key(8))
+        z, failed = _capped[rounds](jax.random.key(8), sigma)
         q = (1 - a) ** (3 + rounds)
         assert abs(float(failed.mean()) - q) <= 5 * math.sqrt(q * (1 - q) / N)
         assert np.all(np.asarray(z)[np.asarray(failed)] == 0)
 
 
 def test_no_failures_at_default_cap():
-    z, failed = jax.jit(lambda k: discrete_gaussian_with_flag(k, 0.3, (1_000_000,)))(
-        jax.random.key(9)
-    )
-    assert not bool(failed.any())
+    """No flagged element among 10⁶ draws at σ = 0.3 (five batches of N)."""
+    failed = _many(lambda k, s: _gauss(k, s)[1], jax.random.key(9), 0.3, 1_000_000)
+    assert failed.shape == (1_000_000,) and not failed.any()
 
 
 def test_zero_scale_is_no_noise_and_bad_scale_is_refused():
@@ -199,13 +212,15 @@ def test_zero_scale_is_no_noise_and_bad_scale_is_refused():
 
 def test_vmap_over_sigma_and_keys_matches_single_calls():
     """σ traced under vmap; each lane equals the un-batched call with the same key and σ
-    (a lane's draws depend only on its own key, not on the batch)."""
+    (a lane's draws depend only on its own key, not on the batch), made through
+    discrete_gaussian: it returns the flagged sampler's draws."""
     sigmas = jnp.asarray([0.0, 0.4, 3.0, 2e4])
     keys = jax.random.split(jax.random.key(10), 4)
     f = lambda k, s: discrete_gaussian_with_flag(k, s, (300,))
     batched, flags = jax.jit(jax.vmap(f))(keys, sigmas)
+    one = jax.jit(lambda k, s: discrete_gaussian(k, s, (300,)))
     for i in range(4):
-        single, _ = jax.jit(f)(keys[i], sigmas[i])
+        single = one(keys[i], sigmas[i])
         np.testing.assert_array_equal(np.asarray(batched[i]), np.asarray(single))
     assert not bool(flags.any())
     lap = jax.jit(jax.vmap(lambda k, s: discrete_laplace(k, s, (300,))))(keys, sigmas)

@@ -4,7 +4,8 @@
 Monte-Carlo tolerances (fixed seeds): a mean is within 5 standard errors √(v/R); a variance
 within 5 standard errors √((μ4 − σ⁴)/R) estimated from the sample (≈ σ²√(2/R) for a Gaussian);
 a goodness-of-fit test must have p > 1e-4. Each fails for a wrong flip rate, debiasing constant
-or noise scale (a 10% error in a variance is > 10 standard errors at R = 40 000).
+or noise scale (a 10% error in a variance is > 10 standard errors at R = 40 000, and ≥ 9 at
+the R_SAMPLERS = 20 000 draws of each of the two samplers compared below, both with 5 as the bound).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from scipy import stats
 
 import dpsim  # noqa: F401
-from dpsim.audits.pairwise_audit import audit_pairwise
+from dpsim.experiments import xu
 from dpsim.mechanisms.pairwise_ldp import (
     MECHANISMS,
     classic_rr_mean,
@@ -50,6 +51,7 @@ from dpsim.models.complete_btl import (
 )
 
 R = 40_000
+R_SAMPLERS = 20_000  # draws of the sufficient-statistic sampler and of the per-user reference
 
 
 def coth(x):
@@ -198,8 +200,8 @@ def both_samplers():
             for i, m in enumerate(MECHANISMS)
         }
 
-    fast_out = jax.jit(jax.vmap(fast))(jax.random.split(jax.random.key(7), R))
-    slow_out = jax.jit(jax.vmap(slow))(jax.random.split(jax.random.key(8), R))
+    fast_out = jax.jit(jax.vmap(fast))(jax.random.split(jax.random.key(7), R_SAMPLERS))
+    slow_out = jax.jit(jax.vmap(slow))(jax.random.split(jax.random.key(8), R_SAMPLERS))
     return (
         {m: np.asarray(getattr(fast_out, m)) for m in MECHANISMS},
         {m: np.asarray(v) for m, v in slow_out.items()},
@@ -210,14 +212,17 @@ def both_samplers():
 @pytest.mark.parametrize("sampler", ["sufficient", "per_user"])
 def test_sampler_moments_match_closed_form(both_samplers, mechanism, sampler):
     """Heterogeneous ε (groups of 7 users at ε = 0.5 and 13 at ε = 2): mean and variance of z̄ per
-    pair, from the sufficient-statistic sampler and from the per-user reference."""
+    pair, from the sufficient-statistic sampler and from the per-user reference, each within
+    5 SE at R_SAMPLERS draws (a variance 10% off is ≥ 9 SE away: at seeds 7/8, 17/18 and 27/28
+    every case is within 3.1 SE, and a variance scaled by 1.1 or 0.9 is 9.4–13.9 SE off)."""
     zbar = both_samplers[0 if sampler == "sufficient" else 1][mechanism]
     mean, var = _closed_form_moments(mechanism)
     centred = zbar - zbar.mean(axis=0)
     fourth = np.mean(centred**4, axis=0)
-    assert np.all(np.abs(zbar.mean(axis=0) - mean) <= 5 * np.sqrt(var / R))
+    n = R_SAMPLERS
+    assert np.all(np.abs(zbar.mean(axis=0) - mean) <= 5 * np.sqrt(var / n))
     assert np.all(
-        np.abs(zbar.var(axis=0) - var) <= 5 * np.sqrt((fourth - zbar.var(axis=0) ** 2) / R)
+        np.abs(zbar.var(axis=0) - var) <= 5 * np.sqrt((fourth - zbar.var(axis=0) ** 2) / n)
     )
 
 
@@ -319,7 +324,11 @@ def test_named_profiles_resolve_to_fixed_arrays(name):
 
 # ----------------------------------------------------------------------------- audits
 def test_audits_are_within_eps():
-    rows = audit_pairwise(jax.random.key(14), eps_values=(0.5, 2.0), n_samples=100_000, n_items=10)
+    """The registered audit (experiments/xu/audits.py, which calls audit_pairwise with m = 10)
+    at ε = 0.5 and 2, 20 000 draws per input: the empirical loss's SE is at most 0.03 (the
+    Laplace case at ε = 2), so a mechanism run at 2ε or ε/2 moves the estimate by ≥ 0.25, more
+    than 8 SE, and fails both the one-sided bound and the 4-SE consistency."""
+    rows = xu.AUDITS[0].run(jax.random.key(14), (0.5, 2.0), 20_000)
     assert {r.mechanism for r in rows} == {"xu-classic-rr", "xu-debiased-rr", "xu-laplace"}
     assert len(rows) == 6
     for r in rows:
