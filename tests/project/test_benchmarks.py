@@ -320,30 +320,48 @@ def test_scale_out_float_difference(scale_out):
 
 
 def test_scale_out_quick_sections_give_the_local_table(scale_out, tmp_path, monkeypatch):
-    """The quick benchmark's local, two-parts and sharded runs (fresh processes): every table equals the local one to the last bit, and the numbers
-    the README's extrapolation needs are recorded. Section R (Ray) is left out here: starting
-    a local Ray instance is costly, and tests/engine/test_ray_executor.py already
-    checks that Ray's table equals a local run's."""
+    """The quick benchmark's local, two-parts and sharded runs (fresh ``dpsim run`` processes),
+    on a test-only configuration whose study is tests/laplace_study.py's small Laplace study
+    (the quick one's cai-fig3 spends its processes on cai's imports, compile and figure, which
+    tell nothing about the benchmark): every table equals the local one to the last bit, and
+    the numbers the README's extrapolation needs are recorded; section E on the quick
+    configuration (cai-fig3, the default grid) is valid for Fig. 3. Section R (Ray) is left
+    out here: starting a local Ray instance is costly, and tests/engine/test_ray_executor.py
+    already checks that Ray's table equals a local run's."""
+    from dataclasses import replace
+
+    from laplace_study import study_text
+
+    study = tmp_path / "study.py"
+    study.write_text(study_text("scale-toy", n_items=8, reps=5, region=(0.5, 2.0)))
+    quick = scale_out.QUICK
+    cfg = replace(quick, study=str(study))
+    monkeypatch.setattr(scale_out, "QUICK", cfg)
     monkeypatch.setattr(scale_out.harness, "RESULTS_DIR", tmp_path)
     doc = scale_out.main(["--quick", "--sections", "L,P,S,E"])
     results = doc["results"]
     assert doc["mode"] == "partial" and (tmp_path / "scale_out_partial.json").exists()
+    assert doc["config"]["study"] == str(study)
     local = results["L"]["run"]
-    assert local["lanes_run"] == 4 * scale_out.QUICK.reps and local["chunks_written"] >= 1
+    assert local["lanes_run"] == cfg.reps and local["chunks_written"] >= 1  # one shape point
     assert 0 <= local["write_seconds"] <= local["seconds"]
     for key in ("P", "S"):
         assert (
             results[key]["table"]["identical"] is True
             and results[key]["table"]["max_abs_diff"] == 0.0
+            and results[key]["table"]["rows"] == 2 * cfg.reps  # ε = 1, 2
         )
     assert results["P"]["complete"] is True
     assert sorted(p["part"] for p in results["P"]["parts"]) == ["1/2", "2/2"]
     assert sum(p["lanes_run"] for p in results["P"]["parts"]) == local["lanes_run"]
     assert results["S"]["run"]["devices"] == 2 and local["devices"] == 1
-    assert (
-        results["E"]["valid_for_fig3"] is True
-        and results["E"]["lanes"] == 4 * scale_out.FIG3_REPLICATES
+    assert results["E"]["valid_for_fig3"] is False and results["E"]["lanes"] == (
+        scale_out.FIG3_REPLICATES
     )
+    assert quick.study == "cai-fig3" and not quick.sets
+    section_l = {k: float(v) if v in ("nan", "inf") else v for k, v in results["L"].items()}
+    bench = scale_out.harness.Bench("scale_out", quick, True, {"L": section_l})
+    assert scale_out.section_e(bench)["valid_for_fig3"] is True
 
 
 # ----------------------------------------------------------------------------- vectorised baselines, device benchmark
