@@ -430,8 +430,26 @@ def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, 
     """``python -m benchmarks.device --quick``: every paper's
     engine, cai Fig. 3 in a fresh process, the Fig. 3 multiple (two chunks in flight and one)
     and the micro-batch sweep, in one results file whose
-    machine names the device; the accelerator targets are "n.a." on CPU."""
+    machine names the device; the accelerator targets are "n.a." on CPU. The quick configuration
+    but for its nguyen workload, which is the nguyen profile's whole run
+    (test_nguyen_profile_runs_each_method_alone: the same grid and replicates), so that the
+    two tests compile that program once (the session's compilation cache)."""
+    from dataclasses import replace
+
     device = bench_module("device")
+    nguyen = bench_module("nguyen")
+    m, n = nguyen.QUICK.profile_shape
+    engines = tuple(
+        replace(
+            w,
+            reps=nguyen.QUICK.fig1_reps,
+            overrides=(("n_items", [m]), ("n_users", [n]), ("mode", ["paper"])),
+        )
+        if w.paper == "nguyen"
+        else w
+        for w in device.QUICK.engines
+    )
+    monkeypatch.setattr(device, "QUICK", replace(device.QUICK, engines=engines))
     monkeypatch.setattr(device.harness, "RESULTS_DIR", tmp_path)
     doc = device.main(["--quick"])
     backend = doc["machine"]["jax_backend"]
