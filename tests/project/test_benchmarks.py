@@ -1,7 +1,7 @@
 """The benchmarks: the harness's pure pieces (benchmarks/harness.py: ratios and verdicts, section
 selection, the results-file schema, tables), the baselines' agreement with the engine, the
-quick modes of the scale-out and device benchmarks, and the binomial prototype's law. No
-assertion is on a time.
+quick modes of the scale-out and device benchmarks (each on a test-only variant of its quick
+configuration), and the binomial prototype's law. No assertion is on a time.
 
 The harness is loaded from its file, so the repository root need not be on sys.path (it
 holds a top-level ``experiments`` folder that must not become importable by accident).
