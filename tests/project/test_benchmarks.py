@@ -1,7 +1,7 @@
 """The benchmarks: the harness's pure pieces (benchmarks/harness.py: ratios and verdicts, section
 selection, the results-file schema, tables), the baselines' agreement with the engine, the
-quick modes of the scale-out and device benchmarks, and the binomial prototype's law. No
-assertion is on a time.
+quick modes of the scale-out and device benchmarks (each on a test-only variant of its quick
+configuration), and the binomial prototype's law. No assertion is on a time.
 
 The harness is loaded from its file, so the repository root need not be on sys.path (it
 holds a top-level ``experiments`` folder that must not become importable by accident).
@@ -320,30 +320,48 @@ def test_scale_out_float_difference(scale_out):
 
 
 def test_scale_out_quick_sections_give_the_local_table(scale_out, tmp_path, monkeypatch):
-    """The quick benchmark's local, two-parts and sharded runs (fresh processes): every table equals the local one to the last bit, and the numbers
-    the README's extrapolation needs are recorded. Section R (Ray) is left out here: starting
-    a local Ray instance is costly, and tests/engine/test_ray_executor.py already
-    checks that Ray's table equals a local run's."""
+    """The quick benchmark's local, two-parts and sharded runs (fresh ``dpsim run`` processes),
+    on a test-only configuration whose study is tests/laplace_study.py's small Laplace study
+    (the quick one's cai-fig3 spends its processes on cai's imports, compile and figure, which
+    tell nothing about the benchmark): every table equals the local one to the last bit, and
+    the numbers the README's extrapolation needs are recorded; section E on the quick
+    configuration (cai-fig3, the default grid) is valid for Fig. 3. Section R (Ray) is left
+    out here: starting a local Ray instance is costly, and tests/engine/test_ray_executor.py
+    already checks that Ray's table equals a local run's."""
+    from dataclasses import replace
+
+    from laplace_study import study_text
+
+    study = tmp_path / "study.py"
+    study.write_text(study_text("scale-toy", n_items=8, reps=5, region=(0.5, 2.0)))
+    quick = scale_out.QUICK
+    cfg = replace(quick, study=str(study))
+    monkeypatch.setattr(scale_out, "QUICK", cfg)
     monkeypatch.setattr(scale_out.harness, "RESULTS_DIR", tmp_path)
     doc = scale_out.main(["--quick", "--sections", "L,P,S,E"])
     results = doc["results"]
     assert doc["mode"] == "partial" and (tmp_path / "scale_out_partial.json").exists()
+    assert doc["config"]["study"] == str(study)
     local = results["L"]["run"]
-    assert local["lanes_run"] == 4 * scale_out.QUICK.reps and local["chunks_written"] >= 1
+    assert local["lanes_run"] == cfg.reps and local["chunks_written"] >= 1  # one shape point
     assert 0 <= local["write_seconds"] <= local["seconds"]
     for key in ("P", "S"):
         assert (
             results[key]["table"]["identical"] is True
             and results[key]["table"]["max_abs_diff"] == 0.0
+            and results[key]["table"]["rows"] == 2 * cfg.reps  # ε = 1, 2
         )
     assert results["P"]["complete"] is True
     assert sorted(p["part"] for p in results["P"]["parts"]) == ["1/2", "2/2"]
     assert sum(p["lanes_run"] for p in results["P"]["parts"]) == local["lanes_run"]
     assert results["S"]["run"]["devices"] == 2 and local["devices"] == 1
-    assert (
-        results["E"]["valid_for_fig3"] is True
-        and results["E"]["lanes"] == 4 * scale_out.FIG3_REPLICATES
+    assert results["E"]["valid_for_fig3"] is False and results["E"]["lanes"] == (
+        scale_out.FIG3_REPLICATES
     )
+    assert quick.study == "cai-fig3" and not quick.sets
+    section_l = {k: float(v) if v in ("nan", "inf") else v for k, v in results["L"].items()}
+    bench = scale_out.harness.Bench("scale_out", quick, True, {"L": section_l})
+    assert scale_out.section_e(bench)["valid_for_fig3"] is True
 
 
 # ----------------------------------------------------------------------------- vectorised baselines, device benchmark
@@ -412,8 +430,26 @@ def test_device_quick_writes_one_file_naming_the_device(bench_module, tmp_path, 
     """``python -m benchmarks.device --quick``: every paper's
     engine, cai Fig. 3 in a fresh process, the Fig. 3 multiple (two chunks in flight and one)
     and the micro-batch sweep, in one results file whose
-    machine names the device; the accelerator targets are "n.a." on CPU."""
+    machine names the device; the accelerator targets are "n.a." on CPU. The quick configuration
+    but for its nguyen workload, which is the nguyen profile's whole run
+    (test_nguyen_profile_runs_each_method_alone: the same grid and replicates), so that the
+    two tests compile that program once (the session's compilation cache)."""
+    from dataclasses import replace
+
     device = bench_module("device")
+    nguyen = bench_module("nguyen")
+    m, n = nguyen.QUICK.profile_shape
+    engines = tuple(
+        replace(
+            w,
+            reps=nguyen.QUICK.fig1_reps,
+            overrides=(("n_items", [m]), ("n_users", [n]), ("mode", ["paper"])),
+        )
+        if w.paper == "nguyen"
+        else w
+        for w in device.QUICK.engines
+    )
+    monkeypatch.setattr(device, "QUICK", replace(device.QUICK, engines=engines))
     monkeypatch.setattr(device.harness, "RESULTS_DIR", tmp_path)
     doc = device.main(["--quick"])
     backend = doc["machine"]["jax_backend"]
@@ -559,14 +595,20 @@ def test_cai_compile_breakdown_compiles_each_piece_of_the_lane(bench_module):
 
 def test_compacted_btrs_prototype_is_exact_and_the_test_has_power(bench_module):
     """benchmarks.binomial's compacted BTRS (the prototype its section T times) draws the
-    binomial law: χ² against SciPy's pmf at 400 000 draws per case, in BTRS's low-n·q corner,
+    binomial law: χ² against SciPy's pmf at 40 000 draws per case, in BTRS's low-n·q corner,
     inside it and in the inversion regime, p > 10⁻³ and the variance within 4 standard errors;
     at its own buffer sizes and at buffers so small (20 % of the elements, then 20 % of those)
-    that most candidates overflow them, so the paths for elements that do not fit run too
-    (re-drawing an overflowing candidate instead of judging it, the first version's bug, gives
-    χ² p ≤ 10⁻²⁹² in three of the four cases at these sizes, measured with a patched copy). The same test rejects a 2 %
-    error in p (the sampler at 1.02 p judged against p)."""
+    that most candidates overflow them, so the paths for elements that do not fit run too.
+    Re-drawing an overflowing candidate instead of judging it (the first version's bug) gives
+    χ² p ≤ 10⁻¹⁷ in three of the four cases at these sizes (measured with a patched copy; the
+    non-centrality grows with the draws, p ≤ 10⁻²⁹² at 400 000). The same test rejects a 2 %
+    error in p (the sampler at 1.02 p judged against p: χ² non-centrality about 0.04 per
+    draw, so p < 10⁻²⁰⁰ at this size), drawn through the default buffers' program."""
+    import jax
+    import jax.numpy as jnp
+
     binomial = bench_module("binomial")
+    draws = 40_000
     cases = ((25, 0.41), (40, 0.26), (400, 0.2), (11, 0.95))
     samplers = {
         "default buffers": binomial.compacted_binomial,
@@ -575,12 +617,13 @@ def test_compacted_btrs_prototype_is_exact_and_the_test_has_power(bench_module):
         ),
     }
     for name, sampler in samplers.items():
-        for row in binomial.goodness_of_fit(sampler, 400_000, cases, seed=11):
+        for row in binomial.goodness_of_fit(sampler, draws, cases, seed=11):
             assert row["chi2_p"] > 1e-3 and abs(row["var_z"]) < 4, (name, row)
-    biased = binomial.goodness_of_fit(
-        lambda k, n, p: binomial.compacted_binomial(k, n, 1.02 * p), 400_000, ((400, 0.2),), seed=11
-    )[0]
-    assert biased["chi2_p"] < 1e-6, biased
+    n, p = 400, 0.2
+    biased = jax.jit(binomial.compacted_binomial)(
+        jax.random.key(11), jnp.full(draws, float(n)), jnp.full(draws, 1.02 * p)
+    )
+    assert binomial.chi_square_pvalue(np.asarray(biased), n, p) < 1e-6
 
 
 def test_cold_benchmark_times_a_user_process(bench_module, tmp_path, monkeypatch):
