@@ -267,9 +267,8 @@ def test_an_experiment_defined_in_a_session_runs_and_plots(tmp_path, recwarn):
     """An experiment no file holds (a notebook's): it runs and plots from its Results; a later
     load names what is missing."""
     mine = dataclasses.replace(dpsim.experiment_named("cai-fig3"), name="cai-session")
-    results = dpsim.run(
-        mine, reps=2, out=tmp_path / "session", progress=False, n_items=20, p=1.0, eps=math.inf
-    )
+    # the grid of the module's runs: the paper's programs, read from the compilation cache
+    results = dpsim.run(mine, reps=REPS, out=tmp_path / "session", progress=False, **SMALL)
     assert any("defined in this session only" in str(w.message) for w in recwarn)
     assert len(results.plot()) == 1
     with pytest.raises(UsageError, match=r"pass it: dpsim.load\(folder, experiment=...\)"):
@@ -278,9 +277,11 @@ def test_an_experiment_defined_in_a_session_runs_and_plots(tmp_path, recwarn):
 
 
 def test_the_example_runs_as_a_script_and_a_study(tmp_path, monkeypatch, capsys):
+    """The example's main() and `dpsim run` of the file, on the grid of the module's runs (the
+    example's programs are the extended run's)."""
     monkeypatch.chdir(tmp_path)
     example = load_study(str(EXAMPLE))
-    results = example.main(reps=2, n_items=20, p=0.25, eps=2.0)
+    results = example.main(reps=REPS, **SMALL)
     printed = capsys.readouterr().out
     assert "winrate" in printed and "figure: runs/cai-fig3+winrate/figure.png" in printed
     assert (
@@ -289,20 +290,25 @@ def test_the_example_runs_as_a_script_and_a_study(tmp_path, monkeypatch, capsys)
                 "run",
                 str(EXAMPLE),
                 "--reps",
-                "2",
+                str(REPS),
                 "--set",
                 "n_items=20",
                 "--set",
-                "p=0.25",
+                "p=0.25,1",
                 "--set",
-                "eps=2",
+                "eps=2,inf",
                 "--no-progress",
             ]
         )
         == 0
     )  # the same folder, nothing left to compute
     assert "0 replicate lanes" in capsys.readouterr().out
-    assert results.table["method"].value_counts().to_dict() == {"mle": 2, "counts": 2, "winrate": 2}
+    per_method = 2 * 2 * REPS  # p × ε × replicates
+    assert results.table["method"].value_counts().to_dict() == {
+        "mle": per_method,
+        "counts": per_method,
+        "winrate": per_method,
+    }
 
 
 def test_solve_returns_roots_with_intervals(tmp_path):

@@ -46,6 +46,9 @@ def small_experiment(**grid) -> Experiment:
     return toy_experiment("t", reps=REPS, **grid)
 
 
+BORDA_ONLY = {"borda": METHODS["borda"]}  # the toy's method without a solver: a quick compile
+
+
 # The old CPU policy (cache-sized micro-batches of up to 128 lanes): it still describes how an
 # explicit byte bound lays out chunks, which the accelerator policy and --micro-batch use.
 CACHE_SIZED = Batching("cpu", 3 * 2**20, 128, 1, chunk_work=CHUNK_WORK)
@@ -61,6 +64,11 @@ def assert_same_table(a: pd.DataFrame, b: pd.DataFrame) -> None:
 
 
 CONTINUOUS = ["l2", "linf", "log_rel_l2", "log_rel_linf"]
+
+
+def at_n(df: pd.DataFrame, n_items: int) -> pd.DataFrame:
+    """The rows of a sorted table at one shape point (``n_items``), re-indexed."""
+    return df[df["n_items"] == n_items].reset_index(drop=True)
 
 
 def assert_same_results(a: pd.DataFrame, b: pd.DataFrame) -> None:
@@ -133,10 +141,13 @@ def test_reference_table_shape(reference):
 
 @pytest.fixture(scope="module")
 def reference_vmapped(tmp_path_factory):
-    """An uninterrupted run with 6 lanes vmapped together (12 lanes per shape)."""
+    """An uninterrupted run with an explicit micro-batch: 3 lanes vmapped together, two
+    micro-batches per chunk of 6 (12 lanes per shape, 2 chunks each)."""
     out = tmp_path_factory.mktemp("reference_vmapped") / "run"
-    summary = run_experiment(small_experiment(), out=out, progress=False, micro_batch=6, chunk=6)
+    summary = run_experiment(small_experiment(), out=out, progress=False, micro_batch=3, chunk=6)
     assert summary.lanes_run == N_LANES and len(store.part_files(out)) == 4
+    micros = {step["micro"] for step in store.read_manifest(out)["history"][-1]["batching"]}
+    assert micros == {3}
     return out, table(out)
 
 
@@ -200,7 +211,7 @@ def test_chunk_layout(n_lanes, lane_bytes, chunk, workers, want):
 
 
 def test_results_do_not_depend_on_micro_batch_size(reference_vmapped, reference_micro1):
-    """DESIGN "Randomness": results must not depend on batch size (micro-batch 6 vs 1).
+    """DESIGN "Randomness": results must not depend on batch size (micro-batch 3 vs 1).
     Continuous metrics may differ by rounding (≤ 1e-12 relative); discrete ones (top-k
     errors) must be identical."""
     assert_same_results(reference_vmapped[1], reference_micro1[1])
@@ -536,7 +547,7 @@ def test_the_string_analysis_axis_is_common_random_numbers(reference):
 
 def test_a_string_data_axis_is_compiled_per_value(tmp_path):
     """A string *data* axis (here the design of θ*) is static: one program per value, and it
-    is part of the data (each value gets its own data key)."""
+    is part of the data (each value gets its own data key). One method (borda) is enough."""
 
     def generate(key, shape, truth, data):
         n = shape["n_items"]
@@ -547,7 +558,7 @@ def test_a_string_data_axis_is_compiled_per_value(tmp_path):
         )
         return {"W": sample_er_comparisons(key, theta, data["p"]), "theta": theta}
 
-    base = small_experiment(n_items=[8], mechanism=["laplace"])
+    base = small_experiment(n_items=[8], mechanism=["laplace"], methods=BORDA_ONLY)
     exp = dataclasses.replace(
         base,
         generate=generate,
@@ -600,13 +611,19 @@ def test_an_experiment_may_not_redefine_a_shared_axis():
 
 def test_a_folder_holds_one_study_and_its_manifest_says_what_is_there(tmp_path):
     """Adding a mechanism and replicates extends the study: the manifest keeps every request
-    (append-only) and describes the table as it is."""
+    (append-only) and describes the table as it is. One method (borda) is enough."""
     out = tmp_path / "study"
     run_experiment(
-        small_experiment(n_items=[8], mechanism=["laplace"]), out=out, progress=False, reps=2
+        small_experiment(n_items=[8], mechanism=["laplace"], methods=BORDA_ONLY),
+        out=out,
+        progress=False,
+        reps=2,
     )
     run_experiment(
-        small_experiment(n_items=[8], mechanism=["gaussian"]), out=out, progress=False, reps=4
+        small_experiment(n_items=[8], mechanism=["gaussian"], methods=BORDA_ONLY),
+        out=out,
+        progress=False,
+        reps=4,
     )
     manifest = store.read_manifest(out)
     assert [h["reps"] for h in manifest["history"]] == [2, 4]
@@ -758,10 +775,9 @@ def test_cpu_batching_is_the_measured_choice_and_micro_batch_can_be_set(monkeypa
         batching("cpu", micro_batch=0)
 
 
-def test_results_do_not_depend_on_an_explicit_micro_batch(reference, tmp_path):
-    out = tmp_path / "micro3"
-    run_experiment(small_experiment(), out=out, progress=False, micro_batch=3)
-    assert_same_results(table(out), reference[1])
+def test_results_do_not_depend_on_an_explicit_micro_batch(reference, reference_vmapped):
+    """micro_batch=3 (the reference_vmapped run) against the default CPU batching."""
+    assert_same_results(reference_vmapped[1], reference[1])
 
 
 XLA_DEFAULT_OPT_LEVEL = (
@@ -783,8 +799,9 @@ def test_cpu_opt_level_is_a_speed_setting(reference, tmp_path, monkeypatch):
     assert program.compiler_options() is None
     monkeypatch.setenv("DPSIM_XLA_CPU_OPT_LEVEL", str(XLA_DEFAULT_OPT_LEVEL))
     assert program.compiler_options() == {"xla_backend_optimization_level": XLA_DEFAULT_OPT_LEVEL}
-    run_experiment(small_experiment(), out=tmp_path / "default", progress=False)
-    assert_same_results(table(tmp_path / "default"), reference[1])
+    # one shape point (n = 8) is enough to compare the levels
+    run_experiment(small_experiment(n_items=[8]), out=tmp_path / "default", progress=False)
+    assert_same_results(table(tmp_path / "default"), at_n(reference[1], 8))
     monkeypatch.setenv("DPSIM_XLA_CPU_OPT_LEVEL", "fast")
     with pytest.raises(UsageError, match="DPSIM_XLA_CPU_OPT_LEVEL='fast'"):
         run_experiment(small_experiment(), out=tmp_path / "bad", progress=False)
@@ -948,7 +965,8 @@ def test_a_program_too_big_for_the_device_runs_at_fewer_lanes(reference, tmp_pat
     what the device allows (batching.program_memory_limit: a share of an accelerator's memory)
     is compiled again at half the micro-batch, and half again, with one warning naming the
     sizes; the table is the same, and the manifest records the micro-batch it ran at.
-    Simulated on the CPU (no limit there) with a limit no program meets: 4 lanes → 1."""
+    Simulated on the CPU (no limit there) with a limit no program meets: 4 lanes → 1, at one
+    shape point (n = 8: 3 chunks of 4 lanes)."""
     from dpsim.engine.execution import program
 
     program.clear_cache()
@@ -963,7 +981,7 @@ def test_a_program_too_big_for_the_device_runs_at_fewer_lanes(reference, tmp_pat
         r"it runs at micro-batch 1$",
     ):
         run_experiment(
-            small_experiment(),
+            small_experiment(n_items=[8]),
             out=tmp_path / "small",
             progress=False,
             micro_batch=4,
@@ -972,7 +990,7 @@ def test_a_program_too_big_for_the_device_runs_at_fewer_lanes(reference, tmp_pat
         )
     program.clear_cache()
     assert asked and set(asked) == {3}
-    assert_same_results(table(tmp_path / "small"), reference[1])
+    assert_same_results(table(tmp_path / "small"), at_n(reference[1], 8))
     recorded = store.read_manifest(tmp_path / "small")["history"][-1]["batching"]
     assert {step["micro"] for step in recorded} == {1}
     assert all("4 planned, fewer to fit the device's memory" in step["from"] for step in recorded)
@@ -981,7 +999,7 @@ def test_a_program_too_big_for_the_device_runs_at_fewer_lanes(reference, tmp_pat
 def test_a_run_with_other_chunks_in_flight_reuses_the_compiled_programs(tmp_path, monkeypatch):
     """The memory limit depends on the chunks in flight, but it is checked on each call, not
     part of the compiled program's cache key: a warm re-run with ``workers=1`` after the
-    default compiles nothing (it recompiled every program before)."""
+    default compiles nothing (it recompiled every program before). One shape point (n = 8)."""
     from dpsim.engine.execution import program
 
     program.clear_cache()
@@ -989,10 +1007,11 @@ def test_a_run_with_other_chunks_in_flight_reuses_the_compiled_programs(tmp_path
     lowered = []
     real = program._lowered
     monkeypatch.setattr(program, "_lowered", lambda *a, **k: lowered.append(1) or real(*a, **k))
-    run_experiment(small_experiment(), out=tmp_path / "two", progress=False, chunk=4, workers=2)
+    exp = small_experiment(n_items=[8])
+    run_experiment(exp, out=tmp_path / "two", progress=False, chunk=4, workers=2)
     compiled = len(lowered)
     assert compiled > 0
-    run_experiment(small_experiment(), out=tmp_path / "one", progress=False, chunk=4, workers=1)
+    run_experiment(exp, out=tmp_path / "one", progress=False, chunk=4, workers=1)
     program.clear_cache()
     assert len(lowered) == compiled
     assert_same_results(table(tmp_path / "one"), table(tmp_path / "two"))
@@ -1002,7 +1021,8 @@ def test_a_program_that_fits_one_chunk_in_flight_is_cut_for_more(reference, tmp_
     """A program compiled (and cached) under the limit of one chunk in flight is checked again
     when a run has three in flight, whose limit it exceeds: released, run at fewer lanes, with
     one warning; a second such run goes straight to fewer lanes without a warning, and a run
-    with one chunk in flight again gets the full micro-batch. Results are the same in all."""
+    with one chunk in flight again gets the full micro-batch. Results are the same in all.
+    One shape point (n = 8: 3 chunks of 4 lanes)."""
     import warnings
     from dpsim.engine.execution import program
 
@@ -1015,14 +1035,14 @@ def test_a_program_that_fits_one_chunk_in_flight_is_cut_for_more(reference, tmp_
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             run_experiment(
-                small_experiment(),
+                small_experiment(n_items=[8]),
                 out=tmp_path / name,
                 progress=False,
                 micro_batch=4,
                 chunk=4,
                 workers=workers,
             )
-        assert_same_results(table(tmp_path / name), reference[1])
+        assert_same_results(table(tmp_path / name), at_n(reference[1], 8))
         micros = {
             step["micro"]
             for step in store.read_manifest(tmp_path / name)["history"][-1]["batching"]
