@@ -99,11 +99,12 @@ jax.config.update("jax_compilation_cache_max_size", CACHE_LOCKED_SIZE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
-# A scheduling hint for the two xdist workers (scripts/test.sh: --dist loadfile
-# --no-loadscope-reorder, so files are handed out in collection order): the files that took
-# longest in a measured whole-suite run start first, so that what a worker picks up last is
-# short and neither waits long for the other at the end (xdist's own order, by test count,
-# handed out the two-test, half-minute tests/engine/test_no_hang.py last). Order only: every test runs.
+# A scheduling hint for the two xdist workers (scripts/test.sh: --dist loadgroup
+# --no-loadscope-reorder, so groups are handed out in the order of their first test): the files
+# that took longest in a measured whole-suite run start first, so that what a worker picks up
+# last is short and neither waits long for the other at the end (xdist's own order, by test
+# count, handed out the two-test, half-minute tests/engine/test_no_hang.py last). Order only:
+# every test runs.
 HEAVY_FIRST = (
     "test_conformance.py",
     "test_runner.py",
@@ -128,11 +129,60 @@ HEAVY_FIRST = (
 )
 
 
+# The one file whose tests are spread over both workers: each of its experiments is a group
+# of its own (its bad-input test, its smoke run and the tests sharing that run), so that the
+# module-scoped smoke run of an experiment is made once, on one worker. Its experiments whose
+# smoke run and checks took longest in a measured run start first, in this order.
+PER_EXPERIMENT = "test_conformance.py"
+EXPERIMENT_PARAMS = ("target", "smoke")  # the conformance tests' parameters naming an experiment
+HEAVY_EXPERIMENTS_FIRST = (
+    "nguyen-fig3",
+    "nguyen-rates-laplace",
+    "nguyen-rates-items",
+    "nguyen-fig2",
+    "nguyen-fig1",
+    "chowdhury-rates-n",
+    "nguyen-rates-users",
+    "nguyen-rates-rr",
+    "xu-fig6",
+    "nguyen-rates-fixed-m",
+    "nguyen-rates-p",
+    "xu-fig2",
+    "xu-oracle",
+    "chowdhury-rates-k",
+)
+
+
+def experiment_of(item) -> str | None:
+    """The experiment a :data:`PER_EXPERIMENT` test is parametrized by (its id), else None."""
+    if item.path.name != PER_EXPERIMENT:
+        return None
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or not any(name in callspec.params for name in EXPERIMENT_PARAMS):
+        return None
+    return callspec.id
+
+
+def xdist_group(item) -> str:
+    """The xdist group of a test (``--dist loadgroup``): its file, except that a
+    :data:`PER_EXPERIMENT` test parametrized by an experiment is in that experiment's group."""
+    experiment = experiment_of(item)
+    file = item.nodeid.split("::")[0]
+    return file if experiment is None else f"{file}::{experiment}"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the markers in its own hook
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
-    items.sort(
-        key=lambda item: rank.get(item.path.name, len(rank))
-    )  # stable: files keep their order
+    heavy = {name: i for i, name in enumerate(HEAVY_EXPERIMENTS_FIRST)}
+
+    def order(item):
+        experiment = experiment_of(item)
+        return rank.get(item.path.name, len(rank)), heavy.get(experiment, len(heavy))
+
+    items.sort(key=order)  # stable: files, and the other experiments, keep their order
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
 
 
 def pytest_unconfigure(config):
