@@ -15,6 +15,8 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
     || echo "scripts/test.sh: chromium could not be installed; the browser tests will be skipped" >&2
 fi
 # Two pytest-xdist workers (the 2-core machine's cores: much of the suite is single-threaded
-# XLA compilation); a test file runs whole on one worker, so its module fixtures are made once.
-# Files are handed out in collection order, the longest first (tests/conftest.py HEAVY_FIRST).
-.venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder "$@"
+# XLA compilation); a test file runs whole on one worker, so its module fixtures are made once,
+# except tests/conformance/test_conformance.py, one group per experiment (its smoke run made once,
+# on one worker; tests/conftest.py xdist_group). Groups are handed out in collection order, the
+# longest files first (tests/conftest.py HEAVY_FIRST).
+.venv/bin/python -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder "$@"

@@ -99,11 +99,12 @@ jax.config.update("jax_compilation_cache_max_size", CACHE_LOCKED_SIZE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
-# A scheduling hint for the two xdist workers (scripts/test.sh: --dist loadfile
-# --no-loadscope-reorder, so files are handed out in collection order): the files that took
-# longest in a measured whole-suite run start first, so that what a worker picks up last is
-# short and neither waits long for the other at the end (xdist's own order, by test count,
-# handed out the two-test, half-minute tests/engine/test_no_hang.py last). Order only: every test runs.
+# A scheduling hint for the two xdist workers (scripts/test.sh: --dist loadgroup
+# --no-loadscope-reorder, so groups are handed out in the order of their first test): the files
+# that took longest in a measured whole-suite run start first, so that what a worker picks up
+# last is short and neither waits long for the other at the end (xdist's own order, by test
+# count, handed out the two-test, half-minute tests/engine/test_no_hang.py last). Order only:
+# every test runs.
 HEAVY_FIRST = (
     "test_conformance.py",
     "test_runner.py",
@@ -128,11 +129,68 @@ HEAVY_FIRST = (
 )
 
 
+# The one file whose tests are spread over both workers: each of its experiments is a group
+# of its own (its bad-input test, its smoke run and the tests sharing that run), so that the
+# module-scoped smoke run of an experiment is made once, on one worker. Its experiments whose
+# smoke run and checks took longest in a measured run start first, in this order.
+PER_EXPERIMENT = "test_conformance.py"
+HEAVY_EXPERIMENTS_FIRST = (
+    "nguyen-fig3",
+    "xu-oracle",
+    "chowdhury-rates-n",
+    "xu-fig6",
+    "nguyen-fig2",
+    "chowdhury-rates-k",
+    "nguyen-fig1",
+    "nguyen-rates-laplace",
+    "xu-fig7",
+    "chowdhury-rates-dim",
+    "cai-fig5",
+)
+
+
+def xdist_group(nodeid: str) -> str:
+    """The xdist group of a test, from its node id (``--dist loadgroup``): its file, except that
+    a parametrized :data:`PER_EXPERIMENT` test is in the group of its parameter's id (an
+    experiment's name; the skeleton test's, a paper's). A ``@group`` suffix that xdist adds
+    to the id of a test marked ``xdist_group`` is ignored (it names the same group)."""
+    if nodeid.rfind("@") > nodeid.rfind("]"):
+        nodeid = nodeid[: nodeid.rfind("@")]
+    file, _, test = nodeid.partition("::")
+    if file.rpartition("/")[2] == PER_EXPERIMENT and test.endswith("]") and "[" in test:
+        return f"{file}::{test[test.index('[') + 1 : -1]}"
+    return file
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the markers in its own hook
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
-    items.sort(
-        key=lambda item: rank.get(item.path.name, len(rank))
-    )  # stable: files keep their order
+    heavy = {f"{PER_EXPERIMENT}::{name}": i for i, name in enumerate(HEAVY_EXPERIMENTS_FIRST)}
+
+    def order(item):
+        group = xdist_group(item.nodeid).rpartition("/")[2]
+        return rank.get(item.path.name, len(rank)), heavy.get(group, len(heavy))
+
+    items.sort(key=order)  # stable: files, and the other experiments, keep their order
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item.nodeid)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadgroup``: xdist's scheduling by scope, each scope a :func:`xdist_group`
+    computed from the node id. (xdist's own loadgroup reads the group from a suffix its worker
+    writes into the node id, which pytest 9.2's structured node ids no longer take: without this,
+    every test would be a group of its own and a module fixture made on both workers;
+    pytest-dev/pytest-xdist#1386.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 def pytest_unconfigure(config):

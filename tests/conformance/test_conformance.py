@@ -9,7 +9,8 @@ study's (``examples/custom_study.py``, a study file given by path) and a fifth, 
   has the shared axes ``k`` and ``n_items``, a top-k size k = n_items: exit status 2, one line
   on stderr naming the value, nothing written (neither ``--out`` nor the working directory);
 * a **smoke run** at (at most) the first two values of every axis (of its shape axes, only the
-  first that has two keeps both: at most two shapes to compile), 2 replicates, with the
+  first that has two keeps two, its two smallest where they are numbers: at most two shapes
+  to compile), 2 replicates, with the
   default workers and a watchdog: it finishes (a hang stops as :class:`RunStalled` instead of
   hanging the suite), with one row per grid point, replicate and method, every declared
   metric and diagnostic present. This is the suite's one smoke run of every experiment;
@@ -196,23 +197,29 @@ class Smoke:
         return math.prod(len(values) for values in self.axes.values())
 
 
+def _numbers(values) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
 def smoke_axes(experiment) -> dict:
     """The smoke run's values: the first two of every axis, except that only the first shape
-    axis holding two values keeps both (the others keep their first): two shape points at most,
-    each a program to compile (two shape axes of two values each would make four)."""
+    axis holding two values keeps two (the others keep their first): two shape points at most,
+    each a program to compile (two shape axes of two values each would make four). Of a numeric
+    shape axis the two smallest values are kept (the cheapest programs to build and run)."""
     axes, shaped = {}, False
     for axis, values in experiment.axes.items():
-        values = list(values)[:SMOKE_VALUES]
+        values = list(values)
         if axis in experiment.shape_axes and len(values) > 1:
-            values, shaped = (values[:1] if shaped else values), True
-        axes[axis] = values
+            values = sorted(values) if _numbers(values) else values
+            values, shaped = (values[:1] if shaped else values[:SMOKE_VALUES]), True
+        axes[axis] = values[:SMOKE_VALUES]
     return axes
 
 
 @pytest.fixture(scope="module", params=TARGETS, ids=IDS)
 def smoke(request, tmp_path_factory) -> Smoke:
     """The experiment run at :func:`smoke_axes` (the first two values of every axis, two
-    shapes at most), 2 replicates, with the default workers and the watchdog (its tests share
+    shapes at most, the smallest), 2 replicates, with the default workers and the watchdog (its tests share
     it). A run that stops making progress fails its tests with the watchdog's one-line message."""
     target = request.param
     experiment, source = registry.experiment(target)
