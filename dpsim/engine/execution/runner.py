@@ -25,7 +25,6 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from tqdm.auto import tqdm
 
 from dpsim.errors import UsageError, note, warn
 from dpsim.engine.execution import calibration
@@ -59,6 +58,24 @@ __all__ = [
     "unconverged",
     "nan_metrics",
 ]
+
+
+def _progress_bar_class():
+    """The progress bar: tqdm's notebook widget where a notebook can draw it (ipywidgets is
+    installed), else its text bar. (``tqdm.auto`` alone warns with a TqdmWarning in a notebook
+    without ipywidgets and then prints text bars anyway.) Returns: the tqdm class."""
+    import importlib.util
+
+    if importlib.util.find_spec("ipywidgets") is None:
+        from tqdm.std import tqdm as text_bar
+
+        return text_bar
+    from tqdm.auto import tqdm as auto_bar
+
+    return auto_bar
+
+
+tqdm = _progress_bar_class()
 
 
 @dataclass
