@@ -405,7 +405,7 @@ def test_plan_and_show_give_what_the_dry_run_and_show_print(capsys):
         == 0
     )
     printed = capsys.readouterr().out.splitlines()
-    assert printed[1:] == planned.describe()
+    assert printed[1:] == planned.describe() == str(planned).splitlines()  # print(plan) reads as it
     shown = dpsim.show("cai-fig2")
     assert main(["show", "cai-fig2", "--no-estimate"]) == 0
     assert capsys.readouterr().out.splitlines() == [*shown["lines"], "  " + shown["memory"]]

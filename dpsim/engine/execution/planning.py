@@ -621,6 +621,15 @@ class Plan:
             + (f", of {format_bytes(limit)} ({what})" if limit else "")
         )
 
+    def __str__(self) -> str:
+        """The lines ``dpsim run --dry-run`` prints (:meth:`describe`), so that ``print(plan)``
+        in a notebook reads as the command does (the dataclass repr holds every cell array)."""
+        return "\n".join(self.describe())
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        """IPython's display of a plan: as :meth:`__str__`."""
+        printer.text(str(self))
+
     def describe(self) -> list[str]:
         """The plan as lines: one per step (shape point, lanes, chunks, micro-batch, memory),
         then the peak memory and the cost model's run time."""
