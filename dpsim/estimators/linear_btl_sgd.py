@@ -146,8 +146,9 @@ def sgd_rr(
     eta_max=DEFAULT_ETA,
     sum_zero: bool = False,
 ) -> Fit:
-    """θ̂_SGD-RR, one-pass projected SGD on RR labels (chowdhury Algorithm 1, eq. (10), Thm 4.5;
-    Thurstone link §4.4; chowdhury Algorithm 1, eq. (10), §4.3; §4.4 (Thurstone); docs/chowdhury.md, Experiments as run). ε-label DP (RR plus post-processing).
+    """θ̂_SGD-RR, one-pass projected SGD on RR labels (chowdhury Algorithm 1, eq. (10), §4.3,
+    Thm 4.5; Thurstone link §4.4; docs/chowdhury.md, Experiments as run). ε-label DP (RR plus
+    post-processing).
 
     Args:
         x: (n_samples, dim) features. y_tilde: (n_samples,) RR labels (randomized_response).
