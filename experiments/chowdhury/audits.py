@@ -26,12 +26,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from dpsim.estimators.linear_btl import objective_perturbation
-from dpsim.audits.audit import Audit, AuditResult, empirical_epsilon_for_delta
-from dpsim.audits.label_audit import _worst_case_data, audit_label_krr, audit_label_rr
-from dpsim.mechanisms.objective_perturbation import (
-    gaussian_mechanism_epsilon,
-    gaussian_objective_perturbation,
+from dpsim.audits.audit import Audit, AuditResult
+from dpsim.audits.label_audit import (
+    audit_label_krr,
+    audit_label_rr,
+    objective_perturbation_gradients,
+    objective_perturbation_result,
 )
 
 OBJPERT_MAX_SAMPLES = 20_000
@@ -60,48 +60,19 @@ def audit_objective_perturbation_actual_noise(
     mechanism (sensitivity 2L) at Thm 5.2's σ, the mechanism's claim; ``empirical_loss``: from
     the samples' losses at σ̂. ``noise_factor`` multiplies the L handed to the mechanism
     (1: the real mechanism; the tests pass 1/1.5 to see the audit catch a σ ÷ 1.5)."""
-    x, y, y_prime = _worst_case_data(dim, n_data, jax.random.fold_in(key, 10_000))
-    L = float(0.5 * jnp.max(jnp.linalg.norm(x, axis=1)))
-
-    def release(k, e):
-        return gaussian_objective_perturbation(
-            k, x, e, delta, jnp.inf, beta=beta, feature_bound=noise_factor * L
-        )
-
-    fit = jax.jit(
-        jax.vmap(
-            lambda k, labels, e: objective_perturbation(x, labels, release(k, e), jnp.inf).theta,
-            in_axes=(0, None, None),
-        )
+    L, pairs = objective_perturbation_gradients(
+        key, eps_values, n_samples, delta, dim, n_data, beta, noise_factor=noise_factor
     )
-
-    def w_of(theta, labels):
-        return -((jax.nn.sigmoid(theta @ x.T) - labels) @ x + beta * theta)
-
     results = []
-    for index, eps in enumerate(eps_values):
+    for eps, (w_d, w_dp) in zip(eps_values, pairs):
         sigma = thm52_sigma(float(eps), delta, L)
-        keys = jax.random.split(jax.random.fold_in(key, index), n_samples)
-        theta = fit(keys, y, jnp.asarray(eps))
-        w_d, w_dp = w_of(theta, y), w_of(theta, y_prime)
         sigma_hat = float(jnp.sqrt(jnp.mean(jnp.sum(w_d**2, axis=1)) / dim))
         loss = (jnp.sum(w_dp**2, axis=1) - jnp.sum(w_d**2, axis=1)) / (2 * sigma_hat**2)
-        exact = float(gaussian_mechanism_epsilon(delta, 2.0 * L, sigma))
-        emp, se = empirical_epsilon_for_delta(loss, delta)
-        results.append(
-            AuditResult(
-                "objective-perturbation",
-                "label",
-                float(eps),
-                exact,
-                emp,
-                se,
-                delta=delta,
-                sampled_max_loss=float(jnp.max(loss)),
-                detail=f"sensitivity 2L = {2 * L:.3g}, Thm 5.2 sigma {sigma:.3g}, "
-                f"sigma of the samples {sigma_hat:.3g}, beta {beta:g}",
-            )
+        detail = (
+            f"sensitivity 2L = {2 * L:.3g}, Thm 5.2 sigma {sigma:.3g}, "
+            f"sigma of the samples {sigma_hat:.3g}, beta {beta:g}"
         )
+        results.append(objective_perturbation_result(eps, delta, L, sigma, loss, detail))
     return results
 
 
