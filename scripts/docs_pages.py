@@ -354,6 +354,38 @@ def _cold_section(doc: dict) -> list[str]:
     return lines
 
 
+def _verify_section(doc: dict) -> list[str]:
+    """benchmarks/results/verify.json: the whole ``dpsim verify PAPER --seed S`` per paper and
+    seed, its time and its verdicts, each entry with the commit and load it ran at."""
+    lines = [
+        "`python -m benchmarks.verify` → [`benchmarks/results/verify.json`](../benchmarks/results/verify.json): "
+        "`dpsim verify PAPER --seed S` in a fresh process under an empty home folder (a first run: "
+        "nothing compiled before). A load average above the machine's cores means the run shared them "
+        "with other work and took longer than it would alone.",
+        "",
+        "| paper | seed | wall min | CPU min | load before → after | verdicts | exit | commit | machine |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key in doc["sections"]:
+        e = doc["results"][key]
+        paper, seed = key.split("/seed")
+        verdicts = ", ".join(f"{n} {v}" for v, n in e["verdicts"].items()) or "none written"
+        m = e["machine"]
+        lines.append(
+            f"| {paper} | {seed} | {e['wall_s'] / 60:.1f} | {e['cpu_s'] / 60:.1f} "
+            f"| {e['loadavg_before'][0]:.1f} → {e['loadavg_after'][0]:.1f} | {verdicts} "
+            f"| {e['exit_status']} | `{(e['git'].get('commit') or '?')[:7]}` "
+            f"| {m.get('cpu_model', '?')}, {m.get('cpu_usable', m.get('cpu_count', '?'))} cores |"
+        )
+    return lines + [
+        "",
+        "The exit status is `dpsim verify`'s ([command line](cli.md)): 0 every judged check passed, 3 some "
+        "were INCONCLUSIVE and none failed (each paper's page says which, and why), 1 a check FAILed, "
+        "4 one could not be evaluated.",
+        "",
+    ]
+
+
 def _device_section() -> list[str]:
     """GPU measurements: per device kind, the range over the files of each headline number."""
     folder = RESULTS / "device"
@@ -437,6 +469,9 @@ def performance_page() -> str:
     path = RESULTS / "scale_out.json"
     if path.is_file():
         lines += ["## Scaling out", ""] + _scale_out_section(_load(path))
+    path = RESULTS / "verify.json"
+    if path.is_file():
+        lines += ["## The whole `dpsim verify`", ""] + _verify_section(_load(path))
     lines += ["## On a GPU", ""] + _device_section()
     lines += [
         "## Reproducing these numbers",

@@ -647,3 +647,37 @@ def test_cold_benchmark_times_a_user_process(bench_module, tmp_path, monkeypatch
     assert t1 - t0 >= 0.29 and t2 - t1 >= 0.29 and done["wall_s"] >= t2 and done["cpu_s"] >= 0
     with pytest.raises(RuntimeError, match="exit 3"):
         cold.timed_process([sys.executable, "-c", "raise SystemExit(3)"], env)
+
+
+def test_verify_benchmark_times_a_run_and_merges_entries(bench_module, tmp_path, monkeypatch):
+    """benchmarks/verify.py: one run's record (a stand-in for ``dpsim`` that writes a
+    verdicts.json into its --runs folder and exits 3, as verify does with an INCONCLUSIVE)
+    holds its exit status, the verdict counts, the command as a user types it, its own commit
+    and machine; merging a new entry replaces the same (paper, seed) and keeps the others."""
+    bench = bench_module("verify")
+    fake = tmp_path / "fake_dpsim.py"
+    fake.write_text(
+        "import json, sys, pathlib\n"
+        "runs = pathlib.Path(sys.argv[sys.argv.index('--runs') + 1]); runs.mkdir(parents=True)\n"
+        "checks = [{'verdict': v} for v in ('PASS', 'PASS', 'INCONCLUSIVE')]\n"
+        "(runs / 'verdicts.json').write_text(json.dumps({'checks': checks}))\n"
+        "raise SystemExit(3)\n"
+    )
+    monkeypatch.setattr(bench, "dpsim_command", lambda: [sys.executable, str(fake)])
+    entry = bench.timed_verify("xu", 1, tmp_path / "runs", str(tmp_path))
+    assert entry["exit_status"] == 3 and entry["verdicts"] == {"INCONCLUSIVE": 1, "PASS": 2}
+    assert entry["command"] == f"dpsim verify xu --seed 1 --runs {tmp_path / 'runs'} --no-progress"
+    assert entry["wall_s"] > 0 and entry["cpu_s"] >= 0 and "commit" in entry["git"]
+    assert {"cpu_model", "loadavg"} <= set(entry["machine"])
+    assert bench.verdict_counts(tmp_path / "nowhere") == {}
+
+    path = tmp_path / "verify.json"
+    first = {"xu/seed1": entry, "cai/seed0": dict(entry, wall_s=100.0)}
+    harness.write_results(bench.merged_document(path, first, "first"), path)
+    second = bench.merged_document(path, {"xu/seed1": dict(entry, wall_s=7.0)}, "second")
+    assert second["sections"] == ["cai/seed0", "xu/seed1"]
+    assert second["results"]["xu/seed1"]["wall_s"] == 7.0
+    assert second["results"]["cai/seed0"]["wall_s"] == 100.0
+    assert second["seconds"] == 7.0 and second["mode"] == "full"
+    with pytest.raises(SystemExit, match="--papers 'cia'"):
+        bench.main(["--papers", "cia"])
