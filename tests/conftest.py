@@ -31,9 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 OPT_LEVEL_FLAG = "--xla_backend_optimization_level"
 # XLA:CPU's MLIR fusion emitters build an MLIR context and pattern set for each of a program's
 # kernels; at LLVM level 0 the older emitters compile the same program in about half the
-# backend time (the conformance smoke runs of cai: 54 → 25 s), with results equal to float
-# rounding. (At XLA's default level they are slower to compile, so the library keeps XLA's
-# default; this is the suite's setting only.)
+# backend time, with results equal to float rounding. (At XLA's default level they are slower
+# to compile, so the library keeps XLA's default; this is the suite's setting only.)
 FUSION_EMITTERS_FLAG = "--xla_cpu_use_fusion_emitters"
 
 
