@@ -108,25 +108,40 @@ def merged_document(path: Path, new: dict, command: str) -> dict:
     )
 
 
-def _choices(text: str, allowed, kind: str, convert=str) -> list:
-    values = [convert(v) for v in text.split(",") if v.strip()]
-    bad = [v for v in values if v not in allowed]
-    if bad or not values:
-        raise SystemExit(
-            f"benchmarks.verify: --{kind} {text!r}: choose from {', '.join(map(str, allowed))}"
-        )
-    return values
+def parse_papers(text: str) -> list[str]:
+    """``--papers``: comma-separated names of :data:`PAPERS`. Raises ValueError naming a bad one."""
+    papers = [p.strip() for p in text.split(",") if p.strip()]
+    bad = [p for p in papers if p not in PAPERS]
+    if bad or not papers:
+        raise ValueError(f"--papers {text!r}: choose from {', '.join(PAPERS)}")
+    return papers
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``--seeds``: comma-separated integers ≥ 0. Raises ValueError naming a bad one."""
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise ValueError(f"--seeds {text!r}: give integers ≥ 0, comma-separated")
+    return seeds
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--papers", default=",".join(PAPERS), help="comma-separated papers")
-    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
+    parser.add_argument(
+        "--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds (integers ≥ 0)"
+    )
     parser.add_argument("--runs", help="folder for the runs (default: a temporary one, removed)")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_TARGET} at seed 0 only")
     args = parser.parse_args(argv)
-    papers = [QUICK_TARGET] if args.quick else _choices(args.papers, PAPERS, "papers")
-    seeds = [0] if args.quick else _choices(args.seeds, SEEDS, "seeds", int)
+    try:
+        papers = [QUICK_TARGET] if args.quick else parse_papers(args.papers)
+        seeds = [0] if args.quick else parse_seeds(args.seeds)
+    except ValueError as exc:
+        parser.error(str(exc))  # one line, exit 2, nothing run or written
     root = Path(args.runs) if args.runs else Path(tempfile.mkdtemp(prefix="dpsim-verify-bench-"))
     path = harness.RESULTS_DIR / (f"{PAPER}_quick.json" if args.quick else f"{PAPER}.json")
     new = {}

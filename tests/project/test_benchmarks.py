@@ -679,5 +679,8 @@ def test_verify_benchmark_times_a_run_and_merges_entries(bench_module, tmp_path,
     assert second["results"]["xu/seed1"]["wall_s"] == 7.0
     assert second["results"]["cai/seed0"]["wall_s"] == 100.0
     assert second["seconds"] == 7.0 and second["mode"] == "full"
-    with pytest.raises(SystemExit, match="--papers 'cia'"):
-        bench.main(["--papers", "cia"])
+    for flag, value in (("--papers", "cia"), ("--seeds", "x"), ("--seeds", "-1")):
+        with pytest.raises(SystemExit) as stop:
+            bench.main([flag, value])
+        assert stop.value.code == 2
+    assert bench.parse_seeds("0, 3") == [0, 3] and bench.parse_papers("xu,cai") == ["xu", "cai"]
