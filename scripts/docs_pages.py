@@ -360,11 +360,11 @@ def _verify_section(doc: dict) -> list[str]:
     lines = [
         "`python -m benchmarks.verify` → [`benchmarks/results/verify.json`](../benchmarks/results/verify.json): "
         "`dpsim verify PAPER --seed S` in a fresh process under an empty home folder (a first run: "
-        "nothing compiled before). A load average above the machine's cores means the run shared them "
-        "with other work and took longer than it would alone.",
+        "nothing compiled before); the file records the commit each entry ran. A load average above the "
+        "machine's cores means the run shared them with other work and took longer than it would alone.",
         "",
-        "| paper | seed | wall min | CPU min | load before → after | verdicts | exit | commit | machine |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| paper | seed | wall min | CPU min | load before → after | verdicts | exit | machine |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for key in doc["sections"]:
         e = doc["results"][key]
@@ -374,8 +374,7 @@ def _verify_section(doc: dict) -> list[str]:
         lines.append(
             f"| {paper} | {seed} | {e['wall_s'] / 60:.1f} | {e['cpu_s'] / 60:.1f} "
             f"| {e['loadavg_before'][0]:.1f} → {e['loadavg_after'][0]:.1f} | {verdicts} "
-            f"| {e['exit_status']} | `{(e['git'].get('commit') or '?')[:7]}` "
-            f"| {m.get('cpu_model', '?')}, {m.get('cpu_usable', m.get('cpu_count', '?'))} cores |"
+            f"| {e['exit_status']} | {m.get('cpu_model', '?')}, {m.get('cpu_usable', m.get('cpu_count', '?'))} cores |"
         )
     return lines + [
         "",
