@@ -58,12 +58,11 @@ def timed_verify(target: str, seed: int, runs: Path, home: str) -> dict:
     """``dpsim verify TARGET --seed SEED --runs RUNS --no-progress`` in a fresh process under
     ``home``: its wall and CPU seconds, load average before and after, exit status and verdict
     counts (module docstring)."""
-    cmd = [*dpsim_command(), "verify", target, "--seed", str(seed), "--runs", str(runs)]
-    cmd.append("--no-progress")
+    args = ["verify", target, "--seed", str(seed), "--runs", str(runs), "--no-progress"]
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        cmd,
+        [*dpsim_command(), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -73,7 +72,7 @@ def timed_verify(target: str, seed: int, runs: Path, home: str) -> dict:
     stderr = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     return {
-        "command": " ".join(["dpsim", *cmd[len(dpsim_command()) :]]),
+        "command": " ".join(["dpsim", *args]),
         "wall_s": time.perf_counter() - t0,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "exit_status": os.waitstatus_to_exitcode(status),
@@ -87,17 +86,17 @@ def timed_verify(target: str, seed: int, runs: Path, home: str) -> dict:
     }
 
 
-def merged_document(path: Path, new: dict, command: str) -> dict:
+def merged_document(path: Path, new: dict, command: str, quick: bool = False) -> dict:
     """The results document at ``path`` with the entries of ``new`` added or replaced (keys
     :func:`entry_key`), as a schema document (benchmarks/harness.py) whose sections are the
-    entries' keys."""
+    entries' keys; a full one, or with ``quick`` a quick one."""
     old = json.loads(path.read_text())["results"] if path.is_file() else {}
     results = {**old, **new}
     keys = sorted(results)
     return harness.results_document(
         PAPER,
-        mode="full" if path.name == f"{PAPER}.json" else "quick",
-        quick=path.name != f"{PAPER}.json",
+        mode="quick" if quick else "full",
+        quick=quick,
         sections=keys,
         command=command,
         config={"papers": list(PAPERS), "seeds": list(SEEDS)},
@@ -143,7 +142,8 @@ def main(argv=None) -> dict:
     except ValueError as exc:
         parser.error(str(exc))  # one line, exit 2, nothing run or written
     root = Path(args.runs) if args.runs else Path(tempfile.mkdtemp(prefix="dpsim-verify-bench-"))
-    path = harness.RESULTS_DIR / (f"{PAPER}_quick.json" if args.quick else f"{PAPER}.json")
+    path = harness.results_path(PAPER, "quick" if args.quick else "full")
+    command = " ".join(["python -m benchmarks.verify", *(sys.argv[1:] if argv is None else argv)])
     new = {}
     try:
         for paper in papers:
@@ -159,10 +159,7 @@ def main(argv=None) -> dict:
                     flush=True,
                 )
                 # written after every run: an interrupted sitting keeps what it measured
-                command = "python -m benchmarks.verify " + " ".join(
-                    sys.argv[1:] if argv is None else argv
-                )
-                harness.write_results(merged_document(path, new, command.strip()), path)
+                harness.write_results(merged_document(path, new, command, args.quick), path)
     finally:
         if not args.runs:
             shutil.rmtree(root, ignore_errors=True)
