@@ -160,6 +160,11 @@ def main(argv=None) -> dict:
                 )
                 # written after every run: an interrupted sitting keeps what it measured
                 harness.write_results(merged_document(path, new, command, args.quick), path)
+    except KeyboardInterrupt:
+        # verify keeps its completed chunks: the same command with --runs resumes them
+        resume = f" (the same command with --runs {root} resumes its runs)" if args.runs else ""
+        print(f"interrupted: {len(new)} entries written to {path}{resume}", file=sys.stderr)
+        raise SystemExit(130) from None
     finally:
         if not args.runs:
             shutil.rmtree(root, ignore_errors=True)
