@@ -470,11 +470,14 @@ def section_a(bench: harness.Bench) -> dict:
         for name, key in ((SCIPY, "engine_vs_scipy"), (VECTORISED, "engine_vs_vectorised"))
         for mode, value in TARGETS[key].items()
     }
+    # the vmapped design is judged too: a warm engine runs the programs it has compiled
+    wide = f"compiled, micro-batch {SPLIT_MICRO}"
+    targets[(wide, VECTORISED)] = TARGETS["engine_vs_vectorised"]["compiled"]
     rows = harness.compare(
         {
             "cold": engine["fits_per_s"],
             "compiled": engine["fits_per_s_excl_compile"],
-            f"compiled, micro-batch {SPLIT_MICRO}": micro["fits_per_s_excl_compile"],
+            wide: micro["fits_per_s_excl_compile"],
         },
         {SCIPY: stats["fits_per_s"], VECTORISED: vec["fits_per_s"]},
         targets=targets,

@@ -212,6 +212,11 @@ def _workload(section: dict) -> str:
     return "; ".join(parts)
 
 
+def _design(engine: str) -> str:
+    """The engine design a README row judges, after its workload: "" for the default one."""
+    return f" ({engine.split(', ', 1)[1]})" if ", " in engine else ""
+
+
 def _count(x: float) -> str:
     """A count or rate with thin groups of thousands: 3 360, 20 790."""
     return f"{x:,.0f}".replace(",", " ")
@@ -258,7 +263,47 @@ def _paper_section(name: str, doc: dict) -> list[str]:
                 f"| {_count(row['engine_fits_per_s'])} | {_count(row['baseline_fits_per_s'])} "
                 f"| {_ratio(row['ratio'])} | {verdict} |"
             )
-    return lines + [""]
+    return lines + ["", *_where_time_goes(name, doc["results"])]
+
+
+TRIED = {
+    "xu": (
+        "Designs tried for xu: exact table samplers for the repeated binomial laws and the "
+        "randomized-response release (section P's sampler costs, against `jax.random.binomial` and "
+        "NumPy); replicates vmapped 32 at a time (the micro-batch rows); a dense Cholesky Newton "
+        "step (section P, slower than the engine's); drawing only what the estimators use (XLA "
+        "already drops an unused draw)."
+    ),
+    "small-n": (
+        "Designs tried for cai at small n: lanes vmapped once their program is compiled (the second "
+        "design of each n; a short run does not pay for compiling it); a dense Cholesky Newton step "
+        "(`python -m benchmarks.cai`, section S); the code fingerprint's import closure and library "
+        "digests kept per process; the calibration cache left unwritten when nothing changes. The "
+        "host's share (planning, the fingerprint, Parquet parts, the manifest and the folder's "
+        "summary read back from its parts) is what a study folder's guarantees cost."
+    ),
+}
+
+
+def _where_time_goes(name: str, results: dict) -> list[str]:
+    """Where a paper's compiled workload spends its warm run (xu: section A's split of the
+    wall time into chunk calls and the host's work), and the designs tried (:data:`TRIED`)."""
+    if name != "xu" or "split" not in results.get("A", {}):
+        return []
+    lines = []
+    for split in results["A"]["split"]:
+        design = (
+            f"micro-batch {split['micro_batch']}" if split["micro_batch"] else "the default policy"
+        )
+        host = split["wall_s"] - split["chunks_busy_s"]
+        lines.append(
+            f"Where a warm run's time goes ({design}): {split['wall_s'] * 1e3:.0f} ms of wall, "
+            f"{split['chunks_busy_s'] * 1e3:.0f} ms with a chunk computing and {host * 1e3:.0f} ms of "
+            f"the host's work alone (the fingerprint {split['fingerprint_s'] * 1e3:.0f} ms, cell tables "
+            f"{split['cell_tables_s'] * 1e3:.0f} ms, flushes {split['fsync_s'] * 1e3:.0f} ms, the rest "
+            f"rows, Parquet parts and the manifest)."
+        )
+    return [" ".join(lines), "", TRIED["xu"], ""]
 
 
 def _scale_out_section(doc: dict) -> list[str]:
@@ -328,6 +373,7 @@ def _cold_section(doc: dict) -> list[str]:
             "",
             f"In all **{c['total_s']:.1f} s** of wall time, {c['total_cpu_s']:.1f} s of CPU{target}.",
             "",
+            *_cold_floor(c, doc["machine"]),
         ]
     small = r.get("R")
     if small:
@@ -350,8 +396,47 @@ def _cold_section(doc: dict) -> list[str]:
                     f"| {d['busy_s'] * 1e3:.1f} | {d['host_s'] * 1e3:.1f} "
                     f"| {entry['vectorised']['wall_s'] * 1e3:.1f} | {_ratio(d['ratio'])} | {verdict} |"
                 )
-        lines.append("")
+        lines += ["", TRIED["small-n"], ""]
     return lines
+
+
+COLD_TRIED = (
+    "Designs tried for the cold runs: the figure libraries load in a background thread while "
+    "the run computes; PNG and PDF are drawn from one layout; item counts share compiled programs "
+    "by padding (cai.json section C, `padding_off`); a persistent compilation cache saves a "
+    "re-run's compile but not a first run's, since each figure compiles its own programs "
+    "(section C, `persistent_cache_what_if`)."
+)
+
+
+def _cold_floor(c: dict, machine: dict) -> list[str]:
+    """Where the cold runs' time goes: the runs' compute without compiling (cai.json section C's
+    warm re-run of each figure, when it was measured on the same kind of machine) plus each
+    process's start, figure and exit, against the target; then the designs tried."""
+    cai = RESULTS / "cai.json"
+    figures = {run["figure"]: run for run in c["runs"]}
+    warm = {}
+    if cai.is_file():
+        doc = _load(cai)
+        if doc["machine"].get("cpu_model") == machine.get("cpu_model"):
+            warm = {
+                f["figure"]: f["warm_wall_s"]
+                for f in doc["results"].get("C", {}).get("runs", [])
+                if f["figure"] in figures
+            }
+    lines = []
+    if set(warm) == set(figures):
+        compute = sum(warm.values())
+        outside = sum(run["start_s"] + run["figure_s"] + run["exit_s"] for run in c["runs"])
+        lines += [
+            f"Where the time goes: the three runs compute for {compute:.1f} s when nothing is compiled "
+            f"(each figure's warm re-run, `python -m benchmarks.cai`, section C); starting the three "
+            f"processes, drawing the figures and exiting take {outside:.1f} s; so {compute + outside:.1f} s "
+            f"is spent before any compiling, and the other {c['total_s'] - compute - outside:.1f} s is "
+            f"compiling. A target below {compute + outside:.0f} s needs faster fits, not a faster start.",
+            "",
+        ]
+    return lines + [COLD_TRIED, ""]
 
 
 def _verify_section(doc: dict) -> list[str]:
@@ -509,12 +594,12 @@ def readme_performance() -> str:
                 section = section[key]
             for row in rows:
                 if (
-                    row["engine"] == "compiled"
+                    row["engine"].startswith("compiled")
                     and row["baseline"].startswith("vectorised")
                     and row.get("target")
                 ):
                     lines.append(
-                        f"| {name} | {'/'.join(where)}: {_workload(section)} | {_ratio(row['ratio'])} "
+                        f"| {name} | {'/'.join(where)}: {_workload(section)}{_design(row['engine'])} | {_ratio(row['ratio'])} "
                         f"| {_ratio(row['target'])} {row.get('verdict', '')} |"
                     )
     path = RESULTS / "cold.json"

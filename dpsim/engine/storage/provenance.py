@@ -639,9 +639,11 @@ def _file_stats(paths) -> tuple:
     return tuple(out)
 
 
-def _modules_memoised(experiment, functions) -> tuple[dict[Path, tuple[Path, str]], set[Path]]:
-    """:func:`_modules` of ``experiment``, kept in this process while the files it read are
-    unchanged (:data:`_MODULES_MEMO`)."""
+def _modules_memoised(experiment, functions) -> tuple[dict[Path, tuple[Path, str]], dict[str, str]]:
+    """:func:`_modules` of ``experiment``, with the library modules' digests
+    (``{key: module_digest}``, keyed as in :func:`fingerprint`), kept in this process while the
+    files it read are unchanged (:data:`_MODULES_MEMO`): one ``stat`` per file, not a path
+    resolution and a digest lookup per module."""
     key, functions_key = id(experiment), tuple(id(f) for f in functions)
     held = _MODULES_MEMO.get(key)
     if (
@@ -653,17 +655,13 @@ def _modules_memoised(experiment, functions) -> tuple[dict[Path, tuple[Path, str
         return held[4]
     definitions, library = _modules(experiment, functions)
     paths = set(definitions) | set(library)
+    stats = _file_stats(paths)
+    lib = {str(p.relative_to(LIBRARY.parent)): module_digest(p) for p in library}
     _MODULES_MEMO.pop(key, None)
     while len(_MODULES_MEMO) >= _MEMO_SIZE:
         _MODULES_MEMO.pop(next(iter(_MODULES_MEMO)))
-    _MODULES_MEMO[key] = (
-        experiment,
-        functions_key,
-        paths,
-        _file_stats(paths),
-        (definitions, library),
-    )
-    return definitions, library
+    _MODULES_MEMO[key] = (experiment, functions_key, paths, stats, (definitions, lib))
+    return definitions, lib
 
 
 def fingerprint(experiment) -> dict:
@@ -682,8 +680,7 @@ def fingerprint(experiment) -> dict:
         a folder.
     """
     functions = _reachable(_functions(experiment))
-    definitions, library = _modules_memoised(experiment, functions)
-    lib = {str(p.relative_to(LIBRARY.parent)): module_digest(p) for p in library}
+    definitions, lib = _modules_memoised(experiment, functions)
     own = {str(p.relative_to(anchor)): digest for p, (anchor, digest) in definitions.items()}
     wiring = hashlib.sha256(_structure(experiment).encode()).hexdigest()[:16]
     own[f"<experiment {getattr(experiment, 'name', '?')}>"] = wiring
