@@ -289,6 +289,37 @@ def test_extending_the_eps_grid_computes_only_new_points(reference, tmp_path):
     assert_same_results(final, want)
 
 
+def test_summaries_from_the_parts_written_equal_those_read_back(reference, tmp_path, monkeypatch):
+    """The manifest's study and diagnostics made from the tables a run wrote (it holds them up
+    to runner.SUMMARY_ROWS_HELD rows) equal those read back from its parts: a run that holds
+    none gives the same manifest fields, and so does a folder extended by a second run, whose
+    summary must count the first run's parts too."""
+    held = store.read_manifest(reference[0])
+    monkeypatch.setattr(runner, "SUMMARY_ROWS_HELD", 0)
+    out = tmp_path / "read_back"
+    run_experiment(small_experiment(), out=out, progress=False)
+    read_back = store.read_manifest(out)
+    assert held["study"]["rows"] == N_ROWS
+    assert (held["study"], held["diagnostics"]) == (read_back["study"], read_back["diagnostics"])
+    monkeypatch.undo()
+    extended = tmp_path / "extended"
+    run_experiment(small_experiment(), out=extended, progress=False, overrides={"eps": [1.0]})
+    run_experiment(small_experiment(), out=extended, progress=False)
+    both = store.read_manifest(extended)
+    assert (both["study"], both["diagnostics"]) == (held["study"], held["diagnostics"])
+    # the tables given are used when they are the folder's parts, and only then
+    written = {path.name: store._read_part(path) for path in store.part_files(out)}
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("read back")
+
+    monkeypatch.setattr(store, "read_parts", no_read)
+    from_memory = runner.folder_summaries(out, small_experiment(), written)
+    assert from_memory == {"study": read_back["study"], "diagnostics": read_back["diagnostics"]}
+    with pytest.raises(AssertionError, match="read back"):
+        runner.folder_summaries(out, small_experiment(), dict(list(written.items())[1:]))
+
+
 def test_rerun_of_complete_directory_computes_nothing(reference, tmp_path):
     out = tmp_path / "copy"
     shutil.copytree(reference[0], out)

@@ -47,6 +47,10 @@ from dpsim.engine.presentation.units import format_bytes
 from dpsim.results import reasons
 
 DEFAULT_WATCHDOG_SECONDS = 900.0
+# A run keeps the tables it wrote, up to this many rows, so that the manifest's summaries are
+# made without reading its parts back (a short run's largest host cost after its chunks:
+# docs/performance.md, "Cold runs and short runs"); a larger run reads them back.
+SUMMARY_ROWS_HELD = 200_000
 
 __all__ = [
     "run_experiment",
@@ -453,6 +457,7 @@ def _run_planned(
     total_chunks = sum(len(step.chunks) for step in plan)
     started, first_chunks, rows_written, lanes_run = time.time(), 0.0, 0, 0
     writing, chunks_written = 0.0, 0  # the driver's own share: seconds in store.write_part
+    written: dict | None = {}  # the parts this run wrote, name → table, for folder_summaries
     bar = tqdm(
         total=total_chunks,
         desc=experiment.name,
@@ -481,8 +486,12 @@ def _run_planned(
                 if number == 0:
                     first_chunks += time.time() - t0
                 t_write = time.perf_counter()
-                store.write_part(out, store.with_provenance(table, provenance))
+                part = store.write_part(out, store.with_provenance(table, provenance))
                 writing += time.perf_counter() - t_write
+                if written is not None and rows_written + table.num_rows <= SUMMARY_ROWS_HELD:
+                    written[part.name] = table
+                else:
+                    written = None  # too many rows to hold: the summary reads the parts back
                 chunks_written += 1
                 rows_written += table.num_rows
                 lanes_run += lanes
@@ -512,7 +521,7 @@ def _run_planned(
         }
     )
     if settings.part is None:
-        manifest.update(folder_summaries(out, experiment), complete=True)
+        manifest.update(folder_summaries(out, experiment, written), complete=True)
         store.write_manifest(out, manifest)
     else:
         parts.finish(
@@ -602,10 +611,16 @@ def _data_notes(experiment: Experiment, grid: Grid) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def folder_summaries(out: Path, experiment: Experiment) -> dict:
+def folder_summaries(out: Path, experiment: Experiment, written: Mapping | None = None) -> dict:
     """The manifest's ``study`` (:func:`study_summary`) and ``diagnostics`` (:func:`unconverged`)
     of the study folder ``out``, from one read of the columns they use, in Arrow (through
-    pandas it would be a large share of a short run)."""
+    pandas it would be a large share of a short run).
+
+    Args:
+        written: the parts this run wrote (file name → table): when they are all the folder
+            holds, the columns are taken from them rather than read back
+            (:func:`dpsim.engine.storage.store.read_arrow_columns`).
+    """
     metrics = [m for method in experiment.methods.values() for m in method.metrics]
     columns = [
         *experiment.axes,
@@ -617,7 +632,7 @@ def folder_summaries(out: Path, experiment: Experiment) -> dict:
         "result",
         *metrics,
     ]
-    table = store.read_arrow_columns(out, list(dict.fromkeys(columns)))
+    table = store.read_arrow_columns(out, list(dict.fromkeys(columns)), written=written)
     return {
         "study": study_summary(table, experiment),
         "diagnostics": {

@@ -26,6 +26,7 @@ import re
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -889,10 +890,23 @@ def load_results(out: Path) -> pd.DataFrame:
     return _to_pandas(mark_columns(combined, methods, derived))
 
 
-def read_arrow_columns(out: Path, columns) -> pa.Table | None:
+def read_arrow_columns(out: Path, columns, *, written: Mapping | None = None) -> pa.Table | None:
     """Only ``columns`` of every part (those a part lacks are left out), as one Arrow table;
-    None when the folder has no parts."""
-    tables = [t.replace_schema_metadata(None) for t in read_parts(out, columns)[0]]
+    None when the folder has no parts.
+
+    Args:
+        written: the parts this process wrote, by file name → the table written there. When the
+            folder holds exactly those parts, they are taken from memory instead of read back
+            (the same table: a part's bytes are its table's).
+    """
+    if written is not None and {p.name for p in part_files(out)} == set(written):
+        tables = [  # in part_files' order, as a read would give them
+            written[name].select([c for c in columns if c in written[name].column_names])
+            for name in sorted(written)
+        ]
+    else:
+        tables = read_parts(out, columns)[0]
+    tables = [t.replace_schema_metadata(None) for t in tables]
     return pa.concat_tables(tables, promote_options="default") if tables else None
 
 
