@@ -1118,7 +1118,27 @@ def main(argv=None) -> int:
         # process (a notebook, a test) already gave
         warnings.simplefilter("default", DpsimNote)
         warnings.simplefilter("default", DpsimWarning)
-        return _main(argv)
+        code = _main(argv)
+    if argv is None:
+        _leave(code)
+    return code
+
+
+def _leave(code: int) -> None:
+    """End a command-line process once its command has returned: the exit handlers run (a
+    local Ray cluster is shut down, locks released, logs flushed), then the process exits
+    without the interpreter's teardown of every module and of XLA's compiled programs, which
+    costs a CPU process most of a second and writes nothing (docs/performance.md, "Cold runs
+    and short runs"). Every file a command writes is whole and flushed before it returns."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that stopped reading, a stream closed
+            pass
+    os._exit(0 if code is None else code if isinstance(code, int) else 1)
 
 
 _COMMAND_LINE = False  # True when main() reads sys.argv: this process runs one command

@@ -82,6 +82,47 @@ def test_console_script_exit_status_and_one_line_error(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_finished_command_runs_the_exit_handlers_and_keeps_its_output(tmp_path):
+    """A command-line process leaves without the interpreter's teardown once its command has
+    returned (cli._leave): the exit handlers still run (a local Ray cluster is shut down by
+    one), everything printed reaches a pipe, and the exit status is the command's."""
+    marker = tmp_path / "exit-handler-ran"
+    script = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(marker)!r}, 'w').write('ran'))\n"
+        "from dpsim import cli\n"
+        "sys.argv = ['dpsim', *sys.argv[1:]]\n"
+        "cli.main()\n"
+        "raise SystemExit('not reached: main() leaves the process')\n"
+    )
+    for args, status in ((["list"], 0), (["show", "cai-fig99"], 2)):
+        marker.unlink(missing_ok=True)
+        res = subprocess.run(
+            [sys.executable, "-c", script, *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=_env(),
+        )
+        assert res.returncode == status, res.stderr
+        assert marker.read_text() == "ran"
+        assert "not reached" not in res.stderr
+    listed = subprocess.run(
+        [sys.executable, "-c", script, "list"], capture_output=True, text=True, env=_env()
+    )
+    assert (
+        listed.stdout
+        == subprocess.run(
+            [sys.executable, "-c", "from dpsim import cli; cli.main(['list'])"],
+            capture_output=True,
+            text=True,
+            env=_env(),
+        ).stdout
+    )
+    assert "cai-fig1" in listed.stdout
+
+
 def test_list(tmp_path, monkeypatch, capsys):
     """`dpsim list`: every paper's experiments with their grids written compactly, checks,
     audits; nothing written."""
