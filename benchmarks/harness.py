@@ -592,7 +592,8 @@ def machine_info(packages: Sequence[str] = DEFAULT_PACKAGES) -> dict:
 
 def git_info() -> dict:
     """Commit of the checkout and whether it has changes, untracked files included (None
-    outside git)."""
+    outside git); results files (``benchmarks/results/``) are not changes to the code, so that
+    benchmarks run one after another on one commit record it clean."""
 
     def git(*args):
         try:
@@ -605,7 +606,9 @@ def git_info() -> dict:
     commit = git("rev-parse", "HEAD")
     return {
         "commit": commit or None,
-        "dirty": bool(git("status", "--porcelain")) if commit else None,
+        "dirty": bool(git("status", "--porcelain", "--", ".", ":(exclude)benchmarks/results"))
+        if commit
+        else None,
     }
 
 
