@@ -82,10 +82,12 @@ def test_console_script_exit_status_and_one_line_error(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_finished_command_runs_the_exit_handlers_and_keeps_its_output(tmp_path):
+def test_a_finished_command_runs_the_exit_handlers_and_keeps_its_output(tmp_path, capsys):
     """A command-line process leaves without the interpreter's teardown once its command has
     returned (cli._leave): the exit handlers still run (a local Ray cluster is shut down by
     one), everything printed reaches a pipe, and the exit status is the command's."""
+    from dpsim import cli
+
     marker = tmp_path / "exit-handler-ran"
     script = (
         "import atexit, sys\n"
@@ -95,6 +97,7 @@ def test_a_finished_command_runs_the_exit_handlers_and_keeps_its_output(tmp_path
         "cli.main()\n"
         "raise SystemExit('not reached: main() leaves the process')\n"
     )
+    outputs = {}
     for args, status in ((["list"], 0), (["show", "cai-fig99"], 2)):
         marker.unlink(missing_ok=True)
         res = subprocess.run(
@@ -108,19 +111,9 @@ def test_a_finished_command_runs_the_exit_handlers_and_keeps_its_output(tmp_path
         assert res.returncode == status, res.stderr
         assert marker.read_text() == "ran"
         assert "not reached" not in res.stderr
-    listed = subprocess.run(
-        [sys.executable, "-c", script, "list"], capture_output=True, text=True, env=_env()
-    )
-    assert (
-        listed.stdout
-        == subprocess.run(
-            [sys.executable, "-c", "from dpsim import cli; cli.main(['list'])"],
-            capture_output=True,
-            text=True,
-            env=_env(),
-        ).stdout
-    )
-    assert "cai-fig1" in listed.stdout
+        outputs[args[0]] = res.stdout
+    assert cli.main(["list"]) == 0
+    assert outputs["list"] == capsys.readouterr().out and "cai-fig1" in outputs["list"]
 
 
 def test_list(tmp_path, monkeypatch, capsys):
