@@ -174,11 +174,20 @@ def objective_perturbation_gradients(
 
 
 def objective_perturbation_result(
-    eps: float, delta: float, L: float, sigma_claimed: float, loss, detail: str
+    eps: float,
+    delta: float,
+    L: float,
+    sigma_claimed: float,
+    pair,
+    sigma_loss: float,
+    detail: str,
 ) -> AuditResult:
     """The audit's verdict at one ε: the exact (ε', δ) of the Gaussian mechanism with
     sensitivity 2L at the claimed σ, and the empirical ε' from the samples' privacy losses
-    ``loss`` (shape (n_samples,))."""
+    (‖w_D'‖² − ‖w_D‖²)/(2σ²) at σ = ``sigma_loss``, for ``pair`` = (w_D, w_D') of
+    :func:`objective_perturbation_gradients` (each of shape (n_samples, dim))."""
+    w_d, w_dp = pair
+    loss = (jnp.sum(w_dp**2, axis=1) - jnp.sum(w_d**2, axis=1)) / (2 * sigma_loss**2)
     exact = float(gaussian_mechanism_epsilon(delta, 2.0 * L, sigma_claimed))
     emp, se = empirical_epsilon_for_delta(loss, delta)
     return AuditResult(
@@ -213,9 +222,8 @@ def audit_objective_perturbation(
         key, eps_values, n_samples, delta, dim, n_data, beta
     )
     results = []
-    for eps, (w_d, w_dp) in zip(eps_values, pairs):
+    for eps, pair in zip(eps_values, pairs):
         sigma = float(label_dp_noise_scale(eps, delta, L))
-        loss = (jnp.sum(w_dp**2, axis=1) - jnp.sum(w_d**2, axis=1)) / (2 * sigma**2)
         detail = f"sensitivity 2L = {2 * L:.3g}, sigma {sigma:.3g}, beta {beta:g}"
-        results.append(objective_perturbation_result(eps, delta, L, sigma, loss, detail))
+        results.append(objective_perturbation_result(eps, delta, L, sigma, pair, sigma, detail))
     return results

@@ -67,12 +67,13 @@ def audit_objective_perturbation_actual_noise(
     for eps, (w_d, w_dp) in zip(eps_values, pairs):
         sigma = thm52_sigma(float(eps), delta, L)
         sigma_hat = float(jnp.sqrt(jnp.mean(jnp.sum(w_d**2, axis=1)) / dim))
-        loss = (jnp.sum(w_dp**2, axis=1) - jnp.sum(w_d**2, axis=1)) / (2 * sigma_hat**2)
         detail = (
             f"sensitivity 2L = {2 * L:.3g}, Thm 5.2 sigma {sigma:.3g}, "
             f"sigma of the samples {sigma_hat:.3g}, beta {beta:g}"
         )
-        results.append(objective_perturbation_result(eps, delta, L, sigma, loss, detail))
+        results.append(
+            objective_perturbation_result(eps, delta, L, sigma, (w_d, w_dp), sigma_hat, detail)
+        )
     return results
 
 
