@@ -45,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -104,25 +105,34 @@ def dpsim_command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "dpsim.cli"]
 
 
-def timed_process(cmd: list[str], env: dict) -> dict:
-    """Run ``cmd``; its wall and CPU seconds, exit status, and each stdout line with the
-    seconds since the start at which it arrived."""
+def timed_process(cmd: list[str], env: dict, *, check: bool = True) -> dict:
+    """Run ``cmd``: its wall and CPU seconds (user + system of the process and its children),
+    exit status, each stdout line with the seconds since the start at which it arrived, the end
+    of its stderr (read beside stdout, so that neither pipe fills and blocks the process), and
+    the load average before and after. ``check``: raise RuntimeError when the exit status is not
+    0 (its stderr's end in the message)."""
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=harness.ROOT
     )
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)
+    reader.start()
     lines = [(time.perf_counter() - t0, line.rstrip("\n")) for line in proc.stdout]
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
+    reader.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    stderr = proc.stderr.read()
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{stderr[-2000:]}")
+    tail = "".join(stderr)[-2000:]
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{tail}")
     return {
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
+        "exit_status": proc.returncode,
         "lines": lines,
+        "stderr_tail": tail,
         "loadavg_before": list(load_before),
         "loadavg_after": list(os.getloadavg()),
     }

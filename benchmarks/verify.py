@@ -21,17 +21,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
 from benchmarks import harness
-from benchmarks.cold import dpsim_command, user_env
+from benchmarks.cold import dpsim_command, timed_process, user_env
 
 PAPER = "verify"
 PAPERS = ("xu", "cai", "nguyen", "chowdhury")
@@ -56,30 +53,19 @@ def verdict_counts(runs: Path) -> dict:
 
 def timed_verify(target: str, seed: int, runs: Path, home: str) -> dict:
     """``dpsim verify TARGET --seed SEED --runs RUNS --no-progress`` in a fresh process under
-    ``home``: its wall and CPU seconds, load average before and after, exit status and verdict
-    counts (module docstring)."""
+    ``home`` (:func:`benchmarks.cold.timed_process`, whatever its exit status): its wall and CPU
+    seconds, load average before and after, exit status and verdict counts (module docstring)."""
     args = ["verify", target, "--seed", str(seed), "--runs", str(runs), "--no-progress"]
-    load_before = os.getloadavg()
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [*dpsim_command(), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=user_env(home),
-        cwd=harness.ROOT,
-    )
-    stderr = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    done = timed_process([*dpsim_command(), *args], user_env(home), check=False)
     return {
         "command": " ".join(["dpsim", *args]),
-        "wall_s": time.perf_counter() - t0,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "exit_status": os.waitstatus_to_exitcode(status),
+        "wall_s": done["wall_s"],
+        "cpu_s": done["cpu_s"],
+        "exit_status": done["exit_status"],
         "verdicts": verdict_counts(runs),
-        "stderr_tail": stderr[-1000:],
-        "loadavg_before": list(load_before),
-        "loadavg_after": list(os.getloadavg()),
+        "stderr_tail": done["stderr_tail"][-1000:],
+        "loadavg_before": done["loadavg_before"],
+        "loadavg_after": done["loadavg_after"],
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "git": harness.git_info(),
         "machine": harness.machine_info(),

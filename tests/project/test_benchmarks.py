@@ -647,6 +647,11 @@ def test_cold_benchmark_times_a_user_process(bench_module, tmp_path, monkeypatch
     assert t1 - t0 >= 0.29 and t2 - t1 >= 0.29 and done["wall_s"] >= t2 and done["cpu_s"] >= 0
     with pytest.raises(RuntimeError, match="exit 3"):
         cold.timed_process([sys.executable, "-c", "raise SystemExit(3)"], env)
+    # more stderr than a pipe holds, before any stdout: read beside stdout, it cannot block
+    noisy = "import sys; sys.stderr.write('x' * 300_000 + 'end'); print('out'); raise SystemExit(3)"
+    done = cold.timed_process([sys.executable, "-c", noisy], env, check=False)
+    assert done["exit_status"] == 3 and done["stderr_tail"].endswith("xend")
+    assert [text for _, text in done["lines"]] == ["out"]
 
 
 def test_verify_benchmark_times_a_run_and_merges_entries(bench_module, tmp_path, monkeypatch):
