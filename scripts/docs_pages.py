@@ -278,9 +278,10 @@ TRIED = {
         "Designs tried for cai at small n: lanes vmapped once their program is compiled (the second "
         "design of each n; a short run does not pay for compiling it); a dense Cholesky Newton step "
         "(`python -m benchmarks.cai`, section S); the code fingerprint's import closure and library "
-        "digests kept per process; the calibration cache left unwritten when nothing changes. The "
-        "host's share (planning, the fingerprint, Parquet parts, the manifest and the folder's "
-        "summary read back from its parts) is what a study folder's guarantees cost."
+        "digests kept per process; the manifest's summary made from the tables the run wrote rather "
+        "than read back; the calibration cache left unwritten when nothing changes. The host's share "
+        "(planning, the fingerprint, Parquet parts with their flushes, the manifest and its summary) "
+        "is what a study folder's guarantees cost."
     ),
 }
 
