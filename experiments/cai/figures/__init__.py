@@ -8,8 +8,22 @@ and the checks read on them (docs/cai.md, Experiments as run).
 * ``design``: the calibration experiments of the data-generating designs and the error metrics;
 * ``published``: the reproduction against the authors' released results of Figures 1–3.
 """
+
 from . import design, edge, individual, published, scaling, threshold
 
-EXPERIMENTS = [*edge.EXPERIMENTS, *individual.EXPERIMENTS, *scaling.EXPERIMENTS, *threshold.EXPERIMENTS,
-               *design.EXPERIMENTS, *published.EXPERIMENTS]
-CHECKS = [*edge.CHECKS, *individual.CHECKS, *scaling.CHECKS, *threshold.CHECKS, *design.CHECKS, *published.CHECKS]
+EXPERIMENTS = [
+    *edge.EXPERIMENTS,
+    *individual.EXPERIMENTS,
+    *scaling.EXPERIMENTS,
+    *threshold.EXPERIMENTS,
+    *design.EXPERIMENTS,
+    *published.EXPERIMENTS,
+]
+CHECKS = [
+    *edge.CHECKS,
+    *individual.CHECKS,
+    *scaling.CHECKS,
+    *threshold.CHECKS,
+    *design.CHECKS,
+    *published.CHECKS,
+]

@@ -24,13 +24,20 @@ whose released points all share the one θ* drawn at n = 300 (an offset common t
 Monte-Carlo error of theirs measures); the MLE's errors, since the authors' optimiser (BFGS
 started at θ*, E8) differs from dpsim's by more than Monte-Carlo error.
 """
+
 from __future__ import annotations
 
 import dataclasses
 
 import pandas as pd
 
-from dpsim.datasets.authors import CAI_COMMIT, CAI_REPOSITORY, FETCH, cai_edge_path, cai_edge_results
+from dpsim.datasets.authors import (
+    CAI_COMMIT,
+    CAI_REPOSITORY,
+    FETCH,
+    cai_edge_path,
+    cai_edge_results,
+)
 from dpsim.engine import Published, PublishedCheck
 
 from ..methods import COUNTS
@@ -47,9 +54,12 @@ def _experiment(figure: int, grid: dict):
     experiment = edge_experiment(
         f"cai-published-fig{figure}",
         f"Fig. {figure}'s simulated grid, finite ε, Algorithm 2 only: the points of the authors' released results",
-        grid, methods=ONLY_COUNTS, reps=PAPER_REPS,
+        grid,
+        methods=ONLY_COUNTS,
+        reps=PAPER_REPS,
         description=f"cai §4.1 Exp. {figure} at the authors' exact grid, θ* drawn per replicate "
-                    f"(docs/cai.md, Published numbers)")
+        f"(docs/cai.md, Published numbers)",
+    )
     return dataclasses.replace(experiment, truth_per_replicate=True)
 
 
@@ -61,6 +71,7 @@ def _loader(figure: int):
     def load() -> pd.DataFrame | None:
         rows = cai_edge_results(figure, "counts")
         return None if rows is None else pd.DataFrame(rows)
+
     load.__name__ = f"cai_fig{figure}_counts"
     return load
 
@@ -68,20 +79,38 @@ def _loader(figure: int):
 def authors_counts(figure: int) -> Published:
     """The authors' relative Hamming errors of Algorithm 2 behind Fig. ``figure``, as published numbers."""
     path = cai_edge_path(figure, "counts")
-    return Published(f"the authors' Fig. {figure} results, {path.parent.name}/{path.name} ({SOURCE})",
-                     _loader(figure), missing=f"run `{FETCH}` to fetch them")
+    return Published(
+        f"the authors' Fig. {figure} results, {path.parent.name}/{path.name} ({SOURCE})",
+        _loader(figure),
+        missing=f"run `{FETCH}` to fetch them",
+    )
 
 
 CHECKS = [
-    PublishedCheck("cai-published-fig1-counts", PUBLISHED_FIG1.name, "relative_hamming", "counts", authors_counts(1),
-                   ("n_items", "p", "eps"), cluster=("n_items",),
-                   description="Fig. 1: Algorithm 2's relative Hamming error at every finite ε and n agrees with the "
-                               "authors' released 120-replicate means within Monte-Carlo error, their θ* drawn once "
-                               "per n (clusters of n; docs/cai.md, Published numbers)"),
-    PublishedCheck("cai-published-fig1-counts-eps-profile", PUBLISHED_FIG1.name, "relative_hamming", "counts",
-                   authors_counts(1), ("n_items", "p", "eps"), cluster=("n_items",), relative_to=("eps", 2.5),
-                   where={"eps": [0.5, 2.5]},
-                   description="Fig. 1: the ratio of Algorithm 2's relative Hamming errors at ε = 0.5 and 2.5, at "
-                               "every n, agrees with the authors' (the offset of their θ* draw per n cancels; "
-                               "docs/cai.md, Published numbers)"),
+    PublishedCheck(
+        "cai-published-fig1-counts",
+        PUBLISHED_FIG1.name,
+        "relative_hamming",
+        "counts",
+        authors_counts(1),
+        ("n_items", "p", "eps"),
+        cluster=("n_items",),
+        description="Fig. 1: Algorithm 2's relative Hamming error at every finite ε and n agrees with the "
+        "authors' released 120-replicate means within Monte-Carlo error, their θ* drawn once "
+        "per n (clusters of n; docs/cai.md, Published numbers)",
+    ),
+    PublishedCheck(
+        "cai-published-fig1-counts-eps-profile",
+        PUBLISHED_FIG1.name,
+        "relative_hamming",
+        "counts",
+        authors_counts(1),
+        ("n_items", "p", "eps"),
+        cluster=("n_items",),
+        relative_to=("eps", 2.5),
+        where={"eps": [0.5, 2.5]},
+        description="Fig. 1: the ratio of Algorithm 2's relative Hamming errors at ε = 0.5 and 2.5, at "
+        "every n, agrees with the authors' (the offset of their θ* draw per n cancels; "
+        "docs/cai.md, Published numbers)",
+    ),
 ]

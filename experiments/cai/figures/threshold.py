@@ -62,6 +62,7 @@ grid reaches their own success constant ``x_high`` = 2.5, a rule on the grid alo
 same at every seed; the negative controls keep every configuration (a censored midpoint
 is a lower bound, which is what "spread > 3" needs).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -75,8 +76,17 @@ import numpy as np
 from dpsim.theory import cai as cai_theory
 from dpsim.estimators import top_k_mask
 from dpsim.mechanisms import noisy_counts_individual
-from dpsim.engine import (Experiment, Tuning, FigureSpec, Method, Panel, Solve, ThresholdCollapseCheck,
-                              ThresholdScalingCheck, UsageError)
+from dpsim.engine import (
+    Experiment,
+    Tuning,
+    FigureSpec,
+    Method,
+    Panel,
+    Solve,
+    ThresholdCollapseCheck,
+    ThresholdScalingCheck,
+    UsageError,
+)
 from dpsim.engine.judgement.mutants import Mutant, wrapped_method
 from dpsim.engine.presentation.summary import select
 from dpsim.mechanisms.calibration import COUNT_NOISE_MODES, edge_count_noise_scale
@@ -104,8 +114,10 @@ def two_block_top_k(n_items: int, k: int) -> jax.Array:
 
 def validate_gap(point: dict) -> None:
     if not point["gap"] < 0.5:
-        raise UsageError(f"gap={point['gap']!r}: the two-block instance needs Δ < 1/2 "
-                         "(ρ = 1/2 + Δ across blocks)")
+        raise UsageError(
+            f"gap={point['gap']!r}: the two-block instance needs Δ < 1/2 "
+            "(ρ = 1/2 + Δ across blocks)"
+        )
 
 
 def truth(key, shape):
@@ -127,14 +139,23 @@ def edge_counts_fn(key, ctx):
     k_noise, k_tie = jax.random.split(key)
     eps, n, data, counts = ctx.analysis["eps"], ctx.shape["n_items"], ctx.data, ctx.sample
     noisy = counts + laplace_noise(k_noise, edge_count_noise_scale(eps), counts.shape)
-    return {**topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.truth["top_k"]),
-            "gap_over_rate": data["gap"] / cai_theory.edge_dp_rate(n, data["p"], eps),
-            "gap_over_statistical_rate": data["gap"] / cai_theory.edge_dp_statistical_term(n, data["p"])}
+    return {
+        **topk_metrics(top_k_mask(k_tie, noisy, ctx.shape["k"]), ctx.truth["top_k"]),
+        "gap_over_rate": data["gap"] / cai_theory.edge_dp_rate(n, data["p"], eps),
+        "gap_over_statistical_rate": data["gap"]
+        / cai_theory.edge_dp_statistical_term(n, data["p"]),
+    }
 
 
-EDGE_METHODS = {"counts": Method(edge_counts_fn, TOPK + ("gap_over_rate", "gap_over_statistical_rate"),
-                                 label="Alg. 2", doc="Algorithm 2 (noisy counts, Laplace(2/ε)) and the gap "
-                                                     "in units of r_E and of its statistical term")}
+EDGE_METHODS = {
+    "counts": Method(
+        edge_counts_fn,
+        TOPK + ("gap_over_rate", "gap_over_statistical_rate"),
+        label="Alg. 2",
+        doc="Algorithm 2 (noisy counts, Laplace(2/ε)) and the gap "
+        "in units of r_E and of its statistical term",
+    )
+}
 
 
 def edge_lane_bytes(shape):
@@ -157,16 +178,30 @@ EDGE = Experiment(
     name="cai-threshold",
     title="Edge DP top-k phase transition: P(exact recovery) of Algorithm 2 against Δ / r_E",
     axes={"n_items": EDGE_N, "k": ["auto"], "p": EDGE_P, "gap": EDGE_GAPS, "eps": EPS},
-    shape_axes=("n_items", "k"), analysis_axes=("eps",),
-    truth=truth, generate=edge_generate, methods=EDGE_METHODS, reps=EDGE_REPS,
-    figure=FigureSpec(symbols=SYMBOLS, value_labels=VALUE_LABELS,
-        x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_E(n, p, \\epsilon)$",
-        curve_label="$\\epsilon$", logx=True, pool=("gap",),
+    shape_axes=("n_items", "k"),
+    analysis_axes=("eps",),
+    truth=truth,
+    generate=edge_generate,
+    methods=EDGE_METHODS,
+    reps=EDGE_REPS,
+    figure=FigureSpec(
+        symbols=SYMBOLS,
+        value_labels=VALUE_LABELS,
+        x="gap_over_rate",
+        curve="eps",
+        xlabel="$\\Delta / r_E(n, p, \\epsilon)$",
+        curve_label="$\\epsilon$",
+        logx=True,
+        pool=("gap",),
         panels=_panels("n_items", "p"),
-        title="Top-k phase transition, edge DP (Alg. 2, two-block instance, k = n/4)"),
-    resolve_shape=lambda shape: resolve_k(shape, top_k_size), validate_point=validate_gap,
-    tuning=Tuning(lane_bytes=edge_lane_bytes), description="docs/cai.md, Model; Predictions (items 5–6): P(exact recovery) vs Δ / r_E collapses "
-                "across (n, p, ε)")
+        title="Top-k phase transition, edge DP (Alg. 2, two-block instance, k = n/4)",
+    ),
+    resolve_shape=lambda shape: resolve_k(shape, top_k_size),
+    validate_point=validate_gap,
+    tuning=Tuning(lane_bytes=edge_lane_bytes),
+    description="docs/cai.md, Model; Predictions (items 5–6): P(exact recovery) vs Δ / r_E collapses "
+    "across (n, p, ε)",
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -190,17 +225,26 @@ def individual_counts_fn(key, ctx):
     shape, data, eps = ctx.shape, ctx.data, ctx.analysis["eps"]
     n, m, gap = shape["n_items"], data["n_users"], data["gap"]
     noisy = noisy_counts_individual(k_noise, ctx.sample, eps, data["per_user"], shape["mode"])
-    return {**topk_metrics(top_k_mask(k_tie, noisy, shape["k"]), ctx.truth["top_k"]),
-            "gap_over_rate": gap / cai_theory.individual_dp_rate_explicit_l(
-                n, m, eps, data["per_user"], noise_factor=COUNT_NOISE_MODES[shape["mode"]]),
-            "gap_over_stated_rate": gap / cai_theory.individual_dp_rate(n, m, eps),
-            "gap_over_statistical_rate": gap / cai_theory.individual_dp_stated_statistical_term(n, m)}
+    return {
+        **topk_metrics(top_k_mask(k_tie, noisy, shape["k"]), ctx.truth["top_k"]),
+        "gap_over_rate": gap
+        / cai_theory.individual_dp_rate_explicit_l(
+            n, m, eps, data["per_user"], noise_factor=COUNT_NOISE_MODES[shape["mode"]]
+        ),
+        "gap_over_stated_rate": gap / cai_theory.individual_dp_rate(n, m, eps),
+        "gap_over_statistical_rate": gap / cai_theory.individual_dp_stated_statistical_term(n, m),
+    }
 
 
-INDIVIDUAL_METHODS = {"counts": Method(
-    individual_counts_fn, TOPK + ("gap_over_rate", "gap_over_stated_rate", "gap_over_statistical_rate"),
-    label="Alg. 3", doc="Algorithm 3 (noisy counts) and the gap in units of r_I (L explicit), of r_I as "
-                        "stated, and of its statistical term")}
+INDIVIDUAL_METHODS = {
+    "counts": Method(
+        individual_counts_fn,
+        TOPK + ("gap_over_rate", "gap_over_stated_rate", "gap_over_statistical_rate"),
+        label="Alg. 3",
+        doc="Algorithm 3 (noisy counts) and the gap in units of r_I (L explicit), of r_I as "
+        "stated, and of its statistical term",
+    )
+}
 
 
 def individual_lane_bytes(shape):
@@ -215,18 +259,39 @@ INDIVIDUAL_REPS = 200
 INDIVIDUAL = Experiment(
     name="cai-threshold-individual",
     title="Individual DP top-k phase transition: P(exact recovery) of Algorithm 3 against Δ / r_I",
-    axes={"n_items": INDIVIDUAL_N, "k": ["auto"], "mode": ["strict"], "n_users": INDIVIDUAL_M,
-          "per_user": [5], "gap": INDIVIDUAL_GAPS, "eps": EPS},
-    shape_axes=("n_items", "k", "mode"), analysis_axes=("eps",),
-    truth=truth, generate=individual_generate, methods=INDIVIDUAL_METHODS, reps=INDIVIDUAL_REPS,
+    axes={
+        "n_items": INDIVIDUAL_N,
+        "k": ["auto"],
+        "mode": ["strict"],
+        "n_users": INDIVIDUAL_M,
+        "per_user": [5],
+        "gap": INDIVIDUAL_GAPS,
+        "eps": EPS,
+    },
+    shape_axes=("n_items", "k", "mode"),
+    analysis_axes=("eps",),
+    truth=truth,
+    generate=individual_generate,
+    methods=INDIVIDUAL_METHODS,
+    reps=INDIVIDUAL_REPS,
     axis_types=AXIS_TYPES,
-    figure=FigureSpec(symbols=SYMBOLS, value_labels=VALUE_LABELS,
-        x="gap_over_rate", curve="eps", xlabel="$\\Delta / r_I(n, m, \\epsilon; L)$",
-        curve_label="$\\epsilon$", logx=True, pool=("gap",),
+    figure=FigureSpec(
+        symbols=SYMBOLS,
+        value_labels=VALUE_LABELS,
+        x="gap_over_rate",
+        curve="eps",
+        xlabel="$\\Delta / r_I(n, m, \\epsilon; L)$",
+        curve_label="$\\epsilon$",
+        logx=True,
+        pool=("gap",),
         panels=_panels("n_items", "n_users"),
-        title="Top-k phase transition, individual DP (Alg. 3, two-block instance, k = n/4)"),
-    resolve_shape=individual_resolve_shape, validate_point=validate_gap,
-    tuning=Tuning(lane_bytes=individual_lane_bytes), description="cai §3; docs/cai.md, Model; Predictions: P(exact recovery) vs Δ / r_I collapses across (n, m, ε)")
+        title="Top-k phase transition, individual DP (Alg. 3, two-block instance, k = n/4)",
+    ),
+    resolve_shape=individual_resolve_shape,
+    validate_point=validate_gap,
+    tuning=Tuning(lane_bytes=individual_lane_bytes),
+    description="cai §3; docs/cai.md, Model; Predictions: P(exact recovery) vs Δ / r_I collapses across (n, m, ε)",
+)
 
 EXPERIMENTS = [EDGE, INDIVIDUAL]
 
@@ -258,49 +323,108 @@ class ReachableCollapseCheck(ThresholdCollapseCheck):
         configs = rows[list(self.configs)].drop_duplicates()
         kept = rows[reach]
         if kept.empty:
-            raise UsageError(f"check {self.name!r}: no configuration's grid of {self.x!r} reaches {self.x_high:g}")
+            raise UsageError(
+                f"check {self.name!r}: no configuration's grid of {self.x!r} reaches {self.x_high:g}"
+            )
         left = len(configs) - len(kept[list(self.configs)].drop_duplicates())
         estimate = super().estimate(kept)
-        note = (f"; {left} of {len(configs)} configurations left out, their grid ending below "
-                f"{self.x}={self.x_high:g} (Δ < 1/2)") if left else ""
+        note = (
+            (
+                f"; {left} of {len(configs)} configurations left out, their grid ending below "
+                f"{self.x}={self.x_high:g} (Δ < 1/2)"
+            )
+            if left
+            else ""
+        )
         return dataclasses.replace(estimate, evidence=estimate.evidence + note)
 
 
 CHECKS = [
     ReachableCollapseCheck(
-        "cai-threshold-collapse-edge", EDGE.name, "exact_recovery", "counts", "gap_over_rate",
-        pool=("gap",), configs=("n_items", "p", "eps"), max_ratio=COLLAPSE_FACTOR,
-        x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95,
+        "cai-threshold-collapse-edge",
+        EDGE.name,
+        "exact_recovery",
+        "counts",
+        "gap_over_rate",
+        pool=("gap",),
+        configs=("n_items", "p", "eps"),
+        max_ratio=COLLAPSE_FACTOR,
+        x_low=0.5,
+        p_low=0.05,
+        x_high=2.5,
+        p_high=0.95,
         description="Alg. 2: P(exact top-k) vs Δ/r_E fails below 0.5, succeeds above 2.5, and its "
-                    "midpoints agree within a factor 3 across n, p, ε (Thm 2.3, 2.4)"),
+        "midpoints agree within a factor 3 across n, p, ε (Thm 2.3, 2.4)",
+    ),
     ThresholdCollapseCheck(
-        "cai-threshold-no-collapse-edge-nonprivate-rate", EDGE.name, "exact_recovery", "counts",
-        "gap_over_statistical_rate", pool=("gap",), configs=("n_items", "p", "eps"), max_ratio=COLLAPSE_FACTOR,
-        x_low=0.5, p_low=0.05, x_high=2.5, p_high=0.95, expect_collapse=False,
+        "cai-threshold-no-collapse-edge-nonprivate-rate",
+        EDGE.name,
+        "exact_recovery",
+        "counts",
+        "gap_over_statistical_rate",
+        pool=("gap",),
+        configs=("n_items", "p", "eps"),
+        max_ratio=COLLAPSE_FACTOR,
+        x_low=0.5,
+        p_low=0.05,
+        x_high=2.5,
+        p_high=0.95,
+        expect_collapse=False,
         description="negative control: against Δ/√(log n/(np)) (privacy term ignored) the "
-                    "midpoints spread by more than 3"),
+        "midpoints spread by more than 3",
+    ),
     ReachableCollapseCheck(
-        "cai-threshold-collapse-individual", INDIVIDUAL.name, "exact_recovery", "counts",
-        "gap_over_rate", pool=("gap",), configs=("n_items", "n_users", "eps"), max_ratio=COLLAPSE_FACTOR,
-        x_low=0.1, p_low=0.05, x_high=2.5, p_high=0.95,
+        "cai-threshold-collapse-individual",
+        INDIVIDUAL.name,
+        "exact_recovery",
+        "counts",
+        "gap_over_rate",
+        pool=("gap",),
+        configs=("n_items", "n_users", "eps"),
+        max_ratio=COLLAPSE_FACTOR,
+        x_low=0.1,
+        p_low=0.05,
+        x_high=2.5,
+        p_high=0.95,
         description="Alg. 3 (strict): P(exact top-k) vs Δ/r_I (L explicit, docs/cai.md, Predictions) fails "
-                    "below 0.1, succeeds above 2.5, and its midpoints agree within a factor 3 "
-                    "across n, m, ε (Thm 3.3, 3.4)"),
+        "below 0.1, succeeds above 2.5, and its midpoints agree within a factor 3 "
+        "across n, m, ε (Thm 3.3, 3.4)",
+    ),
     ThresholdCollapseCheck(
-        "cai-threshold-collapse-individual-stated-rate", INDIVIDUAL.name, "exact_recovery",
-        "counts", "gap_over_stated_rate", pool=("gap",), configs=("n_items", "n_users", "eps"),
-        max_ratio=COLLAPSE_FACTOR, x_low=0.05, p_low=0.05, x_high=2.5, p_high=0.95,
+        "cai-threshold-collapse-individual-stated-rate",
+        INDIVIDUAL.name,
+        "exact_recovery",
+        "counts",
+        "gap_over_stated_rate",
+        pool=("gap",),
+        configs=("n_items", "n_users", "eps"),
+        max_ratio=COLLAPSE_FACTOR,
+        x_low=0.05,
+        p_low=0.05,
+        x_high=2.5,
+        p_high=0.95,
         report_only=True,
         description="the same against r_I as Thm 3.3 states it (L absorbed into the constants): "
-                    "its statistical term is weighted √(2L) too heavily for counting, so the "
-                    "midpoints spread by about 3 (reported only)"),
+        "its statistical term is weighted √(2L) too heavily for counting, so the "
+        "midpoints spread by about 3 (reported only)",
+    ),
     ThresholdCollapseCheck(
-        "cai-threshold-no-collapse-individual-nonprivate-rate", INDIVIDUAL.name, "exact_recovery",
-        "counts", "gap_over_statistical_rate", pool=("gap",), configs=("n_items", "n_users", "eps"),
-        max_ratio=COLLAPSE_FACTOR, x_low=0.1, p_low=0.05, x_high=2.5, p_high=0.95,
+        "cai-threshold-no-collapse-individual-nonprivate-rate",
+        INDIVIDUAL.name,
+        "exact_recovery",
+        "counts",
+        "gap_over_statistical_rate",
+        pool=("gap",),
+        configs=("n_items", "n_users", "eps"),
+        max_ratio=COLLAPSE_FACTOR,
+        x_low=0.1,
+        p_low=0.05,
+        x_high=2.5,
+        p_high=0.95,
         expect_collapse=False,
         description="negative control: against Δ/√(n log n/m) (privacy term ignored) the "
-                    "midpoints spread by more than 3"),
+        "midpoints spread by more than 3",
+    ),
 ]
 
 
@@ -310,7 +434,9 @@ CHECKS = [
 # scaling in n with r_E (Thm 2.3, 2.4) and r_I (Thm 3.3, 3.4).
 # ---------------------------------------------------------------------------------------
 EDGE_SOLVE = Solve("gap", "exact_recovery@counts=0.5", within=(EDGE_GAPS[0], EDGE_GAPS[-1]))
-INDIVIDUAL_SOLVE = Solve("gap", "exact_recovery@counts=0.5", within=(INDIVIDUAL_GAPS[0], INDIVIDUAL_GAPS[-1]))
+INDIVIDUAL_SOLVE = Solve(
+    "gap", "exact_recovery@counts=0.5", within=(INDIVIDUAL_GAPS[0], INDIVIDUAL_GAPS[-1])
+)
 # where theory puts the threshold in units of the rate: between the collapse checks' constants
 # (failing below 0.5, succeeding above 2.5); a configuration whose search Δ < 1/2 cannot reach
 # 2.5 r is left out (a rule on the grid alone, as ReachableCollapseCheck's)
@@ -332,15 +458,23 @@ def edge_rate_n_for_log_n(config: dict) -> float:
 def individual_rate(config: dict) -> float:
     """r_I with L explicit and strict noise (:func:`dpsim.theory.cai.individual_dp_rate_explicit_l`),
     the normalisation of ``gap_over_rate``."""
-    return float(cai_theory.individual_dp_rate_explicit_l(
-        config["n_items"], config["n_users"], config["eps"], config["per_user"],
-        noise_factor=COUNT_NOISE_MODES[config["mode"]]))
+    return float(
+        cai_theory.individual_dp_rate_explicit_l(
+            config["n_items"],
+            config["n_users"],
+            config["eps"],
+            config["per_user"],
+            noise_factor=COUNT_NOISE_MODES[config["mode"]],
+        )
+    )
 
 
 def individual_statistical_rate(config: dict) -> float:
     """The wrong rate of the individual negative control: √(n log n/m), r_I's statistical
     term alone (privacy ignored)."""
-    return float(cai_theory.individual_dp_stated_statistical_term(config["n_items"], config["n_users"]))
+    return float(
+        cai_theory.individual_dp_stated_statistical_term(config["n_items"], config["n_users"])
+    )
 
 
 # The tolerances, from theory before any solve (module-level constants, so the same at every
@@ -356,37 +490,69 @@ def individual_statistical_rate(config: dict) -> float:
 #   −0.06 per unit log n on the edge grid (f falls with n), +0.11 on the individual grid
 #   (f rises as √(n log n)).
 # The region is the span of those predictions widened by 0.05 on each side.
-EDGE_SLOPE_REGION = (0.042 - 0.06 - 0.05, 0.051 + 0.05)                 # (−0.07, +0.10)
-INDIVIDUAL_SLOPE_REGION = (0.128 - 0.05, 0.189 + 0.11 + 0.05)            # (+0.08, +0.35)
+EDGE_SLOPE_REGION = (0.042 - 0.06 - 0.05, 0.051 + 0.05)  # (−0.07, +0.10)
+INDIVIDUAL_SLOPE_REGION = (0.128 - 0.05, 0.189 + 0.11 + 0.05)  # (+0.08, +0.35)
 
 THRESHOLD_CHECKS = [
     ThresholdScalingCheck(
-        "cai-threshold-scaling-edge", EDGE.name, EDGE_SOLVE, "n_items", ("p", "eps"), edge_rate,
-        EDGE_SLOPE_REGION, formula="r_E", reach=THRESHOLD_REACH,
+        "cai-threshold-scaling-edge",
+        EDGE.name,
+        EDGE_SOLVE,
+        "n_items",
+        ("p", "eps"),
+        edge_rate,
+        EDGE_SLOPE_REGION,
+        formula="r_E",
+        reach=THRESHOLD_REACH,
         description="Alg. 2: the solved gap Δ½ where P(exact top-k) = 1/2 scales in n as "
-                    "r_E = √(log n/(np)) + log n/(npε) (Thm 2.3, 2.4): the slope of log(Δ½/r_E) on log n, "
-                    "one intercept per (p, ε), lies in the band the extreme-value and Laplace-tail corrections "
-                    "predict"),
+        "r_E = √(log n/(np)) + log n/(npε) (Thm 2.3, 2.4): the slope of log(Δ½/r_E) on log n, "
+        "one intercept per (p, ε), lies in the band the extreme-value and Laplace-tail corrections "
+        "predict",
+    ),
     ThresholdScalingCheck(
-        "cai-threshold-scaling-edge-wrong-rate", EDGE.name, EDGE_SOLVE, "n_items", ("p", "eps"),
-        edge_rate_n_for_log_n, (-math.inf, EDGE_SLOPE_REGION[0]), formula="r_E with n for log n",
-        reach=THRESHOLD_REACH, reach_rate=edge_rate,
+        "cai-threshold-scaling-edge-wrong-rate",
+        EDGE.name,
+        EDGE_SOLVE,
+        "n_items",
+        ("p", "eps"),
+        edge_rate_n_for_log_n,
+        (-math.inf, EDGE_SLOPE_REGION[0]),
+        formula="r_E with n for log n",
+        reach=THRESHOLD_REACH,
+        reach_rate=edge_rate,
         description="negative control: against r_E with n in place of log n (flat in n) the slope "
-                    "falls below the band (the threshold shrinks with n as r_E does, about n^-0.4)"),
+        "falls below the band (the threshold shrinks with n as r_E does, about n^-0.4)",
+    ),
     ThresholdScalingCheck(
-        "cai-threshold-scaling-individual", INDIVIDUAL.name, INDIVIDUAL_SOLVE, "n_items", ("n_users", "eps"),
-        individual_rate, INDIVIDUAL_SLOPE_REGION, formula="r_I", reach=THRESHOLD_REACH,
+        "cai-threshold-scaling-individual",
+        INDIVIDUAL.name,
+        INDIVIDUAL_SOLVE,
+        "n_items",
+        ("n_users", "eps"),
+        individual_rate,
+        INDIVIDUAL_SLOPE_REGION,
+        formula="r_I",
+        reach=THRESHOLD_REACH,
         description="Alg. 3 (strict): the solved Δ½ scales in n as r_I = √(n log n/(2mL)) + n log n/(mε) "
-                    "(Thm 3.3, 3.4, L explicit): the slope of log(Δ½/r_I) on log n, one intercept per (m, ε), "
-                    "lies in the band the extreme-value (n = 12…44 is small) and Laplace-tail corrections predict"),
+        "(Thm 3.3, 3.4, L explicit): the slope of log(Δ½/r_I) on log n, one intercept per (m, ε), "
+        "lies in the band the extreme-value (n = 12…44 is small) and Laplace-tail corrections predict",
+    ),
     ThresholdScalingCheck(
-        "cai-threshold-scaling-individual-statistical-rate", INDIVIDUAL.name, INDIVIDUAL_SOLVE, "n_items",
-        ("n_users", "eps"), individual_statistical_rate, (INDIVIDUAL_SLOPE_REGION[1], math.inf),
-        formula="√(n log n/m)", reach=THRESHOLD_REACH, reach_rate=individual_rate,
+        "cai-threshold-scaling-individual-statistical-rate",
+        INDIVIDUAL.name,
+        INDIVIDUAL_SOLVE,
+        "n_items",
+        ("n_users", "eps"),
+        individual_statistical_rate,
+        (INDIVIDUAL_SLOPE_REGION[1], math.inf),
+        formula="√(n log n/m)",
+        reach=THRESHOLD_REACH,
+        reach_rate=individual_rate,
         where={"eps": [0.1, 0.25, 0.5]},
         description="negative control: where privacy dominates (ε ≤ 0.5), against the statistical term "
-                    "alone the slope exceeds the band (Δ½/√(n log n/m) grows with n as the privacy share "
-                    "√(n log n/m)/ε does)"),
+        "alone the slope exceeds the band (Δ½/√(n log n/m) grows with n as the privacy share "
+        "√(n log n/m)/ε does)",
+    ),
 ]
 CHECKS += THRESHOLD_CHECKS
 
@@ -395,9 +561,11 @@ def noise_for_fractions(fn):
     """A method wrapper: Alg. 2 whose Laplace noise is calibrated for the win fractions
     N_i/(n − 1) but added to the counts N_i (scale 2/(ε(n − 1)) instead of 2/ε): the privacy
     term shrinks as 1/n faster than r_E's, so Δ½/r_E grows with n where privacy matters."""
+
     def mutated(key, ctx):
         eps = ctx.analysis["eps"] * (ctx.shape["n_items"] - 1.0)
         return fn(key, ctx._replace(analysis={**ctx.analysis, "eps": eps}))
+
     return mutated
 
 
@@ -414,7 +582,11 @@ def noise_for_fractions(fn):
 # What the scaling check does catch is a threshold whose exponent in n is off by ≳ 0.15 in every
 # group, e.g. one flat in n (the wrong-rate control measures −0.40 for it).
 SCALING_MUTANTS = [
-    Mutant("cai-threshold-noise-for-fractions", "Alg. 2 with the Laplace noise of the win fractions N/(n − 1) "
-           "added to the counts: scale 2/(ε(n − 1)) (privacy term shrinking as 1/n faster)", (EDGE.name,),
-           wrapped_method("counts", noise_for_fractions)),
+    Mutant(
+        "cai-threshold-noise-for-fractions",
+        "Alg. 2 with the Laplace noise of the win fractions N/(n − 1) "
+        "added to the counts: scale 2/(ε(n − 1)) (privacy term shrinking as 1/n faster)",
+        (EDGE.name,),
+        wrapped_method("counts", noise_for_fractions),
+    ),
 ]

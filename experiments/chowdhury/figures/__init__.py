@@ -7,7 +7,14 @@ Experiments and the checks read on them (docs/chowdhury.md, Experiments as run).
 * ``releases``: the K-RR and objective-perturbation releases alone, for the level checks;
 * ``design``: the calibration experiments of the θ* designs, the features, the labels and the metrics.
 """
+
 from . import design, fig1, lower_bound, rates, releases
 
-EXPERIMENTS = [*fig1.EXPERIMENTS, *rates.EXPERIMENTS, *lower_bound.EXPERIMENTS, *releases.EXPERIMENTS, *design.EXPERIMENTS]
+EXPERIMENTS = [
+    *fig1.EXPERIMENTS,
+    *rates.EXPERIMENTS,
+    *lower_bound.EXPERIMENTS,
+    *releases.EXPERIMENTS,
+    *design.EXPERIMENTS,
+]
 CHECKS = [*fig1.CHECKS, *rates.CHECKS, *lower_bound.CHECKS, *releases.CHECKS, *design.CHECKS]

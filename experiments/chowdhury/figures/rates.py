@@ -45,12 +45,21 @@ same O(1/n) order as the statistical term and hides the privacy term; β = 1 iso
   variance ratio that is 1 at θ* = 0) gives a log-log slope of 0.873 (ε = 0.5) and 0.884
   (ε = 1) at ‖θ*‖ = 1; ±0.1.
 """
+
 from __future__ import annotations
 
 import math
 
-from dpsim.engine import (Experiment, Keys, Tuning, FigureSpec, linear_slope_check, method_ratio_slope_check, Panel,
-                              slope_check)
+from dpsim.engine import (
+    Experiment,
+    Keys,
+    Tuning,
+    FigureSpec,
+    linear_slope_check,
+    method_ratio_slope_check,
+    Panel,
+    slope_check,
+)
 from dpsim.engine.judgement.deferred import deferred_table
 from dpsim.engine.judgement.checks import level_check
 from dpsim.theory import chowdhury as th
@@ -63,25 +72,54 @@ RATE_REPS = 200
 DELTA = model.PAPER_DELTA
 BETA = 1.0
 THEORY = {"design": ["theory"], "features": ["direct"]}
-FEATURE_SCALE = 1.0                  # features = direct
+FEATURE_SCALE = 1.0  # features = direct
 LABELS = {name: m.label for name, m in EXACT_METHODS.items()}
 
 
 def rates_experiment(name, title, grid, figure, description, methods=None, reps=RATE_REPS):
     """An exact-estimator experiment in the theory design (defaults d = 5, δ = 10⁻³, β = 1)."""
-    axes = {"dim": [5], "n_samples": [10_000], **THEORY, "eps": [1.0], "delta": [DELTA], "beta": [BETA]}
+    axes = {
+        "dim": [5],
+        "n_samples": [10_000],
+        **THEORY,
+        "eps": [1.0],
+        "delta": [DELTA],
+        "beta": [BETA],
+    }
     axes.update(grid)
     return Experiment(
-        name=name, title=title, axes=axes, shape_axes=("dim", "n_samples", "design", "features"),
-        analysis_axes=("eps", "delta", "beta"), truth=model.truth, generate=model.generate_with_mle,
-        privatise=privatise_rr, methods=methods or EXACT_METHODS, reps=reps, figure=figure,
-        axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), truth_per_replicate=True, tuning=Tuning(lane_bytes=model.binary_lane_bytes), description=description)
+        name=name,
+        title=title,
+        axes=axes,
+        shape_axes=("dim", "n_samples", "design", "features"),
+        analysis_axes=("eps", "delta", "beta"),
+        truth=model.truth,
+        generate=model.generate_with_mle,
+        privatise=privatise_rr,
+        methods=methods or EXACT_METHODS,
+        reps=reps,
+        figure=figure,
+        axis_types=model.AXIS_TYPES,
+        derived=(model.RADIUS,),
+        truth_per_replicate=True,
+        tuning=Tuning(lane_bytes=model.binary_lane_bytes),
+        description=description,
+    )
 
 
 def _figure(x, xlabel, panels, title, logx=True, labels=LABELS):
-    return FigureSpec(x=x, curve="method", xlabel=xlabel, curve_label="estimator", curve_labels=labels,
-                      panels=panels, logx=logx, title=title, symbols=model.SYMBOLS,
-                      value_labels=model.VALUE_LABELS)
+    return FigureSpec(
+        x=x,
+        curve="method",
+        xlabel=xlabel,
+        curve_label="estimator",
+        curve_labels=labels,
+        panels=panels,
+        logx=logx,
+        title=title,
+        symbols=model.SYMBOLS,
+        value_labels=model.VALUE_LABELS,
+    )
 
 
 L2 = "$\\|\\hat\\theta-\\theta^*\\|_2$"
@@ -93,27 +131,42 @@ SHIFT = "$\\|\\hat\\theta-\\theta_{\\rm MLE}\\|_2$ (same data)"
 N_GRID = [1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000]
 N_EPS = [0.5, 1.0]
 RATES_N = rates_experiment(
-    "chowdhury-rates-n", "Rates in n: MLE, local RR and central objective perturbation (theory design, d = 5)",
+    "chowdhury-rates-n",
+    "Rates in n: MLE, local RR and central objective perturbation (theory design, d = 5)",
     {"n_samples": N_GRID, "eps": N_EPS},
-    _figure("n_samples", "$n$", tuple(
-        Panel(metric, None, label, title=what, each=("eps",))
-        for metric, label, what in (("l2", L2, "error"), ("shift", SHIFT, "privacy shift"))),
-        "chowdhury rates in n (P1, P2, P6)"),
-    "docs/chowdhury.md, Predictions (P1, P2, P6): slopes in n over [10³, 10⁵]")
+    _figure(
+        "n_samples",
+        "$n$",
+        tuple(
+            Panel(metric, None, label, title=what, each=("eps",))
+            for metric, label, what in (("l2", L2, "error"), ("shift", SHIFT, "privacy shift"))
+        ),
+        "chowdhury rates in n (P1, P2, P6)",
+    ),
+    "docs/chowdhury.md, Predictions (P1, P2, P6): slopes in n over [10³, 10⁵]",
+)
 
 # ---------------------------------------------------------------------------------------
 # chowdhury-rates-eps
 # ---------------------------------------------------------------------------------------
 EPS_GRID = [0.25, 0.5, 1.0, 2.0, 4.0]
 EPS_N = 100_000
-EPS_REPS = 400       # the (A2)/(A3) level checks at every ε: MC error ≈ 4% per point (200 left them undecided)
+EPS_REPS = (
+    400  # the (A2)/(A3) level checks at every ε: MC error ≈ 4% per point (200 left them undecided)
+)
 RATES_EPS = rates_experiment(
-    "chowdhury-rates-eps", "Rates in ε at n = 10⁵: local ratio to the MLE, (A2) excess, central excess",
+    "chowdhury-rates-eps",
+    "Rates in ε at n = 10⁵: local ratio to the MLE, (A2) excess, central excess",
     {"n_samples": [EPS_N], "eps": EPS_GRID},
-    _figure("eps", "$\\epsilon$", (Panel("l2", None, L2, title="error"),
-                                    Panel("shift", None, SHIFT, title="privacy shift")),
-            "chowdhury rates in ε (P3, P3', P6)"),
-    "docs/chowdhury.md, Predictions (P3, P3', P6): ε-dependence at n = 10⁵", reps=EPS_REPS)
+    _figure(
+        "eps",
+        "$\\epsilon$",
+        (Panel("l2", None, L2, title="error"), Panel("shift", None, SHIFT, title="privacy shift")),
+        "chowdhury rates in ε (P3, P3', P6)",
+    ),
+    "docs/chowdhury.md, Predictions (P3, P3', P6): ε-dependence at n = 10⁵",
+    reps=EPS_REPS,
+)
 
 # ---------------------------------------------------------------------------------------
 # chowdhury-rates-dim
@@ -123,11 +176,20 @@ DIM_N = 20_000
 DIM_EPS = [1.0, 2.0]
 LOCAL_METHODS = {m: EXACT_METHODS[m] for m in ("mle", "rr_local")}
 RATES_DIM = rates_experiment(
-    "chowdhury-rates-dim", "Rates in d at n = 2·10⁴: n·MSE of the MLE and local RR",
+    "chowdhury-rates-dim",
+    "Rates in d at n = 2·10⁴: n·MSE of the MLE and local RR",
     {"dim": DIM_GRID, "n_samples": [DIM_N], "eps": DIM_EPS},
-    _figure("dim", "$d$", (Panel("mse", None, "$\\|\\hat\\theta-\\theta^*\\|_2^2$", each=("eps",)),),
-            "chowdhury rates in d (P4): MSE linear in d", logx=False, labels={m: LABELS[m] for m in LOCAL_METHODS}),
-    "docs/chowdhury.md, Predictions (P4): n·MSE linear in d (κ and ‖θ*‖ fixed)", methods=LOCAL_METHODS)
+    _figure(
+        "dim",
+        "$d$",
+        (Panel("mse", None, "$\\|\\hat\\theta-\\theta^*\\|_2^2$", each=("eps",)),),
+        "chowdhury rates in d (P4): MSE linear in d",
+        logx=False,
+        labels={m: LABELS[m] for m in LOCAL_METHODS},
+    ),
+    "docs/chowdhury.md, Predictions (P4): n·MSE linear in d (κ and ‖θ*‖ fixed)",
+    methods=LOCAL_METHODS,
+)
 
 # ---------------------------------------------------------------------------------------
 # chowdhury-rates-k: Plackett–Luce top-1 with K-ary RR (chowdhury §4.4, App. C.4)
@@ -138,14 +200,39 @@ K_EPS = [0.5, 1.0]
 
 
 RATES_K = Experiment(
-    name="chowdhury-rates-k", title="Plackett–Luce top-1 with K-ary RR: error vs K (n = 5·10⁴)",
-    axes={"dim": [5], "n_samples": [K_N], "n_actions": K_GRID, **THEORY, "eps": K_EPS, "mode": ["theory"]},
-    shape_axes=("dim", "n_samples", "n_actions", "design", "features"), analysis_axes=("eps", "mode"),
-    truth=model.truth, generate=model.pl_generate, privatise=privatise_krr, methods=PL_METHODS, reps=800,
-    figure=_figure("n_actions", "$K$", (Panel("l2", None, L2, each=("eps",)),), "chowdhury K-ary RR (P11)",
-                   labels={m: PL_METHODS[m].label for m in PL_METHODS}),
-    axis_types=model.AXIS_TYPES, derived=(model.RADIUS,), truth_per_replicate=True,
-    tuning=Tuning(lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4), keys=Keys(stream_names=model.STREAM_NAMES), description="docs/chowdhury.md, Predictions (P11), App. C.4: K-RR error grows with (e^ε + K − 1)/(e^ε − 1)")
+    name="chowdhury-rates-k",
+    title="Plackett–Luce top-1 with K-ary RR: error vs K (n = 5·10⁴)",
+    axes={
+        "dim": [5],
+        "n_samples": [K_N],
+        "n_actions": K_GRID,
+        **THEORY,
+        "eps": K_EPS,
+        "mode": ["theory"],
+    },
+    shape_axes=("dim", "n_samples", "n_actions", "design", "features"),
+    analysis_axes=("eps", "mode"),
+    truth=model.truth,
+    generate=model.pl_generate,
+    privatise=privatise_krr,
+    methods=PL_METHODS,
+    reps=800,
+    figure=_figure(
+        "n_actions",
+        "$K$",
+        (Panel("l2", None, L2, each=("eps",)),),
+        "chowdhury K-ary RR (P11)",
+        labels={m: PL_METHODS[m].label for m in PL_METHODS},
+    ),
+    axis_types=model.AXIS_TYPES,
+    derived=(model.RADIUS,),
+    truth_per_replicate=True,
+    tuning=Tuning(
+        lane_bytes=lambda shape: 8 * shape["n_samples"] * shape["n_actions"] * shape["dim"] * 4
+    ),
+    keys=Keys(stream_names=model.STREAM_NAMES),
+    description="docs/chowdhury.md, Predictions (P11), App. C.4: K-RR error grows with (e^ε + K − 1)/(e^ε − 1)",
+)
 
 EXPERIMENTS = [RATES_N, RATES_EPS, RATES_DIM, RATES_K]
 
@@ -157,10 +244,15 @@ def central_shift_rms(n, eps, dim=5, delta=DELTA, beta=BETA):
     """√(σ²tr H_β⁻² + β²‖H_β⁻¹θ*‖²)/n with σ = (E max‖x_i‖/2)·√(8 log(2/δ) + 4ε)/ε: the RMS central
     excess of (A3) for the theory design (‖θ*‖ = 1, direct features)."""
     L = 0.5 * float(th.expected_max_norm(n, dim, FEATURE_SCALE))
-    sigma = L * math.sqrt(8 * math.log(2 / delta) + 4 * eps) / eps        # Thm 5.2
-    tr = th.isotropic_design_traces(model.THEORY_NORM, dim, FEATURE_SCALE, sum_zero=True, ridge=beta / n)
-    msq = float(th.objective_perturbation_asymptotic_shift(tr["tr_inv_sq"], model.THEORY_NORM ** 2 * tr["bias_factor"],
-                                                           n, sigma, beta))
+    sigma = L * math.sqrt(8 * math.log(2 / delta) + 4 * eps) / eps  # Thm 5.2
+    tr = th.isotropic_design_traces(
+        model.THEORY_NORM, dim, FEATURE_SCALE, sum_zero=True, ridge=beta / n
+    )
+    msq = float(
+        th.objective_perturbation_asymptotic_shift(
+            tr["tr_inv_sq"], model.THEORY_NORM**2 * tr["bias_factor"], n, sigma, beta
+        )
+    )
     return math.sqrt(msq)
 
 
@@ -174,7 +266,9 @@ def local_excess_sq(n, eps, dim=5):
 def local_ratio(eps, dim=5):
     """(A1)/(A2): RMS(θ̂_RR)/RMS(θ_MLE) = √(1 + e^ε/(e^ε − 1)²·tr(H⁻¹ΣH⁻¹)/tr H⁻¹), theory design."""
     tr = th.isotropic_design_traces(model.THEORY_NORM, dim, FEATURE_SCALE, sum_zero=True)
-    return math.sqrt(1 + float(th.rr_excess_variance_factor(eps)) * float(tr["sandwich"] / tr["tr_inv"]))
+    return math.sqrt(
+        1 + float(th.rr_excess_variance_factor(eps)) * float(tr["sandwich"] / tr["tr_inv"])
+    )
 
 
 P6_N = [n for n in N_GRID if n >= 5000]
@@ -191,11 +285,16 @@ def predicted_slopes() -> dict:
         "central_excess_eps": loglog_fit(EPS_GRID, [central_shift_rms(EPS_N, e) for e in EPS_GRID]),
         "local_ratio_vs_factor": loglog_fit(coth, [local_ratio(e) for e in EPS_GRID]),
         "mle_n_mse_per_d": 1 / a_perp,
-        "rr_n_mse_per_d_eps2": 1 / a_perp + float(th.rr_excess_variance_factor(2.0)) * FEATURE_SCALE ** 2 / a_perp ** 2,
-        "krr_eps0.5": loglog_fit([float(th.krr_privacy_factor(0.5, k)) for k in K_GRID],
-                                    [th.sgd_krr_asymptotic_ratio(model.THEORY_NORM, 5, k, 0.5) for k in K_GRID]),
-        "krr_eps1": loglog_fit([float(th.krr_privacy_factor(1.0, k)) for k in K_GRID],
-                                  [th.sgd_krr_asymptotic_ratio(model.THEORY_NORM, 5, k, 1.0) for k in K_GRID]),
+        "rr_n_mse_per_d_eps2": 1 / a_perp
+        + float(th.rr_excess_variance_factor(2.0)) * FEATURE_SCALE**2 / a_perp**2,
+        "krr_eps0.5": loglog_fit(
+            [float(th.krr_privacy_factor(0.5, k)) for k in K_GRID],
+            [th.sgd_krr_asymptotic_ratio(model.THEORY_NORM, 5, k, 0.5) for k in K_GRID],
+        ),
+        "krr_eps1": loglog_fit(
+            [float(th.krr_privacy_factor(1.0, k)) for k in K_GRID],
+            [th.sgd_krr_asymptotic_ratio(model.THEORY_NORM, 5, k, 1.0) for k in K_GRID],
+        ),
     }
 
 
@@ -205,58 +304,145 @@ PREDICTED = deferred_table(predicted_slopes, "chowdhury's rate predictions")
 # ---------------------------------------------------------------------------------------
 # Checks
 # ---------------------------------------------------------------------------------------
-P2_WHERE = {1.0: [n for n in N_GRID if n * math.expm1(1.0) ** 2 / math.exp(1.0) >= 5000],
-            0.5: [n for n in N_GRID if n * math.expm1(0.5) ** 2 / math.exp(0.5) >= 5000]}
+P2_WHERE = {
+    1.0: [n for n in N_GRID if n * math.expm1(1.0) ** 2 / math.exp(1.0) >= 5000],
+    0.5: [n for n in N_GRID if n * math.expm1(0.5) ** 2 / math.exp(0.5) >= 5000],
+}
 
 CHECKS = [
-    slope_check("chowdhury-rates-mle-slope-n", RATES_N.name, "l2", "mle", "n_samples", -0.5, 0.05,
-                where={"eps": [1.0]},
-                description="P1: the non-private MLE's ℓ2 error ∝ n^{-1/2} over n ∈ [10³, 10⁵] (docs/chowdhury.md, Predictions, ±0.05)"),
-    *[slope_check(f"chowdhury-rates-rr-slope-n-eps{e:g}", RATES_N.name, "l2", "rr_local", "n_samples", -0.5, 0.1,
-                  where={"eps": [e], "n_samples": ns},
-                  description=f"P2: θ̂_RR's ℓ2 error ∝ n^{{-1/2}} at ε = {e:g} where n(e^ε−1)²/e^ε ≥ 5·10³")
-      for e, ns in P2_WHERE.items()],
-    slope_check("chowdhury-rates-central-excess-slope-n", RATES_N.name, "shift", "objpert_central", "n_samples",
-                PREDICTED["central_excess_n"], 0.05, where={"eps": [1.0], "n_samples": P6_N},
-                description="P6: the central excess ‖θ̂_obj − θ_MLE‖ falls like σ(n)/n (slope −1 up to the growth "
-                            "of L = max‖x‖/2), ε = 1, β = 1, n ≥ 5000"),
-    method_ratio_slope_check("chowdhury-rates-local-ratio-tracks-rr-factor", RATES_EPS.name, metric="mse",
-                             numerator="rr_local", denominator="mle", x="eps",
-                             g=lambda e: 1 / math.tanh(e / 2), g_label="(e^ε+1)/(e^ε−1)",
-                             predicted=PREDICTED["local_ratio_vs_factor"], tolerance=0.1,
-                             description="P3: RMS(θ̂_RR)/RMS(θ_MLE) tracks (e^ε+1)/(e^ε−1) with the (A1)/(A2) "
-                                         "log-log slope, n = 10⁵"),
-    level_check("chowdhury-rates-local-excess-line-a2", RATES_EPS.name, "shift_sq", "rr_local",
-                lambda p: local_excess_sq(p["n_samples"], p["eps"], p["dim"]), 0.8, 1.25, at=("eps",),
-                formula="e^ε/(e^ε−1)²·tr(H⁻¹ΣH⁻¹)/n",
-                description="P3'/(A2): E‖θ̂_RR − θ_MLE‖² / e^ε/(e^ε−1)²·tr(H⁻¹ΣH⁻¹)/n (from the grid's n, ε, d; "
-                            "‖θ*‖ = 1) at every ε; region [0.8, 1.25]: the first-order model's error, ≤ 25% once "
-                            "n(e^ε−1)²/e^ε ≥ 5·10³ (docs/chowdhury.md, Experiments as run), with the MC error (≈ 4% at 400 fits) inside",
-                pins=("mechanism:rr-labels", "mechanism:rr-debiased-loss")),
-    slope_check("chowdhury-rates-central-excess-slope-eps", RATES_EPS.name, "shift", "objpert_central", "eps",
-                PREDICTED["central_excess_eps"], 0.05,
-                description="P6: the central excess ‖θ̂_obj − θ_MLE‖ ∝ σ(ε) ∝ √(8 log(2/δ)+4ε)/ε, n = 10⁵, β = 1"),
-    level_check("chowdhury-rates-central-excess-a3", RATES_EPS.name, "shift_sq", "objpert_central",
-                lambda p: central_shift_rms(p["n_samples"], p["eps"], p["dim"], p["delta"], p["beta"]) ** 2,
-                0.8, 1.25, at=("eps",), formula="(σ²tr H_β⁻² + β²‖H_β⁻¹θ*‖²)/n²",
-                description="P6/(A3): E‖θ̂_obj − θ_MLE‖² / (σ²tr H_β⁻² + β²‖H_β⁻¹θ*‖²)/n² at every ε, σ from Thm 5.2's "
-                            "formula on the grid's ε, δ with L = E max‖x‖/2 (never the fit's σ); region [0.8, 1.25]: "
-                            "the first-order model's error (docs/chowdhury.md, Experiments as run, ~25%), with the MC error (≈ 4% at 400 fits) "
-                            "inside", pins=("mechanism:objective-perturbation",)),
-    linear_slope_check("chowdhury-rates-mle-linear-in-d", RATES_DIM.name, metric="mse", method="mle", x="dim",
-                       scale="n_samples", predicted_slope=PREDICTED["mle_n_mse_per_d"], rel_tol=0.1,
-                       where={"eps": [2.0]},
-                       description="P4: n·MSE of the MLE is linear in d with the (A1) slope 1/a⊥ (±10%)"),
-    linear_slope_check("chowdhury-rates-rr-linear-in-d-eps2", RATES_DIM.name, metric="mse", method="rr_local",
-                       x="dim", scale="n_samples", predicted_slope=PREDICTED["rr_n_mse_per_d_eps2"], rel_tol=0.1,
-                       where={"eps": [2.0]},
-                       description="P4: n·MSE of θ̂_RR at ε = 2 is linear in d with the (A2) slope "
-                                   "1/a⊥ + e^ε/(e^ε−1)²/a⊥² (±10%)"),
-    *[method_ratio_slope_check(f"chowdhury-rates-krr-grows-with-k-eps{e:g}", RATES_K.name, metric="mse",
-                               numerator="sgd_krr", denominator="sgd_pl", x="n_actions",
-                               g=lambda k, e=e: float(th.krr_privacy_factor(e, k)), g_label="(e^ε+K−1)/(e^ε−1)",
-                               predicted=PREDICTED[f"krr_eps{e:g}"], tolerance=0.1, where={"eps": [e]},
-                               description=f"P11: at ε = {e:g} the K-RR/non-private RMS ratio grows with K like "
-                                           f"(e^ε+K−1)/(e^ε−1) (the asymptotic SGD slope ± 0.1)")
-      for e in K_EPS],
+    slope_check(
+        "chowdhury-rates-mle-slope-n",
+        RATES_N.name,
+        "l2",
+        "mle",
+        "n_samples",
+        -0.5,
+        0.05,
+        where={"eps": [1.0]},
+        description="P1: the non-private MLE's ℓ2 error ∝ n^{-1/2} over n ∈ [10³, 10⁵] (docs/chowdhury.md, Predictions, ±0.05)",
+    ),
+    *[
+        slope_check(
+            f"chowdhury-rates-rr-slope-n-eps{e:g}",
+            RATES_N.name,
+            "l2",
+            "rr_local",
+            "n_samples",
+            -0.5,
+            0.1,
+            where={"eps": [e], "n_samples": ns},
+            description=f"P2: θ̂_RR's ℓ2 error ∝ n^{{-1/2}} at ε = {e:g} where n(e^ε−1)²/e^ε ≥ 5·10³",
+        )
+        for e, ns in P2_WHERE.items()
+    ],
+    slope_check(
+        "chowdhury-rates-central-excess-slope-n",
+        RATES_N.name,
+        "shift",
+        "objpert_central",
+        "n_samples",
+        PREDICTED["central_excess_n"],
+        0.05,
+        where={"eps": [1.0], "n_samples": P6_N},
+        description="P6: the central excess ‖θ̂_obj − θ_MLE‖ falls like σ(n)/n (slope −1 up to the growth "
+        "of L = max‖x‖/2), ε = 1, β = 1, n ≥ 5000",
+    ),
+    method_ratio_slope_check(
+        "chowdhury-rates-local-ratio-tracks-rr-factor",
+        RATES_EPS.name,
+        metric="mse",
+        numerator="rr_local",
+        denominator="mle",
+        x="eps",
+        g=lambda e: 1 / math.tanh(e / 2),
+        g_label="(e^ε+1)/(e^ε−1)",
+        predicted=PREDICTED["local_ratio_vs_factor"],
+        tolerance=0.1,
+        description="P3: RMS(θ̂_RR)/RMS(θ_MLE) tracks (e^ε+1)/(e^ε−1) with the (A1)/(A2) "
+        "log-log slope, n = 10⁵",
+    ),
+    level_check(
+        "chowdhury-rates-local-excess-line-a2",
+        RATES_EPS.name,
+        "shift_sq",
+        "rr_local",
+        lambda p: local_excess_sq(p["n_samples"], p["eps"], p["dim"]),
+        0.8,
+        1.25,
+        at=("eps",),
+        formula="e^ε/(e^ε−1)²·tr(H⁻¹ΣH⁻¹)/n",
+        description="P3'/(A2): E‖θ̂_RR − θ_MLE‖² / e^ε/(e^ε−1)²·tr(H⁻¹ΣH⁻¹)/n (from the grid's n, ε, d; "
+        "‖θ*‖ = 1) at every ε; region [0.8, 1.25]: the first-order model's error, ≤ 25% once "
+        "n(e^ε−1)²/e^ε ≥ 5·10³ (docs/chowdhury.md, Experiments as run), with the MC error (≈ 4% at 400 fits) inside",
+        pins=("mechanism:rr-labels", "mechanism:rr-debiased-loss"),
+    ),
+    slope_check(
+        "chowdhury-rates-central-excess-slope-eps",
+        RATES_EPS.name,
+        "shift",
+        "objpert_central",
+        "eps",
+        PREDICTED["central_excess_eps"],
+        0.05,
+        description="P6: the central excess ‖θ̂_obj − θ_MLE‖ ∝ σ(ε) ∝ √(8 log(2/δ)+4ε)/ε, n = 10⁵, β = 1",
+    ),
+    level_check(
+        "chowdhury-rates-central-excess-a3",
+        RATES_EPS.name,
+        "shift_sq",
+        "objpert_central",
+        lambda p: central_shift_rms(p["n_samples"], p["eps"], p["dim"], p["delta"], p["beta"]) ** 2,
+        0.8,
+        1.25,
+        at=("eps",),
+        formula="(σ²tr H_β⁻² + β²‖H_β⁻¹θ*‖²)/n²",
+        description="P6/(A3): E‖θ̂_obj − θ_MLE‖² / (σ²tr H_β⁻² + β²‖H_β⁻¹θ*‖²)/n² at every ε, σ from Thm 5.2's "
+        "formula on the grid's ε, δ with L = E max‖x‖/2 (never the fit's σ); region [0.8, 1.25]: "
+        "the first-order model's error (docs/chowdhury.md, Experiments as run, ~25%), with the MC error (≈ 4% at 400 fits) "
+        "inside",
+        pins=("mechanism:objective-perturbation",),
+    ),
+    linear_slope_check(
+        "chowdhury-rates-mle-linear-in-d",
+        RATES_DIM.name,
+        metric="mse",
+        method="mle",
+        x="dim",
+        scale="n_samples",
+        predicted_slope=PREDICTED["mle_n_mse_per_d"],
+        rel_tol=0.1,
+        where={"eps": [2.0]},
+        description="P4: n·MSE of the MLE is linear in d with the (A1) slope 1/a⊥ (±10%)",
+    ),
+    linear_slope_check(
+        "chowdhury-rates-rr-linear-in-d-eps2",
+        RATES_DIM.name,
+        metric="mse",
+        method="rr_local",
+        x="dim",
+        scale="n_samples",
+        predicted_slope=PREDICTED["rr_n_mse_per_d_eps2"],
+        rel_tol=0.1,
+        where={"eps": [2.0]},
+        description="P4: n·MSE of θ̂_RR at ε = 2 is linear in d with the (A2) slope "
+        "1/a⊥ + e^ε/(e^ε−1)²/a⊥² (±10%)",
+    ),
+    *[
+        method_ratio_slope_check(
+            f"chowdhury-rates-krr-grows-with-k-eps{e:g}",
+            RATES_K.name,
+            metric="mse",
+            numerator="sgd_krr",
+            denominator="sgd_pl",
+            x="n_actions",
+            g=lambda k, e=e: float(th.krr_privacy_factor(e, k)),
+            g_label="(e^ε+K−1)/(e^ε−1)",
+            predicted=PREDICTED[f"krr_eps{e:g}"],
+            tolerance=0.1,
+            where={"eps": [e]},
+            description=f"P11: at ε = {e:g} the K-RR/non-private RMS ratio grows with K like "
+            f"(e^ε+K−1)/(e^ε−1) (the asymptotic SGD slope ± 0.1)",
+        )
+        for e in K_EPS
+    ],
 ]

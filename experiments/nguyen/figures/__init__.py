@@ -4,7 +4,14 @@ and supplementary Figure 1), ``rates`` (the rate predictions R1–R10), ``topk``
 transition, R6), ``design`` (the calibration experiment of the Rasch design, its sampling and the ℓ2
 scoring modes, with its level checks and mutants); ``claims`` holds the check kinds they share.
 """
+
 from . import design, rates, real, synthetic, topk
 
-EXPERIMENTS = [*synthetic.EXPERIMENTS, *real.EXPERIMENTS, *rates.EXPERIMENTS, *topk.EXPERIMENTS, *design.EXPERIMENTS]
+EXPERIMENTS = [
+    *synthetic.EXPERIMENTS,
+    *real.EXPERIMENTS,
+    *rates.EXPERIMENTS,
+    *topk.EXPERIMENTS,
+    *design.EXPERIMENTS,
+]
 CHECKS = [*synthetic.CHECKS, *real.CHECKS, *rates.CHECKS, *topk.CHECKS, *design.CHECKS]

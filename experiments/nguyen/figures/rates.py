@@ -43,6 +43,7 @@ Experiments (reps chosen so that the 95% intervals of the slopes are ≲ ±0.03)
   shuffle amplification (0.78 → 2.08), so the floor falls slightly; its predicted slope comes
   from the population limit (:func:`dpsim.theory.nguyen.rr_floor_l2`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,8 +51,18 @@ import math
 
 
 from dpsim import theory
-from dpsim.engine import (Experiment, Tuning, FigureSpec, Panel, deferred_entries, method_ratio_check,
-                              method_ratio_slope_check, slope_check, slope_range_check, trend_check)
+from dpsim.engine import (
+    Experiment,
+    Tuning,
+    FigureSpec,
+    Panel,
+    deferred_entries,
+    method_ratio_check,
+    method_ratio_slope_check,
+    slope_check,
+    slope_range_check,
+    trend_check,
+)
 from dpsim.mechanisms.shuffle import shuffle_rr_epsilon
 from dpsim.mechanisms.zcdp import zcdp_rho
 from dpsim.theory import nguyen as rates
@@ -68,26 +79,53 @@ def rate_generate(key, shape, truth, data):
     return response_sample(key, truth["theta"], truth["beta"], data["p"])
 
 
-def rate_experiment(name, title, setting, grid, methods, panels, x, xlabel, description, reps=RATE_REPS,
-                    logx=True) -> Experiment:
+def rate_experiment(
+    name, title, setting, grid, methods, panels, x, xlabel, description, reps=RATE_REPS, logx=True
+) -> Experiment:
     """A strict-mode rate experiment on the bounded design (defaults: p = 1, δ = 1e-4).
     ``title`` names it and its figure; ``setting`` (its default grid in words: "m = 20, bounded
     design") is added to the experiment's title only, for ``dpsim list``/``show``: the figure
     says the grid actually run in its subtitle, so that ``--set`` cannot leave it stale."""
-    base = {"design": ["uniform"], "p": [1.0], "delta": [DELTA], "mode": ["strict"],
-            "accounting": ["auto"], "conversion": ["auto"]}
+    base = {
+        "design": ["uniform"],
+        "p": [1.0],
+        "delta": [DELTA],
+        "mode": ["strict"],
+        "accounting": ["auto"],
+        "conversion": ["auto"],
+    }
     axes = {**base, **grid}
     return Experiment(
-        name=name, title=f"{title} ({setting})", axes=axes,
+        name=name,
+        title=f"{title} ({setting})",
+        axes=axes,
         shape_axes=("n_items", "n_users", "design"),
         analysis_axes=("eps", "delta", "mode", "accounting", "conversion"),
-        truth=rate_truth, truth_per_replicate=True, generate=rate_generate,
-        methods=make_methods(methods, STRICT_RATES, TruthScore(), lambda ctx: ctx.sample["nonprivate"]),
-        reps=reps, axis_types=AXIS_TYPES, derived=(privacy_derived(STRICT_RATES),),
-        tuning=Tuning(lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"])), figure=FigureSpec(x=x, curve="method", xlabel=xlabel, curve_label="method", logx=logx, logy=True,
-                          panels=panels, curve_labels=LABELS, symbols=SYMBOLS,
-                          value_labels=VALUE_LABELS, title=title),
-        description=description)
+        truth=rate_truth,
+        truth_per_replicate=True,
+        generate=rate_generate,
+        methods=make_methods(
+            methods, STRICT_RATES, TruthScore(), lambda ctx: ctx.sample["nonprivate"]
+        ),
+        reps=reps,
+        axis_types=AXIS_TYPES,
+        derived=(privacy_derived(STRICT_RATES),),
+        tuning=Tuning(lane_bytes=lambda shape: lane_bytes(shape["n_users"], shape["n_items"])),
+        figure=FigureSpec(
+            x=x,
+            curve="method",
+            xlabel=xlabel,
+            curve_label="method",
+            logx=logx,
+            logy=True,
+            panels=panels,
+            curve_labels=LABELS,
+            symbols=SYMBOLS,
+            value_labels=VALUE_LABELS,
+            title=title,
+        ),
+        description=description,
+    )
 
 
 ERR_L2 = "$\\|\\hat\\beta-\\beta^*\\|_2$"
@@ -98,51 +136,109 @@ USERS_M = 20
 USERS_N = [1000, 2000, 4000, 8000, 16000]
 USERS_EPS = [1.0, 2.0, 4.0]
 USERS = rate_experiment(
-    "nguyen-rates-users", "Rates in the number of users n", "m = 20, bounded design",
-    {"n_items": [USERS_M], "n_users": USERS_N, "eps": USERS_EPS}, ("nonprivate", "gaussian"),
-    (Panel("l2", None, ERR_L2, title="error", each=("eps",)),
-     Panel("privacy_l2", "gaussian", SHIFT, title="Gaussian privacy shift", each=("eps",))),
-    "n_users", "$n$", "docs/nguyen.md, Predictions (R1, R2) (n), R7, R8 (n, ε₀)")
+    "nguyen-rates-users",
+    "Rates in the number of users n",
+    "m = 20, bounded design",
+    {"n_items": [USERS_M], "n_users": USERS_N, "eps": USERS_EPS},
+    ("nonprivate", "gaussian"),
+    (
+        Panel("l2", None, ERR_L2, title="error", each=("eps",)),
+        Panel("privacy_l2", "gaussian", SHIFT, title="Gaussian privacy shift", each=("eps",)),
+    ),
+    "n_users",
+    "$n$",
+    "docs/nguyen.md, Predictions (R1, R2) (n), R7, R8 (n, ε₀)",
+)
 
 ITEMS_N = 8000
 ITEMS_M = [10, 20, 40, 80, 160]
 ITEMS = rate_experiment(
-    "nguyen-rates-items", "Rates in the number of items m", "n = 8000, bounded design",
-    {"n_items": ITEMS_M, "n_users": [ITEMS_N], "eps": [4.0]}, ("nonprivate", "gaussian"),
-    (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
-    "n_items", "$m$", "docs/nguyen.md, Predictions (R1, R2) (m), R3, R8 (m)")
+    "nguyen-rates-items",
+    "Rates in the number of items m",
+    "n = 8000, bounded design",
+    {"n_items": ITEMS_M, "n_users": [ITEMS_N], "eps": [4.0]},
+    ("nonprivate", "gaussian"),
+    (
+        Panel("l2", None, ERR_L2),
+        Panel("linf", None, ERR_LINF),
+        Panel("privacy_l2", "gaussian", SHIFT),
+    ),
+    "n_items",
+    "$m$",
+    "docs/nguyen.md, Predictions (R1, R2) (m), R3, R8 (m)",
+)
 
 P_GRID = [0.4, 0.55, 0.75, 1.0]
 P_SWEEP = rate_experiment(
-    "nguyen-rates-p", "Rates in the observation probability p", "m = 40, n = 16000, bounded design",
-    {"n_items": [40], "n_users": [16000], "p": P_GRID, "eps": [4.0]}, ("nonprivate", "gaussian"),
-    (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
-    "p", "$p$", "docs/nguyen.md, Predictions (R2) (p), R8 (p)", reps=100)
+    "nguyen-rates-p",
+    "Rates in the observation probability p",
+    "m = 40, n = 16000, bounded design",
+    {"n_items": [40], "n_users": [16000], "p": P_GRID, "eps": [4.0]},
+    ("nonprivate", "gaussian"),
+    (
+        Panel("l2", None, ERR_L2),
+        Panel("linf", None, ERR_LINF),
+        Panel("privacy_l2", "gaussian", SHIFT),
+    ),
+    "p",
+    "$p$",
+    "docs/nguyen.md, Predictions (R2) (p), R8 (p)",
+    reps=100,
+)
 
 FIXED_M_N = [250, 1000, 4000, 16000]
 FIXED_M = rate_experiment(
-    "nguyen-rates-fixed-m", "Consistency at a fixed number of items", "m = 3, bounded design",
-    {"n_items": [3], "n_users": FIXED_M_N, "eps": [4.0]}, ("nonprivate", "gaussian"),
-    (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", "gaussian", SHIFT)),
-    "n_users", "$n$", "docs/nguyen.md, Predictions (R5) (Supp. Thm 1.7)", reps=400)
+    "nguyen-rates-fixed-m",
+    "Consistency at a fixed number of items",
+    "m = 3, bounded design",
+    {"n_items": [3], "n_users": FIXED_M_N, "eps": [4.0]},
+    ("nonprivate", "gaussian"),
+    (
+        Panel("l2", None, ERR_L2),
+        Panel("linf", None, ERR_LINF),
+        Panel("privacy_l2", "gaussian", SHIFT),
+    ),
+    "n_users",
+    "$n$",
+    "docs/nguyen.md, Predictions (R5) (Supp. Thm 1.7)",
+    reps=400,
+)
 
 LAPLACE_M = [3, 6, 12, 24]
 LAPLACE_EPS = 5.0
 LAPLACE_REPS = 2000
 LAPLACE = rate_experiment(
-    "nguyen-rates-laplace", "Laplace vs Gaussian chain in m", "n = 20000, ε* = 5, paper accounting",
-    {"n_items": LAPLACE_M, "n_users": [20000], "eps": [LAPLACE_EPS], "accounting": ["paper"],
-     "conversion": ["paper"]}, ("gaussian", "laplace"),
+    "nguyen-rates-laplace",
+    "Laplace vs Gaussian chain in m",
+    "n = 20000, ε* = 5, paper accounting",
+    {
+        "n_items": LAPLACE_M,
+        "n_users": [20000],
+        "eps": [LAPLACE_EPS],
+        "accounting": ["paper"],
+        "conversion": ["paper"],
+    },
+    ("gaussian", "laplace"),
     (Panel("privacy_l2", None, SHIFT), Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF)),
-    "n_items", "$m$", "docs/nguyen.md, Predictions (R9); Mechanisms and estimators (σ_Lap/σ_Gauss)", reps=LAPLACE_REPS)
+    "n_items",
+    "$m$",
+    "docs/nguyen.md, Predictions (R9); Mechanisms and estimators (σ_Lap/σ_Gauss)",
+    reps=LAPLACE_REPS,
+)
 
 RR_N = [500, 1000, 2000, 4000, 8000]
 RR_EPS = 0.5
 RR = rate_experiment(
-    "nguyen-rates-rr", "Randomized response's error floor in n", "m = 10, ε* = 0.5, bounded design",
-    {"n_items": [10], "n_users": RR_N, "eps": [RR_EPS]}, ("nonprivate", "gaussian", "rr"),
+    "nguyen-rates-rr",
+    "Randomized response's error floor in n",
+    "m = 10, ε* = 0.5, bounded design",
+    {"n_items": [10], "n_users": RR_N, "eps": [RR_EPS]},
+    ("nonprivate", "gaussian", "rr"),
     (Panel("l2", None, ERR_L2), Panel("linf", None, ERR_LINF), Panel("privacy_l2", None, SHIFT)),
-    "n_users", "$n$", "nguyen supp. §4; docs/nguyen.md, Predictions (R10)")
+    "n_users",
+    "$n$",
+    "nguyen supp. §4; docs/nguyen.md, Predictions (R10)",
+)
 
 EXPERIMENTS = [USERS, ITEMS, P_SWEEP, FIXED_M, LAPLACE, RR]
 
@@ -159,31 +255,61 @@ def prediction_thunks() -> dict:
     from :mod:`dpsim.theory.nguyen` (host) when the first check that uses *that* number is
     judged (:data:`P`): R9's exact linearisation (``laplace_rms_slope_m``, the costly one) is only
     computed for the checks that use it."""
-    eps0 = functools.cache(lambda: {e: math.sqrt(2.0 * zcdp_rho(e, DELTA, "cks")) for e in USERS_EPS})
-    laplace_ratio = functools.cache(lambda: {m: rates.laplace_gauss_shift_ratio(m, LAPLACE_EPS, DELTA)
-                                             for m in LAPLACE_M})
-    rr_floor = functools.cache(lambda: {n: rates.rr_floor_l2(shuffle_rr_epsilon(RR_EPS, DELTA, n), 10) for n in RR_N})
+    eps0 = functools.cache(
+        lambda: {e: math.sqrt(2.0 * zcdp_rho(e, DELTA, "cks")) for e in USERS_EPS}
+    )
+    laplace_ratio = functools.cache(
+        lambda: {m: rates.laplace_gauss_shift_ratio(m, LAPLACE_EPS, DELTA) for m in LAPLACE_M}
+    )
+    rr_floor = functools.cache(
+        lambda: {n: rates.rr_floor_l2(shuffle_rr_epsilon(RR_EPS, DELTA, n), 10) for n in RR_N}
+    )
     return {
         # R1, R2, R3: slopes of the rates over the grids
-        "stat_slope_n": lambda: theory.log_slope(lambda n_users: float(rates.l2_rate(n_users, USERS_M, 1.0)),
-                                                 "n_users", {"n_users": 4000.0}),                    # −1/2
-        "stat_slope_m": lambda: _fitted(lambda m: float(rates.l2_rate(ITEMS_N, m, 1.0)), ITEMS_M),    # +1/2
-        "stat_slope_p": lambda: _fitted(lambda p: float(rates.l2_rate(16000, 40, p)), P_GRID),        # −1/2
-        "linf_slope_m": lambda: _fitted(lambda m: float(rates.entrywise_rate(ITEMS_N, m, 1.0)), ITEMS_M),  # ≈ 0.14
-        "ratio_slope_m": lambda: _fitted(lambda m: float(rates.linf_l2_ratio(m)), ITEMS_M),           # ≈ −0.36
+        "stat_slope_n": lambda: theory.log_slope(
+            lambda n_users: float(rates.l2_rate(n_users, USERS_M, 1.0)),
+            "n_users",
+            {"n_users": 4000.0},
+        ),  # −1/2
+        "stat_slope_m": lambda: _fitted(
+            lambda m: float(rates.l2_rate(ITEMS_N, m, 1.0)), ITEMS_M
+        ),  # +1/2
+        "stat_slope_p": lambda: _fitted(
+            lambda p: float(rates.l2_rate(16000, 40, p)), P_GRID
+        ),  # −1/2
+        "linf_slope_m": lambda: _fitted(
+            lambda m: float(rates.entrywise_rate(ITEMS_N, m, 1.0)), ITEMS_M
+        ),  # ≈ 0.14
+        "ratio_slope_m": lambda: _fitted(
+            lambda m: float(rates.linf_l2_ratio(m)), ITEMS_M
+        ),  # ≈ −0.36
         # R8 (the shift ∝ 1/ε₀, ε₀(ε*) = √(2ρ(ε*)) under the CKS conversion)
-        "excess_slope_n": lambda: _fitted(lambda n: float(rates.private_excess_l2(n, USERS_M, 1.0, 1.0)), USERS_N),
+        "excess_slope_n": lambda: _fitted(
+            lambda n: float(rates.private_excess_l2(n, USERS_M, 1.0, 1.0)), USERS_N
+        ),
         "excess_slope_eps": lambda: _fitted(
-            lambda e: float(rates.private_excess_l2(16000, USERS_M, 1.0, eps0()[e])), USERS_EPS),   # −0.88
-        "excess_slope_m": lambda: _fitted(lambda m: float(rates.private_excess_l2(ITEMS_N, m, 1.0, 1.0)), ITEMS_M),
-        "excess_slope_p": lambda: _fitted(lambda p: float(rates.private_excess_l2(16000, 40, p, 1.0)), P_GRID),
+            lambda e: float(rates.private_excess_l2(16000, USERS_M, 1.0, eps0()[e])), USERS_EPS
+        ),  # −0.88
+        "excess_slope_m": lambda: _fitted(
+            lambda m: float(rates.private_excess_l2(ITEMS_N, m, 1.0, 1.0)), ITEMS_M
+        ),
+        "excess_slope_p": lambda: _fitted(
+            lambda p: float(rates.private_excess_l2(16000, 40, p, 1.0)), P_GRID
+        ),
         "eps0": eps0,
-        "sufficient_n": lambda: {e: float(rates.private_sufficient_users(USERS_M, 1.0, eps0()[e])) for e in USERS_EPS},
+        "sufficient_n": lambda: {
+            e: float(rates.private_sufficient_users(USERS_M, 1.0, eps0()[e])) for e in USERS_EPS
+        },
         # R9
-        "laplace_slope_m": lambda: _fitted(lambda m: float(rates.laplace_excess_l2(20000, m, 1.0, LAPLACE_EPS)),
-                                           LAPLACE_M),                                               # +2
-        "laplace_rms_slope_m": lambda: _fitted(lambda m: rates.linearised_shift_rms(
-            m, 2000, rates.discrete_laplace_sd(m * (m - 1) / LAPLACE_EPS)), LAPLACE_M),              # ≈ 2.27
+        "laplace_slope_m": lambda: _fitted(
+            lambda m: float(rates.laplace_excess_l2(20000, m, 1.0, LAPLACE_EPS)), LAPLACE_M
+        ),  # +2
+        "laplace_rms_slope_m": lambda: _fitted(
+            lambda m: rates.linearised_shift_rms(
+                m, 2000, rates.discrete_laplace_sd(m * (m - 1) / LAPLACE_EPS)
+            ),
+            LAPLACE_M,
+        ),  # ≈ 2.27
         "laplace_ratio": laplace_ratio,
         "laplace_ratio_slope": lambda: _fitted(laplace_ratio().__getitem__, LAPLACE_M),
         # R10
@@ -204,7 +330,11 @@ P = deferred_entries(prediction_thunks(), "nguyen's rate prediction")
 STAT_SLOPE_N, STAT_SLOPE_M, STAT_SLOPE_P = P["stat_slope_n"], P["stat_slope_m"], P["stat_slope_p"]
 LINF_SLOPE_M, RATIO_SLOPE_M = P["linf_slope_m"], P["ratio_slope_m"]
 EXCESS_SLOPE_N, EXCESS_SLOPE_EPS, EXCESS_SLOPE_M, EXCESS_SLOPE_P = (
-    P["excess_slope_n"], P["excess_slope_eps"], P["excess_slope_m"], P["excess_slope_p"])
+    P["excess_slope_n"],
+    P["excess_slope_eps"],
+    P["excess_slope_m"],
+    P["excess_slope_p"],
+)
 LAPLACE_SLOPE_M, LAPLACE_RMS_SLOPE_M = P["laplace_slope_m"], P["laplace_rms_slope_m"]
 LAPLACE_RATIO, LAPLACE_RATIO_SLOPE = P["laplace_ratio"], P["laplace_ratio_slope"]
 RR_FLOOR_SLOPE = P["rr_floor_slope"]
@@ -212,85 +342,240 @@ RR_FLOOR_SLOPE = P["rr_floor_slope"]
 _EPS4 = {"eps": [4.0]}
 
 R1_R2 = [
-    slope_check("nguyen-r2-l2-vs-users", USERS.name, "l2", "nonprivate", "n_users", STAT_SLOPE_N, 0.1, where=_EPS4,
-                description="R2: non-private ℓ2 ∝ √(m/(np)): slope −1/2 in log n (m = 20)"),
-    slope_check("nguyen-r1-linf-vs-users", USERS.name, "linf", "nonprivate", "n_users", STAT_SLOPE_N, 0.1,
-                where=_EPS4, description="R1 (Thm 3.1): non-private ℓ∞ ∝ √(log m/(np)): slope −1/2 in log n"),
-    slope_check("nguyen-r2-l2-vs-items", ITEMS.name, "l2", "nonprivate", "n_items", STAT_SLOPE_M, 0.1,
-                description="R2: non-private ℓ2 ∝ √(m/(np)): slope +1/2 in log m (n = 8000)"),
-    slope_range_check("nguyen-r1-linf-vs-items", ITEMS.name, "linf", "nonprivate", "n_items", 0.0, 0.25,
-                      description="R1: ℓ∞ grows only like √(log m) in m (the rate √(log m/(np))'s slope on this "
-                                  "grid, about +0.14, or the maximum of m Gaussian errors', about +0.2; error not "
-                                  "spread over the items would give the ℓ2's +1/2)"),
-    metric_ratio_slope_check("nguyen-r3-linf-over-l2-vs-items", ITEMS.name, "nonprivate", "linf", "l2", "n_items",
-                             RATIO_SLOPE_M - 0.1, RATIO_SLOPE_M + 0.1,
-                             description="R3: E‖·‖∞/E‖·‖₂ shrinks like √(log m/m) (the slope of √(log m/m) on this "
-                                         "grid, ± 0.1 for the Gaussian-maximum correction): the error is spread "
-                                         "evenly over the items"),
-    slope_check("nguyen-r2-l2-vs-p", P_SWEEP.name, "l2", "nonprivate", "p", STAT_SLOPE_P, 0.1,
-                description="R2: non-private ℓ2 ∝ √(m/(np)): slope −1/2 in log p (m = 40, n = 16000)"),
-    slope_check("nguyen-r5-fixed-m-linf-vs-users", FIXED_M.name, "linf", "nonprivate", "n_users", -0.5, 0.1,
-                description="R5 (Supp. Thm 1.7): at a fixed m = 3 the ℓ∞ error → 0 like n^{-1/2} (the "
-                            "spectral estimator is consistent for constant m, unlike JMLE)"),
+    slope_check(
+        "nguyen-r2-l2-vs-users",
+        USERS.name,
+        "l2",
+        "nonprivate",
+        "n_users",
+        STAT_SLOPE_N,
+        0.1,
+        where=_EPS4,
+        description="R2: non-private ℓ2 ∝ √(m/(np)): slope −1/2 in log n (m = 20)",
+    ),
+    slope_check(
+        "nguyen-r1-linf-vs-users",
+        USERS.name,
+        "linf",
+        "nonprivate",
+        "n_users",
+        STAT_SLOPE_N,
+        0.1,
+        where=_EPS4,
+        description="R1 (Thm 3.1): non-private ℓ∞ ∝ √(log m/(np)): slope −1/2 in log n",
+    ),
+    slope_check(
+        "nguyen-r2-l2-vs-items",
+        ITEMS.name,
+        "l2",
+        "nonprivate",
+        "n_items",
+        STAT_SLOPE_M,
+        0.1,
+        description="R2: non-private ℓ2 ∝ √(m/(np)): slope +1/2 in log m (n = 8000)",
+    ),
+    slope_range_check(
+        "nguyen-r1-linf-vs-items",
+        ITEMS.name,
+        "linf",
+        "nonprivate",
+        "n_items",
+        0.0,
+        0.25,
+        description="R1: ℓ∞ grows only like √(log m) in m (the rate √(log m/(np))'s slope on this "
+        "grid, about +0.14, or the maximum of m Gaussian errors', about +0.2; error not "
+        "spread over the items would give the ℓ2's +1/2)",
+    ),
+    metric_ratio_slope_check(
+        "nguyen-r3-linf-over-l2-vs-items",
+        ITEMS.name,
+        "nonprivate",
+        "linf",
+        "l2",
+        "n_items",
+        RATIO_SLOPE_M - 0.1,
+        RATIO_SLOPE_M + 0.1,
+        description="R3: E‖·‖∞/E‖·‖₂ shrinks like √(log m/m) (the slope of √(log m/m) on this "
+        "grid, ± 0.1 for the Gaussian-maximum correction): the error is spread "
+        "evenly over the items",
+    ),
+    slope_check(
+        "nguyen-r2-l2-vs-p",
+        P_SWEEP.name,
+        "l2",
+        "nonprivate",
+        "p",
+        STAT_SLOPE_P,
+        0.1,
+        description="R2: non-private ℓ2 ∝ √(m/(np)): slope −1/2 in log p (m = 40, n = 16000)",
+    ),
+    slope_check(
+        "nguyen-r5-fixed-m-linf-vs-users",
+        FIXED_M.name,
+        "linf",
+        "nonprivate",
+        "n_users",
+        -0.5,
+        0.1,
+        description="R5 (Supp. Thm 1.7): at a fixed m = 3 the ℓ∞ error → 0 like n^{-1/2} (the "
+        "spectral estimator is consistent for constant m, unlike JMLE)",
+    ),
 ]
 
 R7 = [
-    method_ratio_check("nguyen-r7-private-near-nonprivate", USERS.name, "l2", "gaussian", "nonprivate", 0.9, 1.1,
-                       where={"eps": [2.0], "n_users": [16000]},
-                       description="R7: once n exceeds the paper's sufficient n₀ = m²/ε₀² (n = 16000, an order "
-                                   "of magnitude above n₀ at ε* = 2) the private ℓ2 error is within 10% of the "
-                                   "non-private one"),
-    method_ratio_slope_check("nguyen-r7-ratio-falls-with-users", USERS.name, metric="l2", numerator="gaussian",
-                             denominator="nonprivate", x="n_users", region=(-math.inf, 0.0), root=False,
-                             where={"eps": [2.0]},
-                             description="R7: the private/non-private ℓ2 ratio falls towards 1 as n grows "
-                                         "(ε* = 2, n from 0.7 n₀ to 11 n₀)"),
+    method_ratio_check(
+        "nguyen-r7-private-near-nonprivate",
+        USERS.name,
+        "l2",
+        "gaussian",
+        "nonprivate",
+        0.9,
+        1.1,
+        where={"eps": [2.0], "n_users": [16000]},
+        description="R7: once n exceeds the paper's sufficient n₀ = m²/ε₀² (n = 16000, an order "
+        "of magnitude above n₀ at ε* = 2) the private ℓ2 error is within 10% of the "
+        "non-private one",
+    ),
+    method_ratio_slope_check(
+        "nguyen-r7-ratio-falls-with-users",
+        USERS.name,
+        metric="l2",
+        numerator="gaussian",
+        denominator="nonprivate",
+        x="n_users",
+        region=(-math.inf, 0.0),
+        root=False,
+        where={"eps": [2.0]},
+        description="R7: the private/non-private ℓ2 ratio falls towards 1 as n grows "
+        "(ε* = 2, n from 0.7 n₀ to 11 n₀)",
+    ),
 ]
 
 R8 = [
-    slope_check("nguyen-r8-excess-vs-users", USERS.name, "privacy_l2", "gaussian", "n_users", EXCESS_SLOPE_N, 0.1,
-                where=_EPS4, description="R8: the privacy shift ∝ m/(ε₀np²): slope −1 in log n (ε* = 4)"),
-    slope_check("nguyen-r8-excess-vs-eps", USERS.name, "privacy_l2", "gaussian", "eps", EXCESS_SLOPE_EPS, 0.1,
-                where={"n_users": [16000]},
-                description="R8: the privacy shift ∝ 1/ε₀, ε₀ = √(2ρ) with ρ the CKS conversion of ε* = 1, 2, 4: "
-                            "the slope of 1/ε₀(ε*) in log ε* (n = 16000)"),
-    slope_check("nguyen-r8-excess-vs-items", ITEMS.name, "privacy_l2", "gaussian", "n_items", EXCESS_SLOPE_M, 0.15,
-                description="R8: the privacy shift ∝ m (σ ∝ m under the joint accounting; ± 0.15 for the "
-                            "√(m/(m − 1)) of the m − 1 counts per row and the residual non-linearity)"),
-    slope_check("nguyen-r8-excess-vs-p", P_SWEEP.name, "privacy_l2", "gaussian", "p", EXCESS_SLOPE_P, 0.15,
-                description="R8: the privacy shift ∝ 1/p² (the counts scale like np², the noise not at all)"),
+    slope_check(
+        "nguyen-r8-excess-vs-users",
+        USERS.name,
+        "privacy_l2",
+        "gaussian",
+        "n_users",
+        EXCESS_SLOPE_N,
+        0.1,
+        where=_EPS4,
+        description="R8: the privacy shift ∝ m/(ε₀np²): slope −1 in log n (ε* = 4)",
+    ),
+    slope_check(
+        "nguyen-r8-excess-vs-eps",
+        USERS.name,
+        "privacy_l2",
+        "gaussian",
+        "eps",
+        EXCESS_SLOPE_EPS,
+        0.1,
+        where={"n_users": [16000]},
+        description="R8: the privacy shift ∝ 1/ε₀, ε₀ = √(2ρ) with ρ the CKS conversion of ε* = 1, 2, 4: "
+        "the slope of 1/ε₀(ε*) in log ε* (n = 16000)",
+    ),
+    slope_check(
+        "nguyen-r8-excess-vs-items",
+        ITEMS.name,
+        "privacy_l2",
+        "gaussian",
+        "n_items",
+        EXCESS_SLOPE_M,
+        0.15,
+        description="R8: the privacy shift ∝ m (σ ∝ m under the joint accounting; ± 0.15 for the "
+        "√(m/(m − 1)) of the m − 1 counts per row and the residual non-linearity)",
+    ),
+    slope_check(
+        "nguyen-r8-excess-vs-p",
+        P_SWEEP.name,
+        "privacy_l2",
+        "gaussian",
+        "p",
+        EXCESS_SLOPE_P,
+        0.15,
+        description="R8: the privacy shift ∝ 1/p² (the counts scale like np², the noise not at all)",
+    ),
 ]
 
 R9 = [
-    rms_slope_check("nguyen-r9-laplace-excess-vs-items", LAPLACE.name, "privacy_l2", "laplace", "n_items",
-                    LAPLACE_RMS_SLOPE_M - 0.1, LAPLACE_RMS_SLOPE_M + 0.1,
-                    description="R9: the Laplace chain's RMS privacy shift grows like m² times the chain's own "
-                                "finite-m factor: the slope on m ∈ {3, …, 24} of the exact linearisation "
-                                "(discrete-Laplace sd of t = m(m − 1)/ε* times ‖∂β̂/∂Y‖_F), ± 0.1"),
-    rms_slope_check("nguyen-r9-laplace-excess-vs-items-as-stated", LAPLACE.name, "privacy_l2", "laplace",
-                    "n_items", LAPLACE_SLOPE_M - 0.25, LAPLACE_SLOPE_M + 0.25, report_only=True,
-                    description="R9 as stated (the heuristic m², slope +2, asymptotic in m), "
-                                "reported beside the linearised prediction"),
-    *[method_ratio_check(f"nguyen-r9-laplace-over-gaussian-m{m}", LAPLACE.name, "privacy_l2", "laplace", "gaussian",
-                         0.9 * LAPLACE_RATIO[m], 1.1 * LAPLACE_RATIO[m], where={"n_items": [m]},
-                         root=True, square=True,
-                         description=f"R9: Laplace/Gaussian RMS privacy shift = σ_Lap/σ_Gauss ≈ √(m(m − 1)/ln(1/δ)) "
-                                     f"at m = {m} (± 10%)")
-      for m in (LAPLACE_M[0], LAPLACE_M[-1])],
-    method_ratio_slope_check("nguyen-r9-laplace-over-gaussian-vs-items", LAPLACE.name, metric="privacy_l2",
-                             numerator="laplace", denominator="gaussian", x="n_items",
-                             region=(LAPLACE_RATIO_SLOPE - 0.1, LAPLACE_RATIO_SLOPE + 0.1), square=True,
-                             description="R9: the Laplace/Gaussian ratio grows like √(m(m − 1)) (its exact slope on "
-                                         "this grid ± 0.1)"),
+    rms_slope_check(
+        "nguyen-r9-laplace-excess-vs-items",
+        LAPLACE.name,
+        "privacy_l2",
+        "laplace",
+        "n_items",
+        LAPLACE_RMS_SLOPE_M - 0.1,
+        LAPLACE_RMS_SLOPE_M + 0.1,
+        description="R9: the Laplace chain's RMS privacy shift grows like m² times the chain's own "
+        "finite-m factor: the slope on m ∈ {3, …, 24} of the exact linearisation "
+        "(discrete-Laplace sd of t = m(m − 1)/ε* times ‖∂β̂/∂Y‖_F), ± 0.1",
+    ),
+    rms_slope_check(
+        "nguyen-r9-laplace-excess-vs-items-as-stated",
+        LAPLACE.name,
+        "privacy_l2",
+        "laplace",
+        "n_items",
+        LAPLACE_SLOPE_M - 0.25,
+        LAPLACE_SLOPE_M + 0.25,
+        report_only=True,
+        description="R9 as stated (the heuristic m², slope +2, asymptotic in m), "
+        "reported beside the linearised prediction",
+    ),
+    *[
+        method_ratio_check(
+            f"nguyen-r9-laplace-over-gaussian-m{m}",
+            LAPLACE.name,
+            "privacy_l2",
+            "laplace",
+            "gaussian",
+            0.9 * LAPLACE_RATIO[m],
+            1.1 * LAPLACE_RATIO[m],
+            where={"n_items": [m]},
+            root=True,
+            square=True,
+            description=f"R9: Laplace/Gaussian RMS privacy shift = σ_Lap/σ_Gauss ≈ √(m(m − 1)/ln(1/δ)) "
+            f"at m = {m} (± 10%)",
+        )
+        for m in (LAPLACE_M[0], LAPLACE_M[-1])
+    ],
+    method_ratio_slope_check(
+        "nguyen-r9-laplace-over-gaussian-vs-items",
+        LAPLACE.name,
+        metric="privacy_l2",
+        numerator="laplace",
+        denominator="gaussian",
+        x="n_items",
+        region=(LAPLACE_RATIO_SLOPE - 0.1, LAPLACE_RATIO_SLOPE + 0.1),
+        square=True,
+        description="R9: the Laplace/Gaussian ratio grows like √(m(m − 1)) (its exact slope on "
+        "this grid ± 0.1)",
+    ),
 ]
 
 R10 = [
-    slope_check("nguyen-r10-rr-plateau-in-users", RR.name, "l2", "rr", "n_users", RR_FLOOR_SLOPE, 0.05,
-                description="R10: randomized response's error sits on its bias floor (no debiasing): flat in "
-                            "n up to the floor's own fall as shuffling raises ε_RR (the floor's slope ± 0.05; the "
-                            "non-private error falls like n^{-1/2})"),
-    trend_check("nguyen-r10-gaussian-falls-in-users", RR.name, "l2", "gaussian", "n_users", -1,
-                description="R10's contrast: at the same ε* = 0.5 the Gaussian chain's error falls with n"),
+    slope_check(
+        "nguyen-r10-rr-plateau-in-users",
+        RR.name,
+        "l2",
+        "rr",
+        "n_users",
+        RR_FLOOR_SLOPE,
+        0.05,
+        description="R10: randomized response's error sits on its bias floor (no debiasing): flat in "
+        "n up to the floor's own fall as shuffling raises ε_RR (the floor's slope ± 0.05; the "
+        "non-private error falls like n^{-1/2})",
+    ),
+    trend_check(
+        "nguyen-r10-gaussian-falls-in-users",
+        RR.name,
+        "l2",
+        "gaussian",
+        "n_users",
+        -1,
+        description="R10's contrast: at the same ε* = 0.5 the Gaussian chain's error falls with n",
+    ),
 ]
 
 CHECKS = [*R1_R2, *R7, *R8, *R9, *R10]

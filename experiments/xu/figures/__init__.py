@@ -4,7 +4,13 @@ companions, with the level checks of the mechanisms; their closed forms are ``le
 ``realdata`` (MovieLens, Fig. 7), ``hetero`` (heterogeneous ε, an extension), ``design``
 (calibration experiments pinning the θ* designs, the raw wins, the heterogeneous groups, the
 MovieLens subsample and every metric against closed forms)."""
+
 from . import design, hetero, realdata, scenarios
 
-EXPERIMENTS = [*scenarios.EXPERIMENTS, *realdata.EXPERIMENTS, *hetero.EXPERIMENTS, *design.EXPERIMENTS]
+EXPERIMENTS = [
+    *scenarios.EXPERIMENTS,
+    *realdata.EXPERIMENTS,
+    *hetero.EXPERIMENTS,
+    *design.EXPERIMENTS,
+]
 CHECKS = [*scenarios.CHECKS, *realdata.CHECKS, *hetero.CHECKS, *design.CHECKS]

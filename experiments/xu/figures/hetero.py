@@ -24,6 +24,7 @@ centred, per (m, replicate). The L users' raw wins are drawn per *atom*, the blo
 boundary of every named profile (5 atoms), so that every profile and match sees the same
 raw data (common random numbers), each profile's groups being unions of atoms.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,23 +32,49 @@ import math
 
 import numpy as np
 
-from dpsim.engine import Derived, Experiment, Keys, Tuning, FigureSpec, Panel, deferred_entries, ratio_check
+from dpsim.engine import (
+    Derived,
+    Experiment,
+    Keys,
+    Tuning,
+    FigureSpec,
+    Panel,
+    deferred_entries,
+    ratio_check,
+)
 from dpsim.engine.definition import axes
 from dpsim.mechanisms.privacy_profile import PROFILES, privacy_G, profile_group_sizes
 from dpsim.models.complete_btl import sample_pair_wins
 from dpsim.theory import xu as theory
 
 from ..methods import m_estimator_method, make_privatise, validate_lambda
-from ..model import (AXIS_TYPES, STREAM_NAMES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes,
-                     release_axes, resolve_k, theta_of, truth_uniform)
+from ..model import (
+    AXIS_TYPES,
+    STREAM_NAMES,
+    SYMBOLS,
+    VALUE_LABELS,
+    YLABEL,
+    keyed_as_before,
+    lane_bytes,
+    release_axes,
+    resolve_k,
+    theta_of,
+    truth_uniform,
+)
 
 HETERO_PROFILES = [name for name in PROFILES if name != "homogeneous"]
 MATCHES = ("profile", "same_g", "same_mean_eps")
 MAX_GROUPS = max(len(groups) for groups in PROFILES.values())
-PROFILE = axes.choice(*HETERO_PROFILES, doc="heterogeneous privacy profile: (fraction of users, multiple of ε) "
-                                            "groups of dpsim.mechanisms.privacy_profile.PROFILES (docs/xu.md, Errata and modes (A21))")
-MATCH = axes.choice(*MATCHES, doc="release the profile itself, or every user at the ε with the same G(ε) "
-                                  "(same_g), or at the profile's mean ε (same_mean_eps)")
+PROFILE = axes.choice(
+    *HETERO_PROFILES,
+    doc="heterogeneous privacy profile: (fraction of users, multiple of ε) "
+    "groups of dpsim.mechanisms.privacy_profile.PROFILES (docs/xu.md, Errata and modes (A21))",
+)
+MATCH = axes.choice(
+    *MATCHES,
+    doc="release the profile itself, or every user at the ε with the same G(ε) "
+    "(same_g), or at the profile's mean ε (same_mean_eps)",
+)
 
 
 def _boundaries(name: str, n_users: int) -> np.ndarray:
@@ -82,13 +109,17 @@ def profile_release(point: dict) -> dict:
         bounds = _boundaries(name, L)
         for g in range(len(sizes)):
             member[g] = (cuts[:-1] >= bounds[g]) & (cuts[1:] <= bounds[g + 1])
-        eps_out[:len(sizes)] = group_eps
+        eps_out[: len(sizes)] = group_eps
     else:
         member[0] = 1.0
         eps_out[0] = theory.homogeneous_eps_for_G(G) if point["match"] == "same_g" else mean_eps
     released_sizes = member @ np.diff(cuts)
-    return {"group_atoms": member, "group_eps": eps_out,
-            "G": float(privacy_G(eps_out, released_sizes)), "mean_eps": float(released_sizes @ eps_out / L)}
+    return {
+        "group_atoms": member,
+        "group_eps": eps_out,
+        "G": float(privacy_G(eps_out, released_sizes)),
+        "mean_eps": float(released_sizes @ eps_out / L),
+    }
 
 
 def generate(key, shape, truth, data):
@@ -106,22 +137,62 @@ def groups(ctx):
 HETERO_L = [4000, 16000]
 ANALYSIS = ("eps", "profile", "match", "mechanism", "mode")
 HETERO = Experiment(
-    name="xu-hetero", title="Heterogeneous ε: the error follows G(ε), not the mean ε (m = 20)",
-    axes={"n_items": [20], "k": ["auto"], "n_users": HETERO_L, "eps": [1.0], "profile": HETERO_PROFILES,
-          "match": list(MATCHES), "mechanism": ["debiased_rr"], "mode": ["g_over_l"]},
-    shape_axes=("n_items", "k"), analysis_axes=ANALYSIS,
-    keys=Keys(release_axes=release_axes(ANALYSIS), stream_point=keyed_as_before(), stream_names=STREAM_NAMES), tuning=Tuning(lane_bytes=lane_bytes), truth=truth_uniform, generate=generate,
-    privatise=make_privatise(groups), methods={"m_est": m_estimator_method()}, reps=500,
+    name="xu-hetero",
+    title="Heterogeneous ε: the error follows G(ε), not the mean ε (m = 20)",
+    axes={
+        "n_items": [20],
+        "k": ["auto"],
+        "n_users": HETERO_L,
+        "eps": [1.0],
+        "profile": HETERO_PROFILES,
+        "match": list(MATCHES),
+        "mechanism": ["debiased_rr"],
+        "mode": ["g_over_l"],
+    },
+    shape_axes=("n_items", "k"),
+    analysis_axes=ANALYSIS,
+    keys=Keys(
+        release_axes=release_axes(ANALYSIS),
+        stream_point=keyed_as_before(),
+        stream_names=STREAM_NAMES,
+    ),
+    tuning=Tuning(lane_bytes=lane_bytes),
+    truth=truth_uniform,
+    generate=generate,
+    privatise=make_privatise(groups),
+    methods={"m_est": m_estimator_method()},
+    reps=500,
     axis_types={**AXIS_TYPES, "profile": PROFILE, "match": MATCH},
-    resolve_shape=resolve_k, derived=(Derived(("atom_sizes",), atoms, level="data", doc="users per atom (common raw data of all profiles)"),
-             Derived(("group_atoms", "group_eps", "G", "mean_eps"), profile_release, level="analysis",
-                     doc="released groups and budgets; G(ε) and the mean ε of what is released")),
-    truth_per_replicate=True, validate_point=validate_lambda, figure=FigureSpec(
-        symbols=SYMBOLS, value_labels=VALUE_LABELS,
-        x="n_users", curve="match", xlabel="$L$", curve_label="released", logx=True,
+    resolve_shape=resolve_k,
+    derived=(
+        Derived(
+            ("atom_sizes",),
+            atoms,
+            level="data",
+            doc="users per atom (common raw data of all profiles)",
+        ),
+        Derived(
+            ("group_atoms", "group_eps", "G", "mean_eps"),
+            profile_release,
+            level="analysis",
+            doc="released groups and budgets; G(ε) and the mean ε of what is released",
+        ),
+    ),
+    truth_per_replicate=True,
+    validate_point=validate_lambda,
+    figure=FigureSpec(
+        symbols=SYMBOLS,
+        value_labels=VALUE_LABELS,
+        x="n_users",
+        curve="match",
+        xlabel="$L$",
+        curve_label="released",
+        logx=True,
         panels=(Panel("l2_rms", "m_est", YLABEL["l2_rms"], each=("profile",)),),
-        title="Heterogeneous $\\epsilon$ against homogeneous $\\epsilon$ with the same $G(\\epsilon)$ or mean $\\epsilon$"),
-    description="xu §4.1; docs/xu.md, Errata and modes (A21) (extension): heterogeneous profiles vs homogeneous ε with the same G or mean ε")
+        title="Heterogeneous $\\epsilon$ against homogeneous $\\epsilon$ with the same $G(\\epsilon)$ or mean $\\epsilon$",
+    ),
+    description="xu §4.1; docs/xu.md, Errata and modes (A21) (extension): heterogeneous profiles vs homogeneous ε with the same G or mean ε",
+)
 
 EXPERIMENTS = [HETERO]
 
@@ -140,22 +211,52 @@ def _bounds(name: str, eps: float = 1.0) -> tuple[float, float]:
     return min(lows) * SANDWICH[0], max(highs) * SANDWICH[1]
 
 
-SANDWICH = (math.sqrt(0.9), math.sqrt(1.1))   # RMS band of "MSE within ~10%" (docs/xu.md, Predictions (P4))
-BOUNDS = deferred_entries({name: functools.partial(_bounds, name) for name in HETERO_PROFILES},
-                          "Lemma 2's bounds for profile")
+SANDWICH = (
+    math.sqrt(0.9),
+    math.sqrt(1.1),
+)  # RMS band of "MSE within ~10%" (docs/xu.md, Predictions (P4))
+BOUNDS = deferred_entries(
+    {name: functools.partial(_bounds, name) for name in HETERO_PROFILES},
+    "Lemma 2's bounds for profile",
+)
 CHECKS = []
 for _p in HETERO_PROFILES:
-    CHECKS.append(ratio_check(
-        f"xu-hetero-{_p.replace('_', '-')}-matches-same-G", HETERO.name, "mse", "m_est", "match", "profile", "same_g",
-        *SANDWICH, where={"profile": [_p]}, pool=("n_users",), root=True,
-        paired_on=("n_users", "rep"),
-        description=f"{_p}: RMS ℓ2/√m error over that of the homogeneous ε with the same G(ε) in [√0.9, √1.1] "
-                    f"(Thm 2 and Lemma 2: the variance of z̄ depends on ε only through G)"))
-    _band = BOUNDS[_p]          # computed when the check is judged (privacy_G compiles once per profile)
-    CHECKS.append(ratio_check(
-        f"xu-hetero-{_p.replace('_', '-')}-not-mean-eps", HETERO.name, "mse", "m_est", "match", "profile",
-        "same_mean_eps", _band[0], _band[1], where={"profile": [_p]}, pool=("n_users",), root=True,
-        paired_on=("n_users", "rep"),
-        description=f"{_p}: RMS error over that at the mean ε lies in Lemma 2's bounds "
-                    f"[√(G/G_mean), √((G−1)/(G_mean−1))] over the grid's L, widened by ±10% MSE (the verdict "
-                    f"line prints them): the error follows G, not mean ε"))
+    CHECKS.append(
+        ratio_check(
+            f"xu-hetero-{_p.replace('_', '-')}-matches-same-G",
+            HETERO.name,
+            "mse",
+            "m_est",
+            "match",
+            "profile",
+            "same_g",
+            *SANDWICH,
+            where={"profile": [_p]},
+            pool=("n_users",),
+            root=True,
+            paired_on=("n_users", "rep"),
+            description=f"{_p}: RMS ℓ2/√m error over that of the homogeneous ε with the same G(ε) in [√0.9, √1.1] "
+            f"(Thm 2 and Lemma 2: the variance of z̄ depends on ε only through G)",
+        )
+    )
+    _band = BOUNDS[_p]  # computed when the check is judged (privacy_G compiles once per profile)
+    CHECKS.append(
+        ratio_check(
+            f"xu-hetero-{_p.replace('_', '-')}-not-mean-eps",
+            HETERO.name,
+            "mse",
+            "m_est",
+            "match",
+            "profile",
+            "same_mean_eps",
+            _band[0],
+            _band[1],
+            where={"profile": [_p]},
+            pool=("n_users",),
+            root=True,
+            paired_on=("n_users", "rep"),
+            description=f"{_p}: RMS error over that at the mean ε lies in Lemma 2's bounds "
+            f"[√(G/G_mean), √((G−1)/(G_mean−1))] over the grid's L, widened by ±10% MSE (the verdict "
+            f"line prints them): the error follows G, not mean ε",
+        )
+    )

@@ -23,6 +23,7 @@ E‖θ̂ − θ*‖²/m ≈ [tr(A V A) + ‖2λ A θ*‖²]/m, V = Lap(v_e/L), v
 :func:`expected_sandwich_mse` averages it over θ* ~ U(−2, 2)^m centred (xu §5.1) with a fixed
 seed, so the prediction is a function of (m, L, ε, mechanism, λ rule) alone.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,7 +32,9 @@ from functools import lru_cache
 import numpy as np
 
 
-SANDWICH_DRAWS = 2000     # θ* draws of the expected sandwich (relative MC error ≤ 0.52% at m = 10, tests)
+SANDWICH_DRAWS = (
+    2000  # θ* draws of the expected sandwich (relative MC error ≤ 0.52% at m = 10, tests)
+)
 SANDWICH_SEED = 20_260_527
 
 
@@ -53,7 +56,7 @@ def excess_variance(eps: float, mechanism: str) -> float:
     if mechanism == "debiased_rr":
         return math.exp(eps) / math.expm1(eps) ** 2
     if mechanism == "laplace":
-        return 2.0 / eps ** 2
+        return 2.0 / eps**2
     if mechanism == "none":
         return 0.0
     raise ValueError(f"no closed-form excess variance for mechanism={mechanism!r}")
@@ -70,13 +73,15 @@ def ridge_lambda(eps: float, n_users: int, rule: str = "g_over_l") -> float:
     (e^ε + 1)²/((e^ε − 1)L) of the paper's text (``paper``)."""
     coth = (math.exp(eps) + 1.0) / math.expm1(eps)
     if rule == "g_over_l":
-        return coth ** 2 / n_users
+        return coth**2 / n_users
     if rule == "paper":
         return coth * (math.exp(eps) + 1.0) / n_users
     raise ValueError(f"unknown λ rule {rule!r}")
 
 
-def sandwich_mse(theta: np.ndarray, n_users: int, eps: float, mechanism: str, lam: float) -> np.ndarray:
+def sandwich_mse(
+    theta: np.ndarray, n_users: int, eps: float, mechanism: str, lam: float
+) -> np.ndarray:
     """The linearised E‖θ̂ − θ*‖²/m of the ridge M-estimator (module docstring) at each θ*.
 
     Args:
@@ -104,7 +109,7 @@ def sandwich_mse(theta: np.ndarray, n_users: int, eps: float, mechanism: str, la
     v = laplacian(answer_variance(p, eps, mechanism) / n_users)
     variance = np.trace(a @ v @ a, axis1=1, axis2=2)
     bias = (a @ (2.0 * lam * theta)[:, :, None])[:, :, 0]
-    return (variance + np.sum(bias ** 2, axis=1)) / m
+    return (variance + np.sum(bias**2, axis=1)) / m
 
 
 @lru_cache(maxsize=None)
@@ -114,20 +119,31 @@ def _draws(m: int, draws: int, seed: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=None)
-def expected_sandwich(m: int, n_users: int, eps: float, mechanism: str, rule: str = "g_over_l",
-                      draws: int = SANDWICH_DRAWS, seed: int = SANDWICH_SEED) -> tuple[float, float]:
+def expected_sandwich(
+    m: int,
+    n_users: int,
+    eps: float,
+    mechanism: str,
+    rule: str = "g_over_l",
+    draws: int = SANDWICH_DRAWS,
+    seed: int = SANDWICH_SEED,
+) -> tuple[float, float]:
     """(mean, standard error) over θ* ~ U(−2, 2)^m centred (xu §5.1) of :func:`sandwich_mse` at
     (m, L, ε, mechanism, λ rule), from ``draws`` fixed draws (seeded by (seed, m): the same θ*
     draws at every (L, ε, mechanism))."""
-    values = sandwich_mse(_draws(m, draws, seed), n_users, eps, mechanism, ridge_lambda(eps, n_users, rule))
+    values = sandwich_mse(
+        _draws(m, draws, seed), n_users, eps, mechanism, ridge_lambda(eps, n_users, rule)
+    )
     return float(values.mean()), float(values.std(ddof=1) / math.sqrt(draws))
 
 
 def expected_sandwich_mse(point: dict) -> float:
     """The level_check prediction of ``mse`` at a grid point (its n_items, n_users, eps,
     mechanism, mode values): :func:`expected_sandwich`'s mean."""
-    return expected_sandwich(int(point["n_items"]), int(point["n_users"]), float(point["eps"]),
-                             str(point.get("mechanism", "debiased_rr")),
-                             str(point.get("mode", "g_over_l")))[0]
-
-
+    return expected_sandwich(
+        int(point["n_items"]),
+        int(point["n_users"]),
+        float(point["eps"]),
+        str(point.get("mechanism", "debiased_rr")),
+        str(point.get("mode", "g_over_l")),
+    )[0]

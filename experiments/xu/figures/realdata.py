@@ -34,6 +34,7 @@ error is several times the i.i.d.-pairs value at L = 100 (non-private ℓ2/√m 
 outweighs the rise of the privacy error under ε ≍ 1/(√(mL)·log(mL)) (+13% in √(G/L) from L =
 100 to 600 at m = 40). The paper's rise for that scheme can only be judged on the real file.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,21 +42,48 @@ from functools import lru_cache
 
 import jax.numpy as jnp
 
-from dpsim.datasets import movielens_rankings, movielens_theta, ratings_or_stand_in, subsample_pair_wins
-from dpsim.engine import Derived, Experiment, Keys, Tuning, FigureSpec, Panel, ratio_check, UsageError
+from dpsim.datasets import (
+    movielens_rankings,
+    movielens_theta,
+    ratings_or_stand_in,
+    subsample_pair_wins,
+)
+from dpsim.engine import (
+    Derived,
+    Experiment,
+    Keys,
+    Tuning,
+    FigureSpec,
+    Panel,
+    ratio_check,
+    UsageError,
+)
 from dpsim.engine.definition import axes
 from dpsim.theory import xu as theory
 
 from ..methods import m_estimator_method, make_privatise, validate_lambda
-from ..model import (AXIS_TYPES, STREAM_NAMES, SYMBOLS, VALUE_LABELS, YLABEL, keyed_as_before, lane_bytes,
-                     release_axes, resolve_k, scheme_eps, user_budget)
+from ..model import (
+    AXIS_TYPES,
+    STREAM_NAMES,
+    SYMBOLS,
+    VALUE_LABELS,
+    YLABEL,
+    keyed_as_before,
+    lane_bytes,
+    release_axes,
+    resolve_k,
+    scheme_eps,
+    user_budget,
+)
 
 STAND_IN = "stand-in"
-REAL_K = 10          # H_10 (xu §5.4)
+REAL_K = 10  # H_10 (xu §5.4)
 REAL_L = [100, 200, 300, 400, 500, 600]
 REAL_L0 = 100
-RATINGS_FILE = axes.name("MovieLens ratings: 'stand-in' (synthetic, 610 users) or the path of an "
-                         "ml-latest-small ratings.csv (userId,movieId,rating,timestamp)")
+RATINGS_FILE = axes.name(
+    "MovieLens ratings: 'stand-in' (synthetic, 610 users) or the path of an "
+    "ml-latest-small ratings.csv (userId,movieId,rating,timestamp)"
+)
 
 
 @lru_cache(maxsize=8)
@@ -86,7 +114,10 @@ def describe_source(shape: dict) -> dict:
 def truth(key, shape):
     """θ* (the full-data fit) and every user's answers, fixed per shape point."""
     rankings, theta = rankings_and_theta(shape["ratings_file"], shape["n_items"])
-    return {"theta": jnp.asarray(theta, jnp.float64), "y": jnp.asarray(rankings.y)}  # uint8: a small constant
+    return {
+        "theta": jnp.asarray(theta, jnp.float64),
+        "y": jnp.asarray(rankings.y),
+    }  # uint8: a small constant
 
 
 def generate(key, shape, truth, data):
@@ -97,32 +128,74 @@ def generate(key, shape, truth, data):
 
 def validate_point(point: dict) -> None:
     if point["n_users"] > point["n_total"]:
-        raise UsageError(f"n_users={point['n_users']} exceeds the {point['n_total']} users of {point['source']}")
+        raise UsageError(
+            f"n_users={point['n_users']} exceeds the {point['n_total']} users of {point['source']}"
+        )
     validate_lambda(point)
 
 
 ANALYSIS = ("scheme", "l0", "mechanism", "mode")
 FIG7 = Experiment(
-    name="xu-fig7", title="MovieLens (40 most-rated movies): ranking and estimation errors vs L under the schemes",
-    axes={"ratings_file": [STAND_IN], "n_items": [40], "k": ["auto"], "n_users": REAL_L, "scheme": list(theory.SCHEMES),
-          "l0": [REAL_L0], "mechanism": ["debiased_rr"], "mode": ["g_over_l"]},
-    shape_axes=("ratings_file", "n_items", "k"), analysis_axes=ANALYSIS,
-    keys=Keys(release_axes=release_axes(ANALYSIS), stream_names={**STREAM_NAMES, "ratings_file": "ratings"}, stream_point=keyed_as_before(real_k)), tuning=Tuning(lane_bytes=lane_bytes), truth=truth, generate=generate,
-    privatise=make_privatise(), methods={"m_est": m_estimator_method()}, reps=200,
-    axis_types={**AXIS_TYPES, "ratings_file": RATINGS_FILE}, resolve_shape=resolve_shape,
-    derived=(Derived(("source", "n_total"), describe_source, level="shape",
-                     doc="the ratings' source and its users"),
-             Derived(("eps",), scheme_eps, level="analysis", doc="ε(m, L) of the scheme, = 1 at L = L0"),
-             Derived(("eps_user",), user_budget, level="analysis", doc="m(m−1)/2·ε (metadata, docs/xu.md, Errata and modes (A20))")),
+    name="xu-fig7",
+    title="MovieLens (40 most-rated movies): ranking and estimation errors vs L under the schemes",
+    axes={
+        "ratings_file": [STAND_IN],
+        "n_items": [40],
+        "k": ["auto"],
+        "n_users": REAL_L,
+        "scheme": list(theory.SCHEMES),
+        "l0": [REAL_L0],
+        "mechanism": ["debiased_rr"],
+        "mode": ["g_over_l"],
+    },
+    shape_axes=("ratings_file", "n_items", "k"),
+    analysis_axes=ANALYSIS,
+    keys=Keys(
+        release_axes=release_axes(ANALYSIS),
+        stream_names={**STREAM_NAMES, "ratings_file": "ratings"},
+        stream_point=keyed_as_before(real_k),
+    ),
+    tuning=Tuning(lane_bytes=lane_bytes),
+    truth=truth,
+    generate=generate,
+    privatise=make_privatise(),
+    methods={"m_est": m_estimator_method()},
+    reps=200,
+    axis_types={**AXIS_TYPES, "ratings_file": RATINGS_FILE},
+    resolve_shape=resolve_shape,
+    derived=(
+        Derived(
+            ("source", "n_total"),
+            describe_source,
+            level="shape",
+            doc="the ratings' source and its users",
+        ),
+        Derived(("eps",), scheme_eps, level="analysis", doc="ε(m, L) of the scheme, = 1 at L = L0"),
+        Derived(
+            ("eps_user",),
+            user_budget,
+            level="analysis",
+            doc="m(m−1)/2·ε (metadata, docs/xu.md, Errata and modes (A20))",
+        ),
+    ),
     figure=FigureSpec(
-        symbols=SYMBOLS, value_labels=VALUE_LABELS,
-        x="n_users", curve="scheme", xlabel="$L$", curve_label="scheme",
-        panels=(Panel("kendall", "m_est", YLABEL["kendall"], title="full ranking"),
-                Panel("top_k_hamming", "m_est", YLABEL["top_k_hamming"], title="top-$K$"),
-                Panel("l2_rms", "m_est", YLABEL["l2_rms"], title="estimation, $\\ell_2$"),
-                Panel("linf", "m_est", YLABEL["linf"], title="estimation, $\\ell_\\infty$")),
-        title="xu Fig. 7: MovieLens, errors vs $L$ under the $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)"),
-    validate_point=validate_point, description="xu §5.4, Fig. 7 (docs/xu.md, Experiments as run): ml-latest-small ratings.csv (--set ratings_file=PATH) or its stand-in")
+        symbols=SYMBOLS,
+        value_labels=VALUE_LABELS,
+        x="n_users",
+        curve="scheme",
+        xlabel="$L$",
+        curve_label="scheme",
+        panels=(
+            Panel("kendall", "m_est", YLABEL["kendall"], title="full ranking"),
+            Panel("top_k_hamming", "m_est", YLABEL["top_k_hamming"], title="top-$K$"),
+            Panel("l2_rms", "m_est", YLABEL["l2_rms"], title="estimation, $\\ell_2$"),
+            Panel("linf", "m_est", YLABEL["linf"], title="estimation, $\\ell_\\infty$"),
+        ),
+        title="xu Fig. 7: MovieLens, errors vs $L$ under the $\\epsilon(m, L)$ schemes ($\\epsilon$ = 1 at $L = L_0$)",
+    ),
+    validate_point=validate_point,
+    description="xu §5.4, Fig. 7 (docs/xu.md, Experiments as run): ml-latest-small ratings.csv (--set ratings_file=PATH) or its stand-in",
+)
 
 EXPERIMENTS = [FIG7]
 
@@ -132,11 +205,24 @@ EXPERIMENTS = [FIG7]
 # with L, is not checked: on the stand-in the subsampling error (inflated by within-user
 # correlation of the answers: a rated movie beats every unrated one) dominates at L = 100 and
 # vanishes as L → 610 (sampling without replacement), so every scheme's error falls.
-CHECKS = [ratio_check(
-    "xu-fig7-scheme-order-at-largest-L", FIG7.name, "mse", "m_est", "scheme", "eps_inv_sqrt_log",
-    "eps_log_over_sqrt", 1.0, math.inf, where={"n_users": [REAL_L[-1]]}, root=True, paired_on=("rep",),
-    report_only=True,
-    description="Report only: no closed form exists for the subsampled, correlated MovieLens answers (so no two-sided "
-                "region), and a calibration error moves both schemes alike (the order of the ε's is kept). "
-                f"MovieLens (stand-in by default), L = {REAL_L[-1]}: RMS ℓ2/√m error under ε ≍ 1/(√(mL)·log(mL)) "
-                "over that under ε ≍ log(mL)/√(mL) > 1 (same subsample; smaller ε, larger G)")]
+CHECKS = [
+    ratio_check(
+        "xu-fig7-scheme-order-at-largest-L",
+        FIG7.name,
+        "mse",
+        "m_est",
+        "scheme",
+        "eps_inv_sqrt_log",
+        "eps_log_over_sqrt",
+        1.0,
+        math.inf,
+        where={"n_users": [REAL_L[-1]]},
+        root=True,
+        paired_on=("rep",),
+        report_only=True,
+        description="Report only: no closed form exists for the subsampled, correlated MovieLens answers (so no two-sided "
+        "region), and a calibration error moves both schemes alike (the order of the ε's is kept). "
+        f"MovieLens (stand-in by default), L = {REAL_L[-1]}: RMS ℓ2/√m error under ε ≍ 1/(√(mL)·log(mL)) "
+        "over that under ε ≍ log(mL)/√(mL) > 1 (same subsample; smaller ε, larger G)",
+    )
+]
