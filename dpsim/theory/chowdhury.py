@@ -307,6 +307,34 @@ def expected_max_norm(n_samples, dim, scale=jnp.sqrt(2.0), *, points: int = 2000
     return jnp.sum(0.5 * (tail[1:] + tail[:-1]) * jnp.diff(t))
 
 
+@functools.lru_cache(maxsize=16)
+def plackett_luce_score_moments(theta_norm, dim, k, *, sum_zero=True, samples=200_000, seed=0):
+    """The ε-free moments of the Plackett–Luce top-1 scores g_j = ∇log p_j(θ*) = ϕ_j − Σ_i p_i ϕ_i
+    over features ϕ(s, a_j) ~ N(0, I_d), j = 1…K, by Monte Carlo with ``samples`` draws (fixed
+    ``seed``); θ* is a random direction (in 1^⊥ with ``sum_zero``) of norm ``theta_norm``.
+    Cached: the K-RR variance of every ε is a combination of these (:func:`sgd_krr_asymptotic_ratio`).
+
+    Args: theta_norm: ‖θ*‖; dim: d; k: K; sum_zero; samples; seed.
+    Returns: (H, G, SS), each a (d, d) NumPy array: H = E Σ_j p_j g_j g_jᵀ (the Fisher
+    information), G = E Σ_j g_j g_jᵀ and SS = E S Sᵀ with S = Σ_j g_j."""
+    import numpy as np
+
+    key = jax.random.key(seed)
+    k_theta, k_phi = jax.random.split(key)
+    theta = jax.random.normal(k_theta, (dim,))
+    if sum_zero:
+        theta = theta - jnp.mean(theta)
+    theta = theta_norm * theta / jnp.linalg.norm(theta)
+    phi = jax.random.normal(k_phi, (samples, k, dim))
+    p = jax.nn.softmax(phi @ theta, axis=-1)
+    grads = phi - jnp.einsum("nk,nkd->nd", p, phi)[:, None, :]  # g_j, (N, K, d)
+    total = grads.sum(axis=1)  # S, (N, d)
+    H = jnp.einsum("nk,nkd,nke->de", p, grads, grads) / samples
+    G = jnp.einsum("nkd,nke->de", grads, grads) / samples
+    SS = jnp.einsum("nd,ne->de", total, total) / samples
+    return tuple(np.asarray(m) for m in (H, G, SS))
+
+
 def sgd_krr_asymptotic_ratio(
     theta_norm,
     dim,
@@ -327,40 +355,34 @@ def sgd_krr_asymptotic_ratio(
     covariance of the stochastic gradient at θ*. So the MSE ratio is
     tr S(V_ε)/(c² tr S(V_np)): the K-RR factor 1/c = (e^ε + K − 1)/(e^ε − 1) of P11 times a
     variance ratio, which is 1 at θ* = 0 and departs from 1 as ‖θ*‖ grows. V_np = H (Fisher);
-    V_ε = E Σ_j q_j (m − ∇log p_j)(m − ∇log p_j)ᵀ with q the K-RR law of ỹ and
-    m = Σ_y ∇log p_y/(e^ε + K − 1) (chowdhury App. C.4). The expectations over the features
-    ϕ(s, a_j) ~ N(0, I_d) are Monte Carlo with ``samples`` draws (fixed ``seed``); with
+    V_ε = E Σ_j q_j (m − g_j)(m − g_j)ᵀ with q the K-RR law of ỹ, q_j = ((e^ε − 1)p_j + 1)/a,
+    a = e^ε + K − 1, and m = S/a, S = Σ_j g_j (chowdhury App. C.4). Since Σ_j p_j g_j = 0, this is
+    V_ε = ((e^ε − 1)H + G)/a − E S Sᵀ/a², from the ε-free moments of
+    :func:`plackett_luce_score_moments` (Monte Carlo, fixed ``seed``, shared by every ε). With
     ``sum_zero`` the matrices are restricted to 1^⊥ (θ* ∈ 1^⊥). Features are isotropic, so the
     result depends on θ* only through ‖θ*‖. Host-side (numbers in, a float out).
 
     Args: theta_norm: ‖θ*‖; dim: d; k: K ≥ 2; eps: ε > 0; gamma_kappa: γ̂κ̂ of the schedule
     (0.1 × κ = 2 by default); sum_zero; samples; seed. Returns: float."""
-    import jax
+    import math
+
     import numpy as np
 
-    key = jax.random.key(seed)
-    k_theta, k_phi = jax.random.split(key)
-    theta = jax.random.normal(k_theta, (dim,))
-    if sum_zero:
-        theta = theta - jnp.mean(theta)
-    theta = theta_norm * theta / jnp.linalg.norm(theta)
-    phi = jax.random.normal(k_phi, (samples, k, dim))
-    p = jax.nn.softmax(phi @ theta, axis=-1)
-    grads = phi - jnp.einsum("nk,nkd->nd", p, phi)[:, None, :]  # ∇log p_j, (N, K, d)
-    H = jnp.einsum("nk,nkd,nke->de", p, grads, grads) / samples
-    e = jnp.exp(jnp.asarray(eps, jnp.float64))
-    q = (e * p + (1.0 - p)) / (e + k - 1.0)
-    dev = grads.sum(axis=1)[:, None, :] / (e + k - 1.0) - grads
-    V_eps = jnp.einsum("nk,nkd,nke->de", q, dev, dev) / samples
-    c = (e - 1.0) / (e + k - 1.0)
+    H, G, SS = plackett_luce_score_moments(
+        float(theta_norm), int(dim), int(k), sum_zero=sum_zero, samples=samples, seed=seed
+    )
+    e = math.exp(float(eps))
+    a = e + k - 1.0
+    V_eps = ((e - 1.0) * H + G) / a - SS / a**2
+    c = (e - 1.0) / a
     basis = np.eye(dim)
     if sum_zero:
         basis = np.linalg.svd(np.eye(dim) - np.ones((dim, dim)) / dim)[0][:, : dim - 1]
-    A = basis.T @ (np.asarray(H) / gamma_kappa - np.eye(dim) / 2) @ basis
+    A = basis.T @ (H / gamma_kappa - np.eye(dim) / 2) @ basis
     w, U = np.linalg.eigh(A)
 
     def lyapunov_trace(V):
-        Vt = U.T @ (basis.T @ np.asarray(V) @ basis) @ U
+        Vt = U.T @ (basis.T @ V @ basis) @ U
         return float(np.trace(Vt / (w[:, None] + w[None, :])))
 
-    return float(np.sqrt(lyapunov_trace(V_eps) / (float(c) ** 2 * lyapunov_trace(H))))
+    return float(np.sqrt(lyapunov_trace(V_eps) / (c**2 * lyapunov_trace(H))))

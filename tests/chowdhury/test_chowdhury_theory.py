@@ -143,6 +143,53 @@ def test_asymptotic_formulas_against_matrix_algebra():
     ) == pytest.approx(a3, rel=1e-12)
 
 
+@pytest.mark.parametrize("k, eps", [(2, 0.5), (4, 1.0), (8, 2.0)])
+def test_sgd_krr_ratio_is_the_krr_factor_at_theta_zero(k, eps):
+    """At θ* = 0 every p_j = 1/K, so S = Σ_j g_j = 0 and the K-RR gradient covariance equals the
+    Fisher information: the asymptotic RMS ratio is exactly P11's factor (e^ε + K − 1)/(e^ε − 1)."""
+    ratio = th.sgd_krr_asymptotic_ratio(0.0, 5, k, eps, samples=20_000)
+    assert ratio == pytest.approx(float(th.krr_privacy_factor(eps, k)), rel=1e-9)
+
+
+@pytest.mark.parametrize("k, eps", [(3, 0.5), (6, 1.5)])
+def test_sgd_krr_ratio_against_the_direct_krr_covariance(k, eps):
+    """Away from θ* = 0, the ratio against the covariance of the K-RR debiased score written out
+    per draw in NumPy, on the same draws (the function's key, split the same way): ỹ ~ q = p·P
+    with P(ỹ | y) the K-RR channel, score (a·g_ỹ − Σ_j g_j)/(e^ε − 1), a = e^ε + K − 1, whose
+    covariance is the V_ε/c² of the function's App. C.4 form; the Lyapunov equations are solved
+    by SciPy."""
+    from scipy.linalg import solve_continuous_lyapunov
+
+    dim, samples, norm, gk = 4, 20_000, 1.3, 0.2
+    k_theta, k_phi = jax.random.split(jax.random.key(0))
+    theta = np.asarray(jax.random.normal(k_theta, (dim,)))
+    theta = theta - theta.mean()
+    theta = norm * theta / np.linalg.norm(theta)
+    phi = np.asarray(jax.random.normal(k_phi, (samples, k, dim)))
+    z = phi @ theta
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    g = phi - np.einsum("nk,nkd->nd", p, phi)[:, None, :]
+    e = math.exp(eps)
+    channel = (np.full((k, k), 1.0) + (e - 1.0) * np.eye(k)) / (e + k - 1.0)  # P(ỹ | y)
+    q = p @ channel
+    # the K-RR debiased score of ỹ: (a·g_ỹ − Σ_j g_j)/(e^ε − 1); its covariance over ỹ ~ q
+    debiased = ((e + k - 1.0) * g - g.sum(axis=1, keepdims=True)) / (e - 1.0)
+    mean = np.einsum("nk,nkd->nd", q, debiased)
+    dev = debiased - mean[:, None, :]
+    V = np.einsum("nk,nkd,nke->de", q, dev, dev) / samples
+    H = np.einsum("nk,nkd,nke->de", p, g, g) / samples
+    basis = np.linalg.svd(np.eye(dim) - np.ones((dim, dim)) / dim)[0][:, : dim - 1]
+    A = basis.T @ (H / gk - np.eye(dim) / 2) @ basis
+
+    def mse(cov):
+        return np.trace(solve_continuous_lyapunov(A, basis.T @ cov @ basis))
+
+    expected = math.sqrt(mse(V) / mse(H))
+    got = th.sgd_krr_asymptotic_ratio(norm, dim, k, eps, gk, samples=samples)
+    assert got == pytest.approx(expected, rel=1e-9)
+
+
 def test_a1_a2_predict_the_simulated_mse():
     """docs/chowdhury.md, Experiments as run; Predictions (A2) check set-up: d = 3, θ* = (1, −0.5, 0.3), x ~ N(0, 2I), n = 4000, ε = 2
     (n(e^ε − 1)²/e^ε ≈ 2.2·10⁴ ≫ d), unconstrained exact fits, 200 replicates."""

@@ -48,6 +48,7 @@ same O(1/n) order as the statistical term and hides the privacy term; β = 1 iso
 
 from __future__ import annotations
 
+import functools
 import math
 
 from dpsim.engine import (
@@ -60,7 +61,7 @@ from dpsim.engine import (
     Panel,
     slope_check,
 )
-from dpsim.engine.judgement.deferred import deferred_table
+from dpsim.engine.judgement.deferred import deferred_entries
 from dpsim.engine.judgement.checks import level_check
 from dpsim.theory import chowdhury as th
 from dpsim.theory.slopes import loglog_fit
@@ -274,32 +275,41 @@ def local_ratio(eps, dim=5):
 P6_N = [n for n in N_GRID if n >= 5000]
 
 
-def predicted_slopes() -> dict:
-    """Every predicted slope of this module, from dpsim.theory.chowdhury (host), computed when
-    the first check that uses one is judged (:data:`PREDICTED`)."""
-    a_perp, _ = th.gaussian_design_eigenvalues(model.THEORY_NORM, FEATURE_SCALE)
-    a_perp = float(a_perp)
+def _krr_slope(eps: float) -> float:
+    """P11's predicted slope of SGD-KRR's error against the K-RR factor (e^ε + K − 1)/(e^ε − 1)
+    over K_GRID at ``eps``: the factor times the asymptotic variance ratio of the SGD theory."""
+    return loglog_fit(
+        [float(th.krr_privacy_factor(eps, k)) for k in K_GRID],
+        [th.sgd_krr_asymptotic_ratio(model.THEORY_NORM, 5, k, eps) for k in K_GRID],
+    )
+
+
+def prediction_thunks() -> dict:
+    """Every number this module's checks predict, as a function of no arguments each, from
+    dpsim.theory.chowdhury (host), computed when the first check that uses *that* number is
+    judged (:data:`PREDICTED`): the Monte-Carlo K-RR ratios (``krr_eps*``, the costly ones) are
+    only computed for the K-RR checks."""
+    a_perp = functools.cache(
+        lambda: float(th.gaussian_design_eigenvalues(model.THEORY_NORM, FEATURE_SCALE)[0])
+    )
     coth = [1 / math.tanh(e / 2) for e in EPS_GRID]
     return {
-        "central_excess_n": loglog_fit(P6_N, [central_shift_rms(n, 1.0) for n in P6_N]),
-        "central_excess_eps": loglog_fit(EPS_GRID, [central_shift_rms(EPS_N, e) for e in EPS_GRID]),
-        "local_ratio_vs_factor": loglog_fit(coth, [local_ratio(e) for e in EPS_GRID]),
-        "mle_n_mse_per_d": 1 / a_perp,
-        "rr_n_mse_per_d_eps2": 1 / a_perp
-        + float(th.rr_excess_variance_factor(2.0)) * FEATURE_SCALE**2 / a_perp**2,
-        "krr_eps0.5": loglog_fit(
-            [float(th.krr_privacy_factor(0.5, k)) for k in K_GRID],
-            [th.sgd_krr_asymptotic_ratio(model.THEORY_NORM, 5, k, 0.5) for k in K_GRID],
+        "central_excess_n": lambda: loglog_fit(P6_N, [central_shift_rms(n, 1.0) for n in P6_N]),
+        "central_excess_eps": lambda: loglog_fit(
+            EPS_GRID, [central_shift_rms(EPS_N, e) for e in EPS_GRID]
         ),
-        "krr_eps1": loglog_fit(
-            [float(th.krr_privacy_factor(1.0, k)) for k in K_GRID],
-            [th.sgd_krr_asymptotic_ratio(model.THEORY_NORM, 5, k, 1.0) for k in K_GRID],
+        "local_ratio_vs_factor": lambda: loglog_fit(coth, [local_ratio(e) for e in EPS_GRID]),
+        "mle_n_mse_per_d": lambda: 1 / a_perp(),
+        "rr_n_mse_per_d_eps2": lambda: (
+            1 / a_perp()
+            + float(th.rr_excess_variance_factor(2.0)) * FEATURE_SCALE**2 / a_perp() ** 2
         ),
+        **{f"krr_eps{e:g}": functools.partial(_krr_slope, e) for e in K_EPS},
     }
 
 
-# computed when the first check that uses one is judged (dpsim.engine.judgement.deferred)
-PREDICTED = deferred_table(predicted_slopes, "chowdhury's rate predictions")
+# each computed when the first check that uses it is judged (dpsim.engine.judgement.deferred)
+PREDICTED = deferred_entries(prediction_thunks(), "chowdhury's rate prediction")
 
 # ---------------------------------------------------------------------------------------
 # Checks
