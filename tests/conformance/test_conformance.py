@@ -8,10 +8,10 @@ study's (``examples/custom_study.py``, a study file given by path) and a fifth, 
   kind that each of its axes' types refuses (:meth:`AxisType.invalid_examples`) and, where it
   has the shared axes ``k`` and ``n_items``, a top-k size k = n_items: exit status 2, one line
   on stderr naming the value, nothing written (neither ``--out`` nor the working directory);
-* a **smoke run** at (at most) the first two values of every axis (of its shape axes, only the
-  first that has two keeps two, its two smallest where they are numbers: at most two shapes
-  to compile), 2 replicates, with the
-  default workers and a watchdog: it finishes (a hang stops as :class:`RunStalled` instead of
+* a **smoke run** at (at most) the first two values of every axis and at most two shapes to
+  compile (:func:`smoke_axes`: a shape axis of categories, such as a dataset, keeps two; a
+  shape axis of sizes keeps its two smallest only in the first experiment of each paper that
+  has one, and its smallest elsewhere), 2 replicates, with the default workers and a watchdog: it finishes (a hang stops as :class:`RunStalled` instead of
   hanging the suite), with one row per grid point, replicate and method, every declared
   metric and diagnostic present. This is the suite's one smoke run of every experiment;
 * its **figure** drawn from that run by ``dpsim plot RUN --to FILE`` into non-empty files (or,
@@ -21,8 +21,9 @@ study's (``examples/custom_study.py``, a study file given by path) and a fifth, 
   exception.
 
 One smoke run per experiment is shared by its tests (a module-scoped fixture). Two shapes
-where an experiment has them make the background thread compile the next step's program while
-chunks of the previous one compute; every wait has the watchdog's timeout
+make the background thread compile the next step's program while chunks of the previous one
+compute (tests/engine/test_no_hang.py stresses that path); a second size of the same code adds
+a program to compile and little else, so each paper runs two sizes once; every wait has the watchdog's timeout
 (dpsim/engine/execution/threads.py) and worker threads are daemons, so a stuck run cannot hold the
 suite. XLA:CPU's intra-op pool is left at its default (``PJRT_NPROC`` is read when JAX creates
 its CPU client, before this module runs in a whole-suite run).
@@ -201,30 +202,55 @@ def _numbers(values) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
-def smoke_axes(experiment) -> dict:
-    """The smoke run's values: the first two of every axis, except that only the first shape
-    axis holding two values keeps two (the others keep their first): two shape points at most,
-    each a program to compile (two shape axes of two values each would make four). Of a numeric
-    shape axis the two smallest values are kept (the cheapest programs to build and run)."""
+def smoke_axes(experiment, sizes: int = 1) -> dict:
+    """The smoke run's values: the first two of every axis, with at most two shape points
+    (each a program to compile). Of the shape axes, only the first that holds two values keeps
+    two: two categories where they are not numbers (a dataset, a design: different code or
+    data), else its ``sizes`` smallest values (the same code at another size: the cheapest
+    programs to build and run); the other shape axes keep their first value.
+
+    Args: experiment; sizes: how many values a numeric shape axis keeps (1 or 2).
+    Returns: {axis: values}."""
     axes, shaped = {}, False
     for axis, values in experiment.axes.items():
         values = list(values)
         if axis in experiment.shape_axes and len(values) > 1:
-            values = sorted(values) if _numbers(values) else values
-            values, shaped = (values[:1] if shaped else values[:SMOKE_VALUES]), True
+            numeric = _numbers(values)
+            keep = 1 if shaped else (sizes if numeric else SMOKE_VALUES)
+            values, shaped = (sorted(values) if numeric else values)[:keep], True
         axes[axis] = values[:SMOKE_VALUES]
     return axes
+
+
+def _two_sizes() -> set[str]:
+    """The targets whose smoke run keeps two sizes: in each paper (each registered source), the
+    first experiment whose first two-valued shape axis holds numbers."""
+    chosen, sources = set(), set()
+    with tempfile.TemporaryDirectory() as folder, toy_paper_installed(Path(folder)):
+        for target in TARGETS:
+            experiment, source = registry.experiment(target)
+            if source in sources:
+                continue
+            shape = [a for a in experiment.shape_axes if len(experiment.axes.get(a, ())) > 1]
+            if shape and _numbers(experiment.axes[shape[0]]):
+                chosen.add(target)
+                sources.add(source)
+    return chosen
+
+
+TWO_SIZES = _two_sizes()
 
 
 @pytest.fixture(scope="module", params=TARGETS, ids=IDS)
 def smoke(request, tmp_path_factory) -> Smoke:
     """The experiment run at :func:`smoke_axes` (the first two values of every axis, two
-    shapes at most, the smallest), 2 replicates, with the default workers and the watchdog (its tests share
-    it). A run that stops making progress fails its tests with the watchdog's one-line message."""
+    shapes at most, two sizes only in the :data:`TWO_SIZES` experiments), 2 replicates, with
+    the default workers and the watchdog (its tests share it). A run that stops making progress
+    fails its tests with the watchdog's one-line message."""
     target = request.param
     experiment, source = registry.experiment(target)
     out = tmp_path_factory.mktemp("smoke") / experiment.name
-    axes = smoke_axes(experiment)
+    axes = smoke_axes(experiment, sizes=2 if target in TWO_SIZES else 1)
     try:
         summary = run_experiment(
             experiment,
