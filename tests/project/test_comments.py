@@ -40,15 +40,18 @@ ALLOWED = {
 
 
 def comment_lines(source: str):
-    """(line number, text) of every comment and every string statement (docstrings)."""
+    """(line number, text) of every comment and every string statement (docstrings): a string
+    statement's whole lines (its statement starts its first line; what follows it on its last
+    line, a comment, is one anyway)."""
+    lines = source.splitlines()
     for node in ast.walk(ast.parse(source)):
         if (
             isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Constant)
             and isinstance(node.value.value, str)
         ):
-            for offset, line in enumerate(ast.get_source_segment(source, node).splitlines()):
-                yield node.lineno + offset, line.strip()
+            for number in range(node.lineno, node.end_lineno + 1):
+                yield number, lines[number - 1].strip()
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
             yield token.start[0], token.string.strip()
