@@ -38,6 +38,7 @@ import ast
 import importlib
 import importlib.metadata
 import math
+import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -393,3 +394,19 @@ def test_a_new_paper_refuses_a_bad_name_or_an_existing_folder_and_writes_nothing
     assert "already exists" in refused(
         ["new-paper", "smith", "--to", str(papers)], cwd, monkeypatch, capsys
     )
+
+
+@pytest.mark.parametrize("name", ["a", "smith", "a_paper_with_a_long_name_of_forty_letters"])
+def test_a_new_paper_is_written_in_the_project_style(name, tmp_path):
+    """What ``dpsim new-paper`` writes passes the project's linter and formatter check as it is
+    (``ruff check``, ``ruff format --check`` with the repository's pyproject.toml), whatever the
+    length of the name and of the title, so a paper added to experiments/ keeps CI green."""
+    new_paper(name, tmp_path, title="On minimax rates under local and central privacy " * 2)
+    config = ["--config", str(ROOT / "pyproject.toml")]
+    for command in (["check", *config], ["format", "--check", *config]):
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", *command, str(tmp_path / name)],
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 0, (command, result.stdout[-2000:], result.stderr[-2000:])
