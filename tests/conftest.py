@@ -144,17 +144,17 @@ HEAVY_FIRST = (
 # smoke run and checks took longest in a measured run start first, in this order.
 PER_EXPERIMENT = "test_conformance.py"
 HEAVY_EXPERIMENTS_FIRST = (
-    "nguyen-fig3",
-    "xu-oracle",
-    "chowdhury-rates-n",
-    "xu-fig6",
+    "nguyen-fig1",
     "nguyen-fig2",
     "chowdhury-rates-k",
-    "nguyen-fig1",
-    "nguyen-rates-laplace",
+    "nguyen-fig3",
+    "nguyen-p0",
+    "xu-oracle",
+    "cai-edge-vs-individual",
+    "xu-fig2",
     "xu-fig7",
-    "chowdhury-rates-dim",
-    "cai-fig5",
+    "chowdhury-fig1",
+    "xu-fig6",
 )
 
 
