@@ -18,9 +18,12 @@ import pytest
 from dpsim.cli import main
 from dpsim.engine.storage import store
 from dpsim.engine.execution.executors import (
+    CACHE_OPTIONS,
     EXIT_ONCE_VARIABLE,
     INSTALL_RAY,
+    ChunkWorker,
     actor_resources,
+    driver_settings,
     worker_target,
 )
 from dpsim.engine.registry import experiment as resolve
@@ -189,3 +192,30 @@ def test_workers_load_a_paper_by_name_and_a_study_by_absolute_path(tmp_path, mon
     assert worker_target("dpsim.experiments.cai", "cai-fig3") == "cai-fig3"
     monkeypatch.chdir(tmp_path)
     assert worker_target("study.py:rayx", "rayx") == f"{tmp_path / 'study.py'}:rayx"
+
+
+def test_an_actor_takes_the_drivers_whole_compilation_cache_configuration():
+    """A worker (ChunkWorker, what a Ray actor runs) sets every persistent-cache option of the
+    driver, not only the folder: with a size limit (the suite's, tests/conftest.py) JAX keeps an
+    access-time file beside each entry and reads them all before each write, so a worker writing
+    into the folder without the limit would leave entries with no access-time file, and every
+    later write of the driver would fail."""
+    import jax
+
+    settings = driver_settings()
+    assert set(settings["cache"]) == set(CACHE_OPTIONS)
+    assert settings["cache"]["jax_compilation_cache_max_size"] > 0  # the suite's limit
+    other = {
+        "jax_compilation_cache_max_size": 12345,
+        "jax_persistent_cache_min_compile_time_secs": 7.5,
+        "jax_persistent_cache_min_entry_size_bytes": 6,
+    }
+    try:
+        ChunkWorker({**settings, "cache": {**settings["cache"], **other}})
+        assert {name: getattr(jax.config, name) for name in other} == other
+        assert (
+            jax.config.jax_compilation_cache_dir == settings["cache"]["jax_compilation_cache_dir"]
+        )
+    finally:
+        for name, value in settings["cache"].items():
+            jax.config.update(name, value)

@@ -402,16 +402,42 @@ def worker_target(source: str, name: str) -> str:
     return f"{Path(path).resolve()}{colon}{member}"
 
 
+# JAX's persistent compilation cache options, copied whole from the driver: with a size limit
+# JAX keeps an access-time file beside each entry and reads them all before each write, so a
+# process writing into the same folder without the limit (no access-time files) would make
+# every later write of the driver's fail.
+CACHE_OPTIONS = (
+    "jax_compilation_cache_dir",
+    "jax_compilation_cache_max_size",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes",
+)
+
+
 def driver_settings() -> dict:
     """The JAX settings an actor copies from the driver: float64, the persistent
-    compilation cache folder, and dpsim's environment variables (``DPSIM_*``)."""
+    compilation cache (its folder and every option of :data:`CACHE_OPTIONS`), and dpsim's
+    environment variables (``DPSIM_*``).
+
+    Returns: {"x64": bool, "cache": {option: value}, "environment": {name: value}}."""
     import jax
 
     return {
         "x64": bool(jax.config.jax_enable_x64),
-        "cache": jax.config.jax_compilation_cache_dir,
+        "cache": {name: getattr(jax.config, name) for name in CACHE_OPTIONS},
         "environment": {k: v for k, v in os.environ.items() if k.startswith("DPSIM_")},
     }
+
+
+def apply_driver_settings(settings: dict) -> None:
+    """Make this process's JAX settings the driver's (:func:`driver_settings`); the cache
+    options only where the driver has a cache folder."""
+    import jax
+
+    jax.config.update("jax_enable_x64", settings["x64"])
+    if settings["cache"]["jax_compilation_cache_dir"]:
+        for name, value in settings["cache"].items():
+            jax.config.update(name, value)
 
 
 @dataclass(frozen=True)
@@ -434,11 +460,7 @@ class ChunkWorker:
     def __init__(self, settings: dict):
         os.environ.update(settings["environment"])
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # several processes per GPU
-        import jax
-
-        jax.config.update("jax_enable_x64", settings["x64"])
-        if settings["cache"]:
-            jax.config.update("jax_compilation_cache_dir", settings["cache"])
+        apply_driver_settings(settings)
         self.runs: dict = {}
 
     def computer(self, run: RunSpec) -> ChunkComputer:
