@@ -4,29 +4,30 @@
 study's (``examples/custom_study.py``, a study file given by path) and a fifth, toy paper's
 (``tests/toy_paper``, installed here for this module by its one entry-point line). For each:
 
-* **bad input** through ``dpsim run`` (in this process): an unknown axis, one value of each
-  kind that each of its axes' types refuses (:meth:`AxisType.invalid_examples`) and, where it
-  has the shared axes ``k`` and ``n_items``, a top-k size k = n_items: exit status 2, one line
-  on stderr naming the value, nothing written (neither ``--out`` nor the working directory);
+* **bad input** through ``dpsim run`` (in this process): an unknown axis, one value of each kind
+  that each of its axes' types refuses (:meth:`AxisType.invalid_examples`) and, where it has the
+  shared axes ``k`` and ``n_items``, a top-k size k = n_items: exit status 2, one line on stderr
+  naming the value, nothing written (neither ``--out`` nor the working directory);
 * a **smoke run** at (at most) the first two values of every axis and at most two shapes to
-  compile (:func:`smoke_axes`: a shape axis of categories, such as a dataset, keeps two; a
-  shape axis of sizes keeps its two smallest only in the first experiment of each paper that
-  has one, and its smallest elsewhere), 2 replicates, with the default workers and a watchdog: it finishes (a hang stops as :class:`RunStalled` instead of
-  hanging the suite), with one row per grid point, replicate and method, every declared
-  metric and diagnostic present. This is the suite's one smoke run of every experiment;
+  compile (:func:`smoke_axes`: a shape axis of categories, such as a dataset, keeps two; a shape
+  axis of sizes keeps its two smallest only in the first experiment of each paper that has one,
+  and its smallest elsewhere), 2 replicates, with the default workers and a watchdog: it
+  finishes (a hang stops as :class:`RunStalled` instead of hanging the suite), with one row per
+  grid point, replicate and method, every declared metric and diagnostic present. This is the
+  suite's one smoke run of every experiment;
 * its **figure** drawn from that run by ``dpsim plot RUN --to FILE`` into non-empty files (or,
   for an experiment that declares none, a one-line refusal);
 * its **checks** judged on that run as ``dpsim verify`` judges them: a verdict for each (on 2
   replicates mostly INCONCLUSIVE, or an ERROR line saying why it cannot be evaluated), never an
   exception.
 
-One smoke run per experiment is shared by its tests (a module-scoped fixture). Two shapes
-make the background thread compile the next step's program while chunks of the previous one
-compute (tests/engine/test_no_hang.py stresses that path); a second size of the same code adds
-a program to compile and little else, so each paper runs two sizes once; every wait has the watchdog's timeout
-(dpsim/engine/execution/threads.py) and worker threads are daemons, so a stuck run cannot hold the
-suite. XLA:CPU's intra-op pool is left at its default (``PJRT_NPROC`` is read when JAX creates
-its CPU client, before this module runs in a whole-suite run).
+One smoke run per experiment is shared by its tests (a module-scoped fixture). Two shapes make
+the background thread compile the next step's program while chunks of the previous one compute
+(tests/engine/test_no_hang.py stresses that path); a second size of the same code adds a program
+to compile and little else, so each paper runs two sizes once. Every wait has the watchdog's
+timeout (dpsim/engine/execution/threads.py) and worker threads are daemons, so a stuck run
+cannot hold the suite. XLA:CPU's intra-op pool is left at its default (``PJRT_NPROC`` is read
+when JAX creates its CPU client, before this module runs in a whole-suite run).
 
 The console script's exit status and one-line error, end to end in a fresh interpreter, are
 tested once, in tests/engine/test_cli.py.
@@ -232,8 +233,10 @@ def _two_sizes() -> set[str]:
             experiment, source = registry.experiment(target)
             if source in sources:
                 continue
-            shape = [a for a in experiment.shape_axes if len(experiment.axes.get(a, ())) > 1]
-            if shape and _numbers(experiment.axes[shape[0]]):
+            shape = [  # in the order smoke_axes meets them
+                a for a, v in experiment.axes.items() if a in experiment.shape_axes and len(v) > 1
+            ]
+            if shape and _numbers(list(experiment.axes[shape[0]])):
                 chosen.add(target)
                 sources.add(source)
     return chosen
