@@ -283,6 +283,16 @@ TRIED = {
         "(planning, the fingerprint, Parquet parts with their flushes, the manifest and its summary) "
         "is what a study folder's guarantees cost."
     ),
+    "cold": (
+        "Designs tried for the cold runs: the figure libraries load in a background thread while "
+        "the run computes; PNG and PDF are drawn from one layout; a finished command leaves without "
+        "the interpreter's teardown (the *exit* column); item counts share compiled programs "
+        "by padding (cai.json section C, `padding_off`); a persistent compilation cache saves a "
+        "re-run's compile but not a first run's, since each figure compiles its own programs "
+        "(section C, `persistent_cache_what_if`). Not yet tried: loading a paper imports SciPy "
+        "because its design pins compute their predictions when the module loads; computing them "
+        "when a check is judged would spare each `dpsim run` that import."
+    ),
 }
 
 
@@ -402,18 +412,6 @@ def _cold_section(doc: dict) -> list[str]:
     return lines
 
 
-COLD_TRIED = (
-    "Designs tried for the cold runs: the figure libraries load in a background thread while "
-    "the run computes; PNG and PDF are drawn from one layout; a finished command leaves without "
-    "the interpreter's teardown (the *exit* column); item counts share compiled programs "
-    "by padding (cai.json section C, `padding_off`); a persistent compilation cache saves a "
-    "re-run's compile but not a first run's, since each figure compiles its own programs "
-    "(section C, `persistent_cache_what_if`). Not yet tried: loading a paper imports SciPy "
-    "because its design pins compute their predictions when the module loads; computing them "
-    "when a check is judged would spare each `dpsim run` that import."
-)
-
-
 def _cold_floor(c: dict, machine: dict) -> list[str]:
     """Where the cold runs' time goes: the runs' compute without compiling (cai.json section C's
     warm re-run of each figure, when it was measured on the same kind of machine) plus each
@@ -442,7 +440,7 @@ def _cold_floor(c: dict, machine: dict) -> list[str]:
             f"drawing and exit must get faster, whatever is compiled.",
             "",
         ]
-    return lines + [COLD_TRIED, ""]
+    return lines + [TRIED["cold"], ""]
 
 
 def _verify_section(doc: dict) -> list[str]:

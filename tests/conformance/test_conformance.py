@@ -100,18 +100,21 @@ def toy_paper_installed(folder: Path):
         registry.forget_installed()
 
 
-def _registered() -> list[str]:
-    """The targets of every registered experiment, as ``dpsim run`` takes them: an installed
-    experiment's name, or ``path.py:NAME`` for the study file's."""
+def _registered() -> dict[str, tuple]:
+    """Every registered experiment by its target, as ``dpsim run`` takes it (an installed
+    experiment's name, or ``path.py:NAME`` for the study file's): (the experiment, its source:
+    the paper's package or the study file)."""
     with tempfile.TemporaryDirectory() as folder, toy_paper_installed(Path(folder)):
         found = registry.catalogue(str(STUDY))
-        return [
-            found.source[name] if registry.is_study(found.source[name]) else name
-            for name in found.experiments
-        ]
+        return {
+            (source if registry.is_study(source) else name): (experiment, source)
+            for name, experiment in found.experiments.items()
+            for source in [found.source[name]]
+        }
 
 
-TARGETS = _registered()
+REGISTERED = _registered()
+TARGETS = list(REGISTERED)
 IDS = [target.rpartition(":")[2] for target in TARGETS]
 
 
@@ -226,19 +229,12 @@ def smoke_axes(experiment, sizes: int = 1) -> dict:
 
 def _two_sizes() -> set[str]:
     """The targets whose smoke run keeps two sizes: in each paper (each registered source), the
-    first experiment whose first two-valued shape axis holds numbers."""
+    first experiment whose smoke run two sizes would change (:func:`smoke_axes`)."""
     chosen, sources = set(), set()
-    with tempfile.TemporaryDirectory() as folder, toy_paper_installed(Path(folder)):
-        for target in TARGETS:
-            experiment, source = registry.experiment(target)
-            if source in sources:
-                continue
-            shape = [  # in the order smoke_axes meets them
-                a for a, v in experiment.axes.items() if a in experiment.shape_axes and len(v) > 1
-            ]
-            if shape and _numbers(list(experiment.axes[shape[0]])):
-                chosen.add(target)
-                sources.add(source)
+    for target, (experiment, source) in REGISTERED.items():
+        if source not in sources and smoke_axes(experiment, 2) != smoke_axes(experiment, 1):
+            chosen.add(target)
+            sources.add(source)
     return chosen
 
 

@@ -23,6 +23,7 @@ from dpsim.engine.execution.executors import (
     INSTALL_RAY,
     ChunkWorker,
     actor_resources,
+    apply_driver_settings,
     driver_settings,
     worker_target,
 )
@@ -217,5 +218,4 @@ def test_an_actor_takes_the_drivers_whole_compilation_cache_configuration():
             jax.config.jax_compilation_cache_dir == settings["cache"]["jax_compilation_cache_dir"]
         )
     finally:
-        for name, value in settings["cache"].items():
-            jax.config.update(name, value)
+        apply_driver_settings(settings)

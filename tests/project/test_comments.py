@@ -43,7 +43,7 @@ def comment_lines(source: str):
     """(line number, text) of every comment and every string statement (docstrings): a string
     statement's whole lines (its statement starts its first line; what follows it on its last
     line, a comment, is one anyway)."""
-    lines = source.splitlines()
+    lines = source.split("\n")  # as the parser counts lines (splitlines also breaks at \f, \x1c, …)
     for node in ast.walk(ast.parse(source)):
         if (
             isinstance(node, ast.Expr)
